@@ -1,0 +1,51 @@
+// Command batchwork-local runs all of Batchwork in one process against an
+// AWS endpoint (an emulator, or a real account): it creates the resources,
+// serves the API on loopback, and runs executor slots and the sweep.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/runner"
+)
+
+func main() {
+	endpoint := flag.String("endpoint", os.Getenv("AWS_ENDPOINT_URL"), "AWS endpoint (an emulator); empty for AWS")
+	prefix := flag.String("prefix", "batchwork", "resource name prefix")
+	listen := flag.String("listen", "127.0.0.1:8080", "API address (loopback only: the owner header is trusted)")
+	slots := flag.Int("slots", 4, "executor slots")
+	sweep := flag.Duration("sweep", 10*time.Second, "sweep interval")
+	flag.Parse()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := awsconf.Load(ctx, *endpoint)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reg := executor.NewRegistry()
+	wordcount.Register(reg)
+	diamond.Register(reg, nil)
+	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, SweepEvery: *sweep, Registry: reg, Log: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	log.Info("batchwork running", "api", r.URL, "table", r.Resources.Table, "bucket", r.Resources.Bucket)
+	if err := r.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,182 @@
+// Command bench measures Batchwork on the emulator: a job of 2,000 no-op
+// tasks (a fan-out stage, then a fan-in task), next to the emulator's own
+// rate for a bare UpdateItem loop measured in the same run; AWS requests
+// per task by operation; the task item size; and ready-to-claimed latency
+// with idle executors.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+func main() {
+	tasks := flag.Int("tasks", 2000, "fan-out tasks")
+	slots := flag.Int("slots", 16, "executor slots")
+	probes := flag.Int("probes", 100, "single-task jobs for the latency measurement")
+	flag.Parse()
+	if err := run(*tasks, *slots, *probes); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(tasks, slots, probes int) error {
+	ctx := context.Background()
+	emu, err := emulator.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer emu.Stop()
+	cfg := emu.AWSConfig()
+	var counter awsconf.Counter
+	counted := cfg.Copy()
+	counter.Install(&counted)
+
+	reg := executor.NewRegistry()
+	reg.Register("noop", func(ctx context.Context, t *executor.Task) error { return nil })
+	r, err := runner.New(ctx, runner.Options{
+		AWS: counted, Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var latencies []time.Duration
+	var measuring atomic.Bool
+	r.Executor.OnClaim = func(c control.Claim, sent time.Time) {
+		if measuring.Load() {
+			mu.Lock()
+			latencies = append(latencies, time.Since(sent))
+			mu.Unlock()
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	bare := bareUpdateRate(ctx, cfg, r.Resources.Table, 3*time.Second, 8)
+
+	// Throughput and requests per task.
+	_, before := counter.Snapshot()
+	beforeOps, _ := counter.Snapshot()
+	body := fmt.Appendf(nil, `{"name":"bench","stages":[
+	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
+	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
+	start := time.Now()
+	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "bench-1", Spec: body})
+	if err != nil {
+		return err
+	}
+	st, err := wait(ctx, r, res.JobID, 20*time.Minute)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	afterOps, after := counter.Snapshot()
+	total := tasks + 1
+	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
+	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", float64(total)/elapsed.Seconds(), slots)
+	fmt.Printf("  emulator bare UpdateItem loop (8 goroutines): %.0f req/s\n", bare)
+	fmt.Printf("  ratio: %.2f tasks per bare UpdateItem\n", float64(total)/elapsed.Seconds()/bare)
+	// Sweep and polling requests are included: they are part of the cost.
+	fmt.Printf("  AWS requests per task: %.2f (%d requests)\n", float64(after-before)/float64(total), after-before)
+	for _, k := range awsconf.Keys(afterOps) {
+		if n := afterOps[k] - beforeOps[k]; n > 0 {
+			fmt.Printf("    %-40s %7d  %5.2f/task\n", k, n, float64(n)/float64(total))
+		}
+	}
+	sample := batch.Task{Ref: batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
+		Input: &batch.Split{Key: string(make([]byte, control.MaxInputKey)), Start: 1 << 40, End: 1 << 40}}
+	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a 300-byte error); %d bytes without input\n",
+		dynamo.TaskItemSize(sample, 303), control.MaxInputKey, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
+
+	// Ready-to-claimed latency with idle executors: one task at a time.
+	measuring.Store(true)
+	for i := 0; i < probes; i++ {
+		res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: fmt.Sprintf("probe-%d", i),
+			Spec: []byte(`{"name":"probe","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}`)})
+		if err != nil {
+			return err
+		}
+		if _, err := wait(ctx, r, res.JobID, time.Minute); err != nil {
+			return err
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(latencies)
+	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
+	fmt.Printf("  ready-to-claimed latency, idle executors (%d probes; SQS timestamps have 1 ms resolution): p50 %s  p99 %s\n",
+		len(latencies), pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond))
+	return nil
+}
+
+func wait(ctx context.Context, r *runner.Runner, id string, within time.Duration) (control.JobStatus, error) {
+	deadline := time.Now().Add(within)
+	for {
+		st, err := r.Service.Status(ctx, "bench", id)
+		if err != nil {
+			return st, err
+		}
+		if st.State != "RUNNING" {
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("job %s still running after %s", id, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func bareUpdateRate(ctx context.Context, cfg aws.Config, table string, d time.Duration, workers int) float64 {
+	db := dynamodb.NewFromConfig(cfg)
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName: &table,
+					Key: map[string]types.AttributeValue{
+						"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%d", w)},
+						"sk": &types.AttributeValueMemberS{Value: "X"},
+					},
+					UpdateExpression:          aws.String("ADD n :one"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+				})
+				if err == nil {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}

@@ -1,0 +1,256 @@
+// Command demo runs the word-count example end to end on a local AWS
+// emulator: it starts the emulator (or uses AWS_ENDPOINT_URL), hosts the
+// control plane, API and executors in this process, submits the job over
+// HTTP, shows progress and prints the top words, the timeline and where
+// the manifest is.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/runner"
+)
+
+func main() {
+	input := flag.String("input", "", "directory of text files to count (default: a generated corpus)")
+	size := flag.Int("size", 4<<20, "bytes of generated corpus")
+	slots := flag.Int("slots", 8, "executor slots")
+	reducers := flag.Int("reducers", 4, "reduce partitions")
+	splitSize := flag.Int64("split", 256<<10, "target split size in bytes")
+	logFile := flag.String("log", filepath.Join(os.TempDir(), "batchwork-demo.log"), "structured log file")
+	flag.Parse()
+	if err := run(*input, *size, *slots, *reducers, *splitSize, *logFile); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(input string, size, slots, reducers int, splitSize int64, logFile string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	lf, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	log := slog.New(slog.NewJSONHandler(lf, nil))
+
+	fmt.Println("==> starting the AWS emulator")
+	emu, err := emulator.Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer emu.Stop()
+	fmt.Printf("    %s at %s\n", emu.Kind, emu.URL)
+
+	reg := executor.NewRegistry()
+	wordcount.Register(reg)
+	fmt.Println("==> creating resources and starting the control plane, API and executors")
+	r, err := runner.New(ctx, runner.Options{
+		AWS: emu.AWSConfig(), Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
+		Registry: reg, Log: log, SweepEvery: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() { cancelRun(); <-done }()
+	fmt.Printf("    table %s, bucket %s, API %s, %d executor slots, logs in %s\n", r.Resources.Table, r.Resources.Bucket, r.URL, slots, logFile)
+
+	n, bytesIn, err := upload(ctx, r, input, size)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("==> uploaded %d input file(s), %d bytes, to s3://%s/input/\n", n, bytesIn, r.Resources.Bucket)
+
+	spec := wordcount.Spec("wordcount", "s3://"+r.Resources.Bucket+"/input/", splitSize, reducers)
+	id, err := submit(r.URL, spec)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("==> submitted job %s\n", id)
+	start := time.Now()
+	var st control.JobStatus
+	last := ""
+	for {
+		if st, err = status(r.URL, id); err != nil {
+			return err
+		}
+		line := progressLine(st)
+		if line != last {
+			fmt.Printf("    %6.1fs  %s\n", time.Since(start).Seconds(), line)
+			last = line
+		}
+		if st.State != "RUNNING" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	fmt.Printf("==> job %s %s in %.1fs\n", id, st.State, time.Since(start).Seconds())
+	if st.State != "SUCCEEDED" {
+		return fmt.Errorf("job ended %s: %s", st.State, st.Error)
+	}
+	if err := printResult(ctx, r, st); err != nil {
+		return err
+	}
+	return nil
+}
+
+func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files int, total int, err error) {
+	if dir == "" {
+		corpus := wordcount.Corpus(42, size)
+		// Several files, so splits come from more than one object.
+		const parts = 4
+		for i := 0; i < parts; i++ {
+			lo, hi := len(corpus)*i/parts, len(corpus)*(i+1)/parts
+			if err := r.Blob.PutIfAbsent(ctx, fmt.Sprintf("input/corpus-%d.txt", i), corpus[lo:hi]); err != nil {
+				return 0, 0, err
+			}
+		}
+		return parts, len(corpus), nil
+	}
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		files++
+		total += len(b)
+		return r.Blob.PutIfAbsent(ctx, "input/"+filepath.ToSlash(rel), b)
+	})
+	if err == nil && files == 0 {
+		err = fmt.Errorf("no files under %s", dir)
+	}
+	return files, total, err
+}
+
+func submit(base string, spec []byte) (string, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/jobs", bytes.NewReader(spec))
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("demo-%d", time.Now().UnixNano()))
+	req.Header.Set(runner.OwnerHeader, "demo")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("submit: %s: %s", resp.Status, body)
+	}
+	var res control.SubmitResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		return "", err
+	}
+	return res.JobID, nil
+}
+
+func status(base, id string) (control.JobStatus, error) {
+	req, _ := http.NewRequest(http.MethodGet, base+"/jobs/"+id, nil)
+	req.Header.Set(runner.OwnerHeader, "demo")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return control.JobStatus{}, err
+	}
+	defer resp.Body.Close()
+	var st control.JobStatus
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return st, fmt.Errorf("status: %s: %s", resp.Status, b)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+func progressLine(st control.JobStatus) string {
+	var parts []string
+	for _, s := range st.Stages {
+		parts = append(parts, fmt.Sprintf("%s %s %d/%d", s.Name, s.State, s.Committed, s.Total))
+	}
+	return st.State + "  " + strings.Join(parts, "  |  ")
+}
+
+func printResult(ctx context.Context, r *runner.Runner, st control.JobStatus) error {
+	raw, err := r.Blob.Get(ctx, st.Manifest)
+	if err != nil {
+		return err
+	}
+	var m batch.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, o := range m.Outputs {
+		b, err := r.Blob.Get(ctx, o.Key)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if w, n, ok := strings.Cut(line, "\t"); ok {
+				c, _ := strconv.Atoi(n)
+				counts[w] = c
+			}
+		}
+	}
+	words := make([]string, 0, len(counts))
+	for w := range counts {
+		words = append(words, w)
+	}
+	sort.Slice(words, func(i, j int) bool {
+		if counts[words[i]] != counts[words[j]] {
+			return counts[words[i]] > counts[words[j]]
+		}
+		return words[i] < words[j]
+	})
+	fmt.Printf("\n==> top words (%d distinct)\n", len(words))
+	for i, w := range words[:min(15, len(words))] {
+		fmt.Printf("    %2d. %-14s %8d\n", i+1, w, counts[w])
+	}
+	fmt.Println("\n==> timeline")
+	for i, s := range st.Stages {
+		attempts, retried := 0, 0
+		tasks, err := r.Store.ListStageTasks(ctx, st.ID, i, s.Total)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			attempts += t.Attempt
+			if t.Attempt > 1 {
+				retried++
+			}
+		}
+		fmt.Printf("    stage %-7s started %s  completed %s  (%5.2fs)  tasks %d  attempts %d  retried %d\n",
+			s.Name, s.Started.Format("15:04:05.000"), s.Ended.Format("15:04:05.000"), s.Ended.Sub(*s.Started).Seconds(), s.Total, attempts, retried)
+	}
+	fmt.Printf("    job ended %s\n", st.Ended.Format("15:04:05.000"))
+	fmt.Printf("\n==> manifest: s3://%s/%s (%d outputs)\n", m.Bucket, st.Manifest, len(m.Outputs))
+	return nil
+}

@@ -1,0 +1,19 @@
+// Command claim grants claims to remote executors that have no table
+// access of their own: {"task": "job/stage/partition"} in, the claim out.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+)
+
+func main() {
+	w := lambdaenv.Must(context.Background())
+	lambda.Start(func(ctx context.Context, req control.RemoteClaimRequest) (control.RemoteClaim, error) {
+		return w.Service.RemoteClaim(ctx, req)
+	})
+}

@@ -1,0 +1,19 @@
+// Command commit commits a remote executor's attempt: the claim it was
+// granted plus its output count in, an error unless it committed.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+)
+
+func main() {
+	w := lambdaenv.Must(context.Background())
+	lambda.Start(func(ctx context.Context, req control.RemoteCommitRequest) error {
+		return w.Service.RemoteCommit(ctx, req)
+	})
+}

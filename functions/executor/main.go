@@ -1,0 +1,41 @@
+// Command executor is the Lambda executor: an SQS event source with partial
+// batch failures, running the task functions registered here. Users build
+// their own from this main with their functions registered.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+)
+
+func main() {
+	w := lambdaenv.Must(context.Background())
+	reg := executor.NewRegistry()
+	wordcount.Register(reg)
+	diamond.Register(reg, nil)
+	urls := map[string]string{}
+	for _, u := range []string{os.Getenv("BATCHWORK_QUEUE_HIGH"), os.Getenv("BATCHWORK_QUEUE_NORMAL"), os.Getenv("BATCHWORK_QUEUE_LOW")} {
+		urls[u[lastSlash(u)+1:]] = u
+	}
+	h := &executor.LambdaHandler{
+		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log},
+		Queue:  w.Queue, QueueURLs: urls,
+	}
+	lambda.Start(h.Handle)
+}
+
+func lastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,447 @@
+package emulator
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// clearEnv makes Start pick a local moto server regardless of the caller's
+// environment.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	t.Setenv(EnvEndpointURL, "")
+	t.Setenv(EnvEmulator, "")
+	t.Setenv(EnvMotoServer, "")
+	t.Setenv(EnvRegion, "")
+}
+
+func startTestMoto(t *testing.T) *Emulator {
+	t.Helper()
+	clearEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := Start(ctx)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return e
+}
+
+func hostPort(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+func accepts(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func TestMotoServices(t *testing.T) {
+	e := startTestMoto(t)
+	ctx := context.Background()
+
+	if e.Kind != KindMoto || e.Region != DefaultRegion || !strings.HasPrefix(e.URL, "http://127.0.0.1:") {
+		t.Fatalf("unexpected emulator %+v", e)
+	}
+	if _, err := os.Stat(e.LogPath); err != nil {
+		t.Fatalf("log file: %v", err)
+	}
+	cfg := e.AWSConfig()
+
+	// DynamoDB.
+	ddb := dynamodb.NewFromConfig(cfg)
+	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("jobs"),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	_, err = ddb.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String("jobs"),
+		Item: map[string]ddbtypes.AttributeValue{
+			"pk":    &ddbtypes.AttributeValueMemberS{Value: "job#1"},
+			"state": &ddbtypes.AttributeValueMemberS{Value: "pending"},
+		},
+	})
+	if err != nil {
+		t.Fatalf("PutItem: %v", err)
+	}
+	got, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String("jobs"),
+		Key:            map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "job#1"}},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("GetItem: %v", err)
+	}
+	if s, ok := got.Item["state"].(*ddbtypes.AttributeValueMemberS); !ok || s.Value != "pending" {
+		t.Fatalf("GetItem state = %#v", got.Item["state"])
+	}
+
+	// SQS.
+	sq := sqs.NewFromConfig(cfg)
+	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("work")})
+	if err != nil {
+		t.Fatalf("CreateQueue: %v", err)
+	}
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("hello")}); err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	rcv, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 1, MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatalf("ReceiveMessage: %v", err)
+	}
+	if len(rcv.Messages) != 1 || aws.ToString(rcv.Messages[0].Body) != "hello" {
+		t.Fatalf("ReceiveMessage = %+v", rcv.Messages)
+	}
+	if _, err := sq.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: rcv.Messages[0].ReceiptHandle}); err != nil {
+		t.Fatalf("DeleteMessage: %v", err)
+	}
+
+	// S3, path style.
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("artifacts")}); err != nil {
+		t.Fatalf("CreateBucket: %v", err)
+	}
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("artifacts"), Key: aws.String("a/b.txt"), Body: strings.NewReader("payload")}); err != nil {
+		t.Fatalf("PutObject: %v", err)
+	}
+	obj, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("artifacts"), Key: aws.String("a/b.txt")})
+	if err != nil {
+		t.Fatalf("GetObject: %v", err)
+	}
+	body, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if string(body) != "payload" {
+		t.Fatalf("GetObject body = %q", body)
+	}
+
+	// Reset wipes everything.
+	if err := e.Reset(ctx); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	tables, err := ddb.ListTables(ctx, &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatalf("ListTables: %v", err)
+	}
+	if len(tables.TableNames) != 0 {
+		t.Fatalf("tables after Reset: %v", tables.TableNames)
+	}
+	buckets, err := s3c.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		t.Fatalf("ListBuckets: %v", err)
+	}
+	if len(buckets.Buckets) != 0 {
+		t.Fatalf("buckets after Reset: %d", len(buckets.Buckets))
+	}
+
+	// Stop: the port is closed afterwards, and Stop is idempotent.
+	addr := hostPort(t, e.URL)
+	if !accepts(addr) {
+		t.Fatalf("%s not accepting before Stop", addr)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if accepts(addr) {
+		t.Fatalf("%s still accepts connections after Stop", addr)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+func TestBadMotoServerPath(t *testing.T) {
+	clearEnv(t)
+	bad := filepath.Join(t.TempDir(), "no", "moto_server")
+	t.Setenv(EnvMotoServer, bad)
+	e, err := Start(context.Background())
+	if err == nil {
+		e.Stop()
+		t.Fatal("Start succeeded with a missing moto_server")
+	}
+	if !strings.Contains(err.Error(), "make venv") || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error should mention `make venv` and the path: %v", err)
+	}
+}
+
+func TestMotoServerExitsEarly(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("uses a shell script")
+	}
+	clearEnv(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "moto_server")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho boom-from-fake-moto >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvMotoServer, script)
+	t.Setenv(EnvLogDir, filepath.Join(dir, "logs"))
+	e, err := Start(context.Background())
+	if err == nil {
+		e.Stop()
+		t.Fatal("Start succeeded with a failing moto_server")
+	}
+	msg := err.Error()
+	for _, want := range []string{"make venv", filepath.Join(dir, "logs"), "boom-from-fake-moto", "exit status 3"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not mention %q: %v", want, err)
+		}
+	}
+}
+
+func TestPinnedPortInUse(t *testing.T) {
+	clearEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	e, err := StartWith(context.Background(), Options{Port: port})
+	if err == nil {
+		e.Stop()
+		t.Fatalf("StartWith on busy port %d succeeded", port)
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("want EADDRINUSE, got %v", err)
+	}
+}
+
+func TestPinnedPort(t *testing.T) {
+	clearEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	e, err := StartWith(context.Background(), Options{Port: port, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("StartWith: %v", err)
+	}
+	defer e.Stop()
+	if want := "http://127.0.0.1:" + strconv.Itoa(port); e.URL != want {
+		t.Fatalf("URL = %s, want %s", e.URL, want)
+	}
+}
+
+func TestExternalEndpoint(t *testing.T) {
+	base := startTestMoto(t)
+	t.Setenv(EnvEndpointURL, base.URL)
+	t.Setenv(EnvRegion, "eu-west-1")
+
+	e, err := Start(context.Background())
+	if err != nil {
+		t.Fatalf("Start external: %v", err)
+	}
+	if e.Kind != KindExternal || e.URL != base.URL || e.Region != "eu-west-1" || e.LogPath != "" {
+		t.Fatalf("unexpected external emulator %+v", e)
+	}
+	ctx := context.Background()
+	ddb := dynamodb.NewFromConfig(e.AWSConfig())
+	_, err = ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("ext"),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("CreateTable via external: %v", err)
+	}
+	// The external endpoint is a moto server, so Reset works on it.
+	if err := e.Reset(ctx); err != nil {
+		t.Fatalf("Reset via external moto: %v", err)
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatalf("external Stop: %v", err)
+	}
+	// Stop on an external emulator must not stop the server.
+	if _, err := ddb.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("server gone after external Stop: %v", err)
+	}
+}
+
+func TestExternalNonMoto(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	clearEnv(t)
+	t.Setenv(EnvEndpointURL, srv.URL)
+	e, err := Start(context.Background())
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer e.Stop()
+	if e.Kind != KindExternal || e.Region != DefaultRegion {
+		t.Fatalf("unexpected %+v", e)
+	}
+	if err := e.Reset(context.Background()); !errors.Is(err, ErrResetNotSupported) {
+		t.Fatalf("Reset = %v, want ErrResetNotSupported", err)
+	}
+	cfg := e.AWSConfig()
+	if aws.ToString(cfg.BaseEndpoint) != srv.URL || cfg.Region != DefaultRegion {
+		t.Fatalf("AWSConfig = %+v", cfg)
+	}
+	creds, err := cfg.Credentials.Retrieve(context.Background())
+	if err != nil || creds.AccessKeyID != "test" || creds.SecretAccessKey != "test" {
+		t.Fatalf("credentials = %+v, %v", creds, err)
+	}
+}
+
+func TestExternalUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	clearEnv(t)
+	t.Setenv(EnvEndpointURL, "http://"+addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	e, err := Start(ctx)
+	if err == nil {
+		e.Stop()
+		t.Fatal("Start succeeded against a closed port")
+	}
+	if !strings.Contains(err.Error(), EnvEndpointURL) {
+		t.Fatalf("error should name %s: %v", EnvEndpointURL, err)
+	}
+}
+
+func TestUnknownEmulator(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvEmulator, "dynalite")
+	if _, err := Start(context.Background()); err == nil || !strings.Contains(err.Error(), "dynalite") {
+		t.Fatalf("Start = %v, want unknown-emulator error", err)
+	}
+}
+
+const leakHelperEnv = "BATCHWORK_EMULATOR_TEST_LEAK_HELPER"
+
+// TestLeakHelper is not a test: TestNoLeakWhenTestProcessDies runs the test
+// binary with it to start moto and then die without calling Stop.
+func TestLeakHelper(t *testing.T) {
+	if os.Getenv(leakHelperEnv) != "1" {
+		t.Skip("helper process for TestNoLeakWhenTestProcessDies")
+	}
+	e, err := Start(context.Background())
+	if err != nil {
+		os.Stdout.WriteString("ERR " + err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Stdout.WriteString("URL " + e.URL + "\n")
+	// Die hard, as a crashed or killed `go test` would: no Stop, no cleanup.
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {}
+}
+
+func TestNoLeakWhenTestProcessDies(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signal is Linux only")
+	}
+	clearEnv(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLeakHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), leakHelperEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var serverURL string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if u, ok := strings.CutPrefix(line, "URL "); ok {
+			serverURL = u
+			break
+		}
+		if strings.HasPrefix(line, "ERR ") {
+			t.Fatalf("helper: %s", line)
+		}
+	}
+	go io.Copy(io.Discard, out)
+	_ = cmd.Wait()
+	if serverURL == "" {
+		t.Fatal("helper did not report a URL")
+	}
+	addr := hostPort(t, serverURL)
+	deadline := time.Now().Add(10 * time.Second)
+	for accepts(addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("moto server at %s outlived its dead parent", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLocalstack runs only with BATCHWORK_EMULATOR=localstack (needs Docker).
+func TestLocalstack(t *testing.T) {
+	if os.Getenv(EnvEmulator) != KindLocalstack || os.Getenv(EnvEndpointURL) != "" {
+		t.Skip("set BATCHWORK_EMULATOR=localstack (and have Docker) to run")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e, err := Start(ctx)
+	if err != nil {
+		t.Fatalf("Start localstack: %v", err)
+	}
+	defer func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	if e.Kind != KindLocalstack {
+		t.Fatalf("Kind = %s", e.Kind)
+	}
+	cfg := e.AWSConfig()
+	if _, err := dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("ListTables: %v", err)
+	}
+	if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+		t.Fatalf("ListQueues: %v", err)
+	}
+	if err := e.Reset(ctx); !errors.Is(err, ErrResetNotSupported) {
+		t.Fatalf("Reset = %v, want ErrResetNotSupported", err)
+	}
+}

@@ -1,0 +1,285 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip install -r integration/emulator/requirements.txt) in the repository root"
+
+// motoProcess is a running moto_server child.
+type motoProcess struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // valid after done is closed
+
+	mu          sync.Mutex
+	stopping    bool
+	diedEarlier bool // exited before stop was called
+}
+
+// startMoto starts moto_server and waits until it is healthy.
+//
+// The listening socket is created here (127.0.0.1:0, or the pinned port) and
+// handed to the server as fd 3 through werkzeug's own socket hand-over
+// protocol (WERKZEUG_RUN_MAIN=true, WERKZEUG_SERVER_FD=3; the one its
+// reloader uses). So there is no window between picking a port and the server
+// binding it in which another process could take the port, and a health check
+// can never be answered by some other server on a reused port.
+func startMoto(ctx context.Context, region string, opts Options) (*Emulator, error) {
+	bin, err := findMotoServer()
+	if err != nil {
+		return nil, err
+	}
+	logDir := opts.LogDir
+	if logDir == "" {
+		logDir = os.Getenv(EnvLogDir)
+	}
+	if logDir == "" {
+		logDir = os.TempDir()
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("emulator: log dir: %w", err)
+	}
+	l, err := listen(opts.Port)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close() // the child has its own copy once started
+	port := l.Addr().(*net.TCPAddr).Port
+	lf, err := l.File()
+	if err != nil {
+		return nil, fmt.Errorf("emulator: listener fd: %w", err)
+	}
+	defer lf.Close()
+
+	logFile, err := os.CreateTemp(logDir, fmt.Sprintf("moto-%d-*.log", port))
+	if err != nil {
+		return nil, fmt.Errorf("emulator: create log file: %w", err)
+	}
+	logPath := logFile.Name()
+	fmt.Fprintf(logFile, "# %s -H 127.0.0.1 -p %d (socket passed as fd 3; started %s by pid %d)\n",
+		bin, port, time.Now().Format(time.RFC3339), os.Getpid())
+
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.ExtraFiles = []*os.File{lf} // fd 3
+	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1", "WERKZEUG_RUN_MAIN=true", "WERKZEUG_SERVER_FD=3")
+	cmd.SysProcAttr = sysProcAttr()
+
+	p := &motoProcess{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	err = p.start()
+	logFile.Close() // the child holds its own copy
+	if err != nil {
+		return nil, fmt.Errorf("emulator: start %s: %w (log: %s); %s", bin, err, logPath, venvHint)
+	}
+	lf.Close()
+	l.Close()
+
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	e := newEmulator(url, region, KindMoto)
+	e.LogPath = logPath
+	e.motoAPI = true
+	e.proc = p
+
+	if err := p.waitHealthy(ctx, e.endpoint("/moto-api/"), motoStartTimeout); err != nil {
+		_ = p.stop(stopGracePeriod)
+		return nil, fmt.Errorf("emulator: moto server %s on port %d did not become healthy: %w; if the virtualenv is missing or broken, %s; log: %s%s",
+			bin, port, err, venvHint, logPath, logTail(logPath))
+	}
+	return e, nil
+}
+
+// listen opens the server socket on 127.0.0.1: on a kernel-chosen free port
+// when port is 0, retrying a few times on a bind failure.
+func listen(port int) (*net.TCPListener, error) {
+	const attempts = 5
+	var err error
+	for i := 0; i < attempts; i++ {
+		var l net.Listener
+		l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			return l.(*net.TCPListener), nil
+		}
+		if port != 0 {
+			return nil, fmt.Errorf("emulator: port %d: %w", port, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("emulator: pick a free port: %w", err)
+}
+
+// start starts the process from a goroutine locked to its OS thread, which
+// stays alive (and locked) until the process has exited: on Linux the
+// parent-death signal fires when the *thread* that forked the child exits,
+// and a locked thread is never reused or retired by the Go runtime meanwhile.
+func (p *motoProcess) start() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = p.cmd.Wait()
+		p.mu.Lock()
+		p.diedEarlier = !p.stopping
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return <-started
+}
+
+func (p *motoProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *motoProcess) waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error = errors.New("no health check completed")
+	for {
+		if p.exited() {
+			return fmt.Errorf("process exited: %v", p.waitErr)
+		}
+		code, err := probe(ctx, url, 2*time.Second)
+		if err == nil && code == http.StatusOK {
+			if p.exited() {
+				return fmt.Errorf("process exited: %v", p.waitErr)
+			}
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("GET %s: status %d", url, code)
+		}
+		if ctx.Err() == nil {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last health check: %v", ctx.Err(), lastErr)
+		case <-p.done:
+			return fmt.Errorf("process exited: %v", p.waitErr)
+		case <-time.After(healthPollInterval):
+		}
+	}
+}
+
+// stop sends SIGTERM to the process group, SIGKILL after grace, and waits.
+func (p *motoProcess) stop(grace time.Duration) error {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+
+	if p.exited() {
+		p.mu.Lock()
+		early := p.diedEarlier
+		p.mu.Unlock()
+		if early {
+			return fmt.Errorf("emulator: moto server had already exited: %v (log: %s)", p.waitErr, p.logPath)
+		}
+		return nil
+	}
+	pid := p.cmd.Process.Pid
+	_ = signalGroup(pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = signalGroup(pid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("emulator: moto server pid %d did not exit after SIGKILL (log: %s)", pid, p.logPath)
+		}
+	}
+	p.mu.Lock()
+	early := p.diedEarlier
+	p.mu.Unlock()
+	if early {
+		return fmt.Errorf("emulator: moto server had already exited: %v (log: %s)", p.waitErr, p.logPath)
+	}
+	return nil
+}
+
+// findMotoServer returns BATCHWORK_MOTO_SERVER, or .venv/bin/moto_server next
+// to the nearest go.mod walking up from the working directory.
+func findMotoServer() (string, error) {
+	if p := os.Getenv(EnvMotoServer); p != "" {
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("emulator: %s=%s: %w; %s", EnvMotoServer, p, err, venvHint)
+		}
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("emulator: %w", err)
+	}
+	var tried []string
+	for dir := wd; ; {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			cand := filepath.Join(dir, ".venv", "bin", "moto_server")
+			if checkExecutable(cand) == nil {
+				return cand, nil
+			}
+			tried = append(tried, cand)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	if len(tried) == 0 {
+		return "", fmt.Errorf("emulator: moto_server not found: no go.mod above %s and %s is not set; %s", wd, EnvMotoServer, venvHint)
+	}
+	return "", fmt.Errorf("emulator: moto_server not found (tried %s); %s, or set %s",
+		strings.Join(tried, ", "), venvHint, EnvMotoServer)
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable", path)
+	}
+	return nil
+}
+
+// logTail returns the last lines of the log, formatted for an error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	const max = 1500
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return "\n--- log tail ---\n" + strings.TrimRight(string(b), "\n")
+}

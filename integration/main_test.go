@@ -1,0 +1,123 @@
+// Package integration runs Batchwork against a real AWS API emulator (moto
+// server by default; see integration/emulator). Every test creates its own
+// table, queues and bucket, so tests run in parallel.
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/runner"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+var emu *emulator.Emulator
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	var err error
+	emu, err = emulator.Start(ctx)
+	cancel()
+	if err != nil {
+		// Never skip: an integration run without an emulator is a failure.
+		fmt.Fprintln(os.Stderr, "integration: cannot start the AWS emulator:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = emu.Stop()
+	os.Exit(code)
+}
+
+// env is one test's Batchwork installation on the emulator.
+type env struct {
+	t   *testing.T
+	r   *runner.Runner
+	reg *executor.Registry
+	cfg aws.Config
+}
+
+type envOptions struct {
+	slots int
+	// transport wraps the AWS HTTP transport (fault injection).
+	transport func(http.RoundTripper) http.RoundTripper
+	noRun     bool // do not start executors and the sweep
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9]+`)
+
+func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
+	t.Helper()
+	cfg := emu.AWSConfig()
+	if o.transport != nil {
+		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := nonName.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	prefix := fmt.Sprintf("bw-%.30s-%s", strings.Trim(name, "-"), hex.EncodeToString(b[:]))
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := runner.New(ctx, runner.Options{
+		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), Registry: reg, Log: log,
+		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
+		Control: control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second},
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("runner: %v", err)
+	}
+	done := make(chan struct{})
+	if o.noRun {
+		go func() { defer close(done); r.ServeAPI(ctx) }()
+	} else {
+		go func() { defer close(done); _ = r.Run(ctx) }()
+	}
+	t.Cleanup(func() { cancel(); <-done })
+	return &env{t: t, r: r, reg: reg, cfg: cfg}
+}
+
+// waitJob polls the job's status until it ends or the deadline passes.
+func (e *env) waitJob(id string, within time.Duration) control.JobStatus {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := e.r.Service.Status(context.Background(), "tester", id)
+		if err != nil {
+			e.t.Fatalf("status %s: %v", id, err)
+		}
+		if st.State != string(sm.JobRunning) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("job %s still RUNNING after %s: %+v", id, within, st)
+		}
+		time.Sleep(50 * time.Millisecond) // polling an external system, not synchronising goroutines
+	}
+}
+
+func (e *env) submit(key string, specBody []byte) string {
+	e.t.Helper()
+	res, err := e.r.Service.Submit(context.Background(), control.SubmitRequest{Owner: "tester", IdempotencyKey: key, Spec: specBody})
+	if err != nil {
+		e.t.Fatalf("submit: %v", err)
+	}
+	return res.JobID
+}

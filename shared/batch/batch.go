@@ -1,0 +1,175 @@
+// Package batch holds Batchwork's domain types, the outcomes callers act on,
+// and the ports (store, queue, blob) that adapters implement. It imports no
+// AWS SDK.
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Outcomes callers act on. Adapters translate conditional-write failures
+// into these; handlers never see SDK error types.
+var (
+	// ErrNotFound: the record does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrStaleClaim: the caller's claim token is no longer current: its lease
+	// expired and another executor claimed the task, or the task moved on.
+	// The caller must stop and must not publish anything as authoritative.
+	ErrStaleClaim = errors.New("stale claim")
+	// ErrClaimHeld: another executor holds a live claim (duplicate delivery).
+	ErrClaimHeld = errors.New("task claimed by another executor")
+	// ErrAlreadyDone: the task reached a terminal state; drop the message.
+	ErrAlreadyDone = errors.New("task already finished")
+	// ErrNotDue: the task is backing off; try again after the returned time.
+	ErrNotDue = errors.New("task not due yet")
+	// ErrJobNotRunning: the job failed, was cancelled or finished; its tasks
+	// must not start.
+	ErrJobNotRunning = errors.New("job not running")
+	// ErrIdempotencyConflict: an idempotency key was reused for a different
+	// spec.
+	ErrIdempotencyConflict = errors.New("idempotency key reused with a different spec")
+	// ErrExists: a conditional create found the record (or object) present.
+	ErrExists = errors.New("already exists")
+)
+
+// NotDueError carries when a backing-off task becomes claimable.
+type NotDueError struct{ At time.Time }
+
+func (e *NotDueError) Error() string {
+	return "task not due until " + e.At.UTC().Format(time.RFC3339Nano)
+}
+func (e *NotDueError) Unwrap() error { return ErrNotDue }
+
+// ClaimHeldError carries when the live claim's lease runs out, so the
+// duplicate message can come back then instead of being lost.
+type ClaimHeldError struct{ LeaseUntil time.Time }
+
+func (e *ClaimHeldError) Error() string {
+	return "task claimed by another executor until " + e.LeaseUntil.UTC().Format(time.RFC3339Nano)
+}
+func (e *ClaimHeldError) Unwrap() error { return ErrClaimHeld }
+
+// TaskRef names a task: the job, the stage's index in the spec and the
+// partition. Task ids are deterministic so that re-materializing a stage
+// after a crash finds the tasks it already wrote.
+type TaskRef struct {
+	Job       string
+	Stage     int
+	Partition int
+}
+
+// String is the task id used in messages and logs: job/stage/partition.
+func (r TaskRef) String() string {
+	return r.Job + "/" + strconv.Itoa(r.Stage) + "/" + strconv.Itoa(r.Partition)
+}
+
+// ParseTaskRef parses TaskRef.String's form.
+func ParseTaskRef(s string) (TaskRef, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return TaskRef{}, fmt.Errorf("task id %q: want job/stage/partition", s)
+	}
+	st, err1 := strconv.Atoi(parts[1])
+	p, err2 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || st < 0 || p < 0 {
+		return TaskRef{}, fmt.Errorf("task id %q: stage and partition must be non-negative integers", s)
+	}
+	return TaskRef{Job: parts[0], Stage: st, Partition: p}, nil
+}
+
+// Split is the byte range of an input object a task reads (see shared/split).
+type Split struct {
+	Key        string `json:"k"`
+	Start, End int64
+}
+
+// Task is a task record.
+type Task struct {
+	Ref         TaskRef
+	State       sm.TaskState
+	Attempt     int
+	MaxAttempts int
+	Token       string
+	LeaseUntil  time.Time
+	NotBefore   time.Time
+	Input       *Split // nil unless the stage reads an S3 prefix
+	// CommittedAttempt and Outputs describe the authoritative outputs of a
+	// SUCCEEDED task.
+	CommittedAttempt int
+	Outputs          int
+	LastError        string
+	Updated          time.Time
+}
+
+// View is the task as the lifecycle rules see it.
+func (t Task) View() sm.TaskView {
+	return sm.TaskView{State: t.State, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts,
+		Token: t.Token, LeaseUntil: t.LeaseUntil, NotBefore: t.NotBefore}
+}
+
+// Job is a job record: the immutable spec plus its status.
+type Job struct {
+	ID       string
+	Owner    string
+	Spec     *spec.Job
+	SpecHash string
+	State    sm.JobState
+	Error    string
+	Manifest string // S3 key of the job manifest once SUCCEEDED
+	Created  time.Time
+	Updated  time.Time
+	Ended    time.Time
+}
+
+// Stage is a stage record with its completion accounting.
+type Stage struct {
+	Job          string
+	Index        int
+	Name         string
+	State        sm.StageState
+	Total        int // tasks; 0 until materialized
+	Shards       int // completion counters; see dynamo.ShardCount
+	Materialized bool
+	Started      time.Time
+	Ended        time.Time
+	Error        string
+}
+
+// Progress is a stage's committed-task count, summed from its shards.
+type Progress struct {
+	Total     int
+	Committed int
+	Left      int
+	// Missing counts counters not created yet (a stage mid-materialization):
+	// such a stage is never complete.
+	Missing int
+}
+
+// Complete reports whether every task of the stage has committed.
+func (p Progress) Complete() bool { return p.Missing == 0 && p.Left == 0 && p.Total > 0 }
+
+// Output names one committed output object.
+type Output struct {
+	Stage     string `json:"stage"`
+	Partition int    `json:"partition"`
+	Attempt   int    `json:"attempt"`
+	Part      int    `json:"part"`
+	Key       string `json:"key"`
+}
+
+// Manifest lists the authoritative outputs of a stage or a job. It is
+// written once, immutably, by the winner of the completion transition.
+type Manifest struct {
+	Job     string   `json:"job"`
+	Stage   string   `json:"stage,omitempty"`
+	Bucket  string   `json:"bucket"`
+	Outputs []Output `json:"outputs"`
+	Created string   `json:"created"`
+}

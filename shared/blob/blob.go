@@ -1,0 +1,127 @@
+// Package blob is the S3 adapter: write-once objects (If-None-Match: *),
+// ranged reads and listings.
+package blob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/split"
+)
+
+// API is the slice of the S3 client the adapter uses.
+type API interface {
+	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Store reads and writes one bucket (and reads input prefixes of others).
+type Store struct {
+	api    API
+	bucket string
+}
+
+// New returns a store over bucket.
+func New(api API, bucket string) *Store { return &Store{api: api, bucket: bucket} }
+
+// Bucket is the store's bucket name.
+func (s *Store) Bucket() string { return s.bucket }
+
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// PutIfAbsent writes key once. An existing object gives batch.ErrExists
+// (S3 answers 412); a concurrent conditional write (409) is retried.
+func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) error {
+	for try := 0; ; try++ {
+		_, err := s.api.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: &s.bucket, Key: &key, Body: bytes.NewReader(body),
+			IfNoneMatch: aws.String("*"), ContentLength: aws.Int64(int64(len(body))),
+		})
+		switch code := httpStatus(err); {
+		case err == nil:
+			return nil
+		case code == http.StatusPreconditionFailed:
+			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, batch.ErrExists)
+		case code == http.StatusConflict && try < 3:
+			continue
+		default:
+			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, err)
+		}
+	}
+}
+
+// Get reads a whole object of the store's bucket.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	rc, err := s.Open(ctx, s.bucket, key, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return b, nil
+}
+
+// Open streams an object of any bucket from byte start to its end.
+func (s *Store) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	if start > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", start))
+	}
+	out, err := s.api.GetObject(ctx, in)
+	if err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchKey" {
+			return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, batch.ErrNotFound)
+		}
+		return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
+	}
+	return out.Body, nil
+}
+
+// Opener returns a split.RangeOpener over bucket.
+func (s *Store) Opener(bucket string) split.RangeOpener {
+	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
+		return s.Open(ctx, bucket, key, start)
+	}
+}
+
+// List returns every object under prefix in bucket, in key order.
+func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object, error) {
+	var objs []split.Object
+	var token *string
+	for {
+		out, err := s.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
+			Bucket: &bucket, Prefix: &prefix, ContinuationToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			objs = append(objs, split.Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size)})
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return objs, nil
+		}
+		token = out.NextContinuationToken
+	}
+}

@@ -1,0 +1,34 @@
+package blob
+
+import "fmt"
+
+// The object layout of the Batchwork bucket, in one place:
+//
+//	jobs/<job>/out/<stage>/p<partition>/a<attempt>/part-<r>  attempt outputs (immutable; only the committed attempt counts)
+//	jobs/<job>/plan/<stage>.json                             input splits of an S3-input stage (immutable)
+//	jobs/<job>/manifests/<stage>.json                        committed outputs of a stage that feeds a shuffle
+//	jobs/<job>/manifest.json                                 the job's manifest, written when it succeeds
+//
+// Attempt outputs sit under their own prefix so that a stale executor's
+// late writes land beside, never on, the committed ones.
+
+// AttemptPrefix is where one attempt of a task writes its outputs.
+func AttemptPrefix(job, stage string, partition, attempt int) string {
+	return fmt.Sprintf("jobs/%s/out/%s/p%06d/a%d/", job, stage, partition, attempt)
+}
+
+// OutputKey is output part r of an attempt.
+func OutputKey(job, stage string, partition, attempt, part int) string {
+	return fmt.Sprintf("%spart-%05d", AttemptPrefix(job, stage, partition, attempt), part)
+}
+
+// PlanKey is the immutable split plan of an S3-input stage.
+func PlanKey(job, stage string) string { return fmt.Sprintf("jobs/%s/plan/%s.json", job, stage) }
+
+// StageManifestKey is the manifest of a stage's committed outputs.
+func StageManifestKey(job, stage string) string {
+	return fmt.Sprintf("jobs/%s/manifests/%s.json", job, stage)
+}
+
+// JobManifestKey is the job's manifest.
+func JobManifestKey(job string) string { return fmt.Sprintf("jobs/%s/manifest.json", job) }

@@ -1,0 +1,57 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+)
+
+// RemoteClaimRequest asks for a claim on behalf of a remote executor.
+type RemoteClaimRequest struct {
+	Task string `json:"task"`
+}
+
+// RemoteClaim is a claim as a remote executor holds it.
+type RemoteClaim struct {
+	Task    string        `json:"task"`
+	Token   string        `json:"token"`
+	Attempt int           `json:"attempt"`
+	Lease   time.Duration `json:"leaseNanos"`
+	Input   *batch.Split  `json:"input,omitempty"`
+}
+
+// RemoteClaim claims a task for a remote executor (the claim Lambda).
+func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
+	ref, err := batch.ParseTaskRef(req.Task)
+	if err != nil {
+		return RemoteClaim{}, err
+	}
+	c, err := s.Claim(ctx, ref)
+	if err != nil {
+		return RemoteClaim{}, err
+	}
+	return RemoteClaim{Task: req.Task, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input}, nil
+}
+
+// RemoteCommitRequest commits a remote executor's attempt.
+type RemoteCommitRequest struct {
+	Claim   RemoteClaim `json:"claim"`
+	Outputs int         `json:"outputs"`
+}
+
+// RemoteCommit commits for a remote executor (the commit Lambda). The
+// token is the fence, exactly as for an in-process executor.
+func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) error {
+	ref, err := batch.ParseTaskRef(req.Claim.Task)
+	if err != nil {
+		return err
+	}
+	sp, err := s.jobSpec(ctx, ref.Job)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", ref, err)
+	}
+	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt}}
+	return s.Commit(ctx, c, req.Outputs)
+}

@@ -1,0 +1,210 @@
+// Package control is Batchwork's control plane: submit, claim, heartbeat,
+// commit, fail, status and sweep. The Lambda mains in functions/ and the
+// local runner call these same methods.
+package control
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Store is what the control plane needs of the state store.
+type Store interface {
+	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	GetJob(context.Context, string) (batch.Job, error)
+	JobState(context.Context, string) (sm.JobState, error)
+	EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error
+	ListStages(context.Context, string) ([]batch.Stage, error)
+	GetStage(context.Context, string, int) (batch.Stage, error)
+	TransitionStage(context.Context, dynamo.StageTransitionParams) error
+	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
+	PutShards(ctx context.Context, job string, idx, total, shards int) error
+	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
+	Progress(context.Context, batch.Stage) (batch.Progress, error)
+	PutTasks(context.Context, []batch.Task, time.Time) error
+	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
+	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	CommitTask(context.Context, dynamo.CommitParams) error
+	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
+	SweepTask(context.Context, dynamo.SweepTaskParams) error
+	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	SetDue(context.Context, dynamo.DueItem, time.Time) error
+}
+
+// Queue is what the control plane needs of SQS.
+type Queue interface {
+	SendBatch(ctx context.Context, url string, msgs []queue.Send) error
+	Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error)
+	DeleteBatch(ctx context.Context, url string, receipts []string) error
+}
+
+// Blob is what the control plane needs of S3.
+type Blob interface {
+	Bucket() string
+	PutIfAbsent(ctx context.Context, key string, body []byte) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
+}
+
+var (
+	_ Store = (*dynamo.Store)(nil)
+	_ Queue = (*queue.Queue)(nil)
+)
+
+// Queues are the ready queues by priority class, and the dead-letter queue.
+type Queues struct {
+	High, Normal, Low, DLQ string
+}
+
+// For returns the ready queue of a priority class.
+func (q Queues) For(p spec.Priority) string {
+	switch p {
+	case spec.PriorityHigh:
+		return q.High
+	case spec.PriorityLow:
+		return q.Low
+	}
+	return q.Normal
+}
+
+// Config holds the control plane's timings. Zero values take defaults.
+type Config struct {
+	Queues Queues
+	// StartGrace is how long the sweep waits before finishing a step that
+	// its starter should have finished (starting a root stage,
+	// materializing, unblocking downstream stages).
+	StartGrace time.Duration
+	// CheckEvery is how often the sweep re-checks a running stage.
+	CheckEvery time.Duration
+	// StuckAfter is how long a READY task may wait unclaimed before the
+	// sweep sends it a fresh message, in case its message was lost.
+	StuckAfter time.Duration
+	IdemTTL    time.Duration
+	// SweepLimit bounds the records one sweep run looks at per index shard.
+	SweepLimit int
+}
+
+func (c Config) withDefaults() Config {
+	if c.StartGrace == 0 {
+		c.StartGrace = 30 * time.Second
+	}
+	if c.CheckEvery == 0 {
+		c.CheckEvery = time.Minute
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = 5 * time.Minute
+	}
+	if c.IdemTTL == 0 {
+		c.IdemTTL = 30 * 24 * time.Hour
+	}
+	if c.SweepLimit == 0 {
+		c.SweepLimit = 50
+	}
+	return c
+}
+
+// Service is the control plane.
+type Service struct {
+	cfg   Config
+	store Store
+	queue Queue
+	blob  Blob
+	log   *slog.Logger
+
+	// Now and NewID are injected so tests control time and ids.
+	Now   func() time.Time
+	NewID func() string
+	// Jitter returns a random duration in [0, d).
+	Jitter func(d time.Duration) time.Duration
+
+	specs  sync.Map // job id -> *spec.Job (immutable)
+	shards sync.Map // "job/stage" -> int (immutable once planned)
+}
+
+// New returns a control plane service.
+func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
+	return &Service{
+		cfg: cfg.withDefaults(), store: store, queue: q, blob: b, log: log,
+		Now:   func() time.Time { return time.Now().UTC() },
+		NewID: NewJobID,
+		Jitter: func(d time.Duration) time.Duration {
+			if d <= 0 {
+				return 0
+			}
+			return time.Duration(rand.Int64N(int64(d)))
+		},
+	}
+}
+
+// NewJobID returns a job id that sorts by creation time.
+func NewJobID() string {
+	var b [5]byte
+	_, _ = crand.Read(b[:])
+	return fmt.Sprintf("j%011x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// jobSpec returns a job's spec, cached: specs never change.
+func (s *Service) jobSpec(ctx context.Context, id string) (*spec.Job, error) {
+	if v, ok := s.specs.Load(id); ok {
+		return v.(*spec.Job), nil
+	}
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.specs.Store(id, j.Spec)
+	return j.Spec, nil
+}
+
+func (s *Service) stageShards(ctx context.Context, job string, idx int) (int, error) {
+	k := fmt.Sprintf("%s/%d", job, idx)
+	if v, ok := s.shards.Load(k); ok {
+		return v.(int), nil
+	}
+	st, err := s.store.GetStage(ctx, job, idx)
+	if err != nil {
+		return 0, err
+	}
+	if st.Shards == 0 {
+		return 0, fmt.Errorf("stage %s/%d has no plan yet", job, idx)
+	}
+	s.shards.Store(k, st.Shards)
+	return st.Shards, nil
+}
+
+func (s *Service) logger(ref batch.TaskRef) *slog.Logger {
+	return s.log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
+}
+
+// ignoreInvalid treats "the record already moved on" as success: the step
+// was done by someone else, which is what makes concurrent and repeated
+// control-plane steps harmless.
+func ignoreInvalid(err error) error {
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,313 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// MaxInputKey bounds input object keys so a task record stays under 1 KB.
+const MaxInputKey = 512
+
+// startStage starts a BLOCKED stage whose upstream stages have completed
+// and, if this caller won the start, materializes its tasks.
+func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	err := s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+		Job: job, Stage: idx, Event: sm.StageStart, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
+	})
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		return nil // another caller started it and materializes it
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("stage started", "job_id", job, "stage", sp.Stages[idx].Name)
+	return s.materialize(ctx, job, sp, idx)
+}
+
+// materialize creates a running stage's counters and tasks and sends their
+// messages. Every step is idempotent (a fixed plan, conditional puts,
+// deterministic task ids), so the sweep can repeat it after a crash.
+func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	st := sp.Stages[idx]
+	var splits []split.Split
+	total := 0
+	switch src, fromShuffle := sp.ShuffleSource(idx); {
+	case fromShuffle:
+		total = sp.Stages[src].Shuffle.Partitions
+	case st.Partitions != nil && st.Partitions.Input != nil:
+		var err error
+		if splits, err = s.plan(ctx, job, st); err != nil {
+			return s.failMaterialize(ctx, job, idx, err)
+		}
+		total = len(splits)
+	default:
+		total = st.Partitions.Count
+	}
+	stage, err := s.store.SetStagePlan(ctx, job, idx, total)
+	if err != nil {
+		return err
+	}
+	if err := s.store.PutShards(ctx, job, idx, stage.Total, stage.Shards); err != nil {
+		return err
+	}
+	now := s.Now()
+	retry := sp.StageRetry(idx)
+	tasks := make([]batch.Task, stage.Total)
+	msgs := make([]queue.Send, stage.Total)
+	for p := range tasks {
+		ref := batch.TaskRef{Job: job, Stage: idx, Partition: p}
+		tasks[p] = batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
+		if splits != nil {
+			sl := splits[p]
+			tasks[p].Input = &batch.Split{Key: sl.Key, Start: sl.Start, End: sl.End}
+		}
+		msgs[p] = queue.Send{Body: ref.String()}
+	}
+	if err := s.store.PutTasks(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
+		return err
+	}
+	if err := s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(idx)), msgs); err != nil {
+		return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
+	}
+	if err := s.store.MarkMaterialized(ctx, job, idx, now.Add(s.cfg.CheckEvery)); err != nil {
+		return err
+	}
+	s.log.Info("stage materialized", "job_id", job, "stage", st.Name, "tasks", stage.Total)
+	if stage.Total == 0 {
+		return s.checkStageComplete(ctx, job, idx)
+	}
+	return nil
+}
+
+// plan returns an S3-input stage's splits. The first planner writes them as
+// an immutable object; later ones (a retry after a crash) read it back, so
+// a changing prefix can never give one stage two different task lists.
+func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.Split, error) {
+	key := blob.PlanKey(job, st.Name)
+	if raw, err := s.blob.Get(ctx, key); err == nil {
+		var splits []split.Split
+		if err := json.Unmarshal(raw, &splits); err != nil {
+			return nil, fmt.Errorf("decode plan %s: %w", key, err)
+		}
+		return splits, nil
+	} else if !errors.Is(err, batch.ErrNotFound) {
+		return nil, err
+	}
+	bucket, prefix, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := s.blob.List(ctx, bucket, prefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if len(o.Key) > MaxInputKey {
+			return nil, fmt.Errorf("input key %q is longer than %d bytes", o.Key, MaxInputKey)
+		}
+	}
+	size := int64(st.Partitions.Input.SplitSize)
+	if size == 0 {
+		size = int64(spec.DefaultSplitSize)
+	}
+	splits := split.Plan(objs, size)
+	if len(splits) > spec.MaxPartitions {
+		return nil, fmt.Errorf("input %s gives %d splits, more than %d; raise splitSize", st.Partitions.Input.Prefix, len(splits), spec.MaxPartitions)
+	}
+	raw, err := json.Marshal(splits)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.blob.PutIfAbsent(ctx, key, raw); errors.Is(err, batch.ErrExists) {
+		return s.plan(ctx, job, st) // a concurrent planner won; use its plan
+	} else if err != nil {
+		return nil, err
+	}
+	return splits, nil
+}
+
+// failMaterialize ends a job whose stage cannot be planned (bad input).
+func (s *Service) failMaterialize(ctx context.Context, job string, idx int, cause error) error {
+	sp, err := s.jobSpec(ctx, job)
+	if err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("stage %q: plan input: %v", sp.Stages[idx].Name, cause)
+	return s.failJob(ctx, job, idx, reason)
+}
+
+// checkStageComplete completes a running stage whose counters are all zero.
+// Exactly one caller wins the transition and does the follow-up work.
+func (s *Service) checkStageComplete(ctx context.Context, job string, idx int) error {
+	st, err := s.store.GetStage(ctx, job, idx)
+	if err != nil {
+		return err
+	}
+	if st.State != sm.StageRunning || !st.Materialized {
+		return nil
+	}
+	prog, err := s.store.Progress(ctx, st)
+	if err != nil {
+		return err
+	}
+	if !prog.Complete() {
+		return nil
+	}
+	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+		Job: job, Stage: idx, Event: sm.StageComplete, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
+	})
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
+	return s.afterStageCompleted(ctx, job, idx)
+}
+
+// afterStageCompleted writes a shuffle stage's manifest, starts downstream
+// stages whose upstream is complete, and ends the job when every stage is
+// complete. The completion winner runs it; the sweep repeats it if the
+// winner died, so each step is idempotent.
+func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) error {
+	sp, err := s.jobSpec(ctx, job)
+	if err != nil {
+		return err
+	}
+	if sp.Stages[idx].Shuffle != nil {
+		if _, err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
+			return err
+		}
+	}
+	stages, err := s.store.ListStages(ctx, job)
+	if err != nil {
+		return err
+	}
+	state := func(i int) sm.StageState { return stages[i].State }
+	for _, d := range sp.Downstream(idx) {
+		if state(d) != sm.StageBlocked || !upstreamCompleted(sp, d, state) {
+			continue
+		}
+		if err := s.startStage(ctx, job, sp, d); err != nil {
+			return err
+		}
+	}
+	if slices.IndexFunc(stages, func(st batch.Stage) bool { return st.State != sm.StageCompleted }) < 0 {
+		if err := s.finishJob(ctx, job, sp); err != nil {
+			return err
+		}
+	}
+	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, time.Time{})
+}
+
+func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) bool {
+	for _, name := range sp.Stages[idx].After {
+		u, _ := sp.StageIndex(name)
+		if state(u) != sm.StageCompleted {
+			return false
+		}
+	}
+	return true
+}
+
+// writeManifest lists the committed outputs of stages and writes them once
+// to key. A manifest that exists already was written from the same
+// committed records, so it is kept as is.
+func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) (batch.Manifest, error) {
+	m := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
+	if len(stages) == 1 {
+		m.Stage = sp.Stages[stages[0]].Name
+	}
+	for _, idx := range stages {
+		st, err := s.store.GetStage(ctx, job, idx)
+		if err != nil {
+			return m, err
+		}
+		tasks, err := s.store.ListStageTasks(ctx, job, idx, st.Total)
+		if err != nil {
+			return m, err
+		}
+		name := sp.Stages[idx].Name
+		for _, t := range tasks {
+			if t.State != sm.TaskSucceeded {
+				return m, fmt.Errorf("manifest of stage %s: task %s is %s", name, t.Ref, t.State)
+			}
+			for r := 0; r < t.Outputs; r++ {
+				m.Outputs = append(m.Outputs, batch.Output{
+					Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
+					Key: blob.OutputKey(job, name, t.Ref.Partition, t.CommittedAttempt, r),
+				})
+			}
+		}
+	}
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return m, err
+	}
+	if err := s.blob.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, batch.ErrExists) {
+		return m, err
+	}
+	return m, nil
+}
+
+func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job) error {
+	key := blob.JobManifestKey(job)
+	if _, err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
+		return err
+	}
+	err := s.store.EndJob(ctx, job, sm.JobSucceed, "", key, s.Now())
+	if err == nil {
+		s.log.Info("job succeeded", "job_id", job, "manifest", key)
+	}
+	return ignoreInvalid(err)
+}
+
+// failJob fails a stage and its job with reason, and cancels the job's
+// other stages so nothing else starts.
+func (s *Service) failJob(ctx context.Context, job string, idx int, reason string) error {
+	now := s.Now()
+	if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason,
+	})); err != nil {
+		return err
+	}
+	err := s.store.EndJob(ctx, job, sm.JobFail, reason, "", now)
+	if err == nil {
+		s.log.Error("job failed", "job_id", job, "reason", reason)
+	} else if err = ignoreInvalid(err); err != nil {
+		return err
+	}
+	return s.cancelStages(ctx, job)
+}
+
+// cancelStages cancels every stage of an ended job that has not ended.
+func (s *Service) cancelStages(ctx context.Context, job string) error {
+	stages, err := s.store.ListStages(ctx, job)
+	if err != nil {
+		return err
+	}
+	for _, st := range stages {
+		if sm.Stages.IsTerminal(st.State) {
+			continue
+		}
+		if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(),
+		})); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// SubmitRequest is a job submission.
+type SubmitRequest struct {
+	Owner string
+	// IdempotencyKey makes the submission safe to retry: the same key
+	// returns the same job and never creates a second one.
+	IdempotencyKey string
+	Spec           []byte
+}
+
+// SubmitResult says which job the submission maps to.
+type SubmitResult struct {
+	JobID   string `json:"jobId"`
+	Created bool   `json:"created"`
+}
+
+// MaxIdempotencyKey bounds idempotency keys (they are part of a key).
+const MaxIdempotencyKey = 128
+
+// Submit validates a spec and records the job exactly once, then starts its
+// root stages. Validation errors are *spec.ValidationError (or a
+// spec.FieldError for request fields); nothing is written for them.
+func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
+		return SubmitResult{}, err
+	}
+	if err := checkKey("owner", req.Owner); err != nil {
+		return SubmitResult{}, err
+	}
+	sp, err := spec.Parse(req.Spec)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	now := s.Now()
+	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
+	id, created, err := s.store.CreateJob(ctx, dynamo.CreateJobParams{
+		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
+	})
+	if err != nil {
+		return SubmitResult{JobID: id}, fmt.Errorf("submit: %w", err)
+	}
+	log := s.log.With("job_id", id)
+	if created {
+		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
+	}
+	// A repeated submission also tries the start: if the first submitter
+	// died after recording the job, this finishes its work sooner than the
+	// sweep would. Starting is a guarded transition, so it happens once.
+	for _, idx := range sp.Roots() {
+		if err := s.startStage(ctx, id, sp, idx); err != nil {
+			// The job is recorded; the sweep starts the stage later.
+			log.Warn("start root stage", "stage", idx, "err", err)
+		}
+	}
+	return SubmitResult{JobID: id, Created: created}, nil
+}
+
+func checkKey(field, v string) error {
+	switch {
+	case v == "":
+		return &spec.FieldError{Field: field, Message: "is required"}
+	case len(v) > MaxIdempotencyKey:
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("is longer than %d bytes", MaxIdempotencyKey)}
+	case strings.ContainsAny(v, "#\x00"):
+		return &spec.FieldError{Field: field, Message: "must not contain '#' or NUL"}
+	}
+	return nil
+}

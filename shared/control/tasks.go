@@ -1,0 +1,220 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Claim is a granted claim: the task record and the job's spec.
+type Claim struct {
+	Task  batch.Task
+	Spec  *spec.Job
+	Lease time.Duration
+}
+
+// StageName is the claimed task's stage name.
+func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name }
+
+// Claim claims a task for the executor that received its message. Outcomes
+// other than a claim: *batch.ClaimHeldError and *batch.NotDueError (keep
+// the message hidden until then), batch.ErrAlreadyDone and
+// batch.ErrJobNotRunning (drop the message).
+func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (Claim, error) {
+	sp, err := s.jobSpec(ctx, ref.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	}
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+	}
+	if ref.Stage >= len(sp.Stages) {
+		return Claim{}, fmt.Errorf("claim %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+	}
+	lease := time.Duration(sp.StageLease(ref.Stage))
+	now := s.Now()
+	t, err := s.store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease})
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		// The lease of the last attempt ran out: the executor died or hung.
+		reason := fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts)
+		if xerr := s.exhaust(ctx, t, reason); xerr != nil {
+			return Claim{}, xerr
+		}
+		return Claim{}, fmt.Errorf("claim %s: %s: %w", ref, reason, batch.ErrAlreadyDone)
+	}
+	if errors.Is(err, batch.ErrNotFound) {
+		return Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, batch.ErrAlreadyDone)
+	}
+	if err != nil {
+		return Claim{}, err
+	}
+	// Claim first, then check the job: a job that failed or was cancelled
+	// before this claim is seen here, so no task of it starts afterwards.
+	state, err := s.store.JobState(ctx, ref.Job)
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+	}
+	if state != sm.JobRunning {
+		if err := ignoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
+			Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
+		})); err != nil {
+			return Claim{}, err
+		}
+		return Claim{}, fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
+	}
+	s.logger(ref).Debug("task claimed", "attempt", t.Attempt)
+	return Claim{Task: t, Spec: sp, Lease: lease}, nil
+}
+
+// Heartbeat extends the holder's lease. batch.ErrStaleClaim means the lease
+// is lost; batch.ErrJobNotRunning means the job ended. Either way the
+// executor stops the task.
+func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
+	if err := s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease); err != nil {
+		return err
+	}
+	state, err := s.store.JobState(ctx, c.Task.Ref.Job)
+	if err != nil {
+		return err
+	}
+	if state != sm.JobRunning {
+		return fmt.Errorf("heartbeat %s: job is %s: %w", c.Task.Ref, state, batch.ErrJobNotRunning)
+	}
+	return nil
+}
+
+// ErrOutputsMissing means a commit named outputs that are not in S3.
+var ErrOutputsMissing = errors.New("outputs missing")
+
+// Commit makes the holder's attempt authoritative: it checks the attempt's
+// outputs exist, then commits the task and counts its stage down in one
+// transaction, then completes the stage if this was its last task. A retry
+// after a lost response recognises its own success and finishes the
+// follow-up steps.
+func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
+	ref := c.Task.Ref
+	name := c.StageName()
+	objs, err := s.blob.List(ctx, s.blob.Bucket(), blob.AttemptPrefix(ref.Job, name, ref.Partition, c.Task.Attempt))
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", ref, err)
+	}
+	have := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		have[o.Key] = true
+	}
+	for r := 0; r < outputs; r++ {
+		if k := blob.OutputKey(ref.Job, name, ref.Partition, c.Task.Attempt, r); !have[k] {
+			return fmt.Errorf("commit %s: %s: %w", ref, k, ErrOutputsMissing)
+		}
+	}
+	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", ref, err)
+	}
+	err = s.store.CommitTask(ctx, dynamo.CommitParams{
+		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
+		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
+	})
+	if err != nil {
+		return err
+	}
+	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
+	left, err := s.store.ShardLeft(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
+	if err != nil {
+		return err
+	}
+	if left > 0 {
+		return nil
+	}
+	// This shard is done; the stage is done when all shards are. If two
+	// committers zero the last two shards at once, each reads after its own
+	// write, so at least one of them sees both at zero.
+	return s.checkStageComplete(ctx, ref.Job, ref.Stage)
+}
+
+// Decision is what the executor does with a failed task's message.
+type Decision struct {
+	Retry bool
+	// Delay is the backoff before the next attempt.
+	Delay time.Duration
+}
+
+// Fail records a task function's error. With attempts left the task goes
+// back to READY after an exponential backoff with jitter; otherwise the
+// task, its stage and its job fail with the error.
+func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, error) {
+	ref := c.Task.Ref
+	cause = truncate(cause, 300)
+	now := s.Now()
+	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
+	if c.Task.Attempt < c.Task.MaxAttempts {
+		delay := s.backoff(c.Spec, ref.Stage, c.Task.Attempt)
+		_, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{
+			HolderParams: hp, Event: sm.TaskRetry, NotBefore: now.Add(delay), Err: cause,
+			Due: now.Add(delay + s.cfg.StuckAfter),
+		})
+		if err != nil {
+			return Decision{}, err
+		}
+		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
+		return Decision{Retry: true, Delay: delay}, nil
+	}
+	t, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: hp, Event: sm.TaskFail, Err: cause, Due: now})
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{}, s.propagateFailure(ctx, t)
+}
+
+// backoff is base * 2^(attempt-1) plus up to half of that again as jitter,
+// capped at the spec's maximum backoff.
+func (s *Service) backoff(sp *spec.Job, stage, attempt int) time.Duration {
+	base := time.Duration(sp.StageRetry(stage).Backoff)
+	d := base << min(attempt-1, 30)
+	if d <= 0 || d > time.Duration(spec.MaxBackoff) {
+		d = time.Duration(spec.MaxBackoff)
+	}
+	if base == 0 {
+		return 0
+	}
+	return min(d+s.Jitter(d/2+1), time.Duration(spec.MaxBackoff))
+}
+
+// exhaust fails a task whose last attempt's lease expired.
+func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) error {
+	err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: s.Now(), Err: reason, Due: s.Now()})
+	if err != nil {
+		return ignoreInvalid(err)
+	}
+	t.LastError = reason
+	t.State = sm.TaskFailed
+	return s.propagateFailure(ctx, t)
+}
+
+// propagateFailure fails the stage and job of a FAILED task, then takes the
+// task out of the sweep index. Until then the sweep repeats it.
+func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
+	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	if err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("stage %q task %d failed after %d attempts: %s", sp.Stages[t.Ref.Stage].Name, t.Ref.Partition, t.Attempt, t.LastError)
+	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason); err != nil {
+		return err
+	}
+	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref}, time.Time{})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,125 @@
+package dynamo
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/batchwork/batchwork/shared/batch"
+)
+
+// The storage layout, in one place. One table holds every record; the
+// partition key spreads load:
+//
+//	IDEM#<owner>#<key>              IDEM        idempotency record -> job id
+//	JOB#<job>                       JOB         job: spec + status
+//	JOB#<job>                       STAGE#<nn>  stage: status, totals (one Query reads all stages)
+//	CNT#<job>#<stage>#<shard>       CNT         completion counter shard (own partition each)
+//	TASK#<job>#<stage>#<bucket>     <partition> task, TaskBucket tasks per partition key
+//
+// The sweep index ("due") is sparse: an item carries gpk/due only while the
+// sweep has something to check on it (a lease, a pending step). gpk spreads
+// the index over DueShards partitions.
+const (
+	attrPK  = "pk"
+	attrSK  = "sk"
+	attrGPK = "gpk"
+	attrDue = "due"
+
+	// DueIndex is the sweep's GSI name.
+	DueIndex = "due"
+	// DueShards is the number of gpk values the sweep index is spread over.
+	DueShards = 16
+	// TaskBucket is how many tasks share a partition key: enough to list a
+	// stage's tasks with few Queries, few enough that a bucket never runs hot.
+	TaskBucket = 100
+	// MaxShards caps a stage's completion counters.
+	MaxShards = 32
+	// tasksPerShard keeps each counter's write rate far below a partition's
+	// 1,000 WCU even when every task of a stage commits at once.
+	tasksPerShard = 256
+)
+
+// ShardCount is the number of completion counters for a stage of n tasks.
+func ShardCount(n int) int {
+	s := (n + tasksPerShard - 1) / tasksPerShard
+	return max(1, min(s, MaxShards))
+}
+
+// ShardOf is the counter a task's commit counts down.
+func ShardOf(partition, shards int) int { return partition % shards }
+
+func idemPK(owner, key string) string { return "IDEM#" + owner + "#" + key }
+func jobPK(job string) string         { return "JOB#" + job }
+
+const (
+	jobSK  = "JOB"
+	idemSK = "IDEM"
+	cntSK  = "CNT"
+)
+
+func stageSK(idx int) string { return fmt.Sprintf("STAGE#%02d", idx) }
+
+func shardPK(job string, stage, shard int) string {
+	return "CNT#" + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(shard)
+}
+
+func taskPK(r batch.TaskRef) string {
+	return taskBucketPK(r.Job, r.Stage, r.Partition/TaskBucket)
+}
+
+func taskBucketPK(job string, stage, bucket int) string {
+	return "TASK#" + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(bucket)
+}
+
+func taskSK(partition int) string { return fmt.Sprintf("%06d", partition) }
+
+func duePK(pk string) string {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	return "D#" + strconv.Itoa(int(h.Sum32()%DueShards))
+}
+
+// DueKind says what kind of record the sweep found.
+type DueKind string
+
+const (
+	DueJob   DueKind = "job"
+	DueStage DueKind = "stage"
+	DueTask  DueKind = "task"
+)
+
+// DueItem is one record the sweep index says needs a look.
+type DueItem struct {
+	Kind  DueKind
+	Job   string
+	Stage int
+	Task  batch.TaskRef
+}
+
+func parseDueKey(pk, sk string) (DueItem, error) {
+	switch {
+	case strings.HasPrefix(pk, "JOB#") && sk == jobSK:
+		return DueItem{Kind: DueJob, Job: strings.TrimPrefix(pk, "JOB#")}, nil
+	case strings.HasPrefix(pk, "JOB#") && strings.HasPrefix(sk, "STAGE#"):
+		idx, err := strconv.Atoi(strings.TrimPrefix(sk, "STAGE#"))
+		if err != nil {
+			return DueItem{}, fmt.Errorf("stage key %q: %w", sk, err)
+		}
+		return DueItem{Kind: DueStage, Job: strings.TrimPrefix(pk, "JOB#"), Stage: idx}, nil
+	case strings.HasPrefix(pk, "TASK#"):
+		parts := strings.Split(strings.TrimPrefix(pk, "TASK#"), "#")
+		p, err := strconv.Atoi(sk)
+		if len(parts) != 3 || err != nil {
+			return DueItem{}, fmt.Errorf("task key %q/%q is malformed", pk, sk)
+		}
+		st, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return DueItem{}, fmt.Errorf("task key %q: %w", pk, err)
+		}
+		ref := batch.TaskRef{Job: parts[0], Stage: st, Partition: p}
+		return DueItem{Kind: DueTask, Job: ref.Job, Stage: st, Task: ref}, nil
+	}
+	return DueItem{}, fmt.Errorf("unexpected key %q/%q in the sweep index", pk, sk)
+}

@@ -1,0 +1,489 @@
+// Package dynamo is the DynamoDB adapter: the store of jobs, stages, task
+// records, completion counters and idempotency records. Every status change
+// is a conditional write whose condition comes from package statemachine.
+package dynamo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// API is the slice of the DynamoDB client the store uses.
+type API interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Store is the DynamoDB-backed store.
+type Store struct {
+	db    API
+	table string
+}
+
+// New returns a store over table.
+func New(db API, table string) *Store { return &Store{db: db, table: table} }
+
+func isCondFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// cancelReasons returns the per-item cancellation codes of a cancelled
+// transaction, or nil if err is not a cancellation.
+func cancelReasons(err error) []string {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil
+	}
+	codes := make([]string, len(tce.CancellationReasons))
+	for i, r := range tce.CancellationReasons {
+		codes[i] = aws.ToString(r.Code)
+	}
+	return codes
+}
+
+// ---- jobs ----------------------------------------------------------------
+
+// CreateJobParams describes a new job and its idempotency record.
+type CreateJobParams struct {
+	Job     batch.Job
+	IdemKey string
+	// StageDue is when the sweep should check each root stage was started,
+	// in case the submitter dies between this write and the start.
+	StageDue time.Time
+	IdemTTL  time.Duration
+}
+
+// CreateJob writes the idempotency record, the job and its stages in one
+// transaction, so a job exists exactly when its idempotency record does.
+// A repeated key returns the original job id and created=false.
+func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string, created bool, err error) {
+	j := p.Job
+	specJSON, err := j.Spec.Encode()
+	if err != nil {
+		return "", false, fmt.Errorf("create job: encode spec: %w", err)
+	}
+	now := j.Created
+	items := []types.TransactWriteItem{{Put: &types.Put{
+		TableName:           &s.table,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		Item: map[string]types.AttributeValue{
+			attrPK: sv(idemPK(j.Owner, p.IdemKey)), attrSK: sv(idemSK),
+			aJob: sv(j.ID), aSpecHash: sv(j.SpecHash), aCreated: ms(now),
+			aTTL: nv(now.Add(p.IdemTTL).Unix()),
+		},
+	}}, {Put: &types.Put{
+		TableName:           &s.table,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		Item: map[string]types.AttributeValue{
+			attrPK: sv(jobPK(j.ID)), attrSK: sv(jobSK),
+			aState: sv(string(sm.JobRunning)), aName: sv(j.Spec.Name), aOwner: sv(j.Owner),
+			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
+		},
+	}}}
+	roots := j.Spec.Roots()
+	for i, st := range j.Spec.Stages {
+		item := map[string]types.AttributeValue{
+			attrPK: sv(jobPK(j.ID)), attrSK: sv(stageSK(i)),
+			aState: sv(string(sm.StageBlocked)), aName: sv(st.Name), aUpdated: ms(now),
+		}
+		if slices.Contains(roots, i) {
+			item[attrGPK] = sv(duePK(jobPK(j.ID) + stageSK(i)))
+			item[attrDue] = ms(p.StageDue)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems:      items,
+		ClientRequestToken: aws.String(requestToken("submit", j.Owner, p.IdemKey)),
+	})
+	if err == nil {
+		return j.ID, true, nil
+	}
+	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table, Key: key(idemPK(j.Owner, p.IdemKey), idemSK), ConsistentRead: aws.Bool(true),
+		})
+		if gerr != nil {
+			return "", false, fmt.Errorf("create job: read idempotency record: %w", gerr)
+		}
+		if out.Item == nil {
+			return "", false, fmt.Errorf("create job: idempotency record vanished: %w", err)
+		}
+		if getS(out.Item, aSpecHash) != j.SpecHash {
+			return getS(out.Item, aJob), false, batch.ErrIdempotencyConflict
+		}
+		return getS(out.Item, aJob), false, nil
+	}
+	return "", false, fmt.Errorf("create job %s: %w", j.ID, err)
+}
+
+// requestToken derives a ClientRequestToken (at most 36 characters) from
+// the operation's identity, so that an application-level retry of the same
+// logical write carries the same token as the first try.
+func requestToken(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:36]
+}
+
+// GetJob reads a job consistently, with its spec.
+func (s *Store) GetJob(ctx context.Context, id string) (batch.Job, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return batch.Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return batch.Job{}, fmt.Errorf("get job %s: %w", id, batch.ErrNotFound)
+	}
+	return decodeJob(id, out.Item)
+}
+
+func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, error) {
+	j := batch.Job{
+		ID: id, Owner: getS(item, aOwner), SpecHash: getS(item, aSpecHash),
+		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
+		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
+	}
+	if raw := getS(item, aSpec); raw != "" {
+		var sp spec.Job
+		if err := json.Unmarshal([]byte(raw), &sp); err != nil {
+			return j, fmt.Errorf("decode spec of job %s: %w", id, err)
+		}
+		j.Spec = &sp
+	}
+	return j, nil
+}
+
+// JobState reads only a job's status, consistently.
+func (s *Store) JobState(ctx context.Context, id string) (sm.JobState, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#st"), ExpressionAttributeNames: stNames,
+	})
+	if err != nil {
+		return "", fmt.Errorf("read job %s status: %w", id, err)
+	}
+	if out.Item == nil {
+		return "", fmt.Errorf("read job %s status: %w", id, batch.ErrNotFound)
+	}
+	return sm.JobState(getS(out.Item, aState)), nil
+}
+
+// EndJob moves a RUNNING job to the destination of ev (succeed, fail or
+// cancel). It reports sm.ErrInvalidTransition when the job already ended.
+func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	tr := sm.Jobs.Transition(ev)
+	c := newCond()
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(now)
+	update := "SET #st = :to, upd = :now, #end = :now"
+	if reason != "" {
+		c.values[":err"] = sv(reason)
+		update += ", err = :err"
+	}
+	if manifest != "" {
+		c.values[":man"] = sv(manifest)
+		update += ", man = :man"
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(id), jobSK),
+		UpdateExpression:          aws.String(update + " REMOVE gpk, due"),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  map[string]string{"#st": aState, "#end": aEnded},
+		ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("%s job %s: %w", ev, id, err)
+	}
+	return nil
+}
+
+// ---- stages --------------------------------------------------------------
+
+// ListStages reads every stage of a job with one consistent Query.
+func (s *Store) ListStages(ctx context.Context, job string) ([]batch.Stage, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              &s.table,
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": sv(jobPK(job)), ":pre": sv("STAGE#"),
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list stages of job %s: %w", job, err)
+	}
+	stages := make([]batch.Stage, 0, len(out.Items))
+	for _, it := range out.Items {
+		st, err := decodeStage(job, it)
+		if err != nil {
+			return nil, err
+		}
+		stages = append(stages, st)
+	}
+	return stages, nil
+}
+
+// GetStage reads one stage consistently.
+func (s *Store) GetStage(ctx context.Context, job string, idx int) (batch.Stage, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, err)
+	}
+	if out.Item == nil {
+		return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
+	}
+	return decodeStage(job, out.Item)
+}
+
+func decodeStage(job string, it map[string]types.AttributeValue) (batch.Stage, error) {
+	sk := getS(it, attrSK)
+	idx, err := strconv.Atoi(sk[len("STAGE#"):])
+	if err != nil {
+		return batch.Stage{}, fmt.Errorf("stage key %q: %w", sk, err)
+	}
+	return batch.Stage{
+		Job: job, Index: idx, Name: getS(it, aName), State: sm.StageState(getS(it, aState)),
+		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
+		Started: getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
+	}, nil
+}
+
+// StageTransitionParams moves a stage along one event of its lifecycle.
+type StageTransitionParams struct {
+	Job   string
+	Stage int
+	Event sm.Event
+	Now   time.Time
+	// Due, when set, keeps the stage in the sweep index until then, so that
+	// a crash before the follow-up work (materializing, unblocking
+	// downstream) is finished by the sweep. Zero removes it from the index.
+	Due    time.Time
+	Reason string
+}
+
+// TransitionStage applies one stage event as a conditional write. Exactly
+// one caller wins a race; the others get sm.ErrInvalidTransition.
+func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) error {
+	tr := sm.Stages.Transition(p.Event)
+	c := newCond()
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(p.Now)
+	update := "SET #st = :to, upd = :now"
+	switch tr.To {
+	case sm.StageRunning:
+		update += ", sta = :now, mat = :f"
+		c.values[":f"] = bv(false)
+	default:
+		update += ", #end = :now"
+	}
+	if p.Reason != "" {
+		update += ", err = :err"
+		c.values[":err"] = sv(p.Reason)
+	}
+	update += s.dueClause(c, jobPK(p.Job)+stageSK(p.Stage), p.Due)
+	names := map[string]string{"#st": aState}
+	if tr.To != sm.StageRunning {
+		names["#end"] = aEnded
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(p.Job), stageSK(p.Stage)),
+		UpdateExpression: aws.String(update), ConditionExpression: aws.String(expr),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, err)
+	}
+	return nil
+}
+
+// dueClause returns the update fragment that puts an item in the sweep
+// index at due, or takes it out when due is zero. It must come last in a
+// SET clause.
+func (s *Store) dueClause(c *cond, pk string, due time.Time) string {
+	if due.IsZero() {
+		return " REMOVE gpk, due"
+	}
+	c.values[":gpk"] = sv(duePK(pk))
+	c.values[":due"] = ms(due)
+	return ", gpk = :gpk, due = :due"
+}
+
+// SetDue puts any record in the sweep index at due, or removes it (zero).
+func (s *Store) SetDue(ctx context.Context, it DueItem, due time.Time) error {
+	pk, sk := dueItemKey(it)
+	c := newCond()
+	upd := s.dueClause(c, pk+sk, due)
+	if !due.IsZero() {
+		upd = "SET " + upd[2:]
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, sk), UpdateExpression: aws.String(upd),
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	}
+	if len(c.values) > 0 {
+		in.ExpressionAttributeValues = c.values
+	}
+	if _, err := s.db.UpdateItem(ctx, in); err != nil && !isCondFailed(err) {
+		return fmt.Errorf("set due of %s %s/%s: %w", it.Kind, pk, sk, err)
+	}
+	return nil
+}
+
+func dueItemKey(it DueItem) (pk, sk string) {
+	switch it.Kind {
+	case DueJob:
+		return jobPK(it.Job), jobSK
+	case DueStage:
+		return jobPK(it.Job), stageSK(it.Stage)
+	default:
+		return taskPK(it.Task), taskSK(it.Task.Partition)
+	}
+}
+
+// SetStagePlan records a stage's task count and shard count once. A second
+// call (a materialization retried after a crash) keeps the first values and
+// returns the stage as stored.
+func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+		UpdateExpression:    aws.String("SET tot = :t, nsh = :n"),
+		ConditionExpression: aws.String("attribute_exists(pk) AND attribute_not_exists(tot)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":t": nv(int64(total)), ":n": nv(int64(ShardCount(total))),
+		},
+	})
+	if err != nil && !isCondFailed(err) {
+		return batch.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
+	}
+	return s.GetStage(ctx, job, idx)
+}
+
+// MarkMaterialized records that all of a stage's tasks and counters exist
+// and their messages were sent; due is the stage's next completion check.
+func (s *Store) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
+	c := newCond()
+	c.values[":t"] = bv(true)
+	upd := "SET mat = :t" + s.dueClause(c, jobPK(job)+stageSK(idx), due)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+		UpdateExpression: aws.String(upd), ExpressionAttributeValues: c.values,
+	})
+	if err != nil {
+		return fmt.Errorf("mark stage %s/%d materialized: %w", job, idx, err)
+	}
+	return nil
+}
+
+// ---- completion counters -------------------------------------------------
+
+// PutShards creates a stage's completion counters if they do not exist.
+// Each counter starts at the number of tasks that count it down.
+func (s *Store) PutShards(ctx context.Context, job string, idx, total, shards int) error {
+	for k := 0; k < shards; k++ {
+		n := total / shards
+		if k < total%shards {
+			n++
+		}
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.table,
+			Item: map[string]types.AttributeValue{
+				attrPK: sv(shardPK(job, idx, k)), attrSK: sv(cntSK), aLeft: nv(int64(n)), aTotal: nv(int64(n)),
+			},
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		})
+		if err != nil && !isCondFailed(err) {
+			return fmt.Errorf("create counter %d of stage %s/%d: %w", k, job, idx, err)
+		}
+	}
+	return nil
+}
+
+// ShardLeft reads one counter consistently.
+func (s *Store) ShardLeft(ctx context.Context, job string, idx, shard int) (int, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(shardPK(job, idx, shard), cntSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, err)
+	}
+	if out.Item == nil {
+		return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, batch.ErrNotFound)
+	}
+	return int(getN(out.Item, aLeft)), nil
+}
+
+// Progress sums a stage's counters with consistent batch reads.
+func (s *Store) Progress(ctx context.Context, st batch.Stage) (batch.Progress, error) {
+	p := batch.Progress{Total: st.Total}
+	for lo := 0; lo < st.Shards; lo += 100 {
+		var keys []map[string]types.AttributeValue
+		for k := lo; k < min(lo+100, st.Shards); k++ {
+			keys = append(keys, key(shardPK(st.Job, st.Index, k), cntSK))
+		}
+		left, found, err := s.batchGetLeft(ctx, keys)
+		if err != nil {
+			return p, fmt.Errorf("progress of stage %s/%d: %w", st.Job, st.Index, err)
+		}
+		p.Left += left
+		p.Missing += len(keys) - found
+	}
+	p.Committed = st.Total - p.Left
+	if p.Missing > 0 {
+		// Counters not yet created: nothing of theirs has committed.
+		p.Committed = 0
+	}
+	return p, nil
+}
+
+func (s *Store) batchGetLeft(ctx context.Context, keys []map[string]types.AttributeValue) (left, found int, err error) {
+	for len(keys) > 0 {
+		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}},
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, it := range out.Responses[s.table] {
+			left += int(getN(it, aLeft))
+			found++
+		}
+		keys = out.UnprocessedKeys[s.table].Keys
+	}
+	return left, found, nil
+}

@@ -1,0 +1,419 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+func encodeTask(t batch.Task, due time.Time) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attrPK: sv(taskPK(t.Ref)), attrSK: sv(taskSK(t.Ref.Partition)),
+		aState: sv(string(t.State)), aAttempt: nv(int64(t.Attempt)), aMax: nv(int64(t.MaxAttempts)),
+		aUpdated: ms(t.Updated),
+	}
+	if t.Input != nil {
+		item[aInKey] = sv(t.Input.Key)
+		item[aInStart] = nv(t.Input.Start)
+		item[aInEnd] = nv(t.Input.End)
+	}
+	if !due.IsZero() {
+		item[attrGPK] = sv(duePK(taskPK(t.Ref) + taskSK(t.Ref.Partition)))
+		item[attrDue] = ms(due)
+	}
+	return item
+}
+
+// TaskItemSize is the size of the largest task record the store writes for
+// t: a claimed task with a token, lease and last error of maxErr bytes.
+func TaskItemSize(t batch.Task, maxErr int) int {
+	item := encodeTask(t, time.Now())
+	item[aToken] = sv("0123456789abcdef0123456789abcdef")
+	item[aLease] = ms(time.Now())
+	item[aNotBefore] = ms(time.Now())
+	item[aCommitAtt] = nv(int64(t.MaxAttempts))
+	item[aOutputs] = nv(10000)
+	item[aErr] = sv(string(make([]byte, maxErr)))
+	return ItemSize(item)
+}
+
+func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Task {
+	t := batch.Task{
+		Ref: ref, State: sm.TaskState(getS(it, aState)), Attempt: int(getN(it, aAttempt)),
+		MaxAttempts: int(getN(it, aMax)), Token: getS(it, aToken), LeaseUntil: getT(it, aLease),
+		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
+		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
+	}
+	if k := getS(it, aInKey); k != "" {
+		t.Input = &batch.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
+	}
+	return t
+}
+
+// PutTasks creates task records that do not exist yet, 100 per transaction.
+// A transaction that finds some already present (a materialization retried
+// after a crash) falls back to one conditional put per task, so existing
+// tasks, which may have been claimed or committed since, are never reset.
+func (s *Store) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+	for lo := 0; lo < len(tasks); lo += 100 {
+		chunk := tasks[lo:min(lo+100, len(tasks))]
+		items := make([]types.TransactWriteItem, len(chunk))
+		for i, t := range chunk {
+			items[i] = types.TransactWriteItem{Put: &types.Put{
+				TableName: &s.table, Item: encodeTask(t, due),
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			}}
+		}
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			continue
+		}
+		if cancelReasons(err) == nil {
+			return fmt.Errorf("put tasks of %s/%d: %w", chunk[0].Ref.Job, chunk[0].Ref.Stage, err)
+		}
+		for _, t := range chunk {
+			_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName: &s.table, Item: encodeTask(t, due),
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			})
+			if err != nil && !isCondFailed(err) {
+				return fmt.Errorf("put task %s: %w", t.Ref, err)
+			}
+		}
+	}
+	return nil
+}
+
+// GetTask reads a task consistently.
+func (s *Store) GetTask(ctx context.Context, ref batch.TaskRef) (batch.Task, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return batch.Task{}, fmt.Errorf("get task %s: %w", ref, err)
+	}
+	if out.Item == nil {
+		return batch.Task{}, fmt.Errorf("get task %s: %w", ref, batch.ErrNotFound)
+	}
+	return decodeTask(ref, out.Item), nil
+}
+
+// ListStageTasks reads every task of a stage of total tasks, bucket by
+// bucket, consistently.
+func (s *Store) ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error) {
+	tasks := make([]batch.Task, 0, total)
+	for b := 0; b*TaskBucket < total; b++ {
+		var start map[string]types.AttributeValue
+		for {
+			out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 &s.table,
+				KeyConditionExpression:    aws.String("pk = :pk"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(taskBucketPK(job, stage, b))},
+				ConsistentRead:            aws.Bool(true),
+				ExclusiveStartKey:         start,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("list tasks of stage %s/%d: %w", job, stage, err)
+			}
+			for _, it := range out.Items {
+				var p int
+				fmt.Sscanf(getS(it, attrSK), "%d", &p)
+				tasks = append(tasks, decodeTask(batch.TaskRef{Job: job, Stage: stage, Partition: p}, it))
+			}
+			if start = out.LastEvaluatedKey; start == nil {
+				break
+			}
+		}
+	}
+	return tasks, nil
+}
+
+// ClaimParams claims a task for one attempt.
+type ClaimParams struct {
+	Ref   batch.TaskRef
+	Token string
+	Now   time.Time
+	Lease time.Duration
+	// Grace is how long past the lease the sweep waits before it takes an
+	// unrenewed claim back (the message normally returns first).
+	Grace time.Duration
+}
+
+// ClaimTask claims a READY task whose backoff has passed, or takes over a
+// CLAIMED task whose lease expired with attempts left. Either way the
+// attempt increments and the token is fresh. Other cases return an outcome
+// error: *batch.ClaimHeldError, *batch.NotDueError, batch.ErrAlreadyDone,
+// or sm.ErrInvalidTransition for an expired claim with no attempts left
+// (the caller exhausts it).
+func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error) {
+	c := newCond()
+	claim := transition(c, sm.Tasks.Transition(sm.TaskClaim))
+	reclaim := transition(c, sm.Tasks.Transition(sm.TaskReclaim))
+	to(c, sm.Tasks.Transition(sm.TaskClaim))
+	lease := p.Now.Add(p.Lease)
+	c.values[":now"] = ms(p.Now)
+	c.values[":tok"] = sv(p.Token)
+	c.values[":lease"] = ms(lease)
+	c.values[":one"] = nv(1)
+	pk := taskPK(p.Ref)
+	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String("(" + claim + ") OR (" + reclaim + ")"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err == nil {
+		return decodeTask(p.Ref, out.Attributes), nil
+	}
+	if !isCondFailed(err) {
+		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, err)
+	}
+	// Read the task back to tell the caller why: moto ignores
+	// ReturnValuesOnConditionCheckFailure on UpdateItem, and a consistent
+	// read is as good on AWS.
+	t, gerr := s.GetTask(ctx, p.Ref)
+	if gerr != nil {
+		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, gerr)
+	}
+	return t, explainClaim(t, p.Now)
+}
+
+// explainClaim turns a refused claim into the outcome the executor acts on,
+// using the same rules that built the condition.
+func explainClaim(t batch.Task, now time.Time) error {
+	in := sm.TaskInput{At: now}
+	if sm.Tasks.IsTerminal(t.State) {
+		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, batch.ErrAlreadyDone)
+	}
+	if t.State == sm.TaskReady {
+		return &batch.NotDueError{At: t.NotBefore}
+	}
+	_, err := sm.Decide(t.View(), sm.TaskReclaim, in)
+	var ge *sm.GuardError
+	if errors.As(err, &ge) && ge.Guard == sm.GuardLeaseExpired {
+		return &batch.ClaimHeldError{LeaseUntil: t.LeaseUntil}
+	}
+	if errors.As(err, &ge) && ge.Guard == sm.GuardAttemptsLeft {
+		return fmt.Errorf("claim task %s: lease expired on attempt %d of %d: %w", t.Ref, t.Attempt, t.MaxAttempts, sm.ErrInvalidTransition)
+	}
+	// The condition failed but the rules allow the claim now: the record
+	// changed between the write and the read. Report a live claim so the
+	// message comes back shortly.
+	return &batch.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
+}
+
+// HolderParams identifies the holder of a claim acting on its task.
+type HolderParams struct {
+	Ref   batch.TaskRef
+	Token string
+	Now   time.Time
+}
+
+// Heartbeat extends the holder's lease to now+lease.
+func (s *Store) Heartbeat(ctx context.Context, p HolderParams, lease, grace time.Duration) error {
+	c := newCond()
+	tr := sm.Tasks.Transition(sm.TaskHeartbeat)
+	expr := transition(c, tr)
+	until := p.Now.Add(lease)
+	c.values[":tok"] = sv(p.Token)
+	c.values[":lease"] = ms(until)
+	c.values[":now"] = ms(p.Now)
+	pk := taskPK(p.Ref)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+		UpdateExpression:          aws.String("SET lease = :lease, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), until.Add(grace))),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		return fmt.Errorf("heartbeat task %s: %w", p.Ref, batch.ErrStaleClaim)
+	}
+	if err != nil {
+		return fmt.Errorf("heartbeat task %s: %w", p.Ref, err)
+	}
+	return nil
+}
+
+// CommitParams commits the holder's attempt.
+type CommitParams struct {
+	HolderParams
+	Attempt int
+	Outputs int
+	Shards  int
+}
+
+// CommitTask marks the task SUCCEEDED and counts its stage's shard down in
+// one transaction. A retry of a commit whose response was lost finds the
+// task SUCCEEDED with its own token and returns nil: it recognises its own
+// success. Any other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
+func (s *Store) CommitTask(ctx context.Context, p CommitParams) error {
+	c := newCond()
+	tr := sm.Tasks.Transition(sm.TaskCommit)
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":tok"] = sv(p.Token)
+	c.values[":now"] = ms(p.Now)
+	c.values[":att"] = nv(int64(p.Attempt))
+	c.values[":nout"] = nv(int64(p.Outputs))
+	pk := taskPK(p.Ref)
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		ClientRequestToken: aws.String(requestToken("commit", p.Ref.String(), p.Token)),
+		TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+			TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+			// att = :att pins the attempt whose outputs the caller checked.
+			ConditionExpression:       aws.String(expr + " AND att = :att"),
+			UpdateExpression:          aws.String("SET #st = :to, catt = :att, nout = :nout, upd = :now REMOVE gpk, due, lease"),
+			ExpressionAttributeNames:  stNames,
+			ExpressionAttributeValues: c.values,
+		}}, {Update: &types.Update{
+			TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			UpdateExpression:          aws.String("ADD #left :minus"),
+			ExpressionAttributeNames:  map[string]string{"#left": aLeft},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nv(-1)},
+		}}},
+	})
+	if err == nil {
+		return nil
+	}
+	if cancelReasons(err) == nil {
+		return fmt.Errorf("commit task %s: %w", p.Ref, err)
+	}
+	t, gerr := s.GetTask(ctx, p.Ref)
+	if gerr != nil {
+		return fmt.Errorf("commit task %s: %w", p.Ref, gerr)
+	}
+	switch {
+	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
+		return nil
+	case sm.Tasks.IsTerminal(t.State):
+		return fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
+	case t.Token != p.Token:
+		return fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, batch.ErrStaleClaim)
+	}
+	return fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
+}
+
+// ReleaseParams gives a claimed task back: to READY for another attempt
+// (retry), or to FAILED (fail) with its error.
+type ReleaseParams struct {
+	HolderParams
+	Event     sm.Event // TaskRetry or TaskFail
+	NotBefore time.Time
+	Err       string
+	// Due is when the sweep checks the task next: for a retry, when its
+	// message should long have been claimed; for a failure, at once, until
+	// the failure has reached the stage and job.
+	Due time.Time
+}
+
+// ReleaseTask applies the holder's retry or fail event.
+func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, error) {
+	c := newCond()
+	tr := sm.Tasks.Transition(p.Event)
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":tok"] = sv(p.Token)
+	c.values[":now"] = ms(p.Now)
+	c.values[":err"] = sv(p.Err)
+	pk := taskPK(p.Ref)
+	upd := "SET #st = :to, err = :err, upd = :now"
+	if !p.NotBefore.IsZero() {
+		c.values[":nb"] = ms(p.NotBefore)
+		upd += ", nb = :nb"
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+		UpdateExpression:          aws.String(upd + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Due)),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isCondFailed(err) {
+		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
+	}
+	if err != nil {
+		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+	}
+	return decodeTask(p.Ref, out.Attributes), nil
+}
+
+// SweepTaskParams applies a non-holder event (expire, exhaust, cancel) to a
+// task, as the sweep or a cancelling job does.
+type SweepTaskParams struct {
+	Ref   batch.TaskRef
+	Event sm.Event // TaskExpire, TaskExhaust or TaskCancel
+	Now   time.Time
+	Err   string
+	Due   time.Time
+}
+
+// SweepTask applies p.Event; sm.ErrInvalidTransition means the task moved
+// on (it was claimed, committed or renewed) and there is nothing to do.
+func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
+	c := newCond()
+	tr := sm.Tasks.Transition(p.Event)
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(p.Now)
+	upd := "SET #st = :to, upd = :now"
+	if p.Err != "" {
+		c.values[":err"] = sv(p.Err)
+		upd += ", err = :err"
+	}
+	pk := taskPK(p.Ref)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+		UpdateExpression:          aws.String(upd + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Due)),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		return fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+	}
+	return nil
+}
+
+// DueItems returns up to limit records of one index shard that are due at
+// now. The index is eventually consistent: callers re-read each record
+// before acting, and every action is a conditional write.
+func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]DueItem, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              &s.table,
+		IndexName:              aws.String(DueIndex),
+		KeyConditionExpression: aws.String("gpk = :g AND due <= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":g": sv(fmt.Sprintf("D#%d", shard)), ":now": ms(now),
+		},
+		Limit: aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query sweep index shard %d: %w", shard, err)
+	}
+	items := make([]DueItem, 0, len(out.Items))
+	for _, it := range out.Items {
+		d, err := parseDueKey(getS(it, attrPK), getS(it, attrSK))
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, d)
+	}
+	return items, nil
+}

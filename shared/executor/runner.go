@@ -1,0 +1,336 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
+)
+
+// ControlPlane is what the runner needs of the control plane.
+type ControlPlane interface {
+	Claim(context.Context, batch.TaskRef) (control.Claim, error)
+	Heartbeat(context.Context, control.Claim) error
+	Commit(context.Context, control.Claim, int) error
+	Fail(context.Context, control.Claim, string) (control.Decision, error)
+}
+
+var _ ControlPlane = (*control.Service)(nil)
+
+// Blob is what the runner needs of S3.
+type Blob interface {
+	PutIfAbsent(ctx context.Context, key string, body []byte) error
+	Get(ctx context.Context, key string) ([]byte, error)
+	Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error)
+	Opener(bucket string) split.RangeOpener
+	Bucket() string
+}
+
+// Action is what a host does with a message after the runner handled it.
+type Action int
+
+const (
+	// Delete: the task is done (or will never run); delete the message.
+	Delete Action = iota
+	// Hide: keep the message and make it visible again after Delay (a
+	// retry's backoff, a live claim's remaining lease).
+	Hide
+	// Leave: do nothing; the message returns when its visibility lapses.
+	// Used when this executor lost its lease: the message is not its own
+	// to delete any more.
+	Leave
+)
+
+// Result is the runner's verdict on one message.
+type Result struct {
+	Action Action
+	Delay  time.Duration
+	Err    error
+}
+
+// Runner handles one task message end to end.
+type Runner struct {
+	CP       ControlPlane
+	Blob     Blob
+	Registry *Registry
+	Log      *slog.Logger
+	// HeartbeatEvery overrides lease/3 (tests).
+	HeartbeatEvery time.Duration
+	// OnClaim, when set, is called after a claim is granted with the time
+	// the message was sent (tests and benchmarks measure ready-to-claimed
+	// latency with it).
+	OnClaim func(c control.Claim, sentAt time.Time)
+
+	manifests sync.Map // stage manifest key -> *batch.Manifest
+}
+
+// Extender extends the message's visibility by d from now.
+type Extender func(ctx context.Context, d time.Duration) error
+
+// Delivery is a received task message.
+type Delivery struct {
+	Body   string
+	SentAt time.Time
+}
+
+// Handle runs the task a message names.
+func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result {
+	ref, err := batch.ParseTaskRef(d.Body)
+	if err != nil {
+		// Not a task message: leave it for the dead-letter queue.
+		return Result{Action: Leave, Err: err}
+	}
+	log := r.Log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
+	c, err := r.CP.Claim(ctx, ref)
+	var held *batch.ClaimHeldError
+	var notDue *batch.NotDueError
+	switch {
+	case errors.As(err, &held):
+		return Result{Action: Hide, Delay: time.Until(held.LeaseUntil) + time.Second, Err: err}
+	case errors.As(err, &notDue):
+		return Result{Action: Hide, Delay: time.Until(notDue.At), Err: err}
+	case errors.Is(err, batch.ErrAlreadyDone), errors.Is(err, batch.ErrJobNotRunning):
+		return Result{Action: Delete, Err: err}
+	case err != nil:
+		return Result{Action: Leave, Err: err}
+	}
+	if r.OnClaim != nil {
+		r.OnClaim(c, d.SentAt)
+	}
+	log = log.With("attempt", c.Task.Attempt, "stage_name", c.StageName())
+	return r.run(ctx, c, extend, log)
+}
+
+var (
+	errLeaseLost  = errors.New("lease lost")
+	errJobStopped = errors.New("job no longer running")
+)
+
+func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log *slog.Logger) Result {
+	st := c.Spec.Stages[c.Task.Ref.Stage]
+	fn, ok := r.Registry.Lookup(st.Task)
+	if !ok {
+		return r.fail(ctx, c, fmt.Sprintf("task function %q is not registered on this executor", st.Task), log)
+	}
+	taskCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		r.heartbeat(taskCtx, c, extend, cancel, log)
+	}()
+	t, closeInput, err := r.prepare(taskCtx, c, log)
+	if err != nil {
+		cancel(nil)
+		<-hbDone
+		return r.fail(ctx, c, "prepare input: "+err.Error(), log)
+	}
+	runErr := safeCall(taskCtx, fn, t)
+	closeInput()
+	cause := context.Cause(taskCtx)
+	cancel(nil)
+	<-hbDone
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("lease lost; abandoning attempt")
+		return Result{Action: Leave, Err: cause}
+	case errors.Is(cause, errJobStopped):
+		log.Info("job ended; task stopped")
+		return Result{Action: Delete, Err: cause}
+	case runErr != nil:
+		return r.fail(ctx, c, runErr.Error(), log)
+	}
+	for p := 0; p < t.Out.Parts(); p++ {
+		key := blob.OutputKey(c.Task.Ref.Job, st.Name, c.Task.Ref.Partition, c.Task.Attempt, p)
+		err := r.Blob.PutIfAbsent(ctx, key, t.Out.parts[p].Bytes())
+		if err != nil && !errors.Is(err, batch.ErrExists) {
+			// An existing key is this attempt's own earlier write.
+			return Result{Action: Leave, Err: err}
+		}
+	}
+	err = r.CP.Commit(ctx, c, t.Out.Parts())
+	switch {
+	case err == nil:
+		return Result{Action: Delete}
+	case errors.Is(err, batch.ErrAlreadyDone):
+		return Result{Action: Delete, Err: err}
+	case errors.Is(err, batch.ErrStaleClaim):
+		log.Warn("commit fenced: a newer attempt holds the task", "err", err)
+		return Result{Action: Leave, Err: err}
+	}
+	log.Error("commit", "err", err)
+	return Result{Action: Leave, Err: err}
+}
+
+func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("task panicked: %v", p)
+		}
+	}()
+	return fn(ctx, t)
+}
+
+func (r *Runner) fail(ctx context.Context, c control.Claim, cause string, log *slog.Logger) Result {
+	d, err := r.CP.Fail(ctx, c, cause)
+	switch {
+	case errors.Is(err, batch.ErrStaleClaim):
+		return Result{Action: Leave, Err: err}
+	case err != nil:
+		log.Error("record task failure", "err", err)
+		return Result{Action: Leave, Err: err}
+	case d.Retry:
+		return Result{Action: Hide, Delay: d.Delay, Err: errors.New(cause)}
+	}
+	return Result{Action: Delete, Err: errors.New(cause)}
+}
+
+// heartbeat renews the lease (DynamoDB and the message's visibility) every
+// lease/3 until ctx ends, and cancels the task when the lease is lost or
+// the job ends.
+func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
+	every := r.HeartbeatEvery
+	if every == 0 {
+		every = c.Lease / 3
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := r.CP.Heartbeat(ctx, c)
+		switch {
+		case errors.Is(err, batch.ErrStaleClaim):
+			cancel(errLeaseLost)
+			return
+		case errors.Is(err, batch.ErrJobNotRunning):
+			cancel(errJobStopped)
+			return
+		case err != nil:
+			log.Warn("heartbeat", "err", err)
+			continue
+		}
+		if extend != nil {
+			if err := extend(ctx, c.Lease); err != nil {
+				log.Warn("extend visibility", "err", err)
+			}
+		}
+	}
+}
+
+// prepare builds the task's input and outputs.
+func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger) (*Task, func(), error) {
+	ref := c.Task.Ref
+	st := c.Spec.Stages[ref.Stage]
+	parts := 1
+	if st.Shuffle != nil {
+		parts = st.Shuffle.Partitions
+	}
+	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: newOutput(parts), Log: log}
+	noop := func() {}
+	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
+		t.Params = st.Partitions.Params[ref.Partition]
+	}
+	switch src, ok := c.Spec.ShuffleSource(ref.Stage); {
+	case ok:
+		in, err := r.shuffleInput(ctx, c.Spec, ref, src)
+		if err != nil {
+			return nil, noop, err
+		}
+		t.Input = in
+		return t, func() { in.Close() }, nil
+	case c.Task.Input != nil:
+		bucket, _, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
+		if err != nil {
+			return nil, noop, err
+		}
+		in := c.Task.Input
+		rc, err := split.Open(ctx, r.Blob.Opener(bucket), split.Split{Key: in.Key, Start: in.Start, End: in.End})
+		if err != nil {
+			return nil, noop, err
+		}
+		t.Input = rc
+		return t, func() { rc.Close() }, nil
+	}
+	return t, noop, nil
+}
+
+// shuffleInput concatenates partition ref.Partition of every committed
+// output of the upstream shuffle stage, as listed by its manifest.
+func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) (io.ReadCloser, error) {
+	key := blob.StageManifestKey(ref.Job, sp.Stages[src].Name)
+	var m *batch.Manifest
+	if v, ok := r.manifests.Load(key); ok {
+		m = v.(*batch.Manifest)
+	} else {
+		raw, err := r.Blob.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		m = &batch.Manifest{}
+		if err := json.Unmarshal(raw, m); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+		r.manifests.Store(key, m)
+	}
+	var keys []string
+	for _, o := range m.Outputs {
+		if o.Part == ref.Partition {
+			keys = append(keys, o.Key)
+		}
+	}
+	return &multiObject{ctx: ctx, blob: r.Blob, keys: keys}, nil
+}
+
+// multiObject streams objects one after another.
+type multiObject struct {
+	ctx  context.Context
+	blob Blob
+	keys []string
+	cur  io.ReadCloser
+}
+
+func (m *multiObject) Read(p []byte) (int, error) {
+	for {
+		if m.cur == nil {
+			if len(m.keys) == 0 {
+				return 0, io.EOF
+			}
+			rc, err := m.blob.Open(m.ctx, m.blob.Bucket(), m.keys[0], 0)
+			if err != nil {
+				return 0, err
+			}
+			m.cur, m.keys = rc, m.keys[1:]
+		}
+		n, err := m.cur.Read(p)
+		if err == io.EOF {
+			m.cur.Close()
+			m.cur = nil
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func (m *multiObject) Close() error {
+	if m.cur != nil {
+		return m.cur.Close()
+	}
+	return nil
+}

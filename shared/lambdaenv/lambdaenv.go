@@ -1,0 +1,96 @@
+// Package lambdaenv reads a Lambda function's configuration from its
+// environment and wires the control plane from it. Resource names come
+// from the stack through environment variables; none is hard-coded.
+package lambdaenv
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+)
+
+// Config is what every Batchwork function needs.
+type Config struct {
+	Table, Bucket string
+	Queues        control.Queues
+	// Endpoint points the SDK at an emulator (AWS_ENDPOINT_URL).
+	Endpoint string
+}
+
+// FromEnv reads the configuration and reports every missing variable.
+func FromEnv() (Config, error) {
+	c := Config{
+		Table: os.Getenv("BATCHWORK_TABLE"), Bucket: os.Getenv("BATCHWORK_BUCKET"),
+		Queues: control.Queues{
+			High: os.Getenv("BATCHWORK_QUEUE_HIGH"), Normal: os.Getenv("BATCHWORK_QUEUE_NORMAL"),
+			Low: os.Getenv("BATCHWORK_QUEUE_LOW"), DLQ: os.Getenv("BATCHWORK_DLQ"),
+		},
+		Endpoint: os.Getenv("AWS_ENDPOINT_URL"),
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every missing setting at once.
+func (c Config) Validate() error {
+	var missing []string
+	for name, v := range map[string]string{
+		"BATCHWORK_TABLE": c.Table, "BATCHWORK_BUCKET": c.Bucket, "BATCHWORK_QUEUE_HIGH": c.Queues.High,
+		"BATCHWORK_QUEUE_NORMAL": c.Queues.Normal, "BATCHWORK_QUEUE_LOW": c.Queues.Low, "BATCHWORK_DLQ": c.Queues.DLQ,
+	} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing environment variables: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Wired holds the adapters and the control plane.
+type Wired struct {
+	Service *control.Service
+	Blob    *blob.Store
+	Queue   *queue.Queue
+	Log     *slog.Logger
+}
+
+// Wire builds one aws.Config and the adapters over it.
+func Wire(ctx context.Context, c Config) (Wired, error) {
+	cfg, err := awsconf.Load(ctx, c.Endpoint)
+	if err != nil {
+		return Wired{}, err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
+	q := queue.New(sqs.NewFromConfig(cfg))
+	svc := control.New(control.Config{Queues: c.Queues}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+	return Wired{Service: svc, Blob: b, Queue: q, Log: log}, nil
+}
+
+// Must is for mains: it exits with the error when wiring fails, since a
+// function without configuration cannot serve anything.
+func Must(ctx context.Context) Wired {
+	c, err := FromEnv()
+	if err == nil {
+		var w Wired
+		if w, err = Wire(ctx, c); err == nil {
+			return w
+		}
+	}
+	fmt.Fprintln(os.Stderr, "batchwork:", err)
+	os.Exit(1)
+	return Wired{}
+}

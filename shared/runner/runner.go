@@ -1,0 +1,153 @@
+// Package runner hosts all of Batchwork in one process against an AWS
+// endpoint: it creates the resources, serves the API on loopback, runs
+// executor slots and the sweep on a ticker. The handlers are the same Go
+// functions the Lambda mains wrap.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/batchwork/batchwork/shared/api"
+	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/provision"
+	"github.com/batchwork/batchwork/shared/queue"
+)
+
+// OwnerHeader carries the caller's identity to the local runner, which
+// trusts it only because it listens on loopback.
+const OwnerHeader = "X-Batchwork-Owner"
+
+// Options configure a local runner.
+type Options struct {
+	AWS        aws.Config
+	Prefix     string // resource name prefix
+	Listen     string // API address, default 127.0.0.1:0
+	Slots      int
+	SweepEvery time.Duration
+	Control    control.Config
+	Registry   *executor.Registry
+	Log        *slog.Logger
+	// PollWait is the executors' long-poll wait (default 20 s).
+	PollWait time.Duration
+}
+
+// Runner is a running local installation.
+type Runner struct {
+	Resources provision.Resources
+	Service   *control.Service
+	Blob      *blob.Store
+	Store     *dynamo.Store
+	Queue     *queue.Queue
+	Executor  *executor.Runner
+	URL       string // API base URL
+
+	opts Options
+	srv  *http.Server
+	ln   net.Listener
+}
+
+// New creates the resources and wires the components; Run starts them.
+func New(ctx context.Context, o Options) (*Runner, error) {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.Slots == 0 {
+		o.Slots = 4
+	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	s3opt := awsconf.S3Options(o.AWS)
+	res, err := provision.Create(ctx, o.AWS, s3opt, o.Prefix, provision.DefaultSettings)
+	if err != nil {
+		return nil, fmt.Errorf("create resources: %w", err)
+	}
+	o.Control.Queues = res.Queues
+	r := &Runner{Resources: res, opts: o}
+	r.Store = dynamo.New(dynamodb.NewFromConfig(o.AWS), res.Table)
+	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
+	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
+	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
+	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: o.Registry, Log: o.Log}
+	if r.ln, err = net.Listen("tcp", o.Listen); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", o.Listen, err)
+	}
+	r.URL = "http://" + r.ln.Addr().String()
+	h := api.New(r.Service, func(req *http.Request) (string, bool) {
+		v := req.Header.Get(OwnerHeader)
+		return v, v != ""
+	}, o.Log)
+	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return r, nil
+}
+
+// ServeAPI serves the API until ctx ends.
+func (r *Runner) ServeAPI(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.srv.Shutdown(shutdown)
+	}()
+	if err := r.srv.Serve(r.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		r.opts.Log.Error("api server", "err", err)
+	}
+}
+
+// Run serves the API, runs the executor slots and the sweep until ctx ends,
+// then drains the executors.
+func (r *Runner) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r.ServeAPI(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(r.opts.SweepEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if _, err := r.Service.Sweep(ctx); err != nil && ctx.Err() == nil {
+					r.opts.Log.Warn("sweep", "err", err)
+				}
+			}
+		}
+	}()
+	p := r.Poller()
+	err := p.Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// Poller returns an executor host over the runner's queues.
+func (r *Runner) Poller() *executor.Poller {
+	q := r.Resources.Queues
+	return &executor.Poller{
+		Runner: r.Executor, Queue: r.Queue, Queues: []string{q.High, q.Normal, q.Low},
+		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
+	}
+}

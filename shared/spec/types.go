@@ -1,0 +1,101 @@
+// Package spec defines a Batchwork job specification: a DAG of stages, each
+// split into partitioned tasks, with its parsing, defaults and validation.
+//
+// A spec is immutable once submitted; the control plane stores it verbatim
+// with the job and every executor reads its stage settings from it.
+package spec
+
+import "time"
+
+// Priority is the scheduling class of a stage's tasks. Each class has its
+// own ready queue.
+type Priority string
+
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Job is a whole job specification.
+type Job struct {
+	Name   string  `json:"name"`
+	Stages []Stage `json:"stages"`
+	// Defaults apply to every stage that does not override them.
+	Retry    *Retry   `json:"retry,omitempty"`
+	Lease    Duration `json:"lease,omitempty"`
+	Priority Priority `json:"priority,omitempty"`
+}
+
+// Stage is one node of the DAG. Its task count comes from exactly one of:
+// Partitions.Count, Partitions.Input, or (when Partitions is nil) the
+// shuffle of the single upstream stage in After that has a Shuffle.
+type Stage struct {
+	Name       string      `json:"name"`
+	Task       string      `json:"task"`
+	After      []string    `json:"after,omitempty"`
+	Partitions *Partitions `json:"partitions,omitempty"`
+	Shuffle    *Shuffle    `json:"shuffle,omitempty"`
+	Retry      *Retry      `json:"retry,omitempty"`
+	Lease      Duration    `json:"lease,omitempty"`
+	Priority   Priority    `json:"priority,omitempty"`
+}
+
+// Partitions says how a stage is split into tasks.
+type Partitions struct {
+	// Count is an explicit number of tasks; Params, when given, has one
+	// entry per partition.
+	Count  int                 `json:"count,omitempty"`
+	Params []map[string]string `json:"params,omitempty"`
+	// Input splits the objects under an S3 prefix by file and by byte range
+	// on line boundaries.
+	Input *Input `json:"input,omitempty"`
+}
+
+// Input is an S3 prefix read as line-oriented text.
+type Input struct {
+	// Prefix is "s3://bucket/prefix".
+	Prefix string `json:"prefix"`
+	// SplitSize is the target bytes per task; defaults to DefaultSplitSize.
+	SplitSize Size `json:"splitSize,omitempty"`
+}
+
+// Shuffle hash-partitions a stage's output by key into Partitions parts,
+// each of which becomes one task of the downstream stage.
+type Shuffle struct {
+	Partitions int `json:"partitions"`
+}
+
+// Retry bounds how often a failing task is attempted.
+type Retry struct {
+	MaxAttempts int      `json:"maxAttempts,omitempty"`
+	Backoff     Duration `json:"backoff,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// Size is a byte count written as an integer or with a unit ("64MiB").
+type Size int64
+
+// Defaults and limits. Limits keep a job's records within DynamoDB's item
+// and transaction sizes (see docs/design.md).
+const (
+	DefaultMaxAttempts = 3
+	DefaultBackoff     = Duration(time.Second)
+	DefaultLease       = Duration(60 * time.Second)
+	DefaultPriority    = PriorityNormal
+	DefaultSplitSize   = Size(64 << 20)
+
+	MaxSpecBytes         = 256 << 10
+	MaxStages            = 64
+	MaxPartitions        = 100_000
+	MaxShufflePartitions = 10_000
+	MaxAttemptsLimit     = 100
+	MinLease             = Duration(time.Second)
+	MaxLease             = Duration(12 * time.Hour)
+	MaxBackoff           = Duration(24 * time.Hour)
+	MinSplitSize         = Size(1)
+	MaxNameLen           = 64
+	MaxParamsBytes       = 512
+)

@@ -1,0 +1,233 @@
+package statemachine
+
+import "time"
+
+// TaskState is where a task is in its lifecycle.
+type TaskState string
+
+const (
+	// TaskReady: created by stage materialization (or put back by a retry or
+	// an expired lease); a message for it is on its ready queue. Left by a
+	// claim or a cancel.
+	TaskReady TaskState = "READY"
+	// TaskClaimed: an executor holds the claim token and a lease. Left by the
+	// holder's commit, retry or fail, by another executor's reclaim after the
+	// lease expired, by the sweep (expire, exhaust) or by a cancel.
+	TaskClaimed TaskState = "CLAIMED"
+	// TaskSucceeded: its outputs for the committed attempt are authoritative.
+	TaskSucceeded TaskState = "SUCCEEDED"
+	// TaskFailed: it used up its attempts; its stage and job fail with it.
+	TaskFailed TaskState = "FAILED"
+	// TaskCancelled: its job was cancelled or failed before it finished.
+	TaskCancelled TaskState = "CANCELLED"
+)
+
+// Task events.
+const (
+	TaskClaim     Event = "claim"
+	TaskReclaim   Event = "reclaim"
+	TaskHeartbeat Event = "heartbeat"
+	TaskCommit    Event = "commit"
+	TaskRetry     Event = "retry"
+	TaskFail      Event = "fail"
+	TaskExpire    Event = "expire"
+	TaskExhaust   Event = "exhaust"
+	TaskCancel    Event = "cancel"
+)
+
+// Task guards.
+const (
+	// GuardDue: the task's not-before time (retry backoff) has passed.
+	GuardDue Guard = "due"
+	// GuardLeaseExpired: the current claim's lease has passed.
+	GuardLeaseExpired Guard = "lease expired"
+	// GuardTokenMatches: the caller holds the current claim token. This is
+	// the fence that keeps a stale executor from changing the task.
+	GuardTokenMatches Guard = "token matches"
+	// GuardAttemptsLeft: attempt < max attempts, so another attempt may run.
+	GuardAttemptsLeft Guard = "attempts left"
+	// GuardNoAttemptsLeft: attempt >= max attempts.
+	GuardNoAttemptsLeft Guard = "no attempts left"
+	// GuardOutputsExist: the attempt's outputs are in S3 (checked by the
+	// committer before the write, not by the store).
+	GuardOutputsExist Guard = "outputs exist"
+)
+
+// Tasks is the task lifecycle. Claim and reclaim both increment the attempt
+// and issue a fresh token; the lease lives in the task record.
+var Tasks = Machine[TaskState]{
+	Name:     "task",
+	States:   []TaskState{TaskReady, TaskClaimed, TaskSucceeded, TaskFailed, TaskCancelled},
+	Initial:  []TaskState{TaskReady},
+	Terminal: []TaskState{TaskSucceeded, TaskFailed, TaskCancelled},
+	Transitions: []Transition[TaskState]{
+		{Event: TaskClaim, From: []TaskState{TaskReady}, To: TaskClaimed, Guards: []Guard{GuardDue}},
+		{Event: TaskReclaim, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft}},
+		{Event: TaskHeartbeat, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches}},
+		{Event: TaskCommit, From: []TaskState{TaskClaimed}, To: TaskSucceeded, Guards: []Guard{GuardTokenMatches, GuardOutputsExist}},
+		{Event: TaskRetry, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardAttemptsLeft}},
+		{Event: TaskFail, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardTokenMatches, GuardNoAttemptsLeft}},
+		{Event: TaskExpire, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft}},
+		{Event: TaskExhaust, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardLeaseExpired, GuardNoAttemptsLeft}},
+		{Event: TaskCancel, From: []TaskState{TaskReady, TaskClaimed}, To: TaskCancelled},
+	},
+}
+
+// StageState is where a stage is in its lifecycle.
+type StageState string
+
+const (
+	// StageBlocked: waiting for the stages in its `after` list. Left by the
+	// start that the last upstream completion (or the sweep) makes.
+	StageBlocked StageState = "BLOCKED"
+	// StageRunning: its tasks are materialized (or being materialized by the
+	// starter; the sweep finishes an interrupted one). Left when the last
+	// task commits, a task fails, or the job is cancelled.
+	StageRunning StageState = "RUNNING"
+	// StageCompleted: every task committed; exactly one committer made it so.
+	StageCompleted StageState = "COMPLETED"
+	// StageFailed: one of its tasks failed for good.
+	StageFailed StageState = "FAILED"
+	// StageCancelled: the job ended before the stage did.
+	StageCancelled StageState = "CANCELLED"
+)
+
+// Stage events.
+const (
+	StageStart    Event = "start"
+	StageComplete Event = "complete"
+	StageFail     Event = "fail"
+	StageCancel   Event = "cancel"
+)
+
+// Stage guards.
+const (
+	// GuardUpstreamCompleted: every stage in `after` is COMPLETED (read
+	// consistently by the starter before the conditional write).
+	GuardUpstreamCompleted Guard = "upstream completed"
+	// GuardAllTasksCommitted: every completion shard has counted to zero.
+	GuardAllTasksCommitted Guard = "all tasks committed"
+)
+
+// Stages is the stage lifecycle.
+var Stages = Machine[StageState]{
+	Name:     "stage",
+	States:   []StageState{StageBlocked, StageRunning, StageCompleted, StageFailed, StageCancelled},
+	Initial:  []StageState{StageBlocked},
+	Terminal: []StageState{StageCompleted, StageFailed, StageCancelled},
+	Transitions: []Transition[StageState]{
+		{Event: StageStart, From: []StageState{StageBlocked}, To: StageRunning, Guards: []Guard{GuardUpstreamCompleted}},
+		{Event: StageComplete, From: []StageState{StageRunning}, To: StageCompleted, Guards: []Guard{GuardAllTasksCommitted}},
+		{Event: StageFail, From: []StageState{StageRunning}, To: StageFailed},
+		{Event: StageCancel, From: []StageState{StageBlocked, StageRunning}, To: StageCancelled},
+	},
+}
+
+// JobState is where a job is in its lifecycle.
+type JobState string
+
+const (
+	// JobRunning: submitted and not finished. Left when its last stage
+	// completes, a stage fails, or a user cancels it.
+	JobRunning JobState = "RUNNING"
+	// JobSucceeded: every stage completed and the manifest is written.
+	JobSucceeded JobState = "SUCCEEDED"
+	// JobFailed: a task failed for good; the job's error says which and why.
+	JobFailed JobState = "FAILED"
+	// JobCancelled: a user cancelled it; committed outputs are kept.
+	JobCancelled JobState = "CANCELLED"
+)
+
+// Job events.
+const (
+	JobSucceed Event = "succeed"
+	JobFail    Event = "fail"
+	JobCancel  Event = "cancel"
+)
+
+// Job guards.
+const (
+	// GuardAllStagesCompleted: every stage is COMPLETED and the manifest has
+	// been written.
+	GuardAllStagesCompleted Guard = "all stages completed"
+)
+
+// Jobs is the job lifecycle.
+var Jobs = Machine[JobState]{
+	Name:     "job",
+	States:   []JobState{JobRunning, JobSucceeded, JobFailed, JobCancelled},
+	Initial:  []JobState{JobRunning},
+	Terminal: []JobState{JobSucceeded, JobFailed, JobCancelled},
+	Transitions: []Transition[JobState]{
+		{Event: JobSucceed, From: []JobState{JobRunning}, To: JobSucceeded, Guards: []Guard{GuardAllStagesCompleted}},
+		{Event: JobFail, From: []JobState{JobRunning}, To: JobFailed},
+		{Event: JobCancel, From: []JobState{JobRunning}, To: JobCancelled},
+	},
+}
+
+// TaskView is what the rules need to know of a task record.
+type TaskView struct {
+	State       TaskState
+	Attempt     int
+	MaxAttempts int
+	Token       string
+	LeaseUntil  time.Time
+	NotBefore   time.Time
+}
+
+// TaskInput is the caller's side of a task event: when it happens and, for
+// the holder's events, the token the caller holds.
+type TaskInput struct {
+	At    time.Time
+	Token string
+}
+
+// Holds evaluates a task guard in memory. Stores express the same guards as
+// conditions; the store tests check both agree.
+func Holds(g Guard, t TaskView, in TaskInput) bool {
+	switch g {
+	case GuardDue:
+		return !in.At.Before(t.NotBefore)
+	case GuardLeaseExpired:
+		return in.At.After(t.LeaseUntil)
+	case GuardTokenMatches:
+		return t.Token != "" && t.Token == in.Token
+	case GuardAttemptsLeft:
+		return t.Attempt < t.MaxAttempts
+	case GuardNoAttemptsLeft:
+		return t.Attempt >= t.MaxAttempts
+	case GuardOutputsExist:
+		return true // checked against S3 before the write, not on the record
+	}
+	return false
+}
+
+// Decide returns the transition that event ev takes for task t, or an error
+// wrapping ErrInvalidTransition when the state or a guard forbids it. The
+// error names the guard that failed, so callers can tell a stale claim from
+// a live one.
+func Decide(t TaskView, ev Event, in TaskInput) (Transition[TaskState], error) {
+	tr, err := Tasks.Lookup(t.State, ev)
+	if err != nil {
+		return tr, err
+	}
+	for _, g := range tr.Guards {
+		if !Holds(g, t, in) {
+			return Transition[TaskState]{}, &GuardError{Event: ev, State: t.State, Guard: g}
+		}
+	}
+	return tr, nil
+}
+
+// GuardError says which guard refused a transition.
+type GuardError struct {
+	Event Event
+	State TaskState
+	Guard Guard
+}
+
+func (e *GuardError) Error() string {
+	return "task " + string(e.State) + " on " + string(e.Event) + ": guard " + string(e.Guard) + " does not hold"
+}
+
+func (e *GuardError) Unwrap() error { return ErrInvalidTransition }
