@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -377,7 +378,7 @@ func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, er
 		_, _ = buf.ReadFrom(r.Body)
 		body = buf.Bytes()
 		r.Body.Close()
-		r.Body = io_nop(body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	if !bytes.Contains(body, []byte(`"ADD #left :minus"`)) {
 		return d.next.RoundTrip(r)

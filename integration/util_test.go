@@ -1,14 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"io"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
-
-func io_nop(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
 
 // countItems scans the test's table; only tests scan, never the product.
 func countItems(ctx context.Context, e *env) (int, error) {

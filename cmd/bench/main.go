@@ -29,6 +29,7 @@ import (
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
 )
 
 func main() {
@@ -110,7 +111,7 @@ func run(tasks, slots, probes int) error {
 		}
 	}
 	sample := batch.Task{Ref: batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
-		Input: &batch.Split{Key: string(make([]byte, control.MaxInputKey)), Start: 1 << 40, End: 1 << 40}}
+		Input: &split.Split{Key: string(make([]byte, control.MaxInputKey)), Start: 1 << 40, End: 1 << 40}}
 	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a 300-byte error); %d bytes without input\n",
 		dynamo.TaskItemSize(sample, 303), control.MaxInputKey, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
 

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -22,20 +23,11 @@ func main() {
 	diamond.Register(reg, nil)
 	urls := map[string]string{}
 	for _, u := range []string{os.Getenv("BATCHWORK_QUEUE_HIGH"), os.Getenv("BATCHWORK_QUEUE_NORMAL"), os.Getenv("BATCHWORK_QUEUE_LOW")} {
-		urls[u[lastSlash(u)+1:]] = u
+		urls[u[strings.LastIndex(u, "/")+1:]] = u
 	}
 	h := &executor.LambdaHandler{
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log},
 		Queue:  w.Queue, QueueURLs: urls,
 	}
 	lambda.Start(h.Handle)
-}
-
-func lastSlash(s string) int {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return i
-		}
-	}
-	return -1
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -84,12 +85,6 @@ func ParseTaskRef(s string) (TaskRef, error) {
 	return TaskRef{Job: parts[0], Stage: st, Partition: p}, nil
 }
 
-// Split is the byte range of an input object a task reads (see shared/split).
-type Split struct {
-	Key        string `json:"k"`
-	Start, End int64
-}
-
 // Task is a task record.
 type Task struct {
 	Ref         TaskRef
@@ -99,7 +94,7 @@ type Task struct {
 	Token       string
 	LeaseUntil  time.Time
 	NotBefore   time.Time
-	Input       *Split // nil unless the stage reads an S3 prefix
+	Input       *split.Split // nil unless the stage reads an S3 prefix
 	// CommittedAttempt and Outputs describe the authoritative outputs of a
 	// SUCCEEDED task.
 	CommittedAttempt int

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/split"
 )
 
 // RemoteClaimRequest asks for a claim on behalf of a remote executor.
@@ -19,7 +20,7 @@ type RemoteClaim struct {
 	Token   string        `json:"token"`
 	Attempt int           `json:"attempt"`
 	Lease   time.Duration `json:"leaseNanos"`
-	Input   *batch.Split  `json:"input,omitempty"`
+	Input   *split.Split  `json:"input,omitempty"`
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).

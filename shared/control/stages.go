@@ -70,8 +70,7 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		ref := batch.TaskRef{Job: job, Stage: idx, Partition: p}
 		tasks[p] = batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
 		if splits != nil {
-			sl := splits[p]
-			tasks[p].Input = &batch.Split{Key: sl.Key, Start: sl.Start, End: sl.End}
+			tasks[p].Input = &splits[p]
 		}
 		msgs[p] = queue.Send{Body: ref.String()}
 	}

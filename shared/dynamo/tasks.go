@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -53,7 +54,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
 	}
 	if k := getS(it, aInKey); k != "" {
-		t.Input = &batch.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
+		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
 	}
 	return t
 }

@@ -257,8 +257,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		if err != nil {
 			return nil, noop, err
 		}
-		in := c.Task.Input
-		rc, err := split.Open(ctx, r.Blob.Opener(bucket), split.Split{Key: in.Key, Start: in.Start, End: in.End})
+		rc, err := split.Open(ctx, r.Blob.Opener(bucket), *c.Task.Input)
 		if err != nil {
 			return nil, noop, err
 		}

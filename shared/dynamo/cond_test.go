@@ -1,0 +1,80 @@
+package dynamo
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+func sampleTask(keyLen int) batch.Task {
+	return batch.Task{
+		Ref:         batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999},
+		MaxAttempts: 100,
+		Input:       &split.Split{Key: strings.Repeat("k", keyLen), Start: 1 << 40, End: 1 << 41},
+	}
+}
+
+// Every guard used by a lifecycle must have an entry in guardExprs, so a
+// rule added to the tables cannot silently be left out of the conditional
+// writes.
+func TestGuardsMapped(t *testing.T) {
+	t.Parallel()
+	var guards []sm.Guard
+	for _, tr := range sm.Tasks.Transitions {
+		guards = append(guards, tr.Guards...)
+	}
+	for _, tr := range sm.Stages.Transitions {
+		guards = append(guards, tr.Guards...)
+	}
+	for _, tr := range sm.Jobs.Transitions {
+		guards = append(guards, tr.Guards...)
+	}
+	for _, g := range guards {
+		if _, ok := guardExprs[g]; !ok {
+			t.Errorf("guard %q has no condition in guardExprs", g)
+		}
+	}
+}
+
+func TestTransitionCondition(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ev   sm.Event
+		want string
+	}{
+		{"claim", sm.TaskClaim, "#st IN (:s_READY) AND (attribute_not_exists(nb) OR nb <= :now)"},
+		{"reclaim", sm.TaskReclaim, "#st IN (:s_CLAIMED) AND lease < :now AND att < mx"},
+		{"commit", sm.TaskCommit, "#st IN (:s_CLAIMED) AND tok = :tok"},
+		{"cancel", sm.TaskCancel, "#st IN (:s_READY, :s_CLAIMED)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newCond()
+			got := transition(c, sm.Tasks.Transition(tt.ev))
+			if got != tt.want {
+				t.Fatalf("condition = %q, want %q", got, tt.want)
+			}
+			for _, s := range sm.Tasks.Transition(tt.ev).From {
+				if _, ok := c.values[":s_"+string(s)]; !ok || !strings.Contains(got, ":s_"+string(s)) {
+					t.Errorf("source state %s not bound", s)
+				}
+			}
+		})
+	}
+}
+
+// The task record must stay within one write unit (1 KB) even with the
+// longest input key and error the control plane allows.
+func TestTaskItemUnder1KB(t *testing.T) {
+	t.Parallel()
+	// Kept in step with control.MaxInputKey (512) and the 300-byte error cap.
+	task := sampleTask(512)
+	if n := TaskItemSize(task, 303); n > 1024 {
+		t.Fatalf("task item is %d bytes, want at most 1024", n)
+	}
+}
