@@ -56,6 +56,8 @@ type envOptions struct {
 	// transport wraps the AWS HTTP transport (fault injection).
 	transport func(http.RoundTripper) http.RoundTripper
 	noRun     bool // do not start executors and the sweep
+	// control replaces the test timings below.
+	control *control.Config
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -74,11 +76,15 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second}
+	if o.control != nil {
+		cc = *o.control
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), Registry: reg, Log: log,
 		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
-		Control: control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second},
+		Control: cc,
 	})
 	if err != nil {
 		cancel()

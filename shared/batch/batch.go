@@ -132,9 +132,12 @@ type Stage struct {
 	Total        int // tasks; 0 until materialized
 	Shards       int // completion counters; see dynamo.ShardCount
 	Materialized bool
-	Started      time.Time
-	Ended        time.Time
-	Error        string
+	// Enqueued counts the tasks written and sent so far, in partition
+	// order: materialization goes in chunks and resumes from here.
+	Enqueued int
+	Started  time.Time
+	Ended    time.Time
+	Error    string
 }
 
 // Progress is a stage's committed-task count, summed from its shards.

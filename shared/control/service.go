@@ -33,6 +33,7 @@ type Store interface {
 	TransitionStage(context.Context, dynamo.StageTransitionParams) error
 	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
 	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
+	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int) error
 	PutShards(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	Progress(context.Context, batch.Stage) (batch.Progress, error)
@@ -41,7 +42,7 @@ type Store interface {
 	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
 	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
 	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	CommitTask(context.Context, dynamo.CommitParams) error
+	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
@@ -99,6 +100,13 @@ type Config struct {
 	IdemTTL    time.Duration
 	// SweepLimit bounds the records one sweep run looks at per index shard.
 	SweepLimit int
+	// ChunkTasks and ChunksPerCall bound materialization: a stage's tasks
+	// are written and sent ChunkTasks at a time, and one call (a commit
+	// that completed the upstream stage, or a sweep run) does at most
+	// ChunksPerCall chunks before leaving the rest to the next sweep, so a
+	// 100,000-task stage never holds one handler for minutes.
+	ChunkTasks    int
+	ChunksPerCall int
 }
 
 func (c Config) withDefaults() Config {
@@ -116,6 +124,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SweepLimit == 0 {
 		c.SweepLimit = 50
+	}
+	if c.ChunkTasks == 0 {
+		c.ChunkTasks = 1000
+	}
+	if c.ChunksPerCall == 0 {
+		c.ChunksPerCall = 10
 	}
 	return c
 }

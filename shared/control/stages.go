@@ -59,28 +59,51 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 	if err != nil {
 		return err
 	}
-	if err := s.store.PutShards(ctx, job, idx, stage.Total, stage.Shards); err != nil {
-		return err
-	}
-	now := s.Now()
-	retry := sp.StageRetry(idx)
-	tasks := make([]batch.Task, stage.Total)
-	msgs := make([]queue.Send, stage.Total)
-	for p := range tasks {
-		ref := batch.TaskRef{Job: job, Stage: idx, Partition: p}
-		tasks[p] = batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
-		if splits != nil {
-			tasks[p].Input = &splits[p]
+	if stage.Enqueued == 0 {
+		// Counters come before the first task, so no commit can find its
+		// counter missing; a resumed materialization already has them.
+		if err := s.store.PutShards(ctx, job, idx, stage.Total, stage.Shards); err != nil {
+			return err
 		}
-		msgs[p] = queue.Send{Body: ref.String()}
 	}
-	if err := s.store.PutTasks(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
-		return err
+	retry := sp.StageRetry(idx)
+	url := s.cfg.Queues.For(sp.StagePriority(idx))
+	for chunk := 0; stage.Enqueued < stage.Total; chunk++ {
+		if chunk == s.cfg.ChunksPerCall {
+			// Leave the rest to the sweep, which finds the stage due now.
+			s.log.Info("stage partly materialized", "job_id", job, "stage", st.Name, "enqueued", stage.Enqueued, "tasks", stage.Total)
+			return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, s.Now())
+		}
+		from, to := stage.Enqueued, min(stage.Enqueued+s.cfg.ChunkTasks, stage.Total)
+		now := s.Now()
+		tasks := make([]batch.Task, 0, to-from)
+		msgs := make([]queue.Send, 0, to-from)
+		for p := from; p < to; p++ {
+			ref := batch.TaskRef{Job: job, Stage: idx, Partition: p}
+			t := batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
+			if splits != nil {
+				t.Input = &splits[p]
+			}
+			tasks = append(tasks, t)
+			msgs = append(msgs, queue.Send{Body: ref.String()})
+		}
+		// Write before send, and count after both: a crash in between
+		// repeats the chunk, whose puts are conditional and whose duplicate
+		// messages are dropped at claim.
+		if err := s.store.PutTasks(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
+			return err
+		}
+		if err := s.queue.SendBatch(ctx, url, msgs); err != nil {
+			return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
+		}
+		if err := s.store.AdvanceEnqueued(ctx, job, idx, from, to); err != nil {
+			return err
+		}
+		if stage, err = s.store.GetStage(ctx, job, idx); err != nil {
+			return err
+		}
 	}
-	if err := s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(idx)), msgs); err != nil {
-		return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
-	}
-	if err := s.store.MarkMaterialized(ctx, job, idx, now.Add(s.cfg.CheckEvery)); err != nil {
+	if err := s.store.MarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); err != nil {
 		return err
 	}
 	s.log.Info("stage materialized", "job_id", job, "stage", st.Name, "tasks", stage.Total)

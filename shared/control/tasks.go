@@ -118,7 +118,7 @@ func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
-	err = s.store.CommitTask(ctx, dynamo.CommitParams{
+	shardDone, err := s.store.CommitTask(ctx, dynamo.CommitParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
 	})
@@ -126,16 +126,12 @@ func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
 		return err
 	}
 	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
-	left, err := s.store.ShardLeft(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
-	if err != nil {
-		return err
-	}
-	if left > 0 {
+	if !shardDone {
 		return nil
 	}
 	// This shard is done; the stage is done when all shards are. If two
-	// committers zero the last two shards at once, each reads after its own
-	// write, so at least one of them sees both at zero.
+	// committers empty the last two shards at once, each reads the counters
+	// after its own write, so at least one of them sees both at zero.
 	return s.checkStageComplete(ctx, ref.Job, ref.Stage)
 }
 

@@ -34,6 +34,7 @@ const (
 	aTotal     = "tot"
 	aShards    = "nsh"
 	aMat       = "mat"
+	aEnqueued  = "enq"
 	aLeft      = "left"
 	aJob       = "job"
 	aTTL       = "ttl"

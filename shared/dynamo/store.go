@@ -119,7 +119,7 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 	if err == nil {
 		return j.ID, true, nil
 	}
-	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: &s.table, Key: key(idemPK(j.Owner, p.IdemKey), idemSK), ConsistentRead: aws.Bool(true),
 		})
@@ -276,7 +276,8 @@ func decodeStage(job string, it map[string]types.AttributeValue) (batch.Stage, e
 	return batch.Stage{
 		Job: job, Index: idx, Name: getS(it, aName), State: sm.StageState(getS(it, aState)),
 		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
-		Started: getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
+		Enqueued: int(getN(it, aEnqueued)),
+		Started:  getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
 	}, nil
 }
 
@@ -392,6 +393,30 @@ func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (b
 		return batch.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
 	}
 	return s.GetStage(ctx, job, idx)
+}
+
+// AdvanceEnqueued records that a stage's tasks before partition to are
+// written and sent, if its count still stands at from. A stale from (a
+// concurrent materializer got there first) is not an error: the caller
+// reads the stage again and carries on from its count.
+func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int) error {
+	cond := "#enq = :from"
+	if from == 0 {
+		cond = "attribute_not_exists(#enq) OR #enq = :from"
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+		UpdateExpression:         aws.String("SET #enq = :to"),
+		ConditionExpression:      aws.String(cond),
+		ExpressionAttributeNames: map[string]string{"#enq": aEnqueued},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":from": nv(int64(from)), ":to": nv(int64(to)),
+		},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("advance stage %s/%d to %d enqueued: %w", job, idx, to, err)
+	}
+	return nil
 }
 
 // MarkMaterialized records that all of a stage's tasks and counters exist

@@ -256,10 +256,58 @@ type CommitParams struct {
 }
 
 // CommitTask marks the task SUCCEEDED and counts its stage's shard down in
-// one transaction. A retry of a commit whose response was lost finds the
-// task SUCCEEDED with its own token and returns nil: it recognises its own
-// success. Any other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
-func (s *Store) CommitTask(ctx context.Context, p CommitParams) error {
+// one transaction, and reports whether that emptied the shard.
+//
+// The first try guards the counter with left > 1, so the common commit is
+// one request: only the shard's last committer sees that guard fail, and
+// it retries without it, knowing it took the shard to zero. That saves the
+// read-after-write every commit would otherwise need to learn whether it
+// was last.
+//
+// A retry of a commit whose response was lost finds the task SUCCEEDED with
+// its own token: it recognises its own success and reads the counter. Any
+// other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
+func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool, err error) {
+	err = s.commitTx(ctx, p, false)
+	if r := cancelReasons(err); len(r) == 2 && r[0] == reasonNone && r[1] == reasonCondFailed {
+		// The task's guard held; the counter's did not: this is the last.
+		if err = s.commitTx(ctx, p, true); err == nil {
+			return true, nil
+		}
+	}
+	if err == nil {
+		return false, nil
+	}
+	if cancelReasons(err) == nil {
+		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
+	}
+	t, gerr := s.GetTask(ctx, p.Ref)
+	if gerr != nil {
+		return false, fmt.Errorf("commit task %s: %w", p.Ref, gerr)
+	}
+	switch {
+	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
+		left, err := s.ShardLeft(ctx, p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards))
+		return left == 0, err
+	case sm.Tasks.IsTerminal(t.State):
+		return false, fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
+	case t.Token != p.Token:
+		return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, batch.ErrStaleClaim)
+	}
+	return false, fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
+}
+
+// Cancellation reason codes of a TransactWriteItems, one per item.
+const (
+	reasonNone       = "None"
+	reasonCondFailed = "ConditionalCheckFailed"
+)
+
+// commitTx is one try of the commit transaction. Each variant has its own
+// ClientRequestToken, derived from the task and claim: DynamoDB rejects a
+// token reused with different parameters, and a fresh SDK token on our
+// own retry would not be recognised.
+func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskCommit)
 	expr := transition(c, tr)
@@ -268,11 +316,16 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) error {
 	c.values[":now"] = ms(p.Now)
 	c.values[":att"] = nv(int64(p.Attempt))
 	c.values[":nout"] = nv(int64(p.Outputs))
-	pk := taskPK(p.Ref)
+	cnt := map[string]types.AttributeValue{":minus": nv(-1)}
+	cntCond, variant := "attribute_exists(pk)", "commit-last"
+	if !last {
+		cntCond, variant = "attribute_exists(pk) AND #left > :one", "commit"
+		cnt[":one"] = nv(1)
+	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		ClientRequestToken: aws.String(requestToken("commit", p.Ref.String(), p.Token)),
+		ClientRequestToken: aws.String(requestToken(variant, p.Ref.String(), p.Token)),
 		TransactItems: []types.TransactWriteItem{{Update: &types.Update{
-			TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+			TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
 			// att = :att pins the attempt whose outputs the caller checked.
 			ConditionExpression:       aws.String(expr + " AND att = :att"),
 			UpdateExpression:          aws.String("SET #st = :to, catt = :att, nout = :nout, upd = :now REMOVE gpk, due, lease"),
@@ -280,31 +333,13 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) error {
 			ExpressionAttributeValues: c.values,
 		}}, {Update: &types.Update{
 			TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
-			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			ConditionExpression:       aws.String(cntCond),
 			UpdateExpression:          aws.String("ADD #left :minus"),
 			ExpressionAttributeNames:  map[string]string{"#left": aLeft},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nv(-1)},
+			ExpressionAttributeValues: cnt,
 		}}},
 	})
-	if err == nil {
-		return nil
-	}
-	if cancelReasons(err) == nil {
-		return fmt.Errorf("commit task %s: %w", p.Ref, err)
-	}
-	t, gerr := s.GetTask(ctx, p.Ref)
-	if gerr != nil {
-		return fmt.Errorf("commit task %s: %w", p.Ref, gerr)
-	}
-	switch {
-	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
-		return nil
-	case sm.Tasks.IsTerminal(t.State):
-		return fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
-	case t.Token != p.Token:
-		return fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, batch.ErrStaleClaim)
-	}
-	return fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
+	return err
 }
 
 // ReleaseParams gives a claimed task back: to READY for another attempt

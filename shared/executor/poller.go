@@ -63,24 +63,20 @@ func (p *Poller) Run(ctx context.Context) error {
 		receivers.Add(1)
 		go func() {
 			defer receivers.Done()
+			backlog := false
 			for ctx.Err() == nil {
-				// Take one slot (blocking), then any more that are free.
+				// Take one slot (blocking), then any more that are free. With
+				// a backlog (the last receive came back full), wait a moment
+				// for more slots to free up, so one request fetches several
+				// messages; an idle executor never waits here.
 				select {
 				case slots <- struct{}{}:
 				case <-ctx.Done():
 					return
 				}
-				n := 1
-				for n < share {
-					select {
-					case slots <- struct{}{}:
-						n++
-						continue
-					default:
-					}
-					break
-				}
+				n := 1 + takeSlots(ctx, slots, share-1, backlog)
 				msgs, err := p.Queue.Receive(ctx, url, n, wait, vis)
+				backlog = err == nil && len(msgs) == n
 				for range n - len(msgs) {
 					<-slots
 				}
@@ -116,6 +112,38 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
+// takeSlots takes up to n more free slots without blocking, or, with
+// linger, waiting up to batchLinger for them.
+func takeSlots(ctx context.Context, slots chan struct{}, n int, linger bool) int {
+	var timeout <-chan time.Time
+	if linger {
+		t := time.NewTimer(batchLinger)
+		defer t.Stop()
+		timeout = t.C
+	}
+	got := 0
+	for got < n {
+		if !linger {
+			select {
+			case slots <- struct{}{}:
+				got++
+				continue
+			default:
+				return got
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+			got++
+		case <-timeout:
+			return got
+		case <-ctx.Done():
+			return got
+		}
+	}
+	return got
+}
+
 func (p *Poller) handle(ctx context.Context, m queue.Message, del *deleter) {
 	extend := func(ctx context.Context, d time.Duration) error {
 		return p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, d)
@@ -134,8 +162,17 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, del *deleter) {
 	}
 }
 
+// batchLinger is how long a busy receiver waits to fill a batch, and how
+// long a finished task's message may wait for nine others to be deleted
+// with it. A late delete is harmless: the task is already SUCCEEDED, so a
+// redelivery is dropped at its claim.
+const batchLinger = 25 * time.Millisecond
+
+// deleteLinger bounds how long a receipt waits to join a full batch.
+const deleteLinger = 250 * time.Millisecond
+
 // deleter batches message deletes, ten per request, flushing at least
-// every 20 ms.
+// every deleteLinger.
 type deleter struct {
 	q    Queue
 	log  *slog.Logger
@@ -164,7 +201,7 @@ func (d *deleter) loop() {
 		}
 		clear(pending)
 	}
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(deleteLinger)
 	defer tick.Stop()
 	for {
 		select {

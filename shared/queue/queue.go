@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -53,34 +54,57 @@ func New(api API) *Queue { return &Queue{api: api} }
 // SendBatch sends msgs to url in batches of ten, retrying entries SQS
 // reports as failed a few times before giving up.
 func (q *Queue) SendBatch(ctx context.Context, url string, msgs []Send) error {
+	// Batches go out a few at a time: a 1,000-task chunk is 100 requests,
+	// and their order does not matter.
+	sem := make(chan struct{}, sendConcurrency)
+	errs := make(chan error, (len(msgs)+9)/10)
+	var wg sync.WaitGroup
 	for lo := 0; lo < len(msgs); lo += 10 {
-		chunk := msgs[lo:min(lo+10, len(msgs))]
-		for try := 0; len(chunk) > 0; try++ {
-			entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
-			for i, m := range chunk {
-				d := min(max(m.Delay, 0), MaxDelay)
-				entries[i] = types.SendMessageBatchRequestEntry{
-					Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body),
-					DelaySeconds: int32((d + time.Second - 1) / time.Second),
-				}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(chunk []Send) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := q.sendTen(ctx, url, chunk); err != nil {
+				errs <- err
 			}
-			out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
-			if err != nil {
-				return fmt.Errorf("send %d messages: %w", len(chunk), err)
+		}(msgs[lo:min(lo+10, len(msgs))])
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when no batch failed
+}
+
+const sendConcurrency = 8
+
+// sendTen sends up to ten messages in one batch, retrying entries that
+// failed on their own.
+func (q *Queue) sendTen(ctx context.Context, url string, chunk []Send) error {
+	for try := 0; len(chunk) > 0; try++ {
+		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			d := min(max(m.Delay, 0), MaxDelay)
+			entries[i] = types.SendMessageBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body),
+				DelaySeconds: int32((d + time.Second - 1) / time.Second),
 			}
-			if len(out.Failed) == 0 {
-				break
-			}
-			if try == 4 {
-				return fmt.Errorf("send messages: %d entries failed, first: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
-			}
-			var retry []Send
-			for _, f := range out.Failed {
-				i, _ := strconv.Atoi(aws.ToString(f.Id))
-				retry = append(retry, chunk[i])
-			}
-			chunk = retry
 		}
+		out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+		if err != nil {
+			return fmt.Errorf("send %d messages: %w", len(chunk), err)
+		}
+		if len(out.Failed) == 0 {
+			return nil
+		}
+		if try == 4 {
+			return fmt.Errorf("send messages: %d entries failed, first: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+		var retry []Send
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			retry = append(retry, chunk[i])
+		}
+		chunk = retry
 	}
 	return nil
 }

@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/executor"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// A stage is materialized a bounded chunk at a time: the call that starts
+// it writes and sends one chunk, and each sweep run carries on from the
+// recorded count, until every task exists exactly once.
+func TestMaterializationInChunks(t *testing.T) {
+	t.Parallel()
+	reg := executor.NewRegistry()
+	reg.Register("noop", func(context.Context, *executor.Task) error { return nil })
+	e := newEnv(t, reg, envOptions{noRun: true, control: &control.Config{
+		StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: time.Minute,
+		ChunkTasks: 10, ChunksPerCall: 1,
+	}})
+	ctx := context.Background()
+	id := e.submit("chunks", []byte(`{"name":"chunks","stages":[{"name":"a","task":"noop","partitions":{"count":25}}]}`))
+
+	for i, want := range []struct {
+		enqueued     int
+		materialized bool
+	}{{10, false}, {20, false}, {25, true}} {
+		if i > 0 {
+			if _, err := e.r.Service.Sweep(ctx); err != nil {
+				t.Fatalf("sweep %d: %v", i, err)
+			}
+		}
+		st, err := e.r.Store.GetStage(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Enqueued != want.enqueued || st.Materialized != want.materialized {
+			t.Fatalf("after %d sweeps: enqueued %d materialized %v, want %d %v", i, st.Enqueued, st.Materialized, want.enqueued, want.materialized)
+		}
+		if n := queueDepth(t, e, e.r.Resources.Queues.Normal); n != want.enqueued {
+			t.Fatalf("after %d sweeps: %d messages queued, want %d", i, n, want.enqueued)
+		}
+	}
+	tasks, err := e.r.Store.ListStageTasks(ctx, id, 0, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, tk := range tasks {
+		if tk.State != sm.TaskReady || seen[tk.Ref.Partition] {
+			t.Fatalf("task %s: state %s, seen before %v", tk.Ref, tk.State, seen[tk.Ref.Partition])
+		}
+		seen[tk.Ref.Partition] = true
+	}
+	if len(seen) != 25 {
+		t.Fatalf("%d tasks, want 25", len(seen))
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.r.Poller().Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s, want SUCCEEDED: %+v", st.State, st)
+	}
+}
+
+// queueDepth reads a queue's visible message count (exact on the emulator).
+func queueDepth(t *testing.T, e *env, url string) int {
+	t.Helper()
+	out, err := sqs.NewFromConfig(e.cfg).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		t.Fatalf("queue attributes: %v", err)
+	}
+	var n int
+	if _, err := fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &n); err != nil {
+		t.Fatalf("queue depth: %v", err)
+	}
+	return n
+}
+
+// Only the commit that empties the stage's last counter completes the stage
+// (no sweep runs here), and each earlier commit leaves it running.
+func TestLastCommitCompletesStage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	id := e.submit("last", []byte(`{"name":"last","stages":[{"name":"s","task":"x","partitions":{"count":3}}]}`))
+	for p, want := range []sm.StageState{sm.StageRunning, sm.StageRunning, sm.StageCompleted} {
+		c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		putOutput(t, e, c, "out\n")
+		// Twice: a retried commit must neither count again nor miss the
+		// completion its first try may have won.
+		for try := 0; try < 2; try++ {
+			if err := e.r.Service.Commit(ctx, c, 1); err != nil {
+				t.Fatalf("commit %d try %d: %v", p, try, err)
+			}
+		}
+		st, err := e.r.Store.GetStage(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != want {
+			t.Fatalf("after commit %d: stage %s, want %s", p, st.State, want)
+		}
+	}
+	if js := e.waitJob(id, time.Second); js.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s, want SUCCEEDED", js.State)
+	}
+}
