@@ -445,3 +445,63 @@ func TestLocalstack(t *testing.T) {
 		t.Fatalf("Reset = %v, want ErrResetNotSupported", err)
 	}
 }
+
+// The bench's leak workaround must not change what moto does: a
+// transaction still applies all of its items, or none of them when one
+// condition fails (moto rolls back from its table copy).
+func TestUntrackTablesKeepsTransactions(t *testing.T) {
+	clearEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := StartWith(ctx, Options{UntrackTables: true})
+	if err != nil {
+		t.Fatalf("StartWith: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	ddb := dynamodb.NewFromConfig(e.AWSConfig())
+	_, err = ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("t"),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	add := func(pk, cond string) ddbtypes.TransactWriteItem {
+		u := &ddbtypes.Update{
+			TableName: aws.String("t"), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}},
+			UpdateExpression:          aws.String("ADD n :one"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+		}
+		if cond != "" {
+			u.ConditionExpression = aws.String(cond)
+		}
+		return ddbtypes.TransactWriteItem{Update: u}
+	}
+	for i, tc := range []struct {
+		items  []ddbtypes.TransactWriteItem
+		wantOK bool
+	}{
+		{[]ddbtypes.TransactWriteItem{add("a", ""), add("b", "")}, true},
+		// b exists now, so this one fails and must leave a at 1.
+		{[]ddbtypes.TransactWriteItem{add("a", ""), add("b", "attribute_not_exists(pk)")}, false},
+	} {
+		_, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tc.items})
+		if (err == nil) != tc.wantOK {
+			t.Fatalf("transaction %d: err %v, want ok=%v", i, err, tc.wantOK)
+		}
+	}
+	for _, pk := range []string{"a", "b"} {
+		got, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String("t"), Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := got.Item["n"].(*ddbtypes.AttributeValueMemberN).Value; n != "1" {
+			t.Fatalf("%s = %s after one applied and one cancelled transaction, want 1", pk, n)
+		}
+	}
+}

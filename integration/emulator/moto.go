@@ -19,6 +19,24 @@ import (
 
 const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip install -r integration/emulator/requirements.txt) in the repository root"
 
+// untrackTables starts moto_server with Table objects no longer recorded
+// for moto's reset API; see Options.UntrackTables.
+const untrackTables = `import sys
+from moto.dynamodb.models.dynamo_type import Item
+from moto.dynamodb.models.table import SecondaryIndex, Table
+class Untracked(list):
+    def append(self, _):
+        pass
+def untrack(cls):
+    cls.instances_tracked = Untracked()
+    for sub in cls.__subclasses__():
+        untrack(sub)
+for cls in (Item, SecondaryIndex, Table):
+    untrack(cls)
+from moto.server import main
+sys.exit(main())
+`
+
 // motoProcess is a running moto_server child.
 type motoProcess struct {
 	cmd     *exec.Cmd
@@ -75,6 +93,10 @@ func startMoto(ctx context.Context, region string, opts Options) (*Emulator, err
 		bin, port, time.Now().Format(time.RFC3339), os.Getpid())
 
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	if opts.UntrackTables {
+		// The venv's python sits beside moto_server.
+		cmd = exec.Command(filepath.Join(filepath.Dir(bin), "python"), "-c", untrackTables, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.ExtraFiles = []*os.File{lf} // fd 3
