@@ -7,7 +7,7 @@ VENV := .venv
 MOTO := $(VENV)/bin/moto_server
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all venv test unit integration bench build demo emulator docs fuzz vet clean
+.PHONY: all venv test unit integration bench build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
 
 all: build
 
@@ -25,13 +25,13 @@ vet:
 # All unit and integration tests; the integration tests start moto on a
 # free loopback port (BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL
 # choose another emulator) and fail if it cannot start.
-test: venv vet
+test: venv cdk-cli build vet
 	$(GO) test -count=1 -timeout 12m ./...
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
-integration: venv
+integration: venv cdk-cli build
 	$(GO) test -count=1 -timeout 12m ./integration/...
 
 fuzz:
@@ -47,9 +47,10 @@ build:
 	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-# Word count end to end on the emulator; INPUT=<dir> counts your own files.
+# Word count end to end on the emulator; INPUT=<dir> counts your own files,
+# SERVE=1 keeps its runner up on 127.0.0.1:8080 for the batchwork CLI.
 demo: venv
-	$(GO) run ./cmd/demo $(if $(INPUT),-input $(INPUT))
+	$(GO) run ./cmd/demo $(if $(INPUT),-input $(INPUT)) $(if $(SERVE),-serve)
 
 # An emulator for manual use: prints AWS_ENDPOINT_URL=... and runs until ^C.
 emulator: venv
@@ -59,5 +60,32 @@ emulator: venv
 docs:
 	$(GO) test ./statemachine -run TestDiagramUpToDate -update
 
+# The AWS CDK CLI, pinned in package.json/package-lock.json. The go.mod
+# written into node_modules makes it a module of its own, so ./... does not
+# walk into the Go init templates the CLI ships.
+CDK := node_modules/.bin/cdk
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+cdk-cli: node_modules/go.mod
+node_modules/go.mod: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	printf 'module ignored/node_modules\n' > $@
+
+# Synthesize the stack into cdk.out and refresh the checked-in template
+# (infra/template), which the local runner deploys.
+synth: cdk-cli build
+	$(GO) test -count=1 ./infra -run TestTemplateUpToDate -update
+	$(CDK) synth --quiet --no-notices
+
+# Deploy the whole stack into a running emulator (`make emulator`, then
+# export the AWS_ENDPOINT_URL it prints) with the pinned CLI, then run word
+# count against the deployed resources with the handlers hosted locally.
+STACK ?= Batchwork
+deploy-local: cdk-cli build
+	@test -n "$$AWS_ENDPOINT_URL" || { echo "deploy-local: start an emulator (make emulator) and export the AWS_ENDPOINT_URL it prints"; exit 2; }
+	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
+	  AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION=$$(echo $$AWS_ENDPOINT_URL | sed 's/127\.0\.0\.1/localhost/') CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=true \
+	  sh -c '$(CDK) bootstrap --no-notices -c stackName=$(STACK) && $(CDK) deploy --no-notices --require-approval never -c stackName=$(STACK)'
+	$(GO) run ./cmd/demo -stack $(STACK)
+
 clean:
-	rm -rf bin $(VENV)
+	rm -rf bin $(VENV) node_modules cdk.out

@@ -119,3 +119,29 @@ func TestLastCommitCompletesStage(t *testing.T) {
 		t.Fatalf("job %s, want SUCCEEDED", js.State)
 	}
 }
+
+// markHook runs hook just before the stage is marked materialized.
+type markHook struct {
+	control.Store
+	hook func()
+}
+
+func (m *markHook) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
+	m.hook()
+	return m.Store.MarkMaterialized(ctx, job, idx, due)
+}
+
+// Fast tasks can all commit between their messages going out and their
+// stage being marked materialized; their committers cannot complete the
+// stage then, so the materializer must, without waiting for the sweep.
+func TestTasksCommittedBeforeMarkCompleteStage(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, control.Config{StartGrace: time.Hour, CheckEvery: time.Hour, StuckAfter: time.Hour})
+	ran := 0
+	store := &markHook{Store: rig.e.r.Store, hook: func() { ran += len(work(t, rig.e, rig.exec)) }}
+	id := submitTo(t, rig.service(store, rig.e.r.Queue), "fast", oneStage("fast", "work", 3))
+	if ran != 3 {
+		t.Fatalf("%d tasks ran before the mark, want 3", ran)
+	}
+	wantSucceeded(t, rig.svc, id)
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
@@ -38,12 +39,21 @@ func main() {
 	reducers := flag.Int("reducers", 4, "reduce partitions")
 	splitSize := flag.Int64("split", 256<<10, "target split size in bytes")
 	logFile := flag.String("log", filepath.Join(os.TempDir(), "batchwork-demo.log"), "structured log file")
+	flag.BoolVar(&serve, "serve", false, "after the job, keep the runner and its API up on "+serveAddr+" for the batchwork CLI (until ^C)")
+	flag.StringVar(&stackName, "stack", "", "use the resources of this deployed stack (make deploy-local) instead of creating them")
 	flag.Parse()
 	if err := run(*input, *size, *slots, *reducers, *splitSize, *logFile); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
+
+// stackName names a deployed stack whose resources the demo uses.
+var stackName string
+
+// inputPrefix is where the input goes; a deployed stack's bucket outlives
+// a run, so each run there gets its own prefix (objects never change).
+var inputPrefix = "input/"
 
 func run(input string, size, slots, reducers int, splitSize int64, logFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,10 +75,27 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
+	reg.Register("demo.sleep", sleepTask)
+	var deployed *provision.Resources
+	if stackName != "" {
+		fmt.Printf("==> reading the resources of stack %s\n", stackName)
+		res, err := provision.FromStack(ctx, emu.AWSConfig(), stackName)
+		if err != nil {
+			return err
+		}
+		deployed = &res
+		inputPrefix = fmt.Sprintf("input/demo-%d/", time.Now().UnixNano())
+		// The executors run here, not in the emulator's Lambda.
+		n, err := provision.PauseEventSources(ctx, emu.AWSConfig(), stackName)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("    paused %d Lambda event source mapping(s): the executors run in this process\n", n)
+	}
 	fmt.Println("==> creating resources and starting the control plane, API and executors")
 	r, err := runner.New(ctx, runner.Options{
 		AWS: emu.AWSConfig(), Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
-		Registry: reg, Log: log, SweepEvery: 5 * time.Second,
+		Registry: reg, Log: log, SweepEvery: 5 * time.Second, Resources: deployed, Listen: listenAddr(),
 	})
 	if err != nil {
 		return err
@@ -83,9 +110,9 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	if err != nil {
 		return err
 	}
-	fmt.Printf("==> uploaded %d input file(s), %d bytes, to s3://%s/input/\n", n, bytesIn, r.Resources.Bucket)
+	fmt.Printf("==> uploaded %d input file(s), %d bytes, to s3://%s/%s\n", n, bytesIn, r.Resources.Bucket, inputPrefix)
 
-	spec := wordcount.Spec("wordcount", "s3://"+r.Resources.Bucket+"/input/", splitSize, reducers)
+	spec := wordcount.Spec("wordcount", "s3://"+r.Resources.Bucket+"/"+inputPrefix, splitSize, reducers)
 	id, err := submit(r.URL, spec)
 	if err != nil {
 		return err
@@ -119,6 +146,9 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	if err := printResult(ctx, r, st); err != nil {
 		return err
 	}
+	if serve {
+		return serveCLI(ctx, r, spec)
+	}
 	return nil
 }
 
@@ -129,7 +159,7 @@ func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files 
 		const parts = 4
 		for i := 0; i < parts; i++ {
 			lo, hi := len(corpus)*i/parts, len(corpus)*(i+1)/parts
-			if err := r.Blob.PutIfAbsent(ctx, fmt.Sprintf("input/corpus-%d.txt", i), corpus[lo:hi]); err != nil {
+			if err := r.Blob.PutIfAbsent(ctx, fmt.Sprintf("%scorpus-%d.txt", inputPrefix, i), corpus[lo:hi]); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -146,7 +176,7 @@ func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files 
 		rel, _ := filepath.Rel(dir, path)
 		files++
 		total += len(b)
-		return r.Blob.PutIfAbsent(ctx, "input/"+filepath.ToSlash(rel), b)
+		return r.Blob.PutIfAbsent(ctx, inputPrefix+filepath.ToSlash(rel), b)
 	})
 	if err == nil && files == 0 {
 		err = fmt.Errorf("no files under %s", dir)

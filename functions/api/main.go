@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/batchwork/batchwork/shared/api"
@@ -14,10 +15,16 @@ import (
 )
 
 func main() {
-	w := lambdaenv.Must(context.Background())
+	lambda.Start(handler(lambdaenv.Must(context.Background())))
+}
+
+// handler serves the API over the wired control plane. The owner is the
+// IAM principal lambdahttp puts in OwnerHeader; a client's own value for
+// that header never gets through.
+func handler(w lambdaenv.Wired) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	h := api.New(w.Service, func(r *http.Request) (string, bool) {
 		v := r.Header.Get(lambdahttp.OwnerHeader)
 		return v, v != ""
 	}, w.Log)
-	lambda.Start(lambdahttp.Adapt(h))
+	return lambdahttp.Adapt(h)
 }

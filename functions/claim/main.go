@@ -12,8 +12,11 @@ import (
 )
 
 func main() {
-	w := lambdaenv.Must(context.Background())
-	lambda.Start(func(ctx context.Context, req control.RemoteClaimRequest) (control.RemoteClaim, error) {
+	lambda.Start(handler(lambdaenv.Must(context.Background())))
+}
+
+func handler(w lambdaenv.Wired) func(context.Context, control.RemoteClaimRequest) (control.RemoteClaim, error) {
+	return func(ctx context.Context, req control.RemoteClaimRequest) (control.RemoteClaim, error) {
 		return w.Service.RemoteClaim(ctx, req)
-	})
+	}
 }

@@ -12,8 +12,11 @@ import (
 )
 
 func main() {
-	w := lambdaenv.Must(context.Background())
-	lambda.Start(func(ctx context.Context, req control.RemoteCommitRequest) error {
+	lambda.Start(handler(lambdaenv.Must(context.Background())))
+}
+
+func handler(w lambdaenv.Wired) func(context.Context, control.RemoteCommitRequest) error {
+	return func(ctx context.Context, req control.RemoteCommitRequest) error {
 		return w.Service.RemoteCommit(ctx, req)
-	})
+	}
 }

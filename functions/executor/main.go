@@ -17,7 +17,13 @@ import (
 )
 
 func main() {
-	w := lambdaenv.Must(context.Background())
+	lambda.Start(handler(lambdaenv.Must(context.Background())).Handle)
+}
+
+// handler builds the SQS handler with this binary's task functions. SQS
+// events name their queue by ARN; the URLs it needs for visibility changes
+// come from the environment, keyed by queue name.
+func handler(w lambdaenv.Wired) *executor.LambdaHandler {
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
@@ -25,9 +31,8 @@ func main() {
 	for _, u := range []string{os.Getenv("BATCHWORK_QUEUE_HIGH"), os.Getenv("BATCHWORK_QUEUE_NORMAL"), os.Getenv("BATCHWORK_QUEUE_LOW")} {
 		urls[u[strings.LastIndex(u, "/")+1:]] = u
 	}
-	h := &executor.LambdaHandler{
+	return &executor.LambdaHandler{
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log},
 		Queue:  w.Queue, QueueURLs: urls,
 	}
-	lambda.Start(h.Handle)
 }

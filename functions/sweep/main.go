@@ -11,8 +11,11 @@ import (
 )
 
 func main() {
-	w := lambdaenv.Must(context.Background())
-	// A run's errors are returned so the Lambda error metric (and its
-	// alarm) sees them; the counts are logged either way.
-	lambda.Start(func(ctx context.Context) (control.SweepCounts, error) { return w.Service.Sweep(ctx) })
+	lambda.Start(handler(lambdaenv.Must(context.Background())))
+}
+
+// handler runs one sweep. A run's errors are returned so the Lambda error
+// metric (and its alarm) sees them; the counts are logged either way.
+func handler(w lambdaenv.Wired) func(context.Context) (control.SweepCounts, error) {
+	return func(ctx context.Context) (control.SweepCounts, error) { return w.Service.Sweep(ctx) }
 }

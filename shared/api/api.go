@@ -1,26 +1,43 @@
 // Package api is Batchwork's HTTP API: the same handler serves API Gateway
-// (through functions/api) and the local runner.
+// (through functions/api) and the local runner. openapi.yaml in this
+// directory is its contract; the tests hold the handlers to it.
 package api
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
+// OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
 // Service is what the API needs of the control plane.
 type Service interface {
 	Submit(context.Context, control.SubmitRequest) (control.SubmitResult, error)
 	Status(ctx context.Context, owner, id string) (control.JobStatus, error)
+	ListJobs(context.Context, control.ListJobsRequest) (control.JobList, error)
+	ListTasks(context.Context, control.ListTasksRequest) (control.TaskList, error)
+	History(context.Context, control.HistoryRequest) (control.History, error)
+	Cancel(ctx context.Context, owner, id string) (control.JobStatus, error)
+	Outputs(context.Context, control.OutputsRequest) (control.OutputList, error)
 }
+
+var _ Service = (*control.Service)(nil)
 
 // OwnerFunc extracts the caller's identity from a request. API Gateway
 // gives the IAM principal; the local runner trusts a header on loopback.
@@ -37,21 +54,94 @@ type Handler struct {
 // MaxBody bounds request bodies; a spec is at most spec.MaxSpecBytes.
 const MaxBody = spec.MaxSpecBytes + 1
 
+// Route is one route of the API.
+type Route struct {
+	Method, Path string
+	// Query lists the query parameters the route accepts; any other is a
+	// 400 naming it.
+	Query []string
+}
+
+// Routes lists every route, as the OpenAPI document must.
+var Routes = []Route{
+	{"POST", "/jobs", nil},
+	{"GET", "/jobs", []string{"status", "name", "limit", "cursor"}},
+	{"GET", "/jobs/{id}", nil},
+	{"GET", "/jobs/{id}/tasks", []string{"stage", "state", "limit", "cursor"}},
+	{"GET", "/jobs/{id}/history", []string{"limit", "cursor"}},
+	{"POST", "/jobs/{id}/cancel", nil},
+	{"GET", "/jobs/{id}/manifest", []string{"stage", "presign", "limit", "cursor"}},
+	{"GET", "/openapi.yaml", nil},
+}
+
 // New returns the API handler.
 func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 	h := &Handler{svc: svc, owner: owner, log: log, mux: http.NewServeMux()}
-	h.mux.HandleFunc("POST /jobs", h.submit)
-	h.mux.HandleFunc("GET /jobs/{id}", h.status)
+	handlers := map[string]func(http.ResponseWriter, *http.Request, string){
+		"POST /jobs":              h.submit,
+		"GET /jobs":               h.list,
+		"GET /jobs/{id}":          h.status,
+		"GET /jobs/{id}/tasks":    h.tasks,
+		"GET /jobs/{id}/history":  h.history,
+		"POST /jobs/{id}/cancel":  h.cancel,
+		"GET /jobs/{id}/manifest": h.manifest,
+	}
+	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	for _, rt := range Routes {
+		pattern := rt.Method + " " + rt.Path
+		fn, ok := handlers[pattern]
+		if !ok {
+			continue // the document itself, registered above
+		}
+		allowed := rt.Query
+		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			owner, ok := h.owner(r)
+			if !ok || owner == "" {
+				writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "no caller identity"})
+				return
+			}
+			if err := checkQuery(r.URL.Query(), allowed); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			fn(w, r, owner)
+		})
+	}
 	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP routes a request. Unknown paths and methods get the API's JSON
+// errors (404, or 405 with Allow), not the mux's plain text.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern != "" {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := h.mux.Handler(probe); p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, Error{Code: "method_not_allowed", Message: r.Method + " is not allowed here"})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such route"})
+}
 
-// Error is the API's error body. Message never carries internal errors.
+// Error is the API's error body. Message never carries internal errors;
+// Field names the offending field, header or parameter, or is empty.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Field   string `json:"field"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -63,6 +153,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *spec.ValidationError
 	var fe *spec.FieldError
+	var ended *control.JobEndedError
 	switch {
 	case errors.As(err, &ve) && len(ve.Errors) > 0:
 		writeJSON(w, http.StatusBadRequest, struct {
@@ -72,32 +163,62 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &fe):
 		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: fe.Error(), Field: fe.Field})
 	case errors.Is(err, batch.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such job"})
+		writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such job", Field: "id"})
 	case errors.Is(err, batch.ErrIdempotencyConflict):
 		writeJSON(w, http.StatusConflict, Error{Code: "idempotency_conflict", Message: "this Idempotency-Key was used with a different spec", Field: "Idempotency-Key"})
+	case errors.As(err, &ended):
+		writeJSON(w, http.StatusConflict, Error{Code: "job_ended", Message: ended.Error(), Field: "id"})
+	case errors.Is(err, control.ErrPresignUnavailable):
+		writeJSON(w, http.StatusNotImplemented, Error{Code: "presign_unavailable", Message: "this installation cannot presign URLs", Field: "presign"})
 	default:
 		h.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeJSON(w, http.StatusInternalServerError, Error{Code: "internal", Message: "internal error; see the service logs"})
 	}
 }
 
-func (h *Handler) caller(w http.ResponseWriter, r *http.Request) (string, bool) {
-	owner, ok := h.owner(r)
-	if !ok || owner == "" {
-		writeJSON(w, http.StatusUnauthorized, Error{Code: "unauthenticated", Message: "no caller identity"})
-		return "", false
+// checkQuery rejects parameters the route does not take and repeated ones,
+// so a typo ("stauts=FAILED") is an error rather than an unfiltered list.
+func checkQuery(q url.Values, allowed []string) error {
+	for name, vs := range q {
+		if !slices.Contains(allowed, name) {
+			return &spec.FieldError{Field: name, Message: "is not a parameter of this route"}
+		}
+		if len(vs) > 1 {
+			return &spec.FieldError{Field: name, Message: "is given more than once"}
+		}
 	}
-	return owner, true
+	return nil
 }
 
-func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
-	owner, ok := h.caller(w, r)
-	if !ok {
-		return
+func intParam(q url.Values, name string) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, nil
 	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, &spec.FieldError{Field: name, Message: "must be an integer"}
+	}
+	if n <= 0 {
+		return 0, &spec.FieldError{Field: name, Message: "must be positive"}
+	}
+	return n, nil
+}
+
+func boolParam(q url.Values, name string) (bool, error) {
+	switch q.Get(name) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	}
+	return false, &spec.FieldError{Field: name, Message: "must be true or false"}
+}
+
+func (h *Handler) submit(w http.ResponseWriter, r *http.Request, owner string) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: "could not read body"})
+		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: "could not read body", Field: "body"})
 		return
 	}
 	if len(body) >= MaxBody {
@@ -122,22 +243,91 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res)
 }
 
-var idRE = regexp.MustCompile(`^j[0-9a-f]{11}[0-9a-f]{10}$`)
-
-func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
-	owner, ok := h.caller(w, r)
-	if !ok {
-		return
-	}
-	id := r.PathValue("id")
-	if !idRE.MatchString(id) {
-		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: "not a job id", Field: "id"})
-		return
-	}
-	st, err := h.svc.Status(r.Context(), owner, id)
+func (h *Handler) status(w http.ResponseWriter, r *http.Request, owner string) {
+	st, err := h.svc.Status(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, owner string) {
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.svc.ListJobs(r.Context(), control.ListJobsRequest{
+		Owner: owner, State: q.Get("status"), Name: q.Get("name"), Limit: limit, Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, owner string) {
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.svc.ListTasks(r.Context(), control.ListTasksRequest{
+		Owner: owner, ID: r.PathValue("id"), Stage: q.Get("stage"), State: q.Get("state"), Limit: limit, Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) history(w http.ResponseWriter, r *http.Request, owner string) {
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.svc.History(r.Context(), control.HistoryRequest{Owner: owner, ID: r.PathValue("id"), Limit: limit, Cursor: q.Get("cursor")})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, owner string) {
+	st, err := h.svc.Cancel(r.Context(), owner, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (h *Handler) manifest(w http.ResponseWriter, r *http.Request, owner string) {
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	presign, err := boolParam(q, "presign")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := h.svc.Outputs(r.Context(), control.OutputsRequest{
+		Owner: owner, ID: r.PathValue("id"), Stage: q.Get("stage"), Presign: presign, Limit: limit, Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -150,8 +150,10 @@ type Progress struct {
 	Missing int
 }
 
-// Complete reports whether every task of the stage has committed.
-func (p Progress) Complete() bool { return p.Missing == 0 && p.Left == 0 && p.Total > 0 }
+// Complete reports whether every task of the stage has committed. A stage
+// with no tasks (an input prefix with no objects) is complete once its
+// plan and counter exist; callers check the stage is materialized first.
+func (p Progress) Complete() bool { return p.Missing == 0 && p.Left == 0 }
 
 // Output names one committed output object.
 type Output struct {

@@ -40,6 +40,9 @@ func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (Remo
 type RemoteCommitRequest struct {
 	Claim   RemoteClaim `json:"claim"`
 	Outputs int         `json:"outputs"`
+	// RecordsIn and RecordsOut are optional counts for the job's status.
+	RecordsIn  int64 `json:"recordsIn,omitempty"`
+	RecordsOut int64 `json:"recordsOut,omitempty"`
 }
 
 // RemoteCommit commits for a remote executor (the commit Lambda). The
@@ -54,5 +57,5 @@ func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) err
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
 	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt}}
-	return s.Commit(ctx, c, req.Outputs)
+	return s.CommitWith(ctx, c, CommitResult{Outputs: req.Outputs, RecordsIn: req.RecordsIn, RecordsOut: req.RecordsOut})
 }

@@ -47,6 +47,7 @@ type Store interface {
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	viewStore // list.go: the read-side routes and attempt-end records
 }
 
 // Queue is what the control plane needs of SQS.

@@ -5,59 +5,127 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // JobStatus is a job's status as the API shows it.
 type JobStatus struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	State    string        `json:"state"`
-	Error    string        `json:"error,omitempty"`
-	Manifest string        `json:"manifest,omitempty"`
-	Created  time.Time     `json:"created"`
-	Ended    *time.Time    `json:"ended,omitempty"`
-	Stages   []StageStatus `json:"stages"`
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	State    string     `json:"state"`
+	Error    string     `json:"error,omitempty"`
+	Manifest string     `json:"manifest,omitempty"`
+	Created  time.Time  `json:"created"`
+	Started  *time.Time `json:"started,omitempty"`
+	Ended    *time.Time `json:"ended,omitempty"`
+	Progress Progress   `json:"progress"`
+	// ETA is when the stages running now are expected to finish, from
+	// their smoothed rates; stages still blocked are not included.
+	ETA    *time.Time    `json:"eta,omitempty"`
+	Stages []StageStatus `json:"stages"`
+}
+
+// Progress sums a job's work so far. Records are what committed tasks
+// reported: records in are read by the job's first stages, records out
+// written by its last.
+type Progress struct {
+	TasksDone  int   `json:"tasksDone"`
+	TasksTotal int   `json:"tasksTotal"`
+	RecordsIn  int64 `json:"recordsIn"`
+	RecordsOut int64 `json:"recordsOut"`
+	// Rates are smoothed (an exponential moving average) over the stages
+	// running now; absent until known.
+	TasksPerSec   *float64 `json:"tasksPerSec,omitempty"`
+	RecordsPerSec *float64 `json:"recordsPerSec,omitempty"`
 }
 
 // StageStatus is one stage's progress, read from its counters: the status
 // never reads the tasks of a stage.
 type StageStatus struct {
-	Name      string     `json:"name"`
-	State     string     `json:"state"`
-	Total     int        `json:"total"`
-	Committed int        `json:"committed"`
-	Started   *time.Time `json:"started,omitempty"`
-	Ended     *time.Time `json:"ended,omitempty"`
-	Error     string     `json:"error,omitempty"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	Total     int    `json:"total"`
+	Committed int    `json:"committed"`
+	// Attempts counts attempts that ended (committed or not); Failures
+	// those that did not commit (errors and expired leases).
+	Attempts      int        `json:"attempts"`
+	Failures      int        `json:"failures"`
+	RecordsIn     int64      `json:"recordsIn"`
+	RecordsOut    int64      `json:"recordsOut"`
+	TasksPerSec   *float64   `json:"tasksPerSec,omitempty"`
+	RecordsPerSec *float64   `json:"recordsPerSec,omitempty"`
+	ETA           *time.Time `json:"eta,omitempty"`
+	Started       *time.Time `json:"started,omitempty"`
+	Ended         *time.Time `json:"ended,omitempty"`
+	Error         string     `json:"error,omitempty"`
 }
 
 // Status reads a job's status. owner must match the job's owner, else the
-// job is reported as not found.
+// job is reported as not found. Its cost does not grow with the number of
+// tasks: one read of the job, one Query of its stages and a batch read of
+// at most 32 counters per stage.
 func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, error) {
-	j, err := s.store.GetJob(ctx, id)
+	j, err := s.ownedJob(ctx, owner, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
-	if j.Owner != owner {
-		return JobStatus{}, batch.ErrNotFound
-	}
-	stages, err := s.store.ListStages(ctx, id)
+	stats, err := s.store.StageStats(ctx, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
-	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Created: j.Created, Ended: opt(j.Ended)}
-	for _, st := range stages {
-		ss := StageStatus{Name: st.Name, State: string(st.State), Total: st.Total, Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error}
-		if st.Shards > 0 {
-			p, err := s.store.Progress(ctx, st)
-			if err != nil {
-				return JobStatus{}, err
+	return s.status(ctx, j, stats), nil
+}
+
+func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
+	now := s.Now()
+	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest,
+		Created: j.Created, Ended: opt(j.Ended), Stages: make([]StageStatus, 0, len(stats))}
+	roots, sinks := map[int]bool{}, map[int]bool{}
+	for _, i := range j.Spec.Roots() {
+		roots[i] = true
+	}
+	for _, i := range j.Spec.Sinks() {
+		sinks[i] = true
+	}
+	var taskRate, recRate float64
+	rateKnown := false
+	for _, st := range stats {
+		c := st.Counters
+		ss := StageStatus{Name: st.Name, State: string(st.State), Total: st.Total, Committed: c.Committed,
+			Attempts: c.Committed + c.Failures, Failures: c.Failures, RecordsIn: c.RecordsIn, RecordsOut: c.RecordsOut,
+			Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error}
+		if !st.Started.IsZero() && (js.Started == nil || st.Started.Before(*js.Started)) {
+			js.Started = opt(st.Started)
+		}
+		if j.State == sm.JobRunning && st.State == sm.StageRunning {
+			if r, ok := s.stageRate(ctx, st, now); ok {
+				ss.TasksPerSec, ss.RecordsPerSec = &r.TaskRate, &r.RecordRate
+				taskRate += r.TaskRate
+				recRate += r.RecordRate
+				rateKnown = true
+				if left := st.Total - c.Committed; r.TaskRate > 0 && st.Materialized {
+					eta := now.Add(time.Duration(float64(left) / r.TaskRate * float64(time.Second))).Truncate(time.Second)
+					ss.ETA = &eta
+					if js.ETA == nil || eta.After(*js.ETA) {
+						js.ETA = &eta
+					}
+				}
 			}
-			ss.Committed = p.Committed
+		}
+		js.Progress.TasksDone += c.Committed
+		js.Progress.TasksTotal += st.Total
+		if roots[st.Index] {
+			js.Progress.RecordsIn += c.RecordsIn
+		}
+		if sinks[st.Index] {
+			js.Progress.RecordsOut += c.RecordsOut
 		}
 		js.Stages = append(js.Stages, ss)
 	}
-	return js, nil
+	if rateKnown {
+		js.Progress.TasksPerSec, js.Progress.RecordsPerSec = &taskRate, &recRate
+	}
+	return js
 }
 
 func opt(t time.Time) *time.Time {

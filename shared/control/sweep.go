@@ -112,6 +112,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Expired++
+		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)")
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
 		c.Failures++

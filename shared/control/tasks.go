@@ -69,6 +69,12 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (Claim, error) {
 		}
 		return Claim{}, fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
 	}
+	if t.Attempt > 1 {
+		// A retry or an expiry recorded how the previous attempt ended
+		// before its task could be claimed again; if neither did, this
+		// claim took over an expired lease.
+		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired; attempt taken over by another executor")
+	}
 	s.logger(ref).Debug("task claimed", "attempt", t.Attempt)
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
 }
@@ -99,6 +105,20 @@ var ErrOutputsMissing = errors.New("outputs missing")
 // after a lost response recognises its own success and finishes the
 // follow-up steps.
 func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
+	return s.CommitWith(ctx, c, CommitResult{Outputs: outputs})
+}
+
+// CommitResult is what an executor reports when it commits: its output
+// count and, where it counted them, the records it read and wrote.
+type CommitResult struct {
+	Outputs               int
+	RecordsIn, RecordsOut int64
+}
+
+// CommitWith is Commit with record counts, which are kept on the task and
+// summed on the stage's counters for the job's status.
+func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error {
+	outputs := r.Outputs
 	ref := c.Task.Ref
 	name := c.StageName()
 	objs, err := s.blob.List(ctx, s.blob.Bucket(), blob.AttemptPrefix(ref.Job, name, ref.Partition, c.Task.Attempt))
@@ -121,6 +141,7 @@ func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
 	shardDone, err := s.store.CommitTask(ctx, dynamo.CommitParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
+		RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut,
 	})
 	if err != nil {
 		return err
@@ -160,12 +181,14 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 			return Decision{}, err
 		}
 		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
+		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause)
 		return Decision{Retry: true, Delay: delay}, nil
 	}
 	t, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: hp, Event: sm.TaskFail, Err: cause, Due: now})
 	if err != nil {
 		return Decision{}, err
 	}
+	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause)
 	return Decision{}, s.propagateFailure(ctx, t)
 }
 
@@ -189,6 +212,7 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	if err != nil {
 		return ignoreInvalid(err)
 	}
+	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
 	t.LastError = reason
 	t.State = sm.TaskFailed
 	return s.propagateFailure(ctx, t)

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 )
@@ -17,6 +18,15 @@ import (
 //	JOB#<job>                       STAGE#<nn>  stage: status, totals (one Query reads all stages)
 //	CNT#<job>#<stage>#<shard>       CNT         completion counter shard (own partition each)
 //	TASK#<job>#<stage>#<bucket>     <partition> task, TaskBucket tasks per partition key
+//	OWN#<owner>                     JOB#<job>   owner's job index: name, status, times (newest first by job id)
+//	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
+//	EVT#<job>#<shard>               <ms>#2#<stage>#<part>#<att>  the same, ordered by time for the job's timeline
+//
+// Job ids sort by creation time, so a descending Query of an owner's index
+// lists their jobs newest first without another index. Attempt-end records
+// are written twice in one transaction: by task (for a task's attempt
+// history) and by time (for the timeline), sharded EventShards ways so a
+// retry storm never makes one partition hot.
 //
 // The sweep index ("due") is sparse: an item carries gpk/due only while the
 // sweep has something to check on it (a lease, a pending step). gpk spreads
@@ -74,6 +84,45 @@ func taskBucketPK(job string, stage, bucket int) string {
 }
 
 func taskSK(partition int) string { return fmt.Sprintf("%06d", partition) }
+
+// EventShards spreads a job's timeline records over this many partitions.
+const EventShards = 8
+
+func ownerPK(owner string) string  { return "OWN#" + owner }
+func ownerJobSK(job string) string { return "JOB#" + job }
+
+func attemptPK(job string, stage, bucket int) string {
+	return "ATT#" + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(bucket)
+}
+
+func attemptSK(partition, attempt int) string { return fmt.Sprintf("%06d#%03d", partition, attempt) }
+
+func eventPK(job string, shard int) string { return "EVT#" + job + "#" + strconv.Itoa(shard) }
+
+// EventKey orders a job's timeline: the event time in milliseconds, then a
+// class that puts, within one millisecond, a job's submission before stage
+// starts, task events, stage ends and the job's end. Timeline cursors hold
+// such a key, so derived and stored events page together.
+func EventKey(at time.Time, class int, rest string) string {
+	k := fmt.Sprintf("%013d#%d", max(at.UnixMilli(), 0), class)
+	if rest != "" {
+		k += "#" + rest
+	}
+	return k
+}
+
+// Event classes of EventKey.
+const (
+	EventClassSubmitted  = 0
+	EventClassStageStart = 1
+	EventClassTask       = 2
+	EventClassStageEnd   = 3
+	EventClassJobEnd     = 4
+)
+
+func taskEventRest(ref batch.TaskRef, attempt int) string {
+	return fmt.Sprintf("%02d#%06d#%03d", ref.Stage, ref.Partition, attempt)
+}
 
 func duePK(pk string) string {
 	h := fnv.New32a()

@@ -100,6 +100,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
 		},
 	}}}
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName: &s.table, Item: ownerIndexItem(j.Owner, j.ID, j.Spec.Name, sm.JobRunning, now, time.Time{}),
+	}})
 	roots := j.Spec.Roots()
 	for i, st := range j.Spec.Stages {
 		item := map[string]types.AttributeValue{
@@ -196,7 +199,13 @@ func (s *Store) JobState(ctx context.Context, id string) (sm.JobState, error) {
 
 // EndJob moves a RUNNING job to the destination of ev (succeed, fail or
 // cancel). It reports sm.ErrInvalidTransition when the job already ended.
+// The owner's job index item changes in the same transaction, so a job
+// list never disagrees with the job.
 func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	head, err := s.jobHead(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s job %s: %w", ev, id, err)
+	}
 	tr := sm.Jobs.Transition(ev)
 	c := newCond()
 	expr := transition(c, tr)
@@ -211,14 +220,16 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 		c.values[":man"] = sv(manifest)
 		update += ", man = :man"
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(jobPK(id), jobSK),
 		UpdateExpression:          aws.String(update + " REMOVE gpk, due"),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  map[string]string{"#st": aState, "#end": aEnded},
 		ExpressionAttributeValues: c.values,
-	})
-	if isCondFailed(err) {
+	}}, {Put: &types.Put{
+		TableName: &s.table, Item: ownerIndexItem(head.Owner, id, head.Name, tr.To, head.Created, now),
+	}}}})
+	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
 	}
 	if err != nil {

@@ -92,7 +92,7 @@ func (p *Poller) Run(ctx context.Context) error {
 					go func() {
 						defer running.Done()
 						defer func() { <-slots }()
-						p.handle(taskCtx, m, del)
+						p.handle(taskCtx, m, vis, del)
 					}()
 				}
 			}
@@ -144,11 +144,11 @@ func takeSlots(ctx context.Context, slots chan struct{}, n int, linger bool) int
 	return got
 }
 
-func (p *Poller) handle(ctx context.Context, m queue.Message, del *deleter) {
+func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration, del *deleter) {
 	extend := func(ctx context.Context, d time.Duration) error {
 		return p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, d)
 	}
-	res := p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
+	res := p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
 	switch res.Action {
 	case Delete:
 		del.add(m.Queue, m.Receipt)

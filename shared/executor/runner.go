@@ -81,6 +81,9 @@ type Extender func(ctx context.Context, d time.Duration) error
 type Delivery struct {
 	Body   string
 	SentAt time.Time
+	// Visibility is what the message was received with, if the host set
+	// it (0: the queue's default, unknown here).
+	Visibility time.Duration
 }
 
 // Handle runs the task a message names.
@@ -108,6 +111,19 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 		r.OnClaim(c, d.SentAt)
 	}
 	log = log.With("attempt", c.Task.Attempt, "stage_name", c.StageName())
+	// The message was received with the host's visibility (the queue's, or
+	// the poller's), not the stage's lease. Align them now: if this
+	// executor dies, the message must return when the lease ends, so the
+	// next executor can reclaim at once, and not earlier, when the claim
+	// would still be held. A failed extension is not fatal: the lease in
+	// the task record is what fences; the message only returns sooner or
+	// later than ideal.
+	// A host that received with the lease as visibility saves the request.
+	if extend != nil && d.Visibility != c.Lease {
+		if err := extend(ctx, c.Lease); err != nil {
+			log.Warn("set message visibility to the lease", "err", err)
+		}
+	}
 	return r.run(ctx, c, extend, log)
 }
 
@@ -135,6 +151,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 		<-hbDone
 		return r.fail(ctx, c, "prepare input: "+err.Error(), log)
 	}
+	in := countInput(t)
 	runErr := safeCall(taskCtx, fn, t)
 	closeInput()
 	cause := context.Cause(taskCtx)
@@ -158,7 +175,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 			return Result{Action: Leave, Err: err}
 		}
 	}
-	err = r.CP.Commit(ctx, c, t.Out.Parts())
+	err = r.commit(ctx, c, t, in)
 	switch {
 	case err == nil:
 		return Result{Action: Delete}

@@ -27,6 +27,7 @@ import (
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // OwnerHeader carries the caller's identity to the local runner, which
@@ -45,6 +46,9 @@ type Options struct {
 	Log        *slog.Logger
 	// PollWait is the executors' long-poll wait (default 20 s).
 	PollWait time.Duration
+	// Resources, when set, are used as they are (a deployed stack's, see
+	// provision.FromStack) instead of deploying the data plane as Prefix.
+	Resources *provision.Resources
 }
 
 // Runner is a running local installation.
@@ -77,8 +81,11 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		o.Log = slog.Default()
 	}
 	s3opt := awsconf.S3Options(o.AWS)
-	res, err := provision.Create(ctx, o.AWS, s3opt, o.Prefix, provision.DefaultSettings)
-	if err != nil {
+	var res provision.Resources
+	var err error
+	if o.Resources != nil {
+		res = *o.Resources
+	} else if res, err = provision.Create(ctx, o.AWS, s3opt, o.Prefix, provision.DefaultSettings); err != nil {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
 	o.Control.Queues = res.Queues
@@ -92,10 +99,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("listen %s: %w", o.Listen, err)
 	}
 	r.URL = "http://" + r.ln.Addr().String()
-	h := api.New(r.Service, func(req *http.Request) (string, bool) {
-		v := req.Header.Get(OwnerHeader)
-		return v, v != ""
-	}, o.Log)
+	h := api.New(r.Service, LoopbackOwner, o.Log)
 	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return r, nil
 }
@@ -149,5 +153,7 @@ func (r *Runner) Poller() *executor.Poller {
 	return &executor.Poller{
 		Runner: r.Executor, Queue: r.Queue, Queues: []string{q.High, q.Normal, q.Low},
 		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
+		// The same receive visibility the deployed executors use.
+		Visibility: tuning.ReceiveVisibility,
 	}
 }

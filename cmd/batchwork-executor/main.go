@@ -1,0 +1,71 @@
+// Command batchwork-executor is the long-running executor host the
+// Fargate service runs (see the Dockerfile): executor slots fed by long
+// polling the three ready queues, configured like the Lambda functions
+// (shared/lambdaenv) plus BATCHWORK_SLOTS. On SIGTERM (a scale-in or a
+// deployment) it stops receiving and lets running tasks finish and commit.
+//
+// Register your own task functions here, as in functions/executor.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// EnvSlots is the number of concurrent tasks (default 4).
+const EnvSlots = "BATCHWORK_SLOTS"
+
+// drain stays under ECS's longest stop timeout (120 s) so that tasks
+// that finish in time commit before the container is killed.
+const drain = 110 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "batchwork-executor:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	cfg, err := lambdaenv.FromEnv()
+	if err != nil {
+		return err
+	}
+	slots := 4
+	if s := os.Getenv(EnvSlots); s != "" {
+		if slots, err = strconv.Atoi(s); err != nil || slots < 1 {
+			return fmt.Errorf("%s=%q: want a positive whole number", EnvSlots, s)
+		}
+	}
+	w, err := lambdaenv.Wire(context.WithoutCancel(ctx), cfg)
+	if err != nil {
+		return err
+	}
+	reg := executor.NewRegistry()
+	wordcount.Register(reg)
+	diamond.Register(reg, nil)
+	p := &executor.Poller{
+		Runner:     &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log},
+		Queue:      w.Queue,
+		Queues:     []string{cfg.Queues.High, cfg.Queues.Normal, cfg.Queues.Low},
+		Slots:      slots,
+		Visibility: tuning.ReceiveVisibility,
+		Drain:      drain,
+		Log:        w.Log,
+	}
+	w.Log.Info("executor running", "slots", slots)
+	return p.Run(ctx)
+}

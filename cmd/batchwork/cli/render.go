@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// count writes n with thousands separators.
+func count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func rate(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	switch {
+	case *r >= 100:
+		return fmt.Sprintf("%.0f/s", *r)
+	case *r >= 10:
+		return fmt.Sprintf("%.1f/s", *r)
+	}
+	return fmt.Sprintf("%.2f/s", *r)
+}
+
+// clock formats an absolute time in the user's zone.
+func (a *app) clock(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.In(a.env.Loc).Format("2006-01-02 15:04:05")
+}
+
+// eta formats an ETA relative to now.
+func (a *app) eta(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	d := t.Sub(a.env.Now()).Round(time.Second)
+	if d <= 0 {
+		return "any moment"
+	}
+	return "in " + d.String()
+}
+
+func elapsed(from time.Time, to *time.Time) string {
+	if to == nil {
+		return ""
+	}
+	return to.Sub(from).Round(time.Millisecond).String()
+}
+
+func percent(done, total int) string {
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", done*100/total)
+}
+
+// printStatus writes a job's status for people.
+func (a *app) printStatus(w io.Writer, st control.JobStatus) {
+	tw := table(w)
+	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", st.ID, st.Name)
+	fmt.Fprintf(tw, "State:\t%s\n", a.paint(st.State, st.State))
+	fmt.Fprintf(tw, "Created:\t%s\n", a.clock(&st.Created))
+	fmt.Fprintf(tw, "Started:\t%s\n", a.clock(st.Started))
+	ended := a.clock(st.Ended)
+	if st.Ended != nil {
+		ended += " (took " + elapsed(st.Created, st.Ended) + ")"
+	}
+	fmt.Fprintf(tw, "Ended:\t%s\n", ended)
+	p := st.Progress
+	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
+	fmt.Fprintf(tw, "Records:\t%s in, %s out\n", count(p.RecordsIn), count(p.RecordsOut))
+	if st.State == "RUNNING" {
+		fmt.Fprintf(tw, "Rate:\t%s tasks, %s records\n", rate(p.TasksPerSec), rate(p.RecordsPerSec))
+		fmt.Fprintf(tw, "ETA:\t%s\n", a.eta(st.ETA))
+	}
+	if st.Error != "" {
+		fmt.Fprintf(tw, "Error:\t%s\n", st.Error)
+	}
+	if st.Manifest != "" {
+		fmt.Fprintf(tw, "Manifest:\t%s\n", st.Manifest)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = table(w)
+	fmt.Fprintln(tw, "STAGE\tSTATE\tDONE\tATTEMPTS\tFAILURES\tRECORDS IN\tRECORDS OUT\tRATE\tETA\tTOOK")
+	for _, s := range st.Stages {
+		took := "-"
+		if s.Started != nil && s.Ended != nil {
+			took = elapsed(*s.Started, s.Ended)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, a.paint(s.State, s.State), s.Committed, s.Total,
+			s.Attempts, s.Failures, count(s.RecordsIn), count(s.RecordsOut), rate(s.TasksPerSec), a.eta(s.ETA), took)
+	}
+	tw.Flush()
+	for _, s := range st.Stages {
+		if s.Error != "" {
+			fmt.Fprintf(w, "\nstage %s: %s\n", s.Name, s.Error)
+		}
+	}
+}
+
+// ANSI colours, used only on a terminal.
+const (
+	red    = "\x1b[31m"
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	dim    = "\x1b[2m"
+	reset  = "\x1b[0m"
+)
+
+// paint colours text by a state, on a terminal. tabwriter counts the
+// escape bytes as width, so colour is only used where every cell of a
+// column has some (states always do).
+func (a *app) paint(state, text string) string {
+	if !a.colour() {
+		return text
+	}
+	switch state {
+	case "SUCCEEDED", "COMPLETED":
+		return green + text + reset
+	case "FAILED", "CANCELLED":
+		return red + text + reset
+	case "RUNNING":
+		return yellow + text + reset
+	}
+	return dim + text + reset
+}
+
+// bar draws a progress bar of width cells.
+func bar(done, total, width int) string {
+	if total <= 0 {
+		return "[" + strings.Repeat("·", width) + "]"
+	}
+	n := min(done*width/total, width)
+	return "[" + strings.Repeat("█", n) + strings.Repeat("░", width-n) + "]"
+}

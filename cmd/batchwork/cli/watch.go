@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// watch follows a job until it ends and returns the exit code of its end
+// state. Transient errors (the API briefly unreachable) are retried by the
+// client; a persistent one ends the watch with its exit code.
+func (a *app) watch(ctx context.Context, id string) int {
+	interval := a.o.interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	drawn := 0 // lines of the live display to redraw
+	last := ""
+	for {
+		st, err := a.status(ctx, id)
+		if err != nil {
+			return a.fail(err)
+		}
+		done := st.State != "RUNNING"
+		switch {
+		case a.json():
+			if line := progressLine(st); line != last {
+				last = line
+				_ = writeJSON(a.env.Stdout, st)
+			}
+		case a.env.TTY:
+			drawn = a.drawLive(st, drawn)
+		default:
+			if line := progressLine(st); line != last {
+				last = line
+				fmt.Fprintf(a.env.Stdout, "%s  %s\n", a.env.Now().In(a.env.Loc).Format("15:04:05"), line)
+			}
+		}
+		if done {
+			if !a.json() {
+				a.printEnd(st)
+			}
+			return exitForJob(st.State)
+		}
+		if err := a.env.Sleep(ctx, interval); err != nil {
+			return ExitInterrupt
+		}
+	}
+}
+
+// progressLine is the plain one-line progress of a job: what a log or a
+// CI run shows, one line per change.
+func progressLine(st control.JobStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d/%d tasks", st.State, st.Progress.TasksDone, st.Progress.TasksTotal)
+	for _, s := range st.Stages {
+		fmt.Fprintf(&b, " | %s %s %d/%d", s.Name, s.State, s.Committed, s.Total)
+		if s.Failures > 0 {
+			fmt.Fprintf(&b, " (%d failed attempts)", s.Failures)
+		}
+	}
+	return b.String()
+}
+
+// drawLive redraws the terminal display: a header line and a bar per
+// stage, in place.
+func (a *app) drawLive(st control.JobStatus, drawn int) int {
+	var b strings.Builder
+	if drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", drawn)
+	}
+	line := func(format string, args ...any) {
+		b.WriteString("\x1b[2K")
+		fmt.Fprintf(&b, format, args...)
+		b.WriteByte('\n')
+	}
+	p := st.Progress
+	head := fmt.Sprintf("%s  %s  %s  %d/%d tasks", st.Name, st.ID, a.paint(st.State, st.State), p.TasksDone, p.TasksTotal)
+	if st.State == "RUNNING" {
+		head += fmt.Sprintf("  %s  ETA %s", rate(p.TasksPerSec), a.eta(st.ETA))
+	}
+	line("%s", head)
+	width := 0
+	for _, s := range st.Stages {
+		width = max(width, len(s.Name))
+	}
+	for _, s := range st.Stages {
+		extra := ""
+		if s.State == "RUNNING" {
+			extra = fmt.Sprintf("  %s  ETA %s", rate(s.TasksPerSec), a.eta(s.ETA))
+		}
+		if s.Failures > 0 {
+			extra += fmt.Sprintf("  %d failed attempts", s.Failures)
+		}
+		line("  %-*s %s %6s  %s%s", width, s.Name, bar(s.Committed, s.Total, 30),
+			fmt.Sprintf("%d/%d", s.Committed, s.Total), a.paint(s.State, s.State), extra)
+	}
+	fmt.Fprint(a.env.Stdout, b.String())
+	return 1 + len(st.Stages)
+}
+
+func (a *app) printEnd(st control.JobStatus) {
+	took := ""
+	if st.Ended != nil {
+		took = " in " + elapsed(st.Created, st.Ended)
+	}
+	fmt.Fprintf(a.env.Stdout, "Job %s %s%s\n", st.ID, a.paint(st.State, st.State), took)
+	if st.Error != "" {
+		fmt.Fprintf(a.env.Stdout, "Error: %s\n", st.Error)
+	}
+	if st.State == "SUCCEEDED" {
+		fmt.Fprintf(a.env.Stdout, "Outputs: batchwork result %s\n", st.ID)
+	}
+}

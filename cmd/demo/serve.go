@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/runner"
+)
+
+// serve keeps the demo's runner up after the job, with its API on
+// serveAddr, so the batchwork CLI can be tried against it (make demo
+// SERVE=1; see "Using the CLI" in the README).
+var serve bool
+
+const serveAddr = "127.0.0.1:8080"
+
+func listenAddr() string {
+	if serve {
+		return serveAddr
+	}
+	return "" // a free loopback port
+}
+
+// sleepTask is a slow task for trying watch and cancel: it sleeps for its
+// partition's "seconds" parameter (default 2) and stops when cancelled.
+func sleepTask(ctx context.Context, t *executor.Task) error {
+	d := 2 * time.Second
+	if s, err := strconv.ParseFloat(t.Params["seconds"], 64); err == nil {
+		d = time.Duration(s * float64(time.Second))
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	_, err := fmt.Fprintf(t.Out, "slept %s in partition %d\n", d, t.Ref.Partition)
+	return err
+}
+
+const slowSpec = `# 40 tasks of 2 s each: time to watch, and to cancel.
+name: slow
+lease: 10s
+stages:
+  - name: nap
+    task: demo.sleep
+    partitions: {count: 40}
+  - name: wake
+    task: demo.sleep
+    after: [nap]
+    partitions: {count: 4}
+`
+
+// serveCLI writes ready-to-submit specs and keeps the runner up until ^C.
+func serveCLI(ctx context.Context, r *runner.Runner, wordcountSpec []byte) error {
+	dir := filepath.Join(os.TempDir(), "batchwork-demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, body := range map[string][]byte{"wordcount.yaml": wordcountSpec, "slow.yaml": []byte(slowSpec)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf(`
+==> the runner stays up for the batchwork CLI until Ctrl-C: API %s, owner "demo"
+    In another terminal:
+      go build -o bin/batchwork ./cmd/batchwork
+      export BATCHWORK_OWNER=demo
+      bin/batchwork list
+      bin/batchwork submit %s --wait
+      bin/batchwork submit %s && bin/batchwork watch <id>    # then: bin/batchwork cancel <id>
+`, r.URL, filepath.Join(dir, "wordcount.yaml"), filepath.Join(dir, "slow.yaml"))
+	<-ctx.Done()
+	return nil
+}

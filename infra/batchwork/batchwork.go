@@ -1,0 +1,459 @@
+// Package batchwork is the reusable CDK construct that deploys all of
+// Batchwork: the state table, the ready queues and their dead-letter
+// queue, the data bucket, the control-plane functions, the HTTP API, the
+// sweep schedule, the executors (Lambda, and optionally Fargate) and the
+// alarms and dashboard. Embed it in your own app with NewBatchwork.
+//
+// Settings that must agree with the runtime (visibility timeout, redrive
+// count, function timeouts) come from shared/tuning; the table's key
+// schema comes from shared/dynamo; the functions' environment variable
+// names come from shared/lambdaenv. Physical names are never set: they
+// reach the functions through environment variables.
+package batchwork
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// ExecutorKind selects the executors the construct deploys.
+type ExecutorKind string
+
+const (
+	// ExecutorLambda: an SQS event source per ready queue (tasks up to 15 min).
+	ExecutorLambda ExecutorKind = "lambda"
+	// ExecutorFargate: a queue-processing Fargate service (long tasks).
+	ExecutorFargate ExecutorKind = "fargate"
+	// ExecutorBoth deploys both; they share the queues, and a task runs on
+	// whichever claims it first.
+	ExecutorBoth ExecutorKind = "both"
+)
+
+// Props configure a Batchwork installation. The zero value is valid.
+type Props struct {
+	// BinDir holds <function>/bootstrap for each Lambda function (built by
+	// `make build`). Default "bin" (relative to the app's working
+	// directory, the repository root under cdk.json).
+	BinDir string
+	// SweepSchedule is an EventBridge schedule expression; default
+	// rate(1 minute).
+	SweepSchedule string
+	// Executor selects the executors; default ExecutorLambda.
+	Executor ExecutorKind
+	// ExecutorTimeout is the Lambda executor's timeout; the ready queues'
+	// visibility timeout is derived from it. Default tuning.ExecutorTimeout.
+	ExecutorTimeout time.Duration
+	// ExecutorMaxConcurrency caps concurrent Lambda executor invocations
+	// per ready queue (2 to 1,000). Default tuning.ExecutorMaxConcurrency.
+	ExecutorMaxConcurrency int
+	// FargateMaxTasks caps the Fargate executor's task count. Default 10.
+	FargateMaxTasks int
+	// FargateSlots is the number of concurrent tasks per Fargate task.
+	// Default 4.
+	FargateSlots int
+	// DockerContext is the directory holding the Dockerfile the Fargate
+	// executor's image is built from at deploy time. Default ".".
+	DockerContext string
+	// OutputPrefix prefixes the output keys (see infra/template), so two
+	// installations can share a stack. Default "".
+	OutputPrefix string
+}
+
+// Batchwork is a deployed installation.
+type Batchwork struct {
+	constructs.Construct
+	Table             awsdynamodb.Table
+	Bucket            awss3.Bucket
+	High, Normal, Low awssqs.Queue
+	DeadLetters       awssqs.Queue
+	API               awsapigatewayv2.HttpApi
+	Functions         map[string]awslambda.Function
+	Alarms            []awscloudwatch.Alarm
+	Dashboard         awscloudwatch.Dashboard
+}
+
+// Function names: the directories under functions/ and bin/.
+const (
+	FnAPI      = "api"
+	FnClaim    = "claim"
+	FnCommit   = "commit"
+	FnSweep    = "sweep"
+	FnExecutor = "executor"
+)
+
+// Action sets. Each function is granted exactly the sets its code paths
+// use (see permissions below); no set holds a wildcard action.
+var (
+	// Every function reads and writes state records; transactions need
+	// the per-item actions of their parts (Put and Update here).
+	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	// Planning a stage lists inputs and reads upstream manifests; plans,
+	// outputs and manifests are written with If-None-Match.
+	objectReadActions  = []string{"s3:GetObject"}
+	objectWriteActions = []string{"s3:PutObject"}
+	listActions        = []string{"s3:ListBucket"}
+	sendActions        = []string{"sqs:SendMessage"}
+	// The executor sets a claimed message's visibility to the lease.
+	visibilityActions = []string{"sqs:ChangeMessageVisibility"}
+	// The sweep drains the dead-letter queue.
+	drainActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage"}
+)
+
+// permissions says which action sets each function needs, from its code
+// path: api submits (materializing root stages: plan, tasks, messages) and
+// reads status; claim only claims (and on an expired last lease fails the
+// job in the table); commit commits and, as the last committer of a stage,
+// writes manifests and materializes downstream stages; sweep repairs all
+// of that and drains the dead-letter queue; the executor claims, reads
+// inputs, writes outputs and commits.
+type grantSet struct {
+	table, read, write, list, send, visibility, drain bool
+	// index: queries the sweep's index.
+	index bool
+}
+
+var permissions = map[string]grantSet{
+	FnAPI:      {table: true, read: true, write: true, list: true, send: true},
+	FnClaim:    {table: true},
+	FnCommit:   {table: true, read: true, write: true, list: true, send: true},
+	FnSweep:    {table: true, index: true, read: true, write: true, list: true, send: true, drain: true},
+	FnExecutor: {table: true, read: true, write: true, list: true, send: true, visibility: true},
+}
+
+// NewBatchwork adds an installation to scope.
+func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwork {
+	p := withDefaults(props)
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}}
+	b.data(c, p)
+	b.functions(c, p)
+	b.api(c)
+	b.schedule(c, p)
+	b.lambdaExecutor(p)
+	if p.Executor == ExecutorFargate || p.Executor == ExecutorBoth {
+		b.fargateExecutor(c, p)
+	}
+	b.operations(c)
+	b.outputs(c, p)
+	b.suppressNagFindings()
+	return b
+}
+
+func withDefaults(props *Props) Props {
+	var p Props
+	if props != nil {
+		p = *props
+	}
+	if p.BinDir == "" {
+		p.BinDir = "bin"
+	}
+	if p.SweepSchedule == "" {
+		p.SweepSchedule = fmt.Sprintf("rate(%d minute)", int(tuning.SweepRate/time.Minute))
+	}
+	if p.Executor == "" {
+		p.Executor = ExecutorLambda
+	}
+	if p.ExecutorTimeout == 0 {
+		p.ExecutorTimeout = tuning.ExecutorTimeout
+	}
+	if p.ExecutorMaxConcurrency == 0 {
+		p.ExecutorMaxConcurrency = tuning.ExecutorMaxConcurrency
+	}
+	if p.FargateMaxTasks == 0 {
+		p.FargateMaxTasks = 10
+	}
+	if p.FargateSlots == 0 {
+		p.FargateSlots = 4
+	}
+	if p.DockerContext == "" {
+		p.DockerContext = "."
+	}
+	switch p.Executor {
+	case ExecutorLambda, ExecutorFargate, ExecutorBoth:
+	default:
+		panic(fmt.Sprintf("batchwork: executor %q: want lambda, fargate or both", p.Executor))
+	}
+	if err := tuning.Check(tuning.QueueVisibilityFor(p.ExecutorTimeout), p.ExecutorTimeout, tuning.MaxReceiveCount); err != nil {
+		panic("batchwork: " + err.Error())
+	}
+	if p.ExecutorMaxConcurrency < 2 || p.ExecutorMaxConcurrency > 1000 {
+		panic(fmt.Sprintf("batchwork: executorMaxConcurrency %d: must be between 2 and 1000", p.ExecutorMaxConcurrency))
+	}
+	return p
+}
+
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+// data creates the table, bucket and queues: everything the local runner
+// also deploys from the synthesized template (shared/provision).
+func (b *Batchwork) data(c constructs.Construct, p Props) {
+	s := dynamo.Schema
+	b.Table = awsdynamodb.NewTable(c, jsii.String("State"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(s.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String(s.SortKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		TimeToLiveAttribute: jsii.String(s.TTL),
+		// Job history outlives a stack: destroy keeps the table.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	b.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(s.DueIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(s.DueShard), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(s.Due), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+	})
+
+	b.Bucket = awss3.NewBucket(c, jsii.String("Data"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{
+				// Attempt outputs tagged as uncommitted expire. The writers
+				// do not tag yet (tagging at write and untagging at commit is
+				// open work), so the rule is inert until they do.
+				Id:         jsii.String("expire-uncommitted-attempt-outputs"),
+				Prefix:     jsii.String("jobs/"),
+				TagFilters: &map[string]interface{}{tuning.UncommittedTagKey: tuning.UncommittedTagValue},
+				Expiration: seconds(tuning.UncommittedOutputExpiry),
+			},
+			{
+				Id:                                  jsii.String("abort-incomplete-uploads"),
+				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+			},
+		},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+
+	b.DeadLetters = awssqs.NewQueue(c, jsii.String("DeadLetters"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: seconds(tuning.DLQRetention),
+	})
+	ready := func(id string) awssqs.Queue {
+		return awssqs.NewQueue(c, jsii.String(id), &awssqs.QueueProps{
+			Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:        jsii.Bool(true),
+			VisibilityTimeout: seconds(tuning.QueueVisibilityFor(p.ExecutorTimeout)),
+			DeadLetterQueue: &awssqs.DeadLetterQueue{
+				Queue:           b.DeadLetters,
+				MaxReceiveCount: jsii.Number(tuning.MaxReceiveCount),
+			},
+		})
+	}
+	b.High, b.Normal, b.Low = ready("ReadyHigh"), ready("ReadyNormal"), ready("ReadyLow")
+}
+
+func (b *Batchwork) readyQueues() []awssqs.Queue { return []awssqs.Queue{b.High, b.Normal, b.Low} }
+
+// environment is every function's configuration (shared/lambdaenv).
+func (b *Batchwork) environment() *map[string]*string {
+	return &map[string]*string{
+		lambdaenv.EnvTable:       b.Table.TableName(),
+		lambdaenv.EnvBucket:      b.Bucket.BucketName(),
+		lambdaenv.EnvQueueHigh:   b.High.QueueUrl(),
+		lambdaenv.EnvQueueNormal: b.Normal.QueueUrl(),
+		lambdaenv.EnvQueueLow:    b.Low.QueueUrl(),
+		lambdaenv.EnvDLQ:         b.DeadLetters.QueueUrl(),
+	}
+}
+
+func (b *Batchwork) functions(c constructs.Construct, p Props) {
+	timeouts := map[string]time.Duration{
+		FnAPI: tuning.APITimeout, FnClaim: tuning.ControlTimeout, FnCommit: tuning.ControlTimeout,
+		FnSweep: tuning.SweepTimeout, FnExecutor: p.ExecutorTimeout,
+	}
+	memory := map[string]float64{FnAPI: 256, FnClaim: 256, FnCommit: 256, FnSweep: 256, FnExecutor: 1024}
+	for _, name := range []string{FnAPI, FnClaim, FnCommit, FnSweep, FnExecutor} {
+		id := titles[name]
+		// Each function has its own role and log group, so its policy is
+		// exactly its grants plus writing its own logs (no managed policy).
+		role := awsiam.NewRole(c, jsii.String(id+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			Description: jsii.String("Batchwork " + name + " function"),
+		})
+		logs := awslogs.NewLogGroup(c, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+			Retention:     awslogs.RetentionDays_ONE_MONTH,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		logs.GrantWrite(role)
+		fn := awslambda.NewFunction(c, jsii.String(id), &awslambda.FunctionProps{
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.BinDir, name)), nil),
+			Role:          role,
+			LogGroup:      logs,
+			LoggingFormat: awslambda.LoggingFormat_JSON,
+			Timeout:       seconds(timeouts[name]),
+			MemorySize:    jsii.Number(memory[name]),
+			Environment:   b.environment(),
+			Description:   jsii.String("Batchwork " + name),
+		})
+		b.grant(fn, permissions[name])
+		b.Functions[name] = fn
+	}
+}
+
+var titles = map[string]string{FnAPI: "Api", FnClaim: "Claim", FnCommit: "Commit", FnSweep: "Sweep", FnExecutor: "Executor"}
+
+// grant gives a principal the action sets g names, on this installation's
+// resources only.
+func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
+	if g.table {
+		// On the table only: Table.Grant would add index/* as well, and
+		// only the sweep queries an index.
+		tables := []*string{b.Table.TableArn()}
+		if g.index {
+			tables = append(tables, jsii.String(*b.Table.TableArn()+"/index/"+dynamo.Schema.DueIndex))
+		}
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(tableActions...), ResourceArns: &tables})
+	}
+	objects := []*string{b.Bucket.ArnForObjects(jsii.String("*"))}
+	if g.read {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectReadActions...), ResourceArns: &objects})
+	}
+	if g.write {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &objects})
+	}
+	if g.list {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &[]*string{b.Bucket.BucketArn()}})
+	}
+	for _, q := range b.readyQueues() {
+		if g.send {
+			q.Grant(to, *jsii.Strings(sendActions...)...)
+		}
+		if g.visibility {
+			q.Grant(to, *jsii.Strings(visibilityActions...)...)
+		}
+	}
+	if g.drain {
+		b.DeadLetters.Grant(to, *jsii.Strings(drainActions...)...)
+		// Moving a dead letter back sends it to its ready queue.
+	}
+}
+
+// api is the HTTP API: IAM authorization on every route; the caller's
+// principal is the job owner.
+func (b *Batchwork) api(c constructs.Construct) {
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.Functions[FnAPI], nil)
+	b.API = awsapigatewayv2.NewHttpApi(c, jsii.String("Http"), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("Batchwork API (IAM-authorized)"),
+		DefaultAuthorizer:  awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+		CreateDefaultStage: jsii.Bool(false),
+	})
+	accessLogs := awslogs.NewLogGroup(c, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_THREE_MONTHS,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	b.API.AddStage(jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageOptions{
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		AccessLogSettings: &accessLogSettings{
+			dest: awsapigatewayv2.NewLogGroupLogDestination(accessLogs),
+			format: awsapigateway.AccessLogFormat_Custom(jsii.String(
+				`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","caller":"$context.identity.userArn",` +
+					`"requestTime":"$context.requestTime","routeKey":"$context.routeKey","status":"$context.status",` +
+					`"responseLength":"$context.responseLength","integrationError":"$context.integrationErrorMessage"}`)),
+		},
+		Throttle: &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(100), BurstLimit: jsii.Number(200)},
+	})
+	for _, r := range APIRoutes {
+		b.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{r.Method},
+			Integration: integration,
+		})
+	}
+}
+
+// Route is one API route.
+type Route struct {
+	Method awsapigatewayv2.HttpMethod
+	Path   string
+}
+
+// APIRoutes send every path to the api function, which answers 404 for
+// what it does not serve: the API's surface is defined once, in
+// shared/api. Each route is IAM-authorized through the default authorizer.
+var APIRoutes = []Route{
+	{awsapigatewayv2.HttpMethod_ANY, "/jobs"},
+	{awsapigatewayv2.HttpMethod_ANY, "/{proxy+}"},
+}
+
+// accessLogSettings implements awsapigatewayv2.IAccessLogSettings.
+type accessLogSettings struct {
+	dest   awsapigatewayv2.IAccessLogDestination
+	format awsapigateway.AccessLogFormat
+}
+
+func (a *accessLogSettings) Destination() awsapigatewayv2.IAccessLogDestination { return a.dest }
+func (a *accessLogSettings) Format() awsapigateway.AccessLogFormat              { return a.format }
+
+func (b *Batchwork) schedule(c constructs.Construct, p Props) {
+	awsevents.NewRule(c, jsii.String("SweepSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Runs the Batchwork sweep"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(p.SweepSchedule)),
+		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions[FnSweep], nil)},
+	})
+}
+
+// lambdaExecutor subscribes the executor to every ready queue. The
+// mapping deletes the messages the handler does not report as failures
+// and needs to receive them (CDK grants that with the mapping).
+func (b *Batchwork) lambdaExecutor(p Props) {
+	if p.Executor == ExecutorFargate {
+		return
+	}
+	for _, q := range b.readyQueues() {
+		b.Functions[FnExecutor].AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize:               jsii.Number(tuning.ExecutorBatchSize),
+			ReportBatchItemFailures: jsii.Bool(true),
+			MaxConcurrency:          jsii.Number(float64(p.ExecutorMaxConcurrency)),
+		}))
+	}
+}
+
+func (b *Batchwork) outputs(c constructs.Construct, p Props) {
+	out := func(key string, value *string, desc string) {
+		o := awscdk.NewCfnOutput(c, jsii.String(key), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
+		o.OverrideLogicalId(jsii.String(p.OutputPrefix + key))
+	}
+	out(template.OutAPI, b.API.ApiEndpoint(), "Batchwork API URL (IAM-authorized)")
+	out(template.OutTable, b.Table.TableName(), "State table")
+	out(template.OutBucket, b.Bucket.BucketName(), "Data bucket (inputs, outputs, manifests)")
+	out(template.OutQueueHigh, b.High.QueueUrl(), "Ready queue, high priority")
+	out(template.OutQueueNormal, b.Normal.QueueUrl(), "Ready queue, normal priority")
+	out(template.OutQueueLow, b.Low.QueueUrl(), "Ready queue, low priority")
+	out(template.OutDLQ, b.DeadLetters.QueueUrl(), "Dead-letter queue")
+}

@@ -1,0 +1,612 @@
+package batchwork_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchwork/batchwork/infra/batchwork"
+	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// tmpl is a synthesized template as plain JSON, for checks that read
+// more naturally in Go than as assertion matchers.
+type tmpl struct {
+	Resources map[string]resource `json:"Resources"`
+	Outputs   map[string]any      `json:"Outputs"`
+}
+
+type resource struct {
+	Type       string         `json:"Type"`
+	Properties map[string]any `json:"Properties"`
+}
+
+type synthesized struct {
+	stack    awscdk.Stack
+	template assertions.Template
+	json     tmpl
+	b        *batchwork.Batchwork
+}
+
+var (
+	cache   = map[string]*synthesized{}
+	cacheMu sync.Mutex
+)
+
+// synth synthesizes a stack holding one construct with props, once per
+// name per test binary (a synthesis costs seconds).
+func synth(t *testing.T, name string, props batchwork.Props, before func(app awscdk.App)) *synthesized {
+	t.Helper()
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if s, ok := cache[name]; ok {
+		return s
+	}
+	props.BinDir = fakeBins(t)
+	if props.DockerContext == "" {
+		props.DockerContext = fakeDockerContext(t)
+	}
+	// Not t.TempDir: the synthesis is shared by later tests, and
+	// assertions synthesize again into the same directory.
+	out, err := tempDir("batchwork-synth-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	stack := awscdk.NewStack(app, jsii.String("Test"), nil)
+	b := batchwork.NewBatchwork(stack, "Batchwork", &props)
+	if before != nil {
+		before(app)
+	}
+	tp := assertions.Template_FromStack(stack, nil)
+	raw, err := json.Marshal(tp.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &synthesized{stack: stack, template: tp, b: b}
+	if err := json.Unmarshal(raw, &s.json); err != nil {
+		t.Fatal(err)
+	}
+	cache[name] = s
+	return s
+}
+
+// tempDirs outlive single tests (synthesized stacks are shared), so
+// TestMain removes them.
+var tempDirs []string
+
+func tempDir(pattern string) (string, error) {
+	d, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		tempDirs = append(tempDirs, d)
+	}
+	return d, err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range tempDirs {
+		_ = os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+func fakeBins(t *testing.T) string {
+	dir, err := tempDir("batchwork-bins-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{batchwork.FnAPI, batchwork.FnClaim, batchwork.FnCommit, batchwork.FnSweep, batchwork.FnExecutor} {
+		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fakeDockerContext stands in for the repository: synthesis only stages
+// the directory; the image is built at deploy time.
+func fakeDockerContext(t *testing.T) string {
+	dir, err := tempDir("batchwork-docker-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func defaultStack(t *testing.T) *synthesized {
+	return synth(t, "default", batchwork.Props{}, nil)
+}
+
+func (s *synthesized) ofType(typ string) map[string]resource {
+	out := map[string]resource{}
+	for id, r := range s.json.Resources {
+		if r.Type == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// refID returns X for {"Ref": X} or {"Fn::GetAtt": [X, ...]}.
+func refID(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if r, ok := m["Ref"].(string); ok {
+		return r
+	}
+	if a, ok := m["Fn::GetAtt"].([]any); ok && len(a) > 0 {
+		s, _ := a[0].(string)
+		return s
+	}
+	return ""
+}
+
+// functionIDs maps function names to their logical ids.
+func (s *synthesized) functionIDs(t *testing.T) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for name, fn := range s.b.Functions {
+		ids[name] = *s.stack.GetLogicalId(fn.Node().DefaultChild().(awscdk.CfnElement))
+	}
+	return ids
+}
+
+// actionsOf collects every action the IAM policies attached to a role
+// allow, and fails on a wildcard action or resource.
+func (s *synthesized) actionsOf(t *testing.T, roleID string) []string {
+	t.Helper()
+	set := map[string]bool{}
+	for pid, p := range s.ofType("AWS::IAM::Policy") {
+		attached := false
+		for _, r := range p.Properties["Roles"].([]any) {
+			if refID(r) == roleID {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		doc := p.Properties["PolicyDocument"].(map[string]any)
+		for _, st := range doc["Statement"].([]any) {
+			st := st.(map[string]any)
+			if st["Effect"] != "Allow" {
+				continue
+			}
+			var acts []any
+			switch a := st["Action"].(type) {
+			case string:
+				acts = []any{a}
+			case []any:
+				acts = a
+			}
+			for _, a := range acts {
+				if strings.Contains(a.(string), "*") {
+					t.Errorf("policy %s allows the wildcard action %s", pid, a)
+				}
+				set[a.(string)] = true
+			}
+			if st["Resource"] == "*" {
+				t.Errorf("policy %s allows %v on every resource", pid, acts)
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for a := range set {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sorted(s ...[]string) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, x...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// The expected grants are written out here, independently of the
+// construct's own tables, from what each handler's code path calls.
+var (
+	logsWrite  = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	tableRW    = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	objectsRW  = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+	sendReady  = []string{"sqs:SendMessage"}
+	drainDLQ   = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	setVisible = []string{"sqs:ChangeMessageVisibility"}
+	// The event source mapping polls on the function's behalf.
+	eventSource = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+)
+
+func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
+	s := defaultStack(t)
+	want := map[string][]string{
+		batchwork.FnAPI:      sorted(logsWrite, tableRW, objectsRW, sendReady),
+		batchwork.FnClaim:    sorted(logsWrite, tableRW),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, objectsRW, sendReady),
+		batchwork.FnSweep:    sorted(logsWrite, tableRW, objectsRW, sendReady, drainDLQ),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, objectsRW, sendReady, setVisible, eventSource)),
+	}
+	ids := s.functionIDs(t)
+	roles := map[string]bool{}
+	for name, id := range ids {
+		t.Run(name, func(t *testing.T) {
+			fn := s.json.Resources[id]
+			role := refID(fn.Properties["Role"])
+			if roles[role] {
+				t.Fatalf("%s shares role %s with another function", name, role)
+			}
+			roles[role] = true
+			if diff := cmp.Diff(want[name], s.actionsOf(t, role)); diff != "" {
+				t.Errorf("%s actions (-want +got):\n%s", name, diff)
+			}
+			r := s.json.Resources[role]
+			if _, ok := r.Properties["ManagedPolicyArns"]; ok {
+				t.Errorf("%s's role has managed policies: %v", name, r.Properties["ManagedPolicyArns"])
+			}
+		})
+	}
+	if len(ids) != len(want) {
+		t.Fatalf("functions %v, want %d", ids, len(want))
+	}
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestGrantsAreScopedToTheirResources: table actions name the table (and
+// its indexes), object actions the bucket, queue actions the queues.
+func TestGrantsAreScopedToTheirResources(t *testing.T) {
+	s := defaultStack(t)
+	tableID := *s.stack.GetLogicalId(s.b.Table.Node().DefaultChild().(awscdk.CfnElement))
+	bucketID := *s.stack.GetLogicalId(s.b.Bucket.Node().DefaultChild().(awscdk.CfnElement))
+	for pid, p := range s.ofType("AWS::IAM::Policy") {
+		doc := p.Properties["PolicyDocument"].(map[string]any)
+		for _, st := range doc["Statement"].([]any) {
+			st := st.(map[string]any)
+			raw, _ := json.Marshal(st["Resource"])
+			var first string
+			switch a := st["Action"].(type) {
+			case string:
+				first = a
+			case []any:
+				first = a[0].(string)
+			}
+			switch {
+			case strings.HasPrefix(first, "dynamodb:") && !strings.Contains(string(raw), tableID):
+				t.Errorf("policy %s: %s on %s, want the table %s", pid, first, raw, tableID)
+			case strings.HasPrefix(first, "s3:") && !strings.Contains(string(raw), bucketID):
+				t.Errorf("policy %s: %s on %s, want the bucket %s", pid, first, raw, bucketID)
+			case strings.HasPrefix(first, "sqs:") && !strings.Contains(string(raw), "Arn"):
+				t.Errorf("policy %s: %s on %s, want queue ARNs", pid, first, raw)
+			}
+		}
+	}
+}
+
+func TestBucketDeniesPlainHTTPAndBlocksPublicAccess(t *testing.T) {
+	s := defaultStack(t)
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
+			"PublicAccessBlockConfiguration": map[string]any{
+				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+			},
+			"BucketEncryption": map[string]any{
+				"ServerSideEncryptionConfiguration": []any{map[string]any{
+					"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"},
+				}},
+			},
+		})
+	})
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::S3::BucketPolicy"), map[string]any{
+			"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+				"Effect":    "Deny",
+				"Action":    "s3:*",
+				"Principal": map[string]any{"AWS": "*"},
+				"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+			})})},
+		})
+	})
+	// Uncommitted attempt outputs expire; committed ones are not tagged.
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
+			"LifecycleConfiguration": map[string]any{"Rules": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+				"ExpirationInDays": tuning.UncommittedOutputExpiry.Hours() / 24,
+				"Prefix":           "jobs/",
+				"TagFilters":       []any{map[string]any{"Key": tuning.UncommittedTagKey, "Value": tuning.UncommittedTagValue}},
+				"Status":           "Enabled",
+			})})},
+		})
+	})
+}
+
+func TestQueuesAreEncryptedAndDeadLettered(t *testing.T) {
+	s := defaultStack(t)
+	queues := s.ofType("AWS::SQS::Queue")
+	dlqID := *s.stack.GetLogicalId(s.b.DeadLetters.Node().DefaultChild().(awscdk.CfnElement))
+	if len(queues) != 4 {
+		t.Fatalf("%d queues, want 3 ready queues and a dead-letter queue", len(queues))
+	}
+	for id, q := range queues {
+		if q.Properties["SqsManagedSseEnabled"] != true {
+			t.Errorf("queue %s is not encrypted: %v", id, q.Properties)
+		}
+		if id == dlqID {
+			continue
+		}
+		rp, _ := q.Properties["RedrivePolicy"].(map[string]any)
+		if refID(rp["deadLetterTargetArn"]) != dlqID || rp["maxReceiveCount"] != float64(tuning.MaxReceiveCount) {
+			t.Errorf("queue %s redrive %v, want %s after %d receives", id, rp, dlqID, tuning.MaxReceiveCount)
+		}
+	}
+	// Each queue's policy denies plain HTTP.
+	policies := s.ofType("AWS::SQS::QueuePolicy")
+	covered := map[string]bool{}
+	for pid, p := range policies {
+		raw, _ := json.Marshal(p.Properties["PolicyDocument"])
+		if !strings.Contains(string(raw), `"aws:SecureTransport":"false"`) || !strings.Contains(string(raw), `"Effect":"Deny"`) {
+			t.Errorf("queue policy %s does not deny insecure transport: %s", pid, raw)
+		}
+		for _, q := range p.Properties["Queues"].([]any) {
+			covered[refID(q)] = true
+		}
+	}
+	for id := range queues {
+		if !covered[id] {
+			t.Errorf("queue %s has no TLS-only policy", id)
+		}
+	}
+}
+
+func TestEveryRouteRequiresIAM(t *testing.T) {
+	s := defaultStack(t)
+	routes := s.ofType("AWS::ApiGatewayV2::Route")
+	if len(routes) == 0 {
+		t.Fatal("no API routes")
+	}
+	for id, r := range routes {
+		if r.Properties["AuthorizationType"] != "AWS_IAM" {
+			t.Errorf("route %s (%v) authorization %v, want AWS_IAM", id, r.Properties["RouteKey"], r.Properties["AuthorizationType"])
+		}
+	}
+	// No stage or integration bypasses the routes: the only stage is
+	// $default with access logs.
+	check(t, func() {
+		s.template.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::Stage"), jsii.Number(1))
+	})
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]any{
+			"StageName": "$default", "AccessLogSettings": assertions.Match_ObjectLike(&map[string]any{"DestinationArn": assertions.Match_AnyValue()}),
+		})
+	})
+}
+
+// TestSettingsAgree reads the settings that must agree from the template
+// and checks them against each other, against AWS's rules and against
+// the runtime's (shared/tuning).
+func TestSettingsAgree(t *testing.T) {
+	s := defaultStack(t)
+	ids := s.functionIDs(t)
+	exec := s.json.Resources[ids[batchwork.FnExecutor]]
+	execTimeout := time.Duration(exec.Properties["Timeout"].(float64)) * time.Second
+	var receives float64
+	for id, q := range s.ofType("AWS::SQS::Queue") {
+		rp, ok := q.Properties["RedrivePolicy"].(map[string]any)
+		if !ok {
+			continue // the dead-letter queue
+		}
+		vis := time.Duration(q.Properties["VisibilityTimeout"].(float64)) * time.Second
+		receives = rp["maxReceiveCount"].(float64)
+		if err := tuning.Check(vis, execTimeout, int(receives)); err != nil {
+			t.Errorf("queue %s: %v", id, err)
+		}
+		if vis < 6*execTimeout {
+			t.Errorf("queue %s: visibility %v < 6 x executor timeout %v", id, vis, execTimeout)
+		}
+		if vis != tuning.QueueVisibility {
+			t.Errorf("queue %s: visibility %v, runtime expects %v", id, vis, tuning.QueueVisibility)
+		}
+	}
+	if execTimeout != tuning.ExecutorTimeout {
+		t.Errorf("executor timeout %v, want %v", execTimeout, tuning.ExecutorTimeout)
+	}
+	// A receive's visibility before the claim is one lease; after the claim
+	// the executor sets the lease. The lease must outlast a heartbeat.
+	if tuning.ReceiveVisibility != tuning.Lease {
+		t.Errorf("receive visibility %v, lease %v", tuning.ReceiveVisibility, tuning.Lease)
+	}
+	if int(receives) < tuning.MaxAttempts {
+		t.Errorf("maxReceiveCount %v below the default attempts %d", receives, tuning.MaxAttempts)
+	}
+	// The API function answers within API Gateway's 30 s.
+	if api := s.json.Resources[ids[batchwork.FnAPI]].Properties["Timeout"].(float64); api >= 30 {
+		t.Errorf("api timeout %vs, API Gateway gives up at 30 s", api)
+	}
+	// The sweep finishes within its schedule's period.
+	if sw := s.json.Resources[ids[batchwork.FnSweep]].Properties["Timeout"].(float64); time.Duration(sw)*time.Second > tuning.SweepRate {
+		t.Errorf("sweep timeout %vs exceeds its period %v", sw, tuning.SweepRate)
+	}
+}
+
+func TestLambdaExecutorEventSources(t *testing.T) {
+	s := defaultStack(t)
+	ids := s.functionIDs(t)
+	maps := s.ofType("AWS::Lambda::EventSourceMapping")
+	if len(maps) != 3 {
+		t.Fatalf("%d event source mappings, want one per ready queue", len(maps))
+	}
+	for id, m := range maps {
+		if refID(m.Properties["FunctionName"]) != ids[batchwork.FnExecutor] {
+			t.Errorf("mapping %s targets %v", id, m.Properties["FunctionName"])
+		}
+		if diff := cmp.Diff([]any{"ReportBatchItemFailures"}, m.Properties["FunctionResponseTypes"]); diff != "" {
+			t.Errorf("mapping %s response types (-want +got):\n%s", id, diff)
+		}
+		if got := m.Properties["ScalingConfig"]; !cmp.Equal(got, map[string]any{"MaximumConcurrency": float64(tuning.ExecutorMaxConcurrency)}) {
+			t.Errorf("mapping %s scaling %v", id, got)
+		}
+	}
+}
+
+func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
+	s := defaultStack(t)
+	for name, id := range s.functionIDs(t) {
+		p := s.json.Resources[id].Properties
+		if p["Runtime"] != "provided.al2023" || !cmp.Equal(p["Architectures"], []any{"arm64"}) || p["Handler"] != "bootstrap" {
+			t.Errorf("%s: runtime %v %v handler %v", name, p["Runtime"], p["Architectures"], p["Handler"])
+		}
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		var got []string
+		for k := range env {
+			got = append(got, k)
+		}
+		sort.Strings(got)
+		want := append([]string(nil), lambdaenv.EnvNames...)
+		sort.Strings(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s environment (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestTableSchema(t *testing.T) {
+	s := defaultStack(t)
+	sc := dynamo.Schema
+	check(t, func() {
+		s.template.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1))
+	})
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": sc.TTL, "Enabled": true},
+			"KeySchema": []any{
+				map[string]any{"AttributeName": sc.PartitionKey, "KeyType": "HASH"},
+				map[string]any{"AttributeName": sc.SortKey, "KeyType": "RANGE"},
+			},
+			// Only the sweep's index.
+			"GlobalSecondaryIndexes": []any{map[string]any{
+				"IndexName": sc.DueIndex,
+				"KeySchema": []any{
+					map[string]any{"AttributeName": sc.DueShard, "KeyType": "HASH"},
+					map[string]any{"AttributeName": sc.Due, "KeyType": "RANGE"},
+				},
+				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+			}},
+		})
+	})
+	check(t, func() {
+		s.template.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{"DeletionPolicy": "Retain"})
+	})
+}
+
+func TestScheduleAlarmsDashboardOutputs(t *testing.T) {
+	s := defaultStack(t)
+	ids := s.functionIDs(t)
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
+			"ScheduleExpression": "rate(1 minute)",
+			"Targets":            []any{assertions.Match_ObjectLike(&map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{ids[batchwork.FnSweep], "Arn"}}})},
+		})
+	})
+	alarms := s.ofType("AWS::CloudWatch::Alarm")
+	metrics := map[string]int{}
+	for _, a := range alarms {
+		metrics[a.Properties["MetricName"].(string)]++
+	}
+	if diff := cmp.Diff(map[string]int{"ApproximateNumberOfMessagesVisible": 1, "Errors": 1, "ApproximateAgeOfOldestMessage": 3}, metrics); diff != "" {
+		t.Errorf("alarms by metric (-want +got):\n%s", diff)
+	}
+	check(t, func() {
+		s.template.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1))
+	})
+	var keys []string
+	for k := range s.json.Outputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{template.OutAPI, template.OutDLQ, template.OutBucket, template.OutQueueHigh, template.OutQueueLow, template.OutQueueNormal, template.OutTable}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+}
+
+func TestScheduleIsConfigurable(t *testing.T) {
+	s := synth(t, "schedule", batchwork.Props{SweepSchedule: "rate(5 minutes)", ExecutorMaxConcurrency: 7, Executor: batchwork.ExecutorLambda}, nil)
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{"ScheduleExpression": "rate(5 minutes)"})
+	})
+	check(t, func() {
+		s.template.AllResourcesProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{"ScalingConfig": map[string]any{"MaximumConcurrency": 7}})
+	})
+}
+
+func TestBadPropsPanicWithTheField(t *testing.T) {
+	cases := []struct {
+		name  string
+		props batchwork.Props
+		want  string
+	}{
+		{"executor", batchwork.Props{Executor: "ec2"}, `executor "ec2"`},
+		{"concurrency", batchwork.Props{ExecutorMaxConcurrency: 1}, "executorMaxConcurrency 1"},
+		{"timeout", batchwork.Props{ExecutorTimeout: 20 * time.Minute}, "exceeds Lambda's 15 minutes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil || !strings.Contains(fmt.Sprint(r), c.want) {
+					t.Fatalf("panic %v, want one naming %q", r, c.want)
+				}
+			}()
+			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+			batchwork.NewBatchwork(awscdk.NewStack(app, jsii.String("Bad"), nil), "Batchwork", &c.props)
+		})
+	}
+}
+
+// check turns an assertion's panic into a test error, so one failed
+// assertion does not end the whole test binary.
+func check(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%v", r)
+		}
+	}()
+	f()
+}

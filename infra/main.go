@@ -1,0 +1,31 @@
+// Command infra is the default CDK app: one stack, "Batchwork", holding
+// one Batchwork construct (infra/batchwork). cdk.json runs it; context
+// parameters (cdk deploy -c key=value) configure it:
+//
+//	executor                lambda (default), fargate or both
+//	sweepSchedule           an EventBridge schedule, default "rate(1 minute)"
+//	executorMaxConcurrency  Lambda executor concurrency per ready queue, default 100
+//	fargateMaxTasks         Fargate executor task limit, default 10
+//	stackName               the stack's name, default Batchwork
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func main() {
+	defer jsii.Close()
+	app := awscdk.NewApp(nil)
+	get := func(k string) any { return app.Node().TryGetContext(jsii.String(k)) }
+	props, err := PropsFromContext(get)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+	NewStack(app, StackName(get), props)
+	app.Synth(nil)
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/batchwork/batchwork/infra/batchwork"
+	"github.com/batchwork/batchwork/infra/template"
+)
+
+// StackName reads the stackName context parameter (default
+// template.StackName), so several installations can share an account.
+func StackName(get func(string) any) string {
+	if s, ok := get("stackName").(string); ok && s != "" {
+		return s
+	}
+	return template.StackName
+}
+
+// NewStack is the default stack: environment-agnostic, so the same
+// template deploys to any account and region (and to the emulator). name
+// is normally template.StackName.
+func NewStack(scope constructs.Construct, name string, props *batchwork.Props) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(name), &awscdk.StackProps{
+		Description: jsii.String("Batchwork: serverless batch processing (DynamoDB, SQS, S3, Lambda)"),
+	})
+	batchwork.NewBatchwork(stack, "Batchwork", props)
+	return stack
+}
+
+// PropsFromContext reads the context parameters; get returns nil for an
+// unset key. Values from -c arrive as strings, values from cdk.json may be
+// numbers.
+func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
+	p := &batchwork.Props{}
+	str := func(k string) (string, bool) {
+		switch v := get(k).(type) {
+		case nil:
+			return "", false
+		case string:
+			return v, true
+		default:
+			return fmt.Sprint(v), true
+		}
+	}
+	num := func(k string, dst *int, lo, hi int) error {
+		s, ok := str(k)
+		if !ok {
+			return nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("context %s: %q is not a whole number between %d and %d", k, s, lo, hi)
+		}
+		*dst = n
+		return nil
+	}
+	if s, ok := str("executor"); ok {
+		switch k := batchwork.ExecutorKind(s); k {
+		case batchwork.ExecutorLambda, batchwork.ExecutorFargate, batchwork.ExecutorBoth:
+			p.Executor = k
+		default:
+			return nil, fmt.Errorf("context executor: %q: want lambda, fargate or both", s)
+		}
+	}
+	if s, ok := str("sweepSchedule"); ok {
+		p.SweepSchedule = s
+	}
+	if err := num("executorMaxConcurrency", &p.ExecutorMaxConcurrency, 2, 1000); err != nil {
+		return nil, err
+	}
+	if err := num("fargateMaxTasks", &p.FargateMaxTasks, 1, 1000); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

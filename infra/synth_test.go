@@ -1,0 +1,128 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/batchwork/batchwork/infra/batchwork"
+	"github.com/batchwork/batchwork/infra/template"
+)
+
+var update = flag.Bool("update", false, "rewrite infra/template/Batchwork.template.json")
+
+// fakeBins makes a bin directory with a stand-in bootstrap per function:
+// template tests need assets to exist, not to be the real binaries (whose
+// hashes are normalized away anyway).
+func fakeBins(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, fn := range []string{batchwork.FnAPI, batchwork.FnClaim, batchwork.FnCommit, batchwork.FnSweep, batchwork.FnExecutor} {
+		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var assetHash = regexp.MustCompile(`[0-9a-f]{64}`)
+
+// normalize replaces asset hashes, which change with every code change.
+func normalize(b []byte) []byte {
+	return assetHash.ReplaceAll(b, []byte(template.AssetHashPlaceholder))
+}
+
+var (
+	synthOnce sync.Once
+	synthJSON []byte
+	synthErr  error
+)
+
+// defaultTemplate synthesizes the default stack (as cdk.json's app does,
+// with cdk.json's context) once per test binary.
+func defaultTemplate(t *testing.T) []byte {
+	t.Helper()
+	synthOnce.Do(func() {
+		bins := fakeBins(t)
+		defer func() {
+			if r := recover(); r != nil {
+				synthErr = fmt.Errorf("%v", r)
+			}
+		}()
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+		stack := NewStack(app, template.StackName, &batchwork.Props{BinDir: bins})
+		asm := app.Synth(nil)
+		synthJSON, synthErr = os.ReadFile(*asm.GetStackArtifact(stack.ArtifactId()).TemplateFullPath())
+	})
+	if synthErr != nil {
+		t.Fatalf("synthesize: %v", synthErr)
+	}
+	return synthJSON
+}
+
+// TestTemplateUpToDate fails when the checked-in template (which the
+// local runner deploys) differs from a fresh synthesis. `make synth`
+// rewrites it.
+func TestTemplateUpToDate(t *testing.T) {
+	got := normalize(defaultTemplate(t))
+	path := filepath.Join("template", "Batchwork.template.json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != string(got) {
+		t.Fatalf("%s is stale: run `make synth` and commit it", path)
+	}
+	if string(template.JSON) != string(want) {
+		t.Fatalf("the embedded template differs from %s: rebuild", path)
+	}
+}
+
+func TestPropsFromContext(t *testing.T) {
+	cases := []struct {
+		name    string
+		ctx     map[string]any
+		want    batchwork.Props
+		wantErr string
+	}{
+		{name: "empty", ctx: map[string]any{}, want: batchwork.Props{}},
+		{name: "all", ctx: map[string]any{"executor": "both", "sweepSchedule": "rate(5 minutes)", "executorMaxConcurrency": "50", "fargateMaxTasks": float64(3)},
+			want: batchwork.Props{Executor: batchwork.ExecutorBoth, SweepSchedule: "rate(5 minutes)", ExecutorMaxConcurrency: 50, FargateMaxTasks: 3}},
+		{name: "bad executor", ctx: map[string]any{"executor": "ec2"}, wantErr: `context executor: "ec2": want lambda, fargate or both`},
+		{name: "concurrency too low", ctx: map[string]any{"executorMaxConcurrency": "1"}, wantErr: `context executorMaxConcurrency: "1" is not a whole number between 2 and 1000`},
+		{name: "not a number", ctx: map[string]any{"fargateMaxTasks": "many"}, wantErr: `context fargateMaxTasks: "many" is not a whole number between 1 and 1000`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := PropsFromContext(func(k string) any { return c.ctx[k] })
+			if c.wantErr != "" {
+				if err == nil || err.Error() != c.wantErr {
+					t.Fatalf("error: got %v, want %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *p != c.want {
+				t.Fatalf("got %+v, want %+v", *p, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/queue"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// queueAttr reads one attribute of a queue.
+func queueAttr(t *testing.T, e *env, url string, name sqstypes.QueueAttributeName) string {
+	t.Helper()
+	out, err := sqs.NewFromConfig(e.cfg).GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{name},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes[string(name)]
+}
+
+// sqsEvent is the event Lambda's SQS event source would deliver for msgs,
+// received from the queue at url.
+func sqsEvent(t *testing.T, e *env, url string, msgs []queue.Message) events.SQSEvent {
+	t.Helper()
+	arn := queueAttr(t, e, url, sqstypes.QueueAttributeNameQueueArn)
+	var ev events.SQSEvent
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: m.ID, ReceiptHandle: m.Receipt, Body: m.Body, EventSource: "aws:sqs", EventSourceARN: arn,
+			Attributes: map[string]string{
+				"SentTimestamp":           strconv.FormatInt(m.SentAt.UnixMilli(), 10),
+				"ApproximateReceiveCount": strconv.Itoa(m.ReceiveCount),
+			},
+		})
+	}
+	return ev
+}
+
+// The Lambda host reports exactly the messages Lambda must keep as batch
+// item failures: a retry waiting out its backoff, a duplicate of a task
+// another executor holds, and a message that names no task. A committed
+// task and a stale duplicate of a finished task are not failures (Lambda
+// deletes them). The kept messages are hidden on the right queue for as
+// long as they must wait.
+func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
+	t.Parallel()
+	reg := executor.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+		if t.Ref.Partition == 1 {
+			return errors.New("bad record in partition 1")
+		}
+		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", t.Ref, t.Attempt)
+		return err
+	})
+	e := newEnv(t, reg, envOptions{noRun: true})
+	ctx := context.Background()
+	url := e.r.Resources.Queues.Normal
+	id := e.submit("lambda", []byte(`{"name":"lambda","stages":[{"name":"s","task":"work","partitions":{"count":4},
+	  "retry":{"maxAttempts":3,"backoff":"10m"}}]}`))
+	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+
+	// Task 2 finished before this batch (its message is a stale
+	// duplicate); task 3 is held by a live executor elsewhere.
+	c2 := mustClaim(t, e.r.Service, ref(2))
+	putOutput(t, e, c2, "two\n")
+	if err := e.r.Service.Commit(ctx, c2, 1); err != nil {
+		t.Fatal(err)
+	}
+	held := mustClaim(t, e.r.Service, ref(3))
+	if err := e.r.Queue.SendBatch(ctx, url, []queue.Send{{Body: "not a task id"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Received with a short visibility, so a message the handler does not
+	// hide comes back within the test.
+	var msgs []queue.Message
+	for deadline := time.Now().Add(10 * time.Second); len(msgs) < 5 && time.Now().Before(deadline); {
+		got, err := e.r.Queue.Receive(ctx, url, 10, time.Second, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, got...)
+	}
+	if len(msgs) != 5 {
+		t.Fatalf("received %d messages, want 5 (4 tasks and one stray)", len(msgs))
+	}
+	idOf := map[string]string{} // body -> message id
+	for _, m := range msgs {
+		idOf[m.Body] = m.ID
+	}
+
+	h := &executor.LambdaHandler{
+		Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: newLogCounter().logger()},
+		Queue:  e.r.Queue,
+		QueueURLs: map[string]string{
+			queueName(e.r.Resources.Queues.High): e.r.Resources.Queues.High,
+			queueName(url):                       url,
+			queueName(e.r.Resources.Queues.Low):  e.r.Resources.Queues.Low,
+		},
+	}
+	resp, err := h.Handle(ctx, sqsEvent(t, e, url, msgs))
+	if err != nil {
+		t.Fatalf("handler returned a top-level error: %v", err)
+	}
+	var got []string
+	for _, f := range resp.BatchItemFailures {
+		got = append(got, f.ItemIdentifier)
+	}
+	want := []string{idOf[ref(1).String()], idOf[ref(3).String()], idOf["not a task id"]}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("batch item failures %v, want %v (task 1's retry, task 3's duplicate, the stray)", got, want)
+	}
+
+	for p, w := range []struct {
+		state     sm.TaskState
+		attempt   int
+		committed int
+	}{{sm.TaskSucceeded, 1, 1}, {sm.TaskReady, 1, 0}, {sm.TaskSucceeded, 1, 1}, {sm.TaskClaimed, 1, 0}} {
+		task, err := e.r.Store.GetTask(ctx, ref(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.State != w.state || task.Attempt != w.attempt || task.CommittedAttempt != w.committed {
+			t.Errorf("task %d: %s attempt %d committed %d, want %s attempt %d committed %d",
+				p, task.State, task.Attempt, task.CommittedAttempt, w.state, w.attempt, w.committed)
+		}
+		if p == 1 && task.LastError != "bad record in partition 1" {
+			t.Errorf("task 1 error %q, want the function's error", task.LastError)
+		}
+		if p == 3 && task.Token != held.Task.Token {
+			t.Errorf("task 3's claim changed hands: the duplicate must not touch a live claim")
+		}
+	}
+
+	// Unhidden messages return after their 5 s; the retry (10 min), the
+	// held task's (its lease, 60 s) and the committed task's (its lease)
+	// stay hidden: the handler changed their visibility on this queue.
+	var back []string
+	for deadline := time.Now().Add(20 * time.Second); len(back) < 2 && time.Now().Before(deadline); {
+		got, err := e.r.Queue.Receive(ctx, url, 10, time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range got {
+			back = append(back, m.Body)
+		}
+	}
+	sort.Strings(back)
+	if want := []string{ref(2).String(), "not a task id"}; !slices.Equal(back, want) {
+		t.Errorf("messages visible again %v, want only %v", back, want)
+	}
+}
+
+func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }

@@ -1,0 +1,79 @@
+package batch
+
+import (
+	"time"
+
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// JobSummary is a job as its owner's job list shows it: the fields the
+// per-owner index item carries, kept in step with the job record by the
+// transactions that create and end the job.
+type JobSummary struct {
+	ID      string
+	Name    string
+	State   sm.JobState
+	Created time.Time
+	Ended   time.Time
+}
+
+// AttemptEndKind says how an attempt that did not commit ended.
+type AttemptEndKind string
+
+const (
+	// AttemptRetried: the task function returned an error and attempts were
+	// left, so the task went back to READY after a backoff.
+	AttemptRetried AttemptEndKind = "retried"
+	// AttemptLeaseExpired: the holder stopped renewing its lease (it died,
+	// hung or lost the network) and another claim or the sweep took the
+	// task back.
+	AttemptLeaseExpired AttemptEndKind = "lease_expired"
+	// AttemptFailed: the last attempt failed (an error, or its lease
+	// expired) and the task failed for good.
+	AttemptFailed AttemptEndKind = "failed"
+)
+
+// AttemptEnd records how one attempt of a task ended without committing.
+// There is at most one per attempt: the first writer wins.
+type AttemptEnd struct {
+	Ref     TaskRef
+	Attempt int
+	Kind    AttemptEndKind
+	At      time.Time
+	Err     string
+}
+
+// TaskRow is a task record with the record counts its executor reported
+// at commit.
+type TaskRow struct {
+	Task
+	RecordsIn, RecordsOut int64
+}
+
+// StageCounters are a stage's aggregates, summed from its completion
+// counter shards: never from its tasks.
+type StageCounters struct {
+	Progress
+	// Failures counts attempts that ended without committing.
+	Failures int
+	// RecordsIn and RecordsOut sum what committed tasks reported.
+	RecordsIn, RecordsOut int64
+}
+
+// RateSample is the last throughput sample of a running stage, kept on the
+// stage record so that any status reader can smooth the rate further.
+type RateSample struct {
+	At        time.Time
+	Committed int
+	RecordsIn int64
+	// TaskRate and RecordRate are exponential moving averages, per second;
+	// negative when not known yet.
+	TaskRate, RecordRate float64
+}
+
+// StageStats is a stage record with its aggregates and rate sample.
+type StageStats struct {
+	Stage
+	Counters StageCounters
+	Sample   *RateSample
+}

@@ -1,0 +1,68 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// ErrJobEnded means the job already finished, so it cannot be cancelled.
+var ErrJobEnded = errors.New("job already ended")
+
+// JobEndedError says how the job ended.
+type JobEndedError struct {
+	ID    string
+	State sm.JobState
+}
+
+func (e *JobEndedError) Error() string {
+	return fmt.Sprintf("job %s already %s; only a RUNNING job can be cancelled", e.ID, e.State)
+}
+func (e *JobEndedError) Unwrap() error { return ErrJobEnded }
+
+// cancelReason is the error a cancelled job carries.
+const cancelReason = "cancelled by its owner"
+
+// Cancel ends a running job as CANCELLED. Cancelling is idempotent: a
+// cancelled job answers as if cancelled now. A job that succeeded or failed
+// gives a *JobEndedError.
+//
+// What follows from the job's state, checked where each step happens:
+// claims on a cancelled job fail and cancel their task, so queued messages
+// are dropped when received; running tasks see their context cancelled at
+// their next heartbeat; outputs committed before the cancel are kept and
+// listed by Outputs. A task that was already past its last heartbeat may
+// still commit; its outputs are then listed too, never half-written.
+func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, error) {
+	j, err := s.ownedJob(ctx, owner, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	state := j.State
+	if state == sm.JobRunning {
+		err := s.store.EndJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
+		switch {
+		case err == nil:
+			s.log.Info("job cancelled", "job_id", id)
+			state = sm.JobCancelled
+		case errors.Is(err, sm.ErrInvalidTransition):
+			// It ended meanwhile: by another cancel, or by finishing.
+			if state, err = s.store.JobState(ctx, id); err != nil {
+				return JobStatus{}, err
+			}
+		default:
+			return JobStatus{}, err
+		}
+	}
+	if state != sm.JobCancelled {
+		return JobStatus{}, &JobEndedError{ID: id, State: state}
+	}
+	// Repeated on every cancel, so a cancel interrupted here is finished by
+	// the next one (and by the sweep for stages it has in its index).
+	if err := s.cancelStages(ctx, id); err != nil {
+		return JobStatus{}, err
+	}
+	return s.Status(ctx, owner, id)
+}

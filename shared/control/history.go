@@ -1,0 +1,164 @@
+package control
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Timeline event types.
+const (
+	EventJobSubmitted    = "job.submitted"
+	EventStageStarted    = "stage.started"
+	EventTaskRetried     = "task.retried"
+	EventTaskLeaseExpire = "task.lease_expired"
+	EventTaskFailed      = "task.failed"
+	// A stage's and a job's end events are "stage." and "job." followed by
+	// the lower-case end state: stage.completed, job.cancelled and so on.
+)
+
+// Event is one entry of a job's timeline.
+type Event struct {
+	At        time.Time `json:"at"`
+	Type      string    `json:"type"`
+	Stage     string    `json:"stage,omitempty"`
+	Task      string    `json:"task,omitempty"`
+	Partition *int      `json:"partition,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
+	Message   string    `json:"message,omitempty"`
+
+	key string
+}
+
+// History is a page of a job's timeline, oldest first.
+type History struct {
+	Events     []Event `json:"events"`
+	NextCursor string  `json:"nextCursor,omitempty"`
+}
+
+// HistoryRequest asks for a page of a job's timeline.
+type HistoryRequest struct {
+	Owner, ID string
+	Limit     int
+	Cursor    string
+}
+
+// History returns the ordered timeline of a job. The lifecycle events of
+// the job and its stages are read from their records, which carry the time
+// of every transition: they are exact and cost no extra writes. Task
+// events (retries, expired leases, failures) are the attempt-end records.
+func (s *Service) History(ctx context.Context, req HistoryRequest) (History, error) {
+	limit, err := checkLimit(req.Limit)
+	if err != nil {
+		return History{}, err
+	}
+	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	if err != nil {
+		return History{}, err
+	}
+	q := queryHash("history", req.Owner, req.ID)
+	after := ""
+	if req.Cursor != "" {
+		pos, err := decodeCursor(q, req.Cursor, 1)
+		if err != nil {
+			return History{}, err
+		}
+		after = pos[0]
+	}
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return History{}, err
+	}
+	evs := lifecycleEvents(j, stages)
+	stored, err := s.store.JobEvents(ctx, j.ID, after, limit+1)
+	if err != nil {
+		return History{}, err
+	}
+	for _, e := range stored {
+		evs = append(evs, taskEvent(j.Spec, e))
+	}
+	evs = slices.DeleteFunc(evs, func(e Event) bool { return e.key <= after })
+	slices.SortFunc(evs, func(a, b Event) int { return strings.Compare(a.key, b.key) })
+	h := History{Events: evs[:min(len(evs), limit)]}
+	if len(evs) > limit {
+		h.NextCursor = encodeCursor(q, h.Events[limit-1].key)
+	}
+	return h, nil
+}
+
+func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
+	evs := []Event{{At: j.Created, Type: EventJobSubmitted, key: dynamo.EventKey(j.Created, dynamo.EventClassSubmitted, ""),
+		Message: "job " + j.Spec.Name + " submitted with " + itoa(len(j.Spec.Stages)) + " stages"}}
+	for _, st := range stages {
+		idx := padIndex(st.Index)
+		if !st.Started.IsZero() {
+			msg := ""
+			if st.Total > 0 {
+				msg = itoa(st.Total) + " tasks"
+			}
+			evs = append(evs, Event{At: st.Started, Type: EventStageStarted, Stage: st.Name, Message: msg,
+				key: dynamo.EventKey(st.Started, dynamo.EventClassStageStart, idx)})
+		}
+		if sm.Stages.IsTerminal(st.State) && !st.Ended.IsZero() {
+			evs = append(evs, Event{At: st.Ended, Type: "stage." + strings.ToLower(string(st.State)), Stage: st.Name,
+				Message: st.Error, key: dynamo.EventKey(st.Ended, dynamo.EventClassStageEnd, idx)})
+		}
+	}
+	if sm.Jobs.IsTerminal(j.State) && !j.Ended.IsZero() {
+		evs = append(evs, Event{At: j.Ended, Type: "job." + strings.ToLower(string(j.State)), Message: j.Error,
+			key: dynamo.EventKey(j.Ended, dynamo.EventClassJobEnd, "")})
+	}
+	return evs
+}
+
+func padIndex(i int) string {
+	if i < 10 {
+		return "0" + itoa(i)
+	}
+	return itoa(i)
+}
+
+func taskEvent(sp *spec.Job, e dynamo.TimelineEvent) Event {
+	typ := map[batch.AttemptEndKind]string{
+		batch.AttemptRetried: EventTaskRetried, batch.AttemptLeaseExpired: EventTaskLeaseExpire, batch.AttemptFailed: EventTaskFailed,
+	}[e.Kind]
+	if typ == "" {
+		typ = "task." + string(e.Kind)
+	}
+	p := e.Ref.Partition
+	ev := Event{At: e.At, Type: typ, Task: e.Ref.String(), Partition: &p, Attempt: e.Attempt, Message: e.Err, key: e.Key}
+	if e.Ref.Stage < len(sp.Stages) {
+		ev.Stage = sp.Stages[e.Ref.Stage].Name
+	}
+	return ev
+}
+
+// noteAttemptEnd records how an attempt ended without committing, for the
+// task's attempt history, the job's timeline and the stage's failure count.
+// It runs after the transition that ended the attempt, by the caller that
+// won it; the record is history, not state, so a failure to write it is
+// logged and never fails the transition. Each attempt has at most one end
+// record: the first writer wins.
+func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
+	if attempt < 1 {
+		return
+	}
+	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	if err != nil {
+		s.logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
+		shards = 0
+	}
+	_, err = s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
+		End:    batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: truncate(msg, 300)},
+		Shards: shards,
+	})
+	if err != nil {
+		s.logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
+	}
+}

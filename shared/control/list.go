@@ -1,0 +1,114 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// viewStore is what the read-side routes (list, tasks, history, outputs,
+// status) and the attempt-end records need of the store.
+type viewStore interface {
+	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
+	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
+	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
+	RecordAttemptEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
+	JobEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
+	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
+	PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
+}
+
+// JobIDPattern is the form of a job id (see NewJobID). Routes check ids
+// against it before any read.
+var JobIDPattern = regexp.MustCompile(`^j[0-9a-f]{11}[0-9a-f]{10}$`)
+
+// ownedJob reads a job for its owner. Another owner's job is reported as
+// not found, exactly like a job that does not exist, so that its existence
+// does not leak.
+func (s *Service) ownedJob(ctx context.Context, owner, id string) (batch.Job, error) {
+	if !JobIDPattern.MatchString(id) {
+		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
+	}
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return batch.Job{}, err
+	}
+	if j.Owner != owner {
+		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
+	}
+	return j, nil
+}
+
+// ListJobsRequest asks for a page of the caller's jobs, newest first.
+type ListJobsRequest struct {
+	Owner string
+	// State and Name, when set, keep only jobs with that status or exactly
+	// that name.
+	State  string
+	Name   string
+	Limit  int
+	Cursor string
+}
+
+// JobSummary is one job of a job list.
+type JobSummary struct {
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	State   string     `json:"state"`
+	Created time.Time  `json:"created"`
+	Ended   *time.Time `json:"ended,omitempty"`
+}
+
+// JobList is a page of jobs. NextCursor is set when there may be more.
+type JobList struct {
+	Jobs       []JobSummary `json:"jobs"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// ListJobs lists the owner's jobs from the per-owner index, which the
+// job's create and end transactions keep in step with the job.
+func (s *Service) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, error) {
+	limit, err := checkLimit(req.Limit)
+	if err != nil {
+		return JobList{}, err
+	}
+	if req.State != "" && !slices.Contains(sm.Jobs.States, sm.JobState(req.State)) {
+		return JobList{}, &spec.FieldError{Field: "status", Message: fmt.Sprintf("must be one of %v", sm.Jobs.States)}
+	}
+	if len(req.Name) > spec.MaxNameLen {
+		return JobList{}, &spec.FieldError{Field: "name", Message: fmt.Sprintf("is longer than %d characters", spec.MaxNameLen)}
+	}
+	q := queryHash("jobs", req.Owner, req.State, req.Name)
+	after := ""
+	if req.Cursor != "" {
+		pos, err := decodeCursor(q, req.Cursor, 1)
+		if err != nil {
+			return JobList{}, err
+		}
+		if !JobIDPattern.MatchString(pos[0]) {
+			return JobList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
+		}
+		after = pos[0]
+	}
+	jobs, next, err := s.store.ListOwnerJobs(ctx, dynamo.ListJobsParams{
+		Owner: req.Owner, State: sm.JobState(req.State), Name: req.Name, After: after, Limit: limit, MaxReads: maxReadsPerPage,
+	})
+	if err != nil {
+		return JobList{}, err
+	}
+	out := JobList{Jobs: make([]JobSummary, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = JobSummary{ID: j.ID, Name: j.Name, State: string(j.State), Created: j.Created, Ended: opt(j.Ended)}
+	}
+	if next != "" {
+		out.NextCursor = encodeCursor(q, next)
+	}
+	return out, nil
+}

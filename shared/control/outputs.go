@@ -1,0 +1,212 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// PresignTTL is how long a presigned output URL stays valid.
+const PresignTTL = 15 * time.Minute
+
+// Presigner makes time-limited GET URLs for objects of the bucket. The
+// blob adapter implements it; a control plane without one answers
+// presign requests with ErrPresignUnavailable.
+type Presigner interface {
+	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
+}
+
+// ErrPresignUnavailable: this installation cannot presign URLs.
+var ErrPresignUnavailable = errors.New("presigned URLs are not available")
+
+// OutputsRequest asks for a page of a job's committed outputs.
+type OutputsRequest struct {
+	Owner, ID string
+	// Stage, when set, lists that stage's committed outputs.
+	Stage   string
+	Presign bool
+	Limit   int
+	Cursor  string
+}
+
+// OutputInfo is one committed output.
+type OutputInfo struct {
+	batch.Output
+	// URL is a presigned GET URL, when asked for.
+	URL string `json:"url,omitempty"`
+}
+
+// OutputList is a page of a job's committed outputs. Complete is true when
+// the list is the job's manifest: the job succeeded and these are the
+// outputs of its last stages. Otherwise (a running, failed or cancelled
+// job, or one stage) it lists what has committed so far.
+type OutputList struct {
+	Job        string       `json:"job"`
+	State      string       `json:"state"`
+	Complete   bool         `json:"complete"`
+	Bucket     string       `json:"bucket"`
+	Manifest   string       `json:"manifest,omitempty"`
+	Outputs    []OutputInfo `json:"outputs"`
+	URLExpires *time.Time   `json:"urlExpires,omitempty"`
+	NextCursor string       `json:"nextCursor,omitempty"`
+}
+
+// Outputs lists a job's committed outputs: for a succeeded job its
+// manifest; for any other job (a cancelled job keeps what committed before
+// the cancel) or for one stage, the outputs of its committed tasks, read
+// from the task records.
+func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, error) {
+	limit, err := checkLimit(req.Limit)
+	if err != nil {
+		return OutputList{}, err
+	}
+	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	if err != nil {
+		return OutputList{}, err
+	}
+	only := -1
+	if req.Stage != "" {
+		idx, ok := j.Spec.StageIndex(req.Stage)
+		if !ok {
+			return OutputList{}, &spec.FieldError{Field: "stage", Message: fmt.Sprintf("job has no stage %q", req.Stage)}
+		}
+		only = idx
+	}
+	var pre Presigner
+	if req.Presign {
+		p, ok := s.blob.(Presigner)
+		if !ok {
+			return OutputList{}, ErrPresignUnavailable
+		}
+		pre = p
+	}
+	out := OutputList{Job: j.ID, State: string(j.State), Bucket: s.blob.Bucket(), Outputs: []OutputInfo{}}
+	q := queryHash("outputs", req.Owner, req.ID, req.Stage)
+	if j.State == sm.JobSucceeded && only < 0 {
+		err = s.manifestPage(ctx, j, q, req.Cursor, limit, &out)
+	} else {
+		err = s.committedPage(ctx, j, only, q, req.Cursor, limit, &out)
+	}
+	if err != nil {
+		return OutputList{}, err
+	}
+	if pre != nil {
+		exp := s.Now().Add(PresignTTL).Truncate(time.Second)
+		out.URLExpires = &exp
+		for i := range out.Outputs {
+			if out.Outputs[i].URL, err = pre.PresignGet(ctx, out.Outputs[i].Key, PresignTTL); err != nil {
+				return OutputList{}, fmt.Errorf("presign %s: %w", out.Outputs[i].Key, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// manifestPage pages through a succeeded job's manifest.
+func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
+	from := 0
+	if cur != "" {
+		pos, err := cursorInts(q, cur, 1)
+		if err != nil {
+			return err
+		}
+		from = pos[0]
+	}
+	raw, err := s.blob.Get(ctx, j.Manifest)
+	if err != nil {
+		return err
+	}
+	var m batch.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("decode manifest %s: %w", j.Manifest, err)
+	}
+	out.Complete, out.Manifest = true, j.Manifest
+	if from < 0 || from > len(m.Outputs) {
+		return &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
+	}
+	to := min(from+limit, len(m.Outputs))
+	for _, o := range m.Outputs[from:to] {
+		out.Outputs = append(out.Outputs, OutputInfo{Output: o})
+	}
+	if to < len(m.Outputs) {
+		out.NextCursor = encodeCursor(q, itoa(to))
+	}
+	return nil
+}
+
+// committedPage lists the outputs of committed tasks, stage by stage. The
+// position is the next output to list: stage, partition and part, since
+// one task of a shuffle stage may have thousands of parts.
+func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, cur string, limit int, out *OutputList) error {
+	stage, part, skip := 0, -1, 0
+	if only >= 0 {
+		stage = only
+	}
+	if cur != "" {
+		pos, err := cursorInts(q, cur, 3)
+		if err != nil {
+			return err
+		}
+		if pos[0] < stage || pos[0] >= len(j.Spec.Stages) || (only >= 0 && pos[0] != only) || pos[1] < 0 || pos[2] < 0 {
+			return &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
+		}
+		stage, part, skip = pos[0], pos[1]-1, pos[2]
+	}
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	reads := 0
+	for ; stage < len(stages); stage, part, skip = stage+1, -1, 0 {
+		if only >= 0 && stage != only {
+			break
+		}
+		st := stages[stage]
+		name := j.Spec.Stages[stage].Name
+		for after := part; after+1 < st.Total; {
+			if reads >= maxReadsPerPage {
+				out.NextCursor = encodeCursor(q, itoa(stage), itoa(after+1), "0")
+				return nil
+			}
+			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+				Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskSucceeded, After: after,
+				Limit: limit - len(out.Outputs), MaxReads: maxReadsPerPage - reads,
+			})
+			if err != nil {
+				return err
+			}
+			reads += pg.Reads
+			for _, t := range pg.Rows {
+				first := 0
+				if t.Ref.Partition == part+1 {
+					first = skip
+				}
+				for r := first; r < t.Outputs; r++ {
+					if len(out.Outputs) == limit {
+						out.NextCursor = encodeCursor(q, itoa(stage), itoa(t.Ref.Partition), itoa(r))
+						return nil
+					}
+					out.Outputs = append(out.Outputs, OutputInfo{Output: batch.Output{
+						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
+						Key: blob.OutputKey(j.ID, name, t.Ref.Partition, t.CommittedAttempt, r),
+					}})
+				}
+			}
+			after = pg.Next
+			lastStage := only >= 0 || stage == len(stages)-1
+			if len(out.Outputs) == limit && !(pg.Done && lastStage) {
+				out.NextCursor = encodeCursor(q, itoa(stage), itoa(after+1), "0")
+				return nil
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// ListTasksRequest asks for a page of a job's tasks, by stage then
+// partition.
+type ListTasksRequest struct {
+	Owner, ID string
+	// Stage (a stage name) and State, when set, keep only those tasks.
+	Stage  string
+	State  string
+	Limit  int
+	Cursor string
+}
+
+// TaskInfo is a task as the API shows it.
+type TaskInfo struct {
+	ID               string        `json:"id"`
+	Stage            string        `json:"stage"`
+	Partition        int           `json:"partition"`
+	State            string        `json:"state"`
+	Attempt          int           `json:"attempt"`
+	MaxAttempts      int           `json:"maxAttempts"`
+	LeaseUntil       *time.Time    `json:"leaseUntil,omitempty"`
+	NotBefore        *time.Time    `json:"notBefore,omitempty"`
+	CommittedAttempt int           `json:"committedAttempt,omitempty"`
+	Outputs          int           `json:"outputs,omitempty"`
+	RecordsIn        int64         `json:"recordsIn,omitempty"`
+	RecordsOut       int64         `json:"recordsOut,omitempty"`
+	LastError        string        `json:"lastError,omitempty"`
+	Updated          time.Time     `json:"updated"`
+	Attempts         []AttemptInfo `json:"attempts"`
+}
+
+// Attempt outcomes.
+const (
+	OutcomeRunning      = "running"
+	OutcomeCommitted    = "committed"
+	OutcomeRetried      = string(batch.AttemptRetried)
+	OutcomeLeaseExpired = string(batch.AttemptLeaseExpired)
+	OutcomeFailed       = string(batch.AttemptFailed)
+	OutcomeCancelled    = "cancelled"
+	// OutcomeUnknown: the attempt ended but no record says how (its
+	// recorder crashed between the transition and the record).
+	OutcomeUnknown = "unknown"
+)
+
+// AttemptInfo is one attempt of a task.
+type AttemptInfo struct {
+	Attempt int        `json:"attempt"`
+	Outcome string     `json:"outcome"`
+	At      *time.Time `json:"at,omitempty"`
+	Error   string     `json:"error,omitempty"`
+}
+
+// TaskList is a page of tasks. NextCursor is set when there may be more.
+type TaskList struct {
+	Tasks      []TaskInfo `json:"tasks"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// ListTasks lists a job's tasks with their attempt history. It reads task
+// buckets in order, never more than the page needs plus a bounded number
+// of Queries when a filter matches little.
+func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList, error) {
+	limit, err := checkLimit(req.Limit)
+	if err != nil {
+		return TaskList{}, err
+	}
+	if req.State != "" && !slices.Contains(sm.Tasks.States, sm.TaskState(req.State)) {
+		return TaskList{}, &spec.FieldError{Field: "state", Message: fmt.Sprintf("must be one of %v", sm.Tasks.States)}
+	}
+	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	if err != nil {
+		return TaskList{}, err
+	}
+	only := -1
+	if req.Stage != "" {
+		idx, ok := j.Spec.StageIndex(req.Stage)
+		if !ok {
+			return TaskList{}, &spec.FieldError{Field: "stage", Message: fmt.Sprintf("job has no stage %q", req.Stage)}
+		}
+		only = idx
+	}
+	q := queryHash("tasks", req.Owner, req.ID, req.Stage, req.State)
+	stage, after := 0, -1
+	if only >= 0 {
+		stage = only
+	}
+	if req.Cursor != "" {
+		pos, err := cursorInts(q, req.Cursor, 2)
+		if err != nil {
+			return TaskList{}, err
+		}
+		if pos[0] < stage || pos[0] >= len(j.Spec.Stages) || (only >= 0 && pos[0] != only) {
+			return TaskList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
+		}
+		stage, after = pos[0], pos[1]
+	}
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return TaskList{}, err
+	}
+	out := TaskList{Tasks: []TaskInfo{}}
+	reads := 0
+	for ; stage < len(stages); stage, after = stage+1, -1 {
+		if only >= 0 && stage != only {
+			break
+		}
+		st := stages[stage]
+		if st.Total == 0 {
+			continue
+		}
+		pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+			Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskState(req.State), After: after,
+			Limit: limit - len(out.Tasks), MaxReads: maxReadsPerPage - reads,
+		})
+		if err != nil {
+			return TaskList{}, err
+		}
+		reads += pg.Reads
+		infos, err := s.taskInfos(ctx, j.Spec, stage, pg.Rows)
+		if err != nil {
+			return TaskList{}, err
+		}
+		out.Tasks = append(out.Tasks, infos...)
+		if !pg.Done {
+			// The page is full or the read budget is spent: continue here.
+			out.NextCursor = encodeCursor(q, itoa(stage), itoa(pg.Next))
+			return out, nil
+		}
+		if len(out.Tasks) >= limit || reads >= maxReadsPerPage {
+			if next := stage + 1; next < len(stages) && only < 0 {
+				out.NextCursor = encodeCursor(q, itoa(next), "-1")
+			}
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// taskInfos renders task rows with their attempt histories. Attempt-end
+// records are read only for rows that had an attempt end without a
+// commit, with one Query per bucket of such rows.
+func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []batch.TaskRow) ([]TaskInfo, error) {
+	lo, hi := -1, -1
+	for _, r := range rows {
+		if r.Attempt > 1 || r.State == sm.TaskFailed || (r.State == sm.TaskReady && r.Attempt > 0) {
+			if lo < 0 {
+				lo = r.Ref.Partition
+			}
+			hi = r.Ref.Partition
+		}
+	}
+	ends := map[[2]int]batch.AttemptEnd{}
+	if lo >= 0 {
+		recs, err := s.store.AttemptEnds(ctx, rows[0].Ref.Job, stage, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range recs {
+			ends[[2]int{e.Ref.Partition, e.Attempt}] = e
+		}
+	}
+	infos := make([]TaskInfo, len(rows))
+	for i, r := range rows {
+		t := r.Task
+		info := TaskInfo{
+			ID: t.Ref.String(), Stage: sp.Stages[stage].Name, Partition: t.Ref.Partition, State: string(t.State),
+			Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, CommittedAttempt: t.CommittedAttempt, Outputs: t.Outputs,
+			RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut, LastError: t.LastError, Updated: t.Updated,
+			Attempts: make([]AttemptInfo, 0, t.Attempt),
+		}
+		if t.State == sm.TaskClaimed {
+			info.LeaseUntil = opt(t.LeaseUntil)
+		}
+		if t.State == sm.TaskReady {
+			info.NotBefore = opt(t.NotBefore)
+		}
+		for a := 1; a <= t.Attempt; a++ {
+			ai := AttemptInfo{Attempt: a, Outcome: OutcomeUnknown}
+			if e, ok := ends[[2]int{t.Ref.Partition, a}]; ok {
+				ai.Outcome, ai.At, ai.Error = string(e.Kind), opt(e.At), e.Err
+			}
+			if a == t.Attempt {
+				switch t.State {
+				case sm.TaskClaimed:
+					ai.Outcome = OutcomeRunning
+				case sm.TaskSucceeded:
+					ai.Outcome, ai.At = OutcomeCommitted, opt(t.Updated)
+				case sm.TaskCancelled:
+					ai.Outcome, ai.At, ai.Error = OutcomeCancelled, opt(t.Updated), t.LastError
+				case sm.TaskFailed:
+					if ai.Outcome == OutcomeUnknown {
+						ai.Outcome, ai.At, ai.Error = OutcomeFailed, opt(t.Updated), t.LastError
+					}
+				}
+			}
+			info.Attempts = append(info.Attempts, ai)
+		}
+		infos[i] = info
+	}
+	return infos, nil
+}

@@ -1,0 +1,16 @@
+package lambdaenv
+
+// The environment variables FromEnv reads. The CDK construct
+// (infra/batchwork) sets exactly these on every function; names_test.go
+// proves FromEnv needs no other.
+const (
+	EnvTable       = "BATCHWORK_TABLE"
+	EnvBucket      = "BATCHWORK_BUCKET"
+	EnvQueueHigh   = "BATCHWORK_QUEUE_HIGH"
+	EnvQueueNormal = "BATCHWORK_QUEUE_NORMAL"
+	EnvQueueLow    = "BATCHWORK_QUEUE_LOW"
+	EnvDLQ         = "BATCHWORK_DLQ"
+)
+
+// EnvNames lists the required variables.
+var EnvNames = []string{EnvTable, EnvBucket, EnvQueueHigh, EnvQueueNormal, EnvQueueLow, EnvDLQ}

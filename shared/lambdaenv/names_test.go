@@ -1,0 +1,38 @@
+package lambdaenv
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEnvNamesAreWhatFromEnvReads proves the exported names are the
+// variables FromEnv requires: all set, it succeeds; any one missing, it
+// fails naming exactly that one.
+func TestEnvNamesAreWhatFromEnvReads(t *testing.T) {
+	setAll := func(t *testing.T) {
+		for _, n := range EnvNames {
+			t.Setenv(n, "x/"+n)
+		}
+	}
+	t.Run("all set", func(t *testing.T) {
+		setAll(t)
+		if _, err := FromEnv(); err != nil {
+			t.Fatalf("FromEnv with every EnvNames variable set: %v", err)
+		}
+	})
+	for _, missing := range EnvNames {
+		t.Run("without "+missing, func(t *testing.T) {
+			setAll(t)
+			t.Setenv(missing, "")
+			_, err := FromEnv()
+			if err == nil || !strings.Contains(err.Error(), missing) {
+				t.Fatalf("FromEnv without %s: got %v, want an error naming it", missing, err)
+			}
+			for _, other := range EnvNames {
+				if other != missing && strings.Contains(err.Error(), other+",") || other != missing && strings.HasSuffix(err.Error(), other) {
+					t.Fatalf("FromEnv without %s also names %s: %v", missing, other, err)
+				}
+			}
+		})
+	}
+}

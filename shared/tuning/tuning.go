@@ -1,0 +1,139 @@
+// Package tuning derives the settings that must agree between the stack
+// (infra/batchwork) and the runtime (executors, the local runner) from the
+// job spec's lease and retry defaults, so each is written once.
+//
+// How the visibility timeout and the lease fit together: an SQS event
+// source needs the queue's visibility timeout to be at least six times the
+// function's timeout (AWS's guidance, so a batch that is retried after
+// throttling is not redelivered while still running). That is the
+// visibility of a message between its receipt and its claim only. Once a
+// task is claimed, the executor sets the message's visibility to the
+// stage's lease and its heartbeats extend both together, so from the claim
+// on, "the visibility timeout is the lease" holds whatever the queue's
+// default is. A message received but never claimed (an executor that died
+// in between) comes back after the queue default; the sweep resends a READY
+// task whose message is lost before then, and a duplicate message is
+// harmless because the claim is a guarded write.
+package tuning
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+const (
+	// Lease is the default task lease: a task not heartbeating for this
+	// long is presumed lost and reclaimed.
+	Lease = time.Duration(spec.DefaultLease)
+
+	// MaxAttempts is the default number of attempts per task.
+	MaxAttempts = spec.DefaultMaxAttempts
+
+	// ExecutorTimeout is the Lambda executor's timeout: Lambda's maximum,
+	// since a task runs inside one invocation (longer tasks belong on the
+	// Fargate executor).
+	ExecutorTimeout = 15 * time.Minute
+
+	// EventSourceFactor is AWS's rule for SQS event sources: the queue's
+	// visibility timeout is at least six times the function's timeout.
+	EventSourceFactor = 6
+
+	// QueueVisibility is the ready queues' default visibility timeout.
+	QueueVisibility = EventSourceFactor * ExecutorTimeout
+
+	// ReceiveVisibility is the visibility a long-polling executor asks for
+	// when it receives a message, before its claim sets the lease: one
+	// default lease, so an executor that dies between receive and claim
+	// delays the task by no more than a lease.
+	ReceiveVisibility = Lease
+
+	// DeliveriesPerAttempt bounds the receives one attempt can use: its
+	// claim, a duplicate delivery bounced while the claim is held, and the
+	// bounce that waits out the retry's backoff.
+	DeliveriesPerAttempt = 3
+
+	// MaxReceiveCount is the ready queues' redrive threshold. A message is
+	// dead-lettered only after every default attempt used all its
+	// deliveries, plus one. The sweep moves a live task's dead letter back,
+	// so a job with more attempts is not cut short by this bound.
+	MaxReceiveCount = DeliveriesPerAttempt*MaxAttempts + 1
+
+	// MinMaxReceiveCount is AWS's recommended floor for an event source's
+	// queue (at least 5, so throttled batches do not dead-letter).
+	MinMaxReceiveCount = 5
+
+	// DLQRetention keeps dead letters for the longest SQS allows, so the
+	// sweep and operators have time to act.
+	DLQRetention = 14 * 24 * time.Hour
+
+	// APITimeout stays under API Gateway's 30 s integration limit.
+	APITimeout = 29 * time.Second
+
+	// ControlTimeout bounds the claim and commit functions: a few table
+	// writes, and on the last commit of a stage a manifest and the
+	// downstream stage's tasks.
+	ControlTimeout = 60 * time.Second
+
+	// SweepRate is the default schedule of the sweep.
+	SweepRate = time.Minute
+
+	// SweepTimeout keeps one sweep run within its period, so runs do not
+	// pile up (overlapping runs are harmless, only wasteful).
+	SweepTimeout = SweepRate
+
+	// ExecutorMaxConcurrency is the default cap on concurrent Lambda
+	// executor invocations per ready queue (an event source mapping's
+	// MaximumConcurrency, 2 to 1,000).
+	ExecutorMaxConcurrency = 100
+
+	// ExecutorBatchSize is how many messages one executor invocation
+	// takes; they run concurrently in it.
+	ExecutorBatchSize = 10
+
+	// UncommittedOutputExpiry is how long an object tagged as an
+	// uncommitted attempt output lives: far longer than any lease, so only
+	// abandoned attempts' outputs are ever expired.
+	UncommittedOutputExpiry = 7 * 24 * time.Hour
+)
+
+// QueueVisibilityFor is the ready queues' visibility timeout for an
+// executor function timeout, per the SQS event source rule.
+func QueueVisibilityFor(executorTimeout time.Duration) time.Duration {
+	return EventSourceFactor * executorTimeout
+}
+
+// Check reports whether a deployment's settings agree: the queue
+// visibility covers the executor timeout per AWS's rule and fits SQS, the
+// executor timeout fits Lambda, and the redrive count is at least AWS's
+// floor and covers the default attempts. It returns nil or a description
+// of the first disagreement; the construct and the template tests call it.
+func Check(visibility, executorTimeout time.Duration, maxReceiveCount int) error {
+	switch {
+	case visibility < EventSourceFactor*executorTimeout:
+		return fmt.Errorf("queue visibility %v is less than %d x the executor timeout %v", visibility, EventSourceFactor, executorTimeout)
+	case executorTimeout > 15*time.Minute:
+		return fmt.Errorf("executor timeout %v exceeds Lambda's 15 minutes", executorTimeout)
+	case visibility > 12*time.Hour:
+		return fmt.Errorf("queue visibility %v exceeds SQS's 12 hours", visibility)
+	case maxReceiveCount < MinMaxReceiveCount:
+		return fmt.Errorf("maxReceiveCount %d is below AWS's floor of %d for event sources", maxReceiveCount, MinMaxReceiveCount)
+	case maxReceiveCount < MaxAttempts:
+		return fmt.Errorf("maxReceiveCount %d does not cover the default %d attempts", maxReceiveCount, MaxAttempts)
+	}
+	return nil
+}
+
+// The tag that marks an attempt output as not (yet) committed: the data
+// bucket's lifecycle rule expires tagged objects after
+// UncommittedOutputExpiry.
+const (
+	UncommittedTagKey   = "batchwork-attempt"
+	UncommittedTagValue = "uncommitted"
+)
+
+// OldestMessageAlarm is the age of the oldest ready message that raises
+// the stack's alarm: well past a backoff bounce, short enough to notice
+// executors that are missing.
+const OldestMessageAlarm = time.Hour
