@@ -116,7 +116,11 @@ var (
 	objectReadActions  = []string{"s3:GetObject"}
 	objectWriteActions = []string{"s3:PutObject"}
 	listActions        = []string{"s3:ListBucket"}
-	sendActions        = []string{"sqs:SendMessage"}
+	// An attempt known to have ended without committing (failed, fenced,
+	// or taken over after its lease expired) has its outputs tagged for the
+	// lifecycle rule to expire.
+	tagActions  = []string{"s3:PutObjectTagging"}
+	sendActions = []string{"sqs:SendMessage"}
 	// The executor sets a claimed message's visibility to the lease.
 	visibilityActions = []string{"sqs:ChangeMessageVisibility"}
 	// The sweep drains the dead-letter queue.
@@ -125,23 +129,24 @@ var (
 
 // permissions says which action sets each function needs, from its code
 // path: api submits (materializing root stages: plan, tasks, messages) and
-// reads status; claim only claims (and on an expired last lease fails the
-// job in the table); commit commits and, as the last committer of a stage,
+// reads status; claim only claims (and on taking over an expired lease
+// tags the lost attempt's outputs, or fails the job in the table if that
+// was the last attempt); commit commits and, as the last committer of a stage,
 // writes manifests and materializes downstream stages; sweep repairs all
 // of that and drains the dead-letter queue; the executor claims, reads
 // inputs, writes outputs and commits.
 type grantSet struct {
-	table, read, write, list, send, visibility, drain bool
+	table, read, write, list, tag, send, visibility, drain bool
 	// index: queries the sweep's index.
 	index bool
 }
 
 var permissions = map[string]grantSet{
 	FnAPI:      {table: true, read: true, write: true, list: true, send: true},
-	FnClaim:    {table: true},
-	FnCommit:   {table: true, read: true, write: true, list: true, send: true},
-	FnSweep:    {table: true, index: true, read: true, write: true, list: true, send: true, drain: true},
-	FnExecutor: {table: true, read: true, write: true, list: true, send: true, visibility: true},
+	FnClaim:    {table: true, list: true, tag: true},
+	FnCommit:   {table: true, read: true, write: true, list: true, tag: true, send: true},
+	FnSweep:    {table: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true},
+	FnExecutor: {table: true, read: true, write: true, list: true, tag: true, send: true, visibility: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -239,9 +244,9 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{
-				// Attempt outputs tagged as uncommitted expire. The writers
-				// do not tag yet (tagging at write and untagging at commit is
-				// open work), so the rule is inert until they do.
+				// Outputs of attempts that ended without committing (failed,
+				// fenced, or taken over after a lost lease) are tagged by the
+				// control plane (blob.MarkUncommitted) and expire here.
 				Id:         jsii.String("expire-uncommitted-attempt-outputs"),
 				Prefix:     jsii.String("jobs/"),
 				TagFilters: &map[string]interface{}{tuning.UncommittedTagKey: tuning.UncommittedTagValue},
@@ -345,6 +350,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	}
 	if g.write {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &objects})
+	}
+	if g.tag {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(tagActions...), ResourceArns: &objects})
 	}
 	if g.list {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &[]*string{b.Bucket.BucketArn()}})

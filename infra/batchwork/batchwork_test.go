@@ -238,6 +238,8 @@ var (
 	objectsRW  = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
 	sendReady  = []string{"sqs:SendMessage"}
 	drainDLQ   = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	listBucket = []string{"s3:ListBucket"}
+	tagObjects = []string{"s3:PutObjectTagging"}
 	setVisible = []string{"sqs:ChangeMessageVisibility"}
 	// The event source mapping polls on the function's behalf.
 	eventSource = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
@@ -247,10 +249,10 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := defaultStack(t)
 	want := map[string][]string{
 		batchwork.FnAPI:      sorted(logsWrite, tableRW, objectsRW, sendReady),
-		batchwork.FnClaim:    sorted(logsWrite, tableRW),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, objectsRW, sendReady),
-		batchwork.FnSweep:    sorted(logsWrite, tableRW, objectsRW, sendReady, drainDLQ),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, objectsRW, sendReady, setVisible, eventSource)),
+		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady),
+		batchwork.FnSweep:    sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, drainDLQ),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, setVisible, eventSource)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}

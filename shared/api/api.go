@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -74,6 +75,8 @@ var Routes = []Route{
 	{"GET", "/openapi.yaml", nil},
 }
 
+func init() { Routes = append(Routes, scheduleRoutes...) } // schedules.go
+
 // New returns the API handler.
 func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 	h := &Handler{svc: svc, owner: owner, log: log, mux: http.NewServeMux()}
@@ -86,6 +89,7 @@ func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 		"POST /jobs/{id}/cancel":  h.cancel,
 		"GET /jobs/{id}/manifest": h.manifest,
 	}
+	maps.Copy(handlers, h.scheduleHandlers())
 	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -121,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, p := h.mux.Handler(probe); p != "" {

@@ -12,11 +12,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/split"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // API is the slice of the S3 client the adapter uses.
@@ -24,6 +26,7 @@ type API interface {
 	PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	PutObjectTagging(context.Context, *s3.PutObjectTaggingInput, ...func(*s3.Options)) (*s3.PutObjectTaggingOutput, error)
 }
 
 // Store reads and writes one bucket (and reads input prefixes of others).
@@ -124,4 +127,28 @@ func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object
 		}
 		token = out.NextContinuationToken
 	}
+}
+
+// MarkUncommitted tags every object under prefix (one attempt's outputs)
+// as uncommitted, so the bucket's lifecycle rule expires them. Only
+// attempts known to have ended without committing are marked: a committed
+// attempt's outputs are never touched, and the common path (an attempt
+// that commits) costs no request here.
+func (s *Store) MarkUncommitted(ctx context.Context, prefix string) (int, error) {
+	objs, err := s.List(ctx, s.bucket, prefix)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range objs {
+		_, err := s.api.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
+			Bucket: &s.bucket, Key: aws.String(o.Key),
+			Tagging: &s3types.Tagging{TagSet: []s3types.Tag{{
+				Key: aws.String(tuning.UncommittedTagKey), Value: aws.String(tuning.UncommittedTagValue),
+			}}},
+		})
+		if err != nil {
+			return 0, fmt.Errorf("tag s3://%s/%s uncommitted: %w", s.bucket, o.Key, err)
+		}
+	}
+	return len(objs), nil
 }

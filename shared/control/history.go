@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -154,11 +155,30 @@ func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt
 		s.logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
 		shards = 0
 	}
-	_, err = s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
+	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
 		End:    batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: truncate(msg, 300)},
 		Shards: shards,
 	})
 	if err != nil {
 		s.logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
+	}
+	if first {
+		s.markUncommitted(ctx, ref, attempt)
+	}
+}
+
+// markUncommitted tags an attempt's outputs for the bucket's lifecycle
+// rule to expire: the attempt ended without committing, so nothing will
+// ever read them. Best effort: an untagged leftover costs storage, never
+// correctness, since only a manifest makes outputs visible.
+func (s *Service) markUncommitted(ctx context.Context, ref batch.TaskRef, attempt int) {
+	sp, err := s.jobSpec(ctx, ref.Job)
+	if err != nil {
+		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
+		return
+	}
+	prefix := blob.AttemptPrefix(ref.Job, sp.Stages[ref.Stage].Name, ref.Partition, attempt)
+	if _, err := s.blob.MarkUncommitted(ctx, prefix); err != nil {
+		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
 	}
 }

@@ -46,6 +46,9 @@ type Store interface {
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	AcquireSlot(ctx context.Context, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, error)
+	ReleaseSlot(ctx context.Context, ref batch.TaskRef, at time.Time) error
+	SlotHolders(ctx context.Context, job string) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
 	viewStore // list.go: the read-side routes and attempt-end records
 }
@@ -63,6 +66,7 @@ type Blob interface {
 	PutIfAbsent(ctx context.Context, key string, body []byte) error
 	Get(ctx context.Context, key string) ([]byte, error)
 	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
+	MarkUncommitted(ctx context.Context, prefix string) (int, error)
 }
 
 var (

@@ -46,6 +46,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	id, created, err := s.store.CreateJob(ctx, dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
+		JobDue: jobDeadline(job),
 	})
 	if err != nil {
 		return SubmitResult{JobID: id}, fmt.Errorf("submit: %w", err)

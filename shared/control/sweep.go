@@ -23,6 +23,8 @@ type SweepCounts struct {
 	Failures     int `json:"failuresPropagated"`
 	DeadLettered int `json:"deadLettered"`
 	Errors       int `json:"errors"`
+	Fired        int `json:"schedulesFired"`
+	Deadlines    int `json:"deadlinesExceeded"`
 }
 
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
@@ -55,12 +57,15 @@ func (s *Service) Sweep(ctx context.Context) (SweepCounts, error) {
 				note(s.sweepTask(ctx, it, now, &c))
 			case dynamo.DueStage:
 				note(s.sweepStage(ctx, it, now, &c))
+			case dynamo.DueJob:
+				note(s.sweepJob(ctx, it, now, &c))
 			default:
 				note(s.store.SetDue(ctx, it, time.Time{}))
 			}
 		}
 	}
 	note(s.sweepDeadLetters(ctx, &c))
+	note(s.sweepSchedules(ctx, now, &c))
 	s.log.Info("sweep", "counts", c)
 	if firstErr != nil {
 		return c, fmt.Errorf("sweep: %d errors, first: %w", c.Errors, firstErr)
@@ -112,6 +117,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Expired++
+		s.freeSlotOf(ctx, t.Ref)
 		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)")
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:

@@ -27,7 +27,11 @@ func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name 
 // other than a claim: *batch.ClaimHeldError and *batch.NotDueError (keep
 // the message hidden until then), batch.ErrAlreadyDone and
 // batch.ErrJobNotRunning (drop the message).
-func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (Claim, error) {
+//
+// A job with a concurrency limit takes a slot before the claim (see
+// limits.go); a task over the limit gets ErrOverLimit, which also wraps
+// batch.ErrAlreadyDone because a delayed copy of its message replaces it.
+func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err error) {
 	sp, err := s.jobSpec(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
@@ -40,6 +44,15 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (Claim, error) {
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
+	slot, err := s.takeSlot(ctx, ref, sp, now)
+	if err != nil {
+		return Claim{}, err
+	}
+	defer func() {
+		if err != nil {
+			s.returnSlot(ctx, ref, slot)
+		}
+	}()
 	t, err := s.store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The lease of the last attempt ran out: the executor died or hung.
@@ -143,9 +156,15 @@ func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
 		RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut,
 	})
+	if errors.Is(err, batch.ErrStaleClaim) {
+		// A fenced attempt's outputs were written after its takeover may
+		// already have marked the attempt's prefix: mark them again.
+		s.markUncommitted(ctx, ref, c.Task.Attempt)
+	}
 	if err != nil {
 		return err
 	}
+	s.freeSlot(ctx, ref, c.Spec)
 	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
 	if !shardDone {
 		return nil
@@ -180,6 +199,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 		if err != nil {
 			return Decision{}, err
 		}
+		s.freeSlot(ctx, ref, c.Spec)
 		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
 		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause)
 		return Decision{Retry: true, Delay: delay}, nil
@@ -188,6 +208,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 	if err != nil {
 		return Decision{}, err
 	}
+	s.freeSlot(ctx, ref, c.Spec)
 	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause)
 	return Decision{}, s.propagateFailure(ctx, t)
 }

@@ -71,6 +71,9 @@ type CreateJobParams struct {
 	// in case the submitter dies between this write and the start.
 	StageDue time.Time
 	IdemTTL  time.Duration
+	// JobDue, when set, puts the job in the sweep index at that time (its
+	// deadline), so the sweep finds it without a scan.
+	JobDue time.Time
 }
 
 // CreateJob writes the idempotency record, the job and its stages in one
@@ -100,6 +103,14 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
 		},
 	}}}
+	if j.Spec.MaxConcurrency > 0 {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: slotItem(j.ID)}})
+	}
+	if !p.JobDue.IsZero() {
+		jobItem := items[1].Put.Item
+		jobItem[attrGPK] = sv(duePK(jobPK(j.ID) + jobSK))
+		jobItem[attrDue] = ms(p.JobDue)
+	}
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName: &s.table, Item: ownerIndexItem(j.Owner, j.ID, j.Spec.Name, sm.JobRunning, now, time.Time{}),
 	}})

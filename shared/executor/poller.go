@@ -22,9 +22,14 @@ type Queue interface {
 type Poller struct {
 	Runner *Runner
 	Queue  Queue
-	// Queues are polled each by their own receiver; see issue on weighted
-	// priorities for fairness between classes.
-	Queues     []string
+	// Queues are polled each by their own receiver, highest priority
+	// first. Free slots go to the waiting receivers by weighted fairness
+	// (see arbiter), so a backlogged high queue runs first and a
+	// backlogged low queue still progresses.
+	Queues []string
+	// Weights are the queues' shares of slots under contention, parallel
+	// to Queues. Default 6:3:1 for three queues, equal otherwise.
+	Weights    []int
 	Slots      int
 	Wait       time.Duration // long-poll wait, default 20s
 	Visibility time.Duration // initial visibility before a claim sets the lease, default 60s
@@ -37,7 +42,7 @@ type Poller struct {
 // running tasks finish for up to Drain, deletes what they finished, and
 // returns.
 func (p *Poller) Run(ctx context.Context) error {
-	slots := make(chan struct{}, max(p.Slots, 1))
+	slots := max(p.Slots, 1)
 	wait, vis := p.Wait, p.Visibility
 	if wait == 0 {
 		wait = 20 * time.Second
@@ -56,29 +61,38 @@ func (p *Poller) Run(ctx context.Context) error {
 	del := newDeleter(p.Queue, p.Log)
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
-	// Each receiver holds at most its share of the slots while it waits, so
-	// one queue's long poll never starves another queue of slots.
-	share := max(1, min(10, cap(slots)/max(len(p.Queues), 1)))
-	for _, url := range p.Queues {
+	// An idle receiver long-polls holding one slot, so every class has a
+	// poll in flight and an idle executor picks up any message at once; a
+	// backlogged one asks for a batch. So each idle class keeps one slot
+	// from the busy ones: run with more slots than queues.
+	batch := min(10, slots)
+	arb := newArbiter(slots, batch, p.weights())
+	for i, url := range p.Queues {
 		receivers.Add(1)
 		go func() {
 			defer receivers.Done()
-			backlog := false
+			limit, backlogged := 1, false
 			for ctx.Err() == nil {
-				// Take one slot (blocking), then any more that are free. With
-				// a backlog (the last receive came back full), wait a moment
-				// for more slots to free up, so one request fetches several
-				// messages; an idle executor never waits here.
-				select {
-				case slots <- struct{}{}:
-				case <-ctx.Done():
+				n, err := arb.acquire(ctx, i, limit)
+				if err != nil {
 					return
 				}
-				n := 1 + takeSlots(ctx, slots, share-1, backlog)
-				msgs, err := p.Queue.Receive(ctx, url, n, wait, vis)
-				backlog = err == nil && len(msgs) == n
-				for range n - len(msgs) {
-					<-slots
+				// While backlogged, poll without waiting: slots may be held
+				// for this receiver, and they must not sit through a long
+				// poll if the queue has just emptied. The next receive after
+				// an empty or short one long-polls again.
+				w := wait
+				if backlogged {
+					w = 0
+				}
+				msgs, err := p.Queue.Receive(ctx, url, n, w, vis)
+				backlogged = err == nil && len(msgs) == n
+				arb.received(i, n, len(msgs))
+				// A backlog asks for a full batch (the arbiter still grants
+				// by weight); otherwise hold one slot while long polling.
+				limit = 1
+				if backlogged {
+					limit = batch
 				}
 				if err != nil {
 					if ctx.Err() == nil {
@@ -91,7 +105,7 @@ func (p *Poller) Run(ctx context.Context) error {
 					running.Add(1)
 					go func() {
 						defer running.Done()
-						defer func() { <-slots }()
+						defer arb.release(1)
 						p.handle(taskCtx, m, vis, del)
 					}()
 				}
@@ -112,38 +126,6 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
-// takeSlots takes up to n more free slots without blocking, or, with
-// linger, waiting up to batchLinger for them.
-func takeSlots(ctx context.Context, slots chan struct{}, n int, linger bool) int {
-	var timeout <-chan time.Time
-	if linger {
-		t := time.NewTimer(batchLinger)
-		defer t.Stop()
-		timeout = t.C
-	}
-	got := 0
-	for got < n {
-		if !linger {
-			select {
-			case slots <- struct{}{}:
-				got++
-				continue
-			default:
-				return got
-			}
-		}
-		select {
-		case slots <- struct{}{}:
-			got++
-		case <-timeout:
-			return got
-		case <-ctx.Done():
-			return got
-		}
-	}
-	return got
-}
-
 func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration, del *deleter) {
 	extend := func(ctx context.Context, d time.Duration) error {
 		return p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, d)
@@ -162,13 +144,9 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	}
 }
 
-// batchLinger is how long a busy receiver waits to fill a batch, and how
-// long a finished task's message may wait for nine others to be deleted
-// with it. A late delete is harmless: the task is already SUCCEEDED, so a
-// redelivery is dropped at its claim.
-const batchLinger = 25 * time.Millisecond
-
-// deleteLinger bounds how long a receipt waits to join a full batch.
+// deleteLinger bounds how long a finished task's receipt waits to join a
+// full batch of ten deletes. A late delete is harmless: the task is already
+// SUCCEEDED, so a redelivery is dropped at its claim.
 const deleteLinger = 250 * time.Millisecond
 
 // deleter batches message deletes, ten per request, flushing at least

@@ -456,6 +456,10 @@ func (d *decoder) job(n *yaml.Node, j *Job) {
 			j.Lease = d.duration(v, p)
 		case "priority":
 			j.Priority = Priority(d.str(v, p))
+		case "deadline":
+			j.Deadline = d.duration(v, p)
+		case "maxConcurrency":
+			j.MaxConcurrency = d.integer(v, p)
 		default:
 			return false
 		}

@@ -131,6 +131,11 @@ stages:
 			}}}},
 		},
 		{
+			name: "deadline and concurrency limit",
+			in:   "name: j\ndeadline: 30m\nmaxConcurrency: 2\nstages:\n  - {name: s, task: t, partitions: {count: 1}}\n",
+			want: &Job{Name: "j", Deadline: Duration(30 * time.Minute), MaxConcurrency: 2, Stages: []Stage{{Name: "s", Task: "t", Partitions: &Partitions{Count: 1}}}},
+		},
+		{
 			name: "nulls and empty lists mean unset",
 			in: `name: j
 retry: null
@@ -177,6 +182,11 @@ func TestParseRejects(t *testing.T) {
 			name: "unknown top-level field",
 			in:   "name: j\nstages: []\ncolour: red\n",
 			want: []FieldError{{Field: "colour", Message: "unknown field", Line: 3}},
+		},
+		{
+			name: "bad deadline and concurrency limit",
+			in:   "name: j\ndeadline: soon\nmaxConcurrency: 0.5\nstages:\n  - {name: s, task: t, partitions: {count: 1}}\n",
+			want: []FieldError{{Field: "deadline", Message: `must be a duration such as "30s" or "5m"`, Line: 2}, {Field: "maxConcurrency", Message: "must be an integer", Line: 3}},
 		},
 		{
 			name: "unknown nested field",

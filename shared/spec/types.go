@@ -25,6 +25,12 @@ type Job struct {
 	Retry    *Retry   `json:"retry,omitempty"`
 	Lease    Duration `json:"lease,omitempty"`
 	Priority Priority `json:"priority,omitempty"`
+	// Deadline, counted from submission, fails the job with "deadline
+	// exceeded" and cancels its running tasks. 0: none.
+	Deadline Duration `json:"deadline,omitempty"`
+	// MaxConcurrency caps the job's tasks running at once. A task over the
+	// cap waits in its queue without spending an attempt. 0: no cap.
+	MaxConcurrency int `json:"maxConcurrency,omitempty"`
 }
 
 // Stage is one node of the DAG. Its task count comes from exactly one of:
@@ -98,4 +104,7 @@ const (
 	MinSplitSize         = Size(1)
 	MaxNameLen           = 64
 	MaxParamsBytes       = 512
+	MinDeadline          = Duration(time.Second)
+	MaxDeadline          = Duration(7 * 24 * time.Hour)
+	MaxConcurrencyLimit  = 10_000
 )

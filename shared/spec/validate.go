@@ -28,6 +28,12 @@ func (j *Job) validate() errorList {
 	checkPriority(&errs, "priority", j.Priority)
 	checkLease(&errs, "lease", j.Lease)
 	checkRetry(&errs, "retry", j.Retry)
+	if j.Deadline != 0 && (j.Deadline < MinDeadline || j.Deadline > MaxDeadline) {
+		errs.add("deadline", fmt.Sprintf("must be between %v and %v", MinDeadline, MaxDeadline))
+	}
+	if j.MaxConcurrency < 0 || j.MaxConcurrency > MaxConcurrencyLimit {
+		errs.add("maxConcurrency", fmt.Sprintf("must be between 1 and %d, or 0 for no limit", MaxConcurrencyLimit))
+	}
 
 	switch n := len(j.Stages); {
 	case n == 0:

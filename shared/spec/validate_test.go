@@ -28,6 +28,8 @@ func TestValidateAccepts(t *testing.T) {
 			j.Stages[1].Partitions.Count = MaxPartitions
 			j.Stages[2].Retry = &Retry{MaxAttempts: 1}
 			j.Stages[2].Priority = PriorityNormal
+			j.Deadline = MaxDeadline
+			j.MaxConcurrency = MaxConcurrencyLimit
 			return j
 		}()},
 		{"shuffle read by two stages", func() *Job {
@@ -120,6 +122,12 @@ func TestValidateRejects(t *testing.T) {
 		// Priority, lease, retry.
 		{"job priority", dia(func(j *Job) { j.Priority = "urgent" }), []FieldError{{Field: "priority", Message: `"urgent" is not a priority; use "high", "normal" or "low"`}}},
 		{"stage priority", dia(func(j *Job) { j.Stages[2].Priority = "HIGH" }), []FieldError{{Field: "stages[2].priority", Message: `"HIGH" is not a priority; use "high", "normal" or "low"`}}},
+		// Deadline and concurrency limit.
+		{"deadline too short", dia(func(j *Job) { j.Deadline = Duration(500 * time.Millisecond) }), []FieldError{{Field: "deadline", Message: "must be between 1s and 168h0m0s"}}},
+		{"deadline negative", dia(func(j *Job) { j.Deadline = -Duration(time.Minute) }), []FieldError{{Field: "deadline", Message: "must be between 1s and 168h0m0s"}}},
+		{"deadline too long", dia(func(j *Job) { j.Deadline = MaxDeadline + 1 }), []FieldError{{Field: "deadline", Message: "must be between 1s and 168h0m0s"}}},
+		{"maxConcurrency negative", dia(func(j *Job) { j.MaxConcurrency = -1 }), []FieldError{{Field: "maxConcurrency", Message: "must be between 1 and 10000, or 0 for no limit"}}},
+		{"maxConcurrency too large", dia(func(j *Job) { j.MaxConcurrency = MaxConcurrencyLimit + 1 }), []FieldError{{Field: "maxConcurrency", Message: "must be between 1 and 10000, or 0 for no limit"}}},
 		{"job lease too short", dia(func(j *Job) { j.Lease = Duration(500 * time.Millisecond) }), []FieldError{{Field: "lease", Message: "must be between 1s and 12h0m0s"}}},
 		{"job lease negative", dia(func(j *Job) { j.Lease = -DefaultLease }), []FieldError{{Field: "lease", Message: "must be between 1s and 12h0m0s"}}},
 		{"stage lease too long", dia(func(j *Job) { j.Stages[1].Lease = MaxLease + 1 }), []FieldError{{Field: "stages[1].lease", Message: "must be between 1s and 12h0m0s"}}},

@@ -109,6 +109,7 @@ the outputs committed so far.`,
 every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 			examples: []string{"batchwork validate wordcount.yaml", "batchwork validate job.json -o json"},
 			minArgs:  1, maxArgs: 1, run: runValidate},
+		scheduleCommand, // schedule.go
 	}
 }
 

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/schedule"
+)
+
+// scheduleCommand is `batchwork schedule ACTION [ARG]`: one command with
+// verbs, so `batchwork help` lists schedules on one line.
+var scheduleCommand = &command{
+	name: "schedule", args: "ACTION [ARG]", summary: "recurring jobs: create FILE | list | get ID | pause ID | resume ID | delete ID | runs ID",
+	help: `Manages schedules: jobs that fire on a cron expression (five fields, read
+in the schedule's time zone) or a rate ("rate(5 minutes)"). Each scheduled
+time creates one job, never two. Actions:
+
+  create FILE   create a schedule from a JSON file ("-" reads stdin): name, spec
+                (a job spec object), expression, and optionally timeZone, start,
+                end, overlap (skip|allow|cancelPrevious), catchUp (fireOnce|skipMissed)
+  list          list your schedules
+  get ID        show one schedule
+  pause ID      stop its firings until resumed
+  resume ID     fire again from now on (paused times are not caught up)
+  delete ID     delete it; its jobs and history are kept
+  runs ID       its history: scheduled time, start, job, status
+
+An invalid schedule exits 3 with the field at fault; an unknown id exits 4.`,
+	examples: []string{
+		"batchwork schedule create nightly.json",
+		`echo '{"name":"hourly","expression":"0 * * * *","spec":{...}}' | batchwork schedule create -`,
+		"batchwork schedule list -o json",
+		"batchwork schedule pause s19aa5e7c2a1f3b9d0e4c7",
+		"batchwork schedule runs s19aa5e7c2a1f3b9d0e4c7 --all",
+	},
+	flags:   pageFlags,
+	minArgs: 1, maxArgs: 2, run: runSchedule,
+}
+
+func runSchedule(ctx context.Context, a *app, args []string) int {
+	action, rest := args[0], args[1:]
+	want := 1
+	if action == "list" {
+		want = 0
+	}
+	switch action {
+	case "create", "list", "get", "pause", "resume", "delete", "runs":
+	default:
+		return a.fail(&usageError{fmt.Sprintf("unknown action %q; want create, list, get, pause, resume, delete or runs", action)})
+	}
+	if len(rest) != want {
+		return a.fail(&usageError{fmt.Sprintf("%s takes %d argument(s); usage: batchwork schedule %s", action, want, map[string]string{
+			"create": "create FILE", "list": "list", "get": "get ID", "pause": "pause ID",
+			"resume": "resume ID", "delete": "delete ID", "runs": "runs ID",
+		}[action])})
+	}
+	switch action {
+	case "create":
+		return scheduleCreate(ctx, a, rest[0])
+	case "list":
+		return scheduleList(ctx, a)
+	case "runs":
+		return scheduleRuns(ctx, a, rest[0])
+	case "delete":
+		c, err := a.client(ctx)
+		if err == nil {
+			err = c.call(ctx, http.MethodDelete, schedulePath(rest[0]), nil, nil, nil, nil)
+		}
+		if err != nil {
+			return a.fail(err)
+		}
+		if a.json() {
+			_ = writeJSON(a.env.Stdout, map[string]any{"id": rest[0], "deleted": true})
+		} else {
+			fmt.Fprintf(a.env.Stdout, "Schedule %s deleted; its jobs and history are kept.\n", rest[0])
+		}
+		return ExitOK
+	}
+	var v control.ScheduleView
+	var err error
+	if action == "get" {
+		err = a.get(ctx, schedulePath(rest[0]), nil, &v)
+	} else {
+		err = a.post(ctx, schedulePath(rest[0], "/"+action), nil, nil, &v)
+	}
+	if err != nil {
+		return a.fail(err)
+	}
+	return a.printSchedule(v)
+}
+
+func schedulePath(id string, rest ...string) string {
+	p := "/schedules/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += r
+	}
+	return p
+}
+
+func scheduleCreate(ctx context.Context, a *app, file string) int {
+	var body []byte
+	var err error
+	if file == "-" {
+		body, err = io.ReadAll(io.LimitReader(a.env.Stdin, schedule.MaxScheduleBytes+1))
+	} else {
+		body, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return a.fail(err)
+	}
+	var v control.ScheduleView
+	if err := a.post(ctx, "/schedules", body, nil, &v); err != nil {
+		return a.fail(err)
+	}
+	return a.printSchedule(v)
+}
+
+func (a *app) printSchedule(v control.ScheduleView) int {
+	if a.json() {
+		_ = writeJSON(a.env.Stdout, v)
+		return ExitOK
+	}
+	tw := table(a.env.Stdout)
+	state := "active"
+	if v.Paused {
+		state = "paused"
+	}
+	when := v.Expression
+	if v.TimeZone != "" {
+		when += " (" + v.TimeZone + ")"
+	}
+	fmt.Fprintf(tw, "ID\t%s\nNAME\t%s\nWHEN\t%s\nSTATE\t%s\nOVERLAP\t%s\nCATCH-UP\t%s\n", v.ID, v.Name, when, state, v.Overlap, v.CatchUp)
+	if !v.Start.IsZero() {
+		fmt.Fprintf(tw, "START\t%s\n", a.clock(&v.Start))
+	}
+	if !v.End.IsZero() {
+		fmt.Fprintf(tw, "END\t%s\n", a.clock(&v.End))
+	}
+	fmt.Fprintf(tw, "LAST FIRED\t%s\nNEXT\t%s\n", a.clock(v.LastFired), a.clock(v.Next))
+	if v.LastJobID != "" {
+		fmt.Fprintf(tw, "LAST JOB\t%s\n", v.LastJobID)
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func scheduleList(ctx context.Context, a *app) int {
+	all := control.ScheduleList{Schedules: []control.ScheduleView{}}
+	err := a.pages(func(cursor string) (string, error) {
+		var page control.ScheduleList
+		if err := a.get(ctx, "/schedules", pageQuery(a.o, cursor), &page); err != nil {
+			return "", err
+		}
+		all.Schedules = append(all.Schedules, page.Schedules...)
+		all.NextCursor = page.NextCursor
+		return page.NextCursor, nil
+	})
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.json() {
+		if a.o.all {
+			all.NextCursor = ""
+		}
+		_ = writeJSON(a.env.Stdout, all)
+		return ExitOK
+	}
+	if len(all.Schedules) == 0 {
+		fmt.Fprintln(a.env.Stdout, "No schedules.")
+		return ExitOK
+	}
+	tw := table(a.env.Stdout)
+	fmt.Fprintln(tw, "ID\tNAME\tEXPRESSION\tZONE\tSTATE\tNEXT")
+	for _, v := range all.Schedules {
+		state := "active"
+		if v.Paused {
+			state = "paused"
+		}
+		zone := v.TimeZone
+		if zone == "" {
+			zone = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Name, v.Expression, zone, state, a.clock(v.Next))
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func scheduleRuns(ctx context.Context, a *app, id string) int {
+	all := control.RunList{Runs: []control.ScheduleRun{}}
+	err := a.pages(func(cursor string) (string, error) {
+		var page control.RunList
+		if err := a.get(ctx, schedulePath(id, "/runs"), pageQuery(a.o, cursor), &page); err != nil {
+			return "", err
+		}
+		all.Runs = append(all.Runs, page.Runs...)
+		all.NextCursor = page.NextCursor
+		return page.NextCursor, nil
+	})
+	if err != nil {
+		return a.fail(err)
+	}
+	if a.json() {
+		if a.o.all {
+			all.NextCursor = ""
+		}
+		_ = writeJSON(a.env.Stdout, all)
+		return ExitOK
+	}
+	if len(all.Runs) == 0 {
+		fmt.Fprintln(a.env.Stdout, "No runs yet.")
+		return ExitOK
+	}
+	tw := table(a.env.Stdout)
+	fmt.Fprintln(tw, "SCHEDULED\tACTION\tSTARTED\tJOB\tSTATUS\tNOTE")
+	for _, r := range all.Runs {
+		job, status := r.JobID, r.Status
+		if job == "" {
+			job, status = "-", "-"
+		}
+		note := r.Note
+		if note == "" {
+			note = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.clock(&r.Scheduled), r.Action, a.clock(r.StartedAt), job, a.paint(status, status), note)
+	}
+	tw.Flush()
+	return ExitOK
+}

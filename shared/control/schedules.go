@@ -1,0 +1,492 @@
+package control
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/schedule"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// scheduleStore is what schedules need of the store. It is separate from
+// Store so that stores wrapped by tests (fault injection) keep compiling;
+// a store without it simply has no schedules.
+type scheduleStore interface {
+	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time) error
+	GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
+	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
+	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
+	DeleteSchedule(ctx context.Context, owner, id string) error
+	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time) error
+	DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
+	MoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
+	Watermark(ctx context.Context) (time.Time, bool, error)
+	AdvanceWatermark(ctx context.Context, old, to time.Time) error
+	PutRun(ctx context.Context, id string, r dynamo.Run) error
+	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
+}
+
+var _ scheduleStore = (*dynamo.Store)(nil)
+
+// ErrNoSchedules: the store behind this service does not keep schedules.
+var ErrNoSchedules = errors.New("this store keeps no schedules")
+
+func (s *Service) schedules() (scheduleStore, error) {
+	ss, ok := s.store.(scheduleStore)
+	if !ok {
+		return nil, ErrNoSchedules
+	}
+	return ss, nil
+}
+
+// ScheduleIDPattern is the form of a schedule id (see NewScheduleID).
+var ScheduleIDPattern = regexp.MustCompile(`^s[0-9a-f]{11}[0-9a-f]{10}$`)
+
+// NewScheduleID returns a schedule id that sorts by creation time.
+func NewScheduleID() string {
+	var b [5]byte
+	_, _ = crand.Read(b[:])
+	return fmt.Sprintf("s%011x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
+}
+
+// ScheduleView is a schedule as the API shows it.
+type ScheduleView struct {
+	schedule.Schedule
+	// LastFired is the latest scheduled time handled; Next the upcoming
+	// firing as of the last sweep that looked at the schedule.
+	LastFired *time.Time `json:"lastFired,omitempty"`
+	Next      *time.Time `json:"next,omitempty"`
+	LastJobID string     `json:"lastJobId,omitempty"`
+}
+
+func viewOf(r dynamo.ScheduleRecord) ScheduleView {
+	v := ScheduleView{Schedule: r.Schedule, LastJobID: r.LastJob}
+	if !r.Cursor.IsZero() {
+		v.LastFired = &r.Cursor
+	}
+	if !r.Next.IsZero() {
+		v.Next = &r.Next
+	}
+	return v
+}
+
+// CreateSchedule validates a schedule document (see schedule.Parse) and
+// stores it; validation errors are *spec.ValidationError naming the field,
+// and nothing is written for them.
+func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte) (ScheduleView, error) {
+	if err := checkKey("owner", owner); err != nil {
+		return ScheduleView{}, err
+	}
+	sc, err := schedule.Parse(body)
+	if err != nil {
+		return ScheduleView{}, err
+	}
+	ss, err := s.schedules()
+	if err != nil {
+		return ScheduleView{}, err
+	}
+	now := s.Now()
+	sc.ID = NewScheduleID()
+	sc.Owner = owner
+	// Whole seconds: rate firings are anchored at the creation time, and
+	// keys and cursors then carry no sub-second noise.
+	sc.CreatedAt = now.UTC().Truncate(time.Second)
+	if err := sc.Validate(); err != nil { // end after creation
+		return ScheduleView{}, err
+	}
+	if err := ss.CreateSchedule(ctx, *sc, now); err != nil {
+		return ScheduleView{}, err
+	}
+	s.log.Info("schedule created", "schedule_id", sc.ID, "owner", owner, "expression", sc.Expression)
+	return ScheduleView{Schedule: *sc}, nil
+}
+
+func (s *Service) ownedSchedule(ctx context.Context, owner, id string) (scheduleStore, dynamo.ScheduleRecord, error) {
+	if !ScheduleIDPattern.MatchString(id) {
+		return nil, dynamo.ScheduleRecord{}, &spec.FieldError{Field: "id", Message: "is not a schedule id"}
+	}
+	ss, err := s.schedules()
+	if err != nil {
+		return nil, dynamo.ScheduleRecord{}, err
+	}
+	// Schedules are keyed by owner, so another owner's schedule is simply
+	// not found: its existence does not leak.
+	r, err := ss.GetSchedule(ctx, owner, id)
+	return ss, r, err
+}
+
+// GetSchedule returns one of the owner's schedules.
+func (s *Service) GetSchedule(ctx context.Context, owner, id string) (ScheduleView, error) {
+	_, r, err := s.ownedSchedule(ctx, owner, id)
+	if err != nil {
+		return ScheduleView{}, err
+	}
+	return viewOf(r), nil
+}
+
+// ScheduleList is a page of schedules, by id (creation order).
+type ScheduleList struct {
+	Schedules  []ScheduleView `json:"schedules"`
+	NextCursor string         `json:"nextCursor,omitempty"`
+}
+
+// ListSchedules lists the owner's schedules. The cursor is the last id of
+// the previous page.
+func (s *Service) ListSchedules(ctx context.Context, owner string, limit int, cursor string) (ScheduleList, error) {
+	limit, err := checkLimit(limit)
+	if err != nil {
+		return ScheduleList{}, err
+	}
+	if cursor != "" && !ScheduleIDPattern.MatchString(cursor) {
+		return ScheduleList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this list"}
+	}
+	ss, err := s.schedules()
+	if err != nil {
+		return ScheduleList{}, err
+	}
+	recs, next, err := ss.ListSchedules(ctx, owner, cursor, limit)
+	if err != nil {
+		return ScheduleList{}, err
+	}
+	out := ScheduleList{Schedules: make([]ScheduleView, 0, len(recs)), NextCursor: next}
+	for _, r := range recs {
+		out.Schedules = append(out.Schedules, viewOf(r))
+	}
+	return out, nil
+}
+
+// PauseSchedule stops a schedule's firings until it is resumed. It is
+// idempotent. The firing step re-reads the schedule, so an index entry
+// already due does not fire.
+func (s *Service) PauseSchedule(ctx context.Context, owner, id string) (ScheduleView, error) {
+	return s.setPaused(ctx, owner, id, true)
+}
+
+// ResumeSchedule lets a paused schedule fire again from now on: times that
+// passed while it was paused are not caught up. It is idempotent.
+func (s *Service) ResumeSchedule(ctx context.Context, owner, id string) (ScheduleView, error) {
+	return s.setPaused(ctx, owner, id, false)
+}
+
+func (s *Service) setPaused(ctx context.Context, owner, id string, paused bool) (ScheduleView, error) {
+	ss, _, err := s.ownedSchedule(ctx, owner, id)
+	if err != nil {
+		return ScheduleView{}, err
+	}
+	changed, err := ss.SetPaused(ctx, owner, id, paused, s.Now())
+	if err != nil {
+		return ScheduleView{}, err
+	}
+	if changed {
+		s.log.Info("schedule paused", "schedule_id", id, "paused", paused)
+	}
+	return s.GetSchedule(ctx, owner, id)
+}
+
+// DeleteSchedule deletes a schedule; it fires no more. Its jobs and run
+// history are kept.
+func (s *Service) DeleteSchedule(ctx context.Context, owner, id string) error {
+	ss, _, err := s.ownedSchedule(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	if err := ss.DeleteSchedule(ctx, owner, id); err != nil {
+		return err
+	}
+	s.log.Info("schedule deleted", "schedule_id", id)
+	return nil
+}
+
+// ScheduleRun is one entry of a schedule's history.
+type ScheduleRun struct {
+	Scheduled time.Time `json:"scheduled"`
+	// Action is started, skipped (the overlap policy) or missed (downtime
+	// under skipMissed).
+	Action    string     `json:"action"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	JobID     string     `json:"jobId,omitempty"`
+	// Status is the job's current (eventually final) status.
+	Status string `json:"status,omitempty"`
+	// CatchUp marks the run fireOnce made for missed times, from Scheduled
+	// through Through; MissedCount is how many times it covers (or, for a
+	// missed entry, how many were skipped).
+	CatchUp     bool       `json:"catchUp,omitempty"`
+	Through     *time.Time `json:"through,omitempty"`
+	MissedCount int64      `json:"missedCount,omitempty"`
+	Note        string     `json:"note,omitempty"`
+}
+
+// RunList is a page of a schedule's history, newest first.
+type RunList struct {
+	Runs       []ScheduleRun `json:"runs"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// ScheduleRuns lists a schedule's history, newest first, with each job's
+// status read from the job. The cursor is the scheduled time (RFC 3339)
+// of the previous page's last entry.
+func (s *Service) ScheduleRuns(ctx context.Context, owner, id string, limit int, cursor string) (RunList, error) {
+	limit, err := checkLimit(limit)
+	if err != nil {
+		return RunList{}, err
+	}
+	var before time.Time
+	if cursor != "" {
+		if before, err = time.Parse(time.RFC3339Nano, cursor); err != nil {
+			return RunList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this list"}
+		}
+	}
+	ss, _, err := s.ownedSchedule(ctx, owner, id)
+	if err != nil {
+		return RunList{}, err
+	}
+	runs, err := ss.Runs(ctx, id, before, limit)
+	if err != nil {
+		return RunList{}, err
+	}
+	out := RunList{Runs: make([]ScheduleRun, 0, len(runs))}
+	for _, r := range runs {
+		v := ScheduleRun{Scheduled: r.Scheduled, Action: string(r.Action), JobID: r.JobID, CatchUp: r.CatchUp, MissedCount: r.Missed, Note: r.Note}
+		if !r.Started.IsZero() {
+			v.StartedAt = &r.Started
+		}
+		if !r.Through.IsZero() {
+			v.Through = &r.Through
+		}
+		if r.JobID != "" {
+			st, err := s.store.JobState(ctx, r.JobID)
+			if err != nil && !errors.Is(err, batch.ErrNotFound) {
+				return RunList{}, err
+			}
+			v.Status = string(st)
+		}
+		out.Runs = append(out.Runs, v)
+	}
+	if len(runs) == limit {
+		out.NextCursor = runs[len(runs)-1].Scheduled.Format(time.RFC3339Nano)
+	}
+	return out, nil
+}
+
+// ---- firing ----------------------------------------------------------------
+
+// Firing limits: one sweep run walks at most fireMinutes minutes of the
+// index and handles at most fireSchedules index entries, so a long
+// downtime or a busy minute is worked off over several runs.
+const (
+	fireMinutes   = 30
+	fireSchedules = 500
+	fireWorkers   = 8
+)
+
+// FireCounts says what one FireDue run did.
+type FireCounts struct {
+	Buckets  int `json:"buckets"`
+	Examined int `json:"examined"`
+	Started  int `json:"started"`
+	Skipped  int `json:"skipped"`
+	Missed   int `json:"missed"`
+	Errors   int `json:"errors"`
+}
+
+// FireDue fires the schedules whose index entries are due at now: it
+// Queries the buckets of the minutes after the watermark up to now (never
+// scanning), plans each schedule, applies its overlap policy, submits the
+// jobs (each with the idempotency key schedule.FiringKey, so racing sweeps
+// create one job per scheduled time), records the runs, advances the
+// schedule's cursor conditionally and moves its index entry to its next
+// firing. The watermark moves past a minute only when every bucket of it
+// was drained, and never past the minute before now, so an entry written
+// into the current minute is still found.
+func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error) {
+	var c FireCounts
+	ss, err := s.schedules()
+	if err != nil {
+		return c, nil // no schedules here
+	}
+	wm, ok, err := ss.Watermark(ctx)
+	if err != nil || !ok {
+		return c, err
+	}
+	buckets, _ := schedule.DueBuckets(wm, now, fireMinutes)
+	var firstErr error
+	note := func(err error) {
+		if err != nil {
+			c.Errors++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	drained := wm
+	budget := fireSchedules
+	for i := 0; i < len(buckets); i += schedule.ShardCount {
+		minute := buckets[i : i+schedule.ShardCount]
+		type result struct {
+			entries []dynamo.IndexEntry
+			err     error
+		}
+		res := make([]result, len(minute))
+		sem := make(chan struct{}, fireWorkers)
+		done := make(chan struct{})
+		for j, b := range minute {
+			go func() {
+				sem <- struct{}{}
+				defer func() { <-sem; done <- struct{}{} }()
+				es, err := ss.DueEntries(ctx, b, budget+1)
+				res[j] = result{es, err}
+			}()
+		}
+		for range minute {
+			<-done
+		}
+		c.Buckets += len(minute)
+		complete := true
+		for _, r := range res {
+			if r.err != nil {
+				note(r.err)
+				complete = false
+				continue
+			}
+			for _, e := range r.entries {
+				if budget == 0 {
+					complete = false
+					break
+				}
+				budget--
+				c.Examined++
+				if err := s.fireEntry(ctx, ss, e, now, &c, 2); err != nil {
+					note(err)
+					complete = false
+				}
+			}
+		}
+		if !complete || budget == 0 {
+			break
+		}
+		drained = minute[0].Minute
+	}
+	if limit := now.UTC().Truncate(time.Minute).Add(-time.Minute); drained.After(limit) {
+		drained = limit
+	}
+	if drained.After(wm) {
+		note(ss.AdvanceWatermark(ctx, wm, drained))
+	}
+	if c.Examined > 0 || c.Errors > 0 {
+		s.log.Info("schedules fired", "counts", c)
+	}
+	if firstErr != nil {
+		return c, fmt.Errorf("fire schedules: %d errors, first: %w", c.Errors, firstErr)
+	}
+	return c, nil
+}
+
+// fireEntry handles one index entry. Every step is safe to repeat: the
+// submission is idempotent, the run record's first write wins, and only
+// one sweep advances the cursor from the value it planned with.
+func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.IndexEntry, now time.Time, c *FireCounts, retries int) error {
+	rec, err := ss.GetSchedule(ctx, e.Owner, e.ScheduleID)
+	if errors.Is(err, batch.ErrNotFound) {
+		return ss.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
+	}
+	if err != nil {
+		return err
+	}
+	sc := rec.Schedule
+	if sc.Paused {
+		return ss.MoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
+	}
+	plan, err := sc.Plan(schedule.PlanParams{LastFired: rec.Cursor, Now: now})
+	if err != nil {
+		return fmt.Errorf("schedule %s: %w", sc.ID, err)
+	}
+	log := s.log.With("schedule_id", sc.ID)
+	lastJob := rec.LastJob
+	started := ""
+	if plan.Missed.Count > 0 && sc.CatchUp == schedule.CatchUpSkipMissed {
+		c.Missed++
+		if err := ss.PutRun(ctx, sc.ID, dynamo.Run{
+			Scheduled: plan.Missed.First, Through: plan.Missed.Last, Missed: plan.Missed.Count, Action: dynamo.RunMissed,
+			Note: fmt.Sprintf("%d scheduled times missed during downtime; skipped by catchUp=skipMissed", plan.Missed.Count),
+		}); err != nil {
+			return err
+		}
+	}
+	for _, f := range plan.Fire {
+		run := dynamo.Run{Scheduled: f.Scheduled, CatchUp: f.CatchUp}
+		if f.CatchUp {
+			run.Through, run.Missed = f.Through, plan.Missed.Count
+			run.Note = fmt.Sprintf("one run for %d scheduled times missed during downtime (catchUp=fireOnce)", plan.Missed.Count)
+		}
+		running := false
+		if lastJob != "" {
+			st, err := s.store.JobState(ctx, lastJob)
+			if err != nil && !errors.Is(err, batch.ErrNotFound) {
+				return err
+			}
+			running = st == sm.JobRunning
+		}
+		switch sc.Overlap.Decide(running) {
+		case schedule.ActionSkip:
+			c.Skipped++
+			run.Action = dynamo.RunSkipped
+			run.Note = "previous run " + lastJob + " still running (overlap=skip)"
+			if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+				return err
+			}
+			continue
+		case schedule.ActionCancelPreviousAndStart:
+			if _, err := s.Cancel(ctx, sc.Owner, lastJob); err != nil && !errors.Is(err, ErrJobEnded) && !errors.Is(err, batch.ErrNotFound) {
+				return fmt.Errorf("schedule %s: cancel previous run %s: %w", sc.ID, lastJob, err)
+			}
+			run.Note = "cancelled previous run " + lastJob + " (overlap=cancelPrevious)"
+		}
+		res, err := s.Submit(ctx, SubmitRequest{Owner: sc.Owner, IdempotencyKey: schedule.FiringKey(sc.ID, f.Scheduled), Spec: sc.Spec})
+		if err != nil {
+			return fmt.Errorf("schedule %s: submit firing %s: %w", sc.ID, f.Scheduled.Format(time.RFC3339), err)
+		}
+		job, jerr := s.store.GetJob(ctx, res.JobID)
+		if jerr != nil {
+			return jerr
+		}
+		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, job.Created
+		if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+			return err
+		}
+		if res.Created {
+			c.Started++
+			log.Info("schedule fired", "scheduled", f.Scheduled, "job_id", res.JobID, "late", now.Sub(f.Scheduled))
+		}
+		lastJob, started = res.JobID, res.JobID
+	}
+	err = ss.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next)
+	if errors.Is(err, dynamo.ErrCursorMoved) {
+		// Another sweep handled these times (or the schedule was paused,
+		// resumed or deleted). Look again from its new state, so the entry
+		// is moved on even if that sweep died before moving it: its jobs
+		// exist once whatever happens, by their idempotency keys.
+		if retries == 0 {
+			return fmt.Errorf("schedule %s: cursor keeps moving", sc.ID)
+		}
+		return s.fireEntry(ctx, ss, e, now, c, retries-1)
+	}
+	if err != nil {
+		return err
+	}
+	return ss.MoveEntry(ctx, e, plan.Next, now)
+}
+
+// sweepSchedules is the sweep's firing step.
+func (s *Service) sweepSchedules(ctx context.Context, now time.Time, c *SweepCounts) error {
+	fc, err := s.FireDue(ctx, now)
+	c.Fired += fc.Started
+	return err
+}
