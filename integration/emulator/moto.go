@@ -19,20 +19,43 @@ import (
 
 const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip install -r integration/emulator/requirements.txt) in the repository root"
 
-// untrackTables starts moto_server with Table objects no longer recorded
-// for moto's reset API; see Options.UntrackTables.
-const untrackTables = `import sys
-from moto.dynamodb.models.dynamo_type import Item
-from moto.dynamodb.models.table import SecondaryIndex, Table
-class Untracked(list):
-    def append(self, _):
-        pass
-def untrack(cls):
-    cls.instances_tracked = Untracked()
-    for sub in cls.__subclasses__():
-        untrack(sub)
-for cls in (Item, SecondaryIndex, Table):
-    untrack(cls)
+// motoLauncher starts moto_server with two workarounds, each for a moto
+// defect that AWS does not have; neither changes what any request does.
+//
+// Atomic DynamoDB requests: moto's server handles requests on threads,
+// and its DynamoDB backend takes no lock, so two concurrent UpdateItems on
+// one item can both read the old value and one update is lost (measured:
+// 599 of 600 concurrent ADDs kept), and a cancelled TransactWriteItems
+// restores a whole-table snapshot over other requests' writes. DynamoDB
+// applies each request atomically; Batchwork's counters and conditional
+// writes depend on that, and without the lock a stage under load could
+// miss its last decrement and never complete. So DynamoDB requests take
+// one lock (moto runs Python under one interpreter lock anyway, so this
+// costs little). SQS and S3 are untouched: a 20-second SQS long poll must
+// not hold up other requests.
+//
+// Untracked tables (only with Options.UntrackTables): see there.
+const motoLauncher = `import sys, threading
+from moto.dynamodb.responses import DynamoHandler
+_lock = threading.Lock()
+_call = DynamoHandler.call_action
+def call_action(self):
+    with _lock:
+        return _call(self)
+DynamoHandler.call_action = call_action
+if sys.argv[1] == "--untrack-tables":
+    del sys.argv[1]
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.models.table import SecondaryIndex, Table
+    class Untracked(list):
+        def append(self, _):
+            pass
+    def untrack(cls):
+        cls.instances_tracked = Untracked()
+        for sub in cls.__subclasses__():
+            untrack(sub)
+    for cls in (Item, SecondaryIndex, Table):
+        untrack(cls)
 from moto.server import main
 sys.exit(main())
 `
@@ -92,10 +115,19 @@ func startMoto(ctx context.Context, region string, opts Options) (*Emulator, err
 	fmt.Fprintf(logFile, "# %s -H 127.0.0.1 -p %d (socket passed as fd 3; started %s by pid %d)\n",
 		bin, port, time.Now().Format(time.RFC3339), os.Getpid())
 
+	// moto_server's own interpreter (the venv's python sits beside it) runs
+	// the launcher, which then calls moto_server's main with these flags.
+	// A moto_server without that python (BATCHWORK_MOTO_SERVER naming some
+	// other install) runs as it is, and the log says so.
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	if opts.UntrackTables {
-		// The venv's python sits beside moto_server.
-		cmd = exec.Command(filepath.Join(filepath.Dir(bin), "python"), "-c", untrackTables, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	if py := filepath.Join(filepath.Dir(bin), "python"); fileExists(py) {
+		args := []string{"-c", motoLauncher}
+		if opts.UntrackTables {
+			args = append(args, "--untrack-tables")
+		}
+		cmd = exec.Command(py, append(args, "-H", "127.0.0.1", "-p", strconv.Itoa(port))...)
+	} else {
+		fmt.Fprintf(logFile, "# no python beside %s: running it without the launcher's workarounds\n", bin)
 	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -304,4 +336,9 @@ func logTail(path string) string {
 		b = b[len(b)-max:]
 	}
 	return "\n--- log tail ---\n" + strings.TrimRight(string(b), "\n")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
