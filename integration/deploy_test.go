@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -194,7 +195,12 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		if err := awsREST(ctx, cfg, "lambda", http.MethodGet, "/2015-03-31/functions/"+url.PathEscape(physical[id])+"/configuration", nil, &fn); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(wantEnv, fn.Environment.Variables); diff != "" {
+		want := maps.Clone(wantEnv)
+		if strings.Contains(id, "Sweep") {
+			// Only the sweep hands off and consumes schedule timers.
+			want[lambdaenv.EnvQueueTimer] = res.Queues.Timer
+		}
+		if diff := cmp.Diff(want, fn.Environment.Variables); diff != "" {
 			t.Errorf("function %s environment (-want +got):\n%s", id, diff)
 		}
 		if fn.Runtime != "provided.al2023" || fn.Handler != "bootstrap" {
@@ -222,7 +228,16 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sources []string
+	timerMappings := 0
 	for _, m := range maps.EventSourceMappings {
+		if m.FunctionArn == sweepArn {
+			timerMappings++
+			if q := res.Queues.Timer; !strings.HasSuffix(m.EventSourceArn, ":"+q[strings.LastIndex(q, "/")+1:]) ||
+				!cmp.Equal(m.FunctionResponseTypes, []string{"ReportBatchItemFailures"}) {
+				t.Errorf("sweep event source mapping %s (response types %v), want the timer queue %s reporting item failures", m.EventSourceArn, m.FunctionResponseTypes, q)
+			}
+			continue
+		}
 		if m.FunctionArn != executorArn {
 			continue
 		}
@@ -230,6 +245,9 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		if !cmp.Equal(m.FunctionResponseTypes, []string{"ReportBatchItemFailures"}) || m.ScalingConfig.MaximumConcurrency != tuning.ExecutorMaxConcurrency {
 			t.Errorf("event source mapping %s: response types %v, max concurrency %d", m.EventSourceArn, m.FunctionResponseTypes, m.ScalingConfig.MaximumConcurrency)
 		}
+	}
+	if timerMappings != 1 {
+		t.Errorf("%d event source mappings on the sweep, want the timer queue's", timerMappings)
 	}
 	sort.Strings(sources)
 	var wantSources []string
@@ -256,8 +274,8 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 
 	// Word count on the deployed resources, handlers hosted here. moto
 	// would run the enabled mappings itself (in Docker) on every send.
-	if n, err := provision.PauseEventSources(ctx, cfg, stack); err != nil || n != 3 {
-		t.Fatalf("paused %d event source mappings, want 3: %v", n, err)
+	if n, err := provision.PauseEventSources(ctx, cfg, stack); err != nil || n != 4 {
+		t.Fatalf("paused %d event source mappings, want 4 (3 ready queues, the timer queue): %v", n, err)
 	}
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)

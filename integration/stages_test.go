@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,4 +145,40 @@ func TestTasksCommittedBeforeMarkCompleteStage(t *testing.T) {
 		t.Fatalf("%d tasks ran before the mark, want 3", ran)
 	}
 	wantSucceeded(t, rig.svc, id)
+}
+
+// A task that stays READY is looked at again after as long as it has
+// already waited, so one stuck behind a long backlog is resent at
+// StuckAfter, then at 2, 4 and 8 times it, not every StuckAfter.
+func TestSweepResendsWaitingTaskLessOften(t *testing.T) {
+	t.Parallel()
+	stuck := 10 * time.Second
+	rig := newSweepRig(t, control.Config{StartGrace: time.Second, CheckEvery: time.Hour, StuckAfter: stuck})
+	e, ready := rig.e, rig.e.r.Resources.Queues.Normal
+	submitTo(t, rig.svc, "waiting", oneStage("waiting", "work", 1))
+	drain := func() int {
+		msgs := receiveVisible(t, e, ready)
+		for _, m := range msgs {
+			if err := e.r.Queue.DeleteBatch(context.Background(), ready, []string{m.Receipt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return len(msgs)
+	}
+	drain() // the message never reaches an executor
+	var resentAt []time.Duration
+	for age := time.Duration(0); age <= 9*stuck; age += stuck / 2 {
+		if c := mustSweep(t, rig.svc); c.Requeued > 0 {
+			resentAt = append(resentAt, age)
+			if n := drain(); n != c.Requeued {
+				t.Fatalf("at %s: %d messages for %d requeued", age, n, c.Requeued)
+			}
+		}
+		rig.clk.Advance(stuck / 2)
+	}
+	// Linear resending would give 10s, 20s, 30s, ... 90s.
+	want := []time.Duration{stuck, 2 * stuck, 4 * stuck, 8 * stuck}
+	if !slices.Equal(resentAt, want) {
+		t.Fatalf("resent at %v, want %v", resentAt, want)
+	}
 }

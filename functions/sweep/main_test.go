@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/batchwork/batchwork/integration/emulator"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -106,6 +110,7 @@ func wired(t *testing.T) (lambdaenv.Wired, provision.Resources) {
 		"AWS_ENDPOINT_URL": emu.URL, "AWS_REGION": emu.Region,
 		"BATCHWORK_TABLE": res.Table, "BATCHWORK_BUCKET": res.Bucket, "BATCHWORK_DLQ": res.Queues.DLQ,
 		"BATCHWORK_QUEUE_HIGH": res.Queues.High, "BATCHWORK_QUEUE_NORMAL": res.Queues.Normal, "BATCHWORK_QUEUE_LOW": res.Queues.Low,
+		lambdaenv.EnvQueueTimer: res.Queues.Timer,
 	} {
 		t.Setenv(k, v)
 	}
@@ -129,7 +134,9 @@ func TestHandlerSweepsTheDeployment(t *testing.T) {
 	if err := w.Queue.SendBatch(ctx, res.Queues.DLQ, []queue.Send{{Body: "j0123456789abcdef012345/0/0"}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := h(ctx)
+	// EventBridge's scheduled event, as the rule delivers it.
+	out, err := h(ctx, json.RawMessage(`{"version":"0","source":"aws.events","detail-type":"Scheduled Event","detail":{}}`))
+	c, _ := out.(control.SweepCounts)
 	if err != nil {
 		t.Fatalf("sweep: %v (counts %+v)", err, c)
 	}
@@ -142,5 +149,33 @@ func TestHandlerSweepsTheDeployment(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Fatalf("dead-letter queue still holds %v", left)
+	}
+}
+
+// An SQS event is a batch of timer messages: a firing of a schedule that
+// no longer exists is dropped and a body that is no timer message is
+// dropped too (neither can ever succeed), so no item is reported failed;
+// neither runs a sweep.
+func TestHandlerConsumesTimerMessages(t *testing.T) {
+	w, _ := wired(t)
+	h := handler(w)
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "gone", EventSource: "aws:sqs", Body: `{"owner":"o","firing":"s0123456789abcdef01234@2020-01-01T00:00:00Z","bucket":"2020-01-01T00:00Z#03"}`},
+		{MessageId: "junk", EventSource: "aws:sqs", Body: "j0123456789abcdef012345/0/0"},
+	}}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := out.(events.SQSEventResponse)
+	if !ok {
+		t.Fatalf("handler returned %T %+v, want an SQS batch response", out, out)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch item failures %+v, want none", resp.BatchItemFailures)
 	}
 }

@@ -90,10 +90,13 @@ type Batchwork struct {
 	Bucket            awss3.Bucket
 	High, Normal, Low awssqs.Queue
 	DeadLetters       awssqs.Queue
-	API               awsapigatewayv2.HttpApi
-	Functions         map[string]awslambda.Function
-	Alarms            []awscloudwatch.Alarm
-	Dashboard         awscloudwatch.Dashboard
+	// Timer holds schedule firings handed off by the sweep, each delayed
+	// until its scheduled time; the sweep function consumes it.
+	Timer     awssqs.Queue
+	API       awsapigatewayv2.HttpApi
+	Functions map[string]awslambda.Function
+	Alarms    []awscloudwatch.Alarm
+	Dashboard awscloudwatch.Dashboard
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -125,6 +128,9 @@ var (
 	visibilityActions = []string{"sqs:ChangeMessageVisibility"}
 	// The sweep drains the dead-letter queue.
 	drainActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage"}
+	// The sweep hands schedule firings to the timer queue (its event
+	// source mapping consumes them, with the grants CDK adds for it).
+	timerActions = []string{"sqs:SendMessage"}
 )
 
 // permissions says which action sets each function needs, from its code
@@ -136,7 +142,7 @@ var (
 // of that and drains the dead-letter queue; the executor claims, reads
 // inputs, writes outputs and commits.
 type grantSet struct {
-	table, read, write, list, tag, send, visibility, drain bool
+	table, read, write, list, tag, send, visibility, drain, timer bool
 	// index: queries the sweep's index.
 	index bool
 }
@@ -145,7 +151,7 @@ var permissions = map[string]grantSet{
 	FnAPI:      {table: true, read: true, write: true, list: true, send: true},
 	FnClaim:    {table: true, list: true, tag: true},
 	FnCommit:   {table: true, read: true, write: true, list: true, tag: true, send: true},
-	FnSweep:    {table: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true},
+	FnSweep:    {table: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true, timer: true},
 	FnExecutor: {table: true, read: true, write: true, list: true, tag: true, send: true, visibility: true},
 }
 
@@ -277,13 +283,27 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		})
 	}
 	b.High, b.Normal, b.Low = ready("ReadyHigh"), ready("ReadyNormal"), ready("ReadyLow")
+	// The timer queue's visibility is the sweep's timeout (Lambda's event
+	// source mapping requires at least that): a firing the consumer failed
+	// comes back a minute later, and the sweep's own firing covers it
+	// meanwhile.
+	b.Timer = awssqs.NewQueue(c, jsii.String("Timer"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		VisibilityTimeout: seconds(tuning.SweepTimeout),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           b.DeadLetters,
+			MaxReceiveCount: jsii.Number(tuning.MaxReceiveCount),
+		},
+	})
 }
 
 func (b *Batchwork) readyQueues() []awssqs.Queue { return []awssqs.Queue{b.High, b.Normal, b.Low} }
 
-// environment is every function's configuration (shared/lambdaenv).
-func (b *Batchwork) environment() *map[string]*string {
-	return &map[string]*string{
+// environment is a function's configuration (shared/lambdaenv); only the
+// sweep knows the timer queue.
+func (b *Batchwork) environment(name string) *map[string]*string {
+	env := map[string]*string{
 		lambdaenv.EnvTable:       b.Table.TableName(),
 		lambdaenv.EnvBucket:      b.Bucket.BucketName(),
 		lambdaenv.EnvQueueHigh:   b.High.QueueUrl(),
@@ -291,6 +311,10 @@ func (b *Batchwork) environment() *map[string]*string {
 		lambdaenv.EnvQueueLow:    b.Low.QueueUrl(),
 		lambdaenv.EnvDLQ:         b.DeadLetters.QueueUrl(),
 	}
+	if name == FnSweep {
+		env[lambdaenv.EnvQueueTimer] = b.Timer.QueueUrl()
+	}
+	return &env
 }
 
 func (b *Batchwork) functions(c constructs.Construct, p Props) {
@@ -322,7 +346,7 @@ func (b *Batchwork) functions(c constructs.Construct, p Props) {
 			LoggingFormat: awslambda.LoggingFormat_JSON,
 			Timeout:       seconds(timeouts[name]),
 			MemorySize:    jsii.Number(memory[name]),
-			Environment:   b.environment(),
+			Environment:   b.environment(name),
 			Description:   jsii.String("Batchwork " + name),
 		})
 		b.grant(fn, permissions[name])
@@ -368,6 +392,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.drain {
 		b.DeadLetters.Grant(to, *jsii.Strings(drainActions...)...)
 		// Moving a dead letter back sends it to its ready queue.
+	}
+	if g.timer {
+		b.Timer.Grant(to, *jsii.Strings(timerActions...)...)
 	}
 }
 
@@ -434,6 +461,12 @@ func (b *Batchwork) schedule(c constructs.Construct, p Props) {
 		Schedule:    awsevents.Schedule_Expression(jsii.String(p.SweepSchedule)),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions[FnSweep], nil)},
 	})
+	// Handed-off firings reach the sweep as soon as their delay ends; no
+	// batching window, since every second of waiting is lateness.
+	b.Functions[FnSweep].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.Timer, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
 }
 
 // lambdaExecutor subscribes the executor to every ready queue. The
@@ -464,4 +497,5 @@ func (b *Batchwork) outputs(c constructs.Construct, p Props) {
 	out(template.OutQueueNormal, b.Normal.QueueUrl(), "Ready queue, normal priority")
 	out(template.OutQueueLow, b.Low.QueueUrl(), "Ready queue, low priority")
 	out(template.OutDLQ, b.DeadLetters.QueueUrl(), "Dead-letter queue")
+	out(template.OutTimerQueue, b.Timer.QueueUrl(), "Schedule timer queue (firings handed off by the sweep)")
 }

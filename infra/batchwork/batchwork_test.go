@@ -251,7 +251,7 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 		batchwork.FnAPI:      sorted(logsWrite, tableRW, objectsRW, sendReady),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
 		batchwork.FnCommit:   sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady),
-		batchwork.FnSweep:    sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, drainDLQ),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
 		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, setVisible, eventSource)),
 	}
 	ids := s.functionIDs(t)
@@ -359,8 +359,8 @@ func TestQueuesAreEncryptedAndDeadLettered(t *testing.T) {
 	s := defaultStack(t)
 	queues := s.ofType("AWS::SQS::Queue")
 	dlqID := *s.stack.GetLogicalId(s.b.DeadLetters.Node().DefaultChild().(awscdk.CfnElement))
-	if len(queues) != 4 {
-		t.Fatalf("%d queues, want 3 ready queues and a dead-letter queue", len(queues))
+	if len(queues) != 5 {
+		t.Fatalf("%d queues, want 3 ready queues, a timer queue and a dead-letter queue", len(queues))
 	}
 	for id, q := range queues {
 		if q.Properties["SqsManagedSseEnabled"] != true {
@@ -425,12 +425,22 @@ func TestSettingsAgree(t *testing.T) {
 	exec := s.json.Resources[ids[batchwork.FnExecutor]]
 	execTimeout := time.Duration(exec.Properties["Timeout"].(float64)) * time.Second
 	var receives float64
+	timerID := *s.stack.GetLogicalId(s.b.Timer.Node().DefaultChild().(awscdk.CfnElement))
+	sweepTimeout := time.Duration(s.json.Resources[ids[batchwork.FnSweep]].Properties["Timeout"].(float64)) * time.Second
 	for id, q := range s.ofType("AWS::SQS::Queue") {
 		rp, ok := q.Properties["RedrivePolicy"].(map[string]any)
 		if !ok {
 			continue // the dead-letter queue
 		}
 		vis := time.Duration(q.Properties["VisibilityTimeout"].(float64)) * time.Second
+		if id == timerID {
+			// Consumed by the sweep: Lambda requires a visibility of at
+			// least the consumer's timeout.
+			if vis < sweepTimeout {
+				t.Errorf("timer queue: visibility %v < sweep timeout %v", vis, sweepTimeout)
+			}
+			continue
+		}
 		receives = rp["maxReceiveCount"].(float64)
 		if err := tuning.Check(vis, execTimeout, int(receives)); err != nil {
 			t.Errorf("queue %s: %v", id, err)
@@ -467,19 +477,34 @@ func TestLambdaExecutorEventSources(t *testing.T) {
 	s := defaultStack(t)
 	ids := s.functionIDs(t)
 	maps := s.ofType("AWS::Lambda::EventSourceMapping")
-	if len(maps) != 3 {
-		t.Fatalf("%d event source mappings, want one per ready queue", len(maps))
+	if len(maps) != 4 {
+		t.Fatalf("%d event source mappings, want one per ready queue and the timer queue's", len(maps))
 	}
+	timerID := *s.stack.GetLogicalId(s.b.Timer.Node().DefaultChild().(awscdk.CfnElement))
+	timers := 0
 	for id, m := range maps {
-		if refID(m.Properties["FunctionName"]) != ids[batchwork.FnExecutor] {
-			t.Errorf("mapping %s targets %v", id, m.Properties["FunctionName"])
-		}
 		if diff := cmp.Diff([]any{"ReportBatchItemFailures"}, m.Properties["FunctionResponseTypes"]); diff != "" {
 			t.Errorf("mapping %s response types (-want +got):\n%s", id, diff)
+		}
+		if refID(m.Properties["EventSourceArn"]) == timerID {
+			timers++
+			if refID(m.Properties["FunctionName"]) != ids[batchwork.FnSweep] {
+				t.Errorf("timer mapping %s targets %v, want the sweep", id, m.Properties["FunctionName"])
+			}
+			if _, ok := m.Properties["MaximumBatchingWindowInSeconds"]; ok {
+				t.Errorf("timer mapping %s waits to batch: %v", id, m.Properties["MaximumBatchingWindowInSeconds"])
+			}
+			continue
+		}
+		if refID(m.Properties["FunctionName"]) != ids[batchwork.FnExecutor] {
+			t.Errorf("mapping %s targets %v", id, m.Properties["FunctionName"])
 		}
 		if got := m.Properties["ScalingConfig"]; !cmp.Equal(got, map[string]any{"MaximumConcurrency": float64(tuning.ExecutorMaxConcurrency)}) {
 			t.Errorf("mapping %s scaling %v", id, got)
 		}
+	}
+	if timers != 1 {
+		t.Errorf("%d mappings on the timer queue, want 1", timers)
 	}
 }
 
@@ -497,6 +522,9 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		}
 		sort.Strings(got)
 		want := append([]string(nil), lambdaenv.EnvNames...)
+		if name == batchwork.FnSweep {
+			want = append(want, lambdaenv.EnvQueueTimer)
+		}
 		sort.Strings(want)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s environment (-want +got):\n%s", name, diff)
@@ -560,7 +588,7 @@ func TestScheduleAlarmsDashboardOutputs(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{template.OutAPI, template.OutDLQ, template.OutBucket, template.OutQueueHigh, template.OutQueueLow, template.OutQueueNormal, template.OutTable}
+	want := []string{template.OutAPI, template.OutDLQ, template.OutBucket, template.OutQueueHigh, template.OutQueueLow, template.OutQueueNormal, template.OutTable, template.OutTimerQueue}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("outputs (-want +got):\n%s", diff)
@@ -572,9 +600,22 @@ func TestScheduleIsConfigurable(t *testing.T) {
 	check(t, func() {
 		s.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{"ScheduleExpression": "rate(5 minutes)"})
 	})
-	check(t, func() {
-		s.template.AllResourcesProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]any{"ScalingConfig": map[string]any{"MaximumConcurrency": 7}})
-	})
+	// Every executor mapping takes the cap; the timer queue's (the
+	// sweep's) is not an executor and keeps Lambda's default scaling.
+	ids := s.functionIDs(t)
+	n := 0
+	for id, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+		if refID(m.Properties["FunctionName"]) != ids[batchwork.FnExecutor] {
+			continue
+		}
+		n++
+		if got := m.Properties["ScalingConfig"]; !cmp.Equal(got, map[string]any{"MaximumConcurrency": float64(7)}) {
+			t.Errorf("executor mapping %s scaling %v, want a maximum of 7", id, got)
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d executor mappings, want 3", n)
+	}
 }
 
 func TestBadPropsPanicWithTheField(t *testing.T) {

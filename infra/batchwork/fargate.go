@@ -38,7 +38,7 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 		Vpc:                 vpc,
 		ContainerInsightsV2: awsecs.ContainerInsights_ENABLED,
 	})
-	env := *b.environment()
+	env := *b.environment(FnExecutor)
 	env[EnvSlots] = jsii.String(strconv.Itoa(p.FargateSlots))
 	svc := awsecspatterns.NewQueueProcessingFargateService(c, jsii.String("FargateExecutor"), &awsecspatterns.QueueProcessingFargateServiceProps{
 		Cluster: cluster,

@@ -31,5 +31,6 @@ const (
 	OutQueueNormal = "QueueNormalUrl"
 	OutQueueLow    = "QueueLowUrl"
 	OutDLQ         = "DeadLetterQueueUrl"
+	OutTimerQueue  = "TimerQueueUrl"
 	OutAPI         = "ApiUrl"
 )

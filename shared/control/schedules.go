@@ -484,9 +484,13 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 	return ss.MoveEntry(ctx, e, plan.Next, now)
 }
 
-// sweepSchedules is the sweep's firing step.
+// sweepSchedules is the sweep's firing step: fire what is due, then hand
+// what is due soon to the timer queue (timers.go). Handing off after
+// firing finds the entries this run just moved to their next firing.
 func (s *Service) sweepSchedules(ctx context.Context, now time.Time, c *SweepCounts) error {
 	fc, err := s.FireDue(ctx, now)
 	c.Fired += fc.Started
-	return err
+	n, herr := s.HandOffTimers(ctx, now)
+	c.HandedOff += n
+	return errors.Join(err, herr)
 }

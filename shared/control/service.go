@@ -75,8 +75,11 @@ var (
 )
 
 // Queues are the ready queues by priority class, and the dead-letter queue.
+// Timer is the schedule timer queue (timers.go); empty where this process
+// does not hand firings off (it then fires only from the sweep).
 type Queues struct {
 	High, Normal, Low, DLQ string
+	Timer                  string
 }
 
 // For returns the ready queue of a priority class.

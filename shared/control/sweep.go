@@ -24,6 +24,7 @@ type SweepCounts struct {
 	DeadLettered int `json:"deadLettered"`
 	Errors       int `json:"errors"`
 	Fired        int `json:"schedulesFired"`
+	HandedOff    int `json:"timersHandedOff"`
 	Deadlines    int `json:"deadlinesExceeded"`
 }
 
@@ -99,7 +100,12 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Requeued++
-		return s.store.SetDue(ctx, it, now.Add(min(delay, queue.MaxDelay)+s.cfg.StuckAfter))
+		// A task that keeps waiting is more likely behind a backlog than
+		// lost again, so the next look waits as long as the task already
+		// has: a task queued for hours behind a small fleet is resent a
+		// logarithmic number of times, not once per StuckAfter.
+		wait := max(s.cfg.StuckAfter, now.Sub(t.Updated))
+		return s.store.SetDue(ctx, it, now.Add(min(delay, queue.MaxDelay)+wait))
 	case sm.TaskClaimed:
 		if !now.After(t.LeaseUntil) {
 			return nil // renewed since the index entry was written
@@ -195,6 +201,13 @@ func (s *Service) sweepDeadLetters(ctx context.Context, c *SweepCounts) error {
 	}
 	var done []string
 	for _, m := range msgs {
+		if isTimerBody(m.Body) {
+			// A firing its consumer kept failing: the sweep fires it
+			// (FireDue) whatever happens to the message.
+			c.DeadLettered++
+			done = append(done, m.Receipt)
+			continue
+		}
 		ref, err := batch.ParseTaskRef(m.Body)
 		if err != nil {
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)

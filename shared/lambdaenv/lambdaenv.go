@@ -36,6 +36,7 @@ func FromEnv() (Config, error) {
 		Queues: control.Queues{
 			High: os.Getenv("BATCHWORK_QUEUE_HIGH"), Normal: os.Getenv("BATCHWORK_QUEUE_NORMAL"),
 			Low: os.Getenv("BATCHWORK_QUEUE_LOW"), DLQ: os.Getenv("BATCHWORK_DLQ"),
+			Timer: os.Getenv(EnvQueueTimer),
 		},
 		Endpoint: os.Getenv("AWS_ENDPOINT_URL"),
 	}

@@ -10,6 +10,10 @@ const (
 	EnvQueueNormal = "BATCHWORK_QUEUE_NORMAL"
 	EnvQueueLow    = "BATCHWORK_QUEUE_LOW"
 	EnvDLQ         = "BATCHWORK_DLQ"
+	// EnvQueueTimer is set on the sweep function only, the one function
+	// that hands schedule firings to the timer queue and consumes it; it
+	// is optional, so FromEnv does not require it.
+	EnvQueueTimer = "BATCHWORK_QUEUE_TIMER"
 )
 
 // EnvNames lists the required variables.

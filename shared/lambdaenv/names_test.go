@@ -36,3 +36,19 @@ func TestEnvNamesAreWhatFromEnvReads(t *testing.T) {
 		})
 	}
 }
+
+// The timer queue is optional (only the sweep function has it) and, when
+// set, reaches the control plane's queues.
+func TestTimerQueueIsOptional(t *testing.T) {
+	for _, n := range EnvNames {
+		t.Setenv(n, "x/"+n)
+	}
+	c, err := FromEnv()
+	if err != nil || c.Queues.Timer != "" {
+		t.Fatalf("without %s: %+v, %v; want no error and no timer queue", EnvQueueTimer, c.Queues, err)
+	}
+	t.Setenv(EnvQueueTimer, "x/timer")
+	if c, err = FromEnv(); err != nil || c.Queues.Timer != "x/timer" {
+		t.Fatalf("with %s: %+v, %v", EnvQueueTimer, c.Queues, err)
+	}
+}

@@ -258,6 +258,7 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 		Queues: control.Queues{
 			High: got[template.OutQueueHigh], Normal: got[template.OutQueueNormal],
 			Low: got[template.OutQueueLow], DLQ: got[template.OutDLQ],
+			Timer: got[template.OutTimerQueue],
 		},
 	}, nil
 }
@@ -266,6 +267,7 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 var resourceOutputs = []string{
 	template.OutTable, template.OutBucket, template.OutQueueHigh,
 	template.OutQueueNormal, template.OutQueueLow, template.OutDLQ,
+	template.OutTimerQueue,
 }
 
 // waitStack waits until the stack's creation or update has finished and

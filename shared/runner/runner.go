@@ -121,10 +121,14 @@ func (r *Runner) ServeAPI(ctx context.Context) {
 // then drains the executors.
 func (r *Runner) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		r.ServeAPI(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		r.RunTimers(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -155,5 +159,50 @@ func (r *Runner) Poller() *executor.Poller {
 		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
 		// The same receive visibility the deployed executors use.
 		Visibility: tuning.ReceiveVisibility,
+	}
+}
+
+// RunTimers consumes the schedule timer queue until ctx ends, as the
+// sweep function's event source mapping does on AWS: it long-polls, fires
+// each batch (control.FireTimers) and deletes the messages handled. A
+// failed message comes back after its visibility timeout.
+func (r *Runner) RunTimers(ctx context.Context) {
+	url := r.Resources.Queues.Timer
+	if url == "" {
+		return
+	}
+	wait := r.opts.PollWait
+	if wait == 0 {
+		wait = 20 * time.Second
+	}
+	for ctx.Err() == nil {
+		msgs, err := r.Queue.Receive(ctx, url, 10, wait, tuning.SweepTimeout)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.opts.Log.Warn("receive timers", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		bodies := make([]string, len(msgs))
+		for i, m := range msgs {
+			bodies[i] = m.Body
+		}
+		var done []string
+		for i, err := range r.Service.FireTimers(ctx, bodies) {
+			if err == nil || errors.Is(err, control.ErrNotTimer) {
+				done = append(done, msgs[i].Receipt)
+				continue
+			}
+			r.opts.Log.Warn("timer", "message_id", msgs[i].ID, "err", err)
+		}
+		if len(done) > 0 {
+			if err := r.Queue.DeleteBatch(ctx, url, done); err != nil && ctx.Err() == nil {
+				r.opts.Log.Warn("delete timers", "err", err)
+			}
+		}
 	}
 }

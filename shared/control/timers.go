@@ -1,0 +1,243 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/schedule"
+)
+
+// On-time firing. The sweep runs once a minute, so firing only from it can
+// be a minute late. Instead each sweep also hands the firings due in the
+// next TimerWindow to the timer queue, one message per firing, delayed by
+// the time left; the consumer (FireTimer) fires them when SQS releases them.
+//
+// Nothing about a firing's guarantees moves to the queue: FireTimer re-reads
+// the schedule and fires through the sweep's own code path (fireEntry), so
+// the job's idempotency key (schedule.FiringKey) and the conditional cursor
+// still make it exactly one job per scheduled time, whoever gets there
+// first. A paused or deleted schedule's messages are dropped on arrival,
+// which is how pausing stops firings already handed to SQS. A message lost
+// or failed is no worse than before: the sweep fires the time itself.
+//
+// A firing is handed off by every sweep that sees it within the window
+// (with a 90 s window and a 1 minute sweep, once or twice): marking entries
+// as handed off would cost a write per firing to save a message that is
+// dropped with one read.
+
+const (
+	// TimerWindow is how far ahead the sweep hands firings off. It exceeds
+	// the sweep's period, so every firing is handed off at least once.
+	TimerWindow = 90 * time.Second
+	// timerMaxPerSweep bounds the messages one sweep sends; firings beyond
+	// it are fired by the sweep, later.
+	timerMaxPerSweep = 2000
+	// timerMaxWait is how early a message may arrive and still be waited
+	// out. Delays are whole seconds rounded down, so a message normally
+	// arrives less than a second early; one arriving earlier (a delay
+	// capped at SQS's 15 minutes) is handed back with the time left.
+	timerMaxWait = 2 * time.Second
+)
+
+// timerMsg is a timer message's body.
+type timerMsg struct {
+	Owner string `json:"owner"`
+	// Firing is schedule.FiringKey: the schedule and the scheduled time.
+	Firing string `json:"firing"`
+	// Bucket is the index bucket the schedule's entry was in at handoff,
+	// so the consumer moves the entry on as the sweep would.
+	Bucket string `json:"bucket"`
+}
+
+// ErrNotTimer: a message is not a timer message. It can never succeed,
+// so hosts drop it rather than retry it.
+var ErrNotTimer = errors.New("not a timer message")
+
+func parseTimer(body string) (timerMsg, string, time.Time, schedule.Bucket, error) {
+	var m timerMsg
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return m, "", time.Time{}, schedule.Bucket{}, fmt.Errorf("%w: %v", ErrNotTimer, err)
+	}
+	id, at, err := schedule.ParseFiringKey(m.Firing)
+	if err != nil {
+		return m, "", time.Time{}, schedule.Bucket{}, fmt.Errorf("%w: %v", ErrNotTimer, err)
+	}
+	b, err := schedule.ParseBucketKey(m.Bucket)
+	if err != nil || m.Owner == "" {
+		return m, "", time.Time{}, schedule.Bucket{}, fmt.Errorf("%w: owner %q, bucket: %v", ErrNotTimer, m.Owner, err)
+	}
+	return m, id, at, b, nil
+}
+
+// timerDelay is the SQS delay for a firing at `at` handed off at now: the
+// time left rounded down to whole seconds (the consumer waits out the
+// fraction), at most SQS's limit.
+func timerDelay(at, now time.Time) time.Duration {
+	return min(max(at.Sub(now), 0).Truncate(time.Second), queue.MaxDelay)
+}
+
+// HandOffTimers sends one delayed timer message per firing due after now
+// and within TimerWindow, at most timerMaxPerSweep of them. It Queries only
+// the index buckets of the window's minutes. It returns how many it sent.
+func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
+	if s.cfg.Queues.Timer == "" {
+		return 0, nil
+	}
+	ss, err := s.schedules()
+	if err != nil {
+		return 0, nil
+	}
+	if _, ok, err := ss.Watermark(ctx); err != nil || !ok {
+		return 0, err // no schedule was ever created
+	}
+	until := now.Add(TimerWindow)
+	var buckets []schedule.Bucket
+	for m := now.UTC().Truncate(time.Minute); !m.After(until); m = m.Add(time.Minute) {
+		for sh := range schedule.ShardCount {
+			buckets = append(buckets, schedule.Bucket{Minute: m, Shard: sh})
+		}
+	}
+	res := make([][]dynamo.IndexEntry, len(buckets))
+	errs := make([]error, len(buckets))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, fireWorkers)
+	for i, b := range buckets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res[i], errs[i] = ss.DueEntries(ctx, b, timerMaxPerSweep)
+		}()
+	}
+	wg.Wait()
+	var sends []queue.Send
+	for i, es := range res {
+		for _, e := range es {
+			if !e.At.After(now) || e.At.After(until) || len(sends) == timerMaxPerSweep {
+				continue // due already (FireDue's), beyond the window, or over budget
+			}
+			body, err := json.Marshal(timerMsg{Owner: e.Owner, Firing: schedule.FiringKey(e.ScheduleID, e.At), Bucket: buckets[i].Key()})
+			if err != nil {
+				return 0, fmt.Errorf("hand off timers: %w", err)
+			}
+			sends = append(sends, queue.Send{Body: string(body), Delay: timerDelay(e.At, now)})
+		}
+	}
+	err = errors.Join(errs...)
+	if len(sends) > 0 {
+		if serr := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, sends); serr != nil {
+			return 0, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
+		}
+		s.log.Info("schedule firings handed off", "count", len(sends))
+	}
+	if err != nil {
+		return len(sends), fmt.Errorf("hand off timers: %w", err)
+	}
+	return len(sends), nil
+}
+
+// TimerOutcome says what FireTimer did with a message. Every outcome means
+// the message is done with; only an error asks for a retry.
+type TimerOutcome string
+
+const (
+	// TimerFired: the firing was handled now (a job started, or the
+	// overlap policy skipped it).
+	TimerFired TimerOutcome = "fired"
+	// TimerAlreadyFired: the sweep or an earlier message handled it.
+	TimerAlreadyFired TimerOutcome = "alreadyFired"
+	// TimerDropped: the schedule is paused or deleted.
+	TimerDropped TimerOutcome = "dropped"
+	// TimerHandedBack: it arrived too early and was sent again with the
+	// time left.
+	TimerHandedBack TimerOutcome = "handedBack"
+)
+
+// FireTimer handles one timer message: it re-reads the schedule, drops the
+// message if the schedule is paused or deleted or the time was already
+// handled, waits out a remainder of at most timerMaxWait, and fires the
+// schedule exactly as the sweep would. A body that is not a timer message
+// returns ErrNotTimer.
+func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, error) {
+	m, id, at, b, err := parseTimer(body)
+	if err != nil {
+		return "", err
+	}
+	ss, err := s.schedules()
+	if err != nil {
+		return "", err
+	}
+	now := s.Now()
+	if left := at.Sub(now); left > timerMaxWait {
+		err := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: body, Delay: timerDelay(at, now)}})
+		if err != nil {
+			return "", fmt.Errorf("hand back timer %s: %w", m.Firing, err)
+		}
+		return TimerHandedBack, nil
+	}
+	rec, err := ss.GetSchedule(ctx, m.Owner, id)
+	if errors.Is(err, batch.ErrNotFound) {
+		return TimerDropped, nil // deleted; the sweep drops its index entry
+	}
+	if err != nil {
+		return "", err
+	}
+	if rec.Schedule.Paused {
+		return TimerDropped, nil
+	}
+	if !rec.Cursor.Before(at) {
+		return TimerAlreadyFired, nil
+	}
+	if left := at.Sub(now); left > 0 {
+		t := time.NewTimer(left)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+		// The wait was real time; an injected clock may lag it by a
+		// little, and the firing is due now either way.
+		now = s.Now()
+		if now.Before(at) {
+			now = at
+		}
+	}
+	var c FireCounts
+	e := dynamo.IndexEntry{Bucket: b, ScheduleID: id, Owner: m.Owner, At: at}
+	if err := s.fireEntry(ctx, ss, e, now, &c, 2); err != nil {
+		return "", fmt.Errorf("fire timer %s: %w", m.Firing, err)
+	}
+	return TimerFired, nil
+}
+
+// FireTimers handles a batch of timer messages at once, so one message's
+// wait does not delay another, and returns each one's error (nil: done
+// with, delete it; ErrNotTimer: never valid, delete it too).
+func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
+	errs := make([]error, len(bodies))
+	var wg sync.WaitGroup
+	for i, body := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.FireTimer(ctx, body)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// isTimerBody reports whether a (dead-lettered) message is a timer message.
+func isTimerBody(body string) bool {
+	_, _, _, _, err := parseTimer(body)
+	return err == nil
+}
