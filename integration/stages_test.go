@@ -182,3 +182,55 @@ func TestSweepResendsWaitingTaskLessOften(t *testing.T) {
 		t.Fatalf("resent at %v, want %v", resentAt, want)
 	}
 }
+
+// slowChunks stands for a slow materialization: writing a chunk's tasks
+// takes slow (on the test clock), and after records each recorded chunk.
+type slowChunks struct {
+	control.Store
+	clk   *testClock
+	slow  time.Duration
+	after func(to int)
+}
+
+func (a *slowChunks) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+	a.clk.Advance(a.slow)
+	return a.Store.PutTasks(ctx, tasks, due)
+}
+
+func (a *slowChunks) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) error {
+	err := a.Store.AdvanceEnqueued(ctx, job, idx, from, to, due)
+	a.after(to)
+	return err
+}
+
+// A materialization that is slow but making progress keeps pushing its
+// stage's sweep check back, so the sweep does not start a second one
+// alongside (which would repeat puts and send duplicate messages).
+func TestSweepLeavesProgressingMaterializationAlone(t *testing.T) {
+	t.Parallel()
+	grace := 10 * time.Second
+	rig := newSweepRig(t, control.Config{StartGrace: grace, CheckEvery: time.Hour, StuckAfter: time.Hour, ChunkTasks: 5})
+	var counts []control.SweepCounts
+	// Each chunk takes most of the grace period, and the sweep looks in
+	// after the first, past the stage's first due time (start + grace).
+	store := &slowChunks{Store: rig.e.r.Store, clk: rig.clk, slow: grace - time.Second, after: func(to int) {
+		if to == 5 {
+			rig.clk.Advance(5 * time.Second)
+			counts = append(counts, mustSweep(t, rig.svc))
+		}
+	}}
+	id := submitTo(t, rig.service(store, rig.e.r.Queue), "slow", oneStage("slow", "work", 10))
+	if len(counts) != 1 {
+		t.Fatalf("%d sweeps ran during the materialization, want 1", len(counts))
+	}
+	for i, c := range counts {
+		if c.StagesFixed != 0 {
+			t.Fatalf("sweep %d stepped into a live materialization: %+v", i, c)
+		}
+	}
+	if n := messagesIn(t, rig.e, rig.e.r.Resources.Queues.Normal); n != 10 {
+		t.Fatalf("%d messages queued, want one per task (10)", n)
+	}
+	work(t, rig.e, rig.exec)
+	wantSucceeded(t, rig.svc, id)
+}

@@ -96,7 +96,7 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		if err := s.queue.SendBatch(ctx, url, msgs); err != nil {
 			return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
 		}
-		if err := s.store.AdvanceEnqueued(ctx, job, idx, from, to); err != nil {
+		if err := s.store.AdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace)); err != nil {
 			return err
 		}
 		if stage, err = s.store.GetStage(ctx, job, idx); err != nil {

@@ -421,19 +421,25 @@ func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (b
 // written and sent, if its count still stands at from. A stale from (a
 // concurrent materializer got there first) is not an error: the caller
 // reads the stage again and carries on from its count.
-func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int) error {
+//
+// due moves the stage's sweep check on with the progress, so a
+// materialization that is slow but alive is not repeated alongside by
+// the sweep; only one that stalls for a whole grace period is.
+func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) error {
 	cond := "#enq = :from"
 	if from == 0 {
 		cond = "attribute_not_exists(#enq) OR #enq = :from"
 	}
+	c := newCond()
+	c.values[":from"] = nv(int64(from))
+	c.values[":to"] = nv(int64(to))
+	upd := "SET #enq = :to" + s.dueClause(c, jobPK(job)+stageSK(idx), due)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
-		UpdateExpression:         aws.String("SET #enq = :to"),
-		ConditionExpression:      aws.String(cond),
-		ExpressionAttributeNames: map[string]string{"#enq": aEnqueued},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":from": nv(int64(from)), ":to": nv(int64(to)),
-		},
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#enq": aEnqueued},
+		ExpressionAttributeValues: c.values,
 	})
 	if err != nil && !isCondFailed(err) {
 		return fmt.Errorf("advance stage %s/%d to %d enqueued: %w", job, idx, to, err)
