@@ -112,7 +112,10 @@ type Config struct {
 	// are written and sent ChunkTasks at a time, and one call (a commit
 	// that completed the upstream stage, or a sweep run) does at most
 	// ChunksPerCall chunks before leaving the rest to the next sweep, so a
-	// 100,000-task stage never holds one handler for minutes.
+	// 100,000-task stage never holds one handler for minutes. Each chunk
+	// recorded also pushes the stage's sweep check back by StartGrace, so
+	// small chunks are the materializer's heartbeat: the sweep repeats a
+	// chunk only when no chunk was recorded for a whole grace period.
 	ChunkTasks    int
 	ChunksPerCall int
 }
@@ -134,10 +137,10 @@ func (c Config) withDefaults() Config {
 		c.SweepLimit = 50
 	}
 	if c.ChunkTasks == 0 {
-		c.ChunkTasks = 1000
+		c.ChunkTasks = 100
 	}
 	if c.ChunksPerCall == 0 {
-		c.ChunksPerCall = 10
+		c.ChunksPerCall = 100
 	}
 	return c
 }
