@@ -6,6 +6,7 @@
 //	sweepSchedule           an EventBridge schedule, default "rate(1 minute)"
 //	executorMaxConcurrency  Lambda executor concurrency per ready queue, default 100
 //	fargateMaxTasks         Fargate executor task limit, default 10
+//	ownerMaxConcurrency     owners' concurrency limits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10"; default none
 //	stackName               the stack's name, default Batchwork
 package main
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/infra/batchwork"
 	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/shared/control"
 )
 
 // StackName reads the stackName context parameter (default
@@ -75,6 +76,12 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 	}
 	if err := num("fargateMaxTasks", &p.FargateMaxTasks, 1, 1000); err != nil {
 		return nil, err
+	}
+	if s, ok := str("ownerMaxConcurrency"); ok {
+		if _, err := control.ParseOwnerLimits(s); err != nil {
+			return nil, fmt.Errorf("context ownerMaxConcurrency: %w", err)
+		}
+		p.OwnerMaxConcurrency = s
 	}
 	return p, nil
 }

@@ -107,6 +107,10 @@ func TestPropsFromContext(t *testing.T) {
 		{name: "bad executor", ctx: map[string]any{"executor": "ec2"}, wantErr: `context executor: "ec2": want lambda, fargate or both`},
 		{name: "concurrency too low", ctx: map[string]any{"executorMaxConcurrency": "1"}, wantErr: `context executorMaxConcurrency: "1" is not a whole number between 2 and 1000`},
 		{name: "not a number", ctx: map[string]any{"fargateMaxTasks": "many"}, wantErr: `context fargateMaxTasks: "many" is not a whole number between 1 and 1000`},
+		{name: "owner limits", ctx: map[string]any{"ownerMaxConcurrency": "*=200,arn:aws:iam::123456789012:role/etl=10"},
+			want: batchwork.Props{OwnerMaxConcurrency: "*=200,arn:aws:iam::123456789012:role/etl=10"}},
+		{name: "bad owner limit", ctx: map[string]any{"ownerMaxConcurrency": "*=200,etl=5000"},
+			wantErr: `context ownerMaxConcurrency: entry "etl=5000": limit "5000" is not a whole number from 0 (no limit) to 1000`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

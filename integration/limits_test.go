@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,28 +15,25 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// maxConcurrency 2 on an executor with 8 slots: never more than 2 of the
-// job's 10 tasks run at once, both slots are used, and the job completes
-// with every task committed on its first attempt (a task over the limit
-// waits; it never spends an attempt).
-func TestMaxConcurrencyLimitsRunningTasks(t *testing.T) {
-	t.Parallel()
-	const tasks, limit = 10, 2
-	var mu sync.Mutex
-	running, peak := 0, 0
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, tk *executor.Task) error {
-		mu.Lock()
-		running++
-		peak = max(peak, running)
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			running--
-			mu.Unlock()
-		}()
-		// Work long enough for the other slots to try the other tasks
-		// meanwhile: a work duration, not synchronisation.
+// highWater counts a task function's runs in flight and the most at once.
+type highWater struct{ running, peak atomic.Int32 }
+
+// enter counts a run in; the returned func counts it out.
+func (h *highWater) enter() func() {
+	n := h.running.Add(1)
+	for p := h.peak.Load(); n > p && !h.peak.CompareAndSwap(p, n); p = h.peak.Load() {
+	}
+	return func() { h.running.Add(-1) }
+}
+
+func (h *highWater) max() int { return int(h.peak.Load()) }
+
+// registerMeasured registers a task function that counts itself in h and
+// works long enough for other executor slots to try other tasks
+// meanwhile (a work duration, not synchronisation).
+func registerMeasured(reg *executor.Registry, name string, h *highWater) {
+	reg.Register(name, func(ctx context.Context, tk *executor.Task) error {
+		defer h.enter()()
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():
@@ -45,28 +42,49 @@ func TestMaxConcurrencyLimitsRunningTasks(t *testing.T) {
 		_, err := fmt.Fprintf(tk.Out, "%s\n", tk.Ref)
 		return err
 	})
+}
+
+// assertPeak checks that a limit held and was used.
+func assertPeak(t *testing.T, what string, h *highWater, limit int) {
+	t.Helper()
+	if p := h.max(); p > limit {
+		t.Errorf("%s: %d tasks ran at once, limit %d", what, p, limit)
+	} else if p < limit {
+		t.Errorf("%s: at most %d tasks ran at once; the limit %d should be used", what, p, limit)
+	}
+}
+
+// assertNoSlotsHeld checks that a slot map is empty once its tasks ended.
+func assertNoSlotsHeld(t *testing.T, e *env, m dynamo.SlotMap) {
+	t.Helper()
+	holders, err := e.r.Store.SlotHolders(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holders) != 0 {
+		t.Errorf("slots of %s still held after its tasks ended: %v", m, holders)
+	}
+}
+
+// maxConcurrency 2 on an executor with 8 slots: never more than 2 of the
+// job's 10 tasks run at once, both slots are used, and the job completes
+// with every task committed on its first attempt (a task over the limit
+// waits; it never spends an attempt).
+func TestMaxConcurrencyLimitsRunningTasks(t *testing.T) {
+	t.Parallel()
+	const tasks, limit = 10, 2
+	var h highWater
+	reg := executor.NewRegistry()
+	registerMeasured(reg, "work", &h)
 	e := newEnv(t, reg, envOptions{slots: 8})
 	id := e.submit("limit", fmt.Appendf(nil, `{"name":"limit","maxConcurrency":%d,"stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, limit, tasks))
 	st := e.waitJob(id, 2*time.Minute)
 	if st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if peak > limit {
-		t.Errorf("%d tasks ran at once, limit %d", peak, limit)
-	}
-	if peak < limit {
-		t.Errorf("at most %d tasks ran at once; the limit %d should be used", peak, limit)
-	}
+	assertPeak(t, "job", &h, limit)
 	assertCommittedOnce(t, e, id, 0, tasks, 1)
-	holders, err := e.r.Store.SlotHolders(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(holders) != 0 {
-		t.Errorf("slots still held after the job: %v", holders)
-	}
+	assertNoSlotsHeld(t, e, dynamo.JobSlots(id))
 }
 
 // Slots whose holders died are freed, on the injected clock: by the sweep
@@ -83,7 +101,7 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
 	holders := func() []batch.TaskRef {
 		t.Helper()
-		h, err := store.SlotHolders(ctx, id)
+		h, err := store.SlotHolders(ctx, dynamo.JobSlots(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +142,7 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	}
 
 	// An executor takes a slot for task 1 and dies before claiming.
-	if out, err := store.AcquireSlot(ctx, ref(1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
+	if out, err := store.AcquireSlot(ctx, dynamo.JobSlots(id), ref(1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
 		t.Fatalf("acquire for task 1: %v, %v", out, err)
 	}
 	overLimit(2)

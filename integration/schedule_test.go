@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,9 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/schedule"
+	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -505,5 +509,66 @@ func TestCLISchedule(t *testing.T) {
 	}
 	if code, _, _ := run("schedule", "frobnicate"); code != 2 {
 		t.Errorf("unknown action: exit %d, want 2", code)
+	}
+}
+
+// A firing's job is created only if its schedule is as the firer read it:
+// the guard is checked in the job's own transaction, so a schedule paused,
+// resumed (its cursor moves) or deleted after the read gets no job, and
+// nothing of the job is written (its idempotency key stays free).
+func TestFiringGuard(t *testing.T) {
+	r := newSchedRig(t)
+	ctx := context.Background()
+	store := r.e.r.Store
+	sp, err := spec.Parse([]byte(schedJobSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(owner, id string) error
+		want   error
+	}{
+		{"unchanged", func(string, string) error { return nil }, nil},
+		{"paused", func(o, id string) error { _, err := r.svc.PauseSchedule(ctx, o, id); return err }, dynamo.ErrCursorMoved},
+		{"paused and resumed", func(o, id string) error {
+			if _, err := r.svc.PauseSchedule(ctx, o, id); err != nil {
+				return err
+			}
+			_, err := r.svc.ResumeSchedule(ctx, o, id)
+			return err
+		}, dynamo.ErrCursorMoved},
+		{"deleted", func(o, id string) error { return r.svc.DeleteSchedule(ctx, o, id) }, dynamo.ErrCursorMoved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := "guard-" + strings.ReplaceAll(tc.name, " ", "-")
+			sc := r.create(owner, "")
+			read, err := store.GetSchedule(ctx, owner, sc.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(owner, sc.ID); err != nil {
+				t.Fatal(err)
+			}
+			job := batch.Job{ID: control.NewJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.clk.Now()}
+			params := dynamo.CreateJobParams{Job: job, IdemKey: "firing", StageDue: r.clk.Now(), IdemTTL: time.Hour,
+				Firing: &dynamo.FiringGuard{Owner: owner, ScheduleID: sc.ID, Cursor: read.Cursor}}
+			id, created, err := store.CreateJob(ctx, params)
+			if !errors.Is(err, tc.want) || created != (tc.want == nil) {
+				t.Fatalf("CreateJob = %q, created %v, %v; want err %v", id, created, err, tc.want)
+			}
+			if tc.want == nil {
+				return
+			}
+			if _, err := store.GetJob(ctx, job.ID); !errors.Is(err, batch.ErrNotFound) {
+				t.Fatalf("job of a refused firing: %v, want not found", err)
+			}
+			// The idempotency key was not taken: an unguarded create with
+			// it makes a new job.
+			params.Firing = nil
+			if _, created, err := store.CreateJob(ctx, params); err != nil || !created {
+				t.Fatalf("CreateJob without the guard: created %v, %v", created, err)
+			}
+		})
 	}
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
@@ -26,7 +28,14 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:8080", "API address (loopback only: the owner header is trusted)")
 	slots := flag.Int("slots", 4, "executor slots")
 	sweep := flag.Duration("sweep", 10*time.Second, "sweep interval")
+	ownerLimits := flag.String("owner-max-concurrency", os.Getenv(lambdaenv.EnvOwnerMaxConcurrency),
+		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
 	flag.Parse()
+	limits, err := control.ParseOwnerLimits(*ownerLimits)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-owner-max-concurrency:", err)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -38,7 +47,8 @@ func main() {
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
-	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, SweepEvery: *sweep, Registry: reg, Log: log})
+	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, SweepEvery: *sweep, Registry: reg, Log: log,
+		Control: control.Config{OwnerLimits: limits}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -6,23 +6,29 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
 // firingAccuracy measures on-time firing: n schedules all due at the same
 // instant T (a whole minute), handed off by one sweep step to the timer
-// queue and fired by `consumers` timer consumers (each receiving up to 10
-// messages and firing them at once, as a Lambda invocation of the sweep
-// does). It prints the spread between T and each job's creation.
+// queue and fired by the local runner's timer consumer (batches of 10
+// handled concurrently, as concurrent Lambda invocations of the sweep
+// would). It prints the spread between T and each job's creation, and
+// where the time went.
 //
 // The clock is injected and maps to real time at a fixed offset: the
 // schedules are set up (created, and their index entries moved to T's
@@ -31,17 +37,23 @@ import (
 // the SQS delays and the measurement are real time. It uses its own
 // installation (table, queues), so the task bench's table does not slow
 // the emulator's transactions.
-func firingAccuracy(ctx context.Context, cfg aws.Config, n, consumers int) error {
+func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
+	var counter awsconf.Counter
+	counted := cfg.Copy()
+	counter.Install(&counted)
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().UTC().Add(time.Duration(offset.Load())) }
+	var writes jobWrites
+	writes.install(&counted, clock)
 	r, err := runner.New(ctx, runner.Options{
-		AWS: cfg, Prefix: fmt.Sprintf("bench-fire-%d", time.Now().Unix()), Registry: executor.NewRegistry(),
+		AWS: counted, Prefix: fmt.Sprintf("bench-fire-%d", time.Now().Unix()), Registry: executor.NewRegistry(),
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return err
 	}
-	var offset atomic.Int64
 	svc := r.Service
-	svc.Now = func() time.Time { return time.Now().UTC().Add(time.Duration(offset.Load())) }
+	svc.Now = clock
 	at := time.Now().UTC().Add(30 * time.Minute).Truncate(time.Minute)
 
 	setup := time.Now()
@@ -92,59 +104,52 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n, consumers int) error
 		return fmt.Errorf("handed off %d firings, want %d", sent, n)
 	}
 
-	url := r.Resources.Queues.Timer
-	var fired atomic.Int64
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var cw sync.WaitGroup
-	for range consumers {
-		cw.Add(1)
-		go func() {
-			defer cw.Done()
-			for cctx.Err() == nil {
-				msgs, err := r.Queue.Receive(cctx, url, 10, 20*time.Second, time.Minute)
-				if err != nil {
-					continue
-				}
-				var done []string
-				var mu sync.Mutex
-				var bw sync.WaitGroup
-				for _, m := range msgs {
-					bw.Add(1)
-					go func() {
-						defer bw.Done()
-						o, err := svc.FireTimer(cctx, m.Body)
-						if err != nil {
-							failed.Add(1)
-							firstErr.CompareAndSwap(nil, err.Error())
-							return
-						}
-						if o == control.TimerFired {
-							fired.Add(1)
-						}
-						mu.Lock()
-						done = append(done, m.Receipt)
-						mu.Unlock()
-					}()
-				}
-				bw.Wait()
-				if len(done) > 0 {
-					_ = r.Queue.DeleteBatch(cctx, url, done)
-				}
+	opsBefore, totalBefore := counter.Snapshot()
+	// For each firing: when its message reached a consumer and when its
+	// handling ended (job created, first stage's tasks queued, run and
+	// cursor recorded), as offsets from T on the injected clock.
+	var mu sync.Mutex
+	received := map[string]time.Duration{}
+	handled := map[string]time.Duration{}
+	failed := 0
+	var firstErr error
+	allDone := make(chan struct{})
+	r.OnTimer = func(body string, recv time.Time, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := received[body]; !ok {
+			received[body] = recv.Add(time.Duration(offset.Load())).Sub(at)
+		}
+		if err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
 			}
-		}()
+			return
+		}
+		if _, ok := handled[body]; !ok {
+			handled[body] = svc.Now().Sub(at)
+			if len(handled) == n {
+				close(allDone)
+			}
+		}
 	}
-	deadline := time.Now().Add(40*time.Second + 5*time.Minute)
-	for fired.Load() < int64(n) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	cctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { r.RunTimers(cctx); close(stopped) }()
+	select {
+	case <-allDone:
+	case <-time.After(40*time.Second + 5*time.Minute):
 	}
 	lastFired := svc.Now()
 	cancel()
-	cw.Wait()
+	<-stopped
+	opsAfter, totalAfter := counter.Snapshot()
+	mu.Lock()
+	defer mu.Unlock()
 
 	late := make([]time.Duration, 0, n)
+	durable := make([]time.Duration, 0, n)
 	var lmu sync.Mutex
 	for _, id := range ids {
 		wg.Add(1)
@@ -158,29 +163,95 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n, consumers int) error
 			}
 			lmu.Lock()
 			late = append(late, l.Runs[0].StartedAt.Sub(l.Runs[0].Scheduled))
+			writes.mu.Lock()
+			if w, ok := writes.at[l.Runs[0].JobID]; ok {
+				durable = append(durable, w.Sub(l.Runs[0].Scheduled))
+			}
+			writes.mu.Unlock()
 			lmu.Unlock()
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("firing accuracy: %d schedules due at the same instant, %d timer consumers (10 messages each at once)\n", n, consumers)
+	fmt.Printf("firing accuracy: %d schedules due at the same instant, fired through the timer queue by the runner's consumer\n", n)
 	fmt.Printf("  setup %.1fs (create + first sweep planning); handoff of %d delayed messages by one sweep step: %.1fs\n",
 		setupTook.Seconds(), sent, handTook.Seconds())
 	if len(late) == 0 {
-		return fmt.Errorf("no firing recorded (fired %d, failed %d)", fired.Load(), failed.Load())
+		return fmt.Errorf("no firing recorded (handled %d, failed %d)", len(handled), failed)
 	}
-	slices.Sort(late)
-	pct := func(p float64) time.Duration { return late[min(len(late)-1, int(p*float64(len(late))))] }
-	fmt.Printf("  fired %d of %d via the timer queue (%d consumer errors, retried by SQS); last at T+%.1fs\n",
-		fired.Load(), n, failed.Load(), lastFired.Sub(at).Seconds())
-	if e := firstErr.Load(); e != nil {
-		fmt.Printf("  first consumer error: %s\n", e)
+	fmt.Printf("  handled %d of %d timer messages (%d consumer errors, retried by SQS); last at T+%.1fs\n",
+		len(handled), n, failed, lastFired.Sub(at).Seconds())
+	if firstErr != nil {
+		fmt.Printf("  first consumer error: %v\n", firstErr)
 	}
-	fmt.Printf("  scheduled-to-job-created over %d recorded runs: min %s  p50 %s  p99 %s  max %s\n", len(late),
-		late[0].Round(time.Millisecond), pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), late[len(late)-1].Round(time.Millisecond))
+	pr := func(what string, ds []time.Duration) {
+		if len(ds) == 0 {
+			return
+		}
+		slices.Sort(ds)
+		q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+		fmt.Printf("  %-44s min %8s  p50 %8s  p99 %8s  max %8s\n", what, ds[0].Round(time.Millisecond),
+			q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+	}
+	pr(fmt.Sprintf("scheduled to job's created time (%d runs):", len(late)), late)
+	pr("scheduled to job record written:", durable)
+	pr("scheduled to message received (sent 5 s early):", slices.Collect(maps.Values(received)))
+	early := 0
+	for _, d := range received {
+		if d <= 0 {
+			early++
+		}
+	}
+	fmt.Printf("  %d of %d messages were in a consumer by the scheduled time\n", early, len(received))
+	pr("scheduled to firing handled (tasks queued):", slices.Collect(maps.Values(handled)))
+	fmt.Printf("  AWS requests from handoff to the last firing: %.1f per firing:", float64(totalAfter-totalBefore)/float64(n))
+	for _, k := range awsconf.Keys(opsAfter) {
+		if d := opsAfter[k] - opsBefore[k]; d > 0 {
+			fmt.Printf(" %s %.2f", k, float64(d)/float64(n))
+		}
+	}
+	fmt.Println()
 	if len(late) < n {
 		// The rest are still queued (the emulator is the bottleneck); the
 		// figure covers what fired within the bench's 5 minutes.
 		fmt.Printf("  %d of %d firings had not created their job 5 minutes after T\n", n-len(late), n)
 	}
 	return nil
+}
+
+// jobWrites records when each job's record was durably written: the end
+// of the successful TransactWriteItems that put it (its item with sort key
+// "JOB"). A job's own "created" time is taken just before that request,
+// so under load it can be well ahead of the job existing; the bench
+// reports both.
+type jobWrites struct {
+	mu sync.Mutex
+	at map[string]time.Time // job id -> when its creating request returned
+}
+
+func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
+	w.at = map[string]time.Time{}
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.jobwrites",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				tx, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput)
+				if err != nil || !ok {
+					return out, md, err
+				}
+				done := now()
+				for _, it := range tx.TransactItems {
+					if it.Put == nil {
+						continue
+					}
+					pk, _ := it.Put.Item["pk"].(*ddbtypes.AttributeValueMemberS)
+					sk, _ := it.Put.Item["sk"].(*ddbtypes.AttributeValueMemberS)
+					if pk != nil && sk != nil && sk.Value == "JOB" && strings.HasPrefix(pk.Value, "JOB#") {
+						w.mu.Lock()
+						w.at[strings.TrimPrefix(pk.Value, "JOB#")] = done
+						w.mu.Unlock()
+					}
+				}
+				return out, md, err
+			}), middleware.After)
+	})
 }

@@ -40,7 +40,6 @@ func main() {
 	// 100 keeps `make bench` about a minute longer; the issue's figure is
 	// -schedules 1000, about 11 minutes on moto (see README, Schedules).
 	schedules := flag.Int("schedules", 100, "schedules due at the same instant for the firing-accuracy figure (0: skip)")
-	consumers := flag.Int("timer-consumers", 16, "timer queue consumers for the firing-accuracy figure")
 	flag.Parse()
 	if *tasks > 0 {
 		if err := run(*tasks, *slots, *probes); err != nil {
@@ -49,7 +48,7 @@ func main() {
 		}
 	}
 	if *schedules > 0 {
-		if err := runFiring(*schedules, *consumers); err != nil {
+		if err := runFiring(*schedules); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -57,14 +56,14 @@ func main() {
 }
 
 // runFiring measures firing accuracy on an emulator of its own.
-func runFiring(schedules, consumers int) error {
+func runFiring(schedules int) error {
 	ctx := context.Background()
 	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true})
 	if err != nil {
 		return err
 	}
 	defer emu.Stop()
-	return firingAccuracy(ctx, emu.AWSConfig(), schedules, consumers)
+	return firingAccuracy(ctx, emu.AWSConfig(), schedules)
 }
 
 func run(tasks, slots, probes int) error {

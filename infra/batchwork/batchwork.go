@@ -35,6 +35,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -81,6 +82,12 @@ type Props struct {
 	// OutputPrefix prefixes the output keys (see infra/template), so two
 	// installations can share a stack. Default "".
 	OutputPrefix string
+	// OwnerMaxConcurrency caps the tasks each owner runs at once across
+	// its jobs, in control.ParseOwnerLimits's format ("*=200,<owner ARN>=10").
+	// It reaches the functions that claim, commit, fail or sweep (and the
+	// Fargate executor) as lambdaenv.EnvOwnerMaxConcurrency. Default "":
+	// no owner limits.
+	OwnerMaxConcurrency string
 }
 
 // Batchwork is a deployed installation.
@@ -97,6 +104,8 @@ type Batchwork struct {
 	Functions map[string]awslambda.Function
 	Alarms    []awscloudwatch.Alarm
 	Dashboard awscloudwatch.Dashboard
+
+	ownerLimits string // Props.OwnerMaxConcurrency, canonical
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -159,7 +168,7 @@ var permissions = map[string]grantSet{
 func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwork {
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}}
+	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency}
 	b.data(c, p)
 	b.functions(c, p)
 	b.api(c)
@@ -214,6 +223,12 @@ func withDefaults(props *Props) Props {
 	if p.ExecutorMaxConcurrency < 2 || p.ExecutorMaxConcurrency > 1000 {
 		panic(fmt.Sprintf("batchwork: executorMaxConcurrency %d: must be between 2 and 1000", p.ExecutorMaxConcurrency))
 	}
+	limits, err := control.ParseOwnerLimits(p.OwnerMaxConcurrency)
+	if err != nil {
+		panic("batchwork: ownerMaxConcurrency: " + err.Error())
+	}
+	// The canonical form: equal limits synthesize equal templates.
+	p.OwnerMaxConcurrency = limits.String()
 	return p
 }
 
@@ -300,8 +315,14 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 
 func (b *Batchwork) readyQueues() []awssqs.Queue { return []awssqs.Queue{b.High, b.Normal, b.Low} }
 
+// ownerLimited are the functions that take or free owner concurrency
+// slots: claiming (claim, executor), ending attempts (commit, executor)
+// and expiring leases (sweep). The api function does none of these.
+var ownerLimited = map[string]bool{FnClaim: true, FnCommit: true, FnSweep: true, FnExecutor: true}
+
 // environment is a function's configuration (shared/lambdaenv); only the
-// sweep knows the timer queue.
+// sweep knows the timer queue, and only the functions that take or free
+// slots know the owner limits.
 func (b *Batchwork) environment(name string) *map[string]*string {
 	env := map[string]*string{
 		lambdaenv.EnvTable:       b.Table.TableName(),
@@ -313,6 +334,9 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 	}
 	if name == FnSweep {
 		env[lambdaenv.EnvQueueTimer] = b.Timer.QueueUrl()
+	}
+	if b.ownerLimits != "" && ownerLimited[name] {
+		env[lambdaenv.EnvOwnerMaxConcurrency] = jsii.String(b.ownerLimits)
 	}
 	return &env
 }

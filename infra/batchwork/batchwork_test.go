@@ -532,6 +532,34 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 	}
 }
 
+// Owner limits reach exactly the functions that take or free owner slots
+// (claim, commit, sweep, both executors), in canonical form; the api
+// function never claims and does not get them.
+func TestOwnerLimitsReachTheFunctionsThatClaim(t *testing.T) {
+	s := synth(t, "owners", batchwork.Props{Executor: batchwork.ExecutorBoth, OwnerMaxConcurrency: "alice=5 *=20"}, nil)
+	const want = "*=20,alice=5"
+	for name, id := range s.functionIDs(t) {
+		env := s.json.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		got, ok := env[lambdaenv.EnvOwnerMaxConcurrency]
+		if name == batchwork.FnAPI {
+			if ok {
+				t.Errorf("api function has %s=%v; it never claims", lambdaenv.EnvOwnerMaxConcurrency, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s function: %s=%v, want %q", name, lambdaenv.EnvOwnerMaxConcurrency, got, want)
+		}
+	}
+	check(t, func() {
+		s.template.HasResourceProperties(jsii.String("AWS::ECS::TaskDefinition"), map[string]any{
+			"ContainerDefinitions": []any{assertions.Match_ObjectLike(&map[string]any{
+				"Environment": assertions.Match_ArrayWith(&[]any{map[string]any{"Name": lambdaenv.EnvOwnerMaxConcurrency, "Value": want}}),
+			})},
+		})
+	})
+}
+
 func TestTableSchema(t *testing.T) {
 	s := defaultStack(t)
 	sc := dynamo.Schema
@@ -627,6 +655,7 @@ func TestBadPropsPanicWithTheField(t *testing.T) {
 		{"executor", batchwork.Props{Executor: "ec2"}, `executor "ec2"`},
 		{"concurrency", batchwork.Props{ExecutorMaxConcurrency: 1}, "executorMaxConcurrency 1"},
 		{"timeout", batchwork.Props{ExecutorTimeout: 20 * time.Minute}, "exceeds Lambda's 15 minutes"},
+		{"owner limits", batchwork.Props{OwnerMaxConcurrency: "*=10,alice=many"}, `ownerMaxConcurrency: entry "alice=many"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

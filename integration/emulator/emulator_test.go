@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -596,3 +597,122 @@ func TestConcurrentCountdownIsExact(t *testing.T) {
 }
 
 var errNotLast = errors.New("not the last")
+
+// The launcher rolls a cancelled transaction back by the items it names
+// instead of moto's whole-table copy (see motoLauncher). Each case runs
+// one transaction over a range-keyed and a hash-keyed table that already
+// hold items; a cancelled one must leave every item exactly as it was
+// (an item it put absent, an item it updated in place unchanged, an item
+// it deleted back), and an applied one must apply all of its writes.
+func TestTransactionsRollBack(t *testing.T) {
+	e := startTestMoto(t)
+	ctx := context.Background()
+	ddb := dynamodb.NewFromConfig(e.AWSConfig())
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	for _, tb := range []struct {
+		name   string
+		range_ bool
+	}{{"hr", true}, {"h", false}} {
+		in := &dynamodb.CreateTableInput{
+			TableName:            aws.String(tb.name),
+			BillingMode:          ddbtypes.BillingModePayPerRequest,
+			AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+			KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+		}
+		if tb.range_ {
+			in.AttributeDefinitions = append(in.AttributeDefinitions, ddbtypes.AttributeDefinition{AttributeName: aws.String("sk"), AttributeType: ddbtypes.ScalarAttributeTypeS})
+			in.KeySchema = append(in.KeySchema, ddbtypes.KeySchemaElement{AttributeName: aws.String("sk"), KeyType: ddbtypes.KeyTypeRange})
+		}
+		if _, err := ddb.CreateTable(ctx, in); err != nil {
+			t.Fatalf("CreateTable %s: %v", tb.name, err)
+		}
+	}
+	key := func(table, id string) map[string]ddbtypes.AttributeValue {
+		k := map[string]ddbtypes.AttributeValue{"pk": s(id)}
+		if table == "hr" {
+			k["sk"] = s("S")
+		}
+		return k
+	}
+	item := func(table, id, v string) map[string]ddbtypes.AttributeValue {
+		it := key(table, id)
+		it["v"] = s(v)
+		return it
+	}
+	// state reads every item of both tables: table/id -> v ("" if absent).
+	state := func() map[string]string {
+		out := map[string]string{}
+		for _, table := range []string{"hr", "h"} {
+			for _, id := range []string{"old", "upd", "del", "new", "chk"} {
+				got, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key(table, id), ConsistentRead: aws.Bool(true)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v, ok := got.Item["v"].(*ddbtypes.AttributeValueMemberS); ok {
+					out[table+"/"+id] = v.Value
+				}
+			}
+		}
+		return out
+	}
+	reset := func() {
+		for _, table := range []string{"hr", "h"} {
+			for _, id := range []string{"new"} {
+				if _, err := ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key(table, id)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, id := range []string{"old", "upd", "del", "chk"} {
+				if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item(table, id, "0")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	writes := func(table string) []ddbtypes.TransactWriteItem {
+		return []ddbtypes.TransactWriteItem{
+			{Put: &ddbtypes.Put{TableName: aws.String(table), Item: item(table, "new", "1")}},
+			{Update: &ddbtypes.Update{TableName: aws.String(table), Key: key(table, "upd"),
+				UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": s("1")}}},
+			{Delete: &ddbtypes.Delete{TableName: aws.String(table), Key: key(table, "del")}},
+		}
+	}
+	check := func(table, cond string) ddbtypes.TransactWriteItem {
+		return ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{TableName: aws.String(table), Key: key(table, "chk"),
+			ConditionExpression: aws.String(cond), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": s("0")}}}
+	}
+	before := map[string]string{}
+	applied := map[string]string{}
+	for _, table := range []string{"hr", "h"} {
+		for _, id := range []string{"old", "upd", "del", "chk"} {
+			before[table+"/"+id] = "0"
+			applied[table+"/"+id] = "0"
+		}
+		applied[table+"/new"], applied[table+"/upd"] = "1", "1"
+		delete(applied, table+"/del")
+	}
+	for _, tc := range []struct {
+		name  string
+		items []ddbtypes.TransactWriteItem
+		want  map[string]string
+	}{
+		{"applied", append(append(writes("hr"), writes("h")...), check("hr", "v = :v")), applied},
+		{"check fails last", append(append(writes("hr"), writes("h")...), check("h", "v <> :v")), before},
+		{"check fails first", append([]ddbtypes.TransactWriteItem{check("hr", "v <> :v")}, append(writes("hr"), writes("h")...)...), before},
+		{"put condition fails", append(writes("h"), ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String("hr"),
+			Item: item("hr", "old", "1"), ConditionExpression: aws.String("attribute_not_exists(pk)")}}), before},
+		{"two writes to one item", append(writes("hr"), ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String("hr"),
+			Item: item("hr", "upd", "2")}}), before},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			_, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tc.items})
+			if wantOK := tc.want["hr/new"] == "1"; (err == nil) != wantOK {
+				t.Fatalf("err %v, want applied=%v", err, wantOK)
+			}
+			if got := state(); !maps.Equal(got, tc.want) {
+				t.Errorf("items after the transaction:\n got %v\nwant %v", got, tc.want)
+			}
+		})
+	}
+}

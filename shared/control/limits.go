@@ -12,17 +12,38 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// ErrOverLimit means the job already runs as many tasks as its
-// maxConcurrency allows. The task was not claimed and spent no attempt; a
-// delayed copy of its message was sent, so the executor drops this one
-// (the error also wraps batch.ErrAlreadyDone for that reason). Sending a
-// copy rather than hiding the message keeps a task that waits long behind
-// the limit from reaching the queue's redrive threshold.
-var ErrOverLimit = errors.New("job at its concurrency limit")
+// ErrOverLimit means a concurrency limit is reached: the job already runs
+// as many tasks as its maxConcurrency allows, or the job's owner as many
+// as its owner limit (Config.OwnerLimits). The task was not claimed and
+// spent no attempt; a delayed copy of its message was sent, so the
+// executor drops this one (an *OverLimitError also wraps
+// batch.ErrAlreadyDone for that reason). Sending a copy rather than hiding
+// the message keeps a task that waits long behind the limit from reaching
+// the queue's redrive threshold.
+var ErrOverLimit = errors.New("over a concurrency limit")
+
+// OverLimitError says which limit refused a claim.
+type OverLimitError struct {
+	// Limit is "job" (the spec's maxConcurrency) or "owner".
+	Limit string
+	// Name is the job id or the owner.
+	Name string
+	// Max is the limit's value.
+	Max int
+	// RetryIn is the delay of the message's copy.
+	RetryIn time.Duration
+}
+
+func (e *OverLimitError) Error() string {
+	return fmt.Sprintf("%s %s at its concurrency limit of %d; back in %s", e.Limit, e.Name, e.Max, e.RetryIn)
+}
+
+// Unwrap makes errors.Is find ErrOverLimit and batch.ErrAlreadyDone.
+func (e *OverLimitError) Unwrap() []error { return []error{ErrOverLimit, batch.ErrAlreadyDone} }
 
 const (
-	// overLimitDelay is how long a task over its job's limit waits before
-	// its message comes back (plus jitter, so waiting tasks spread out).
+	// overLimitDelay is how long a task over a limit waits before its
+	// message comes back (plus jitter, so waiting tasks spread out).
 	overLimitDelay = 2 * time.Second
 	// claimWindow bounds the time between taking a slot and claiming: a
 	// slot held this long by a task that is still READY was taken by an
@@ -33,37 +54,75 @@ const (
 	reapBatch = 10
 )
 
-// slotClaim is the slot a claim took, if it took a new one.
+// limit is one concurrency limit a task is subject to.
+type limit struct {
+	m    dynamo.SlotMap
+	kind string // "job" or "owner"
+	name string
+	max  int
+}
+
+// limitsOf lists the limits a job's tasks are subject to: the job's, then
+// its owner's. The job's goes first because the owner's map is the busier
+// item (it spans jobs): a task of a full job then never touches it.
+func (s *Service) limitsOf(ref batch.TaskRef, m jobMeta) []limit {
+	var ls []limit
+	if n := m.spec.MaxConcurrency; n > 0 {
+		ls = append(ls, limit{m: dynamo.JobSlots(ref.Job), kind: "job", name: ref.Job, max: n})
+	}
+	if n := s.cfg.OwnerLimits.For(m.owner); n > 0 {
+		ls = append(ls, limit{m: dynamo.OwnerSlots(m.owner), kind: "owner", name: m.owner, max: n})
+	}
+	return ls
+}
+
+// slotClaim is the slots a claim took (not the ones its task held
+// already), so a refused claim gives back exactly those.
 type slotClaim struct {
-	taken bool
+	taken []dynamo.SlotMap
 	at    time.Time
 }
 
-// takeSlot takes a concurrency slot for ref before its claim. Without a
-// limit it does nothing (no request). At the limit it first frees the
-// slots of dead holders; if none, it requeues the task and returns
-// ErrOverLimit.
-func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, sp *spec.Job, now time.Time) (slotClaim, error) {
-	if sp.MaxConcurrency <= 0 {
-		return slotClaim{}, nil
-	}
-	for try := 0; ; try++ {
-		out, err := s.store.AcquireSlot(ctx, ref, sp.MaxConcurrency, now)
+// takeSlots takes the task's slot under each of its limits before its
+// claim. Without limits it does nothing (no request). If a limit is
+// reached, it gives back what it took, requeues the task and returns an
+// *OverLimitError.
+func (s *Service) takeSlots(ctx context.Context, ref batch.TaskRef, m jobMeta, now time.Time) (slotClaim, error) {
+	sc := slotClaim{at: now}
+	for _, l := range s.limitsOf(ref, m) {
+		took, err := s.takeSlot(ctx, ref, l, now)
 		if err != nil {
-			return slotClaim{}, fmt.Errorf("claim %s: %w", ref, err)
+			s.returnSlots(ctx, ref, sc)
+			return slotClaim{}, err
+		}
+		if took {
+			sc.taken = append(sc.taken, l.m)
+		}
+	}
+	return sc, nil
+}
+
+// takeSlot takes ref's slot under one limit; false if the task holds one
+// already. At the limit it first frees the slots of dead holders; if
+// none, it requeues the task and returns an *OverLimitError.
+func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now time.Time) (bool, error) {
+	for try := 0; ; try++ {
+		out, err := s.store.AcquireSlot(ctx, l.m, ref, l.max, now)
+		if err != nil {
+			return false, fmt.Errorf("claim %s: %w", ref, err)
 		}
 		switch out {
 		case dynamo.SlotTaken:
-			return slotClaim{taken: true, at: now}, nil
+			return true, nil
 		case dynamo.SlotHeld:
 			// A duplicate delivery or a reclaim: the task's slot is its
 			// own, and stays with the task whatever this claim finds.
-			return slotClaim{}, nil
+			return false, nil
 		}
 		if try == 0 {
-			n, err := s.reapSlots(ctx, ref.Job, now)
+			n, err := s.reapSlots(ctx, l.m, now)
 			if err != nil {
-				return slotClaim{}, fmt.Errorf("claim %s: %w", ref, err)
+				return false, fmt.Errorf("claim %s: %w", ref, err)
 			}
 			if n > 0 {
 				continue
@@ -71,44 +130,52 @@ func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, sp *spec.Job,
 		}
 		delay := overLimitDelay + s.Jitter(overLimitDelay)
 		if err := s.resend(ctx, ref, delay); err != nil {
-			return slotClaim{}, fmt.Errorf("claim %s: requeue over the limit: %w", ref, err)
+			return false, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.kind, err)
 		}
-		s.logger(ref).Debug("task over its job's concurrency limit", "limit", sp.MaxConcurrency, "retry_in", delay.String())
-		return slotClaim{}, fmt.Errorf("claim %s: %w of %d; back in %s: %w", ref, ErrOverLimit, sp.MaxConcurrency, delay, batch.ErrAlreadyDone)
+		s.logger(ref).Debug("task over a concurrency limit", "limit", l.kind, "max", l.max, "retry_in", delay.String())
+		return false, fmt.Errorf("claim %s: %w", ref, &OverLimitError{Limit: l.kind, Name: l.name, Max: l.max, RetryIn: delay})
 	}
 }
 
-// returnSlot gives back the slot a refused claim took. Only that slot:
-// the condition on its time keeps a newer one safe.
-func (s *Service) returnSlot(ctx context.Context, ref batch.TaskRef, sc slotClaim) {
-	if !sc.taken {
+// returnSlots gives back the slots a refused claim took. Only those: the
+// condition on their time keeps a newer one safe.
+func (s *Service) returnSlots(ctx context.Context, ref batch.TaskRef, sc slotClaim) {
+	for _, m := range sc.taken {
+		if err := s.store.ReleaseSlot(ctx, m, ref, sc.at); err != nil {
+			// Leaked until a refused claim reaps it (its task is not CLAIMED).
+			s.logger(ref).Warn("return concurrency slot", "slots", m.String(), "err", err)
+		}
+	}
+}
+
+// freeSlots frees ref's slots when its attempt has ended (committed,
+// failed, expired). sp is the job's spec if the caller has it. Without
+// limits it does nothing, and costs no request: the job and owner are
+// cached. A failure only delays a slot: it is reaped once a claim finds
+// the map full.
+func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job) {
+	if sp != nil && sp.MaxConcurrency <= 0 && !s.cfg.OwnerLimits.Any() {
 		return
 	}
-	if err := s.store.ReleaseSlot(ctx, ref, sc.at); err != nil {
-		// Leaked until a refused claim reaps it (its task is not CLAIMED).
-		s.logger(ref).Warn("return concurrency slot", "err", err)
-	}
-}
-
-// freeSlot frees ref's slot when its attempt has ended (committed, failed,
-// expired). Without a limit it does nothing. A failure only delays the
-// slot: it is reaped once a claim finds the job full.
-func (s *Service) freeSlot(ctx context.Context, ref batch.TaskRef, sp *spec.Job) {
-	if sp == nil || sp.MaxConcurrency <= 0 {
+	m, err := s.jobMeta(ctx, ref.Job)
+	if err != nil {
+		s.logger(ref).Warn("free concurrency slots", "err", err)
 		return
 	}
-	if err := s.store.ReleaseSlot(ctx, ref, time.Time{}); err != nil {
-		s.logger(ref).Warn("free concurrency slot", "err", err)
+	for _, l := range s.limitsOf(ref, m) {
+		if err := s.store.ReleaseSlot(ctx, l.m, ref, time.Time{}); err != nil {
+			s.logger(ref).Warn("free concurrency slot", "slots", l.m.String(), "err", err)
+		}
 	}
 }
 
-// reapSlots frees the slots of the oldest holders that no longer run: a
-// task that ended, one whose lease expired (its executor died; a reclaim
-// takes a slot again), and one still READY long after taking its slot
-// (its executor died before the claim). Each release is conditional on
-// the slot's time, so a slot taken again meanwhile is kept.
-func (s *Service) reapSlots(ctx context.Context, job string, now time.Time) (int, error) {
-	holders, err := s.store.SlotHolders(ctx, job)
+// reapSlots frees the slots in m of the oldest holders that no longer
+// run: a task that ended, one whose lease expired (its executor died; a
+// reclaim takes a slot again), and one still READY long after taking its
+// slot (its executor died before the claim). Each release is conditional
+// on the slot's time, so a slot taken again meanwhile is kept.
+func (s *Service) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) (int, error) {
+	holders, err := s.store.SlotHolders(ctx, m)
 	if err != nil {
 		return 0, err
 	}
@@ -126,23 +193,11 @@ func (s *Service) reapSlots(ctx context.Context, job string, now time.Time) (int
 		default:
 			continue // running
 		}
-		if err := s.store.ReleaseSlot(ctx, ref, at); err != nil {
+		if err := s.store.ReleaseSlot(ctx, m, ref, at); err != nil {
 			return n, err
 		}
-		s.logger(ref).Info("freed the concurrency slot of a task that no longer runs")
+		s.logger(ref).Info("freed the concurrency slot of a task that no longer runs", "slots", m.String())
 		n++
 	}
 	return n, nil
-}
-
-// freeSlotOf is freeSlot for a caller without the spec at hand (the
-// sweep, on a lease it expired). The spec is cached, so a job without a
-// limit costs no request here either once the spec was read.
-func (s *Service) freeSlotOf(ctx context.Context, ref batch.TaskRef) {
-	sp, err := s.jobSpec(ctx, ref.Job)
-	if err != nil {
-		s.logger(ref).Warn("free concurrency slot", "err", err)
-		return
-	}
-	s.freeSlot(ctx, ref, sp)
 }

@@ -363,7 +363,7 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 				}
 				budget--
 				c.Examined++
-				if err := s.fireEntry(ctx, ss, e, now, &c, 2); err != nil {
+				if err := s.fireEntry(ctx, ss, e, nil, now, &c, 2); err != nil {
 					note(err)
 					complete = false
 				}
@@ -391,14 +391,31 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 
 // fireEntry handles one index entry. Every step is safe to repeat: the
 // submission is idempotent, the run record's first write wins, and only
-// one sweep advances the cursor from the value it planned with.
-func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.IndexEntry, now time.Time, c *FireCounts, retries int) error {
-	rec, err := ss.GetSchedule(ctx, e.Owner, e.ScheduleID)
-	if errors.Is(err, batch.ErrNotFound) {
-		return ss.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
+// one sweep advances the cursor from the value it planned with. rec is
+// the schedule if the caller has read it already (a timer reads it before
+// waiting for the time), else nil. A job is created only if the schedule
+// is still as read (dynamo.FiringGuard, checked in the job's own
+// transaction), so a schedule paused or deleted after the read fires no
+// job, and a read that went stale is simply read again.
+func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
+	if rec == nil {
+		r, err := ss.GetSchedule(ctx, e.Owner, e.ScheduleID)
+		if errors.Is(err, batch.ErrNotFound) {
+			return ss.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
+		}
+		if err != nil {
+			return err
+		}
+		rec = &r
 	}
-	if err != nil {
-		return err
+	// again re-reads the schedule after another firer moved it on, so
+	// the entry is moved on even if that firer died before moving it:
+	// its jobs exist once whatever happens, by their idempotency keys.
+	again := func() error {
+		if retries == 0 {
+			return fmt.Errorf("schedule %s: cursor keeps moving", e.ScheduleID)
+		}
+		return s.fireEntry(ctx, ss, e, nil, now, c, retries-1)
 	}
 	sc := rec.Schedule
 	if sc.Paused {
@@ -449,15 +466,22 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			}
 			run.Note = "cancelled previous run " + lastJob + " (overlap=cancelPrevious)"
 		}
-		res, err := s.Submit(ctx, SubmitRequest{Owner: sc.Owner, IdempotencyKey: schedule.FiringKey(sc.ID, f.Scheduled), Spec: sc.Spec})
+		res, created, err := s.submit(ctx, SubmitRequest{Owner: sc.Owner, IdempotencyKey: schedule.FiringKey(sc.ID, f.Scheduled), Spec: sc.Spec},
+			&dynamo.FiringGuard{Owner: sc.Owner, ScheduleID: sc.ID, Cursor: rec.Cursor})
+		if errors.Is(err, dynamo.ErrCursorMoved) {
+			return again()
+		}
 		if err != nil {
 			return fmt.Errorf("schedule %s: submit firing %s: %w", sc.ID, f.Scheduled.Format(time.RFC3339), err)
 		}
-		job, jerr := s.store.GetJob(ctx, res.JobID)
-		if jerr != nil {
-			return jerr
+		if !res.Created { // an earlier firer's job: its own creation time
+			job, err := s.store.GetJob(ctx, res.JobID)
+			if err != nil {
+				return err
+			}
+			created = job.Created
 		}
-		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, job.Created
+		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, created
 		if err := ss.PutRun(ctx, sc.ID, run); err != nil {
 			return err
 		}
@@ -470,13 +494,8 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 	err = ss.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next)
 	if errors.Is(err, dynamo.ErrCursorMoved) {
 		// Another sweep handled these times (or the schedule was paused,
-		// resumed or deleted). Look again from its new state, so the entry
-		// is moved on even if that sweep died before moving it: its jobs
-		// exist once whatever happens, by their idempotency keys.
-		if retries == 0 {
-			return fmt.Errorf("schedule %s: cursor keeps moving", sc.ID)
-		}
-		return s.fireEntry(ctx, ss, e, now, c, retries-1)
+		// resumed or deleted).
+		return again()
 	}
 	if err != nil {
 		return err

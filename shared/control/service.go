@@ -46,9 +46,9 @@ type Store interface {
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
-	AcquireSlot(ctx context.Context, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, error)
-	ReleaseSlot(ctx context.Context, ref batch.TaskRef, at time.Time) error
-	SlotHolders(ctx context.Context, job string) (map[batch.TaskRef]time.Time, error)
+	AcquireSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, error)
+	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
+	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
 	viewStore // list.go: the read-side routes and attempt-end records
 }
@@ -118,6 +118,11 @@ type Config struct {
 	// chunk only when no chunk was recorded for a whole grace period.
 	ChunkTasks    int
 	ChunksPerCall int
+	// OwnerLimits caps each owner's running tasks across its jobs (see
+	// limits.go). Every process that claims, commits, fails or sweeps
+	// must have the same limits: one without them neither takes nor
+	// frees owner slots (a slot left behind is reaped, later).
+	OwnerLimits OwnerLimits
 }
 
 func (c Config) withDefaults() Config {
@@ -159,7 +164,7 @@ type Service struct {
 	// Jitter returns a random duration in [0, d).
 	Jitter func(d time.Duration) time.Duration
 
-	specs  sync.Map // job id -> *spec.Job (immutable)
+	specs  sync.Map // job id -> jobMeta (immutable)
 	shards sync.Map // "job/stage" -> int (immutable once planned)
 }
 
@@ -191,17 +196,32 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// jobMeta is what a job's tasks need of the job record, none of which
+// ever changes: its spec, and its owner (for the owner's limit).
+type jobMeta struct {
+	spec  *spec.Job
+	owner string
+}
+
 // jobSpec returns a job's spec, cached: specs never change.
 func (s *Service) jobSpec(ctx context.Context, id string) (*spec.Job, error) {
+	m, err := s.jobMeta(ctx, id)
+	return m.spec, err
+}
+
+// jobMeta returns a job's spec and owner, cached: one read per job per
+// process.
+func (s *Service) jobMeta(ctx context.Context, id string) (jobMeta, error) {
 	if v, ok := s.specs.Load(id); ok {
-		return v.(*spec.Job), nil
+		return v.(jobMeta), nil
 	}
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
-		return nil, err
+		return jobMeta{}, err
 	}
-	s.specs.Store(id, j.Spec)
-	return j.Spec, nil
+	m := jobMeta{spec: j.Spec, owner: j.Owner}
+	s.specs.Store(id, m)
+	return m, nil
 }
 
 func (s *Service) stageShards(ctx context.Context, job string, idx int) (int, error) {

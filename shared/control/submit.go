@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -32,24 +33,34 @@ const MaxIdempotencyKey = 128
 // root stages. Validation errors are *spec.ValidationError (or a
 // spec.FieldError for request fields); nothing is written for them.
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	res, _, err := s.submit(ctx, req, nil)
+	return res, err
+}
+
+// submit is Submit for a schedule's firing too: with firing set the job is
+// created only if the schedule is as the firing read it (otherwise
+// dynamo.ErrCursorMoved). It also returns the job's creation time when
+// this call created it, so a firing records its run without reading the
+// job back.
+func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.FiringGuard) (SubmitResult, time.Time, error) {
 	if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, time.Time{}, err
 	}
 	if err := checkKey("owner", req.Owner); err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, time.Time{}, err
 	}
 	sp, err := spec.Parse(req.Spec)
 	if err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, time.Time{}, err
 	}
 	now := s.Now()
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	id, created, err := s.store.CreateJob(ctx, dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
-		JobDue: jobDeadline(job),
+		JobDue: jobDeadline(job), Firing: firing,
 	})
 	if err != nil {
-		return SubmitResult{JobID: id}, fmt.Errorf("submit: %w", err)
+		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
 	log := s.log.With("job_id", id)
 	if created {
@@ -64,7 +75,10 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 			log.Warn("start root stage", "stage", idx, "err", err)
 		}
 	}
-	return SubmitResult{JobID: id, Created: created}, nil
+	if !created {
+		now = time.Time{}
+	}
+	return SubmitResult{JobID: id, Created: created}, now, nil
 }
 
 func checkKey(field, v string) error {

@@ -88,7 +88,13 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 	}
 	if state != sm.JobRunning && !sm.Tasks.IsTerminal(t.State) {
 		c.Cancelled++
-		return ignoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskCancel, Now: now, Err: "job " + string(state)}))
+		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskCancel, Now: now, Err: "job " + string(state)})
+		if err == nil {
+			// A running task of an ended job stops at its next heartbeat
+			// without failing: its slots are freed here.
+			s.freeSlots(ctx, t.Ref, nil)
+		}
+		return ignoreInvalid(err)
 	}
 	switch t.State {
 	case sm.TaskReady:
@@ -123,7 +129,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Expired++
-		s.freeSlotOf(ctx, t.Ref)
+		s.freeSlots(ctx, t.Ref, nil)
 		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)")
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:

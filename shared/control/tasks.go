@@ -28,11 +28,13 @@ func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name 
 // the message hidden until then), batch.ErrAlreadyDone and
 // batch.ErrJobNotRunning (drop the message).
 //
-// A job with a concurrency limit takes a slot before the claim (see
-// limits.go); a task over the limit gets ErrOverLimit, which also wraps
-// batch.ErrAlreadyDone because a delayed copy of its message replaces it.
+// A task under a concurrency limit (its job's, its owner's) takes a slot
+// under each before the claim (see limits.go); a task over a limit gets an
+// *OverLimitError (ErrOverLimit), which also wraps batch.ErrAlreadyDone
+// because a delayed copy of its message replaces it.
 func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err error) {
-	sp, err := s.jobSpec(ctx, ref.Job)
+	meta, err := s.jobMeta(ctx, ref.Job)
+	sp := meta.spec
 	if errors.Is(err, batch.ErrNotFound) {
 		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
@@ -44,13 +46,13 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
-	slot, err := s.takeSlot(ctx, ref, sp, now)
+	slots, err := s.takeSlots(ctx, ref, meta, now)
 	if err != nil {
 		return Claim{}, err
 	}
 	defer func() {
 		if err != nil {
-			s.returnSlot(ctx, ref, slot)
+			s.returnSlots(ctx, ref, slots)
 		}
 	}()
 	t, err := s.store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease})
@@ -80,6 +82,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		})); err != nil {
 			return Claim{}, err
 		}
+		s.freeSlots(ctx, ref, sp) // held ones too (a takeover of an expired lease)
 		return Claim{}, fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
 	}
 	if t.Attempt > 1 {
@@ -164,7 +167,7 @@ func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error
 	if err != nil {
 		return err
 	}
-	s.freeSlot(ctx, ref, c.Spec)
+	s.freeSlots(ctx, ref, c.Spec)
 	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
 	if !shardDone {
 		return nil
@@ -199,7 +202,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 		if err != nil {
 			return Decision{}, err
 		}
-		s.freeSlot(ctx, ref, c.Spec)
+		s.freeSlots(ctx, ref, c.Spec)
 		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
 		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause)
 		return Decision{Retry: true, Delay: delay}, nil
@@ -208,7 +211,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 	if err != nil {
 		return Decision{}, err
 	}
-	s.freeSlot(ctx, ref, c.Spec)
+	s.freeSlots(ctx, ref, c.Spec)
 	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause)
 	return Decision{}, s.propagateFailure(ctx, t)
 }
@@ -233,6 +236,7 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	if err != nil {
 		return ignoreInvalid(err)
 	}
+	s.freeSlots(ctx, t.Ref, nil)
 	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
 	t.LastError = reason
 	t.State = sm.TaskFailed

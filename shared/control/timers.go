@@ -39,11 +39,21 @@ const (
 	// timerMaxPerSweep bounds the messages one sweep sends; firings beyond
 	// it are fired by the sweep, later.
 	timerMaxPerSweep = 2000
+	// timerLead is how early a message is meant to arrive. The consumer
+	// reads the schedule on arrival and then waits for the exact time, so
+	// at the scheduled time only the job's own write is left to do, and
+	// neither SQS's delivery (delays are whole seconds, and a long poll
+	// may see a message that became visible a moment late) nor a consumer
+	// busy with an earlier batch makes the firing late. The wait costs a
+	// Lambda consumer about this long per batch. On a busy emulator a
+	// receive takes half a second, so a burst of a thousand firings needs
+	// seconds just to be received.
+	timerLead = 5 * time.Second
 	// timerMaxWait is how early a message may arrive and still be waited
-	// out. Delays are whole seconds rounded down, so a message normally
-	// arrives less than a second early; one arriving earlier (a delay
-	// capped at SQS's 15 minutes) is handed back with the time left.
-	timerMaxWait = 2 * time.Second
+	// out: the lead plus the rounding of delays to whole seconds, and a
+	// margin. One arriving earlier (a delay capped at SQS's 15 minutes)
+	// is handed back with the time left.
+	timerMaxWait = timerLead + 2*time.Second
 )
 
 // timerMsg is a timer message's body.
@@ -77,10 +87,10 @@ func parseTimer(body string) (timerMsg, string, time.Time, schedule.Bucket, erro
 }
 
 // timerDelay is the SQS delay for a firing at `at` handed off at now: the
-// time left rounded down to whole seconds (the consumer waits out the
-// fraction), at most SQS's limit.
+// time left less timerLead, rounded down to whole seconds (the consumer
+// waits out the rest), at most SQS's limit.
 func timerDelay(at, now time.Time) time.Duration {
-	return min(max(at.Sub(now), 0).Truncate(time.Second), queue.MaxDelay)
+	return min(max(at.Sub(now)-timerLead, 0).Truncate(time.Second), queue.MaxDelay)
 }
 
 // HandOffTimers sends one delayed timer message per firing due after now
@@ -119,6 +129,7 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 	}
 	wg.Wait()
 	var sends []queue.Send
+	var ats []time.Time
 	for i, es := range res {
 		for _, e := range es {
 			if !e.At.After(now) || e.At.After(until) || len(sends) == timerMaxPerSweep {
@@ -128,14 +139,25 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 			if err != nil {
 				return 0, fmt.Errorf("hand off timers: %w", err)
 			}
-			sends = append(sends, queue.Send{Body: string(body), Delay: timerDelay(e.At, now)})
+			sends = append(sends, queue.Send{Body: string(body)})
+			ats = append(ats, e.At)
 		}
 	}
 	err = errors.Join(errs...)
-	if len(sends) > 0 {
-		if serr := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, sends); serr != nil {
-			return 0, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
+	// Sending a thousand messages takes seconds, so each group's delays
+	// are worked out just before it is sent: a delay computed at the
+	// start would make the last messages arrive that much late.
+	for lo := 0; lo < len(sends); lo += timerSendGroup {
+		hi := min(lo+timerSendGroup, len(sends))
+		now := s.Now()
+		for i := lo; i < hi; i++ {
+			sends[i].Delay = timerDelay(ats[i], now)
 		}
+		if serr := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, sends[lo:hi]); serr != nil {
+			return lo, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
+		}
+	}
+	if len(sends) > 0 {
 		s.log.Info("schedule firings handed off", "count", len(sends))
 	}
 	if err != nil {
@@ -143,6 +165,10 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 	}
 	return len(sends), nil
 }
+
+// timerSendGroup is how many timer messages are sent per delay
+// computation: what queue.SendBatch sends at once (8 batches of 10).
+const timerSendGroup = 80
 
 // TimerOutcome says what FireTimer did with a message. Every outcome means
 // the message is done with; only an error asks for a retry.
@@ -164,8 +190,10 @@ const (
 // FireTimer handles one timer message: it re-reads the schedule, drops the
 // message if the schedule is paused or deleted or the time was already
 // handled, waits out a remainder of at most timerMaxWait, and fires the
-// schedule exactly as the sweep would. A body that is not a timer message
-// returns ErrNotTimer.
+// schedule exactly as the sweep would, from the schedule as read: the
+// job's creation is guarded by that state (see fireEntry), so a pause
+// during the wait still stops the firing. A body that is not a timer
+// message returns ErrNotTimer.
 func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, error) {
 	m, id, at, b, err := parseTimer(body)
 	if err != nil {
@@ -213,8 +241,11 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 	}
 	var c FireCounts
 	e := dynamo.IndexEntry{Bucket: b, ScheduleID: id, Owner: m.Owner, At: at}
-	if err := s.fireEntry(ctx, ss, e, now, &c, 2); err != nil {
+	if err := s.fireEntry(ctx, ss, e, &rec, now, &c, 2); err != nil {
 		return "", fmt.Errorf("fire timer %s: %w", m.Firing, err)
+	}
+	if c.Started+c.Skipped+c.Missed == 0 {
+		return TimerAlreadyFired, nil // a racing firer got there first
 	}
 	return TimerFired, nil
 }

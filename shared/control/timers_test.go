@@ -13,8 +13,9 @@ func TestTimerDelay(t *testing.T) {
 		at   time.Time
 		want time.Duration
 	}{
-		{"rounded down, the consumer waits out the fraction", now.Add(4*time.Second + 900*time.Millisecond), 4 * time.Second},
-		{"under a second", now.Add(700 * time.Millisecond), 0},
+		{"the lead taken off and rounded down; the consumer waits out the rest", now.Add(timerLead + 4*time.Second + 900*time.Millisecond), 4 * time.Second},
+		{"within the lead", now.Add(timerLead - 100*time.Millisecond), 0},
+		{"under a second beyond the lead", now.Add(timerLead + 700*time.Millisecond), 0},
 		{"due already", now.Add(-time.Second), 0},
 		{"capped at SQS's limit", now.Add(time.Hour), 15 * time.Minute},
 	}

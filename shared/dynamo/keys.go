@@ -16,9 +16,11 @@ import (
 //	IDEM#<owner>#<key>              IDEM        idempotency record -> job id
 //	JOB#<job>                       JOB         job: spec + status
 //	JOB#<job>                       STAGE#<nn>  stage: status, totals (one Query reads all stages)
+//	JOB#<job>                       SLOTS       the job's maxConcurrency slots (slots.go)
 //	CNT#<job>#<stage>#<shard>       CNT         completion counter shard (own partition each)
 //	TASK#<job>#<stage>#<bucket>     <partition> task, TaskBucket tasks per partition key
 //	OWN#<owner>                     JOB#<job>   owner's job index: name, status, times (newest first by job id)
+//	OWN#<owner>                     SLOTS       the owner's concurrency slots, across its jobs (slots.go)
 //	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
 //	EVT#<job>#<shard>               <ms>#2#<stage>#<part>#<att>  the same, ordered by time for the job's timeline
 //

@@ -229,14 +229,8 @@ func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
 // latest started job and the next firing, on the condition that the cursor
 // is still old and the schedule is not paused; otherwise ErrCursorMoved.
 func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time) error {
-	cond := "attribute_exists(pk) AND pz = :f AND "
-	vals := map[string]types.AttributeValue{":f": bv(false), ":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
-	if old.IsZero() {
-		cond += "attribute_not_exists(cur)"
-	} else {
-		cond += "cur = :old"
-		vals[":old"] = nsv(old)
-	}
+	vals := map[string]types.AttributeValue{":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
+	cond := cursorCondition(old, vals)
 	// A zero cursor (nothing handled yet) and a zero next (no more
 	// firings) are left out rather than stored as a meaningless number.
 	// The cursor is always set, even unchanged, so the update is never

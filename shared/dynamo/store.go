@@ -74,6 +74,30 @@ type CreateJobParams struct {
 	// JobDue, when set, puts the job in the sweep index at that time (its
 	// deadline), so the sweep finds it without a scan.
 	JobDue time.Time
+	// Firing, when set, makes the job a schedule's firing: it is created
+	// only if the schedule still exists, is not paused and still has the
+	// cursor the firing was planned from, all in the job's transaction.
+	// Otherwise CreateJob returns ErrCursorMoved and writes nothing.
+	Firing *FiringGuard
+}
+
+// FiringGuard names the schedule state a firing was planned from.
+type FiringGuard struct {
+	Owner, ScheduleID string
+	// Cursor is the schedule's cursor when it was read (zero: none yet).
+	Cursor time.Time
+}
+
+// cursorCondition is the condition that a schedule item still has the
+// cursor old and is not paused, shared by the firing guard and
+// AdvanceCursor.
+func cursorCondition(old time.Time, vals map[string]types.AttributeValue) string {
+	vals[":f"] = bv(false)
+	if old.IsZero() {
+		return "attribute_exists(pk) AND pz = :f AND attribute_not_exists(cur)"
+	}
+	vals[":old"] = nsv(old)
+	return "attribute_exists(pk) AND pz = :f AND cur = :old"
 }
 
 // CreateJob writes the idempotency record, the job and its stages in one
@@ -126,6 +150,14 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
 	}
+	if g := p.Firing; g != nil {
+		vals := map[string]types.AttributeValue{}
+		cond := cursorCondition(g.Cursor, vals)
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: &s.table, Key: key(schedulePK(g.Owner), g.ScheduleID),
+			ConditionExpression: &cond, ExpressionAttributeValues: vals,
+		}})
+	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems:      items,
 		ClientRequestToken: aws.String(requestToken("submit", j.Owner, p.IdemKey)),
@@ -133,7 +165,11 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 	if err == nil {
 		return j.ID, true, nil
 	}
-	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
+	reasons := cancelReasons(err)
+	if p.Firing != nil && len(reasons) == len(items) && reasons[0] != reasonCondFailed && reasons[len(items)-1] == reasonCondFailed {
+		return "", false, fmt.Errorf("create job for schedule %s: %w", p.Firing.ScheduleID, ErrCursorMoved)
+	}
+	if len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName: &s.table, Key: key(idemPK(j.Owner, p.IdemKey), idemSK), ConsistentRead: aws.Bool(true),
 		})

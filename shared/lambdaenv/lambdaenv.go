@@ -27,6 +27,8 @@ type Config struct {
 	Queues        control.Queues
 	// Endpoint points the SDK at an emulator (AWS_ENDPOINT_URL).
 	Endpoint string
+	// OwnerLimits are the owners' concurrency limits.
+	OwnerLimits control.OwnerLimits
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -40,6 +42,11 @@ func FromEnv() (Config, error) {
 		},
 		Endpoint: os.Getenv("AWS_ENDPOINT_URL"),
 	}
+	limits, err := control.ParseOwnerLimits(os.Getenv(EnvOwnerMaxConcurrency))
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", EnvOwnerMaxConcurrency, err)
+	}
+	c.OwnerLimits = limits
 	return c, c.Validate()
 }
 
@@ -77,7 +84,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
-	svc := control.New(control.Config{Queues: c.Queues}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
 	return Wired{Service: svc, Blob: b, Queue: q, Log: log}, nil
 }
 

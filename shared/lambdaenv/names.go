@@ -14,6 +14,11 @@ const (
 	// that hands schedule firings to the timer queue and consumes it; it
 	// is optional, so FromEnv does not require it.
 	EnvQueueTimer = "BATCHWORK_QUEUE_TIMER"
+	// EnvOwnerMaxConcurrency is the owners' concurrency limits
+	// (control.ParseOwnerLimits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10"),
+	// set on the functions that claim, commit, fail or sweep when the
+	// stack has owner limits; optional (unset: no owner limits).
+	EnvOwnerMaxConcurrency = "BATCHWORK_OWNER_MAX_CONCURRENCY"
 )
 
 // EnvNames lists the required variables.

@@ -52,3 +52,24 @@ func TestTimerQueueIsOptional(t *testing.T) {
 		t.Fatalf("with %s: %+v, %v", EnvQueueTimer, c.Queues, err)
 	}
 }
+
+// Owner limits are optional; when set they reach the configuration, and a
+// bad value is an error naming the variable and the entry.
+func TestOwnerLimitsFromEnv(t *testing.T) {
+	for _, n := range EnvNames {
+		t.Setenv(n, "x/"+n)
+	}
+	c, err := FromEnv()
+	if err != nil || c.OwnerLimits.Any() {
+		t.Fatalf("without %s: %+v, %v; want no error and no limits", EnvOwnerMaxConcurrency, c.OwnerLimits, err)
+	}
+	t.Setenv(EnvOwnerMaxConcurrency, "*=200,arn:aws:iam::123456789012:role/etl=10")
+	if c, err = FromEnv(); err != nil || c.OwnerLimits.Default != 200 || c.OwnerLimits.For("arn:aws:iam::123456789012:role/etl") != 10 {
+		t.Fatalf("with %s: %+v, %v", EnvOwnerMaxConcurrency, c.OwnerLimits, err)
+	}
+	t.Setenv(EnvOwnerMaxConcurrency, "*=200,alice=lots")
+	_, err = FromEnv()
+	if err == nil || !strings.Contains(err.Error(), EnvOwnerMaxConcurrency) || !strings.Contains(err.Error(), `"alice=lots"`) {
+		t.Fatalf("with a bad entry: %v, want an error naming %s and the entry", err, EnvOwnerMaxConcurrency)
+	}
+}

@@ -60,6 +60,10 @@ type Runner struct {
 	Queue     *queue.Queue
 	Executor  *executor.Runner
 	URL       string // API base URL
+	// OnTimer, when set, is called for each timer message RunTimers
+	// handled, with the time its batch was received and its error (nil:
+	// done with). The bench measures firing with it.
+	OnTimer func(body string, received time.Time, err error)
 
 	opts Options
 	srv  *http.Server
@@ -166,6 +170,14 @@ func (r *Runner) Poller() *executor.Poller {
 // sweep function's event source mapping does on AWS: it long-polls, fires
 // each batch (control.FireTimers) and deletes the messages handled. A
 // failed message comes back after its visibility timeout.
+//
+// Batches are handled concurrently, up to timerBatches at once, the way
+// concurrent Lambda invocations would: a batch waits up to a few seconds
+// for its scheduled time (messages arrive early on purpose), and the next
+// batch, due at the same instant, must not wait behind it. Several
+// receivers poll at once, as Lambda's pollers do: a burst of a thousand
+// firings is a hundred receives, and one receiver, at a receive every
+// half second on a busy emulator, would take most of a minute.
 func (r *Runner) RunTimers(ctx context.Context) {
 	url := r.Resources.Queues.Timer
 	if url == "" {
@@ -175,10 +187,29 @@ func (r *Runner) RunTimers(ctx context.Context) {
 	if wait == 0 {
 		wait = 20 * time.Second
 	}
+	sem := make(chan struct{}, timerBatches)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for range timerReceivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.receiveTimers(ctx, url, wait, sem, &wg)
+		}()
+	}
+}
+
+func (r *Runner) receiveTimers(ctx context.Context, url string, wait time.Duration, sem chan struct{}, wg *sync.WaitGroup) {
 	for ctx.Err() == nil {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		msgs, err := r.Queue.Receive(ctx, url, 10, wait, tuning.SweepTimeout)
-		if err != nil {
-			if ctx.Err() == nil {
+		if err != nil || len(msgs) == 0 {
+			<-sem
+			if err != nil && ctx.Err() == nil {
 				r.opts.Log.Warn("receive timers", "err", err)
 				select {
 				case <-ctx.Done():
@@ -187,22 +218,44 @@ func (r *Runner) RunTimers(ctx context.Context) {
 			}
 			continue
 		}
-		bodies := make([]string, len(msgs))
-		for i, m := range msgs {
-			bodies[i] = m.Body
+		received := time.Now()
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r.fireTimers(ctx, url, msgs, received)
+		}()
+	}
+}
+
+// timerReceivers is how many receives a runner keeps in flight on the
+// timer queue.
+const timerReceivers = 8
+
+// timerBatches bounds the timer batches one runner handles at once. A
+// batch holds its slot until its firings are done, which under a burst
+// (a thousand schedules at one instant) is long after their jobs were
+// created, so the bound is generous: a goroutine per batch is cheap.
+const timerBatches = 500
+
+func (r *Runner) fireTimers(ctx context.Context, url string, msgs []queue.Message, received time.Time) {
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		bodies[i] = m.Body
+	}
+	var done []string
+	for i, err := range r.Service.FireTimers(ctx, bodies) {
+		if r.OnTimer != nil {
+			r.OnTimer(bodies[i], received, err)
 		}
-		var done []string
-		for i, err := range r.Service.FireTimers(ctx, bodies) {
-			if err == nil || errors.Is(err, control.ErrNotTimer) {
-				done = append(done, msgs[i].Receipt)
-				continue
-			}
-			r.opts.Log.Warn("timer", "message_id", msgs[i].ID, "err", err)
+		if err == nil || errors.Is(err, control.ErrNotTimer) {
+			done = append(done, msgs[i].Receipt)
+			continue
 		}
-		if len(done) > 0 {
-			if err := r.Queue.DeleteBatch(ctx, url, done); err != nil && ctx.Err() == nil {
-				r.opts.Log.Warn("delete timers", "err", err)
-			}
+		r.opts.Log.Warn("timer", "message_id", msgs[i].ID, "err", err)
+	}
+	if len(done) > 0 {
+		if err := r.Queue.DeleteBatch(ctx, url, done); err != nil && ctx.Err() == nil {
+			r.opts.Log.Warn("delete timers", "err", err)
 		}
 	}
 }

@@ -106,5 +106,10 @@ const (
 	MaxParamsBytes       = 512
 	MinDeadline          = Duration(time.Second)
 	MaxDeadline          = Duration(7 * 24 * time.Hour)
-	MaxConcurrencyLimit  = 10_000
+	// MaxConcurrencyLimit is 1,000 for the same reason as the owner
+	// limit's cap (control.MaxOwnerConcurrency): a job's slots are one
+	// item of about 40 bytes per running task, billed by size on every
+	// claim and release; at 10,000 it would be ~400 KB, DynamoDB's item
+	// limit.
+	MaxConcurrencyLimit = 1_000
 )
