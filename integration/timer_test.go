@@ -2,12 +2,15 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/schedule"
 )
 
 // These tests use the real clock: SQS's delays are real. Each schedule is
@@ -165,5 +168,93 @@ func TestTimerDroppedWhenPausedOrDeleted(t *testing.T) {
 	}
 	if len(l.Runs) != 0 {
 		t.Fatalf("paused schedule has runs %+v, want none", l.Runs)
+	}
+}
+
+// scheduleReads is the real store, telling the test each time a schedule
+// was read, so a test can act between a timer consumer's read and its
+// firing.
+type scheduleReads struct {
+	*dynamo.Store
+	read chan struct{}
+}
+
+func (s scheduleReads) GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error) {
+	r, err := s.Store.GetSchedule(ctx, owner, id)
+	s.read <- struct{}{}
+	return r, err
+}
+
+// A timer message arrives before its time: the consumer reads the
+// schedule, then waits for the time. A schedule paused or deleted during
+// that wait gets no job (the job's transaction checks the schedule is as
+// read) and the message is dropped; one left alone fires.
+func TestTimerScheduleChangedDuringWait(t *testing.T) {
+	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		during func(svc *control.Service, owner, id string) error
+		want   control.TimerOutcome
+		jobs   int
+	}{
+		{"unchanged", func(*control.Service, string, string) error { return nil }, control.TimerFired, 1},
+		{"paused", func(svc *control.Service, owner, id string) error {
+			_, err := svc.PauseSchedule(ctx, owner, id)
+			return err
+		}, control.TimerDropped, 0},
+		{"deleted", func(svc *control.Service, owner, id string) error { return svc.DeleteSchedule(ctx, owner, id) }, control.TimerDropped, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newTestClock()
+			spy := scheduleReads{Store: e.r.Store, read: make(chan struct{}, 16)}
+			svc := newService(e, testTimings, spy, e.r.Queue, clk, newLogCounter().logger())
+			owner := "wait-" + tc.name
+			at := clk.Now().Add(time.Hour).Truncate(time.Minute)
+			sc, err := svc.CreateSchedule(ctx, owner, []byte(fmt.Sprintf(
+				`{"name":"later","expression":"rate(1 day)","start":%q,"overlap":"allow","spec":%s}`, at.Format(time.RFC3339), schedJobSpec)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The sweep plans the schedule: its index entry moves to at.
+			if c, err := svc.FireDue(ctx, clk.Now()); err != nil || c.Started != 0 {
+				t.Fatalf("planning sweep: %+v, %v", c, err)
+			}
+			for len(spy.read) > 0 {
+				<-spy.read
+			}
+			body, err := json.Marshal(map[string]string{"owner": owner, "firing": schedule.FiringKey(sc.ID, at), "bucket": schedule.BucketOf(sc.ID, at).Key()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The message arrived a second early; the consumer waits a
+			// real second for the time.
+			clk.Advance(at.Add(-time.Second).Sub(clk.Now()))
+			type result struct {
+				o   control.TimerOutcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				o, err := svc.FireTimer(ctx, string(body))
+				done <- result{o, err}
+			}()
+			<-spy.read // the consumer has the schedule and is waiting
+			if err := tc.during(svc, owner, sc.ID); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Second) // the time arrives on the service's clock too
+			r := <-done
+			if r.err != nil || r.o != tc.want {
+				t.Fatalf("FireTimer = %q, %v; want %q", r.o, r.err, tc.want)
+			}
+			jobs, err := svc.ListJobs(ctx, control.ListJobsRequest{Owner: owner, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs.Jobs) != tc.jobs {
+				t.Fatalf("%d jobs, want %d", len(jobs.Jobs), tc.jobs)
+			}
+		})
 	}
 }

@@ -38,7 +38,7 @@ func main() {
 	slots := flag.Int("slots", 16, "executor slots")
 	probes := flag.Int("probes", 100, "single-task jobs for the latency measurement")
 	// 100 keeps `make bench` about a minute longer; the issue's figure is
-	// -schedules 1000, about 11 minutes on moto (see README, Schedules).
+	// -schedules 1000, about 2 minutes on moto (see README, Schedules).
 	schedules := flag.Int("schedules", 100, "schedules due at the same instant for the firing-accuracy figure (0: skip)")
 	flag.Parse()
 	if *tasks > 0 {

@@ -485,10 +485,12 @@ func (b *Batchwork) schedule(c constructs.Construct, p Props) {
 		Schedule:    awsevents.Schedule_Expression(jsii.String(p.SweepSchedule)),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions[FnSweep], nil)},
 	})
-	// Handed-off firings reach the sweep as soon as their delay ends; no
-	// batching window, since every second of waiting is lateness.
+	// Handed-off firings arrive tuning.TimerLead before their time and
+	// wait in the invocation for it, so a short batching window costs no
+	// lateness and gathers a burst into few invocations.
 	b.Functions[FnSweep].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.Timer, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
+		BatchSize:               jsii.Number(tuning.TimerBatchSize),
+		MaxBatchingWindow:       seconds(tuning.TimerBatchWindow),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 }

@@ -491,8 +491,15 @@ func TestLambdaExecutorEventSources(t *testing.T) {
 			if refID(m.Properties["FunctionName"]) != ids[batchwork.FnSweep] {
 				t.Errorf("timer mapping %s targets %v, want the sweep", id, m.Properties["FunctionName"])
 			}
-			if _, ok := m.Properties["MaximumBatchingWindowInSeconds"]; ok {
-				t.Errorf("timer mapping %s waits to batch: %v", id, m.Properties["MaximumBatchingWindowInSeconds"])
+			// The batching window must end before the firings' times:
+			// messages arrive TimerLead early, up to a second earlier
+			// still for delays rounded down to whole seconds.
+			w, _ := m.Properties["MaximumBatchingWindowInSeconds"].(float64)
+			if window := time.Duration(w) * time.Second; window+time.Second >= tuning.TimerLead {
+				t.Errorf("timer mapping %s batches for %v, which with a second of rounding reaches the lead %v", id, window, tuning.TimerLead)
+			}
+			if got := m.Properties["BatchSize"]; got != float64(tuning.TimerBatchSize) {
+				t.Errorf("timer mapping %s batch size %v, want %d", id, got, tuning.TimerBatchSize)
 			}
 			continue
 		}

@@ -294,7 +294,9 @@ type FireCounts struct {
 	Started  int `json:"started"`
 	Skipped  int `json:"skipped"`
 	Missed   int `json:"missed"`
-	Errors   int `json:"errors"`
+	// Dropped counts entries of paused or deleted schedules.
+	Dropped int `json:"dropped"`
+	Errors  int `json:"errors"`
 }
 
 // FireDue fires the schedules whose index entries are due at now: it
@@ -401,6 +403,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 	if rec == nil {
 		r, err := ss.GetSchedule(ctx, e.Owner, e.ScheduleID)
 		if errors.Is(err, batch.ErrNotFound) {
+			c.Dropped++
 			return ss.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
 		}
 		if err != nil {
@@ -419,6 +422,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 	}
 	sc := rec.Schedule
 	if sc.Paused {
+		c.Dropped++
 		return ss.MoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
 	}
 	plan, err := sc.Plan(schedule.PlanParams{LastFired: rec.Cursor, Now: now})

@@ -12,6 +12,7 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/schedule"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // On-time firing. The sweep runs once a minute, so firing only from it can
@@ -45,10 +46,10 @@ const (
 	// neither SQS's delivery (delays are whole seconds, and a long poll
 	// may see a message that became visible a moment late) nor a consumer
 	// busy with an earlier batch makes the firing late. The wait costs a
-	// Lambda consumer about this long per batch. On a busy emulator a
-	// receive takes half a second, so a burst of a thousand firings needs
-	// seconds just to be received.
-	timerLead = 5 * time.Second
+	// Lambda consumer about this long per batch; a burst of a thousand
+	// firings at one instant needs a few seconds to be received and read
+	// on the emulator.
+	timerLead = tuning.TimerLead
 	// timerMaxWait is how early a message may arrive and still be waited
 	// out: the lead plus the rounding of delays to whole seconds, and a
 	// margin. One arriving earlier (a delay capped at SQS's 15 minutes)
@@ -244,7 +245,10 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 	if err := s.fireEntry(ctx, ss, e, &rec, now, &c, 2); err != nil {
 		return "", fmt.Errorf("fire timer %s: %w", m.Firing, err)
 	}
-	if c.Started+c.Skipped+c.Missed == 0 {
+	switch {
+	case c.Dropped > 0:
+		return TimerDropped, nil // paused or deleted while it waited
+	case c.Started+c.Skipped+c.Missed == 0:
 		return TimerAlreadyFired, nil // a racing firer got there first
 	}
 	return TimerFired, nil

@@ -83,6 +83,19 @@ const (
 	// pile up (overlapping runs are harmless, only wasteful).
 	SweepTimeout = SweepRate
 
+	// TimerLead is how long before its scheduled time a handed-off
+	// firing's message is meant to arrive: the consumer reads the
+	// schedule, then waits for the exact time (see control/timers.go).
+	TimerLead = 5 * time.Second
+
+	// TimerBatchSize and TimerBatchWindow shape the sweep's timer-queue
+	// event source: a burst of firings at one instant reaches few
+	// invocations (a batch is fired concurrently), and the window, well
+	// under TimerLead less a second of delay rounding, never makes a
+	// firing late.
+	TimerBatchSize   = 100
+	TimerBatchWindow = 2 * time.Second
+
 	// ExecutorMaxConcurrency is the default cap on concurrent Lambda
 	// executor invocations per ready queue (an event source mapping's
 	// MaximumConcurrency, 2 to 1,000).
