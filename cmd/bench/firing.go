@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"slices"
@@ -21,23 +22,25 @@ import (
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/schedule"
 )
 
-// firingAccuracy measures on-time firing: n schedules all due at the same
-// instant T (a whole minute), handed off by one sweep step to the timer
-// queue and fired by the local runner's timer consumer (batches of 10
-// handled concurrently, as concurrent Lambda invocations of the sweep
-// would). It prints the spread between T and each job's creation, and
-// where the time went.
+// firingAccuracy measures on-time firing: n schedules due at the same
+// instant T (a whole minute), or with spread > 0 spread over the seconds
+// from T, handed off by one sweep step to the timer queue and fired by
+// the local runner's timer consumer (batches of 10 handled concurrently,
+// as concurrent Lambda invocations of the sweep would). It prints how
+// late each job was created after its scheduled time, and where the time
+// went.
 //
 // The clock is injected and maps to real time at a fixed offset: the
-// schedules are set up (created, and their index entries moved to T's
-// minute by the sweep's FireDue) on a clock half an hour before T, then
-// the clock jumps to 40 s before T and runs at real speed from there, so
-// the SQS delays and the measurement are real time. It uses its own
-// installation (table, queues), so the task bench's table does not slow
-// the emulator's transactions.
-func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
+// schedules are set up (created, and their index entries moved to their
+// minute's bucket by the sweep's FireDue) on a clock half an hour before
+// T, then the clock jumps to 25 s before T and runs at real speed from
+// there, so the SQS delays and the measurement are real time. It uses its
+// own installation (table, queues), so the task bench's table does not
+// slow the emulator.
+func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Duration) error {
 	var counter awsconf.Counter
 	counted := cfg.Copy()
 	counter.Install(&counted)
@@ -61,9 +64,12 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
-	body := fmt.Sprintf(`{"name":"at-once","expression":"rate(1 day)","start":%q,"overlap":"allow",
-	  "spec":{"name":"fired","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}}`, at.Format(time.RFC3339))
 	for i := range n {
+		// Schedule i is due at T, or with a spread at T plus its share of
+		// it in whole seconds (a start time has second precision).
+		start := at.Add((spread * time.Duration(i) / time.Duration(n)).Truncate(time.Second))
+		body := fmt.Sprintf(`{"name":"burst","expression":"rate(1 day)","start":%q,"overlap":"allow",
+		  "spec":{"name":"fired","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}}`, start.Format(time.RFC3339))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -93,7 +99,9 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 	}
 	setupTook := time.Since(setup)
 
-	offset.Store(int64(at.Add(-40 * time.Second).Sub(time.Now().UTC())))
+	// 25 s before T the sweep's 90 s handoff window covers a minute's
+	// spread.
+	offset.Store(int64(at.Add(-25 * time.Second).Sub(time.Now().UTC())))
 	handStart := time.Now()
 	sent, err := svc.HandOffTimers(ctx, svc.Now())
 	if err != nil {
@@ -114,11 +122,18 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 	failed := 0
 	var firstErr error
 	allDone := make(chan struct{})
+	// scheduled is a timer message's scheduled time.
+	scheduled := func(body string) time.Time {
+		var m struct{ Firing string }
+		_ = json.Unmarshal([]byte(body), &m)
+		_, t, _ := schedule.ParseFiringKey(m.Firing)
+		return t
+	}
 	r.OnTimer = func(body string, recv time.Time, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, ok := received[body]; !ok {
-			received[body] = recv.Add(time.Duration(offset.Load())).Sub(at)
+			received[body] = recv.Add(time.Duration(offset.Load())).Sub(scheduled(body))
 		}
 		if err != nil {
 			failed++
@@ -128,7 +143,7 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 			return
 		}
 		if _, ok := handled[body]; !ok {
-			handled[body] = svc.Now().Sub(at)
+			handled[body] = svc.Now().Sub(scheduled(body))
 			if len(handled) == n {
 				close(allDone)
 			}
@@ -139,7 +154,7 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 	go func() { r.RunTimers(cctx); close(stopped) }()
 	select {
 	case <-allDone:
-	case <-time.After(40*time.Second + 5*time.Minute):
+	case <-time.After(25*time.Second + spread + 5*time.Minute):
 	}
 	lastFired := svc.Now()
 	cancel()
@@ -172,13 +187,17 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int) error {
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("firing accuracy: %d schedules due at the same instant, fired through the timer queue by the runner's consumer\n", n)
+	due := "at the same instant"
+	if spread > 0 {
+		due = fmt.Sprintf("spread over %s", spread)
+	}
+	fmt.Printf("firing accuracy: %d schedules due %s, fired through the timer queue by the runner's consumer\n", n, due)
 	fmt.Printf("  setup %.1fs (create + first sweep planning); handoff of %d delayed messages by one sweep step: %.1fs\n",
 		setupTook.Seconds(), sent, handTook.Seconds())
 	if len(late) == 0 {
 		return fmt.Errorf("no firing recorded (handled %d, failed %d)", len(handled), failed)
 	}
-	fmt.Printf("  handled %d of %d timer messages (%d consumer errors, retried by SQS); last at T+%.1fs\n",
+	fmt.Printf("  handled %d of %d timer messages (%d consumer errors, retried by SQS); last at T+%.1fs (T: the first time)\n",
 		len(handled), n, failed, lastFired.Sub(at).Seconds())
 	if firstErr != nil {
 		fmt.Printf("  first consumer error: %v\n", firstErr)
