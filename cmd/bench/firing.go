@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"encoding/json"
 	"log/slog"
 	"maps"
 	"slices"
