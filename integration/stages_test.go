@@ -197,10 +197,10 @@ func (a *slowChunks) PutTasks(ctx context.Context, tasks []batch.Task, due time.
 	return a.Store.PutTasks(ctx, tasks, due)
 }
 
-func (a *slowChunks) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) error {
-	err := a.Store.AdvanceEnqueued(ctx, job, idx, from, to, due)
+func (a *slowChunks) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
+	ok, err := a.Store.AdvanceEnqueued(ctx, job, idx, from, to, due)
 	a.after(to)
-	return err
+	return ok, err
 }
 
 // A materialization that is slow but making progress keeps pushing its

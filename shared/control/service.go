@@ -33,7 +33,7 @@ type Store interface {
 	TransitionStage(context.Context, dynamo.StageTransitionParams) error
 	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
 	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
-	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) error
+	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
 	PutShards(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	Progress(context.Context, batch.Stage) (batch.Progress, error)

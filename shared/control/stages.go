@@ -96,9 +96,15 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		if err := s.queue.SendBatch(ctx, url, msgs); err != nil {
 			return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
 		}
-		if err := s.store.AdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace)); err != nil {
+		advanced, err := s.store.AdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace))
+		if err != nil {
 			return err
 		}
+		if advanced {
+			stage.Enqueued = to // nothing else of the plan changes
+			continue
+		}
+		// A concurrent materializer moved the count: carry on from it.
 		if stage, err = s.store.GetStage(ctx, job, idx); err != nil {
 			return err
 		}

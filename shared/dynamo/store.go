@@ -454,14 +454,15 @@ func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (b
 }
 
 // AdvanceEnqueued records that a stage's tasks before partition to are
-// written and sent, if its count still stands at from. A stale from (a
-// concurrent materializer got there first) is not an error: the caller
-// reads the stage again and carries on from its count.
+// written and sent, if its count still stands at from, and says whether
+// it did. A stale from (a concurrent materializer got there first) is not
+// an error: the caller reads the stage again and carries on from its
+// count.
 //
 // due moves the stage's sweep check on with the progress, so a
 // materialization that is slow but alive is not repeated alongside by
 // the sweep; only one that stalls for a whole grace period is.
-func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) error {
+func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
 	cond := "#enq = :from"
 	if from == 0 {
 		cond = "attribute_not_exists(#enq) OR #enq = :from"
@@ -477,10 +478,13 @@ func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to i
 		ExpressionAttributeNames:  map[string]string{"#enq": aEnqueued},
 		ExpressionAttributeValues: c.values,
 	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("advance stage %s/%d to %d enqueued: %w", job, idx, to, err)
+	if isCondFailed(err) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("advance stage %s/%d to %d enqueued: %w", job, idx, to, err)
+	}
+	return true, nil
 }
 
 // MarkMaterialized records that all of a stage's tasks and counters exist
