@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -164,16 +164,28 @@ type Service struct {
 	// Jitter returns a random duration in [0, d).
 	Jitter func(d time.Duration) time.Duration
 
-	specs  sync.Map // job id -> jobMeta (immutable)
-	shards sync.Map // "job/stage" -> int (immutable once planned)
+	// Facts that never change once written, cached so the hot paths
+	// (claim, commit) read them once per job; bounded, because a Fargate
+	// executor or a local runner lives for weeks and sees every job.
+	specs  *lru.Cache[string, jobMeta] // job id
+	shards *lru.Cache[string, int]     // "job/stage", once planned
 }
+
+// Cache sizes: a job's meta holds its spec (a few KB at most), so 4,096
+// jobs is a few MB; far more jobs than run at once in one process.
+const (
+	specCacheSize  = 4096
+	shardCacheSize = 16384
+)
 
 // New returns a control plane service.
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	return &Service{
 		cfg: cfg.withDefaults(), store: store, queue: q, blob: b, log: log,
-		Now:   func() time.Time { return time.Now().UTC() },
-		NewID: NewJobID,
+		specs:  lru.New[string, jobMeta](specCacheSize),
+		shards: lru.New[string, int](shardCacheSize),
+		Now:    func() time.Time { return time.Now().UTC() },
+		NewID:  NewJobID,
 		Jitter: func(d time.Duration) time.Duration {
 			if d <= 0 {
 				return 0
@@ -212,22 +224,22 @@ func (s *Service) jobSpec(ctx context.Context, id string) (*spec.Job, error) {
 // jobMeta returns a job's spec and owner, cached: one read per job per
 // process.
 func (s *Service) jobMeta(ctx context.Context, id string) (jobMeta, error) {
-	if v, ok := s.specs.Load(id); ok {
-		return v.(jobMeta), nil
+	if m, ok := s.specs.Get(id); ok {
+		return m, nil
 	}
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
 		return jobMeta{}, err
 	}
 	m := jobMeta{spec: j.Spec, owner: j.Owner}
-	s.specs.Store(id, m)
+	s.specs.Put(id, m)
 	return m, nil
 }
 
 func (s *Service) stageShards(ctx context.Context, job string, idx int) (int, error) {
 	k := fmt.Sprintf("%s/%d", job, idx)
-	if v, ok := s.shards.Load(k); ok {
-		return v.(int), nil
+	if n, ok := s.shards.Get(k); ok {
+		return n, nil
 	}
 	st, err := s.store.GetStage(ctx, job, idx)
 	if err != nil {
@@ -236,7 +248,7 @@ func (s *Service) stageShards(ctx context.Context, job string, idx int) (int, er
 	if st.Shards == 0 {
 		return 0, fmt.Errorf("stage %s/%d has no plan yet", job, idx)
 	}
-	s.shards.Store(k, st.Shards)
+	s.shards.Put(k, st.Shards)
 	return st.Shards, nil
 }
 

@@ -62,6 +62,10 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
+	// The job's spec is this one (an existing job under the same key has
+	// the same spec hash), so the claims and commits this process serves
+	// need not read it back.
+	s.specs.Put(id, jobMeta{spec: sp, owner: req.Owner})
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
