@@ -17,16 +17,19 @@ import (
 
 // On-time firing. The sweep runs once a minute, so firing only from it can
 // be a minute late. Instead each sweep also hands the firings due in the
-// next TimerWindow to the timer queue, one message per firing, delayed by
-// the time left; the consumer (FireTimer) fires them when SQS releases them.
+// next TimerWindow to the timer queue, one message per firing, delayed to
+// arrive timerLead before its time; the consumer (FireTimer) reads the
+// schedule, waits for the time and fires.
 //
-// Nothing about a firing's guarantees moves to the queue: FireTimer re-reads
-// the schedule and fires through the sweep's own code path (fireEntry), so
-// the job's idempotency key (schedule.FiringKey) and the conditional cursor
-// still make it exactly one job per scheduled time, whoever gets there
-// first. A paused or deleted schedule's messages are dropped on arrival,
-// which is how pausing stops firings already handed to SQS. A message lost
-// or failed is no worse than before: the sweep fires the time itself.
+// Nothing about a firing's guarantees moves to the queue: FireTimer fires
+// through the sweep's own code path (fireEntry), so the job's idempotency
+// key (schedule.FiringKey) and the conditional cursor still make it
+// exactly one job per scheduled time, whoever gets there first. A paused
+// or deleted schedule's messages are dropped on arrival, and one paused or
+// deleted while its consumer waits gets no job (the job's transaction
+// checks the schedule is as read), which is how pausing stops firings
+// already handed to SQS. A message lost or failed is no worse than
+// before: the sweep fires the time itself.
 //
 // A firing is handed off by every sweep that sees it within the window
 // (with a 90 s window and a 1 minute sweep, once or twice): marking entries
