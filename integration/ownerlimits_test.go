@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -173,6 +174,23 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 	// finds the owner full and gives the job slot back.
 	overLimit(ref(c, 0))
 	wantHolders("after a claim refused by the owner's limit", dynamo.JobSlots(c))
+	// Their status shows what they wait on: the owner's limit, in use.
+	for _, tc := range []struct {
+		job  string
+		want []control.LimitUse
+	}{
+		{a, []control.LimitUse{{Kind: "owner", Max: 1, Running: 1}}},
+		{b, []control.LimitUse{{Kind: "owner", Max: 1, Running: 1}}},
+		{c, []control.LimitUse{{Kind: "job", Max: 5, Running: 0}, {Kind: "owner", Max: 1, Running: 1}}},
+	} {
+		st, err := rig.svc.Status(ctx, "tester", tc.job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(st.Limits, tc.want) {
+			t.Fatalf("status of %s: limits %+v, want %+v", tc.job, st.Limits, tc.want)
+		}
+	}
 	// A duplicate delivery of a/0 finds its claim held; its slot stays.
 	var held *batch.ClaimHeldError
 	if _, err := rig.svc.Claim(ctx, ref(a, 0)); !errors.As(err, &held) {

@@ -52,6 +52,7 @@ func fullStatus(state string) control.JobStatus {
 			Name: "map", State: "RUNNING", Total: 20, Committed: 3, Attempts: 4, Failures: 1, RecordsIn: 100, RecordsOut: 40,
 			TasksPerSec: ptr(1.5), RecordsPerSec: ptr(50.0), ETA: ptr(t0.Add(2 * time.Minute)), Started: ptr(t0), Ended: ptr(t0.Add(time.Minute)), Error: "x",
 		}, {Name: "reduce", State: "BLOCKED"}},
+		Limits: []control.LimitUse{{Kind: "job", Max: 4, Running: 4}, {Kind: "owner", Max: 200, Running: 17}},
 	}
 }
 

@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -23,6 +25,19 @@ type JobStatus struct {
 	// their smoothed rates; stages still blocked are not included.
 	ETA    *time.Time    `json:"eta,omitempty"`
 	Stages []StageStatus `json:"stages"`
+	// Limits are the concurrency limits a running job's tasks are under
+	// (its maxConcurrency, its owner's limit) and how much of each is in
+	// use, so a job that seems slow shows when it is waiting on a limit.
+	Limits []LimitUse `json:"limits,omitempty"`
+}
+
+// LimitUse is one concurrency limit and its use.
+type LimitUse struct {
+	// Kind is "job" or "owner" (the owner's limit spans its jobs).
+	Kind string `json:"kind"`
+	Max  int    `json:"max"`
+	// Running counts the slots held: tasks running, or claiming.
+	Running int `json:"running"`
 }
 
 // Progress sums a job's work so far. Records are what committed tasks
@@ -73,7 +88,27 @@ func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, erro
 	if err != nil {
 		return JobStatus{}, err
 	}
-	return s.status(ctx, j, stats), nil
+	js := s.status(ctx, j, stats)
+	if j.State == sm.JobRunning {
+		if js.Limits, err = s.limitUse(ctx, j); err != nil {
+			return JobStatus{}, err
+		}
+	}
+	return js, nil
+}
+
+// limitUse reads the slot maps of a job's limits: one consistent read per
+// limit, none for a job without limits.
+func (s *Service) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error) {
+	var out []LimitUse
+	for _, l := range s.limitsOf(batch.TaskRef{Job: j.ID}, jobMeta{spec: j.Spec, owner: j.Owner}) {
+		holders, err := s.store.SlotHolders(ctx, l.m)
+		if err != nil && !errors.Is(err, batch.ErrNotFound) { // no map yet: none held
+			return nil, fmt.Errorf("status of job %s: %w", j.ID, err)
+		}
+		out = append(out, LimitUse{Kind: l.kind, Max: l.max, Running: len(holders)})
+	}
+	return out, nil
 }
 
 func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {

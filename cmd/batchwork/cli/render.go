@@ -103,6 +103,13 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	if st.State == "RUNNING" {
 		fmt.Fprintf(tw, "Rate:\t%s tasks, %s records\n", rate(p.TasksPerSec), rate(p.RecordsPerSec))
 		fmt.Fprintf(tw, "ETA:\t%s\n", a.eta(st.ETA))
+		for _, l := range st.Limits {
+			full := ""
+			if l.Running >= l.Max {
+				full = " (full: tasks wait for a slot)"
+			}
+			fmt.Fprintf(tw, "Limit (%s):\t%d of %d running%s\n", l.Kind, l.Running, l.Max, full)
+		}
 	}
 	if st.Error != "" {
 		fmt.Fprintf(tw, "Error:\t%s\n", st.Error)
