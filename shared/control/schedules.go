@@ -25,7 +25,7 @@ type scheduleStore interface {
 	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
 	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
 	DeleteSchedule(ctx context.Context, owner, id string) error
-	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time) error
+	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
 	DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
 	MoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
 	Watermark(ctx context.Context) (time.Time, bool, error)
@@ -411,9 +411,10 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		}
 		rec = &r
 	}
-	// again re-reads the schedule after another firer moved it on, so
-	// the entry is moved on even if that firer died before moving it:
-	// its jobs exist once whatever happens, by their idempotency keys.
+	// again re-reads the schedule after another firer moved it on (or a
+	// pause, resume or delete changed it) and handles this entry from its
+	// new state: the jobs the other firer started exist once whatever
+	// happens, by their idempotency keys.
 	again := func() error {
 		if retries == 0 {
 			return fmt.Errorf("schedule %s: cursor keeps moving", e.ScheduleID)
@@ -495,16 +496,13 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		}
 		lastJob, started = res.JobID, res.JobID
 	}
-	err = ss.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next)
+	err = ss.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
 	if errors.Is(err, dynamo.ErrCursorMoved) {
 		// Another sweep handled these times (or the schedule was paused,
 		// resumed or deleted).
 		return again()
 	}
-	if err != nil {
-		return err
-	}
-	return ss.MoveEntry(ctx, e, plan.Next, now)
+	return err
 }
 
 // sweepSchedules is the sweep's firing step: fire what is due, then hand

@@ -226,9 +226,13 @@ func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
 }
 
 // AdvanceCursor moves a schedule's cursor from old to cur, records the
-// latest started job and the next firing, on the condition that the cursor
-// is still old and the schedule is not paused; otherwise ErrCursorMoved.
-func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time) error {
+// latest started job and the next firing, and moves the schedule's index
+// entry from where it was found (entry) to the next firing, in one
+// transaction, on the condition that the cursor is still old and the
+// schedule is not paused; otherwise ErrCursorMoved and nothing changes.
+// One request per firing, and never a cursor advanced with its entry
+// left behind.
+func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, now time.Time) error {
 	vals := map[string]types.AttributeValue{":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
 	cond := cursorCondition(old, vals)
 	// A zero cursor (nothing handled yet) and a zero next (no more
@@ -257,11 +261,12 @@ func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur ti
 		sets = append(sets, "pz = :f")
 	}
 	upd := "SET " + strings.Join(sets, ", ") + remove
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	items := append([]types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(schedulePK(owner), id),
 		ConditionExpression: &cond, UpdateExpression: &upd, ExpressionAttributeValues: vals,
-	})
-	if isCondFailed(err) {
+	}}}, s.moveItems(entry, next, now)...)
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return ErrCursorMoved
 	}
 	if err != nil {
@@ -298,6 +303,17 @@ func (s *Store) DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([
 // MoveEntry puts the schedule's entry for its next firing (none when next
 // is zero) and removes the old one, unless both are the same bucket.
 func (s *Store) MoveEntry(ctx context.Context, old IndexEntry, next, now time.Time) error {
+	items := s.moveItems(old, next, now)
+	if _, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+		return fmt.Errorf("move schedule %s index entry: %w", old.ScheduleID, err)
+	}
+	return nil
+}
+
+// moveItems are the writes that move an index entry to next (zero: drop
+// it): a put of the new entry and a delete of the old, or just the put
+// when both are the same item.
+func (s *Store) moveItems(old IndexEntry, next, now time.Time) []types.TransactWriteItem {
 	var items []types.TransactWriteItem
 	oldPK := bucketPK(old.Bucket)
 	if !next.IsZero() {
@@ -310,10 +326,7 @@ func (s *Store) MoveEntry(ctx context.Context, old IndexEntry, next, now time.Ti
 	if oldPK != "" {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.table, Key: key(oldPK, old.ScheduleID)}})
 	}
-	if _, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
-		return fmt.Errorf("move schedule %s index entry: %w", old.ScheduleID, err)
-	}
-	return nil
+	return items
 }
 
 // Watermark reads the firing watermark; ok is false when no schedule was
