@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -332,33 +333,16 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 	budget := fireSchedules
 	for i := 0; i < len(buckets); i += schedule.ShardCount {
 		minute := buckets[i : i+schedule.ShardCount]
-		type result struct {
-			entries []dynamo.IndexEntry
-			err     error
-		}
-		res := make([]result, len(minute))
-		sem := make(chan struct{}, fireWorkers)
-		done := make(chan struct{})
-		for j, b := range minute {
-			go func() {
-				sem <- struct{}{}
-				defer func() { <-sem; done <- struct{}{} }()
-				es, err := ss.DueEntries(ctx, b, budget+1)
-				res[j] = result{es, err}
-			}()
-		}
-		for range minute {
-			<-done
-		}
+		entries, errs := queryBuckets(ctx, ss, minute, budget+1)
 		c.Buckets += len(minute)
 		complete := true
-		for _, r := range res {
-			if r.err != nil {
-				note(r.err)
+		for j, es := range entries {
+			if errs[j] != nil {
+				note(errs[j])
 				complete = false
 				continue
 			}
-			for _, e := range r.entries {
+			for _, e := range es {
 				if budget == 0 {
 					complete = false
 					break
@@ -389,6 +373,26 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 		return c, fmt.Errorf("fire schedules: %d errors, first: %w", c.Errors, firstErr)
 	}
 	return c, nil
+}
+
+// queryBuckets reads the entries of each bucket (at most limit each),
+// fireWorkers at a time; entries[i] and errs[i] are buckets[i]'s.
+func queryBuckets(ctx context.Context, ss scheduleStore, buckets []schedule.Bucket, limit int) ([][]dynamo.IndexEntry, []error) {
+	entries := make([][]dynamo.IndexEntry, len(buckets))
+	errs := make([]error, len(buckets))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, fireWorkers)
+	for i, b := range buckets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			entries[i], errs[i] = ss.DueEntries(ctx, b, limit)
+		}()
+	}
+	wg.Wait()
+	return entries, errs
 }
 
 // fireEntry handles one index entry. Every step is safe to repeat: the

@@ -118,20 +118,7 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 			buckets = append(buckets, schedule.Bucket{Minute: m, Shard: sh})
 		}
 	}
-	res := make([][]dynamo.IndexEntry, len(buckets))
-	errs := make([]error, len(buckets))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, fireWorkers)
-	for i, b := range buckets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			res[i], errs[i] = ss.DueEntries(ctx, b, timerMaxPerSweep)
-		}()
-	}
-	wg.Wait()
+	res, errs := queryBuckets(ctx, ss, buckets, timerMaxPerSweep)
 	var sends []queue.Send
 	var ats []time.Time
 	for i, es := range res {

@@ -229,6 +229,19 @@ func (a *app) pages(fetch func(cursor string) (string, error)) error {
 	}
 }
 
+// listPages fetches a list route into *list: one page, or every page
+// with --all. add appends a page to the list (items and next cursor) and
+// returns the page's next cursor.
+func listPages[L any](ctx context.Context, a *app, path string, query func(cursor string) url.Values, list *L, add func(list, page *L) string) error {
+	return a.pages(func(cursor string) (string, error) {
+		var page L
+		if err := a.get(ctx, path, query(cursor), &page); err != nil {
+			return "", err
+		}
+		return add(list, &page), nil
+	})
+}
+
 func pageQuery(o opts, cursor string, kv ...string) url.Values {
 	q := url.Values{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -247,22 +260,15 @@ func pageQuery(o opts, cursor string, kv ...string) url.Values {
 
 func runList(ctx context.Context, a *app, _ []string) int {
 	all := control.JobList{Jobs: []control.JobSummary{}}
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.JobList
-		if err := a.get(ctx, "/jobs", pageQuery(a.o, cursor, "status", a.o.status, "name", a.o.name), &page); err != nil {
-			return "", err
-		}
-		all.Jobs = append(all.Jobs, page.Jobs...)
-		all.NextCursor = page.NextCursor
-		return page.NextCursor, nil
+	query := func(c string) url.Values { return pageQuery(a.o, c, "status", a.o.status, "name", a.o.name) }
+	err := listPages(ctx, a, "/jobs", query, &all, func(all, p *control.JobList) string {
+		all.Jobs, all.NextCursor = append(all.Jobs, p.Jobs...), p.NextCursor
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
-		if a.o.all {
-			all.NextCursor = ""
-		}
 		_ = writeJSON(a.env.Stdout, all)
 		return ExitOK
 	}
@@ -285,22 +291,15 @@ func runList(ctx context.Context, a *app, _ []string) int {
 
 func runTasks(ctx context.Context, a *app, args []string) int {
 	all := control.TaskList{Tasks: []control.TaskInfo{}}
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.TaskList
-		if err := a.get(ctx, jobPath(args[0], "/tasks"), pageQuery(a.o, cursor, "stage", a.o.stage, "state", a.o.state), &page); err != nil {
-			return "", err
-		}
-		all.Tasks = append(all.Tasks, page.Tasks...)
-		all.NextCursor = page.NextCursor
-		return page.NextCursor, nil
+	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage, "state", a.o.state) }
+	err := listPages(ctx, a, jobPath(args[0], "/tasks"), query, &all, func(all, p *control.TaskList) string {
+		all.Tasks, all.NextCursor = append(all.Tasks, p.Tasks...), p.NextCursor
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
-		if a.o.all {
-			all.NextCursor = ""
-		}
 		_ = writeJSON(a.env.Stdout, all)
 		return ExitOK
 	}
@@ -343,22 +342,15 @@ func oneLine(s string, n int) string {
 
 func runHistory(ctx context.Context, a *app, args []string) int {
 	all := control.History{Events: []control.Event{}}
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.History
-		if err := a.get(ctx, jobPath(args[0], "/history"), pageQuery(a.o, cursor), &page); err != nil {
-			return "", err
-		}
-		all.Events = append(all.Events, page.Events...)
-		all.NextCursor = page.NextCursor
-		return page.NextCursor, nil
+	query := func(c string) url.Values { return pageQuery(a.o, c) }
+	err := listPages(ctx, a, jobPath(args[0], "/history"), query, &all, func(all, p *control.History) string {
+		all.Events, all.NextCursor = append(all.Events, p.Events...), p.NextCursor
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
-		if a.o.all {
-			all.NextCursor = ""
-		}
 		_ = writeJSON(a.env.Stdout, all)
 		return ExitOK
 	}
@@ -392,19 +384,18 @@ func runResult(ctx context.Context, a *app, args []string) int {
 	all := control.OutputList{Outputs: []control.OutputInfo{}}
 	presign := !a.o.list || a.o.download != ""
 	a.o.all = true
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.OutputList
-		q := pageQuery(a.o, cursor, "stage", a.o.stage)
+	query := func(c string) url.Values {
+		q := pageQuery(a.o, c, "stage", a.o.stage)
 		if presign {
 			q.Set("presign", "true")
 		}
-		if err := a.get(ctx, jobPath(args[0], "/manifest"), q, &page); err != nil {
-			return "", err
-		}
-		outs := append(all.Outputs, page.Outputs...)
-		all = page
+		return q
+	}
+	err := listPages(ctx, a, jobPath(args[0], "/manifest"), query, &all, func(all, p *control.OutputList) string {
+		outs := append(all.Outputs, p.Outputs...)
+		*all = *p
 		all.Outputs = outs
-		return page.NextCursor, nil
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)

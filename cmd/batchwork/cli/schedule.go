@@ -151,22 +151,15 @@ func (a *app) printSchedule(v control.ScheduleView) int {
 
 func scheduleList(ctx context.Context, a *app) int {
 	all := control.ScheduleList{Schedules: []control.ScheduleView{}}
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.ScheduleList
-		if err := a.get(ctx, "/schedules", pageQuery(a.o, cursor), &page); err != nil {
-			return "", err
-		}
-		all.Schedules = append(all.Schedules, page.Schedules...)
-		all.NextCursor = page.NextCursor
-		return page.NextCursor, nil
+	query := func(c string) url.Values { return pageQuery(a.o, c) }
+	err := listPages(ctx, a, "/schedules", query, &all, func(all, p *control.ScheduleList) string {
+		all.Schedules, all.NextCursor = append(all.Schedules, p.Schedules...), p.NextCursor
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
-		if a.o.all {
-			all.NextCursor = ""
-		}
 		_ = writeJSON(a.env.Stdout, all)
 		return ExitOK
 	}
@@ -193,22 +186,15 @@ func scheduleList(ctx context.Context, a *app) int {
 
 func scheduleRuns(ctx context.Context, a *app, id string) int {
 	all := control.RunList{Runs: []control.ScheduleRun{}}
-	err := a.pages(func(cursor string) (string, error) {
-		var page control.RunList
-		if err := a.get(ctx, schedulePath(id, "/runs"), pageQuery(a.o, cursor), &page); err != nil {
-			return "", err
-		}
-		all.Runs = append(all.Runs, page.Runs...)
-		all.NextCursor = page.NextCursor
-		return page.NextCursor, nil
+	query := func(c string) url.Values { return pageQuery(a.o, c) }
+	err := listPages(ctx, a, schedulePath(id, "/runs"), query, &all, func(all, p *control.RunList) string {
+		all.Runs, all.NextCursor = append(all.Runs, p.Runs...), p.NextCursor
+		return p.NextCursor
 	})
 	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
-		if a.o.all {
-			all.NextCursor = ""
-		}
 		_ = writeJSON(a.env.Stdout, all)
 		return ExitOK
 	}
