@@ -102,6 +102,16 @@ func newService(e *env, cfg control.Config, store control.Store, q control.Queue
 	return svc
 }
 
+// newServiceWithBlob is newService over the env's queue with its own
+// store and blob (fault-injecting or spying wrappers of the env's).
+func newServiceWithBlob(e *env, cfg control.Config, store control.Store, b control.Blob, clk *testClock, logs *logCounter) *control.Service {
+	cfg.Queues = e.r.Resources.Queues
+	svc := control.New(cfg, store, e.r.Queue, b, logs.logger())
+	svc.Now = clk.Now
+	svc.Jitter = func(time.Duration) time.Duration { return 0 }
+	return svc
+}
+
 func submitTo(t *testing.T, svc *control.Service, key, body string) string {
 	t.Helper()
 	res, err := svc.Submit(context.Background(), control.SubmitRequest{Owner: "tester", IdempotencyKey: key, Spec: []byte(body)})

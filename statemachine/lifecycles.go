@@ -107,6 +107,11 @@ const (
 	GuardUpstreamCompleted Guard = "upstream completed"
 	// GuardAllTasksCommitted: every completion shard has counted to zero.
 	GuardAllTasksCommitted Guard = "all tasks committed"
+	// GuardJobRunning: the stage's job is still RUNNING, checked in the same
+	// write. A job that was cancelled or failed never starts or completes a
+	// stage afterwards, so no late commit can unblock downstream stages or
+	// publish a job manifest for it.
+	GuardJobRunning Guard = "job running"
 )
 
 // Stages is the stage lifecycle.
@@ -116,8 +121,8 @@ var Stages = Machine[StageState]{
 	Initial:  []StageState{StageBlocked},
 	Terminal: []StageState{StageCompleted, StageFailed, StageCancelled},
 	Transitions: []Transition[StageState]{
-		{Event: StageStart, From: []StageState{StageBlocked}, To: StageRunning, Guards: []Guard{GuardUpstreamCompleted}},
-		{Event: StageComplete, From: []StageState{StageRunning}, To: StageCompleted, Guards: []Guard{GuardAllTasksCommitted}},
+		{Event: StageStart, From: []StageState{StageBlocked}, To: StageRunning, Guards: []Guard{GuardUpstreamCompleted, GuardJobRunning}},
+		{Event: StageComplete, From: []StageState{StageRunning}, To: StageCompleted, Guards: []Guard{GuardAllTasksCommitted, GuardJobRunning}},
 		{Event: StageFail, From: []StageState{StageRunning}, To: StageFailed},
 		{Event: StageCancel, From: []StageState{StageBlocked, StageRunning}, To: StageCancelled},
 	},
@@ -165,6 +170,15 @@ var Jobs = Machine[JobState]{
 	},
 }
 
+// LeaseSkew is how long past its time a lease still counts as held. A
+// lease is written with its holder's clock and judged expired with
+// another process's (an executor reclaiming, the sweep): a judge whose
+// clock runs ahead would otherwise fence a live holder early, and on its
+// last attempt fail the job. Clocks of Lambda and Fargate are kept by
+// NTP to well under a second; the margin delays a dead holder's reclaim
+// by as much.
+const LeaseSkew = time.Second
+
 // TaskView is what the rules need to know of a task record.
 type TaskView struct {
 	State       TaskState
@@ -189,7 +203,7 @@ func Holds(g Guard, t TaskView, in TaskInput) bool {
 	case GuardDue:
 		return !in.At.Before(t.NotBefore)
 	case GuardLeaseExpired:
-		return in.At.After(t.LeaseUntil)
+		return in.At.After(t.LeaseUntil.Add(LeaseSkew))
 	case GuardTokenMatches:
 		return t.Token != "" && t.Token == in.Token
 	case GuardAttemptsLeft:

@@ -109,7 +109,9 @@ func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	claimed := TaskView{State: TaskClaimed, Attempt: 1, MaxAttempts: 3, Token: "tok", LeaseUntil: now.Add(time.Minute)}
 	expired := claimed
-	expired.LeaseUntil = now.Add(-time.Second)
+	expired.LeaseUntil = now.Add(-LeaseSkew - time.Millisecond)
+	justPast := claimed
+	justPast.LeaseUntil = now.Add(-LeaseSkew) // within the skew margin
 	lastExpired := expired
 	lastExpired.Attempt = 3
 	tests := []struct {
@@ -125,6 +127,8 @@ func TestDecide(t *testing.T) {
 		{name: "claim during backoff", task: TaskView{State: TaskReady, MaxAttempts: 3, NotBefore: now.Add(time.Second)}, ev: TaskClaim, in: TaskInput{At: now}, wantGuard: GuardDue},
 		{name: "duplicate delivery of live claim", task: claimed, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "reclaim expired", task: expired, ev: TaskReclaim, in: TaskInput{At: now}, wantTo: TaskClaimed},
+		{name: "reclaim within the skew margin", task: justPast, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
+		{name: "expire within the skew margin", task: justPast, ev: TaskExpire, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "reclaim exhausted", task: lastExpired, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardAttemptsLeft},
 		{name: "exhaust", task: lastExpired, ev: TaskExhaust, in: TaskInput{At: now}, wantTo: TaskFailed},
 		{name: "commit by holder", task: claimed, ev: TaskCommit, in: TaskInput{At: now, Token: "tok"}, wantTo: TaskSucceeded},

@@ -23,10 +23,11 @@ import (
 )
 
 func main() {
-	endpoint := flag.String("endpoint", os.Getenv("AWS_ENDPOINT_URL"), "AWS endpoint (an emulator); empty for AWS")
+	endpoint := flag.String("endpoint", os.Getenv("AWS_ENDPOINT_URL"),
+		"AWS endpoint (an emulator); empty for AWS. A service's own variable wins, as in every AWS SDK (AWS_ENDPOINT_URL_DYNAMODB: DynamoDB Local)")
 	prefix := flag.String("prefix", "batchwork", "resource name prefix")
 	listen := flag.String("listen", "127.0.0.1:8080", "API address (loopback only: the owner header is trusted)")
-	slots := flag.Int("slots", 4, "executor slots")
+	slots := flag.Int("slots", 4, "executor slots; 0 runs the control plane only (API, sweep, timers), for separate executor processes")
 	sweep := flag.Duration("sweep", 10*time.Second, "sweep interval")
 	ownerLimits := flag.String("owner-max-concurrency", os.Getenv(lambdaenv.EnvOwnerMaxConcurrency),
 		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
@@ -34,6 +35,10 @@ func main() {
 	limits, err := control.ParseOwnerLimits(*ownerLimits)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-owner-max-concurrency:", err)
+		os.Exit(2)
+	}
+	if *slots < 0 {
+		fmt.Fprintf(os.Stderr, "-slots %d: want 0 (control plane only) or more\n", *slots)
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -47,7 +52,7 @@ func main() {
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
-	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, SweepEvery: *sweep, Registry: reg, Log: log,
+	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, ControlOnly: *slots == 0, SweepEvery: *sweep, Registry: reg, Log: log,
 		Control: control.Config{OwnerLimits: limits}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -62,7 +62,7 @@ func main() {
 // runFiring measures firing accuracy on an emulator of its own.
 func runFiring(schedules int, spread time.Duration) error {
 	ctx := context.Background()
-	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true})
+	emu, err := startEmulator(ctx)
 	if err != nil {
 		return err
 	}
@@ -70,9 +70,21 @@ func runFiring(schedules int, spread time.Duration) error {
 	return firingAccuracy(ctx, emu.AWSConfig(), schedules, spread)
 }
 
+// startEmulator starts the bench's emulator and says which DynamoDB it
+// measures (DynamoDB Local, or moto's with BATCHWORK_DYNAMODB=moto).
+func startEmulator(ctx context.Context) (*emulator.Emulator, error) {
+	// UntrackTables only matters when moto serves DynamoDB.
+	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("emulator: %s, DynamoDB: %s\n", emu.Kind, emu.Dynamo)
+	return emu, nil
+}
+
 func run(tasks, slots, probes int) error {
 	ctx := context.Background()
-	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true})
+	emu, err := startEmulator(ctx)
 	if err != nil {
 		return err
 	}
@@ -169,8 +181,8 @@ func run(tasks, slots, probes int) error {
 		ms(txEmpty), ms(txFull), items, ms(upEmpty), ms(upFull))
 	sample := batch.Task{Ref: batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
 		Input: &split.Split{Key: string(make([]byte, control.MaxInputKey)), Start: 1 << 40, End: 1 << 40}}
-	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a 300-byte error); %d bytes without input\n",
-		dynamo.TaskItemSize(sample, 303), control.MaxInputKey, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
+	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a %d-byte error); %d bytes without input\n",
+		dynamo.TaskItemSize(sample, control.MaxErrorLen+3), control.MaxInputKey, control.MaxErrorLen, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
 
 	mu.Lock()
 	defer mu.Unlock()

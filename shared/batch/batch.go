@@ -38,6 +38,11 @@ var (
 	ErrIdempotencyConflict = errors.New("idempotency key reused with a different spec")
 	// ErrExists: a conditional create found the record (or object) present.
 	ErrExists = errors.New("already exists")
+	// ErrBadInput means a job's input cannot be used as given (no such
+	// bucket, access denied, a key too long, too many splits): retrying
+	// does not help, so the job fails with it. Every other error of a
+	// control-plane step is treated as transient and retried.
+	ErrBadInput = errors.New("bad input")
 )
 
 // NotDueError carries when a backing-off task becomes claimable.
@@ -94,7 +99,11 @@ type Task struct {
 	Token       string
 	LeaseUntil  time.Time
 	NotBefore   time.Time
-	Input       *split.Split // nil unless the stage reads an S3 prefix
+	// SlotAt stamps the concurrency slots the current attempt's claim took
+	// or took over (zero without limits): an attempt's end frees only
+	// slots with its own stamp, never a newer attempt's.
+	SlotAt time.Time
+	Input  *split.Split // nil unless the stage reads an S3 prefix
 	// CommittedAttempt and Outputs describe the authoritative outputs of a
 	// SUCCEEDED task.
 	CommittedAttempt int

@@ -101,6 +101,20 @@ func (s *Store) Open(ctx context.Context, bucket, key string, start int64) (io.R
 	return out.Body, nil
 }
 
+// permanentS3 reports S3 answers that no retry changes: the bucket does not
+// exist, its name is invalid, or the caller may not read it.
+func permanentS3(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "NoSuchBucket", "AccessDenied", "InvalidBucketName", "AllAccessDisabled":
+		return true
+	}
+	return false
+}
+
 // Opener returns a split.RangeOpener over bucket.
 func (s *Store) Opener(bucket string) split.RangeOpener {
 	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
@@ -117,6 +131,9 @@ func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object
 			Bucket: &bucket, Prefix: &prefix, ContinuationToken: token,
 		})
 		if err != nil {
+			if permanentS3(err) {
+				err = fmt.Errorf("%w: %w", batch.ErrBadInput, err)
+			}
 			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
 		}
 		for _, o := range out.Contents {

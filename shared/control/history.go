@@ -156,7 +156,7 @@ func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt
 		shards = 0
 	}
 	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
-		End:    batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: truncate(msg, 300)},
+		End:    batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: truncate(msg, MaxErrorLen)},
 		Shards: shards,
 	})
 	if err != nil {

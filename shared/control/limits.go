@@ -76,11 +76,20 @@ func (s *Service) limitsOf(ref batch.TaskRef, m jobMeta) []limit {
 	return ls
 }
 
-// slotClaim is the slots a claim took (not the ones its task held
-// already), so a refused claim gives back exactly those.
+// slotClaim is the slots a claim took and the ones it took over from an
+// earlier attempt of its task, so a refused claim gives back exactly
+// those. Every one is stamped at; the claim keeps the stamp on its task.
 type slotClaim struct {
 	taken []dynamo.SlotMap
+	moved []movedSlot
 	at    time.Time
+	any   bool // the task is under a limit
+}
+
+// movedSlot is a held slot restamped from an earlier attempt's stamp.
+type movedSlot struct {
+	m    dynamo.SlotMap
+	from time.Time
 }
 
 // takeSlots takes the task's slot under each of its limits before its
@@ -90,39 +99,57 @@ type slotClaim struct {
 func (s *Service) takeSlots(ctx context.Context, ref batch.TaskRef, m jobMeta, now time.Time) (slotClaim, error) {
 	sc := slotClaim{at: now}
 	for _, l := range s.limitsOf(ref, m) {
-		took, err := s.takeSlot(ctx, ref, l, now)
+		sc.any = true
+		took, from, err := s.takeSlot(ctx, ref, l, now)
 		if err != nil {
 			s.returnSlots(ctx, ref, sc)
 			return slotClaim{}, err
 		}
 		if took {
 			sc.taken = append(sc.taken, l.m)
+		} else {
+			sc.moved = append(sc.moved, movedSlot{m: l.m, from: from})
 		}
 	}
 	return sc, nil
 }
 
-// takeSlot takes ref's slot under one limit; false if the task holds one
-// already. At the limit it first frees the slots of dead holders; if
-// none, it requeues the task and returns an *OverLimitError.
-func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now time.Time) (bool, error) {
-	for try := 0; ; try++ {
-		out, err := s.store.AcquireSlot(ctx, l.m, ref, l.max, now)
+// takeSlot takes ref's slot under one limit, stamped now: true if it took
+// a new one, false if it took over the slot the task held (a duplicate
+// delivery, or a new attempt after a retry or an expired lease), with
+// that slot's earlier stamp. Taking over restamps the slot, so the end of
+// the earlier attempt, which frees by its own stamp, cannot free the slot
+// of the attempt this claim starts. At the limit it first frees the slots
+// of dead holders; if none, it requeues the task and returns an
+// *OverLimitError.
+func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now time.Time) (bool, time.Time, error) {
+	reaped := false
+	for {
+		out, held, err := s.store.AcquireSlot(ctx, l.m, ref, l.max, now)
 		if err != nil {
-			return false, fmt.Errorf("claim %s: %w", ref, err)
+			return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 		}
 		switch out {
 		case dynamo.SlotTaken:
-			return true, nil
+			return true, time.Time{}, nil
 		case dynamo.SlotHeld:
-			// A duplicate delivery or a reclaim: the task's slot is its
-			// own, and stays with the task whatever this claim finds.
-			return false, nil
+			if held.Equal(now) {
+				return false, held, nil
+			}
+			moved, err := s.store.RestampSlot(ctx, l.m, ref, held, now)
+			if err != nil {
+				return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
+			}
+			if moved {
+				return false, held, nil
+			}
+			continue // freed or taken over meanwhile: look again
 		}
-		if try == 0 {
+		if !reaped {
+			reaped = true
 			n, err := s.reapSlots(ctx, l.m, now)
 			if err != nil {
-				return false, fmt.Errorf("claim %s: %w", ref, err)
+				return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 			}
 			if n > 0 {
 				continue
@@ -130,15 +157,17 @@ func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now 
 		}
 		delay := overLimitDelay + s.Jitter(overLimitDelay)
 		if err := s.resend(ctx, ref, delay); err != nil {
-			return false, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.kind, err)
+			return false, time.Time{}, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.kind, err)
 		}
 		s.logger(ref).Debug("task over a concurrency limit", "limit", l.kind, "max", l.max, "retry_in", delay.String())
-		return false, fmt.Errorf("claim %s: %w", ref, &OverLimitError{Limit: l.kind, Name: l.name, Max: l.max, RetryIn: delay})
+		return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, &OverLimitError{Limit: l.kind, Name: l.name, Max: l.max, RetryIn: delay})
 	}
 }
 
-// returnSlots gives back the slots a refused claim took. Only those: the
-// condition on their time keeps a newer one safe.
+// returnSlots gives back the slots a refused claim took, and gives the
+// ones it took over their earlier stamp back (a duplicate delivery of a
+// running task leaves the running attempt's slot as it was). Only those:
+// the condition on their stamp keeps a newer one safe.
 func (s *Service) returnSlots(ctx context.Context, ref batch.TaskRef, sc slotClaim) {
 	for _, m := range sc.taken {
 		if err := s.store.ReleaseSlot(ctx, m, ref, sc.at); err != nil {
@@ -146,14 +175,22 @@ func (s *Service) returnSlots(ctx context.Context, ref batch.TaskRef, sc slotCla
 			s.logger(ref).Warn("return concurrency slot", "slots", m.String(), "err", err)
 		}
 	}
+	for _, mv := range sc.moved {
+		if _, err := s.store.RestampSlot(ctx, mv.m, ref, sc.at, mv.from); err != nil {
+			s.logger(ref).Warn("restore concurrency slot", "slots", mv.m.String(), "err", err)
+		}
+	}
 }
 
-// freeSlots frees ref's slots when its attempt has ended (committed,
-// failed, expired). sp is the job's spec if the caller has it. Without
-// limits it does nothing, and costs no request: the job and owner are
-// cached. A failure only delays a slot: it is reaped once a claim finds
-// the map full.
-func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job) {
+// freeSlots frees ref's slots when an attempt has ended (committed,
+// failed, expired), only if they still carry that attempt's stamp at
+// (batch.Task.SlotAt). A newer attempt that took the slot over has
+// restamped it and keeps it. Zero frees whatever the stamp: for a task
+// that ended for good, no attempt can hold a slot any more. sp is the job's
+// spec if the caller has it. Without limits it does nothing, and costs no
+// request: the job and owner are cached. A failure only delays a slot: it
+// is reaped once a claim finds the map full.
+func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job, at time.Time) {
 	if sp != nil && sp.MaxConcurrency <= 0 && !s.cfg.OwnerLimits.Any() {
 		return
 	}
@@ -163,7 +200,7 @@ func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job
 		return
 	}
 	for _, l := range s.limitsOf(ref, m) {
-		if err := s.store.ReleaseSlot(ctx, l.m, ref, time.Time{}); err != nil {
+		if err := s.store.ReleaseSlot(ctx, l.m, ref, at); err != nil {
 			s.logger(ref).Warn("free concurrency slot", "slots", l.m.String(), "err", err)
 		}
 	}

@@ -46,7 +46,8 @@ type Store interface {
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
-	AcquireSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, error)
+	AcquireSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
+	RestampSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error)
 	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error

@@ -48,8 +48,12 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		total = sp.Stages[src].Shuffle.Partitions
 	case st.Partitions != nil && st.Partitions.Input != nil:
 		var err error
-		if splits, err = s.plan(ctx, job, st); err != nil {
+		if splits, err = s.plan(ctx, job, st); errors.Is(err, batch.ErrBadInput) {
 			return s.failMaterialize(ctx, job, idx, err)
+		} else if err != nil {
+			// Throttling, a network error, a timeout: the stage stays due
+			// and the sweep plans it again. Only bad input ends a job.
+			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
 	default:
@@ -109,7 +113,9 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 			return err
 		}
 	}
-	if err := s.store.MarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); err != nil {
+	if err := s.store.MarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); errors.Is(err, sm.ErrInvalidTransition) {
+		return nil // the stage ended (its job was cancelled or failed) meanwhile
+	} else if err != nil {
 		return err
 	}
 	s.log.Info("stage materialized", "job_id", job, "stage", st.Name, "tasks", stage.Total)
@@ -135,7 +141,7 @@ func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.
 	}
 	bucket, prefix, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", batch.ErrBadInput, err)
 	}
 	objs, err := s.blob.List(ctx, bucket, prefix)
 	if err != nil {
@@ -143,7 +149,7 @@ func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.
 	}
 	for _, o := range objs {
 		if len(o.Key) > MaxInputKey {
-			return nil, fmt.Errorf("input key %q is longer than %d bytes", o.Key, MaxInputKey)
+			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes", batch.ErrBadInput, o.Key, MaxInputKey)
 		}
 	}
 	size := int64(st.Partitions.Input.SplitSize)
@@ -152,7 +158,7 @@ func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.
 	}
 	splits := split.Plan(objs, size)
 	if len(splits) > spec.MaxPartitions {
-		return nil, fmt.Errorf("input %s gives %d splits, more than %d; raise splitSize", st.Partitions.Input.Prefix, len(splits), spec.MaxPartitions)
+		return nil, fmt.Errorf("%w: input %s gives %d splits, more than %d; raise splitSize", batch.ErrBadInput, st.Partitions.Input.Prefix, len(splits), spec.MaxPartitions)
 	}
 	raw, err := json.Marshal(splits)
 	if err != nil {
@@ -179,46 +185,62 @@ func (s *Service) failMaterialize(ctx context.Context, job string, idx int, caus
 // checkStageComplete completes a running stage whose counters are all zero.
 // Exactly one caller wins the transition and does the follow-up work.
 func (s *Service) checkStageComplete(ctx context.Context, job string, idx int) error {
+	_, err := s.completeStage(ctx, job, idx)
+	return err
+}
+
+// completeStage is checkStageComplete that also says whether this call
+// completed the stage (and did the follow-up work).
+func (s *Service) completeStage(ctx context.Context, job string, idx int) (bool, error) {
 	st, err := s.store.GetStage(ctx, job, idx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if st.State != sm.StageRunning || !st.Materialized {
-		return nil
+		return false, nil
 	}
 	prog, err := s.store.Progress(ctx, st)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !prog.Complete() {
-		return nil
+		return false, nil
+	}
+	sp, err := s.jobSpec(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	if sp.Stages[idx].Shuffle != nil {
+		// The manifest is what downstream tasks read, so it exists before
+		// the stage can count as completed: a stage that also waits on
+		// another upstream may start the moment this one completes. Every
+		// task has committed (the counters are at zero), so any writer
+		// writes the same list, and the first one's stays.
+		if _, err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
+			return false, err
+		}
 	}
 	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageComplete, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
-	return s.afterStageCompleted(ctx, job, idx)
+	return true, s.afterStageCompleted(ctx, job, idx)
 }
 
-// afterStageCompleted writes a shuffle stage's manifest, starts downstream
-// stages whose upstream is complete, and ends the job when every stage is
+// afterStageCompleted starts downstream stages whose upstream is complete
+// (a shuffle stage's manifest was written before it completed), and ends the job when every stage is
 // complete. The completion winner runs it; the sweep repeats it if the
 // winner died, so each step is idempotent.
 func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) error {
 	sp, err := s.jobSpec(ctx, job)
 	if err != nil {
 		return err
-	}
-	if sp.Stages[idx].Shuffle != nil {
-		if _, err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
-			return err
-		}
 	}
 	stages, err := s.store.ListStages(ctx, job)
 	if err != nil {

@@ -92,7 +92,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		if err == nil {
 			// A running task of an ended job stops at its next heartbeat
 			// without failing: its slots are freed here.
-			s.freeSlots(ctx, t.Ref, nil)
+			s.freeSlots(ctx, t.Ref, nil, time.Time{})
 		}
 		return ignoreInvalid(err)
 	}
@@ -129,7 +129,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Expired++
-		s.freeSlots(ctx, t.Ref, nil)
+		s.freeSlots(ctx, t.Ref, nil, t.SlotAt)
 		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)")
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
@@ -182,7 +182,10 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 			c.StagesFixed++
 			return s.materialize(ctx, it.Job, sp, it.Stage)
 		}
-		if err := s.checkStageComplete(ctx, it.Job, it.Stage); err != nil {
+		completed, err := s.completeStage(ctx, it.Job, it.Stage)
+		if err != nil || completed {
+			// A completed stage's follow-up took it out of the index; do
+			// not put it back to be done again.
 			return err
 		}
 		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))

@@ -55,7 +55,11 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 			s.returnSlots(ctx, ref, slots)
 		}
 	}()
-	t, err := s.store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease})
+	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease}
+	if slots.any {
+		cp.SlotAt = slots.at
+	}
+	t, err := s.store.ClaimTask(ctx, cp)
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The lease of the last attempt ran out: the executor died or hung.
 		reason := fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts)
@@ -72,8 +76,10 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	// Claim first, then check the job: a job that failed or was cancelled
 	// before this claim is seen here, so no task of it starts afterwards.
-	state, err := s.store.JobState(ctx, ref.Job)
+	state, err := s.jobStateAfterClaim(ctx, ref.Job)
 	if err != nil {
+		// The claim stands and its lease runs out; the attempt is lost
+		// only if DynamoDB stayed unreadable through every try.
 		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 	}
 	if state != sm.JobRunning {
@@ -82,7 +88,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		})); err != nil {
 			return Claim{}, err
 		}
-		s.freeSlots(ctx, ref, sp) // held ones too (a takeover of an expired lease)
+		s.freeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
 		return Claim{}, fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
 	}
 	if t.Attempt > 1 {
@@ -93,6 +99,25 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	s.logger(ref).Debug("task claimed", "attempt", t.Attempt)
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
+}
+
+// jobStateAfterClaim reads the job's state right after a claim, trying
+// again on errors: a transient one must not strand the fresh claim for a
+// whole lease (the SDK's own retries have already run under each try).
+func (s *Service) jobStateAfterClaim(ctx context.Context, job string) (sm.JobState, error) {
+	var err error
+	for try, wait := 0, 50*time.Millisecond; try < 4; try, wait = try+1, wait*2 {
+		var state sm.JobState
+		if state, err = s.store.JobState(ctx, job); err == nil || errors.Is(err, batch.ErrNotFound) {
+			return state, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", errors.Join(err, ctx.Err())
+		case <-time.After(wait + s.Jitter(wait)):
+		}
+	}
+	return "", err
 }
 
 // Heartbeat extends the holder's lease. batch.ErrStaleClaim means the lease
@@ -111,6 +136,10 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 	}
 	return nil
 }
+
+// MaxErrorLen bounds the error kept on a task record and its history, so
+// the record stays within one write unit (1 KB) with the longest input key.
+const MaxErrorLen = 280
 
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")
@@ -167,7 +196,7 @@ func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error
 	if err != nil {
 		return err
 	}
-	s.freeSlots(ctx, ref, c.Spec)
+	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
 	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
 	if !shardDone {
 		return nil
@@ -190,7 +219,7 @@ type Decision struct {
 // task, its stage and its job fail with the error.
 func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, error) {
 	ref := c.Task.Ref
-	cause = truncate(cause, 300)
+	cause = truncate(cause, MaxErrorLen)
 	now := s.Now()
 	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
 	if c.Task.Attempt < c.Task.MaxAttempts {
@@ -202,7 +231,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 		if err != nil {
 			return Decision{}, err
 		}
-		s.freeSlots(ctx, ref, c.Spec)
+		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
 		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
 		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause)
 		return Decision{Retry: true, Delay: delay}, nil
@@ -211,7 +240,7 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 	if err != nil {
 		return Decision{}, err
 	}
-	s.freeSlots(ctx, ref, c.Spec)
+	s.freeSlots(ctx, ref, c.Spec, time.Time{})
 	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause)
 	return Decision{}, s.propagateFailure(ctx, t)
 }
@@ -236,7 +265,7 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	if err != nil {
 		return ignoreInvalid(err)
 	}
-	s.freeSlots(ctx, t.Ref, nil)
+	s.freeSlots(ctx, t.Ref, nil, time.Time{})
 	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
 	t.LastError = reason
 	t.State = sm.TaskFailed

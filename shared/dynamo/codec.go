@@ -16,6 +16,7 @@ const (
 	aToken     = "tok"
 	aLease     = "lease"
 	aNotBefore = "nb"
+	aSlotAt    = "sat"
 	aInKey     = "ik"
 	aInStart   = "is"
 	aInEnd     = "ie"

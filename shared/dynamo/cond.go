@@ -3,6 +3,7 @@ package dynamo
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -14,14 +15,17 @@ import (
 // the write (by reading consistently, or against S3); TestGuardsMapped
 // fails when a guard is added to the tables without an entry here.
 var guardExprs = map[sm.Guard]string{
-	sm.GuardDue:                "(attribute_not_exists(nb) OR nb <= :now)",
-	sm.GuardLeaseExpired:       "lease < :now",
-	sm.GuardTokenMatches:       "tok = :tok",
-	sm.GuardAttemptsLeft:       "att < mx",
-	sm.GuardNoAttemptsLeft:     "att >= mx",
-	sm.GuardOutputsExist:       "",
-	sm.GuardUpstreamCompleted:  "",
-	sm.GuardAllTasksCommitted:  "",
+	sm.GuardDue:               "(attribute_not_exists(nb) OR nb <= :now)",
+	sm.GuardLeaseExpired:      "lease < :expired",
+	sm.GuardTokenMatches:      "tok = :tok",
+	sm.GuardAttemptsLeft:      "att < mx",
+	sm.GuardNoAttemptsLeft:    "att >= mx",
+	sm.GuardOutputsExist:      "",
+	sm.GuardUpstreamCompleted: "",
+	sm.GuardAllTasksCommitted: "",
+	// On the job item, not the stage: TransitionStage adds a ConditionCheck
+	// on the job to the stage's write (jobRunningCheck).
+	sm.GuardJobRunning:         "",
 	sm.GuardAllStagesCompleted: "",
 }
 
@@ -53,6 +57,13 @@ func transition[S ~string](c *cond, tr sm.Transition[S]) string {
 		}
 	}
 	return strings.Join(parts, " AND ")
+}
+
+// bindLeaseExpired binds :expired for sm.GuardLeaseExpired: a lease counts
+// as expired only sm.LeaseSkew after its time, so a caller whose clock
+// runs ahead of the holder's does not fence a live holder early.
+func bindLeaseExpired(c *cond, now time.Time) {
+	c.values[":expired"] = ms(now.Add(-sm.LeaseSkew))
 }
 
 // to binds the destination state of tr as :to.

@@ -47,7 +47,7 @@ func TestTransitionCondition(t *testing.T) {
 		want string
 	}{
 		{"claim", sm.TaskClaim, "#st IN (:s_READY) AND (attribute_not_exists(nb) OR nb <= :now)"},
-		{"reclaim", sm.TaskReclaim, "#st IN (:s_CLAIMED) AND lease < :now AND att < mx"},
+		{"reclaim", sm.TaskReclaim, "#st IN (:s_CLAIMED) AND lease < :expired AND att < mx"},
 		{"commit", sm.TaskCommit, "#st IN (:s_CLAIMED) AND tok = :tok"},
 		{"cancel", sm.TaskCancel, "#st IN (:s_READY, :s_CLAIMED)"},
 	}
@@ -72,9 +72,10 @@ func TestTransitionCondition(t *testing.T) {
 // longest input key and error the control plane allows.
 func TestTaskItemUnder1KB(t *testing.T) {
 	t.Parallel()
-	// Kept in step with control.MaxInputKey (512) and the 300-byte error cap.
+	// Kept in step with control.MaxInputKey (512) and control.MaxErrorLen
+	// (280 bytes and an ellipsis).
 	task := sampleTask(512)
-	if n := TaskItemSize(task, 303); n > 1024 {
+	if n := TaskItemSize(task, 283); n > 1024 {
 		t.Fatalf("task item is %d bytes, want at most 1024", n)
 	}
 }

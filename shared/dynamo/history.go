@@ -69,7 +69,7 @@ func (s *Store) RecordAttemptEnd(ctx context.Context, p AttemptEndParams) (recor
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": nv(1)},
 		}})
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return true, nil
 	}

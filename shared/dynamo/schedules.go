@@ -111,7 +111,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now ti
 	if err != nil {
 		return fmt.Errorf("create schedule: encode: %w", err)
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
 			TableName: &s.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
 			Item: map[string]types.AttributeValue{
@@ -197,7 +197,7 @@ func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, no
 		upd.ExpressionAttributeValues[":cur"] = nsv(now)
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: bucketItem(owner, id, now, now)}})
 	}
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		if _, gerr := s.GetSchedule(ctx, owner, id); gerr != nil {
 			return false, gerr
@@ -213,7 +213,7 @@ func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, no
 // DeleteSchedule deletes a schedule. Its index entry is dropped by the
 // sweep, which finds no schedule behind it; its run history stays.
 func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
 		Delete: &types.Delete{TableName: &s.table, Key: key(schedulePK(owner), id), ConditionExpression: aws.String("attribute_exists(pk)")},
 	}}})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
@@ -265,7 +265,7 @@ func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur ti
 		TableName: &s.table, Key: key(schedulePK(owner), id),
 		ConditionExpression: &cond, UpdateExpression: &upd, ExpressionAttributeValues: vals,
 	}}}, s.moveItems(entry, next, now)...)
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return ErrCursorMoved
 	}
@@ -304,7 +304,7 @@ func (s *Store) DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([
 // is zero) and removes the old one, unless both are the same bucket.
 func (s *Store) MoveEntry(ctx context.Context, old IndexEntry, next, now time.Time) error {
 	items := s.moveItems(old, next, now)
-	if _, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
+	if err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
 		return fmt.Errorf("move schedule %s index entry: %w", old.ScheduleID, err)
 	}
 	return nil

@@ -82,7 +82,9 @@ const (
 // the common case it is one conditional UpdateItem; only a refusal reads
 // the map (to tell a held slot from a full map). An owner's map that does
 // not exist yet is created holding ref's slot.
-func (s *Store) AcquireSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, limit int, at time.Time) (SlotOutcome, error) {
+//
+// For SlotHeld it also returns the held slot's stamp.
+func (s *Store) AcquireSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, limit int, at time.Time) (SlotOutcome, time.Time, error) {
 	for try := 0; ; try++ {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: key(m.pk, slotsSK),
@@ -94,27 +96,48 @@ func (s *Store) AcquireSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, l
 			},
 		})
 		if err == nil {
-			return SlotTaken, nil
+			return SlotTaken, time.Time{}, nil
 		}
 		if !isCondFailed(err) {
-			return 0, fmt.Errorf("acquire %s slot for %s: %w", m, ref, err)
+			return 0, time.Time{}, fmt.Errorf("acquire %s slot for %s: %w", m, ref, err)
 		}
 		holders, err := s.SlotHolders(ctx, m)
 		if errors.Is(err, batch.ErrNotFound) && m.owner && try == 0 {
 			created, err := s.createSlots(ctx, m, ref, at)
 			if err != nil || created {
-				return SlotTaken, err
+				return SlotTaken, time.Time{}, err
 			}
 			continue // another claim created it first: acquire in it
 		}
 		if err != nil {
-			return 0, fmt.Errorf("acquire %s slot for %s: %w", m, ref, err)
+			return 0, time.Time{}, fmt.Errorf("acquire %s slot for %s: %w", m, ref, err)
 		}
-		if _, ok := holders[ref]; ok {
-			return SlotHeld, nil
+		if held, ok := holders[ref]; ok {
+			return SlotHeld, held, nil
 		}
-		return SlotsFull, nil
+		return SlotsFull, time.Time{}, nil
 	}
+}
+
+// RestampSlot moves ref's slot in m from stamp from to stamp to, so that
+// a new attempt taking over its task's slot owns it: the earlier attempt's
+// release names the old stamp and then leaves the slot alone. False if the
+// slot no longer has stamp from (freed or restamped meanwhile).
+func (s *Store) RestampSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(m.pk, slotsSK),
+		UpdateExpression:          aws.String("SET sl." + slotNames + " = :to"),
+		ConditionExpression:       aws.String("sl." + slotNames + " = :from"),
+		ExpressionAttributeNames:  map[string]string{slotNames: ref.String()},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":from": ms(from), ":to": ms(to)},
+	})
+	if isCondFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("restamp %s slot of %s: %w", m, ref, err)
+	}
+	return true, nil
 }
 
 // createSlots creates an owner's slot map holding ref's slot; false if

@@ -5,8 +5,6 @@ package dynamo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -158,10 +156,11 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			ConditionExpression: &cond, ExpressionAttributeValues: vals,
 		}})
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems:      items,
-		ClientRequestToken: aws.String(requestToken("submit", j.Owner, p.IdemKey)),
-	})
+	// No ClientRequestToken of ours: the items hold a fresh job id and
+	// time on every call, so a token fixed per key would make AWS refuse a
+	// client's retry with IdempotentParameterMismatch. The conditional put
+	// of the idempotency record is what deduplicates.
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return j.ID, true, nil
 	}
@@ -185,18 +184,6 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 		return getS(out.Item, aJob), false, nil
 	}
 	return "", false, fmt.Errorf("create job %s: %w", j.ID, err)
-}
-
-// requestToken derives a ClientRequestToken (at most 36 characters) from
-// the operation's identity, so that an application-level retry of the same
-// logical write carries the same token as the first try.
-func requestToken(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:36]
 }
 
 // GetJob reads a job consistently, with its spec.
@@ -267,7 +254,7 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 		c.values[":man"] = sv(manifest)
 		update += ", man = :man"
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(jobPK(id), jobSK),
 		UpdateExpression:          aws.String(update + " REMOVE gpk, due"),
 		ConditionExpression:       aws.String(expr),
@@ -377,6 +364,23 @@ func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) er
 	if tr.To != sm.StageRunning {
 		names["#end"] = aEnded
 	}
+	if slices.Contains(tr.Guards, sm.GuardJobRunning) {
+		// Once per stage, so the transaction's extra cost is small.
+		err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+			TableName: &s.table, Key: key(jobPK(p.Job), stageSK(p.Stage)),
+			UpdateExpression: aws.String(update), ConditionExpression: aws.String(expr),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: c.values,
+		}}, jobRunningCheck(s.table, p.Job)}})
+		switch reasons := cancelReasons(err); {
+		case len(reasons) == 2 && reasons[1] == reasonCondFailed:
+			return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, batch.ErrJobNotRunning, sm.ErrInvalidTransition)
+		case len(reasons) == 2 && reasons[0] == reasonCondFailed:
+			return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, sm.ErrInvalidTransition)
+		case err != nil:
+			return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, err)
+		}
+		return nil
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(p.Job), stageSK(p.Stage)),
 		UpdateExpression: aws.String(update), ConditionExpression: aws.String(expr),
@@ -389,6 +393,16 @@ func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) er
 		return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, err)
 	}
 	return nil
+}
+
+// jobRunningCheck is the transaction part that enforces sm.GuardJobRunning.
+func jobRunningCheck(table, job string) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &table, Key: key(jobPK(job), jobSK),
+		ConditionExpression:       aws.String("#st = :run"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":run": sv(string(sm.JobRunning))},
+	}}
 }
 
 // dueClause returns the update fragment that puts an item in the sweep
@@ -492,11 +506,18 @@ func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to i
 func (s *Store) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
 	c := newCond()
 	c.values[":t"] = bv(true)
+	c.values[":run"] = sv(string(sm.StageRunning))
 	upd := "SET mat = :t" + s.dueClause(c, jobPK(job)+stageSK(idx), due)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression: aws.String(upd), ExpressionAttributeValues: c.values,
+		// A stale materializer must not put an ended stage back in the
+		// sweep index.
+		ConditionExpression: aws.String("#st = :run"), ExpressionAttributeNames: stNames,
 	})
+	if isCondFailed(err) {
+		return fmt.Errorf("mark stage %s/%d materialized: %w", job, idx, sm.ErrInvalidTransition)
+	}
 	if err != nil {
 		return fmt.Errorf("mark stage %s/%d materialized: %w", job, idx, err)
 	}

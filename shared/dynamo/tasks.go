@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ func TaskItemSize(t batch.Task, maxErr int) int {
 	item[aToken] = sv("0123456789abcdef0123456789abcdef")
 	item[aLease] = ms(time.Now())
 	item[aNotBefore] = ms(time.Now())
+	item[aSlotAt] = ms(time.Now())
 	item[aCommitAtt] = nv(int64(t.MaxAttempts))
 	item[aOutputs] = nv(10000)
 	item[aRecIn] = nv(1 << 50)
@@ -55,6 +57,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		MaxAttempts: int(getN(it, aMax)), Token: getS(it, aToken), LeaseUntil: getT(it, aLease),
 		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
+		SlotAt: getT(it, aSlotAt),
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
@@ -150,6 +153,9 @@ type ClaimParams struct {
 	// Grace is how long past the lease the sweep waits before it takes an
 	// unrenewed claim back (the message normally returns first).
 	Grace time.Duration
+	// SlotAt, when set, is the stamp of the concurrency slots taken for
+	// this claim; it is kept on the task (see batch.Task.SlotAt).
+	SlotAt time.Time
 }
 
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
@@ -169,7 +175,13 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	c.values[":lease"] = ms(lease)
 	c.values[":one"] = nv(1)
 	pk := taskPK(p.Ref)
-	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
+	bindLeaseExpired(c, p.Now)
+	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now"
+	if !p.SlotAt.IsZero() {
+		c.values[":sat"] = ms(p.SlotAt)
+		upd += ", sat = :sat"
+	}
+	upd += s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
@@ -190,6 +202,12 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	t, gerr := s.GetTask(ctx, p.Ref)
 	if gerr != nil {
 		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, gerr)
+	}
+	if t.State == sm.TaskClaimed && t.Token == p.Token {
+		// Our own claim: the write applied, its response was lost, and the
+		// SDK's retry of it found the condition false. The token is fresh
+		// per call, so no other caller can hold it.
+		return t, nil
 	}
 	return t, explainClaim(t, p.Now)
 }
@@ -304,16 +322,11 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	return false, fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
 }
 
-// Cancellation reason codes of a TransactWriteItems, one per item.
-const (
-	reasonNone       = "None"
-	reasonCondFailed = "ConditionalCheckFailed"
-)
-
-// commitTx is one try of the commit transaction. Each variant has its own
-// ClientRequestToken, derived from the task and claim: DynamoDB rejects a
-// token reused with different parameters, and a fresh SDK token on our
-// own retry would not be recognised.
+// commitTx is one try of the commit transaction (retried by transact while
+// contention alone cancels it). It carries no ClientRequestToken of ours:
+// its parameters hold the time, so a token fixed per claim would be
+// refused on an application-level retry (IdempotentParameterMismatch);
+// the read-back in CommitTask recognises a retry's own earlier success.
 func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskCommit)
@@ -326,13 +339,12 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	c.values[":rin"] = nv(p.RecordsIn)
 	c.values[":rout"] = nv(p.RecordsOut)
 	cnt := map[string]types.AttributeValue{":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut)}
-	cntCond, variant := "attribute_exists(pk)", "commit-last"
+	cntCond := "attribute_exists(pk)"
 	if !last {
-		cntCond, variant = "attribute_exists(pk) AND #left > :one", "commit"
+		cntCond = "attribute_exists(pk) AND #left > :one"
 		cnt[":one"] = nv(1)
 	}
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		ClientRequestToken: aws.String(requestToken(variant, p.Ref.String(), p.Token)),
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Update: &types.Update{
 			TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
 			// att = :att pins the attempt whose outputs the caller checked.
@@ -414,6 +426,9 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 	expr := transition(c, tr)
 	to(c, tr)
 	c.values[":now"] = ms(p.Now)
+	if slices.Contains(tr.Guards, sm.GuardLeaseExpired) {
+		bindLeaseExpired(c, p.Now)
+	}
 	upd := "SET #st = :to, upd = :now"
 	if p.Err != "" {
 		c.values[":err"] = sv(p.Err)

@@ -63,8 +63,13 @@ func (p *Poller) Run(ctx context.Context) error {
 	var receivers sync.WaitGroup
 	// An idle receiver long-polls holding one slot, so every class has a
 	// poll in flight and an idle executor picks up any message at once; a
-	// backlogged one asks for a batch. So each idle class keeps one slot
-	// from the busy ones: run with more slots than queues.
+	// backlogged one asks for a batch. With fewer slots than queues, not
+	// every receiver can hold one: the idle polls are then short, so the
+	// slots pass from queue to queue (by the arbiter's weights) within
+	// about idleWaitShared, and no queue waits behind another's long poll.
+	if slots < len(p.Queues) {
+		wait = min(wait, idleWaitShared)
+	}
 	batch := min(10, slots)
 	arb := newArbiter(slots, batch, p.weights())
 	for i, url := range p.Queues {
@@ -143,6 +148,9 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 		p.Log.Debug("task message handled", "task", m.Body, "action", res.Action, "err", res.Err)
 	}
 }
+
+// idleWaitShared is the long-poll wait when slots are fewer than queues.
+const idleWaitShared = time.Second
 
 // deleteLinger bounds how long a finished task's receipt waits to join a
 // full batch of ten deletes. A late delete is harmless: the task is already

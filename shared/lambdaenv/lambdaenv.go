@@ -81,7 +81,10 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	if err != nil {
 		return Wired{}, err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	awsconf.Harden(&cfg)
+	// Stderr, like the local runner: on Lambda and Fargate both streams
+	// reach the logs, and locally one stream holds every process's lines.
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)

@@ -36,14 +36,18 @@ const OwnerHeader = "X-Batchwork-Owner"
 
 // Options configure a local runner.
 type Options struct {
-	AWS        aws.Config
-	Prefix     string // resource name prefix
-	Listen     string // API address, default 127.0.0.1:0
-	Slots      int
-	SweepEvery time.Duration
-	Control    control.Config
-	Registry   *executor.Registry
-	Log        *slog.Logger
+	AWS    aws.Config
+	Prefix string // resource name prefix
+	Listen string // API address, default 127.0.0.1:0
+	// Slots is the number of executor slots (0: 4). With ControlOnly set,
+	// the runner runs no executor at all, so separate executor processes
+	// can serve its queues.
+	Slots       int
+	ControlOnly bool
+	SweepEvery  time.Duration
+	Control     control.Config
+	Registry    *executor.Registry
+	Log         *slog.Logger
 	// PollWait is the executors' long-poll wait (default 20 s).
 	PollWait time.Duration
 	// Resources, when set, are used as they are (a deployed stack's, see
@@ -84,6 +88,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	awsconf.Harden(&o.AWS)
 	s3opt := awsconf.S3Options(o.AWS)
 	var res provision.Resources
 	var err error
@@ -149,8 +154,12 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	p := r.Poller()
-	err := p.Run(ctx)
+	var err error
+	if r.opts.ControlOnly {
+		<-ctx.Done()
+	} else {
+		err = r.Poller().Run(ctx)
+	}
 	wg.Wait()
 	return err
 }

@@ -44,10 +44,13 @@ const (
 	QueueVisibility = EventSourceFactor * ExecutorTimeout
 
 	// ReceiveVisibility is the visibility a long-polling executor asks for
-	// when it receives a message, before its claim sets the lease: one
-	// default lease, so an executor that dies between receive and claim
-	// delays the task by no more than a lease.
-	ReceiveVisibility = Lease
+	// when it receives a message, before its claim sets the lease (the
+	// claim extends it to the lease at once). Short, so an executor that
+	// dies between receive and claim delays the task by seconds, not by a
+	// lease; long enough for a claim under throttling and retries. A
+	// message that comes back while its claim is live is bounced
+	// harmlessly (ClaimHeld).
+	ReceiveVisibility = 5 * time.Second
 
 	// DeliveriesPerAttempt bounds the receives one attempt can use: its
 	// claim, a duplicate delivery bounced while the claim is held, and the

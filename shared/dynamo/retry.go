@@ -1,0 +1,94 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+)
+
+// ErrContention means a transaction was cancelled by contention
+// (TransactionConflict, TransactionInProgress, throttling) on every one of
+// its tries. Nothing of it was applied.
+var ErrContention = errors.New("transaction contention")
+
+// Cancellation reason codes of a TransactWriteItems, one per item.
+const (
+	reasonNone       = "None"
+	reasonCondFailed = "ConditionalCheckFailed"
+)
+
+// transientReasons are the cancellation reasons that say nothing about the
+// items themselves: another transaction held one of them, or the table was
+// throttled. AWS cancels overlapping transactions on one item, and the Go
+// SDK does not retry TransactionCanceledException, so the store does.
+var transientReasons = map[string]bool{
+	"TransactionConflict":                    true,
+	"ThrottlingError":                        true,
+	"ProvisionedThroughputExceeded":          true,
+	"TransactionInProgress":                  true,
+	"ProvisionedThroughputExceededException": true,
+}
+
+// transientTx reports whether a TransactWriteItems error left nothing
+// applied and may succeed if sent again: a cancellation whose reasons are
+// all None or transient (a failed condition is an answer, not contention),
+// or a top-level TransactionInProgress.
+func transientTx(err error) bool {
+	if err == nil {
+		return false
+	}
+	if reasons := cancelReasons(err); reasons != nil {
+		transient := false
+		for _, r := range reasons {
+			switch {
+			case transientReasons[r]:
+				transient = true
+			case r != reasonNone && r != "":
+				return false
+			}
+		}
+		return transient
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "TransactionInProgressException"
+}
+
+// Transaction retry schedule: full jitter over a doubling window, so the
+// committers that collided spread out instead of colliding again.
+const (
+	txTries    = 8
+	txBaseWait = 10 * time.Millisecond
+	txMaxWait  = 500 * time.Millisecond
+)
+
+// transact sends a TransactWriteItems, and sends it again, after a jittered
+// backoff, while it is cancelled by contention alone. That is safe for any
+// transaction: a cancelled one applied nothing. No ClientRequestToken is
+// set: the SDK fills in one that is stable across its own retries (a lost
+// response is answered from the first try), and each of these retries is a
+// new request whose conditions decide again. A fixed token reused with
+// other parameters (a timestamp, a fresh id) would be refused by AWS with
+// IdempotentParameterMismatch.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
+	var err error
+	for try := 0; try < txTries; try++ {
+		if try > 0 {
+			window := min(txBaseWait<<(try-1), txMaxWait)
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(window)) + 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return errors.Join(err, ctx.Err())
+			case <-t.C:
+			}
+		}
+		if _, err = s.db.TransactWriteItems(ctx, in); !transientTx(err) {
+			return err
+		}
+	}
+	return errors.Join(ErrContention, err)
+}
