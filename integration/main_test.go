@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -56,6 +57,9 @@ type envOptions struct {
 	// transport wraps the AWS HTTP transport (fault injection).
 	transport func(http.RoundTripper) http.RoundTripper
 	noRun     bool // do not start executors and the sweep
+	// faults, when set, injects AWS faults into every request of the env
+	// (its runner, executors and sweep, and services built over it).
+	faults *faults.Injector
 	// control replaces the test timings below.
 	control *control.Config
 }
@@ -67,6 +71,10 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	cfg := emu.AWSConfig()
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	if o.faults != nil {
+		o.faults.Install(&cfg)
+		t.Cleanup(func() { t.Logf("faults injected:\n%s", o.faults) })
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
