@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
@@ -49,6 +50,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	inj, err := faults.FromEnv() // BATCHWORK_FAULTS, for chaos runs
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	inj.Install(&cfg)
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)

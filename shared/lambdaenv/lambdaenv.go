@@ -6,6 +6,7 @@ package lambdaenv
 import (
 	"context"
 	"fmt"
+	"github.com/batchwork/batchwork/internal/faults"
 	"log/slog"
 	"os"
 	"strings"
@@ -73,6 +74,8 @@ type Wired struct {
 	Blob    *blob.Store
 	Queue   *queue.Queue
 	Log     *slog.Logger
+	// Faults is the fault injector BATCHWORK_FAULTS asked for, or nil.
+	Faults *faults.Injector
 }
 
 // Wire builds one aws.Config and the adapters over it.
@@ -82,13 +85,20 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		return Wired{}, err
 	}
 	awsconf.Harden(&cfg)
+	// Fault injection for tests and chaos runs (BATCHWORK_FAULTS); unset
+	// in a deployment, where it is a no-op.
+	inj, err := faults.FromEnv()
+	if err != nil {
+		return Wired{}, err
+	}
+	inj.Install(&cfg)
 	// Stderr, like the local runner: on Lambda and Fargate both streams
 	// reach the logs, and locally one stream holds every process's lines.
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
-	return Wired{Service: svc, Blob: b, Queue: q, Log: log}, nil
+	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj}, nil
 }
 
 // Must is for mains: it exits with the error when wiring fails, since a
