@@ -57,6 +57,8 @@ type envOptions struct {
 	// transport wraps the AWS HTTP transport (fault injection).
 	transport func(http.RoundTripper) http.RoundTripper
 	noRun     bool // do not start executors and the sweep
+	// controlOnly runs the runner without executors (API, sweep, timers).
+	controlOnly bool
 	// faults, when set, injects AWS faults into every request of the env
 	// (its runner, executors and sweep, and services built over it).
 	faults *faults.Injector
@@ -90,7 +92,7 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := runner.New(ctx, runner.Options{
-		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), Registry: reg, Log: log,
+		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,
 		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
 		Control: cc,
 	})

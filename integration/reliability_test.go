@@ -14,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -321,5 +322,29 @@ func TestClaimSurvivesTransientJobStateError(t *testing.T) {
 	c := mustClaim(t, svc, batch.TaskRef{Job: id})
 	if c.Task.Attempt != 1 {
 		t.Fatalf("claim attempt %d, want 1", c.Task.Attempt)
+	}
+}
+
+// The runner can be the control plane alone, with executors elsewhere:
+// its own registry has no task functions, so had it run executor slots,
+// they would claim the task and fail it; the job succeeds only through
+// the separate executor.
+func TestControlPlaneWithoutExecutors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, executor.NewRegistry(), envOptions{controlOnly: true})
+	reg := executor.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+		_, err := t.Out.Write([]byte("ok\n"))
+		return err
+	})
+	id := e.submit("split", []byte(`{"name":"split","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`))
+	p := e.r.Poller()
+	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: e.r.Executor.Log}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	if st := e.waitJob(id, time.Minute); st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s (%s), want SUCCEEDED through the separate executor", st.State, st.Error)
 	}
 }

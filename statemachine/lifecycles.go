@@ -197,7 +197,8 @@ type TaskInput struct {
 }
 
 // Holds evaluates a task guard in memory. Stores express the same guards as
-// conditions; the store tests check both agree.
+// conditions; integration.TestStoreConditionsAgreeWithGuards checks that
+// DynamoDB accepts exactly what these rules allow.
 func Holds(g Guard, t TaskView, in TaskInput) bool {
 	switch g {
 	case GuardDue:

@@ -49,12 +49,20 @@ type arbiter struct {
 	backlogged []bool
 	pending    []int
 	batch      int
+	// sharedIdle is set when slots are fewer than receivers, so idle
+	// receivers take turns with one slot between them: an empty receive
+	// then costs every class the same (the lowest weight's stride), so
+	// idle polls go round the classes instead of by weight, and a
+	// message on the lowest class waits a few short polls, not ten.
+	sharedIdle bool
+	maxStride  float64
 }
 
 func newArbiter(slots, batch int, weights []int) *arbiter {
-	a := &arbiter{free: slots, batch: batch}
+	a := &arbiter{free: slots, batch: batch, sharedIdle: slots < len(weights)}
 	for _, w := range weights {
 		a.stride = append(a.stride, 1/float64(w))
+		a.maxStride = maxf(a.maxStride, 1/float64(w))
 		a.pass = append(a.pass, 0)
 		a.want = append(a.want, 0)
 		a.granted = append(a.granted, make(chan int, 1))
@@ -115,6 +123,9 @@ func (a *arbiter) received(i, n, got int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.backlogged[i] = got == n
+	if got == 0 && a.sharedIdle {
+		a.pass[i] += a.maxStride - a.stride[i]
+	}
 	back := n - got
 	if !a.backlogged[i] {
 		back += a.pending[i]

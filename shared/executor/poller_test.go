@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,5 +146,82 @@ func TestPollerDrainTimeoutCancelsTask(t *testing.T) {
 	// and the next executor reclaims the task.
 	if receives, deleted := q.state(); len(deleted) != 0 || receives != 2 {
 		t.Errorf("deleted %v after %d receives; want no delete and no receive after SIGTERM", deleted, receives)
+	}
+}
+
+// urlQueue is a queue per URL whose Receive long-polls as SQS does: it
+// returns a message of its URL at once, or waits up to wait for one.
+type urlQueue struct {
+	mu    sync.Mutex
+	msgs  map[string][]queue.Message
+	wake  chan struct{}
+	waits []time.Duration
+	*memQueue // visibility changes and deletes
+}
+
+func (q *urlQueue) push(m queue.Message) {
+	q.mu.Lock()
+	q.msgs[m.Queue] = append(q.msgs[m.Queue], m)
+	close(q.wake) // wakes every waiting Receive
+	q.wake = make(chan struct{})
+	q.mu.Unlock()
+}
+
+func (q *urlQueue) Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error) {
+	q.mu.Lock()
+	q.waits = append(q.waits, wait)
+	q.mu.Unlock()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		q.mu.Lock()
+		if ms := q.msgs[url]; len(ms) > 0 {
+			k := min(maxN, len(ms))
+			q.msgs[url] = ms[k:]
+			q.mu.Unlock()
+			return ms[:k], nil
+		}
+		wake := q.wake
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, nil
+		case <-wake:
+		}
+	}
+}
+
+// An executor with fewer slots than ready queues still serves every
+// queue: a message on the lowest class is run promptly, not after the
+// higher classes' long polls have held the only slot for 20 s each.
+func TestPollerFewerSlotsThanQueues(t *testing.T) {
+	t.Parallel()
+	cp := &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}
+	ran := make(chan struct{})
+	reg := NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *Task) error {
+		close(ran)
+		return nil
+	})
+	q := &urlQueue{msgs: map[string][]queue.Message{}, wake: make(chan struct{}), memQueue: newMemQueue()}
+	p := &Poller{
+		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Queue:  q, Queues: []string{"high", "normal", "low"}, Slots: 1, Wait: 20 * time.Second, Log: discard(),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	q.push(queue.Message{Queue: "low", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	// Bounds a wait that the bug makes 20 s or more; it synchronises nothing.
+	within(t, ran, 10*time.Second, "the low queue's task to run")
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, w := range q.waits {
+		if w > idleWaitShared {
+			t.Fatalf("a receive waited %v with 1 slot for 3 queues; want at most %v", w, idleWaitShared)
+		}
 	}
 }

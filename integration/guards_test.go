@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/executor"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// The task lifecycle's guards exist twice: in memory (statemachine.Decide,
+// which explains refusals) and as DynamoDB conditions (shared/dynamo,
+// built from the same tables). This test writes task records of every
+// kind straight into the table, applies each event through the store, and
+// checks that DynamoDB accepted exactly the events Decide allows.
+func TestStoreConditionsAgreeWithGuards(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(e.cfg)
+	store := e.r.Store
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	const job, tok, other = "jguards", "tokA", "tokB"
+	if err := store.PutShards(ctx, job, 0, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	live, expired, inSkew := now.Add(time.Minute), now.Add(-sm.LeaseSkew-time.Second), now.Add(-sm.LeaseSkew/2)
+	records := []struct {
+		name string
+		view sm.TaskView
+	}{
+		{"ready", sm.TaskView{State: sm.TaskReady, Attempt: 0, MaxAttempts: 3}},
+		{"ready in backoff", sm.TaskView{State: sm.TaskReady, Attempt: 1, MaxAttempts: 3, NotBefore: now.Add(time.Minute), Token: tok}},
+		{"ready after backoff", sm.TaskView{State: sm.TaskReady, Attempt: 1, MaxAttempts: 3, NotBefore: now.Add(-time.Second), Token: tok}},
+		{"claimed live", sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 3, Token: tok, LeaseUntil: live}},
+		{"claimed expired", sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 3, Token: tok, LeaseUntil: expired}},
+		{"claimed within skew", sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 3, Token: tok, LeaseUntil: inSkew}},
+		{"last attempt live", sm.TaskView{State: sm.TaskClaimed, Attempt: 3, MaxAttempts: 3, Token: tok, LeaseUntil: live}},
+		{"last attempt expired", sm.TaskView{State: sm.TaskClaimed, Attempt: 3, MaxAttempts: 3, Token: tok, LeaseUntil: expired}},
+		{"succeeded", sm.TaskView{State: sm.TaskSucceeded, Attempt: 1, MaxAttempts: 3, Token: tok}},
+		{"failed", sm.TaskView{State: sm.TaskFailed, Attempt: 3, MaxAttempts: 3, Token: tok}},
+		{"cancelled", sm.TaskView{State: sm.TaskCancelled, Attempt: 1, MaxAttempts: 3, Token: tok}},
+	}
+	// Each event as the store applies it, with the caller's token where
+	// the event is the holder's.
+	type op struct {
+		name  string
+		ev    sm.Event
+		token string
+		apply func(ref batch.TaskRef, v sm.TaskView) error
+	}
+	holder := func(tk string) dynamo.HolderParams { return dynamo.HolderParams{Token: tk, Now: now} }
+	ops := []op{
+		{"claim", "", "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			_, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute})
+			return err
+		}},
+		{"heartbeat by holder", sm.TaskHeartbeat, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			return store.Heartbeat(ctx, p, time.Minute, time.Minute)
+		}},
+		{"heartbeat by stale executor", sm.TaskHeartbeat, other, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(other)
+			p.Ref = ref
+			return store.Heartbeat(ctx, p, time.Minute, time.Minute)
+		}},
+		{"commit by holder", sm.TaskCommit, tok, func(ref batch.TaskRef, v sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
+			return err
+		}},
+		{"commit by stale executor", sm.TaskCommit, other, func(ref batch.TaskRef, v sm.TaskView) error {
+			p := holder(other)
+			p.Ref = ref
+			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
+			return err
+		}},
+		{"retry by holder", sm.TaskRetry, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskRetry, NotBefore: now, Due: now})
+			return err
+		}},
+		{"fail by holder", sm.TaskFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFail, Due: now})
+			return err
+		}},
+	}
+	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
+		ops = append(ops, op{string(ev), ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			return store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: ref, Event: ev, Now: now, Due: now})
+		}})
+	}
+
+	partition := 0
+	for _, rec := range records {
+		for _, o := range ops {
+			ref := batch.TaskRef{Job: job, Stage: 0, Partition: partition}
+			partition++
+			t.Run(rec.name+"/"+o.name, func(t *testing.T) {
+				putTaskRecord(t, db, e.r.Resources.Table, ref, rec.view)
+				var allowed bool
+				if o.ev == "" { // a claim is either event: claim or reclaim
+					_, errClaim := sm.Decide(rec.view, sm.TaskClaim, sm.TaskInput{At: now})
+					_, errReclaim := sm.Decide(rec.view, sm.TaskReclaim, sm.TaskInput{At: now})
+					allowed = errClaim == nil || errReclaim == nil
+				} else {
+					_, err := sm.Decide(rec.view, o.ev, sm.TaskInput{At: now, Token: o.token})
+					allowed = err == nil
+				}
+				err := o.apply(ref, rec.view)
+				if got := err == nil; got != allowed {
+					t.Fatalf("DynamoDB accepted=%v (err %v), statemachine allows=%v", got, err, allowed)
+				}
+			})
+		}
+	}
+}
+
+// putTaskRecord writes a task record as it is stored, with the attribute
+// names of shared/dynamo's codec, whatever state it is in.
+func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.TaskRef, v sm.TaskView) {
+	t.Helper()
+	n := func(x int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)} }
+	item := map[string]types.AttributeValue{
+		"pk":  &types.AttributeValueMemberS{Value: fmt.Sprintf("TASK#%s#%d#%d", ref.Job, ref.Stage, ref.Partition/dynamo.TaskBucket)},
+		"sk":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%06d", ref.Partition)},
+		"st":  &types.AttributeValueMemberS{Value: string(v.State)},
+		"att": n(int64(v.Attempt)), "mx": n(int64(v.MaxAttempts)),
+		"upd": n(time.Now().UnixMilli()),
+	}
+	if v.Token != "" {
+		item["tok"] = &types.AttributeValueMemberS{Value: v.Token}
+	}
+	if !v.LeaseUntil.IsZero() {
+		item["lease"] = n(v.LeaseUntil.UnixMilli())
+	}
+	if !v.NotBefore.IsZero() {
+		item["nb"] = n(v.NotBefore.UnixMilli())
+	}
+	if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
