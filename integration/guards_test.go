@@ -134,7 +134,9 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 // names of shared/dynamo's codec, whatever state it is in.
 func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.TaskRef, v sm.TaskView) {
 	t.Helper()
-	n := func(x int64) types.AttributeValue { return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)} }
+	n := func(x int64) types.AttributeValue {
+		return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}
+	}
 	item := map[string]types.AttributeValue{
 		"pk":  &types.AttributeValueMemberS{Value: fmt.Sprintf("TASK#%s#%d#%d", ref.Job, ref.Stage, ref.Partition/dynamo.TaskBucket)},
 		"sk":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%06d", ref.Partition)},

@@ -152,10 +152,10 @@ func TestPollerDrainTimeoutCancelsTask(t *testing.T) {
 // urlQueue is a queue per URL whose Receive long-polls as SQS does: it
 // returns a message of its URL at once, or waits up to wait for one.
 type urlQueue struct {
-	mu    sync.Mutex
-	msgs  map[string][]queue.Message
-	wake  chan struct{}
-	waits []time.Duration
+	mu        sync.Mutex
+	msgs      map[string][]queue.Message
+	wake      chan struct{}
+	waits     []time.Duration
 	*memQueue // visibility changes and deletes
 }
 
