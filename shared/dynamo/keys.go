@@ -46,11 +46,16 @@ const (
 	// TaskBucket is how many tasks share a partition key: enough to list a
 	// stage's tasks with few Queries, few enough that a bucket never runs hot.
 	TaskBucket = 100
-	// MaxShards caps a stage's completion counters.
-	MaxShards = 32
-	// tasksPerShard keeps each counter's write rate far below a partition's
-	// 1,000 WCU even when every task of a stage commits at once.
-	tasksPerShard = 256
+	// MaxShards caps a stage's completion counters: the stage's completion
+	// check reads them all (two BatchGetItems at the cap).
+	MaxShards = 128
+	// tasksPerShard bounds how many commits share one counter. Every
+	// commit is a transaction on its counter, and DynamoDB cancels
+	// transactions that overlap on an item (TransactionConflict): the
+	// fewer commits per counter, the fewer conflicts to retry, and the
+	// further each counter's write rate stays below a partition's 1,000
+	// WCU (a transactional write costs 2).
+	tasksPerShard = 64
 )
 
 // ShardCount is the number of completion counters for a stage of n tasks.
