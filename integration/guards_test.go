@@ -99,16 +99,43 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 			return err
 		}},
 	}
+	holderOf := map[int]time.Time{} // op index -> the holder's liveness
 	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
 		ops = append(ops, op{string(ev), ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
 			return store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: ref, Event: ev, Now: now, Due: now})
 		}})
 	}
 
+	// Takeovers check the holder's liveness record, in three kinds.
+	holders := []struct {
+		name  string
+		alive time.Time // zero: no record
+	}{{"holder alive", now.Add(time.Minute)}, {"holder dead", now.Add(-sm.LeaseSkew - time.Second)}, {"holder within skew", now.Add(-sm.LeaseSkew / 2)}, {"holder without record", time.Time{}}}
+	for i, h := range holders {
+		ex := fmt.Sprintf("exguard%d", i)
+		if !h.alive.IsZero() {
+			if err := store.RenewExecutor(ctx, ex, h.alive); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, ev := range []sm.Event{sm.TaskTakeover, sm.TaskAbandon} {
+			ops = append(ops, op{string(ev) + " from " + h.name, ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+				_, err := store.TakeoverTask(ctx, dynamo.TakeoverParams{
+					ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
+					Event:       ev, HolderToken: tok, HolderExecutor: ex, Err: "executor lost",
+				})
+				return err
+			}})
+			holderOf[len(ops)-1] = h.alive
+		}
+	}
+
 	partition := 0
 	for _, rec := range records {
-		for _, o := range ops {
+		for i, o := range ops {
 			ref := batch.TaskRef{Job: job, Stage: 0, Partition: partition}
+			view := rec.view
+			view.HolderAlive = holderOf[i]
 			partition++
 			t.Run(rec.name+"/"+o.name, func(t *testing.T) {
 				putTaskRecord(t, db, e.r.Resources.Table, ref, rec.view)
@@ -118,7 +145,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 					_, errReclaim := sm.Decide(rec.view, sm.TaskReclaim, sm.TaskInput{At: now})
 					allowed = errClaim == nil || errReclaim == nil
 				} else {
-					_, err := sm.Decide(rec.view, o.ev, sm.TaskInput{At: now, Token: o.token})
+					_, err := sm.Decide(view, o.ev, sm.TaskInput{At: now, Token: o.token})
 					allowed = err == nil
 				}
 				err := o.apply(ref, rec.view)

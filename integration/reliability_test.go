@@ -16,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/split"
+	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -346,5 +347,98 @@ func TestControlPlaneWithoutExecutors(t *testing.T) {
 	t.Cleanup(func() { stop(); <-done })
 	if st := e.waitJob(id, time.Minute); st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s (%s), want SUCCEEDED through the separate executor", st.State, st.Error)
+	}
+}
+
+// An executor dies (no more liveness renewals, its message hidden for
+// only a few seconds) while its task's lease has most of a minute to run.
+// A healthy executor takes the task over as attempt 2 while attempt 1's
+// lease is still live: recovery waits for the dead executor's liveness
+// promise, not for the task's lease.
+func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
+	t.Parallel()
+	reg := executor.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+		_, err := t.Out.Write([]byte("ok\n"))
+		return err
+	})
+	e := newEnv(t, reg, envOptions{noRun: true})
+	ctx := context.Background()
+	id := e.submit("dead", []byte(`{"name":"dead","lease":"60s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`))
+	ref := batch.TaskRef{Job: id}
+
+	// The executor that dies: alive once, receives the message with the
+	// held visibility, claims, and is never heard of again.
+	const dead = "deadbeefdeadbeef"
+	if err := e.r.Service.ExecutorAlive(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := e.r.Queue.Receive(ctx, e.r.Resources.Queues.Normal, 1, 2*time.Second, tuning.HeldVisibility)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %v %v", msgs, err)
+	}
+	first, err := e.r.Service.Claim(control.WithExecutor(ctx, dead), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	claims := make(chan control.Claim, 4)
+	p := e.r.Poller()
+	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: e.r.Executor.Log,
+		OnClaim: func(c control.Claim, _ time.Time) { claims <- c }}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	second := recvWithin(t, claims, time.Minute, "the takeover's claim")
+	if second.Task.Attempt != 2 || second.Task.Executor == dead {
+		t.Fatalf("takeover: attempt %d by executor %q, want attempt 2 by another executor", second.Task.Attempt, second.Task.Executor)
+	}
+	if at := second.Task.LeaseUntil.Add(-second.Lease); !at.Before(first.Task.LeaseUntil) {
+		t.Fatalf("attempt 2 claimed at %s, after attempt 1's lease ended at %s: a lease expiry, not a takeover", at, first.Task.LeaseUntil)
+	}
+	if st := e.waitJob(id, time.Minute); st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
+	}
+	assertCommittedOnce(t, e, id, 0, 1, 2)
+	if err := e.r.Service.Commit(ctx, first, 0); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+		t.Fatalf("the dead executor's late commit: %v, want it fenced", err)
+	}
+}
+
+// A copy of a message whose task runs on a live executor is held back,
+// and the task stays with its executor.
+func TestLiveExecutorsTaskIsNotTakenOver(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	id := submitTo(t, rig.svc, "live", oneStage("live", "work", 1))
+	const alive = "a11ve0000000a11e"
+	if err := rig.svc.ExecutorAlive(ctx, alive); err != nil {
+		t.Fatal(err)
+	}
+	first, err := rig.svc.Claim(control.WithExecutor(ctx, alive), batch.TaskRef{Job: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig.clk.Advance(tuning.ExecutorLease / 2) // within the promise
+	_, err = rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), batch.TaskRef{Job: id})
+	var held *batch.ClaimHeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("claim of a live executor's task: %v, want ClaimHeldError", err)
+	}
+	task, err := rig.e.r.Store.GetTask(ctx, first.Task.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Token != first.Task.Token || task.Executor != alive {
+		t.Fatalf("task moved to executor %q attempt %d, want it kept by %q", task.Executor, task.Attempt, alive)
+	}
+	// Once the promise has lapsed (and the skew margin), it is taken over.
+	rig.clk.Advance(tuning.ExecutorLease + sm.LeaseSkew)
+	second, err := rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), batch.TaskRef{Job: id})
+	if err != nil || second.Task.Attempt != 2 {
+		t.Fatalf("claim after the promise lapsed: attempt %d, %v; want attempt 2", second.Task.Attempt, err)
 	}
 }

@@ -33,6 +33,11 @@ const (
 	TaskExpire    Event = "expire"
 	TaskExhaust   Event = "exhaust"
 	TaskCancel    Event = "cancel"
+	// TaskTakeover and TaskAbandon act on a claim whose executor died:
+	// another executor takes the task over at once (attempts left) or
+	// fails it (none left), without waiting for the task's lease.
+	TaskTakeover Event = "takeover"
+	TaskAbandon  Event = "abandon"
 )
 
 // Task guards.
@@ -51,6 +56,12 @@ const (
 	// GuardOutputsExist: the attempt's outputs are in S3 (checked by the
 	// committer before the write, not by the store).
 	GuardOutputsExist Guard = "outputs exist"
+	// GuardHolderDead: the executor holding the claim has not renewed its
+	// liveness record for LeaseSkew past its last promise (or has none).
+	// An executor renews one record for all its tasks every second or so,
+	// so its death is seen in seconds, while task leases stay long and
+	// cheap.
+	GuardHolderDead Guard = "holder dead"
 )
 
 // Tasks is the task lifecycle. Claim and reclaim both increment the attempt
@@ -70,6 +81,8 @@ var Tasks = Machine[TaskState]{
 		{Event: TaskExpire, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft}},
 		{Event: TaskExhaust, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardLeaseExpired, GuardNoAttemptsLeft}},
 		{Event: TaskCancel, From: []TaskState{TaskReady, TaskClaimed}, To: TaskCancelled},
+		{Event: TaskTakeover, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardHolderDead, GuardAttemptsLeft}},
+		{Event: TaskAbandon, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardHolderDead, GuardNoAttemptsLeft}},
 	},
 }
 
@@ -187,6 +200,9 @@ type TaskView struct {
 	Token       string
 	LeaseUntil  time.Time
 	NotBefore   time.Time
+	// HolderAlive is how long the claim's executor promised to live (its
+	// liveness record; zero when it has none).
+	HolderAlive time.Time
 }
 
 // TaskInput is the caller's side of a task event: when it happens and, for
@@ -213,6 +229,8 @@ func Holds(g Guard, t TaskView, in TaskInput) bool {
 		return t.Attempt >= t.MaxAttempts
 	case GuardOutputsExist:
 		return true // checked against S3 before the write, not on the record
+	case GuardHolderDead:
+		return in.At.After(t.HolderAlive.Add(LeaseSkew))
 	}
 	return false
 }

@@ -46,6 +46,7 @@ func TestExhaustive(t *testing.T) {
 				TaskReclaim: TaskClaimed, TaskHeartbeat: TaskClaimed, TaskCommit: TaskSucceeded,
 				TaskRetry: TaskReady, TaskFail: TaskFailed, TaskExpire: TaskReady,
 				TaskExhaust: TaskFailed, TaskCancel: TaskCancelled,
+				TaskTakeover: TaskClaimed, TaskAbandon: TaskFailed,
 			},
 		})
 	})
@@ -112,6 +113,12 @@ func TestDecide(t *testing.T) {
 	expired.LeaseUntil = now.Add(-LeaseSkew - time.Millisecond)
 	justPast := claimed
 	justPast.LeaseUntil = now.Add(-LeaseSkew) // within the skew margin
+	aliveHolder, deadHolder, skewHolder := claimed, claimed, claimed
+	aliveHolder.HolderAlive = now.Add(time.Second)
+	deadHolder.HolderAlive = now.Add(-LeaseSkew - time.Millisecond)
+	skewHolder.HolderAlive = now.Add(-LeaseSkew)
+	lastDeadHolder := deadHolder
+	lastDeadHolder.Attempt = 3
 	lastExpired := expired
 	lastExpired.Attempt = 3
 	tests := []struct {
@@ -127,6 +134,12 @@ func TestDecide(t *testing.T) {
 		{name: "claim during backoff", task: TaskView{State: TaskReady, MaxAttempts: 3, NotBefore: now.Add(time.Second)}, ev: TaskClaim, in: TaskInput{At: now}, wantGuard: GuardDue},
 		{name: "duplicate delivery of live claim", task: claimed, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "reclaim expired", task: expired, ev: TaskReclaim, in: TaskInput{At: now}, wantTo: TaskClaimed},
+		{name: "take over from a live executor", task: aliveHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantGuard: GuardHolderDead},
+		{name: "take over from a dead executor", task: deadHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantTo: TaskClaimed},
+		{name: "take over within the skew margin", task: skewHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantGuard: GuardHolderDead},
+		{name: "take over from an executor without a record", task: claimed, ev: TaskTakeover, in: TaskInput{At: now}, wantTo: TaskClaimed},
+		{name: "abandon with attempts left", task: deadHolder, ev: TaskAbandon, in: TaskInput{At: now}, wantGuard: GuardNoAttemptsLeft},
+		{name: "abandon the last attempt", task: lastDeadHolder, ev: TaskAbandon, in: TaskInput{At: now}, wantTo: TaskFailed},
 		{name: "reclaim within the skew margin", task: justPast, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "expire within the skew margin", task: justPast, ev: TaskExpire, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "reclaim exhausted", task: lastExpired, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardAttemptsLeft},

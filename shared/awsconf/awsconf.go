@@ -20,10 +20,17 @@ import (
 // Load returns an aws.Config. With endpoint set (an emulator), requests go
 // there, the region defaults to us-east-1 and, unless the environment has
 // credentials, static test credentials are used.
+//
+// A service's own variable (AWS_ENDPOINT_URL_DYNAMODB, ...) wins over
+// endpoint, as it wins over AWS_ENDPOINT_URL in every AWS SDK: endpoint
+// is set as the config's BaseEndpoint after loading, not passed as
+// config.WithBaseEndpoint, because the load options are the first of the
+// config's ConfigSources and answer every service's endpoint lookup with
+// their base endpoint, so the environment's per-service variables would
+// never be read.
 func Load(ctx context.Context, endpoint string) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if endpoint != "" {
-		opts = append(opts, config.WithBaseEndpoint(endpoint))
 		if os.Getenv("AWS_REGION") == "" {
 			opts = append(opts, config.WithRegion("us-east-1"))
 		}
@@ -35,7 +42,24 @@ func Load(ctx context.Context, endpoint string) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
 	}
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
+	}
 	return cfg, nil
+}
+
+// ServiceEndpoints maps SDK service ids ("DynamoDB", "SQS", ...) to
+// endpoints. Put in aws.Config.ConfigSources, it is the SDK's own way to
+// send one service elsewhere than BaseEndpoint: each client's
+// resolveBaseEndpoint asks the config sources for its service's endpoint
+// (internal/configsources.ResolveServiceBaseEndpoint), unless
+// AWS_ENDPOINT_URL is set and the service's own variable is not.
+type ServiceEndpoints map[string]string
+
+// GetServiceBaseEndpoint implements the SDK's ServiceBaseEndpointProvider.
+func (s ServiceEndpoints) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
+	u, ok := s[sdkID]
+	return u, ok && u != "", nil
 }
 
 // S3Options sets path-style addressing when the config has a custom

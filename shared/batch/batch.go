@@ -53,8 +53,9 @@ func (e *NotDueError) Error() string {
 }
 func (e *NotDueError) Unwrap() error { return ErrNotDue }
 
-// ClaimHeldError carries when the live claim's lease runs out, so the
-// duplicate message can come back then instead of being lost.
+// ClaimHeldError carries when the live claim may be taken over (its lease,
+// or its executor's liveness promise, has lapsed by the skew margin), so
+// the duplicate message can come back then instead of being lost.
 type ClaimHeldError struct{ LeaseUntil time.Time }
 
 func (e *ClaimHeldError) Error() string {
@@ -103,6 +104,9 @@ type Task struct {
 	// or took over (zero without limits): an attempt's end frees only
 	// slots with its own stamp, never a newer attempt's.
 	SlotAt time.Time
+	// Executor is the id of the executor whose claim this is; its liveness
+	// record tells others whether it still runs (see sm.GuardHolderDead).
+	Executor string
 	Input  *split.Split // nil unless the stage reads an S3 prefix
 	// CommittedAttempt and Outputs describe the authoritative outputs of a
 	// SUCCEEDED task.

@@ -51,6 +51,9 @@ type Store interface {
 	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	RenewExecutor(ctx context.Context, id string, until time.Time) error
+	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
+	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
 	viewStore // list.go: the read-side routes and attempt-end records
 }
 

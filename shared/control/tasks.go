@@ -55,11 +55,15 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 			s.returnSlots(ctx, ref, slots)
 		}
 	}()
-	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease}
+	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)}
 	if slots.any {
 		cp.SlotAt = slots.at
 	}
 	t, err := s.store.ClaimTask(ctx, cp)
+	var held *batch.ClaimHeldError
+	if errors.As(err, &held) && t.Executor != "" && t.Executor != cp.Executor {
+		t, err = s.takeOver(ctx, cp, t, err)
+	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The lease of the last attempt ran out: the executor died or hung.
 		reason := fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts)
@@ -94,11 +98,64 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	if t.Attempt > 1 {
 		// A retry or an expiry recorded how the previous attempt ended
 		// before its task could be claimed again; if neither did, this
-		// claim took over an expired lease.
-		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired; attempt taken over by another executor")
+		// claim took over an expired lease or a dead executor's claim.
+		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor")
 	}
 	s.logger(ref).Debug("task claimed", "attempt", t.Attempt)
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
+}
+
+// takeOver claims a task held by a live-leased claim whose executor died
+// (its liveness record lapsed), as a new attempt; on the task's last
+// attempt it fails the task instead (the lease expiry would do the same,
+// a lease later). While the holder lives, it returns held again, to be
+// tried when the holder's promise lapses.
+func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.Task, held error) (batch.Task, error) {
+	alive, err := s.store.ExecutorAlive(ctx, t.Executor)
+	if err != nil {
+		return t, held
+	}
+	view := t.View()
+	view.HolderAlive = alive
+	ev := sm.TaskTakeover
+	if t.Attempt >= t.MaxAttempts {
+		ev = sm.TaskAbandon
+	}
+	if _, err := sm.Decide(view, ev, sm.TaskInput{At: cp.Now}); err != nil {
+		// The holder lives. Its message, which it keeps hidden, is what
+		// returns if it dies: this one (a copy) comes back when the
+		// holder's promise lapses, to look again.
+		return t, &batch.ClaimHeldError{LeaseUntil: minTime(alive, t.LeaseUntil).Add(sm.LeaseSkew)}
+	}
+	reason := fmt.Sprintf("executor lost on attempt %d of %d", t.Attempt, t.MaxAttempts)
+	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{
+		ClaimParams: cp, Event: ev, HolderToken: t.Token, HolderExecutor: t.Executor, Err: reason,
+	})
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		// The holder renewed, committed, or another executor took over
+		// first: look again shortly.
+		return t, &batch.ClaimHeldError{LeaseUntil: cp.Now.Add(time.Second)}
+	}
+	if err != nil {
+		return t, err
+	}
+	s.logger(t.Ref).Info("took over the task of a dead executor", "executor", t.Executor, "attempt", t.Attempt, "event", string(ev))
+	if ev == sm.TaskAbandon {
+		s.freeSlots(ctx, t.Ref, nil, time.Time{})
+		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
+		if err := s.propagateFailure(ctx, nt); err != nil {
+			return nt, err
+		}
+		return nt, fmt.Errorf("claim %s: %s: %w", t.Ref, reason, batch.ErrAlreadyDone)
+	}
+	return nt, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // jobStateAfterClaim reads the job's state right after a claim, trying
@@ -139,7 +196,7 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 
 // MaxErrorLen bounds the error kept on a task record and its history, so
 // the record stays within one write unit (1 KB) with the longest input key.
-const MaxErrorLen = 280
+const MaxErrorLen = 256
 
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")

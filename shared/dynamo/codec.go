@@ -17,6 +17,8 @@ const (
 	aLease     = "lease"
 	aNotBefore = "nb"
 	aSlotAt    = "sat"
+	aExecutor  = "ex"
+	aAlive     = "alive"
 	aInKey     = "ik"
 	aInStart   = "is"
 	aInEnd     = "ie"

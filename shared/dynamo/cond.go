@@ -25,7 +25,10 @@ var guardExprs = map[sm.Guard]string{
 	sm.GuardAllTasksCommitted: "",
 	// On the job item, not the stage: TransitionStage adds a ConditionCheck
 	// on the job to the stage's write (jobRunningCheck).
-	sm.GuardJobRunning:         "",
+	sm.GuardJobRunning: "",
+	// On the executor's liveness record: TakeoverTask adds a
+	// ConditionCheck on it to the task's write.
+	sm.GuardHolderDead:         "",
 	sm.GuardAllStagesCompleted: "",
 }
 

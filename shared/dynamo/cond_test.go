@@ -73,9 +73,9 @@ func TestTransitionCondition(t *testing.T) {
 func TestTaskItemUnder1KB(t *testing.T) {
 	t.Parallel()
 	// Kept in step with control.MaxInputKey (512) and control.MaxErrorLen
-	// (280 bytes and an ellipsis).
+	// (256 bytes and an ellipsis).
 	task := sampleTask(512)
-	if n := TaskItemSize(task, 283); n > 1024 {
+	if n := TaskItemSize(task, 259); n > 1024 {
 		t.Fatalf("task item is %d bytes, want at most 1024", n)
 	}
 }

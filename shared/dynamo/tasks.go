@@ -43,6 +43,7 @@ func TaskItemSize(t batch.Task, maxErr int) int {
 	item[aLease] = ms(time.Now())
 	item[aNotBefore] = ms(time.Now())
 	item[aSlotAt] = ms(time.Now())
+	item[aExecutor] = sv("0123456789abcdef")
 	item[aCommitAtt] = nv(int64(t.MaxAttempts))
 	item[aOutputs] = nv(10000)
 	item[aRecIn] = nv(1 << 50)
@@ -57,7 +58,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		MaxAttempts: int(getN(it, aMax)), Token: getS(it, aToken), LeaseUntil: getT(it, aLease),
 		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
-		SlotAt: getT(it, aSlotAt),
+		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor),
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
@@ -156,6 +157,9 @@ type ClaimParams struct {
 	// SlotAt, when set, is the stamp of the concurrency slots taken for
 	// this claim; it is kept on the task (see batch.Task.SlotAt).
 	SlotAt time.Time
+	// Executor, when set, is the claiming executor's id, kept on the task
+	// so that others can tell from its liveness record that it died.
+	Executor string
 }
 
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
@@ -177,10 +181,7 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	pk := taskPK(p.Ref)
 	bindLeaseExpired(c, p.Now)
 	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now"
-	if !p.SlotAt.IsZero() {
-		c.values[":sat"] = ms(p.SlotAt)
-		upd += ", sat = :sat"
-	}
+	upd += claimFields(c, p)
 	upd += s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
@@ -212,6 +213,21 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	return t, explainClaim(t, p.Now)
 }
 
+// claimFields returns the SET fragment for a claim's optional fields
+// (slot stamp, executor), binding their values in c.
+func claimFields(c *cond, p ClaimParams) string {
+	upd := ""
+	if !p.SlotAt.IsZero() {
+		c.values[":sat"] = ms(p.SlotAt)
+		upd += ", sat = :sat"
+	}
+	if p.Executor != "" {
+		c.values[":ex"] = sv(p.Executor)
+		upd += ", ex = :ex"
+	}
+	return upd
+}
+
 // explainClaim turns a refused claim into the outcome the executor acts on,
 // using the same rules that built the condition.
 func explainClaim(t batch.Task, now time.Time) error {
@@ -225,7 +241,7 @@ func explainClaim(t batch.Task, now time.Time) error {
 	_, err := sm.Decide(t.View(), sm.TaskReclaim, in)
 	var ge *sm.GuardError
 	if errors.As(err, &ge) && ge.Guard == sm.GuardLeaseExpired {
-		return &batch.ClaimHeldError{LeaseUntil: t.LeaseUntil}
+		return &batch.ClaimHeldError{LeaseUntil: t.LeaseUntil.Add(sm.LeaseSkew)}
 	}
 	if errors.As(err, &ge) && ge.Guard == sm.GuardAttemptsLeft {
 		return fmt.Errorf("claim task %s: lease expired on attempt %d of %d: %w", t.Ref, t.Attempt, t.MaxAttempts, sm.ErrInvalidTransition)

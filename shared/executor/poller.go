@@ -6,14 +6,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Queue is what the hosts need of SQS.
 type Queue interface {
 	Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error)
 	ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error
+	ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error
 	DeleteBatch(ctx context.Context, url string, receipts []string) error
+}
+
+// Liveness is what a control plane offers executors that renew a liveness
+// record (control.Service does): with it, the poller keeps its running
+// tasks' messages hidden only seconds at a time, and a dead poller's tasks
+// are taken over within seconds instead of a lease.
+type Liveness interface {
+	ExecutorAlive(ctx context.Context, id string) error
 }
 
 // Poller is the long-running host: Slots concurrent tasks fed by long
@@ -58,6 +69,21 @@ func (p *Poller) Run(ctx context.Context) error {
 	// SIGTERM lets them finish and commit.
 	taskCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
+	var held *heldMessages
+	if live, ok := p.Runner.CP.(Liveness); ok {
+		id := control.NewExecutorID()
+		// Alive before the first claim, so no claim of ours looks dead.
+		if err := live.ExecutorAlive(ctx, id); err != nil {
+			p.Log.Warn("executor liveness", "err", err)
+		}
+		taskCtx = control.WithExecutor(taskCtx, id)
+		held = &heldMessages{q: p.Queue, log: p.Log, byURL: map[string]map[string]bool{}}
+		beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+		beatDone := make(chan struct{})
+		go func() { defer close(beatDone); held.beat(beatCtx, live, id) }()
+		defer func() { stopBeat(); <-beatDone }()
+		p.Log.Info("executor liveness on", "executor", id)
+	}
 	del := newDeleter(p.Queue, p.Log)
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
@@ -111,7 +137,7 @@ func (p *Poller) Run(ctx context.Context) error {
 					go func() {
 						defer running.Done()
 						defer arb.release(1)
-						p.handle(taskCtx, m, vis, del)
+						p.handle(taskCtx, m, vis, del, held)
 					}()
 				}
 			}
@@ -131,21 +157,103 @@ func (p *Poller) Run(ctx context.Context) error {
 	return nil
 }
 
-func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration, del *deleter) {
+func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration, del *deleter, held *heldMessages) {
 	extend := func(ctx context.Context, d time.Duration) error {
 		return p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, d)
 	}
-	res := p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
-	switch res.Action {
-	case Delete:
-		del.add(m.Queue, m.Receipt)
-	case Hide:
-		if err := extend(ctx, res.Delay); err != nil {
-			p.Log.Warn("hide message", "task", m.Body, "err", err)
+	var res Result
+	if held != nil {
+		// The beat keeps the message hidden while the task runs, so the
+		// runner must not set it to the lease.
+		held.add(m)
+		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, nil)
+	} else {
+		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
+	}
+	hide := func() {
+		if res.Action == Hide {
+			if err := extend(ctx, res.Delay); err != nil {
+				p.Log.Warn("hide message", "task", m.Body, "err", err)
+			}
 		}
+	}
+	if held != nil {
+		// Out of the beat's set before the hide, so no renewal lands after
+		// it and brings the message back early.
+		held.remove(m, hide)
+	} else {
+		hide()
+	}
+	if res.Action == Delete {
+		del.add(m.Queue, m.Receipt)
 	}
 	if res.Err != nil {
 		p.Log.Debug("task message handled", "task", m.Body, "action", res.Action, "err", res.Err)
+	}
+}
+
+// heldMessages are the messages of the tasks a poller runs, which its
+// beat keeps hidden.
+type heldMessages struct {
+	q   Queue
+	log *slog.Logger
+	// mu is held across a renewal, so a message leaves the set (and is
+	// hidden for its own delay) only between renewals.
+	mu    sync.Mutex
+	byURL map[string]map[string]bool
+}
+
+func (h *heldMessages) add(m queue.Message) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byURL[m.Queue] == nil {
+		h.byURL[m.Queue] = map[string]bool{}
+	}
+	h.byURL[m.Queue][m.Receipt] = true
+}
+
+func (h *heldMessages) remove(m queue.Message, then func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.byURL[m.Queue], m.Receipt)
+	then()
+}
+
+// beat renews the executor's liveness record and its messages' visibility
+// every tuning.ExecutorBeat until ctx ends. A failed beat is retried at
+// the next; the promise and the visibility outlast a beat or two.
+func (h *heldMessages) beat(ctx context.Context, live Liveness, id string) {
+	tick := time.NewTicker(tuning.ExecutorBeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		bctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
+		if err := live.ExecutorAlive(bctx, id); err != nil {
+			h.log.Warn("executor liveness", "executor", id, "err", err)
+		}
+		h.renew(bctx)
+		cancel()
+	}
+}
+
+func (h *heldMessages) renew(ctx context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for url, set := range h.byURL {
+		if len(set) == 0 {
+			continue
+		}
+		receipts := make([]string, 0, len(set))
+		for r := range set {
+			receipts = append(receipts, r)
+		}
+		if err := h.q.ChangeVisibilityBatch(ctx, url, receipts, tuning.HeldVisibility); err != nil {
+			h.log.Warn("keep messages hidden", "queue", url, "err", err)
+		}
 	}
 }
 

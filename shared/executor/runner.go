@@ -99,7 +99,9 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 	var notDue *batch.NotDueError
 	switch {
 	case errors.As(err, &held):
-		return Result{Action: Hide, Delay: time.Until(held.LeaseUntil) + time.Second, Err: err}
+		// Back just after the claim can be taken over (a margin for the
+		// clocks; the time already includes the skew margin).
+		return Result{Action: Hide, Delay: time.Until(held.LeaseUntil) + 250*time.Millisecond, Err: err}
 	case errors.As(err, &notDue):
 		return Result{Action: Hide, Delay: time.Until(notDue.At), Err: err}
 	case errors.Is(err, batch.ErrAlreadyDone), errors.Is(err, batch.ErrJobNotRunning):

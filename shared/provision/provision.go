@@ -5,6 +5,12 @@
 // back from the stack. There is no second list of resources here: which
 // resources are deployed is decided by resource type, and how they are
 // configured is the template's business.
+//
+// When DynamoDB is served by another endpoint than CloudFormation (the
+// emulator's DynamoDB Local beside moto), CloudFormation would create the
+// table where no DynamoDB client looks, so the template's tables are
+// created on the DynamoDB endpoint directly, from their template
+// properties, and the stack holds the rest (table.go).
 package provision
 
 import (
@@ -19,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/batchwork/batchwork/infra/template"
@@ -56,12 +63,28 @@ var DataPlaneTypes = map[string]bool{
 var ErrNotDeployed = errors.New("stack not deployed")
 
 // Create deploys the data plane of the default template as the stack
-// named prefix and returns its resources. A stack that already exists is
-// reused, so Create is idempotent.
+// named prefix and returns its resources; the tables go straight to the
+// DynamoDB endpoint when it is not CloudFormation's (see the package
+// documentation). A stack or table that already exists is reused, so
+// Create is idempotent.
 func Create(ctx context.Context, cfg aws.Config, s3opt func(*s3.Options), prefix string, _ Settings) (Resources, error) {
 	body, err := DataPlane(template.JSON)
 	if err != nil {
 		return Resources{}, err
+	}
+	if dynamoApart(cfg) {
+		// Tables first: once the stack exists, its outputs name them.
+		tables, rest, err := splitTables(body, prefix)
+		if err != nil {
+			return Resources{}, err
+		}
+		db := dynamodb.NewFromConfig(cfg)
+		for _, t := range tables {
+			if err := createTable(ctx, db, t); err != nil {
+				return Resources{}, fmt.Errorf("stack %s: %w", prefix, err)
+			}
+		}
+		body = rest
 	}
 	cf := cloudformation.NewFromConfig(cfg)
 	_, err = cf.CreateStack(ctx, &cloudformation.CreateStackInput{

@@ -81,3 +81,144 @@ func TestRefs(t *testing.T) {
 		t.Fatalf("refs (-want +got):\n%s", diff)
 	}
 }
+
+// plain is v as JSON values, without nulls: how the SDK's types and the
+// template's properties are compared.
+func plain(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if e == nil {
+					delete(x, k)
+				} else {
+					x[k] = strip(e)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = strip(e)
+			}
+		}
+		return v
+	}
+	return strip(out)
+}
+
+// TestSplitTablesOfTheDefaultTemplate: with DynamoDB apart from
+// CloudFormation, the template's table is created from its own properties
+// under a name derived from the prefix, and the stack keeps the rest and
+// names the table in its output.
+func TestSplitTablesOfTheDefaultTemplate(t *testing.T) {
+	body, err := DataPlane(template.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, rest, err := splitTables(body, "bw-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full struct {
+		Resources map[string]struct {
+			Type       string
+			Properties map[string]json.RawMessage
+		}
+		Outputs map[string]map[string]any
+	}
+	if err := json.Unmarshal(template.JSON, &full); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for id, r := range full.Resources {
+		if r.Type == "AWS::DynamoDB::Table" {
+			want = append(want, id)
+		}
+	}
+	if len(tables) != 1 || len(want) != 1 || tables[0].id != want[0] {
+		t.Fatalf("tables %+v, want the template's %v", tables, want)
+	}
+	tb, props := tables[0], full.Resources[want[0]].Properties
+	if got := *tb.input.TableName; got != "bw-x-"+tb.id {
+		t.Errorf("table name %s, want bw-x-%s", got, tb.id)
+	}
+	for prop, got := range map[string]any{
+		"KeySchema": tb.input.KeySchema, "AttributeDefinitions": tb.input.AttributeDefinitions,
+		"GlobalSecondaryIndexes": tb.input.GlobalSecondaryIndexes, "BillingMode": tb.input.BillingMode,
+		"TimeToLiveSpecification": tb.ttl,
+	} {
+		if _, ok := props[prop]; !ok {
+			t.Errorf("template table has no %s", prop)
+			continue
+		}
+		if diff := cmp.Diff(plain(t, props[prop]), plain(t, got)); diff != "" {
+			t.Errorf("%s (-template +create):\n%s", prop, diff)
+		}
+	}
+
+	var stack struct {
+		Resources map[string]struct{ Type string }
+		Outputs   map[string]map[string]any
+	}
+	if err := json.Unmarshal(rest, &stack); err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range stack.Resources {
+		if r.Type == "AWS::DynamoDB::Table" {
+			t.Errorf("table %s still in the stack", id)
+		}
+	}
+	if n := countDataPlane(t); len(stack.Resources) != n-1 {
+		t.Errorf("stack has %d resources, want the data plane's %d less the table", len(stack.Resources), n)
+	}
+	out := stack.Outputs[template.OutTable]
+	if out["Value"] != "bw-x-"+tb.id || out["Description"] != full.Outputs[template.OutTable]["Description"] {
+		t.Errorf("table output %v, want the table's name with the template's description", out)
+	}
+	for _, k := range resourceOutputs {
+		if k != template.OutTable && cmp.Diff(full.Outputs[k], stack.Outputs[k]) != "" {
+			t.Errorf("output %s changed: %v", k, stack.Outputs[k])
+		}
+	}
+}
+
+func countDataPlane(t *testing.T) int {
+	t.Helper()
+	body, err := DataPlane(template.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dp struct{ Resources map[string]any }
+	if err := json.Unmarshal(body, &dp); err != nil {
+		t.Fatal(err)
+	}
+	return len(dp.Resources)
+}
+
+func TestSplitTablesErrors(t *testing.T) {
+	cases := []struct {
+		name, template, want string
+	}{
+		{"unknown property", `{"Resources":{"T":{"Type":"AWS::DynamoDB::Table","Properties":{"SSESpecification":{"SSEEnabled":true}}}}}`,
+			`template table T: properties this package cannot apply: json: unknown field "SSESpecification"`},
+		{"refers to the table", `{"Resources":{"T":{"Type":"AWS::DynamoDB::Table","Properties":{}},"Q":{"Type":"AWS::SQS::Queue","Properties":{"Tags":[{"Key":"t","Value":{"Ref":"T"}}]}}}}`,
+			"Q refers to table T"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := splitTables([]byte(c.template), "p")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ type API interface {
 	ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibility(context.Context, *sqs.ChangeMessageVisibilityInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
 // MaxDelay is SQS's longest DelaySeconds; longer backoffs are kept in the
@@ -141,6 +142,29 @@ func (q *Queue) ChangeVisibility(ctx context.Context, url, receipt string, d tim
 	})
 	if err != nil {
 		return fmt.Errorf("change visibility: %w", err)
+	}
+	return nil
+}
+
+// ChangeVisibilityBatch hides received messages of one queue for d more
+// from now, ten per request: an executor keeping its running tasks'
+// messages hidden. A failed entry only means that message comes back
+// early; its claim is still held, so the next claimer hides it again.
+func (q *Queue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error {
+	secs := int32((min(max(d, 0), MaxVisibility) + time.Second - 1) / time.Second)
+	for lo := 0; lo < len(receipts); lo += 10 {
+		chunk := receipts[lo:min(lo+10, len(receipts))]
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for i, r := range chunk {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r), VisibilityTimeout: secs}
+		}
+		out, err := q.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: entries})
+		if err != nil {
+			return fmt.Errorf("change visibility of %d messages: %w", len(chunk), err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("change visibility: %d entries failed, first: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
 	}
 	return nil
 }

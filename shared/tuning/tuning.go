@@ -50,7 +50,19 @@ const (
 	// lease; long enough for a claim under throttling and retries. A
 	// message that comes back while its claim is live is bounced
 	// harmlessly (ClaimHeld).
-	ReceiveVisibility = 5 * time.Second
+	ReceiveVisibility = HeldVisibility
+
+	// ExecutorBeat is how often an executor renews its liveness record
+	// and the visibility of the messages it holds.
+	ExecutorBeat = time.Second
+	// ExecutorLease is how long past a renewal an executor promises to
+	// live: beats may be late by up to ExecutorLease - ExecutorBeat before
+	// others take its tasks over.
+	ExecutorLease = 3 * time.Second
+	// HeldVisibility is the visibility an executor keeps on the messages
+	// of its running tasks (renewed every ExecutorBeat; SQS counts whole
+	// seconds). When it dies, they come back within this.
+	HeldVisibility = 3 * time.Second
 
 	// DeliveriesPerAttempt bounds the receives one attempt can use: its
 	// claim, a duplicate delivery bounced while the claim is held, and the

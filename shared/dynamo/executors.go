@@ -1,0 +1,112 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// An executor (a long-polling process, a Lambda invocation) keeps one
+// liveness record, EXEC#<id>/EXEC, holding the time until which it
+// promises to live. It renews the record every second or so for all the
+// tasks it holds, so a dead executor's tasks are taken over within
+// seconds, while each task's own lease (renewed every lease/3) stays long
+// and cheap. Records expire through the table's TTL a day after their
+// last renewal.
+
+// executorTTL is how long a dead executor's record is kept.
+const executorTTL = 24 * time.Hour
+
+// RenewExecutor records that executor id lives until until.
+func (s *Store) RenewExecutor(ctx context.Context, id string, until time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(executorPK(id), executorSK),
+		UpdateExpression: aws.String("SET alive = :a, #ttl = :ttl"),
+		// Never move a promise back: a delayed renewal must not shorten
+		// what a later one promised.
+		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive <= :a"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": aTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":a": ms(until), ":ttl": nv(until.Add(executorTTL).Unix())},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("renew executor %s: %w", id, err)
+	}
+	return nil
+}
+
+// ExecutorAlive reads until when executor id promised to live, or zero if
+// it has no record.
+func (s *Store) ExecutorAlive(ctx context.Context, id string) (time.Time, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(executorPK(id), executorSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read executor %s: %w", id, err)
+	}
+	if out.Item == nil {
+		return time.Time{}, nil
+	}
+	return getT(out.Item, aAlive), nil
+}
+
+// TakeoverParams takes over, or fails, a claim whose executor died.
+type TakeoverParams struct {
+	ClaimParams
+	// Event is sm.TaskTakeover (a new attempt for the caller) or
+	// sm.TaskAbandon (no attempts left: the task fails with Err).
+	Event sm.Event
+	// Holder is the dead claim: its token and executor.
+	HolderToken, HolderExecutor string
+	Err                         string
+}
+
+// TakeoverTask applies p.Event in one transaction with a check that the
+// holder's liveness record has lapsed (sm.GuardHolderDead), so a holder
+// that renewed meanwhile keeps its task. sm.ErrInvalidTransition means the
+// task or the holder moved on (renewed, committed, taken over by another).
+func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task, error) {
+	c := newCond()
+	tr := sm.Tasks.Transition(p.Event)
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(p.Now)
+	c.values[":old"] = sv(p.HolderToken)
+	pk := taskPK(p.Ref)
+	var upd string
+	if tr.To == sm.TaskClaimed {
+		lease := p.Now.Add(p.Lease)
+		c.values[":tok"] = sv(p.Token)
+		c.values[":lease"] = ms(lease)
+		c.values[":one"] = nv(1)
+		upd = "SET #st = :to, tok = :tok, lease = :lease, upd = :now" + claimFields(c, p.ClaimParams) +
+			s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
+	} else {
+		c.values[":err"] = sv(p.Err)
+		upd = "SET #st = :to, err = :err, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Now)
+	}
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String(expr + " AND tok = :old"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	}}, {ConditionCheck: &types.ConditionCheck{
+		TableName: &s.table, Key: key(executorPK(p.HolderExecutor), executorSK),
+		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LeaseSkew))},
+	}}}})
+	if reasons := cancelReasons(err); len(reasons) == 2 && (reasons[0] == reasonCondFailed || reasons[1] == reasonCondFailed) {
+		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+	}
+	return s.GetTask(ctx, p.Ref)
+}
