@@ -107,7 +107,7 @@ type Task struct {
 	// Executor is the id of the executor whose claim this is; its liveness
 	// record tells others whether it still runs (see sm.GuardHolderDead).
 	Executor string
-	Input  *split.Split // nil unless the stage reads an S3 prefix
+	Input    *split.Split // nil unless the stage reads an S3 prefix
 	// CommittedAttempt and Outputs describe the authoritative outputs of a
 	// SUCCEEDED task.
 	CommittedAttempt int

@@ -95,12 +95,13 @@ func taskSK(partition int) string { return fmt.Sprintf("%06d", partition) }
 // EventShards spreads a job's timeline records over this many partitions.
 const EventShards = 8
 
-func ownerPK(owner string) string  { return "OWN#" + owner }
+func ownerPK(owner string) string { return "OWN#" + owner }
 
 // executorPK is an executor's liveness record (sort key executorSK).
 func executorPK(id string) string { return "EXEC#" + id }
 
 const executorSK = "EXEC"
+
 func ownerJobSK(job string) string { return "JOB#" + job }
 
 func attemptPK(job string, stage, bucket int) string {
