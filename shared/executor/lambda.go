@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/queue"
 )
 
 // LambdaHandler is the Lambda host: an SQS event source handler that
@@ -23,11 +26,27 @@ type LambdaHandler struct {
 	QueueURLs map[string]string
 }
 
-// Handle processes a batch concurrently.
+// Handle processes a batch concurrently. An invocation is an executor of
+// its own (see Liveness): it renews a liveness record and keeps its
+// messages hidden seconds at a time while it runs, so a crashed
+// invocation's tasks are taken over in seconds.
 func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var mu sync.Mutex
 	var resp events.SQSEventResponse
 	var wg sync.WaitGroup
+	var held *heldMessages
+	if live, ok := h.Runner.CP.(Liveness); ok {
+		id := control.NewExecutorID()
+		if err := live.ExecutorAlive(ctx, id); err != nil {
+			h.Runner.Log.Warn("executor liveness", "err", err)
+		}
+		ctx = control.WithExecutor(ctx, id)
+		held = &heldMessages{q: h.Queue, log: h.Runner.Log, byURL: map[string]map[string]bool{}}
+		beatCtx, stopBeat := context.WithCancel(ctx)
+		beatDone := make(chan struct{})
+		go func() { defer close(beatDone); held.beat(beatCtx, live, id) }()
+		defer func() { stopBeat(); <-beatDone }()
+	}
 	for _, rec := range ev.Records {
 		wg.Add(1)
 		go func() {
@@ -37,12 +56,26 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 				return h.Queue.ChangeVisibility(ctx, url, rec.ReceiptHandle, d)
 			}
 			sent, _ := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64)
-			res := h.Runner.Handle(ctx, Delivery{Body: rec.Body, SentAt: time.UnixMilli(sent)}, extend)
+			d := Delivery{Body: rec.Body, SentAt: time.UnixMilli(sent)}
+			var res Result
+			hide := func() {
+				if res.Action == Hide {
+					_ = extend(ctx, res.Delay)
+				}
+			}
+			if held != nil {
+				m := queue.Message{Queue: url, Receipt: rec.ReceiptHandle}
+				held.add(m)
+				// The batch arrived with the queue's long visibility: the
+				// beat shortens it to the held visibility from now on.
+				res = h.Runner.Handle(ctx, d, nil)
+				held.remove(m, hide)
+			} else {
+				res = h.Runner.Handle(ctx, d, extend)
+				hide()
+			}
 			if res.Action == Delete {
 				return
-			}
-			if res.Action == Hide {
-				_ = extend(ctx, res.Delay)
 			}
 			mu.Lock()
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})

@@ -15,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // ControlPlane is what the runner needs of the control plane.
@@ -121,13 +122,19 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 	// the task record is what fences; the message only returns sooner or
 	// later than ideal.
 	// A host that received with the lease as visibility saves the request.
-	if extend != nil && d.Visibility != c.Lease {
-		if err := extend(ctx, c.Lease); err != nil {
+	if extend != nil && d.Visibility != messageLease(c) {
+		if err := extend(ctx, messageLease(c)); err != nil {
 			log.Warn("set message visibility to the lease", "err", err)
 		}
 	}
 	return r.run(ctx, c, extend, log)
 }
+
+// messageLease is how long a claimed task's message stays hidden when the
+// host does not keep it hidden itself: until the claim can be reclaimed,
+// which is the lease and the skew margin (sm.LeaseSkew), so the message
+// of a dead executor returns when the next claim can succeed.
+func messageLease(c control.Claim) time.Duration { return c.Lease + sm.LeaseSkew }
 
 var (
 	errLeaseLost  = errors.New("lease lost")
@@ -243,7 +250,7 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender
 			continue
 		}
 		if extend != nil {
-			if err := extend(ctx, c.Lease); err != nil {
+			if err := extend(ctx, messageLease(c)); err != nil {
 				log.Warn("extend visibility", "err", err)
 			}
 		}

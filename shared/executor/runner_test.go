@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	sm "github.com/batchwork/batchwork/statemachine"
 	"slices"
 	"sync"
 	"testing"
@@ -22,11 +23,13 @@ func TestHandleSetsVisibilityToLease(t *testing.T) {
 		extendErr error
 		want      []time.Duration
 	}{
-		{"lease shorter than the queue's visibility", 5 * time.Second, 0, nil, []time.Duration{5 * time.Second}},
-		{"lease longer than the queue's visibility", 2 * time.Hour, 0, nil, []time.Duration{2 * time.Hour}},
-		{"extension fails: the task still runs", 30 * time.Second, 0, errBoom, []time.Duration{30 * time.Second}},
-		{"received with the lease already: no request", time.Minute, time.Minute, nil, nil},
-		{"received with another visibility", time.Minute, 20 * time.Second, nil, []time.Duration{time.Minute}},
+		// The message stays hidden for the lease and the skew margin: until
+		// another claim can reclaim the task.
+		{"lease shorter than the queue's visibility", 5 * time.Second, 0, nil, []time.Duration{5*time.Second + sm.LeaseSkew}},
+		{"lease longer than the queue's visibility", 2 * time.Hour, 0, nil, []time.Duration{2*time.Hour + sm.LeaseSkew}},
+		{"extension fails: the task still runs", 30 * time.Second, 0, errBoom, []time.Duration{30*time.Second + sm.LeaseSkew}},
+		{"received with the lease already: no request", time.Minute, time.Minute + sm.LeaseSkew, nil, nil},
+		{"received with another visibility", time.Minute, 20 * time.Second, nil, []time.Duration{time.Minute + sm.LeaseSkew}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
