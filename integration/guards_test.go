@@ -122,7 +122,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 			ops = append(ops, op{string(ev) + " from " + h.name, ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
 				_, err := store.TakeoverTask(ctx, dynamo.TakeoverParams{
 					ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
-					Event:       ev, HolderToken: tok, HolderExecutor: ex, Err: "executor lost",
+					Event:       ev, Holder: batch.Task{Ref: ref, Token: tok, Executor: ex}, Err: "executor lost",
 				})
 				return err
 			}})

@@ -129,7 +129,7 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	}
 	reason := fmt.Sprintf("executor lost on attempt %d of %d", t.Attempt, t.MaxAttempts)
 	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{
-		ClaimParams: cp, Event: ev, HolderToken: t.Token, HolderExecutor: t.Executor, Err: reason,
+		ClaimParams: cp, Event: ev, Holder: t, Err: reason,
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, committed, or another executor took over

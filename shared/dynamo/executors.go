@@ -62,9 +62,10 @@ type TakeoverParams struct {
 	// Event is sm.TaskTakeover (a new attempt for the caller) or
 	// sm.TaskAbandon (no attempts left: the task fails with Err).
 	Event sm.Event
-	// Holder is the dead claim: its token and executor.
-	HolderToken, HolderExecutor string
-	Err                         string
+	// Holder is the dead claim as the caller read it; the write requires
+	// its token still to hold the task.
+	Holder batch.Task
+	Err    string
 }
 
 // TakeoverTask applies p.Event in one transaction with a check that the
@@ -77,7 +78,7 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 	expr := transition(c, tr)
 	to(c, tr)
 	c.values[":now"] = ms(p.Now)
-	c.values[":old"] = sv(p.HolderToken)
+	c.values[":old"] = sv(p.Holder.Token)
 	pk := taskPK(p.Ref)
 	var upd string
 	if tr.To == sm.TaskClaimed {
@@ -98,7 +99,7 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
 	}}, {ConditionCheck: &types.ConditionCheck{
-		TableName: &s.table, Key: key(executorPK(p.HolderExecutor), executorSK),
+		TableName: &s.table, Key: key(executorPK(p.Holder.Executor), executorSK),
 		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LeaseSkew))},
 	}}}})
@@ -108,5 +109,18 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 	if err != nil {
 		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
-	return s.GetTask(ctx, p.Ref)
+	// The write succeeded from the holder's record, so the new one is
+	// known without reading it back.
+	t := p.Holder
+	t.State, t.Updated = tr.To, p.Now
+	if tr.To == sm.TaskClaimed {
+		t.Attempt++
+		t.Token, t.LeaseUntil, t.Executor = p.Token, p.Now.Add(p.Lease), p.Executor
+		if !p.SlotAt.IsZero() {
+			t.SlotAt = p.SlotAt
+		}
+	} else {
+		t.LastError = p.Err
+	}
+	return t, nil
 }
