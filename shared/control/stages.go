@@ -189,14 +189,19 @@ func (s *Service) checkStageComplete(ctx context.Context, job string, idx int) e
 	return err
 }
 
-// completeStage is checkStageComplete that also says whether this call
-// completed the stage (and did the follow-up work).
-func (s *Service) completeStage(ctx context.Context, job string, idx int) (bool, error) {
+// completeStage is checkStageComplete that also says whether the stage has
+// left RUNNING: this call completed it (and did the follow-up work), or a
+// concurrent caller did, or it ended otherwise. Either way the stage's
+// index entry is the business of whoever moved it.
+func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended bool, err error) {
 	st, err := s.store.GetStage(ctx, job, idx)
 	if err != nil {
 		return false, err
 	}
-	if st.State != sm.StageRunning || !st.Materialized {
+	if st.State != sm.StageRunning {
+		return true, nil
+	}
+	if !st.Materialized {
 		return false, nil
 	}
 	prog, err := s.store.Progress(ctx, st)
@@ -224,7 +229,10 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (bool,
 		Job: job, Stage: idx, Event: sm.StageComplete, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
-		return false, nil
+		// A concurrent caller completed it, or its job ended (the stage
+		// is then still RUNNING, for the sweep to cancel with its job).
+		st, err := s.store.GetStage(ctx, job, idx)
+		return err == nil && st.State != sm.StageRunning, err
 	}
 	if err != nil {
 		return false, err

@@ -305,10 +305,6 @@ func TestSweep(t *testing.T) {
 // back in the index to be done again.
 func TestSweepLosingCompletionRace(t *testing.T) {
 	t.Parallel()
-	t.Skip("known bug in sweepStage: when its completeStage loses the complete transition to a concurrent " +
-		"completer (completed=false, err=nil), it sets the stage due at now+CheckEvery, putting a COMPLETED stage " +
-		"back in the index after the winner's afterStageCompleted took it out; the next sweep then repeats the " +
-		"follow-up (re-listing every sink task to rewrite the job manifest). Unskip once fixed.")
 	r := newUnitRig(t)
 	job := r.submit(oneStage(1, 3, ""))
 	c := r.claim(taskRef(job, 0, 0))
