@@ -1,13 +1,18 @@
-# Batchwork. `make demo` and `make test` work on a fresh machine with Go and
-# Python 3: everything else (the moto emulator in .venv) is installed here.
+# Batchwork. `make demo` and `make test` work on a fresh machine with Go,
+# Python 3, Java 17 and Maven: everything else (the moto emulator in .venv,
+# DynamoDB Local in .dynamodb-local) is installed here.
 SHELL := /bin/bash
 GO ?= go
 PYTHON ?= python3
+MVN ?= mvn
 VENV := .venv
 MOTO := $(VENV)/bin/moto_server
+# DynamoDB Local's jars and native libraries; the version is pinned in
+# integration/emulator/pom.xml.
+DYNAMODB_LOCAL := .dynamodb-local/lib/.installed
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all venv test unit integration bench build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
+.PHONY: all venv dynamodb-local test unit integration bench build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
 
 all: build
 
@@ -18,26 +23,41 @@ $(MOTO): integration/emulator/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r integration/emulator/requirements.txt
 	touch $@
 
+# DynamoDB Local (the emulator's DynamoDB; moto serves the rest), pinned,
+# in a git-ignored folder. Copied into a fresh folder and moved in place
+# only when complete, so a failed or interrupted download never leaves a
+# half install that looks done.
+dynamodb-local: $(DYNAMODB_LOCAL)
+$(DYNAMODB_LOCAL): integration/emulator/pom.xml
+	@command -v $(MVN) >/dev/null || { echo "dynamodb-local: Maven ($(MVN)) not found; install Maven and Java 17"; exit 1; }
+	rm -rf .dynamodb-local.tmp
+	$(MVN) -q -B -f integration/emulator/pom.xml dependency:copy-dependencies -Dstyle.color=never -DoutputDirectory=$(CURDIR)/.dynamodb-local.tmp/lib
+	@ls .dynamodb-local.tmp/lib/DynamoDBLocal-*.jar .dynamodb-local.tmp/lib/libsqlite4java-* >/dev/null || { echo "dynamodb-local: Maven did not copy DynamoDBLocal and its sqlite4java library"; exit 1; }
+	rm -rf .dynamodb-local
+	mv .dynamodb-local.tmp .dynamodb-local
+	touch $@
+
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
-# All unit and integration tests; the integration tests start moto on a
-# free loopback port (BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL
-# choose another emulator) and fail if it cannot start.
-test: venv cdk-cli build vet
+# All unit and integration tests; the integration tests start moto and
+# DynamoDB Local on free loopback ports (BATCHWORK_DYNAMODB=moto,
+# BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL choose otherwise; see
+# integration/emulator) and fail if they cannot start.
+test: venv dynamodb-local cdk-cli build vet
 	$(GO) test -count=1 -timeout 12m ./...
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
-integration: venv cdk-cli build
+integration: venv dynamodb-local cdk-cli build
 	$(GO) test -count=1 -timeout 12m ./integration/...
 
 fuzz:
 	$(GO) test ./shared/spec -run XXX -fuzz FuzzParse -fuzztime 60s
 
-bench: venv
+bench: venv dynamodb-local
 	$(GO) run ./cmd/bench
 
 # Lambda binaries: linux/arm64 for provided.al2023, each named bootstrap.
@@ -49,11 +69,12 @@ build:
 
 # Word count end to end on the emulator; INPUT=<dir> counts your own files,
 # SERVE=1 keeps its runner up on 127.0.0.1:8080 for the batchwork CLI.
-demo: venv
+demo: venv dynamodb-local
 	$(GO) run ./cmd/demo $(if $(INPUT),-input $(INPUT)) $(if $(SERVE),-serve)
 
-# An emulator for manual use: prints AWS_ENDPOINT_URL=... and runs until ^C.
-emulator: venv
+# An emulator for manual use: prints AWS_ENDPOINT_URL=... (and
+# AWS_ENDPOINT_URL_DYNAMODB=... for DynamoDB Local) and runs until ^C.
+emulator: venv dynamodb-local
 	$(GO) run ./cmd/emulator
 
 # Regenerate docs/lifecycles.md from the statemachine tables.
@@ -81,11 +102,11 @@ synth: cdk-cli build
 # count against the deployed resources with the handlers hosted locally.
 STACK ?= Batchwork
 deploy-local: cdk-cli build
-	@test -n "$$AWS_ENDPOINT_URL" || { echo "deploy-local: start an emulator (make emulator) and export the AWS_ENDPOINT_URL it prints"; exit 2; }
+	@test -n "$$AWS_ENDPOINT_URL" || { echo "deploy-local: start an emulator (make emulator) and export the AWS_ENDPOINT_URL lines it prints"; exit 2; }
 	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} AWS_REGION=$${AWS_REGION:-us-east-1} \
 	  AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION=$$(echo $$AWS_ENDPOINT_URL | sed 's/127\.0\.0\.1/localhost/') CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=true \
 	  sh -c '$(CDK) bootstrap --no-notices -c stackName=$(STACK) && $(CDK) deploy --no-notices --require-approval never -c stackName=$(STACK)'
 	$(GO) run ./cmd/demo -stack $(STACK)
 
 clean:
-	rm -rf bin $(VENV) node_modules cdk.out
+	rm -rf bin $(VENV) node_modules cdk.out .dynamodb-local .dynamodb-local.tmp

@@ -77,10 +77,11 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 	defer cancel()
 	// A moto of its own: deploying (55 MB of Lambda assets, CloudFormation,
 	// Lambda) would otherwise hold the shared moto process's interpreter
-	// while the other tests wait on it.
+	// while the other tests wait on it. Its DynamoDB is moto's own:
+	// CloudFormation creates the stack's table there, not in DynamoDB Local.
 	dep := emu
 	if emu.Kind == emulator.KindMoto {
-		own, err := emulator.Start(ctx)
+		own, err := emulator.StartWith(ctx, emulator.Options{DynamoDB: emulator.DynamoDBMoto})
 		if err != nil {
 			t.Fatalf("start an emulator for the deployment: %v", err)
 		}

@@ -1,5 +1,6 @@
 // Command demo runs the word-count example end to end on a local AWS
-// emulator: it starts the emulator (or uses AWS_ENDPOINT_URL), hosts the
+// emulator: it starts the emulator (moto, and DynamoDB Local for DynamoDB;
+// or uses AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_DYNAMODB), hosts the
 // control plane, API and executors in this process, submits the job over
 // HTTP, shows progress and prints the top words, the timeline and where
 // the manifest is.
@@ -72,6 +73,10 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	}
 	defer emu.Stop()
 	fmt.Printf("    %s at %s\n", emu.Kind, emu.URL)
+	if emu.DynamoURL != emu.URL {
+		fmt.Printf("    DynamoDB: %s at %s\n", emu.Dynamo, emu.DynamoURL)
+	}
+	cfg := emu.AWSConfig()
 
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
@@ -79,14 +84,19 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	var deployed *provision.Resources
 	if stackName != "" {
 		fmt.Printf("==> reading the resources of stack %s\n", stackName)
-		res, err := provision.FromStack(ctx, emu.AWSConfig(), stackName)
+		// A stack deployed through CloudFormation (make deploy-local) has
+		// its table in the DynamoDB of CloudFormation's endpoint, so the
+		// config routes no service elsewhere (drops DynamoDB Local's
+		// endpoint; see emulator.AWSConfig).
+		cfg.ConfigSources = nil
+		res, err := provision.FromStack(ctx, cfg, stackName)
 		if err != nil {
 			return err
 		}
 		deployed = &res
 		inputPrefix = fmt.Sprintf("input/demo-%d/", time.Now().UnixNano())
 		// The executors run here, not in the emulator's Lambda.
-		n, err := provision.PauseEventSources(ctx, emu.AWSConfig(), stackName)
+		n, err := provision.PauseEventSources(ctx, cfg, stackName)
 		if err != nil {
 			return err
 		}
@@ -94,7 +104,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	}
 	fmt.Println("==> creating resources and starting the control plane, API and executors")
 	r, err := runner.New(ctx, runner.Options{
-		AWS: emu.AWSConfig(), Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
+		AWS: cfg, Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
 		Registry: reg, Log: log, SweepEvery: 5 * time.Second, Resources: deployed, Listen: listenAddr(),
 	})
 	if err != nil {

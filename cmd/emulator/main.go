@@ -2,17 +2,20 @@
 // integration/emulator), prints
 //
 //	AWS_ENDPOINT_URL=<url>
+//	AWS_ENDPOINT_URL_DYNAMODB=<url>
 //
-// on stdout and its log path on stderr, then runs until SIGINT/SIGTERM and
-// stops it.
+// on stdout (the second line only when DynamoDB has an endpoint of its
+// own, DynamoDB Local by default) and the log paths on stderr, then runs
+// until SIGINT/SIGTERM and stops it. Every AWS SDK and CLI sends DynamoDB
+// to AWS_ENDPOINT_URL_DYNAMODB and the rest to AWS_ENDPOINT_URL.
 //
 // Usage:
 //
 //	emulator [-port N] [-env-file PATH]
 //
 // -port pins the moto server port (default: a free port); -env-file also
-// writes the AWS_ENDPOINT_URL=<url> line to PATH (atomically, once the
-// emulator is healthy) and removes the file again on shutdown.
+// writes the lines to PATH (atomically, once the emulator is healthy) and
+// removes the file again on shutdown.
 package main
 
 import (
@@ -30,7 +33,7 @@ import (
 
 func main() {
 	port := flag.Int("port", 0, "pin the moto server port (0: pick a free port; ignored for other emulators)")
-	envFile := flag.String("env-file", "", "also write AWS_ENDPOINT_URL=<url> to this file (removed on exit)")
+	envFile := flag.String("env-file", "", "also write the AWS_ENDPOINT_URL lines to this file (removed on exit)")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "emulator: unexpected arguments %q\n", flag.Args())
@@ -58,23 +61,32 @@ func run(ctx context.Context, stdout, stderr io.Writer, port int, envFile string
 		}
 	}()
 
-	line := "AWS_ENDPOINT_URL=" + e.URL
+	lines := "AWS_ENDPOINT_URL=" + e.URL + "\n"
+	if e.DynamoURL != e.URL {
+		lines += "AWS_ENDPOINT_URL_DYNAMODB=" + e.DynamoURL + "\n"
+	}
 	if envFile != "" {
-		if err := writeFileAtomic(envFile, line+"\n"); err != nil {
+		if err := writeFileAtomic(envFile, lines); err != nil {
 			return fmt.Errorf("write env file: %w", err)
 		}
 		defer os.Remove(envFile)
 	}
-	fmt.Fprintln(stdout, line)
-	if e.LogPath != "" {
-		fmt.Fprintf(stderr, "emulator: %s on %s (region %s), log: %s\n", e.Kind, e.URL, e.Region, e.LogPath)
-	} else {
-		fmt.Fprintf(stderr, "emulator: %s on %s (region %s), no log file\n", e.Kind, e.URL, e.Region)
+	fmt.Fprint(stdout, lines)
+	fmt.Fprintf(stderr, "emulator: %s on %s (region %s), %s\n", e.Kind, e.URL, e.Region, logOf(e.LogPath))
+	if e.DynamoURL != e.URL {
+		fmt.Fprintf(stderr, "emulator: DynamoDB: %s on %s, %s\n", e.Dynamo, e.DynamoURL, logOf(e.DynamoLogPath))
 	}
 
 	<-ctx.Done()
 	fmt.Fprintln(stderr, "emulator: stopping")
 	return nil
+}
+
+func logOf(path string) string {
+	if path == "" {
+		return "no log file"
+	}
+	return "log: " + path
 }
 
 func writeFileAtomic(path, content string) error {

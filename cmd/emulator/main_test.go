@@ -30,9 +30,11 @@ func (s *syncBuffer) String() string {
 }
 
 func TestRunWritesEnvFileAndStops(t *testing.T) {
-	t.Setenv("AWS_ENDPOINT_URL", "")
-	t.Setenv("BATCHWORK_EMULATOR", "")
-	t.Setenv("BATCHWORK_MOTO_SERVER", "")
+	// Unset, not empty: the SDK treats an empty AWS_ENDPOINT_URL as set.
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "BATCHWORK_EMULATOR", "BATCHWORK_MOTO_SERVER", "BATCHWORK_DYNAMODB"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
 	t.Setenv("BATCHWORK_EMULATOR_LOGDIR", t.TempDir())
 	envFile := filepath.Join(t.TempDir(), "sub", "emulator.env")
 
@@ -58,22 +60,33 @@ func TestRunWritesEnvFileAndStops(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	line := strings.TrimSpace(string(content))
-	url, ok := strings.CutPrefix(line, "AWS_ENDPOINT_URL=http://")
-	if !ok {
-		t.Fatalf("env file = %q", content)
+	// moto, and DynamoDB Local for DynamoDB (the default).
+	lines := strings.Split(strings.TrimSpace(string(content)), "\n")
+	var urls []string
+	for i, prefix := range []string{"AWS_ENDPOINT_URL=http://", "AWS_ENDPOINT_URL_DYNAMODB=http://"} {
+		if len(lines) != 2 {
+			break
+		}
+		if u, ok := strings.CutPrefix(lines[i], prefix); ok {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) != 2 || urls[0] == urls[1] {
+		t.Fatalf("env file = %q, want AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_DYNAMODB lines", content)
 	}
 	time.Sleep(50 * time.Millisecond) // stdout is written right after the file
-	if got := stdout.String(); got != line+"\n" {
-		t.Fatalf("stdout = %q, want %q", got, line+"\n")
+	if got := stdout.String(); got != string(content) {
+		t.Fatalf("stdout = %q, want %q", got, content)
 	}
-	if !strings.Contains(stderr.String(), "log: ") {
-		t.Fatalf("stderr lacks the log path: %q", stderr.String())
+	if strings.Count(stderr.String(), "log: ") != 2 {
+		t.Fatalf("stderr lacks the log paths: %q", stderr.String())
 	}
-	if c, err := net.DialTimeout("tcp", url, time.Second); err != nil {
-		t.Fatalf("emulator not reachable at %s: %v", url, err)
-	} else {
-		c.Close()
+	for _, url := range urls {
+		if c, err := net.DialTimeout("tcp", url, time.Second); err != nil {
+			t.Fatalf("emulator not reachable at %s: %v", url, err)
+		} else {
+			c.Close()
+		}
 	}
 
 	cancel()
@@ -83,8 +96,10 @@ func TestRunWritesEnvFileAndStops(t *testing.T) {
 	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
 		t.Fatalf("env file still present after shutdown: %v", err)
 	}
-	if c, err := net.DialTimeout("tcp", url, time.Second); err == nil {
-		c.Close()
-		t.Fatalf("emulator still accepting at %s after shutdown", url)
+	for _, url := range urls {
+		if c, err := net.DialTimeout("tcp", url, time.Second); err == nil {
+			c.Close()
+			t.Fatalf("emulator still accepting at %s after shutdown", url)
+		}
 	}
 }

@@ -455,10 +455,11 @@ func TestSettingsAgree(t *testing.T) {
 	if execTimeout != tuning.ExecutorTimeout {
 		t.Errorf("executor timeout %v, want %v", execTimeout, tuning.ExecutorTimeout)
 	}
-	// A receive's visibility before the claim is one lease; after the claim
-	// the executor sets the lease. The lease must outlast a heartbeat.
-	if tuning.ReceiveVisibility != tuning.Lease {
-		t.Errorf("receive visibility %v, lease %v", tuning.ReceiveVisibility, tuning.Lease)
+	// A received message is hidden for the held visibility, which the
+	// executor renews every beat while the task runs; its liveness promise
+	// outlasts a late beat or two.
+	if tuning.ReceiveVisibility != tuning.HeldVisibility || tuning.HeldVisibility <= tuning.ExecutorBeat || tuning.ExecutorLease <= tuning.ExecutorBeat {
+		t.Errorf("receive visibility %v, held visibility %v, beat %v, executor lease %v", tuning.ReceiveVisibility, tuning.HeldVisibility, tuning.ExecutorBeat, tuning.ExecutorLease)
 	}
 	if int(receives) < tuning.MaxAttempts {
 		t.Errorf("maxReceiveCount %v below the default attempts %d", receives, tuning.MaxAttempts)

@@ -1,7 +1,7 @@
-// Package emulator starts (or attaches to) an AWS API emulator for
+// Package emulator starts (or attaches to) AWS API emulators for
 // integration tests and local development.
 //
-// Selection, in order:
+// SQS, S3, CloudFormation and the rest, in order:
 //
 //   - AWS_ENDPOINT_URL set: that endpoint is used as-is (Kind "external").
 //     It is health-checked; Stop is a no-op.
@@ -10,6 +10,23 @@
 //   - otherwise (BATCHWORK_EMULATOR unset or "moto"): moto_server from the
 //     repository virtualenv (.venv, created by `make venv`) is started on
 //     127.0.0.1 on a free port.
+//
+// DynamoDB (Dynamo, DynamoURL), in order:
+//
+//   - AWS_ENDPOINT_URL_DYNAMODB set: that endpoint ("external"),
+//     health-checked; as in the AWS SDKs, it wins over AWS_ENDPOINT_URL.
+//   - AWS_ENDPOINT_URL set, or LocalStack: the same endpoint as the rest.
+//   - moto with BATCHWORK_DYNAMODB=moto: moto's own DynamoDB, through the
+//     launcher in moto.go.
+//   - otherwise (moto, BATCHWORK_DYNAMODB unset or "local"): DynamoDB
+//     Local ("dynamodb-local"), AWS's own emulator, installed by `make
+//     dynamodb-local` into .dynamodb-local and started beside moto on
+//     another free port. It is the default because it behaves like
+//     DynamoDB where moto does not: it honours ClientRequestToken and
+//     applies requests atomically without a launcher's lock.
+//
+// AWSConfig sends DynamoDB to DynamoURL and everything else to URL. If an
+// emulator cannot be started, Start fails; callers never skip.
 //
 // The region is AWS_REGION, or us-east-1 when unset.
 package emulator
@@ -27,6 +44,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/batchwork/batchwork/shared/awsconf"
 )
 
 // Kinds of emulator.
@@ -34,12 +54,27 @@ const (
 	KindMoto       = "moto"
 	KindLocalstack = "localstack"
 	KindExternal   = "external"
+	// KindDynamoDBLocal is DynamoDB Local, in Emulator.Dynamo.
+	KindDynamoDBLocal = "dynamodb-local"
+)
+
+// Values of BATCHWORK_DYNAMODB and Options.DynamoDB.
+const (
+	DynamoDBLocal = "local" // DynamoDB Local beside moto (the default)
+	DynamoDBMoto  = "moto"  // moto's own DynamoDB
 )
 
 // Environment variables read by Start.
 const (
 	// EnvEndpointURL, when set, makes Start attach to that endpoint.
 	EnvEndpointURL = "AWS_ENDPOINT_URL"
+	// EnvEndpointURLDynamoDB, when set, is the DynamoDB endpoint.
+	EnvEndpointURLDynamoDB = "AWS_ENDPOINT_URL_DYNAMODB"
+	// EnvDynamoDB selects moto's DynamoDB: "local" (default) or "moto".
+	EnvDynamoDB = "BATCHWORK_DYNAMODB"
+	// EnvDynamoDBLocalDir overrides the directory of DynamoDB Local's jars
+	// (default .dynamodb-local/lib in the repository root).
+	EnvDynamoDBLocalDir = "BATCHWORK_DYNAMODB_LOCAL"
 	// EnvEmulator selects the emulator to start: "moto" (default) or "localstack".
 	EnvEmulator = "BATCHWORK_EMULATOR"
 	// EnvMotoServer overrides the path of the moto_server executable.
@@ -79,13 +114,22 @@ type Emulator struct {
 	// LogPath is the file receiving the moto server's stdout/stderr
 	// (empty for other kinds).
 	LogPath string
+	// DynamoURL is the DynamoDB endpoint: DynamoDB Local's, or URL when
+	// the emulator serves DynamoDB itself.
+	DynamoURL string
+	// Dynamo is what serves DynamoDB: "dynamodb-local", "moto",
+	// "localstack" or "external".
+	Dynamo string
+	// DynamoLogPath is DynamoDB Local's log file (empty otherwise).
+	DynamoLogPath string
 
 	// motoAPI is true when URL serves moto's /moto-api/ (a started moto, or
 	// an external endpoint that turned out to be moto); enables Reset.
 	motoAPI bool
 
-	proc      *motoProcess // Kind "moto"
-	container stopper      // Kind "localstack"
+	proc      *process // Kind "moto"
+	dynamo    *process // Dynamo "dynamodb-local"
+	container stopper  // Kind "localstack"
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -102,14 +146,19 @@ type Options struct {
 	// LogDir overrides BATCHWORK_EMULATOR_LOGDIR / os.TempDir() for the
 	// moto log file.
 	LogDir string
+	// DynamoDB overrides BATCHWORK_DYNAMODB: "local" or "moto". It
+	// matters only when moto is started and AWS_ENDPOINT_URL_DYNAMODB is
+	// not set.
+	DynamoDB string
 	// UntrackTables works around a moto memory leak for long runs (the
-	// bench): moto records every model object it creates, for its reset
+	// bench), when moto serves DynamoDB: moto records every model object it creates, for its reset
 	// API, and copies made for transactions were recorded too, so every
 	// transaction leaked (measured before the launcher's rollback by item,
 	// see motoLauncher: about 4 MB per commit with 2,000 tasks; the
 	// 2,000-task bench passed 10 GB). With this set, the launcher also
 	// stops recording DynamoDB tables, indexes and items. Requests and
-	// their semantics do not change. The tests run without it.
+	// their semantics do not change. The tests run without it. Ignored
+	// when DynamoDB Local serves DynamoDB.
 	UntrackTables bool
 }
 
@@ -126,63 +175,161 @@ func StartWith(ctx context.Context, opts Options) (*Emulator, error) {
 	if region == "" {
 		region = DefaultRegion
 	}
-	if u := os.Getenv(EnvEndpointURL); u != "" {
-		return attachExternal(ctx, u, region)
+	dynamo := opts.DynamoDB
+	if dynamo == "" {
+		dynamo = strings.ToLower(strings.TrimSpace(os.Getenv(EnvDynamoDB)))
 	}
-	switch kind := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEmulator))); kind {
-	case "", KindMoto:
-		return startMoto(ctx, region, opts)
-	case KindLocalstack:
-		return startLocalstack(ctx, region)
+	if dynamo != "" && dynamo != DynamoDBLocal && dynamo != DynamoDBMoto {
+		return nil, fmt.Errorf("emulator: unknown %s=%q (want %q or %q)", EnvDynamoDB, dynamo, DynamoDBLocal, DynamoDBMoto)
+	}
+	externalDynamo := os.Getenv(EnvEndpointURLDynamoDB) != ""
+	var e *Emulator
+	var err error
+	switch kind := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEmulator))); {
+	case os.Getenv(EnvEndpointURL) != "":
+		e, err = attachExternal(ctx, os.Getenv(EnvEndpointURL), region)
+	case (kind == "" || kind == KindMoto) && dynamo != DynamoDBMoto && !externalDynamo:
+		e, err = startMotoWithDynamoLocal(ctx, region, opts)
+	case kind == "" || kind == KindMoto:
+		opts.UntrackTables = opts.UntrackTables && !externalDynamo
+		e, err = startMoto(ctx, region, opts)
+	case kind == KindLocalstack:
+		e, err = startLocalstack(ctx, region)
 	default:
 		return nil, fmt.Errorf("emulator: unknown %s=%q (want %q or %q, or set %s)",
 			EnvEmulator, kind, KindMoto, KindLocalstack, EnvEndpointURL)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := e.attachDynamo(ctx); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return e, nil
 }
 
 func newEmulator(url, region, kind string) *Emulator {
-	return &Emulator{URL: url, Region: region, Kind: kind}
+	return &Emulator{URL: url, Region: region, Kind: kind, DynamoURL: url, Dynamo: kind}
 }
 
-// Stop terminates the emulator and waits for it: the moto process group gets
-// SIGTERM, then SIGKILL after a grace period; the localstack container is
-// terminated. It is a no-op for an external endpoint. Stop is idempotent.
-// It reports an error if a moto server had died before Stop was called.
+// startMotoWithDynamoLocal starts moto and DynamoDB Local at once (each
+// takes a second or two).
+func startMotoWithDynamoLocal(ctx context.Context, region string, opts Options) (*Emulator, error) {
+	logDir, err := logDirOf(opts)
+	if err != nil {
+		return nil, err
+	}
+	type started struct {
+		p   *process
+		url string
+		err error
+	}
+	dyn := make(chan started, 1)
+	go func() {
+		p, url, err := startDynamoLocal(ctx, logDir)
+		dyn <- started{p, url, err}
+	}()
+	opts.UntrackTables = false // moto's DynamoDB is not used
+	e, err := startMoto(ctx, region, opts)
+	d := <-dyn
+	if err != nil || d.err != nil {
+		if e != nil {
+			_ = e.Stop()
+		}
+		if d.p != nil {
+			_ = d.p.stop(stopGracePeriod)
+		}
+		return nil, errors.Join(err, d.err)
+	}
+	e.dynamo, e.DynamoURL, e.Dynamo, e.DynamoLogPath = d.p, d.url, KindDynamoDBLocal, d.p.logPath
+	return e, nil
+}
+
+// attachDynamo points DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when it is
+// set, once it answers.
+func (e *Emulator) attachDynamo(ctx context.Context) error {
+	u := os.Getenv(EnvEndpointURLDynamoDB)
+	if u == "" {
+		// The SDK tells an empty AWS_ENDPOINT_URL from an unset one: set,
+		// it skips the config sources that route DynamoDB (see AWSConfig),
+		// and DynamoDB Local would silently go unused.
+		if v, set := os.LookupEnv(EnvEndpointURL); set && v == "" && e.DynamoURL != e.URL {
+			return fmt.Errorf("emulator: %s is set but empty, which makes the AWS SDK send DynamoDB to %s instead of %s; unset it",
+				EnvEndpointURL, e.URL, e.DynamoURL)
+		}
+		return nil
+	}
+	if _, err := waitReachable(ctx, strings.TrimRight(u, "/")+"/"); err != nil {
+		return fmt.Errorf("emulator: %s=%s is not reachable: %w (unset it to use the emulator's DynamoDB)", EnvEndpointURLDynamoDB, u, err)
+	}
+	e.DynamoURL, e.Dynamo = u, KindExternal
+	return nil
+}
+
+// Stop terminates the emulator and waits for it: the moto and DynamoDB
+// Local process groups get SIGTERM, then SIGKILL after a grace period; the
+// localstack container is terminated. It is a no-op for an external
+// endpoint. Stop is idempotent. It reports an error if a server had died
+// before Stop was called.
 func (e *Emulator) Stop() error {
 	if e == nil {
 		return nil
 	}
 	e.stopOnce.Do(func() {
+		var errs []error
+		if e.dynamo != nil {
+			errs = append(errs, e.dynamo.stop(stopGracePeriod))
+		}
 		switch {
 		case e.proc != nil:
-			e.stopErr = e.proc.stop(stopGracePeriod)
+			errs = append(errs, e.proc.stop(stopGracePeriod))
 		case e.container != nil:
-			e.stopErr = e.container.stop()
+			errs = append(errs, e.container.stop())
 		}
+		e.stopErr = errors.Join(errs...)
 	})
 	return e.stopErr
 }
 
 // AWSConfig returns an aws.Config pointed at the emulator: BaseEndpoint is
-// URL, the credentials are static ("test", "test") and the region is Region.
-// Callers set S3 UsePathStyle themselves.
+// URL, DynamoDB goes to DynamoURL, the credentials are static ("test",
+// "test") and the region is Region. Callers set S3 UsePathStyle
+// themselves.
+//
+// DynamoDB is routed the SDK's own way, through ConfigSources (see
+// awsconf.ServiceEndpoints), which every client consults for its service,
+// so clients built from the config need no options. The SDK skips the
+// config sources when AWS_ENDPOINT_URL is set and AWS_ENDPOINT_URL_DYNAMODB
+// is not: a process that sets AWS_ENDPOINT_URL=URL after Start must set
+// AWS_ENDPOINT_URL_DYNAMODB=DynamoURL too.
 func (e *Emulator) AWSConfig() aws.Config {
-	return aws.Config{
+	cfg := aws.Config{
 		Region:       e.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(e.URL),
 	}
+	if e.DynamoURL != "" && e.DynamoURL != e.URL {
+		cfg.ConfigSources = []any{awsconf.ServiceEndpoints{"DynamoDB": e.DynamoURL, "DynamoDB Streams": e.DynamoURL}}
+	}
+	return cfg
 }
 
 // ErrResetNotSupported is returned by Reset for emulators other than moto.
 var ErrResetNotSupported = errors.New("reset not supported")
 
-// Reset wipes all emulator state (moto: POST /moto-api/reset). For an
-// external endpoint it works when the endpoint is a moto server; otherwise it
-// returns an error wrapping ErrResetNotSupported.
+// Reset wipes all emulator state (moto: POST /moto-api/reset; a started
+// DynamoDB Local: every table is deleted). For an external endpoint it
+// works when the endpoint is a moto server; otherwise it returns an error
+// wrapping ErrResetNotSupported.
 func (e *Emulator) Reset(ctx context.Context) error {
 	if !e.motoAPI {
 		return fmt.Errorf("emulator %s at %s: %w", e.Kind, e.URL, ErrResetNotSupported)
+	}
+	if e.dynamo != nil {
+		if err := e.resetDynamo(ctx); err != nil {
+			return err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.endpoint("/moto-api/reset"), nil)
 	if err != nil {
@@ -196,6 +343,24 @@ func (e *Emulator) Reset(ctx context.Context) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("emulator reset: %s: %s%s", resp.Status, strings.TrimSpace(string(body)), e.logHint())
+	}
+	return nil
+}
+
+// resetDynamo deletes every table of the started DynamoDB Local.
+func (e *Emulator) resetDynamo(ctx context.Context) error {
+	db := dynamodb.NewFromConfig(e.AWSConfig())
+	p := dynamodb.NewListTablesPaginator(db, &dynamodb.ListTablesInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("emulator reset: dynamodb local: list tables: %w (log: %s)", err, e.DynamoLogPath)
+		}
+		for _, name := range page.TableNames {
+			if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+				return fmt.Errorf("emulator reset: dynamodb local: delete table %s: %w (log: %s)", name, err, e.DynamoLogPath)
+			}
+		}
 	}
 	return nil
 }
@@ -236,26 +401,30 @@ func probe(ctx context.Context, url string, timeout time.Duration) (int, error) 
 }
 
 // attachExternal uses an already running endpoint. It is healthy once it
-// answers HTTP at all (any status); moto and localstack are recognised by
-// their own health endpoints.
+// answers HTTP at all (any status); moto is recognised by its own API.
 func attachExternal(ctx context.Context, url, region string) (*Emulator, error) {
 	e := newEmulator(url, region, KindExternal)
+	code, err := waitReachable(ctx, e.endpoint("/moto-api/"))
+	if err != nil {
+		return nil, fmt.Errorf("emulator: %s=%s is not reachable: %w (unset %s to start a local moto server)",
+			EnvEndpointURL, url, err, EnvEndpointURL)
+	}
+	e.motoAPI = code == http.StatusOK
+	return e, nil
+}
+
+// waitReachable polls url until it answers HTTP, and returns the status.
+func waitReachable(ctx context.Context, url string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, externalCheckTimeout)
 	defer cancel()
-	var lastErr error
 	for {
-		code, err := probe(ctx, e.endpoint("/moto-api/"), 2*time.Second)
+		code, err := probe(ctx, url, 2*time.Second)
 		if err == nil {
-			if code == http.StatusOK {
-				e.motoAPI = true
-			}
-			return e, nil
+			return code, nil
 		}
-		lastErr = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("emulator: %s=%s is not reachable: %w (unset %s to start a local moto server)",
-				EnvEndpointURL, url, lastErr, EnvEndpointURL)
+			return 0, err
 		case <-time.After(healthPollInterval * 4):
 		}
 	}

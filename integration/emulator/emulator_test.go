@@ -28,14 +28,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// clearEnv makes Start pick a local moto server regardless of the caller's
-// environment.
+// clearEnv makes Start pick a local moto server, serving DynamoDB too,
+// regardless of the caller's environment: most tests here are about moto
+// and its launcher. The endpoint variables are unset, not emptied, since
+// the SDK treats an empty AWS_ENDPOINT_URL as set.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	t.Setenv(EnvEndpointURL, "")
-	t.Setenv(EnvEmulator, "")
-	t.Setenv(EnvMotoServer, "")
-	t.Setenv(EnvRegion, "")
+	for _, k := range []string{EnvEndpointURL, EnvEndpointURLDynamoDB, EnvEmulator, EnvMotoServer, EnvRegion, EnvDynamoDBLocalDir} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	t.Setenv(EnvDynamoDB, DynamoDBMoto)
 }
 
 func startTestMoto(t *testing.T) *Emulator {
@@ -360,7 +363,8 @@ func TestUnknownEmulator(t *testing.T) {
 const leakHelperEnv = "BATCHWORK_EMULATOR_TEST_LEAK_HELPER"
 
 // TestLeakHelper is not a test: TestNoLeakWhenTestProcessDies runs the test
-// binary with it to start moto and then die without calling Stop.
+// binary with it to start moto and DynamoDB Local and then die without
+// calling Stop.
 func TestLeakHelper(t *testing.T) {
 	if os.Getenv(leakHelperEnv) != "1" {
 		t.Skip("helper process for TestNoLeakWhenTestProcessDies")
@@ -370,7 +374,7 @@ func TestLeakHelper(t *testing.T) {
 		os.Stdout.WriteString("ERR " + err.Error() + "\n")
 		os.Exit(1)
 	}
-	os.Stdout.WriteString("URL " + e.URL + "\n")
+	os.Stdout.WriteString("URLS " + e.URL + " " + e.DynamoURL + "\n")
 	// Die hard, as a crashed or killed `go test` would: no Stop, no cleanup.
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
@@ -381,6 +385,7 @@ func TestNoLeakWhenTestProcessDies(t *testing.T) {
 		t.Skip("parent-death signal is Linux only")
 	}
 	clearEnv(t)
+	t.Setenv(EnvDynamoDB, DynamoDBLocal)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLeakHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), leakHelperEnv+"=1")
 	out, err := cmd.StdoutPipe()
@@ -390,12 +395,12 @@ func TestNoLeakWhenTestProcessDies(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var serverURL string
+	var urls []string
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
-		if u, ok := strings.CutPrefix(line, "URL "); ok {
-			serverURL = u
+		if u, ok := strings.CutPrefix(line, "URLS "); ok {
+			urls = strings.Fields(u)
 			break
 		}
 		if strings.HasPrefix(line, "ERR ") {
@@ -404,16 +409,18 @@ func TestNoLeakWhenTestProcessDies(t *testing.T) {
 	}
 	go io.Copy(io.Discard, out)
 	_ = cmd.Wait()
-	if serverURL == "" {
-		t.Fatal("helper did not report a URL")
+	if len(urls) != 2 || urls[0] == urls[1] {
+		t.Fatalf("helper reported %v, want moto's and DynamoDB Local's URLs", urls)
 	}
-	addr := hostPort(t, serverURL)
 	deadline := time.Now().Add(10 * time.Second)
-	for accepts(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("moto server at %s outlived its dead parent", addr)
+	for _, u := range urls {
+		addr := hostPort(t, u)
+		for accepts(addr) {
+			if time.Now().After(deadline) {
+				t.Fatalf("server at %s outlived its dead parent", addr)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -715,4 +722,180 @@ func TestTransactionsRollBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// DynamoDB Local is the default DynamoDB beside moto: clients built from
+// AWSConfig reach it (and moto for everything else), and it behaves like
+// DynamoDB where moto does not, honouring ClientRequestToken. A fidelity
+// test: switching the default back to moto's DynamoDB fails it.
+func TestDynamoDBLocalByDefault(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvDynamoDB, "")
+	os.Unsetenv(EnvDynamoDB)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := Start(ctx)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	if e.Kind != KindMoto || e.Dynamo != KindDynamoDBLocal || e.DynamoURL == e.URL || !strings.HasPrefix(e.DynamoURL, "http://127.0.0.1:") {
+		t.Fatalf("unexpected emulator %+v", e)
+	}
+	if _, err := os.Stat(e.DynamoLogPath); err != nil {
+		t.Fatalf("DynamoDB Local log file: %v", err)
+	}
+
+	cfg := e.AWSConfig()
+	ddb := dynamodb.NewFromConfig(cfg)
+	if got := aws.ToString(ddb.Options().BaseEndpoint); got != e.DynamoURL {
+		t.Fatalf("DynamoDB client endpoint %s, want %s", got, e.DynamoURL)
+	}
+	const table = "jobs"
+	if _, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(table),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}},
+	}); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	// The table is on the DynamoDB URL, asked directly, and not in moto.
+	tablesAt := func(url string) []string {
+		c := aws.Config{Region: cfg.Region, Credentials: cfg.Credentials, BaseEndpoint: aws.String(url)}
+		out, err := dynamodb.NewFromConfig(c).ListTables(ctx, &dynamodb.ListTablesInput{})
+		if err != nil {
+			t.Fatalf("ListTables on %s: %v", url, err)
+		}
+		return out.TableNames
+	}
+	if got := tablesAt(e.DynamoURL); len(got) != 1 || got[0] != table {
+		t.Fatalf("tables on DynamoDB Local: %v, want [%s]", got, table)
+	}
+	if got := tablesAt(e.URL); len(got) != 0 {
+		t.Fatalf("tables on moto: %v, want none", got)
+	}
+	// Everything else is moto's.
+	if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("work")}); err != nil {
+		t.Fatalf("CreateQueue on moto: %v", err)
+	}
+
+	put := func(token, pk string) error {
+		_, err := ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			ClientRequestToken: aws.String(token),
+			TransactItems: []ddbtypes.TransactWriteItem{{Put: &ddbtypes.Put{TableName: aws.String(table),
+				Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}}}}},
+		})
+		return err
+	}
+	if err := put("token-1", "a"); err != nil {
+		t.Fatalf("TransactWriteItems: %v", err)
+	}
+	if err := put("token-1", "a"); err != nil {
+		t.Fatalf("TransactWriteItems retried with its token: %v", err)
+	}
+	var mismatch *ddbtypes.IdempotentParameterMismatchException
+	if err := put("token-1", "b"); !errors.As(err, &mismatch) {
+		t.Fatalf("same token, other parameters: %v, want IdempotentParameterMismatchException", err)
+	}
+
+	if err := e.Reset(ctx); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	if got := tablesAt(e.DynamoURL); len(got) != 0 {
+		t.Fatalf("tables on DynamoDB Local after Reset: %v", got)
+	}
+
+	addrs := []string{hostPort(t, e.URL), hostPort(t, e.DynamoURL)}
+	if err := e.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, addr := range addrs {
+		if accepts(addr) {
+			t.Errorf("%s still accepts connections after Stop", addr)
+		}
+	}
+}
+
+// A DynamoDB Local that cannot start fails Start with what to do; the
+// run never goes on without it.
+func TestDynamoDBLocalMissing(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvDynamoDB, DynamoDBLocal)
+	t.Setenv(EnvDynamoDBLocalDir, t.TempDir())
+	e, err := Start(context.Background())
+	if err == nil {
+		e.Stop()
+		t.Fatal("Start succeeded without DynamoDB Local")
+	}
+	for _, want := range []string{"start dynamodb local", "make dynamodb-local", EnvDynamoDB + "=moto"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q: %v", want, err)
+		}
+	}
+}
+
+// How DynamoDB is chosen, and where AWSConfig sends it.
+func TestDynamoDBSelection(t *testing.T) {
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	dynamo := httptest.NewServer(http.NotFoundHandler())
+	defer dynamo.Close()
+	cases := []struct {
+		name          string
+		env           map[string]string
+		wantKind      string
+		wantDynamoURL string // "" means URL
+	}{
+		{"moto serves it", map[string]string{EnvDynamoDB: DynamoDBMoto}, KindMoto, ""},
+		{"external endpoint serves it", map[string]string{EnvEndpointURL: other.URL}, KindExternal, ""},
+		{"AWS_ENDPOINT_URL_DYNAMODB over AWS_ENDPOINT_URL", map[string]string{EnvEndpointURL: other.URL, EnvEndpointURLDynamoDB: dynamo.URL}, KindExternal, dynamo.URL},
+		{"AWS_ENDPOINT_URL_DYNAMODB beside moto", map[string]string{EnvDynamoDB: DynamoDBMoto, EnvEndpointURLDynamoDB: dynamo.URL}, KindExternal, dynamo.URL},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			e, err := Start(context.Background())
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			defer e.Stop()
+			want := c.wantDynamoURL
+			if want == "" {
+				want = e.URL
+			}
+			if e.Dynamo != c.wantKind || e.DynamoURL != want {
+				t.Fatalf("DynamoDB %s at %s, want %s at %s", e.Dynamo, e.DynamoURL, c.wantKind, want)
+			}
+			cfg := e.AWSConfig()
+			if got := aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint); got != want {
+				t.Errorf("DynamoDB client endpoint %s, want %s", got, want)
+			}
+			if got := aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint); got != e.URL {
+				t.Errorf("SQS client endpoint %s, want %s", got, e.URL)
+			}
+		})
+	}
+	t.Run("unknown", func(t *testing.T) {
+		clearEnv(t)
+		t.Setenv(EnvDynamoDB, "dynalite")
+		if _, err := Start(context.Background()); err == nil || !strings.Contains(err.Error(), "dynalite") {
+			t.Fatalf("Start = %v, want an error naming the value", err)
+		}
+	})
+	t.Run("empty AWS_ENDPOINT_URL", func(t *testing.T) {
+		clearEnv(t)
+		t.Setenv(EnvDynamoDB, DynamoDBLocal)
+		t.Setenv(EnvEndpointURL, "")
+		if _, err := Start(context.Background()); err == nil || !strings.Contains(err.Error(), "set but empty") {
+			t.Fatalf("Start = %v, want an error about the empty %s", err, EnvEndpointURL)
+		}
+	})
 }

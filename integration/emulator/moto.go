@@ -2,18 +2,14 @@ package emulator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 )
 
@@ -143,18 +139,6 @@ from moto.server import main
 sys.exit(main())
 `
 
-// motoProcess is a running moto_server child.
-type motoProcess struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited
-	waitErr error         // valid after done is closed
-
-	mu          sync.Mutex
-	stopping    bool
-	diedEarlier bool // exited before stop was called
-}
-
 // startMoto starts moto_server and waits until it is healthy.
 //
 // The listening socket is created here (127.0.0.1:0, or the pinned port) and
@@ -168,15 +152,9 @@ func startMoto(ctx context.Context, region string, opts Options) (*Emulator, err
 	if err != nil {
 		return nil, err
 	}
-	logDir := opts.LogDir
-	if logDir == "" {
-		logDir = os.Getenv(EnvLogDir)
-	}
-	if logDir == "" {
-		logDir = os.TempDir()
-	}
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("emulator: log dir: %w", err)
+	logDir, err := logDirOf(opts)
+	if err != nil {
+		return nil, err
 	}
 	l, err := listen(opts.Port)
 	if err != nil {
@@ -218,7 +196,7 @@ func startMoto(ctx context.Context, region string, opts Options) (*Emulator, err
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1", "WERKZEUG_RUN_MAIN=true", "WERKZEUG_SERVER_FD=3")
 	cmd.SysProcAttr = sysProcAttr()
 
-	p := &motoProcess{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	p := &process{name: "moto server", cmd: cmd, logPath: logPath, done: make(chan struct{})}
 	err = p.start()
 	logFile.Close() // the child holds its own copy
 	if err != nil {
@@ -233,12 +211,27 @@ func startMoto(ctx context.Context, region string, opts Options) (*Emulator, err
 	e.motoAPI = true
 	e.proc = p
 
-	if err := p.waitHealthy(ctx, e.endpoint("/moto-api/"), motoStartTimeout); err != nil {
+	if err := p.waitHealthy(ctx, httpOK(e.endpoint("/moto-api/")), motoStartTimeout); err != nil {
 		_ = p.stop(stopGracePeriod)
 		return nil, fmt.Errorf("emulator: moto server %s on port %d did not become healthy: %w; if the virtualenv is missing or broken, %s; log: %s%s",
 			bin, port, err, venvHint, logPath, logTail(logPath))
 	}
 	return e, nil
+}
+
+// logDirOf returns the directory for log files, creating it.
+func logDirOf(opts Options) (string, error) {
+	dir := opts.LogDir
+	if dir == "" {
+		dir = os.Getenv(EnvLogDir)
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("emulator: log dir: %w", err)
+	}
+	return dir, nil
 }
 
 // listen opens the server socket on 127.0.0.1: on a kernel-chosen free port
@@ -258,105 +251,6 @@ func listen(port int) (*net.TCPListener, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("emulator: pick a free port: %w", err)
-}
-
-// start starts the process from a goroutine locked to its OS thread, which
-// stays alive (and locked) until the process has exited: on Linux the
-// parent-death signal fires when the *thread* that forked the child exits,
-// and a locked thread is never reused or retired by the Go runtime meanwhile.
-func (p *motoProcess) start() error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := p.cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.waitErr = p.cmd.Wait()
-		p.mu.Lock()
-		p.diedEarlier = !p.stopping
-		p.mu.Unlock()
-		close(p.done)
-	}()
-	return <-started
-}
-
-func (p *motoProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *motoProcess) waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var lastErr error = errors.New("no health check completed")
-	for {
-		if p.exited() {
-			return fmt.Errorf("process exited: %v", p.waitErr)
-		}
-		code, err := probe(ctx, url, 2*time.Second)
-		if err == nil && code == http.StatusOK {
-			if p.exited() {
-				return fmt.Errorf("process exited: %v", p.waitErr)
-			}
-			return nil
-		}
-		if err == nil {
-			err = fmt.Errorf("GET %s: status %d", url, code)
-		}
-		if ctx.Err() == nil {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last health check: %v", ctx.Err(), lastErr)
-		case <-p.done:
-			return fmt.Errorf("process exited: %v", p.waitErr)
-		case <-time.After(healthPollInterval):
-		}
-	}
-}
-
-// stop sends SIGTERM to the process group, SIGKILL after grace, and waits.
-func (p *motoProcess) stop(grace time.Duration) error {
-	p.mu.Lock()
-	p.stopping = true
-	p.mu.Unlock()
-
-	if p.exited() {
-		p.mu.Lock()
-		early := p.diedEarlier
-		p.mu.Unlock()
-		if early {
-			return fmt.Errorf("emulator: moto server had already exited: %v (log: %s)", p.waitErr, p.logPath)
-		}
-		return nil
-	}
-	pid := p.cmd.Process.Pid
-	_ = signalGroup(pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = signalGroup(pid, syscall.SIGKILL)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("emulator: moto server pid %d did not exit after SIGKILL (log: %s)", pid, p.logPath)
-		}
-	}
-	p.mu.Lock()
-	early := p.diedEarlier
-	p.mu.Unlock()
-	if early {
-		return fmt.Errorf("emulator: moto server had already exited: %v (log: %s)", p.waitErr, p.logPath)
-	}
-	return nil
 }
 
 // findMotoServer returns BATCHWORK_MOTO_SERVER, or .venv/bin/moto_server next

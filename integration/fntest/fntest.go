@@ -93,8 +93,10 @@ func Wire(t *testing.T) (lambdaenv.Wired, provision.Resources) {
 	if err != nil {
 		t.Fatalf("deploy: %v", err)
 	}
+	// Both endpoint variables, as the emulator prints them: the table is on
+	// DynamoURL (DynamoDB Local by default), the rest on URL.
 	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL": emu.URL, "AWS_REGION": emu.Region,
+		"AWS_ENDPOINT_URL": emu.URL, "AWS_ENDPOINT_URL_DYNAMODB": emu.DynamoURL, "AWS_REGION": emu.Region,
 		lambdaenv.EnvTable: res.Table, lambdaenv.EnvBucket: res.Bucket, lambdaenv.EnvDLQ: res.Queues.DLQ,
 		lambdaenv.EnvQueueHigh: res.Queues.High, lambdaenv.EnvQueueNormal: res.Queues.Normal, lambdaenv.EnvQueueLow: res.Queues.Low,
 		lambdaenv.EnvQueueTimer: res.Queues.Timer,

@@ -164,16 +164,27 @@ func createTable(ctx context.Context, db *dynamodb.Client, t table) error {
 	if t.ttl == nil || !aws.ToBool(t.ttl.Enabled) {
 		return nil
 	}
-	// Enabling TTL twice is an error, so look first (a reused table).
-	d, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
-	if err != nil {
-		return fmt.Errorf("table %s: describe ttl: %w", name, err)
-	}
-	if st := d.TimeToLiveDescription; st != nil && (st.TimeToLiveStatus == types.TimeToLiveStatusEnabled || st.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
-		return nil
+	// Enabling TTL twice is an error, so look first (a reused table), and
+	// look again after an error: a retry of a request whose response was
+	// lost fails "TimeToLive is already enabled".
+	if on, err := ttlOn(ctx, db, name); err != nil || on {
+		return err
 	}
 	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: &name, TimeToLiveSpecification: t.ttl}); err != nil {
+		if on, _ := ttlOn(ctx, db, name); on {
+			return nil
+		}
 		return fmt.Errorf("table %s: enable ttl: %w", name, err)
 	}
 	return nil
+}
+
+// ttlOn reports whether the table's TTL is enabled or being enabled.
+func ttlOn(ctx context.Context, db *dynamodb.Client, name string) (bool, error) {
+	d, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		return false, fmt.Errorf("table %s: describe ttl: %w", name, err)
+	}
+	st := d.TimeToLiveDescription
+	return st != nil && (st.TimeToLiveStatus == types.TimeToLiveStatusEnabled || st.TimeToLiveStatus == types.TimeToLiveStatusEnabling), nil
 }
