@@ -12,7 +12,7 @@ MOTO := $(VENV)/bin/moto_server
 DYNAMODB_LOCAL := .dynamodb-local/lib/.installed
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all venv dynamodb-local test unit integration bench build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
+.PHONY: all venv dynamodb-local test race unit integration bench chaos build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
 
 all: build
 
@@ -45,8 +45,14 @@ vet:
 # DynamoDB Local on free loopback ports (BATCHWORK_DYNAMODB=moto,
 # BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL choose otherwise; see
 # integration/emulator) and fail if they cannot start.
-test: venv dynamodb-local cdk-cli build vet
+test: venv dynamodb-local cdk-cli build vet race
 	$(GO) test -count=1 -timeout 12m ./...
+
+# The unit packages under the race detector (the emulator-backed packages
+# run without it, above: it would multiply their time on 2 cores).
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /functions/ -e /infra -e /cmd/)
+race:
+	$(GO) test -race -count=1 $(RACE_PKGS)
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
@@ -59,6 +65,13 @@ fuzz:
 
 bench: venv dynamodb-local
 	$(GO) run ./cmd/bench
+
+# A chaos run (cmd/chaos): 100 jobs under injected AWS faults with an
+# executor process SIGKILLed every second and a few jobs cancelled, then
+# an independent checker compares everything with a fault-free run.
+# make test runs a 10-job version (cmd/chaos TestChaos).
+chaos: venv dynamodb-local
+	$(GO) run ./cmd/chaos
 
 # Lambda binaries: linux/arm64 for provided.al2023, each named bootstrap.
 build:
