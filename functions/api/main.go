@@ -26,5 +26,5 @@ func handler(w lambdaenv.Wired) func(context.Context, events.APIGatewayV2HTTPReq
 		v := r.Header.Get(lambdahttp.OwnerHeader)
 		return v, v != ""
 	}, w.Log)
-	return lambdahttp.Adapt(h)
+	return lambdahttp.Adapt(h, w.OwnerMode)
 }

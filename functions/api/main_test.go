@@ -73,4 +73,19 @@ func TestHandlerServesAPIGatewayRequests(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("status without a principal: %d %s, want 401", resp.StatusCode, resp.Body)
 	}
+
+	// A role's sessions are one owner (the role), whatever session name the
+	// caller picks; another role is another owner. The SSO session ARN is
+	// longer than the old 128-byte bound on owners.
+	const etl = "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_DataPlatformEngineers_0a1b2c3d4e5f6a7b/"
+	resp = req(http.MethodPost, "/jobs", etl+"firstname.lastname@example-corp.com", spec, map[string]string{"Idempotency-Key": "k2"})
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal([]byte(resp.Body), &sub) != nil {
+		t.Fatalf("submit as a role session: %d %s, want 201", resp.StatusCode, resp.Body)
+	}
+	if resp = req(http.MethodGet, "/jobs/"+sub.JobID, etl+"another.session", "", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("status as another session of the role: %d %s, want 200", resp.StatusCode, resp.Body)
+	}
+	if resp = req(http.MethodGet, "/jobs/"+sub.JobID, "arn:aws:sts::123456789012:assumed-role/other/firstname.lastname@example-corp.com", "", nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("status as a session of another role: %d %s, want 404", resp.StatusCode, resp.Body)
+	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -111,6 +112,9 @@ func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 				h.fail(w, r, err)
 				return
 			}
+			// The audit trail: who (the principal, e.g. a role's session)
+			// acted as which owner.
+			h.log.Info("api request", "route", pattern, "owner", owner, "principal", r.Header.Get(principal.Header))
 			fn(w, r, owner)
 		})
 	}

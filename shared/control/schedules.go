@@ -83,7 +83,7 @@ func viewOf(r dynamo.ScheduleRecord) ScheduleView {
 // stores it; validation errors are *spec.ValidationError naming the field,
 // and nothing is written for them.
 func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte) (ScheduleView, error) {
-	if err := checkKey("owner", owner); err != nil {
+	if err := checkOwner(owner); err != nil {
 		return ScheduleView{}, err
 	}
 	sc, err := schedule.Parse(body)

@@ -46,7 +46,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := checkKey("owner", req.Owner); err != nil {
+	if err := checkOwner(req.Owner); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	sp, err := spec.Parse(req.Spec)
@@ -83,6 +83,22 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 		now = time.Time{}
 	}
 	return SubmitResult{JobID: id, Created: created}, now, nil
+}
+
+// MaxOwner bounds owners: an IAM principal ARN is at most 2,048 bytes.
+// Keys hold a hash of the owner, so its length costs nothing there.
+const MaxOwner = 2048
+
+func checkOwner(owner string) error {
+	switch {
+	case owner == "":
+		return &spec.FieldError{Field: "owner", Message: "is required (the caller's IAM principal)"}
+	case len(owner) > MaxOwner:
+		return &spec.FieldError{Field: "owner", Message: fmt.Sprintf("the caller's IAM principal ARN is longer than %d bytes", MaxOwner)}
+	case strings.ContainsRune(owner, 0):
+		return &spec.FieldError{Field: "owner", Message: "must not contain NUL"}
+	}
+	return nil
 }
 
 func checkKey(field, v string) error {

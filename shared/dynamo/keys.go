@@ -1,6 +1,8 @@
 package dynamo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -13,14 +15,14 @@ import (
 // The storage layout, in one place. One table holds every record; the
 // partition key spreads load:
 //
-//	IDEM#<owner>#<key>              IDEM        idempotency record -> job id
+//	IDEM#<owner hash>#<key>         IDEM        idempotency record -> job id (owner hash: ownerKey)
 //	JOB#<job>                       JOB         job: spec + status
 //	JOB#<job>                       STAGE#<nn>  stage: status, totals (one Query reads all stages)
 //	JOB#<job>                       SLOTS       the job's maxConcurrency slots (slots.go)
 //	CNT#<job>#<stage>#<shard>       CNT         completion counter shard (own partition each)
 //	TASK#<job>#<stage>#<bucket>     <partition> task, TaskBucket tasks per partition key
-//	OWN#<owner>                     JOB#<job>   owner's job index: name, status, times (newest first by job id)
-//	OWN#<owner>                     SLOTS       the owner's concurrency slots, across its jobs (slots.go)
+//	OWN#<owner hash>                JOB#<job>   owner's job index: name, status, times (newest first by job id)
+//	OWN#<owner hash>                SLOTS       the owner's concurrency slots, across its jobs (slots.go)
 //	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
 //	EVT#<job>#<shard>               <ms>#2#<stage>#<part>#<att>  the same, ordered by time for the job's timeline
 //
@@ -67,8 +69,17 @@ func ShardCount(n int) int {
 // ShardOf is the counter a task's commit counts down.
 func ShardOf(partition, shards int) int { return partition % shards }
 
-func idemPK(owner, key string) string { return "IDEM#" + owner + "#" + key }
-func jobPK(job string) string         { return "JOB#" + job }
+func idemPK(owner, key string) string { return "IDEM#" + ownerKey(owner) + "#" + key }
+
+// ownerKey is an owner's part of a key: a hash, so that an owner of any
+// length (an IAM principal ARN can be 2,048 bytes) makes a short key, and
+// no owner's name can collide with another's key layout. The owner itself
+// is kept in the records' attributes.
+func ownerKey(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(h[:16])
+}
+func jobPK(job string) string { return "JOB#" + job }
 
 const (
 	jobSK  = "JOB"
@@ -95,7 +106,7 @@ func taskSK(partition int) string { return fmt.Sprintf("%06d", partition) }
 // EventShards spreads a job's timeline records over this many partitions.
 const EventShards = 8
 
-func ownerPK(owner string) string { return "OWN#" + owner }
+func ownerPK(owner string) string { return "OWN#" + ownerKey(owner) }
 
 // executorPK is an executor's liveness record (sort key executorSK).
 func executorPK(id string) string { return "EXEC#" + id }

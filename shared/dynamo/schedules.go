@@ -18,7 +18,7 @@ import (
 
 // Schedule records, in the same single table:
 //
-//	SCH#<owner>          <schedule>    schedule: definition, paused, cursor, last job (one Query lists an owner's)
+//	SCH#<owner hash>     <schedule>    schedule: definition, paused, cursor, last job (one Query lists an owner's)
 //	SCHB#<minute>#<nn>   <schedule>    upcoming-firings index: the schedule's next firing, by minute and shard
 //	SCHR#<schedule>      <ms>          run history: one item per scheduled time fired, skipped or missed
 //	SCHW                 SCHW          the firing watermark: every minute up to it was drained
@@ -29,7 +29,7 @@ import (
 // planned the same firing only one moves it on; the job itself is made
 // once by the submission's idempotency key (schedule.FiringKey).
 
-func schedulePK(owner string) string { return "SCH#" + owner }
+func schedulePK(owner string) string { return "SCH#" + ownerKey(owner) }
 func bucketPK(b schedule.Bucket) string {
 	return "SCHB#" + b.Key()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 )
 
@@ -30,6 +31,8 @@ type Config struct {
 	Endpoint string
 	// OwnerLimits are the owners' concurrency limits.
 	OwnerLimits control.OwnerLimits
+	// OwnerMode maps IAM principals to owners (the api function).
+	OwnerMode principal.Mode
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -48,6 +51,9 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("%s: %w", EnvOwnerMaxConcurrency, err)
 	}
 	c.OwnerLimits = limits
+	if c.OwnerMode, err = principal.ParseMode(os.Getenv(EnvOwnerMode)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvOwnerMode, err)
+	}
 	return c, c.Validate()
 }
 
@@ -76,6 +82,8 @@ type Wired struct {
 	Log     *slog.Logger
 	// Faults is the fault injector BATCHWORK_FAULTS asked for, or nil.
 	Faults *faults.Injector
+	// OwnerMode is the configuration's (the api function maps owners).
+	OwnerMode principal.Mode
 }
 
 // Wire builds one aws.Config and the adapters over it.
@@ -98,7 +106,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
-	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj}, nil
+	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode}, nil
 }
 
 // Must is for mains: it exits with the error when wiring fails, since a

@@ -19,6 +19,10 @@ const (
 	// set on the functions that claim, commit, fail or sweep when the
 	// stack has owner limits; optional (unset: no owner limits).
 	EnvOwnerMaxConcurrency = "BATCHWORK_OWNER_MAX_CONCURRENCY"
+	// EnvOwnerMode is how the api function maps an IAM principal to its
+	// owner (principal.ParseMode: "role", the default, or "session");
+	// optional.
+	EnvOwnerMode = "BATCHWORK_OWNER_MODE"
 )
 
 // EnvNames lists the required variables.

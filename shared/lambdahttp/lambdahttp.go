@@ -12,14 +12,21 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/batchwork/batchwork/shared/principal"
 )
 
-// OwnerHeader is set from the IAM principal API Gateway authenticated;
-// any value the client sent is overwritten.
-const OwnerHeader = "X-Batchwork-Owner"
+// OwnerHeader is set from the IAM principal API Gateway authenticated,
+// mapped to its owner (see package principal); PrincipalHeader carries the
+// principal itself, for audit. Any value the client sent for either is
+// removed.
+const (
+	OwnerHeader     = "X-Batchwork-Owner"
+	PrincipalHeader = principal.Header
+)
 
-// Adapt returns a Lambda handler serving h.
-func Adapt(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+// Adapt returns a Lambda handler serving h, with owners mapped by mode.
+func Adapt(h http.Handler, mode principal.Mode) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		body := ev.Body
 		if ev.IsBase64Encoded {
@@ -38,8 +45,10 @@ func Adapt(h http.Handler) func(context.Context, events.APIGatewayV2HTTPRequest)
 			req.Header.Set(k, v)
 		}
 		req.Header.Del(OwnerHeader)
+		req.Header.Del(PrincipalHeader)
 		if iam := ev.RequestContext.Authorizer; iam != nil && iam.IAM != nil && iam.IAM.UserARN != "" {
-			req.Header.Set(OwnerHeader, iam.IAM.UserARN)
+			req.Header.Set(OwnerHeader, principal.Owner(iam.IAM.UserARN, mode))
+			req.Header.Set(PrincipalHeader, iam.IAM.UserARN)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

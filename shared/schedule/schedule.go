@@ -88,7 +88,7 @@ const (
 	MaxIDLen   = 64
 	MaxNameLen = spec.MaxNameLen
 	// MaxOwnerLen matches the control plane's bound on owners.
-	MaxOwnerLen = 128
+	MaxOwnerLen = 2048
 	// MaxExpressionLen and MaxTimeZoneLen bound the text handed to the
 	// cron parser and the zone loader.
 	MaxExpressionLen = 256
