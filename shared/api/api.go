@@ -174,6 +174,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such job", Field: "id"})
 	case errors.Is(err, batch.ErrIdempotencyConflict):
 		writeJSON(w, http.StatusConflict, Error{Code: "idempotency_conflict", Message: "this Idempotency-Key was used with a different spec", Field: "Idempotency-Key"})
+	case errors.Is(err, control.ErrQuota):
+		writeJSON(w, http.StatusTooManyRequests, Error{Code: "quota", Message: err.Error()})
 	case errors.As(err, &ended):
 		writeJSON(w, http.StatusConflict, Error{Code: "job_ended", Message: ended.Error(), Field: "id"})
 	case errors.Is(err, control.ErrPresignUnavailable):

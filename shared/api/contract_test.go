@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -58,6 +59,7 @@ func TestHandlersHonourDocument(t *testing.T) {
 		{nil, "POST", "/jobs", "alice", valid, []string{"Content-Type", "application/yaml"}, 400},
 		{nil, "POST", "/jobs", "", valid, yamlCT, 401},
 		{errIdemConflict, "POST", "/jobs", "alice", valid, yamlCT, 409},
+		{&control.QuotaError{Quota: "active jobs", Max: 2}, "POST", "/jobs", "alice", valid, yamlCT, 429},
 		{nil, "POST", "/jobs", "alice", strings.Repeat("#", MaxBody), yamlCT, 413},
 		{errInternal, "POST", "/jobs", "alice", valid, yamlCT, 500},
 

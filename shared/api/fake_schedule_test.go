@@ -102,6 +102,7 @@ var scheduleCases = func() []struct {
 		{nil, "POST", "/schedules", "alice", `{"name":"n","expression":"61 * * * *","spec":{"name":"x","stages":[{"name":"a","task":"t","partitions":{"count":1}}]}}`, jsonCT, 400},
 		{nil, "POST", "/schedules", "", valid, jsonCT, 401},
 		{nil, "POST", "/schedules", "alice", `{"name":"` + strings.Repeat("x", schedule.MaxScheduleBytes) + `"}`, jsonCT, 413},
+		{&control.QuotaError{Quota: "schedules", Max: 1}, "POST", "/schedules", "alice", valid, jsonCT, 429},
 		{errInternal, "POST", "/schedules", "alice", valid, jsonCT, 500},
 
 		{nil, "GET", "/schedules?limit=5&cursor=" + fakeScheduleID, "alice", "", nil, 200},

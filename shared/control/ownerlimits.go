@@ -79,6 +79,19 @@ func (l OwnerLimits) String() string {
 // may contain commas: such an owner gets the default). The empty string
 // is no limits. The error names the bad entry; callers name the setting.
 func ParseOwnerLimits(s string) (OwnerLimits, error) {
+	return parseOwnerValues(s, MaxOwnerConcurrency)
+}
+
+// MaxQuota bounds a quota's value (quotas.go).
+const MaxQuota = 100_000_000
+
+// ParseOwnerQuota reads one of the owners' quotas, in ParseOwnerLimits's
+// format, with values up to MaxQuota.
+func ParseOwnerQuota(s string) (OwnerLimits, error) {
+	return parseOwnerValues(s, MaxQuota)
+}
+
+func parseOwnerValues(s string, maxValue int) (OwnerLimits, error) {
 	l := OwnerLimits{}
 	seen := map[string]bool{}
 	for _, entry := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
@@ -91,8 +104,8 @@ func ParseOwnerLimits(s string) (OwnerLimits, error) {
 			return OwnerLimits{}, fmt.Errorf("entry %q: no owner before =", entry)
 		}
 		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 || n > MaxOwnerConcurrency {
-			return OwnerLimits{}, fmt.Errorf("entry %q: limit %q is not a whole number from 0 (no limit) to %d", entry, num, MaxOwnerConcurrency)
+		if err != nil || n < 0 || n > maxValue {
+			return OwnerLimits{}, fmt.Errorf("entry %q: limit %q is not a whole number from 0 (no limit) to %d", entry, num, maxValue)
 		}
 		if seen[owner] {
 			return OwnerLimits{}, fmt.Errorf("entry %q: owner %s is given twice", entry, owner)

@@ -21,7 +21,7 @@ import (
 // Store so that stores wrapped by tests (fault injection) keep compiling;
 // a store without it simply has no schedules.
 type scheduleStore interface {
-	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time) error
+	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
 	GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
 	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
 	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
@@ -103,7 +103,15 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 	if err := sc.Validate(); err != nil { // end after creation
 		return ScheduleView{}, err
 	}
-	if err := ss.CreateSchedule(ctx, *sc, now); err != nil {
+	if sp, err := spec.Parse(sc.Spec); err == nil { // valid: Validate parsed it
+		if err := s.checkPriority(owner, sp); err != nil {
+			return ScheduleView{}, err
+		}
+	}
+	limit := s.cfg.Quotas.Schedules.For(owner)
+	if err := ss.CreateSchedule(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {
+		return ScheduleView{}, &QuotaError{Quota: "schedules", Max: limit}
+	} else if err != nil {
 		return ScheduleView{}, err
 	}
 	s.log.Info("schedule created", "schedule_id", sc.ID, "owner", owner, "expression", sc.Expression)

@@ -52,6 +52,7 @@ type Store interface {
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
 	RenewExecutor(ctx context.Context, id string, until time.Time) error
+	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
 	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
 	viewStore // list.go: the read-side routes and attempt-end records
@@ -127,6 +128,8 @@ type Config struct {
 	// must have the same limits: one without them neither takes nor
 	// frees owner slots (a slot left behind is reaped, later).
 	OwnerLimits OwnerLimits
+	// Quotas are the owners' admission limits (quotas.go).
+	Quotas Quotas
 }
 
 func (c Config) withDefaults() Config {

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,12 +54,23 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
+	if err := s.checkPriority(req.Owner, sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
 	now := s.Now()
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
-	id, created, err := s.store.CreateJob(ctx, dynamo.CreateJobParams{
+	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
 		JobDue: jobDeadline(job), Firing: firing,
-	})
+	}
+	q := s.cfg.Quotas
+	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
+		params.Quota = &dynamo.JobQuota{Tasks: declaredTasks(sp), MaxJobs: maxJobs, MaxTasks: maxTasks}
+	}
+	id, created, err := s.store.CreateJob(ctx, params)
+	if errors.Is(err, dynamo.ErrQuotaReached) {
+		err = s.quotaError(ctx, req.Owner, params.Quota)
+	}
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}

@@ -30,14 +30,18 @@ func ownerIndexItem(owner, job, name string, state sm.JobState, created, ended t
 type jobHeader struct {
 	Owner, Name string
 	Created     time.Time
+	// Quota says the job counts against its owner's quotas, with
+	// QuotaTasks tasks.
+	Quota      bool
+	QuotaTasks int
 }
 
 // jobHead reads the immutable fields of a job that its index item repeats.
 func (s *Store) jobHead(ctx context.Context, id string) (jobHeader, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#own, #nm, #crt"),
-		ExpressionAttributeNames: map[string]string{"#own": aOwner, "#nm": aName, "#crt": aCreated},
+		ProjectionExpression:     aws.String("#own, #nm, #crt, #qt"),
+		ExpressionAttributeNames: map[string]string{"#own": aOwner, "#nm": aName, "#crt": aCreated, "#qt": aQuotaTasks},
 	})
 	if err != nil {
 		return jobHeader{}, fmt.Errorf("read job %s: %w", id, err)
@@ -45,7 +49,9 @@ func (s *Store) jobHead(ctx context.Context, id string) (jobHeader, error) {
 	if out.Item == nil {
 		return jobHeader{}, fmt.Errorf("read job %s: %w", id, batch.ErrNotFound)
 	}
-	return jobHeader{Owner: getS(out.Item, aOwner), Name: getS(out.Item, aName), Created: getT(out.Item, aCreated)}, nil
+	_, quota := out.Item[aQuotaTasks]
+	return jobHeader{Owner: getS(out.Item, aOwner), Name: getS(out.Item, aName), Created: getT(out.Item, aCreated),
+		Quota: quota, QuotaTasks: int(getN(out.Item, aQuotaTasks))}, nil
 }
 
 // ListJobsParams selects a page of an owner's jobs, newest first.

@@ -104,7 +104,11 @@ func bucketItem(owner, id string, at, now time.Time) map[string]types.AttributeV
 // CreateSchedule writes a schedule and its first index entry (at now, so
 // the next sweep plans it) in one transaction, and starts the watermark
 // if no schedule ever existed.
-func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time) error {
+//
+// The owner's schedule count (its quota item) moves in the same
+// transaction; with maxSchedules > 0, an owner at that many gets
+// ErrQuotaReached and nothing is written.
+func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error {
 	doc := sc
 	doc.Paused = false
 	raw, err := json.Marshal(doc)
@@ -120,7 +124,11 @@ func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now ti
 			},
 		}},
 		{Put: &types.Put{TableName: &s.table, Item: bucketItem(sc.Owner, sc.ID, now, now)}},
+		quotaUpdate(s.table, sc.Owner, quotaScheds, 1, maxSchedules),
 	}})
+	if reasons := cancelReasons(err); len(reasons) == 3 && reasons[0] != reasonCondFailed && reasons[2] == reasonCondFailed {
+		return fmt.Errorf("create schedule %s: %w", sc.ID, ErrQuotaReached)
+	}
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", sc.ID, err)
 	}
@@ -215,7 +223,7 @@ func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, no
 func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
 		Delete: &types.Delete{TableName: &s.table, Key: key(schedulePK(owner), id), ConditionExpression: aws.String("attribute_exists(pk)")},
-	}}})
+	}, quotaUpdate(s.table, owner, quotaScheds, -1, 0)}})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("delete schedule %s: %w", id, batch.ErrNotFound)
 	}

@@ -77,6 +77,17 @@ type CreateJobParams struct {
 	// cursor the firing was planned from, all in the job's transaction.
 	// Otherwise CreateJob returns ErrCursorMoved and writes nothing.
 	Firing *FiringGuard
+	// Quota, when set, counts the job against its owner's quotas in the
+	// same transaction (ErrQuotaReached and nothing written when over);
+	// EndJob counts it off again.
+	Quota *JobQuota
+}
+
+// JobQuota is a job's share of its owner's quotas, and the quotas (0: no
+// limit).
+type JobQuota struct {
+	Tasks             int
+	MaxJobs, MaxTasks int
 }
 
 // FiringGuard names the schedule state a firing was planned from.
@@ -125,6 +136,12 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
 		},
 	}}}
+	quotaAt := -1
+	if q := p.Quota; q != nil {
+		items[1].Put.Item[aQuotaTasks] = nv(int64(q.Tasks))
+		quotaAt = len(items)
+		items = append(items, quotaUpdate(s.table, j.Owner, quotaJobs, 1, q.MaxJobs, quotaTasks, q.Tasks, q.MaxTasks))
+	}
 	if j.Spec.MaxConcurrency > 0 {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: slotItem(j.ID)}})
 	}
@@ -165,6 +182,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 		return j.ID, true, nil
 	}
 	reasons := cancelReasons(err)
+	if quotaAt >= 0 && len(reasons) == len(items) && reasons[0] != reasonCondFailed && reasons[quotaAt] == reasonCondFailed {
+		return "", false, fmt.Errorf("create job: %w", ErrQuotaReached)
+	}
 	if p.Firing != nil && len(reasons) == len(items) && reasons[0] != reasonCondFailed && reasons[len(items)-1] == reasonCondFailed {
 		return "", false, fmt.Errorf("create job for schedule %s: %w", p.Firing.ScheduleID, ErrCursorMoved)
 	}
@@ -254,7 +274,7 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 		c.values[":man"] = sv(manifest)
 		update += ", man = :man"
 	}
-	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(jobPK(id), jobSK),
 		UpdateExpression:          aws.String(update + " REMOVE gpk, due"),
 		ConditionExpression:       aws.String(expr),
@@ -262,7 +282,13 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 		ExpressionAttributeValues: c.values,
 	}}, {Put: &types.Put{
 		TableName: &s.table, Item: ownerIndexItem(head.Owner, id, head.Name, tr.To, head.Created, now),
-	}}}})
+	}}}
+	if head.Quota {
+		// The job leaves its owner's quotas with the transition that ends
+		// it, so exactly once.
+		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, -1, 0, quotaTasks, -head.QuotaTasks, 0))
+	}
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
 	}

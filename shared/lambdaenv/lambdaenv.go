@@ -33,6 +33,8 @@ type Config struct {
 	OwnerLimits control.OwnerLimits
 	// OwnerMode maps IAM principals to owners (the api function).
 	OwnerMode principal.Mode
+	// Quotas are the owners' admission limits.
+	Quotas control.Quotas
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -54,7 +56,28 @@ func FromEnv() (Config, error) {
 	if c.OwnerMode, err = principal.ParseMode(os.Getenv(EnvOwnerMode)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvOwnerMode, err)
 	}
+	if c.Quotas, err = QuotasFromEnv(os.Getenv); err != nil {
+		return c, err
+	}
 	return c, c.Validate()
+}
+
+// QuotasFromEnv reads the owners' quotas through getenv; an error names
+// the variable.
+func QuotasFromEnv(getenv func(string) string) (control.Quotas, error) {
+	var q control.Quotas
+	for _, v := range []struct {
+		name string
+		to   *control.OwnerLimits
+	}{{EnvOwnerMaxActiveJobs, &q.ActiveJobs}, {EnvOwnerMaxTasks, &q.Tasks}, {EnvOwnerMaxSchedules, &q.Schedules}} {
+		l, err := control.ParseOwnerQuota(getenv(v.name))
+		if err != nil {
+			return q, fmt.Errorf("%s: %w", v.name, err)
+		}
+		*v.to = l
+	}
+	q.HighPriority = control.ParseHighPriorityOwners(getenv(EnvHighPriorityOwners))
+	return q, nil
 }
 
 // Validate reports every missing setting at once.
@@ -105,7 +128,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
-	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
 	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode}, nil
 }
 

@@ -23,6 +23,14 @@ const (
 	// owner (principal.ParseMode: "role", the default, or "session");
 	// optional.
 	EnvOwnerMode = "BATCHWORK_OWNER_MODE"
+	// The owners' quotas (control.Quotas), in the owner limits' format;
+	// optional. They are read by the functions that submit (api, sweep).
+	EnvOwnerMaxActiveJobs = "BATCHWORK_OWNER_MAX_ACTIVE_JOBS"
+	EnvOwnerMaxTasks      = "BATCHWORK_OWNER_MAX_TASKS"
+	EnvOwnerMaxSchedules  = "BATCHWORK_OWNER_MAX_SCHEDULES"
+	// EnvHighPriorityOwners lists the owners allowed priority "high"
+	// ("*": all; unset: all); optional.
+	EnvHighPriorityOwners = "BATCHWORK_HIGH_PRIORITY_OWNERS"
 )
 
 // EnvNames lists the required variables.

@@ -1,0 +1,105 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// Quotas are an operator's admission limits per owner, so no one owner can
+// fill the installation: jobs running at once, tasks those jobs declare,
+// and schedules. Each is owner=limit entries (ParseOwnerLimits's format,
+// 0 = no limit). An owner cannot raise its own.
+type Quotas struct {
+	ActiveJobs OwnerLimits
+	// Tasks counts the tasks a job declares at submit: a stage's count, or
+	// its upstream shuffle's partitions. A stage over an input prefix
+	// counts as one task until it is planned (its size is bounded by
+	// spec.MaxPartitions).
+	Tasks     OwnerLimits
+	Schedules OwnerLimits
+	// HighPriority lists the owners that may use priority "high" ("*":
+	// every owner). Empty: every owner, as before quotas existed.
+	HighPriority []string
+}
+
+// ErrQuota means an owner is at one of its quotas; nothing was written.
+var ErrQuota = errors.New("owner quota reached")
+
+// QuotaError says which quota refused a submission or a schedule.
+type QuotaError struct {
+	Quota string // "active jobs", "tasks" or "schedules"
+	Max   int
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("your %s quota of %d is reached; wait for jobs to end or ask the operator", e.Quota, e.Max)
+}
+
+func (e *QuotaError) Unwrap() error { return ErrQuota }
+
+// mayUseHigh says whether owner may give a job priority "high".
+func (q Quotas) mayUseHigh(owner string) bool {
+	if len(q.HighPriority) == 0 {
+		return true
+	}
+	for _, o := range q.HighPriority {
+		if o == "*" || o == owner {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseHighPriorityOwners reads the owners allowed priority "high":
+// entries separated by commas or whitespace, "*" for every owner.
+func ParseHighPriorityOwners(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+}
+
+// checkPriority refuses a spec that asks for priority "high" on behalf of
+// an owner the operator has not allowed it.
+func (s *Service) checkPriority(owner string, sp *spec.Job) error {
+	if s.cfg.Quotas.mayUseHigh(owner) {
+		return nil
+	}
+	if sp.Priority == spec.PriorityHigh {
+		return &spec.FieldError{Field: "priority", Message: `"high" is reserved by the operator; use "normal" or "low"`}
+	}
+	for i, st := range sp.Stages {
+		if st.Priority == spec.PriorityHigh {
+			return &spec.FieldError{Field: fmt.Sprintf("stages[%d].priority", i), Message: `"high" is reserved by the operator; use "normal" or "low"`}
+		}
+	}
+	return nil
+}
+
+// quotaError says which of an owner's job quotas refused a submission,
+// from its counters (the transaction only says one did).
+func (s *Service) quotaError(ctx context.Context, owner string, q *dynamo.JobQuota) error {
+	e := &QuotaError{Quota: "active jobs", Max: q.MaxJobs}
+	if use, err := s.store.QuotaUse(ctx, owner); err == nil && (q.MaxJobs == 0 || use.ActiveJobs < q.MaxJobs) {
+		e = &QuotaError{Quota: "tasks", Max: q.MaxTasks}
+	}
+	return e
+}
+
+// declaredTasks is how many tasks a spec declares before any planning.
+func declaredTasks(sp *spec.Job) int {
+	n := 0
+	for i, st := range sp.Stages {
+		switch src, ok := sp.ShuffleSource(i); {
+		case ok:
+			n += sp.Stages[src].Shuffle.Partitions
+		case st.Partitions != nil && st.Partitions.Input != nil:
+			n++
+		case st.Partitions != nil:
+			n += st.Partitions.Count
+		}
+	}
+	return n
+}
