@@ -242,6 +242,11 @@ func (a *app) client(ctx context.Context) (*client, error) {
 	case "local":
 		s = localOwner(a.g.owner)
 	case "sigv4":
+		if u.Scheme == "http" && !isLoopback(u) {
+			// A signed request in clear text shows its headers, body and
+			// signature to anyone on the path, and invites a replay.
+			return nil, &usageError{fmt.Sprintf("--endpoint %q: signed requests go to https:// endpoints only (or http:// on this machine)", a.g.endpoint)}
+		}
 		if s, err = newSigV4(ctx, u, a.g.region, a.g.profile, a.env.Now); err != nil {
 			return nil, err
 		}

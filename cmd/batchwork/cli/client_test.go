@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -137,5 +138,25 @@ func TestClientRetries(t *testing.T) {
 	ae, ok := err.(*APIError)
 	if !ok || ae.Status != 400 || ae.Error() != "limit: must be positive" || calls.Load() != 1 {
 		t.Fatalf("bad: %v after %d calls", err, calls.Load())
+	}
+}
+
+// The CLI never signs a request for a plain-http endpoint off this machine.
+func TestNoSignedRequestsOverPlainHTTP(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		endpoint string
+		refused  bool
+	}{
+		{"http://api.example.com", true},
+		{"https://api.example.com", false},
+		{"http://127.0.0.1:8080", false},
+	} {
+		a := &app{g: globals{endpoint: tc.endpoint, auth: "sigv4", region: "eu-west-1"}, env: Env{HTTP: &http.Client{}, Getenv: func(string) string { return "" }}}
+		_, err := a.client(context.Background())
+		var ue *usageError
+		if refused := errors.As(err, &ue); refused != tc.refused {
+			t.Errorf("%s: err %v, want refused=%v", tc.endpoint, err, tc.refused)
+		}
 	}
 }
