@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -57,8 +60,19 @@ func run(ctx context.Context) error {
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
+	join.Register(reg)
+	// A chaos run (BATCHWORK_FAULTS) sums every process's injected faults
+	// from these lines; without faults nothing is logged.
+	go faults.ReportEvery(ctx, w.Faults, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
 	p := &executor.Poller{
-		Runner:     &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log},
+		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log,
+			// One line per attempt that starts: which executor ran what
+			// is otherwise only in the task record, and only until the
+			// next claim overwrites it.
+			OnClaim: func(c control.Claim, _ time.Time) {
+				w.Log.Info("task claimed", "job_id", c.Task.Ref.Job, "stage", c.Task.Ref.Stage,
+					"partition", c.Task.Ref.Partition, "attempt", c.Task.Attempt, "claimed_at", c.Task.Updated.UnixMilli())
+			}},
 		Queue:      w.Queue,
 		Queues:     []string{cfg.Queues.High, cfg.Queues.Normal, cfg.Queues.Low},
 		Slots:      slots,

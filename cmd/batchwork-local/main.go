@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/awsconf"
@@ -56,16 +57,26 @@ func main() {
 		os.Exit(2)
 	}
 	inj.Install(&cfg)
+	// Faults are for the running system: creating the resources is setup,
+	// and some of its steps do not survive a lost response (a retried
+	// UpdateTimeToLive fails "TimeToLive is already enabled").
+	inj.SetEnabled(false)
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
+	join.Register(reg)
 	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, ControlOnly: *slots == 0, SweepEvery: *sweep, Registry: reg, Log: log,
 		Control: control.Config{OwnerLimits: limits}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	log.Info("batchwork running", "api", r.URL, "table", r.Resources.Table, "bucket", r.Resources.Bucket)
+	inj.SetEnabled(true)
+	q := r.Resources.Queues
+	// Separate executor processes (-slots 0) are configured from this line.
+	log.Info("batchwork running", "api", r.URL, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
+		"queue_high", q.High, "queue_normal", q.Normal, "queue_low", q.Low, "dlq", q.DLQ, "queue_timer", q.Timer)
+	go faults.ReportEvery(ctx, inj, time.Second, func(c map[string]int) { log.Info("faults injected", "counts", c) })
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

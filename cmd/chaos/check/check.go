@@ -1,0 +1,593 @@
+// Package check verifies a chaos run from what it left behind: the
+// DynamoDB table and the S3 bucket, read directly with the AWS SDK, and
+// the executors' own record of the attempts they started. It shares no
+// code with the control plane (no shared/control, shared/dynamo,
+// shared/executor, shared/batch, shared/blob or statemachine; a test
+// enforces it): the layout it relies on is re-declared here, so the
+// checker cannot agree with a bug by construction.
+//
+// What it verifies, per job of the chaos run:
+//
+//   - the job ended as the harness asked: SUCCEEDED, or CANCELLED when a
+//     cancel was accepted; never FAILED, never still RUNNING (stuck);
+//   - every task holds exactly one committed attempt (SUCCEEDED with
+//     catt, 1 <= catt <= att <= mx) and that attempt was started by an
+//     executor; every completion counter equals its tasks minus its
+//     commits (a double or lost count shows), and is zero for every
+//     completed stage; no stage started before its upstream completed;
+//   - the job manifest and the stage manifests of shuffle stages list
+//     exactly the committed attempts' outputs, at their layout keys;
+//   - each output is byte-identical to the fault-free run's output of
+//     the same stage, partition and part (shuffle parts as sorted lines:
+//     a map's emission order is not part of its result);
+//   - for a cancelled job: no attempt started, no stage started or
+//     completed and no job manifest written after the cancel was
+//     accepted.
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Deployment is where one run's state lives.
+type Deployment struct{ Table, Bucket string }
+
+// Job pairs a chaos job with the fault-free run's job of the same spec.
+type Job struct {
+	ID, Reference string
+	// Kind names the workload, for messages ("wordcount", ...).
+	Kind string
+	// Cancelled is set when the harness's cancel was accepted, at
+	// CancelAccepted: when the accepted call returned, so the cancel had
+	// been applied by then.
+	Cancelled      bool
+	CancelAccepted time.Time
+	// Normalize, when set, rewrites an output of either run before the
+	// comparison (the diamond example writes its attempt number).
+	Normalize func([]byte) []byte
+}
+
+// Start is one attempt an executor started: its claim was granted with
+// the job RUNNING, and the task function ran. At is the claim's own
+// timestamp, taken before its write.
+type Start struct {
+	Job                       string
+	Stage, Partition, Attempt int
+	At                        time.Time
+	// Proc names the executor process, for evidence.
+	Proc string
+}
+
+// Input is what to check.
+type Input struct {
+	AWS              aws.Config
+	Chaos, Reference Deployment
+	Jobs             []Job
+	Starts           []Start
+	// Executors names the executor processes by their liveness id (the
+	// task record's holder), for evidence.
+	Executors map[string]string
+}
+
+// Violation is one broken guarantee.
+type Violation struct {
+	Job, Kind, What string
+	// Detail is the evidence: the tasks' records and attempts.
+	Detail []string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("job %s (%s): %s", v.Job, v.Kind, v.What) }
+
+// Result is the checker's verdict and what it counted on the way.
+type Result struct {
+	Violations []Violation
+	// States counts the chaos jobs by their final state (RUNNING: stuck).
+	States map[string]int
+	// Tasks and Attempts over the chaos jobs; Attempts counts claims
+	// (att), so attempts - tasks is the work redone.
+	Tasks, Attempts int
+	// Compared is the number of outputs compared with the fault-free run.
+	Compared int
+	// Uncommitted counts objects of attempts that did not commit (fenced
+	// or killed executors, published before the commit): they exist and
+	// no manifest lists them.
+	Uncommitted int
+	// LateCommits counts commits of a cancelled job's tasks after the
+	// job ended, by attempts that started before the cancel: allowed
+	// (shared/control/cancel.go), and never in a manifest.
+	LateCommits int
+	// Unstarted counts attempts of jobs that were not cancelled whose
+	// claim was written but whose task never started: the claimer died
+	// between the two, or its claim was lost to it (a lost response).
+	// Each one costs an attempt and a lease.
+	Unstarted []Attempt
+	// MaxAttempt is the highest attempt any task of the chaos run reached.
+	MaxAttempt int
+	// EndLag and ReferenceEndLag are, per succeeded job, the time from
+	// its last commit to its end (sorted): the follow-up steps (stage
+	// completion, manifests, downstream starts) a commit's executor does,
+	// or, when it died first, the sweep.
+	EndLag, ReferenceEndLag []time.Duration
+}
+
+// endLag is a succeeded job's time from its last commit to its end.
+func endLag(rec *jobRec) (time.Duration, bool) {
+	if rec.State != Succeeded {
+		return 0, false
+	}
+	var last time.Time
+	for _, st := range rec.Stages {
+		for _, t := range st.Tasks {
+			if t.Updated.After(last) {
+				last = t.Updated
+			}
+		}
+	}
+	return rec.Ended.Sub(last), !last.IsZero()
+}
+
+func sortedLags(jobs map[string]*jobRec, ids []string) []time.Duration {
+	var out []time.Duration
+	for _, id := range ids {
+		if rec, ok := jobs[id]; ok {
+			if d, ok := endLag(rec); ok {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Run checks every job.
+func Run(ctx context.Context, in Input) (Result, error) {
+	db := dynamodb.NewFromConfig(in.AWS)
+	s3c := s3.NewFromConfig(in.AWS, func(o *s3.Options) { o.UsePathStyle = true })
+	chaos, err := scanTable(ctx, db, in.Chaos.Table)
+	if err != nil {
+		return Result{}, err
+	}
+	ref, err := scanTable(ctx, db, in.Reference.Table)
+	if err != nil {
+		return Result{}, err
+	}
+	c := &checker{
+		chaos: chaos, ref: ref,
+		chaosS3: store{s3c, in.Chaos.Bucket}, refS3: store{s3c, in.Reference.Bucket},
+		starts: map[attemptRef]Start{}, executors: in.Executors,
+		res: Result{States: map[string]int{}},
+	}
+	for _, s := range in.Starts {
+		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
+	}
+	for _, j := range in.Jobs {
+		if err := c.job(ctx, j); err != nil {
+			return c.res, fmt.Errorf("check job %s: %w", j.ID, err)
+		}
+	}
+	sort.Slice(c.res.Violations, func(a, b int) bool { return c.res.Violations[a].String() < c.res.Violations[b].String() })
+	var ids, refIDs []string
+	for _, j := range in.Jobs {
+		ids, refIDs = append(ids, j.ID), append(refIDs, j.Reference)
+	}
+	c.res.EndLag, c.res.ReferenceEndLag = sortedLags(chaos, ids), sortedLags(ref, refIDs)
+	return c.res, nil
+}
+
+// Attempt names one attempt of a task.
+type Attempt struct {
+	Job                       string
+	Stage, Partition, Attempt int
+}
+
+type attemptRef = Attempt
+
+type checker struct {
+	chaos, ref     map[string]*jobRec
+	chaosS3, refS3 store
+	starts         map[attemptRef]Start
+	executors      map[string]string
+	res            Result
+	cur            Job
+	rec            *jobRec
+}
+
+func (c *checker) fail(format string, args ...any) {
+	c.res.Violations = append(c.res.Violations, Violation{Job: c.cur.ID, Kind: c.cur.Kind, What: fmt.Sprintf(format, args...)})
+}
+
+// failWithEvidence is fail with every task of the job that did not
+// succeed at its first attempt: its record, who started which attempt,
+// and how the attempts ended.
+func (c *checker) failWithEvidence(format string, args ...any) {
+	c.fail(format, args...)
+	v := &c.res.Violations[len(c.res.Violations)-1]
+	for _, st := range c.rec.sortedStages() {
+		parts := make([]int, 0, len(st.Tasks))
+		for p := range st.Tasks {
+			parts = append(parts, p)
+		}
+		slices.Sort(parts)
+		for _, p := range parts {
+			t := st.Tasks[p]
+			if t.State == Succeeded && t.Attempt == 1 {
+				continue
+			}
+			v.Detail = append(v.Detail, c.taskEvidence(st, t)...)
+		}
+	}
+}
+
+func (c *checker) taskEvidence(st *stageRec, t *taskRec) []string {
+	holder := t.Executor
+	if name := c.executors[holder]; name != "" {
+		holder += " (" + name + ")"
+	}
+	out := []string{fmt.Sprintf("task %s/%d: %s, attempt %d of %d, committed %d, updated %s, holder %s, error %q",
+		st.Name, t.Partition, t.State, t.Attempt, t.MaxAttempts, t.CommittedAttempt, ms(t.Updated), holder, t.Err)}
+	for a := 1; a <= t.Attempt; a++ {
+		line := fmt.Sprintf("  attempt %d: ", a)
+		if s, ok := c.starts[attemptRef{c.rec.ID, st.Index, t.Partition, a}]; ok {
+			line += fmt.Sprintf("started %s by %s", ms(s.At), s.Proc)
+		} else {
+			line += "never started (no executor logged its claim)"
+		}
+		for _, e := range st.Ends[t.Partition] {
+			if e.Attempt == a {
+				line += fmt.Sprintf("; ended %s %s: %s", e.Kind, ms(e.At), e.Err)
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func (c *checker) job(ctx context.Context, j Job) error {
+	c.cur = j
+	rec, ok := c.chaos[j.ID]
+	c.rec = rec
+	if !ok || rec.State == "" {
+		c.fail("no job item in the table")
+		return nil
+	}
+	c.res.States[rec.State]++
+	if !c.endState(rec, j) {
+		return nil
+	}
+	c.tasks(rec)
+	c.counters(rec)
+	c.stageOrder(rec)
+	if j.Cancelled {
+		return c.cancelled(ctx, rec, j)
+	}
+	return c.succeeded(ctx, rec, j)
+}
+
+// endState checks the job ended as it should; false stops the job's
+// other checks (a stuck or failed job has nothing to compare).
+func (c *checker) endState(rec *jobRec, j Job) bool {
+	want := Succeeded
+	if j.Cancelled {
+		want = Cancelled
+	}
+	switch {
+	case rec.State == want:
+		return true
+	case rec.State == Running:
+		c.failWithEvidence("stuck: still RUNNING when the run ended")
+	case rec.State == Failed:
+		c.failWithEvidence("FAILED: %s", rec.Err)
+	default:
+		c.failWithEvidence("ended %s, want %s (error %q)", rec.State, want, rec.Err)
+	}
+	c.tasks(rec) // still worth knowing whether the records are sound
+	c.counters(rec)
+	return false
+}
+
+// tasks checks every task holds at most one committed attempt, and that
+// a committed attempt is one an executor started.
+func (c *checker) tasks(rec *jobRec) {
+	for _, st := range rec.sortedStages() {
+		for _, t := range st.Tasks {
+			c.res.Tasks++
+			c.res.Attempts += t.Attempt
+			c.res.MaxAttempt = max(c.res.MaxAttempt, t.Attempt)
+			where := fmt.Sprintf("task %s/%d", st.Name, t.Partition)
+			if t.MaxAttempts > 0 && t.Attempt > t.MaxAttempts {
+				c.fail("%s: attempt %d beyond max %d", where, t.Attempt, t.MaxAttempts)
+			}
+			if !c.cur.Cancelled {
+				for a := 1; a <= t.Attempt; a++ {
+					if _, ok := c.starts[attemptRef{rec.ID, st.Index, t.Partition, a}]; !ok {
+						c.res.Unstarted = append(c.res.Unstarted, Attempt{rec.ID, st.Index, t.Partition, a})
+					}
+				}
+			}
+			if t.State != Succeeded {
+				if t.CommittedAttempt != 0 {
+					c.fail("%s: %s but has committed attempt %d", where, t.State, t.CommittedAttempt)
+				}
+				continue
+			}
+			if t.CommittedAttempt < 1 || t.CommittedAttempt > t.Attempt {
+				c.fail("%s: SUCCEEDED with committed attempt %d of %d", where, t.CommittedAttempt, t.Attempt)
+				continue
+			}
+			if _, ok := c.starts[attemptRef{rec.ID, st.Index, t.Partition, t.CommittedAttempt}]; !ok {
+				c.fail("%s: committed attempt %d was never started by an executor (no claim in any executor's log)", where, t.CommittedAttempt)
+			}
+		}
+	}
+}
+
+// counters checks each completion counter against the tasks it counts:
+// left = tasks - commits, never negative, zero once the stage completed.
+func (c *checker) counters(rec *jobRec) {
+	for _, st := range rec.sortedStages() {
+		if st.State == Completed && (!st.Materialized || len(st.Tasks) != st.Total) {
+			c.fail("stage %s COMPLETED with %d task items of %d (materialized %v)", st.Name, len(st.Tasks), st.Total, st.Materialized)
+		}
+		if !st.Materialized || st.Shards == 0 {
+			continue
+		}
+		tasks, commits := make([]int, st.Shards), make([]int, st.Shards)
+		for _, t := range st.Tasks {
+			k := t.Partition % st.Shards
+			tasks[k]++
+			if t.State == Succeeded {
+				commits[k]++
+			}
+			if st.State == Completed && t.State != Succeeded {
+				c.fail("stage %s COMPLETED but task %d is %s", st.Name, t.Partition, t.State)
+			}
+		}
+		for k := 0; k < st.Shards; k++ {
+			cnt, ok := st.Counters[k]
+			switch {
+			case !ok:
+				c.fail("stage %s: counter %d missing", st.Name, k)
+			case cnt.Total != tasks[k]:
+				c.fail("stage %s: counter %d counts %d tasks, the stage has %d", st.Name, k, cnt.Total, tasks[k])
+			case cnt.Left != cnt.Total-commits[k]:
+				c.fail("stage %s: counter %d left %d, but %d of its %d tasks committed (want %d)", st.Name, k, cnt.Left, commits[k], cnt.Total, cnt.Total-commits[k])
+			case st.State == Completed && cnt.Left != 0:
+				c.fail("stage %s COMPLETED with counter %d at %d", st.Name, k, cnt.Left)
+			}
+		}
+	}
+}
+
+// stageOrder checks no stage started before every stage it runs after
+// completed. Both times are taken before their writes, and a start reads
+// its upstream as COMPLETED first, so a sound start is never earlier.
+func (c *checker) stageOrder(rec *jobRec) {
+	for _, st := range rec.sortedStages() {
+		if st.Started.IsZero() || st.Index >= len(rec.Spec.Stages) {
+			continue
+		}
+		for _, up := range rec.Spec.Stages[st.Index].After {
+			u, ok := rec.Stages[rec.Spec.index(up)]
+			switch {
+			case !ok || u.State != Completed:
+				c.fail("stage %s started while its upstream %s is not COMPLETED", st.Name, up)
+			case st.Started.Before(u.Ended):
+				c.fail("stage %s started at %s, before its upstream %s completed at %s", st.Name, ms(st.Started), up, ms(u.Ended))
+			}
+		}
+	}
+}
+
+// cancelled checks nothing of a cancelled job moved after the cancel was
+// accepted. The times compared are taken before each write, and the
+// cancel had applied when its call returned, so a later timestamp means
+// the write came after the cancel and its guard (job RUNNING) should
+// have refused it.
+func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
+	for ref, at := range c.starts {
+		if ref.Job == j.ID && at.At.After(j.CancelAccepted) {
+			c.fail("attempt %d of task %d/%d started at %s by %s, after the cancel returned at %s", ref.Attempt, ref.Stage, ref.Partition, ms(at.At), at.Proc, ms(j.CancelAccepted))
+		}
+	}
+	for _, st := range rec.sortedStages() {
+		if st.Started.After(j.CancelAccepted) {
+			c.fail("stage %s started at %s, after the cancel returned at %s", st.Name, ms(st.Started), ms(j.CancelAccepted))
+		}
+		if st.State == Completed && st.Ended.After(j.CancelAccepted) {
+			c.fail("stage %s completed at %s, after the cancel returned at %s", st.Name, ms(st.Ended), ms(j.CancelAccepted))
+		}
+		for _, t := range st.Tasks {
+			if t.State == Succeeded && t.Updated.After(rec.Ended) {
+				c.res.LateCommits++
+			}
+		}
+	}
+	if rec.Manifest != "" {
+		c.fail("cancelled job has a manifest %s", rec.Manifest)
+	}
+	ok, err := c.chaosS3.exists(ctx, jobManifestKey(j.ID))
+	if err != nil {
+		return err
+	}
+	if ok {
+		c.fail("cancelled job has a job manifest object %s", jobManifestKey(j.ID))
+	}
+	return c.uncommitted(ctx, rec)
+}
+
+// succeeded checks a succeeded job's manifests and compares its outputs
+// with the fault-free run's.
+func (c *checker) succeeded(ctx context.Context, rec *jobRec, j Job) error {
+	for _, st := range rec.sortedStages() {
+		if st.State != Completed {
+			c.fail("job SUCCEEDED with stage %s %s", st.Name, st.State)
+		}
+	}
+	if len(rec.Stages) != len(rec.Spec.Stages) {
+		c.fail("%d stage items for %d stages in the spec", len(rec.Stages), len(rec.Spec.Stages))
+	}
+	if rec.Manifest != jobManifestKey(j.ID) {
+		c.fail("manifest attribute %q, want %q", rec.Manifest, jobManifestKey(j.ID))
+	}
+	refRec, ok := c.ref[j.Reference]
+	if !ok || refRec.State != Succeeded {
+		state := "missing"
+		if ok {
+			state = refRec.State + " " + refRec.Err
+		}
+		c.fail("fault-free run's job %s is %s: nothing to compare with", j.Reference, state)
+		return nil
+	}
+	if err := c.compare(ctx, rec, refRec, jobManifestKey(j.ID), jobManifestKey(j.Reference), rec.Spec.sinks(), j.Normalize); err != nil {
+		return err
+	}
+	for i, st := range rec.Spec.Stages {
+		if st.Shuffle == nil {
+			continue
+		}
+		// A map task emits in whatever order it likes: compare its
+		// shuffle parts as sets of lines.
+		norm := func(b []byte) []byte {
+			if j.Normalize != nil {
+				b = j.Normalize(b)
+			}
+			return sortedLines(b)
+		}
+		if err := c.compare(ctx, rec, refRec, stageManifestKey(j.ID, st.Name), stageManifestKey(j.Reference, st.Name), []int{i}, norm); err != nil {
+			return err
+		}
+	}
+	return c.uncommitted(ctx, rec)
+}
+
+// compare checks the chaos run's manifest at key lists exactly the
+// committed outputs of stages, and that each output equals the fault-free
+// run's (manifest refKey).
+func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey string, stages []int, norm func([]byte) []byte) error {
+	got, err := c.chaosS3.manifest(ctx, key)
+	if err != nil {
+		c.fail("manifest: %v", err)
+		return nil
+	}
+	want, err := c.refS3.manifest(ctx, refKey)
+	if err != nil {
+		c.fail("fault-free run's manifest: %v", err)
+		return nil
+	}
+	mine := c.manifestSlots(rec, key, got, stages)
+	theirs := map[slot]string{}
+	for _, o := range want.Outputs {
+		theirs[slot{o.Stage, o.Partition, o.Part}] = o.Key
+	}
+	if len(mine) != len(theirs) {
+		c.fail("%s lists %d outputs, the fault-free run's %d", key, len(mine), len(theirs))
+	}
+	var keys, refKeys []string
+	for s, k := range mine {
+		if rk, ok := theirs[s]; ok {
+			keys, refKeys = append(keys, k), append(refKeys, rk)
+		} else {
+			c.fail("%s lists %v, which the fault-free run does not have", key, s)
+		}
+	}
+	a, err := c.chaosS3.fetchAll(ctx, keys)
+	if err != nil {
+		c.fail("read outputs: %v", err)
+		return nil
+	}
+	b, err := c.refS3.fetchAll(ctx, refKeys)
+	if err != nil {
+		return fmt.Errorf("read the fault-free run's outputs: %w", err)
+	}
+	for i := range keys {
+		x, y := a[keys[i]], b[refKeys[i]]
+		if norm != nil {
+			x, y = norm(x), norm(y)
+		}
+		c.res.Compared++
+		if string(x) != string(y) {
+			c.fail("output %s (%d bytes) differs from the fault-free run's %s (%d bytes)", keys[i], len(x), refKeys[i], len(y))
+		}
+	}
+	return nil
+}
+
+// manifestSlots checks a manifest against the task records: every listed
+// output is a committed attempt's at its layout key, listed once, and
+// every committed output of the stages is listed.
+func (c *checker) manifestSlots(rec *jobRec, key string, m manifest, stages []int) map[slot]string {
+	out := map[slot]string{}
+	for _, o := range m.Outputs {
+		s := slot{o.Stage, o.Partition, o.Part}
+		idx := rec.Spec.index(o.Stage)
+		st, ok := rec.Stages[idx]
+		if !ok || !slices.Contains(stages, idx) {
+			c.fail("%s lists %s, not an output of its stages", key, o.Key)
+			continue
+		}
+		t, ok := st.Tasks[o.Partition]
+		switch {
+		case !ok:
+			c.fail("%s lists %s of a task that does not exist", key, o.Key)
+		case t.State != Succeeded || o.Attempt != t.CommittedAttempt:
+			c.fail("%s lists attempt %d of task %s/%d, whose committed attempt is %d (%s)", key, o.Attempt, o.Stage, o.Partition, t.CommittedAttempt, t.State)
+		case o.Key != outputKey(rec.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part):
+			c.fail("%s lists key %s, want %s", key, o.Key, outputKey(rec.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part))
+		case o.Part < 0 || o.Part >= t.Outputs:
+			c.fail("%s lists part %d of task %s/%d, which committed %d", key, o.Part, o.Stage, o.Partition, t.Outputs)
+		}
+		if _, dup := out[s]; dup {
+			c.fail("%s lists %v twice", key, s)
+		}
+		out[s] = o.Key
+	}
+	for _, idx := range stages {
+		st, ok := rec.Stages[idx]
+		if !ok {
+			continue
+		}
+		for _, t := range st.Tasks {
+			for p := 0; p < t.Outputs; p++ {
+				if _, ok := out[slot{st.Name, t.Partition, p}]; !ok {
+					c.fail("%s misses part %d of task %s/%d", key, p, st.Name, t.Partition)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// uncommitted counts the objects of attempts that did not commit, and
+// flags objects outside the layout.
+func (c *checker) uncommitted(ctx context.Context, rec *jobRec) error {
+	keys, err := c.chaosS3.list(ctx, outputsPrefix(rec.ID))
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		stage, part, att, _, err := parseOutputKey(rec.ID, k)
+		if err != nil {
+			c.fail("%v", err)
+			continue
+		}
+		st, ok := rec.Stages[rec.Spec.index(stage)]
+		if !ok {
+			c.fail("object %s of an unknown stage", k)
+			continue
+		}
+		if t, ok := st.Tasks[part]; !ok || t.CommittedAttempt != att {
+			c.res.Uncommitted++
+		}
+	}
+	return nil
+}
+
+func ms(t time.Time) string { return t.Format("15:04:05.000") }

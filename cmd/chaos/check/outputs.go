@@ -1,0 +1,160 @@
+package check
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// The bucket layout, re-declared from shared/blob/keys.go.
+func outputKey(job, stage string, partition, attempt, part int) string {
+	return fmt.Sprintf("jobs/%s/out/%s/p%06d/a%d/part-%05d", job, stage, partition, attempt, part)
+}
+
+func outputsPrefix(job string) string { return fmt.Sprintf("jobs/%s/out/", job) }
+
+func stageManifestKey(job, stage string) string {
+	return fmt.Sprintf("jobs/%s/manifests/%s.json", job, stage)
+}
+
+func jobManifestKey(job string) string { return fmt.Sprintf("jobs/%s/manifest.json", job) }
+
+// parseOutputKey reads an attempt output's key back.
+func parseOutputKey(job, key string) (stage string, partition, attempt, part int, err error) {
+	rest := key[len(outputsPrefix(job)):]
+	i := bytes.IndexByte([]byte(rest), '/')
+	if i < 0 {
+		return "", 0, 0, 0, fmt.Errorf("output key %q: no stage", key)
+	}
+	stage = rest[:i]
+	if _, err := fmt.Sscanf(rest[i+1:], "p%06d/a%d/part-%05d", &partition, &attempt, &part); err != nil {
+		return "", 0, 0, 0, fmt.Errorf("output key %q: %w", key, err)
+	}
+	if outputKey(job, stage, partition, attempt, part) != key {
+		return "", 0, 0, 0, fmt.Errorf("output key %q is not in the layout", key)
+	}
+	return stage, partition, attempt, part, nil
+}
+
+// manifest is a stage's or job's manifest as written to S3.
+type manifest struct {
+	Job     string `json:"job"`
+	Outputs []struct {
+		Stage     string `json:"stage"`
+		Partition int    `json:"partition"`
+		Attempt   int    `json:"attempt"`
+		Part      int    `json:"part"`
+		Key       string `json:"key"`
+	} `json:"outputs"`
+}
+
+// slot names one output of a stage independently of the attempt that
+// wrote it, so two runs' outputs can be paired.
+type slot struct {
+	Stage           string
+	Partition, Part int
+}
+
+// store reads one bucket.
+type store struct {
+	s3     *s3.Client
+	bucket string
+}
+
+var errNoObject = errors.New("no such object")
+
+func (s store) get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	var nk *s3types.NoSuchKey
+	if errors.As(err, &nk) {
+		return nil, fmt.Errorf("s3://%s/%s: %w", s.bucket, key, errNoObject)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return b, nil
+}
+
+func (s store) exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.get(ctx, key)
+	if errors.Is(err, errNoObject) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s store) manifest(ctx context.Context, key string) (manifest, error) {
+	var m manifest
+	raw, err := s.get(ctx, key)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, fmt.Errorf("decode s3://%s/%s: %w", s.bucket, key, err)
+	}
+	return m, nil
+}
+
+// list returns every key under prefix.
+func (s store) list(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(s.s3, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", s.bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys, nil
+}
+
+// fetchAll reads keys with a few requests in flight.
+func (s store) fetchAll(ctx context.Context, keys []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(keys))
+	var mu sync.Mutex
+	var first error
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			b, err := s.get(ctx, k)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			out[k] = b
+		}()
+	}
+	wg.Wait()
+	return out, first
+}
+
+// sortedLines is b's lines in order, for outputs whose line order is not
+// part of their meaning (a map task's shuffle partition).
+func sortedLines(b []byte) []byte {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	slices.SortFunc(lines, bytes.Compare)
+	return bytes.Join(lines, nil)
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/cmd/chaos/check"
+)
+
+// Report is what a chaos run found.
+type Report struct {
+	Options Options
+	// Kinds counts the jobs per example.
+	Kinds map[string]int
+	// States count each run's jobs by final state (RUNNING: stuck).
+	Chaos, Reference map[string]int
+	// Wall is each run's time from the first submission until every job
+	// ended.
+	ChaosWall, ReferenceWall time.Duration
+	Kills                    int
+	// Faults sums every process's last report by kind and by service.
+	Faults, FaultsByService map[string]int
+	Recovery                Recovery
+	Check                   check.Result
+	// UnstartedByKill counts the attempts that never started whose holder
+	// was an executor the harness killed (its takeover names it); the
+	// rest are unexplained (see Unexplained).
+	UnstartedByKill int
+	Unexplained     []string
+	// Violations are the checker's and the harness's: executors that died
+	// on their own, cancels the API never answered.
+	Violations []string
+}
+
+// Recovery is how long the tasks a killed executor held took to be
+// claimed again.
+type Recovery struct {
+	// Held counts the tasks killed executors held (CLAIMED by their
+	// attempt in the table right after the kill).
+	Held int
+	// Times are the reclaims' delays after their kill, sorted.
+	Times []time.Duration
+	// Not reclaimed: the dead executor's commit had applied anyway (its
+	// request was in flight), the job was cancelled, or neither.
+	CommittedInFlight, JobCancelled int
+	NotReclaimed                    []string
+}
+
+// percentile returns the p-th percentile (0..1) of sorted times.
+func percentile(times []time.Duration, p float64) time.Duration {
+	if len(times) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(times)))) - 1
+	return times[max(0, min(i, len(times)-1))]
+}
+
+// spread formats sorted times as p50, p99 and max.
+func spread(times []time.Duration) string {
+	if len(times) == 0 {
+		return "-"
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	return fmt.Sprintf("p50 %s  p99 %s  max %s  (n=%d)", r(percentile(times, 0.5)), r(percentile(times, 0.99)), r(times[len(times)-1]), len(times))
+}
+
+// report assembles the report of both runs and the checker.
+func (h *harness) report(ref, chaos *phase, res check.Result) *Report {
+	r := &Report{
+		Options: h.o, Kinds: map[string]int{}, Chaos: res.States, Reference: map[string]int{},
+		ChaosWall: chaos.wall, ReferenceWall: ref.wall, Kills: len(chaos.kills),
+		Faults: map[string]int{}, FaultsByService: map[string]int{}, Check: res,
+	}
+	for i, j := range chaos.jobs {
+		r.Kinds[j.w.Kind]++
+		r.Reference[ref.jobs[i].state]++
+	}
+	for _, counts := range chaos.faults {
+		for k, n := range counts {
+			// Keys are "Service.Operation kind".
+			op, kind, _ := strings.Cut(k, " ")
+			svc, _, _ := strings.Cut(op, ".")
+			r.Faults[kind] += n
+			r.FaultsByService[svc] += n
+		}
+	}
+	r.UnstartedByKill, r.Unexplained = explainUnstarted(chaos, res.Unstarted)
+	for _, v := range res.Violations {
+		r.Violations = append(r.Violations, strings.Join(append([]string{v.String()}, v.Detail...), "\n    "))
+	}
+	r.Violations = append(r.Violations, chaos.crashes...)
+	for _, c := range ref.crashes {
+		r.Violations = append(r.Violations, "fault-free run: "+c)
+	}
+	return r
+}
+
+// explainUnstarted sorts the attempts that were claimed but never started
+// into those whose claimer the harness killed (between its claim and its
+// start) and the rest: a claim written and then lost by a live executor
+// would be among the rest.
+func explainUnstarted(p *phase, unstarted []check.Attempt) (byKill int, rest []string) {
+	killed := map[string]bool{}
+	for _, k := range p.kills {
+		killed[k.proc] = true
+	}
+	for _, a := range unstarted {
+		// Who made the claim: the process whose takeover created it, or
+		// the holder a later takeover names.
+		claimer, known := p.takenBy[a]
+		if !known {
+			ex, ok := p.takenFrom[a]
+			claimer, known = p.executors[ex], ok
+		}
+		if known && killed[claimer] {
+			byKill++
+			continue
+		}
+		how := "claimed by an unknown executor (reclaimed after its lease)"
+		if known {
+			how = fmt.Sprintf("claimed by %s, which was not killed", claimer)
+		}
+		rest = append(rest, fmt.Sprintf("task %s/%d/%d attempt %d: %s", a.Job, a.Stage, a.Partition, a.Attempt, how))
+	}
+	return byKill, rest
+}
+
+// recovery measures, for each task a killed executor held, the time from
+// the kill to the task's next claim by another executor (from the claim
+// lines every executor logs; a claim's time is its own timestamp).
+func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
+	type task struct {
+		job         string
+		stage, part int
+	}
+	next := map[task][]check.Start{}
+	for _, s := range p.starts {
+		k := task{s.Job, s.Stage, s.Partition}
+		next[k] = append(next[k], s)
+	}
+	cancelled := map[string]bool{}
+	for _, j := range p.jobs {
+		cancelled[j.id] = j.cancelled
+	}
+	var r Recovery
+	var unknown []check.TaskState
+	for _, k := range p.kills {
+		for _, t := range k.held {
+			r.Held++
+			var first time.Time
+			for _, s := range next[task{t.Job, t.Stage, t.Partition}] {
+				if s.Attempt > t.Attempt && (first.IsZero() || s.At.Before(first)) {
+					first = s.At
+				}
+			}
+			if !first.IsZero() {
+				r.Times = append(r.Times, first.Sub(k.at))
+				continue
+			}
+			unknown = append(unknown, t)
+		}
+	}
+	slices.Sort(r.Times)
+	return r, h.classifyUnreclaimed(ctx, p.dep.Table, unknown, cancelled, &r)
+}
+
+// classifyUnreclaimed says why held tasks were never claimed again.
+func (h *harness) classifyUnreclaimed(ctx context.Context, table string, held []check.TaskState, cancelled map[string]bool, r *Recovery) error {
+	var keys []map[string]types.AttributeValue
+	for _, t := range held {
+		keys = append(keys, check.TaskKey(t.Job, t.Stage, t.Partition))
+	}
+	items, err := batchGet(ctx, h.db, table, keys)
+	if err != nil {
+		return err
+	}
+	final := map[[3]any]check.TaskState{}
+	for _, it := range items {
+		t, err := check.DecodeTaskState(it)
+		if err != nil {
+			return err
+		}
+		final[[3]any{t.Job, t.Stage, t.Partition}] = t
+	}
+	for _, t := range held {
+		f := final[[3]any{t.Job, t.Stage, t.Partition}]
+		switch {
+		case f.State == check.Succeeded && f.CommittedAttempt == t.Attempt:
+			r.CommittedInFlight++
+		case cancelled[t.Job]:
+			r.JobCancelled++
+		default:
+			r.NotReclaimed = append(r.NotReclaimed, fmt.Sprintf("task %s/%d/%d attempt %d: now %s attempt %d", t.Job, t.Stage, t.Partition, t.Attempt, f.State, f.Attempt))
+		}
+	}
+	return nil
+}
+
+// Print writes the report as a table.
+func (r *Report) Print(w io.Writer) {
+	o := r.Options
+	fmt.Fprintf(w, "\nchaos run: %d jobs (%s), %d executors x %d slots, faults %q, a kill every %s, lease %s, seed %d\n",
+		o.Jobs, counts(r.Kinds), o.Executors, o.Slots, o.Faults, o.KillEvery, o.Lease, o.Seed)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\tchaos run\tfault-free run\n")
+	for _, st := range []string{check.Succeeded, check.Failed, check.Cancelled, check.Running} {
+		name := strings.ToLower(st)
+		if st == check.Running {
+			name = "stuck (RUNNING)"
+		}
+		fmt.Fprintf(tw, "jobs %s\t%d\t%d\n", name, r.Chaos[st], r.Reference[st])
+	}
+	fmt.Fprintf(tw, "wall time\t%s\t%s\n", r.ChaosWall.Round(100*time.Millisecond), r.ReferenceWall.Round(100*time.Millisecond))
+	fmt.Fprintf(tw, "tasks / attempts\t%d / %d\t\n", r.Check.Tasks, r.Check.Attempts)
+	budget := "the examples' 3"
+	if o.MaxAttempts > 0 {
+		budget = fmt.Sprint(o.MaxAttempts)
+	}
+	fmt.Fprintf(tw, "most attempts of one task\t%d (budget %s)\t\n", r.Check.MaxAttempt, budget)
+	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d\t\n", r.Kills)
+	fmt.Fprintf(tw, "faults injected\t%s\t\n", counts(r.Faults))
+	fmt.Fprintf(tw, "  by service\t%s\t\n", counts(r.FaultsByService))
+	rc := r.Recovery
+	fmt.Fprintf(tw, "tasks held by killed executors\t%d\t\n", rc.Held)
+	fmt.Fprintf(tw, "recovery, kill to next claim\t%s\t\n", spread(rc.Times))
+	fmt.Fprintf(tw, "  not reclaimed\t%d committed in flight, %d job cancelled, %d other\t\n", rc.CommittedInFlight, rc.JobCancelled, len(rc.NotReclaimed))
+	fmt.Fprintf(tw, "last commit to job end\t%s\t%s\n", spread(r.Check.EndLag), spread(r.Check.ReferenceEndLag))
+	fmt.Fprintf(tw, "outputs byte-identical to the fault-free run\t%d compared\t\n", r.Check.Compared)
+	fmt.Fprintf(tw, "uncommitted attempt outputs (in no manifest)\t%d\t\n", r.Check.Uncommitted)
+	fmt.Fprintf(tw, "commits after a cancel (attempt started before it)\t%d\t\n", r.Check.LateCommits)
+	fmt.Fprintf(tw, "attempts claimed but never started\t%d (%d by an executor killed mid-claim, %d other)\t\n",
+		len(r.Check.Unstarted), r.UnstartedByKill, len(r.Unexplained))
+	fmt.Fprintf(tw, "violations\t%d\t\n", len(r.Violations))
+	_ = tw.Flush()
+	for _, v := range r.Violations {
+		fmt.Fprintf(w, "VIOLATION: %s\n", v)
+	}
+	for _, s := range rc.NotReclaimed {
+		fmt.Fprintf(w, "not reclaimed: %s\n", s)
+	}
+	for _, s := range r.Unexplained {
+		fmt.Fprintf(w, "never started: %s\n", s)
+	}
+}
+
+// counts formats a count map as "a 3, b 1", largest first.
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if m[keys[a]] != m[keys[b]] {
+			return m[keys[a]] > m[keys[b]]
+		}
+		return keys[a] < keys[b]
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/join"
+	"github.com/batchwork/batchwork/examples/wordcount"
+)
+
+// The workload's shape: small jobs, so a hundred fit in a couple of
+// minutes on the emulator, each with several stages and a few tasks per
+// stage, so kills land in every kind of step.
+const (
+	inputPrefix   = "inputs/wordcount/"
+	corpusFiles   = 2
+	corpusBytes   = 16 << 10 // per file
+	splitSize     = 8 << 10  // 4 map tasks
+	reducers      = 3
+	diamondWidth  = 2
+	joinMaps      = 3
+	joinSides     = 2
+	joinPartition = 3
+)
+
+// workload is one job of the run: the same spec in both runs.
+type workload struct {
+	Kind string // wordcount, diamond, join
+	Name string
+	Spec []byte
+}
+
+// settings are what the run sets in every spec.
+type settings struct {
+	Lease time.Duration
+	// MaxAttempts, when set, overrides the examples' retry budget.
+	MaxAttempts int
+}
+
+// workloads builds n jobs, cycling through the three examples and the
+// three priorities (every ready queue carries work), each with the run's
+// settings.
+func workloads(n int, bucket string, set settings) ([]workload, error) {
+	priorities := []string{"normal", "high", "low"}
+	out := make([]workload, 0, n)
+	for i := range n {
+		prio := priorities[(i/3)%3]
+		var w workload
+		var err error
+		switch i % 3 {
+		case 0:
+			w.Kind, w.Name = "wordcount", fmt.Sprintf("wordcount-%03d", i)
+			w.Spec, err = withJSON(wordcount.Spec(w.Name, "s3://"+bucket+"/"+inputPrefix, splitSize, reducers), set, prio)
+		case 1:
+			w.Kind, w.Name = "diamond", fmt.Sprintf("diamond-%03d", i)
+			w.Spec = withYAML(diamond.Spec(w.Name, diamondWidth), set, prio)
+		case 2:
+			w.Kind, w.Name = "join", fmt.Sprintf("join-%03d", i)
+			w.Spec = withYAML(join.Spec(w.Name, joinMaps, joinSides, joinPartition), set, prio)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("spec of %s: %w", w.Name, err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// withYAML adds the run's settings to a YAML spec as top-level keys.
+func withYAML(spec []byte, set settings, priority string) []byte {
+	out := fmt.Appendf(bytes.Clone(spec), "lease: %s\npriority: %s\n", set.Lease, priority)
+	if set.MaxAttempts > 0 {
+		out = fmt.Appendf(out, "retry: {maxAttempts: %d, backoff: 1s}\n", set.MaxAttempts)
+	}
+	return out
+}
+
+// withJSON adds the run's settings to a JSON spec.
+func withJSON(spec []byte, set settings, priority string) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, err
+	}
+	doc["lease"] = set.Lease.String()
+	doc["priority"] = priority
+	if set.MaxAttempts > 0 {
+		doc["retry"] = map[string]any{"maxAttempts": set.MaxAttempts, "backoff": "1s"}
+	}
+	return json.Marshal(doc)
+}
+
+// normalizer says how to compare a kind's outputs across runs: the
+// diamond example writes its attempt number, which differs between runs
+// by design; everything else must be byte-identical.
+func normalizer(kind string) func([]byte) []byte {
+	if kind != "diamond" {
+		return nil
+	}
+	return func(b []byte) []byte { return attemptField.ReplaceAll(b, []byte("attempt N")) }
+}
+
+var attemptField = regexp.MustCompile(`attempt [0-9]+`)
+
+// uploadCorpus writes the word-count input, generated from a fixed seed.
+func uploadCorpus(ctx context.Context, cli *s3.Client, bucket string) error {
+	for i := range corpusFiles {
+		key := fmt.Sprintf("%spart-%d.txt", inputPrefix, i)
+		body := wordcount.Corpus(uint64(i+1), corpusBytes)
+		if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			return fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
+		}
+	}
+	return nil
+}
