@@ -34,24 +34,24 @@ var transientReasons = map[string]bool{
 }
 
 // transientTx reports whether a TransactWriteItems error left nothing
-// applied and may succeed if sent again: a cancellation whose reasons are
-// all None or transient (a failed condition is an answer, not contention),
-// or a top-level TransactionInProgress.
+// applied and may be answered differently if sent again: a cancellation
+// with a transient reason on any item, or a top-level
+// TransactionInProgress. A cancellation that also failed a condition is
+// sent again too: contention on one item may have hidden what the others'
+// conditions would say (the commit's last committer sees its counter's
+// guard fail and its task item conflict at once), and a resend's
+// conditions decide afresh.
 func transientTx(err error) bool {
 	if err == nil {
 		return false
 	}
 	if reasons := cancelReasons(err); reasons != nil {
-		transient := false
 		for _, r := range reasons {
-			switch {
-			case transientReasons[r]:
-				transient = true
-			case r != reasonNone && r != "":
-				return false
+			if transientReasons[r] {
+				return true
 			}
 		}
-		return transient
+		return false
 	}
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "TransactionInProgressException"
@@ -86,6 +86,10 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 			case <-t.C:
 			}
 		}
+		// A fresh token for each try: the SDK fills one into in on the
+		// first, and AWS does not promise what a token whose request was
+		// cancelled does when it comes back.
+		in.ClientRequestToken = nil
 		if _, err = s.db.TransactWriteItems(ctx, in); !transientTx(err) {
 			return err
 		}
