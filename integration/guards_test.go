@@ -118,16 +118,14 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, ev := range []sm.Event{sm.TaskTakeover, sm.TaskAbandon} {
-			ops = append(ops, op{string(ev) + " from " + h.name, ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-				_, err := store.TakeoverTask(ctx, dynamo.TakeoverParams{
-					ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
-					Event:       ev, Holder: batch.Task{Ref: ref, Token: tok, Executor: ex}, Err: "executor lost",
-				})
-				return err
-			}})
-			holderOf[len(ops)-1] = h.alive
-		}
+		ops = append(ops, op{"takeover from " + h.name, sm.TaskTakeover, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			_, err := store.TakeoverTask(ctx, dynamo.TakeoverParams{
+				ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
+				Holder:      batch.Task{Ref: ref, Token: tok, Executor: ex},
+			})
+			return err
+		}})
+		holderOf[len(ops)-1] = h.alive
 	}
 
 	partition := 0

@@ -442,3 +442,28 @@ func TestLiveExecutorsTaskIsNotTakenOver(t *testing.T) {
 		t.Fatalf("claim after the promise lapsed: attempt %d, %v; want attempt 2", second.Task.Attempt, err)
 	}
 }
+
+// A claim without an executor id (a remote executor through the claim
+// function) that takes over a dead executor's task clears the dead id
+// from the record.
+func TestClaimWithoutExecutorClearsDeadHolder(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	id := submitTo(t, rig.svc, "clear", oneStage("clear", "work", 1))
+	if _, err := rig.svc.Claim(control.WithExecutor(ctx, "deadbeefdeadbeef"), batch.TaskRef{Job: id}); err != nil {
+		t.Fatal(err)
+	}
+	rig.clk.Advance(tuning.ExecutorLease + sm.LeaseSkew + time.Second)
+	c, err := rig.svc.Claim(ctx, batch.TaskRef{Job: id})
+	if err != nil || c.Task.Attempt != 2 {
+		t.Fatalf("takeover without an executor id: attempt %d, %v", c.Task.Attempt, err)
+	}
+	task, err := rig.e.r.Store.GetTask(ctx, c.Task.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Executor != "" || task.Token != c.Task.Token {
+		t.Fatalf("record after the takeover: executor %q; want none", task.Executor)
+	}
+}

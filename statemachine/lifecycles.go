@@ -33,11 +33,12 @@ const (
 	TaskExpire    Event = "expire"
 	TaskExhaust   Event = "exhaust"
 	TaskCancel    Event = "cancel"
-	// TaskTakeover and TaskAbandon act on a claim whose executor died:
-	// another executor takes the task over at once (attempts left) or
-	// fails it (none left), without waiting for the task's lease.
+	// TaskTakeover acts on a claim whose executor died: another executor
+	// takes the task over at once as a new attempt, without waiting for
+	// the task's lease. A last attempt is not failed this way: only its
+	// lease's expiry fails it (TaskExhaust), so liveness can speed up
+	// recovery but never end a job.
 	TaskTakeover Event = "takeover"
-	TaskAbandon  Event = "abandon"
 )
 
 // Task guards.
@@ -82,7 +83,6 @@ var Tasks = Machine[TaskState]{
 		{Event: TaskExhaust, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardLeaseExpired, GuardNoAttemptsLeft}},
 		{Event: TaskCancel, From: []TaskState{TaskReady, TaskClaimed}, To: TaskCancelled},
 		{Event: TaskTakeover, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardHolderDead, GuardAttemptsLeft}},
-		{Event: TaskAbandon, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardHolderDead, GuardNoAttemptsLeft}},
 	},
 }
 

@@ -46,7 +46,7 @@ func TestExhaustive(t *testing.T) {
 				TaskReclaim: TaskClaimed, TaskHeartbeat: TaskClaimed, TaskCommit: TaskSucceeded,
 				TaskRetry: TaskReady, TaskFail: TaskFailed, TaskExpire: TaskReady,
 				TaskExhaust: TaskFailed, TaskCancel: TaskCancelled,
-				TaskTakeover: TaskClaimed, TaskAbandon: TaskFailed,
+				TaskTakeover: TaskClaimed,
 			},
 		})
 	})
@@ -138,8 +138,7 @@ func TestDecide(t *testing.T) {
 		{name: "take over from a dead executor", task: deadHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantTo: TaskClaimed},
 		{name: "take over within the skew margin", task: skewHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantGuard: GuardHolderDead},
 		{name: "take over from an executor without a record", task: claimed, ev: TaskTakeover, in: TaskInput{At: now}, wantTo: TaskClaimed},
-		{name: "abandon with attempts left", task: deadHolder, ev: TaskAbandon, in: TaskInput{At: now}, wantGuard: GuardNoAttemptsLeft},
-		{name: "abandon the last attempt", task: lastDeadHolder, ev: TaskAbandon, in: TaskInput{At: now}, wantTo: TaskFailed},
+		{name: "no takeover of a last attempt", task: lastDeadHolder, ev: TaskTakeover, in: TaskInput{At: now}, wantGuard: GuardAttemptsLeft},
 		{name: "reclaim within the skew margin", task: justPast, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "expire within the skew margin", task: justPast, ev: TaskExpire, in: TaskInput{At: now}, wantGuard: GuardLeaseExpired},
 		{name: "reclaim exhausted", task: lastExpired, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardAttemptsLeft},

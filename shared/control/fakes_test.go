@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/split"
@@ -552,9 +553,7 @@ func (f *fakeStore) ClaimTask(_ context.Context, p dynamo.ClaimParams) (batch.Ta
 		if !p.SlotAt.IsZero() {
 			t.SlotAt = msTime(p.SlotAt)
 		}
-		if p.Executor != "" {
-			t.Executor = p.Executor
-		}
+		t.Executor = p.Executor // a claim without one removes the old
 		ft.due = msTime(t.LeaseUntil.Add(p.Grace))
 		return *t, nil
 	})
@@ -706,36 +705,30 @@ func (f *fakeStore) ExecutorAlive(_ context.Context, id string) (time.Time, erro
 	return fakeCall(f, "ExecutorAlive", func() (time.Time, error) { return f.alive[id], nil })
 }
 
-// TakeoverTask applies p.Event (takeover or abandon) if the holder's claim
-// is still the task's and the rules, given the holder's liveness record,
-// allow it; sm.ErrInvalidTransition otherwise.
+// TakeoverTask applies a takeover if the holder's claim is still the
+// task's and the rules, given the holder's liveness record, allow it;
+// sm.ErrInvalidTransition otherwise.
 func (f *fakeStore) TakeoverTask(_ context.Context, p dynamo.TakeoverParams) (batch.Task, error) {
 	return fakeCall(f, "TakeoverTask", func() (batch.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok || ft.t.Token != p.Holder.Token {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
 		}
 		now := msTime(p.Now)
 		view := ft.t.View()
 		view.HolderAlive = f.alive[p.Holder.Executor]
-		tr, err := sm.Decide(view, p.Event, sm.TaskInput{At: now})
+		tr, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: now})
 		if err != nil {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
 		}
 		t := &ft.t
 		t.State, t.Updated = tr.To, now
-		if tr.To != sm.TaskClaimed {
-			t.LastError, ft.due = p.Err, now
-			return *t, nil
-		}
 		t.Attempt++
 		t.Token, t.LeaseUntil = p.Token, msTime(now.Add(p.Lease))
 		if !p.SlotAt.IsZero() {
 			t.SlotAt = msTime(p.SlotAt)
 		}
-		if p.Executor != "" {
-			t.Executor = p.Executor
-		}
+		t.Executor = p.Executor // a claim without one removes the old
 		ft.due = msTime(t.LeaseUntil.Add(p.Grace))
 		return *t, nil
 	})
@@ -931,14 +924,45 @@ func (f *fakeStore) attemptEnd(ref batch.TaskRef, attempt int) (batch.AttemptEnd
 	return e, ok
 }
 
-// The read-side routes are not under test here.
+// The other read-side routes are not under test here.
 
 func (f *fakeStore) ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error) {
 	panic("fakeStore: ListOwnerJobs is not faked (read-side routes are out of these tests' scope)")
 }
 
-func (f *fakeStore) ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error) {
-	panic("fakeStore: ListTaskPage is not faked (read-side routes are out of these tests' scope)")
+// ListTaskPage reads a stage's tasks after p.After bucket by bucket, as
+// the adapter's Queries do: each read evaluates at most the rows the page
+// still wants (before the state filter, like a Query's Limit) and stops at
+// its bucket's end.
+func (f *fakeStore) ListTaskPage(_ context.Context, p dynamo.TaskPageParams) (dynamo.TaskPage, error) {
+	return fakeCall(f, "ListTaskPage", func() (dynamo.TaskPage, error) {
+		pg := dynamo.TaskPage{Next: p.After}
+		for pg.Next+1 < p.Total && len(pg.Rows) < p.Limit && pg.Reads < max(p.MaxReads, 1) {
+			b := (pg.Next + 1) / dynamo.TaskBucket
+			pg.Reads++
+			var bucket []batch.Task
+			for ref, t := range f.tasks {
+				if ref.Job == p.Job && ref.Stage == p.Stage && ref.Partition/dynamo.TaskBucket == b && ref.Partition > pg.Next {
+					bucket = append(bucket, t.t)
+				}
+			}
+			sort.Slice(bucket, func(i, j int) bool { return bucket[i].Ref.Partition < bucket[j].Ref.Partition })
+			room := p.Limit - len(pg.Rows)
+			read := bucket[:min(len(bucket), room)]
+			for _, t := range read {
+				if p.State == "" || t.State == p.State {
+					pg.Rows = append(pg.Rows, batch.TaskRow{Task: t})
+				}
+			}
+			if len(bucket) >= room {
+				pg.Next = read[len(read)-1].Ref.Partition // the Query's LastEvaluatedKey
+			} else {
+				pg.Next = min((b+1)*dynamo.TaskBucket, p.Total) - 1
+			}
+		}
+		pg.Done = pg.Next+1 >= p.Total
+		return pg, nil
+	})
 }
 
 func (f *fakeStore) AttemptEnds(context.Context, string, int, int, int) ([]batch.AttemptEnd, error) {
@@ -1104,6 +1128,18 @@ type fakeBlob struct {
 	before faultHook
 	objs   map[string]map[string][]byte // bucket -> key -> body
 	marked []string                     // MarkUncommitted prefixes, in order
+	// listLimit, when set, ends a listing of more objects with the blob
+	// adapter's *blob.ListLimitError.
+	listLimit int
+	// pageSize, when set, is the manifest page size (ManifestPager).
+	pageSize int
+}
+
+// ManifestPageSize makes the fake a ManifestPager: 0 is the default.
+func (b *fakeBlob) ManifestPageSize() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pageSize
 }
 
 func newFakeBlob(log *journal) *fakeBlob {
@@ -1162,6 +1198,10 @@ func (b *fakeBlob) List(_ context.Context, bucket, prefix string) ([]split.Objec
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if b.listLimit > 0 && len(out) > b.listLimit {
+		l := blob.ListLimit{Objects: b.listLimit, KeyBytes: 1 << 40}
+		return nil, &blob.ListLimitError{Bucket: bucket, Prefix: prefix, Limit: l, Objects: l.Objects + 1}
+	}
 	return out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -106,10 +107,10 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 }
 
 // takeOver claims a task held by a live-leased claim whose executor died
-// (its liveness record lapsed), as a new attempt; on the task's last
-// attempt it fails the task instead (the lease expiry would do the same,
-// a lease later). While the holder lives, it returns held again, to be
-// tried when the holder's promise lapses.
+// (its liveness record lapsed), as a new attempt. A last attempt is left
+// to its lease: liveness may speed recovery up, but a slow or partitioned
+// executor misjudged dead must never fail a job. While the holder lives,
+// it returns held again.
 func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.Task, held error) (batch.Task, error) {
 	alive, err := s.store.ExecutorAlive(ctx, t.Executor)
 	if err != nil {
@@ -117,20 +118,10 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	}
 	view := t.View()
 	view.HolderAlive = alive
-	ev := sm.TaskTakeover
-	if t.Attempt >= t.MaxAttempts {
-		ev = sm.TaskAbandon
+	if _, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: cp.Now}); err != nil {
+		return t, &batch.ClaimHeldError{LeaseUntil: heldUntil(t, alive, cp.Now)}
 	}
-	if _, err := sm.Decide(view, ev, sm.TaskInput{At: cp.Now}); err != nil {
-		// The holder lives. Its message, which it keeps hidden, is what
-		// returns if it dies: this one (a copy) comes back when the
-		// holder's promise lapses, to look again.
-		return t, &batch.ClaimHeldError{LeaseUntil: minTime(alive, t.LeaseUntil).Add(sm.LeaseSkew)}
-	}
-	reason := fmt.Sprintf("executor lost on attempt %d of %d", t.Attempt, t.MaxAttempts)
-	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{
-		ClaimParams: cp, Event: ev, Holder: t, Err: reason,
-	})
+	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{ClaimParams: cp, Holder: t})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, committed, or another executor took over
 		// first: look again shortly.
@@ -139,23 +130,26 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	if err != nil {
 		return t, err
 	}
-	s.logger(t.Ref).Info("took over the task of a dead executor", "executor", t.Executor, "attempt", t.Attempt, "event", string(ev))
-	if ev == sm.TaskAbandon {
-		s.freeSlots(ctx, t.Ref, nil, time.Time{})
-		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
-		if err := s.propagateFailure(ctx, nt); err != nil {
-			return nt, err
-		}
-		return nt, fmt.Errorf("claim %s: %s: %w", t.Ref, reason, batch.ErrAlreadyDone)
-	}
+	s.logger(t.Ref).Info("took over the task of a dead executor", "executor", t.Executor, "attempt", t.Attempt)
 	return nt, nil
 }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
+// heldUntil is when a message of a task held by a live claim should come
+// back. An executor that renewed its promise within the last beat is
+// running: the message is a copy (the holder keeps its own hidden), and it
+// comes back when the task's lease allows a reclaim. One whose promise is
+// about to lapse may be dying: the message may be its own, so it comes
+// back just after the promise lapses, for a takeover (or at the lease,
+// when that is sooner or the attempt is the last).
+func heldUntil(t batch.Task, alive, now time.Time) time.Time {
+	lease := t.LeaseUntil.Add(sm.LeaseSkew)
+	if alive.Sub(now) > tuning.ExecutorLease-tuning.ExecutorBeat-sm.LeaseSkew || t.Attempt >= t.MaxAttempts {
+		return lease
 	}
-	return b
+	if soon := alive.Add(sm.LeaseSkew); soon.Before(lease) {
+		return soon
+	}
+	return lease
 }
 
 // jobStateAfterClaim reads the job's state right after a claim, trying

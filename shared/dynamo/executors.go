@@ -56,42 +56,29 @@ func (s *Store) ExecutorAlive(ctx context.Context, id string) (time.Time, error)
 	return getT(out.Item, aAlive), nil
 }
 
-// TakeoverParams takes over, or fails, a claim whose executor died.
+// TakeoverParams takes over a claim whose executor died, as a new attempt
+// for the caller.
 type TakeoverParams struct {
 	ClaimParams
-	// Event is sm.TaskTakeover (a new attempt for the caller) or
-	// sm.TaskAbandon (no attempts left: the task fails with Err).
-	Event sm.Event
 	// Holder is the dead claim as the caller read it; the write requires
 	// its token still to hold the task.
 	Holder batch.Task
-	Err    string
 }
 
-// TakeoverTask applies p.Event in one transaction with a check that the
-// holder's liveness record has lapsed (sm.GuardHolderDead), so a holder
-// that renewed meanwhile keeps its task. sm.ErrInvalidTransition means the
-// task or the holder moved on (renewed, committed, taken over by another).
+// TakeoverTask applies sm.TaskTakeover in one transaction with a check
+// that the holder's liveness record has lapsed (sm.GuardHolderDead), so a
+// holder that renewed meanwhile keeps its task. sm.ErrInvalidTransition
+// means the task or the holder moved on (renewed, committed, taken over by
+// another). A takeover whose response was lost recognises its own token.
 func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task, error) {
 	c := newCond()
-	tr := sm.Tasks.Transition(p.Event)
+	tr := sm.Tasks.Transition(sm.TaskTakeover)
 	expr := transition(c, tr)
 	to(c, tr)
 	c.values[":now"] = ms(p.Now)
 	c.values[":old"] = sv(p.Holder.Token)
 	pk := taskPK(p.Ref)
-	var upd string
-	if tr.To == sm.TaskClaimed {
-		lease := p.Now.Add(p.Lease)
-		c.values[":tok"] = sv(p.Token)
-		c.values[":lease"] = ms(lease)
-		c.values[":one"] = nv(1)
-		upd = "SET #st = :to, tok = :tok, lease = :lease, upd = :now" + claimFields(c, p.ClaimParams) +
-			s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
-	} else {
-		c.values[":err"] = sv(p.Err)
-		upd = "SET #st = :to, err = :err, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Now)
-	}
+	upd := s.claimUpdate(c, p.ClaimParams, pk+taskSK(p.Ref.Partition), p.Now.Add(p.Lease))
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
@@ -103,24 +90,27 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LeaseSkew))},
 	}}}})
+	if err != nil {
+		// A write whose response was lost (and whose retry found its own
+		// work done) holds the task with our token.
+		if t, gerr := s.GetTask(ctx, p.Ref); gerr == nil && t.State == sm.TaskClaimed && t.Token == p.Token {
+			return t, nil
+		}
+	}
 	if reasons := cancelReasons(err); len(reasons) == 2 && (reasons[0] == reasonCondFailed || reasons[1] == reasonCondFailed) {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+		return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+		return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
 	}
 	// The write succeeded from the holder's record, so the new one is
 	// known without reading it back.
 	t := p.Holder
-	t.State, t.Updated = tr.To, p.Now
-	if tr.To == sm.TaskClaimed {
-		t.Attempt++
-		t.Token, t.LeaseUntil, t.Executor = p.Token, p.Now.Add(p.Lease), p.Executor
-		if !p.SlotAt.IsZero() {
-			t.SlotAt = p.SlotAt
-		}
-	} else {
-		t.LastError = p.Err
+	t.State, t.Updated = sm.TaskClaimed, p.Now
+	t.Attempt++
+	t.Token, t.LeaseUntil, t.Executor = p.Token, p.Now.Add(p.Lease), p.Executor
+	if !p.SlotAt.IsZero() {
+		t.SlotAt = p.SlotAt
 	}
 	return t, nil
 }

@@ -175,14 +175,9 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	to(c, sm.Tasks.Transition(sm.TaskClaim))
 	lease := p.Now.Add(p.Lease)
 	c.values[":now"] = ms(p.Now)
-	c.values[":tok"] = sv(p.Token)
-	c.values[":lease"] = ms(lease)
-	c.values[":one"] = nv(1)
 	pk := taskPK(p.Ref)
 	bindLeaseExpired(c, p.Now)
-	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now"
-	upd += claimFields(c, p)
-	upd += s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace)) + " ADD att :one"
+	upd := s.claimUpdate(c, p, pk+taskSK(p.Ref.Partition), lease)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
@@ -213,19 +208,29 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	return t, explainClaim(t, p.Now)
 }
 
-// claimFields returns the SET fragment for a claim's optional fields
-// (slot stamp, executor), binding their values in c.
-func claimFields(c *cond, p ClaimParams) string {
-	upd := ""
+// claimUpdate is the update expression of a claim or a takeover, binding
+// its values in c: the new token and lease, the optional slot stamp, the
+// claiming executor, and the attempt's increment. A claim without an
+// executor removes the previous holder's, so no one judges the new claim
+// by a dead executor's liveness record.
+func (s *Store) claimUpdate(c *cond, p ClaimParams, dueKey string, lease time.Time) string {
+	c.values[":tok"] = sv(p.Token)
+	c.values[":lease"] = ms(lease)
+	c.values[":one"] = nv(1)
+	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now"
 	if !p.SlotAt.IsZero() {
 		c.values[":sat"] = ms(p.SlotAt)
 		upd += ", sat = :sat"
 	}
+	remove := ""
 	if p.Executor != "" {
 		c.values[":ex"] = sv(p.Executor)
 		upd += ", ex = :ex"
+	} else {
+		remove = " REMOVE ex"
 	}
-	return upd
+	// The due time is never zero here, so dueClause only adds to SET.
+	return upd + s.dueClause(c, dueKey, lease.Add(p.Grace)) + remove + " ADD att :one"
 }
 
 // explainClaim turns a refused claim into the outcome the executor acts on,
