@@ -75,8 +75,8 @@ func (q *classQueues) ChangeVisibility(ctx context.Context, url, receipt string,
 	return nil
 }
 
-func (q *classQueues) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error {
-	return nil
+func (q *classQueues) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
+	return nil, nil
 }
 
 func (q *classQueues) DeleteBatch(ctx context.Context, url string, receipts []string) error {

@@ -193,13 +193,13 @@ func (q *memQueue) ChangeVisibility(ctx context.Context, url, receipt string, d 
 	return nil
 }
 
-func (q *memQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error {
+func (q *memQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
 	for _, r := range receipts {
 		if err := q.ChangeVisibility(ctx, url, r, d); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func (q *memQueue) DeleteBatch(ctx context.Context, url string, receipts []string) error {

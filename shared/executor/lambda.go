@@ -37,15 +37,16 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	var held *heldMessages
 	if live, ok := h.Runner.CP.(Liveness); ok {
 		id := control.NewExecutorID()
+		// Without a first record this invocation's claims carry no id:
+		// they are then recovered by their lease, as before liveness.
 		if err := live.ExecutorAlive(ctx, id); err != nil {
-			h.Runner.Log.Warn("executor liveness", "err", err)
+			h.Runner.Log.Warn("executor liveness: running without", "err", err)
+		} else {
+			ctx = control.WithExecutor(ctx, id)
+			held = newHeldMessages(h.Queue, h.Runner.Log)
+			stop := held.start(ctx, live, id)
+			defer stop()
 		}
-		ctx = control.WithExecutor(ctx, id)
-		held = &heldMessages{q: h.Queue, log: h.Runner.Log, byURL: map[string]map[string]bool{}}
-		beatCtx, stopBeat := context.WithCancel(ctx)
-		beatDone := make(chan struct{})
-		go func() { defer close(beatDone); held.beat(beatCtx, live, id) }()
-		defer func() { stopBeat(); <-beatDone }()
 	}
 	for _, rec := range ev.Records {
 		wg.Add(1)
@@ -59,8 +60,14 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 			d := Delivery{Body: rec.Body, SentAt: time.UnixMilli(sent)}
 			var res Result
 			hide := func() {
-				if res.Action == Hide {
+				switch {
+				case res.Action == Hide:
 					_ = extend(ctx, res.Delay)
+				case res.Action == Delete && held != nil:
+					// The event source deletes it when the whole batch
+					// returns; until then it must not come back from the
+					// short visibility the beat kept it at.
+					_ = extend(ctx, untilBatchEnds(ctx))
 				}
 			}
 			if held != nil {
@@ -84,4 +91,14 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	}
 	wg.Wait()
 	return resp, nil
+}
+
+// untilBatchEnds is how long a finished message stays hidden in a Lambda
+// batch: past the invocation's deadline, by when the event source has
+// deleted it.
+func untilBatchEnds(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl) + 30*time.Second
+	}
+	return 15 * time.Minute // Lambda's longest invocation
 }

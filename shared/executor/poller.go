@@ -8,14 +8,15 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
-	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Queue is what the hosts need of SQS.
 type Queue interface {
 	Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error)
 	ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error
-	ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error
+	// ChangeVisibilityBatch returns the receipts that can never change
+	// again (their message was received anew, or deleted).
+	ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) (gone []string, err error)
 	DeleteBatch(ctx context.Context, url string, receipts []string) error
 }
 
@@ -72,16 +73,15 @@ func (p *Poller) Run(ctx context.Context) error {
 	var held *heldMessages
 	if live, ok := p.Runner.CP.(Liveness); ok {
 		id := control.NewExecutorID()
-		// Alive before the first claim, so no claim of ours looks dead.
-		if err := live.ExecutorAlive(ctx, id); err != nil {
-			p.Log.Warn("executor liveness", "err", err)
+		// Alive before the first claim, so no claim of ours looks dead:
+		// nothing is received until the record is written.
+		if !aliveBeforeWork(ctx, live, id, p.Log) {
+			return nil
 		}
 		taskCtx = control.WithExecutor(taskCtx, id)
-		held = &heldMessages{q: p.Queue, log: p.Log, byURL: map[string]map[string]bool{}}
-		beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
-		beatDone := make(chan struct{})
-		go func() { defer close(beatDone); held.beat(beatCtx, live, id) }()
-		defer func() { stopBeat(); <-beatDone }()
+		held = newHeldMessages(p.Queue, p.Log)
+		stop := held.start(context.WithoutCancel(ctx), live, id)
+		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}
 	del := newDeleter(p.Queue, p.Log)
@@ -189,71 +189,6 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	}
 	if res.Err != nil {
 		p.Log.Debug("task message handled", "task", m.Body, "action", res.Action, "err", res.Err)
-	}
-}
-
-// heldMessages are the messages of the tasks a poller runs, which its
-// beat keeps hidden.
-type heldMessages struct {
-	q   Queue
-	log *slog.Logger
-	// mu is held across a renewal, so a message leaves the set (and is
-	// hidden for its own delay) only between renewals.
-	mu    sync.Mutex
-	byURL map[string]map[string]bool
-}
-
-func (h *heldMessages) add(m queue.Message) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.byURL[m.Queue] == nil {
-		h.byURL[m.Queue] = map[string]bool{}
-	}
-	h.byURL[m.Queue][m.Receipt] = true
-}
-
-func (h *heldMessages) remove(m queue.Message, then func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.byURL[m.Queue], m.Receipt)
-	then()
-}
-
-// beat renews the executor's liveness record and its messages' visibility
-// every tuning.ExecutorBeat until ctx ends. A failed beat is retried at
-// the next; the promise and the visibility outlast a beat or two.
-func (h *heldMessages) beat(ctx context.Context, live Liveness, id string) {
-	tick := time.NewTicker(tuning.ExecutorBeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		bctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
-		if err := live.ExecutorAlive(bctx, id); err != nil {
-			h.log.Warn("executor liveness", "executor", id, "err", err)
-		}
-		h.renew(bctx)
-		cancel()
-	}
-}
-
-func (h *heldMessages) renew(ctx context.Context) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for url, set := range h.byURL {
-		if len(set) == 0 {
-			continue
-		}
-		receipts := make([]string, 0, len(set))
-		for r := range set {
-			receipts = append(receipts, r)
-		}
-		if err := h.q.ChangeVisibilityBatch(ctx, url, receipts, tuning.HeldVisibility); err != nil {
-			h.log.Warn("keep messages hidden", "queue", url, "err", err)
-		}
 	}
 }
 

@@ -4,8 +4,10 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,10 +150,15 @@ func (q *Queue) ChangeVisibility(ctx context.Context, url, receipt string, d tim
 
 // ChangeVisibilityBatch hides received messages of one queue for d more
 // from now, ten per request: an executor keeping its running tasks'
-// messages hidden. A failed entry only means that message comes back
-// early; its claim is still held, so the next claimer hides it again.
-func (q *Queue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) error {
+// messages hidden. Every chunk is tried whatever the others do. It
+// returns the receipts that can never change again (SQS answers
+// ReceiptHandleIsInvalid or MessageNotInflight: the message was received
+// anew elsewhere, or deleted), and the other failures. A failed entry only
+// means its message comes back early; its claim is still held, so the
+// next claimer hides it again.
+func (q *Queue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) (gone []string, err error) {
 	secs := int32((min(max(d, 0), MaxVisibility) + time.Second - 1) / time.Second)
+	var errs []error
 	for lo := 0; lo < len(receipts); lo += 10 {
 		chunk := receipts[lo:min(lo+10, len(receipts))]
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
@@ -160,13 +167,21 @@ func (q *Queue) ChangeVisibilityBatch(ctx context.Context, url string, receipts 
 		}
 		out, err := q.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &url, Entries: entries})
 		if err != nil {
-			return fmt.Errorf("change visibility of %d messages: %w", len(chunk), err)
+			errs = append(errs, fmt.Errorf("change visibility of %d messages: %w", len(chunk), err))
+			continue
 		}
-		if len(out.Failed) > 0 {
-			return fmt.Errorf("change visibility: %d entries failed, first: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		for _, f := range out.Failed {
+			i, _ := strconv.Atoi(aws.ToString(f.Id))
+			switch code := aws.ToString(f.Code); {
+			case i >= len(chunk):
+			case code == "ReceiptHandleIsInvalid" || code == "MessageNotInflight" || strings.HasSuffix(code, ".MessageNotInflight"):
+				gone = append(gone, chunk[i])
+			default:
+				errs = append(errs, fmt.Errorf("change visibility: %s: %s", code, aws.ToString(f.Message)))
+			}
 		}
 	}
-	return nil
+	return gone, errors.Join(errs...)
 }
 
 // DeleteBatch deletes received messages of one queue, ten per request.
