@@ -68,6 +68,10 @@ func TestOwnerQuotas(t *testing.T) {
 		}
 	})
 	t.Run("tasks", func(t *testing.T) {
+		// A first job larger than the quota, before the owner has counters.
+		if _, err := submit("frank", "t0", oneStage("t", "x", 101)); quota(err) != "tasks" {
+			t.Fatalf("a first job of 101 tasks over a quota of 100: %v, want the tasks quota", err)
+		}
 		if _, err := submit("carol", "t1", oneStage("t", "x", 80)); err != nil {
 			t.Fatal(err)
 		}

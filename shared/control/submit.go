@@ -66,6 +66,11 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	q := s.cfg.Quotas
 	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
 		params.Quota = &dynamo.JobQuota{Tasks: declaredTasks(sp), MaxJobs: maxJobs, MaxTasks: maxTasks}
+		if maxTasks > 0 && params.Quota.Tasks > maxTasks {
+			// Alone over the quota: the counter's condition would pass an
+			// owner whose counter does not exist yet.
+			return SubmitResult{}, time.Time{}, &QuotaError{Quota: "tasks", Max: maxTasks}
+		}
 	}
 	id, created, err := s.store.CreateJob(ctx, params)
 	if errors.Is(err, dynamo.ErrQuotaReached) {
