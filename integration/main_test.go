@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	// After every test: the roles against what the code did (iam_test.go).
+	if !iamMain(os.Stdout, testing.Verbose(), code == 0) {
+		code = 1
+	}
 	_ = emu.Stop()
 	os.Exit(code)
 }
@@ -71,6 +75,7 @@ var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	t.Helper()
 	cfg := emu.AWSConfig()
+	iamRec.Install(&cfg)
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
@@ -100,6 +105,7 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 		cancel()
 		t.Fatalf("runner: %v", err)
 	}
+	noteIAMResources(r.Resources)
 	done := make(chan struct{})
 	if o.noRun {
 		go func() { defer close(done); r.ServeAPI(ctx) }()

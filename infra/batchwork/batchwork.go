@@ -27,7 +27,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -118,13 +117,30 @@ const (
 )
 
 // Action sets. Each function is granted exactly the sets its code paths
-// use (see permissions below); no set holds a wildcard action.
+// use (see permissions below); no set holds a wildcard action. The
+// integration suite proves this against the code: it records every action
+// each function performs and fails on an action not granted and on a
+// grant not used (integration/iam_test.go).
 var (
-	// Every function reads and writes state records; transactions need
-	// the per-item actions of their parts (Put and Update here).
-	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
-	// Planning a stage lists inputs and reads upstream manifests; plans,
-	// outputs and manifests are written with If-None-Match.
+	// Every function reads and writes state records. A transaction needs
+	// the per-item action of each of its parts and nothing for
+	// TransactWriteItems itself (AWS: "Using IAM with DynamoDB
+	// transactions"): Put and Update parts need PutItem and UpdateItem,
+	// and a ConditionCheck part ConditionCheckItem, which every function
+	// needs: a stage's transitions check the job's state, a takeover of a
+	// dead executor's task checks its liveness record, and a schedule's
+	// firing checks the schedule's cursor as it creates the job.
+	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+	// Stage progress and job status sum a stage's counter shards with
+	// batch reads; the claim function never does.
+	batchReadActions = []string{"dynamodb:BatchGetItem"}
+	// Deleting a schedule (api), and moving a schedule's index entry when
+	// its cursor advances (sweep), are Delete parts of transactions.
+	deleteActions = []string{"dynamodb:DeleteItem"}
+	// The sweep queries its due index, and does nothing else on it.
+	indexActions = []string{"dynamodb:Query"}
+	// Planning a stage lists inputs and reads a plan written before;
+	// plans, outputs and manifests are written with If-None-Match.
 	objectReadActions  = []string{"s3:GetObject"}
 	objectWriteActions = []string{"s3:PutObject"}
 	listActions        = []string{"s3:ListBucket"}
@@ -133,35 +149,44 @@ var (
 	// lifecycle rule to expire.
 	tagActions  = []string{"s3:PutObjectTagging"}
 	sendActions = []string{"sqs:SendMessage"}
-	// The executor sets a claimed message's visibility to the lease.
+	// The executor sets a claimed message's visibility to the lease, keeps
+	// its running tasks' messages hidden, and hides a message until its
+	// task may run.
 	visibilityActions = []string{"sqs:ChangeMessageVisibility"}
 	// The sweep drains the dead-letter queue.
 	drainActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage"}
-	// The sweep hands schedule firings to the timer queue (its event
-	// source mapping consumes them, with the grants CDK adds for it).
+	// The sweep hands schedule firings to the timer queue.
 	timerActions = []string{"sqs:SendMessage"}
+	// Lambda's poller (an event source mapping) receives a function's
+	// messages, deletes the handled ones and reads the queue's attributes
+	// with the function's role: the three actions AWS requires of an SQS
+	// event source. CDK's SqsEventSource would grant GetQueueUrl and
+	// ChangeMessageVisibility as well, which neither the poller nor the
+	// sweep uses (see eventSource).
+	eventSourceActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
 )
 
 // permissions says which action sets each function needs, from its code
-// path: api submits (materializing root stages: plan, tasks, messages) and
-// reads status; claim only claims (and on taking over an expired lease
-// tags the lost attempt's outputs, or fails the job in the table if that
-// was the last attempt); commit commits and, as the last committer of a stage,
-// writes manifests and materializes downstream stages; sweep repairs all
-// of that and drains the dead-letter queue; the executor claims, reads
-// inputs, writes outputs and commits.
+// path: api submits (materializing root stages: plan, tasks, messages),
+// reads status and deletes schedules; claim only claims (and on taking
+// over an expired lease or a dead executor's claim tags the lost
+// attempt's outputs, or fails the job in the table if that was the last
+// attempt); commit commits and, as the last committer of a stage, writes
+// manifests and materializes downstream stages; sweep repairs all of
+// that, drains the dead-letter queue and fires schedules; the executor
+// claims, reads inputs, writes outputs and commits.
 type grantSet struct {
-	table, read, write, list, tag, send, visibility, drain, timer bool
+	table, batchRead, delete, read, write, list, tag, send, visibility, drain, timer bool
 	// index: queries the sweep's index.
 	index bool
 }
 
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, read: true, write: true, list: true, send: true},
+	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, send: true},
 	FnClaim:    {table: true, list: true, tag: true},
-	FnCommit:   {table: true, read: true, write: true, list: true, tag: true, send: true},
-	FnSweep:    {table: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true, timer: true},
-	FnExecutor: {table: true, read: true, write: true, list: true, tag: true, send: true, visibility: true},
+	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, tag: true, send: true},
+	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true, timer: true},
+	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, tag: true, send: true, visibility: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -384,13 +409,19 @@ var titles = map[string]string{FnAPI: "Api", FnClaim: "Claim", FnCommit: "Commit
 // resources only.
 func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.table {
-		// On the table only: Table.Grant would add index/* as well, and
-		// only the sweep queries an index.
-		tables := []*string{b.Table.TableArn()}
-		if g.index {
-			tables = append(tables, jsii.String(*b.Table.TableArn()+"/index/"+dynamo.Schema.DueIndex))
+		// On the table only: Table.Grant would add index/* as well.
+		actions := append([]string(nil), tableActions...)
+		if g.batchRead {
+			actions = append(actions, batchReadActions...)
 		}
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(tableActions...), ResourceArns: &tables})
+		if g.delete {
+			actions = append(actions, deleteActions...)
+		}
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(actions...), ResourceArns: &[]*string{b.Table.TableArn()}})
+	}
+	if g.index {
+		index := jsii.String(*b.Table.TableArn() + "/index/" + dynamo.Schema.DueIndex)
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(indexActions...), ResourceArns: &[]*string{index}})
 	}
 	objects := []*string{b.Bucket.ArnForObjects(jsii.String("*"))}
 	if g.read {
@@ -488,26 +519,37 @@ func (b *Batchwork) schedule(c constructs.Construct, p Props) {
 	// Handed-off firings arrive tuning.TimerLead before their time and
 	// wait in the invocation for it, so a short batching window costs no
 	// lateness and gathers a burst into few invocations.
-	b.Functions[FnSweep].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.Timer, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(tuning.TimerBatchSize),
-		MaxBatchingWindow:       seconds(tuning.TimerBatchWindow),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
+	b.eventSource(FnSweep, b.Timer, &awslambda.EventSourceMappingOptions{
+		BatchSize:         jsii.Number(tuning.TimerBatchSize),
+		MaxBatchingWindow: seconds(tuning.TimerBatchWindow),
+	})
+}
+
+// eventSource subscribes a function to a queue with partial batch
+// responses, as CDK's SqsEventSource does, but grants the function's role
+// only the actions Lambda's poller needs (eventSourceActions) instead of
+// SqsEventSource's grantConsumeMessages. The mapping keeps
+// SqsEventSource's construct id, and so its logical id.
+func (b *Batchwork) eventSource(fn string, q awssqs.Queue, o *awslambda.EventSourceMappingOptions) {
+	o.EventSourceArn = q.QueueArn()
+	o.ReportBatchItemFailures = jsii.Bool(true)
+	f := b.Functions[fn]
+	f.AddEventSourceMapping(jsii.String("SqsEventSource:"+*awscdk.Names_NodeUniqueId(q.Node())), o)
+	q.Grant(f, *jsii.Strings(eventSourceActions...)...)
 }
 
 // lambdaExecutor subscribes the executor to every ready queue. The
 // mapping deletes the messages the handler does not report as failures
-// and needs to receive them (CDK grants that with the mapping).
+// and needs to receive them (eventSource grants that with the mapping).
 func (b *Batchwork) lambdaExecutor(p Props) {
 	if p.Executor == ExecutorFargate {
 		return
 	}
 	for _, q := range b.readyQueues() {
-		b.Functions[FnExecutor].AddEventSource(awslambdaeventsources.NewSqsEventSource(q, &awslambdaeventsources.SqsEventSourceProps{
-			BatchSize:               jsii.Number(tuning.ExecutorBatchSize),
-			ReportBatchItemFailures: jsii.Bool(true),
-			MaxConcurrency:          jsii.Number(float64(p.ExecutorMaxConcurrency)),
-		}))
+		b.eventSource(FnExecutor, q, &awslambda.EventSourceMappingOptions{
+			BatchSize:      jsii.Number(tuning.ExecutorBatchSize),
+			MaxConcurrency: jsii.Number(float64(p.ExecutorMaxConcurrency)),
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/google/go-cmp/cmp"
 
@@ -231,28 +232,36 @@ func sorted(s ...[]string) []string {
 }
 
 // The expected grants are written out here, independently of the
-// construct's own tables, from what each handler's code path calls.
+// construct's own tables, from what each handler's code path calls (the
+// integration suite records those calls and checks the template against
+// them: integration/iam_test.go).
 var (
-	logsWrite  = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
-	tableRW    = []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	logsWrite = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	// A transaction needs the per-item action of each of its parts, so a
+	// ConditionCheck part (stage transitions, takeovers, schedule firings)
+	// needs ConditionCheckItem.
+	tableRW    = []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	batchRead  = []string{"dynamodb:BatchGetItem"}
+	deleteItem = []string{"dynamodb:DeleteItem"} // schedules deleted, schedule index entries moved
 	objectsRW  = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
 	sendReady  = []string{"sqs:SendMessage"}
 	drainDLQ   = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
 	listBucket = []string{"s3:ListBucket"}
 	tagObjects = []string{"s3:PutObjectTagging"}
 	setVisible = []string{"sqs:ChangeMessageVisibility"}
-	// The event source mapping polls on the function's behalf.
-	eventSource = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	// Lambda's poller polls on the function's behalf: the three actions AWS
+	// requires of an SQS event source.
+	eventSource = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
 )
 
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := defaultStack(t)
 	want := map[string][]string{
-		batchwork.FnAPI:      sorted(logsWrite, tableRW, objectsRW, sendReady),
+		batchwork.FnAPI:      sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, sendReady),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady),
-		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, objectsRW, tagObjects, sendReady, setVisible, eventSource)),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, eventSource)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -276,6 +285,137 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	if len(ids) != len(want) {
 		t.Fatalf("functions %v, want %d", ids, len(want))
 	}
+}
+
+// TestEachFunctionGetsItsActionsOnEachResource pins where each action is
+// granted: the sweep's index only for queries, the dead-letter and timer
+// queues only to the sweep, and a queue's event source actions only to
+// the function that consumes it.
+func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
+	s := defaultStack(t)
+	id := func(c constructs.IConstruct) string {
+		return *s.stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+	}
+	names := map[string]string{
+		id(s.b.Table): "table", id(s.b.Bucket): "bucket", id(s.b.DeadLetters): "dlq", id(s.b.Timer): "timer",
+		id(s.b.High): "ready", id(s.b.Normal): "ready", id(s.b.Low): "ready",
+	}
+	tableRWOnTable := sorted(tableRW)
+	ready := func(acts ...[]string) map[string][]string {
+		return map[string][]string{"ready": dedupe(sorted(acts...))}
+	}
+	cases := []struct {
+		fn   string
+		want map[string][]string // resource -> actions
+	}{
+		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, "bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"})}, ready(sendReady))},
+		{batchwork.FnClaim, map[string][]string{"table": tableRWOnTable, "bucket": listBucket, "bucket/*": tagObjects}},
+		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
+			"bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects)}, ready(sendReady))},
+		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
+			"bucket": listBucket, "bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects),
+			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource))}, ready(sendReady))},
+		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
+			"bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects)}, ready(sendReady, setVisible, eventSource))},
+	}
+	ids := s.functionIDs(t)
+	for _, c := range cases {
+		t.Run(c.fn, func(t *testing.T) {
+			role := refID(s.json.Resources[ids[c.fn]].Properties["Role"])
+			got := s.actionsByResource(t, role, names)
+			delete(got, "logs")
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("%s actions by resource (-want +got):\n%s", c.fn, diff)
+			}
+		})
+	}
+}
+
+func merge(ms ...map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// actionsByResource maps each resource a role's policies name (by names,
+// with an ARN suffix such as "/*" or "/index/due" kept; "logs" for log
+// groups) to the actions allowed on it. The three ready queues must have
+// the same actions, and count as one.
+func (s *synthesized) actionsByResource(t *testing.T, roleID string, names map[string]string) map[string][]string {
+	t.Helper()
+	perID := map[string]map[string]bool{} // logical id + suffix -> actions
+	for pid, p := range s.ofType("AWS::IAM::Policy") {
+		attached := false
+		for _, r := range p.Properties["Roles"].([]any) {
+			if refID(r) == roleID {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			var res []any
+			if l, ok := st["Resource"].([]any); ok {
+				res = l
+			} else {
+				res = []any{st["Resource"]}
+			}
+			var acts []any
+			if l, ok := st["Action"].([]any); ok {
+				acts = l
+			} else {
+				acts = []any{st["Action"]}
+			}
+			for _, r := range res {
+				key, suffix := refID(r), ""
+				if key == "" {
+					// {"Fn::Join": ["", [{"Fn::GetAtt": [id, "Arn"]}, suffix]]}
+					parts := r.(map[string]any)["Fn::Join"].([]any)[1].([]any)
+					key, suffix = refID(parts[0]), parts[1].(string)
+				}
+				if strings.Contains(key, "Logs") {
+					key, suffix = "logs", ""
+				} else if names[key] == "" {
+					t.Errorf("policy %s names resource %v, which is none of the installation's", pid, r)
+					continue
+				}
+				k := key + suffix
+				if perID[k] == nil {
+					perID[k] = map[string]bool{}
+				}
+				for _, a := range acts {
+					perID[k][a.(string)] = true
+				}
+			}
+		}
+	}
+	out := map[string][]string{}
+	for k, set := range perID {
+		name := "logs"
+		if k != "logs" {
+			for id, n := range names {
+				if strings.HasPrefix(k, id) {
+					name = n + strings.TrimPrefix(k, id)
+				}
+			}
+		}
+		var acts []string
+		for a := range set {
+			acts = append(acts, a)
+		}
+		sort.Strings(acts)
+		if prev, ok := out[name]; ok && !cmp.Equal(prev, acts) {
+			t.Errorf("%s: the ready queues differ: %v and %v", roleID, prev, acts)
+		}
+		out[name] = acts
+	}
+	return out
 }
 
 func dedupe(s []string) []string {

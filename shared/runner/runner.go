@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -109,7 +110,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	r.URL = "http://" + r.ln.Addr().String()
 	h := api.New(r.Service, LoopbackOwner, o.Log)
-	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		// Every request is the api function's work (see iamrec).
+		BaseContext: func(net.Listener) context.Context { return iamrec.WithFunction(context.Background(), iamrec.FnAPI) },
+	}
 	return r, nil
 }
 
@@ -141,6 +145,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
+		ctx := iamrec.WithFunction(ctx, iamrec.FnSweep)
 		tick := time.NewTicker(r.opts.SweepEvery)
 		defer tick.Stop()
 		for {
@@ -158,7 +163,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.opts.ControlOnly {
 		<-ctx.Done()
 	} else {
-		err = r.Poller().Run(ctx)
+		err = r.Poller().Run(iamrec.WithFunction(ctx, iamrec.FnExecutor))
 	}
 	wg.Wait()
 	return err
@@ -168,7 +173,7 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) Poller() *executor.Poller {
 	q := r.Resources.Queues
 	return &executor.Poller{
-		Runner: r.Executor, Queue: r.Queue, Queues: []string{q.High, q.Normal, q.Low},
+		Runner: r.Executor, Queue: executorQueue{r.Queue}, Queues: []string{q.High, q.Normal, q.Low},
 		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
 		// The same receive visibility the deployed executors use.
 		Visibility: tuning.ReceiveVisibility,
@@ -192,6 +197,9 @@ func (r *Runner) RunTimers(ctx context.Context) {
 	if url == "" {
 		return
 	}
+	// On AWS the sweep function's event source mapping receives and
+	// deletes with the sweep's role, and the sweep fires the batch.
+	ctx = iamrec.WithFunction(ctx, iamrec.FnSweep)
 	wait := r.opts.PollWait
 	if wait == 0 {
 		wait = 20 * time.Second
@@ -267,4 +275,36 @@ func (r *Runner) fireTimers(ctx context.Context, url string, msgs []queue.Messag
 			r.opts.Log.Warn("delete timers", "err", err)
 		}
 	}
+}
+
+// executorQueue is the poller's queue, attributed to the executor function
+// (see iamrec) when the caller's context names no function: the poller
+// deletes finished messages on a context of its own, and tests run pollers
+// on plain contexts. On AWS the Lambda executor's event source mapping
+// receives and deletes with the executor's role, and a Fargate executor
+// does so itself. Embedding keeps any method the poller may come to need
+// (unattributed until it is listed here).
+type executorQueue struct{ *queue.Queue }
+
+func executorCtx(ctx context.Context) context.Context {
+	if iamrec.FunctionOf(ctx) == "" {
+		return iamrec.WithFunction(ctx, iamrec.FnExecutor)
+	}
+	return ctx
+}
+
+func (e executorQueue) Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error) {
+	return e.Queue.Receive(executorCtx(ctx), url, maxN, wait, visibility)
+}
+
+func (e executorQueue) ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error {
+	return e.Queue.ChangeVisibility(executorCtx(ctx), url, receipt, d)
+}
+
+func (e executorQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
+	return e.Queue.ChangeVisibilityBatch(executorCtx(ctx), url, receipts, d)
+}
+
+func (e executorQueue) DeleteBatch(ctx context.Context, url string, receipts []string) error {
+	return e.Queue.DeleteBatch(executorCtx(ctx), url, receipts)
 }

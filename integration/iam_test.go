@@ -1,0 +1,515 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/internal/iamrec"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/provision"
+)
+
+// The emulator enforces no IAM, so a role that lacks an action passes
+// every other test and fails only on AWS. This file proves the roles of
+// the synthesized template (infra/template) against the code: every env's
+// AWS clients record the IAM action of each request and the function whose
+// code path made it (iamrec; the runner tags its handlers' contexts), and
+// after the whole run checkIAM requires, per function, that
+//   - every action used is granted to that function's role, on that
+//     resource, and
+//   - every action granted to it was used by it (least privilege), but for
+//     the few grants iamExemptions explains.
+
+// iamRec records the actions of every env (newEnv installs it).
+var iamRec = iamrec.New()
+
+// iamNames maps the physical names of every env's resources (table and
+// bucket names, queue URLs) to the template outputs that name them.
+var iamNames = struct {
+	sync.Mutex
+	output map[string]string
+}{output: map[string]string{}}
+
+// noteIAMResources records an env's resources, so checkIAM can tell which
+// template resource a recorded request acted on.
+func noteIAMResources(r provision.Resources) {
+	iamNames.Lock()
+	defer iamNames.Unlock()
+	for name, out := range map[string]string{
+		r.Table: template.OutTable, r.Bucket: template.OutBucket,
+		r.Queues.High: template.OutQueueHigh, r.Queues.Normal: template.OutQueueNormal, r.Queues.Low: template.OutQueueLow,
+		r.Queues.DLQ: template.OutDLQ, r.Queues.Timer: template.OutTimerQueue,
+	} {
+		if name != "" {
+			iamNames.output[name] = out
+		}
+	}
+}
+
+// iamExemption is a grant no code of ours performs, with the reason the
+// role still needs it.
+type iamExemption struct {
+	// action is an IAM action, or a service prefix ending in ":".
+	action string
+	// eventSource limits the exemption to queues that are an event source
+	// of the function.
+	eventSource bool
+	reason      string
+}
+
+var iamExemptions = []iamExemption{
+	{action: "logs:", reason: "the Lambda runtime writes the function's logs to its log group with its role; no code of ours calls CloudWatch Logs"},
+	{action: "sqs:GetQueueAttributes", eventSource: true,
+		reason: "Lambda's poller (the event source mapping) reads the queue's attributes with the function's role, which AWS requires of an SQS event source; " +
+			"the runner, which stands in for the poller, does not need them"},
+}
+
+func (x iamExemption) covers(g iamGrant, eventSources map[string]bool) bool {
+	if strings.HasSuffix(x.action, ":") {
+		if !strings.HasPrefix(g.action, x.action) {
+			return false
+		}
+	} else if g.action != x.action {
+		return false
+	}
+	return !x.eventSource || eventSources[g.target]
+}
+
+// iamGrant is an action on a target: a class of the template's resources,
+// as the roles name them ("table", "table/index/due", "bucket",
+// "bucket/*", "queue:ready", "queue:dlq", "queue:timer", "logs:<id>").
+type iamGrant struct{ action, target string }
+
+// iamRoles is what the template grants each function.
+type iamRoles struct {
+	grants map[string]map[iamGrant]bool // function -> grants
+	// eventSources are the targets each function has an event source
+	// mapping on.
+	eventSources map[string]map[string]bool
+	// targetOf maps a template output (template.Out*) to its target.
+	targetOf map[string]string
+}
+
+type cfnResource struct {
+	Type       string         `json:"Type"`
+	Properties map[string]any `json:"Properties"`
+}
+
+// loadIAMRoles reads the functions' roles out of a synthesized template.
+func loadIAMRoles(raw []byte) (iamRoles, error) {
+	var t struct {
+		Resources map[string]cfnResource `json:"Resources"`
+		Outputs   map[string]struct {
+			Value any `json:"Value"`
+		} `json:"Outputs"`
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return iamRoles{}, fmt.Errorf("parse template: %w", err)
+	}
+	// The three ready queues are one target: which one a task goes to is
+	// its priority, and each role must treat them alike.
+	queueClass := map[string]string{
+		template.OutQueueHigh: "queue:ready", template.OutQueueNormal: "queue:ready", template.OutQueueLow: "queue:ready",
+		template.OutDLQ: "queue:dlq", template.OutTimerQueue: "queue:timer",
+	}
+	rs := iamRoles{grants: map[string]map[iamGrant]bool{}, eventSources: map[string]map[string]bool{}, targetOf: map[string]string{}}
+	classOf := map[string]string{} // logical id -> target
+	members := map[string]int{}    // target -> logical ids
+	for id, r := range t.Resources {
+		switch r.Type {
+		case "AWS::DynamoDB::Table":
+			classOf[id] = "table"
+		case "AWS::S3::Bucket":
+			classOf[id] = "bucket"
+		case "AWS::Logs::LogGroup":
+			classOf[id] = "logs:" + id
+		case "AWS::SQS::Queue":
+			classOf[id] = "queue:" + id // unless an output classes it below
+		}
+	}
+	for key, o := range t.Outputs {
+		id := refID(o.Value)
+		if _, ok := classOf[id]; !ok {
+			continue
+		}
+		if c, ok := queueClass[key]; ok {
+			classOf[id] = c
+		}
+		rs.targetOf[key] = classOf[id]
+	}
+	for _, c := range classOf {
+		members[c]++
+	}
+	// resolve turns a statement's resource into targets and the logical
+	// id each names.
+	resolve := func(v any) (target, id string, err error) {
+		if id = refID(v); id != "" {
+			if c, ok := classOf[id]; ok {
+				return c, id, nil
+			}
+			return "", "", fmt.Errorf("resource %v: not a table, bucket, queue or log group", v)
+		}
+		// {"Fn::Join": ["", [{"Fn::GetAtt": [id, "Arn"]}, "/suffix"]]}
+		if m, ok := v.(map[string]any); ok {
+			if j, ok := m["Fn::Join"].([]any); ok && len(j) == 2 && j[0] == "" {
+				if parts, ok := j[1].([]any); ok && len(parts) == 2 {
+					suffix, _ := parts[1].(string)
+					if id = refID(parts[0]); id != "" && classOf[id] != "" && suffix != "" {
+						return classOf[id] + suffix, id, nil
+					}
+				}
+			}
+		}
+		return "", "", fmt.Errorf("resource %v: not understood; a wildcard or an ARN built another way must be checked here", v)
+	}
+	roles := map[string]string{} // role id -> function
+	for id, r := range t.Resources {
+		if r.Type != "AWS::Lambda::Function" {
+			continue
+		}
+		desc, _ := r.Properties["Description"].(string)
+		fn, ok := strings.CutPrefix(desc, "Batchwork ")
+		if !ok {
+			return iamRoles{}, fmt.Errorf("function %s: description %q does not name it (want \"Batchwork <name>\")", id, desc)
+		}
+		role := refID(r.Properties["Role"])
+		if other, ok := roles[role]; ok {
+			return iamRoles{}, fmt.Errorf("functions %s and %s share role %s", other, fn, role)
+		}
+		roles[role] = fn
+		rs.grants[fn] = map[iamGrant]bool{}
+		rs.eventSources[fn] = map[string]bool{}
+	}
+	fnIDs := map[string]string{} // function logical id -> name
+	for id, r := range t.Resources {
+		if r.Type == "AWS::Lambda::Function" {
+			fnIDs[id] = roles[refID(r.Properties["Role"])]
+		}
+	}
+	var errs []error
+	// How many of a target's resources grant each (function, action): a
+	// grant on some ready queues only is an error.
+	perID := map[string]map[iamGrant]map[string]bool{}
+	for pid, r := range t.Resources {
+		switch r.Type {
+		case "AWS::Lambda::EventSourceMapping":
+			fn := fnIDs[refID(r.Properties["FunctionName"])]
+			if c, ok := classOf[refID(r.Properties["EventSourceArn"])]; ok && fn != "" {
+				rs.eventSources[fn][c] = true
+			}
+			continue
+		case "AWS::IAM::Policy":
+		default:
+			continue
+		}
+		rlist, _ := r.Properties["Roles"].([]any)
+		var fns []string
+		for _, ref := range rlist {
+			if fn, ok := roles[refID(ref)]; ok {
+				fns = append(fns, fn)
+			}
+		}
+		if len(fns) == 0 {
+			continue // not a function's role (the Fargate task role, CDK's helpers)
+		}
+		doc, _ := r.Properties["PolicyDocument"].(map[string]any)
+		stmts, _ := doc["Statement"].([]any)
+		for _, s := range stmts {
+			st, _ := s.(map[string]any)
+			if st["Effect"] != "Allow" {
+				errs = append(errs, fmt.Errorf("policy %s: a %v statement; only Allow is checked here", pid, st["Effect"]))
+				continue
+			}
+			if st["Action"] == nil || st["Resource"] == nil || st["Condition"] != nil {
+				errs = append(errs, fmt.Errorf("policy %s: statement %v: only Action on Resource, without NotAction, NotResource or Condition, is checked here", pid, st))
+				continue
+			}
+			for _, a := range asList(st["Action"]) {
+				action, _ := a.(string)
+				for _, res := range asList(st["Resource"]) {
+					target, id, err := resolve(res)
+					if err != nil {
+						errs = append(errs, fmt.Errorf("policy %s, %s: %w", pid, action, err))
+						continue
+					}
+					for _, fn := range fns {
+						if perID[fn] == nil {
+							perID[fn] = map[iamGrant]map[string]bool{}
+						}
+						g := iamGrant{action, target}
+						if perID[fn][g] == nil {
+							perID[fn][g] = map[string]bool{}
+						}
+						perID[fn][g][id] = true
+					}
+				}
+			}
+		}
+	}
+	for fn, gs := range perID {
+		for g, ids := range gs {
+			if base, _, _ := strings.Cut(g.target, "/"); len(ids) != members[base] {
+				errs = append(errs, fmt.Errorf("%s: %s granted on %d of the %d %s resources", fn, g.action, len(ids), members[base], base))
+				continue
+			}
+			rs.grants[fn][g] = true
+		}
+	}
+	return rs, errors.Join(errs...)
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// refID returns X of {"Ref": X} or {"Fn::GetAtt": [X, ...]}.
+func refID(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if r, ok := m["Ref"].(string); ok {
+		return r
+	}
+	if a, ok := m["Fn::GetAtt"].([]any); ok && len(a) > 0 {
+		s, _ := a[0].(string)
+		return s
+	}
+	return ""
+}
+
+// target is the template target a recorded request acted on, or a
+// description of a resource no template output names (never granted).
+func (rs iamRoles) target(r iamrec.Resource) string {
+	iamNames.Lock()
+	out, ok := iamNames.output[r.Name]
+	iamNames.Unlock()
+	base := rs.targetOf[out]
+	if !ok || base == "" {
+		return "unknown " + r.String()
+	}
+	switch r.Kind {
+	case iamrec.KindIndex:
+		return base + "/index/" + r.Index
+	case iamrec.KindObject:
+		return base + "/*"
+	}
+	return base
+}
+
+// iamRow is one line of the per-function report.
+type iamRow struct {
+	fn string
+	iamGrant
+	requests int
+	status   string // "ok", "NOT GRANTED", "UNUSED", or "exempt: ..."
+}
+
+// checkIAM compares the recorded uses with the template's grants. Unused
+// grants are only reported when checkUnused is set: after a partial run
+// (-run) or a failed one, a grant may be unused only because its test did
+// not run.
+func checkIAM(rs iamRoles, uses map[iamrec.Use]int, checkUnused bool) ([]iamRow, error) {
+	used := map[string]map[iamGrant]int{}
+	for u, n := range uses {
+		if used[u.Function] == nil {
+			used[u.Function] = map[iamGrant]int{}
+		}
+		used[u.Function][iamGrant{u.Action.Action, rs.target(u.Resource)}] += n
+	}
+	var rows []iamRow
+	var errs []error
+	for fn, gs := range used {
+		if _, ok := rs.grants[fn]; !ok {
+			errs = append(errs, fmt.Errorf("requests attributed to %q, which is no function of the template", fn))
+			continue
+		}
+		for g, n := range gs {
+			row := iamRow{fn: fn, iamGrant: g, requests: n, status: "ok"}
+			if !rs.grants[fn][g] {
+				row.status = "NOT GRANTED"
+				errs = append(errs, fmt.Errorf("%s performs %s on %s (%d requests), which its role does not grant", fn, g.action, g.target, n))
+			}
+			rows = append(rows, row)
+		}
+	}
+	for fn, gs := range rs.grants {
+		for g := range gs {
+			if _, ok := used[fn][g]; ok {
+				continue
+			}
+			row := iamRow{fn: fn, iamGrant: g, status: "UNUSED"}
+			for _, x := range iamExemptions {
+				if x.covers(g, rs.eventSources[fn]) {
+					row.status = "exempt: " + x.reason
+				}
+			}
+			if row.status == "UNUSED" {
+				if !checkUnused {
+					row.status = "unused (not checked: partial or failed run)"
+				} else {
+					errs = append(errs, fmt.Errorf("%s's role grants %s on %s, which no test saw it use: remove the grant, or exercise it in a test", fn, g.action, g.target))
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.fn != b.fn {
+			return a.fn < b.fn
+		}
+		if a.action != b.action {
+			return a.action < b.action
+		}
+		return a.target < b.target
+	})
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return rows, errors.Join(errs...)
+}
+
+func printIAMRows(w io.Writer, rows []iamRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "function\taction\ton\trequests\tstatus")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.fn, r.action, r.target, r.requests, r.status)
+	}
+	_ = tw.Flush()
+}
+
+// fullRun reports whether every test of the package was selected.
+func fullRun() bool {
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// iamMain runs the check after the package's tests (TestMain): it prints
+// the per-function table in verbose mode, and on a failed check the
+// failures and the table, and returns whether the check passed.
+func iamMain(w io.Writer, verbose, testsPassed bool) bool {
+	rs, err := loadIAMRoles(template.JSON)
+	if err != nil {
+		fmt.Fprintf(w, "--- FAIL: IAM check: %v\n", err)
+		return false
+	}
+	checkUnused := testsPassed && fullRun()
+	rows, err := checkIAM(rs, iamRec.Uses(), checkUnused)
+	const what = "roles of infra/template against the actions the code performed"
+	if err != nil {
+		fmt.Fprintf(w, "--- FAIL: IAM check (%s)\n%v\n", what, err)
+		printIAMRows(w, rows)
+		return false
+	}
+	if verbose {
+		note := ""
+		if !checkUnused {
+			note = "; unused grants not checked: partial or failed run"
+		}
+		fmt.Fprintf(w, "--- PASS: IAM check (%s%s)\n", what, note)
+		printIAMRows(w, rows)
+	}
+	return true
+}
+
+// iamUnitTemplate is a minimal template for TestIAMCheck: a sweep function
+// whose role reads the table, sends to the ready queues and (for its
+// event source on the high queue) reads their attributes. sendOn lists
+// the ready queues SendMessage is granted on.
+func iamUnitTemplate(t *testing.T, sendOn ...string) []byte {
+	t.Helper()
+	arn := func(id string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, "Arn"}} }
+	var send []any
+	for _, q := range sendOn {
+		send = append(send, arn(q))
+	}
+	tmpl := map[string]any{
+		"Resources": map[string]any{
+			"T": map[string]any{"Type": "AWS::DynamoDB::Table"},
+			"H": map[string]any{"Type": "AWS::SQS::Queue"}, "N": map[string]any{"Type": "AWS::SQS::Queue"}, "L": map[string]any{"Type": "AWS::SQS::Queue"},
+			"F": map[string]any{"Type": "AWS::Lambda::Function", "Properties": map[string]any{"Description": "Batchwork sweep", "Role": arn("R")}},
+			"M": map[string]any{"Type": "AWS::Lambda::EventSourceMapping", "Properties": map[string]any{"FunctionName": map[string]any{"Ref": "F"}, "EventSourceArn": arn("H")}},
+			"P": map[string]any{"Type": "AWS::IAM::Policy", "Properties": map[string]any{
+				"Roles": []any{map[string]any{"Ref": "R"}},
+				"PolicyDocument": map[string]any{"Statement": []any{
+					map[string]any{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": arn("T")},
+					map[string]any{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": send},
+					map[string]any{"Effect": "Allow", "Action": []any{"sqs:GetQueueAttributes"}, "Resource": []any{arn("H"), arn("N"), arn("L")}},
+				}},
+			}},
+		},
+		"Outputs": map[string]any{
+			template.OutTable: map[string]any{"Value": map[string]any{"Ref": "T"}}, template.OutQueueHigh: map[string]any{"Value": map[string]any{"Ref": "H"}},
+			template.OutQueueNormal: map[string]any{"Value": map[string]any{"Ref": "N"}}, template.OutQueueLow: map[string]any{"Value": map[string]any{"Ref": "L"}},
+		},
+	}
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// The check itself: an action used but not granted fails, and so does a
+// grant never used (unless the run was partial), a grant on some ready
+// queues only, and a request on a resource of no installation; the event
+// source's GetQueueAttributes is exempt.
+func TestIAMCheck(t *testing.T) {
+	t.Parallel()
+	noteIAMResources(provision.Resources{Table: "iam-unit-table", Queues: control.Queues{High: "iam-unit-high", Normal: "iam-unit-normal", Low: "iam-unit-low"}})
+	use := func(action, kind, name string) iamrec.Use {
+		return iamrec.Use{Function: iamrec.FnSweep, Action: iamrec.Action{Action: action, Resource: iamrec.Resource{Kind: kind, Name: name}}}
+	}
+	get, send := use("dynamodb:GetItem", iamrec.KindTable, "iam-unit-table"), use("sqs:SendMessage", iamrec.KindQueue, "iam-unit-low")
+	all := []string{"H", "N", "L"}
+	cases := []struct {
+		name        string
+		sendOn      []string
+		uses        []iamrec.Use
+		checkUnused bool
+		wantErr     string // "" for none
+	}{
+		{"every grant used", all, []iamrec.Use{get, send}, true, ""},
+		{"used but not granted", all, []iamrec.Use{get, send, use("dynamodb:PutItem", iamrec.KindTable, "iam-unit-table")}, true,
+			"sweep performs dynamodb:PutItem on table (1 requests), which its role does not grant"},
+		{"granted but not used", all, []iamrec.Use{get}, true, "sweep's role grants sqs:SendMessage on queue:ready, which no test saw it use"},
+		{"unused grants not checked after a partial run", all, []iamrec.Use{get}, false, ""},
+		{"a resource of no installation", all, []iamrec.Use{get, send, use("dynamodb:GetItem", iamrec.KindTable, "elsewhere")}, true,
+			"sweep performs dynamodb:GetItem on unknown table:elsewhere"},
+		{"granted on some ready queues only", []string{"H"}, []iamrec.Use{get, send}, true, "sqs:SendMessage granted on 1 of the 3 queue:ready resources"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			uses := map[iamrec.Use]int{}
+			for _, u := range c.uses {
+				uses[u]++
+			}
+			rs, err := loadIAMRoles(iamUnitTemplate(t, c.sendOn...))
+			if err == nil {
+				_, err = checkIAM(rs, uses, c.checkUnused)
+			}
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("check: %v, want none", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("check: %v, want an error containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
