@@ -107,6 +107,9 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		if err := s.checkPriority(owner, sp); err != nil {
 			return ScheduleView{}, err
 		}
+		if err := s.checkInputs(ctx, owner, sp); err != nil {
+			return ScheduleView{}, err
+		}
 	}
 	limit := s.cfg.Quotas.Schedules.For(owner)
 	if err := ss.CreateSchedule(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {

@@ -57,6 +57,9 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkPriority(req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
+	if err := s.checkInputs(ctx, req.Owner, sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
 	now := s.Now()
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	params := dynamo.CreateJobParams{
