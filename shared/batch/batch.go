@@ -179,10 +179,40 @@ type Output struct {
 
 // Manifest lists the authoritative outputs of a stage or a job. It is
 // written once, immutably, by the winner of the completion transition.
+//
+// A manifest of up to one page of outputs holds them itself, as every
+// manifest did before pages. A larger one is an index: Pages names, in
+// order, the objects (ManifestPage) that hold its outputs, PageSize each
+// but the last, and its stored "outputs" is a string, not a list, so that
+// readers that do not know pages fail instead of seeing none (see
+// blob.ReadManifest, which reads both forms). Pages keep what a writer or
+// a reader holds at once to one page, however many tasks and parts a
+// stage has.
 type Manifest struct {
 	Job     string   `json:"job"`
 	Stage   string   `json:"stage,omitempty"`
 	Bucket  string   `json:"bucket"`
 	Outputs []Output `json:"outputs"`
-	Created string   `json:"created"`
+	// Total counts the outputs, in Outputs or over the pages. Manifests
+	// written before pages lack it: Len counts them.
+	Total    int      `json:"total,omitempty"`
+	Pages    []string `json:"pages,omitempty"`
+	PageSize int      `json:"pageSize,omitempty"`
+	Created  string   `json:"created"`
+}
+
+// Len is the number of outputs the manifest lists.
+func (m Manifest) Len() int {
+	if len(m.Pages) == 0 {
+		return len(m.Outputs)
+	}
+	return m.Total
+}
+
+// ManifestPage is one page of a paged manifest (page Page, from 1).
+type ManifestPage struct {
+	Job     string   `json:"job"`
+	Stage   string   `json:"stage,omitempty"`
+	Page    int      `json:"page"`
+	Outputs []Output `json:"outputs"`
 }

@@ -33,10 +33,21 @@ type API interface {
 type Store struct {
 	api    API
 	bucket string
+	limit  ListLimit
 }
 
-// New returns a store over bucket.
-func New(api API, bucket string) *Store { return &Store{api: api, bucket: bucket} }
+// New returns a store over bucket whose listings stop at DefaultListLimit.
+func New(api API, bucket string) *Store {
+	return &Store{api: api, bucket: bucket, limit: DefaultListLimit}
+}
+
+// WithListLimit returns a store like s whose listings stop at l (tests use
+// a small one; fields ≤ 0 take the default's).
+func (s *Store) WithListLimit(l ListLimit) *Store {
+	c := *s
+	c.limit = l.withDefaults()
+	return &c
+}
 
 // Bucket is the store's bucket name.
 func (s *Store) Bucket() string { return s.bucket }
@@ -122,9 +133,14 @@ func (s *Store) Opener(bucket string) split.RangeOpener {
 	}
 }
 
-// List returns every object under prefix in bucket, in key order.
+// List returns every object under prefix in bucket, in key order. It
+// stops with a *ListLimitError (which is batch.ErrBadInput) as soon as the
+// listing passes the store's ListLimit: a prefix is named by a user, and
+// one naming a whole bucket must cost a bounded number of requests and
+// bytes, not whatever the bucket holds.
 func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object, error) {
 	var objs []split.Object
+	var keyBytes int64
 	var token *string
 	for {
 		out, err := s.api.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
@@ -137,7 +153,12 @@ func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object
 			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
 		}
 		for _, o := range out.Contents {
-			objs = append(objs, split.Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size)})
+			key := aws.ToString(o.Key)
+			keyBytes += int64(len(key))
+			if len(objs) == s.limit.Objects || keyBytes > s.limit.KeyBytes {
+				return nil, &ListLimitError{Bucket: bucket, Prefix: prefix, Limit: s.limit, Objects: len(objs) + 1, KeyBytes: keyBytes}
+			}
+			objs = append(objs, split.Object{Key: key, Size: aws.ToInt64(o.Size)})
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return objs, nil

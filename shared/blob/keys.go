@@ -1,6 +1,9 @@
 package blob
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The object layout of the Batchwork bucket, in one place:
 //
@@ -8,6 +11,7 @@ import "fmt"
 //	jobs/<job>/plan/<stage>.json                             input splits of an S3-input stage (immutable)
 //	jobs/<job>/manifests/<stage>.json                        committed outputs of a stage that feeds a shuffle
 //	jobs/<job>/manifest.json                                 the job's manifest, written when it succeeds
+//	<manifest key without .json>.<n, 6 digits>.json          page n (from 1) of a paged manifest, written before it
 //
 // Attempt outputs sit under their own prefix so that a stale executor's
 // late writes land beside, never on, the committed ones.
@@ -32,3 +36,10 @@ func StageManifestKey(job, stage string) string {
 
 // JobManifestKey is the job's manifest.
 func JobManifestKey(job string) string { return fmt.Sprintf("jobs/%s/manifest.json", job) }
+
+// ManifestPageKey is page n (from 1) of the manifest at key: beside it,
+// so a job's manifests and their pages list together. Stage names cannot
+// hold a '.', so no stage's manifest key is another's page key.
+func ManifestPageKey(key string, n int) string {
+	return fmt.Sprintf("%s.%06d.json", strings.TrimSuffix(key, ".json"), n)
+}

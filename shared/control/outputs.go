@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -110,7 +109,9 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 	return out, nil
 }
 
-// manifestPage pages through a succeeded job's manifest.
+// manifestPage pages through a succeeded job's manifest. Of a paged
+// manifest it reads only the pages the requested range falls on (one or
+// two, as a page of the API is smaller than one of a manifest).
 func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
 	from := 0
 	if cur != "" {
@@ -120,23 +121,32 @@ func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, 
 		}
 		from = pos[0]
 	}
-	raw, err := s.blob.Get(ctx, j.Manifest)
+	m, err := blob.ReadManifest(ctx, s.blob, j.Manifest)
 	if err != nil {
 		return err
 	}
-	var m batch.Manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("decode manifest %s: %w", j.Manifest, err)
-	}
 	out.Complete, out.Manifest = true, j.Manifest
-	if from < 0 || from > len(m.Outputs) {
+	n := m.Len()
+	if from < 0 || from > n {
 		return &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
 	}
-	to := min(from+limit, len(m.Outputs))
-	for _, o := range m.Outputs[from:to] {
-		out.Outputs = append(out.Outputs, OutputInfo{Output: o})
+	to := min(from+limit, n)
+	if len(m.Pages) == 0 {
+		for _, o := range m.Outputs[from:to] {
+			out.Outputs = append(out.Outputs, OutputInfo{Output: o})
+		}
 	}
-	if to < len(m.Outputs) {
+	for i := from / max(m.PageSize, 1); len(m.Pages) > 0 && i*m.PageSize < to; i++ {
+		outs, err := blob.ManifestPage(ctx, s.blob, m, i)
+		if err != nil {
+			return err
+		}
+		base := i * m.PageSize
+		for k := max(from, base); k < min(to, base+len(outs)); k++ {
+			out.Outputs = append(out.Outputs, OutputInfo{Output: outs[k-base]})
+		}
+	}
+	if to < n {
 		out.NextCursor = encodeCursor(q, itoa(to))
 	}
 	return nil

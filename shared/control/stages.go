@@ -48,7 +48,7 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		total = sp.Stages[src].Shuffle.Partitions
 	case st.Partitions != nil && st.Partitions.Input != nil:
 		var err error
-		if splits, err = s.plan(ctx, job, st); errors.Is(err, batch.ErrBadInput) {
+		if splits, err = s.plan(ctx, job, idx, st); errors.Is(err, batch.ErrBadInput) {
 			return s.failMaterialize(ctx, job, idx, err)
 		} else if err != nil {
 			// Throttling, a network error, a timeout: the stage stays due
@@ -72,12 +72,18 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 	}
 	retry := sp.StageRetry(idx)
 	url := s.cfg.Queues.For(sp.StagePriority(idx))
+	var chunkTook time.Duration
 	for chunk := 0; stage.Enqueued < stage.Total; chunk++ {
-		if chunk == s.cfg.ChunksPerCall {
+		// A call also stops while another chunk still fits in its
+		// deadline (the api's, or the sweep's budget for this stage):
+		// stopping between chunks leaves the count right, while running
+		// out of time inside one leaves it for the next run to repeat.
+		if chunk == s.cfg.ChunksPerCall || !timeLeft(ctx, 2*chunkTook) {
 			// Leave the rest to the sweep, which finds the stage due now.
 			s.log.Info("stage partly materialized", "job_id", job, "stage", st.Name, "enqueued", stage.Enqueued, "tasks", stage.Total)
 			return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, s.Now())
 		}
+		began := time.Now() // the real clock, as deadlines are
 		from, to := stage.Enqueued, min(stage.Enqueued+s.cfg.ChunkTasks, stage.Total)
 		now := s.Now()
 		tasks := make([]batch.Task, 0, to-from)
@@ -104,6 +110,7 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		if err != nil {
 			return err
 		}
+		chunkTook = time.Since(began)
 		if advanced {
 			stage.Enqueued = to // nothing else of the plan changes
 			continue
@@ -125,10 +132,24 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 	return s.checkStageComplete(ctx, job, idx)
 }
 
+// timeLeft reports whether ctx has more than d left before its deadline
+// (or has none).
+func timeLeft(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d
+}
+
 // plan returns an S3-input stage's splits. The first planner writes them as
 // an immutable object; later ones (a retry after a crash) read it back, so
 // a changing prefix can never give one stage two different task lists.
-func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.Split, error) {
+//
+// Every limit is checked before what it limits is held: the listing stops
+// at the blob store's ListLimit, and the splits are counted before they
+// are made. Planning runs in the api and sweep functions, whose memory an
+// oversized plan would exhaust; a crash is no error, so the stage would
+// stay due and crash every sweep after it. Limits passed are bad input,
+// which fails the job with the field to change.
+func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) ([]split.Split, error) {
 	key := blob.PlanKey(job, st.Name)
 	if raw, err := s.blob.Get(ctx, key); err == nil {
 		var splits []split.Split
@@ -139,11 +160,16 @@ func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.
 	} else if !errors.Is(err, batch.ErrNotFound) {
 		return nil, err
 	}
-	bucket, prefix, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
+	in := st.Partitions.Input
+	field := fmt.Sprintf("stages[%d].partitions.input", idx)
+	bucket, prefix, err := spec.ParseS3URI(in.Prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", batch.ErrBadInput, err)
+		return nil, fmt.Errorf("%w: %s.prefix: %w", batch.ErrBadInput, field, err)
 	}
 	objs, err := s.blob.List(ctx, bucket, prefix)
+	if errors.Is(err, blob.ErrListLimit) {
+		return nil, fmt.Errorf("%w: %s.prefix: %w; name a narrower prefix", batch.ErrBadInput, field, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,20 +178,21 @@ func (s *Service) plan(ctx context.Context, job string, st spec.Stage) ([]split.
 			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes", batch.ErrBadInput, o.Key, MaxInputKey)
 		}
 	}
-	size := int64(st.Partitions.Input.SplitSize)
-	if size == 0 {
-		size = int64(spec.DefaultSplitSize)
+	size := int64(in.SplitSizeOrDefault())
+	// Count, then plan: a split is 32 bytes, and a job stored before the
+	// split size had its floor may still ask for one-byte splits of a
+	// 10 MiB object, ten million of them (320 MiB).
+	if n := split.Count(objs, size); n > spec.MaxPartitions {
+		return nil, fmt.Errorf("%w: %s.splitSize: %s in splits of %d bytes gives %d splits, more than %d; raise splitSize",
+			batch.ErrBadInput, field, in.Prefix, size, n, spec.MaxPartitions)
 	}
 	splits := split.Plan(objs, size)
-	if len(splits) > spec.MaxPartitions {
-		return nil, fmt.Errorf("%w: input %s gives %d splits, more than %d; raise splitSize", batch.ErrBadInput, st.Partitions.Input.Prefix, len(splits), spec.MaxPartitions)
-	}
 	raw, err := json.Marshal(splits)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.blob.PutIfAbsent(ctx, key, raw); errors.Is(err, batch.ErrExists) {
-		return s.plan(ctx, job, st) // a concurrent planner won; use its plan
+		return s.plan(ctx, job, idx, st) // a concurrent planner won; use its plan
 	} else if err != nil {
 		return nil, err
 	}
@@ -221,7 +248,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 		// another upstream may start the moment this one completes. Every
 		// task has committed (the counters are at zero), so any writer
 		// writes the same list, and the first one's stays.
-		if _, err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
+		if err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
 			return false, err
 		}
 	}
@@ -281,49 +308,108 @@ func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) boo
 	return true
 }
 
+// ManifestPager is a Blob that sets the page size of the manifests
+// written to it; tests page small stages with it. Others get
+// blob.ManifestPageSize.
+type ManifestPager interface {
+	ManifestPageSize() int
+}
+
+func (s *Service) manifestPageSize() int {
+	if p, ok := s.blob.(ManifestPager); ok {
+		return p.ManifestPageSize()
+	}
+	return blob.ManifestPageSize
+}
+
 // writeManifest lists the committed outputs of stages and writes them once
-// to key. A manifest that exists already was written from the same
-// committed records, so it is kept as is.
-func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) (batch.Manifest, error) {
-	m := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
+// to key, in pages (blob.ManifestWriter). It reads the tasks one bucket
+// at a time and holds one page of outputs, so its memory does not grow
+// with the stage: a stage of 100,000 tasks and 16 shuffle parts is 1.6
+// million outputs, which as one list took more than the 1 GB a committer
+// has. Pages come first and the manifest last, so a manifest that exists
+// is whole: it was written from the same committed records and is kept.
+// A writer that died or ran out of time (a sweep step has a budget) left
+// pages: the next one goes on after them, so a large manifest is finished
+// over several calls rather than started over by each.
+func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) error {
+	if _, err := s.blob.Get(ctx, key); err == nil {
+		return nil
+	} else if !errors.Is(err, batch.ErrNotFound) {
+		return err
+	}
+	head := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
 	if len(stages) == 1 {
-		m.Stage = sp.Stages[stages[0]].Name
+		head.Stage = sp.Stages[stages[0]].Name
+	}
+	w := blob.NewManifestWriter(s.blob, key, head, s.manifestPageSize())
+	resume, err := w.Resume(ctx, s.blob)
+	if err != nil {
+		return err
 	}
 	for _, idx := range stages {
+		name := sp.Stages[idx].Name
+		// Where this stage's outputs start: all of them, none (the pages
+		// written cover it), or those after the last one written.
+		after, skipParts := -1, -1
+		if resume != nil {
+			if resume.Stage != name {
+				continue
+			}
+			after, skipParts = resume.Partition-1, resume.Part
+			resume = nil
+		}
 		st, err := s.store.GetStage(ctx, job, idx)
 		if err != nil {
-			return m, err
+			return err
 		}
-		tasks, err := s.store.ListStageTasks(ctx, job, idx, st.Total)
-		if err != nil {
-			return m, err
-		}
-		name := sp.Stages[idx].Name
-		for _, t := range tasks {
-			if t.State != sm.TaskSucceeded {
-				return m, fmt.Errorf("manifest of stage %s: task %s is %s", name, t.Ref, t.State)
+		listed, first := 0, after+1
+		for after+1 < st.Total {
+			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+				Job: job, Stage: idx, Total: st.Total, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
+			})
+			if err != nil {
+				return err
 			}
-			for r := 0; r < t.Outputs; r++ {
-				m.Outputs = append(m.Outputs, batch.Output{
-					Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
-					Key: blob.OutputKey(job, name, t.Ref.Partition, t.CommittedAttempt, r),
-				})
+			for _, row := range pg.Rows {
+				t := row.Task
+				if t.State != sm.TaskSucceeded {
+					return fmt.Errorf("manifest of stage %s: task %s is %s", name, t.Ref, t.State)
+				}
+				listed++
+				r := 0
+				if t.Ref.Partition == first {
+					r = skipParts + 1
+				}
+				for ; r < t.Outputs; r++ {
+					if err := w.Add(ctx, batch.Output{
+						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
+						Key: blob.OutputKey(job, name, t.Ref.Partition, t.CommittedAttempt, r),
+					}); err != nil {
+						return err
+					}
+				}
 			}
+			if pg.Next <= after {
+				return fmt.Errorf("manifest of stage %s: listing its tasks stopped after partition %d", name, after)
+			}
+			after = pg.Next
+		}
+		if listed != st.Total-first {
+			// A complete stage has every task committed; one missing would
+			// silently leave its outputs out of the manifest.
+			return fmt.Errorf("manifest of stage %s: %d of its %d tasks from partition %d listed", name, listed, st.Total-first, first)
 		}
 	}
-	raw, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return m, err
+	if resume != nil {
+		return fmt.Errorf("manifest %s: its pages end in stage %q, which it does not list: %w", key, resume.Stage, blob.ErrBadManifest)
 	}
-	if err := s.blob.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, batch.ErrExists) {
-		return m, err
-	}
-	return m, nil
+	return w.Close(ctx)
 }
 
 func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job) error {
 	key := blob.JobManifestKey(job)
-	if _, err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
+	if err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
 		return err
 	}
 	err := s.store.EndJob(ctx, job, sm.JobSucceed, "", key, s.Now())

@@ -122,16 +122,16 @@ func TestMaterialize(t *testing.T) {
 // on input it cannot use.
 func TestMaterializeInput(t *testing.T) {
 	t.Parallel()
-	const inputSpec = `{"name":"unit","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://in-bucket/data/","splitSize":10}}}]}`
+	const inputSpec = `{"name":"unit","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://in-bucket/data/","splitSize":4096}}}]}`
 	cases := []struct {
 		name    string
 		objects map[string]int // key -> size, in bucket "in-bucket"
 		check   func(t *testing.T, r *unitRig, job string)
 	}{{
 		name:    "objects are split into tasks, and the plan is kept",
-		objects: map[string]int{"data/a": 10, "data/b": 25, "other/c": 10},
+		objects: map[string]int{"data/a": 4096, "data/b": 2*4096 + 1, "other/c": 10},
 		check: func(t *testing.T, r *unitRig, job string) {
-			want := split.Plan([]split.Object{{Key: "data/a", Size: 10}, {Key: "data/b", Size: 25}}, 10)
+			want := split.Plan([]split.Object{{Key: "data/a", Size: 4096}, {Key: "data/b", Size: 2*4096 + 1}}, 4096)
 			tasks, err := r.store.ListStageTasks(r.ctx, job, 0, len(want))
 			if err != nil || len(tasks) != len(want) || r.stage(job, 0).Total != len(want) {
 				t.Fatalf("%d tasks (%v), want %d", len(tasks), err, len(want))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -33,6 +35,12 @@ type SweepCounts struct {
 // and dead-lettered messages. It looks at a bounded number of records per
 // run, and every action is a conditional write, so two sweeps at once are
 // harmless.
+//
+// One run serves every owner, so no single record may stop it (see
+// sweepStep): each step has its own time budget and a panic is its error;
+// the dead-letter redrive and the schedule fallback run first; the shards
+// are walked from a random one; and a stage's next look is pushed back
+// before work on it that could crash the process (deferStage).
 func (s *Service) Sweep(ctx context.Context) (SweepCounts, error) {
 	var c SweepCounts
 	now := s.Now()
@@ -45,33 +53,161 @@ func (s *Service) Sweep(ctx context.Context) (SweepCounts, error) {
 			}
 		}
 	}
-	for shard := 0; shard < dynamo.DueShards; shard++ {
+	note(s.sweepStep(ctx, "dead letters", &c, func(ctx context.Context, c *SweepCounts) error {
+		return s.sweepDeadLetters(ctx, c)
+	}))
+	note(s.sweepStep(ctx, "schedules", &c, func(ctx context.Context, c *SweepCounts) error {
+		return s.sweepSchedules(ctx, now, c)
+	}))
+	first := rand.IntN(dynamo.DueShards)
+walk:
+	for i := range dynamo.DueShards {
+		shard := (first + i) % dynamo.DueShards
+		if err := ctx.Err(); err != nil {
+			note(fmt.Errorf("sweep stopped before shard %d: %w", shard, err))
+			break
+		}
 		items, err := s.store.DueItems(ctx, shard, now, s.cfg.SweepLimit)
 		if err != nil {
 			note(err)
 			continue
 		}
 		for _, it := range items {
-			c.Examined++
-			switch it.Kind {
-			case dynamo.DueTask:
-				note(s.sweepTask(ctx, it, now, &c))
-			case dynamo.DueStage:
-				note(s.sweepStage(ctx, it, now, &c))
-			case dynamo.DueJob:
-				note(s.sweepJob(ctx, it, now, &c))
-			default:
-				note(s.store.SetDue(ctx, it, time.Time{}))
+			if err := ctx.Err(); err != nil {
+				note(fmt.Errorf("sweep stopped in shard %d: %w", shard, err))
+				break walk
 			}
+			c.Examined++
+			note(s.sweepStep(ctx, dueName(it), &c, func(ctx context.Context, c *SweepCounts) error {
+				return s.sweepItem(ctx, it, now, c)
+			}))
 		}
 	}
-	note(s.sweepDeadLetters(ctx, &c))
-	note(s.sweepSchedules(ctx, now, &c))
 	s.log.Info("sweep", "counts", c)
 	if firstErr != nil {
 		return c, fmt.Errorf("sweep: %d errors, first: %w", c.Errors, firstErr)
 	}
 	return c, nil
+}
+
+func (s *Service) sweepItem(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
+	switch it.Kind {
+	case dynamo.DueTask:
+		return s.sweepTask(ctx, it, now, c)
+	case dynamo.DueStage:
+		return s.sweepStage(ctx, it, now, c)
+	case dynamo.DueJob:
+		return s.sweepJob(ctx, it, now, c)
+	}
+	return s.store.SetDue(ctx, it, time.Time{})
+}
+
+func dueName(it dynamo.DueItem) string {
+	switch it.Kind {
+	case dynamo.DueTask:
+		return "task " + it.Task.String()
+	case dynamo.DueStage:
+		return fmt.Sprintf("stage %s/%d", it.Job, it.Stage)
+	}
+	return fmt.Sprintf("%s %s", it.Kind, it.Job)
+}
+
+// SweepStepBudget caps the time of one step of a sweep run: one due
+// record, the dead-letter redrive or the schedule fallback. A step never
+// gets more than a third of what is left of the run either, so whatever
+// one step does, the steps after it keep two thirds of the time.
+const SweepStepBudget = 20 * time.Second
+
+// SweepBackoffMax caps how far deferStage pushes a stage's next look.
+const SweepBackoffMax = 15 * time.Minute
+
+var (
+	// ErrStepPanicked: a sweep step panicked; the run went on without it.
+	ErrStepPanicked = errors.New("sweep step panicked")
+	// ErrStepOverBudget: a sweep step did not return within its budget; the
+	// run went on without waiting for it.
+	ErrStepOverBudget = errors.New("sweep step overran its time budget")
+)
+
+// sweepStep runs one step of a sweep run with its own deadline and its own
+// counts, added to c when it returns. A panic becomes the step's error.
+// A step that has not returned by the end of its budget and a short grace
+// (to return its context's error) is left running and reported: waiting
+// for it would hand its hang to every step after it, and leaving it is
+// safe, as every step is a conditional write that a later run repeats.
+// Its counts are dropped, so nothing it does later touches this run's.
+func (s *Service) sweepStep(ctx context.Context, name string, c *SweepCounts, step func(context.Context, *SweepCounts) error) error {
+	budget := SweepStepBudget
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)/3)
+	}
+	stepCtx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	type result struct {
+		counts SweepCounts
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("sweep step panicked", "step", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				r.err = fmt.Errorf("%s: %w: %v", name, ErrStepPanicked, p)
+			}
+			done <- r
+		}()
+		r.err = step(stepCtx, &r.counts)
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-stepCtx.Done():
+		select {
+		case r = <-done:
+		case <-time.After(max(min(budget/10, time.Second), 10*time.Millisecond)):
+			s.log.Error("sweep step left running past its budget", "step", name, "budget", budget)
+			return fmt.Errorf("%s: %w (%v)", name, ErrStepOverBudget, budget)
+		}
+	}
+	c.add(r.counts)
+	return r.err
+}
+
+// add adds o's counts to c.
+func (c *SweepCounts) add(o SweepCounts) {
+	c.Examined += o.Examined
+	c.Requeued += o.Requeued
+	c.Expired += o.Expired
+	c.Exhausted += o.Exhausted
+	c.Cancelled += o.Cancelled
+	c.StagesFixed += o.StagesFixed
+	c.Failures += o.Failures
+	c.DeadLettered += o.DeadLettered
+	c.Errors += o.Errors
+	c.Fired += o.Fired
+	c.HandedOff += o.HandedOff
+	c.Deadlines += o.Deadlines
+}
+
+// deferStage pushes a stage's next look back before the sweep works on it
+// in ways that could take the whole process down: planning, materializing
+// and writing manifests hold memory in proportion to what a user asked
+// for, and a crash (out of memory, a timeout) is no error that a handler
+// could answer. Left due, such a stage would be the first thing every
+// following run does, and crash it too. Pushed back, the runs in between
+// do everything else. The wait is the time the step has been pending
+// (since, if known), at least StartGrace and at most SweepBackoffMax: a
+// stage that crashes every run is looked at after 30 s, 1 min, 2 min, ...
+// Work that goes well writes the stage's next look itself (a chunk
+// recorded, a completion, a check that finds it still running), which
+// replaces this one; an error leaves it, so an error backs off too.
+func (s *Service) deferStage(ctx context.Context, it dynamo.DueItem, now, since time.Time) error {
+	wait := s.cfg.StartGrace
+	if !since.IsZero() {
+		wait = max(wait, now.Sub(since))
+	}
+	return s.store.SetDue(ctx, it, now.Add(min(wait, SweepBackoffMax)))
 }
 
 func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
@@ -174,10 +310,16 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		}
 		if upstreamCompleted(sp, it.Stage, func(i int) sm.StageState { return stages[i].State }) {
 			c.StagesFixed++
+			if err := s.deferStage(ctx, it, now, time.Time{}); err != nil {
+				return err
+			}
 			return s.startStage(ctx, it.Job, sp, it.Stage)
 		}
 		return s.store.SetDue(ctx, it, time.Time{})
 	case sm.StageRunning:
+		if err := s.deferStage(ctx, it, now, st.Started); err != nil {
+			return err
+		}
 		if !st.Materialized {
 			c.StagesFixed++
 			return s.materialize(ctx, it.Job, sp, it.Stage)
@@ -191,6 +333,9 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))
 	case sm.StageCompleted:
 		c.StagesFixed++
+		if err := s.deferStage(ctx, it, now, st.Ended); err != nil {
+			return err
+		}
 		return s.afterStageCompleted(ctx, it.Job, it.Stage)
 	}
 	return s.store.SetDue(ctx, it, time.Time{})

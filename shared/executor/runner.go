@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -294,28 +293,33 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 }
 
 // shuffleInput concatenates partition ref.Partition of every committed
-// output of the upstream shuffle stage, as listed by its manifest.
+// output of the upstream shuffle stage, as listed by its manifest. A paged
+// manifest is read one page at a time, keeping only this partition's keys,
+// so a reducer holds one page and its own part's keys, never the whole
+// list of upstream tasks times parts. Only the manifest object is cached:
+// a paged one's is its short index.
 func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) (io.ReadCloser, error) {
 	key := blob.StageManifestKey(ref.Job, sp.Stages[src].Name)
 	var m *batch.Manifest
 	if v, ok := r.manifests.Load(key); ok {
 		m = v.(*batch.Manifest)
 	} else {
-		raw, err := r.Blob.Get(ctx, key)
+		read, err := blob.ReadManifest(ctx, r.Blob, key)
 		if err != nil {
 			return nil, err
 		}
-		m = &batch.Manifest{}
-		if err := json.Unmarshal(raw, m); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", key, err)
-		}
+		m = &read
 		r.manifests.Store(key, m)
 	}
 	var keys []string
-	for _, o := range m.Outputs {
+	err := blob.EachManifestOutput(ctx, r.Blob, *m, func(o batch.Output) error {
 		if o.Part == ref.Partition {
 			keys = append(keys, o.Key)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return &multiObject{ctx: ctx, blob: r.Blob, keys: keys}, nil
 }

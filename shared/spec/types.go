@@ -101,7 +101,7 @@ const (
 	MinLease             = Duration(time.Second)
 	MaxLease             = Duration(12 * time.Hour)
 	MaxBackoff           = Duration(24 * time.Hour)
-	MinSplitSize         = Size(1)
+	MinSplitSize         = Size(4 << 10) // why 4 KiB: see checkPartitions
 	MaxNameLen           = 64
 	MaxParamsBytes       = 512
 	MinDeadline          = Duration(time.Second)

@@ -204,6 +204,10 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 		if _, _, err := ParseS3URI(in.Prefix); err != nil {
 			errs.add(pp+".input.prefix", err.Error())
 		}
+		// A split under a page holds a few lines at most, so tiny sizes
+		// only multiply tasks. The floor is not the memory guard: planning
+		// counts splits before it makes any (a job stored before the floor
+		// was raised still plans) and refuses more than MaxPartitions.
 		if in.SplitSize != 0 && in.SplitSize < MinSplitSize {
 			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at least %d (bytes)", MinSplitSize))
 		}

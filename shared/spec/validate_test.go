@@ -181,7 +181,7 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "stages[0].partitions.input.prefix", Message: `bucket "MyBucket" must be 3 to 63 characters of a-z, 0-9, '.' and '-'`},
 		}},
 		{"split size negative", wc(func(j *Job) { j.Stages[0].Partitions.Input.SplitSize = -1 }), []FieldError{
-			{Field: "stages[0].partitions.input.splitSize", Message: "must be at least 1 (bytes)"},
+			{Field: "stages[0].partitions.input.splitSize", Message: "must be at least 4096 (bytes)"},
 		}},
 
 		// The stored form.
