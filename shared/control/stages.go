@@ -1,10 +1,13 @@
 package control
 
 import (
+	"strings"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/aws/smithy-go"
 	"slices"
 	"time"
 
@@ -52,7 +55,13 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 			return s.failMaterialize(ctx, job, idx, err)
 		} else if err != nil {
 			// Throttling, a network error, a timeout: the stage stays due
-			// and the sweep plans it again. Only bad input ends a job.
+			// and the sweep plans it again. Only bad input ends a job, or
+			// an error that outlasts PlanGiveUp (an input in another
+			// region, a key the roles cannot use): the job then fails
+			// with it rather than run on with no error to show.
+			if started, gerr := s.store.GetStage(ctx, job, idx); gerr == nil && s.Now().Sub(started.Started) > PlanGiveUp {
+				return s.failMaterialize(ctx, job, idx, fmt.Errorf("still failing after %s: %w", PlanGiveUp, err))
+			}
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
@@ -199,14 +208,33 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	return splits, nil
 }
 
+// PlanGiveUp bounds how long a stage's planning may keep failing with
+// errors that look transient before its job fails with the error.
+const PlanGiveUp = time.Hour
+
 // failMaterialize ends a job whose stage cannot be planned (bad input).
 func (s *Service) failMaterialize(ctx context.Context, job string, idx int, cause error) error {
 	sp, err := s.jobSpec(ctx, job)
 	if err != nil {
 		return err
 	}
-	reason := fmt.Sprintf("stage %q: plan input: %v", sp.Stages[idx].Name, cause)
+	reason := fmt.Sprintf("stage %q: plan input: %s", sp.Stages[idx].Name, publicError(cause))
 	return s.failJob(ctx, job, idx, reason)
+}
+
+// publicError is an error as a job's owner may read it: an AWS error is
+// cut to its code, because its message and request details can name
+// accounts, roles and request ids of the installation.
+func publicError(err error) string {
+	msg := err.Error()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return msg
+	}
+	if i := strings.Index(msg, "operation error "); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg + ae.ErrorCode()
 }
 
 // checkStageComplete completes a running stage whose counters are all zero.
