@@ -7,6 +7,10 @@
 //	executorMaxConcurrency  Lambda executor concurrency per ready queue, default 100
 //	fargateMaxTasks         Fargate executor task limit, default 10
 //	ownerMaxConcurrency     owners' concurrency limits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10"; default none
+//	ownerMode               "role" (default: a role's sessions are one owner) or "session"
+//	maxActiveJobs, maxTasks, maxSchedules
+//	                        owners' quotas, in the same format; default none
+//	highPriorityOwners      owners allowed priority "high" ("*": all); default all
 //	stackName               the stack's name, default Batchwork
 package main
 

@@ -11,6 +11,7 @@ import (
 	"github.com/batchwork/batchwork/infra/batchwork"
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/principal"
 )
 
 // StackName reads the stackName context parameter (default
@@ -82,6 +83,22 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 			return nil, fmt.Errorf("context ownerMaxConcurrency: %w", err)
 		}
 		p.OwnerMaxConcurrency = s
+	}
+	for key, to := range map[string]*string{
+		"ownerMode": &p.OwnerMode, "maxActiveJobs": &p.MaxActiveJobs, "maxTasks": &p.MaxTasks,
+		"maxSchedules": &p.MaxSchedules, "highPriorityOwners": &p.HighPriorityOwners,
+	} {
+		if s, ok := str(key); ok {
+			*to = s
+		}
+	}
+	if _, err := principal.ParseMode(p.OwnerMode); err != nil {
+		return nil, fmt.Errorf("context ownerMode: %w", err)
+	}
+	for key, v := range map[string]string{"maxActiveJobs": p.MaxActiveJobs, "maxTasks": p.MaxTasks, "maxSchedules": p.MaxSchedules} {
+		if _, err := control.ParseOwnerQuota(v); err != nil {
+			return nil, fmt.Errorf("context %s: %w", key, err)
+		}
 	}
 	return p, nil
 }

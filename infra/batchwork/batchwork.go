@@ -37,6 +37,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -87,6 +88,17 @@ type Props struct {
 	// Fargate executor) as lambdaenv.EnvOwnerMaxConcurrency. Default "":
 	// no owner limits.
 	OwnerMaxConcurrency string
+	// OwnerMode maps an IAM principal to its owner on the api function
+	// (principal.ParseMode): "role" (default: a role's sessions are one
+	// owner) or "session".
+	OwnerMode string
+	// Admission limits per owner, in control.ParseOwnerQuota's format
+	// ("*=100,<owner ARN>=10"), for the functions that submit (api, and
+	// sweep for schedule firings). Default "": none.
+	MaxActiveJobs, MaxTasks, MaxSchedules string
+	// HighPriorityOwners lists the owners that may use priority "high"
+	// ("*": all). Default "": all.
+	HighPriorityOwners string
 }
 
 // Batchwork is a deployed installation.
@@ -105,6 +117,9 @@ type Batchwork struct {
 	Dashboard awscloudwatch.Dashboard
 
 	ownerLimits string // Props.OwnerMaxConcurrency, canonical
+	// admission is the environment of the submitting functions (api,
+	// sweep) from Props' owner mode, quotas and priority allowlist.
+	admission map[string]string
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -193,7 +208,7 @@ var permissions = map[string]grantSet{
 func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwork {
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency}
+	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p)}
 	b.data(c, p)
 	b.functions(c, p)
 	b.api(c)
@@ -254,7 +269,30 @@ func withDefaults(props *Props) Props {
 	}
 	// The canonical form: equal limits synthesize equal templates.
 	p.OwnerMaxConcurrency = limits.String()
+	if _, err := principal.ParseMode(p.OwnerMode); err != nil {
+		panic("batchwork: ownerMode: " + err.Error())
+	}
+	if _, err := lambdaenv.QuotasFromEnv(func(k string) string { return admissionEnv(p)[k] }); err != nil {
+		panic("batchwork: " + err.Error())
+	}
 	return p
+}
+
+// admissionEnv is the environment that carries Props' owner mode, quotas
+// and priority allowlist; empty settings are left out, so a stack without
+// them synthesizes as before.
+func admissionEnv(p Props) map[string]string {
+	env := map[string]string{}
+	for k, v := range map[string]string{
+		lambdaenv.EnvOwnerMode: p.OwnerMode, lambdaenv.EnvOwnerMaxActiveJobs: p.MaxActiveJobs,
+		lambdaenv.EnvOwnerMaxTasks: p.MaxTasks, lambdaenv.EnvOwnerMaxSchedules: p.MaxSchedules,
+		lambdaenv.EnvHighPriorityOwners: p.HighPriorityOwners,
+	} {
+		if v != "" {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 func seconds(d time.Duration) awscdk.Duration {
@@ -362,6 +400,13 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 	}
 	if b.ownerLimits != "" && ownerLimited[name] {
 		env[lambdaenv.EnvOwnerMaxConcurrency] = jsii.String(b.ownerLimits)
+	}
+	if name == FnAPI || name == FnSweep {
+		for k, v := range b.admission {
+			if k != lambdaenv.EnvOwnerMode || name == FnAPI { // only the api maps principals
+				env[k] = jsii.String(v)
+			}
+		}
 	}
 	return &env
 }

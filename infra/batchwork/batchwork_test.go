@@ -830,3 +830,26 @@ func check(t *testing.T, f func()) {
 	}()
 	f()
 }
+
+// The owner mode reaches the api function only (it maps principals), and
+// the quotas and the priority allowlist the functions that submit (api,
+// and sweep for firings); no other function gets them.
+func TestAdmissionSettingsReachTheSubmitters(t *testing.T) {
+	s := synth(t, "admission", batchwork.Props{Executor: batchwork.ExecutorLambda, OwnerMode: "session",
+		MaxActiveJobs: "*=10", MaxTasks: "*=100000", MaxSchedules: "*=5", HighPriorityOwners: "ops"}, nil)
+	want := map[string]map[string]any{
+		batchwork.FnAPI: {lambdaenv.EnvOwnerMode: "session", lambdaenv.EnvOwnerMaxActiveJobs: "*=10",
+			lambdaenv.EnvOwnerMaxTasks: "*=100000", lambdaenv.EnvOwnerMaxSchedules: "*=5", lambdaenv.EnvHighPriorityOwners: "ops"},
+		batchwork.FnSweep: {lambdaenv.EnvOwnerMaxActiveJobs: "*=10",
+			lambdaenv.EnvOwnerMaxTasks: "*=100000", lambdaenv.EnvOwnerMaxSchedules: "*=5", lambdaenv.EnvHighPriorityOwners: "ops"},
+	}
+	keys := []string{lambdaenv.EnvOwnerMode, lambdaenv.EnvOwnerMaxActiveJobs, lambdaenv.EnvOwnerMaxTasks, lambdaenv.EnvOwnerMaxSchedules, lambdaenv.EnvHighPriorityOwners}
+	for name, id := range s.functionIDs(t) {
+		env := s.json.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		for _, k := range keys {
+			if got, w := env[k], want[name][k]; got != w {
+				t.Errorf("%s function: %s=%v, want %v", name, k, got, w)
+			}
+		}
+	}
+}
