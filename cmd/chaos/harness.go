@@ -147,7 +147,11 @@ type phase struct {
 	execs  []*proc
 	gen    int
 	starts []check.Start
-	claims map[string][]check.Start // by process
+	// takeovers are the claims that took a dead executor's task over (the
+	// new attempt), from the control plane's log line: a claim even when
+	// its executor was killed before it started the task.
+	takeovers []check.Start
+	claims    map[string][]check.Start // by process
 	// executors maps liveness ids (a task's holder) to processes.
 	executors map[string]string
 	// takenFrom is the holder (liveness id) of each attempt another
@@ -216,9 +220,13 @@ func (p *phase) onLine(l line) {
 			a.Attempt = int(att)
 			next := a
 			next.Attempt++
+			at, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(l.fields["time"]))
 			p.mu.Lock()
 			p.takenFrom[a] = ex
 			p.takenBy[next] = l.proc
+			if !at.IsZero() {
+				p.takeovers = append(p.takeovers, check.Start{Job: a.Job, Stage: a.Stage, Partition: a.Partition, Attempt: next.Attempt, At: at, Proc: l.proc})
+			}
 			p.mu.Unlock()
 		}
 	case "executor liveness on":

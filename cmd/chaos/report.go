@@ -47,8 +47,9 @@ type Recovery struct {
 	// Held counts the tasks killed executors held (CLAIMED by their
 	// attempt in the table right after the kill).
 	Held int
-	// Times are the reclaims' delays after their kill, sorted.
-	Times []time.Duration
+	// Times are the reclaims' delays after their kill, sorted; Started
+	// the delays to the next attempt that an executor started.
+	Times, Started []time.Duration
 	// Not reclaimed: the dead executor's commit had applied anyway (its
 	// request was in flight), the job was cancelled, or neither.
 	CommittedInFlight, JobCancelled int
@@ -135,17 +136,36 @@ func explainUnstarted(p *phase, unstarted []check.Attempt) (byKill int, rest []s
 }
 
 // recovery measures, for each task a killed executor held, the time from
-// the kill to the task's next claim by another executor (from the claim
-// lines every executor logs; a claim's time is its own timestamp).
+// the kill to the task's next claim by another executor: a takeover (the
+// control plane's log line, written when the new attempt's claim applied)
+// or a started attempt (the claim lines every executor logs; a claim's
+// time is its own timestamp), whichever came first. Started counts only
+// the latter: a takeover whose executor is killed in turn before it starts
+// the task recovers nothing yet.
 func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 	type task struct {
 		job         string
 		stage, part int
 	}
 	next := map[task][]check.Start{}
+	started := map[task][]check.Start{}
 	for _, s := range p.starts {
 		k := task{s.Job, s.Stage, s.Partition}
 		next[k] = append(next[k], s)
+		started[k] = append(started[k], s)
+	}
+	for _, s := range p.takeovers {
+		k := task{s.Job, s.Stage, s.Partition}
+		next[k] = append(next[k], s)
+	}
+	firstAfter := func(ss []check.Start, attempt int) time.Time {
+		var first time.Time
+		for _, s := range ss {
+			if s.Attempt > attempt && (first.IsZero() || s.At.Before(first)) {
+				first = s.At
+			}
+		}
+		return first
 	}
 	cancelled := map[string]bool{}
 	for _, j := range p.jobs {
@@ -156,13 +176,11 @@ func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 	for _, k := range p.kills {
 		for _, t := range k.held {
 			r.Held++
-			var first time.Time
-			for _, s := range next[task{t.Job, t.Stage, t.Partition}] {
-				if s.Attempt > t.Attempt && (first.IsZero() || s.At.Before(first)) {
-					first = s.At
-				}
+			k2 := task{t.Job, t.Stage, t.Partition}
+			if s := firstAfter(started[k2], t.Attempt); !s.IsZero() {
+				r.Started = append(r.Started, s.Sub(k.at))
 			}
-			if !first.IsZero() {
+			if first := firstAfter(next[k2], t.Attempt); !first.IsZero() {
 				r.Times = append(r.Times, first.Sub(k.at))
 				continue
 			}
@@ -170,6 +188,7 @@ func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 		}
 	}
 	slices.Sort(r.Times)
+	slices.Sort(r.Started)
 	return r, h.classifyUnreclaimed(ctx, p.dep.Table, unknown, cancelled, &r)
 }
 
@@ -232,6 +251,7 @@ func (r *Report) Print(w io.Writer) {
 	rc := r.Recovery
 	fmt.Fprintf(tw, "tasks held by killed executors\t%d\t\n", rc.Held)
 	fmt.Fprintf(tw, "recovery, kill to next claim\t%s\t\n", spread(rc.Times))
+	fmt.Fprintf(tw, "  kill to next started attempt\t%s\t\n", spread(rc.Started))
 	fmt.Fprintf(tw, "  not reclaimed\t%d committed in flight, %d job cancelled, %d other\t\n", rc.CommittedInFlight, rc.JobCancelled, len(rc.NotReclaimed))
 	fmt.Fprintf(tw, "last commit to job end\t%s\t%s\n", spread(r.Check.EndLag), spread(r.Check.ReferenceEndLag))
 	fmt.Fprintf(tw, "outputs byte-identical to the fault-free run\t%d compared\t\n", r.Check.Compared)
