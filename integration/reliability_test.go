@@ -15,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/split"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -466,4 +467,45 @@ func TestClaimWithoutExecutorClearsDeadHolder(t *testing.T) {
 	if task.Executor != "" || task.Token != c.Task.Token {
 		t.Fatalf("record after the takeover: executor %q; want none", task.Executor)
 	}
+}
+
+// Dead letters that name no task stay for an operator, but must not crowd
+// out the ones that do: one sweep reads past a dozen of them and sends a
+// live task's message back.
+func TestDeadLettersNamingNoTaskDoNotCrowdOut(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	e, ctx := rig.e, context.Background()
+	id := submitTo(t, rig.svc, "dlq", oneStage("dlq", "work", 1))
+	ready, dlq := e.r.Resources.Queues.Normal, e.r.Resources.Queues.DLQ
+	for _, m := range receiveVisible(t, e, ready) { // the task's message is lost...
+		if err := e.r.Queue.DeleteBatch(ctx, ready, []string{m.Receipt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var junk []queue.Send
+	for i := range 12 {
+		junk = append(junk, queue.Send{Body: fmt.Sprintf("not a task %d", i)})
+	}
+	if err := e.r.Queue.SendBatch(ctx, dlq, junk); err != nil {
+		t.Fatal(err)
+	}
+	// ...and a copy of it sits in the dead-letter queue behind the junk.
+	if err := e.r.Queue.SendBatch(ctx, dlq, []queue.Send{{Body: batch.TaskRef{Job: id}.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustSweep(t, rig.svc); c.DeadLettered != 1 {
+		t.Fatalf("sweep handled %d dead letters, want the task's 1: %+v", c.DeadLettered, c)
+	}
+	if got := bodies(handledAll(receiveVisible(t, e, ready))); len(got) != 1 || got[0] != (batch.TaskRef{Job: id}).String() {
+		t.Fatalf("ready queue after the sweep: %v, want the task's message", got)
+	}
+}
+
+func handledAll(ms []queue.Message) []handled {
+	var hs []handled
+	for _, m := range ms {
+		hs = append(hs, handled{Body: m.Body})
+	}
+	return hs
 }

@@ -349,10 +349,30 @@ func (s *Service) sweepDeadLetters(ctx context.Context, c *SweepCounts) error {
 	if s.cfg.Queues.DLQ == "" {
 		return nil
 	}
-	msgs, err := s.queue.Receive(ctx, s.cfg.Queues.DLQ, 10, 0, 30*time.Second)
-	if err != nil {
-		return err
+	// Several batches a run, each message hidden for an hour once read: a
+	// message that names no task stays for an operator, and must not come
+	// back every run to crowd out the ones that do (a batch holds 10).
+	for range dlqBatches {
+		msgs, err := s.queue.Receive(ctx, s.cfg.Queues.DLQ, 10, 0, dlqHide)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		if err := s.redrive(ctx, msgs, c); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// Dead-letter reading: batches per sweep run, and how long a read message
+// stays hidden (a message of a task is deleted once handled).
+const (
+	dlqBatches = 10
+	dlqHide    = time.Hour
+)
+
+// redrive handles one batch of dead-lettered messages.
+func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCounts) error {
 	var done []string
 	for _, m := range msgs {
 		if isTimerBody(m.Body) {
