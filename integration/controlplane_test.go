@@ -75,21 +75,7 @@ func TestWordCount(t *testing.T) {
 	m := readManifest(t, e, st.Manifest)
 	got := map[string]int{}
 	for _, o := range m.Outputs {
-		raw, err := e.r.Blob.Get(ctx, o.Key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-			if line == "" {
-				continue
-			}
-			w, n, _ := strings.Cut(line, "\t")
-			c, _ := strconv.Atoi(n)
-			if _, dup := got[w]; dup {
-				t.Errorf("word %q in two reduce outputs", w)
-			}
-			got[w] = c
-		}
+		addWordCounts(t, e, got, o.Key)
 	}
 	// Pieces of one line may sit in two files; count each file on its own
 	// as the job does (a file boundary ends a line).
@@ -109,6 +95,26 @@ func TestWordCount(t *testing.T) {
 	}
 	if len(m.Outputs) != 4 {
 		t.Errorf("manifest lists %d outputs, want 4 (one per reducer)", len(m.Outputs))
+	}
+}
+
+// addWordCounts adds a word-count reduce output's "word\tcount" lines to
+// got; a word already there was counted by another reducer too.
+func addWordCounts(t *testing.T, e *env, got map[string]int, key string) {
+	t.Helper()
+	raw, err := e.r.Blob.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if line == "" {
+			continue
+		}
+		w, n, _ := strings.Cut(line, "\t")
+		if _, dup := got[w]; dup {
+			t.Errorf("word %q in two reduce outputs", w)
+		}
+		got[w], _ = strconv.Atoi(n)
 	}
 }
 

@@ -206,20 +206,7 @@ func TestPagedShuffleManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range page.Outputs {
-			raw, err := e.r.Blob.Get(ctx, o.Key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-				if line == "" {
-					continue
-				}
-				w, n, _ := strings.Cut(line, "\t")
-				if _, dup := got[w]; dup {
-					t.Errorf("word %q in two reduce outputs", w)
-				}
-				got[w], _ = strconv.Atoi(n)
-			}
+			addWordCounts(t, e, got, o.Key)
 		}
 		if cur = page.NextCursor; cur == "" {
 			break

@@ -95,8 +95,12 @@ func (c *logCounter) count(msg string) int {
 // one env are several processes (an API, a sweep Lambda, executors)
 // sharing the state.
 func newService(e *env, cfg control.Config, store control.Store, q control.Queue, clk *testClock, log *slog.Logger) *control.Service {
+	return newServiceOver(e, cfg, store, q, e.r.Blob, clk, log)
+}
+
+func newServiceOver(e *env, cfg control.Config, store control.Store, q control.Queue, b control.Blob, clk *testClock, log *slog.Logger) *control.Service {
 	cfg.Queues = e.r.Resources.Queues
-	svc := control.New(cfg, store, q, e.r.Blob, log)
+	svc := control.New(cfg, store, q, b, log)
 	svc.Now = clk.Now
 	svc.Jitter = func(time.Duration) time.Duration { return 0 }
 	return svc
@@ -105,11 +109,7 @@ func newService(e *env, cfg control.Config, store control.Store, q control.Queue
 // newServiceWithBlob is newService over the env's queue with its own
 // store and blob (fault-injecting or spying wrappers of the env's).
 func newServiceWithBlob(e *env, cfg control.Config, store control.Store, b control.Blob, clk *testClock, logs *logCounter) *control.Service {
-	cfg.Queues = e.r.Resources.Queues
-	svc := control.New(cfg, store, e.r.Queue, b, logs.logger())
-	svc.Now = clk.Now
-	svc.Jitter = func(time.Duration) time.Duration { return 0 }
-	return svc
+	return newServiceOver(e, cfg, store, e.r.Queue, b, clk, logs.logger())
 }
 
 func submitTo(t *testing.T, svc *control.Service, key, body string) string {
