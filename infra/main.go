@@ -11,6 +11,8 @@
 //	maxActiveJobs, maxTasks, maxSchedules
 //	                        owners' quotas, in the same format; default none
 //	highPriorityOwners      owners allowed priority "high" ("*": all); default all
+//	remoteExecutorRoles     role ARNs (comma-separated) of executors outside the installation: deploys
+//	                        the claim and commit functions, invokable by these roles only; default none
 //	stackName               the stack's name, default Batchwork
 package main
 

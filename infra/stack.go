@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -90,6 +91,22 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 	} {
 		if s, ok := str(key); ok {
 			*to = s
+		}
+	}
+	if s, ok := str("inputBuckets"); ok {
+		buckets, err := control.ParseInputBuckets(s)
+		if err != nil {
+			return nil, fmt.Errorf("context inputBuckets: %w", err)
+		}
+		p.InputBuckets = buckets
+	}
+	if s, ok := str("remoteExecutorRoles"); ok {
+		for _, arn := range strings.Split(s, ",") {
+			arn = strings.TrimSpace(arn)
+			if err := batchwork.CheckRoleArn(arn); err != nil {
+				return nil, fmt.Errorf("context remoteExecutorRoles: %w", err)
+			}
+			p.RemoteExecutorRoleArns = append(p.RemoteExecutorRoleArns, arn)
 		}
 	}
 	if _, err := principal.ParseMode(p.OwnerMode); err != nil {

@@ -6,11 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/infra/batchwork"
 	"github.com/batchwork/batchwork/infra/template"
@@ -42,55 +42,64 @@ func normalize(b []byte) []byte {
 	return assetHash.ReplaceAll(b, []byte(template.AssetHashPlaceholder))
 }
 
-var (
-	synthOnce sync.Once
-	synthJSON []byte
-	synthErr  error
-)
-
-// defaultTemplate synthesizes the default stack (as cdk.json's app does,
-// with cdk.json's context) once per test binary.
-func defaultTemplate(t *testing.T) []byte {
-	t.Helper()
-	synthOnce.Do(func() {
-		bins := fakeBins(t)
-		defer func() {
-			if r := recover(); r != nil {
-				synthErr = fmt.Errorf("%v", r)
-			}
-		}()
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-		stack := NewStack(app, template.StackName, &batchwork.Props{BinDir: bins})
-		asm := app.Synth(nil)
-		synthJSON, synthErr = os.ReadFile(*asm.GetStackArtifact(stack.ArtifactId()).TemplateFullPath())
-	})
-	if synthErr != nil {
-		t.Fatalf("synthesize: %v", synthErr)
-	}
-	return synthJSON
+// checkedIn are the synthesized templates kept in infra/template: the
+// default stack (as cdk.json's app synthesizes it, which the local runner
+// deploys), and the same stack with the claim and commit functions for one
+// remote executor, whose roles the IAM check proves too
+// (integration/iam_test.go).
+var checkedIn = []struct {
+	file     string
+	embedded []byte
+	props    batchwork.Props
+}{
+	{"Batchwork.template.json", template.JSON, batchwork.Props{}},
+	{"BatchworkRemoteExecutors.template.json", template.RemoteExecutorsJSON,
+		batchwork.Props{RemoteExecutorRoleArns: []string{template.RemoteExecutorRole}}},
 }
 
-// TestTemplateUpToDate fails when the checked-in template (which the
-// local runner deploys) differs from a fresh synthesis. `make synth`
-// rewrites it.
-func TestTemplateUpToDate(t *testing.T) {
-	got := normalize(defaultTemplate(t))
-	path := filepath.Join("template", "Batchwork.template.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+// synthTemplate synthesizes the default stack with props.
+func synthTemplate(t *testing.T, props batchwork.Props) (out []byte, err error) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
 		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(want) != string(got) {
-		t.Fatalf("%s is stale: run `make synth` and commit it", path)
-	}
-	if string(template.JSON) != string(want) {
-		t.Fatalf("the embedded template differs from %s: rebuild", path)
+	}()
+	props.BinDir = fakeBins(t)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	stack := NewStack(app, template.StackName, &props)
+	asm := app.Synth(nil)
+	return os.ReadFile(*asm.GetStackArtifact(stack.ArtifactId()).TemplateFullPath())
+}
+
+// TestTemplateUpToDate fails when a checked-in template differs from a
+// fresh synthesis. `make synth` rewrites them.
+func TestTemplateUpToDate(t *testing.T) {
+	for _, c := range checkedIn {
+		t.Run(c.file, func(t *testing.T) {
+			raw, err := synthTemplate(t, c.props)
+			if err != nil {
+				t.Fatalf("synthesize: %v", err)
+			}
+			got := normalize(raw)
+			path := filepath.Join("template", c.file)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(want) != string(got) {
+				t.Fatalf("%s is stale: run `make synth` and commit it", path)
+			}
+			if string(c.embedded) != string(want) {
+				t.Fatalf("the embedded template differs from %s: rebuild", path)
+			}
+		})
 	}
 }
 
@@ -111,6 +120,14 @@ func TestPropsFromContext(t *testing.T) {
 			want: batchwork.Props{OwnerMaxConcurrency: "*=200,arn:aws:iam::123456789012:role/etl=10"}},
 		{name: "bad owner limit", ctx: map[string]any{"ownerMaxConcurrency": "*=200,etl=5000"},
 			wantErr: `context ownerMaxConcurrency: entry "etl=5000": limit "5000" is not a whole number from 0 (no limit) to 1000`},
+		{name: "remote executors", ctx: map[string]any{"remoteExecutorRoles": "arn:aws:iam::123456789012:role/a, arn:aws:iam::123456789012:role/x/b"},
+			want: batchwork.Props{RemoteExecutorRoleArns: []string{"arn:aws:iam::123456789012:role/a", "arn:aws:iam::123456789012:role/x/b"}}},
+		{name: "input buckets", ctx: map[string]any{"inputBuckets": "corp-data, raw.example.com"},
+			want: batchwork.Props{InputBuckets: []string{"corp-data", "raw.example.com"}}},
+		{name: "bad input bucket", ctx: map[string]any{"inputBuckets": "corp-data,Corp_Data"},
+			wantErr: `context inputBuckets: bucket "Corp_Data" must be 3 to 63 characters of a-z, 0-9, '.' and '-'`},
+		{name: "bad remote executor", ctx: map[string]any{"remoteExecutorRoles": "arn:aws:iam::123456789012:role/a,bob"},
+			wantErr: `context remoteExecutorRoles: "bob" is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,8 +141,8 @@ func TestPropsFromContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *p != c.want {
-				t.Fatalf("got %+v, want %+v", *p, c.want)
+			if diff := cmp.Diff(c.want, *p); diff != "" {
+				t.Fatalf("props (-want +got):\n%s", diff)
 			}
 		})
 	}

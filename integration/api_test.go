@@ -24,6 +24,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -59,6 +60,7 @@ func (e *env) call(owner, method, path string, body []byte, header ...string) ap
 	if owner != "" {
 		req.Header.Set(runner.OwnerHeader, owner)
 	}
+	localauth.SetHeader(req, e.r.Token)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -634,12 +636,9 @@ func TestProgressRetriesAndRecords(t *testing.T) {
 		return err
 	})
 	e := newEnv(t, reg, envOptions{})
-	ctx := context.Background()
 	text := "the cat\nthe dog\nthe end\n"
-	if err := e.r.Blob.PutIfAbsent(ctx, "in/a.txt", []byte(text)); err != nil {
-		t.Fatal(err)
-	}
-	wc := e.submitAs("tester", "wc", wordcount.Spec("wc", "s3://"+e.r.Resources.Bucket+"/in/", 1<<20, 2))
+	e.putInput("tester", "in/a.txt", []byte(text))
+	wc := e.submitAs("tester", "wc", wordcount.Spec("wc", "inputs:in/", 1<<20, 2))
 	flaky := e.submitAs("tester", "flaky", []byte(`{"name":"flaky","retry":{"maxAttempts":3,"backoff":"100ms"},
 	  "stages":[{"name":"s","task":"flaky","partitions":{"count":3}}]}`))
 	st := e.waitJobAs("tester", wc, time.Minute)

@@ -17,6 +17,7 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
 )
 
 // syncBuffer is a buffer the CLI writes while the test reads it.
@@ -40,7 +41,7 @@ func (s *syncBuffer) String() string {
 // cliRun runs the batchwork command against the test's runner as owner,
 // with stdout not a terminal.
 func (e *env) cliRun(ctx context.Context, owner string, stdout, stderr *syncBuffer, args ...string) int {
-	vars := map[string]string{"BATCHWORK_ENDPOINT": e.r.URL, "BATCHWORK_OWNER": owner}
+	vars := map[string]string{"BATCHWORK_ENDPOINT": e.r.URL, "BATCHWORK_OWNER": owner, localauth.TokenEnv: e.r.Token}
 	return cli.Main(ctx, args, cli.Env{
 		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr,
 		Getenv: func(k string) string { return vars[k] },

@@ -27,6 +27,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -58,16 +59,13 @@ func TestWordCount(t *testing.T) {
 	reg := executor.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{})
-	ctx := context.Background()
 	corpus := wordcount.Corpus(7, 120_000)
 	// Three files, cut mid-line, so splits cross file and line boundaries.
 	cuts := []int{0, 40_001, 90_003, len(corpus)}
 	for i := 0; i < 3; i++ {
-		if err := e.r.Blob.PutIfAbsent(ctx, fmt.Sprintf("input/part-%d.txt", i), corpus[cuts[i]:cuts[i+1]]); err != nil {
-			t.Fatal(err)
-		}
+		e.putInput("tester", fmt.Sprintf("input/part-%d.txt", i), corpus[cuts[i]:cuts[i+1]])
 	}
-	id := e.submit("wc-1", wordcount.Spec("wc", "s3://"+e.r.Resources.Bucket+"/input/", 8_000, 4))
+	id := e.submit("wc-1", wordcount.Spec("wc", e.inputsURI("tester")+"input/", 8_000, 4))
 	st := e.waitJob(id, 2*time.Minute)
 	if st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s: %+v", st.State, st)
@@ -480,6 +478,7 @@ func TestBadSpecsWriteNothing(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, e.r.URL+"/jobs", strings.NewReader(tc.body))
 			req.Header.Set("Idempotency-Key", "bad-"+tc.name)
 			req.Header.Set("X-Batchwork-Owner", "tester")
+			localauth.SetHeader(req, e.r.Token)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)

@@ -282,10 +282,8 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 	wordcount.Register(reg)
 	e := deployedEnv(t, cfg, res, reg)
 	corpus := wordcount.Corpus(11, 60_000)
-	if err := e.r.Blob.PutIfAbsent(ctx, "input/corpus.txt", corpus); err != nil {
-		t.Fatal(err)
-	}
-	id := e.submit("deployed-wc", wordcount.Spec("wc", "s3://"+res.Bucket+"/input/", 10_000, 3))
+	e.putInput("tester", "input/corpus.txt", corpus)
+	id := e.submit("deployed-wc", wordcount.Spec("wc", "inputs:input/", 10_000, 3))
 	st := e.waitJob(id, 2*time.Minute)
 	if st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s: %+v", st.State, st)

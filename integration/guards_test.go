@@ -110,7 +110,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	holders := []struct {
 		name  string
 		alive time.Time // zero: no record
-	}{{"holder alive", now.Add(time.Minute)}, {"holder dead", now.Add(-sm.LeaseSkew - time.Second)}, {"holder within skew", now.Add(-sm.LeaseSkew / 2)}, {"holder without record", time.Time{}}}
+	}{{"holder alive", now.Add(time.Minute)}, {"holder dead", now.Add(-sm.LivenessSkew - time.Second)}, {"holder within skew", now.Add(-sm.LivenessSkew / 2)}, {"holder without record", time.Time{}}}
 	for i, h := range holders {
 		ex := fmt.Sprintf("exguard%d", i)
 		if !h.alive.IsZero() {

@@ -123,11 +123,9 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"commit completes a stage, plans the downstream input stage and ends the job", iamrec.FnCommit, func(t *testing.T, r *iamRig, ctx context.Context) {
 			bg := context.Background()
-			if err := r.e.r.Blob.PutIfAbsent(bg, "in/iam/a.txt", []byte("one\ntwo\n")); err != nil {
-				t.Fatal(err)
-			}
-			id := submitTo(t, r.svc, "commit", fmt.Sprintf(`{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
-			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"s3://%s/in/iam/"}}}]}`, r.e.r.Resources.Bucket))
+			r.e.putInput("tester", "in/iam/a.txt", []byte("one\ntwo\n"))
+			id := submitTo(t, r.svc, "commit", `{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
+			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"inputs:in/iam/"}}}]}`)
 			for stage := range 2 {
 				ref := batch.TaskRef{Job: id, Stage: stage, Partition: 0}
 				c, err := r.svc.RemoteClaim(bg, control.RemoteClaimRequest{Task: ref.String()})
@@ -165,11 +163,9 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"sweep plans an input stage whose planning failed", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {
 			e := r.e
-			if err := e.r.Blob.PutIfAbsent(context.Background(), "in/a.txt", []byte("one\ntwo\n")); err != nil {
-				t.Fatal(err)
-			}
+			e.putInput("tester", "in/a.txt", []byte("one\ntwo\n"))
 			svc := newServiceWithBlob(e, testTimings, e.r.Store, &flakyList{Blob: e.r.Blob, n: 1}, r.clk, r.logs)
-			id := submitTo(t, svc, "plan", fmt.Sprintf(`{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/in/"}}}]}`, e.r.Resources.Bucket))
+			id := submitTo(t, svc, "plan", `{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:in/"}}}]}`)
 			r.clk.Advance(testTimings.StartGrace + time.Second)
 			if _, err := svc.Sweep(ctx); err != nil {
 				t.Fatalf("sweep: %v", err)
@@ -217,10 +213,8 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			// Through the runner's API server, which attributes its requests
 			// to the api function itself.
 			e := r.e
-			if err := e.r.Blob.PutIfAbsent(context.Background(), "in/api/a.txt", []byte("one\ntwo\n")); err != nil {
-				t.Fatal(err)
-			}
-			id := e.submitAs("alice", "api", []byte(fmt.Sprintf(`{"name":"api","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/in/api/"}}}]}`, e.r.Resources.Bucket)))
+			e.putInput("alice", "in/api/a.txt", []byte("one\ntwo\n"))
+			id := e.submitAs("alice", "api", []byte(`{"name":"api","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:in/api/"}}}]}`))
 			var st control.JobStatus
 			e.callJSON("alice", http.MethodGet, "/jobs/"+id, nil, http.StatusOK, &st)
 			if st.State != string(sm.JobRunning) {
@@ -233,6 +227,22 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 				t.Fatalf("delete schedule: status %d: %s", resp.Status, resp.Body)
 			}
 		}},
+		{"api deletes an ended job's data", iamrec.FnAPI, func(t *testing.T, r *iamRig, _ context.Context) {
+			// Through the runner's API server, as above.
+			e := r.e
+			id := e.submitAs("alice", "delete", []byte(iamSpec(1)))
+			var st control.JobStatus
+			e.callJSON("alice", http.MethodPost, "/jobs/"+id+"/cancel", nil, http.StatusOK, &st)
+			key := blob.OutputKey(id, "s", 0, 1, 0) // an attempt's output, written before the cancel
+			if err := e.r.Blob.PutIfAbsent(context.Background(), key, []byte("out\n")); err != nil {
+				t.Fatal(err)
+			}
+			var d control.DataDeletion
+			e.callJSON("alice", http.MethodDelete, "/jobs/"+id+"/data", nil, http.StatusOK, &d)
+			if d.Deleted != 1 || !d.Complete {
+				t.Fatalf("deletion %+v, want the one object deleted", d)
+			}
+		}},
 		{"executor takes over an expired lease and tags the lost attempt's outputs", iamrec.FnExecutor, func(t *testing.T, r *iamRig, ctx context.Context) {
 			ref, lost := r.lostAttempt(t, 2)
 			c, err := r.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), ref)
@@ -242,14 +252,12 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			r.wantTagged(t, lost)
 		}},
 		{"lambda executor runs a two-stage job and hides a held task's message", iamrec.FnExecutor, func(t *testing.T, r *iamRig, ctx context.Context) {
-			e, url, bg := r.e, r.e.r.Resources.Queues.Normal, context.Background()
-			if err := e.r.Blob.PutIfAbsent(bg, "in/lambda/a.txt", []byte("one\ntwo\n")); err != nil {
-				t.Fatal(err)
-			}
+			e, url := r.e, r.e.r.Resources.Queues.Normal
+			e.putInput("tester", "in/lambda/a.txt", []byte("one\ntwo\n"))
 			// The executor completes stage a, plans and enqueues stage b,
 			// reads b's input and completes the job.
 			id := e.submit("lambda", []byte(fmt.Sprintf(`{"name":"lambda","stages":[{"name":"a","task":"work","partitions":{"count":1}},
-			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"s3://%s/in/lambda/"}}}]}`, e.r.Resources.Bucket)))
+			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"%sin/lambda/"}}}]}`, e.inputsURI("tester"))))
 			held := e.submit("held", []byte(iamSpec(2)))
 			mustClaim(t, e.r.Service, batch.TaskRef{Job: held, Stage: 0, Partition: 0}) // by a live executor elsewhere
 			h := &executor.LambdaHandler{

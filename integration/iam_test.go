@@ -37,7 +37,21 @@ var iamRec = iamrec.New()
 var iamNames = struct {
 	sync.Mutex
 	output map[string]string
-}{output: map[string]string{}}
+	// inputBuckets are operator-allowed input buckets (envOptions.inputBuckets).
+	inputBuckets map[string]bool
+}{output: map[string]string{}, inputBuckets: map[string]bool{}}
+
+// noteIAMInputBucket records a bucket an env allows inputs from. The
+// construct grants every allowed bucket to exactly the roles, and for
+// exactly the actions, it grants the data bucket's inputs area
+// (infra/batchwork TestInputBucketsAreGrantedLikeTheInputsArea), so the
+// default template, which allows none, is checked with each request on an
+// allowed bucket counted as the same request on the inputs area.
+func noteIAMInputBucket(name string) {
+	iamNames.Lock()
+	defer iamNames.Unlock()
+	iamNames.inputBuckets[name] = true
+}
 
 // noteIAMResources records an env's resources, so checkIAM can tell which
 // template resource a recorded request acted on.
@@ -86,8 +100,38 @@ func (x iamExemption) covers(g iamGrant, eventSources map[string]bool) bool {
 
 // iamGrant is an action on a target: a class of the template's resources,
 // as the roles name them ("table", "table/index/due", "bucket",
-// "bucket/*", "queue:ready", "queue:dlq", "queue:timer", "logs:<id>").
+// "bucket/*", "bucket/jobs/*", "queue:ready", "queue:dlq", "queue:timer",
+// "logs:<id>"), with a listing's s3:prefix condition after a '?'
+// ("bucket?prefix=jobs/*"). A recorded request's target names the object
+// or prefix it acted on ("bucket/jobs/j1/plan/s.json",
+// "bucket?prefix=inputs/k/"), and a grant covers it as IAM would (see
+// covers).
 type iamGrant struct{ action, target string }
+
+// covers reports whether a grant's target covers a request's target: the
+// same target; a pattern ending in '*' that the request's target starts
+// with (before the '*'); or a bucket granted without condition, which
+// covers every listing of it.
+func covers(grant, use string) bool {
+	switch {
+	case grant == use:
+		return true
+	case strings.HasSuffix(grant, "*"):
+		return strings.HasPrefix(use, strings.TrimSuffix(grant, "*"))
+	case !strings.ContainsAny(grant, "/?"):
+		return strings.HasPrefix(use, grant+"?prefix=")
+	}
+	return false
+}
+
+// targetBase is the resource class of a target ("bucket" of
+// "bucket/jobs/*" and of "bucket?prefix=jobs/*").
+func targetBase(target string) string {
+	if i := strings.IndexAny(target, "/?"); i >= 0 {
+		return target[:i]
+	}
+	return target
+}
 
 // iamRoles is what the template grants each function.
 type iamRoles struct {
@@ -120,6 +164,8 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 	queueClass := map[string]string{
 		template.OutQueueHigh: "queue:ready", template.OutQueueNormal: "queue:ready", template.OutQueueLow: "queue:ready",
 		template.OutDLQ: "queue:dlq", template.OutTimerQueue: "queue:timer",
+		// The data bucket; the access log bucket is a class of its own.
+		template.OutBucket: "bucket",
 	}
 	rs := iamRoles{grants: map[string]map[iamGrant]bool{}, eventSources: map[string]map[string]bool{}, targetOf: map[string]string{}}
 	classOf := map[string]string{} // logical id -> target
@@ -129,7 +175,7 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 		case "AWS::DynamoDB::Table":
 			classOf[id] = "table"
 		case "AWS::S3::Bucket":
-			classOf[id] = "bucket"
+			classOf[id] = "bucket:" + id // unless an output classes it below
 		case "AWS::Logs::LogGroup":
 			classOf[id] = "logs:" + id
 		case "AWS::SQS::Queue":
@@ -229,27 +275,41 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 				errs = append(errs, fmt.Errorf("policy %s: a %v statement; only Allow is checked here", pid, st["Effect"]))
 				continue
 			}
-			if st["Action"] == nil || st["Resource"] == nil || st["Condition"] != nil {
-				errs = append(errs, fmt.Errorf("policy %s: statement %v: only Action on Resource, without NotAction, NotResource or Condition, is checked here", pid, st))
+			if st["Action"] == nil || st["Resource"] == nil {
+				errs = append(errs, fmt.Errorf("policy %s: statement %v: only Action on Resource, without NotAction or NotResource, is checked here", pid, st))
+				continue
+			}
+			prefixes, err := listPrefixes(st)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("policy %s: %w", pid, err))
 				continue
 			}
 			for _, a := range asList(st["Action"]) {
 				action, _ := a.(string)
 				for _, res := range asList(st["Resource"]) {
-					target, id, err := resolve(res)
+					base, id, err := resolve(res)
 					if err != nil {
 						errs = append(errs, fmt.Errorf("policy %s, %s: %w", pid, action, err))
 						continue
 					}
-					for _, fn := range fns {
-						if perID[fn] == nil {
-							perID[fn] = map[iamGrant]map[string]bool{}
+					targets := []string{base}
+					if prefixes != nil {
+						targets = targets[:0]
+						for _, p := range prefixes {
+							targets = append(targets, base+"?prefix="+p)
 						}
-						g := iamGrant{action, target}
-						if perID[fn][g] == nil {
-							perID[fn][g] = map[string]bool{}
+					}
+					for _, target := range targets {
+						for _, fn := range fns {
+							if perID[fn] == nil {
+								perID[fn] = map[iamGrant]map[string]bool{}
+							}
+							g := iamGrant{action, target}
+							if perID[fn][g] == nil {
+								perID[fn][g] = map[string]bool{}
+							}
+							perID[fn][g][id] = true
 						}
-						perID[fn][g][id] = true
 					}
 				}
 			}
@@ -257,7 +317,7 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 	}
 	for fn, gs := range perID {
 		for g, ids := range gs {
-			if base, _, _ := strings.Cut(g.target, "/"); len(ids) != members[base] {
+			if base := targetBase(g.target); len(ids) != members[base] {
 				errs = append(errs, fmt.Errorf("%s: %s granted on %d of the %d %s resources", fn, g.action, len(ids), members[base], base))
 				continue
 			}
@@ -265,6 +325,31 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 		}
 	}
 	return rs, errors.Join(errs...)
+}
+
+// listPrefixes reads the one condition the roles use: s3:ListBucket
+// limited to prefixes, {"StringLike": {"s3:prefix": [...]}}. It returns
+// nil for a statement without a condition, and an error for any other.
+func listPrefixes(st map[string]any) ([]string, error) {
+	c, ok := st["Condition"]
+	if !ok {
+		return nil, nil
+	}
+	acts := asList(st["Action"])
+	cond, _ := c.(map[string]any)
+	like, _ := cond["StringLike"].(map[string]any)
+	if len(acts) != 1 || acts[0] != "s3:ListBucket" || len(cond) != 1 || len(like) != 1 || like["s3:prefix"] == nil {
+		return nil, fmt.Errorf("statement %v: the only condition checked here is s3:ListBucket with StringLike s3:prefix", st)
+	}
+	var out []string
+	for _, p := range asList(like["s3:prefix"]) {
+		ps, _ := p.(string)
+		if ps == "" || strings.Contains(strings.TrimSuffix(ps, "*"), "*") || strings.Contains(ps, "?") {
+			return nil, fmt.Errorf("statement %v: s3:prefix %v: only a literal prefix, optionally ending in *, is checked here", st, p)
+		}
+		out = append(out, ps)
+	}
+	return out, nil
 }
 
 func asList(v any) []any {
@@ -295,7 +380,15 @@ func refID(v any) string {
 func (rs iamRoles) target(r iamrec.Resource) string {
 	iamNames.Lock()
 	out, ok := iamNames.output[r.Name]
+	input := iamNames.inputBuckets[r.Name]
 	iamNames.Unlock()
+	key := r.Key
+	if input && !ok && (r.Kind == iamrec.KindObject || r.Kind == iamrec.KindBucket) {
+		// An operator's input bucket, counted as the inputs area (see
+		// noteIAMInputBucket).
+		out, ok = template.OutBucket, true
+		key = "inputs/(allowed bucket " + r.Name + ")/" + key
+	}
 	base := rs.targetOf[out]
 	if !ok || base == "" {
 		return "unknown " + r.String()
@@ -304,9 +397,31 @@ func (rs iamRoles) target(r iamrec.Resource) string {
 	case iamrec.KindIndex:
 		return base + "/index/" + r.Index
 	case iamrec.KindObject:
-		return base + "/*"
+		return base + "/" + key
+	case iamrec.KindBucket:
+		if key != "" {
+			return base + "?prefix=" + key
+		}
 	}
 	return base
+}
+
+// shortTarget cuts a request's target after its first path segment, so a
+// report groups the requests on one area ("bucket/inputs/…",
+// "bucket?prefix=uploads/…") instead of listing every key.
+func shortTarget(target string) string {
+	i := strings.IndexAny(target, "/?")
+	if i < 0 || strings.HasPrefix(target, "unknown ") {
+		return target
+	}
+	head, rest := target[:i+1], target[i+1:]
+	if strings.HasPrefix(rest, "prefix=") {
+		head, rest = head+"prefix=", strings.TrimPrefix(rest, "prefix=")
+	}
+	if seg, _, ok := strings.Cut(rest, "/"); ok {
+		return head + seg + "/…"
+	}
+	return head + rest
 }
 
 // iamRow is one line of the per-function report.
@@ -322,27 +437,46 @@ type iamRow struct {
 // (-run) or a failed one, a grant may be unused only because its test did
 // not run.
 func checkIAM(rs iamRoles, uses map[iamrec.Use]int, checkUnused bool) ([]iamRow, error) {
-	used := map[string]map[iamGrant]int{}
+	// Requests are counted against the grant that covers them (the most
+	// specific one, when several do), and those no grant covers against
+	// their own target, cut to its first path segment ("bucket/inputs/…").
+	used := map[string]map[iamGrant]int{}   // function -> covering grant -> requests
+	denied := map[string]map[iamGrant]int{} // function -> uncovered target -> requests
 	for u, n := range uses {
-		if used[u.Function] == nil {
-			used[u.Function] = map[iamGrant]int{}
+		fn, target := u.Function, rs.target(u.Resource)
+		var best *iamGrant
+		for g := range rs.grants[fn] {
+			if g.action == u.Action.Action && covers(g.target, target) && (best == nil || len(g.target) > len(best.target)) {
+				best = &g
+			}
 		}
-		used[u.Function][iamGrant{u.Action.Action, rs.target(u.Resource)}] += n
+		m := used
+		g := iamGrant{u.Action.Action, target}
+		if best != nil {
+			g = *best
+		} else {
+			m, g.target = denied, shortTarget(target)
+		}
+		if m[fn] == nil {
+			m[fn] = map[iamGrant]int{}
+		}
+		m[fn][g] += n
 	}
 	var rows []iamRow
 	var errs []error
-	for fn, gs := range used {
+	for fn, gs := range denied {
 		if _, ok := rs.grants[fn]; !ok {
 			errs = append(errs, fmt.Errorf("requests attributed to %q, which is no function of the template", fn))
 			continue
 		}
 		for g, n := range gs {
-			row := iamRow{fn: fn, iamGrant: g, requests: n, status: "ok"}
-			if !rs.grants[fn][g] {
-				row.status = "NOT GRANTED"
-				errs = append(errs, fmt.Errorf("%s performs %s on %s (%d requests), which its role does not grant", fn, g.action, g.target, n))
-			}
-			rows = append(rows, row)
+			rows = append(rows, iamRow{fn: fn, iamGrant: g, requests: n, status: "NOT GRANTED"})
+			errs = append(errs, fmt.Errorf("%s performs %s on %s (%d requests), which its role does not grant", fn, g.action, g.target, n))
+		}
+	}
+	for fn, gs := range used {
+		for g, n := range gs {
+			rows = append(rows, iamRow{fn: fn, iamGrant: g, requests: n, status: "ok"})
 		}
 	}
 	for fn, gs := range rs.grants {
@@ -403,28 +537,33 @@ func fullRun() bool {
 // the per-function table in verbose mode, and on a failed check the
 // failures and the table, and returns whether the check passed.
 func iamMain(w io.Writer, verbose, testsPassed bool) bool {
-	rs, err := loadIAMRoles(template.JSON)
-	if err != nil {
-		fmt.Fprintf(w, "--- FAIL: IAM check: %v\n", err)
-		return false
-	}
 	checkUnused := testsPassed && fullRun()
-	rows, err := checkIAM(rs, iamRec.Uses(), checkUnused)
-	const what = "roles of infra/template against the actions the code performed"
-	if err != nil {
-		fmt.Fprintf(w, "--- FAIL: IAM check (%s)\n%v\n", what, err)
-		printIAMRows(w, rows)
-		return false
-	}
-	if verbose {
-		note := ""
-		if !checkUnused {
-			note = "; unused grants not checked: partial or failed run"
+	ok := true
+	for _, tm := range iamTemplates { // iam_templates_test.go
+		rs, err := loadIAMRoles(tm.raw)
+		if err != nil {
+			fmt.Fprintf(w, "--- FAIL: IAM check of %s: %v\n", tm.name, err)
+			ok = false
+			continue
 		}
-		fmt.Fprintf(w, "--- PASS: IAM check (%s%s)\n", what, note)
-		printIAMRows(w, rows)
+		rows, err := checkIAM(rs, tm.uses(rs, iamRec.Uses()), checkUnused)
+		what := "roles of " + tm.name + " against the actions the code performed"
+		if err != nil {
+			fmt.Fprintf(w, "--- FAIL: IAM check (%s)\n%v\n", what, err)
+			printIAMRows(w, rows)
+			ok = false
+			continue
+		}
+		if verbose {
+			note := ""
+			if !checkUnused {
+				note = "; unused grants not checked: partial or failed run"
+			}
+			fmt.Fprintf(w, "--- PASS: IAM check (%s%s)\n", what, note)
+			printIAMRows(w, rows)
+		}
 	}
-	return true
+	return ok
 }
 
 // iamUnitTemplate is a minimal template for TestIAMCheck: a sweep function
@@ -503,6 +642,92 @@ func TestIAMCheck(t *testing.T) {
 			rs, err := loadIAMRoles(iamUnitTemplate(t, c.sendOn...))
 			if err == nil {
 				_, err = checkIAM(rs, uses, c.checkUnused)
+			}
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("check: %v, want none", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("check: %v, want an error containing %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
+// iamS3UnitTemplate is a minimal template for TestIAMCheckOfAreas: an
+// executor function whose role reads the bucket's jobs area, writes any
+// object, and lists the jobs and inputs areas only.
+func iamS3UnitTemplate(t *testing.T) []byte {
+	t.Helper()
+	arn := func(id string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, "Arn"}} }
+	objects := func(suffix string) map[string]any {
+		return map[string]any{"Fn::Join": []any{"", []any{arn("D"), suffix}}}
+	}
+	tmpl := map[string]any{
+		"Resources": map[string]any{
+			"D": map[string]any{"Type": "AWS::S3::Bucket"},
+			"F": map[string]any{"Type": "AWS::Lambda::Function", "Properties": map[string]any{"Description": "Batchwork executor", "Role": arn("R")}},
+			"P": map[string]any{"Type": "AWS::IAM::Policy", "Properties": map[string]any{
+				"Roles": []any{map[string]any{"Ref": "R"}},
+				"PolicyDocument": map[string]any{"Statement": []any{
+					map[string]any{"Effect": "Allow", "Action": "s3:GetObject", "Resource": objects("/jobs/*")},
+					map[string]any{"Effect": "Allow", "Action": "s3:PutObject", "Resource": objects("/*")},
+					map[string]any{"Effect": "Allow", "Action": "s3:ListBucket", "Resource": arn("D"),
+						"Condition": map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"jobs/*", "inputs/*"}}}},
+				}},
+			}},
+		},
+		"Outputs": map[string]any{template.OutBucket: map[string]any{"Value": map[string]any{"Ref": "D"}}},
+	}
+	raw, err := json.Marshal(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// The check of S3 areas: an object action is granted on the key patterns
+// of its grants, a listing on the prefixes of its grant's s3:prefix
+// condition, and a request on an operator's input bucket counts as one on
+// the inputs area.
+func TestIAMCheckOfAreas(t *testing.T) {
+	t.Parallel()
+	const bucket, allowed = "iam-unit-data", "iam-unit-allowed"
+	noteIAMResources(provision.Resources{Bucket: bucket})
+	noteIAMInputBucket(allowed)
+	use := func(action, kind, name, key string) iamrec.Use {
+		return iamrec.Use{Function: iamrec.FnExecutor, Action: iamrec.Action{Action: action, Resource: iamrec.Resource{Kind: kind, Name: name, Key: key}}}
+	}
+	get := func(key string) iamrec.Use { return use("s3:GetObject", iamrec.KindObject, bucket, key) }
+	put := use("s3:PutObject", iamrec.KindObject, bucket, "jobs/j1/out/s/p000000/a1/part-00000")
+	list := func(b, prefix string) iamrec.Use { return use("s3:ListBucket", iamrec.KindBucket, b, prefix) }
+	every := []iamrec.Use{get("jobs/j1/plan/s.json"), put, list(bucket, "jobs/j1/out/"), list(bucket, "inputs/k/corpus/")}
+	cases := []struct {
+		name    string
+		uses    []iamrec.Use
+		wantErr string // "" for none
+	}{
+		{"every grant used", every, ""},
+		{"a read outside the granted area", append(every, get("inputs/k/a.txt")),
+			"executor performs s3:GetObject on bucket/inputs/… (1 requests), which its role does not grant"},
+		{"a listing outside the granted prefixes", append(every, list(bucket, "uploads/x/")),
+			"executor performs s3:ListBucket on bucket?prefix=uploads/… (1 requests), which its role does not grant"},
+		{"a listing of the whole bucket", append(every, list(bucket, "")),
+			"executor performs s3:ListBucket on bucket (1 requests), which its role does not grant"},
+		{"a listing of an allowed input bucket is one of the inputs area", append(every, list(allowed, "data/")), ""},
+		{"a read of an allowed input bucket is one of the inputs area", append(every, use("s3:GetObject", iamrec.KindObject, allowed, "data/a.txt")),
+			"executor performs s3:GetObject on bucket/inputs/… (1 requests), which its role does not grant"},
+		{"a granted prefix never listed", every[:3], "executor's role grants s3:ListBucket on bucket?prefix=inputs/*, which no test saw it use"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			uses := map[iamrec.Use]int{}
+			for _, u := range c.uses {
+				uses[u]++
+			}
+			rs, err := loadIAMRoles(iamS3UnitTemplate(t))
+			if err == nil {
+				_, err = checkIAM(rs, uses, true)
 			}
 			switch {
 			case c.wantErr == "" && err != nil:

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -170,3 +172,128 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 }
 
 func queueName(url string) string { return url[strings.LastIndex(url, "/")+1:] }
+
+// One owner's task cannot cost another owner an attempt on the Lambda
+// executor. A batch holds the tasks of two owners (the owners are the
+// jobs' submitters, read from the job records: the messages name only
+// tasks). The invocation runs alice's, whose task breaks (its output
+// passes the cap, or it panics), and hands bob's back before anything
+// runs: bob's task is never claimed there, and his message is visible
+// again at once although it was received with an hour's visibility (the
+// queue's is 90 minutes). Alice's attempt fails with a clear error and
+// retries; bob's next batch runs his task as its first attempt.
+func TestLambdaIsolatesOwners(t *testing.T) {
+	t.Parallel()
+	const alice, bob = "arn:aws:iam::123456789012:role/alice", "arn:aws:iam::123456789012:role/bob"
+	cases := []struct {
+		name      string
+		breakTask func(t *executor.Task) error
+		wantError string // alice's attempt's error
+	}{
+		{"output past the cap", func(t *executor.Task) error {
+			_, err := t.Out.Write(make([]byte, 2<<10))
+			return err
+		}, "task output too large: an attempt may buffer at most 1024 bytes of outputs in memory before publishing them; " +
+			"give each task less to write (a smaller splitSize, or more partitions)"},
+		{"panic", func(t *executor.Task) error { panic("alice's bad record") }, "task panicked: alice's bad record"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reg := executor.NewRegistry()
+			reg.Register("work", func(ctx context.Context, task *executor.Task) error {
+				if task.Params["who"] == "alice" {
+					return tc.breakTask(task)
+				}
+				_, err := fmt.Fprintf(task.Out, "%s attempt %d\n", task.Ref, task.Attempt)
+				return err
+			})
+			e := newEnv(t, reg, envOptions{noRun: true})
+			ctx := context.Background()
+			url := e.r.Resources.Queues.Normal
+			submit := func(owner, who string) batch.TaskRef {
+				res, err := e.r.Service.Submit(ctx, control.SubmitRequest{Owner: owner, IdempotencyKey: who, Spec: []byte(`{"name":"` + who +
+					`","stages":[{"name":"s","task":"work","partitions":{"count":1,"params":[{"who":"` + who + `"}]},"retry":{"maxAttempts":3,"backoff":"10m"}}]}`)})
+				if err != nil {
+					t.Fatalf("submit as %s: %v", who, err)
+				}
+				return batch.TaskRef{Job: res.JobID}
+			}
+			aliceTask, bobTask := submit(alice, "alice"), submit(bob, "bob")
+			receive := func(n int) []queue.Message {
+				t.Helper()
+				var msgs []queue.Message
+				for deadline := time.Now().Add(10 * time.Second); len(msgs) < n && time.Now().Before(deadline); {
+					got, err := e.r.Queue.Receive(ctx, url, 10, time.Second, time.Hour)
+					if err != nil {
+						t.Fatal(err)
+					}
+					msgs = append(msgs, got...)
+				}
+				return msgs
+			}
+			msgs := receive(2)
+			if len(msgs) != 2 {
+				t.Fatalf("received %d messages, want alice's and bob's", len(msgs))
+			}
+			// Alice's first: with one delivery each, the first record's
+			// owner runs.
+			slices.SortFunc(msgs, func(a, b queue.Message) int {
+				return cmp.Compare(boolInt(a.Body != aliceTask.String()), boolInt(b.Body != aliceTask.String()))
+			})
+			h := &executor.LambdaHandler{
+				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: newLogCounter().logger(), MaxOutputBytes: 1 << 10},
+				Queue:  e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
+			}
+			resp, err := h.Handle(ctx, sqsEvent(t, e, url, msgs))
+			if err != nil {
+				t.Fatalf("handler returned a top-level error: %v", err)
+			}
+			var failed []string
+			for _, f := range resp.BatchItemFailures {
+				failed = append(failed, f.ItemIdentifier)
+			}
+			slices.Sort(failed)
+			want := []string{msgs[0].ID, msgs[1].ID} // alice's retry waits out its backoff; bob's is handed back
+			slices.Sort(want)
+			if !slices.Equal(failed, want) {
+				t.Errorf("batch item failures %v, want both messages %v kept", failed, want)
+			}
+			task, err := e.r.Store.GetTask(ctx, aliceTask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task.State != sm.TaskReady || task.Attempt != 1 || task.LastError != tc.wantError {
+				t.Errorf("alice's task: %s attempt %d error %q; want READY for its retry after attempt 1 failed with %q",
+					task.State, task.Attempt, task.LastError, tc.wantError)
+			}
+			if task, err = e.r.Store.GetTask(ctx, bobTask); err != nil {
+				t.Fatal(err)
+			}
+			if task.State != sm.TaskReady || task.Attempt != 0 {
+				t.Fatalf("bob's task after alice's batch: %s attempt %d; want READY and never claimed", task.State, task.Attempt)
+			}
+			// Bob's message is back at once; alice's waits out its backoff.
+			again := receive(1)
+			if len(again) != 1 || again[0].Body != bobTask.String() {
+				t.Fatalf("visible again: %+v; want bob's message alone", again)
+			}
+			if resp, err = h.Handle(ctx, sqsEvent(t, e, url, again)); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("bob's batch: %+v, %v; want his task done", resp, err)
+			}
+			if task, err = e.r.Store.GetTask(ctx, bobTask); err != nil {
+				t.Fatal(err)
+			}
+			if task.State != sm.TaskSucceeded || task.Attempt != 1 || task.CommittedAttempt != 1 {
+				t.Errorf("bob's task: %s attempt %d committed %d; want his first attempt committed", task.State, task.Attempt, task.CommittedAttempt)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

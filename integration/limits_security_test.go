@@ -28,6 +28,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -46,13 +47,11 @@ func TestTinySplitSizeFailsWithoutBuildingSplits(t *testing.T) {
 	rig := newSweepRig(t, testTimings)
 	e, ctx := rig.e, context.Background()
 	big := bytes.Repeat([]byte("0123456789abcde\n"), (10<<20)/16)
-	if err := e.r.Blob.PutIfAbsent(ctx, "in/big.txt", big); err != nil {
-		t.Fatal(err)
-	}
+	in := e.putInput("tester", "in/big.txt", big)
+	in = strings.TrimSuffix(in, "big.txt")
 	big = nil
 	body := func(splitSize int) string {
-		return fmt.Sprintf(`{"name":"tiny","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/in/","splitSize":%d}}}]}`,
-			e.r.Resources.Bucket, splitSize)
+		return fmt.Sprintf(`{"name":"tiny","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q,"splitSize":%d}}}]}`, in, splitSize)
 	}
 
 	_, err := rig.svc.Submit(ctx, control.SubmitRequest{Owner: "tester", IdempotencyKey: "tiny", Spec: []byte(body(1))})
@@ -84,8 +83,8 @@ func TestTinySplitSizeFailsWithoutBuildingSplits(t *testing.T) {
 		float64(allocated)/(1<<20), float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20))
 
 	js := jobState(t, rig.svc, id)
-	want := fmt.Sprintf("stages[0].partitions.input.splitSize: s3://%s/in/ in splits of 1 bytes gives 10485760 splits, more than %d; raise splitSize",
-		e.r.Resources.Bucket, spec.MaxPartitions)
+	want := fmt.Sprintf("stages[0].partitions.input.splitSize: %s in splits of 1 bytes gives 10485760 splits, more than %d; raise splitSize",
+		in, spec.MaxPartitions)
 	if js.State != string(sm.JobFailed) || !strings.Contains(js.Error, want) {
 		t.Fatalf("job %s (%q), want FAILED with %q", js.State, js.Error, want)
 	}
@@ -109,20 +108,18 @@ func TestInputPrefixOverListLimitFails(t *testing.T) {
 			if dir == "five" && i == 5 {
 				continue
 			}
-			if err := e.r.Blob.PutIfAbsent(ctx, fmt.Sprintf("%s/part-%d.txt", dir, i), []byte("a line\n")); err != nil {
-				t.Fatal(err)
-			}
+			e.putInput("tester", fmt.Sprintf("%s/part-%d.txt", dir, i), []byte("a line\n"))
 		}
 	}
 	limited := e.r.Blob.WithListLimit(blob.ListLimit{Objects: 5})
 	svc := newServiceWithBlob(e, testTimings, e.r.Store, limited, rig.clk, rig.logs)
 	specFor := func(dir string) string {
-		return fmt.Sprintf(`{"name":"list","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/%s/"}}}]}`, e.r.Resources.Bucket, dir)
+		return fmt.Sprintf(`{"name":"list","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"%s%s/"}}}]}`, e.inputsURI("tester"), dir)
 	}
 
 	over := submitTo(t, svc, "six", specFor("six"))
 	js := jobState(t, svc, over)
-	want := fmt.Sprintf("stages[0].partitions.input.prefix: s3://%s/six/ has more than 5 objects; name a narrower prefix", e.r.Resources.Bucket)
+	want := fmt.Sprintf("stages[0].partitions.input.prefix: %ssix/ has more than 5 objects; name a narrower prefix", e.inputsURI("tester"))
 	if js.State != string(sm.JobFailed) || !strings.Contains(js.Error, want) {
 		t.Fatalf("job over the budget: %s (%q), want FAILED with %q", js.State, js.Error, want)
 	}
@@ -159,10 +156,8 @@ func TestPagedShuffleManifest(t *testing.T) {
 	svc := newServiceWithBlob(e, testTimings, e.r.Store, pagedBlob{Blob: e.r.Blob, size: pageSize}, clk, logs)
 	exec := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: reg, Log: logs.logger()}
 	corpus := wordcount.Corpus(5, 45_000)
-	if err := e.r.Blob.PutIfAbsent(ctx, "input/corpus.txt", corpus); err != nil {
-		t.Fatal(err)
-	}
-	id := submitTo(t, svc, "wc", string(wordcount.Spec("wc", "s3://"+e.r.Resources.Bucket+"/input/", splitSize, reducers)))
+	e.putInput("tester", "input/corpus.txt", corpus)
+	id := submitTo(t, svc, "wc", string(wordcount.Spec("wc", "inputs:input/", splitSize, reducers)))
 	work(t, e, exec)
 	js := wantSucceeded(t, svc, id)
 
@@ -313,15 +308,13 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			t.Parallel()
 			rig := newSweepRig(t, testTimings)
 			e, ctx := rig.e, context.Background()
-			poison := &poisonedList{Blob: e.r.Blob, prefix: "poison/", mode: "fail", release: make(chan struct{})}
+			poison := &poisonedList{Blob: e.r.Blob, prefix: blob.InputsPrefix(principal.Key("tester")) + "poison/", mode: "fail", release: make(chan struct{})}
 			t.Cleanup(func() { close(poison.release) })
 			svc := newServiceWithBlob(e, testTimings, e.r.Store, poison, rig.clk, rig.logs)
-			if err := e.r.Blob.PutIfAbsent(ctx, "poison/a.txt", []byte("a line\n")); err != nil {
-				t.Fatal(err)
-			}
+			e.putInput("tester", "poison/a.txt", []byte("a line\n"))
 			// Planning is throttled at the submit, so the stage waits for
 			// the sweep, which meets the poison.
-			bad := submitTo(t, svc, "bad", fmt.Sprintf(`{"name":"bad","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/poison/"}}}]}`, e.r.Resources.Bucket))
+			bad := submitTo(t, svc, "bad", `{"name":"bad","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:poison/"}}}]}`)
 			poison.set(c.mode)
 
 			// Another owner's job lost its messages; one is in the DLQ.

@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 	if !iamMain(os.Stdout, testing.Verbose(), code == 0) {
 		code = 1
 	}
+	// Every object write against the bucket policy (writeonce_test.go).
+	if !writeOnceMain(os.Stdout, testing.Verbose(), code == 0) {
+		code = 1
+	}
 	_ = emu.Stop()
 	os.Exit(code)
 }
@@ -68,6 +72,10 @@ type envOptions struct {
 	faults *faults.Injector
 	// control replaces the test timings below.
 	control *control.Config
+	// inputBuckets are buckets besides the data bucket that specs may
+	// read inputs from (control.Config.InputBuckets); the IAM check counts
+	// reads of them as reads of the inputs area (see noteIAMInputBucket).
+	inputBuckets []string
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -76,6 +84,7 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	t.Helper()
 	cfg := emu.AWSConfig()
 	iamRec.Install(&cfg)
+	writeRec.Install(&cfg)
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
@@ -94,6 +103,10 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second}
 	if o.control != nil {
 		cc = *o.control
+	}
+	cc.InputBuckets = append(cc.InputBuckets, o.inputBuckets...)
+	for _, b := range o.inputBuckets {
+		noteIAMInputBucket(b)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := runner.New(ctx, runner.Options{

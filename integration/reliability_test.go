@@ -157,12 +157,13 @@ func (f *flakyList) List(ctx context.Context, bucket, prefix string) ([]split.Ob
 func TestTransientPlanningErrorIsRetried(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
-	e, ctx := rig.e, context.Background()
-	if err := e.r.Blob.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\n")); err != nil {
-		t.Fatal(err)
-	}
-	svc := newServiceWithBlob(e, testTimings, e.r.Store, &flakyList{Blob: e.r.Blob, n: 1}, rig.clk, rig.logs)
-	spec := fmt.Sprintf(`{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://%s/in/"}}}]}`, e.r.Resources.Bucket)
+	e := rig.e
+	e.putInput("tester", "in/a.txt", []byte("one\ntwo\n"))
+	// The operator allows a bucket that does not exist.
+	cfg := testTimings
+	cfg.InputBuckets = []string{"no-such-bucket-here"}
+	svc := newServiceWithBlob(e, cfg, e.r.Store, &flakyList{Blob: e.r.Blob, n: 1}, rig.clk, rig.logs)
+	spec := `{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:in/"}}}]}`
 	id := submitTo(t, svc, "plan", spec)
 	if js := jobState(t, svc, id); js.State != string(sm.JobRunning) {
 		t.Fatalf("job after a throttled planning: %s (%s), want RUNNING", js.State, js.Error)

@@ -615,9 +615,9 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 func TestEmptyInputStageCompletes(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
-	id := submitTo(t, rig.svc, "empty", fmt.Sprintf(`{"name":"empty","stages":[
-	  {"name":"read","task":"work","partitions":{"input":{"prefix":"s3://%s/nothing-here/"}}},
-	  {"name":"after","task":"work","after":["read"],"partitions":{"count":1}}]}`, rig.e.r.Resources.Bucket))
+	id := submitTo(t, rig.svc, "empty", `{"name":"empty","stages":[
+	  {"name":"read","task":"work","partitions":{"input":{"prefix":"inputs:nothing-here/"}}},
+	  {"name":"after","task":"work","after":["read"],"partitions":{"count":1}}]}`)
 	if js := jobState(t, rig.svc, id); js.Stages[0].State != string(sm.StageCompleted) {
 		t.Fatalf("empty stage is %s after submit, want COMPLETED: %+v", js.Stages[0].State, js)
 	}

@@ -58,7 +58,7 @@ const (
 	// committer before the write, not by the store).
 	GuardOutputsExist Guard = "outputs exist"
 	// GuardHolderDead: the executor holding the claim has not renewed its
-	// liveness record for LeaseSkew past its last promise (or has none).
+	// liveness record for LivenessSkew past its last promise (or has none).
 	// An executor renews one record for all its tasks every second or so,
 	// so its death is seen in seconds, while task leases stay long and
 	// cheap.
@@ -192,6 +192,13 @@ var Jobs = Machine[JobState]{
 // by as much.
 const LeaseSkew = time.Second
 
+// LivenessSkew is LeaseSkew for an executor's liveness promise. It can be
+// small: misjudging a live executor dead costs only work (its task is
+// taken over and its commit fenced), never a job, because a last attempt
+// is never taken over (GuardAttemptsLeft); and every second of margin is
+// a second more of recovery from a dead executor.
+const LivenessSkew = 250 * time.Millisecond
+
 // TaskView is what the rules need to know of a task record.
 type TaskView struct {
 	State       TaskState
@@ -230,7 +237,7 @@ func Holds(g Guard, t TaskView, in TaskInput) bool {
 	case GuardOutputsExist:
 		return true // checked against S3 before the write, not on the record
 	case GuardHolderDead:
-		return in.At.After(t.HolderAlive.Add(LeaseSkew))
+		return in.At.After(t.HolderAlive.Add(LivenessSkew))
 	}
 	return false
 }

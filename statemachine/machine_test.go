@@ -115,8 +115,8 @@ func TestDecide(t *testing.T) {
 	justPast.LeaseUntil = now.Add(-LeaseSkew) // within the skew margin
 	aliveHolder, deadHolder, skewHolder := claimed, claimed, claimed
 	aliveHolder.HolderAlive = now.Add(time.Second)
-	deadHolder.HolderAlive = now.Add(-LeaseSkew - time.Millisecond)
-	skewHolder.HolderAlive = now.Add(-LeaseSkew)
+	deadHolder.HolderAlive = now.Add(-LivenessSkew - time.Millisecond)
+	skewHolder.HolderAlive = now.Add(-LivenessSkew)
 	lastDeadHolder := deadHolder
 	lastDeadHolder.Attempt = 3
 	lastExpired := expired

@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
@@ -29,21 +29,42 @@ func main() {
 		"AWS endpoint (an emulator); empty for AWS. A service's own variable wins, as in every AWS SDK (AWS_ENDPOINT_URL_DYNAMODB: DynamoDB Local)")
 	prefix := flag.String("prefix", "batchwork", "resource name prefix")
 	listen := flag.String("listen", "127.0.0.1:8080", "API address (loopback only: the owner header is trusted)")
+	tokenFile := flag.String("token-file", os.Getenv(localauth.TokenFileEnv),
+		"where to write this run's API token (mode 0600), which every request must carry as 'Authorization: Bearer <token>'; default $"+
+			localauth.TokenFileEnv+", else local-<port>.token in $XDG_CONFIG_HOME/batchwork (~/.config/batchwork), where the batchwork CLI looks")
 	slots := flag.Int("slots", 4, "executor slots; 0 runs the control plane only (API, sweep, timers), for separate executor processes")
 	sweep := flag.Duration("sweep", 10*time.Second, "sweep interval")
 	ownerLimits := flag.String("owner-max-concurrency", os.Getenv(lambdaenv.EnvOwnerMaxConcurrency),
 		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
+	inputBuckets := flag.String("input-buckets", os.Getenv(lambdaenv.EnvInputBuckets),
+		"buckets besides the data bucket that specs may read inputs from, comma-separated; default $"+lambdaenv.EnvInputBuckets+" (none: each owner's inputs area and own jobs only)")
 	flag.Parse()
 	limits, err := control.ParseOwnerLimits(*ownerLimits)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-owner-max-concurrency:", err)
 		os.Exit(2)
 	}
+	buckets, err := control.ParseInputBuckets(*inputBuckets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-input-buckets:", err)
+		os.Exit(2)
+	}
 	if *slots < 0 {
 		fmt.Fprintf(os.Stderr, "-slots %d: want 0 (control plane only) or more\n", *slots)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	var tokenDir string
+	if *tokenFile == "" {
+		if tokenDir, err = localauth.DefaultDir(os.Getenv); err != nil {
+			fmt.Fprintln(os.Stderr, "-token-file:", err)
+			os.Exit(2)
+		}
+	}
+	log, err := lambdaenv.NewLogger(os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := awsconf.Load(ctx, *endpoint)
@@ -66,7 +87,8 @@ func main() {
 	diamond.Register(reg, nil)
 	join.Register(reg)
 	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, ControlOnly: *slots == 0, SweepEvery: *sweep, Registry: reg, Log: log,
-		Control: control.Config{OwnerLimits: limits}})
+		TokenFile: *tokenFile, TokenDir: tokenDir,
+		Control: control.Config{OwnerLimits: limits, InputBuckets: buckets}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -74,7 +96,9 @@ func main() {
 	inj.SetEnabled(true)
 	q := r.Resources.Queues
 	// Separate executor processes (-slots 0) are configured from this line.
-	log.Info("batchwork running", "api", r.URL, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
+	// The token itself is never logged: only its file, which only this
+	// user can read.
+	log.Info("batchwork running", "api", r.URL, "token_file", r.TokenFile, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
 		"queue_high", q.High, "queue_normal", q.Normal, "queue_low", q.Low, "dlq", q.DLQ, "queue_timer", q.Timer)
 	go faults.ReportEvery(ctx, inj, time.Second, func(c map[string]int) { log.Info("faults injected", "counts", c) })
 	if err := r.Run(ctx); err != nil {

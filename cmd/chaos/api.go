@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/batchwork/batchwork/shared/localauth"
 )
 
 // ownerHeader is the identity the local runner trusts on loopback
@@ -22,12 +24,13 @@ const owner = "chaos"
 // the same idempotency key, since the control plane under test injects
 // faults into its own requests too.
 type apiClient struct {
-	base string
-	hc   *http.Client
+	base  string
+	token string // the runner's per-run API token
+	hc    *http.Client
 }
 
-func newAPIClient(base string) *apiClient {
-	return &apiClient{base: base, hc: &http.Client{Timeout: 30 * time.Second}}
+func newAPIClient(base, token string) *apiClient {
+	return &apiClient{base: base, token: token, hc: &http.Client{Timeout: 30 * time.Second}}
 }
 
 // retryFor bounds a call's retries: long enough to ride out a burst of
@@ -64,6 +67,7 @@ func (c *apiClient) once(ctx context.Context, method, path, idemKey string, body
 		return 0, nil, err
 	}
 	req.Header.Set(ownerHeader, owner)
+	localauth.SetHeader(req, c.token)
 	if idemKey != "" {
 		req.Header.Set("Idempotency-Key", idemKey)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/chaos/check"
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/shared/localauth"
 )
 
 // Options configure a chaos run.
@@ -103,6 +104,12 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	chaos := &phase{name: "chaos", prefix: "chaos" + stamp, chaos: true}
 	if err := h.start(ctx, chaos); err != nil {
+		return nil, err
+	}
+	// The same corpus into the chaos deployment's own inputs area: a spec
+	// reads inputs from its installation's bucket (or an allowed one) only.
+	if err := uploadCorpus(ctx, h.s3, chaos.dep.Bucket); err != nil {
+		chaos.stopAll()
 		return nil, err
 	}
 	if err := h.execute(ctx, chaos, works); err != nil {
@@ -275,7 +282,10 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 	p.claims, p.faults, p.executors = map[string][]check.Start{}, map[string]map[string]int{}, map[string]string{}
 	p.ready, p.takenFrom, p.takenBy = make(chan map[string]any, 1), map[check.Attempt]string{}, map[check.Attempt]string{}
 	h.progress("%s run: starting the control plane (%s)", p.name, p.prefix)
-	args := []string{"-prefix", p.prefix, "-listen", "127.0.0.1:0", "-slots", "0", "-sweep", h.o.Sweep.String()}
+	// The API takes only requests with the run's token, which the runner
+	// writes here (mode 0600) before its ready line.
+	tokenFile := filepath.Join(h.o.LogDir, p.prefix+".token")
+	args := []string{"-prefix", p.prefix, "-listen", "127.0.0.1:0", "-slots", "0", "-sweep", h.o.Sweep.String(), "-token-file", tokenFile}
 	local, err := startProc(p.name+"/local", h.localBin, args, append(h.awsEnv(), h.faultEnv(p, 0)...), h.logw, p.onLine)
 	if err != nil {
 		return err
@@ -300,7 +310,12 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 		local.kill()
 		return fmt.Errorf("%s: batchwork-local's ready line lacks the resources: %v", p.name, f)
 	}
-	p.api = newAPIClient(p.dep.API)
+	token, err := localauth.ReadFile(tokenFile)
+	if err != nil {
+		local.kill()
+		return fmt.Errorf("%s: batchwork-local's API token: %w", p.name, err)
+	}
+	p.api = newAPIClient(p.dep.API, token)
 	p.execs = make([]*proc, h.o.Executors)
 	for i := range p.execs {
 		if p.execs[i], err = h.startExecutor(p); err != nil {

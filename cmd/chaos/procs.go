@@ -169,10 +169,15 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 
 // baseEnv is this process's environment without AWS or Batchwork
 // settings, so a developer's profile or endpoint never leaks into the
-// children: they get exactly the emulator's.
+// children: they get exactly the emulator's. The log level passes
+// through (BATCHWORK_LOG_LEVEL=debug make chaos).
 func baseEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "BATCHWORK_LOG_LEVEL=") {
+			env = append(env, kv)
+			continue
+		}
 		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "BATCHWORK_") {
 			continue
 		}

@@ -54,7 +54,14 @@ type Recovery struct {
 	// request was in flight), the job was cancelled, or neither.
 	CommittedInFlight, JobCancelled int
 	NotReclaimed                    []string
+	// Slow names the reclaims that took over SlowRecovery, for a look
+	// at chaos.log.
+	Slow []string
 }
+
+// SlowRecovery is the recovery target: reclaims slower than this are
+// listed by task.
+const SlowRecovery = 5 * time.Second
 
 // percentile returns the p-th percentile (0..1) of sorted times.
 func percentile(times []time.Duration, p float64) time.Duration {
@@ -181,7 +188,12 @@ func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 				r.Started = append(r.Started, s.Sub(k.at))
 			}
 			if first := firstAfter(next[k2], t.Attempt); !first.IsZero() {
-				r.Times = append(r.Times, first.Sub(k.at))
+				d := first.Sub(k.at)
+				r.Times = append(r.Times, d)
+				if d > SlowRecovery {
+					r.Slow = append(r.Slow, fmt.Sprintf("task %s/%d/%d attempt %d held by %s (killed %s): reclaimed after %s",
+						t.Job, t.Stage, t.Partition, t.Attempt, k.proc, k.at.UTC().Format("15:04:05.000"), d.Round(10*time.Millisecond)))
+				}
 				continue
 			}
 			unknown = append(unknown, t)
@@ -269,6 +281,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	for _, s := range r.Unexplained {
 		fmt.Fprintf(w, "never started: %s\n", s)
+	}
+	for _, s := range rc.Slow {
+		fmt.Fprintf(w, "slow recovery: %s\n", s)
 	}
 }
 

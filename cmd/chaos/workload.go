@@ -14,13 +14,14 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/principal"
 )
 
 // The workload's shape: small jobs, so a hundred fit in a couple of
 // minutes on the emulator, each with several stages and a few tasks per
 // stage, so kills land in every kind of step.
 const (
-	inputPrefix   = "inputs/wordcount/"
 	corpusFiles   = 2
 	corpusBytes   = 16 << 10 // per file
 	splitSize     = 8 << 10  // 4 map tasks
@@ -29,6 +30,18 @@ const (
 	joinMaps      = 3
 	joinSides     = 2
 	joinPartition = 3
+)
+
+// inputPrefix is where the word-count corpus sits: the run's owner's
+// inputs area, the only place of the data bucket a spec may read inputs
+// from.
+var inputPrefix = blob.InputsPrefix(principal.Key(owner)) + inputPath
+
+// inputPath is the corpus's path in the owner's inputs area, named in the
+// word-count spec as inputShorthand.
+const (
+	inputPath      = "wordcount/"
+	inputShorthand = "inputs:" + inputPath
 )
 
 // workload is one job of the run: the same spec in both runs.
@@ -58,7 +71,9 @@ func workloads(n int, bucket string, set settings) ([]workload, error) {
 		switch i % 3 {
 		case 0:
 			w.Kind, w.Name = "wordcount", fmt.Sprintf("wordcount-%03d", i)
-			w.Spec, err = withJSON(wordcount.Spec(w.Name, "s3://"+bucket+"/"+inputPrefix, splitSize, reducers), set, prio)
+			// inputs:<path>: each run's deployment reads the corpus from
+			// its own bucket's inputs area (the same spec in both runs).
+			w.Spec, err = withJSON(wordcount.Spec(w.Name, inputShorthand, splitSize, reducers), set, prio)
 		case 1:
 			w.Kind, w.Name = "diamond", fmt.Sprintf("diamond-%03d", i)
 			w.Spec = withYAML(diamond.Spec(w.Name, diamondWidth), set, prio)

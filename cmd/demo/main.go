@@ -27,8 +27,11 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/runner"
 )
@@ -52,9 +55,17 @@ func main() {
 // stackName names a deployed stack whose resources the demo uses.
 var stackName string
 
-// inputPrefix is where the input goes; a deployed stack's bucket outlives
-// a run, so each run there gets its own prefix (objects never change).
-var inputPrefix = "input/"
+// inputPath is where the input goes in the demo owner's inputs area (the
+// only place of the data bucket a spec may read inputs from), and what the
+// spec names as inputs:<path>; a deployed stack's bucket outlives a run,
+// so each run there gets its own path (objects never change).
+var inputPath = "wordcount/"
+
+// demoOwner is the identity the demo submits as (submit, the CLI's --owner).
+const demoOwner = "demo"
+
+// inputPrefix is inputPath's key prefix in the data bucket.
+func inputPrefix() string { return blob.InputsPrefix(principal.Key(demoOwner)) + inputPath }
 
 func run(input string, size, slots, reducers int, splitSize int64, logFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,7 +105,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 			return err
 		}
 		deployed = &res
-		inputPrefix = fmt.Sprintf("input/demo-%d/", time.Now().UnixNano())
+		inputPath = fmt.Sprintf("wordcount-%d/", time.Now().UnixNano())
 		// The executors run here, not in the emulator's Lambda.
 		n, err := provision.PauseEventSources(ctx, cfg, stackName)
 		if err != nil {
@@ -103,9 +114,14 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 		fmt.Printf("    paused %d Lambda event source mapping(s): the executors run in this process\n", n)
 	}
 	fmt.Println("==> creating resources and starting the control plane, API and executors")
+	tokenDir, err := tokenDir()
+	if err != nil {
+		return err
+	}
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
 		Registry: reg, Log: log, SweepEvery: 5 * time.Second, Resources: deployed, Listen: listenAddr(),
+		TokenDir: tokenDir,
 	})
 	if err != nil {
 		return err
@@ -120,10 +136,11 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	if err != nil {
 		return err
 	}
-	fmt.Printf("==> uploaded %d input file(s), %d bytes, to s3://%s/%s\n", n, bytesIn, r.Resources.Bucket, inputPrefix)
+	fmt.Printf("==> uploaded %d input file(s), %d bytes, to s3://%s/%s (the owner's inputs area: inputs:%s in a spec)\n",
+		n, bytesIn, r.Resources.Bucket, inputPrefix(), inputPath)
 
-	spec := wordcount.Spec("wordcount", "s3://"+r.Resources.Bucket+"/"+inputPrefix, splitSize, reducers)
-	id, err := submit(r.URL, spec)
+	spec := wordcount.Spec("wordcount", "inputs:"+inputPath, splitSize, reducers)
+	id, err := submit(r.URL, r.Token, spec)
 	if err != nil {
 		return err
 	}
@@ -132,7 +149,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	var st control.JobStatus
 	last := ""
 	for {
-		if st, err = status(r.URL, id); err != nil {
+		if st, err = status(r.URL, r.Token, id); err != nil {
 			return err
 		}
 		line := progressLine(st)
@@ -169,7 +186,7 @@ func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files 
 		const parts = 4
 		for i := 0; i < parts; i++ {
 			lo, hi := len(corpus)*i/parts, len(corpus)*(i+1)/parts
-			if err := r.Blob.PutIfAbsent(ctx, fmt.Sprintf("%scorpus-%d.txt", inputPrefix, i), corpus[lo:hi]); err != nil {
+			if err := r.Blob.PutIfAbsent(ctx, fmt.Sprintf("%scorpus-%d.txt", inputPrefix(), i), corpus[lo:hi]); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -186,7 +203,7 @@ func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files 
 		rel, _ := filepath.Rel(dir, path)
 		files++
 		total += len(b)
-		return r.Blob.PutIfAbsent(ctx, inputPrefix+filepath.ToSlash(rel), b)
+		return r.Blob.PutIfAbsent(ctx, inputPrefix()+filepath.ToSlash(rel), b)
 	})
 	if err == nil && files == 0 {
 		err = fmt.Errorf("no files under %s", dir)
@@ -194,10 +211,11 @@ func upload(ctx context.Context, r *runner.Runner, dir string, size int) (files 
 	return files, total, err
 }
 
-func submit(base string, spec []byte) (string, error) {
+func submit(base, token string, spec []byte) (string, error) {
 	req, _ := http.NewRequest(http.MethodPost, base+"/jobs", bytes.NewReader(spec))
 	req.Header.Set("Idempotency-Key", fmt.Sprintf("demo-%d", time.Now().UnixNano()))
-	req.Header.Set(runner.OwnerHeader, "demo")
+	req.Header.Set(runner.OwnerHeader, demoOwner)
+	localauth.SetHeader(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
@@ -214,9 +232,10 @@ func submit(base string, spec []byte) (string, error) {
 	return res.JobID, nil
 }
 
-func status(base, id string) (control.JobStatus, error) {
+func status(base, token, id string) (control.JobStatus, error) {
 	req, _ := http.NewRequest(http.MethodGet, base+"/jobs/"+id, nil)
-	req.Header.Set(runner.OwnerHeader, "demo")
+	req.Header.Set(runner.OwnerHeader, demoOwner)
+	localauth.SetHeader(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return control.JobStatus{}, err

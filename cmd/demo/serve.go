@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
@@ -24,6 +25,20 @@ func listenAddr() string {
 		return serveAddr
 	}
 	return "" // a free loopback port
+}
+
+// tokenDir is where the runner leaves its API token for the batchwork CLI:
+// only when serving, since otherwise no other process talks to it and the
+// token stays in this one.
+func tokenDir() (string, error) {
+	if !serve {
+		return "", nil
+	}
+	dir, err := localauth.DefaultDir(os.Getenv)
+	if err != nil {
+		return "", fmt.Errorf("-serve: %w", err)
+	}
+	return dir, nil
 }
 
 // sleepTask is a slow task for trying watch and cancel: it sleeps for its
@@ -68,13 +83,14 @@ func serveCLI(ctx context.Context, r *runner.Runner, wordcountSpec []byte) error
 	}
 	fmt.Printf(`
 ==> the runner stays up for the batchwork CLI until Ctrl-C: API %s, owner "demo"
+    Every request needs this run's token, in %s (yours alone; the CLI reads it there).
     In another terminal:
       go build -o bin/batchwork ./cmd/batchwork
       export BATCHWORK_OWNER=demo
       bin/batchwork list
       bin/batchwork submit %s --wait
       bin/batchwork submit %s && bin/batchwork watch <id>    # then: bin/batchwork cancel <id>
-`, r.URL, filepath.Join(dir, "wordcount.yaml"), filepath.Join(dir, "slow.yaml"))
+`, r.URL, r.TokenFile, filepath.Join(dir, "wordcount.yaml"), filepath.Join(dir, "slow.yaml"))
 	<-ctx.Done()
 	return nil
 }

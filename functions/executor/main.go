@@ -6,6 +6,8 @@ package main
 import (
 	"context"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -14,10 +16,26 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/executor"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 func main() {
+	if limit, ok := softMemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+	}
 	lambda.Start(handler(lambdaenv.Must(context.Background())).Handle)
+}
+
+// softMemoryLimit is the Go runtime's soft memory limit for this
+// function's memory (tuning.SoftMemoryLimit: the split and output caps are
+// sized for live bytes, and without it the heap may grow to twice them),
+// unless an operator set GOMEMLIMIT or this is not Lambda.
+func softMemoryLimit(getenv func(string) string) (int64, bool) {
+	mb, err := strconv.ParseInt(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
+	if err != nil || mb <= 0 || getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	return tuning.SoftMemoryLimit(mb), true
 }
 
 // handler builds the SQS handler with this binary's task functions. SQS

@@ -87,3 +87,32 @@ func TestHandlerRunsTasksFromSQSEvents(t *testing.T) {
 		t.Fatalf("stage a after the event: %+v, want its task committed and the stage COMPLETED", st.Stages[0])
 	}
 }
+
+// The executor sets the Go runtime's soft memory limit from the function's
+// memory, so the collector holds the heap near its live bytes (the split
+// and output caps are sized for live bytes: tuning.TestOneTaskAtTheCapsFits).
+// An operator's GOMEMLIMIT wins, and outside Lambda nothing is set.
+func TestSoftMemoryLimit(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		env    map[string]string
+		want   int64
+		wantOK bool
+	}{
+		{"the stack's 1 GB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 966367641, true},
+		{"an operator's 2 GB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048"}, 1932735283, true},
+		{"GOMEMLIMIT set", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOMEMLIMIT": "500MiB"}, 0, false},
+		{"not on Lambda", nil, 0, false},
+		{"garbled", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := softMemoryLimit(func(k string) string { return tc.env[k] })
+			if got != tc.want || ok != tc.wantOK {
+				t.Fatalf("softMemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

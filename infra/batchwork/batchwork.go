@@ -14,6 +14,7 @@ package batchwork
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -99,13 +100,30 @@ type Props struct {
 	// HighPriorityOwners lists the owners that may use priority "high"
 	// ("*": all). Default "": all.
 	HighPriorityOwners string
+	// InputBuckets are buckets besides the data bucket that every owner's
+	// specs may read inputs from (names, not ARNs). The roles that plan
+	// and read inputs may list them and read their objects, as they may
+	// the data bucket's inputs area; the functions that submit (api,
+	// sweep) get them as lambdaenv.EnvInputBuckets and refuse any other
+	// bucket. Default none: inputs come from each owner's inputs area
+	// (inputs/<owner key>/) and own jobs only.
+	InputBuckets []string
+	// RemoteExecutorRoleArns are the IAM roles of executors that run
+	// outside the installation and claim and commit through the claim and
+	// commit functions (functions/claim, functions/commit). Those functions
+	// are deployed only when roles are named here, and only these roles may
+	// invoke them (remote.go). Default none: nothing deployed uses them.
+	RemoteExecutorRoleArns []string
 }
 
 // Batchwork is a deployed installation.
 type Batchwork struct {
 	constructs.Construct
-	Table             awsdynamodb.Table
-	Bucket            awss3.Bucket
+	Table  awsdynamodb.Table
+	Bucket awss3.Bucket
+	// AccessLogs receives the data bucket's S3 server access logs
+	// (accesslogs.go).
+	AccessLogs        awss3.Bucket
 	High, Normal, Low awssqs.Queue
 	DeadLetters       awssqs.Queue
 	// Timer holds schedule firings handed off by the sweep, each delayed
@@ -117,9 +135,15 @@ type Batchwork struct {
 	Dashboard awscloudwatch.Dashboard
 
 	ownerLimits string // Props.OwnerMaxConcurrency, canonical
+	// inputBuckets are Props.InputBuckets, checked: read like the data
+	// bucket's inputs area (see grant).
+	inputBuckets []string
 	// admission is the environment of the submitting functions (api,
 	// sweep) from Props' owner mode, quotas and priority allowlist.
 	admission map[string]string
+	// jobAreaWriters are the principals granted to write or tag objects
+	// in the job area (see grant and confineJobArea).
+	jobAreaWriters []awsiam.IGrantable
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -155,13 +179,15 @@ var (
 	// The sweep queries its due index, and does nothing else on it.
 	indexActions = []string{"dynamodb:Query"}
 	// Planning a stage lists inputs and reads a plan written before;
-	// plans, outputs and manifests are written with If-None-Match.
+	// plans, outputs and manifests are written with If-None-Match, in the
+	// job area only (jobKeys; the bucket policy denies any other write
+	// there: see data).
 	objectReadActions  = []string{"s3:GetObject"}
 	objectWriteActions = []string{"s3:PutObject"}
 	listActions        = []string{"s3:ListBucket"}
 	// An attempt known to have ended without committing (failed, fenced,
 	// or taken over after its lease expired) has its outputs tagged for the
-	// lifecycle rule to expire.
+	// lifecycle rule to expire, in the job area only (jobKeys).
 	tagActions  = []string{"s3:PutObjectTagging"}
 	sendActions = []string{"sqs:SendMessage"}
 	// The executor sets a claimed message's visibility to the lease, keeps
@@ -181,6 +207,10 @@ var (
 	eventSourceActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
 )
 
+// An owner deletes an ended job's data (DELETE /jobs/{id}/data): the api
+// deletes the job's objects, in the job area only (jobKeys).
+var objectDeleteActions = []string{"s3:DeleteObject"}
+
 // permissions says which action sets each function needs, from its code
 // path: api submits (materializing root stages: plan, tasks, messages),
 // reads status and deletes schedules; claim only claims (and on taking
@@ -194,21 +224,45 @@ type grantSet struct {
 	table, batchRead, delete, read, write, list, tag, send, visibility, drain, timer bool
 	// index: queries the sweep's index.
 	index bool
+	// deleteObjects: deletes an ended job's objects.
+	deleteObjects bool
+	// read and list are on the job area only; listInputs lists inputs
+	// (planning a stage: the inputs area and the allowed input buckets),
+	// readInputs reads them (running a task).
+	listInputs, readInputs bool
 }
 
+// jobKeys is the job area (shared/blob/keys.go), the only place any role
+// writes or tags objects: plans, attempt outputs and manifests. The
+// inputs area is the owners', who upload there with their own
+// credentials. (Within the area, IAM's * spans "/", so a finer pattern
+// would only tell key shapes apart; and the control-plane functions,
+// which write manifests, the authority on which outputs count, would gain
+// nothing from being kept off outputs.)
+const jobKeys = "jobs/*"
+
+// inputKeys is the owners' inputs area (inputs/<owner key>/..., see
+// shared/blob/keys.go). Only the code that plans a stage lists it and only
+// the executors read it; which owner's area a job may name is checked at
+// submit (shared/control/inputs.go). The roles read nothing else of the
+// bucket: no prefix outside the two areas, and no other bucket but
+// Props.InputBuckets.
+const inputKeys = "inputs/*"
+
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, send: true},
+	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true},
 	FnClaim:    {table: true, list: true, tag: true},
-	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, tag: true, send: true},
-	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, tag: true, send: true, drain: true, timer: true},
-	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, tag: true, send: true, visibility: true},
+	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true},
+	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true},
+	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true},
 }
 
 // NewBatchwork adds an installation to scope.
 func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwork {
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p)}
+	useBucketPolicyForAccessLogs(c)
+	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets}
 	b.data(c, p)
 	b.functions(c, p)
 	b.api(c)
@@ -217,6 +271,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	if p.Executor == ExecutorFargate || p.Executor == ExecutorBoth {
 		b.fargateExecutor(c, p)
 	}
+	b.confineJobArea(p)
 	b.operations(c)
 	b.outputs(c, p)
 	b.suppressNagFindings()
@@ -272,6 +327,12 @@ func withDefaults(props *Props) Props {
 	if _, err := principal.ParseMode(p.OwnerMode); err != nil {
 		panic("batchwork: ownerMode: " + err.Error())
 	}
+	checkRemoteExecutors(p.RemoteExecutorRoleArns)
+	buckets, err := control.ParseInputBuckets(strings.Join(p.InputBuckets, ","))
+	if err != nil {
+		panic("batchwork: inputBuckets: " + err.Error())
+	}
+	p.InputBuckets = buckets
 	if _, err := lambdaenv.QuotasFromEnv(func(k string) string { return admissionEnv(p)[k] }); err != nil {
 		panic("batchwork: " + err.Error())
 	}
@@ -287,6 +348,7 @@ func admissionEnv(p Props) map[string]string {
 		lambdaenv.EnvOwnerMode: p.OwnerMode, lambdaenv.EnvOwnerMaxActiveJobs: p.MaxActiveJobs,
 		lambdaenv.EnvOwnerMaxTasks: p.MaxTasks, lambdaenv.EnvOwnerMaxSchedules: p.MaxSchedules,
 		lambdaenv.EnvHighPriorityOwners: p.HighPriorityOwners,
+		lambdaenv.EnvInputBuckets:       strings.Join(p.InputBuckets, ","),
 	} {
 		if v != "" {
 			env[k] = v
@@ -321,6 +383,7 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
 	})
 
+	b.AccessLogs = accessLogBucket(c)
 	b.Bucket = awss3.NewBucket(c, jsii.String("Data"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
@@ -341,8 +404,28 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 			},
 		},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy:          awscdk.RemovalPolicy_RETAIN,
+		ServerAccessLogsBucket: b.AccessLogs,
+		ServerAccessLogsPrefix: jsii.String(accessLogPrefix),
 	})
+	// Published objects never change, whoever writes them: under jobs/,
+	// a write that creates an object (PutObject, CompleteMultipartUpload,
+	// CopyObject) must carry If-None-Match, so it can only create. The
+	// steps of a multipart upload that cannot carry the header
+	// (s3:ObjectCreationOperation false) stay allowed, and its completion
+	// must carry it. (AWS: "Enforce conditional writes on Amazon S3
+	// buckets".) Every write of the code is checked against this statement
+	// (integration/writeonce_test.go).
+	b.Bucket.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(objectWriteActions...),
+		Resources:  &[]*string{b.Bucket.ArnForObjects(jsii.String(jobKeys))},
+		Conditions: &map[string]any{
+			"Null": map[string]any{"s3:if-none-match": "true"},
+			"Bool": map[string]any{"s3:ObjectCreationOperation": "true"},
+		},
+	}))
 
 	b.DeadLetters = awssqs.NewQueue(c, jsii.String("DeadLetters"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -416,8 +499,8 @@ func (b *Batchwork) functions(c constructs.Construct, p Props) {
 		FnAPI: tuning.APITimeout, FnClaim: tuning.ControlTimeout, FnCommit: tuning.ControlTimeout,
 		FnSweep: tuning.SweepTimeout, FnExecutor: p.ExecutorTimeout,
 	}
-	memory := map[string]float64{FnAPI: 256, FnClaim: 256, FnCommit: 256, FnSweep: 256, FnExecutor: 1024}
-	for _, name := range []string{FnAPI, FnClaim, FnCommit, FnSweep, FnExecutor} {
+	memory := map[string]float64{FnAPI: 256, FnClaim: 256, FnCommit: 256, FnSweep: 256, FnExecutor: tuning.ExecutorMemoryMB}
+	for _, name := range functionNames(p) {
 		id := titles[name]
 		// Each function has its own role and log group, so its policy is
 		// exactly its grants plus writing its own logs (no managed policy).
@@ -445,6 +528,9 @@ func (b *Batchwork) functions(c constructs.Construct, p Props) {
 		})
 		b.grant(fn, permissions[name])
 		b.Functions[name] = fn
+		if name == FnClaim || name == FnCommit {
+			allowRemoteExecutors(fn, p.RemoteExecutorRoleArns)
+		}
 	}
 }
 
@@ -468,18 +554,55 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 		index := jsii.String(*b.Table.TableArn() + "/index/" + dynamo.Schema.DueIndex)
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(indexActions...), ResourceArns: &[]*string{index}})
 	}
-	objects := []*string{b.Bucket.ArnForObjects(jsii.String("*"))}
+	jobObjects := []*string{b.Bucket.ArnForObjects(jsii.String(jobKeys))}
+	if g.write || g.tag || g.deleteObjects {
+		b.jobAreaWriters = append(b.jobAreaWriters, to)
+	}
+	reads := []*string{}
 	if g.read {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectReadActions...), ResourceArns: &objects})
+		reads = append(reads, jobObjects...)
+	}
+	if g.readInputs {
+		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(inputKeys)))
+		for _, in := range b.inputBuckets {
+			reads = append(reads, jsii.String(inputBucketArn(in)+"/*"))
+		}
+	}
+	if len(reads) > 0 {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectReadActions...), ResourceArns: &reads})
 	}
 	if g.write {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &objects})
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &jobObjects})
 	}
 	if g.tag {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(tagActions...), ResourceArns: &objects})
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(tagActions...), ResourceArns: &jobObjects})
 	}
+	if g.deleteObjects {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectDeleteActions...), ResourceArns: &jobObjects})
+	}
+	// Listing the data bucket is limited by prefix to the areas the
+	// function reads (s3:prefix; every listing of the code names a prefix
+	// within one); an allowed input bucket is the operator's to share
+	// whole.
+	var prefixes []string
 	if g.list {
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &[]*string{b.Bucket.BucketArn()}})
+		prefixes = append(prefixes, jobKeys)
+	}
+	if g.listInputs {
+		prefixes = append(prefixes, inputKeys)
+	}
+	if len(prefixes) > 0 {
+		to.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings(listActions...), Resources: &[]*string{b.Bucket.BucketArn()},
+			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": prefixes}},
+		}))
+	}
+	if g.listInputs && len(b.inputBuckets) > 0 {
+		var arns []*string
+		for _, in := range b.inputBuckets {
+			arns = append(arns, jsii.String(inputBucketArn(in)))
+		}
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &arns})
 	}
 	for _, q := range b.readyQueues() {
 		if g.send {
@@ -496,6 +619,44 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.timer {
 		b.Timer.Grant(to, *jsii.Strings(timerActions...)...)
 	}
+}
+
+// inputBucketArn is the ARN of an allowed input bucket, in the stack's
+// partition.
+func inputBucketArn(name string) string {
+	return "arn:" + *awscdk.Aws_PARTITION() + ":s3:::" + name
+}
+
+// confineJobArea lets only the installation change the job area: every
+// other principal is denied writing, tagging or deleting objects under
+// jobs/, whatever its own IAM policy allows. If-None-Match (see data)
+// stops overwrites, not first writes: without this, a user granted
+// s3:PutObject on the bucket could create a plan of a stage of its own job
+// that names another owner's inputs, or an output of an attempt yet to
+// run, which the code would take for its own. The principals exempted are
+// the roles granted to write or tag there (the functions', the Fargate
+// executor's; see grant) and the remote executors' roles, which write
+// their attempts' outputs. Users upload to the inputs area only (README,
+// "Security").
+func (b *Batchwork) confineJobArea(p Props) {
+	var arns []*string
+	for _, w := range b.jobAreaWriters {
+		role, ok := w.GrantPrincipal().(awsiam.IRole)
+		if !ok {
+			panic(fmt.Sprintf("batchwork: a job-area writer's principal %v is not a role", w.GrantPrincipal()))
+		}
+		arns = append(arns, role.RoleArn())
+	}
+	for _, arn := range p.RemoteExecutorRoleArns {
+		arns = append(arns, jsii.String(arn))
+	}
+	b.Bucket.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:DeleteObject", "s3:PutObject", "s3:PutObjectTagging"),
+		Resources:  &[]*string{b.Bucket.ArnForObjects(jsii.String(jobKeys))},
+		Conditions: &map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": arns}},
+	}))
 }
 
 // api is the HTTP API: IAM authorization on every route; the caller's

@@ -249,15 +249,18 @@ var (
 	listBucket = []string{"s3:ListBucket"}
 	tagObjects = []string{"s3:PutObjectTagging"}
 	setVisible = []string{"sqs:ChangeMessageVisibility"}
+	// An owner deletes an ended job's data through the api
+	// (DELETE /jobs/{id}/data).
+	deleteObjects = []string{"s3:DeleteObject"}
 	// Lambda's poller polls on the function's behalf: the three actions AWS
 	// requires of an SQS event source.
 	eventSource = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
 )
 
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
-	s := defaultStack(t)
+	s := remoteStack(t) // every function
 	want := map[string][]string{
-		batchwork.FnAPI:      sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, sendReady),
+		batchwork.FnAPI:      sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
 		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady),
 		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
@@ -292,7 +295,7 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 // queues only to the sweep, and a queue's event source actions only to
 // the function that consumes it.
 func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
-	s := defaultStack(t)
+	s := remoteStack(t) // every function
 	id := func(c constructs.IConstruct) string {
 		return *s.stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
 	}
@@ -304,19 +307,24 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	ready := func(acts ...[]string) map[string][]string {
 		return map[string][]string{"ready": dedupe(sorted(acts...))}
 	}
+	// Writes and tags only in the job area (writeonce_test.go); reads in
+	// the job area, and the inputs area by the executor only; listing is
+	// on the bucket, limited by prefix (inputs_test.go).
+	const jobs, inputs = "bucket/jobs/*", "bucket/inputs/*"
+	getObject := []string{"s3:GetObject"}
 	cases := []struct {
 		fn   string
 		want map[string][]string // resource -> actions
 	}{
-		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, "bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"})}, ready(sendReady))},
-		{batchwork.FnClaim, map[string][]string{"table": tableRWOnTable, "bucket": listBucket, "bucket/*": tagObjects}},
+		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects)}, ready(sendReady))},
+		{batchwork.FnClaim, map[string][]string{"table": tableRWOnTable, "bucket": listBucket, jobs: tagObjects}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			"bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects)}, ready(sendReady))},
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects)}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
-			"bucket": listBucket, "bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects),
+			"bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects),
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource))}, ready(sendReady))},
 		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			"bucket/*": sorted([]string{"s3:GetObject", "s3:PutObject"}, tagObjects)}, ready(sendReady, setVisible, eventSource))},
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), inputs: getObject}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)
 	for _, c := range cases {
@@ -595,10 +603,16 @@ func TestSettingsAgree(t *testing.T) {
 	if execTimeout != tuning.ExecutorTimeout {
 		t.Errorf("executor timeout %v, want %v", execTimeout, tuning.ExecutorTimeout)
 	}
-	// A received message is hidden for the held visibility, which the
-	// executor renews every beat while the task runs; its liveness promise
-	// outlasts a late beat or two.
-	if tuning.ReceiveVisibility != tuning.HeldVisibility || tuning.HeldVisibility <= tuning.ExecutorBeat || tuning.ExecutorLease <= tuning.ExecutorBeat {
+	// The split and output caps, and the runtime's soft memory limit, are
+	// sized for this memory.
+	if mem := exec.Properties["MemorySize"]; mem != float64(tuning.ExecutorMemoryMB) {
+		t.Errorf("executor memory %v MB, the caps are sized for %d", mem, tuning.ExecutorMemoryMB)
+	}
+	// A received message stays hidden until the executor's first renewal
+	// (at receipt), which hides it for the held visibility after every beat
+	// while the task runs; its liveness promise outlasts a late beat.
+	if tuning.ReceiveVisibility < time.Second || tuning.ReceiveVisibility > tuning.HeldVisibility ||
+		tuning.HeldVisibility <= tuning.ExecutorBeat || tuning.ExecutorLease <= tuning.ExecutorBeat {
 		t.Errorf("receive visibility %v, held visibility %v, beat %v, executor lease %v", tuning.ReceiveVisibility, tuning.HeldVisibility, tuning.ExecutorBeat, tuning.ExecutorLease)
 	}
 	if int(receives) < tuning.MaxAttempts {
@@ -650,6 +664,9 @@ func TestLambdaExecutorEventSources(t *testing.T) {
 		if got := m.Properties["ScalingConfig"]; !cmp.Equal(got, map[string]any{"MaximumConcurrency": float64(tuning.ExecutorMaxConcurrency)}) {
 			t.Errorf("mapping %s scaling %v", id, got)
 		}
+		if got := m.Properties["BatchSize"]; got != float64(tuning.ExecutorBatchSize) {
+			t.Errorf("executor mapping %s batch size %v, want %d", id, got, tuning.ExecutorBatchSize)
+		}
 	}
 	if timers != 1 {
 		t.Errorf("%d mappings on the timer queue, want 1", timers)
@@ -684,7 +701,7 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 // (claim, commit, sweep, both executors), in canonical form; the api
 // function never claims and does not get them.
 func TestOwnerLimitsReachTheFunctionsThatClaim(t *testing.T) {
-	s := synth(t, "owners", batchwork.Props{Executor: batchwork.ExecutorBoth, OwnerMaxConcurrency: "alice=5 *=20"}, nil)
+	s := synth(t, "owners", batchwork.Props{Executor: batchwork.ExecutorBoth, OwnerMaxConcurrency: "alice=5 *=20", RemoteExecutorRoleArns: remoteRoles}, nil)
 	const want = "*=20,alice=5"
 	for name, id := range s.functionIDs(t) {
 		env := s.json.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -804,6 +821,10 @@ func TestBadPropsPanicWithTheField(t *testing.T) {
 		{"concurrency", batchwork.Props{ExecutorMaxConcurrency: 1}, "executorMaxConcurrency 1"},
 		{"timeout", batchwork.Props{ExecutorTimeout: 20 * time.Minute}, "exceeds Lambda's 15 minutes"},
 		{"owner limits", batchwork.Props{OwnerMaxConcurrency: "*=10,alice=many"}, `ownerMaxConcurrency: entry "alice=many"`},
+		{"remote executor not a role", batchwork.Props{RemoteExecutorRoleArns: []string{"arn:aws:iam::123456789012:user/bob"}},
+			`remoteExecutorRoleArns: "arn:aws:iam::123456789012:user/bob" is not an IAM role ARN`},
+		{"remote executor wildcard", batchwork.Props{RemoteExecutorRoleArns: []string{"arn:aws:iam::123456789012:role/*"}},
+			`remoteExecutorRoleArns: "arn:aws:iam::123456789012:role/*" is not an IAM role ARN`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,19 +12,17 @@ import (
 // for one wildcard) and carries its reason; the nag test fails on any
 // finding not listed here.
 func (b *Batchwork) suppressNagFindings() {
-	objects := &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]*Data[A-Za-z0-9]*\.Arn>\/\*$/`)}}
-	objectsReason := "Object keys are per job, stage, partition and attempt (jobs/<job>/...) and inputs sit under prefixes the user chooses, " +
-		"so object actions need the bucket's object wildcard; the grant is confined to this installation's bucket and to the listed actions."
+	objects := &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(dataObjectPatterns)}, &cdknag.RegexAppliesTo{Regex: jsii.String(inputBucketObjects)}}
+	objectsReason := "Object keys are per job, stage, partition and attempt (jobs/<job>/...) and per owner under the inputs area (inputs/<owner key>/...), " +
+		"so object actions need wildcards in this installation's bucket; reads are confined to those two areas (the inputs area to the executor) " +
+		"and to the input buckets the operator allows (Props.InputBuckets); writes, tags and deletes to the job area (jobs/*), " +
+		"where the bucket policy lets writes only create objects and lets no other principal write, tag or delete; " +
+		"only the api deletes, an ended job's objects at its owner's request (DELETE /jobs/{id}/data); and every grant is to the listed actions."
 	for _, fn := range b.Functions {
 		cdknag.NagSuppressions_AddResourceSuppressions(fn.Role(), &[]*cdknag.NagPackSuppression{
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(objectsReason), AppliesTo: objects},
 		}, jsii.Bool(true))
 	}
-	cdknag.NagSuppressions_AddResourceSuppressions(b.Bucket, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-S1"),
-		Reason: jsii.String("Every access goes through the IAM-authorized API or a function role of this installation, and their logs record it; " +
-			"server access logs would need a second bucket per installation. Enable CloudTrail S3 data events for an object-level audit trail."),
-	}}, jsii.Bool(false))
 }
 
 // suppressFargateNagFindings covers the Fargate executor's resources.
@@ -32,8 +30,8 @@ func suppressFargateNagFindings(svc awsecspatterns.QueueProcessingFargateService
 	td := svc.TaskDefinition()
 	cdknag.NagSuppressions_AddResourceSuppressions(td, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-ECS2"),
-		Reason: jsii.String("The environment holds resource names and URLs (table, bucket, queues) and a slot count, no secrets; " +
-			"they change only when the stack does, which redeploys the task definition anyway."),
+		Reason: jsii.String("The environment holds resource names and URLs (table, bucket, queues), the slot count and, when set, " +
+			"the owners' concurrency limits (principal ARNs and numbers): no secrets; they change only when the stack does, which redeploys the task definition anyway."),
 	}}, jsii.Bool(false))
 	cdknag.NagSuppressions_AddResourceSuppressions(td.ObtainExecutionRole(), &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
@@ -41,8 +39,18 @@ func suppressFargateNagFindings(svc awsecspatterns.QueueProcessingFargateService
 		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
 	}}, jsii.Bool(true))
 	cdknag.NagSuppressions_AddResourceSuppressions(td.TaskRole(), &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String("The executor reads inputs and writes attempt outputs under per-job keys in this installation's bucket only (see the functions' roles)."),
-		AppliesTo: &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]*Data[A-Za-z0-9]*\.Arn>\/\*$/`)}},
+		Id: jsii.String("AwsSolutions-IAM5"),
+		Reason: jsii.String("The executor reads inputs (the inputs area, the input buckets the operator allows, and its job's plans, manifests and upstream outputs under jobs/), " +
+			"and writes and tags objects only in this installation's job area (jobs/*: attempt outputs, and a stage's plans and manifests as its last committer); see the functions' roles."),
+		AppliesTo: &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(dataObjectPatterns)}, &cdknag.RegexAppliesTo{Regex: jsii.String(inputBucketObjects)}},
 	}}, jsii.Bool(true))
 }
+
+// dataObjectPatterns matches the wildcard object patterns of the data
+// bucket (<bucket ARN>/<key pattern>, such as /* or /jobs/*/out/*), and
+// nothing of another resource.
+const dataObjectPatterns = `/^Resource::<[A-Za-z0-9]*Data[A-Za-z0-9]*\.Arn>\/[A-Za-z0-9_.*\/-]*\*[A-Za-z0-9_.*\/-]*$/`
+
+// inputBucketObjects matches the objects of an operator-allowed input
+// bucket (Props.InputBuckets), which the executor reads whole.
+const inputBucketObjects = `/^Resource::arn:<AWS::Partition>:s3:::[a-z0-9.-]+\/\*$/`

@@ -13,10 +13,11 @@ import (
 	"github.com/batchwork/batchwork/infra/batchwork"
 )
 
-// everything is the construct with both executors, so every resource the
+// everything is the construct with both executors, the remote
+// executors' functions and allowed input buckets, so every resource the
 // construct can create is checked.
 func everything(t *testing.T) *synthesized {
-	return synth(t, "both+nag", batchwork.Props{Executor: batchwork.ExecutorBoth}, func(app awscdk.App) {
+	return synth(t, "both+nag", batchwork.Props{Executor: batchwork.ExecutorBoth, RemoteExecutorRoleArns: remoteRoles, InputBuckets: inputBuckets}, func(app awscdk.App) {
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(false)}), nil)
 	})
 }

@@ -48,6 +48,9 @@ func (b *Batchwork) operations(c constructs.Construct) {
 	depth = append(depth, b.DeadLetters.MetricApproximateNumberOfMessagesVisible(nil))
 	var groups []*string
 	for _, name := range []string{FnAPI, FnClaim, FnCommit, FnSweep, FnExecutor} {
+		if b.Functions[name] == nil {
+			continue // claim and commit: only for remote executors
+		}
 		errs = append(errs, b.Functions[name].MetricErrors(nil))
 		groups = append(groups, b.Functions[name].LogGroup().LogGroupName())
 	}

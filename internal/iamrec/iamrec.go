@@ -71,11 +71,21 @@ const (
 // Resource is the resource a request acts on.
 type Resource struct {
 	Kind, Name, Index string
+	// Key is the object's key (KindObject), so that grants on key
+	// patterns (jobs/*) can be checked against the objects used; for a
+	// listing (KindBucket), the prefix listed, which a grant's s3:prefix
+	// condition is checked against.
+	Key string
 }
 
 func (r Resource) String() string {
-	if r.Index != "" {
+	switch {
+	case r.Index != "":
 		return r.Kind + ":" + r.Name + "/index/" + r.Index
+	case r.Kind == KindObject:
+		return r.Kind + ":" + r.Name + "/" + r.Key
+	case r.Kind == KindBucket && r.Key != "":
+		return r.Kind + ":" + r.Name + "?prefix=" + r.Key
 	}
 	return r.Kind + ":" + r.Name
 }
@@ -181,6 +191,10 @@ func act(action, kind string, name *string) Action {
 	return Action{Action: action, Resource: Resource{Kind: kind, Name: aws.ToString(name)}}
 }
 
+func objAct(action string, bucket, key *string) Action {
+	return Action{Action: action, Resource: Resource{Kind: KindObject, Name: aws.ToString(bucket), Key: aws.ToString(key)}}
+}
+
 func dynamoActions(input any) []Action {
 	table := func(action string, name *string) []Action { return []Action{act("dynamodb:"+action, KindTable, name)} }
 	// A query or scan of an index is authorized on the index's ARN
@@ -257,38 +271,52 @@ func perTable(action string, tables []string) []Action {
 }
 
 func s3Actions(input any) []Action {
-	obj := func(action string, bucket *string) []Action { return []Action{act("s3:"+action, KindObject, bucket)} }
+	obj := func(action string, bucket, key *string) []Action { return []Action{objAct("s3:"+action, bucket, key)} }
 	bkt := func(action string, bucket *string) []Action { return []Action{act("s3:"+action, KindBucket, bucket)} }
+	// A listing is authorized on the bucket, with its prefix as s3:prefix.
+	list := func(bucket, prefix *string) []Action {
+		return []Action{{Action: "s3:ListBucket", Resource: Resource{Kind: KindBucket, Name: aws.ToString(bucket), Key: aws.ToString(prefix)}}}
+	}
 	switch in := input.(type) {
 	case *s3.GetObjectInput:
-		return obj("GetObject", in.Bucket)
+		return obj("GetObject", in.Bucket, in.Key)
 	case *s3.HeadObjectInput:
-		return obj("GetObject", in.Bucket)
+		return obj("GetObject", in.Bucket, in.Key)
 	case *s3.PutObjectInput:
-		return obj("PutObject", in.Bucket)
+		return obj("PutObject", in.Bucket, in.Key)
 	case *s3.CreateMultipartUploadInput:
-		return obj("PutObject", in.Bucket)
+		return obj("PutObject", in.Bucket, in.Key)
 	case *s3.UploadPartInput:
-		return obj("PutObject", in.Bucket)
+		return obj("PutObject", in.Bucket, in.Key)
 	case *s3.CompleteMultipartUploadInput:
-		return obj("PutObject", in.Bucket)
+		return obj("PutObject", in.Bucket, in.Key)
 	case *s3.AbortMultipartUploadInput:
-		return obj("AbortMultipartUpload", in.Bucket)
+		return obj("AbortMultipartUpload", in.Bucket, in.Key)
 	case *s3.CopyObjectInput:
-		src, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.CopySource), "/"), "/")
-		return []Action{act("s3:PutObject", KindObject, in.Bucket), act("s3:GetObject", KindObject, &src)}
+		src, srcKey, _ := strings.Cut(strings.TrimPrefix(aws.ToString(in.CopySource), "/"), "/")
+		return []Action{objAct("s3:PutObject", in.Bucket, in.Key), objAct("s3:GetObject", &src, &srcKey)}
 	case *s3.DeleteObjectInput:
-		return obj("DeleteObject", in.Bucket)
+		return obj("DeleteObject", in.Bucket, in.Key)
 	case *s3.DeleteObjectsInput:
-		return obj("DeleteObject", in.Bucket)
+		// One action per object: each is authorized on its own key.
+		var acts []Action
+		if in.Delete != nil {
+			for _, o := range in.Delete.Objects {
+				acts = append(acts, objAct("s3:DeleteObject", in.Bucket, o.Key))
+			}
+		}
+		if acts == nil {
+			acts = obj("DeleteObject", in.Bucket, nil)
+		}
+		return acts
 	case *s3.GetObjectTaggingInput:
-		return obj("GetObjectTagging", in.Bucket)
+		return obj("GetObjectTagging", in.Bucket, in.Key)
 	case *s3.PutObjectTaggingInput:
-		return obj("PutObjectTagging", in.Bucket)
+		return obj("PutObjectTagging", in.Bucket, in.Key)
 	case *s3.ListObjectsV2Input:
-		return bkt("ListBucket", in.Bucket)
+		return list(in.Bucket, in.Prefix)
 	case *s3.ListObjectsInput:
-		return bkt("ListBucket", in.Bucket)
+		return list(in.Bucket, in.Prefix)
 	case *s3.HeadBucketInput:
 		return bkt("ListBucket", in.Bucket)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
@@ -44,7 +45,17 @@ func TestActions(t *testing.T) {
 		{"get object", s3.ServiceID, "GetObject", &s3.GetObjectInput{Bucket: b}, []Action{{"s3:GetObject", object}}},
 		{"head object reads", s3.ServiceID, "HeadObject", &s3.HeadObjectInput{Bucket: b}, []Action{{"s3:GetObject", object}}},
 		{"put object", s3.ServiceID, "PutObject", &s3.PutObjectInput{Bucket: b}, []Action{{"s3:PutObject", object}}},
+		// Object actions name their key, for grants on key patterns.
+		{"put object names its key", s3.ServiceID, "PutObject", &s3.PutObjectInput{Bucket: b, Key: aws.String("jobs/j/plan/s.json")},
+			[]Action{{"s3:PutObject", Resource{Kind: KindObject, Name: "B", Key: "jobs/j/plan/s.json"}}}},
+		{"copy reads its source's key", s3.ServiceID, "CopyObject", &s3.CopyObjectInput{Bucket: b, Key: aws.String("jobs/x"), CopySource: aws.String("C/inputs/o/a.txt")},
+			[]Action{{"s3:PutObject", Resource{Kind: KindObject, Name: "B", Key: "jobs/x"}}, {"s3:GetObject", Resource{Kind: KindObject, Name: "C", Key: "inputs/o/a.txt"}}}},
+		{"delete objects, each on its key", s3.ServiceID, "DeleteObjects", &s3.DeleteObjectsInput{Bucket: b, Delete: &s3types.Delete{Objects: []s3types.ObjectIdentifier{{Key: aws.String("jobs/j/a")}, {Key: aws.String("jobs/j/b")}}}},
+			[]Action{{"s3:DeleteObject", Resource{Kind: KindObject, Name: "B", Key: "jobs/j/a"}}, {"s3:DeleteObject", Resource{Kind: KindObject, Name: "B", Key: "jobs/j/b"}}}},
 		{"list is on the bucket", s3.ServiceID, "ListObjectsV2", &s3.ListObjectsV2Input{Bucket: b}, []Action{{"s3:ListBucket", Resource{Kind: KindBucket, Name: "B"}}}},
+		// A listing names its prefix, for grants conditioned on s3:prefix.
+		{"list names its prefix", s3.ServiceID, "ListObjectsV2", &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("inputs/k/corpus/")},
+			[]Action{{"s3:ListBucket", Resource{Kind: KindBucket, Name: "B", Key: "inputs/k/corpus/"}}}},
 		{"get tags", s3.ServiceID, "GetObjectTagging", &s3.GetObjectTaggingInput{Bucket: b}, []Action{{"s3:GetObjectTagging", object}}},
 		{"put tags", s3.ServiceID, "PutObjectTagging", &s3.PutObjectTaggingInput{Bucket: b}, []Action{{"s3:PutObjectTagging", object}}},
 		{"send batch", sqs.ServiceID, "SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: q}, []Action{{"sqs:SendMessage", queue}}},
@@ -110,7 +121,7 @@ func TestRecorderAttributesTaggedRequests(t *testing.T) {
 	want := map[Use]int{
 		{FnAPI, Action{"dynamodb:GetItem", Resource{Kind: KindTable, Name: "T"}}}:               1,
 		{FnSweep, Action{"sqs:DeleteMessage", Resource{Kind: KindQueue, Name: "http://q/1/Q"}}}: 1,
-		{FnAPI, Action{"s3:GetObject", Resource{Kind: KindObject, Name: "B"}}}:                  1,
+		{FnAPI, Action{"s3:GetObject", Resource{Kind: KindObject, Name: "B", Key: "k"}}}:        1,
 	}
 	if diff := cmp.Diff(want, rec.Uses()); diff != "" {
 		t.Errorf("uses (-want +got):\n%s", diff)

@@ -91,6 +91,8 @@ func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 		"GET /jobs/{id}/manifest": h.manifest,
 	}
 	maps.Copy(handlers, h.scheduleHandlers())
+	maps.Copy(handlers, h.whoamiHandlers()) // whoami.go
+	maps.Copy(handlers, h.dataHandlers())   // datadelete.go
 	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
@@ -162,6 +164,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *spec.ValidationError
 	var fe *spec.FieldError
 	var ended *control.JobEndedError
+	var running *control.JobRunningError
+	var gone *control.DataDeletedError
 	switch {
 	case errors.As(err, &ve) && len(ve.Errors) > 0:
 		writeJSON(w, http.StatusBadRequest, struct {
@@ -178,6 +182,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusTooManyRequests, Error{Code: "quota", Message: err.Error()})
 	case errors.As(err, &ended):
 		writeJSON(w, http.StatusConflict, Error{Code: "job_ended", Message: ended.Error(), Field: "id"})
+	case errors.As(err, &running):
+		writeJSON(w, http.StatusConflict, Error{Code: "job_running", Message: running.Error(), Field: "id"})
+	case errors.As(err, &gone):
+		writeJSON(w, http.StatusGone, Error{Code: "data_deleted", Message: gone.Error(), Field: "id"})
 	case errors.Is(err, control.ErrPresignUnavailable):
 		writeJSON(w, http.StatusNotImplemented, Error{Code: "presign_unavailable", Message: "this installation cannot presign URLs", Field: "presign"})
 	default:

@@ -103,6 +103,8 @@ func TestHandlersHonourDocument(t *testing.T) {
 		{nil, "GET", "/openapi.yaml", "", "", nil, 200},
 	}
 	cases = append(cases, scheduleCases...)
+	cases = append(cases, whoamiCases...)
+	cases = append(cases, dataCases...)
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %d", tc.method, tc.target, tc.status)

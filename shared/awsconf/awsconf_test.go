@@ -2,9 +2,11 @@ package awsconf
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -98,5 +100,30 @@ func TestServiceEndpoints(t *testing.T) {
 				t.Errorf("DynamoDB %q, SQS %q; want %q, %q", ddb, sq, c.ddb, c.sqs)
 			}
 		})
+	}
+}
+
+// The first retries come quickly (a throttled claim must not stall for a
+// second), no delay passes the cap, and the attempts together still ride
+// out about 10 s of throttling.
+func TestRetryBackoff(t *testing.T) {
+	r := NewRetryer()
+	throttled := errors.New("throttled")
+	for range 200 {
+		if d, err := r.RetryDelay(1, throttled); err != nil || d > 2*RetryBaseBackoff {
+			t.Fatalf("first retry waits %v (%v); want at most %v", d, err, 2*RetryBaseBackoff)
+		}
+		for attempt := 1; attempt < RetryMaxAttempts; attempt++ {
+			if d, _ := r.RetryDelay(attempt, throttled); d > RetryMaxBackoff {
+				t.Fatalf("retry %d waits %v, over the cap %v", attempt, d, RetryMaxBackoff)
+			}
+		}
+	}
+	var ceilings time.Duration
+	for attempt := 1; attempt < RetryMaxAttempts; attempt++ {
+		ceilings += min(RetryBaseBackoff<<(attempt-1), RetryMaxBackoff)
+	}
+	if mean := ceilings / 2; mean < 8*time.Second {
+		t.Fatalf("the retries wait %v on average in all; want about 10 s, to ride out throttling", mean)
 	}
 }

@@ -134,6 +134,9 @@ type Job struct {
 	Created  time.Time
 	Updated  time.Time
 	Ended    time.Time
+	// DataDeleted is when its owner asked for its data (every object
+	// under its prefix) to be deleted; zero if never.
+	DataDeleted time.Time
 }
 
 // Stage is a stage record with its completion accounting.

@@ -4,53 +4,155 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
-// jobsArea is where the installation keeps every job's plans, outputs and
-// manifests in its data bucket (see shared/blob/keys.go).
-const jobsArea = "jobs/"
+// Where a job's inputs may come from. The planner lists an input prefix
+// with a function's role and the executor reads it with its own, so
+// without a check a spec naming s3://<data bucket>/jobs/, another owner's
+// uploads or any bucket the roles can read would hand one owner another's
+// data. An input prefix must name one of:
+//   - the submitter's own inputs area of the data bucket,
+//     inputs/<owner key>/ (blob.InputsPrefix of principal.Key), written in
+//     full or as inputs:<path> (spec.InputsScheme), which submit resolves
+//     and records resolved;
+//   - one of the submitter's own jobs, jobs/<id>/... (an earlier job's
+//     outputs);
+//   - a bucket the operator allows (Config.InputBuckets), whose objects
+//     the operator has decided every owner may read.
+//
+// The roles are scoped to match: they read the data bucket's jobs/ and
+// inputs/ areas and the allowed buckets only (infra/batchwork).
 
-// checkInputs refuses input prefixes that would read other owners' data
-// through the installation's own roles: in the data bucket, a prefix that
-// reaches into the jobs area must lie within one of the owner's own jobs
-// (jobs/<id>/...). The planner lists a prefix with a function's role and
-// the executor reads it with its own, and both may read the whole bucket,
-// so without this check a spec naming s3://<data bucket>/jobs/ would hand
-// one owner every other owner's outputs.
-func (s *Service) checkInputs(ctx context.Context, owner string, sp *spec.Job) error {
-	for i, st := range sp.Stages {
+// Identity is who the caller is to Batchwork and where its inputs go.
+type Identity struct {
+	// Owner is the caller's owner (an IAM principal ARN, or a role's).
+	Owner string `json:"owner"`
+	// OwnerKey is the owner's key in storage (principal.Key).
+	OwnerKey string `json:"ownerKey"`
+	// Inputs is the caller's inputs area, s3://<data bucket>/inputs/<key>/:
+	// upload there and name it in a spec, or write inputs:<path>.
+	Inputs string `json:"inputs"`
+	// InputBuckets are the other buckets a spec may read inputs from.
+	InputBuckets []string `json:"inputBuckets"`
+	// Endpoint is the S3 endpoint to upload through when it is not AWS's
+	// (the local runner on an emulator); empty on AWS.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// WhoAmI returns the caller's identity and inputs area.
+func (s *Service) WhoAmI(_ context.Context, owner string) (Identity, error) {
+	if err := checkOwner(owner); err != nil {
+		return Identity{}, err
+	}
+	buckets := s.cfg.InputBuckets
+	if buckets == nil {
+		buckets = []string{}
+	}
+	return Identity{
+		Owner: owner, OwnerKey: principal.Key(owner), Inputs: s.InputsURI(owner),
+		InputBuckets: buckets, Endpoint: s.cfg.InputsEndpoint,
+	}, nil
+}
+
+// InputsURI is the owner's inputs area: s3://<data bucket>/inputs/<key>/.
+func (s *Service) InputsURI(owner string) string {
+	return "s3://" + s.blob.Bucket() + "/" + blob.InputsPrefix(principal.Key(owner))
+}
+
+// ParseInputBuckets reads the operator's list of input buckets: names
+// separated by commas or whitespace; empty is none. A bad name is an error
+// naming it.
+func ParseInputBuckets(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if b, _, err := spec.ParseS3URI("s3://" + name); err != nil || b != name {
+			return nil, fmt.Errorf("bucket %q must be 3 to 63 characters of a-z, 0-9, '.' and '-'", name)
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// resolveInputs checks every input prefix of sp against where owner may
+// read (see above) and rewrites each inputs:<path> prefix into the
+// owner's inputs area. A refusal is a *spec.FieldError on the prefix.
+func (s *Service) resolveInputs(ctx context.Context, owner string, sp *spec.Job) error {
+	for i := range sp.Stages {
+		st := &sp.Stages[i]
 		if st.Partitions == nil || st.Partitions.Input == nil {
 			continue
 		}
+		in := st.Partitions.Input
+		if path, ok := spec.InputsPath(in.Prefix); ok {
+			in.Prefix = s.InputsURI(owner) + path
+		}
 		field := fmt.Sprintf("stages[%d].partitions.input.prefix", i)
-		bucket, prefix, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
-		if err != nil || bucket != s.blob.Bucket() {
-			continue // validation reports a bad URI; other buckets are the operator's IAM's business
+		bucket, prefix, err := spec.ParseS3URI(in.Prefix)
+		if err != nil {
+			return &spec.FieldError{Field: field, Message: err.Error()}
 		}
-		if strings.HasPrefix(jobsArea, prefix) {
-			return &spec.FieldError{Field: field, Message: "lists the installation's job area; name your own job's outputs (jobs/<your job id>/...) or your inputs"}
-		}
-		rest, ok := strings.CutPrefix(prefix, jobsArea)
-		if !ok {
+		if bucket != s.blob.Bucket() {
+			if !slices.Contains(s.cfg.InputBuckets, bucket) {
+				return &spec.FieldError{Field: field, Message: s.notAllowed(bucket, owner)}
+			}
 			continue
 		}
-		id, _, whole := strings.Cut(rest, "/")
-		if !whole {
-			return &spec.FieldError{Field: field, Message: "names part of a job id; name a whole job of yours: jobs/<job id>/..."}
-		}
-		j, err := s.store.GetJob(ctx, id)
-		if errors.Is(err, batch.ErrNotFound) || (err == nil && j.Owner != owner) {
-			// Not found and not yours read the same: no other owner's job
-			// can be told to exist.
-			return &spec.FieldError{Field: field, Message: fmt.Sprintf("job %s is not one of yours", id)}
-		}
-		if err != nil {
+		var fe *spec.FieldError
+		if err := s.checkDataPrefix(ctx, owner, field, prefix); errors.As(err, &fe) {
+			return fe
+		} else if err != nil {
 			return fmt.Errorf("check input of stage %s: %w", st.Name, err)
 		}
 	}
 	return nil
+}
+
+func (s *Service) notAllowed(bucket, owner string) string {
+	msg := fmt.Sprintf("bucket %q is not one this installation reads inputs from; upload your inputs to %s (or write %s<path>)",
+		bucket, s.InputsURI(owner), spec.InputsScheme)
+	if len(s.cfg.InputBuckets) > 0 {
+		msg += ", or name one of the buckets the operator allows: " + strings.Join(s.cfg.InputBuckets, ", ")
+	}
+	return msg
+}
+
+// checkDataPrefix checks a prefix of the data bucket: within the owner's
+// inputs area, or within one of the owner's jobs.
+func (s *Service) checkDataPrefix(ctx context.Context, owner, field, prefix string) error {
+	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) {
+		return nil
+	}
+	if prefix == "" {
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("names the whole data bucket; name your inputs area (%s, or %s<path>) or one of your own jobs (jobs/<your job id>/...)",
+			s.InputsURI(owner), spec.InputsScheme)}
+	}
+	if strings.HasPrefix(blob.JobsArea, prefix) {
+		return &spec.FieldError{Field: field, Message: "lists the installation's job area; name your own job's outputs (jobs/<your job id>/...) or your inputs (" +
+			spec.InputsScheme + "<path>)"}
+	}
+	rest, ok := strings.CutPrefix(prefix, blob.JobsArea)
+	if !ok {
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("is outside your inputs area (%s) and your own jobs (jobs/<your job id>/...); upload inputs there, or write %s<path>",
+			s.InputsURI(owner), spec.InputsScheme)}
+	}
+	id, _, whole := strings.Cut(rest, "/")
+	if !whole {
+		return &spec.FieldError{Field: field, Message: "names part of a job id; name a whole job of yours: jobs/<job id>/..."}
+	}
+	j, err := s.store.GetJob(ctx, id)
+	if errors.Is(err, batch.ErrNotFound) || (err == nil && j.Owner != owner) {
+		// Not found and not yours read the same: no other owner's job
+		// can be told to exist.
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("job %s is not one of yours", id)}
+	}
+	return err
 }

@@ -71,6 +71,9 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 	if err != nil {
 		return OutputList{}, err
 	}
+	if !j.DataDeleted.IsZero() {
+		return OutputList{}, &DataDeletedError{ID: j.ID, At: j.DataDeleted}
+	}
 	only := -1
 	if req.Stage != "" {
 		idx, ok := j.Spec.StageIndex(req.Stage)

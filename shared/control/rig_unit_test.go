@@ -26,6 +26,8 @@ const unitLease = 10 * time.Second
 var unitTimings = Config{
 	Queues:     Queues{High: "q-high", Normal: "q-normal", Low: "q-low"},
 	StartGrace: time.Second, CheckEvery: 2 * time.Second, StuckAfter: 30 * time.Second,
+	// The tests' input stages read a bucket of their own.
+	InputBuckets: []string{"in-bucket"},
 }
 
 // unitRig is one test's control plane over fresh fakes, on a test clock

@@ -107,7 +107,9 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		if err := s.checkPriority(owner, sp); err != nil {
 			return ScheduleView{}, err
 		}
-		if err := s.checkInputs(ctx, owner, sp); err != nil {
+		// The stored spec keeps its inputs:<path> prefixes: each firing
+		// resolves them for the schedule's owner, as a submission does.
+		if err := s.resolveInputs(ctx, owner, sp); err != nil {
 			return ScheduleView{}, err
 		}
 	}

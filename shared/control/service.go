@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -55,6 +56,7 @@ type Store interface {
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
 	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
+	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
 	viewStore // list.go: the read-side routes and attempt-end records
 }
 
@@ -72,6 +74,7 @@ type Blob interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
 	MarkUncommitted(ctx context.Context, prefix string) (int, error)
+	DeletePrefix(ctx context.Context, prefix string, maxPages int) (blob.DeleteResult, error)
 }
 
 var (
@@ -130,6 +133,15 @@ type Config struct {
 	OwnerLimits OwnerLimits
 	// Quotas are the owners' admission limits (quotas.go).
 	Quotas Quotas
+	// InputBuckets are the buckets besides the data bucket that a spec's
+	// input prefix may name (ParseInputBuckets; inputs.go); the operator
+	// grants the roles read access to the same buckets. Empty: inputs come
+	// from the data bucket only. Every process that submits (the API, the
+	// sweep's schedule firings) must have the same list.
+	InputBuckets []string
+	// InputsEndpoint, when set, is the S3 endpoint WhoAmI tells callers to
+	// upload their inputs through (the local runner's emulator).
+	InputsEndpoint string
 }
 
 func (c Config) withDefaults() Config {

@@ -29,6 +29,10 @@ type JobStatus struct {
 	// (its maxConcurrency, its owner's limit) and how much of each is in
 	// use, so a job that seems slow shows when it is waiting on a limit.
 	Limits []LimitUse `json:"limits,omitempty"`
+	// DataDeleted is when the job's data (its objects: outputs, plans,
+	// manifests) was deleted by its owner (DeleteData); its outputs are
+	// gone.
+	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
 }
 
 // LimitUse is one concurrency limit and its use.
@@ -114,7 +118,7 @@ func (s *Service) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error)
 func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
 	now := s.Now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest,
-		Created: j.Created, Ended: opt(j.Ended), Stages: make([]StageStatus, 0, len(stats))}
+		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats))}
 	roots, sinks := map[int]bool{}, map[int]bool{}
 	for _, i := range j.Spec.Roots() {
 		roots[i] = true

@@ -57,7 +57,9 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkPriority(req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.checkInputs(ctx, req.Owner, sp); err != nil {
+	// Inputs are checked against the owner and inputs:<path> prefixes
+	// resolved before the spec is hashed and stored.
+	if err := s.resolveInputs(ctx, req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	now := s.Now()

@@ -143,10 +143,10 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 // when that is sooner or the attempt is the last).
 func heldUntil(t batch.Task, alive, now time.Time) time.Time {
 	lease := t.LeaseUntil.Add(sm.LeaseSkew)
-	if alive.Sub(now) > tuning.ExecutorLease-tuning.ExecutorBeat-sm.LeaseSkew || t.Attempt >= t.MaxAttempts {
+	if alive.Sub(now) > tuning.ExecutorLease-tuning.ExecutorBeat-sm.LivenessSkew || t.Attempt >= t.MaxAttempts {
 		return lease
 	}
-	if soon := alive.Add(sm.LeaseSkew); soon.Before(lease) {
+	if soon := alive.Add(sm.LivenessSkew); soon.Before(lease) {
 		return soon
 	}
 	return lease

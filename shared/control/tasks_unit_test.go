@@ -290,10 +290,10 @@ func TestClaim(t *testing.T) {
 			// after the promise.
 			r.clock.Advance(tuning.ExecutorLease - tuning.ExecutorBeat/2)
 			_, err = r.svc.Claim(ctxB, ref)
-			if !errors.As(err, &held) || !held.LeaseUntil.Equal(promised.Add(sm.LeaseSkew)) {
-				t.Fatalf("claim by exec-b as exec-a's promise lapses: %v, want held until %v", err, promised.Add(sm.LeaseSkew))
+			if !errors.As(err, &held) || !held.LeaseUntil.Equal(promised.Add(sm.LivenessSkew)) {
+				t.Fatalf("claim by exec-b as exec-a's promise lapses: %v, want held until %v", err, promised.Add(sm.LivenessSkew))
 			}
-			r.clock.Advance(tuning.ExecutorBeat/2 + sm.LeaseSkew + time.Millisecond)
+			r.clock.Advance(tuning.ExecutorBeat/2 + sm.LivenessSkew + time.Millisecond)
 			second, err := r.svc.Claim(ctxB, ref)
 			if err != nil || second.Task.Attempt != 2 || second.Task.Executor != "exec-b" || second.Task.Token == first.Task.Token {
 				t.Fatalf("claim by exec-b after exec-a died: %+v, %v; want attempt 2 held by exec-b", second.Task, err)
@@ -725,5 +725,14 @@ func TestBackoff(t *testing.T) {
 				t.Errorf("backoff after attempt %d = %v, want %v", c.attempt, got, c.want)
 			}
 		})
+	}
+}
+
+// A dead executor's messages come back just as the takeover guard allows
+// a takeover (its promise plus the skew), so the first receiver takes the
+// task over instead of bouncing it: see tuning.HeldVisibility.
+func TestHeldVisibilityMatchesTakeoverGuard(t *testing.T) {
+	if want := tuning.ExecutorLease + sm.LivenessSkew; tuning.HeldVisibility != want {
+		t.Fatalf("held visibility %v, want the executor lease plus the skew, %v", tuning.HeldVisibility, want)
 	}
 }

@@ -88,7 +88,7 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 	}}, {ConditionCheck: &types.ConditionCheck{
 		TableName: &s.table, Key: key(executorPK(p.Holder.Executor), executorSK),
 		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LeaseSkew))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LivenessSkew))},
 	}}}})
 	if err != nil {
 		// A write whose response was lost (and whose retry found its own

@@ -1,8 +1,6 @@
 package dynamo
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/principal"
 )
 
 // The storage layout, in one place. One table holds every record; the
@@ -71,14 +70,11 @@ func ShardOf(partition, shards int) int { return partition % shards }
 
 func idemPK(owner, key string) string { return "IDEM#" + ownerKey(owner) + "#" + key }
 
-// ownerKey is an owner's part of a key: a hash, so that an owner of any
-// length (an IAM principal ARN can be 2,048 bytes) makes a short key, and
-// no owner's name can collide with another's key layout. The owner itself
-// is kept in the records' attributes.
-func ownerKey(owner string) string {
-	h := sha256.Sum256([]byte(owner))
-	return hex.EncodeToString(h[:16])
-}
+// ownerKey is an owner's part of a key (principal.Key: a hash, the same
+// one the data bucket's inputs area uses). The owner itself is kept in the
+// records' attributes.
+func ownerKey(owner string) string { return principal.Key(owner) }
+
 func jobPK(job string) string { return "JOB#" + job }
 
 const (

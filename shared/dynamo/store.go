@@ -225,6 +225,7 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 		ID: id, Owner: getS(item, aOwner), SpecHash: getS(item, aSpecHash),
 		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
+		DataDeleted: getT(item, aDataDeleted),
 	}
 	if raw := getS(item, aSpec); raw != "" {
 		var sp spec.Job

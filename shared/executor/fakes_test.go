@@ -42,6 +42,7 @@ type fakeCP struct {
 	claims  []batch.TaskRef
 	commits []batch.TaskRef
 	fails   []batch.TaskRef
+	causes  []string // of fails, in order
 }
 
 func (f *fakeCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
@@ -73,6 +74,7 @@ func (f *fakeCP) Fail(ctx context.Context, c control.Claim, cause string) (contr
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fails = append(f.fails, c.Task.Ref)
+	f.causes = append(f.causes, cause)
 	return control.Decision{Retry: true, Delay: time.Second}, nil
 }
 

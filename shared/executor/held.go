@@ -25,10 +25,11 @@ type heldMessages struct {
 	// flight, so no renewal lands after the hide and brings it back early;
 	// no request is made under mu.
 	renewing sync.Mutex
+	renewNow chan struct{}
 }
 
 func newHeldMessages(q Queue, log *slog.Logger) *heldMessages {
-	return &heldMessages{q: q, log: log, byURL: map[string]map[string]bool{}}
+	return &heldMessages{q: q, log: log, byURL: map[string]map[string]bool{}, renewNow: make(chan struct{}, 1)}
 }
 
 func (h *heldMessages) add(m queue.Message) {
@@ -52,6 +53,10 @@ func (h *heldMessages) remove(m queue.Message, then func()) {
 }
 
 // start runs the liveness and visibility loops until the returned stop.
+// A renewal follows each beat, so a message never comes back before its
+// dead holder's promise has lapsed (tuning.HeldVisibility covers the
+// promise and the skew): the first executor to receive it can take it
+// over at once, instead of bouncing it for another round.
 func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -62,13 +67,46 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 			if err := live.ExecutorAlive(ctx, id); err != nil {
 				h.log.Warn("executor liveness", "executor", id, "err", err)
 			}
+			h.kick()
 		})
 	}()
 	go func() {
 		defer wg.Done()
-		every(ctx, tuning.ExecutorBeat, h.renew)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.renewNow:
+			}
+			rctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
+			h.renew(rctx)
+			cancel()
+		}
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// hold adds the message of a task just claimed and hides it for the held
+// visibility at once, before the task starts: the short receive
+// visibility must not lapse under a live claim, or the message comes back
+// while its holder looks well and waits out the task's lease. No hide of
+// its own can race this one: its task has not run.
+func (h *heldMessages) hold(ctx context.Context, m queue.Message) {
+	h.add(m)
+	ctx, cancel := context.WithTimeout(ctx, tuning.ReceiveVisibility)
+	defer cancel()
+	if err := h.q.ChangeVisibility(ctx, m.Queue, m.Receipt, tuning.HeldVisibility); err != nil {
+		h.log.Warn("hide a claimed task's message", "task", m.Body, "err", err)
+	}
+}
+
+// kick asks for a renewal of every held message now (after a beat).
+// Kicks while a renewal runs fold into one more.
+func (h *heldMessages) kick() {
+	select {
+	case h.renewNow <- struct{}{}:
+	default:
+	}
 }
 
 // every runs f each period until ctx ends, each run bounded so that a
@@ -108,6 +146,7 @@ func (h *heldMessages) renew(ctx context.Context) {
 		if len(gone) > 0 {
 			// Their messages were received again elsewhere (or deleted):
 			// these receipts can never renew again.
+			h.log.Debug("held messages gone", "queue", url, "count", len(gone))
 			h.mu.Lock()
 			for _, r := range gone {
 				delete(h.byURL[url], r)

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,8 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // LambdaHandler is the Lambda host: an SQS event source handler that
@@ -18,6 +22,11 @@ import (
 // live claim elsewhere, a lost lease) is reported as a failure so Lambda
 // does not delete it; its visibility was set to the delay first. The
 // top-level error is always nil: per-message outcomes are in the response.
+//
+// An invocation runs the tasks of one owner only (see Handle), so what
+// one owner's task does to the process (a panic on a goroutine of its
+// own, running out of memory, the invocation's timeout) can cost other
+// owners nothing.
 type LambdaHandler struct {
 	Runner *Runner
 	Queue  Queue
@@ -26,13 +35,35 @@ type LambdaHandler struct {
 	QueueURLs map[string]string
 }
 
-// Handle processes a batch concurrently. An invocation is an executor of
-// its own (see Liveness): it renews a liveness record and keeps its
-// messages hidden seconds at a time while it runs, so a crashed
-// invocation's tasks are taken over in seconds.
+// Owners is what a control plane offers hosts that keep owners' tasks
+// apart (control.Service does): the owner of a job, from its record, since
+// a task message's body names only the task. batch.ErrNotFound for a job
+// that does not exist.
+type Owners interface {
+	JobOwner(ctx context.Context, job string) (string, error)
+}
+
+var _ Owners = (*control.Service)(nil)
+
+// Handle runs one owner's messages of the batch concurrently, and hands
+// every other owner's back first: made visible again at once and reported
+// as batch item failures, never claimed, so they spend no attempt and do
+// not wait for the queue's visibility timeout (see splitByOwner). An
+// invocation is an executor of its own (see Liveness): it renews a
+// liveness record and keeps its messages hidden seconds at a time while it
+// runs, so a crashed invocation's tasks are taken over in seconds.
 func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var mu sync.Mutex
 	var resp events.SQSEventResponse
+	run, back, later := h.splitByOwner(ctx, ev.Records)
+	// Before anything runs, so that a crash cannot keep them: a message
+	// this invocation neither handed back nor holds stays hidden for the
+	// queue's visibility timeout.
+	h.handBack(ctx, back, 0)
+	h.handBack(ctx, later, tuning.HeldVisibility)
+	for _, rec := range slices.Concat(back, later) {
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+	}
 	var wg sync.WaitGroup
 	var held *heldMessages
 	if live, ok := h.Runner.CP.(Liveness); ok {
@@ -48,11 +79,11 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 			defer stop()
 		}
 	}
-	for _, rec := range ev.Records {
+	for _, rec := range run {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			url := h.QueueURLs[rec.EventSourceARN[strings.LastIndex(rec.EventSourceARN, ":")+1:]]
+			url := h.queueURL(rec)
 			extend := func(ctx context.Context, d time.Duration) error {
 				return h.Queue.ChangeVisibility(ctx, url, rec.ReceiptHandle, d)
 			}
@@ -101,4 +132,110 @@ func untilBatchEnds(ctx context.Context) time.Duration {
 		return time.Until(dl) + 30*time.Second
 	}
 	return 15 * time.Minute // Lambda's longest invocation
+}
+
+func (h *LambdaHandler) queueURL(rec events.SQSMessage) string {
+	return h.QueueURLs[rec.EventSourceARN[strings.LastIndex(rec.EventSourceARN, ":")+1:]]
+}
+
+// splitByOwner divides a batch into the records to run here, all of one
+// owner, and the records to hand back: back, of other owners, and later,
+// whose owner cannot be read now (they must not run beside another's, and
+// handing them back at once would spin while the table is unreachable).
+//
+// The owner comes from the job record (Owners), never from the message.
+// Records that run no user code go with the owner that runs: a body that
+// names no task, and a task of a job that no longer exists, whose claim
+// drops the message. The owner that runs is that of the record SQS
+// delivered most often (the first such record on a tie), so a message
+// handed back before goes first in its next batch instead of bouncing
+// until it is dead-lettered. Without Owners each job counts as an owner
+// of its own: never less isolation, only smaller batches.
+func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessage) (run, back, later []events.SQSMessage) {
+	if len(recs) < 2 {
+		return recs, nil, nil
+	}
+	owners, _ := h.Runner.CP.(Owners)
+	const noCode = ""           // the key of a record that runs no user code
+	jobs := map[string]string{} // job -> owner key
+	var unknown map[string]bool // jobs whose owner cannot be read now
+	var refs []string
+	for _, rec := range recs {
+		if ref, err := batch.ParseTaskRef(rec.Body); err == nil {
+			if _, seen := jobs[ref.Job]; !seen {
+				jobs[ref.Job] = "job " + ref.Job
+				refs = append(refs, ref.Job)
+			}
+		}
+	}
+	if owners != nil {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, job := range refs {
+			wg.Go(func() {
+				owner, err := owners.JobOwner(ctx, job)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case errors.Is(err, batch.ErrNotFound):
+					jobs[job] = noCode
+				case err != nil:
+					h.Runner.Log.Warn("owner of a batch's job: handing its messages back", "job_id", job, "err", err)
+					if unknown == nil {
+						unknown = map[string]bool{}
+					}
+					unknown[job] = true
+				default:
+					jobs[job] = "owner " + owner
+				}
+			})
+		}
+		wg.Wait()
+	}
+	keyOf := func(rec events.SQSMessage) (key string, ok bool) {
+		ref, err := batch.ParseTaskRef(rec.Body)
+		if err != nil {
+			return noCode, true
+		}
+		return jobs[ref.Job], !unknown[ref.Job]
+	}
+	chosen, most := noCode, -1
+	for _, rec := range recs {
+		key, ok := keyOf(rec)
+		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); ok && key != noCode && n > most {
+			chosen, most = key, n
+		}
+	}
+	for _, rec := range recs {
+		switch key, ok := keyOf(rec); {
+		case !ok:
+			later = append(later, rec)
+		case key == noCode || key == chosen:
+			run = append(run, rec)
+		default:
+			back = append(back, rec)
+		}
+	}
+	if len(back) > 0 || len(later) > 0 {
+		h.Runner.Log.Info("batch of several owners: running one owner's tasks, handing the rest back",
+			"run", len(run), "handed_back", len(back), "owner_unknown", len(later))
+	}
+	return run, back, later
+}
+
+// handBack makes recs visible again after d. A change that fails leaves a
+// message hidden for the queue's visibility timeout; its task is still
+// READY, so the sweep sends it a fresh message once it has waited
+// unclaimed for its StuckAfter.
+func (h *LambdaHandler) handBack(ctx context.Context, recs []events.SQSMessage, d time.Duration) {
+	byURL := map[string][]string{}
+	for _, rec := range recs {
+		url := h.queueURL(rec)
+		byURL[url] = append(byURL[url], rec.ReceiptHandle)
+	}
+	for url, receipts := range byURL {
+		if _, err := h.Queue.ChangeVisibilityBatch(ctx, url, receipts, d); err != nil {
+			h.Runner.Log.Warn("hand messages back", "queue", url, "messages", len(receipts), "err", err)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Queue is what the hosts need of SQS.
@@ -43,8 +44,8 @@ type Poller struct {
 	// to Queues. Default 6:3:1 for three queues, equal otherwise.
 	Weights    []int
 	Slots      int
-	Wait       time.Duration // long-poll wait, default 20s
-	Visibility time.Duration // initial visibility before a claim sets the lease, default 60s
+	Wait       time.Duration // long-poll wait, default tuning.ReceiveWait
+	Visibility time.Duration // initial visibility before a claim sets the lease, default tuning.ReceiveVisibility
 	// Drain bounds how long Run waits for running tasks after ctx ends.
 	Drain time.Duration
 	Log   *slog.Logger
@@ -57,10 +58,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	slots := max(p.Slots, 1)
 	wait, vis := p.Wait, p.Visibility
 	if wait == 0 {
-		wait = 20 * time.Second
+		wait = tuning.ReceiveWait
 	}
 	if vis == 0 {
-		vis = 60 * time.Second
+		vis = tuning.ReceiveVisibility
 	}
 	drain := p.Drain
 	if drain == 0 {
@@ -133,6 +134,9 @@ func (p *Poller) Run(ctx context.Context) error {
 					continue
 				}
 				for _, m := range msgs {
+					p.Log.Debug("task message received", "task", m.Body, "message", m.ID, "receives", m.ReceiveCount)
+				}
+				for _, m := range msgs {
 					running.Add(1)
 					go func() {
 						defer running.Done()
@@ -164,9 +168,11 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	var res Result
 	if held != nil {
 		// The beat keeps the message hidden while the task runs, so the
-		// runner must not set it to the lease.
-		held.add(m)
-		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, nil)
+		// runner must not set it to the lease. It is held from its claim
+		// on, not from its receipt: a message this executor dies holding
+		// unclaimed comes back after the short receive visibility.
+		claimed := func(ctx context.Context) { held.hold(ctx, m) }
+		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis, Claimed: claimed}, nil)
 	} else {
 		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
 	}
@@ -187,9 +193,7 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	if res.Action == Delete {
 		del.add(m.Queue, m.Receipt)
 	}
-	if res.Err != nil {
-		p.Log.Debug("task message handled", "task", m.Body, "action", res.Action, "err", res.Err)
-	}
+	p.Log.Debug("task message handled", "task", m.Body, "message", m.ID, "action", res.Action.String(), "delay", res.Delay, "err", res.Err)
 }
 
 // idleWaitShared is the long-poll wait when slots are fewer than queues.

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -51,6 +53,18 @@ const (
 	Leave
 )
 
+func (a Action) String() string {
+	switch a {
+	case Delete:
+		return "delete"
+	case Hide:
+		return "hide"
+	case Leave:
+		return "leave"
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
 // Result is the runner's verdict on one message.
 type Result struct {
 	Action Action
@@ -70,6 +84,8 @@ type Runner struct {
 	// the message was sent (tests and benchmarks measure ready-to-claimed
 	// latency with it).
 	OnClaim func(c control.Claim, sentAt time.Time)
+	// MaxOutputBytes overrides tuning.MaxTaskOutput (tests).
+	MaxOutputBytes int64
 
 	manifests sync.Map // stage manifest key -> *batch.Manifest
 }
@@ -84,6 +100,9 @@ type Delivery struct {
 	// Visibility is what the message was received with, if the host set
 	// it (0: the queue's default, unknown here).
 	Visibility time.Duration
+	// Claimed, if set, runs once the claim is granted, before the task
+	// runs: a host that keeps its messages hidden itself hides this one.
+	Claimed func(context.Context)
 }
 
 // Handle runs the task a message names.
@@ -108,6 +127,9 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 		return Result{Action: Delete, Err: err}
 	case err != nil:
 		return Result{Action: Leave, Err: err}
+	}
+	if d.Claimed != nil {
+		d.Claimed(ctx)
 	}
 	if r.OnClaim != nil {
 		r.OnClaim(c, d.SentAt)
@@ -161,6 +183,11 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	}
 	in := countInput(t)
 	runErr := safeCall(taskCtx, fn, t)
+	if err := t.Out.refused(); err != nil {
+		// Whatever the function made of the refusal, its outputs are
+		// incomplete: this attempt must not commit.
+		runErr = err
+	}
 	closeInput()
 	cause := context.Cause(taskCtx)
 	cancel(nil)
@@ -256,6 +283,10 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender
 	}
 }
 
+func (r *Runner) newOutput(parts int) *Output {
+	return newOutput(parts, cmp.Or(r.MaxOutputBytes, tuning.MaxTaskOutput))
+}
+
 // prepare builds the task's input and outputs.
 func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger) (*Task, func(), error) {
 	ref := c.Task.Ref
@@ -264,7 +295,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	if st.Shuffle != nil {
 		parts = st.Shuffle.Partitions
 	}
-	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: newOutput(parts), Log: log}
+	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
 	noop := func() {}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]

@@ -35,6 +35,8 @@ type Config struct {
 	OwnerMode principal.Mode
 	// Quotas are the owners' admission limits.
 	Quotas control.Quotas
+	// InputBuckets are the operator's allowed input buckets.
+	InputBuckets []string
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -58,6 +60,9 @@ func FromEnv() (Config, error) {
 	}
 	if c.Quotas, err = QuotasFromEnv(os.Getenv); err != nil {
 		return c, err
+	}
+	if c.InputBuckets, err = control.ParseInputBuckets(os.Getenv(EnvInputBuckets)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvInputBuckets, err)
 	}
 	return c, c.Validate()
 }
@@ -125,10 +130,13 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	inj.Install(&cfg)
 	// Stderr, like the local runner: on Lambda and Fargate both streams
 	// reach the logs, and locally one stream holds every process's lines.
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log, err := NewLogger(os.Stderr)
+	if err != nil {
+		return Wired{}, err
+	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
-	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
 	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode}, nil
 }
 

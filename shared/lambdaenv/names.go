@@ -31,6 +31,11 @@ const (
 	// EnvHighPriorityOwners lists the owners allowed priority "high"
 	// ("*": all; unset: all); optional.
 	EnvHighPriorityOwners = "BATCHWORK_HIGH_PRIORITY_OWNERS"
+	// EnvInputBuckets lists the buckets besides the data bucket that a
+	// spec may read inputs from (control.ParseInputBuckets: names separated
+	// by commas); optional (unset: the data bucket only). Read by the
+	// functions that submit (api, sweep).
+	EnvInputBuckets = "BATCHWORK_INPUT_BUCKETS"
 )
 
 // EnvNames lists the required variables.

@@ -73,3 +73,36 @@ func TestOwnerLimitsFromEnv(t *testing.T) {
 		t.Fatalf("with a bad entry: %v, want an error naming %s and the entry", err, EnvOwnerMaxConcurrency)
 	}
 }
+
+// The operator's input buckets are optional; when set they reach the
+// control plane's configuration, and a bad name is an error naming the
+// variable and the name.
+func TestInputBucketsFromEnv(t *testing.T) {
+	for _, n := range EnvNames {
+		t.Setenv(n, "x/"+n)
+	}
+	cases := []struct {
+		value   string
+		want    []string
+		wantErr string
+	}{
+		{value: "", want: nil},
+		{value: "corp-data,raw.example.com", want: []string{"corp-data", "raw.example.com"}},
+		{value: "corp-data,Bad_Name", wantErr: `"Bad_Name"`},
+	}
+	for _, c := range cases {
+		t.Run(c.value, func(t *testing.T) {
+			t.Setenv(EnvInputBuckets, c.value)
+			got, err := FromEnv()
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), EnvInputBuckets) || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("FromEnv: %v, want an error naming %s and %s", err, EnvInputBuckets, c.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(got.InputBuckets, ",") != strings.Join(c.want, ",") {
+				t.Fatalf("FromEnv: %v, %v; want input buckets %v", got.InputBuckets, err, c.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,8 @@
 package principal
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -58,4 +60,15 @@ func Owner(arn string, m Mode) string {
 		return arn
 	}
 	return "arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + res[1]
+}
+
+// Key is an owner's part of a storage key: a hash, so that an owner of any
+// length (an IAM principal ARN can be 2,048 bytes) makes a short key, and
+// no owner's name can collide with another's key layout. The state table
+// keys owner records by it (shared/dynamo) and the data bucket keeps each
+// owner's inputs under it (blob.InputsPrefix), so one owner has one key
+// everywhere.
+func Key(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(h[:16])
 }

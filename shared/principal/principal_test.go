@@ -43,3 +43,17 @@ func TestParseMode(t *testing.T) {
 		t.Error("ParseMode(\"user\"): want an error")
 	}
 }
+
+// An owner's key is fixed: the state table's owner records and the data
+// bucket's inputs areas are keyed by it, so changing it would orphan them.
+func TestKey(t *testing.T) {
+	t.Parallel()
+	for owner, want := range map[string]string{
+		"alice":                              "2bd806c97f0e00af1a1fc3328fa763a9",
+		"arn:aws:iam::123456789012:role/etl": "9a04756c1abefe3a239a76d92f11fd87",
+	} {
+		if got := Key(owner); got != want {
+			t.Errorf("Key(%q) = %s, want %s", owner, got, want)
+		}
+	}
+}

@@ -137,6 +137,9 @@ func DataPlane(full []byte) ([]byte, error) {
 	if len(res) == 0 {
 		return nil, errors.New("template has no data-plane resources (run `make synth`)")
 	}
+	if err := dropOutsideStatements(res, t.Resources); err != nil {
+		return nil, err
+	}
 	for id := range res {
 		for _, ref := range refs(res[id]) {
 			if _, ok := res[ref]; !ok && !strings.HasPrefix(ref, "AWS::") {
@@ -159,6 +162,63 @@ func DataPlane(full []byte) ([]byte, error) {
 	out["Resources"] = res
 	out["Outputs"] = outs
 	return json.Marshal(out)
+}
+
+// resourcePolicies are the data-plane types that hold a policy document
+// whose statements may name principals outside the data plane.
+var resourcePolicies = map[string]bool{"AWS::S3::BucketPolicy": true, "AWS::SQS::QueuePolicy": true}
+
+// dropOutsideStatements removes from the data plane's resource policies
+// the statements that refer to resources it does not deploy (the data
+// bucket's names the handlers' roles: only they change the job area), and
+// a policy left with no statement. Locally the runner hosts the handlers
+// and the emulator enforces no resource policy, so such a statement has
+// nothing to name; the template tests (infra/batchwork) prove it.
+func dropOutsideStatements(res map[string]json.RawMessage, types map[string]struct {
+	Type string `json:"Type"`
+}) error {
+	for id, raw := range res {
+		if !resourcePolicies[types[id].Type] {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("parse %s: %w", id, err)
+		}
+		props, _ := r["Properties"].(map[string]any)
+		doc, _ := props["PolicyDocument"].(map[string]any)
+		stmts, _ := doc["Statement"].([]any)
+		kept := []any{}
+		for _, st := range stmts {
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			inside := true
+			for _, ref := range refs(b) {
+				if _, ok := res[ref]; !ok && !strings.HasPrefix(ref, "AWS::") {
+					inside = false
+				}
+			}
+			if inside {
+				kept = append(kept, st)
+			}
+		}
+		if len(kept) == len(stmts) {
+			continue
+		}
+		if len(kept) == 0 {
+			delete(res, id)
+			continue
+		}
+		doc["Statement"] = kept
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		res[id] = b
+	}
+	return nil
 }
 
 // refs lists the logical ids a template fragment refers to through Ref,

@@ -75,6 +75,53 @@ func TestDataPlaneErrors(t *testing.T) {
 	}
 }
 
+// A resource policy's statement that names the handlers' roles (the data
+// bucket's: only the installation's roles change the job area) is left
+// out of the local data plane, which deploys no roles (the local runner
+// hosts the handlers, and the emulator enforces no resource policy); the
+// policy's other statements stay, and a policy left with none is dropped.
+func TestDataPlaneDropsPolicyStatementsNamingTheHandlers(t *testing.T) {
+	tmpl := `{"Resources":{
+	  "B":{"Type":"AWS::S3::Bucket"},
+	  "R":{"Type":"AWS::IAM::Role"},
+	  "P":{"Type":"AWS::S3::BucketPolicy","Properties":{"Bucket":{"Ref":"B"},"PolicyDocument":{"Version":"2012-10-17","Statement":[
+	    {"Effect":"Deny","Principal":{"AWS":"*"},"Action":"s3:*","Resource":{"Fn::GetAtt":["B","Arn"]},"Condition":{"Bool":{"aws:SecureTransport":"false"}}},
+	    {"Effect":"Deny","Principal":{"AWS":"*"},"Action":"s3:PutObject","Resource":{"Fn::GetAtt":["B","Arn"]},"Condition":{"ArnNotEquals":{"aws:PrincipalArn":[{"Fn::GetAtt":["R","Arn"]}]}}}]}}},
+	  "Q":{"Type":"AWS::SQS::Queue"},
+	  "QP":{"Type":"AWS::SQS::QueuePolicy","Properties":{"Queues":[{"Ref":"Q"}],"PolicyDocument":{"Statement":[
+	    {"Effect":"Allow","Principal":{"AWS":{"Fn::GetAtt":["R","Arn"]}},"Action":"sqs:SendMessage","Resource":{"Fn::GetAtt":["Q","Arn"]}}]}}}}}`
+	sub, err := DataPlane([]byte(tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct {
+				PolicyDocument struct {
+					Version   string
+					Statement []map[string]any
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(sub, &got); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for id := range got.Resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if diff := cmp.Diff([]string{"B", "P", "Q"}, ids); diff != "" {
+		t.Errorf("data-plane resources (-want +got):\n%s", diff)
+	}
+	doc := got.Resources["P"].Properties.PolicyDocument
+	if len(doc.Statement) != 1 || doc.Statement[0]["Action"] != "s3:*" || doc.Version != "2012-10-17" {
+		t.Errorf("bucket policy %+v, want its TLS statement alone", doc)
+	}
+}
+
 func TestRefs(t *testing.T) {
 	got := refs(json.RawMessage(`{"a":{"Ref":"X"},"b":[{"Fn::GetAtt":["Y","Arn"]}],"c":{"Fn::Sub":"arn:${AWS::Partition}:${Z.Arn}/x"},"d":{"Fn::Sub":["${W}",{}]}}`))
 	if diff := cmp.Diff([]string{"AWS::Partition", "W", "X", "Y", "Z"}, got); diff != "" {

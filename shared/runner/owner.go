@@ -8,10 +8,12 @@ import (
 
 // LoopbackOwner takes the caller's identity from OwnerHeader, and only
 // from a loopback peer that addressed the runner by a loopback name: the
-// local runner has no authentication, so a header from the network would
-// let anyone claim to be anyone, and a web page whose host name an
-// attacker re-points at 127.0.0.1 (DNS rebinding) reaches the runner from
-// the browser on this machine, but with its own name in Host.
+// header itself proves nothing (the run's token, checked before this by
+// localauth.Require, proves the caller is the runner's user), so a header
+// from the network would let anyone claim to be anyone, and a web page
+// whose host name an attacker re-points at 127.0.0.1 (DNS rebinding)
+// reaches the runner from the browser on this machine, but with its own
+// name in Host.
 func LoopbackOwner(req *http.Request) (string, bool) {
 	host, _, err := net.SplitHostPort(req.RemoteAddr)
 	if err != nil {

@@ -26,13 +26,15 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // OwnerHeader carries the caller's identity to the local runner, which
-// trusts it only because it listens on loopback.
+// trusts it only from a request that carries the run's token
+// (localauth.Require) and comes from loopback (LoopbackOwner).
 const OwnerHeader = "X-Batchwork-Owner"
 
 // Options configure a local runner.
@@ -49,11 +51,17 @@ type Options struct {
 	Control     control.Config
 	Registry    *executor.Registry
 	Log         *slog.Logger
-	// PollWait is the executors' long-poll wait (default 20 s).
+	// PollWait is the executors' long-poll wait (default tuning.ReceiveWait;
+	// the timer consumer waits 20 s by default).
 	PollWait time.Duration
 	// Resources, when set, are used as they are (a deployed stack's, see
 	// provision.FromStack) instead of deploying the data plane as Prefix.
 	Resources *provision.Resources
+	// TokenFile, when set, is where New writes the run's API token, and
+	// TokenDir, when TokenFile is not set, the directory of the per-port
+	// file (localauth.File) the batchwork CLI looks for. Neither: the
+	// token stays in memory (Runner.Token), for callers in this process.
+	TokenFile, TokenDir string
 }
 
 // Runner is a running local installation.
@@ -65,6 +73,9 @@ type Runner struct {
 	Queue     *queue.Queue
 	Executor  *executor.Runner
 	URL       string // API base URL
+	// Token is the run's API token, and TokenFile where New wrote it
+	// ("" if nowhere).
+	Token, TokenFile string
 	// OnTimer, when set, is called for each timer message RunTimers
 	// handled, with the time its batch was received and its error (nil:
 	// done with). The bench measures firing with it.
@@ -99,28 +110,73 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
 	o.Control.Queues = res.Queues
+	if o.Control.InputsEndpoint == "" && o.AWS.BaseEndpoint != nil {
+		// On an emulator, callers upload their inputs through it
+		// (GET /whoami tells them; `batchwork upload` does).
+		o.Control.InputsEndpoint = *o.AWS.BaseEndpoint
+	}
 	r := &Runner{Resources: res, opts: o}
 	r.Store = dynamo.New(dynamodb.NewFromConfig(o.AWS), res.Table)
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
 	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
 	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: o.Registry, Log: o.Log}
+	if r.Token, err = localauth.NewToken(); err != nil {
+		return nil, err
+	}
 	if r.ln, err = net.Listen("tcp", o.Listen); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", o.Listen, err)
 	}
 	r.URL = "http://" + r.ln.Addr().String()
-	h := api.New(r.Service, LoopbackOwner, o.Log)
+	// Loopback is no boundary (DNS rebinding, SSH port-forwards), so every
+	// request must carry the run's token before the owner header counts.
+	h := localauth.Require(r.Token, api.New(r.Service, LoopbackOwner, o.Log))
 	r.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		// Every request is the api function's work (see iamrec).
 		BaseContext: func(net.Listener) context.Context { return iamrec.WithFunction(context.Background(), iamrec.FnAPI) },
 	}
+	if err := r.writeToken(); err != nil {
+		r.ln.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// writeToken leaves the token where Options say, for clients in other
+// processes. The port is only known once listening (Listen may say :0),
+// hence here.
+func (r *Runner) writeToken() error {
+	path := r.opts.TokenFile
+	if path == "" && r.opts.TokenDir != "" {
+		_, port, err := net.SplitHostPort(r.ln.Addr().String())
+		if err != nil {
+			return fmt.Errorf("token file: %w", err)
+		}
+		if path, err = localauth.File(r.opts.TokenDir, port); err != nil {
+			return err
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	if err := localauth.WriteFile(path, r.Token); err != nil {
+		return err
+	}
+	r.TokenFile = path
+	return nil
 }
 
 // ServeAPI serves the API until ctx ends.
 func (r *Runner) ServeAPI(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
+		// While the port is still held, so no runner started after this
+		// one on the same port can have written its own file yet.
+		if r.TokenFile != "" {
+			if err := localauth.RemoveIfOwn(r.TokenFile, r.Token); err != nil {
+				r.opts.Log.Warn("token file", "err", err)
+			}
+		}
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = r.srv.Shutdown(shutdown)

@@ -60,7 +60,9 @@ type Partitions struct {
 
 // Input is an S3 prefix read as line-oriented text.
 type Input struct {
-	// Prefix is "s3://bucket/prefix".
+	// Prefix is "s3://bucket/prefix", or "inputs:<path>" for a path in
+	// the submitter's inputs area (InputsScheme), which a stored job's
+	// spec holds resolved.
 	Prefix string `json:"prefix"`
 	// SplitSize is the target bytes per task; defaults to DefaultSplitSize.
 	SplitSize Size `json:"splitSize,omitempty"`
@@ -101,7 +103,8 @@ const (
 	MinLease             = Duration(time.Second)
 	MaxLease             = Duration(12 * time.Hour)
 	MaxBackoff           = Duration(24 * time.Hour)
-	MinSplitSize         = Size(4 << 10) // why 4 KiB: see checkPartitions
+	MinSplitSize         = Size(4 << 10)   // why 4 KiB: see checkPartitions
+	MaxSplitSize         = Size(256 << 20) // a task may hold its split in memory: see tuning.ExecutorMemory
 	MaxNameLen           = 64
 	MaxParamsBytes       = 512
 	MinDeadline          = Duration(time.Second)

@@ -201,15 +201,20 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 		}
 	}
 	if in := P.Input; in != nil {
-		if _, _, err := ParseS3URI(in.Prefix); err != nil {
+		if err := checkInputPrefix(in.Prefix); err != nil {
 			errs.add(pp+".input.prefix", err.Error())
 		}
 		// A split under a page holds a few lines at most, so tiny sizes
 		// only multiply tasks. The floor is not the memory guard: planning
 		// counts splits before it makes any (a job stored before the floor
 		// was raised still plans) and refuses more than MaxPartitions.
-		if in.SplitSize != 0 && in.SplitSize < MinSplitSize {
+		switch {
+		case in.SplitSize != 0 && in.SplitSize < MinSplitSize:
 			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at least %d (bytes)", MinSplitSize))
+		case in.SplitSize > MaxSplitSize:
+			// Checked only here: a job stored before the cap keeps its
+			// plan, since planning must give every process the same splits.
+			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at most %d (bytes, %d MiB), so that a task's split fits in an executor's memory", MaxSplitSize, MaxSplitSize>>20))
 		}
 	}
 }
@@ -294,12 +299,51 @@ func (j *Job) cycleError(cyc []int) FieldError {
 	return FieldError{Field: stagePath(cyc[at]) + ".after", Message: "cycle " + strings.Join(names, " -> ")}
 }
 
+// InputsScheme starts an input prefix that names a path in the
+// submitter's own inputs area of the installation's data bucket
+// ("inputs:corpus/"), so a user need not know the area's key. The control
+// plane resolves it at submit (s3://<data bucket>/inputs/<owner key>/corpus/)
+// and records the job's spec resolved.
+const InputsScheme = "inputs:"
+
+// MaxInputsPath bounds the path of an inputs: prefix: what is left of an
+// S3 key after the inputs area's own prefix, inputs/<owner key>/ (40
+// bytes; blob.InputsPrefix, a test holds the two together).
+const MaxInputsPath = maxKeyBytes - InputsAreaPrefixBytes
+
+// InputsAreaPrefixBytes is the length of an inputs area's prefix,
+// "inputs/" + a 32-hex-digit owner key + "/".
+const InputsAreaPrefixBytes = len("inputs/") + 32 + 1
+
+// InputsPath returns the path of an inputs: prefix, and whether prefix is
+// one.
+func InputsPath(prefix string) (string, bool) { return strings.CutPrefix(prefix, InputsScheme) }
+
+// checkInputPrefix checks an input prefix's form: an s3:// URI, or
+// inputs:<path>.
+func checkInputPrefix(s string) error {
+	path, ok := InputsPath(s)
+	if !ok {
+		_, _, err := ParseS3URI(s)
+		return err
+	}
+	switch {
+	case !utf8.ValidString(path):
+		return fmt.Errorf("the path after %s must be valid UTF-8", InputsScheme)
+	case strings.HasPrefix(path, "/"):
+		return fmt.Errorf("the path after %s is relative to your inputs area: drop the leading '/'", InputsScheme)
+	case len(path) > MaxInputsPath:
+		return fmt.Errorf("the path after %s is %d bytes; at most %d fit in an S3 key under your inputs area", InputsScheme, len(path), MaxInputsPath)
+	}
+	return nil
+}
+
 // ParseS3URI splits "s3://bucket/prefix" into its bucket and key prefix
 // (which may be empty).
 func ParseS3URI(s string) (bucket, prefix string, err error) {
 	rest, ok := strings.CutPrefix(s, "s3://")
 	if !ok {
-		return "", "", fmt.Errorf("%q must have the form s3://bucket/prefix", s)
+		return "", "", fmt.Errorf("%q must have the form s3://bucket/prefix, or %s<path> for a path in your inputs area", s, InputsScheme)
 	}
 	bucket, prefix, _ = strings.Cut(rest, "/")
 	if len(bucket) < 3 || len(bucket) > 63 || strings.Trim(bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {

@@ -172,7 +172,7 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "stages[0].partitions.params[0]", Message: "keys and values must be valid UTF-8"},
 		}},
 		{"prefix not s3", wc(func(j *Job) { j.Stages[0].Partitions.Input.Prefix = "https://bucket/in/" }), []FieldError{
-			{Field: "stages[0].partitions.input.prefix", Message: `"https://bucket/in/" must have the form s3://bucket/prefix`},
+			{Field: "stages[0].partitions.input.prefix", Message: `"https://bucket/in/" must have the form s3://bucket/prefix, or inputs:<path> for a path in your inputs area`},
 		}},
 		{"prefix bucket too short", wc(func(j *Job) { j.Stages[0].Partitions.Input.Prefix = "s3://b/in/" }), []FieldError{
 			{Field: "stages[0].partitions.input.prefix", Message: `bucket "b" must be 3 to 63 characters of a-z, 0-9, '.' and '-'`},
@@ -254,6 +254,50 @@ func TestParseS3URI(t *testing.T) {
 			bucket, prefix, err := ParseS3URI(tt.in)
 			if (err != nil) != tt.wantErr || bucket != tt.bucket || prefix != tt.prefix {
 				t.Errorf("ParseS3URI(%q) = %q, %q, %v; want %q, %q, error %t", tt.in, bucket, prefix, err, tt.bucket, tt.prefix, tt.wantErr)
+			}
+		})
+	}
+}
+
+// An input prefix is an s3:// URI or inputs:<path>, a path in the
+// submitter's own inputs area that the control plane resolves at submit.
+func TestInputPrefixForms(t *testing.T) {
+	t.Parallel()
+	const field = "stages[0].partitions.input.prefix"
+	tests := []struct {
+		prefix string
+		want   string // the error's message; "" for valid
+	}{
+		{prefix: "s3://bucket/in/"},
+		{prefix: "inputs:corpus/"},
+		{prefix: "inputs:corpus/2026/part-1.txt"},
+		{prefix: "inputs:"},
+		{prefix: "inputs:" + strings.Repeat("k", MaxInputsPath)},
+		{prefix: "inputs:" + strings.Repeat("k", MaxInputsPath+1),
+			want: fmt.Sprintf("the path after inputs: is %d bytes; at most %d fit in an S3 key under your inputs area", MaxInputsPath+1, MaxInputsPath)},
+		{prefix: "inputs:/corpus/", want: "the path after inputs: is relative to your inputs area: drop the leading '/'"},
+		{prefix: "inputs:\xff", want: "the path after inputs: must be valid UTF-8"},
+		{prefix: "corpus/", want: `"corpus/" must have the form s3://bucket/prefix, or inputs:<path> for a path in your inputs area`},
+		{prefix: "input:corpus/", want: `"input:corpus/" must have the form s3://bucket/prefix, or inputs:<path> for a path in your inputs area`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prefix, func(t *testing.T) {
+			t.Parallel()
+			j := wordCountJob()
+			j.Stages[0].Partitions.Input.Prefix = tt.prefix
+			err := j.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v, want none", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate: %v, want a *ValidationError", err)
+			}
+			if diff := cmp.Diff([]FieldError{{Field: field, Message: tt.want}}, ve.Errors); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
 	}

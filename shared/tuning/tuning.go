@@ -44,13 +44,27 @@ const (
 	QueueVisibility = EventSourceFactor * ExecutorTimeout
 
 	// ReceiveVisibility is the visibility a long-polling executor asks for
-	// when it receives a message, before its claim sets the lease (the
-	// claim extends it to the lease at once). Short, so an executor that
-	// dies between receive and claim delays the task by seconds, not by a
-	// lease; long enough for a claim under throttling and retries. A
-	// message that comes back while its claim is live is bounced
-	// harmlessly (ClaimHeld).
-	ReceiveVisibility = HeldVisibility
+	// when it receives a message. An executor with a liveness record holds
+	// the message from its claim on, hiding it for HeldVisibility at once;
+	// one without sets the lease when it claims. Short, so a message that
+	// an executor received and never claimed (it died, or its long poll
+	// outlived it; see ReceiveWait) comes back in seconds; long enough for
+	// that first renewal or claim under throttling. A message that comes
+	// back while its claim is live is bounced harmlessly (ClaimHeld). SQS
+	// counts whole seconds: one is its least.
+	ReceiveVisibility = time.Second
+
+	// ReceiveWait is a long-polling executor's wait. Short, because a
+	// receive outlives its caller: SQS (and the emulator) goes on serving
+	// the long poll of an executor that died, hands it the messages that
+	// become visible meanwhile, and so hides them for ReceiveVisibility
+	// with no one to claim them. A dead executor's own messages come back
+	// HeldVisibility after its last renewal, after its polls have ended,
+	// and another dead executor's poll steals at most ReceiveVisibility.
+	// With a 20 s wait, chaos runs (a kill a second) saw a recovered task
+	// stolen up to seven times in a row. The price is requests while idle:
+	// a poll per queue every ReceiveWait (see the README's costs).
+	ReceiveWait = 2 * time.Second
 
 	// ExecutorBeat is how often an executor renews its liveness record
 	// and the visibility of the messages it holds.
@@ -58,10 +72,14 @@ const (
 	// ExecutorLease is how long past a renewal an executor promises to
 	// live: beats may be late by up to ExecutorLease - ExecutorBeat before
 	// others take its tasks over.
-	ExecutorLease = 3 * time.Second
+	ExecutorLease = 2750 * time.Millisecond
 	// HeldVisibility is the visibility an executor keeps on the messages
-	// of its running tasks (renewed every ExecutorBeat; SQS counts whole
-	// seconds). When it dies, they come back within this.
+	// of its running tasks, renewed right after each beat (SQS counts
+	// whole seconds). It is the promise plus the skew margin that others
+	// allow it (statemachine.LivenessSkew; a test holds them equal), so when
+	// the executor dies its messages come back just as a takeover becomes
+	// possible: the first receiver takes the task over, instead of
+	// bouncing the message for another round.
 	HeldVisibility = 3 * time.Second
 
 	// DeliveriesPerAttempt bounds the receives one attempt can use: its
@@ -117,14 +135,38 @@ const (
 	ExecutorMaxConcurrency = 100
 
 	// ExecutorBatchSize is how many messages one executor invocation
-	// takes; they run concurrently in it.
+	// takes. Only one owner's tasks run in an invocation, concurrently; the
+	// handler hands the other owners' messages back at once (see
+	// executor.LambdaHandler), so batching saves invocations for an owner
+	// with many tasks queued and never puts two owners in one process.
 	ExecutorBatchSize = 10
+
+	// ExecutorMemoryMB is the Lambda executor's memory. A task's input
+	// split (spec.MaxSplitSize) and its buffered outputs (MaxTaskOutput)
+	// are capped so that one task at both caps fits in it, in the worst
+	// case about 830 MiB (TestOneTaskAtTheCapsFits).
+	ExecutorMemoryMB = 1024
+
+	// MaxTaskOutput caps the bytes one attempt's outputs (all partitions
+	// together) may buffer in memory before they are published; a write
+	// past it fails the attempt with a task error instead of the process.
+	// As large as the largest split, so a task that passes its input
+	// through (a filter, a re-partitioning map) is not refused.
+	MaxTaskOutput = 256 << 20
 
 	// UncommittedOutputExpiry is how long an object tagged as an
 	// uncommitted attempt output lives: far longer than any lease, so only
 	// abandoned attempts' outputs are ever expired.
 	UncommittedOutputExpiry = 7 * 24 * time.Hour
 )
+
+// SoftMemoryLimit is the Go runtime's soft memory limit
+// (debug.SetMemoryLimit) for a Lambda function of memoryMB: near it the
+// collector runs harder instead of letting the heap grow to twice the live
+// bytes, which with a task at the caps would pass the function's memory.
+// A tenth is left for what the Go runtime does not count: the binary's
+// own pages and the Lambda environment's.
+func SoftMemoryLimit(memoryMB int64) int64 { return memoryMB << 20 * 9 / 10 }
 
 // QueueVisibilityFor is the ready queues' visibility timeout for an
 // executor function timeout, per the SQS event source rule.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/shared/spec"
 )
 
 func TestDefaultsAgree(t *testing.T) {
@@ -16,8 +18,14 @@ func TestDefaultsAgree(t *testing.T) {
 	// Before its claim a message is hidden briefly, so one received by an
 	// executor that dies comes back in seconds; the claim then sets the
 	// lease.
-	if ReceiveVisibility > Lease/6 || ReceiveVisibility < 2*time.Second {
+	if ReceiveVisibility > Lease/6 || ReceiveVisibility < time.Second {
 		t.Fatalf("receive visibility %v: want seconds, far under the lease %v", ReceiveVisibility, Lease)
+	}
+	// A dead executor's long polls (which SQS goes on serving) end before
+	// its held messages come back, with a second to spare for the poll's
+	// own rounding, so they do not steal its messages.
+	if ReceiveWait+time.Second > HeldVisibility {
+		t.Fatalf("receive wait %v: a dead executor's polls outlast its held messages' visibility %v", ReceiveWait, HeldVisibility)
 	}
 	if SweepTimeout > SweepRate {
 		t.Fatalf("a sweep (%v) may outlast its period (%v)", SweepTimeout, SweepRate)
@@ -54,5 +62,25 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, c.wantErrSubstring)
 			}
 		})
+	}
+}
+
+// One task at both caps fits in the Lambda executor, in the worst case:
+// its whole split read into memory, and its outputs at the cap while a
+// buffer grows (a growing buffer is copied into one twice its size, so
+// for a moment the old one is live beside the copy: up to twice the cap),
+// beside the Go runtime and the SDK clients. That is 832 MiB of the 921
+// MiB soft limit. The executor sets the Go runtime's soft memory limit
+// (SoftMemoryLimit), so the collector keeps the heap near these live bytes
+// instead of letting it grow to twice them first.
+func TestOneTaskAtTheCapsFits(t *testing.T) {
+	soft := SoftMemoryLimit(ExecutorMemoryMB)
+	const runtime = 64 << 20 // an allowance for the Go runtime, the SDK clients and the job caches
+	live := int64(spec.MaxSplitSize) + 2*MaxTaskOutput + runtime
+	if live > soft {
+		t.Fatalf("one task at the caps needs %d MiB, more than the executor's %d MiB soft limit", live>>20, soft>>20)
+	}
+	if soft >= ExecutorMemoryMB<<20 {
+		t.Fatalf("soft limit %d MiB is not under the function's %d MiB", soft>>20, ExecutorMemoryMB)
 	}
 }

@@ -238,9 +238,14 @@ func (a *app) client(ctx context.Context) (*client, error) {
 		}
 	}
 	var s signer
+	var hint string
 	switch mode {
 	case "local":
-		s = localOwner(a.g.owner)
+		tok, h, err := localToken(a.env.Getenv, u)
+		if err != nil {
+			return nil, err
+		}
+		s, hint = localOwner{owner: a.g.owner, token: tok}, h
 	case "sigv4":
 		if u.Scheme == "http" && !isLoopback(u) {
 			// A signed request in clear text shows its headers, body and
@@ -255,7 +260,7 @@ func (a *app) client(ctx context.Context) (*client, error) {
 	}
 	hc := *a.env.HTTP
 	hc.Timeout = a.g.timeout
-	a.api = &client{base: u, http: &hc, signer: s, retries: 3, sleep: a.env.Sleep}
+	a.api = &client{base: u, http: &hc, signer: s, authHint: hint, retries: 3, sleep: a.env.Sleep}
 	return a.api, nil
 }
 
@@ -336,13 +341,15 @@ Usage:
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Talking to an API:
   The local runner (batchwork-local, make demo) listens on http://127.0.0.1:8080
-  and takes your identity from --owner. A deployed API is signed with SigV4
-  from the usual AWS credential chain:
+  and takes your identity from --owner, with the runner's per-run token, read
+  from the file it wrote (~/.config/batchwork/local-<port>.token; or set
+  BATCHWORK_LOCAL_TOKEN_FILE, or BATCHWORK_LOCAL_TOKEN to the token itself).
+  A deployed API is signed with SigV4 from the usual AWS credential chain:
     export BATCHWORK_ENDPOINT=https://abc123.execute-api.eu-west-1.amazonaws.com
 
 Output:

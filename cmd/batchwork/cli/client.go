@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -48,11 +51,56 @@ type signer interface {
 	sign(ctx context.Context, req *http.Request, body []byte) error
 }
 
-type localOwner string
+// localOwner marks a request for the local runner: the owner header, and
+// the run's token when the CLI found one (localToken).
+type localOwner struct{ owner, token string }
 
 func (o localOwner) sign(_ context.Context, req *http.Request, _ []byte) error {
-	req.Header.Set(OwnerHeader, string(o))
+	req.Header.Set(OwnerHeader, o.owner)
+	if o.token != "" {
+		localauth.SetHeader(req, o.token)
+	}
 	return nil
+}
+
+// localToken finds the local runner's token: BATCHWORK_LOCAL_TOKEN, else
+// the file BATCHWORK_LOCAL_TOKEN_FILE names, else the file the runner on
+// the endpoint's port wrote in the user's configuration directory; that
+// last one only for an endpoint on this machine, so a token is never sent
+// elsewhere unless the user said so. With no token found it returns "" and
+// a hint for the refusal that follows: servers that need no token (test
+// fixtures) still work. A file that is there but unusable is an error.
+func localToken(getenv func(string) string, endpoint *url.URL) (token, hint string, err error) {
+	if tok := getenv(localauth.TokenEnv); tok != "" {
+		return tok, "", nil
+	}
+	if path := getenv(localauth.TokenFileEnv); path != "" {
+		tok, err := localauth.ReadFile(path)
+		if err != nil {
+			return "", "", &authError{fmt.Errorf("%s: %w", localauth.TokenFileEnv, err)}
+		}
+		return tok, "", nil
+	}
+	if !isLoopback(endpoint) {
+		return "", fmt.Sprintf("set %s (or %s) to the token of the runner at %s", localauth.TokenEnv, localauth.TokenFileEnv, endpoint.Host), nil
+	}
+	port := endpoint.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[endpoint.Scheme]
+	}
+	path, err := localauth.DefaultFile(getenv, port)
+	if err != nil {
+		return "", fmt.Sprintf("no token file to read: %v; or set %s", err, localauth.TokenEnv), nil
+	}
+	tok, err := localauth.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Sprintf("no token at %s: is batchwork-local (or make demo SERVE=1) running on port %s as this user? "+
+			"If it wrote its token elsewhere, set %s or %s", path, port, localauth.TokenFileEnv, localauth.TokenEnv), nil
+	}
+	if err != nil {
+		return "", "", &authError{err}
+	}
+	return tok, "", nil
 }
 
 // sigv4 signs with the AWS credential chain for API Gateway's IAM
@@ -130,11 +178,14 @@ func isLoopback(u *url.URL) bool {
 
 // client calls the API.
 type client struct {
-	base    *url.URL
-	http    *http.Client
-	signer  signer
-	retries int
-	sleep   func(context.Context, time.Duration) error
+	base   *url.URL
+	http   *http.Client
+	signer signer
+	// authHint, when set, is added to a 401: how to give the token the
+	// CLI did not find.
+	authHint string
+	retries  int
+	sleep    func(context.Context, time.Duration) error
 }
 
 // call sends one request and decodes a 2xx JSON answer into out. Requests
@@ -195,7 +246,11 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 			lastErr = decodeAPIError(resp.StatusCode, raw)
 			continue
 		}
-		return decodeAPIError(resp.StatusCode, raw)
+		e := decodeAPIError(resp.StatusCode, raw)
+		if e.Status == http.StatusUnauthorized && c.authHint != "" {
+			e.Message += " (" + c.authHint + ")"
+		}
+		return e
 	}
 	return lastErr
 }

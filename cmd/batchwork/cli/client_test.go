@@ -48,7 +48,7 @@ func TestAuthModeFollowsEndpoint(t *testing.T) {
 		{"https://api.example.com", "local", true},
 	}
 	for _, tc := range cases {
-		a := &app{env: Env{Now: time.Now, HTTP: &http.Client{}, Sleep: sleepCtx}, g: globals{endpoint: tc.endpoint, auth: tc.auth, owner: "alice", region: "eu-west-1"}}
+		a := &app{env: Env{Now: time.Now, HTTP: &http.Client{}, Sleep: sleepCtx, Getenv: func(string) string { return "" }}, g: globals{endpoint: tc.endpoint, auth: tc.auth, owner: "alice", region: "eu-west-1"}}
 		c, err := a.client(context.Background())
 		if err != nil {
 			t.Fatalf("%s %s: %v", tc.endpoint, tc.auth, err)
@@ -128,7 +128,7 @@ func TestClientRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	c := &client{base: u, http: srv.Client(), retries: 3, signer: localOwner("a"),
+	c := &client{base: u, http: srv.Client(), retries: 3, signer: localOwner{owner: "a"},
 		sleep: func(context.Context, time.Duration) error { return nil }}
 	if err := c.call(context.Background(), http.MethodGet, "/flaky", nil, nil, nil, nil); err != nil || calls.Load() != 3 {
 		t.Fatalf("flaky: %v after %d calls, want success after 3", err, calls.Load())

@@ -110,6 +110,10 @@ every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 			examples: []string{"batchwork validate wordcount.yaml", "batchwork validate job.json -o json"},
 			minArgs:  1, maxArgs: 1, run: runValidate},
 		scheduleCommand, // schedule.go
+		whoamiCommand,   // inputs.go
+		uploadCommand,   // inputs.go
+		// datadelete.go
+		deleteDataCommand,
 	}
 }
 
@@ -406,9 +410,12 @@ func runResult(ctx context.Context, a *app, args []string) int {
 	}
 	switch {
 	case a.o.download != "":
-		for _, o := range all.Outputs {
-			dst := filepath.Join(a.o.download, o.Stage, fmt.Sprintf("p%06d-part-%05d", o.Partition, o.Part))
-			if err := a.download(ctx, o.URL, dst, nil); err != nil {
+		dsts, err := downloadPaths(a.o.download, all.Outputs)
+		if err != nil {
+			return a.fail(err)
+		}
+		for i, o := range all.Outputs {
+			if err := a.download(ctx, o.URL, dsts[i], nil); err != nil {
 				return a.fail(err)
 			}
 		}
@@ -434,6 +441,23 @@ func runResult(ctx context.Context, a *app, args []string) int {
 		}
 	}
 	return ExitOK
+}
+
+// downloadPaths are the files the outputs are written to under dir. The
+// stage names come from the server, so a malicious or compromised endpoint
+// could name "../x" or an absolute path: every name must be a stage name
+// (spec.ValidName, which admits no separator, "." or ".."), checked for all
+// outputs before any file is written.
+func downloadPaths(dir string, outs []control.OutputInfo) ([]string, error) {
+	dsts := make([]string, len(outs))
+	for i, o := range outs {
+		rel := filepath.Join(o.Stage, fmt.Sprintf("p%06d-part-%05d", o.Partition, o.Part))
+		if !spec.ValidName(o.Stage) || !filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("the server named an output's stage %q, which is not a stage name: refusing to write it under %s", o.Stage, dir)
+		}
+		dsts[i] = filepath.Join(dir, rel)
+	}
+	return dsts, nil
 }
 
 // download fetches a presigned URL into a file or a writer. Presigned URLs

@@ -117,6 +117,9 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	if st.Manifest != "" {
 		fmt.Fprintf(tw, "Manifest:\t%s\n", st.Manifest)
 	}
+	if st.DataDeleted != nil {
+		fmt.Fprintf(tw, "Data:\tdeleted %s (its outputs are gone)\n", a.clock(st.DataDeleted))
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = table(w)

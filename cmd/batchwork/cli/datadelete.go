@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// deleteDataCommand is `batchwork delete-data ID`.
+var deleteDataCommand = &command{
+	name: "delete-data", args: "ID", summary: "delete an ended job's data (its outputs, plans and manifests) for good",
+	help: `Deletes every object of a job that ended (SUCCEEDED, FAILED or CANCELLED):
+its outputs, plans and manifests in the data bucket. Its status, tasks and
+history stay, and say when its data was deleted; 'result' answers that the
+outputs are gone. A running job cannot be deleted (exit 5): cancel it first.
+The API deletes up to 10,000 objects a call; this command calls until nothing
+is left. Running it again is safe. Inputs are never deleted.`,
+	examples: []string{"batchwork delete-data j19aa5e7c2a1f3b9d0e4c7", "batchwork delete-data j19aa5e7c2a1f3b9d0e4c7 -o json"},
+	minArgs:  1, maxArgs: 1, run: runDeleteData,
+}
+
+// errNoProgress: the API says data is left but deleted none of it, so
+// calling again would loop.
+var errNoProgress = errors.New("the API deleted nothing more but says some is left; try again later")
+
+func runDeleteData(ctx context.Context, a *app, args []string) int {
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	var total control.DataDeletion
+	for {
+		var d control.DataDeletion
+		if err := c.call(ctx, http.MethodDelete, jobPath(args[0], "/data"), nil, nil, nil, &d); err != nil {
+			return a.fail(err)
+		}
+		deleted := total.Deleted + d.Deleted
+		total, total.Deleted = d, deleted
+		if d.Complete {
+			break
+		}
+		if d.Deleted == 0 {
+			return a.fail(fmt.Errorf("job %s: %w", args[0], errNoProgress))
+		}
+	}
+	if a.json() {
+		_ = writeJSON(a.env.Stdout, total)
+		return ExitOK
+	}
+	fmt.Fprintf(a.env.Stdout, "Deleted the data of job %s (%s): %s objects; its outputs are gone.\n", total.Job, total.State, count(int64(total.Deleted)))
+	return ExitOK
+}

@@ -1,0 +1,82 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/internal/iamrec"
+)
+
+// iamTemplate is a synthesized template whose roles the IAM check proves
+// (iamMain).
+type iamTemplate struct {
+	name string
+	raw  []byte
+}
+
+// iamTemplates: the default stack deploys no claim or commit function
+// (they serve remote executors only, and are deployed only for named
+// remote executors' roles), so their requests are proven against the
+// stack synthesized with a remote executor, which deploys every function.
+// Both templates are checked both ways, each against the requests of the
+// functions it deploys.
+var iamTemplates = []iamTemplate{
+	{"infra/template/Batchwork.template.json", template.JSON},
+	{"infra/template/BatchworkRemoteExecutors.template.json", template.RemoteExecutorsJSON},
+}
+
+// remoteExecutorFunctions are the functions deployed only for remote
+// executors.
+var remoteExecutorFunctions = map[string]bool{iamrec.FnClaim: true, iamrec.FnCommit: true}
+
+// uses are the recorded requests a template's roles are checked against:
+// every one, but for a template that does not deploy the remote
+// executors' functions, none of theirs. A request of any other function
+// the template lacks stays, and fails the check.
+func (tm iamTemplate) uses(rs iamRoles, all map[iamrec.Use]int) map[iamrec.Use]int {
+	out := make(map[iamrec.Use]int, len(all))
+	for u, n := range all {
+		if _, deployed := rs.grants[u.Function]; !deployed && remoteExecutorFunctions[u.Function] {
+			continue
+		}
+		out[u] = n
+	}
+	return out
+}
+
+// Every function's requests are proven against a template that deploys
+// it: the default template's functions against both templates, the claim
+// and commit functions (absent from the default template) against the
+// remote executors' one.
+func TestIAMTemplatesCoverEveryFunction(t *testing.T) {
+	t.Parallel()
+	both := []string{iamTemplates[0].name, iamTemplates[1].name}
+	want := map[string][]string{
+		iamrec.FnAPI: both, iamrec.FnSweep: both, iamrec.FnExecutor: both,
+		iamrec.FnClaim: {iamTemplates[1].name}, iamrec.FnCommit: {iamTemplates[1].name},
+	}
+	checkedBy := map[string][]string{}
+	for _, tm := range iamTemplates {
+		rs, err := loadIAMRoles(tm.raw)
+		if err != nil {
+			t.Fatalf("%s: %v", tm.name, err)
+		}
+		for _, fn := range iamrec.Functions {
+			use := iamrec.Use{Function: fn, Action: iamrec.Action{Action: "dynamodb:GetItem", Resource: iamrec.Resource{Kind: iamrec.KindTable}}}
+			_, deployed := rs.grants[fn]
+			_, checked := tm.uses(rs, map[iamrec.Use]int{use: 1})[use]
+			if checked != deployed {
+				t.Errorf("%s: %s deployed %v, its requests checked %v", tm.name, fn, deployed, checked)
+			}
+			if checked {
+				checkedBy[fn] = append(checkedBy[fn], tm.name)
+			}
+		}
+	}
+	for _, fn := range iamrec.Functions {
+		if fmt.Sprint(checkedBy[fn]) != fmt.Sprint(want[fn]) {
+			t.Errorf("%s's requests are checked against %v, want %v", fn, checkedBy[fn], want[fn])
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/principal"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// An input prefix names the submitter's own inputs area of the data bucket
+// (in full, or as inputs:<path>, which is recorded resolved), one of the
+// submitter's own jobs, or a bucket the operator allows; anything else is
+// refused at submit with an error on the prefix's field, and nothing is
+// written.
+func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
+	t.Parallel()
+	const allowed = "corp-data"
+	alice := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key("alice"))
+	bob := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key("bob"))
+	oneInput := func(prefix string) string {
+		return fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, prefix)
+	}
+	cases := []struct {
+		name, spec string
+		// want is the prefix recorded in the job's spec; "" when refused.
+		want string
+		// field and msg are the refusal's field and a part of its message.
+		field, msg string
+	}{
+		{name: "own inputs area", spec: oneInput(alice + "corpus/"), want: alice + "corpus/"},
+		{name: "own inputs area, whole", spec: oneInput(alice), want: alice},
+		{name: "shorthand", spec: oneInput("inputs:corpus/"), want: alice + "corpus/"},
+		{name: "shorthand, whole area", spec: oneInput("inputs:"), want: alice},
+		{name: "allowed bucket", spec: oneInput("s3://" + allowed + "/data/"), want: "s3://" + allowed + "/data/"},
+		{name: "allowed bucket, whole", spec: oneInput("s3://" + allowed), want: "s3://" + allowed},
+
+		{name: "another owner's inputs area", spec: oneInput(bob + "corpus/"),
+			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
+		{name: "every owner's inputs", spec: oneInput("s3://" + fakeBucket + "/inputs/"),
+			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
+		{name: "own key without its slash", spec: oneInput(strings.TrimSuffix(alice, "/")),
+			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
+		{name: "another prefix of the data bucket", spec: oneInput("s3://" + fakeBucket + "/uploads/"),
+			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
+		{name: "the whole data bucket", spec: oneInput("s3://" + fakeBucket),
+			field: "stages[0].partitions.input.prefix", msg: "names the whole data bucket"},
+		{name: "the job area", spec: oneInput("s3://" + fakeBucket + "/jobs/"),
+			field: "stages[0].partitions.input.prefix", msg: "lists the installation's job area"},
+		{name: "another owner's job", spec: oneInput("s3://" + fakeBucket + "/jobs/j00000000000000000000/out/"),
+			field: "stages[0].partitions.input.prefix", msg: "job j00000000000000000000 is not one of yours"},
+		{name: "a bucket not allowed", spec: oneInput("s3://elsewhere/data/"),
+			field: "stages[0].partitions.input.prefix", msg: `bucket "elsewhere" is not one this installation reads inputs from`},
+		{name: "a bucket whose name extends an allowed one", spec: oneInput("s3://" + allowed + "-2/data/"),
+			field: "stages[0].partitions.input.prefix", msg: `bucket "corp-data-2" is not one`},
+		{name: "the second stage's prefix", spec: fmt.Sprintf(`{"name":"in","lease":"10s","stages":[`+
+			`{"name":"a","task":"work","partitions":{"input":{"prefix":"inputs:a/"}}},`+
+			`{"name":"b","task":"work","partitions":{"input":{"prefix":%q}}}]}`, bob),
+			field: "stages[1].partitions.input.prefix", msg: "outside your inputs area"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := newUnitRig(t, func(cfg *Config) { cfg.InputBuckets = []string{allowed} })
+			res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "alice", IdempotencyKey: "k", Spec: []byte(c.spec)})
+			if c.want == "" {
+				var fe *spec.FieldError
+				if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.msg) {
+					t.Fatalf("submit: %v, want a field error on %s containing %q", err, c.field, c.msg)
+				}
+				if n := len(r.store.jobs) + len(r.store.idem); n != 0 {
+					t.Fatalf("%d records written for a refused spec", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("submit: %v", err)
+			}
+			j, err := r.store.GetJob(r.ctx, res.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := j.Spec.Stages[0].Partitions.Input.Prefix; got != c.want {
+				t.Fatalf("recorded prefix %q, want %q", got, c.want)
+			}
+			if j.SpecHash != j.Spec.Hash() {
+				t.Fatalf("spec hash %s is not the recorded spec's (%s)", j.SpecHash, j.Spec.Hash())
+			}
+		})
+	}
+}
+
+// A shorthand resolves per owner: the same spec and key from two owners
+// reads each owner's own inputs, and a repeated submission is the same
+// job.
+func TestInputShorthandResolvesPerOwner(t *testing.T) {
+	t.Parallel()
+	r := newUnitRig(t)
+	body := []byte(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:corpus/"}}}]}`)
+	jobs := map[string]string{}
+	for _, owner := range []string{"alice", "bob", "alice"} {
+		res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: owner, IdempotencyKey: "same", Spec: body})
+		if err != nil {
+			t.Fatalf("submit as %s: %v", owner, err)
+		}
+		if prev, ok := jobs[owner]; ok && (prev != res.JobID || res.Created) {
+			t.Fatalf("%s's repeated submission: %+v, want job %s again", owner, res, prev)
+		}
+		jobs[owner] = res.JobID
+		j, err := r.store.GetJob(r.ctx, res.JobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key(owner)) + "corpus/"
+		if got := j.Spec.Stages[0].Partitions.Input.Prefix; got != want {
+			t.Fatalf("%s's job reads %q, want %q", owner, got, want)
+		}
+	}
+}
+
+// The operator's list of input buckets is checked when it is read: a bad
+// name is an error naming it.
+func TestParseInputBuckets(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "", want: nil},
+		{in: "corp-data", want: []string{"corp-data"}},
+		{in: " corp-data, logs.example.com\traw-2 ", want: []string{"corp-data", "logs.example.com", "raw-2"}},
+		{in: "corp-data,corp-data", want: []string{"corp-data"}},
+		{in: "Corp", wantErr: `bucket "Corp" must be 3 to 63 characters`},
+		{in: "ok-bucket,s3://x", wantErr: `bucket "s3://x"`},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseInputBuckets(c.in)
+			switch {
+			case c.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("ParseInputBuckets(%q) = %v, %v; want an error containing %q", c.in, got, err, c.wantErr)
+				}
+			case err != nil || strings.Join(got, ",") != strings.Join(c.want, ","):
+				t.Fatalf("ParseInputBuckets(%q) = %v, %v; want %v", c.in, got, err, c.want)
+			}
+		})
+	}
+}
+
+// The spec's bound on an inputs: path leaves room for the inputs area's
+// own prefix, so a resolved prefix is never longer than an S3 key.
+func TestInputsPathFitsAKey(t *testing.T) {
+	t.Parallel()
+	if got, want := len(blob.InputsPrefix(principal.Key("any owner"))), spec.InputsAreaPrefixBytes; got != want {
+		t.Fatalf("inputs area prefix is %d bytes, spec.InputsAreaPrefixBytes %d", got, want)
+	}
+}
