@@ -193,10 +193,10 @@ var Jobs = Machine[JobState]{
 const LeaseSkew = time.Second
 
 // LivenessSkew is LeaseSkew for an executor's liveness promise. It can be
-// small: misjudging a live executor dead costs only work (its task is
-// taken over and its commit fenced), never a job, because a last attempt
-// is never taken over (GuardAttemptsLeft); and every second of margin is
-// a second more of recovery from a dead executor.
+// small: misjudging a live executor dead costs an attempt and its work
+// (the task is taken over and the old commit fenced), never a job, because
+// a last attempt is never taken over (GuardAttemptsLeft); and every second
+// of margin is a second more of recovery from a dead executor.
 const LivenessSkew = 250 * time.Millisecond
 
 // TaskView is what the rules need to know of a task record.

@@ -110,6 +110,11 @@ type Config struct {
 	StartGrace time.Duration
 	// CheckEvery is how often the sweep re-checks a running stage.
 	CheckEvery time.Duration
+	// FollowUpGrace is how long after a commit that emptied a counter
+	// shard the sweep waits before doing the stage's follow-up itself
+	// (completing it, its manifest, the stages after it), in case the
+	// committer died before doing it.
+	FollowUpGrace time.Duration
 	// StuckAfter is how long a READY task may wait unclaimed before the
 	// sweep sends it a fresh message, in case its message was lost.
 	StuckAfter time.Duration
@@ -154,6 +159,11 @@ func (c Config) withDefaults() Config {
 	if c.StuckAfter == 0 {
 		c.StuckAfter = 5 * time.Minute
 	}
+	if c.FollowUpGrace == 0 {
+		c.FollowUpGrace = 5 * time.Second
+	}
+	// Never later than the stage's own next check would have been.
+	c.FollowUpGrace = min(c.FollowUpGrace, c.CheckEvery)
 	if c.IdemTTL == 0 {
 		c.IdemTTL = 30 * 24 * time.Hour
 	}

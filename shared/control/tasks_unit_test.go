@@ -437,6 +437,37 @@ func TestCommit(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a committer that dies before its stage's follow-up leaves it to the sweep within the follow-up grace",
+		spec: oneStage(1, 3, ""),
+		// The deployed timings: a running stage is checked every minute.
+		opts: []func(*Config){func(c *Config) { c.CheckEvery, c.FollowUpGrace = time.Minute, 5*time.Second }},
+		run: func(t *testing.T, r *unitRig, job string) {
+			r.clock.Advance(10 * time.Second)
+			r.sweep()
+			if due, limit := r.store.dueOf(stageItem(job, 0)), r.clock.Now().Add(r.svc.cfg.FollowUpGrace); !due.After(limit) {
+				t.Fatalf("stage due at %v before the commit; the test needs it after %v", due, limit)
+			}
+			c := r.claim(taskRef(job, 0, 0))
+			r.output(c, 1)
+			// The committer "dies" right after its commit applied: the
+			// follow-up's first read fails.
+			r.store.setFaults(func(method string) error {
+				if method == "GetStage" && r.store.callCount("CommitTask") > 0 {
+					return errInjected
+				}
+				return nil
+			}, nil)
+			if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, errInjected) {
+				t.Fatalf("commit: %v, want the follow-up's injected failure", err)
+			}
+			r.store.setFaults(nil, nil)
+			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobRunning)
+			limit := r.clock.Now().Add(r.svc.cfg.FollowUpGrace)
+			if due := r.store.dueOf(stageItem(job, 0)); due.IsZero() || due.After(limit) {
+				t.Fatalf("stage due at %v; want by %v, so the sweep finishes it soon", due, limit)
+			}
+		},
+	}, {
 		name: "a stale attempt is fenced, its outputs marked, and the manifest lists only committed attempts",
 		spec: oneStage(2, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {

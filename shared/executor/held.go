@@ -10,39 +10,51 @@ import (
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
-// heldMessages are the messages of the tasks an executor runs, which it
-// keeps hidden tuning.HeldVisibility at a time, beside its liveness record
-// (see control.ExecutorAlive). Two loops, so a slow SQS never delays the
-// liveness record, and a slow DynamoDB never lets messages lapse.
+// heldMessages are the messages an executor holds, beside its liveness
+// record (see control.ExecutorAlive): those of the tasks it runs, kept
+// hidden tuning.HeldVisibility at a time, and those it received and is
+// still claiming, kept hidden tuning.UnclaimedVisibility at a time (a slow
+// claim must not let its message go to another executor, which would
+// judge the fresh holder alive and hide the message for a whole lease).
+// Two loops, so a slow SQS never delays the liveness record, and a slow
+// DynamoDB never lets messages lapse.
 type heldMessages struct {
 	q   Queue
 	log *slog.Logger
 
-	mu    sync.Mutex // guards byURL
+	mu sync.Mutex // guards byURL
+	// byURL maps each queue's receipts to whether their task is claimed.
 	byURL map[string]map[string]bool
 	// renewing is held across a renewal's requests. A message that leaves
 	// the set is hidden for its own delay only after the renewal in
 	// flight, so no renewal lands after the hide and brings it back early;
 	// no request is made under mu.
 	renewing sync.Mutex
-	renewNow chan struct{}
+	// renewNow carries each beat's done channel to the renewal loop.
+	renewNow chan chan struct{}
 }
 
 func newHeldMessages(q Queue, log *slog.Logger) *heldMessages {
-	return &heldMessages{q: q, log: log, byURL: map[string]map[string]bool{}, renewNow: make(chan struct{}, 1)}
+	return &heldMessages{q: q, log: log, byURL: map[string]map[string]bool{}, renewNow: make(chan chan struct{}, 1)}
 }
 
-func (h *heldMessages) add(m queue.Message) {
+// add holds the message of a task being run.
+func (h *heldMessages) add(m queue.Message) { h.set(m, true) }
+
+// received holds a message whose task is not claimed yet.
+func (h *heldMessages) received(m queue.Message) { h.set(m, false) }
+
+func (h *heldMessages) set(m queue.Message, claimed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.byURL[m.Queue] == nil {
 		h.byURL[m.Queue] = map[string]bool{}
 	}
-	h.byURL[m.Queue][m.Receipt] = true
+	h.byURL[m.Queue][m.Receipt] = claimed
 }
 
 // remove takes m out of the set, then runs then (its hide or nothing)
-// after any renewal in flight.
+// after any renewal in flight. then must be bounded: renewals wait for it.
 func (h *heldMessages) remove(m queue.Message, then func()) {
 	h.mu.Lock()
 	delete(h.byURL[m.Queue], m.Receipt)
@@ -53,10 +65,12 @@ func (h *heldMessages) remove(m queue.Message, then func()) {
 }
 
 // start runs the liveness and visibility loops until the returned stop.
-// A renewal follows each beat, so a message never comes back before its
-// dead holder's promise has lapsed (tuning.HeldVisibility covers the
-// promise and the skew): the first executor to receive it can take it
-// over at once, instead of bouncing it for another round.
+// Each beat starts a renewal, which waits for the beat to land (at most
+// renewAfterBeat), so a dead holder's message comes back only once its
+// promise has lapsed (tuning.HeldVisibility covers the promise and the
+// skew) and the first executor to receive it can take it over, instead of
+// bouncing it for another round; and a beat stuck on DynamoDB delays the
+// renewal by renewAfterBeat at most, never lets messages lapse.
 func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -64,19 +78,28 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 	go func() {
 		defer wg.Done()
 		every(ctx, tuning.ExecutorBeat, func(ctx context.Context) {
+			landed := make(chan struct{})
+			h.kick(landed)
+			defer close(landed)
 			if err := live.ExecutorAlive(ctx, id); err != nil {
 				h.log.Warn("executor liveness", "executor", id, "err", err)
 			}
-			h.kick()
 		})
 	}()
 	go func() {
 		defer wg.Done()
 		for {
+			var landed chan struct{}
 			select {
 			case <-ctx.Done():
 				return
-			case <-h.renewNow:
+			case landed = <-h.renewNow:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-landed:
+			case <-time.After(renewAfterBeat):
 			}
 			rctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
 			h.renew(rctx)
@@ -85,6 +108,9 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 	}()
 	return func() { cancel(); wg.Wait() }
 }
+
+// renewAfterBeat bounds how long a renewal waits for its beat to land.
+const renewAfterBeat = 200 * time.Millisecond
 
 // hold adds the message of a task just claimed and hides it for the held
 // visibility at once, before the task starts: the short receive
@@ -100,11 +126,11 @@ func (h *heldMessages) hold(ctx context.Context, m queue.Message) {
 	}
 }
 
-// kick asks for a renewal of every held message now (after a beat).
-// Kicks while a renewal runs fold into one more.
-func (h *heldMessages) kick() {
+// kick asks for a renewal of every held message once landed is closed
+// (the beat landed). Kicks while a renewal waits fold into it.
+func (h *heldMessages) kick(landed chan struct{}) {
 	select {
-	case h.renewNow <- struct{}{}:
+	case h.renewNow <- landed:
 	default:
 	}
 }
@@ -130,16 +156,25 @@ func every(ctx context.Context, period time.Duration, f func(context.Context)) {
 func (h *heldMessages) renew(ctx context.Context) {
 	h.renewing.Lock()
 	defer h.renewing.Unlock()
+	type batch struct {
+		url string
+		vis time.Duration
+	}
 	h.mu.Lock()
-	snapshot := make(map[string][]string, len(h.byURL))
+	snapshot := make(map[batch][]string, len(h.byURL))
 	for url, set := range h.byURL {
-		for r := range set {
-			snapshot[url] = append(snapshot[url], r)
+		for r, claimed := range set {
+			b := batch{url, tuning.UnclaimedVisibility}
+			if claimed {
+				b.vis = tuning.HeldVisibility
+			}
+			snapshot[b] = append(snapshot[b], r)
 		}
 	}
 	h.mu.Unlock()
-	for url, receipts := range snapshot {
-		gone, err := h.q.ChangeVisibilityBatch(ctx, url, receipts, tuning.HeldVisibility)
+	for b, receipts := range snapshot {
+		url := b.url
+		gone, err := h.q.ChangeVisibilityBatch(ctx, url, receipts, b.vis)
 		if err != nil {
 			h.log.Warn("keep messages hidden", "queue", url, "err", err)
 		}

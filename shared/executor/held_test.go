@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -153,4 +154,126 @@ func TestClaimedMessageHiddenAtOnce(t *testing.T) {
 	if claims, _, _ := cp.snapshot(); len(claims) != 1 {
 		t.Fatalf("hidden with %d claims made; want after the claim", len(claims))
 	}
+}
+
+// slowClaimCP is beatCountingCP whose claims wait until released.
+type slowClaimCP struct {
+	*beatCountingCP
+	release chan struct{}
+}
+
+func (s *slowClaimCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return s.beatCountingCP.Claim(ctx, ref)
+}
+
+// A claim slower than the receive visibility must not let its message go
+// to another executor, which would find the fresh claim held and hide the
+// message for the task's whole lease: the message is renewed at the
+// receive visibility until its claim is granted.
+func TestSlowClaimKeepsItsMessageHidden(t *testing.T) {
+	t.Parallel()
+	cp := &slowClaimCP{beatCountingCP: &beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}, release: make(chan struct{})}
+	reg := NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *Task) error { return nil })
+	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 100)}
+	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	p := &Poller{
+		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Queue:  q, Queues: []string{"q"}, Slots: 1, Wait: time.Second, Log: discard(),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	defer close(cp.release)
+	for {
+		c := within(t, q.changed, 10*time.Second, "a renewal of the message while its claim is pending")
+		if c.receipt == "r1" && c.d == tuning.UnclaimedVisibility {
+			return
+		}
+	}
+}
+
+// hangingHideCP fails every task with a retry; its second task runs until
+// released.
+type hangingHideCP struct {
+	*beatCountingCP
+}
+
+func (h hangingHideCP) Fail(ctx context.Context, c control.Claim, cause string) (control.Decision, error) {
+	return control.Decision{Retry: true, Delay: time.Minute}, nil
+}
+
+// A task's hide that hangs (a throttled or stuck request) must not stop
+// the renewals of the executor's other messages: they would lapse while
+// their tasks run.
+func TestHangingHideDoesNotStopRenewals(t *testing.T) {
+	t.Parallel()
+	cp := hangingHideCP{&beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, twoTasks), lease: time.Minute}}}
+	release := make(chan struct{})
+	reg := NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *Task) error {
+		if t.Ref.Partition == 0 {
+			return errors.New("fails")
+		}
+		<-release
+		return nil
+	})
+	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 1000), hang: time.Minute}
+	q.push(queue.Message{Queue: "q", ID: "m0", Receipt: "r0", Body: "j1/0/0"})
+	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/1"})
+	p := &Poller{
+		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Log: discard(),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { close(release); stop(); <-done })
+	hideSeen := false
+	for {
+		c := within(t, q.changed, 10*time.Second, "a renewal of r1 after r0's hide hung")
+		switch {
+		case c.receipt == "r0" && c.d == time.Minute:
+			hideSeen = true
+		case hideSeen && c.receipt == "r1" && c.d == tuning.HeldVisibility && c.batch:
+			return
+		}
+	}
+}
+
+const twoTasks = `{"name":"two","stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`
+
+type visChange struct {
+	receipt string
+	d       time.Duration
+	batch   bool
+}
+
+// visQueue is memQueue that reports every visibility change; a single
+// change for the hang duration hangs until its context ends.
+type visQueue struct {
+	*memQueue
+	changed chan visChange
+	hang    time.Duration
+}
+
+func (q *visQueue) ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error {
+	q.changed <- visChange{receipt: receipt, d: d}
+	if q.hang != 0 && d == q.hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return q.memQueue.ChangeVisibility(ctx, url, receipt, d)
+}
+
+func (q *visQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
+	for _, r := range receipts {
+		q.changed <- visChange{receipt: r, d: d, batch: true}
+	}
+	return q.memQueue.ChangeVisibilityBatch(ctx, url, receipts, d)
 }

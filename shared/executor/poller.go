@@ -135,6 +135,9 @@ func (p *Poller) Run(ctx context.Context) error {
 				}
 				for _, m := range msgs {
 					p.Log.Debug("task message received", "task", m.Body, "message", m.ID, "receives", m.ReceiveCount)
+					if held != nil {
+						held.received(m)
+					}
 				}
 				for _, m := range msgs {
 					running.Add(1)
@@ -178,6 +181,11 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	}
 	hide := func() {
 		if res.Action == Hide {
+			// Bounded: the held messages' renewals wait for it. A hide
+			// that fails lets the message back early, where its claim
+			// answers not due or held.
+			ctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
+			defer cancel()
 			if err := extend(ctx, res.Delay); err != nil {
 				p.Log.Warn("hide message", "task", m.Body, "err", err)
 			}

@@ -54,6 +54,11 @@ const (
 	// counts whole seconds: one is its least.
 	ReceiveVisibility = time.Second
 
+	// UnclaimedVisibility is what an executor renews a message to, after
+	// each beat, while its claim is still pending (a claim slowed by
+	// retries): it outlasts a beat and the renewal's wait for it.
+	UnclaimedVisibility = 2 * time.Second
+
 	// ReceiveWait is a long-polling executor's wait. Short, because a
 	// receive outlives its caller: SQS (and the emulator) goes on serving
 	// the long poll of an executor that died, hands it the messages that

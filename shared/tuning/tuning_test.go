@@ -24,6 +24,9 @@ func TestDefaultsAgree(t *testing.T) {
 	// A dead executor's long polls (which SQS goes on serving) end before
 	// its held messages come back, with a second to spare for the poll's
 	// own rounding, so they do not steal its messages.
+	if UnclaimedVisibility <= ExecutorBeat || UnclaimedVisibility > HeldVisibility {
+		t.Fatalf("unclaimed visibility %v: want more than a beat (%v), at most the held visibility %v", UnclaimedVisibility, ExecutorBeat, HeldVisibility)
+	}
 	if ReceiveWait+time.Second > HeldVisibility {
 		t.Fatalf("receive wait %v: a dead executor's polls outlast its held messages' visibility %v", ReceiveWait, HeldVisibility)
 	}
