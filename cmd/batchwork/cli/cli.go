@@ -54,9 +54,14 @@ func OSEnv() Env {
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
 		TTY: term.IsTerminal(int(os.Stdout.Fd())), Now: time.Now, Loc: time.Local,
-		HTTP: &http.Client{}, Sleep: sleepCtx,
+		HTTP: &http.Client{CheckRedirect: noRedirects}, Sleep: sleepCtx,
 	}
 }
+
+// noRedirects keeps the CLI's requests where the user sent them: a
+// redirect would carry the owner header, a session token and the spec to
+// wherever the server names, https or not. The API never redirects.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // globals are the flags every command takes.
 type globals struct {

@@ -81,8 +81,11 @@ func localToken(getenv func(string) string, endpoint *url.URL) (token, hint stri
 		}
 		return tok, "", nil
 	}
-	if !isLoopback(endpoint) {
-		return "", fmt.Sprintf("set %s (or %s) to the token of the runner at %s", localauth.TokenEnv, localauth.TokenFileEnv, endpoint.Host), nil
+	// A loopback address, not a name: localhost may resolve to ::1, where
+	// another local user can listen on the runner's port and collect the
+	// token.
+	if ip := net.ParseIP(endpoint.Hostname()); ip == nil || !ip.IsLoopback() {
+		return "", fmt.Sprintf("set %s (or %s) to the token of the runner at %s, or address it as 127.0.0.1", localauth.TokenEnv, localauth.TokenFileEnv, endpoint.Host), nil
 	}
 	port := endpoint.Port()
 	if port == "" {

@@ -160,3 +160,29 @@ func TestNoSignedRequestsOverPlainHTTP(t *testing.T) {
 		}
 	}
 }
+
+// The CLI's HTTP client follows no redirect: one would take the owner
+// header, a session token and the spec wherever the server says.
+func TestCLIFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
+	var followed atomic.Bool
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { followed.Store(true) }))
+	defer target.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/jobs", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	req, err := http.NewRequest(http.MethodPost, redirector.URL+"/jobs", strings.NewReader("name: x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Batchwork-Owner", "alice")
+	resp, err := OSEnv().HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || followed.Load() {
+		t.Fatalf("status %d, followed %v; want the 307 itself, not followed", resp.StatusCode, followed.Load())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,9 +198,10 @@ func uploadError(err error, bucket, area string) error {
 
 // s3Client is an S3 client with the user's own AWS credentials (--profile,
 // the usual chain). Against the local runner on an emulator it goes to the
-// emulator's endpoint, which GET /whoami names; an endpoint named by any
-// API that is not on this machine is ignored, so a remote API cannot
-// direct the user's signed requests elsewhere.
+// emulator's endpoint, which GET /whoami names, with dummy credentials,
+// and only if that endpoint is on this machine; an endpoint named by an
+// API that is not on this machine is ignored. So no API can direct the
+// user's signed requests, or files, elsewhere.
 func (a *app) s3Client(ctx context.Context, id control.Identity) (*s3.Client, error) {
 	var opts []func(*config.LoadOptions) error
 	if a.g.profile != "" {
@@ -214,13 +216,17 @@ func (a *app) s3Client(ctx context.Context, id control.Identity) (*s3.Client, er
 	}
 	local := id.Endpoint != "" && isLoopback(a.api.base)
 	if local {
+		// "On this machine" is no boundary (a port forward, another
+		// user's listener): the endpoint must be on this machine too, and
+		// it gets an emulator's dummy credentials, never the user's.
+		ep, err := url.Parse(id.Endpoint)
+		if err != nil || !isLoopback(ep) {
+			return nil, &usageError{fmt.Sprintf("the local API names S3 endpoint %q, which is not on this machine: refusing to upload there", id.Endpoint)}
+		}
 		if cfg.Region == "" {
 			cfg.Region = "us-east-1"
 		}
-		if _, err := cfg.Credentials.Retrieve(ctx); cfg.Credentials == nil || err != nil {
-			// An emulator takes any credentials.
-			cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
-		}
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 		cfg.BaseEndpoint = aws.String(id.Endpoint)
 	} else if r := regionOfHost(a.api.base.Hostname()); r != "" && a.g.region == "" {
 		// The data bucket is in the API's region.

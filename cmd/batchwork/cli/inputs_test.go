@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -36,6 +38,48 @@ func TestCheckUploadName(t *testing.T) {
 				t.Fatalf("checkUploadName(%q): %v, want none", c.name, err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("checkUploadName(%q): %v, want an error containing %q", c.name, err, c.want)
+			}
+		})
+	}
+}
+
+// A loopback API (a port forward, another user's listener) must not send
+// the user's files, or requests signed with the user's credentials, to an
+// S3 endpoint off this machine.
+func TestUploadEndpointStaysOnThisMachine(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAREALUSERKEY")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "real-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	for _, c := range []struct {
+		api, endpoint string
+		wantErr       string
+	}{
+		{api: "http://127.0.0.1:8080", endpoint: "http://127.0.0.1:5000"},
+		{api: "http://127.0.0.1:8080", endpoint: "https://evil.example", wantErr: "not on this machine"},
+		{api: "http://127.0.0.1:8080", endpoint: "http://10.0.0.7:5000", wantErr: "not on this machine"},
+	} {
+		t.Run(c.endpoint, func(t *testing.T) {
+			base, err := url.Parse(c.api)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &app{api: &client{base: base}}
+			cl, err := a.s3Client(t.Context(), control.Identity{Endpoint: c.endpoint})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("s3Client: %v, want an error containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds, err := cl.Options().Credentials.Retrieve(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if creds.AccessKeyID == "AKIAREALUSERKEY" {
+				t.Fatal("the emulator gets the user's real credentials")
 			}
 		})
 	}

@@ -75,7 +75,12 @@ func TestLocalTokenIsSent(t *testing.T) {
 		{"default file of the endpoint's port",
 			map[string]string{"XDG_CONFIG_HOME": cfg}, nil, "Bearer from-default-file"},
 		{"another port, another file",
-			map[string]string{"XDG_CONFIG_HOME": cfg, "BATCHWORK_ENDPOINT": "http://localhost:9090"}, nil, "Bearer port-9090"},
+			map[string]string{"XDG_CONFIG_HOME": cfg, "BATCHWORK_ENDPOINT": "http://127.0.0.1:9090"}, nil, "Bearer port-9090"},
+		// localhost may resolve to ::1, where another user can listen on
+		// the runner's port: the default file goes to loopback addresses
+		// only, never to a name.
+		{"not to a name that may resolve elsewhere",
+			map[string]string{"XDG_CONFIG_HOME": cfg, "BATCHWORK_ENDPOINT": "http://localhost:8080"}, nil, ""},
 		{"default file under HOME",
 			map[string]string{"HOME": home}, nil, "Bearer from-home"},
 		{"BATCHWORK_LOCAL_TOKEN_FILE",
