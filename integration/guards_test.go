@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -180,5 +181,77 @@ func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.Ta
 	}
 	if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A commit that emptied a counter shard hurries its stage's next sweep
+// look (HurryStage): only forward, and only while the stage RUNS, so a
+// hint that lands after another committer completed the stage (or after
+// a cancel) never puts it back in the sweep index.
+func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(e.cfg)
+	due := func(job string, stage int) time.Time {
+		t.Helper()
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "JOB#" + job}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("STAGE#%02d", stage)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Item == nil {
+			t.Fatalf("no stage %s/%d", job, stage)
+		}
+		n, ok := out.Item["due"].(*types.AttributeValueMemberN)
+		if !ok {
+			return time.Time{}
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms).UTC()
+	}
+	spec := []byte(`{"name":"hurry","stages":[{"name":"a","task":"work","partitions":{"count":1}},{"name":"b","task":"work","after":["a"],"partitions":{"count":1}}]}`)
+	job := e.submit("hurry", spec)
+	store := e.r.Store
+
+	running := due(job, 0)
+	if running.IsZero() {
+		t.Fatal("the running stage is not in the sweep index")
+	}
+	// Never pushed back.
+	if err := store.HurryStage(ctx, job, 0, running.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(job, 0); !got.Equal(running) {
+		t.Fatalf("due %v after a later hint, want %v kept", got, running)
+	}
+	// Pulled forward.
+	sooner := running.Add(-time.Second).Truncate(time.Millisecond)
+	if err := store.HurryStage(ctx, job, 0, sooner); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(job, 0); !got.Equal(sooner) {
+		t.Fatalf("due %v after an earlier hint, want %v", got, sooner)
+	}
+	// A stage that is not running is left alone.
+	blocked := due(job, 1)
+	if err := store.HurryStage(ctx, job, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(job, 1); !got.Equal(blocked) {
+		t.Fatalf("blocked stage's due %v after a hint, want %v kept", got, blocked)
+	}
+	if _, err := e.r.Service.Cancel(ctx, "tester", job); err != nil {
+		t.Fatal(err)
+	}
+	ended := due(job, 0)
+	if err := store.HurryStage(ctx, job, 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(job, 0); !got.Equal(ended) {
+		t.Fatalf("cancelled stage's due %v after a hint, want %v kept", got, ended)
 	}
 }

@@ -148,16 +148,27 @@ type cfnResource struct {
 	Properties map[string]any `json:"Properties"`
 }
 
+// cfnTemplate is the part of a synthesized template the checks read.
+type cfnTemplate struct {
+	Resources map[string]cfnResource `json:"Resources"`
+	Outputs   map[string]struct {
+		Value any `json:"Value"`
+	} `json:"Outputs"`
+}
+
+func parseTemplate(raw []byte) (cfnTemplate, error) {
+	var t cfnTemplate
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return cfnTemplate{}, fmt.Errorf("parse template: %w", err)
+	}
+	return t, nil
+}
+
 // loadIAMRoles reads the functions' roles out of a synthesized template.
 func loadIAMRoles(raw []byte) (iamRoles, error) {
-	var t struct {
-		Resources map[string]cfnResource `json:"Resources"`
-		Outputs   map[string]struct {
-			Value any `json:"Value"`
-		} `json:"Outputs"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return iamRoles{}, fmt.Errorf("parse template: %w", err)
+	t, err := parseTemplate(raw)
+	if err != nil {
+		return iamRoles{}, err
 	}
 	// The three ready queues are one target: which one a task goes to is
 	// its priority, and each role must treat them alike.

@@ -71,14 +71,9 @@ func (d bucketDeny) String() string {
 // model: an Allow, a principal other than everyone, a condition operator
 // or key it does not evaluate.
 func loadBucketPolicy(raw []byte) (bucketPolicy, error) {
-	var t struct {
-		Resources map[string]cfnResource `json:"Resources"`
-		Outputs   map[string]struct {
-			Value any `json:"Value"`
-		} `json:"Outputs"`
-	}
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return bucketPolicy{}, fmt.Errorf("parse template: %w", err)
+	t, err := parseTemplate(raw)
+	if err != nil {
+		return bucketPolicy{}, err
 	}
 	bucket := refID(t.Outputs[template.OutBucket].Value)
 	if bucket == "" {

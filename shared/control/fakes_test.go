@@ -804,6 +804,16 @@ func (f *fakeStore) SetDue(_ context.Context, it dynamo.DueItem, due time.Time) 
 	})
 }
 
+func (f *fakeStore) HurryStage(_ context.Context, job string, stage int, due time.Time) error {
+	return fakeDo(f, "HurryStage", func() error {
+		due = msTime(due)
+		if s, ok := f.stages[fakeStageKey{job, stage}]; ok && s.st.State == sm.StageRunning && (s.due.IsZero() || s.due.After(due)) {
+			s.due = due
+		}
+		return nil
+	})
+}
+
 // dueOf reads a record's place in the index (zero: not in it), for tests.
 func (f *fakeStore) dueOf(it dynamo.DueItem) time.Time {
 	f.mu.Lock()

@@ -52,6 +52,7 @@ type Store interface {
 	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
 	RenewExecutor(ctx context.Context, id string, until time.Time) error
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)

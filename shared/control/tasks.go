@@ -255,8 +255,9 @@ func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error
 	// The stage's follow-up is this committer's now. Should it die before
 	// finishing, the sweep takes over after FollowUpGrace instead of the
 	// stage's next check (a minute); a live committer finishes first, and
-	// the steps are idempotent if the sweep overlaps it.
-	if err := s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: ref.Job, Stage: ref.Stage}, s.Now().Add(s.cfg.FollowUpGrace)); err != nil {
+	// the steps are idempotent if the sweep overlaps it. A stage another
+	// committer has already completed stays out of the index.
+	if err := s.store.HurryStage(ctx, ref.Job, ref.Stage, s.Now().Add(s.cfg.FollowUpGrace)); err != nil {
 		s.logger(ref).Warn("stage follow-up: sweep index", "err", err)
 	}
 	// This shard is done; the stage is done when all shards are. If two

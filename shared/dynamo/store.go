@@ -465,6 +465,26 @@ func (s *Store) SetDue(ctx context.Context, it DueItem, due time.Time) error {
 	return nil
 }
 
+// HurryStage brings a RUNNING stage's next sweep look forward to due; it
+// never pushes a look back, and never puts a stage that left RUNNING (its
+// follow-up done, it is out of the index) back in the index.
+func (s *Store) HurryStage(ctx context.Context, job string, stage int, due time.Time) error {
+	pk, sk := jobPK(job), stageSK(stage)
+	c := newCond()
+	upd := "SET " + s.dueClause(c, pk+sk, due)[2:]
+	c.values[":running"] = sv(string(sm.StageRunning))
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, sk), UpdateExpression: aws.String(upd),
+		ConditionExpression:       aws.String("#st = :running AND (attribute_not_exists(due) OR due > :due)"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("hurry stage %s/%d: %w", job, stage, err)
+	}
+	return nil
+}
+
 func dueItemKey(it DueItem) (pk, sk string) {
 	switch it.Kind {
 	case DueJob:

@@ -98,30 +98,6 @@ func (b *beatCountingCP) beatsSoFar() int {
 	return b.beats - 1 // the record written before any receive
 }
 
-// holdQueue is memQueue that reports each change of a message's
-// visibility to the held visibility.
-type holdQueue struct {
-	*memQueue
-	held chan string
-}
-
-func (q *holdQueue) ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error {
-	err := q.memQueue.ChangeVisibility(ctx, url, receipt, d)
-	if d == tuning.HeldVisibility {
-		q.held <- receipt
-	}
-	return err
-}
-
-func (q *holdQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
-	for _, r := range receipts {
-		if err := q.ChangeVisibility(ctx, url, r, d); err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
-}
-
 // A received message is hidden only tuning.ReceiveVisibility: once its
 // task is claimed it must be hidden for the held visibility at once, not
 // at the next beat, or under a slow start it comes back to another
@@ -135,18 +111,19 @@ func TestClaimedMessageHiddenAtOnce(t *testing.T) {
 		<-release
 		return nil
 	})
-	q := &holdQueue{memQueue: newMemQueue(), held: make(chan string, 100)}
+	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 100)}
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 1, Wait: time.Second, Log: discard(),
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { close(release); stop(); <-done })
-	if got := within(t, q.held, 10*time.Second, "the claimed message's hide"); got != "r1" {
-		t.Fatalf("hid %s, want r1", got)
+	heldPoller(t, cp, q, reg, 1)
+	t.Cleanup(func() { close(release) })
+	for {
+		c := within(t, q.changed, 10*time.Second, "the claimed message's hide")
+		if c.d != tuning.HeldVisibility {
+			continue // its receipt-time renewal
+		}
+		if c.receipt != "r1" {
+			t.Fatalf("hid %s, want r1", c.receipt)
+		}
+		break
 	}
 	if n := cp.beatsSoFar(); n != 0 {
 		t.Fatalf("the message was first hidden after %d beats; want at its claim, before any", n)
@@ -181,14 +158,7 @@ func TestSlowClaimKeepsItsMessageHidden(t *testing.T) {
 	reg.Register("work", func(ctx context.Context, t *Task) error { return nil })
 	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 100)}
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 1, Wait: time.Second, Log: discard(),
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	heldPoller(t, cp, q, reg, 1)
 	defer close(cp.release)
 	for {
 		c := within(t, q.changed, 10*time.Second, "a renewal of the message while its claim is pending")
@@ -226,14 +196,8 @@ func TestHangingHideDoesNotStopRenewals(t *testing.T) {
 	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 1000), hang: time.Minute}
 	q.push(queue.Message{Queue: "q", ID: "m0", Receipt: "r0", Body: "j1/0/0"})
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/1"})
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Log: discard(),
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { close(release); stop(); <-done })
+	heldPoller(t, cp, q, reg, 2)
+	t.Cleanup(func() { close(release) })
 	hideSeen := false
 	for {
 		c := within(t, q.changed, 10*time.Second, "a renewal of r1 after r0's hide hung")
@@ -247,6 +211,15 @@ func TestHangingHideDoesNotStopRenewals(t *testing.T) {
 }
 
 const twoTasks = `{"name":"two","stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`
+
+// heldPoller runs a poller of slots over queue "q" until the test ends.
+func heldPoller(t *testing.T, cp ControlPlane, q Queue, reg *Registry, slots int) {
+	t.Helper()
+	runPoller(t, &Poller{
+		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Queue:  q, Queues: []string{"q"}, Slots: slots, Wait: time.Second, Log: discard(),
+	})
+}
 
 type visChange struct {
 	receipt string
