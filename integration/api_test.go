@@ -23,7 +23,7 @@ import (
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"

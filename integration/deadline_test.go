@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 

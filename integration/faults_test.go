@@ -13,7 +13,7 @@ import (
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 

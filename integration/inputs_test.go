@@ -21,7 +21,7 @@ import (
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/principal"
 	sm "github.com/batchwork/batchwork/statemachine"
 )

@@ -22,7 +22,7 @@ import (
 	"github.com/batchwork/batchwork/integration/emulator"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 )
 
 // Under a backlog of low-priority tasks, a high-priority job's task is

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 )
 
 // Owners' quotas: no one owner can fill the installation with running

@@ -9,7 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 

@@ -21,7 +21,7 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/schedule"
 )

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 )

@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 )
 
 // Task is the task name every stage of the example uses.

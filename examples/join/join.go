@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 )
 
 // Task names, as a spec refers to them.

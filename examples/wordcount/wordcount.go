@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/batchwork/batchwork/shared/executor"
+	"github.com/batchwork/batchwork/internal/executor"
 )
 
 // Task names, as a spec refers to them.

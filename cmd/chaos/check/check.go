@@ -2,7 +2,7 @@
 // DynamoDB table and the S3 bucket, read directly with the AWS SDK, and
 // the executors' own record of the attempts they started. It shares no
 // code with the control plane (no shared/control, shared/dynamo,
-// shared/executor, shared/batch, shared/blob or statemachine; a test
+// internal/executor, shared/batch, shared/blob or statemachine; a test
 // enforces it): the layout it relies on is re-declared here, so the
 // checker cannot agree with a bug by construction.
 //
