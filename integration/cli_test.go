@@ -15,8 +15,8 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/examples/diamond"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 )
 

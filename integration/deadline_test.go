@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 

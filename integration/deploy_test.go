@@ -30,8 +30,8 @@ import (
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/runner"

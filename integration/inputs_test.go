@@ -18,10 +18,10 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/principal"
 	sm "github.com/batchwork/batchwork/statemachine"
 )

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/internal/executor"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 

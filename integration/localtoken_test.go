@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 )

@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
 )

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/control"
 )
 
 // Owners' quotas: no one owner can fill the installation with running

@@ -19,9 +19,9 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
 )

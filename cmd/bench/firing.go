@@ -19,8 +19,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
