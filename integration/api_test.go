@@ -20,9 +20,9 @@ import (
 
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -142,7 +142,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 
 func TestAPIRoutes(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	diamond.Register(reg, nil)
 	e := newEnv(t, reg, envOptions{})
 	const alice = "arn:aws:iam::111122223333:user/alice"
@@ -320,7 +320,7 @@ func fetch(t *testing.T, u string) []byte {
 // lists leave it out, and their cancel changes nothing.
 func TestOwnerIsolation(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	diamond.Register(reg, nil)
 	e := newEnv(t, reg, envOptions{noRun: true})
 	const alice, bob = "alice", "bob"
@@ -372,7 +372,7 @@ func TestOwnerIsolation(t *testing.T) {
 // message, no object.
 func TestBadInputsWriteNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	big := append([]byte("name: big\nstages: []\n#"), bytes.Repeat([]byte("x"), api.MaxBody)...)
 	cases := []struct {
 		name, method, path string
@@ -421,7 +421,7 @@ func TestBadInputsWriteNothing(t *testing.T) {
 // A cursor only continues the query that made it.
 func TestCursorFromAnotherQuery(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	diamond.Register(reg, nil)
 	e := newEnv(t, reg, envOptions{noRun: true})
 	a := e.submitAs("tester", "a", diamond.Spec("a", 3))
@@ -462,27 +462,27 @@ func TestCursorFromAnotherQuery(t *testing.T) {
 // cancel is idempotent.
 func TestCancelWhileTasksRun(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	var mu sync.Mutex
 	var cancelled time.Time
 	started := map[int]time.Time{}
 	stopped := map[int]error{}
 	running := make(chan int, 16)
-	reg.Register("slow", func(ctx context.Context, tk *executor.Task) error {
+	reg.Register("slow", func(ctx context.Context, tk *batchwork.Task) error {
 		mu.Lock()
-		started[tk.Ref.Partition] = time.Now()
+		started[tk.Partition] = time.Now()
 		first := len(started) <= 2
 		mu.Unlock()
 		if first {
 			// The first two tasks to run commit at once.
-			_, err := fmt.Fprintf(tk.Out, "early %d\n", tk.Ref.Partition)
+			_, err := fmt.Fprintf(tk.Out, "early %d\n", tk.Partition)
 			return err
 		}
-		running <- tk.Ref.Partition
+		running <- tk.Partition
 		select {
 		case <-ctx.Done():
 			mu.Lock()
-			stopped[tk.Ref.Partition] = context.Cause(ctx)
+			stopped[tk.Partition] = context.Cause(ctx)
 			mu.Unlock()
 			return ctx.Err()
 		case <-time.After(2 * time.Minute):
@@ -621,14 +621,14 @@ func TestCancelWhileTasksRun(t *testing.T) {
 // history and the timeline; the records of a word count add up.
 func TestProgressRetriesAndRecords(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	var mu sync.Mutex
 	failed := false
-	reg.Register("flaky", func(ctx context.Context, tk *executor.Task) error {
+	reg.Register("flaky", func(ctx context.Context, tk *batchwork.Task) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if !failed && tk.Ref.Partition == 1 {
+		if !failed && tk.Partition == 1 {
 			failed = true
 			return fmt.Errorf("transient: try again")
 		}
@@ -719,7 +719,7 @@ func (c *countingTransport) measure(f func()) (map[string]int, int) {
 func TestStatusDoesNotReadTasks(t *testing.T) {
 	t.Parallel()
 	ct := &countingTransport{}
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true, transport: func(rt http.RoundTripper) http.RoundTripper { ct.next = rt; return ct }})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, transport: func(rt http.RoundTripper) http.RoundTripper { ct.next = rt; return ct }})
 	ctx := context.Background()
 	cost := map[int]int{}
 	for _, n := range []int{3, 1000} {
@@ -752,8 +752,8 @@ func TestStatusDoesNotReadTasks(t *testing.T) {
 // failure count say so.
 func TestExpiredLeaseInAttemptHistory(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, tk *executor.Task) error { return nil })
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, tk *batchwork.Task) error { return nil })
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submitAs("tester", "lease", []byte(`{"name":"lease","lease":"2s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/examples/diamond"
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 )
@@ -62,9 +62,9 @@ func (e *env) cliRun(ctx context.Context, owner string, stdout, stderr *syncBuff
 // outputs then come back through result.
 func TestCLIWatchFollowsJob(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	release := make(chan struct{})
-	diamond.Register(reg, func(ctx context.Context, tk *executor.Task) error {
+	diamond.Register(reg, func(ctx context.Context, tk *batchwork.Task) error {
 		if tk.Stage == "a" {
 			select {
 			case <-release:
@@ -131,9 +131,9 @@ func TestCLIWatchFollowsJob(t *testing.T) {
 // cancelled, so scripts and CI notice.
 func TestCLIExitCodesOfEndedJobs(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("boom", func(ctx context.Context, tk *executor.Task) error { return errors.New("disk on fire") })
-	reg.Register("hang", func(ctx context.Context, tk *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("boom", func(ctx context.Context, tk *batchwork.Task) error { return errors.New("disk on fire") })
+	reg.Register("hang", func(ctx context.Context, tk *batchwork.Task) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})

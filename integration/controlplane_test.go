@@ -22,9 +22,9 @@ import (
 
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
@@ -56,7 +56,7 @@ func referenceCounts(text string) map[string]int {
 
 func TestWordCount(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{})
 	corpus := wordcount.Corpus(7, 120_000)
@@ -118,25 +118,25 @@ func addWordCounts(t *testing.T, e *env, got map[string]int, key string) {
 
 func TestDiamondRunsInDependencyOrder(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	var e *env
 	var mu sync.Mutex
 	var violations []string
 	ready := make(chan struct{})
-	diamond.Register(reg, func(ctx context.Context, t *executor.Task) error {
+	diamond.Register(reg, func(ctx context.Context, t *batchwork.Task) error {
 		<-ready
 		if t.Stage != "d" {
 			return nil
 		}
 		// D runs only after both B and C have committed: read their state.
-		stages, err := e.r.Store.ListStages(ctx, t.Ref.Job)
+		stages, err := e.r.Store.ListStages(ctx, t.Job)
 		if err != nil {
 			return err
 		}
 		for _, st := range stages {
 			if (st.Name == "b" || st.Name == "c") && st.State != sm.StageCompleted {
 				mu.Lock()
-				violations = append(violations, fmt.Sprintf("d/%d ran while %s was %s", t.Ref.Partition, st.Name, st.State))
+				violations = append(violations, fmt.Sprintf("d/%d ran while %s was %s", t.Partition, st.Name, st.State))
 				mu.Unlock()
 			}
 		}
@@ -170,7 +170,7 @@ func TestDiamondRunsInDependencyOrder(t *testing.T) {
 
 func TestIdempotentSubmit(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	diamond.Register(reg, nil)
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx := context.Background()
@@ -222,7 +222,7 @@ func putOutput(t *testing.T, e *env, c control.Claim, body string) {
 
 func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("dup", []byte(`{"name":"dup","stages":[{"name":"s","task":"x","partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
@@ -266,8 +266,8 @@ func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 
 func TestCrashedExecutorIsFenced(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
 		_, err := fmt.Fprintf(t.Out, "attempt %d\n", t.Attempt)
 		return err
 	})
@@ -339,16 +339,16 @@ func objectTags(t *testing.T, e *env, key string) map[string]string {
 
 func TestFailingTaskRetriesThenFailsJob(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	var mu sync.Mutex
 	var attempts []time.Time
-	reg.Register("boom", func(ctx context.Context, t *executor.Task) error {
+	reg.Register("boom", func(ctx context.Context, t *batchwork.Task) error {
 		mu.Lock()
 		attempts = append(attempts, time.Now())
 		mu.Unlock()
 		return errors.New("disk on fire")
 	})
-	reg.Register("ok", func(ctx context.Context, t *executor.Task) error { return nil })
+	reg.Register("ok", func(ctx context.Context, t *batchwork.Task) error { return nil })
 	var claims []time.Time
 	e := newEnv(t, reg, envOptions{noRun: true})
 	e.r.Executor.OnClaim = func(c control.Claim, _ time.Time) {
@@ -427,8 +427,8 @@ func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, er
 
 func TestCommitRetriedAfterLostResponse(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error { return nil })
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error { return nil })
 	drop := &dropFirstCommitResponse{}
 	e := newEnv(t, reg, envOptions{transport: func(rt http.RoundTripper) http.RoundTripper { drop.next = rt; return drop }})
 	id := e.submit("lost", []byte(`{"name":"lost","stages":[{"name":"s","task":"work","partitions":{"count":4}}]}`))
@@ -464,7 +464,7 @@ func TestCommitRetriedAfterLostResponse(t *testing.T) {
 
 func TestBadSpecsWriteNothing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	cases := []struct {
 		name, body, field string
 	}{

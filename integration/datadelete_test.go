@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -43,12 +43,12 @@ func keysUnder(t *testing.T, e *env, prefix string) []string {
 // and a running job 409.
 func TestDeleteJobData(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("emit", func(_ context.Context, tk *executor.Task) error {
-		_, err := fmt.Fprintf(tk.Out, "%s %d\n", tk.Stage, tk.Ref.Partition)
+	reg := batchwork.NewRegistry()
+	reg.Register("emit", func(_ context.Context, tk *batchwork.Task) error {
+		_, err := fmt.Fprintf(tk.Out, "%s %d\n", tk.Stage, tk.Partition)
 		return err
 	})
-	reg.Register("block", func(ctx context.Context, _ *executor.Task) error {
+	reg.Register("block", func(ctx context.Context, _ *batchwork.Task) error {
 		<-ctx.Done() // until its job is cancelled
 		return ctx.Err()
 	})

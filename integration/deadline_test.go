@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -28,14 +29,14 @@ func TestJobDeadlineFailsJobAndCancelsTasks(t *testing.T) {
 		cause     error
 	}
 	started, ended := make(chan int, 4), make(chan stopped, 4)
-	rig.e.reg.Register("hang", func(ctx context.Context, tk *executor.Task) error {
-		started <- tk.Ref.Partition
+	rig.e.reg.Register("hang", func(ctx context.Context, tk *batchwork.Task) error {
+		started <- tk.Partition
 		select {
 		case <-ctx.Done():
-			ended <- stopped{tk.Ref.Partition, context.Cause(ctx)}
+			ended <- stopped{tk.Partition, context.Cause(ctx)}
 			return ctx.Err()
 		case <-time.After(time.Minute):
-			ended <- stopped{tk.Ref.Partition, nil}
+			ended <- stopped{tk.Partition, nil}
 			return errors.New("never cancelled")
 		}
 	})
@@ -106,7 +107,7 @@ func TestJobDeadlineFailsJobAndCancelsTasks(t *testing.T) {
 			t.Errorf("task %s is %s, want CANCELLED", tk.Ref, tk.State)
 		}
 	}
-	if n := rig.runCount(id + "/1/0"); n != 0 {
+	if n := rig.runCount(id + "/after/0"); n != 0 {
 		t.Errorf("the next stage ran %d times", n)
 	}
 }

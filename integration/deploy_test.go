@@ -30,7 +30,7 @@ import (
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/provision"
@@ -278,7 +278,7 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 	if n, err := provision.PauseEventSources(ctx, cfg, stack); err != nil || n != 4 {
 		t.Fatalf("paused %d event source mappings, want 4 (3 ready queues, the timer queue): %v", n, err)
 	}
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := deployedEnv(t, cfg, res, reg)
 	corpus := wordcount.Corpus(11, 60_000)
@@ -306,7 +306,7 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 
 // deployedEnv runs the handlers in this process on a deployed stack's
 // resources, with the test timings of newEnv.
-func deployedEnv(t *testing.T, cfg aws.Config, res provision.Resources, reg *executor.Registry) *env {
+func deployedEnv(t *testing.T, cfg aws.Config, res provision.Resources, reg *batchwork.Registry) *env {
 	t.Helper()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	if testing.Verbose() {

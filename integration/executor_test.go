@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -24,8 +25,8 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	t.Parallel()
 	const lease = 2 * time.Second
 	started, release := make(chan struct{}), make(chan struct{})
-	reg := executor.NewRegistry()
-	reg.Register("hang", func(ctx context.Context, t *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("hang", func(ctx context.Context, t *batchwork.Task) error {
 		if t.Attempt == 1 {
 			close(started)
 			<-release // the process is gone: no heartbeat, no commit
@@ -60,7 +61,7 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	}
 	received := time.Now()
 	m := msgs[0]
-	r := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
+	r := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
 	result := make(chan executor.Result, 1)
 	go func() {
 		result <- r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, func(ctx context.Context, d time.Duration) error {

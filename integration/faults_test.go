@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -84,7 +84,7 @@ func TestTransactionConflictsAreRetried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			inj := faults.New(1)
-			e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true, faults: inj})
+			e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, faults: inj})
 			inj.Add(faults.Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: faults.Conflict, Count: 2, Match: tc.match})
 			tc.run(t, e)
 			if n := inj.Total(); n != 2 {
@@ -100,7 +100,7 @@ func TestTransactionConflictsAreRetried(t *testing.T) {
 func TestClaimWithLostResponseIsGranted(t *testing.T) {
 	t.Parallel()
 	inj := faults.New(1)
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true, faults: inj})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, faults: inj})
 	id := e.submit("lost", []byte(oneStage("lost", "x", 1)))
 	inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: func(_ string, in any) bool {
 		u, ok := in.(*dynamodb.UpdateItemInput)
@@ -127,7 +127,7 @@ func TestClaimWithLostResponseIsGranted(t *testing.T) {
 // key with another spec is a conflict, not an internal error.
 func TestSubmitRetriedByTheClient(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	first, err := e.r.Service.Submit(ctx, control.SubmitRequest{Owner: "tester", IdempotencyKey: "k", Spec: []byte(oneStage("a", "x", 1))})
 	if err != nil || !first.Created {
@@ -148,8 +148,8 @@ func TestSubmitRetriedByTheClient(t *testing.T) {
 // ends the job or commits a task twice.
 func TestJobSurvivesInjectedFaults(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
 		_, err := t.Out.Write([]byte("ok\n"))
 		return err
 	})

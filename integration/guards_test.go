@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -24,7 +24,7 @@ import (
 // checks that DynamoDB accepted exactly the events Decide allows.
 func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(e.cfg)
 	store := e.r.Store
@@ -190,7 +190,7 @@ func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.Ta
 // a cancel) never puts it back in the sweep index.
 func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(e.cfg)
 	due := func(job string, stage int) time.Time {

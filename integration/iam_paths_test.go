@@ -11,6 +11,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -37,9 +38,9 @@ type iamRig struct {
 
 func newIAMRig(t *testing.T) *iamRig {
 	t.Helper()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
-		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", t.Ref, t.Attempt)
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
+		_, err := fmt.Fprintf(t.Out, "%s/%s/%d attempt %d\n", t.Job, t.Stage, t.Partition, t.Attempt)
 		return err
 	})
 	r := &iamRig{clk: newTestClock(), logs: newLogCounter()}
@@ -261,7 +262,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			held := e.submit("held", []byte(iamSpec(2)))
 			mustClaim(t, e.r.Service, batch.TaskRef{Job: held, Stage: 0, Partition: 0}) // by a live executor elsewhere
 			h := &executor.LambdaHandler{
-				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: e.reg, Log: r.logs.logger()},
+				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(e.reg), Log: r.logs.logger()},
 				Queue:  e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
 			}
 			kept := 0

@@ -18,8 +18,8 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/principal"
@@ -82,7 +82,7 @@ func jobWordCounts(t *testing.T, e *env, st control.JobStatus) map[string]int {
 // not the submitter's reads like one that does not exist.
 func TestInputPrefixCannotReachOtherOwnersJobs(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{})
 	bucket := e.r.Resources.Bucket
@@ -127,7 +127,7 @@ func TestInputsAreOwnerScoped(t *testing.T) {
 	t.Parallel()
 	allowed := inputBucket(t, map[string]string{"data/shared.txt": "shared words for everyone\n"})
 	other := inputBucket(t, map[string]string{"data/private.txt": "words of another account\n"})
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{inputBuckets: []string{allowed}})
 	bucket := e.r.Resources.Bucket
@@ -209,7 +209,7 @@ func TestInputsAreOwnerScoped(t *testing.T) {
 // emulator), and a spec naming inputs:<path> reads it.
 func TestCLIUploadsIntoTheCallersInputsArea(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{})
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -61,12 +62,12 @@ func sqsEvent(t *testing.T, e *env, url string, msgs []queue.Message) events.SQS
 // long as they must wait.
 func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
-		if t.Ref.Partition == 1 {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
+		if t.Partition == 1 {
 			return errors.New("bad record in partition 1")
 		}
-		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", t.Ref, t.Attempt)
+		_, err := fmt.Fprintf(t.Out, "%s/%s/%d attempt %d\n", t.Job, t.Stage, t.Partition, t.Attempt)
 		return err
 	})
 	e := newEnv(t, reg, envOptions{noRun: true})
@@ -106,7 +107,7 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 	}
 
 	h := &executor.LambdaHandler{
-		Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: newLogCounter().logger()},
+		Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()},
 		Queue:  e.r.Queue,
 		QueueURLs: map[string]string{
 			queueName(e.r.Resources.Queues.High): e.r.Resources.Queues.High,
@@ -187,25 +188,25 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 	const alice, bob = "arn:aws:iam::123456789012:role/alice", "arn:aws:iam::123456789012:role/bob"
 	cases := []struct {
 		name      string
-		breakTask func(t *executor.Task) error
+		breakTask func(t *batchwork.Task) error
 		wantError string // alice's attempt's error
 	}{
-		{"output past the cap", func(t *executor.Task) error {
+		{"output past the cap", func(t *batchwork.Task) error {
 			_, err := t.Out.Write(make([]byte, 2<<10))
 			return err
 		}, "task output too large: an attempt may buffer at most 1024 bytes of outputs in memory before publishing them; " +
 			"give each task less to write (a smaller splitSize, or more partitions)"},
-		{"panic", func(t *executor.Task) error { panic("alice's bad record") }, "task panicked: alice's bad record"},
+		{"panic", func(t *batchwork.Task) error { panic("alice's bad record") }, "task panicked: alice's bad record"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			reg := executor.NewRegistry()
-			reg.Register("work", func(ctx context.Context, task *executor.Task) error {
+			reg := batchwork.NewRegistry()
+			reg.Register("work", func(ctx context.Context, task *batchwork.Task) error {
 				if task.Params["who"] == "alice" {
 					return tc.breakTask(task)
 				}
-				_, err := fmt.Fprintf(task.Out, "%s attempt %d\n", task.Ref, task.Attempt)
+				_, err := fmt.Fprintf(task.Out, "%s/%s/%d attempt %d\n", task.Job, task.Stage, task.Partition, task.Attempt)
 				return err
 			})
 			e := newEnv(t, reg, envOptions{noRun: true})
@@ -242,7 +243,7 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 				return cmp.Compare(boolInt(a.Body != aliceTask.String()), boolInt(b.Body != aliceTask.String()))
 			})
 			h := &executor.LambdaHandler{
-				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: newLogCounter().logger(), MaxOutputBytes: 1 << 10},
+				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), MaxOutputBytes: 1 << 10},
 				Queue:  e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
 			}
 			resp, err := h.Handle(ctx, sqsEvent(t, e, url, msgs))

@@ -25,6 +25,7 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -149,12 +150,12 @@ func (p pagedBlob) ManifestPageSize() int { return p.size }
 func TestPagedShuffleManifest(t *testing.T) {
 	t.Parallel()
 	const pageSize, reducers, splitSize = 4, 5, 4096
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx, clk, logs := context.Background(), newTestClock(), newLogCounter()
 	svc := newServiceWithBlob(e, testTimings, e.r.Store, pagedBlob{Blob: e.r.Blob, size: pageSize}, clk, logs)
-	exec := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: reg, Log: logs.logger()}
+	exec := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: logs.logger()}
 	corpus := wordcount.Corpus(5, 45_000)
 	e.putInput("tester", "input/corpus.txt", corpus)
 	id := submitTo(t, svc, "wc", string(wordcount.Spec("wc", "inputs:input/", splitSize, reducers)))

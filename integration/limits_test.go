@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -31,15 +31,15 @@ func (h *highWater) max() int { return int(h.peak.Load()) }
 // registerMeasured registers a task function that counts itself in h and
 // works long enough for other executor slots to try other tasks
 // meanwhile (a work duration, not synchronisation).
-func registerMeasured(reg *executor.Registry, name string, h *highWater) {
-	reg.Register(name, func(ctx context.Context, tk *executor.Task) error {
+func registerMeasured(reg *batchwork.Registry, name string, h *highWater) {
+	reg.Register(name, func(ctx context.Context, tk *batchwork.Task) error {
 		defer h.enter()()
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		_, err := fmt.Fprintf(tk.Out, "%s\n", tk.Ref)
+		_, err := fmt.Fprintf(tk.Out, "%s/%s/%d\n", tk.Job, tk.Stage, tk.Partition)
 		return err
 	})
 }
@@ -74,7 +74,7 @@ func TestMaxConcurrencyLimitsRunningTasks(t *testing.T) {
 	t.Parallel()
 	const tasks, limit = 10, 2
 	var h highWater
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	registerMeasured(reg, "work", &h)
 	e := newEnv(t, reg, envOptions{slots: 8})
 	id := e.submit("limit", fmt.Appendf(nil, `{"name":"limit","maxConcurrency":%d,"stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, limit, tasks))

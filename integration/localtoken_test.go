@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/api"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -27,7 +27,7 @@ import (
 // loopback, and either can send any Host it likes.
 func TestLocalRunnerRequiresToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	tok := e.r.Token
 	if len(tok) < 40 {
 		t.Fatalf("the runner's token %q is not a fresh random token", tok)
@@ -125,7 +125,7 @@ func TestLocalRunnerRequiresToken(t *testing.T) {
 // runner takes the file away when it stops.
 func TestLocalRunnerTokenFile(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	cases := []struct {
 		name string
 		// opts places the file; env is what the CLI then needs to find it.

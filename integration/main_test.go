@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t   *testing.T
 	r   *runner.Runner
-	reg *executor.Registry
+	reg *batchwork.Registry
 	cfg aws.Config
 }
 
@@ -76,11 +76,13 @@ type envOptions struct {
 	// read inputs from (control.Config.InputBuckets); the IAM check counts
 	// reads of them as reads of the inputs area (see noteIAMInputBucket).
 	inputBuckets []string
+	// execDir is the executor's programs directory for exec stages.
+	execDir string
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
 
-func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
+func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	t.Helper()
 	cfg := emu.AWSConfig()
 	iamRec.Install(&cfg)
@@ -112,7 +114,7 @@ func newEnv(t *testing.T, reg *executor.Registry, o envOptions) *env {
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,
 		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
-		Control: cc,
+		Control: cc, ExecDir: o.execDir,
 	})
 	if err != nil {
 		cancel()

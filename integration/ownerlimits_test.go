@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -34,12 +34,12 @@ func TestOwnerLimitSpansTheOwnersJobs(t *testing.T) {
 	t.Parallel()
 	const limit, perJob, free = 2, 4, 3
 	var limited highWater
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	registerMeasured(reg, "limited", &limited)
 	var freeMu sync.Mutex
 	freeRunning := 0
 	allFree := make(chan struct{})
-	reg.Register("free", func(ctx context.Context, tk *executor.Task) error {
+	reg.Register("free", func(ctx context.Context, tk *batchwork.Task) error {
 		freeMu.Lock()
 		if freeRunning++; freeRunning == free {
 			close(allFree)
@@ -52,7 +52,7 @@ func TestOwnerLimitSpansTheOwnersJobs(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			return fmt.Errorf("the free owner's %d tasks never all ran at once", free)
 		}
-		_, err := fmt.Fprintf(tk.Out, "%s\n", tk.Ref)
+		_, err := fmt.Fprintf(tk.Out, "%s/%s/%d\n", tk.Job, tk.Stage, tk.Partition)
 		return err
 	})
 	e := newEnv(t, reg, envOptions{slots: 8, control: withOwnerLimits(control.OwnerLimits{Owners: map[string]int{"alice": limit}})})
@@ -95,7 +95,7 @@ func TestJobAndOwnerLimitsTheSmallerBinds(t *testing.T) {
 			t.Parallel()
 			const tasks = 6
 			var h highWater
-			reg := executor.NewRegistry()
+			reg := batchwork.NewRegistry()
 			registerMeasured(reg, "work", &h)
 			e := newEnv(t, reg, envOptions{slots: 8, control: withOwnerLimits(control.OwnerLimits{Default: c.own})})
 			id := e.submit("both", fmt.Appendf(nil, `{"name":"both","maxConcurrency":%d,"retry":{"maxAttempts":1},"stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, c.job, tasks))

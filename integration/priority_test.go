@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
 // Under a backlog of low-priority tasks, a high-priority job's task is
@@ -18,8 +18,8 @@ func TestHighPriorityOvertakesLowBacklog(t *testing.T) {
 	const lowTasks, slots = 40, 4
 	var mu sync.Mutex
 	var order []string // job name of every task run, in start order
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, task *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, task *batchwork.Task) error {
 		mu.Lock()
 		order = append(order, task.Params["job"])
 		mu.Unlock()

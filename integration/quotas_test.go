@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
@@ -23,7 +23,7 @@ func TestOwnerQuotas(t *testing.T) {
 		Schedules:    control.OwnerLimits{Default: 1},
 		HighPriority: []string{"ops"},
 	}
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true, control: &cfg})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg})
 	ctx := context.Background()
 	submit := func(owner, key, body string) (control.SubmitResult, error) {
 		return e.r.Service.Submit(ctx, control.SubmitRequest{Owner: owner, IdempotencyKey: key, Spec: []byte(body)})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -334,15 +335,15 @@ func TestClaimSurvivesTransientJobStateError(t *testing.T) {
 // the separate executor.
 func TestControlPlaneWithoutExecutors(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{controlOnly: true})
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{controlOnly: true})
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
 		_, err := t.Out.Write([]byte("ok\n"))
 		return err
 	})
 	id := e.submit("split", []byte(`{"name":"split","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`))
 	p := e.r.Poller()
-	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: e.r.Executor.Log}
+	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(ctx) }()
@@ -359,8 +360,8 @@ func TestControlPlaneWithoutExecutors(t *testing.T) {
 // promise, not for the task's lease.
 func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
 		_, err := t.Out.Write([]byte("ok\n"))
 		return err
 	})
@@ -386,7 +387,7 @@ func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 
 	claims := make(chan control.Claim, 4)
 	p := e.r.Poller()
-	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: reg, Log: e.r.Executor.Log,
+	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log,
 		OnClaim: func(c control.Claim, _ time.Time) { claims <- c }}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

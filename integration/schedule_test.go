@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -41,7 +41,7 @@ type schedRig struct {
 
 func newSchedRig(t *testing.T) *schedRig {
 	t.Helper()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	clk := newTestClock()
 	now := clk.Now()
 	h0 := now.Truncate(time.Hour).Add(time.Hour)
@@ -380,7 +380,7 @@ func scheduleIndexEntries(t *testing.T, e *env) []string {
 // naming the field, with nothing written.
 func TestScheduleAPI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	before, err := countItems(ctx, e)
 	if err != nil {
@@ -465,7 +465,7 @@ func TestScheduleAPI(t *testing.T) {
 // invalid schedule (3) and an unknown one (4).
 func TestCLISchedule(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	run := func(args ...string) (int, string, string) {
 		var out, errb syncBuffer

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -22,8 +22,8 @@ import (
 // recorded count, until every task exists exactly once.
 func TestMaterializationInChunks(t *testing.T) {
 	t.Parallel()
-	reg := executor.NewRegistry()
-	reg.Register("noop", func(context.Context, *executor.Task) error { return nil })
+	reg := batchwork.NewRegistry()
+	reg.Register("noop", func(context.Context, *batchwork.Task) error { return nil })
 	e := newEnv(t, reg, envOptions{noRun: true, control: &control.Config{
 		StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: time.Minute,
 		ChunkTasks: 10, ChunksPerCall: 1,
@@ -95,7 +95,7 @@ func queueDepth(t *testing.T, e *env, url string) int {
 // (no sweep runs here), and each earlier commit leaves it running.
 func TestLastCommitCompletesStage(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("last", []byte(`{"name":"last","stages":[{"name":"s","task":"x","partitions":{"count":3}}]}`))
 	for p, want := range []sm.StageState{sm.StageRunning, sm.StageRunning, sm.StageCompleted} {

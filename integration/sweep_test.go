@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -41,18 +42,18 @@ type sweepRig struct {
 func newSweepRig(t *testing.T, cfg control.Config) *sweepRig {
 	t.Helper()
 	rig := &sweepRig{clk: newTestClock(), logs: newLogCounter(), cfg: cfg, runs: map[string]int{}}
-	reg := executor.NewRegistry()
-	reg.Register("work", func(ctx context.Context, t *executor.Task) error {
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
 		rig.ran(t)
-		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", t.Ref, t.Attempt)
+		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", ranID(t), t.Attempt)
 		return err
 	})
-	reg.Register("flaky", func(ctx context.Context, t *executor.Task) error {
+	reg.Register("flaky", func(ctx context.Context, t *batchwork.Task) error {
 		rig.ran(t)
 		if t.Attempt == 1 {
 			return errors.New("flaky: first attempt fails")
 		}
-		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", t.Ref, t.Attempt)
+		_, err := fmt.Fprintf(t.Out, "%s attempt %d\n", ranID(t), t.Attempt)
 		return err
 	})
 	rig.e = newEnv(t, reg, envOptions{noRun: true})
@@ -61,12 +62,26 @@ func newSweepRig(t *testing.T, cfg control.Config) *sweepRig {
 	return rig
 }
 
-func (r *sweepRig) ran(t *executor.Task) {
+func (r *sweepRig) ran(t *batchwork.Task) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.runs[t.Ref.String()]++
+	r.runs[ranID(t)]++
 }
 
+// ranID names a task by job, stage name and partition, what a task
+// function knows of itself.
+func ranID(t *batchwork.Task) string { return fmt.Sprintf("%s/%s/%d", t.Job, t.Stage, t.Partition) }
+
+// ranIDs are the ranIDs of the n tasks of a stage.
+func ranIDs(job, stage string, n int) []string {
+	var out []string
+	for p := 0; p < n; p++ {
+		out = append(out, fmt.Sprintf("%s/%s/%d", job, stage, p))
+	}
+	return out
+}
+
+// runCount is how many times the task ranID names ran.
 func (r *sweepRig) runCount(ref string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,7 +94,7 @@ func (r *sweepRig) service(store control.Store, q control.Queue) *control.Servic
 }
 
 func (r *sweepRig) executor(cp executor.ControlPlane) *executor.Runner {
-	return &executor.Runner{CP: cp, Blob: r.e.r.Blob, Registry: r.e.reg, Log: r.logs.logger()}
+	return &executor.Runner{CP: cp, Blob: r.e.r.Blob, Registry: executor.PublicRegistry(r.e.reg), Log: r.logs.logger()}
 }
 
 func oneStage(name, task string, n int) string {
@@ -357,7 +372,7 @@ func TestSweepFinishesInterruptedMaterialization(t *testing.T) {
 			mustSweep(t, rig.svc)
 			js := wantSucceeded(t, rig.svc, id)
 			assertCommittedOnce(t, e, id, 0, n, 1)
-			for _, ref := range taskIDs(id, 0, n) {
+			for _, ref := range ranIDs(id, "s", n) {
 				if runs := rig.runCount(ref); runs != 1 {
 					t.Errorf("task %s ran %d times, want once", ref, runs)
 				}
@@ -599,7 +614,7 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 	js := wantSucceeded(t, rig.svc, id)
 	assertCommittedOnce(t, e, id, 0, 3, 2)
 	assertCommittedOnce(t, e, id, 1, 2, 1)
-	for _, ref := range append(taskIDs(id, 0, 3), taskIDs(id, 1, 2)...) {
+	for _, ref := range append(ranIDs(id, "a", 3), ranIDs(id, "b", 2)...) {
 		if runs := rig.runCount(ref); runs != 1 {
 			t.Errorf("task %s ran %d times, want once", ref, runs)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -33,7 +33,7 @@ func timerSchedule(t *testing.T, svc *control.Service, owner string, lead time.D
 // 2 s of its scheduled time (and not before it), exactly once although two
 // sweeps handed it off and a third sweep reaches it after it fired.
 func TestTimerFiresOnTimeAndOnce(t *testing.T) {
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	svc := e.r.Service
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -107,7 +107,7 @@ func TestTimerFiresOnTimeAndOnce(t *testing.T) {
 // Pausing a schedule after its firing was handed off drops the timer
 // message when it arrives: no job, no run. Deleting does the same.
 func TestTimerDroppedWhenPausedOrDeleted(t *testing.T) {
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	svc := e.r.Service
 	ctx := context.Background()
 	paused, at := timerSchedule(t, svc, "bob", 8*time.Second)
@@ -190,7 +190,7 @@ func (s scheduleReads) GetSchedule(ctx context.Context, owner, id string) (dynam
 // that wait gets no job (the job's transaction checks the schedule is as
 // read) and the message is dropped; one left alone fires.
 func TestTimerScheduleChangedDuringWait(t *testing.T) {
-	e := newEnv(t, executor.NewRegistry(), envOptions{noRun: true})
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string

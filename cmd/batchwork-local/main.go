@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/localauth"
@@ -38,7 +40,21 @@ func main() {
 		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
 	inputBuckets := flag.String("input-buckets", os.Getenv(lambdaenv.EnvInputBuckets),
 		"buckets besides the data bucket that specs may read inputs from, comma-separated; default $"+lambdaenv.EnvInputBuckets+" (none: each owner's inputs area and own jobs only)")
+	outputBuckets := flag.String("output-buckets", os.Getenv(lambdaenv.EnvOutputBuckets),
+		"buckets besides the data bucket that jobs may publish outputs to (under each owner's key), comma-separated; default $"+lambdaenv.EnvOutputBuckets+" (none: each owner's outputs area only)")
+	execDir := flag.String("exec-dir", os.Getenv(executor.EnvExecDir),
+		"directory of the programs that exec stages may run, by bare name; default $"+executor.EnvExecDir+" (none: exec stages fail)")
 	flag.Parse()
+	if *execDir != "" {
+		// The executor joins a program's name to it: make it absolute, and
+		// fail now rather than at the first exec task.
+		abs, err := filepath.Abs(*execDir)
+		if fi, serr := os.Stat(abs); err != nil || serr != nil || !fi.IsDir() {
+			fmt.Fprintf(os.Stderr, "-exec-dir %s: not a directory\n", *execDir)
+			os.Exit(2)
+		}
+		*execDir = abs
+	}
 	limits, err := control.ParseOwnerLimits(*ownerLimits)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-owner-max-concurrency:", err)
@@ -47,6 +63,11 @@ func main() {
 	buckets, err := control.ParseInputBuckets(*inputBuckets)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-input-buckets:", err)
+		os.Exit(2)
+	}
+	outBuckets, err := control.ParseInputBuckets(*outputBuckets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-output-buckets:", err)
 		os.Exit(2)
 	}
 	if *slots < 0 {
@@ -82,13 +103,17 @@ func main() {
 	// and some of its steps do not survive a lost response (a retried
 	// UpdateTimeToLive fails "TimeToLive is already enabled").
 	inj.SetEnabled(false)
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
 	join.Register(reg)
 	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, ControlOnly: *slots == 0, SweepEvery: *sweep, Registry: reg, Log: log,
-		TokenFile: *tokenFile, TokenDir: tokenDir,
-		Control: control.Config{OwnerLimits: limits, InputBuckets: buckets}})
+		TokenFile: *tokenFile, TokenDir: tokenDir, ExecDir: *execDir,
+		// Submits naming a task no executor runs are refused: the runner
+		// publishes its slots' task names before it serves. A control-only
+		// runner (-slots 0) does not check, since a submit could race the
+		// start of the separate executors that publish theirs.
+		Control: control.Config{OwnerLimits: limits, InputBuckets: buckets, OutputBuckets: outBuckets, CheckTaskNames: *slots > 0}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -19,8 +19,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
@@ -49,7 +49,7 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	var writes jobWrites
 	writes.install(&counted, clock)
 	r, err := runner.New(ctx, runner.Options{
-		AWS: counted, Prefix: fmt.Sprintf("bench-fire-%d", time.Now().Unix()), Registry: executor.NewRegistry(),
+		AWS: counted, Prefix: fmt.Sprintf("bench-fire-%d", time.Now().Unix()), Registry: batchwork.NewRegistry(),
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {

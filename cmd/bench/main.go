@@ -23,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -94,8 +94,8 @@ func run(tasks, slots, probes int) error {
 	counted := cfg.Copy()
 	counter.Install(&counted)
 
-	reg := executor.NewRegistry()
-	reg.Register("noop", func(ctx context.Context, t *executor.Task) error { return nil })
+	reg := batchwork.NewRegistry()
+	reg.Register("noop", func(ctx context.Context, t *batchwork.Task) error { return nil })
 	r, err := runner.New(ctx, runner.Options{
 		AWS: counted, Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,

@@ -169,6 +169,9 @@ type phase struct {
 	faults    map[string]map[string]int // by process: its last report
 	crashes   []string                  // processes that died unasked
 	ready     chan map[string]any
+	// running gets an executor's name when it logs that it runs: it has
+	// published its task names by then, so submits naming them pass.
+	running chan string
 
 	jobs  []*jobRun
 	kills []kill
@@ -247,6 +250,11 @@ func (p *phase) onLine(l line) {
 		case p.ready <- l.fields:
 		default:
 		}
+	case "executor running":
+		select {
+		case p.running <- l.proc:
+		default: // a restarted executor's: nobody waits for it
+		}
 	}
 }
 
@@ -280,6 +288,7 @@ func (h *harness) faultEnv(p *phase, n int) []string {
 // executors of a run.
 func (h *harness) start(ctx context.Context, p *phase) error {
 	p.claims, p.faults, p.executors = map[string][]check.Start{}, map[string]map[string]int{}, map[string]string{}
+	p.running = make(chan string, h.o.Executors)
 	p.ready, p.takenFrom, p.takenBy = make(chan map[string]any, 1), map[check.Attempt]string{}, map[check.Attempt]string{}
 	h.progress("%s run: starting the control plane (%s)", p.name, p.prefix)
 	// The API takes only requests with the run's token, which the runner
@@ -321,6 +330,19 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 		if p.execs[i], err = h.startExecutor(p); err != nil {
 			p.stopAll()
 			return err
+		}
+	}
+	// Submit checks task names, which the executors publish as they
+	// start: jobs submitted before would be refused.
+	for range p.execs {
+		select {
+		case <-p.running:
+		case <-time.After(time.Minute):
+			p.stopAll()
+			return fmt.Errorf("%s: the executors did not all start within a minute", p.name)
+		case <-ctx.Done():
+			p.stopAll()
+			return ctx.Err()
 		}
 	}
 	return nil

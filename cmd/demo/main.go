@@ -26,8 +26,8 @@ import (
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
@@ -89,7 +89,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	}
 	cfg := emu.AWSConfig()
 
-	reg := executor.NewRegistry()
+	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	reg.Register("demo.sleep", sleepTask)
 	var deployed *provision.Resources
@@ -122,6 +122,9 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 		AWS: cfg, Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
 		Registry: reg, Log: log, SweepEvery: 5 * time.Second, Resources: deployed, Listen: listenAddr(),
 		TokenDir: tokenDir,
+		// Specs naming a task the executors lack are refused at submit,
+		// as on the deployed stack (the runner publishes its names).
+		Control: control.Config{CheckTaskNames: true},
 	})
 	if err != nil {
 		return err

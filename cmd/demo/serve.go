@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 )
@@ -43,7 +43,7 @@ func tokenDir() (string, error) {
 
 // sleepTask is a slow task for trying watch and cancel: it sleeps for its
 // partition's "seconds" parameter (default 2) and stops when cancelled.
-func sleepTask(ctx context.Context, t *executor.Task) error {
+func sleepTask(ctx context.Context, t *batchwork.Task) error {
 	d := 2 * time.Second
 	if s, err := strconv.ParseFloat(t.Params["seconds"], 64); err == nil {
 		d = time.Duration(s * float64(time.Second))
@@ -53,7 +53,7 @@ func sleepTask(ctx context.Context, t *executor.Task) error {
 		return ctx.Err()
 	case <-time.After(d):
 	}
-	_, err := fmt.Fprintf(t.Out, "slept %s in partition %d\n", d, t.Ref.Partition)
+	_, err := fmt.Fprintf(t.Out, "slept %s in partition %d\n", d, t.Partition)
 	return err
 }
 

@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
 // Task is the task name every stage of the example uses.
@@ -13,14 +13,14 @@ const Task = "diamond.step"
 
 // Register adds the example's task function, which runs hook (if set) and
 // writes one line naming its stage, partition and attempt.
-func Register(reg *executor.Registry, hook func(context.Context, *executor.Task) error) {
-	reg.Register(Task, func(ctx context.Context, t *executor.Task) error {
+func Register(reg *batchwork.Registry, hook func(context.Context, *batchwork.Task) error) {
+	reg.Register(Task, func(ctx context.Context, t *batchwork.Task) error {
 		if hook != nil {
 			if err := hook(ctx, t); err != nil {
 				return err
 			}
 		}
-		_, err := fmt.Fprintf(t.Out, "%s/%d attempt %d params %v\n", t.Stage, t.Ref.Partition, t.Attempt, t.Params)
+		_, err := fmt.Fprintf(t.Out, "%s/%d attempt %d params %v\n", t.Stage, t.Partition, t.Attempt, t.Params)
 		return err
 	})
 }

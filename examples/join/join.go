@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
 // Task names, as a spec refers to them.
@@ -31,7 +31,7 @@ const keys = 64
 const recordsPerMap = 40
 
 // Register adds the example's task functions to reg.
-func Register(reg *executor.Registry) {
+func Register(reg *batchwork.Registry) {
 	reg.Register(MapTask, Map)
 	reg.Register(SideTask, Side)
 	reg.Register(JoinTask, Join)
@@ -51,8 +51,8 @@ stages:
 // Map emits recordsPerMap records, key "k<nn>" and value "p<partition>.<i>",
 // in sorted order so that even its shuffle outputs are the same on every
 // attempt.
-func Map(ctx context.Context, t *executor.Task) error {
-	p := t.Ref.Partition
+func Map(ctx context.Context, t *batchwork.Task) error {
+	p := t.Partition
 	type rec struct{ k, v string }
 	recs := make([]rec, 0, recordsPerMap)
 	for i := range recordsPerMap {
@@ -69,9 +69,9 @@ func Map(ctx context.Context, t *executor.Task) error {
 }
 
 // Side writes a few lines naming its partition.
-func Side(ctx context.Context, t *executor.Task) error {
+func Side(ctx context.Context, t *batchwork.Task) error {
 	for i := range 3 {
-		if _, err := fmt.Fprintf(t.Out, "side/%d line %d\n", t.Ref.Partition, i); err != nil {
+		if _, err := fmt.Fprintf(t.Out, "side/%d line %d\n", t.Partition, i); err != nil {
 			return err
 		}
 	}
@@ -81,9 +81,9 @@ func Side(ctx context.Context, t *executor.Task) error {
 // Join groups its shuffle partition by key and writes
 // "key\tcount\tv1,v2,...\n" lines, keys and values sorted: the map tasks'
 // outputs arrive in manifest order, which the output must not reflect.
-func Join(ctx context.Context, t *executor.Task) error {
+func Join(ctx context.Context, t *batchwork.Task) error {
 	groups := map[string][]string{}
-	err := executor.Records(t.Input, func(k, v string) error {
+	err := batchwork.Records(t.Input, func(k, v string) error {
 		groups[k] = append(groups[k], v)
 		return nil
 	})

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
 // Task names, as a spec refers to them.
@@ -24,7 +24,7 @@ const (
 )
 
 // Register adds the word-count task functions to reg.
-func Register(reg *executor.Registry) {
+func Register(reg *batchwork.Registry) {
 	reg.Register(MapTask, Map)
 	reg.Register(ReduceTask, Reduce)
 }
@@ -45,7 +45,7 @@ func Spec(name, prefix string, splitSize int64, reducers int) []byte {
 
 // Map counts the words of its split and emits one record per distinct word
 // (a combiner: far fewer shuffle bytes than one record per occurrence).
-func Map(ctx context.Context, t *executor.Task) error {
+func Map(ctx context.Context, t *batchwork.Task) error {
 	counts := map[string]int{}
 	sc := bufio.NewScanner(t.Input)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -67,9 +67,9 @@ func Map(ctx context.Context, t *executor.Task) error {
 
 // Reduce sums the counts of its shuffle partition and writes "word\tcount"
 // lines sorted by word.
-func Reduce(ctx context.Context, t *executor.Task) error {
+func Reduce(ctx context.Context, t *batchwork.Task) error {
 	counts := map[string]int{}
-	err := executor.Records(t.Input, func(k, v string) error {
+	err := batchwork.Records(t.Input, func(k, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("count of %q: %w", k, err)

@@ -15,7 +15,8 @@ import (
 )
 
 func main() {
-	lambda.Start(handler(lambdaenv.Must(context.Background())))
+	// Submits are checked against the executors' task names (BATCHWORK_TASK_NAMES and the published ones).
+	lambda.Start(handler(lambdaenv.Must(context.Background(), lambdaenv.CheckTaskNames)))
 }
 
 // handler serves the API over the wired control plane. The owner is the

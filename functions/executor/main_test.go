@@ -12,7 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/batchwork/batchwork/examples/diamond"
+	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/fntest"
+	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/host"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 )
@@ -25,12 +29,20 @@ func TestMissingEnvironment(t *testing.T) { fntest.MissingEnvironment(t) }
 
 var wired = fntest.Wire
 
+// The executor lists the task names it runs, for the construct at synth
+// time.
+func TestListTasks(t *testing.T) {
+	fntest.ListTasks(t, []string{diamond.Task, wordcount.MapTask, wordcount.ReduceTask})
+}
+
 // The handler built from the environment maps every ready queue's name to
 // its URL, runs the registered example functions from an SQS event against
 // the deployed resources, and reports only the message it must keep.
 func TestHandlerRunsTasksFromSQSEvents(t *testing.T) {
 	w, res := wired(t)
-	h := handler(w)
+	reg := batchwork.NewRegistry()
+	register(reg)
+	h := host.LambdaHandler(w, executor.PublicRegistry(reg))
 	ctx := context.Background()
 	for _, url := range []string{res.Queues.High, res.Queues.Normal, res.Queues.Low} {
 		if name := url[strings.LastIndex(url, "/")+1:]; h.QueueURLs[name] != url {
@@ -85,34 +97,5 @@ func TestHandlerRunsTasksFromSQSEvents(t *testing.T) {
 	}
 	if st.Stages[0].Committed != 1 || st.Stages[0].State != "COMPLETED" {
 		t.Fatalf("stage a after the event: %+v, want its task committed and the stage COMPLETED", st.Stages[0])
-	}
-}
-
-// The executor sets the Go runtime's soft memory limit from the function's
-// memory, so the collector holds the heap near its live bytes (the split
-// and output caps are sized for live bytes: tuning.TestOneTaskAtTheCapsFits).
-// An operator's GOMEMLIMIT wins, and outside Lambda nothing is set.
-func TestSoftMemoryLimit(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name   string
-		env    map[string]string
-		want   int64
-		wantOK bool
-	}{
-		{"the stack's 1 GB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 966367641, true},
-		{"an operator's 2 GB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "2048"}, 1932735283, true},
-		{"GOMEMLIMIT set", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "GOMEMLIMIT": "500MiB"}, 0, false},
-		{"not on Lambda", nil, 0, false},
-		{"garbled", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "lots"}, 0, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := softMemoryLimit(func(k string) string { return tc.env[k] })
-			if got != tc.want || ok != tc.wantOK {
-				t.Fatalf("softMemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
-			}
-		})
 	}
 }

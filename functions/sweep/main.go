@@ -16,7 +16,8 @@ import (
 )
 
 func main() {
-	lambda.Start(handler(lambdaenv.Must(context.Background())))
+	// Schedule firings are submits: checked against the executors' task names.
+	lambda.Start(handler(lambdaenv.Must(context.Background(), lambdaenv.CheckTaskNames)))
 }
 
 // handler serves both invocations the function gets. An SQS event (its

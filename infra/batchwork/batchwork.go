@@ -13,7 +13,7 @@ package batchwork
 
 import (
 	"fmt"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -59,7 +60,8 @@ const (
 type Props struct {
 	// BinDir holds <function>/bootstrap for each Lambda function (built by
 	// `make build`). Default "bin" (relative to the app's working
-	// directory, the repository root under cdk.json).
+	// directory, the repository root under cdk.json). A function without a
+	// bootstrap there is built from its package at synth time (build.go).
 	BinDir string
 	// SweepSchedule is an EventBridge schedule expression; default
 	// rate(1 minute).
@@ -78,7 +80,10 @@ type Props struct {
 	// Default 4.
 	FargateSlots int
 	// DockerContext is the directory holding the Dockerfile the Fargate
-	// executor's image is built from at deploy time. Default ".".
+	// executor's image is built from at deploy time (a Docker engine is
+	// needed then), when FargateImage is not set. Its image runs your
+	// executor: a main that calls batchwork.Main (see the Dockerfile
+	// `batchwork init` writes). Default ".".
 	DockerContext string
 	// OutputPrefix prefixes the output keys (see infra/template), so two
 	// installations can share a stack. Default "".
@@ -108,12 +113,68 @@ type Props struct {
 	// bucket. Default none: inputs come from each owner's inputs area
 	// (inputs/<owner key>/) and own jobs only.
 	InputBuckets []string
+	// OutputBuckets are buckets besides the data bucket that jobs may
+	// publish their outputs to (a spec's output: s3://<bucket>/<owner
+	// key>/<path>/; shared/control/publish.go), each owner only under its
+	// own key, which the submitting functions (lambdaenv.EnvOutputBuckets)
+	// check. The roles that end jobs may write, read and list them, as
+	// they may the data bucket's outputs area. To read a published folder
+	// of one as a job's input, list it in InputBuckets too. Default none:
+	// outputs are published to each owner's outputs area
+	// (outputs/<owner key>/) only.
+	OutputBuckets []string
+	// TaskFunctions are the existing Lambda functions (names, or ARNs)
+	// that specs' lambda stages may invoke (taskfunctions.go). The
+	// executor roles (the Lambda executor's, the Fargate executor's) may
+	// invoke exactly these, with their versions and aliases; the
+	// submitting functions (api, sweep) get them as
+	// lambdaenv.EnvTaskFunctions and refuse a lambda stage naming any
+	// other, so no owner can have the executor invoke a function the
+	// operator did not list. A spec names a function as listed here (a
+	// name, or an ARN), optionally with :version or :alias. Default none.
+	TaskFunctions []string
+	// TaskFunctionRoleArns are the execution roles of TaskFunctions: a
+	// function writes its outputs under the attempt's prefix in the job
+	// area, which the data bucket's policy closes to every principal but
+	// the installation's and these (see confineJobArea). Give each role
+	// s3:PutObject on <data bucket>/jobs/* and s3:GetObject on what its
+	// stages read, in its own policy; writes must carry If-None-Match: *.
+	// Default none: lambda stages cannot write outputs of their own.
+	TaskFunctionRoleArns []string
 	// RemoteExecutorRoleArns are the IAM roles of executors that run
 	// outside the installation and claim and commit through the claim and
 	// commit functions (functions/claim, functions/commit). Those functions
 	// are deployed only when roles are named here, and only these roles may
 	// invoke them (remote.go). Default none: nothing deployed uses them.
 	RemoteExecutorRoleArns []string
+
+	// ExecutorPackage is your executor: a Go main package (a directory
+	// such as "./cmd/executor" or ".", or an import path) in the module at
+	// ModuleDir whose main registers tasks and calls batchwork.Main
+	// (shared/batchwork). It is built at synth time for linux/arm64
+	// provided.al2023 with the local Go toolchain, no Docker, and becomes
+	// the Lambda executor's code; it is also built for this machine and
+	// run once with BATCHWORK_LIST_TASKS=1 to learn its task names, which
+	// the submitting functions then accept (build.go). Default "": the
+	// executor of BinDir, or this repository's functions/executor.
+	ExecutorPackage string
+	// ModuleDir is the directory `go build` runs in: the module that holds
+	// ExecutorPackage and requires github.com/batchwork/batchwork. The
+	// control plane's functions are built there too, by import path
+	// (FunctionsPackage), when BinDir has no bootstrap for them. Default
+	// "": the app's working directory.
+	ModuleDir string
+	// TaskNames are the task names the submitting functions accept when
+	// the executor's cannot be learnt at synth time (a Fargate image built
+	// elsewhere). Default: those ExecutorPackage registers.
+	TaskNames []string
+	// FargateImage is the Fargate executor's image, e.g.
+	// ecs.ContainerImage_FromRegistry("123456789012.dkr.ecr.eu-west-1.amazonaws.com/my-executor:v3", nil)
+	// for one built and pushed elsewhere; its entrypoint is an executor
+	// whose main calls batchwork.Main, which runs the long-polling host
+	// outside Lambda. Default nil: the image built at deploy time from the
+	// Dockerfile in DockerContext.
+	FargateImage awsecs.ContainerImage
 }
 
 // Batchwork is a deployed installation.
@@ -138,6 +199,12 @@ type Batchwork struct {
 	// inputBuckets are Props.InputBuckets, checked: read like the data
 	// bucket's inputs area (see grant).
 	inputBuckets []string
+	// outputBuckets are Props.OutputBuckets, checked: written like the
+	// data bucket's outputs area (see grant).
+	outputBuckets []string
+	// taskFunctions are Props.TaskFunctions, checked: the executors may
+	// invoke them (see grant).
+	taskFunctions []string
 	// admission is the environment of the submitting functions (api,
 	// sweep) from Props' owner mode, quotas and priority allowlist.
 	admission map[string]string
@@ -188,8 +255,12 @@ var (
 	// An attempt known to have ended without committing (failed, fenced,
 	// or taken over after its lease expired) has its outputs tagged for the
 	// lifecycle rule to expire, in the job area only (jobKeys).
-	tagActions  = []string{"s3:PutObjectTagging"}
-	sendActions = []string{"sqs:SendMessage"}
+	tagActions = []string{"s3:PutObjectTagging"}
+	// An attempt that streamed an output (a multipart upload) and then
+	// failed, lost its lease or ended with its job aborts its upload, in
+	// the job area only (jobKeys); the lifecycle rule aborts any left.
+	abortActions = []string{"s3:AbortMultipartUpload"}
+	sendActions  = []string{"sqs:SendMessage"}
 	// The executor sets a claimed message's visibility to the lease, keeps
 	// its running tasks' messages hidden, and hides a message until its
 	// task may run.
@@ -230,6 +301,14 @@ type grantSet struct {
 	// (planning a stage: the inputs area and the allowed input buckets),
 	// readInputs reads them (running a task).
 	listInputs, readInputs bool
+	// publish writes a succeeded job's outputs to its output folder: the
+	// outputs area and Props.OutputBuckets, which it also reads (a
+	// folder's claim) and lists (what an interrupted publish copied).
+	publish bool
+	// abort aborts an attempt's multipart uploads.
+	abort bool
+	// invoke invokes Props.TaskFunctions (lambda stages), if any.
+	invoke bool
 }
 
 // jobKeys is the job area (shared/blob/keys.go), the only place any role
@@ -249,12 +328,18 @@ const jobKeys = "jobs/*"
 // Props.InputBuckets.
 const inputKeys = "inputs/*"
 
+// outputKeys is the owners' outputs area (outputs/<owner key>/..., see
+// shared/blob/publish.go): the folders jobs publish to. The functions that
+// end jobs write it (with If-None-Match), and it is read and listed like
+// the inputs area, since a job may read a published folder as its input.
+const outputKeys = "outputs/*"
+
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true},
+	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true},
 	FnClaim:    {table: true, list: true, tag: true},
-	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true},
-	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true},
-	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true},
+	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true},
+	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true},
+	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -262,12 +347,13 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	useBucketPolicyForAccessLogs(c)
-	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets}
+	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets, outputBuckets: p.OutputBuckets, taskFunctions: p.TaskFunctions}
 	b.data(c, p)
 	b.functions(c, p)
 	b.api(c)
 	b.schedule(c, p)
 	b.lambdaExecutor(p)
+	b.publishTaskNames(p) // build.go
 	if p.Executor == ExecutorFargate || p.Executor == ExecutorBoth {
 		b.fargateExecutor(c, p)
 	}
@@ -333,6 +419,17 @@ func withDefaults(props *Props) Props {
 		panic("batchwork: inputBuckets: " + err.Error())
 	}
 	p.InputBuckets = buckets
+	if p.OutputBuckets, err = control.ParseInputBuckets(strings.Join(p.OutputBuckets, ",")); err != nil {
+		panic("batchwork: outputBuckets: " + err.Error())
+	}
+	if p.TaskFunctions, err = control.ParseTaskFunctions(strings.Join(p.TaskFunctions, ",")); err != nil {
+		panic("batchwork: taskFunctions: " + err.Error())
+	}
+	for _, arn := range p.TaskFunctionRoleArns {
+		if err := CheckRoleArn(arn); err != nil {
+			panic("batchwork: taskFunctionRoleArns: " + err.Error())
+		}
+	}
 	if _, err := lambdaenv.QuotasFromEnv(func(k string) string { return admissionEnv(p)[k] }); err != nil {
 		panic("batchwork: " + err.Error())
 	}
@@ -349,6 +446,8 @@ func admissionEnv(p Props) map[string]string {
 		lambdaenv.EnvOwnerMaxTasks: p.MaxTasks, lambdaenv.EnvOwnerMaxSchedules: p.MaxSchedules,
 		lambdaenv.EnvHighPriorityOwners: p.HighPriorityOwners,
 		lambdaenv.EnvInputBuckets:       strings.Join(p.InputBuckets, ","),
+		lambdaenv.EnvOutputBuckets:      strings.Join(p.OutputBuckets, ","),
+		lambdaenv.EnvTaskFunctions:      strings.Join(p.TaskFunctions, ","),
 	} {
 		if v != "" {
 			env[k] = v
@@ -517,7 +616,7 @@ func (b *Batchwork) functions(c constructs.Construct, p Props) {
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  awslambda.Architecture_ARM_64(),
 			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.BinDir, name)), nil),
+			Code:          b.functionCode(p, name), // build.go
 			Role:          role,
 			LogGroup:      logs,
 			LoggingFormat: awslambda.LoggingFormat_JSON,
@@ -562,10 +661,20 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.read {
 		reads = append(reads, jobObjects...)
 	}
+	if g.readInputs || g.publish {
+		// A published folder is read as an input, and its claim by the
+		// publisher.
+		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(outputKeys)))
+	}
 	if g.readInputs {
 		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(inputKeys)))
 		for _, in := range b.inputBuckets {
 			reads = append(reads, jsii.String(inputBucketArn(in)+"/*"))
+		}
+	}
+	if g.publish {
+		for _, out := range b.outputBuckets {
+			reads = append(reads, jsii.String(inputBucketArn(out)+"/*"))
 		}
 	}
 	if len(reads) > 0 {
@@ -580,6 +689,20 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.deleteObjects {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectDeleteActions...), ResourceArns: &jobObjects})
 	}
+	if g.abort {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(abortActions...), ResourceArns: &jobObjects})
+	}
+	if g.invoke && len(b.taskFunctions) > 0 {
+		arns := taskFunctionArns(b.taskFunctions) // taskfunctions.go
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(invokeActions...), ResourceArns: &arns})
+	}
+	if g.publish {
+		outs := []*string{b.Bucket.ArnForObjects(jsii.String(outputKeys))}
+		for _, out := range b.outputBuckets {
+			outs = append(outs, jsii.String(inputBucketArn(out)+"/*"))
+		}
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &outs})
+	}
 	// Listing the data bucket is limited by prefix to the areas the
 	// function reads (s3:prefix; every listing of the code names a prefix
 	// within one); an allowed input bucket is the operator's to share
@@ -591,18 +714,30 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.listInputs {
 		prefixes = append(prefixes, inputKeys)
 	}
+	if g.listInputs || g.publish {
+		prefixes = append(prefixes, outputKeys)
+	}
 	if len(prefixes) > 0 {
 		to.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings(listActions...), Resources: &[]*string{b.Bucket.BucketArn()},
 			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": prefixes}},
 		}))
 	}
-	if g.listInputs && len(b.inputBuckets) > 0 {
-		var arns []*string
+	var listed []*string
+	if g.listInputs {
 		for _, in := range b.inputBuckets {
-			arns = append(arns, jsii.String(inputBucketArn(in)))
+			listed = append(listed, jsii.String(inputBucketArn(in)))
 		}
-		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &arns})
+	}
+	if g.publish {
+		for _, out := range b.outputBuckets {
+			if !slices.Contains(b.inputBuckets, out) || !g.listInputs {
+				listed = append(listed, jsii.String(inputBucketArn(out)))
+			}
+		}
+	}
+	if len(listed) > 0 {
+		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &listed})
 	}
 	for _, q := range b.readyQueues() {
 		if g.send {
@@ -648,6 +783,9 @@ func (b *Batchwork) confineJobArea(p Props) {
 		arns = append(arns, role.RoleArn())
 	}
 	for _, arn := range p.RemoteExecutorRoleArns {
+		arns = append(arns, jsii.String(arn))
+	}
+	for _, arn := range p.TaskFunctionRoleArns { // taskfunctions.go
 		arns = append(arns, jsii.String(arn))
 	}
 	b.Bucket.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

@@ -255,6 +255,9 @@ var (
 	// Lambda's poller polls on the function's behalf: the three actions AWS
 	// requires of an SQS event source.
 	eventSource = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
+	// The executor aborts the multipart uploads of an attempt that failed
+	// after streaming an output.
+	abortUploads = []string{"s3:AbortMultipartUpload"}
 )
 
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
@@ -264,7 +267,7 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
 		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady),
 		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, eventSource)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -307,24 +310,27 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	ready := func(acts ...[]string) map[string][]string {
 		return map[string][]string{"ready": dedupe(sorted(acts...))}
 	}
-	// Writes and tags only in the job area (writeonce_test.go); reads in
-	// the job area, and the inputs area by the executor only; listing is
-	// on the bucket, limited by prefix (inputs_test.go).
-	const jobs, inputs = "bucket/jobs/*", "bucket/inputs/*"
+	// Writes and tags only in the job area (writeonce_test.go), and by the
+	// functions that end jobs in the outputs area (publishing); reads in
+	// the job area, the outputs area, and the inputs area by the executor
+	// only; listing is on the bucket, limited by prefix (inputs_test.go).
+	const jobs, inputs, outputs = "bucket/jobs/*", "bucket/inputs/*", "bucket/outputs/*"
 	getObject := []string{"s3:GetObject"}
+	publish := sorted(getObject, []string{"s3:PutObject"})
 	cases := []struct {
 		fn   string
 		want map[string][]string // resource -> actions
 	}{
-		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects)}, ready(sendReady))},
+		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
+			outputs: publish}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": tableRWOnTable, "bucket": listBucket, jobs: tagObjects}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects)}, ready(sendReady))},
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
-			"bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects),
+			"bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource))}, ready(sendReady))},
 		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), inputs: getObject}, ready(sendReady, setVisible, eventSource))},
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: getObject, outputs: publish}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)
 	for _, c := range cases {

@@ -43,11 +43,7 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 	svc := awsecspatterns.NewQueueProcessingFargateService(c, jsii.String("FargateExecutor"), &awsecspatterns.QueueProcessingFargateServiceProps{
 		Cluster: cluster,
 		Queue:   b.Normal,
-		Image: awsecs.ContainerImage_FromAsset(jsii.String(p.DockerContext), &awsecs.AssetImageProps{
-			File:     jsii.String("Dockerfile"),
-			Platform: awsecrassets.Platform_LINUX_ARM64(),
-			Exclude:  jsii.Strings(".git", ".venv", "node_modules", "cdk.out", "bin", "dist"),
-		}),
+		Image:   fargateImage(p),
 		RuntimePlatform: &awsecs.RuntimePlatform{
 			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
@@ -76,4 +72,18 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 		q.Grant(role, *jsii.Strings("sqs:ReceiveMessage", "sqs:DeleteMessage")...)
 	}
 	suppressFargateNagFindings(svc)
+}
+
+// fargateImage is Props.FargateImage, else the image built at deploy time
+// from the Dockerfile in Props.DockerContext (for linux/arm64, which the
+// service runs on).
+func fargateImage(p Props) awsecs.ContainerImage {
+	if p.FargateImage != nil {
+		return p.FargateImage
+	}
+	return awsecs.ContainerImage_FromAsset(jsii.String(p.DockerContext), &awsecs.AssetImageProps{
+		File:     jsii.String("Dockerfile"),
+		Platform: awsecrassets.Platform_LINUX_ARM64(),
+		Exclude:  jsii.Strings(".git", ".venv", "node_modules", "cdk.out", "bin", "dist"),
+	})
 }

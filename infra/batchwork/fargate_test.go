@@ -41,7 +41,7 @@ func TestFargateExecutor(t *testing.T) {
 	// Lambda executor's actions.
 	td := s.b.Construct.Node().FindChild(jsii.String("FargateExecutor")).Node().FindChild(jsii.String("QueueProcessingTaskDef"))
 	role := td.Node().FindChild(jsii.String("TaskRole")).Node().DefaultChild().(awscdk.CfnElement)
-	want := dedupe(sorted(tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"},
+	want := dedupe(sorted(tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, abortUploads, []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"},
 		// the pattern's own grant on the queue it scales on
 		[]string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}))
 	if diff := cmp.Diff(want, s.actionsOf(t, *s.stack.GetLogicalId(role))); diff != "" {

@@ -124,8 +124,9 @@ func (s *synthesized) roles(t *testing.T) map[string]string {
 	return out
 }
 
-// No role reads anything of the data bucket but its two areas (jobs/ and
-// inputs/), or any other bucket but the ones the operator allows: object
+// No role reads anything of the data bucket but its three areas (jobs/,
+// inputs/ and outputs/, where jobs publish and which a job may read as an
+// input), or any other bucket but the ones the operator allows: object
 // reads are granted on those key patterns and those buckets only, and a
 // listing of the data bucket is limited to those prefixes. Only the
 // executors, which read inputs, read the inputs area's objects.
@@ -151,7 +152,7 @@ func TestRolesReadOnlyTheJobAndInputsAreas(t *testing.T) {
 					switch g.action {
 					case "s3:GetObject":
 						switch {
-						case g.resource == data+"/jobs/*":
+						case g.resource == data+"/jobs/*", g.resource == data+"/outputs/*":
 						case (g.resource == data+"/inputs/*" || slices.Contains(allowedObjects, g.resource)) && executor:
 							readers++
 						default:
@@ -159,7 +160,7 @@ func TestRolesReadOnlyTheJobAndInputsAreas(t *testing.T) {
 						}
 					case "s3:ListBucket":
 						switch {
-						case g.resource == data && g.prefixes != nil && !slices.ContainsFunc(g.prefixes, func(p string) bool { return p != "jobs/*" && p != "inputs/*" }):
+						case g.resource == data && g.prefixes != nil && !slices.ContainsFunc(g.prefixes, func(p string) bool { return p != "jobs/*" && p != "inputs/*" && p != "outputs/*" }):
 						case slices.Contains(allowedBuckets, g.resource) && g.prefixes == nil:
 						default:
 							t.Errorf("%s: %s: lists outside the job and inputs areas and the allowed buckets", role, g)

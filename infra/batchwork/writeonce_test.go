@@ -63,20 +63,23 @@ func TestJobAreaIsWriteOnce(t *testing.T) {
 
 // Roles write and tag objects only in the job area (jobs/*: plans,
 // attempt outputs, manifests), where the bucket policy above lets them
-// only create: nothing of the installation writes the inputs area (owners
-// upload there with their own credentials) or anywhere else in the
-// bucket. Only attempt outputs are ever tagged (as uncommitted, for the
-// lifecycle rule), always under jobs/.
+// only create, and the functions that end jobs write the outputs area
+// (outputs/*: published folders, written with If-None-Match by
+// shared/control/publish.go): nothing of the installation writes the
+// inputs area (owners upload there with their own credentials) or
+// anywhere else in the bucket. Only attempt outputs are ever tagged (as
+// uncommitted, for the lifecycle rule), always under jobs/.
 func TestObjectWritesStayInTheJobArea(t *testing.T) {
 	s := everything(t)
 	jobs := []string{"jobs/*"}
+	publish := []string{"jobs/*", "outputs/*"}
 	want := map[string]map[string][]string{ // role -> action -> key patterns
-		batchwork.FnAPI:      {"s3:PutObject": jobs},
+		batchwork.FnAPI:      {"s3:PutObject": publish},
 		batchwork.FnClaim:    {"s3:PutObjectTagging": jobs},
-		batchwork.FnCommit:   {"s3:PutObject": jobs, "s3:PutObjectTagging": jobs},
-		batchwork.FnSweep:    {"s3:PutObject": jobs, "s3:PutObjectTagging": jobs},
-		batchwork.FnExecutor: {"s3:PutObject": jobs, "s3:PutObjectTagging": jobs},
-		"fargate":            {"s3:PutObject": jobs, "s3:PutObjectTagging": jobs},
+		batchwork.FnCommit:   {"s3:PutObject": publish, "s3:PutObjectTagging": jobs},
+		batchwork.FnSweep:    {"s3:PutObject": publish, "s3:PutObjectTagging": jobs},
+		batchwork.FnExecutor: {"s3:PutObject": publish, "s3:PutObjectTagging": jobs},
+		"fargate":            {"s3:PutObject": publish, "s3:PutObjectTagging": jobs},
 	}
 	bucket := *s.stack.GetLogicalId(s.b.Bucket.Node().DefaultChild().(awscdk.CfnElement))
 	roles := map[string]string{} // role logical id -> name

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -71,6 +72,29 @@ func MissingEnvironment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ListTasks checks that the executor main, run with BATCHWORK_LIST_TASKS=1
+// and no other configuration, prints want (its registered task names,
+// sorted) as a JSON array and exits 0: the construct runs it so at synth
+// time.
+func ListTasks(t *testing.T, want []string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{asMain + "=1", "BATCHWORK_LIST_TASKS=1", "PATH=" + os.Getenv("PATH")}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("main with BATCHWORK_LIST_TASKS=1: %v; stderr: %s", err, stderr.String())
+	}
+	var got []string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("stdout %q is not a JSON array of names: %v", out, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed tasks %q, want %q", got, want)
 	}
 }
 

@@ -84,10 +84,7 @@ func TestOutputCap(t *testing.T) {
 			reg := NewRegistry()
 			reg.Register("work", func(ctx context.Context, t *Task) error {
 				writeErr = tc.write(t.Out)
-				buffered = 0
-				for _, p := range t.Out.parts {
-					buffered += p.Len()
-				}
+				buffered = int(t.Out.bufferedBytes())
 				if tc.ignore {
 					return nil
 				}

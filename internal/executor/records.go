@@ -3,9 +3,11 @@ package executor
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // recordCommitter is a control plane that takes record counts at commit
@@ -15,23 +17,45 @@ type recordCommitter interface {
 }
 
 // lineCounter counts the records (lines) a task function reads from its
-// input: a final line without a newline counts too.
+// input: a final line without a newline counts too. It also keeps the
+// first read error, so an attempt whose function ignored one (a JSON
+// Lines record that is not JSON, a broken download) fails, not commits
+// the records before it as the whole.
 type lineCounter struct {
 	r       io.Reader
 	n       int64
 	midLine bool
+	csv     *csvCounter // CSV input: records, not lines (input.go)
+	err     error
 }
 
 func (l *lineCounter) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
-	if n > 0 {
+	switch {
+	case n > 0 && l.csv != nil:
+		l.csv.count(p[:n])
+	case n > 0:
 		l.n += int64(bytes.Count(p[:n], []byte{'\n'}))
 		l.midLine = p[n-1] != '\n'
+	}
+	if err != nil && err != io.EOF && l.err == nil {
+		l.err = err
 	}
 	return n, err
 }
 
+// readErr is the first error reading the input returned, if any.
+func (l *lineCounter) readErr() error {
+	if l == nil || l.err == nil {
+		return nil
+	}
+	return fmt.Errorf("read input: %w", l.err)
+}
+
 func (l *lineCounter) records() int64 {
+	if l.csv != nil {
+		return l.csv.records()
+	}
 	if l.midLine {
 		return l.n + 1
 	}
@@ -44,6 +68,9 @@ func countInput(t *Task) *lineCounter {
 		return nil
 	}
 	lc := &lineCounter{r: t.Input}
+	if t.Format == spec.FormatCSV {
+		lc.csv = &csvCounter{}
+	}
 	t.Input = lc
 	return lc
 }
@@ -59,12 +86,7 @@ func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineC
 	if in != nil {
 		res.RecordsIn = in.records()
 	}
-	for _, p := range t.Out.parts {
-		b := p.Bytes()
-		res.RecordsOut += int64(bytes.Count(b, []byte{'\n'}))
-		if len(b) > 0 && b[len(b)-1] != '\n' {
-			res.RecordsOut++
-		}
-	}
+	// Counted as written: a streamed partition is no longer in memory.
+	res.RecordsOut = t.Out.records()
 	return rc.CommitWith(ctx, c, res)
 }

@@ -86,6 +86,13 @@ type Runner struct {
 	OnClaim func(c control.Claim, sentAt time.Time)
 	// MaxOutputBytes overrides tuning.MaxTaskOutput (tests).
 	MaxOutputBytes int64
+	// ExecDir is the directory of programs exec stages may run (exec.go);
+	// empty: this host runs no exec stages. Set by the long-polling host
+	// (ExecDirFromEnv), never on Lambda.
+	ExecDir string
+	// Lambda invokes lambda stages' functions (lambdatask.go); nil: this
+	// host runs no lambda stages.
+	Lambda LambdaInvoker
 
 	manifests sync.Map // stage manifest key -> *batch.Manifest
 }
@@ -163,10 +170,9 @@ var (
 )
 
 func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log *slog.Logger) Result {
-	st := c.Spec.Stages[c.Task.Ref.Stage]
-	fn, ok := r.Registry.Lookup(st.Task)
-	if !ok {
-		return r.fail(ctx, c, fmt.Sprintf("task function %q is not registered on this executor", st.Task), log)
+	fn, err := r.taskFunc(c) // a registered function, a program or a Lambda function: exec.go
+	if err != nil {
+		return r.fail(ctx, c, err.Error(), log)
 	}
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -181,8 +187,13 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 		<-hbDone
 		return r.fail(ctx, c, "prepare input: "+err.Error(), log)
 	}
+	// Uploads a failed, fenced or stopped attempt left open are aborted.
+	defer t.Out.abort(ctx, log)
 	in := countInput(t)
 	runErr := safeCall(taskCtx, fn, t)
+	if err := in.readErr(); err != nil && runErr == nil {
+		runErr = err // the function returned without seeing all its input
+	}
 	if err := t.Out.refused(); err != nil {
 		// Whatever the function made of the refusal, its outputs are
 		// incomplete: this attempt must not commit.
@@ -202,13 +213,9 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	case runErr != nil:
 		return r.fail(ctx, c, runErr.Error(), log)
 	}
-	for p := 0; p < t.Out.Parts(); p++ {
-		key := blob.OutputKey(c.Task.Ref.Job, st.Name, c.Task.Ref.Partition, c.Task.Attempt, p)
-		err := r.Blob.PutIfAbsent(ctx, key, t.Out.parts[p].Bytes())
-		if err != nil && !errors.Is(err, batch.ErrExists) {
-			// An existing key is this attempt's own earlier write.
-			return Result{Action: Leave, Err: err}
-		}
+	// Every partition's object is complete before the commit (stream.go).
+	if err := t.Out.publish(ctx, r.Blob); err != nil {
+		return Result{Action: Leave, Err: err}
 	}
 	err = r.commit(ctx, c, t, in)
 	switch {
@@ -296,6 +303,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		parts = st.Shuffle.Partitions
 	}
 	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
+	t.Out.bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]
@@ -309,11 +317,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		t.Input = in
 		return t, func() { in.Close() }, nil
 	case c.Task.Input != nil:
-		bucket, _, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
-		if err != nil {
-			return nil, noop, err
-		}
-		rc, err := split.Open(ctx, r.Blob.Opener(bucket), *c.Task.Input)
+		rc, err := r.openInput(ctx, st.Partitions.Input, *c.Task.Input, t)
 		if err != nil {
 			return nil, noop, err
 		}
@@ -330,6 +334,16 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 // list of upstream tasks times parts. Only the manifest object is cached:
 // a paged one's is its short index.
 func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) (io.ReadCloser, error) {
+	keys, err := r.shuffleKeys(ctx, sp, ref, src)
+	if err != nil {
+		return nil, err
+	}
+	return &multiObject{ctx: ctx, blob: r.Blob, keys: keys}, nil
+}
+
+// shuffleKeys lists the objects of shuffleInput: partition ref.Partition
+// of every committed output of stage src.
+func (r *Runner) shuffleKeys(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) ([]string, error) {
 	key := blob.StageManifestKey(ref.Job, sp.Stages[src].Name)
 	var m *batch.Manifest
 	if v, ok := r.manifests.Load(key); ok {
@@ -352,7 +366,7 @@ func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskR
 	if err != nil {
 		return nil, err
 	}
-	return &multiObject{ctx: ctx, blob: r.Blob, keys: keys}, nil
+	return keys, nil
 }
 
 // multiObject streams objects one after another.

@@ -128,7 +128,8 @@ func (s *Service) notAllowed(bucket, owner string) string {
 // checkDataPrefix checks a prefix of the data bucket: within the owner's
 // inputs area, or within one of the owner's jobs.
 func (s *Service) checkDataPrefix(ctx context.Context, owner, field, prefix string) error {
-	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) {
+	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) ||
+		strings.HasPrefix(prefix, blob.OutputsPrefix(principal.Key(owner))) { // published outputs (publish.go)
 		return nil
 	}
 	if prefix == "" {

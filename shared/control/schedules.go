@@ -107,10 +107,22 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		if err := s.checkPriority(owner, sp); err != nil {
 			return ScheduleView{}, err
 		}
+		if err := s.checkTaskNames(ctx, sp); err != nil {
+			return ScheduleView{}, underSpec(err)
+		}
+		if err := s.checkTaskFunctions(sp); err != nil {
+			err.Field = "spec." + err.Field // the spec is the body's "spec"
+			return ScheduleView{}, err
+		}
 		// The stored spec keeps its inputs:<path> prefixes: each firing
 		// resolves them for the schedule's owner, as a submission does.
 		if err := s.resolveInputs(ctx, owner, sp); err != nil {
 			return ScheduleView{}, err
+		}
+		// Every firing would publish to the one folder, and all but the
+		// first would fail on the first's claim (publish.go).
+		if sp.Output != "" {
+			return ScheduleView{}, &spec.FieldError{Field: "spec.output", Message: "a schedule's jobs cannot publish to an output folder: each firing would need its own"}
 		}
 	}
 	limit := s.cfg.Quotas.Schedules.For(owner)
@@ -222,8 +234,9 @@ func (s *Service) DeleteSchedule(ctx context.Context, owner, id string) error {
 // ScheduleRun is one entry of a schedule's history.
 type ScheduleRun struct {
 	Scheduled time.Time `json:"scheduled"`
-	// Action is started, skipped (the overlap policy) or missed (downtime
-	// under skipMissed).
+	// Action is started, skipped (the overlap policy, or a spec naming a
+	// task no executor runs: see Note) or missed (downtime under
+	// skipMissed).
 	Action    string     `json:"action"`
 	StartedAt *time.Time `json:"startedAt,omitempty"`
 	JobID     string     `json:"jobId,omitempty"`
@@ -492,6 +505,23 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			&dynamo.FiringGuard{Owner: sc.Owner, ScheduleID: sc.ID, Cursor: rec.Cursor})
 		if errors.Is(err, dynamo.ErrCursorMoved) {
 			return again()
+		}
+		var unknown *UnknownTaskError
+		if errors.As(err, &unknown) {
+			// A job no executor can run would fail every attempt, and a
+			// firing that kept erring would hold every schedule's
+			// watermark back: the time is recorded as skipped, with why.
+			c.Skipped++
+			note := "not started: " + unknown.Error()
+			if run.Note != "" { // a catch-up's
+				note = run.Note + "; " + note
+			}
+			run.Action, run.Note = dynamo.RunSkipped, note
+			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", unknown)
+			if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("schedule %s: submit firing %s: %w", sc.ID, f.Scheduled.Format(time.RFC3339), err)

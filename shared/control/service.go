@@ -145,9 +145,28 @@ type Config struct {
 	// from the data bucket only. Every process that submits (the API, the
 	// sweep's schedule firings) must have the same list.
 	InputBuckets []string
+	// OutputBuckets are the buckets besides the data bucket that a job's
+	// output folder may name, under the owner's key (publish.go); the
+	// operator grants the roles that end jobs write access to them. Every
+	// process that submits must have the same list.
+	OutputBuckets []string
 	// InputsEndpoint, when set, is the S3 endpoint WhoAmI tells callers to
 	// upload their inputs through (the local runner's emulator).
 	InputsEndpoint string
+	// TaskFunctions are the Lambda functions (names or ARNs) that lambda
+	// stages may invoke (ParseTaskFunctions; taskfunctions.go); the
+	// operator grants the executor roles lambda:InvokeFunction on them.
+	// Empty: none. Every process that submits must have the same list.
+	TaskFunctions []string
+	// CheckTaskNames makes Submit and CreateSchedule reject a stage whose
+	// task is neither in StaticTaskNames nor published by an executor
+	// (tasknames.go). The processes that submit (the API, the sweep, the
+	// local runner) set it.
+	CheckTaskNames bool
+	// StaticTaskNames are task names known without being published: the
+	// deployed Lambda executor's, which the construct lists at deploy
+	// (lambdaenv.EnvTaskNames).
+	StaticTaskNames []string
 }
 
 func (c Config) withDefaults() Config {
@@ -199,6 +218,11 @@ type Service struct {
 	// executor or a local runner lives for weeks and sees every job.
 	specs  *lru.Cache[string, jobMeta] // job id
 	shards *lru.Cache[string, int]     // "job/stage", once planned
+
+	// Catalog is where executors publish their task names and submits
+	// look them up (tasknames.go): the store, when it keeps one.
+	Catalog   TaskCatalog
+	taskNames taskNameCache
 }
 
 // Cache sizes: a job's meta holds its spec (a few KB at most), so 4,096
@@ -210,8 +234,10 @@ const (
 
 // New returns a control plane service.
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
+	catalog, _ := store.(TaskCatalog)
 	return &Service{
-		cfg: cfg.withDefaults(), store: store, queue: q, blob: b, log: log,
+		Catalog: catalog,
+		cfg:     cfg.withDefaults(), store: store, queue: q, blob: b, log: log,
 		specs:  lru.New[string, jobMeta](specCacheSize),
 		shards: lru.New[string, int](shardCacheSize),
 		Now:    func() time.Time { return time.Now().UTC() },

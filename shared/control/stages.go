@@ -182,6 +182,8 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	if err != nil {
 		return nil, err
 	}
+	// A published folder's claim and marker are not data (publish.go).
+	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
 	for _, o := range objs {
 		if len(o.Key) > MaxInputKey {
 			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes", batch.ErrBadInput, o.Key, MaxInputKey)
@@ -438,6 +440,10 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job) error {
 	key := blob.JobManifestKey(job)
 	if err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
+		return err
+	}
+	// The outputs are in their final folder before the job succeeds.
+	if ended, err := s.publishOutputs(ctx, job, sp, key); err != nil || ended {
 		return err
 	}
 	err := s.store.EndJob(ctx, job, sm.JobSucceed, "", key, s.Now())

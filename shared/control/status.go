@@ -12,11 +12,15 @@ import (
 
 // JobStatus is a job's status as the API shows it.
 type JobStatus struct {
-	ID       string     `json:"id"`
-	Name     string     `json:"name"`
-	State    string     `json:"state"`
-	Error    string     `json:"error,omitempty"`
-	Manifest string     `json:"manifest,omitempty"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Error    string `json:"error,omitempty"`
+	Manifest string `json:"manifest,omitempty"`
+	// Output is the folder the job publishes its outputs to when it
+	// succeeds (its spec's output, resolved; publish.go): complete once it
+	// holds _SUCCESS.
+	Output   string     `json:"output,omitempty"`
 	Created  time.Time  `json:"created"`
 	Started  *time.Time `json:"started,omitempty"`
 	Ended    *time.Time `json:"ended,omitempty"`
@@ -117,7 +121,7 @@ func (s *Service) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error)
 
 func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
 	now := s.Now()
-	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest,
+	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
 		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats))}
 	roots, sinks := map[int]bool{}, map[int]bool{}
 	for _, i := range j.Spec.Roots() {

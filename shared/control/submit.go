@@ -57,9 +57,20 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkPriority(req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
+	// A task no executor runs would fail every attempt (tasknames.go).
+	if err := s.checkTaskNames(ctx, sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
+	// Lambda stages may invoke only the operator's functions (taskfunctions.go).
+	if fe := s.checkTaskFunctions(sp); fe != nil {
+		return SubmitResult{}, time.Time{}, fe
+	}
 	// Inputs are checked against the owner and inputs:<path> prefixes
 	// resolved before the spec is hashed and stored.
 	if err := s.resolveInputs(ctx, req.Owner, sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
+	if err := s.resolveOutput(req.Owner, sp); err != nil { // publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
 	now := s.Now()

@@ -24,6 +24,7 @@ import (
 //	OWN#<owner hash>                SLOTS       the owner's concurrency slots, across its jobs (slots.go)
 //	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
 //	EVT#<job>#<shard>               <ms>#2#<stage>#<part>#<att>  the same, ordered by time for the job's timeline
+//	TASKNAMES                       TASKNAMES   the task catalog: names executors published (tasknames.go)
 //
 // Job ids sort by creation time, so a descending Query of an owner's index
 // lists their jobs newest first without another index. Attempt-end records
@@ -108,6 +109,12 @@ func ownerPK(owner string) string { return "OWN#" + ownerKey(owner) }
 func executorPK(id string) string { return "EXEC#" + id }
 
 const executorSK = "EXEC"
+
+// The task catalog is one item (tasknames.go).
+const (
+	taskNamesPK = "TASKNAMES"
+	taskNamesSK = "TASKNAMES"
+)
 
 func ownerJobSK(job string) string { return "JOB#" + job }
 

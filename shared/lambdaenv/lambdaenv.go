@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -37,6 +38,15 @@ type Config struct {
 	Quotas control.Quotas
 	// InputBuckets are the operator's allowed input buckets.
 	InputBuckets []string
+	// OutputBuckets are the operator's allowed output buckets.
+	OutputBuckets []string
+	// TaskFunctions are the Lambda functions lambda stages may invoke.
+	TaskFunctions []string
+	// TaskNames are the statically known task names (EnvTaskNames), and
+	// CheckTaskNames whether submits are checked against them and the
+	// published ones: set by the functions that submit (CheckTaskNames).
+	TaskNames      []string
+	CheckTaskNames bool
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -63,6 +73,15 @@ func FromEnv() (Config, error) {
 	}
 	if c.InputBuckets, err = control.ParseInputBuckets(os.Getenv(EnvInputBuckets)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvInputBuckets, err)
+	}
+	if c.OutputBuckets, err = control.ParseInputBuckets(os.Getenv(EnvOutputBuckets)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvOutputBuckets, err)
+	}
+	if c.TaskNames, err = control.ParseTaskNames(os.Getenv(EnvTaskNames)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvTaskNames, err)
+	}
+	if c.TaskFunctions, err = control.ParseTaskFunctions(os.Getenv(EnvTaskFunctions)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvTaskFunctions, err)
 	}
 	return c, c.Validate()
 }
@@ -112,6 +131,9 @@ type Wired struct {
 	Faults *faults.Injector
 	// OwnerMode is the configuration's (the api function maps owners).
 	OwnerMode principal.Mode
+	// AWS is the configuration the adapters use, for clients built later
+	// (the executor's Lambda client, for lambda stages).
+	AWS aws.Config
 }
 
 // Wire builds one aws.Config and the adapters over it.
@@ -136,14 +158,25 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
-	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
-	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode}, nil
+	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
+		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode, AWS: cfg}, nil
 }
+
+// Option adjusts the configuration FromEnv read, for one function.
+type Option func(*Config)
+
+// CheckTaskNames is the option of the functions that submit jobs (api,
+// sweep): a stage naming a task no executor runs is rejected at submit.
+func CheckTaskNames(c *Config) { c.CheckTaskNames = true }
 
 // Must is for mains: it exits with the error when wiring fails, since a
 // function without configuration cannot serve anything.
-func Must(ctx context.Context) Wired {
+func Must(ctx context.Context, opts ...Option) Wired {
 	c, err := FromEnv()
+	for _, o := range opts {
+		o(&c)
+	}
 	if err == nil {
 		var w Wired
 		if w, err = Wire(ctx, c); err == nil {

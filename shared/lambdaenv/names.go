@@ -36,6 +36,27 @@ const (
 	// by commas); optional (unset: the data bucket only). Read by the
 	// functions that submit (api, sweep).
 	EnvInputBuckets = "BATCHWORK_INPUT_BUCKETS"
+	// EnvTaskFunctions lists the Lambda functions (names or ARNs) that a
+	// spec's lambda stages may invoke (control.ParseTaskFunctions: entries
+	// separated by commas); optional (unset: none). Read by the functions
+	// that submit (api, sweep); the construct sets it from TaskFunctions,
+	// the functions the executor roles may invoke.
+	EnvTaskFunctions = "BATCHWORK_TASK_FUNCTIONS"
+	// EnvOutputBuckets lists the buckets besides the data bucket that a
+	// job may publish its outputs to, each owner under its own key
+	// (control.Config.OutputBuckets; same format as EnvInputBuckets);
+	// optional (unset: each owner's outputs area only). Read by the
+	// functions that submit (api, sweep).
+	EnvOutputBuckets = "BATCHWORK_OUTPUT_BUCKETS"
+	// EnvTaskNames lists task names known without being published
+	// (control.ParseTaskNames: names separated by commas, e.g.
+	// "wordcount.map,wordcount.reduce"): the construct sets it at deploy
+	// to the names the user's Lambda executor registers, so a submit can
+	// name them before that executor has ever run. Executors publish their
+	// own names when they start (control.PublishTaskNames), so it is
+	// optional; read by the functions that submit (api, sweep), which
+	// reject a stage whose task is neither listed nor published.
+	EnvTaskNames = "BATCHWORK_TASK_NAMES"
 )
 
 // EnvNames lists the required variables.

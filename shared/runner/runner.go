@@ -23,6 +23,7 @@ import (
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -49,7 +50,7 @@ type Options struct {
 	ControlOnly bool
 	SweepEvery  time.Duration
 	Control     control.Config
-	Registry    *executor.Registry
+	Registry    *batchwork.Registry
 	Log         *slog.Logger
 	// PollWait is the executors' long-poll wait (default tuning.ReceiveWait;
 	// the timer consumer waits 20 s by default).
@@ -62,6 +63,10 @@ type Options struct {
 	// file (localauth.File) the batchwork CLI looks for. Neither: the
 	// token stays in memory (Runner.Token), for callers in this process.
 	TokenFile, TokenDir string
+	// ExecDir is the directory of programs the executor's exec stages may
+	// run (executor.Runner.ExecDir; executor.ExecDirFromEnv reads
+	// BATCHWORK_EXEC_DIR); empty: none.
+	ExecDir string
 }
 
 // Runner is a running local installation.
@@ -120,7 +125,8 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
 	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
-	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: o.Registry, Log: o.Log}
+	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: executor.PublicRegistry(o.Registry), Log: o.Log, ExecDir: o.ExecDir}
+	r.publishTaskNames(ctx)
 	if r.Token, err = localauth.NewToken(); err != nil {
 		return nil, err
 	}

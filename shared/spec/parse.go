@@ -460,6 +460,8 @@ func (d *decoder) job(n *yaml.Node, j *Job) {
 			j.Deadline = d.duration(v, p)
 		case "maxConcurrency":
 			j.MaxConcurrency = d.integer(v, p)
+		case "output":
+			j.Output = d.str(v, p)
 		default:
 			return false
 		}
@@ -474,6 +476,15 @@ func (d *decoder) stage(n *yaml.Node, path string, s *Stage) {
 			s.Name = d.str(v, p)
 		case "task":
 			s.Task = d.str(v, p)
+		case "exec":
+			// An empty list stays non-nil, so validation can tell
+			// "exec: []" from no exec at all.
+			s.Exec = []string{}
+			d.list(v, p, func(e *yaml.Node, p string) {
+				s.Exec = append(s.Exec, d.str(e, p))
+			})
+		case "lambda":
+			s.Lambda = d.str(v, p)
 		case "after":
 			d.list(v, p, func(e *yaml.Node, p string) {
 				s.After = append(s.After, d.str(e, p))
@@ -526,6 +537,8 @@ func (d *decoder) partitions(n *yaml.Node, path string) *Partitions {
 						p.Input.Prefix = d.str(v, fp)
 					case "splitSize":
 						p.Input.SplitSize = d.size(v, fp)
+					case "format":
+						p.Input.Format = d.str(v, fp)
 					default:
 						return false
 					}

@@ -31,14 +31,28 @@ type Job struct {
 	// MaxConcurrency caps the job's tasks running at once. A task over the
 	// cap waits in its queue without spending an attempt. 0: no cap.
 	MaxConcurrency int `json:"maxConcurrency,omitempty"`
+	// Output, when set, is the folder the job's final outputs are
+	// published to when it succeeds, with a _SUCCESS marker written last:
+	// "s3://bucket/prefix/", or "outputs:<path>/" in the submitter's
+	// outputs area (OutputsScheme), which a stored job's spec holds
+	// resolved (output.go; shared/control/publish.go).
+	Output string `json:"output,omitempty"`
 }
 
 // Stage is one node of the DAG. Its task count comes from exactly one of:
 // Partitions.Count, Partitions.Input, or (when Partitions is nil) the
 // shuffle of the single upstream stage in After that has a Shuffle.
 type Stage struct {
-	Name       string      `json:"name"`
-	Task       string      `json:"task"`
+	Name string `json:"name"`
+	// Exactly one of Task, Exec and Lambda says what runs: a function
+	// registered on the executor, a program (Exec: the program and its
+	// arguments; records on stdin, outputs on stdout, see
+	// internal/executor/exec.go) on an executor host that allows programs,
+	// or an existing Lambda function (a name or ARN the operator allows;
+	// internal/executor/lambdatask.go).
+	Task       string      `json:"task,omitempty"`
+	Exec       []string    `json:"exec,omitempty"`
+	Lambda     string      `json:"lambda,omitempty"`
 	After      []string    `json:"after,omitempty"`
 	Partitions *Partitions `json:"partitions,omitempty"`
 	Shuffle    *Shuffle    `json:"shuffle,omitempty"`
@@ -54,19 +68,33 @@ type Partitions struct {
 	Count  int                 `json:"count,omitempty"`
 	Params []map[string]string `json:"params,omitempty"`
 	// Input splits the objects under an S3 prefix by file and by byte range
-	// on line boundaries.
+	// on record boundaries.
 	Input *Input `json:"input,omitempty"`
 }
 
-// Input is an S3 prefix read as line-oriented text.
+// Input is an S3 prefix read as records of a format.
 type Input struct {
 	// Prefix is "s3://bucket/prefix", or "inputs:<path>" for a path in
 	// the submitter's inputs area (InputsScheme), which a stored job's
 	// spec holds resolved.
 	Prefix string `json:"prefix"`
+	// Format is how the objects are read into records: one of Formats;
+	// "" is FormatLines. Objects named .gz or .zst are decompressed
+	// whatever the format, each as one task.
+	Format string `json:"format,omitempty"`
 	// SplitSize is the target bytes per task; defaults to DefaultSplitSize.
 	SplitSize Size `json:"splitSize,omitempty"`
 }
+
+// Input formats (Input.Format); shared/split reads them.
+const (
+	FormatLines = "lines" // a record is a line of text
+	FormatJSONL = "jsonl" // JSON Lines: a record is a line holding one JSON value
+	FormatCSV   = "csv"   // CSV with a header row (RFC 4180: quoted fields may hold newlines)
+)
+
+// Formats lists the input formats, default first.
+var Formats = []string{FormatLines, FormatJSONL, FormatCSV}
 
 // Shuffle hash-partitions a stage's output by key into Partitions parts,
 // each of which becomes one task of the downstream stage.

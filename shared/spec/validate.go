@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ func (j *Job) validate() errorList {
 	if j.MaxConcurrency < 0 || j.MaxConcurrency > MaxConcurrencyLimit {
 		errs.add("maxConcurrency", fmt.Sprintf("must be between 1 and %d, or 0 for no limit", MaxConcurrencyLimit))
 	}
+	checkOutput(&errs, "output", j.Output) // output.go
 
 	switch n := len(j.Stages); {
 	case n == 0:
@@ -49,7 +51,7 @@ func (j *Job) validate() errorList {
 		if first, ok := index[s.Name]; ok && first != i {
 			errs.add(p+".name", fmt.Sprintf("duplicate stage name %q (also %s)", s.Name, stagePath(first)))
 		}
-		checkTaskName(&errs, p+".task", s.Task)
+		checkRunnable(&errs, p, s) // task, exec or lambda: stagerun.go
 		checkPriority(&errs, p+".priority", s.Priority)
 		checkLease(&errs, p+".lease", s.Lease)
 		checkRetry(&errs, p+".retry", s.Retry)
@@ -203,6 +205,9 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 	if in := P.Input; in != nil {
 		if err := checkInputPrefix(in.Prefix); err != nil {
 			errs.add(pp+".input.prefix", err.Error())
+		}
+		if in.Format != "" && !slices.Contains(Formats, in.Format) {
+			errs.add(pp+".input.format", fmt.Sprintf("%q is not a format; want lines, jsonl or csv", in.Format))
 		}
 		// A split under a page holds a few lines at most, so tiny sizes
 		// only multiply tasks. The floor is not the memory guard: planning

@@ -1,14 +1,18 @@
-// Package split partitions line-oriented S3 input into byte ranges, one
-// per task, and reads back exactly the lines a range owns.
+// Package split partitions S3 input into byte ranges, one per task, and
+// reads back exactly the records a range owns.
 //
-// Planning is not line aware: it only needs object sizes, so it never
-// reads data. Line boundaries are settled when a task reads its range: a
-// task owns every line whose first byte lies in [Start, End), so each line
-// of an object belongs to exactly one split however the cuts fall.
+// Planning is not record aware: it only needs object names and sizes, so
+// it never reads data. Record boundaries are settled when a task reads its
+// range: a task owns every record whose first byte lies in [Start, End),
+// so each record of an object belongs to exactly one split however the
+// cuts fall. A record is a line (formats lines and jsonl) or a CSV record,
+// which may span lines inside quotes (see format.go). A compressed object
+// (.gz, .zst) cannot be entered mid-stream, so it is one whole-file split.
 package split
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,11 +34,12 @@ type Split struct {
 
 // Plan cuts each non-empty object, in the given order, into
 // ceil(Size/target) byte ranges whose sizes differ by at most one byte.
-// A target ≤ 0 yields one split per object. Plan is deterministic.
+// A target ≤ 0 yields one split per object, and so does a compressed
+// object (Compression), whatever its size. Plan is deterministic.
 func Plan(objs []Object, target int64) []Split {
 	out := make([]Split, 0, Count(objs, target))
 	for _, o := range objs {
-		n := pieces(o.Size, target)
+		n := pieces(o, target)
 		if n == 0 {
 			continue
 		}
@@ -58,16 +63,18 @@ func Plan(objs []Object, target int64) []Split {
 func Count(objs []Object, target int64) int64 {
 	var n int64
 	for _, o := range objs {
-		n += pieces(o.Size, target)
+		n += pieces(o, target)
 	}
 	return n
 }
 
-func pieces(size, target int64) int64 {
+func pieces(o Object, target int64) int64 {
+	size := o.Size
 	switch {
 	case size <= 0:
 		return 0
-	case target <= 0:
+	case target <= 0, Compression(o.Key) != "":
+		// A compressed stream can only be decoded from its start.
 		return 1
 	}
 	n := size / target
@@ -95,39 +102,38 @@ const (
 // '\n' terminator (the last line of an object may have none). It reads
 // the object sequentially and stops, closing the underlying reader, after
 // the last owned line; a line that starts before End is read to its end
-// even past End. The caller must Close the result.
+// even past End. A compressed object is decompressed (see OpenFormat).
+// The caller must Close the result.
 func Open(ctx context.Context, open RangeOpener, s Split) (io.ReadCloser, error) {
-	if s.Start < 0 || s.End < s.Start {
-		return nil, fmt.Errorf("split: invalid range [%d, %d) of %q", s.Start, s.End, s.Key)
-	}
-	if s.Start == s.End {
-		return &lineReader{done: true, err: io.EOF}, nil
-	}
-	// Open one byte early: if the byte before Start ends a line, the line
-	// at Start is ours; otherwise the line running through Start belongs
-	// to the previous split and we skip past it.
+	rc, _, err := OpenFormat(ctx, open, s, Options{})
+	return rc, err
+}
+
+// openRange opens the uncompressed object of s one byte before Start: if
+// that byte ends a record, the record at Start is ours; otherwise the
+// record running through Start belongs to the previous split, and the
+// caller skips past it (skipPartialLine). The buffer holds at least
+// minBuf bytes, so that Peek(minBuf) works.
+func openRange(ctx context.Context, open RangeOpener, s Split, csv bool, minBuf int) (*lineReader, error) {
 	from := max(s.Start-1, 0)
 	rc, err := open(ctx, s.Key, from)
 	if err != nil {
 		return nil, fmt.Errorf("split: open %q at %d: %w", s.Key, from, err)
 	}
-	r := &lineReader{
+	size := max(int(min(max(s.End-s.Start+1, minBufSize), bufSize)), minBuf)
+	return &lineReader{
 		ctx: ctx,
 		rc:  rc,
-		br:  bufio.NewReaderSize(rc, int(min(max(s.End-s.Start+1, minBufSize), bufSize))),
+		br:  bufio.NewReaderSize(rc, size),
 		pos: from,
 		end: s.End,
-	}
-	if s.Start > 0 {
-		if err := r.skipPartialLine(); err != nil {
-			rc.Close()
-			return nil, fmt.Errorf("split: read %q at %d: %w", s.Key, from, err)
-		}
-	}
-	return r, nil
+		csv: csv,
+	}, nil
 }
 
-// lineReader streams whole lines starting before end.
+// lineReader streams whole records starting before end. A record is a
+// line, or with csv set a CSV record, whose newlines inside quotes do not
+// end it.
 type lineReader struct {
 	ctx context.Context
 	rc  io.ReadCloser // nil once closed
@@ -139,20 +145,27 @@ type lineReader struct {
 	pending []byte
 	// midLine is set while pending or br continue a line that started
 	// before end, which must be emitted whole.
-	midLine  bool
+	midLine bool
+	// csv: a '\n' ends a record only outside quotes, and odd says whether
+	// the quotes read since the record began leave us inside a quoted
+	// field. Counting suffices: in RFC 4180 a field's quotes come in pairs
+	// ("" inside a quoted field, and the two that delimit it).
+	csv      bool
+	odd      bool
 	done     bool  // no more data: return err
 	err      error // io.EOF or the failure that ended the stream
 	closeErr error
 }
 
-// skipPartialLine consumes the byte before Start and, unless it is a
-// newline, the rest of the line it belongs to.
+// skipPartialLine consumes the byte before Start and, unless it ends a
+// record, the rest of the record it belongs to.
 func (r *lineReader) skipPartialLine() error {
 	for skipping := true; skipping; {
 		chunk, err := r.br.ReadSlice('\n')
 		r.pos += int64(len(chunk))
+		r.countQuotes(chunk)
 		switch {
-		case len(chunk) > 0 && chunk[len(chunk)-1] == '\n':
+		case r.endsRecord(chunk):
 			skipping = false
 		case errors.Is(err, io.EOF):
 			r.finish(io.EOF) // the object ends inside that line
@@ -196,7 +209,8 @@ func (r *lineReader) fill() error {
 	chunk, err := r.br.ReadSlice('\n')
 	r.pos += int64(len(chunk))
 	r.pending = chunk
-	r.midLine = len(chunk) > 0 && chunk[len(chunk)-1] != '\n'
+	r.countQuotes(chunk)
+	r.midLine = len(chunk) > 0 && !r.endsRecord(chunk)
 	switch {
 	case err == nil, errors.Is(err, bufio.ErrBufferFull):
 		return nil
@@ -212,6 +226,21 @@ func (r *lineReader) fill() error {
 	default:
 		return err
 	}
+}
+
+// countQuotes keeps odd up to date with a chunk just read.
+func (r *lineReader) countQuotes(chunk []byte) {
+	if r.csv && bytes.Count(chunk, quote)%2 == 1 {
+		r.odd = !r.odd
+	}
+}
+
+var quote = []byte{'"'}
+
+// endsRecord reports whether a chunk just read (and counted) ends a
+// record: it ends with a newline, outside quotes.
+func (r *lineReader) endsRecord(chunk []byte) bool {
+	return len(chunk) > 0 && chunk[len(chunk)-1] == '\n' && !r.odd
 }
 
 // finish ends the stream with err once pending is drained, and releases

@@ -107,6 +107,9 @@ type opts struct {
 	key, status, name, stage, state, cursor, download string
 	limit                                             int
 	interval                                          time.Duration
+	// init and dev (scaffold.go, dev.go)
+	module, replace, pkg, data string
+	keep                       bool
 }
 
 // app is a running command.

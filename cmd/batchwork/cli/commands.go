@@ -114,6 +114,8 @@ every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 		uploadCommand,   // inputs.go
 		// datadelete.go
 		deleteDataCommand,
+		initCommand, // scaffold.go
+		devCommand,  // dev.go
 	}
 }
 

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package executor
+
+import "os/exec"
+
+// killGroup: without process groups, cancelling kills the program alone
+// (exec.CommandContext's default).
+func killGroup(*exec.Cmd) {}

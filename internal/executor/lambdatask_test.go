@@ -1,0 +1,363 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/split"
+)
+
+// fakeInvoker stands in for Lambda: fn plays the function.
+type fakeInvoker struct {
+	fn func(ctx context.Context, ev LambdaEvent) (resp []byte, fnErr string, err error)
+
+	mu       sync.Mutex
+	function string
+	events   []LambdaEvent
+}
+
+func (f *fakeInvoker) Invoke(ctx context.Context, function string, payload []byte) ([]byte, string, error) {
+	var ev LambdaEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, "", fmt.Errorf("fake: event: %w", err)
+	}
+	f.mu.Lock()
+	f.function = function
+	f.events = append(f.events, ev)
+	f.mu.Unlock()
+	return f.fn(ctx, ev)
+}
+
+// respond is a function that writes the given parts (part -> body) where
+// the event says and answers with keys made by key.
+func respond(b *memBlob, parts map[int]string, key func(ev LambdaEvent, part int) string) func(context.Context, LambdaEvent) ([]byte, string, error) {
+	return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+		var resp LambdaResponse
+		for p, body := range parts {
+			if err := b.PutIfAbsent(ctx, ev.Outputs[p], []byte(body)); err != nil {
+				return nil, "", err
+			}
+			resp.Outputs = append(resp.Outputs, LambdaOutput{Part: p, Key: key(ev, p)})
+		}
+		raw, err := json.Marshal(resp)
+		return raw, "", err
+	}
+}
+
+func ownKey(ev LambdaEvent, p int) string { return ev.Outputs[p] }
+
+func answer(raw string, fnErr string, err error) func(context.Context, LambdaEvent) ([]byte, string, error) {
+	return func(context.Context, LambdaEvent) ([]byte, string, error) { return []byte(raw), fnErr, err }
+}
+
+const lambdaOne = `
+name: j
+stages:
+  - name: s
+    lambda: my-fn
+    partitions:
+      count: 1
+      params: [{day: "2026-11-23"}]
+`
+
+const lambdaShuffle = `
+name: j
+stages:
+  - name: m
+    lambda: arn:aws:lambda:eu-west-1:123456789012:function:mapper
+    partitions: {count: 1}
+    shuffle: {partitions: 3}
+  - name: r
+    task: t
+    after: [m]
+`
+
+// TestLambdaTask invokes lambda stages through the runner with a fake
+// Lambda: a response naming this attempt's outputs commits them, and
+// anything else fails the attempt with a cause that says why.
+func TestLambdaTask(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		spec     string
+		fn       func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error)
+		noClient bool
+		want     map[int]string // committed parts
+		failWith string
+	}{
+		{name: "outputs committed", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "a\nb\n"}, ownKey)
+			},
+			want: map[int]string{0: "a\nb\n"}},
+		{name: "an output named by its s3:// URI", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x\n"}, func(ev LambdaEvent, p int) string { return "s3://bucket/" + ev.Outputs[p] })
+			},
+			want: map[int]string{0: "x\n"}},
+		{name: "parts not written are published empty", spec: lambdaShuffle,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{1: "k\t1\n"}, ownKey)
+			},
+			want: map[int]string{0: "", 1: "k\t1\n", 2: ""}},
+		{name: "no outputs at all", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer(`{"outputs": []}`, "", nil)
+			},
+			want: map[int]string{0: ""}},
+		{name: "another attempt's key", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("j1", "s", 0, 2, p) })
+			},
+			failWith: `lambda my-fn: response outputs[0]: key "jobs/j1/out/s/p000000/a2/part-00000" is not this attempt's part 0`},
+		{name: "another job's key", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("other", "s", 0, 1, p) })
+			},
+			failWith: `key "jobs/other/out/s/p000000/a1/part-00000" is not this attempt's part 0`},
+		{name: "another bucket's URI", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return "s3://elsewhere/" + ev.Outputs[p] })
+			},
+			failWith: `key "s3://elsewhere/jobs/j1/out/s/p000000/a1/part-00000" is not this attempt's part 0`},
+		{name: "another part's key", spec: lambdaShuffle,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return ev.Outputs[2] })
+			},
+			failWith: "is not this attempt's part 0"},
+		{name: "a part out of range", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer(`{"outputs": [{"part": 1, "key": "k"}]}`, "", nil)
+			},
+			failWith: "response outputs[0]: part 1 is not one of this task's 1 output partitions"},
+		{name: "a part twice", spec: lambdaOne,
+			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+					b.PutIfAbsent(ctx, ev.Outputs[0], nil)
+					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}, {"part": 0, "key": %q}]}`, ev.Outputs[0], ev.Outputs[0]), "", nil
+				}
+			},
+			failWith: "response outputs[1]: part 0 is listed twice"},
+		{name: "an output listed but not written", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}]}`, ev.Outputs[0]), "", nil
+				}
+			},
+			failWith: "response outputs[0]: part 0 (jobs/j1/out/s/p000000/a1/part-00000) cannot be read"},
+		{name: "the function reports an error", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer(`{"error": "bad input on line 3"}`, "", nil)
+			},
+			failWith: "lambda my-fn: function reported: bad input on line 3"},
+		{name: "a function error", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer(`{"errorMessage": "division by zero", "errorType": "ZeroDivisionError"}`, "Unhandled", nil)
+			},
+			failWith: "lambda my-fn: function error (Unhandled): ZeroDivisionError: division by zero"},
+		{name: "the invocation fails", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer("", "", errors.New("AccessDeniedException: not authorized to perform lambda:InvokeFunction"))
+			},
+			failWith: "lambda my-fn: invoke: AccessDeniedException"},
+		{name: "a response that is not JSON", spec: lambdaOne,
+			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+				return answer(`"done"`, "", nil)
+			},
+			failWith: `lambda my-fn: response "done" is not {"outputs"`},
+		{name: "a host without a Lambda client", spec: lambdaOne, noClient: true,
+			failWith: "lambda stages need an executor that can invoke Lambda functions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cp := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
+			b := &memBlob{}
+			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour}
+			inv := &fakeInvoker{}
+			if !tt.noClient {
+				inv.fn = tt.fn(b)
+				r.Lambda = inv
+			}
+			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			_, commits, fails := cp.snapshot()
+			if tt.failWith != "" {
+				if len(fails) != 1 || len(commits) != 0 {
+					t.Fatalf("commits %v, fails %v; want one failure (result %+v)", commits, fails, res)
+				}
+				if !strings.Contains(cp.causes[0], tt.failWith) {
+					t.Errorf("cause %q does not contain %q", cp.causes[0], tt.failWith)
+				}
+				return
+			}
+			if len(commits) != 1 {
+				t.Fatalf("commits %v, fails %v (%v); want one commit", commits, fails, cp.causes)
+			}
+			stage := cp.spec.Stages[0].Name
+			for p, want := range tt.want {
+				got, err := b.Get(context.Background(), blob.OutputKey("j1", stage, 0, 1, p))
+				if err != nil {
+					t.Fatalf("part %d: %v", p, err)
+				}
+				if string(got) != want {
+					t.Errorf("part %d = %q, want %q", p, got, want)
+				}
+			}
+			if want := cp.spec.Stages[0].Lambda; inv.function != want {
+				t.Errorf("invoked %q, want %q", inv.function, want)
+			}
+		})
+	}
+}
+
+// lambdaInputCP grants claims of a task with an S3 split, as the control
+// plane does for a stage that reads an input prefix.
+type lambdaInputCP struct {
+	*fakeCP
+	in split.Split
+}
+
+func (c lambdaInputCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+	cl, err := c.fakeCP.Claim(ctx, ref)
+	cl.Task.Input = &c.in
+	return cl, err
+}
+
+// TestLambdaEvent checks what the function is told: its task, parameters,
+// input (an S3 split, or a shuffle partition's objects), output keys and
+// deadline.
+func TestLambdaEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	before := time.Now()
+	tests := []struct {
+		name string
+		spec string
+		task string // the message body
+		cp   func(f *fakeCP) ControlPlane
+		prep func(t *testing.T, b *memBlob)
+		want LambdaEvent // Deadline aside
+	}{
+		{name: "a partition with params", spec: lambdaOne, task: "j1/0/0",
+			want: LambdaEvent{
+				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+				Params:       map[string]string{"day": "2026-11-23"},
+				Format:       "lines",
+				OutputPrefix: "s3://bucket/jobs/j1/out/s/p000000/a1/",
+				Outputs:      []string{"jobs/j1/out/s/p000000/a1/part-00000"},
+			}},
+		{name: "a split of an S3 input",
+			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"input": {"prefix": "s3://data-bucket/in/"}}}]}`,
+			task: "j1/0/0",
+			cp:   func(f *fakeCP) ControlPlane { return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9}} },
+			prep: func(t *testing.T, b *memBlob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
+			want: LambdaEvent{
+				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+				Params:       map[string]string{},
+				Input:        &LambdaInput{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9},
+				Format:       "lines",
+				OutputPrefix: "s3://bucket/jobs/j1/out/s/p000000/a1/",
+				Outputs:      []string{"jobs/j1/out/s/p000000/a1/part-00000"},
+			}},
+		{name: "a shuffle partition",
+			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +
+				`{"name": "r", "lambda": "reducer", "after": ["m"]}]}`,
+			task: "j1/1/1",
+			prep: func(t *testing.T, b *memBlob) {
+				key := blob.StageManifestKey("j1", "m")
+				w := blob.NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "m", Bucket: "bucket"}, 100)
+				for p := range 2 {
+					for r := range 2 {
+						if err := w.Add(ctx, batch.Output{Stage: "m", Partition: p, Attempt: 1, Part: r, Key: blob.OutputKey("j1", "m", p, 1, r)}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if err := w.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: LambdaEvent{
+				Task:   LambdaTaskRef{Job: "j1", Stage: "r", Partition: 1, Attempt: 1},
+				Params: map[string]string{},
+				Shuffle: &LambdaShuffle{Bucket: "bucket", Keys: []string{
+					"jobs/j1/out/m/p000000/a1/part-00001", "jobs/j1/out/m/p000001/a1/part-00001"}},
+				Format:       "lines",
+				OutputPrefix: "s3://bucket/jobs/j1/out/r/p000001/a1/",
+				Outputs:      []string{"jobs/j1/out/r/p000001/a1/part-00000"},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
+			var cp ControlPlane = f
+			if tt.cp != nil {
+				cp = tt.cp(f)
+			}
+			b := &memBlob{}
+			if tt.prep != nil {
+				tt.prep(t, b)
+			}
+			inv := &fakeInvoker{fn: answer(`{"outputs": []}`, "", nil)}
+			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
+			r.Handle(ctx, Delivery{Body: tt.task}, nil)
+			if len(inv.events) != 1 {
+				t.Fatalf("%d invocations, want 1 (failures: %v)", len(inv.events), f.causes)
+			}
+			got := inv.events[0]
+			deadline, err := time.Parse(time.RFC3339, got.Deadline)
+			if err != nil || deadline.Before(before.Add(15*time.Minute)) || deadline.After(time.Now().Add(maxLambdaWait)) {
+				t.Errorf("deadline %q (%v): want RFC 3339, Lambda's longest run from now", got.Deadline, err)
+			}
+			got.Deadline = ""
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("event (-want +got):\n%s", d)
+			}
+			if _, commits, _ := f.snapshot(); len(commits) != 1 {
+				t.Errorf("commits %v (failures %v), want 1", commits, f.causes)
+			}
+		})
+	}
+}
+
+// staleCP loses every lease at the first heartbeat.
+type staleCP struct{ *fakeCP }
+
+func (staleCP) Heartbeat(context.Context, control.Claim) error { return batch.ErrStaleClaim }
+
+// TestLambdaLeaseLost: when the lease is lost while the function runs,
+// the executor stops waiting and abandons the attempt: no commit, no
+// failure recorded (the new holder owns the task).
+func TestLambdaLeaseLost(t *testing.T) {
+	t.Parallel()
+	f := &fakeCP{spec: mustSpec(t, lambdaOne), lease: time.Minute}
+	invoked := make(chan struct{})
+	inv := &fakeInvoker{fn: func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+		close(invoked)
+		<-ctx.Done() // a function that runs until the executor gives up
+		return nil, "", ctx.Err()
+	}}
+	r := &Runner{CP: staleCP{f}, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Millisecond, Lambda: inv}
+	done := make(chan Result, 1)
+	go func() { done <- r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil) }()
+	within(t, invoked, 10*time.Second, "the invocation")
+	res := within(t, done, 10*time.Second, "the runner to stop waiting")
+	if res.Action != Leave || !errors.Is(res.Err, errLeaseLost) {
+		t.Errorf("result %+v, want Leave with the lost lease", res)
+	}
+	if _, commits, fails := f.snapshot(); len(commits)+len(fails) != 0 {
+		t.Errorf("commits %v, fails %v; want neither", commits, fails)
+	}
+}

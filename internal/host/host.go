@@ -1,0 +1,195 @@
+// Package host runs an executor registry as a process: the Lambda SQS
+// handler or the long-polling pool of slots (Fargate, local), both
+// configured from the environment (shared/lambdaenv). shared/batchwork's
+// Main chooses between them; the logic lives here so that every executor
+// binary, the repository's and its users', runs the same host.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// EnvSlots is the long-polling host's number of concurrent tasks
+// (default 4).
+const EnvSlots = "BATCHWORK_SLOTS"
+
+// drain stays under ECS's longest stop timeout (120 s) so that tasks
+// that finish in time commit before the container is killed.
+const drain = 110 * time.Second
+
+// Tasks is what a host runs: the registry the runner looks functions up
+// in, and its names, published to the control plane at start.
+type Tasks struct {
+	Registry *executor.Registry
+	Names    []string
+}
+
+// publisher is the control plane's task catalog (control.Service).
+type publisher interface {
+	PublishTaskNames(ctx context.Context, names []string) error
+}
+
+var _ publisher = (*control.Service)(nil)
+
+// Publishing waits: how long a host tries to publish its task names
+// before it takes work, and the first retry's delay (doubled up to
+// maxPublishDelay).
+const (
+	publishWait     = 10 * time.Second
+	publishDelay    = 250 * time.Millisecond
+	maxPublishDelay = 30 * time.Second
+)
+
+// publish records names in the control plane's catalog, which submit
+// checks specs against, retrying with backoff until it succeeds or ctx
+// ends (its error then). A submit naming one of them is refused until it
+// succeeds, so one failed request must not leave them unpublished until
+// the next start. A control plane without a catalog checks nothing.
+func publish(ctx context.Context, p publisher, log *slog.Logger, names []string, delay time.Duration) error {
+	for {
+		err := p.PublishTaskNames(ctx, names)
+		if err == nil || errors.Is(err, control.ErrNoTaskCatalog) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		log.Warn("publish task names; retrying", "err", err, "tasks", names, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxPublishDelay)
+	}
+}
+
+// Lambda runs the Lambda host: an SQS event source with partial batch
+// failures. It exits the process with status 1 when the environment is
+// incomplete, and otherwise does not return.
+func Lambda(tasks Tasks) {
+	if limit, ok := SoftMemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+	}
+	w := lambdaenv.Must(context.Background())
+	// Every cold start publishes (a read when the names are known), so a
+	// failure here is retried by the next one; the init phase has 10 s.
+	ctx, cancel := context.WithTimeout(context.Background(), publishWait/2)
+	if err := publish(ctx, w.Service, w.Log, tasks.Names, publishDelay); err != nil {
+		w.Log.Error("publish task names: giving up until the next cold start", "err", err, "tasks", tasks.Names)
+	}
+	cancel()
+	lambda.Start(LambdaHandler(w, tasks.Registry).Handle)
+}
+
+// SoftMemoryLimit is the Go runtime's soft memory limit for this
+// function's memory (tuning.SoftMemoryLimit: the split and output caps are
+// sized for live bytes, and without it the heap may grow to twice them),
+// unless an operator set GOMEMLIMIT or this is not Lambda.
+func SoftMemoryLimit(getenv func(string) string) (int64, bool) {
+	mb, err := strconv.ParseInt(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
+	if err != nil || mb <= 0 || getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	return tuning.SoftMemoryLimit(mb), true
+}
+
+// LambdaHandler builds the SQS handler running reg's functions. SQS
+// events name their queue by ARN; the URLs it needs for visibility
+// changes come from the environment, keyed by queue name.
+func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHandler {
+	urls := map[string]string{}
+	for _, u := range []string{os.Getenv(lambdaenv.EnvQueueHigh), os.Getenv(lambdaenv.EnvQueueNormal), os.Getenv(lambdaenv.EnvQueueLow)} {
+		urls[u[strings.LastIndex(u, "/")+1:]] = u
+	}
+	return &executor.LambdaHandler{
+		// Lambda stages run here too; exec stages never do (no ExecDir).
+		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS)},
+		Queue:  w.Queue, QueueURLs: urls,
+	}
+}
+
+// Poll runs the long-polling host until ctx ends: executor slots fed by
+// long polling the three ready queues, configured like the Lambda
+// functions plus BATCHWORK_SLOTS. When ctx ends (SIGTERM: a scale-in or a
+// deployment) it stops receiving and lets running tasks finish and commit
+// for up to the drain time.
+func Poll(ctx context.Context, tasks Tasks) error {
+	cfg, err := lambdaenv.FromEnv()
+	if err != nil {
+		return err
+	}
+	slots, err := Slots(os.Getenv)
+	if err != nil {
+		return err
+	}
+	// Exec stages run programs from this directory only (executor/exec.go).
+	execDir, err := executor.ExecDirFromEnv()
+	if err != nil {
+		return err
+	}
+	w, err := lambdaenv.Wire(context.WithoutCancel(ctx), cfg)
+	if err != nil {
+		return err
+	}
+	// Before taking work, so a job submitted once this executor is running
+	// is accepted; if the catalog cannot be written for a while, the
+	// executor still runs the tasks it is sent and keeps trying.
+	first, cancel := context.WithTimeout(ctx, publishWait)
+	err = publish(first, w.Service, w.Log, tasks.Names, publishDelay)
+	cancel()
+	if err != nil {
+		go publish(ctx, w.Service, w.Log, tasks.Names, maxPublishDelay)
+	}
+	// A chaos run (BATCHWORK_FAULTS) sums every process's injected faults
+	// from these lines; without faults nothing is logged.
+	go faults.ReportEvery(ctx, w.Faults, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
+	p := &executor.Poller{
+		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
+			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS),
+			// One line per attempt that starts: which executor ran what
+			// is otherwise only in the task record, and only until the
+			// next claim overwrites it.
+			OnClaim: func(c control.Claim, _ time.Time) {
+				w.Log.Info("task claimed", "job_id", c.Task.Ref.Job, "stage", c.Task.Ref.Stage,
+					"partition", c.Task.Ref.Partition, "attempt", c.Task.Attempt, "claimed_at", c.Task.Updated.UnixMilli())
+			}},
+		Queue:      w.Queue,
+		Queues:     []string{cfg.Queues.High, cfg.Queues.Normal, cfg.Queues.Low},
+		Slots:      slots,
+		Visibility: tuning.ReceiveVisibility,
+		Drain:      drain,
+		Log:        w.Log,
+	}
+	w.Log.Info("executor running", "slots", slots, "tasks", tasks.Names, "exec_dir", execDir)
+	return p.Run(ctx)
+}
+
+// Slots is the long-polling host's slot count from BATCHWORK_SLOTS.
+func Slots(getenv func(string) string) (int, error) {
+	s := getenv(EnvSlots)
+	if s == "" {
+		return 4, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive whole number", EnvSlots, s)
+	}
+	return n, nil
+}

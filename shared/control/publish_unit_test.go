@@ -1,0 +1,346 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/principal"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// pubBlob is fakeBlob that also publishes (Publisher): conditional puts
+// and copies into any bucket, reads and paged listings. Its listing pages
+// hold two keys, so a publish reads several.
+type pubBlob struct {
+	*fakeBlob
+	// refused buckets answer every write with blob.ErrRefused.
+	refused map[string]bool
+}
+
+var _ Publisher = (*pubBlob)(nil)
+
+func (b *pubBlob) PutIfAbsentIn(_ context.Context, bucket, key string, body []byte) error {
+	if err := b.hook("PutIfAbsentIn"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[bucket] {
+		return fmt.Errorf("put s3://%s/%s: %w: AccessDenied", bucket, key, blob.ErrRefused)
+	}
+	if _, ok := b.objs[bucket][key]; ok {
+		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
+	}
+	b.putLocked(bucket, key, body)
+	b.log.add("publish put s3://%s/%s", bucket, key)
+	return nil
+}
+
+func (b *pubBlob) CopyIfAbsent(_ context.Context, src, bucket, dst string) error {
+	if err := b.hook("CopyIfAbsent"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[bucket] {
+		return fmt.Errorf("copy: %w: AccessDenied", blob.ErrRefused)
+	}
+	body, ok := b.objs[fakeBucket][src]
+	if !ok {
+		return fmt.Errorf("copy %s: NoSuchKey", src)
+	}
+	if _, ok := b.objs[bucket][dst]; ok {
+		return fmt.Errorf("copy to %s: %w", dst, batch.ErrExists)
+	}
+	b.putLocked(bucket, dst, body)
+	b.log.add("copy %s to s3://%s/%s", src, bucket, dst)
+	return nil
+}
+
+func (b *pubBlob) Open(_ context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	body, ok := b.objs[bucket][key]
+	if !ok {
+		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
+	}
+	return io.NopCloser(bytes.NewReader(body[start:])), nil
+}
+
+func (b *pubBlob) ListPage(_ context.Context, bucket, prefix, after string) ([]string, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.objs[bucket] {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 2 {
+		return keys[:2], true, nil
+	}
+	return keys, false, nil
+}
+
+// newPublishRig is a unit rig whose blob store publishes.
+func newPublishRig(t *testing.T, opts ...func(*Config)) (*unitRig, *pubBlob) {
+	r := newUnitRig(t, opts...)
+	pb := &pubBlob{fakeBlob: r.blob, refused: map[string]bool{}}
+	cfg := unitTimings
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r.svc = New(cfg, r.store, r.queue, pb, testLogger(t))
+	r.svc.Now = r.clock.Now
+	r.svc.Jitter = func(time.Duration) time.Duration { return 0 }
+	return r, pb
+}
+
+// An output folder names the submitter's own outputs area (in full, or as
+// outputs:<path>/, recorded resolved) or a folder under the submitter's
+// key in a bucket the operator allows for outputs; anything else is a 400
+// on "output", and nothing is written.
+func TestOutputFolderIsScopedToTheOwner(t *testing.T) {
+	t.Parallel()
+	const allowed = "corp-results"
+	key := principal.Key("tester")
+	own := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(key)
+	other := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob"))
+	cases := []struct {
+		name, output string
+		want         string // recorded; "" when refused
+		msg          string // part of the refusal's message
+	}{
+		{name: "shorthand", output: "outputs:wc/2026/", want: own + "wc/2026/"},
+		{name: "own outputs area in full", output: own + "wc/", want: own + "wc/"},
+		{name: "allowed bucket under own key", output: "s3://" + allowed + "/" + key + "/wc/", want: "s3://" + allowed + "/" + key + "/wc/"},
+
+		{name: "another owner's outputs area", output: other + "wc/", msg: "is not a folder in your outputs area"},
+		{name: "the whole outputs area", output: own, msg: "is not a folder in your outputs area"},
+		{name: "every owner's outputs", output: "s3://" + fakeBucket + "/outputs/", msg: "is not a folder in your outputs area"},
+		{name: "the job area", output: "s3://" + fakeBucket + "/jobs/x/", msg: "is not a folder in your outputs area"},
+		{name: "own inputs area", output: "s3://" + fakeBucket + "/" + blob.InputsPrefix(key), msg: "is not a folder in your outputs area"},
+		{name: "allowed bucket under another key", output: "s3://" + allowed + "/" + principal.Key("bob") + "/wc/", msg: "your outputs go in folders under your owner key"},
+		{name: "allowed bucket, own key alone", output: "s3://" + allowed + "/" + key + "/", msg: "your outputs go in folders under your owner key"},
+		{name: "a bucket not allowed", output: "s3://elsewhere/" + key + "/wc/", msg: `bucket "elsewhere" is not one this installation publishes outputs to`},
+		{name: "not a folder", output: "outputs:wc", msg: "must end with '/'"},
+		{name: "a whole bucket", output: "s3://" + allowed, msg: "names a whole bucket"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := newPublishRig(t, func(cfg *Config) { cfg.OutputBuckets = []string{allowed} })
+			body := oneStage(1, 1, fmt.Sprintf(`,"output":%q`, c.output))
+			res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k", Spec: []byte(body)})
+			if c.want == "" {
+				var fe *spec.FieldError
+				if !errors.As(err, &fe) || fe.Field != "output" || !strings.Contains(fe.Message, c.msg) {
+					t.Fatalf("submit: %v, want a field error on output containing %q", err, c.msg)
+				}
+				if n := len(r.store.jobs) + len(r.store.idem); n != 0 {
+					t.Fatalf("%d records written for a refused spec", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("submit: %v", err)
+			}
+			if got := r.job(res.JobID).Spec.Output; got != c.want {
+				t.Fatalf("recorded output %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// A succeeded job's outputs are copied from the attempts its manifest
+// lists to their final names, after the folder's claim and before
+// _SUCCESS, and only then does the job succeed. A publish cut short is
+// finished by the sweep, which copies only what is missing; another job's
+// claim on the folder, or a refusal, fails the job with an error naming
+// the folder.
+func TestPublishOutputs(t *testing.T) {
+	t.Parallel()
+	const folder = "s3://" + fakeBucket + "/outputs/"
+	cases := []struct {
+		name string
+		// before runs after submit, before the tasks commit.
+		before func(r *unitRig, pb *pubBlob, job, folder string)
+		// fault is set on the blob before the last commit.
+		fault faultHook
+		// sweeps after the last commit.
+		sweep bool
+
+		wantState sm.JobState
+		wantErr   string
+		// wantCopies is how many copies the whole run made; -1: any.
+		wantCopies int
+	}{
+		{name: "publishes every output, claim first and _SUCCESS last", wantState: sm.JobSucceeded, wantCopies: 3},
+		{name: "an interrupted publish is finished by the sweep, copying only what is missing",
+			fault: failNth("CopyIfAbsent", 2), sweep: true, wantState: sm.JobSucceeded, wantCopies: 3},
+		{name: "a retry finds its own claim", before: func(r *unitRig, pb *pubBlob, job, folder string) {
+			pb.put(fakeBucket, strings.TrimPrefix(folder, "s3://"+fakeBucket+"/")+blob.ClaimName, []byte(`{"job":"`+job+`"}`))
+		}, wantState: sm.JobSucceeded, wantCopies: 3},
+		{name: "another job's claim fails the job", before: func(r *unitRig, pb *pubBlob, job, folder string) {
+			pb.put(fakeBucket, strings.TrimPrefix(folder, "s3://"+fakeBucket+"/")+blob.ClaimName, []byte(`{"job":"jOTHER"}`))
+		}, wantState: sm.JobFailed, wantErr: "already holds the outputs of job jOTHER", wantCopies: 0},
+		{name: "a refusal fails the job", before: func(r *unitRig, pb *pubBlob, job, folder string) {
+			pb.refused[fakeBucket] = true
+		}, wantState: sm.JobFailed, wantErr: "publish outputs to " + folder, wantCopies: 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r, pb := newPublishRig(t)
+			out := folder + principal.Key("tester") + "/wc/"
+			job := r.submit(oneStage(3, 1, `,"output":"outputs:wc/"`))
+			area := strings.TrimPrefix(out, "s3://"+fakeBucket+"/")
+			if c.before != nil {
+				c.before(r, pb, job, out)
+			}
+			for p := range 3 {
+				cl := r.claim(taskRef(job, 0, p))
+				r.output(cl, 1)
+				pb.put(fakeBucket, blob.OutputKey(job, "s", p, cl.Task.Attempt, 0), []byte(fmt.Sprintf("part %d\n", p)))
+				if p == 2 {
+					pb.setFault(c.fault)
+				}
+				err := r.svc.Commit(r.ctx, cl, 1)
+				if err != nil && (c.fault == nil || p != 2) {
+					t.Fatalf("commit %d: %v", p, err)
+				}
+			}
+			pb.setFault(nil)
+			if c.sweep {
+				if st := r.job(job).State; st != sm.JobRunning {
+					t.Fatalf("job %s after an interrupted publish, want RUNNING until it is finished", st)
+				}
+				r.clock.Advance(time.Minute)
+				r.sweep()
+			}
+			j := r.job(job)
+			if j.State != c.wantState || !strings.Contains(j.Error, c.wantErr) {
+				t.Fatalf("job %s (%q), want %s with an error containing %q", j.State, j.Error, c.wantState, c.wantErr)
+			}
+			entries := r.log.all()
+			copies := 0
+			for _, e := range entries {
+				if strings.HasPrefix(e, "copy ") {
+					copies++
+				}
+			}
+			if copies != c.wantCopies {
+				t.Errorf("%d copies, want %d:\n%s", copies, c.wantCopies, strings.Join(entries, "\n"))
+			}
+			success := area + blob.SuccessName
+			_, hasSuccess := pb.object(success)
+			if c.wantState != sm.JobSucceeded {
+				if hasSuccess {
+					t.Errorf("%s written for a failed job", success)
+				}
+				return
+			}
+			claim := r.log.index("publish put s3://" + fakeBucket + "/" + area + blob.ClaimName)
+			last := r.log.index("publish put s3://" + fakeBucket + "/" + success)
+			if c.before == nil && claim < 0 {
+				t.Errorf("no claim written")
+			}
+			if last < 0 || last < claim {
+				t.Fatalf("_SUCCESS at %d, claim at %d: want _SUCCESS written after the claim", last, claim)
+			}
+			for i, e := range entries {
+				if strings.HasPrefix(e, "copy ") && i > last {
+					t.Errorf("%q after _SUCCESS", e)
+				}
+			}
+			for p := range 3 {
+				got, ok := pb.object(blob.PublishedKey(area, "s", p, 0))
+				if want := fmt.Sprintf("part %d\n", p); !ok || string(got) != want {
+					t.Errorf("published part %d: %q, want %q", p, got, want)
+				}
+			}
+		})
+	}
+}
+
+// failNth fails the n-th call (from 1) of method.
+func failNth(method string, n int) faultHook {
+	calls := 0
+	return func(m string) error {
+		if m != method {
+			return nil
+		}
+		calls++
+		if calls == n {
+			return errInjected
+		}
+		return nil
+	}
+}
+
+// Jobs without an output publish nothing.
+func TestNoOutputPublishesNothing(t *testing.T) {
+	t.Parallel()
+	r, _ := newPublishRig(t)
+	job := r.submit(oneStage(1, 1, ""))
+	r.commit(r.claim(taskRef(job, 0, 0)), 1)
+	if st := r.job(job).State; st != sm.JobSucceeded {
+		t.Fatalf("job %s, want SUCCEEDED", st)
+	}
+	for _, e := range r.log.all() {
+		if strings.HasPrefix(e, "publish") || strings.HasPrefix(e, "copy") {
+			t.Errorf("%q for a job without an output", e)
+		}
+	}
+}
+
+// The outputs area's prefix is as long as spec's limits assume.
+func TestOutputsAreaPrefixBytes(t *testing.T) {
+	t.Parallel()
+	if got, want := len(blob.OutputsPrefix(principal.Key("any owner"))), spec.OutputsAreaPrefixBytes; got != want {
+		t.Fatalf("outputs area prefix is %d bytes, spec.OutputsAreaPrefixBytes %d", got, want)
+	}
+}
+
+// A job may read a folder of its owner's outputs area as its input, never
+// another owner's, and its planner skips the folder's claim and _SUCCESS,
+// which are not data.
+func TestPublishedFolderIsAnInput(t *testing.T) {
+	t.Parallel()
+	r, pb := newPublishRig(t)
+	folder := blob.OutputsPrefix(principal.Key("tester")) + "wc/"
+	pb.put(fakeBucket, folder+blob.ClaimName, []byte(`{"job":"j"}`))
+	pb.put(fakeBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
+	pb.put(fakeBucket, folder+"reduce/part-00001", []byte("b\t2\n"))
+	pb.put(fakeBucket, folder+blob.SuccessName, []byte(`{}`))
+	in := func(prefix string) string {
+		return fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, prefix)
+	}
+	job := r.submit(in("s3://" + fakeBucket + "/" + folder))
+	st := r.stage(job, 0)
+	if st.Total != 2 {
+		t.Fatalf("stage planned into %d tasks, want 2 (the two parts, not the markers)", st.Total)
+	}
+	for p := range 2 {
+		if k := r.task(taskRef(job, 0, p)).Input.Key; blob.IsPublishMarker(k) {
+			t.Errorf("task %d reads %s", p, k)
+		}
+	}
+	bob := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"
+	_, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "bob", Spec: []byte(in(bob))})
+	var fe *spec.FieldError
+	if !errors.As(err, &fe) || fe.Field != "stages[0].partitions.input.prefix" {
+		t.Fatalf("submit reading another owner's outputs: %v, want a field error on the prefix", err)
+	}
+}
