@@ -13,6 +13,9 @@
 //	highPriorityOwners      owners allowed priority "high" ("*": all); default all
 //	remoteExecutorRoles     role ARNs (comma-separated) of executors outside the installation: deploys
 //	                        the claim and commit functions, invokable by these roles only; default none
+//	outputBuckets           buckets (comma-separated) that jobs may publish their outputs to, under each owner's key; default none
+//	taskFunctions           Lambda functions (names or ARNs, comma-separated) that lambda stages may invoke; default none
+//	taskFunctionRoles       those functions' execution roles (ARNs), allowed to write their attempts' outputs; default none
 //	stackName               the stack's name, default Batchwork
 package main
 

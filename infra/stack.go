@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/batchwork/batchwork/examples"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,15 @@ func NewStack(scope constructs.Construct, name string, props *batchwork.Props) a
 	stack := awscdk.NewStack(scope, jsii.String(name), &awscdk.StackProps{
 		Description: jsii.String("Batchwork: serverless batch processing (DynamoDB, SQS, S3, Lambda)"),
 	})
+	if props.TaskNames == nil && props.ExecutorPackage == "" {
+		// The repository's own executors run the examples
+		// (functions/executor, cmd/batchwork-executor): the API accepts
+		// their names from the first submit, before any executor has
+		// started and published them.
+		withNames := *props
+		withNames.TaskNames = examples.Names()
+		props = &withNames
+	}
 	batchwork.NewBatchwork(stack, "Batchwork", props)
 	return stack
 }
@@ -99,6 +109,30 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 			return nil, fmt.Errorf("context inputBuckets: %w", err)
 		}
 		p.InputBuckets = buckets
+	}
+	if s, ok := str("outputBuckets"); ok {
+		// Bucket names, read as the input buckets are.
+		buckets, err := control.ParseInputBuckets(s)
+		if err != nil {
+			return nil, fmt.Errorf("context outputBuckets: %w", err)
+		}
+		p.OutputBuckets = buckets
+	}
+	if s, ok := str("taskFunctions"); ok {
+		fns, err := control.ParseTaskFunctions(s)
+		if err != nil {
+			return nil, fmt.Errorf("context taskFunctions: %w", err)
+		}
+		p.TaskFunctions = fns
+	}
+	if s, ok := str("taskFunctionRoles"); ok {
+		for _, arn := range strings.Split(s, ",") {
+			arn = strings.TrimSpace(arn)
+			if err := batchwork.CheckRoleArn(arn); err != nil {
+				return nil, fmt.Errorf("context taskFunctionRoles: %w", err)
+			}
+			p.TaskFunctionRoleArns = append(p.TaskFunctionRoleArns, arn)
+		}
 	}
 	if s, ok := str("remoteExecutorRoles"); ok {
 		for _, arn := range strings.Split(s, ",") {

@@ -8,15 +8,11 @@
 package main
 
 import (
-	"github.com/batchwork/batchwork/examples/diamond"
-	"github.com/batchwork/batchwork/examples/join"
-	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/examples"
 	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
 func main() {
-	wordcount.Register(batchwork.DefaultRegistry)
-	diamond.Register(batchwork.DefaultRegistry, nil)
-	join.Register(batchwork.DefaultRegistry)
+	examples.Register(batchwork.DefaultRegistry)
 	batchwork.Main()
 }

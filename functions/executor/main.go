@@ -5,8 +5,7 @@
 package main
 
 import (
-	"github.com/batchwork/batchwork/examples/diamond"
-	"github.com/batchwork/batchwork/examples/wordcount"
+	"github.com/batchwork/batchwork/examples"
 	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
@@ -15,8 +14,6 @@ func main() {
 	batchwork.Main()
 }
 
-// register adds this executor's task functions to reg.
-func register(reg *batchwork.Registry) {
-	wordcount.Register(reg)
-	diamond.Register(reg, nil)
-}
+// register adds this executor's task functions to reg: the examples, as
+// the default stack tells the API (infra/stack.go).
+func register(reg *batchwork.Registry) { examples.Register(reg) }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/batchwork/batchwork/examples"
 	"github.com/batchwork/batchwork/examples/diamond"
-	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/fntest"
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/host"
@@ -32,7 +32,7 @@ var wired = fntest.Wire
 // The executor lists the task names it runs, for the construct at synth
 // time.
 func TestListTasks(t *testing.T) {
-	fntest.ListTasks(t, []string{diamond.Task, wordcount.MapTask, wordcount.ReduceTask})
+	fntest.ListTasks(t, examples.Names())
 }
 
 // The handler built from the environment maps every ready queue's name to

@@ -58,6 +58,9 @@ func synth(t *testing.T, name string, props batchwork.Props, before func(app aws
 		return s
 	}
 	props.BinDir = fakeBins(t)
+	if props.TaskNames == nil {
+		props.TaskNames = []string{"wordcount.map", "wordcount.reduce"}
+	}
 	if props.DockerContext == "" {
 		props.DockerContext = fakeDockerContext(t)
 	}
@@ -695,6 +698,9 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		want := append([]string(nil), lambdaenv.EnvNames...)
 		if name == batchwork.FnSweep {
 			want = append(want, lambdaenv.EnvQueueTimer)
+		}
+		if name == batchwork.FnSweep || name == batchwork.FnAPI {
+			want = append(want, lambdaenv.EnvTaskNames) // they check specs' task names
 		}
 		sort.Strings(want)
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -82,8 +82,8 @@ func (b *Batchwork) buildLambda(p Props, name, pkg string) string {
 }
 
 // taskNames are the names the submitting functions accept: Props.TaskNames
-// when given, else those the executor package lists; none (nothing is
-// checked at deploy time) without either.
+// when given, else those the executor package lists; none without either
+// (publishTaskNames refuses that).
 func (b *Batchwork) taskNames(p Props) []string {
 	if len(p.TaskNames) > 0 {
 		names := slices.Clone(p.TaskNames)
@@ -121,7 +121,11 @@ func (b *Batchwork) taskNames(p Props) []string {
 func (b *Batchwork) publishTaskNames(p Props) {
 	names := b.taskNames(p)
 	if len(names) == 0 {
-		return
+		// The api refuses every task name no executor has published, and
+		// a Lambda executor (or a Fargate service at zero) starts only
+		// once work is queued: without names no job could ever start.
+		panic("batchwork: the api checks task names at submit, and nothing tells it this installation's: " +
+			"set ExecutorPackage (its names are listed at synth) or TaskNames")
 	}
 	for _, fn := range []string{FnAPI, FnSweep} {
 		b.Functions[fn].AddEnvironment(jsii.String(EnvTaskNames), jsii.String(strings.Join(names, ",")), nil)

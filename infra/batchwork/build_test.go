@@ -125,8 +125,6 @@ func TestExecutorPackage(t *testing.T) {
 				return batchwork.Props{BinDir: fakeBins(t), TaskNames: []string{"b.two", "a.one", "b.two"}}
 			},
 			names: "a.one,b.two"},
-		{name: "neither",
-			props: func() batchwork.Props { return batchwork.Props{BinDir: fakeBins(t)} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp, out := builtStack(t, tc.props())
@@ -169,6 +167,16 @@ func TestExecutorPackageErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds Go binaries")
 	}
+	// Neither a package nor names: no job could ever start (the api
+	// refuses unknown names, and nothing has published any).
+	func() {
+		defer func() {
+			if msg := fmt.Sprint(recover()); !strings.Contains(msg, "set ExecutorPackage") {
+				t.Errorf("synth without task names: panic %q, want one naming ExecutorPackage and TaskNames", msg)
+			}
+		}()
+		builtStack(t, batchwork.Props{BinDir: fakeBins(t)})
+	}()
 	for _, tc := range []struct{ pkg, want string }{
 		{"./testdata/nosuchpackage", "testdata/nosuchpackage"},
 		{"./testdata/notanexecutor", "not a JSON array of task names"},
@@ -207,7 +215,7 @@ func TestFargateImage(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tp, _ := builtStack(t, batchwork.Props{BinDir: fakeBins(t), Executor: batchwork.ExecutorFargate, FargateImage: tc.image})
+			tp, _ := builtStack(t, batchwork.Props{BinDir: fakeBins(t), Executor: batchwork.ExecutorFargate, FargateImage: tc.image, TaskNames: []string{"a.b"}})
 			var images []any
 			for _, r := range tp.Resources {
 				if r.Type != "AWS::ECS::TaskDefinition" {
