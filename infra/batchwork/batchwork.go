@@ -85,6 +85,10 @@ type Props struct {
 	// executor: a main that calls batchwork.Main (see the Dockerfile
 	// `batchwork init` writes). Default ".".
 	DockerContext string
+	// FargateBuildArgs are the Docker build arguments of that image, e.g.
+	// {"RUNTIME": "python"} for the repository's Dockerfile with Python
+	// and the exec examples (see the Dockerfile). Default none.
+	FargateBuildArgs map[string]string
 	// OutputPrefix prefixes the output keys (see infra/template), so two
 	// installations can share a stack. Default "".
 	OutputPrefix string

@@ -232,3 +232,43 @@ func TestFargateImage(t *testing.T) {
 		})
 	}
 }
+
+// TestFargateBuildArgs: the image built from DockerContext gets the build
+// arguments given (the repository's Dockerfile picks Python with
+// RUNTIME=python), and none when none are given.
+func TestFargateBuildArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args map[string]string
+	}{
+		{"none", nil},
+		{"python", map[string]string{"RUNTIME": "python"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out := builtStack(t, batchwork.Props{BinDir: fakeBins(t), Executor: batchwork.ExecutorFargate,
+				FargateBuildArgs: tc.args, TaskNames: []string{"a.b"}})
+			raw, err := os.ReadFile(filepath.Join(out, "Build.assets.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var manifest struct {
+				DockerImages map[string]struct {
+					Source struct {
+						DockerBuildArgs map[string]string `json:"dockerBuildArgs"`
+					} `json:"source"`
+				} `json:"dockerImages"`
+			}
+			if err := json.Unmarshal(raw, &manifest); err != nil {
+				t.Fatal(err)
+			}
+			if len(manifest.DockerImages) != 1 {
+				t.Fatalf("%d docker images, want 1", len(manifest.DockerImages))
+			}
+			for _, img := range manifest.DockerImages {
+				if len(img.Source.DockerBuildArgs) != len(tc.args) || img.Source.DockerBuildArgs["RUNTIME"] != tc.args["RUNTIME"] {
+					t.Errorf("build args %v, want %v", img.Source.DockerBuildArgs, tc.args)
+				}
+			}
+		})
+	}
+}

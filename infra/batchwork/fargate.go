@@ -82,8 +82,22 @@ func fargateImage(p Props) awsecs.ContainerImage {
 		return p.FargateImage
 	}
 	return awsecs.ContainerImage_FromAsset(jsii.String(p.DockerContext), &awsecs.AssetImageProps{
-		File:     jsii.String("Dockerfile"),
-		Platform: awsecrassets.Platform_LINUX_ARM64(),
-		Exclude:  jsii.Strings(".git", ".venv", "node_modules", "cdk.out", "bin", "dist"),
+		File:      jsii.String("Dockerfile"),
+		Platform:  awsecrassets.Platform_LINUX_ARM64(),
+		Exclude:   jsii.Strings(".git", ".venv", "node_modules", "cdk.out", "bin", "dist"),
+		BuildArgs: buildArgs(p.FargateBuildArgs),
 	})
+}
+
+// buildArgs is args as jsii wants them; nil when empty, so the asset's
+// hash (and the template) stay as they were without build arguments.
+func buildArgs(args map[string]string) *map[string]*string {
+	if len(args) == 0 {
+		return nil
+	}
+	m := make(map[string]*string, len(args))
+	for k, v := range args {
+		m[k] = jsii.String(v)
+	}
+	return &m
 }
