@@ -5,9 +5,13 @@
 #
 # Exec stages (a spec's `exec: [program, args...]`) run programs from the
 # directory BATCHWORK_EXEC_DIR names, and only from there. The default
-# image (RUNTIME=go) has none, so its exec stages fail with a clear error.
-# RUNTIME=python adds a Python runtime and the programs in
-# /opt/batchwork/bin: here the word count of examples/wordcount.
+# image (RUNTIME=go) has none: it publishes no programs and hands exec
+# stages' tasks back unclaimed, and submit refuses a program no executor
+# has published. RUNTIME=python adds a Python runtime and the programs in
+# /opt/batchwork/bin: here the word count of examples/wordcount. The
+# executor publishes them when it starts; list them in the construct's
+# ExecPrograms too (["wordcount.py"]) so specs naming them are accepted
+# before the Fargate service has first scaled out.
 #
 #   docker build --build-arg RUNTIME=python .
 #

@@ -1,6 +1,7 @@
 # Batchwork. `make demo` and `make test` work on a fresh machine with Go,
 # Python 3, Java 17 and Maven: everything else (the moto emulator in .venv,
-# DynamoDB Local in .dynamodb-local) is installed here.
+# DynamoDB Local in .dynamodb-local; for make test, Debian's Chromium through
+# apt-get) is installed here.
 SHELL := /bin/bash
 GO ?= go
 PYTHON ?= python3
@@ -12,7 +13,7 @@ MOTO := $(VENV)/bin/moto_server
 DYNAMODB_LOCAL := .dynamodb-local/lib/.installed
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all venv dynamodb-local test race unit integration bench chaos build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
+.PHONY: all venv dynamodb-local chromium test race unit integration bench chaos build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
 
 all: build
 
@@ -37,6 +38,23 @@ $(DYNAMODB_LOCAL): integration/emulator/pom.xml
 	mv .dynamodb-local.tmp .dynamodb-local
 	touch $@
 
+# Debian's Chromium and ChromeDriver, for the web console's browser test
+# (integration/console_test.go), installed when either is missing: as root,
+# else with sudo.
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
+chromium:
+	@if [ ! -x $(CHROMIUM) ] || [ ! -x $(CHROMEDRIVER) ]; then \
+	  command -v apt-get >/dev/null || { echo "chromium: $(CHROMIUM) or $(CHROMEDRIVER) is missing and there is no apt-get: install Chromium and ChromeDriver (Debian packages chromium, chromium-driver)"; exit 1; }; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null; then SUDO=sudo; \
+	  else echo "chromium: installing the Debian packages chromium and chromium-driver needs root, and sudo is not available"; exit 1; fi; \
+	  echo "chromium: installing Debian's chromium and chromium-driver"; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium chromium-driver || exit 1; \
+	fi
+	@test -x $(CHROMIUM) && test -x $(CHROMEDRIVER) || { echo "chromium: still missing $(CHROMIUM) or $(CHROMEDRIVER) after installing"; exit 1; }
+
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
@@ -45,7 +63,7 @@ vet:
 # DynamoDB Local on free loopback ports (BATCHWORK_DYNAMODB=moto,
 # BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL choose otherwise; see
 # integration/emulator) and fail if they cannot start.
-test: venv dynamodb-local cdk-cli build vet race
+test: venv dynamodb-local chromium cdk-cli build vet race
 	$(GO) test -count=1 -timeout 12m ./...
 
 # The unit packages under the race detector (the emulator-backed packages
@@ -57,14 +75,18 @@ race:
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
-integration: venv dynamodb-local cdk-cli build
+integration: venv dynamodb-local chromium cdk-cli build
 	$(GO) test -count=1 -timeout 12m ./integration/...
 
 fuzz:
 	$(GO) test ./shared/spec -run XXX -fuzz FuzzParse -fuzztime 60s
 
+# The bench (cmd/bench): throughput against the emulator floor, requests
+# and cost per task (no-op, one output, word count with 64 reducers), the
+# load model of a 100,000-task job, and schedule firing bursts.
+# BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-load 10000 -schedules 0'.
 bench: venv dynamodb-local
-	$(GO) run ./cmd/bench
+	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 # A chaos run (cmd/chaos): 100 jobs under injected AWS faults with an
 # executor process SIGKILLed every second and a few jobs cancelled, then

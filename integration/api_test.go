@@ -118,7 +118,7 @@ func (e *env) waitJobAs(owner, id string, within time.Duration) control.JobStatu
 	for {
 		var st control.JobStatus
 		e.callJSON(owner, http.MethodGet, "/jobs/"+id, nil, http.StatusOK, &st)
-		if st.State != string(sm.JobRunning) {
+		if st.State != string(sm.JobRunning) && st.State != string(sm.JobPublishing) {
 			return st
 		}
 		if time.Now().After(deadline) {

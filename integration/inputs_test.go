@@ -77,9 +77,11 @@ func jobWordCounts(t *testing.T, e *env, st control.JobStatus) map[string]int {
 }
 
 // No owner can read another owner's data through an input prefix: the
-// installation's job area (every job's outputs) is refused unless the
-// prefix lies within one of the submitter's own jobs, and a job id that is
-// not the submitter's reads like one that does not exist.
+// installation's job area (every job's attempts) is refused, even a
+// prefix within one of the submitter's own jobs, whose area holds failed
+// and fenced attempts' outputs next to the committed ones; a job's
+// outputs are read from the folder it published them to (its "output"),
+// which only its owner may read.
 func TestInputPrefixCannotReachOtherOwnersJobs(t *testing.T) {
 	t.Parallel()
 	reg := batchwork.NewRegistry()
@@ -87,7 +89,8 @@ func TestInputPrefixCannotReachOtherOwnersJobs(t *testing.T) {
 	e := newEnv(t, reg, envOptions{})
 	bucket := e.r.Resources.Bucket
 	in := e.putInput("alice", "a.txt", []byte("secret words of alice\n"))
-	alices := e.submitAs("alice", "wc", wordcount.Spec("wc", in, 1<<20, 1))
+	alices := e.submitAs("alice", "wc", withOutput(t, wordcount.Spec("wc", in, 1<<20, 1), "outputs:wc/"))
+	published := blob.OutputsPrefix(principal.Key("alice")) + "wc/"
 	if st := e.waitJobAs("alice", alices, time.Minute); st.State != string(sm.JobSucceeded) {
 		t.Fatalf("alice's job %s (%s)", st.State, st.Error)
 	}
@@ -102,7 +105,9 @@ func TestInputPrefixCannotReachOtherOwnersJobs(t *testing.T) {
 		{"another owner's outputs", "bob", "jobs/" + alices + "/out/", false},
 		{"part of a job id", "bob", "jobs/" + alices[:4], false},
 		{"a job that does not exist", "bob", "jobs/j00000000000000000000/", false},
-		{"one's own job's outputs", "alice", "jobs/" + alices + "/out/", true},
+		{"one's own job's area", "alice", "jobs/" + alices + "/out/", false},
+		{"another owner's published folder", "bob", published, false},
+		{"one's own published folder", "alice", published, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := wordcount.Spec("steal", fmt.Sprintf("s3://%s/%s", bucket, tc.prefix), 1<<20, 1)
@@ -118,8 +123,8 @@ func TestInputPrefixCannotReachOtherOwnersJobs(t *testing.T) {
 }
 
 // Inputs come from the submitter's own inputs area (named in full or as
-// inputs:<path>, recorded resolved), the submitter's own jobs, or a bucket
-// the operator allows: another owner's inputs area, any other prefix of
+// inputs:<path>, recorded resolved), the submitter's own outputs area (its
+// published folders), or a bucket the operator allows: another owner's inputs area, any other prefix of
 // the data bucket and any other bucket are refused at submit (jobs and
 // schedules alike) with a 400 on the prefix's field, and nothing is
 // written. GET /whoami tells each caller its inputs area.

@@ -167,10 +167,12 @@ func TestPagedShuffleManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outputs := maps * reducers
+	// One output per map task: its shuffle partitions in one indexed
+	// object (shared/blob/shuffle.go).
+	outputs := maps
 	if wantPages := (outputs + pageSize - 1) / pageSize; m.Len() != outputs || len(m.Pages) != wantPages || len(m.Outputs) != 0 {
-		t.Fatalf("map manifest: %d outputs in %d pages (%d inline); want %d (%d tasks x %d parts) in %d pages",
-			m.Len(), len(m.Pages), len(m.Outputs), outputs, maps, reducers, wantPages)
+		t.Fatalf("map manifest: %d outputs in %d pages (%d inline); want %d (one per task, each holding its %d parts) in %d pages",
+			m.Len(), len(m.Pages), len(m.Outputs), outputs, reducers, wantPages)
 	}
 	seen := map[string]bool{}
 	for i := range m.Pages {

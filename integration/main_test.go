@@ -140,7 +140,7 @@ func (e *env) waitJob(id string, within time.Duration) control.JobStatus {
 		if err != nil {
 			e.t.Fatalf("status %s: %v", id, err)
 		}
-		if st.State != string(sm.JobRunning) {
+		if st.State != string(sm.JobRunning) && st.State != string(sm.JobPublishing) {
 			return st
 		}
 		if time.Now().After(deadline) {

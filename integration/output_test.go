@@ -171,6 +171,8 @@ type publishSpy struct {
 	mu         sync.Mutex
 	writes     []string // keys written, in order
 	failCopies int
+	// onCopy, when set, runs once before the first copy.
+	onCopy func()
 }
 
 func (p *publishSpy) PutIfAbsentIn(ctx context.Context, bucket, key string, body []byte) error {
@@ -185,6 +187,12 @@ func (p *publishSpy) PutIfAbsentIn(ctx context.Context, bucket, key string, body
 
 func (p *publishSpy) CopyIfAbsent(ctx context.Context, src, bucket, dst string) error {
 	p.mu.Lock()
+	if f := p.onCopy; f != nil {
+		p.onCopy = nil
+		p.mu.Unlock()
+		f()
+		p.mu.Lock()
+	}
 	if p.failCopies > 0 {
 		p.failCopies--
 		p.mu.Unlock()
@@ -410,8 +418,8 @@ func TestPublishPathsOfEachFunction(t *testing.T) {
 		r := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
 		id := submitTo(t, svc, "sweep", `{"name":"s","output":"outputs:s/","stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`)
 		workAs(t, e, r, iamrec.FnExecutor) // the last commit's publish fails a copy
-		if js := jobState(t, svc, id); js.State != string(sm.JobRunning) {
-			t.Fatalf("job %s after a failed copy, want RUNNING until the sweep finishes publishing", js.State)
+		if js := jobState(t, svc, id); js.State != string(sm.JobPublishing) {
+			t.Fatalf("job %s after a failed copy, want PUBLISHING until the sweep finishes publishing", js.State)
 		}
 		copied := len(spy.written()) - 1 // less the claim
 		ctx := iamrec.WithFunction(bg, iamrec.FnSweep)
@@ -419,7 +427,7 @@ func TestPublishPathsOfEachFunction(t *testing.T) {
 			if _, err := svc.Sweep(ctx); err != nil {
 				t.Logf("sweep: %v", err)
 			}
-			return jobState(t, svc, id).State != string(sm.JobRunning)
+			return jobState(t, svc, id).State != string(sm.JobPublishing)
 		})
 		if js := jobState(t, svc, id); js.State != string(sm.JobSucceeded) {
 			t.Fatalf("job %s (%s), want SUCCEEDED", js.State, js.Error)
@@ -439,4 +447,114 @@ func TestPublishPathsOfEachFunction(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A cancel that races a job's publishing, through the real store: the job
+// moved RUNNING -> PUBLISHING before its first copy, so the cancel (and
+// the deadline) cannot end it; the cancel answers 409 "publishing its
+// outputs", and the job ends SUCCEEDED with its folder whole. A folder
+// with _SUCCESS always belongs to a SUCCEEDED job.
+func TestCancelRacingPublishIsRefused(t *testing.T) {
+	t.Parallel()
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error {
+		_, err := fmt.Fprintf(t.Out, "partition %d\n", t.Partition)
+		return err
+	})
+	e := newEnv(t, reg, envOptions{noRun: true})
+	spy := &publishSpy{Store: e.r.Blob}
+	cfg := testTimings
+	cfg.Queues = e.r.Resources.Queues
+	svc := control.New(cfg, e.r.Store, e.r.Queue, spy, newLogCounter().logger())
+	r := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
+	id := submitTo(t, svc, "race", `{"name":"race","output":"outputs:race/","stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`)
+	var during control.JobStatus
+	var cancelErr, apiErr error
+	var apiStatus int
+	var apiBody string
+	spy.mu.Lock()
+	spy.onCopy = func() {
+		during = jobState(t, svc, id)
+		_, cancelErr = svc.Cancel(context.Background(), "tester", id)
+		resp := e.call("tester", "POST", "/jobs/"+id+"/cancel", nil)
+		apiStatus, apiBody = resp.Status, string(resp.Body)
+		if err := e.r.Store.EndJob(context.Background(), id, sm.JobCancel, "cancelled", "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+			apiErr = fmt.Errorf("store cancel of a PUBLISHING job: %v, want refused", err)
+		}
+		if err := e.r.Store.EndJob(context.Background(), id, sm.JobFail, control.DeadlineReason, "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+			apiErr = errors.Join(apiErr, fmt.Errorf("store deadline fail of a PUBLISHING job: %v, want refused", err))
+		}
+	}
+	spy.mu.Unlock()
+	workAs(t, e, r, iamrec.FnExecutor)
+	if during.State != string(sm.JobPublishing) {
+		t.Errorf("job %s while its outputs were copied, want PUBLISHING", during.State)
+	}
+	var ended *control.JobEndedError
+	if !errors.As(cancelErr, &ended) || ended.State != sm.JobPublishing || !strings.Contains(cancelErr.Error(), "publishing its outputs") {
+		t.Errorf("Cancel during publishing: %v, want a JobEndedError saying it is publishing its outputs", cancelErr)
+	}
+	if apiStatus != 409 || !strings.Contains(apiBody, "job_publishing") {
+		t.Errorf("POST cancel during publishing: %d %s, want 409 job_publishing", apiStatus, apiBody)
+	}
+	if apiErr != nil {
+		t.Error(apiErr)
+	}
+	js := jobState(t, svc, id)
+	folder := blob.OutputsPrefix(principal.Key("tester")) + "race/"
+	_, err := e.r.Blob.Get(context.Background(), folder+blob.SuccessName)
+	if js.State != string(sm.JobSucceeded) || err != nil {
+		t.Fatalf("job %s (%s), _SUCCESS %v: want SUCCEEDED with its folder's _SUCCESS written", js.State, js.Error, err)
+	}
+}
+
+// A folder whose publishing has not finished (a claim, some outputs, no
+// _SUCCESS) is not read as a complete input: planning it, through the
+// api, fails the job with an error naming the folder. Once its _SUCCESS
+// is there it reads.
+func TestIncompletePublishedFolderIsRefusedAsInput(t *testing.T) {
+	t.Parallel()
+	reg := batchwork.NewRegistry()
+	reg.Register("copy", func(ctx context.Context, t *batchwork.Task) error {
+		_, err := io.Copy(t.Out, t.Input)
+		return err
+	})
+	e := newEnv(t, reg, envOptions{noRun: true})
+	cfg := testTimings
+	cfg.Queues = e.r.Resources.Queues
+	svc := control.New(cfg, e.r.Store, e.r.Queue, e.r.Blob, newLogCounter().logger())
+	bg := context.Background()
+	folder := blob.OutputsPrefix(principal.Key("tester")) + "partial/"
+	for k, v := range map[string]string{folder + blob.ClaimName: `{"job":"jA"}`, folder + "s/part-00000": "a\n"} {
+		if err := e.r.Blob.PutIfAbsent(bg, k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(key string) control.JobStatus {
+		id := e.submitAs("tester", key, []byte(fmt.Sprintf(
+			`{"name":"read","stages":[{"name":"s","task":"copy","partitions":{"input":{"prefix":"s3://%s/%s"}}}]}`, e.r.Resources.Bucket, folder)))
+		ctx := iamrec.WithFunction(bg, iamrec.FnSweep)
+		var js control.JobStatus
+		waitFor(t, 30*time.Second, "the read job to be planned", func() bool {
+			js = jobState(t, svc, id)
+			if js.State == string(sm.JobRunning) && (len(js.Stages) == 0 || js.Stages[0].Total == 0) {
+				if _, err := svc.Sweep(ctx); err != nil {
+					t.Logf("sweep: %v", err)
+				}
+				return false
+			}
+			return true
+		})
+		return js
+	}
+	js := read("partial")
+	if js.State != string(sm.JobFailed) || !strings.Contains(js.Error, folder) || !strings.Contains(js.Error, "publishing has not finished") {
+		t.Fatalf("job reading a partly published folder: %s (%s), want FAILED naming %s", js.State, js.Error, folder)
+	}
+	if err := e.r.Blob.PutIfAbsent(bg, folder+blob.SuccessName, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if js := read("whole"); js.State == string(sm.JobFailed) {
+		t.Fatalf("job reading a published folder: %s (%s), want it planned", js.State, js.Error)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -191,5 +193,95 @@ func TestScheduleFiringOfUnknownTask(t *testing.T) {
 	r.fireUntilCaughtUp()
 	if got := r.runSummary(r.runs("alice", sc.ID)); !slices.Equal(got, []string{"skipped@0s", "started@1h0m0s"}) {
 		t.Fatalf("runs %v", got)
+	}
+}
+
+// A schedule whose lambda stage's function the operator has since stopped
+// allowing (control.Config.TaskFunctions) cannot fire into a job, and no
+// retry changes that. As for a task no executor runs, the firing is
+// recorded as skipped, with why, and the schedule moves on: a firing that
+// kept erring would hold the sweep's shared watermark at that minute, and
+// after fireMinutes (30) minutes FireDue would no longer query the later
+// minutes, so every owner's schedules would stop firing from the sweep.
+// Any permanent refusal at firing (a field or validation error, an input
+// bucket no longer allowed, a job alone over its owner's quota) is
+// handled so (control.refusedForGood).
+func TestScheduleOfDelistedFunctionIsSkipped(t *testing.T) {
+	t.Parallel()
+	r := newSchedRig(t)
+	allowed := testTimings
+	allowed.TaskFunctions = []string{"report-fn"}
+	r.svc = newService(r.e, allowed, r.e.r.Store, r.e.r.Queue, r.clk, newLogCounter().logger())
+	body := `{"name":"hourly","expression":"0 * * * *","spec":` +
+		`{"name":"report","stages":[{"name":"s","lambda":"report-fn","partitions":{"count":1}}]}}`
+	sc, err := r.svc.CreateSchedule(context.Background(), "alice", []byte(body))
+	if err != nil {
+		t.Fatalf("create schedule: %v", err)
+	}
+	// Another owner's ordinary hourly schedule.
+	bob := r.create("bob", `,"overlap":"allow"`)
+	// The operator removes the function from TaskFunctions (a redeploy).
+	r.svc = newService(r.e, testTimings, r.e.r.Store, r.e.r.Queue, r.clk, newLogCounter().logger())
+	var firstErr error
+	for _, at := range []time.Duration{time.Second, time.Hour + time.Second} {
+		r.at(at)
+		for range 40 {
+			if _, err := r.svc.FireDue(context.Background(), r.clk.Now()); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if firstErr != nil {
+		t.Fatalf("FireDue: %v; want the refused firings recorded, not retried", firstErr)
+	}
+	if got := r.runSummary(r.runs("bob", bob.ID)); !slices.Equal(got, []string{"started@0s", "started@1h0m0s"}) {
+		t.Errorf("bob's hourly schedule fired %v by h0+1h, want its 0s and 1h runs", got)
+	}
+	runs := r.runs("alice", sc.ID)
+	if got := r.runSummary(runs); !slices.Equal(got, []string{"skipped@0s", "skipped@1h0m0s"}) {
+		t.Fatalf("alice's runs %v, want both firings skipped", got)
+	}
+	for _, run := range runs {
+		if run.JobID != "" || !strings.Contains(run.Note, "not started: ") || !strings.Contains(run.Note, "stages[0].lambda") {
+			t.Errorf("run %+v: want no job and a note naming stages[0].lambda", run)
+		}
+	}
+	if jobs := r.jobs("alice"); len(jobs) != 0 {
+		t.Errorf("alice's jobs %+v, want none", jobs)
+	}
+}
+
+// Exec programs are checked at submit as task names are: the local
+// runner publishes the programs of its exec directory when it starts
+// (executable files with program names only), a spec naming one of them
+// runs, and one naming any other program is a 400 naming
+// stages[i].exec[0] and listing the known programs, for a job and for a
+// schedule's spec alike.
+func TestExecProgramsCheckedAtSubmit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"upper.sh": 0o755, "notes.txt": 0o644} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\ntr a-z A-Z\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{control: checkedTimings(), execDir: dir})
+	known := []byte(`{"name":"up","stages":[{"name":"s","exec":["upper.sh"],"partitions":{"count":1}}]}`)
+	unknown := []byte(`{"name":"up","stages":[{"name":"s","exec":["notes.txt"],"partitions":{"count":1}}]}`)
+
+	r := e.call("tester", http.MethodPost, "/jobs", unknown, "Idempotency-Key", "k1")
+	ae := r.apiErr(t)
+	if r.Status != http.StatusBadRequest || ae.Field != "stages[0].exec[0]" ||
+		!strings.Contains(ae.Message, `unknown program "notes.txt"; known programs: upper.sh`) {
+		t.Fatalf("unknown program: %d %+v; want a 400 on stages[0].exec[0] listing upper.sh", r.Status, ae)
+	}
+	sched := []byte(`{"name":"hourly","expression":"0 * * * *","spec":` + string(unknown) + `}`)
+	r = e.call("tester", http.MethodPost, "/schedules", sched, "Content-Type", "application/json")
+	if ae := r.apiErr(t); r.Status != http.StatusBadRequest || ae.Field != "spec.stages[0].exec[0]" {
+		t.Fatalf("schedule of an unknown program: %d %+v; want a 400 on spec.stages[0].exec[0]", r.Status, ae)
+	}
+	id := e.submit("up", known)
+	if st := e.waitJob(id, time.Minute); st.State != "SUCCEEDED" {
+		t.Fatalf("job of a published program: %+v", st)
 	}
 }

@@ -148,7 +148,17 @@ const (
 	// JobRunning: submitted and not finished. Left when its last stage
 	// completes, a stage fails, or a user cancels it.
 	JobRunning JobState = "RUNNING"
-	// JobSucceeded: every stage completed and the manifest is written.
+	// JobPublishing: every stage completed and the manifest is written; the
+	// job's outputs are being published to its output folder (spec
+	// Job.Output; a job without one never enters it). Its work is done, so
+	// neither a cancel nor its deadline ends it: only the publisher does,
+	// as SUCCEEDED once the folder's _SUCCESS is written or as FAILED on a
+	// publish error no retry changes. That is what makes _SUCCESS mean
+	// "this job succeeded": no other step can end the job between the
+	// check and the write.
+	JobPublishing JobState = "PUBLISHING"
+	// JobSucceeded: every stage completed, the manifest is written and
+	// the outputs, if the job names a folder, are published.
 	JobSucceeded JobState = "SUCCEEDED"
 	// JobFailed: a task failed for good; the job's error says which and why.
 	JobFailed JobState = "FAILED"
@@ -161,6 +171,11 @@ const (
 	JobSucceed Event = "succeed"
 	JobFail    Event = "fail"
 	JobCancel  Event = "cancel"
+	// JobPublish starts publishing a job's outputs; JobPublished and
+	// JobPublishFail end it, the only events a PUBLISHING job takes.
+	JobPublish     Event = "publish"
+	JobPublished   Event = "published"
+	JobPublishFail Event = "publish fail"
 )
 
 // Job guards.
@@ -168,18 +183,28 @@ const (
 	// GuardAllStagesCompleted: every stage is COMPLETED and the manifest has
 	// been written.
 	GuardAllStagesCompleted Guard = "all stages completed"
+	// GuardNoOutput: the job names no output folder; one that does goes
+	// through PUBLISHING (checked by the caller, from the spec).
+	GuardNoOutput Guard = "no output folder"
+	// GuardOutputsPublished: every output of the manifest is in the output
+	// folder and its _SUCCESS is written (checked against S3 by the
+	// publisher before the write).
+	GuardOutputsPublished Guard = "outputs published"
 )
 
 // Jobs is the job lifecycle.
 var Jobs = Machine[JobState]{
 	Name:     "job",
-	States:   []JobState{JobRunning, JobSucceeded, JobFailed, JobCancelled},
+	States:   []JobState{JobRunning, JobPublishing, JobSucceeded, JobFailed, JobCancelled},
 	Initial:  []JobState{JobRunning},
 	Terminal: []JobState{JobSucceeded, JobFailed, JobCancelled},
 	Transitions: []Transition[JobState]{
-		{Event: JobSucceed, From: []JobState{JobRunning}, To: JobSucceeded, Guards: []Guard{GuardAllStagesCompleted}},
+		{Event: JobSucceed, From: []JobState{JobRunning}, To: JobSucceeded, Guards: []Guard{GuardAllStagesCompleted, GuardNoOutput}},
 		{Event: JobFail, From: []JobState{JobRunning}, To: JobFailed},
 		{Event: JobCancel, From: []JobState{JobRunning}, To: JobCancelled},
+		{Event: JobPublish, From: []JobState{JobRunning}, To: JobPublishing, Guards: []Guard{GuardAllStagesCompleted}},
+		{Event: JobPublished, From: []JobState{JobPublishing}, To: JobSucceeded, Guards: []Guard{GuardOutputsPublished}},
+		{Event: JobPublishFail, From: []JobState{JobPublishing}, To: JobFailed},
 	},
 }
 

@@ -58,7 +58,8 @@ func TestExhaustive(t *testing.T) {
 	})
 	t.Run("job", func(t *testing.T) {
 		checkExhaustive(t, Jobs, map[JobState]map[Event]JobState{
-			JobRunning: {JobSucceed: JobSucceeded, JobFail: JobFailed, JobCancel: JobCancelled},
+			JobRunning:    {JobSucceed: JobSucceeded, JobFail: JobFailed, JobCancel: JobCancelled, JobPublish: JobPublishing},
+			JobPublishing: {JobPublished: JobSucceeded, JobPublishFail: JobFailed},
 		})
 	})
 }

@@ -39,11 +39,11 @@ func main() {
 	ownerLimits := flag.String("owner-max-concurrency", os.Getenv(lambdaenv.EnvOwnerMaxConcurrency),
 		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
 	inputBuckets := flag.String("input-buckets", os.Getenv(lambdaenv.EnvInputBuckets),
-		"buckets besides the data bucket that specs may read inputs from, comma-separated; default $"+lambdaenv.EnvInputBuckets+" (none: each owner's inputs area and own jobs only)")
+		"buckets besides the data bucket that specs may read inputs from, comma-separated; default $"+lambdaenv.EnvInputBuckets+" (none: each owner's inputs and outputs areas only)")
 	outputBuckets := flag.String("output-buckets", os.Getenv(lambdaenv.EnvOutputBuckets),
 		"buckets besides the data bucket that jobs may publish outputs to (under each owner's key), comma-separated; default $"+lambdaenv.EnvOutputBuckets+" (none: each owner's outputs area only)")
 	execDir := flag.String("exec-dir", os.Getenv(executor.EnvExecDir),
-		"directory of the programs that exec stages may run, by bare name; default $"+executor.EnvExecDir+" (none: exec stages fail)")
+		"directory of the programs that exec stages may run, by bare name (published at start; submit refuses any other); default $"+executor.EnvExecDir+" (none: exec stages are refused)")
 	flag.Parse()
 	if *execDir != "" {
 		// The executor joins a program's name to it: make it absolute, and

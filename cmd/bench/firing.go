@@ -166,13 +166,17 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	late := make([]time.Duration, 0, n)
 	durable := make([]time.Duration, 0, n)
 	var lmu sync.Mutex
+	// Bounded: DynamoDB Local has been seen to leave reads unanswered
+	// after the burst; the figures then cover the runs read in time.
+	readCtx, cancelReads := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelReads()
 	for _, id := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			l, err := svc.ScheduleRuns(ctx, "bench", id, 1, "")
+			l, err := svc.ScheduleRuns(readCtx, "bench", id, 1, "")
 			if err != nil || len(l.Runs) == 0 || l.Runs[0].StartedAt == nil {
 				return
 			}
@@ -202,17 +206,25 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	if firstErr != nil {
 		fmt.Printf("  first consumer error: %v\n", firstErr)
 	}
-	pr := func(what string, ds []time.Duration) {
+	pr := func(what string, ds []time.Duration) time.Duration {
 		if len(ds) == 0 {
-			return
+			return 0
 		}
 		slices.Sort(ds)
 		q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 		fmt.Printf("  %-44s min %8s  p50 %8s  p99 %8s  max %8s\n", what, ds[0].Round(time.Millisecond),
 			q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+		return q(0.99)
 	}
 	pr(fmt.Sprintf("scheduled to job's created time (%d runs):", len(late)), late)
-	pr("scheduled to job record written:", durable)
+	if p99 := pr("scheduled to job record written:", durable); len(durable) > 0 {
+		verdict := "met"
+		if p99 > firingTarget || len(durable) < n {
+			verdict = "MISSED"
+		}
+		fmt.Printf("  job records written: p99 %.2fs for %d of %d firings, against the target p99 <= %s: %s\n",
+			p99.Seconds(), len(durable), n, firingTarget, verdict)
+	}
 	pr("scheduled to message received (sent 5 s early):", slices.Collect(maps.Values(received)))
 	early := 0
 	for _, d := range received {
@@ -236,6 +248,10 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	}
 	return nil
 }
+
+// firingTarget is issue 12's bound on the p99 of scheduled-to-job-record-
+// written when 1,000 schedules are due in the same second.
+const firingTarget = 2 * time.Second
 
 // jobWrites records when each job's record was durably written: the end
 // of the successful TransactWriteItems that put it (its item with sort key

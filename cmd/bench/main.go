@@ -1,9 +1,21 @@
-// Command bench measures Batchwork on the emulator: a job of 2,000 no-op
-// tasks (a fan-out stage, then a fan-in task), next to the emulator's own
-// rate for a bare UpdateItem loop measured in the same run; AWS requests
-// per task by operation; the task item size; and ready-to-claimed latency
-// with idle executors; and schedule firing accuracy through the timer
-// queue (firing.go; -schedules 0 skips it, -tasks 0 skips the rest).
+// Command bench measures Batchwork on the emulator:
+//
+//   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task):
+//     its rate next to the emulator floor measured in the same run (each
+//     service's bare rate over its requests per task), the bench
+//     process's CPU per task (-cpuprofile writes a pprof profile), AWS
+//     requests and DynamoDB capacity per task by operation, the task item
+//     size, and ready-to-claimed latency with idle executors;
+//   - the same for a job of tasks that each write one object, and for
+//     the map stage of word count with 64 reducers (S3 PUTs per map task);
+//   - the cost per million tasks of each at list prices (prices.go);
+//   - the load model (load.go, -load): a job of 100,000 no-op tasks, its
+//     per-key DynamoDB capacity and per-prefix S3 rates scaled to 10,000
+//     tasks a second against the per-partition and per-prefix limits, and
+//     the time to the last task queued;
+//   - schedule firing accuracy through the timer queue (firing.go).
+//
+// -tasks 0, -load 0 and -schedules 0 skip the parts.
 package main
 
 import (
@@ -13,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,8 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
-	"github.com/batchwork/batchwork/shared/awsconf"
+	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -31,20 +45,39 @@ import (
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 func main() {
-	tasks := flag.Int("tasks", 2000, "fan-out tasks")
+	tasks := flag.Int("tasks", 2000, "fan-out tasks of the throughput job (0: skip it and the cost workloads)")
 	slots := flag.Int("slots", 16, "executor slots")
 	probes := flag.Int("probes", 100, "single-task jobs for the latency measurement")
+	outputs := flag.Int("output-tasks", 2000, "tasks of the one-output job (each writes one object; 0: skip)")
+	reducers := flag.Int("reducers", 64, "reducers of the word-count job (0: skip it)")
+	maps := flag.Int("maps", 32, "map tasks of the word-count job")
+	load := flag.Int("load", 100000, "no-op tasks of the load-model job (0: skip it)")
+	loadSlots := flag.Int("load-slots", 32, "executor slots of the load-model job")
+	rate := flag.Float64("rate", 10000, "task rate the load model scales to (tasks/s)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput job (control plane and executors) to this file")
+	lambdaMB := flag.Float64("lambda-mb", tuning.ExecutorMemoryMB, "Lambda executor memory for the compute cost (MB)")
+	lambdaMS := flag.Float64("lambda-ms", 200, "billed duration of one executor invocation for the compute cost (ms)")
 	// The issue's figure: 1,000 schedules due in one minute, measured
 	// twice, all at the minute's first second (what cron schedules do)
 	// and spread over its seconds (rates anchored at their creation).
 	// About 2 minutes each on moto (see README, Schedules).
 	schedules := flag.Int("schedules", 1000, "schedules due in one minute for the firing-accuracy figure (0: skip)")
 	flag.Parse()
+	lm := lambdaModel{mb: *lambdaMB, ms: *lambdaMS, batch: tuning.ExecutorBatchSize}
 	if *tasks > 0 {
-		if err := run(*tasks, *slots, *probes); err != nil {
+		o := benchOptions{tasks: *tasks, slots: *slots, probes: *probes, outputs: *outputs, reducers: *reducers, maps: *maps,
+			cpuProfile: *cpuProfile, lm: lm, rate: *rate}
+		if err := run(o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *load > 0 {
+		if err := runLoad(*load, *loadSlots, *rate, lm); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -57,6 +90,13 @@ func main() {
 			}
 		}
 	}
+}
+
+type benchOptions struct {
+	tasks, slots, probes, outputs, reducers, maps int
+	cpuProfile                                    string
+	lm                                            lambdaModel
+	rate                                          float64
 }
 
 // runFiring measures firing accuracy on an emulator of its own.
@@ -82,7 +122,8 @@ func startEmulator(ctx context.Context) (*emulator.Emulator, error) {
 	return emu, nil
 }
 
-func run(tasks, slots, probes int) error {
+func run(o benchOptions) error {
+	tasks, slots, probes := o.tasks, o.slots, o.probes
 	ctx := context.Background()
 	emu, err := startEmulator(ctx)
 	if err != nil {
@@ -90,17 +131,25 @@ func run(tasks, slots, probes int) error {
 	}
 	defer emu.Stop()
 	cfg := emu.AWSConfig()
-	var counter awsconf.Counter
+	var rec loadmodel.Recorder
 	counted := cfg.Copy()
-	counter.Install(&counted)
+	rec.Install(&counted)
 
 	reg := batchwork.NewRegistry()
 	reg.Register("noop", func(ctx context.Context, t *batchwork.Task) error { return nil })
+	reg.Register("bench.one-output", func(ctx context.Context, t *batchwork.Task) error {
+		_, err := t.Out.Write([]byte("one\n"))
+		return err
+	})
+	wordcount.Register(reg)
 	r, err := runner.New(ctx, runner.Options{
 		AWS: counted, Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
 	})
 	if err != nil {
+		return err
+	}
+	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(cfg), r.Resources.Table); err != nil {
 		return err
 	}
 	var mu sync.Mutex
@@ -122,7 +171,7 @@ func run(tasks, slots, probes int) error {
 	go func() { done <- r.Run(runCtx) }()
 	defer func() { cancel(); <-done }()
 
-	bare := bareUpdateRate(ctx, cfg, r.Resources.Table, 3*time.Second, 8)
+	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -143,8 +192,18 @@ func run(tasks, slots, probes int) error {
 	measuring.Store(false)
 
 	// Throughput and requests per task.
-	_, before := counter.Snapshot()
-	beforeOps, _ := counter.Snapshot()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	rec.Reset()
+	cpu0 := cpuTime()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -153,24 +212,35 @@ func run(tasks, slots, probes int) error {
 	if err != nil {
 		return err
 	}
-	st, err := wait(ctx, watcher, res.JobID, 20*time.Minute)
+	// The status is read every 250 ms (its reads would load the
+	// emulator), and the job's own end time marks the end of the run.
+	st, err := waitEvery(ctx, watcher, res.JobID, 20*time.Minute, 250*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
-	afterOps, after := counter.Snapshot()
-	total := tasks + 1
-	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
-	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", float64(total)/elapsed.Seconds(), slots)
-	fmt.Printf("  emulator bare UpdateItem loop (8 goroutines): %.0f req/s\n", bare)
-	fmt.Printf("  ratio: %.2f tasks per bare UpdateItem\n", float64(total)/elapsed.Seconds()/bare)
-	// Sweep and polling requests are included: they are part of the cost.
-	fmt.Printf("  AWS requests per task: %.2f (%d requests)\n", float64(after-before)/float64(total), after-before)
-	for _, k := range awsconf.Keys(afterOps) {
-		if n := afterOps[k] - beforeOps[k]; n > 0 {
-			fmt.Printf("    %-40s %7d  %5.2f/task\n", k, n, float64(n)/float64(total))
-		}
+	if st.Ended != nil {
+		elapsed = st.Ended.Sub(start)
 	}
+	cpu := cpuTime() - cpu0
+	if o.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	snap := rec.Snapshot()
+	total := tasks + 1
+	rate := float64(total) / elapsed.Seconds()
+	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
+	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
+	printFloor(rate, bare, snap, total)
+	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
+		float64(cpu.Microseconds())/float64(total))
+	if o.cpuProfile != "" {
+		fmt.Printf(" (profile: %s)", o.cpuProfile)
+	}
+	fmt.Println()
+	// Sweep and polling requests are included: they are part of the cost.
+	printRequests(snap, total, "task")
+	costs := []costRow{{name: "no-op task (no output)", c: costOf(snap, total, o.lm), target: 2}}
 	// moto snapshots the whole table for each item of a TransactWriteItems
 	// (to roll back on failure), so its transactions slow down as the table
 	// grows, unlike DynamoDB's. Show it, measured here, so the rate above is
@@ -184,6 +254,22 @@ func run(tasks, slots, probes int) error {
 	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a %d-byte error); %d bytes without input\n",
 		dynamo.TaskItemSize(sample, control.MaxErrorLen+3), control.MaxInputKey, control.MaxErrorLen, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
 
+	if o.outputs > 0 {
+		c, err := oneOutput(ctx, r, watcher, &rec, o.outputs, o.rate, o.lm)
+		if err != nil {
+			return err
+		}
+		costs = append(costs, c)
+	}
+	if o.reducers > 0 {
+		c, err := wordCount(ctx, r, watcher, &rec, o.maps, o.reducers, o.lm)
+		if err != nil {
+			return err
+		}
+		costs = append(costs, c)
+	}
+	printCosts(costs, o.lm)
+
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(latencies)
@@ -194,6 +280,11 @@ func run(tasks, slots, probes int) error {
 }
 
 func wait(ctx context.Context, svc *control.Service, id string, within time.Duration) (control.JobStatus, error) {
+	return waitEvery(ctx, svc, id, within, 20*time.Millisecond)
+}
+
+// waitEvery waits for a job to end, reading its status every poll.
+func waitEvery(ctx context.Context, svc *control.Service, id string, within, poll time.Duration) (control.JobStatus, error) {
 	deadline := time.Now().Add(within)
 	for {
 		st, err := svc.Status(ctx, "bench", id)
@@ -206,7 +297,7 @@ func wait(ctx context.Context, svc *control.Service, id string, within time.Dura
 		if time.Now().After(deadline) {
 			return st, fmt.Errorf("job %s still running after %s", id, within)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(poll)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/chaos/check"
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 )
 
@@ -676,7 +677,9 @@ func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err
 
 // checkInput pairs each chaos job with its fault-free twin.
 func (h *harness) checkInput(ref, chaos *phase) check.Input {
-	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Executors: chaos.executors}
+	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Executors: chaos.executors,
+		// The executors trust a job state they read for this long.
+		StartGrace: control.DefaultJobStateTTL}
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,

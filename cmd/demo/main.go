@@ -160,7 +160,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 			fmt.Printf("    %6.1fs  %s\n", time.Since(start).Seconds(), line)
 			last = line
 		}
-		if st.State != "RUNNING" {
+		if st.State != "RUNNING" && st.State != "PUBLISHING" {
 			break
 		}
 		select {
@@ -179,6 +179,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 	if serve {
 		return serveCLI(ctx, r, spec)
 	}
+	fmt.Println("\n==> make demo SERVE=1 keeps the runner up for the batchwork CLI and serves the web console (batchwork ui) at http://" + consoleAddr + "/<token>/")
 	return nil
 }
 

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/console"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -19,6 +23,10 @@ import (
 var serve bool
 
 const serveAddr = "127.0.0.1:8080"
+
+// consoleAddr is where the demo serves the web console, as 'batchwork ui'
+// does by default.
+const consoleAddr = "127.0.0.1:8090"
 
 func listenAddr() string {
 	if serve {
@@ -81,7 +89,15 @@ func serveCLI(ctx context.Context, r *runner.Runner, wordcountSpec []byte) error
 			return err
 		}
 	}
+	// The web console, as 'batchwork ui' serves it, in this process.
+	consoleLine := ""
+	if c, err := startConsole(ctx, r); err != nil {
+		consoleLine = fmt.Sprintf("web console: not started (%v); try: bin/batchwork ui --listen 127.0.0.1:0", err)
+	} else {
+		consoleLine = "web console (open it in a browser): " + c.URL()
+	}
 	fmt.Printf(`
+==> %s
 ==> the runner stays up for the batchwork CLI until Ctrl-C: API %s, owner "demo"
     Every request needs this run's token, in %s (yours alone; the CLI reads it there).
     In another terminal:
@@ -90,7 +106,34 @@ func serveCLI(ctx context.Context, r *runner.Runner, wordcountSpec []byte) error
       bin/batchwork list
       bin/batchwork submit %s --wait
       bin/batchwork submit %s && bin/batchwork watch <id>    # then: bin/batchwork cancel <id>
-`, r.URL, r.TokenFile, filepath.Join(dir, "wordcount.yaml"), filepath.Join(dir, "slow.yaml"))
+      bin/batchwork ui --listen 127.0.0.1:0                  # another web console, as any user of the CLI starts it
+`, consoleLine, r.URL, r.TokenFile, filepath.Join(dir, "wordcount.yaml"), filepath.Join(dir, "slow.yaml"))
 	<-ctx.Done()
 	return nil
+}
+
+// startConsole serves the web console (internal/console, what 'batchwork
+// ui' runs) on consoleAddr against the runner's API as the demo's owner.
+func startConsole(ctx context.Context, r *runner.Runner) (*console.Server, error) {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	up := func(ctx context.Context, method, path string, q url.Values) (int, []byte, error) {
+		u := r.URL + path
+		if len(q) > 0 {
+			u += "?" + q.Encode()
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set(runner.OwnerHeader, demoOwner)
+		localauth.SetHeader(req, r.Token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		return resp.StatusCode, body, err
+	}
+	return console.Start(ctx, consoleAddr, console.Options{API: r.URL, Upstream: up})
 }

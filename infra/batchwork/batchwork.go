@@ -115,7 +115,7 @@ type Props struct {
 	// the data bucket's inputs area; the functions that submit (api,
 	// sweep) get them as lambdaenv.EnvInputBuckets and refuse any other
 	// bucket. Default none: inputs come from each owner's inputs area
-	// (inputs/<owner key>/) and own jobs only.
+	// (inputs/<owner key>/) and outputs area (outputs/<owner key>/) only.
 	InputBuckets []string
 	// OutputBuckets are buckets besides the data bucket that jobs may
 	// publish their outputs to (a spec's output: s3://<bucket>/<owner
@@ -123,7 +123,8 @@ type Props struct {
 	// own key, which the submitting functions (lambdaenv.EnvOutputBuckets)
 	// check. The roles that end jobs may write, read and list them, as
 	// they may the data bucket's outputs area. To read a published folder
-	// of one as a job's input, list it in InputBuckets too. Default none:
+	// of one as a job's input, list it in InputBuckets too: specs may then
+	// read it only under their owner's key, as they write it. Default none:
 	// outputs are published to each owner's outputs area
 	// (outputs/<owner key>/) only.
 	OutputBuckets []string
@@ -172,6 +173,16 @@ type Props struct {
 	// the executor's cannot be learnt at synth time (a Fargate image built
 	// elsewhere). Default: those ExecutorPackage registers.
 	TaskNames []string
+	// ExecPrograms are the exec programs the submitting functions accept
+	// before any executor has published its programs: those the Fargate
+	// image installs in its programs directory (BATCHWORK_EXEC_DIR), e.g.
+	// ["wordcount.py"] for this repository's image built with
+	// FargateBuildArgs {"RUNTIME": "python"}. The Fargate service scales
+	// from zero and publishes its programs only once it runs, so without
+	// them an exec stage is refused until it has. Default none: exec
+	// stages are accepted once a Fargate executor has published, and
+	// never on a stack of Lambda executors only, which run no programs.
+	ExecPrograms []string
 	// FargateImage is the Fargate executor's image, e.g.
 	// ecs.ContainerImage_FromRegistry("123456789012.dkr.ecr.eu-west-1.amazonaws.com/my-executor:v3", nil)
 	// for one built and pushed elsewhere; its entrypoint is an executor
@@ -429,6 +440,9 @@ func withDefaults(props *Props) Props {
 	if p.TaskFunctions, err = control.ParseTaskFunctions(strings.Join(p.TaskFunctions, ",")); err != nil {
 		panic("batchwork: taskFunctions: " + err.Error())
 	}
+	if p.ExecPrograms, err = control.ParsePrograms(strings.Join(p.ExecPrograms, ",")); err != nil {
+		panic("batchwork: execPrograms: " + err.Error())
+	}
 	for _, arn := range p.TaskFunctionRoleArns {
 		if err := CheckRoleArn(arn); err != nil {
 			panic("batchwork: taskFunctionRoleArns: " + err.Error())
@@ -452,6 +466,7 @@ func admissionEnv(p Props) map[string]string {
 		lambdaenv.EnvInputBuckets:       strings.Join(p.InputBuckets, ","),
 		lambdaenv.EnvOutputBuckets:      strings.Join(p.OutputBuckets, ","),
 		lambdaenv.EnvTaskFunctions:      strings.Join(p.TaskFunctions, ","),
+		lambdaenv.EnvExecPrograms:       strings.Join(p.ExecPrograms, ","),
 	} {
 		if v != "" {
 			env[k] = v

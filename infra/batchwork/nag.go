@@ -1,7 +1,7 @@
 package batchwork
 
 import (
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsecspatterns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
@@ -26,8 +26,7 @@ func (b *Batchwork) suppressNagFindings() {
 }
 
 // suppressFargateNagFindings covers the Fargate executor's resources.
-func suppressFargateNagFindings(svc awsecspatterns.QueueProcessingFargateService) {
-	td := svc.TaskDefinition()
+func suppressFargateNagFindings(td awsecs.FargateTaskDefinition) {
 	cdknag.NagSuppressions_AddResourceSuppressions(td, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-ECS2"),
 		Reason: jsii.String("The environment holds resource names and URLs (table, bucket, queues), the slot count and, when set, " +
@@ -43,8 +42,17 @@ func suppressFargateNagFindings(svc awsecspatterns.QueueProcessingFargateService
 		Reason: jsii.String("The executor reads inputs (the inputs area, the input buckets the operator allows, and its job's plans, manifests and upstream outputs under jobs/), " +
 			"and writes and tags objects only in this installation's job area (jobs/*: attempt outputs, and a stage's plans and manifests as its last committer); see the functions' roles."),
 		AppliesTo: &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(dataObjectPatterns)}, &cdknag.RegexAppliesTo{Regex: jsii.String(inputBucketObjects)}},
+	}, {
+		Id: jsii.String("AwsSolutions-IAM5"),
+		Reason: jsii.String("ecs:UpdateTaskProtection on the executor cluster's tasks (task/<cluster>/*), which the ECS agent endpoint calls with the task role " +
+			"when a task protects itself from scale-in: a task's id is only known once it runs."),
+		AppliesTo: &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(clusterTasks)}},
 	}}, jsii.Bool(true))
 }
+
+// clusterTasks matches the tasks of a cluster of this stack
+// (Cluster.ArnForTasks("*")).
+const clusterTasks = `/^Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task\/<[A-Za-z0-9]*ExecutorCluster[A-Za-z0-9]*>\/\*$/`
 
 // dataObjectPatterns matches the wildcard object patterns of the data
 // bucket (<bucket ARN>/<key pattern>, such as /* or /jobs/*/out/*), and

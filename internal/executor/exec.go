@@ -9,21 +9,34 @@ package executor
 // function's, so the attempt is published and committed, and fenced, the
 // same way.
 //
-// Who may run what. An exec stage runs code the spec names, and specs
-// come from any owner, while the executor holds the stack's credentials.
-// So:
+// Who may run what. An exec stage runs a program the spec names, and
+// specs come from any owner, while the executor holds the stack's
+// credentials. The programs are the operator's: installed by the operator,
+// trusted code, like the executor itself. What keeps an owner from running
+// code of their own is the choice of programs, not the process:
 //   - A host runs programs only if its operator gave it a programs
 //     directory (Runner.ExecDir; the long-polling host reads EnvExecDir).
-//     The Lambda executor never has one: its exec stages fail with
-//     errExecHost.
+//     The Lambda executor never has one. A host that cannot run a stage's
+//     program hands its message back unclaimed (Runner.cannotRun), so no
+//     attempt is spent where it can never succeed; submit refuses a
+//     program no executor has published (control.checkPrograms).
 //   - The program is a bare name (spec validation refuses a path) looked
 //     up in that directory only, never on PATH: a spec runs what the
 //     operator installed there, nothing else. Install scripts, not
 //     interpreters or shells (a `python3` there would run any code an
 //     argument holds).
-//   - The program gets a clean environment: PATH, HOME, LANG, LC_ALL, TZ
-//     from the host, TMPDIR, and the task's identity and parameters;
-//     never the host's AWS settings or anything else it was given.
+//   - The program's environment is trimmed: PATH, LANG, LC_ALL, TZ from
+//     the host, HOME and TMPDIR set to its working directory, and the
+//     task's identity and parameters; not the host's AWS settings or
+//     anything else it was given. That avoids accidents (an SDK in the
+//     program picking up the executor's credentials, or the local user's
+//     ~/.aws through HOME, and writing with them by mistake); it is no
+//     boundary. The program runs as the executor's user, as its child, so
+//     it can read the executor's own environment (/proc/$PPID/environ)
+//     and reach whatever the executor can (the Fargate task role's
+//     credential endpoint). Containing a hostile program would take a
+//     separate user or a sandbox, which Batchwork does not provide: do not
+//     install programs you would not run as the executor.
 //   - It runs in a fresh working directory, removed afterwards, in its
 //     own process group, which is killed when the task's context ends
 //     (lease lost, job cancelled or failed).
@@ -45,6 +58,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -54,8 +68,8 @@ import (
 // stages.
 const EnvExecDir = "BATCHWORK_EXEC_DIR"
 
-// The variables an exec program gets besides the host's PATH, HOME, LANG,
-// LC_ALL and TZ.
+// The variables an exec program gets besides the host's PATH, LANG, LC_ALL
+// and TZ, and HOME and TMPDIR (its working directory).
 const (
 	EnvTaskJob       = "BATCHWORK_JOB"
 	EnvTaskStage     = "BATCHWORK_STAGE"
@@ -113,6 +127,37 @@ func ExecDirFromEnv() (string, error) {
 	return dir, nil
 }
 
+// Programs lists the programs in dir that an exec stage can name, sorted:
+// its executable regular files (symbolic links followed) whose names are
+// bare program names (spec.ValidProgramName), at most
+// control.MaxPublishedNames. A host publishes them when it starts
+// (control.Service.PublishPrograms), so submit can refuse a program no
+// executor has. "" lists none.
+func Programs(dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list programs: %w", err)
+	}
+	var names []string
+	for _, e := range entries { // sorted by name
+		if !spec.ValidProgramName(e.Name()) {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		names = append(names, e.Name())
+		if len(names) == control.MaxPublishedNames {
+			break
+		}
+	}
+	return names, nil
+}
+
 // taskFunc is what runs claim c's stage: its exec program, its Lambda
 // function, or the function registered under its task name.
 func (r *Runner) taskFunc(c control.Claim) (Func, error) {
@@ -132,33 +177,84 @@ func (r *Runner) taskFunc(c control.Claim) (Func, error) {
 
 // execFunc returns the Func that runs stage st's program.
 func (r *Runner) execFunc(st spec.Stage) (Func, error) {
-	if r.ExecDir == "" {
-		return nil, errExecHost
-	}
-	if len(st.Exec) == 0 {
-		return nil, errors.New("exec: want a program and its arguments")
-	}
-	name := st.Exec[0]
-	// Validation refuses paths; a stored spec is checked again, since
-	// only a bare name keeps the lookup inside the directory.
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-		return nil, fmt.Errorf("exec: %q is not a program name", name)
-	}
-	prog := filepath.Join(r.ExecDir, name)
-	fi, err := os.Stat(prog)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("exec: program %q is not installed in this executor's programs directory", name)
-	case err != nil:
-		return nil, fmt.Errorf("exec: %w", err)
-	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
-		return nil, fmt.Errorf("exec: %q in this executor's programs directory is not an executable file", name)
+	prog, err := r.program(st)
+	if err != nil {
+		return nil, err
 	}
 	args := slices.Clone(st.Exec[1:])
 	shuffle := st.Shuffle != nil
 	return func(ctx context.Context, t *Task) error {
 		return runProgram(ctx, prog, args, shuffle, t)
 	}, nil
+}
+
+// program is the path of exec stage st's program on this host, or why
+// this host cannot run it.
+func (r *Runner) program(st spec.Stage) (string, error) {
+	if r.ExecDir == "" {
+		return "", errExecHost
+	}
+	if len(st.Exec) == 0 {
+		return "", errors.New("exec: want a program and its arguments")
+	}
+	name := st.Exec[0]
+	// Validation refuses paths; a stored spec is checked again, since
+	// only a bare name keeps the lookup inside the directory.
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+		return "", fmt.Errorf("exec: %q is not a program name", name)
+	}
+	prog := filepath.Join(r.ExecDir, name)
+	fi, err := os.Stat(prog)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("exec: program %q is not installed in this executor's programs directory", name)
+	case err != nil:
+		return "", fmt.Errorf("exec: %w", err)
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("exec: %q in this executor's programs directory is not an executable file", name)
+	}
+	return prog, nil
+}
+
+// Specs is what a control plane offers hosts that cannot run every stage:
+// a job's spec, cached per process (control.Service.JobSpec, the cache
+// Claim reads too), so looking before the claim costs no request.
+type Specs interface {
+	JobSpec(ctx context.Context, job string) (*spec.Job, error)
+}
+
+var _ Specs = (*control.Service)(nil)
+
+// handBackDelay is how long a task message this host cannot run stays
+// hidden once handed back: long enough not to receive it again at once,
+// short enough that an executor that can run it (the Fargate service of
+// ExecutorBoth, which the visible and hidden backlog keeps scaled out)
+// gets it soon.
+const handBackDelay = 5 * time.Second
+
+// cannotRun says why this host cannot run the task ref names, before it
+// is claimed: an exec stage on a host without the program (the Lambda
+// executor, a host without a programs directory, or one whose directory
+// lacks it). Such a task is handed back unclaimed, spending no attempt,
+// for an executor that can run it; one no executor can run waits, its
+// message bouncing, until its job is cancelled or its deadline passes
+// (submit refuses programs no executor published, so this is a program
+// removed since). nil when it can, and when the spec cannot be read
+// here: the claim then decides, and the task function reports (taskFunc).
+func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
+	specs, ok := r.CP.(Specs)
+	if !ok {
+		return nil
+	}
+	sp, err := specs.JobSpec(ctx, ref.Job)
+	if err != nil || ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
+		return nil
+	}
+	if st := sp.Stages[ref.Stage]; st.Exec != nil {
+		_, err := r.program(st)
+		return err
+	}
+	return nil
 }
 
 // runProgram runs prog on t's input and collects its stdout into t.Out.
@@ -216,12 +312,15 @@ func exitDescription(e *exec.ExitError) string {
 // execEnv is the program's environment: see the file comment.
 func execEnv(t *Task, work string) []string {
 	var env []string
-	for _, k := range []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ"} {
+	for _, k := range []string{"PATH", "LANG", "LC_ALL", "TZ"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	env = append(env, "TMPDIR="+work,
+	// HOME is the working directory, not the executor user's: tools that
+	// look there for settings and credentials (the AWS SDKs' ~/.aws) find
+	// none of the host's, and their caches are removed with the directory.
+	env = append(env, "HOME="+work, "TMPDIR="+work,
 		EnvTaskJob+"="+t.Ref.Job,
 		EnvTaskStage+"="+t.Stage,
 		EnvTaskPartition+"="+strconv.Itoa(t.Ref.Partition),

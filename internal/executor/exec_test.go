@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,18 +124,6 @@ echo "$#"`,
 			script:   "kill -9 $$",
 			failWith: []string{"exec prog: signal: killed", "no stderr"},
 		},
-		{
-			name:     "program not installed",
-			spec:     execOne,
-			failWith: []string{`exec: program "prog" is not installed in this executor's programs directory`},
-		},
-		{
-			name:     "host without programs",
-			spec:     execOne,
-			script:   "echo hi",
-			noDir:    true,
-			failWith: []string{"exec stages run on the Fargate or local executor"},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,16 +156,103 @@ echo "$#"`,
 				t.Fatalf("commits %v, fails %v (%v); want one commit", commits, fails, cp.causes)
 			}
 			stage := cp.spec.Stages[0].Name
+			got := committedParts(t, b, stage, len(tt.want))
 			for p, want := range tt.want {
-				got, err := b.Get(context.Background(), blob.OutputKey("j1", stage, 0, 1, p))
-				if err != nil {
-					t.Fatalf("part %d: %v", p, err)
-				}
-				if string(got) != want {
-					t.Errorf("part %d = %q, want %q", p, got, want)
+				if got[p] != want {
+					t.Errorf("part %d = %q, want %q", p, got[p], want)
 				}
 			}
 		})
+	}
+}
+
+// A host that cannot run an exec stage's program hands the task's message
+// back unclaimed, spending no attempt, for an executor that can: the
+// construct's ExecutorBoth runs the Lambda executor (never a programs
+// directory) on the same queues as the Fargate one, so a claim and a
+// failure there would fail a valid job whenever the Lambda executor won
+// maxAttempts claims of one task. The stage is read before the claim
+// from the control plane's cached spec (Specs). A control plane that
+// cannot serve it leaves the host to claim, and the attempt fails saying
+// why, as before.
+func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		scripts map[string]string
+		noDir   bool // the host has no programs directory (the Lambda executor)
+		noSpecs bool // the control plane serves no spec before the claim
+		want    string
+	}{
+		{name: "host without programs", noDir: true, want: "exec stages run on the Fargate or local executor"},
+		{name: "program not installed", scripts: map[string]string{"other": "echo hi"},
+			want: `exec: program "prog" is not installed in this executor's programs directory`},
+		{name: "program not executable", scripts: map[string]string{"prog": "echo hi"},
+			want: `exec: "prog" in this executor's programs directory is not an executable file`},
+		{name: "no spec before the claim: claimed and failed", noDir: true, noSpecs: true,
+			want: "exec stages run on the Fargate or local executor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := programs(t, tt.scripts)
+			if tt.name == "program not executable" {
+				if err := os.Chmod(filepath.Join(dir, "prog"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.noDir {
+				dir = ""
+			}
+			fake := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
+			var cp ControlPlane = fake
+			if tt.noSpecs {
+				cp = struct{ ControlPlane }{fake} // hides JobSpec
+			}
+			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
+			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			claims, _, fails := fake.snapshot()
+			if tt.noSpecs {
+				if len(claims) != 1 || len(fails) != 1 || !strings.Contains(fake.causes[0], tt.want) {
+					t.Fatalf("claims %v, fails %v (%q); want the attempt claimed and failed with %q", claims, fails, fake.causes, tt.want)
+				}
+				return
+			}
+			if len(claims) != 0 || len(fails) != 0 {
+				t.Fatalf("a host that cannot run the program claimed %d and failed %d attempt(s) (%v; result %+v)",
+					len(claims), len(fails), fake.causes, res)
+			}
+			if res.Action != Hide || res.Delay != handBackDelay || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
+				t.Errorf("result %+v; want the message hidden for %v with %q", res, handBackDelay, tt.want)
+			}
+		})
+	}
+}
+
+// Programs lists what a host publishes as the programs it runs: the
+// executable regular files of its programs directory (links followed)
+// whose names an exec stage can hold, sorted; nothing without a directory.
+func TestPrograms(t *testing.T) {
+	t.Parallel()
+	dir := programs(t, map[string]string{"wordcount.py": "", "b.sh": "", "bad name": ""})
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "b.sh"), filepath.Join(dir, "link.sh")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Programs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"b.sh", "link.sh", "wordcount.py"}; !slices.Equal(got, want) {
+		t.Errorf("Programs = %v, want %v", got, want)
+	}
+	if got, err := Programs(""); got != nil || err != nil {
+		t.Errorf("Programs(\"\") = %v, %v; want none", got, err)
 	}
 }
 
@@ -208,6 +284,41 @@ func TestExecEnvironment(t *testing.T) {
 		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+n+" ") {
 			t.Errorf("the program does not see %s (it sees %v)", n, names)
 		}
+	}
+}
+
+// TestExecHomeIsWorkingDirectory: what the trimmed environment does
+// guarantee (exec.go: it avoids accidents; it is no boundary). HOME is the
+// attempt's working directory, so an AWS SDK in the program finds no
+// ~/.aws of the executor's user, and none of the executor's AWS_*
+// variables are in the program's own environment.
+func TestExecHomeIsWorkingDirectory(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".aws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("[default]\naws_secret_access_key = host\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAHOST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "host")
+	t.Setenv("AWS_SESSION_TOKEN", "host")
+	t.Setenv("AWS_PROFILE", "host")
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/creds")
+	dir := programs(t, map[string]string{"prog": `[ "$HOME" = "$(pwd)" ] && [ "$HOME" = "$TMPDIR" ] && echo "home is the working directory"
+[ -e "$HOME/.aws/credentials" ] && echo "host credentials found through HOME"
+env | cut -d= -f1 | grep '^AWS_' | sort`})
+	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
+	b := &memBlob{}
+	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
+	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
+	if err != nil {
+		t.Fatalf("output: %v (causes %v)", err, cp.causes)
+	}
+	if want := "home is the working directory\n"; string(got) != want {
+		t.Errorf("the program printed %q, want %q (HOME the attempt's working directory, no AWS_* variables)", got, want)
 	}
 }
 

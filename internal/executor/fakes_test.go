@@ -55,6 +55,15 @@ func (f *fakeCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, e
 	return control.Claim{Spec: f.spec, Lease: f.lease, Task: batch.Task{Ref: ref, Attempt: 1, MaxAttempts: 3, Token: "tok"}}, nil
 }
 
+// JobSpec serves the spec before a claim, as control.Service does from
+// its cache (Specs).
+func (f *fakeCP) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.spec, nil
+}
+
 func (f *fakeCP) Heartbeat(ctx context.Context, c control.Claim) error { return ctx.Err() }
 
 func (f *fakeCP) Commit(ctx context.Context, c control.Claim, outputs int) error {

@@ -32,6 +32,9 @@ type heldMessages struct {
 	renewing sync.Mutex
 	// renewNow carries each beat's done channel to the renewal loop.
 	renewNow chan chan struct{}
+	// hides are the just-claimed messages waiting to be hidden together
+	// (holdbatch.go).
+	hides hideBatches
 }
 
 func newHeldMessages(q Queue, log *slog.Logger) *heldMessages {
@@ -113,17 +116,14 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 const renewAfterBeat = 200 * time.Millisecond
 
 // hold adds the message of a task just claimed and hides it for the held
-// visibility at once, before the task starts: the short receive
-// visibility must not lapse under a live claim, or the message comes back
-// while its holder looks well and waits out the task's lease. No hide of
-// its own can race this one: its task has not run.
+// visibility within holdLinger, without waiting for the next beat: the
+// short receive visibility must not lapse under a live claim, or the
+// message comes back while its holder looks well and waits out the task's
+// lease. The hides of messages claimed together go in one request
+// (holdbatch.go).
 func (h *heldMessages) hold(ctx context.Context, m queue.Message) {
 	h.add(m)
-	ctx, cancel := context.WithTimeout(ctx, tuning.ReceiveVisibility)
-	defer cancel()
-	if err := h.q.ChangeVisibility(ctx, m.Queue, m.Receipt, tuning.HeldVisibility); err != nil {
-		h.log.Warn("hide a claimed task's message", "task", m.Body, "err", err)
-	}
+	h.hideSoon(m)
 }
 
 // kick asks for a renewal of every held message once landed is closed

@@ -27,6 +27,12 @@ package executor
 // If-None-Match: *, so a function treats 412 Precondition Failed on its
 // own key as "already written" (Lambda may deliver one invocation twice
 // when the SDK retries).
+//
+// The executor reads none of a lambda stage's input (the event gives the
+// function the split's byte range, or the shuffle's keys, as planned: the
+// function aligns the range to records itself) and none of the outputs
+// the function wrote, so a lambda stage's task records no record counts:
+// its records in and out stay 0 in the job's status.
 
 import (
 	"context"
@@ -83,7 +89,9 @@ type LambdaEvent struct {
 	// start belongs to the previous split). Nil for other tasks.
 	Input *LambdaInput `json:"input,omitempty"`
 	// Shuffle is the task's shuffle partition: read every object, in
-	// order; each holds key<TAB>value lines. Nil for other tasks.
+	// order; each holds key<TAB>value lines. Nil for other tasks. (A
+	// shuffle read by a lambda stage keeps one object per partition, not
+	// the indexed objects other reducers read slices of: shuffle.go.)
 	Shuffle *LambdaShuffle `json:"shuffle,omitempty"`
 	// Format is the input's record format: lines, jsonl or csv.
 	Format string `json:"format"`

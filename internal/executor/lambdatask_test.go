@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -329,6 +330,56 @@ func TestLambdaEvent(t *testing.T) {
 				t.Errorf("commits %v (failures %v), want 1", commits, f.causes)
 			}
 		})
+	}
+}
+
+// openCounter is a memBlob that counts the opens of each key.
+type openCounter struct {
+	*memBlob
+	mu    sync.Mutex
+	opens map[string]int
+}
+
+func (b *openCounter) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
+	b.mu.Lock()
+	b.opens[key]++
+	b.mu.Unlock()
+	return b.memBlob.Open(ctx, bucket, key, start)
+}
+
+func (b *openCounter) Opener(bucket string) split.RangeOpener {
+	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
+		return b.Open(ctx, bucket, key, start)
+	}
+}
+
+// A lambda stage's function reads its input itself (the event's range),
+// so the executor opens none of it: no wasted GET per attempt, which for
+// a CSV split past 0 would also read the object's header from its start.
+// The event still carries the input's format, and the planned range.
+func TestLambdaStageOpensNoInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := &fakeCP{spec: mustSpec(t, `{"name": "j", "stages": [{"name": "s", "lambda": "f", `+
+		`"partitions": {"input": {"prefix": "s3://data-bucket/in/", "format": "csv"}}}]}`), lease: time.Minute}
+	cp := lambdaInputCP{f, split.Split{Key: "in/a.csv", Start: 6, End: 20}}
+	b := &openCounter{memBlob: &memBlob{}, opens: map[string]int{}}
+	b.PutIfAbsent(ctx, "in/a.csv", []byte("a,b,c\n1,2,3\n4,5,6\n7,8,9\n"))
+	inv := &fakeInvoker{fn: answer(`{"outputs": []}`, "", nil)}
+	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
+	r.Handle(ctx, Delivery{Body: "j1/0/0"}, nil)
+	if len(inv.events) != 1 {
+		t.Fatalf("%d invocations, want 1 (failures: %v)", len(inv.events), f.causes)
+	}
+	ev := inv.events[0]
+	if ev.Format != "csv" || ev.Input == nil || *ev.Input != (LambdaInput{Bucket: "data-bucket", Key: "in/a.csv", Start: 6, End: 20}) {
+		t.Errorf("event format %q, input %+v; want csv and the planned range", ev.Format, ev.Input)
+	}
+	if n := b.opens["in/a.csv"]; n != 0 {
+		t.Errorf("the executor opened the lambda stage's input %d times, want none: the function reads it", n)
+	}
+	if _, commits, _ := f.snapshot(); len(commits) != 1 {
+		t.Errorf("commits %v (failures %v), want 1", commits, f.causes)
 	}
 }
 

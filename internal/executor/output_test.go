@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -100,14 +99,7 @@ func TestOutputCap(t *testing.T) {
 				if res.Action != Delete || res.Err != nil || writeErr != nil {
 					t.Fatalf("result %+v, write error %v; want the attempt committed", res, writeErr)
 				}
-				var got []string
-				for p := range tc.wantParts {
-					body, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, p))
-					if err != nil {
-						t.Fatalf("output %d: %v", p, err)
-					}
-					got = append(got, string(body))
-				}
+				got := committedParts(t, b, "s", len(tc.wantParts))
 				if diff := cmp.Diff(tc.wantParts, got); diff != "" {
 					t.Errorf("outputs (-want +got):\n%s", diff)
 				}
@@ -137,5 +129,43 @@ func TestOutputCapDefault(t *testing.T) {
 	t.Parallel()
 	if o := (&Runner{}).newOutput(1); o.limit != tuning.MaxTaskOutput {
 		t.Fatalf("default output cap %d, want tuning.MaxTaskOutput (%d)", o.limit, tuning.MaxTaskOutput)
+	}
+}
+
+// Output.Part(r) for r outside [0, Parts()) is a writer whose writes fail
+// with an error naming the partition, as batchwork.RunTask's, never an
+// index panic: a task writing from a goroutine of its own (Output's
+// methods may be called from several at once) would otherwise take the
+// whole executor down, since safeCall recovers only the function's own
+// goroutine. The attempt fails even if the function ignores the error.
+func TestOutputPartOutOfRangeFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	for _, r := range []int{4, -1} {
+		t.Run(fmt.Sprint(r), func(t *testing.T) {
+			t.Parallel()
+			cp := &fakeCP{spec: mustSpec(t, shuffleOneTask), lease: time.Minute}
+			b := &memBlob{}
+			reg := NewRegistry()
+			var writeErr error
+			reg.Register("work", func(ctx context.Context, t *Task) error {
+				done := make(chan struct{})
+				go func() { // not the function's goroutine: a panic here is not recovered
+					defer close(done)
+					_, writeErr = t.Out.Part(r).Write([]byte("x\n"))
+				}()
+				<-done
+				return nil // ignores the error
+			})
+			rn := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
+			rn.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			want := fmt.Sprintf("output partition %d: the task has 4 (0 to 3)", r)
+			if writeErr == nil || writeErr.Error() != want {
+				t.Errorf("write to partition %d: %v, want %q", r, writeErr, want)
+			}
+			_, commits, fails := cp.snapshot()
+			if len(commits) != 0 || len(fails) != 1 || cp.causes[0] != want {
+				t.Fatalf("commits %v, fails %v (causes %q); want the attempt failed with %q", commits, fails, cp.causes, want)
+			}
+		})
 	}
 }

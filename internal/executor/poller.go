@@ -49,6 +49,16 @@ type Poller struct {
 	// Drain bounds how long Run waits for running tasks after ctx ends.
 	Drain time.Duration
 	Log   *slog.Logger
+	// Activity, if set, hears each slot start and end a task (the
+	// Fargate host's scale-in protection: internal/host/protection.go).
+	// Its methods must not block.
+	Activity Activity
+}
+
+// Activity hears the slots' tasks start and end.
+type Activity interface {
+	TaskStarted()
+	TaskEnded()
 }
 
 // Run polls until ctx is cancelled (SIGTERM), then stops receiving, lets
@@ -109,6 +119,9 @@ func (p *Poller) Run(ctx context.Context) error {
 				if err != nil {
 					return
 				}
+				if backlogged {
+					n = gatherSlots(ctx, arb, i, n, limit) // receivebatch.go
+				}
 				// While backlogged, poll without waiting: slots may be held
 				// for this receiver, and they must not sit through a long
 				// poll if the queue has just emptied. The next receive after
@@ -141,9 +154,15 @@ func (p *Poller) Run(ctx context.Context) error {
 				}
 				for _, m := range msgs {
 					running.Add(1)
+					if p.Activity != nil {
+						p.Activity.TaskStarted()
+					}
 					go func() {
 						defer running.Done()
 						defer arb.release(1)
+						if p.Activity != nil {
+							defer p.Activity.TaskEnded()
+						}
 						p.handle(taskCtx, m, vis, del, held)
 					}()
 				}

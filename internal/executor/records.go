@@ -78,15 +78,19 @@ func countInput(t *Task) *lineCounter {
 // commit commits the attempt with its output count and, when the control
 // plane takes them, the records read and written (output lines).
 func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineCounter) error {
+	objects := r.objects(c, t) // published.go
 	rc, ok := r.CP.(recordCommitter)
 	if !ok {
-		return r.CP.Commit(ctx, c, t.Out.Parts())
+		return r.CP.Commit(ctx, c, objects)
 	}
-	res := control.CommitResult{Outputs: t.Out.Parts()}
+	res := control.CommitResult{Outputs: objects}
 	if in != nil {
 		res.RecordsIn = in.records()
 	}
 	// Counted as written: a streamed partition is no longer in memory.
 	res.RecordsOut = t.Out.records()
+	if wc, ok := r.CP.(writtenCommitter); ok {
+		return wc.CommitWritten(ctx, c, res)
+	}
 	return rc.CommitWith(ctx, c, res)
 }

@@ -94,7 +94,8 @@ type Runner struct {
 	// host runs no lambda stages.
 	Lambda LambdaInvoker
 
-	manifests sync.Map // stage manifest key -> *batch.Manifest
+	manifests sync.Map   // stage manifest key -> *batch.Manifest
+	indexes   indexCache // of indexed shuffle objects read (shuffle.go)
 }
 
 // Extender extends the message's visibility by d from now.
@@ -120,6 +121,12 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 		return Result{Action: Leave, Err: err}
 	}
 	log := r.Log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
+	if err := r.cannotRun(ctx, ref); err != nil {
+		// Unclaimed, so no attempt is spent here: back to the queue for an
+		// executor that can run it (exec.go).
+		log.Info("handing back a task this executor cannot run", "err", err)
+		return Result{Action: Hide, Delay: handBackDelay, Err: err}
+	}
 	c, err := r.CP.Claim(ctx, ref)
 	var held *batch.ClaimHeldError
 	var notDue *batch.NotDueError
@@ -214,7 +221,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 		return r.fail(ctx, c, runErr.Error(), log)
 	}
 	// Every partition's object is complete before the commit (stream.go).
-	if err := t.Out.publish(ctx, r.Blob); err != nil {
+	if err := r.publish(ctx, c, t); err != nil { // published.go
 		return Result{Action: Leave, Err: err}
 	}
 	err = r.commit(ctx, c, t, in)
@@ -264,10 +271,17 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	watch, stopWatch := r.jobWatch(c) // jobwatch.go
+	defer stopWatch()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-watch:
+			if r.jobEnded(ctx, c, cancel, log) {
+				return
+			}
+			continue
 		case <-tick.C:
 		}
 		err := r.CP.Heartbeat(ctx, c)
@@ -303,10 +317,22 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		parts = st.Shuffle.Partitions
 	}
 	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
+	if indexedShuffle(c.Spec, ref.Stage) {
+		t.Out.indexOutputs() // one PUT for all partitions: shuffle.go
+	}
 	t.Out.bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]
+	}
+	if st.Lambda != "" {
+		// The function reads its input itself, from the split's range or
+		// the shuffle's keys (lambdatask.go): opening it here would be a
+		// wasted GET (from the object's start, for a CSV header).
+		if st.Partitions != nil && st.Partitions.Input != nil {
+			t.Format = st.Partitions.Input.Format
+		}
+		return t, noop, nil
 	}
 	switch src, ok := c.Spec.ShuffleSource(ref.Stage); {
 	case ok:
@@ -328,83 +354,35 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 }
 
 // shuffleInput concatenates partition ref.Partition of every committed
-// output of the upstream shuffle stage, as listed by its manifest. A paged
-// manifest is read one page at a time, keeping only this partition's keys,
-// so a reducer holds one page and its own part's keys, never the whole
-// list of upstream tasks times parts. Only the manifest object is cached:
-// a paged one's is its short index.
+// output of the upstream shuffle stage, as listed by its manifest: whole
+// objects of the per-part layout, slices of indexed ones (shuffle.go). A
+// paged manifest is read one page at a time, keeping only this partition's
+// sources, so a reducer holds one page and its own part's sources, never
+// the whole list of upstream tasks times parts. Only the manifest object
+// is cached: a paged one's is its short index.
 func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) (io.ReadCloser, error) {
-	keys, err := r.shuffleKeys(ctx, sp, ref, src)
+	srcs, err := r.shuffleSources(ctx, sp, ref, src)
 	if err != nil {
 		return nil, err
 	}
-	return &multiObject{ctx: ctx, blob: r.Blob, keys: keys}, nil
+	return &shuffleReader{ctx: ctx, blob: r.Blob, part: ref.Partition, readAhead: blob.DefaultShuffleReadAhead, srcs: srcs, cache: &r.indexes}, nil
 }
 
-// shuffleKeys lists the objects of shuffleInput: partition ref.Partition
-// of every committed output of stage src.
+// shuffleKeys lists the objects of shuffleInput for a lambda stage, whose
+// function reads whole objects: its upstream writes the per-part layout
+// (indexedShuffle), so an indexed object here is an error, not a slice to
+// hand over whole.
 func (r *Runner) shuffleKeys(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) ([]string, error) {
-	key := blob.StageManifestKey(ref.Job, sp.Stages[src].Name)
-	var m *batch.Manifest
-	if v, ok := r.manifests.Load(key); ok {
-		m = v.(*batch.Manifest)
-	} else {
-		read, err := blob.ReadManifest(ctx, r.Blob, key)
-		if err != nil {
-			return nil, err
-		}
-		m = &read
-		r.manifests.Store(key, m)
+	srcs, err := r.shuffleSources(ctx, sp, ref, src)
+	if err != nil {
+		return nil, err
 	}
 	var keys []string
-	err := blob.EachManifestOutput(ctx, r.Blob, *m, func(o batch.Output) error {
-		if o.Part == ref.Partition {
-			keys = append(keys, o.Key)
+	for _, s := range srcs {
+		if s.parts != 0 {
+			return nil, fmt.Errorf("%s holds all %d partitions of a map task, indexed; a lambda function reads whole objects", s.key, s.parts)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		keys = append(keys, s.key)
 	}
 	return keys, nil
-}
-
-// multiObject streams objects one after another.
-type multiObject struct {
-	ctx  context.Context
-	blob Blob
-	keys []string
-	cur  io.ReadCloser
-}
-
-func (m *multiObject) Read(p []byte) (int, error) {
-	for {
-		if m.cur == nil {
-			if len(m.keys) == 0 {
-				return 0, io.EOF
-			}
-			rc, err := m.blob.Open(m.ctx, m.blob.Bucket(), m.keys[0], 0)
-			if err != nil {
-				return 0, err
-			}
-			m.cur, m.keys = rc, m.keys[1:]
-		}
-		n, err := m.cur.Read(p)
-		if err == io.EOF {
-			m.cur.Close()
-			m.cur = nil
-			if n > 0 {
-				return n, nil
-			}
-			continue
-		}
-		return n, err
-	}
-}
-
-func (m *multiObject) Close() error {
-	if m.cur != nil {
-		return m.cur.Close()
-	}
-	return nil
 }

@@ -57,6 +57,11 @@ var _ Multipart = (*blob.Store)(nil)
 // open uploads (and the bucket's lifecycle rule aborts any left behind,
 // after a day).
 //
+// A shuffle of more than one partition read by Go or exec stages is
+// published differently (indexOutputs, shuffle.go): nothing streams, and
+// all partitions are put as one indexed object, unless the cap would be
+// passed, when the attempt falls back to the streaming above.
+//
 // A refused or failed write makes the attempt fail even if the function
 // ignores the error. Writes are serialized: a partition being streamed
 // holds up writes to the others for the upload of one part.
@@ -69,7 +74,12 @@ type Output struct {
 	// (bind). Without either, publish cannot name the objects.
 	key  func(r int) string
 	sink Multipart
-	ctx  context.Context // the task's: an upload stops when the lease is lost
+	// indexed: the partitions are published as one indexed object
+	// (shuffle.go) and none streams, until the cap would be passed: then
+	// the attempt falls back to the per-part layout, streaming with mp.
+	indexed bool
+	mp      Multipart
+	ctx     context.Context // the task's: an upload stops when the lease is lost
 
 	mu       sync.Mutex
 	parts    []*outPart
@@ -112,14 +122,18 @@ func (o *Output) bind(ctx context.Context, b Blob, key func(r int) string) {
 	defer o.mu.Unlock()
 	o.key, o.ctx = key, ctx
 	if mp, ok := b.(Multipart); ok {
-		o.sink = mp
+		o.mp = mp
+		if !o.indexed {
+			o.sink = mp
+		}
 	}
 }
 
 // Parts is the number of output partitions.
 func (o *Output) Parts() int { return len(o.parts) }
 
-// Part returns the writer of output partition r.
+// Part returns the writer of output partition r. For r outside
+// [0, Parts()) every write fails, and so does the attempt.
 func (o *Output) Part(r int) io.Writer { return partWriter{o, r} }
 
 // Write writes to partition 0.
@@ -160,7 +174,18 @@ func (o *Output) Emit(key, value string) error {
 func (o *Output) write(r int, b []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.sink == nil {
+	if r < 0 || r >= len(o.parts) {
+		// An error, as batchwork.RunTask gives, never an index panic: a
+		// write from a goroutine of the function's own would take the
+		// whole process down. The attempt fails whatever the function
+		// does with it: an output it meant to write is missing.
+		err := fmt.Errorf("output partition %d: the task has %d (0 to %d)", r, len(o.parts), len(o.parts)-1)
+		if o.err == nil {
+			o.err = err
+		}
+		return 0, err
+	}
+	if o.sink == nil && (!o.indexed || o.mp == nil) {
 		// Nothing streams: the write is buffered or refused whole.
 		if err := o.reserve(len(b)); err != nil {
 			return 0, err
@@ -172,7 +197,11 @@ func (o *Output) write(r int, b []byte) (int, error) {
 	// gigabytes needs one part's buffer.
 	n := 0
 	for len(b) > 0 {
-		k := min(len(b), max(o.partSize-len(o.parts[r].buf), 1))
+		room := o.partSize // indexed, not streaming (yet): a part at a time
+		if o.sink != nil {
+			room -= len(o.parts[r].buf)
+		}
+		k := min(len(b), max(room, 1))
 		if err := o.reserve(k); err != nil {
 			return n, err
 		}
@@ -207,6 +236,11 @@ func (o *Output) reserve(n int) error {
 		return o.err
 	}
 	for o.limit > 0 && o.buffered+int64(n) > o.limit {
+		if o.indexed && o.mp != nil {
+			// Too much for one object in memory: the per-part layout,
+			// streamed (shuffle.go).
+			o.indexed, o.sink = false, o.mp
+		}
 		ok, err := o.streamFullest()
 		if err != nil {
 			return err
@@ -296,6 +330,9 @@ func (o *Output) stream(r int) error {
 func (o *Output) publish(ctx context.Context, b Blob) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.indexed {
+		return o.publishIndexed(ctx, b)
+	}
 	for r, p := range o.parts {
 		key := o.key(r)
 		if p.up == nil {

@@ -216,7 +216,10 @@ func TestStreamedOutputs(t *testing.T) {
 			wantObjects: map[string]int{k0: 16 * mib}, wantRecords: 8 * mib, wantPeak: DefaultPartSize,
 		},
 		{
-			name: "emitted records stream too", spec: shuffleTwo,
+			// A shuffle's partitions under the cap are one indexed object
+			// (shuffle.go), put once after the function returns, whatever
+			// their sizes: nothing streams.
+			name: "emitted records under the cap: one indexed object", spec: shuffleTwo,
 			write: func(o *Output) error {
 				v := strings.Repeat("v", 1000)
 				for range 9 * mib / 1000 { // 1,003-byte records
@@ -226,11 +229,26 @@ func TestStreamedOutputs(t *testing.T) {
 				}
 				return o.Emit("b", "1") // to partition 1
 			},
-			// A record is buffered whole: the part that passes 8 MiB ends
-			// with the record that took it there.
-			wantCalls: []string{"create " + k0, "part " + k0 + " 1 8389092", "part " + k0 + " 2 1076219",
+			wantCalls:   []string{"put " + k0 + " 9465355"}, // the header: 16 + 3 offsets of 8 bytes
+			wantObjects: map[string]int{k0: 9*mib/1000*1003 + 4 + 40}, wantRecords: 9*mib/1000 + 1, wantPeak: 9*mib/1000*1003 + 4,
+		},
+		{
+			// Past the cap, the attempt falls back to the per-part
+			// layout and streams. A record is buffered whole: the part
+			// that passes 8 MiB ends with the record that took it there.
+			name: "emitted records past the cap stream", spec: shuffleTwo, limit: 9 * mib,
+			write: func(o *Output) error {
+				v := strings.Repeat("v", 1000)
+				for range 10 * mib / 1000 { // 1,003-byte records
+					if err := o.Emit("a", v); err != nil { // "a" hashes to partition 0 of 2
+						return err
+					}
+				}
+				return o.Emit("b", "1") // to partition 1
+			},
+			wantCalls: []string{"create " + k0, "part " + k0 + " 1 9436224", "part " + k0 + " 2 1080231",
 				"complete " + k0 + " 2", "put " + k1 + " 4"},
-			wantObjects: map[string]int{k0: 9 * mib / 1000 * 1003, k1: 4}, wantRecords: 9*mib/1000 + 1, wantPeak: DefaultPartSize + 1003,
+			wantObjects: map[string]int{k0: 10 * mib / 1000 * 1003, k1: 4}, wantRecords: 10*mib/1000 + 1, wantPeak: 9 * mib,
 		},
 		{
 			name: "the cap streams the fullest buffer S3 takes as a part", spec: shuffleTwo, limit: 12 * mib,

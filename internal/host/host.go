@@ -62,15 +62,22 @@ const (
 // succeeds, so one failed request must not leave them unpublished until
 // the next start. A control plane without a catalog checks nothing.
 func publish(ctx context.Context, p publisher, log *slog.Logger, names []string, delay time.Duration) error {
+	return retryPublish(ctx, log, "task names", names, delay, p.PublishTaskNames)
+}
+
+// retryPublish is publish for any of the catalog's lists: what names it
+// in logs, and fn publishes (PublishTaskNames, PublishPrograms).
+func retryPublish(ctx context.Context, log *slog.Logger, what string, names []string, delay time.Duration,
+	fn func(context.Context, []string) error) error {
 	for {
-		err := p.PublishTaskNames(ctx, names)
+		err := fn(ctx, names)
 		if err == nil || errors.Is(err, control.ErrNoTaskCatalog) {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return err
 		}
-		log.Warn("publish task names; retrying", "err", err, "tasks", names, "retry_in", delay)
+		log.Warn("publish "+what+"; retrying", "err", err, "names", names, "retry_in", delay)
 		select {
 		case <-ctx.Done():
 			return err
@@ -127,9 +134,10 @@ func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHa
 
 // Poll runs the long-polling host until ctx ends: executor slots fed by
 // long polling the three ready queues, configured like the Lambda
-// functions plus BATCHWORK_SLOTS. When ctx ends (SIGTERM: a scale-in or a
-// deployment) it stops receiving and lets running tasks finish and commit
-// for up to the drain time.
+// functions plus BATCHWORK_SLOTS. On ECS (ECS_AGENT_URI set) it protects
+// its task from scale-in while a slot runs a task (protection.go). When
+// ctx ends (SIGTERM: a scale-in or a deployment) it stops receiving and
+// lets running tasks finish and commit for up to the drain time.
 func Poll(ctx context.Context, tasks Tasks) error {
 	cfg, err := lambdaenv.FromEnv()
 	if err != nil {
@@ -157,6 +165,20 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	if err != nil {
 		go publish(ctx, w.Service, w.Log, tasks.Names, maxPublishDelay)
 	}
+	// And the programs this host's exec stages can run, so that submit
+	// accepts exec stages naming them (and refuses any other).
+	programs, err := executor.Programs(execDir)
+	if err != nil {
+		return err
+	}
+	if len(programs) > 0 {
+		first, cancel := context.WithTimeout(ctx, publishWait)
+		err = retryPublish(first, w.Log, "programs", programs, publishDelay, w.Service.PublishPrograms)
+		cancel()
+		if err != nil {
+			go retryPublish(ctx, w.Log, "programs", programs, maxPublishDelay, w.Service.PublishPrograms)
+		}
+	}
 	// A chaos run (BATCHWORK_FAULTS) sums every process's injected faults
 	// from these lines; without faults nothing is logged.
 	go faults.ReportEvery(ctx, w.Faults, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
@@ -177,7 +199,11 @@ func Poll(ctx context.Context, tasks Tasks) error {
 		Drain:      drain,
 		Log:        w.Log,
 	}
-	w.Log.Info("executor running", "slots", slots, "tasks", tasks.Names, "exec_dir", execDir)
+	// On ECS, a container running tasks is protected from scale-in.
+	activity, stopProtection := startProtection(w.Log)
+	defer stopProtection()
+	p.Activity = activity
+	w.Log.Info("executor running", "slots", slots, "tasks", tasks.Names, "exec_dir", execDir, "programs", programs)
 	return p.Run(ctx)
 }
 

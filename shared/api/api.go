@@ -21,6 +21,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // OpenAPI is the API's OpenAPI 3 document, served at GET /openapi.yaml.
@@ -181,7 +182,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, control.ErrQuota):
 		writeJSON(w, http.StatusTooManyRequests, Error{Code: "quota", Message: err.Error()})
 	case errors.As(err, &ended):
-		writeJSON(w, http.StatusConflict, Error{Code: "job_ended", Message: ended.Error(), Field: "id"})
+		code := "job_ended"
+		if ended.State == sm.JobPublishing {
+			code = "job_publishing" // its work is done: a cancel cannot stop it
+		}
+		writeJSON(w, http.StatusConflict, Error{Code: code, Message: ended.Error(), Field: "id"})
 	case errors.As(err, &running):
 		writeJSON(w, http.StatusConflict, Error{Code: "job_running", Message: running.Error(), Field: "id"})
 	case errors.As(err, &gone):

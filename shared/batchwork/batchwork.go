@@ -70,7 +70,9 @@ type Output struct {
 // shuffle.
 func (o *Output) Write(p []byte) (int, error) { return o.s.Write(p) }
 
-// Part returns the writer of output partition r, 0 <= r < Parts().
+// Part returns the writer of output partition r, 0 <= r < Parts(). For
+// any other r every write returns an error naming it, and on the executor
+// the attempt then fails.
 func (o *Output) Part(r int) io.Writer { return o.s.Part(r) }
 
 // Parts is the number of output partitions.

@@ -14,6 +14,9 @@ import (
 //	<manifest key without .json>.<n, 6 digits>.json          page n (from 1) of a paged manifest, written before it
 //	inputs/<owner key>/...                                   an owner's inputs, uploaded by the owner (owner key: principal.Key)
 //
+// A map task of a shuffle of more than one partition writes its
+// partitions as one indexed object, its part-00000 (shuffle.go).
+//
 // Attempt outputs sit under their own prefix so that a stale executor's
 // late writes land beside, never on, the committed ones. Nothing else
 // lives in the bucket: the functions' roles read only the two areas.
@@ -52,7 +55,8 @@ func ManifestPageKey(key string, n int) string {
 
 // The bucket's two areas: every job's plans, outputs and manifests, and
 // the owners' inputs. A job's input in the bucket lies within the
-// submitter's own inputs area or one of the submitter's own jobs.
+// submitter's own inputs area or outputs area (OutputsArea), never in the
+// jobs area.
 const (
 	JobsArea   = "jobs/"
 	InputsArea = "inputs/"

@@ -40,7 +40,20 @@ type ManifestWriter struct {
 	buf   []batch.Output
 	pages []string
 	total int
+	// indexed: the manifest of a shuffle stage whose map tasks may have
+	// written indexed objects (IndexedShuffle).
+	indexed bool
 }
+
+// IndexedShuffle marks the manifest as a shuffle stage's whose map tasks
+// may have written their partitions as one indexed object (shuffle.go):
+// its "outputs" is then the string IndexedOutputs, as PagedOutputs is for
+// pages, so that a reader of the previous release (an executor during a
+// deploy), which would read such an object as partition 0 and find
+// nothing for the other partitions, fails instead of computing on the
+// wrong records. An unpaged list goes in "shuffleOutputs". Call it
+// before Close.
+func (w *ManifestWriter) IndexedShuffle() { w.indexed = true }
 
 // NewManifestWriter starts the manifest head describes (its Outputs,
 // Pages and counts are ignored) at key, in pages of pageSize outputs
@@ -176,7 +189,12 @@ func (w *ManifestWriter) Close(ctx context.Context) error {
 		m.Pages, m.PageSize = w.pages, w.size
 	}
 	var v any = m
-	if len(m.Pages) > 0 {
+	switch {
+	case w.indexed:
+		j := manifestJSON{Manifest: m, Outputs: indexedOutputsJSON, ShuffleOutputs: m.Outputs}
+		j.Manifest.Outputs = nil
+		v = j
+	case len(m.Pages) > 0:
 		v = manifestJSON{Manifest: m, Outputs: pagedOutputsJSON}
 	}
 	raw, err := json.MarshalIndent(v, "", "  ")
@@ -201,11 +219,20 @@ const PagedOutputs = "paged: read the objects under pages"
 
 var pagedOutputsJSON, _ = json.Marshal(PagedOutputs)
 
+// IndexedOutputs is the "outputs" of a shuffle stage's manifest whose map
+// tasks may have written indexed objects (ManifestWriter.IndexedShuffle),
+// paged or not: readers that do not know indexed objects fail to read it.
+const IndexedOutputs = "indexed shuffle: read the objects under pages or shuffleOutputs, each map task's partitions in one indexed object"
+
+var indexedOutputsJSON, _ = json.Marshal(IndexedOutputs)
+
 // manifestJSON is a manifest as stored: its "outputs" (which shadows the
-// embedded field) is a list of outputs, or PagedOutputs.
+// embedded field) is a list of outputs, PagedOutputs or IndexedOutputs;
+// in the last case an unpaged manifest's list is ShuffleOutputs.
 type manifestJSON struct {
 	batch.Manifest
-	Outputs json.RawMessage `json:"outputs"`
+	Outputs        json.RawMessage `json:"outputs"`
+	ShuffleOutputs []batch.Output  `json:"shuffleOutputs,omitempty"`
 }
 
 // ReadManifest reads the manifest at key: with its outputs if it holds
@@ -221,14 +248,22 @@ func ReadManifest(ctx context.Context, g Getter, key string) (batch.Manifest, er
 		return batch.Manifest{}, fmt.Errorf("decode manifest %s: %w", key, err)
 	}
 	m := stored.Manifest
+	var outs string
+	indexed := json.Unmarshal(stored.Outputs, &outs) == nil && outs == IndexedOutputs
 	if len(m.Pages) == 0 {
+		if indexed {
+			m.Outputs = stored.ShuffleOutputs
+			if m.Outputs == nil {
+				m.Outputs = []batch.Output{}
+			}
+			return m, nil
+		}
 		if err := json.Unmarshal(stored.Outputs, &m.Outputs); err != nil {
 			return batch.Manifest{}, fmt.Errorf("decode manifest %s: outputs: %w", key, err)
 		}
 		return m, nil
 	}
-	var outs string
-	if err := json.Unmarshal(stored.Outputs, &outs); err != nil || outs != PagedOutputs ||
+	if err := json.Unmarshal(stored.Outputs, &outs); err != nil || (outs != PagedOutputs && !indexed) ||
 		m.PageSize <= 0 || m.Total <= (len(m.Pages)-1)*m.PageSize || m.Total > len(m.Pages)*m.PageSize {
 		return batch.Manifest{}, fmt.Errorf("manifest %s: %d pages of %d for %d outputs, outputs %.40s: %w",
 			key, len(m.Pages), m.PageSize, m.Total, stored.Outputs, ErrBadManifest)

@@ -40,7 +40,7 @@ func (s *Store) PutIfAbsentIn(ctx context.Context, bucket, key string, body []by
 			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, batch.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
-		case permanentS3(err):
+		case permanentPublish(err):
 			return fmt.Errorf("put s3://%s/%s: %w: %w", bucket, key, ErrRefused, err)
 		default:
 			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, err)
@@ -84,7 +84,7 @@ func (s *Store) CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey stri
 			return fmt.Errorf("copy s3://%s/%s to s3://%s/%s: %w", s.bucket, srcKey, dstBucket, dstKey, batch.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
-		case permanentS3(err):
+		case permanentPublish(err):
 			return fmt.Errorf("copy s3://%s/%s to s3://%s/%s: %w: %w", s.bucket, srcKey, dstBucket, dstKey, ErrRefused, err)
 		default:
 			return fmt.Errorf("copy s3://%s/%s to s3://%s/%s: %w", s.bucket, srcKey, dstBucket, dstKey, err)
@@ -109,7 +109,7 @@ func (s *Store) copyInParts(ctx context.Context, m MultipartAPI, src string, siz
 	what := fmt.Sprintf("copy s3://%s to s3://%s/%s in parts", src, dstBucket, dstKey)
 	up, err := m.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &dstBucket, Key: &dstKey})
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, refusedIf(err))
 	}
 	var parts []s3types.CompletedPart
 	for off, n := int64(0), int32(1); off < size; off, n = off+CopyPartSize, n+1 {
@@ -119,7 +119,7 @@ func (s *Store) copyInParts(ctx context.Context, m MultipartAPI, src string, siz
 			CopySource: &src, CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end)),
 		})
 		if err != nil {
-			return fmt.Errorf("%s: part %d: %w", what, n, err)
+			return fmt.Errorf("%s: part %d: %w", what, n, refusedIf(err))
 		}
 		etag := ""
 		if out.CopyPartResult != nil {
@@ -137,7 +137,51 @@ func (s *Store) copyInParts(ctx context.Context, m MultipartAPI, src string, siz
 	case httpStatus(err) == http.StatusPreconditionFailed:
 		return fmt.Errorf("%s: %w", what, batch.ErrExists)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s: %w", what, refusedIf(err))
+}
+
+// permanentPublish reports a publishing request's S3 answer that no retry
+// changes: permanentS3's, and any other 4xx but throttling (429), a
+// conflicting concurrent request (409), a failed precondition (412, which
+// callers read as batch.ErrExists) and the few 4xx codes that do pass
+// (a request or credentials that timed out, a skewed clock). That makes
+// permanent what would otherwise keep a job PUBLISHING for ever: a bucket
+// in another region (301 PermanentRedirect, 400 AuthorizationHeaderMalformed),
+// a source archived or expired by a lifecycle rule (403
+// InvalidObjectState, 404 NoSuchKey), a KMS key the role may not use
+// (KMS.* codes, 400 or 403). Throttling (503 SlowDown) and S3's own
+// errors (500) are 5xx and stay transient.
+func permanentPublish(err error) bool {
+	if err == nil {
+		return false
+	}
+	if permanentS3(err) {
+		return true
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "RequestTimeout", "RequestTimeTooSkewed", "ExpiredToken", "TokenRefreshRequired",
+			"SlowDown", "Throttling", "ThrottlingException", "TooManyRequestsException",
+			"OperationAborted", "InternalError", "ServiceUnavailable":
+			return false
+		}
+	}
+	code := httpStatus(err)
+	if code == http.StatusMovedPermanently {
+		return true
+	}
+	return code >= 400 && code < 500 &&
+		code != http.StatusTooManyRequests && code != http.StatusConflict &&
+		code != http.StatusPreconditionFailed && code != http.StatusRequestTimeout
+}
+
+// refusedIf marks err ErrRefused when permanentPublish says so.
+func refusedIf(err error) error {
+	if permanentPublish(err) {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return err
 }
 
 // escapeKey URL-encodes a key for CopySource, keeping its slashes.
@@ -158,7 +202,7 @@ func (s *Store) ListPage(ctx context.Context, bucket, prefix, startAfter string)
 	}
 	out, err := s.api.ListObjectsV2(ctx, in)
 	if err != nil {
-		if permanentS3(err) {
+		if permanentPublish(err) {
 			err = fmt.Errorf("%w: %w", ErrRefused, err)
 		}
 		return nil, false, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)

@@ -139,3 +139,50 @@ func TestCopyIfAbsent(t *testing.T) {
 		})
 	}
 }
+
+// A publishing request's answer is permanent (ErrRefused, which fails the
+// job) when no retry changes it: any 4xx but throttling, conflicts,
+// failed preconditions and the few codes that pass, and 301. A publish
+// kept retrying one of these kept its job PUBLISHING for ever.
+func TestPermanentPublishAnswers(t *testing.T) {
+	t.Parallel()
+	answer := func(status int, code string) error {
+		return &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+			Err:      &smithy.GenericAPIError{Code: code, Message: "m"},
+		}
+	}
+	for _, c := range []struct {
+		status    int
+		code      string
+		permanent bool
+	}{
+		{301, "PermanentRedirect", true},
+		{400, "AuthorizationHeaderMalformed", true},
+		{403, "InvalidObjectState", true},
+		{404, "NoSuchKey", true},
+		{400, "KMS.DisabledException", true},
+		{403, "AccessDenied", true},
+		{404, "NoSuchBucket", true},
+		{400, "RequestTimeout", false},
+		{400, "ExpiredToken", false},
+		{403, "RequestTimeTooSkewed", false},
+		{409, "OperationAborted", false},
+		{409, "ConditionalRequestConflict", false},
+		{412, "PreconditionFailed", false},
+		{429, "TooManyRequests", false},
+		{500, "InternalError", false},
+		{503, "SlowDown", false},
+	} {
+		err := fmt.Errorf("copy: %w", answer(c.status, c.code))
+		if got := permanentPublish(err); got != c.permanent {
+			t.Errorf("%d %s: permanent %v, want %v", c.status, c.code, got, c.permanent)
+		}
+		if got := errors.Is(refusedIf(err), ErrRefused); got != c.permanent {
+			t.Errorf("%d %s: refused %v, want %v", c.status, c.code, got, c.permanent)
+		}
+	}
+	if permanentPublish(errors.New("connection reset")) || permanentPublish(nil) {
+		t.Errorf("a network error or none counted as permanent")
+	}
+}

@@ -11,13 +11,18 @@ import (
 // ErrJobEnded means the job already finished, so it cannot be cancelled.
 var ErrJobEnded = errors.New("job already ended")
 
-// JobEndedError says how the job ended.
+// JobEndedError says how the job ended, or that it is PUBLISHING: every
+// stage completed and its outputs are being published, which a cancel
+// does not interrupt (statemachine.JobPublishing).
 type JobEndedError struct {
 	ID    string
 	State sm.JobState
 }
 
 func (e *JobEndedError) Error() string {
+	if e.State == sm.JobPublishing {
+		return fmt.Sprintf("job %s is publishing its outputs: its work is done and it can no longer be cancelled", e.ID)
+	}
 	return fmt.Sprintf("job %s already %s; only a RUNNING job can be cancelled", e.ID, e.State)
 }
 func (e *JobEndedError) Unwrap() error { return ErrJobEnded }
@@ -26,13 +31,16 @@ func (e *JobEndedError) Unwrap() error { return ErrJobEnded }
 const cancelReason = "cancelled by its owner"
 
 // Cancel ends a running job as CANCELLED. Cancelling is idempotent: a
-// cancelled job answers as if cancelled now. A job that succeeded or failed
-// gives a *JobEndedError.
+// cancelled job answers as if cancelled now. A job that succeeded or
+// failed, or is publishing its outputs, gives a *JobEndedError (409).
 //
 // What follows from the job's state, checked where each step happens:
 // claims on a cancelled job fail and cancel their task, so queued messages
-// are dropped when received; running tasks see their context cancelled at
-// their next heartbeat; outputs committed before the cancel are kept and
+// are dropped when received (a process that read the job RUNNING less than
+// JobStateTTL ago may still grant a claim: jobstate.go); running tasks see
+// their context cancelled by their runner's job watch within two
+// JobStateTTLs and a read (a remote executor's at their next heartbeat);
+// outputs committed before the cancel are kept and
 // listed by Outputs. A task that was already past its last heartbeat may
 // still commit; its outputs are then listed too, never half-written.
 func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, error) {
@@ -42,7 +50,7 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, erro
 	}
 	state := j.State
 	if state == sm.JobRunning {
-		err := s.store.EndJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
+		err := s.endJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
 		switch {
 		case err == nil:
 			s.log.Info("job cancelled", "job_id", id)

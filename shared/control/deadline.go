@@ -24,8 +24,9 @@ func jobDeadline(j batch.Job) time.Time {
 // sweepJob handles a job the sweep index says is due: a job with a
 // deadline is indexed at it from submission. Past it, a RUNNING job fails
 // with DeadlineReason and its stages are cancelled, and from then on the
-// job's state does the rest, as for a cancel: claims on it fail, running
-// tasks see their context cancelled at their next heartbeat, and the sweep
+// job's state does the rest, as for a cancel: claims on it fail (within
+// JobStateTTL), running tasks are stopped by their runner's job watch
+// (within two JobStateTTLs and a read), and the sweep
 // cancels tasks it finds. Failing is a guarded transition, so two sweeps
 // (or a job finishing at the same moment) end it once.
 func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
@@ -47,7 +48,7 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	if now.Before(deadline) {
 		return s.store.SetDue(ctx, it, deadline)
 	}
-	err = s.store.EndJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
+	err = s.endJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
 	switch {
 	case err == nil:
 		c.Deadlines++

@@ -330,6 +330,26 @@ func (f *fakeStore) EndJob(_ context.Context, id string, ev sm.Event, reason, ma
 	})
 }
 
+// StartPublishing: RUNNING to PUBLISHING, sm.ErrInvalidTransition
+// otherwise; the job keeps no deadline entry.
+func (f *fakeStore) StartPublishing(_ context.Context, id string, now time.Time) error {
+	return fakeDo(f, "StartPublishing", func() error {
+		j, ok := f.jobs[id]
+		if !ok {
+			return fmt.Errorf("publish job %s: %w", id, batch.ErrNotFound)
+		}
+		tr := sm.Jobs.Transition(sm.JobPublish)
+		if !slices.Contains(tr.From, j.job.State) {
+			return fmt.Errorf("publish job %s (%s): %w", id, j.job.State, sm.ErrInvalidTransition)
+		}
+		j.job.State = tr.To
+		j.job.Updated = msTime(now)
+		j.due = time.Time{}
+		f.log.add("job %s %s", id, sm.JobPublish)
+		return nil
+	})
+}
+
 // ---- stages ----
 
 func (f *fakeStore) ListStages(_ context.Context, job string) ([]batch.Stage, error) {

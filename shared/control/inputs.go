@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -22,10 +21,19 @@ import (
 //     inputs/<owner key>/ (blob.InputsPrefix of principal.Key), written in
 //     full or as inputs:<path> (spec.InputsScheme), which submit resolves
 //     and records resolved;
-//   - one of the submitter's own jobs, jobs/<id>/... (an earlier job's
-//     outputs);
+//   - the submitter's own outputs area, outputs/<owner key>/ (folders
+//     its jobs published to, publish.go); a folder whose publishing has
+//     not finished (a claim, no _SUCCESS) is refused when planned;
 //   - a bucket the operator allows (Config.InputBuckets), whose objects
-//     the operator has decided every owner may read.
+//     the operator has decided every owner may read; but in a bucket that
+//     is also an output bucket (Config.OutputBuckets), where owners publish
+//     to <owner key>/..., only the submitter's own folder <owner key>/.
+//
+// A job's own area, jobs/<id>/..., is never an input, not even of its
+// owner: it holds every attempt's outputs, failed and fenced ones
+// included, so a listing of it reads records twice. A job that feeds
+// another names an output folder (spec "output"), which holds exactly the
+// committed outputs, and the next job reads that.
 //
 // The roles are scoped to match: they read the data bucket's jobs/ and
 // inputs/ areas and the allowed buckets only (infra/batchwork).
@@ -104,6 +112,12 @@ func (s *Service) resolveInputs(ctx context.Context, owner string, sp *spec.Job)
 			if !slices.Contains(s.cfg.InputBuckets, bucket) {
 				return &spec.FieldError{Field: field, Message: s.notAllowed(bucket, owner)}
 			}
+			if key := principal.Key(owner); slices.Contains(s.cfg.OutputBuckets, bucket) && !strings.HasPrefix(prefix, key+"/") {
+				// Owners publish here to <owner key>/...: reads are held
+				// to the submitter's folder, as writes are (resolveOutput).
+				return &spec.FieldError{Field: field, Message: fmt.Sprintf("bucket %q holds the folders owners publish to; you may read only yours, under s3://%s/%s/",
+					bucket, bucket, key)}
+			}
 			continue
 		}
 		var fe *spec.FieldError
@@ -126,34 +140,21 @@ func (s *Service) notAllowed(bucket, owner string) string {
 }
 
 // checkDataPrefix checks a prefix of the data bucket: within the owner's
-// inputs area, or within one of the owner's jobs.
-func (s *Service) checkDataPrefix(ctx context.Context, owner, field, prefix string) error {
+// inputs area or outputs area.
+func (s *Service) checkDataPrefix(_ context.Context, owner, field, prefix string) error {
 	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) ||
 		strings.HasPrefix(prefix, blob.OutputsPrefix(principal.Key(owner))) { // published outputs (publish.go)
 		return nil
 	}
 	if prefix == "" {
-		return &spec.FieldError{Field: field, Message: fmt.Sprintf("names the whole data bucket; name your inputs area (%s, or %s<path>) or one of your own jobs (jobs/<your job id>/...)",
-			s.InputsURI(owner), spec.InputsScheme)}
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("names the whole data bucket; name your inputs area (%s, or %s<path>) or a folder of your outputs area (%s<path>/)",
+			s.InputsURI(owner), spec.InputsScheme, s.OutputsURI(owner))}
 	}
-	if strings.HasPrefix(blob.JobsArea, prefix) {
-		return &spec.FieldError{Field: field, Message: "lists the installation's job area; name your own job's outputs (jobs/<your job id>/...) or your inputs (" +
-			spec.InputsScheme + "<path>)"}
+	if strings.HasPrefix(prefix, blob.JobsArea) || strings.HasPrefix(blob.JobsArea, prefix) {
+		return &spec.FieldError{Field: field, Message: fmt.Sprintf("reads a job's working area (jobs/), which holds every attempt's outputs, failed ones included; "+
+			"to read a job's outputs, give that job an output folder (\"output\": \"%s<path>/\") and name the folder here (%s<path>/)",
+			spec.OutputsScheme, s.OutputsURI(owner))}
 	}
-	rest, ok := strings.CutPrefix(prefix, blob.JobsArea)
-	if !ok {
-		return &spec.FieldError{Field: field, Message: fmt.Sprintf("is outside your inputs area (%s) and your own jobs (jobs/<your job id>/...); upload inputs there, or write %s<path>",
-			s.InputsURI(owner), spec.InputsScheme)}
-	}
-	id, _, whole := strings.Cut(rest, "/")
-	if !whole {
-		return &spec.FieldError{Field: field, Message: "names part of a job id; name a whole job of yours: jobs/<job id>/..."}
-	}
-	j, err := s.store.GetJob(ctx, id)
-	if errors.Is(err, batch.ErrNotFound) || (err == nil && j.Owner != owner) {
-		// Not found and not yours read the same: no other owner's job
-		// can be told to exist.
-		return &spec.FieldError{Field: field, Message: fmt.Sprintf("job %s is not one of yours", id)}
-	}
-	return err
+	return &spec.FieldError{Field: field, Message: fmt.Sprintf("is outside your inputs area (%s) and your outputs area (%s); upload inputs there, or write %s<path>",
+		s.InputsURI(owner), s.OutputsURI(owner), spec.InputsScheme)}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // An input prefix names the submitter's own inputs area of the data bucket
@@ -49,9 +51,13 @@ func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
 		{name: "the whole data bucket", spec: oneInput("s3://" + fakeBucket),
 			field: "stages[0].partitions.input.prefix", msg: "names the whole data bucket"},
 		{name: "the job area", spec: oneInput("s3://" + fakeBucket + "/jobs/"),
-			field: "stages[0].partitions.input.prefix", msg: "lists the installation's job area"},
+			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
+		{name: "part of the job area's name", spec: oneInput("s3://" + fakeBucket + "/jo"),
+			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
 		{name: "another owner's job", spec: oneInput("s3://" + fakeBucket + "/jobs/j00000000000000000000/out/"),
-			field: "stages[0].partitions.input.prefix", msg: "job j00000000000000000000 is not one of yours"},
+			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
+		{name: "another owner's outputs area", spec: oneInput("s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"),
+			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
 		{name: "a bucket not allowed", spec: oneInput("s3://elsewhere/data/"),
 			field: "stages[0].partitions.input.prefix", msg: `bucket "elsewhere" is not one this installation reads inputs from`},
 		{name: "a bucket whose name extends an allowed one", spec: oneInput("s3://" + allowed + "-2/data/"),
@@ -159,5 +165,126 @@ func TestInputsPathFitsAKey(t *testing.T) {
 	t.Parallel()
 	if got, want := len(blob.InputsPrefix(principal.Key("any owner"))), spec.InputsAreaPrefixBytes; got != want {
 		t.Fatalf("inputs area prefix is %d bytes, spec.InputsAreaPrefixBytes %d", got, want)
+	}
+}
+
+// A job may read a folder of its own outputs area as input. A folder whose
+// publishing has not finished (claimed, some outputs copied, no _SUCCESS:
+// a publish in progress or one that failed part way) is not read as if it
+// were complete: planning refuses it, failing the job naming the folder,
+// whether the prefix names the folder or a folder inside it.
+func TestIncompletePublishedFolderIsNotReadAsInput(t *testing.T) {
+	t.Parallel()
+	r, pb := newPublishRig(t)
+	folder := blob.OutputsPrefix(principal.Key("tester")) + "wc/"
+	pb.put(fakeBucket, folder+blob.ClaimName, []byte(`{"job":"jA"}`))
+	pb.put(fakeBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
+	// part-00001 is not copied yet, and there is no _SUCCESS.
+	spec := fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
+		"s3://"+fakeBucket+"/"+folder)
+	res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k", Spec: []byte(spec)})
+	if err != nil {
+		return // refused at submit: fine
+	}
+	r.sweep()
+	j := r.job(res.JobID)
+	st := r.stage(res.JobID, 0)
+	if j.State == sm.JobRunning && st.Total > 0 {
+		t.Fatalf("a job reading an incomplete published folder (no %s) was planned into %d task(s) over a partial output",
+			blob.SuccessName, st.Total)
+	}
+	if j.State != sm.JobFailed || !strings.Contains(j.Error, folder) || !strings.Contains(j.Error, "publishing has not finished") {
+		t.Fatalf("job %s (%q), want FAILED naming the folder %s", j.State, j.Error, folder)
+	}
+	// A prefix inside the folder: its claim is above the listing.
+	spec = fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
+		"s3://"+fakeBucket+"/"+folder+"reduce/")
+	res, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k2", Spec: []byte(spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sweep()
+	if j := r.job(res.JobID); j.State != sm.JobFailed || !strings.Contains(j.Error, folder) {
+		t.Fatalf("job reading inside the folder: %s (%q), want FAILED naming %s", j.State, j.Error, folder)
+	}
+	// Once published, it reads.
+	pb.put(fakeBucket, folder+blob.SuccessName, []byte(`{}`))
+	res, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k3", Spec: []byte(spec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sweep()
+	if j, st := r.job(res.JobID), r.stage(res.JobID, 0); j.State != sm.JobRunning || st.Total != 1 {
+		t.Fatalf("job reading a published folder: %s (%q) with %d tasks, want RUNNING with 1", j.State, j.Error, st.Total)
+	}
+}
+
+// A bucket that is both an output bucket and an input bucket (how an
+// operator lets jobs read published folders of an output bucket) is read
+// only under the submitter's own key, as it is written: otherwise any
+// owner would read every other owner's published folders
+// (s3://<bucket>/<their key>/...).
+func TestOutputBucketFoldersAreOwnerScopedForReads(t *testing.T) {
+	t.Parallel()
+	const shared = "corp-results"
+	r, _ := newPublishRig(t, func(cfg *Config) {
+		cfg.OutputBuckets = []string{shared}
+		cfg.InputBuckets = []string{shared}
+	})
+	// tester publishes to its folder of the shared bucket.
+	theirs := "s3://" + shared + "/" + principal.Key("tester") + "/wc/"
+	if _, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "pub",
+		Spec: []byte(oneStage(1, 1, fmt.Sprintf(`,"output":%q`, theirs)))}); err != nil {
+		t.Fatalf("tester's publishing job: %v", err)
+	}
+	// bob reads it.
+	spec := fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, theirs)
+	if _, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "bob", IdempotencyKey: "steal", Spec: []byte(spec)}); err == nil {
+		t.Fatalf("bob's job reading tester's published folder %s was accepted", theirs)
+	}
+	// tester reads its own.
+	if _, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "mine", Spec: []byte(spec)}); err != nil {
+		t.Fatalf("tester's job reading its own published folder: %v", err)
+	}
+}
+
+// A job that reads another job's outputs never sees uncommitted attempts.
+// A published folder holds only committed outputs; a job's own area
+// (jobs/<id>/...) holds every attempt's, a failed or fenced attempt's part
+// files next to the committed attempt's, so it is refused as an input at
+// submit, even of its owner, with a 400 pointing at output folders.
+func TestOwnJobAreaIsNotAnInput(t *testing.T) {
+	t.Parallel()
+	r, _ := newPublishRig(t)
+	a := r.submit(oneStage(1, 2, ""))
+	first := r.claim(taskRef(a, 0, 0))
+	r.output(first, 1) // attempt 1 writes, then fails
+	if _, err := r.svc.Fail(r.ctx, first, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Minute)
+	r.commit(r.claim(taskRef(a, 0, 0)), 1)
+	if st := r.job(a).State; st != sm.JobSucceeded {
+		t.Fatalf("job A %s", st)
+	}
+	sp := fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
+		"s3://"+fakeBucket+"/jobs/"+a+"/out/")
+	res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "b", Spec: []byte(sp)})
+	var fe *spec.FieldError
+	if errors.As(err, &fe) && fe.Field == "stages[0].partitions.input.prefix" && strings.Contains(fe.Message, "output folder") {
+		return
+	}
+	if err != nil {
+		t.Fatalf("submit: %v, want a 400 on the prefix pointing at output folders", err)
+	}
+	b := res.JobID
+	var keys []string
+	for p := range r.stage(b, 0).Total {
+		keys = append(keys, r.task(taskRef(b, 0, p)).Input.Key)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "/a1/") {
+			t.Fatalf("job B reads job A's failed attempt 1 (%s); its tasks read %v", k, keys)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package control
 import (
 	"context"
 	"fmt"
+
+	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // JobOwner returns the owner of a job, from its record: the principal that
@@ -16,4 +18,18 @@ func (s *Service) JobOwner(ctx context.Context, job string) (string, error) {
 		return "", fmt.Errorf("owner of job %s: %w", job, err)
 	}
 	return m.owner, nil
+}
+
+// JobSpec returns a job's spec, from the cache Claim reads it from (one
+// read per job per process, then none): a host that cannot run every kind
+// of stage looks at the task's stage before claiming, and hands back a
+// task it cannot run without spending an attempt on it
+// (executor.Runner.cannotRun). The spec is shared: callers must not
+// change it. batch.ErrNotFound when there is no such job.
+func (s *Service) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
+	m, err := s.jobMeta(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("spec of job %s: %w", job, err)
+	}
+	return m.spec, nil
 }

@@ -9,19 +9,27 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // Publishing a job's outputs (spec.Job.Output). When a job's last stage
 // completes, the step that ends the job (finishJob) writes the job's
-// manifest and then, before the job is marked SUCCEEDED, publishes the
-// outputs the manifest lists into the job's output folder:
+// manifest, moves the job RUNNING -> PUBLISHING (publishJob: from then on
+// neither a cancel nor the deadline ends it, so _SUCCESS is only ever
+// written for a job that ends SUCCEEDED) and publishes the outputs the
+// manifest lists into the job's output folder:
 //
+//  0. a check that no other job's published folder holds the folder or
+//     lies in it (a claim above it, up to the owner's area, or under it;
+//     checkNesting), repeated after step 1 for two jobs claiming nested
+//     folders at once.
 //  1. <folder>_batchwork.json, naming the job, with If-None-Match: *. It
 //     claims the folder: if it exists and names another job, the job fails
 //     with an error naming the folder and that job, and nothing is copied.
@@ -36,8 +44,12 @@ import (
 // runner died or ran out of time, and a repeat finds its own claim, skips
 // the outputs already in place (it lists the folder, a page at a time, as
 // it goes) and copies the rest. A failure no retry changes (access denied,
-// no such bucket) fails the job with the error; others leave it for the
-// sweep.
+// no such bucket, any S3 4xx but throttling and conflicts:
+// blob.permanentPublish) fails the job with the error; others leave it for
+// the sweep, until PublishGiveUp after the stages completed.
+//
+// Readers: a folder with a claim and no _SUCCESS is refused as a job's
+// input when planned (checkPublishedInputs).
 //
 // Where an owner may publish: its own outputs area of the data bucket,
 // outputs/<owner key>/<path>/ (outputs:<path>/ in a spec), or
@@ -129,41 +141,97 @@ func (e *PublishError) Error() string {
 
 func (e *PublishError) Unwrap() error { return e.Err }
 
-// publishOutputs publishes a job's outputs, listed by its manifest at
-// manifestKey, to its output folder, if it has one. It reports ended when
-// it failed the job (a PublishError) or found it no longer running, so the
-// caller does not mark it SUCCEEDED.
-func (s *Service) publishOutputs(ctx context.Context, job string, sp *spec.Job, manifestKey string) (ended bool, err error) {
-	if sp.Output == "" {
-		return false, nil
+// PublishGiveUp bounds how long a job's publishing may keep failing with
+// errors that look transient, counted from when its stages completed: a
+// try that still fails after it, having copied nothing, fails the job
+// with its error rather than keep it PUBLISHING, with no error to show,
+// for ever (an output bucket in another region, a source a lifecycle rule
+// archived, a KMS key the role may not use, when S3's answer is not one
+// blob classifies as permanent). A try that copied something is progress
+// and is always tried again.
+const PublishGiveUp = 2 * time.Hour
+
+// publishJob publishes the outputs of a job whose stages have all
+// completed, listed by its manifest at manifestKey, to its output folder,
+// and ends the job.
+//
+// Publishing is a step of the job's lifecycle (sm.JobPublishing): the job
+// first moves RUNNING -> PUBLISHING, a guarded write that a cancel or the
+// deadline, which act on RUNNING jobs only, cannot pass afterwards; from
+// then on only the publisher ends the job: PUBLISHING -> SUCCEEDED after
+// <folder>_SUCCESS is written, PUBLISHING -> FAILED on a failure no retry
+// changes, without writing it. So a folder has _SUCCESS only when its job
+// ends SUCCEEDED, and a cancelled or failed job never gets one: a job
+// cancelled before the move is found not PUBLISHING and nothing is
+// published. The step is repeated by the sweep (the last stage's entry in
+// its index stays due until this returns nil), each step idempotent.
+func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, manifestKey string, completed time.Time) error {
+	if err := s.store.StartPublishing(ctx, job, s.Now()); err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
+		return err
 	}
-	j, err := s.store.GetJob(ctx, job)
+	state, err := s.store.JobState(ctx, job)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if j.State != sm.JobRunning {
-		return true, nil // cancelled or failed meanwhile: nothing is published
+	if state != sm.JobPublishing {
+		// Cancelled, failed or past its deadline before publishing
+		// started (nothing is published), or ended by another publisher.
+		s.jobStates.ended(job, state)
+		return nil
 	}
-	err = s.publish(ctx, job, sp.Output, manifestKey)
+	copied, err := s.publish(ctx, job, sp.Output, manifestKey)
 	var pe *PublishError
-	if !errors.As(err, &pe) {
-		return false, err
+	switch {
+	case err == nil:
+	case errors.As(err, &pe):
+	case copied == 0 && !completed.IsZero() && s.Now().Sub(completed) > PublishGiveUp:
+		pe = &PublishError{Folder: sp.Output, Err: fmt.Errorf("still failing %s after the job's stages completed: %w", PublishGiveUp, err)}
+	default:
+		return err
 	}
-	if err := ignoreInvalid(s.store.EndJob(ctx, job, sm.JobFail, pe.Error(), "", s.Now())); err != nil {
-		return false, err
+	if pe != nil && !s.published(ctx, job, sp.Output) {
+		err := s.endJob(ctx, job, sm.JobPublishFail, pe.Error(), "", s.Now())
+		if err == nil {
+			s.log.Error("job failed", "job_id", job, "reason", pe.Error())
+		}
+		return ignoreInvalid(err)
 	}
-	s.log.Error("job failed", "job_id", job, "reason", pe.Error())
-	return true, nil
+	err = s.endJob(ctx, job, sm.JobPublished, "", manifestKey, s.Now())
+	if err == nil {
+		s.log.Info("job succeeded", "job_id", job, "manifest", manifestKey, "output", sp.Output)
+	}
+	return ignoreInvalid(err)
 }
 
-func (s *Service) publish(ctx context.Context, job, output, manifestKey string) error {
+// published reports whether output has its _SUCCESS, written by job: a
+// concurrent try of the same job (a sweep repeating a step whose runner
+// is still going) wrote it, so the job succeeded whatever this try met.
+// Another job's _SUCCESS (this job found the folder claimed) is not; an
+// error reading it counts as absent.
+func (s *Service) published(ctx context.Context, job, output string) bool {
 	pub, ok := s.blob.(Publisher)
 	if !ok {
-		return &PublishError{Folder: output, Err: errors.New("this installation's blob store cannot publish")}
+		return false
 	}
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
-		return &PublishError{Folder: output, Err: err}
+		return false
+	}
+	got, err := readClaim(ctx, pub, bucket, folder+blob.SuccessName) // {"job": ...} as the claim
+	return err == nil && got.Job == job
+}
+
+// publish copies the manifest's outputs into output and writes its
+// _SUCCESS; it says how many outputs this try copied. A failure no retry
+// changes is a *PublishError.
+func (s *Service) publish(ctx context.Context, job, output, manifestKey string) (int, error) {
+	pub, ok := s.blob.(Publisher)
+	if !ok {
+		return 0, &PublishError{Folder: output, Err: errors.New("this installation's blob store cannot publish")}
+	}
+	bucket, folder, err := spec.ParseS3URI(output)
+	if err != nil {
+		return 0, &PublishError{Folder: output, Err: err}
 	}
 	permanent := func(err error) error {
 		if errors.Is(err, blob.ErrRefused) {
@@ -171,12 +239,18 @@ func (s *Service) publish(ctx context.Context, job, output, manifestKey string) 
 		}
 		return err
 	}
+	if err := s.checkNesting(ctx, pub, job, output, bucket, folder); err != nil {
+		return 0, permanent(err)
+	}
 	if err := s.claimFolder(ctx, pub, job, output, bucket, folder, manifestKey); err != nil {
-		return permanent(err)
+		return 0, permanent(err)
+	}
+	if err := s.checkNesting(ctx, pub, job, output, bucket, folder); err != nil {
+		return 0, permanent(err)
 	}
 	m, err := blob.ReadManifest(ctx, s.blob, manifestKey)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	c := &copier{pub: pub, bucket: bucket, folder: folder}
 	err = blob.EachManifestOutput(ctx, s.blob, m, func(o batch.Output) error {
@@ -189,13 +263,212 @@ func (s *Service) publish(ctx context.Context, job, output, manifestKey string) 
 		err = c.flush(ctx)
 	}
 	if err != nil {
-		return permanent(err)
+		return c.copied, permanent(err)
 	}
 	body, _ := json.Marshal(map[string]any{"job": job, "outputs": m.Len()})
 	if err := pub.PutIfAbsentIn(ctx, bucket, folder+blob.SuccessName, body); err != nil && !errors.Is(err, batch.ErrExists) {
-		return permanent(err)
+		return c.copied, permanent(err)
 	}
 	s.log.Info("outputs published", "job_id", job, "output", output, "outputs", m.Len(), "copied", c.copied)
+	return c.copied, nil
+}
+
+// outputsRoot is the area of bucket that owners' published folders go
+// in, for the key prefix given: outputs/<owner key>/ of the data bucket,
+// <owner key>/ of an output bucket, or "" elsewhere.
+func (s *Service) outputsRoot(bucket, prefix string) string {
+	n := 0
+	switch {
+	case bucket == s.blob.Bucket() && strings.HasPrefix(prefix, blob.OutputsArea):
+		n = 2
+	case slices.Contains(s.cfg.OutputBuckets, bucket):
+		n = 1
+	default:
+		return ""
+	}
+	root := ""
+	for range n {
+		i := strings.IndexByte(prefix[len(root):], '/')
+		if i < 0 {
+			return ""
+		}
+		root = prefix[:len(root)+i+1]
+	}
+	return root
+}
+
+// ancestorFolders are the folders strictly between root and prefix that
+// hold prefix: for root "outputs/k/" and prefix "outputs/k/a/b/c", they
+// are "outputs/k/a/" and "outputs/k/a/b/" (and "outputs/k/a/b/c/" is
+// not, being prefix's own listing).
+func ancestorFolders(root, prefix string) []string {
+	var dirs []string
+	for i := len(root); i < len(prefix); i++ {
+		if prefix[i] == '/' && i+1 < len(prefix) {
+			dirs = append(dirs, prefix[:i+1])
+		}
+	}
+	return dirs
+}
+
+// exists reports whether bucket holds key.
+func exists(ctx context.Context, pub Publisher, bucket, key string) (bool, error) {
+	rc, err := pub.Open(ctx, bucket, key, 0)
+	if errors.Is(err, batch.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	rc.Close()
+	return true, nil
+}
+
+// checkPublishedInputs refuses, as batch.ErrBadInput, an input listing
+// that reads a published folder whose publishing has not finished: one
+// with a claim and no _SUCCESS, listed (objs, the listing of prefix) or
+// holding prefix (a claim in a folder above it, in an outputs area). Its
+// outputs are being copied, or stopped part way when its job failed, so a
+// reader would take part of the outputs for all of them.
+func (s *Service) checkPublishedInputs(ctx context.Context, bucket, prefix string, objs []split.Object) error {
+	listed := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		if blob.IsPublishMarker(o.Key) {
+			listed[o.Key] = true
+		}
+	}
+	incomplete := func(folder string) error {
+		return fmt.Errorf("%w: s3://%s/%s is a published folder whose publishing has not finished (it has %s but no %s): "+
+			"its job is still publishing or failed part way, so it does not hold all of its outputs; read it once its job has succeeded",
+			batch.ErrBadInput, bucket, folder, blob.ClaimName, blob.SuccessName)
+	}
+	for k := range listed {
+		if folder, ok := strings.CutSuffix(k, blob.ClaimName); ok && !listed[folder+blob.SuccessName] {
+			return incomplete(folder)
+		}
+	}
+	root := s.outputsRoot(bucket, prefix)
+	pub, ok := s.blob.(Publisher)
+	if root == "" || !ok {
+		return nil
+	}
+	for _, dir := range ancestorFolders(root, prefix) {
+		claimed, err := exists(ctx, pub, bucket, dir+blob.ClaimName)
+		if err != nil || !claimed {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		done, err := exists(ctx, pub, bucket, dir+blob.SuccessName)
+		if err != nil {
+			return err
+		}
+		if !done {
+			return incomplete(dir)
+		}
+	}
+	return nil
+}
+
+// checkNesting refuses, as a PublishError, an output folder that another
+// job's published folder holds or that holds one: a claim
+// (_batchwork.json) in a folder above it, up to the owner's area, or
+// anywhere under it but its own. Either way one job's publishing would
+// change a folder another job published, after its _SUCCESS. Publishing
+// checks before it claims the folder (so it does not write into another
+// job's folder) and again after (two jobs claiming nested folders at once
+// each check after their own claim, so one of them at least sees the
+// other's).
+func (s *Service) checkNesting(ctx context.Context, pub Publisher, job, output, bucket, folder string) error {
+	other := func(key string) error {
+		who := "another job"
+		if c, err := readClaim(ctx, pub, bucket, key); err == nil && c.Job != "" {
+			if c.Job == job {
+				return nil
+			}
+			who = "job " + c.Job
+		}
+		return &PublishError{Folder: output, Err: fmt.Errorf("it is nested with the output folder s3://%s/%s of %s; published folders may not hold one another: name a folder outside it",
+			bucket, strings.TrimSuffix(key, blob.ClaimName), who)}
+	}
+	if root := s.outputsRoot(bucket, folder); root != "" {
+		for _, dir := range ancestorFolders(root, strings.TrimSuffix(folder, "/")) {
+			claimed, err := exists(ctx, pub, bucket, dir+blob.ClaimName)
+			if err != nil {
+				return err
+			}
+			if claimed {
+				if err := other(dir + blob.ClaimName); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for after, more := "", true; more; {
+		keys, m, err := pub.ListPage(ctx, bucket, folder, after)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k != folder+blob.ClaimName && strings.HasSuffix(k, "/"+blob.ClaimName) {
+				if err := other(k); err != nil {
+					return err
+				}
+			}
+		}
+		if more = m; len(keys) > 0 {
+			after = keys[len(keys)-1]
+		}
+	}
+	return nil
+}
+
+func readClaim(ctx context.Context, pub Publisher, bucket, key string) (OutputClaim, error) {
+	var got OutputClaim
+	rc, err := pub.Open(ctx, bucket, key, 0)
+	if err != nil {
+		return got, err
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(io.LimitReader(rc, 64<<10))
+	if err != nil {
+		return got, fmt.Errorf("read s3://%s/%s: %w", bucket, key, err)
+	}
+	err = json.Unmarshal(raw, &got)
+	return got, err
+}
+
+// checkOutputAncestors refuses at submit, with a 400 on "output", an
+// output folder inside another job's published folder: a claim in a
+// folder above it, up to the owner's area (a few reads, one a level).
+// It is the cheap half of checkNesting, which publishing repeats with
+// claims under the folder too; a read that fails leaves the question to
+// it.
+func (s *Service) checkOutputAncestors(ctx context.Context, sp *spec.Job) error {
+	pub, ok := s.blob.(Publisher)
+	if sp.Output == "" || !ok {
+		return nil
+	}
+	bucket, folder, err := spec.ParseS3URI(sp.Output)
+	if err != nil {
+		return nil
+	}
+	root := s.outputsRoot(bucket, folder)
+	if root == "" {
+		return nil
+	}
+	for _, dir := range ancestorFolders(root, strings.TrimSuffix(folder, "/")) {
+		if claimed, err := exists(ctx, pub, bucket, dir+blob.ClaimName); err != nil || !claimed {
+			continue
+		}
+		who := "another job"
+		if c, err := readClaim(ctx, pub, bucket, dir+blob.ClaimName); err == nil && c.Job != "" {
+			who = "job " + c.Job
+		}
+		return &spec.FieldError{Field: "output", Message: fmt.Sprintf("is inside s3://%s/%s, the output folder of %s; published folders may not hold one another: name a folder outside it",
+			bucket, dir, who)}
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,8 +224,8 @@ func TestPublishOutputs(t *testing.T) {
 			}
 			pb.setFault(nil)
 			if c.sweep {
-				if st := r.job(job).State; st != sm.JobRunning {
-					t.Fatalf("job %s after an interrupted publish, want RUNNING until it is finished", st)
+				if st := r.job(job).State; st != sm.JobPublishing {
+					t.Fatalf("job %s after an interrupted publish, want PUBLISHING until it is finished", st)
 				}
 				r.clock.Advance(time.Minute)
 				r.sweep()
@@ -276,11 +277,14 @@ func TestPublishOutputs(t *testing.T) {
 
 // failNth fails the n-th call (from 1) of method.
 func failNth(method string, n int) faultHook {
+	var mu sync.Mutex // copies run at once
 	calls := 0
 	return func(m string) error {
 		if m != method {
 			return nil
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		calls++
 		if calls == n {
 			return errInjected
@@ -342,5 +346,160 @@ func TestPublishedFolderIsAnInput(t *testing.T) {
 	var fe *spec.FieldError
 	if !errors.As(err, &fe) || fe.Field != "stages[0].partitions.input.prefix" {
 		t.Fatalf("submit reading another owner's outputs: %v, want a field error on the prefix", err)
+	}
+}
+
+// A job is never left with a complete published folder (_SUCCESS) unless
+// it SUCCEEDED: readers take _SUCCESS to mean "this job succeeded and this
+// is all of it". A cancel that comes while the outputs are copied finds
+// the job PUBLISHING, which only the publisher ends: the store refuses the
+// cancel, and the API answers 409 "publishing its outputs", and the job
+// then succeeds with its folder whole. (Before the PUBLISHING state, the
+// cancel won, the copies and _SUCCESS went on, and a CANCELLED job had a
+// complete folder.)
+func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
+	t.Parallel()
+	r, pb := newPublishRig(t)
+	job := r.submit(oneStage(3, 1, `,"output":"outputs:wc/"`))
+	area := blob.OutputsPrefix(principal.Key("tester")) + "wc/"
+	for p := range 3 {
+		cl := r.claim(taskRef(job, 0, p))
+		r.output(cl, 1)
+		if p == 2 {
+			// The owner cancels the job while the first output is copied.
+			// (Service.Cancel's own write: its Status read is not faked.)
+			var once sync.Once
+			pb.setFault(func(m string) error {
+				if m == "CopyIfAbsent" {
+					once.Do(func() {
+						if err := r.store.EndJob(r.ctx, job, sm.JobCancel, cancelReason, "", r.clock.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+							t.Errorf("cancel of a PUBLISHING job in the store: %v, want it refused", err)
+						}
+						_, err := r.svc.Cancel(r.ctx, "tester", job)
+						var ended *JobEndedError
+						if !errors.As(err, &ended) || ended.State != sm.JobPublishing || !strings.Contains(err.Error(), "publishing its outputs") {
+							t.Errorf("Cancel of a PUBLISHING job: %v, want a *JobEndedError saying it is publishing its outputs", err)
+						}
+					})
+				}
+				return nil
+			})
+		}
+		if err := r.svc.Commit(r.ctx, cl, 1); err != nil {
+			t.Fatalf("commit %d: %v", p, err)
+		}
+	}
+	pb.setFault(nil)
+	j := r.job(job)
+	_, hasSuccess := pb.object(area + blob.SuccessName)
+	if j.State != sm.JobSucceeded && hasSuccess {
+		t.Fatalf("job is %s (%q) but its output folder holds %s: a reader takes the folder as a succeeded job's complete output",
+			j.State, j.Error, blob.SuccessName)
+	}
+	if j.State != sm.JobSucceeded || !hasSuccess {
+		t.Fatalf("job %s (%q), %s written %v: want the cancel refused and the job SUCCEEDED with its folder whole", j.State, j.Error, blob.SuccessName, hasSuccess)
+	}
+}
+
+// An output folder nested inside another job's published folder, or
+// holding one, would change that folder after its _SUCCESS: job B
+// publishing to outputs:wc/s/, inside job A's stage folder outputs:wc/s/,
+// would make a reader of A's stage folder read B's outputs too. Publishing
+// checks for claims (_batchwork.json) above the folder up to the owner's
+// area and anywhere under it, and fails the job naming both folders,
+// without writing into the other's; submit already refuses a folder with
+// a claim above it (400 on "output").
+func TestNestedOutputFolderIsRefused(t *testing.T) {
+	t.Parallel()
+	r, pb := newPublishRig(t)
+	area := blob.OutputsPrefix(principal.Key("tester"))
+	a := r.submit(oneStage(1, 1, `,"output":"outputs:wc/"`))
+	r.commit(r.claim(taskRef(a, 0, 0)), 1)
+	if st := r.job(a).State; st != sm.JobSucceeded {
+		t.Fatalf("job A %s", st)
+	}
+	before := pb.keysUnder(area + "wc/")
+	// Refused at submit: A's claim is above B's folder.
+	_, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "nested", Spec: []byte(oneStage(1, 1, `,"output":"outputs:wc/s/"`))})
+	var fe *spec.FieldError
+	if !errors.As(err, &fe) || fe.Field != "output" || !strings.Contains(fe.Message, "wc/, the output folder of job "+a) {
+		t.Errorf("submit of B: %v, want a 400 on output naming job A's folder", err)
+	}
+	// And at publish, for a job submitted before A claimed its folder (or
+	// that got past the submit check).
+	claimKey := area + "wc/" + blob.ClaimName
+	claim, _ := pb.object(claimKey)
+	pb.mu.Lock()
+	delete(pb.objs[fakeBucket], claimKey)
+	pb.mu.Unlock()
+	b := r.submit(oneStage(1, 1, `,"output":"outputs:wc/s/"`))
+	pb.put(fakeBucket, claimKey, claim)
+	r.commit(r.claim(taskRef(b, 0, 0)), 1)
+	after := pb.keysUnder(area + "wc/")
+	if st := r.job(b).State; st == sm.JobSucceeded && len(after) != len(before) {
+		t.Fatalf("job B published into job A's completed folder; A's folder held %d objects at its _SUCCESS, now %d:\nbefore %v\nafter  %v",
+			len(before), len(after), before, after)
+	}
+	if j := r.job(b); j.State != sm.JobFailed || !strings.Contains(j.Error, "nested with the output folder") || !strings.Contains(j.Error, "wc/ of job "+a) {
+		t.Fatalf("job B %s (%q), want FAILED naming job A's folder", j.State, j.Error)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("job B wrote into job A's folder: before %v, after %v", before, after)
+	}
+	// And the other way round: C publishes to outputs:up/, above B2's
+	// published outputs:up/b/.
+	b2 := r.submit(oneStage(1, 1, `,"output":"outputs:up/b/"`))
+	r.commit(r.claim(taskRef(b2, 0, 0)), 1)
+	c := r.submit(oneStage(1, 1, `,"output":"outputs:up/"`))
+	r.commit(r.claim(taskRef(c, 0, 0)), 1)
+	if j := r.job(c); j.State != sm.JobFailed || !strings.Contains(j.Error, "up/b/ of job "+b2) {
+		t.Fatalf("job C %s (%q), want FAILED naming job B2's folder", j.State, j.Error)
+	}
+	if _, ok := pb.object(area + "up/" + blob.ClaimName); ok {
+		t.Fatalf("job C claimed a folder holding another job's published folder")
+	}
+}
+
+func (b *pubBlob) keysUnder(prefix string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.objs[fakeBucket] {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// A publish failure that no retry changes but that is not classified as
+// permanent (blob.permanentPublish classifies S3's own 4xx answers; this
+// one is an opaque error) is not retried by the sweep for ever, with the
+// job PUBLISHING and no error to show (holding its owner's active-job
+// quota): past PublishGiveUp from its stages' completion, a try that
+// copied nothing fails the job with the error.
+func TestPublishThatNeverSucceedsEndsTheJob(t *testing.T) {
+	t.Parallel()
+	r, pb := newPublishRig(t)
+	job := r.submit(oneStage(1, 1, `,"output":"outputs:wc/"`))
+	redirect := errors.New("copy: api error PermanentRedirect: The bucket you are attempting to access must be addressed using the specified endpoint")
+	pb.setFault(func(m string) error {
+		if m == "CopyIfAbsent" {
+			return redirect
+		}
+		return nil
+	})
+	cl := r.claim(taskRef(job, 0, 0))
+	r.output(cl, 1)
+	_ = r.svc.Commit(r.ctx, cl, 1)
+	sweepErrs := 0
+	for range 48 { // a day of sweeps, every half hour
+		r.clock.Advance(30 * time.Minute)
+		if _, err := r.svc.Sweep(r.ctx); err != nil {
+			sweepErrs++
+		}
+	}
+	if j := r.job(job); j.State != sm.JobFailed || !strings.Contains(j.Error, "PermanentRedirect") {
+		t.Fatalf("job still %s with error %q after a day of sweeps (%d of 48 erred) retrying a publish that cannot succeed", j.State, j.Error, sweepErrs)
 	}
 }

@@ -34,6 +34,9 @@ var ErrQuota = errors.New("owner quota reached")
 type QuotaError struct {
 	Quota string // "active jobs", "tasks" or "schedules"
 	Max   int
+	// Alone: the job alone is over the quota, so no wait for other jobs
+	// to end admits it (a schedule's firing records it as skipped).
+	Alone bool
 }
 
 func (e *QuotaError) Error() string {

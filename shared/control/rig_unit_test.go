@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -171,13 +170,14 @@ func (r *unitRig) sweep() SweepCounts {
 // manifestKeys reads a manifest and returns the keys it lists.
 func (r *unitRig) manifestKeys(key string) []string {
 	r.t.Helper()
-	raw, ok := r.blob.object(key)
-	if !ok {
+	if _, ok := r.blob.object(key); !ok {
 		r.t.Fatalf("manifest %s not written", key)
 	}
-	var m batch.Manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
-		r.t.Fatalf("manifest %s: %v", key, err)
+	// As readers read it: a shuffle stage's lists its outputs under
+	// "shuffleOutputs" (blob.ManifestWriter.IndexedShuffle).
+	m, err := blob.ReadManifest(context.Background(), r.blob, key)
+	if err != nil || len(m.Pages) != 0 {
+		r.t.Fatalf("manifest %s: %v (%d pages)", key, err, len(m.Pages))
 	}
 	keys := make([]string, 0, len(m.Outputs))
 	for _, o := range m.Outputs {

@@ -110,6 +110,9 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		if err := s.checkTaskNames(ctx, sp); err != nil {
 			return ScheduleView{}, underSpec(err)
 		}
+		if err := s.checkPrograms(ctx, sp); err != nil {
+			return ScheduleView{}, underSpec(err)
+		}
 		if err := s.checkTaskFunctions(sp); err != nil {
 			err.Field = "spec." + err.Field // the spec is the body's "spec"
 			return ScheduleView{}, err
@@ -234,9 +237,10 @@ func (s *Service) DeleteSchedule(ctx context.Context, owner, id string) error {
 // ScheduleRun is one entry of a schedule's history.
 type ScheduleRun struct {
 	Scheduled time.Time `json:"scheduled"`
-	// Action is started, skipped (the overlap policy, or a spec naming a
-	// task no executor runs: see Note) or missed (downtime under
-	// skipMissed).
+	// Action is started, skipped (the overlap policy, or a spec the
+	// control plane refused at firing, e.g. naming a task or program no
+	// executor runs or a function no longer allowed: see Note) or missed
+	// (downtime under skipMissed).
 	Action    string     `json:"action"`
 	StartedAt *time.Time `json:"startedAt,omitempty"`
 	JobID     string     `json:"jobId,omitempty"`
@@ -484,7 +488,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			if err != nil && !errors.Is(err, batch.ErrNotFound) {
 				return err
 			}
-			running = st == sm.JobRunning
+			running = st == sm.JobRunning || st == sm.JobPublishing // not ended
 		}
 		switch sc.Overlap.Decide(running) {
 		case schedule.ActionSkip:
@@ -506,18 +510,21 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		if errors.Is(err, dynamo.ErrCursorMoved) {
 			return again()
 		}
-		var unknown *UnknownTaskError
-		if errors.As(err, &unknown) {
-			// A job no executor can run would fail every attempt, and a
-			// firing that kept erring would hold every schedule's
-			// watermark back: the time is recorded as skipped, with why.
+		if refusedForGood(err) {
+			// A spec the control plane refuses now (a task or program no
+			// executor runs, a function the operator no longer allows, an
+			// input bucket no longer allowed, a job larger than the
+			// owner's quota) is refused on every retry, and a firing that
+			// kept erring would hold the shared watermark back, and with
+			// it every owner's schedules: the time is recorded as
+			// skipped, with why, and the schedule moves on.
 			c.Skipped++
-			note := "not started: " + unknown.Error()
+			note := "not started: " + err.Error()
 			if run.Note != "" { // a catch-up's
 				note = run.Note + "; " + note
 			}
 			run.Action, run.Note = dynamo.RunSkipped, note
-			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", unknown)
+			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", err)
 			if err := ss.PutRun(ctx, sc.ID, run); err != nil {
 				return err
 			}
@@ -550,6 +557,27 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		return again()
 	}
 	return err
+}
+
+// refusedForGood says whether a firing's submit error is a refusal that
+// no retry changes: the spec's or a request field's validation (a
+// *spec.ValidationError, which an *UnknownTaskError wraps, or a
+// *spec.FieldError), an idempotency conflict, or a quota the job alone
+// exceeds. Anything else (DynamoDB or S3 failing, an owner at a quota
+// its running jobs will free) is retried by the next sweep.
+func refusedForGood(err error) bool {
+	var ve *spec.ValidationError
+	var fe *spec.FieldError
+	var qe *QuotaError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &ve), errors.As(err, &fe), errors.Is(err, batch.ErrIdempotencyConflict):
+		return true
+	case errors.As(err, &qe):
+		return qe.Alone
+	}
+	return false
 }
 
 // sweepSchedules is the sweep's firing step: fire what is due, then hand

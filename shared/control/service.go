@@ -29,6 +29,7 @@ type Store interface {
 	GetJob(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error
+	StartPublishing(ctx context.Context, id string, now time.Time) error
 	ListStages(context.Context, string) ([]batch.Stage, error)
 	GetStage(context.Context, string, int) (batch.Stage, error)
 	TransitionStage(context.Context, dynamo.StageTransitionParams) error
@@ -167,6 +168,16 @@ type Config struct {
 	// deployed Lambda executor's, which the construct lists at deploy
 	// (lambdaenv.EnvTaskNames).
 	StaticTaskNames []string
+	// StaticPrograms are exec programs known without being published:
+	// those the deployed Fargate image installs, which the construct
+	// lists at deploy (lambdaenv.EnvExecPrograms), since the Fargate
+	// service scales from zero and publishes only once it runs
+	// (programs.go).
+	StaticPrograms []string
+	// JobStateTTL is how long this process trusts a job's state it read
+	// (jobstate.go): default DefaultJobStateTTL; negative reads it for
+	// every claim and check.
+	JobStateTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -196,6 +207,12 @@ func (c Config) withDefaults() Config {
 	if c.ChunksPerCall == 0 {
 		c.ChunksPerCall = 100
 	}
+	switch {
+	case c.JobStateTTL == 0:
+		c.JobStateTTL = DefaultJobStateTTL
+	case c.JobStateTTL < 0:
+		c.JobStateTTL = 0
+	}
 	return c
 }
 
@@ -218,6 +235,9 @@ type Service struct {
 	// executor or a local runner lives for weeks and sees every job.
 	specs  *lru.Cache[string, jobMeta] // job id
 	shards *lru.Cache[string, int]     // "job/stage", once planned
+	// jobStates is what this process knows of jobs' states, at most a TTL
+	// old (jobstate.go).
+	jobStates *jobStates
 
 	// Catalog is where executors publish their task names and submits
 	// look them up (tasknames.go): the store, when it keeps one.
@@ -235,13 +255,15 @@ const (
 // New returns a control plane service.
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	catalog, _ := store.(TaskCatalog)
+	cfg = cfg.withDefaults()
 	return &Service{
 		Catalog: catalog,
-		cfg:     cfg.withDefaults(), store: store, queue: q, blob: b, log: log,
-		specs:  lru.New[string, jobMeta](specCacheSize),
-		shards: lru.New[string, int](shardCacheSize),
-		Now:    func() time.Time { return time.Now().UTC() },
-		NewID:  NewJobID,
+		cfg:     cfg, store: store, queue: q, blob: b, log: log,
+		specs:     lru.New[string, jobMeta](specCacheSize),
+		shards:    lru.New[string, int](shardCacheSize),
+		jobStates: newJobStates(cfg.JobStateTTL),
+		Now:       func() time.Time { return time.Now().UTC() },
+		NewID:     NewJobID,
 		Jitter: func(d time.Duration) time.Duration {
 			if d <= 0 {
 				return 0

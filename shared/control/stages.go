@@ -182,6 +182,10 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	if err != nil {
 		return nil, err
 	}
+	// A folder whose publishing has not finished is not read as if whole.
+	if err := s.checkPublishedInputs(ctx, bucket, prefix, objs); err != nil {
+		return nil, fmt.Errorf("%s.prefix: %w", field, err)
+	}
 	// A published folder's claim and marker are not data (publish.go).
 	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
 	for _, o := range objs {
@@ -321,7 +325,13 @@ func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) 
 		}
 	}
 	if slices.IndexFunc(stages, func(st batch.Stage) bool { return st.State != sm.StageCompleted }) < 0 {
-		if err := s.finishJob(ctx, job, sp); err != nil {
+		var completed time.Time // when the last stage completed
+		for _, st := range stages {
+			if st.Ended.After(completed) {
+				completed = st.Ended
+			}
+		}
+		if err := s.finishJob(ctx, job, sp, completed); err != nil {
 			return err
 		}
 	}
@@ -373,6 +383,13 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 		head.Stage = sp.Stages[stages[0]].Name
 	}
 	w := blob.NewManifestWriter(s.blob, key, head, s.manifestPageSize())
+	if len(stages) == 1 {
+		if sh := sp.Stages[stages[0]].Shuffle; sh != nil && sh.Partitions > 1 {
+			// Its map tasks may have written one indexed object each
+			// (blob/shuffle.go): readers that do not know them must fail.
+			w.IndexedShuffle()
+		}
+	}
 	resume, err := w.Resume(ctx, s.blob)
 	if err != nil {
 		return err
@@ -437,16 +454,19 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 	return w.Close(ctx)
 }
 
-func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job) error {
+// finishJob writes the manifest of a job whose stages have all completed
+// and ends it: SUCCEEDED, or, for a job with an output folder, through
+// PUBLISHING (publishJob), so the outputs are in their final folder
+// before the job succeeds.
+func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, completed time.Time) error {
 	key := blob.JobManifestKey(job)
 	if err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
 		return err
 	}
-	// The outputs are in their final folder before the job succeeds.
-	if ended, err := s.publishOutputs(ctx, job, sp, key); err != nil || ended {
-		return err
+	if sp.Output != "" {
+		return s.publishJob(ctx, job, sp, key, completed)
 	}
-	err := s.store.EndJob(ctx, job, sm.JobSucceed, "", key, s.Now())
+	err := s.endJob(ctx, job, sm.JobSucceed, "", key, s.Now())
 	if err == nil {
 		s.log.Info("job succeeded", "job_id", job, "manifest", key)
 	}
@@ -462,7 +482,7 @@ func (s *Service) failJob(ctx context.Context, job string, idx int, reason strin
 	})); err != nil {
 		return err
 	}
-	err := s.store.EndJob(ctx, job, sm.JobFail, reason, "", now)
+	err := s.endJob(ctx, job, sm.JobFail, reason, "", now)
 	if err == nil {
 		s.log.Error("job failed", "job_id", job, "reason", reason)
 	} else if err = ignoreInvalid(err); err != nil {

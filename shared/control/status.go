@@ -81,6 +81,11 @@ type StageStatus struct {
 	Started       *time.Time `json:"started,omitempty"`
 	Ended         *time.Time `json:"ended,omitempty"`
 	Error         string     `json:"error,omitempty"`
+	// After names the stages this one runs after (its spec's "after"),
+	// and Shuffle is the partition count of the shuffle it writes for
+	// them, if any: the job's DAG, for the web console.
+	After   []string `json:"after,omitempty"`
+	Shuffle int      `json:"shuffle,omitempty"`
 }
 
 // Status reads a job's status. owner must match the job's owner, else the
@@ -137,6 +142,14 @@ func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageSt
 		ss := StageStatus{Name: st.Name, State: string(st.State), Total: st.Total, Committed: c.Committed,
 			Attempts: c.Committed + c.Failures, Failures: c.Failures, RecordsIn: c.RecordsIn, RecordsOut: c.RecordsOut,
 			Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error}
+		if st.Index >= 0 && st.Index < len(j.Spec.Stages) {
+			if sp := j.Spec.Stages[st.Index]; sp.Name == st.Name {
+				ss.After = sp.After
+				if sp.Shuffle != nil {
+					ss.Shuffle = sp.Shuffle.Partitions
+				}
+			}
+		}
 		if !st.Started.IsZero() && (js.Started == nil || st.Started.Before(*js.Started)) {
 			js.Started = opt(st.Started)
 		}

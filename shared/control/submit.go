@@ -61,6 +61,10 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkTaskNames(ctx, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
+	// Likewise an exec program no executor has (programs.go).
+	if err := s.checkPrograms(ctx, sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
 	// Lambda stages may invoke only the operator's functions (taskfunctions.go).
 	if fe := s.checkTaskFunctions(sp); fe != nil {
 		return SubmitResult{}, time.Time{}, fe
@@ -71,6 +75,9 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 		return SubmitResult{}, time.Time{}, err
 	}
 	if err := s.resolveOutput(req.Owner, sp); err != nil { // publish.go
+		return SubmitResult{}, time.Time{}, err
+	}
+	if err := s.checkOutputAncestors(ctx, sp); err != nil { // publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
 	now := s.Now()
@@ -85,7 +92,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 		if maxTasks > 0 && params.Quota.Tasks > maxTasks {
 			// Alone over the quota: the counter's condition would pass an
 			// owner whose counter does not exist yet.
-			return SubmitResult{}, time.Time{}, &QuotaError{Quota: "tasks", Max: maxTasks}
+			return SubmitResult{}, time.Time{}, &QuotaError{Quota: "tasks", Max: maxTasks, Alone: true}
 		}
 	}
 	id, created, err := s.store.CreateJob(ctx, params)

@@ -60,8 +60,15 @@ var ErrNoTaskCatalog = errors.New("this control plane keeps no task catalog")
 // or one no stage could name): a programming error, not worth a retry.
 var ErrInvalidTaskNames = errors.New("invalid task names")
 
-// taskNameCache is a submitter's copy of the catalog.
+// taskNameCache is a submitter's copy of the catalog: its task names,
+// and its programs (programs.go), each read and cached on its own.
 type taskNameCache struct {
+	nameCache
+	programs nameCache
+}
+
+// nameCache is a cached copy of one of the catalog's lists.
+type nameCache struct {
 	mu    sync.Mutex
 	names []string // sorted
 	read  time.Time
@@ -138,17 +145,22 @@ func (s *Service) publishedTaskNames(ctx context.Context, refresh bool) ([]strin
 	if s.Catalog == nil {
 		return nil, false, nil
 	}
-	c := &s.taskNames
+	return s.cachedNames(ctx, &s.taskNames.nameCache, s.Catalog.TaskNames, refresh)
+}
+
+// cachedNames returns c's list, read with read when refresh is set or the
+// copy is older than TaskNamesTTL, and whether this call read it.
+func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(context.Context) ([]string, error), refresh bool) ([]string, bool, error) {
 	c.mu.Lock()
-	names, read := c.names, c.read
+	names, last := c.names, c.read
 	c.mu.Unlock()
 	now := s.Now()
-	if !refresh && !read.IsZero() && now.Sub(read) < TaskNamesTTL {
+	if !refresh && !last.IsZero() && now.Sub(last) < TaskNamesTTL {
 		return names, false, nil
 	}
 	// Read outside the lock: a slow read must not hold up submits that
 	// the cached copy can answer.
-	names, err := s.Catalog.TaskNames(ctx)
+	names, err := read(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -207,8 +219,8 @@ func (s *Service) checkTaskNames(ctx context.Context, sp *spec.Job) error {
 	return &UnknownTaskError{Spec: ve}
 }
 
-// UnknownTaskError is a spec refused because a stage names a task no
-// executor runs. It unwraps to the *spec.ValidationError naming each
+// UnknownTaskError is a spec refused because a stage names a task (or an
+// exec program: programs.go) no executor runs. It unwraps to the *spec.ValidationError naming each
 // such stage's task field (the API's 400), and lets a schedule's firing
 // tell it from a failure worth retrying.
 type UnknownTaskError struct{ Spec *spec.ValidationError }

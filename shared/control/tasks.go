@@ -79,9 +79,14 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	if err != nil {
 		return Claim{}, err
 	}
-	// Claim first, then check the job: a job that failed or was cancelled
-	// before this claim is seen here, so no task of it starts afterwards.
-	state, err := s.jobStateAfterClaim(ctx, ref.Job)
+	// Claim first, then check the job, as this process knows it: a job
+	// that ended more than JobStateTTL before this claim is seen here, so
+	// no task of it starts later than that; one claimed within it is
+	// stopped by its runner's job watch (CheckJob). The state is read at
+	// most once per TTL per job per process (jobstate.go), from a small
+	// record, never the spec-bearing job item: the claim path has no
+	// per-job hot key.
+	state, err := s.cachedJobState(ctx, ref.Job)
 	if err != nil {
 		// The claim stands and its lease runs out; the attempt is lost
 		// only if DynamoDB stayed unreadable through every try.
@@ -152,25 +157,6 @@ func heldUntil(t batch.Task, alive, now time.Time) time.Time {
 	return lease
 }
 
-// jobStateAfterClaim reads the job's state right after a claim, trying
-// again on errors: a transient one must not strand the fresh claim for a
-// whole lease (the SDK's own retries have already run under each try).
-func (s *Service) jobStateAfterClaim(ctx context.Context, job string) (sm.JobState, error) {
-	var err error
-	for try, wait := 0, 50*time.Millisecond; try < 4; try, wait = try+1, wait*2 {
-		var state sm.JobState
-		if state, err = s.store.JobState(ctx, job); err == nil || errors.Is(err, batch.ErrNotFound) {
-			return state, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", errors.Join(err, ctx.Err())
-		case <-time.After(wait + s.Jitter(wait)):
-		}
-	}
-	return "", err
-}
-
 // Heartbeat extends the holder's lease. batch.ErrStaleClaim means the lease
 // is lost; batch.ErrJobNotRunning means the job ended. Either way the
 // executor stops the task.
@@ -178,14 +164,7 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 	if err := s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease); err != nil {
 		return err
 	}
-	state, err := s.store.JobState(ctx, c.Task.Ref.Job)
-	if err != nil {
-		return err
-	}
-	if state != sm.JobRunning {
-		return fmt.Errorf("heartbeat %s: job is %s: %w", c.Task.Ref, state, batch.ErrJobNotRunning)
-	}
-	return nil
+	return s.CheckJob(ctx, c)
 }
 
 // MaxErrorLen bounds the error kept on a task record and its history, so
@@ -214,7 +193,18 @@ type CommitResult struct {
 // CommitWith is Commit with record counts, which are kept on the task and
 // summed on the stage's counters for the job's status.
 func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error {
-	outputs := r.Outputs
+	if err := s.checkOutputs(ctx, c, r.Outputs); err != nil {
+		return err
+	}
+	return s.commit(ctx, c, r)
+}
+
+// checkOutputs checks that the attempt's outputs 0..outputs-1 are in S3:
+// one listing of the attempt's prefix, none when it has no outputs.
+func (s *Service) checkOutputs(ctx context.Context, c Claim, outputs int) error {
+	if outputs <= 0 {
+		return nil
+	}
 	ref := c.Task.Ref
 	name := c.StageName()
 	objs, err := s.blob.List(ctx, s.blob.Bucket(), blob.AttemptPrefix(ref.Job, name, ref.Partition, c.Task.Attempt))
@@ -230,6 +220,13 @@ func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error
 			return fmt.Errorf("commit %s: %s: %w", ref, k, ErrOutputsMissing)
 		}
 	}
+	return nil
+}
+
+// commit is CommitWith once the outputs are known to exist.
+func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
+	outputs := r.Outputs
+	ref := c.Task.Ref
 	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)

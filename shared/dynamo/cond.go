@@ -30,6 +30,8 @@ var guardExprs = map[sm.Guard]string{
 	// ConditionCheck on it to the task's write.
 	sm.GuardHolderDead:         "",
 	sm.GuardAllStagesCompleted: "",
+	sm.GuardNoOutput:           "",
+	sm.GuardOutputsPublished:   "",
 }
 
 // cond builds condition expressions from lifecycle transitions, collecting

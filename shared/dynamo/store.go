@@ -153,6 +153,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName: &s.table, Item: ownerIndexItem(j.Owner, j.ID, j.Spec.Name, sm.JobRunning, now, time.Time{}),
 	}})
+	// The job's state records (jobstate.go), which claims read instead of
+	// the spec-bearing job item.
+	items = append(items, s.jobStatePuts(j.ID, sm.JobRunning, now)...)
 	roots := j.Spec.Roots()
 	for i, st := range j.Spec.Stages {
 		item := map[string]types.AttributeValue{
@@ -237,21 +240,6 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 	return j, nil
 }
 
-// JobState reads only a job's status, consistently.
-func (s *Store) JobState(ctx context.Context, id string) (sm.JobState, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String("#st"), ExpressionAttributeNames: stNames,
-	})
-	if err != nil {
-		return "", fmt.Errorf("read job %s status: %w", id, err)
-	}
-	if out.Item == nil {
-		return "", fmt.Errorf("read job %s status: %w", id, batch.ErrNotFound)
-	}
-	return sm.JobState(getS(out.Item, aState)), nil
-}
-
 // EndJob moves a RUNNING job to the destination of ev (succeed, fail or
 // cancel). It reports sm.ErrInvalidTransition when the job already ended.
 // The owner's job index item changes in the same transaction, so a job
@@ -289,6 +277,9 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 		// it, so exactly once.
 		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, -1, 0, quotaTasks, -head.QuotaTasks, 0))
 	}
+	// Every copy of the job's state record ends with the job item, in
+	// this transaction, under the job item's condition (jobstate.go).
+	items = append(items, s.jobStatePuts(id, tr.To, now)...)
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)

@@ -18,14 +18,31 @@ import (
 // seconds, so the one key is never hot.
 //
 // Names are never removed: a task an older executor version had stays
-// known. A 400 KB item holds thousands of 64-byte names, far more than
+// known. The same item holds the exec programs that executors with a
+// programs directory published (attribute programs), likewise. A 400 KB item holds thousands of 64-byte names, far more than
 // any deployment registers.
 
-const aNames = "names"
+// The item's attributes: the task names, and the exec programs the
+// executors that run programs found in their programs directories
+// (published the same way, checked the same way at submit).
+const (
+	aNames    = "names"
+	aPrograms = "programs"
+)
 
 // AddTaskNames adds names to the task catalog. An empty list writes
 // nothing (an empty string set is not a DynamoDB value).
 func (s *Store) AddTaskNames(ctx context.Context, names []string) error {
+	return s.addToCatalog(ctx, aNames, "task names", names)
+}
+
+// AddPrograms adds exec programs' names to the catalog, beside the task
+// names. An empty list writes nothing.
+func (s *Store) AddPrograms(ctx context.Context, names []string) error {
+	return s.addToCatalog(ctx, aPrograms, "programs", names)
+}
+
+func (s *Store) addToCatalog(ctx context.Context, attr, what string, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -35,11 +52,11 @@ func (s *Store) AddTaskNames(ctx context.Context, names []string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskNamesPK, taskNamesSK),
 		UpdateExpression:          aws.String("ADD #n :n"),
-		ExpressionAttributeNames:  map[string]string{"#n": aNames},
+		ExpressionAttributeNames:  map[string]string{"#n": attr},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberSS{Value: set}},
 	})
 	if err != nil {
-		return fmt.Errorf("publish %d task names: %w", len(set), err)
+		return fmt.Errorf("publish %d %s: %w", len(set), what, err)
 	}
 	return nil
 }
@@ -48,15 +65,25 @@ func (s *Store) AddTaskNames(ctx context.Context, names []string) error {
 // published yet. The read is strongly consistent: a submitter reads it
 // again on a miss precisely to see names published a moment ago.
 func (s *Store) TaskNames(ctx context.Context) ([]string, error) {
+	return s.readCatalog(ctx, aNames, "task names")
+}
+
+// Programs reads the exec programs published, sorted, as TaskNames does
+// the task names.
+func (s *Store) Programs(ctx context.Context) ([]string, error) {
+	return s.readCatalog(ctx, aPrograms, "programs")
+}
+
+func (s *Store) readCatalog(ctx context.Context, attr, what string) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(taskNamesPK, taskNamesSK), ConsistentRead: aws.Bool(true),
 		ProjectionExpression:     aws.String("#n"),
-		ExpressionAttributeNames: map[string]string{"#n": aNames},
+		ExpressionAttributeNames: map[string]string{"#n": attr},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read task names: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	ss, _ := out.Item[aNames].(*types.AttributeValueMemberSS)
+	ss, _ := out.Item[attr].(*types.AttributeValueMemberSS)
 	if ss == nil {
 		return nil, nil
 	}

@@ -66,15 +66,10 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 	return t
 }
 
-// PutTasks creates task records that do not exist yet, each with its own
-// conditional put, so a task that a retried materialization finds already
-// claimed or committed is never reset.
-//
-// Why not TransactWriteItems of 100 puts: a transactional write costs
-// twice the write units of a plain one, and the condition is per item
-// anyway. Why not BatchWriteItem: it cannot carry a condition, and two
-// materializers can overlap (the sweep repeats one that looks stalled).
-func (s *Store) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+// putTasksEach creates task records that do not exist yet, each with its
+// own conditional put, so a task that a retried materialization finds
+// already claimed or committed is never reset (PutTasks' fallback).
+func (s *Store) putTasksEach(ctx context.Context, tasks []batch.Task, due time.Time) error {
 	sem := make(chan struct{}, putConcurrency)
 	errs := make(chan error, len(tasks))
 	var wg sync.WaitGroup

@@ -47,6 +47,9 @@ type Config struct {
 	// published ones: set by the functions that submit (CheckTaskNames).
 	TaskNames      []string
 	CheckTaskNames bool
+	// ExecPrograms are the statically known exec programs
+	// (EnvExecPrograms), checked like TaskNames.
+	ExecPrograms []string
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -82,6 +85,9 @@ func FromEnv() (Config, error) {
 	}
 	if c.TaskFunctions, err = control.ParseTaskFunctions(os.Getenv(EnvTaskFunctions)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvTaskFunctions, err)
+	}
+	if c.ExecPrograms, err = control.ParsePrograms(os.Getenv(EnvExecPrograms)); err != nil {
+		return c, fmt.Errorf("%s: %w", EnvExecPrograms, err)
 	}
 	return c, c.Validate()
 }
@@ -159,7 +165,8 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
-		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
+		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions,
+		StaticPrograms: c.ExecPrograms}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
 	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode, AWS: cfg}, nil
 }
 

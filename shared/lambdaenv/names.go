@@ -57,6 +57,16 @@ const (
 	// optional; read by the functions that submit (api, sweep), which
 	// reject a stage whose task is neither listed nor published.
 	EnvTaskNames = "BATCHWORK_TASK_NAMES"
+	// EnvExecPrograms lists exec programs known without being published
+	// (control.ParsePrograms: names separated by commas, e.g.
+	// "wordcount.py"): the construct sets it at deploy to the programs
+	// its Fargate image installs (Props.ExecPrograms), so a submit can
+	// name them before that service has ever run (it scales from zero).
+	// Executors with a programs directory publish theirs when they start
+	// (control.PublishPrograms), so it is optional; read by the functions
+	// that submit (api, sweep), which reject an exec stage whose program
+	// is neither listed nor published.
+	EnvExecPrograms = "BATCHWORK_EXEC_PROGRAMS"
 )
 
 // EnvNames lists the required variables.

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/iamrec"
 )
 
@@ -13,17 +14,30 @@ import (
 // executor: its separate executor processes publish their own names when
 // they start. A failure is logged, not fatal: the runner can still run
 // every task it has, and the names count once a later start publishes.
+//
+// Likewise the programs of its exec directory (Options.ExecDir), which
+// exec stages are checked against (control.Service.PublishPrograms).
 func (r *Runner) publishTaskNames(ctx context.Context) {
-	if r.opts.ControlOnly || r.opts.Registry == nil {
-		return
-	}
-	names := r.opts.Registry.Names()
-	if len(names) == 0 {
+	if r.opts.ControlOnly {
 		return
 	}
 	// On AWS each executor publishes with its own role.
 	ctx = iamrec.WithFunction(ctx, iamrec.FnExecutor)
-	if err := r.Service.PublishTaskNames(ctx, names); err != nil {
-		r.opts.Log.Warn("publish task names", "err", err, "tasks", names)
+	if r.opts.Registry != nil {
+		if names := r.opts.Registry.Names(); len(names) > 0 {
+			if err := r.Service.PublishTaskNames(ctx, names); err != nil {
+				r.opts.Log.Warn("publish task names", "err", err, "tasks", names)
+			}
+		}
+	}
+	programs, err := executor.Programs(r.opts.ExecDir)
+	if err != nil {
+		r.opts.Log.Warn("publish programs", "err", err, "exec_dir", r.opts.ExecDir)
+		return
+	}
+	if len(programs) > 0 {
+		if err := r.Service.PublishPrograms(ctx, programs); err != nil {
+			r.opts.Log.Warn("publish programs", "err", err, "programs", programs)
+		}
 	}
 }

@@ -35,6 +35,12 @@ var (
 	lambdaARNPattern  = regexp.MustCompile(`^arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$`)
 )
 
+// ValidProgramName reports whether name can be an exec stage's program:
+// a bare name, as checkExec requires of exec[0].
+func ValidProgramName(name string) bool {
+	return name != "" && len(name) <= MaxNameLen && programPattern.MatchString(name)
+}
+
 // checkRunnable checks that stage s (at path p) says what it runs exactly
 // once, and how.
 func checkRunnable(errs *errorList, p string, s Stage) {

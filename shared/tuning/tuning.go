@@ -45,7 +45,8 @@ const (
 
 	// ReceiveVisibility is the visibility a long-polling executor asks for
 	// when it receives a message. An executor with a liveness record holds
-	// the message from its claim on, hiding it for HeldVisibility at once;
+	// the message from its claim on, hiding it for HeldVisibility within
+	// 100 ms (batched with the other messages it claimed meanwhile);
 	// one without sets the lease when it claims. Short, so a message that
 	// an executor received and never claimed (it died, or its long poll
 	// outlived it; see ReceiveWait) comes back in seconds; long enough for

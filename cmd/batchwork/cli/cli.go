@@ -110,6 +110,7 @@ type opts struct {
 	// init and dev (scaffold.go, dev.go)
 	module, replace, pkg, data string
 	keep                       bool
+	listen                     string // ui (ui.go)
 }
 
 // app is a running command.

@@ -59,7 +59,7 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 			help:     `Lists your jobs, newest first, a page at a time (--all for every page).`,
 			examples: []string{"batchwork list", "batchwork list --status FAILED", "batchwork list --name wordcount --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {
-				fs.StringVar(&o.status, "status", "", "only jobs in this state: RUNNING, SUCCEEDED, FAILED or CANCELLED")
+				fs.StringVar(&o.status, "status", "", "only jobs in this state: RUNNING, PUBLISHING, SUCCEEDED, FAILED or CANCELLED")
 				fs.StringVar(&o.name, "name", "", "only jobs with exactly this name")
 				pageFlags(fs, o)
 			},
@@ -83,7 +83,8 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 			help: `Cancels a running job: no new task of it starts, running tasks are stopped
 at their next heartbeat, and outputs already committed are kept ('result').
 Cancelling a cancelled job is fine; a job that already succeeded or failed
-cannot be cancelled (exit 5).`,
+cannot be cancelled (exit 5), nor can one that is PUBLISHING its outputs to
+its output folder: its work is done, and it ends by itself.`,
 			examples: []string{"batchwork cancel j19aa5e7c2a1f3b9d0e4c7"},
 			minArgs:  1, maxArgs: 1, run: runCancel},
 		{name: "result", args: "ID", summary: "print or download a job's outputs",
@@ -116,6 +117,7 @@ every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 		deleteDataCommand,
 		initCommand, // scaffold.go
 		devCommand,  // dev.go
+		uiCommand,   // ui.go
 	}
 }
 

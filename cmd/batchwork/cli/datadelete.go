@@ -17,7 +17,10 @@ its outputs, plans and manifests in the data bucket. Its status, tasks and
 history stay, and say when its data was deleted; 'result' answers that the
 outputs are gone. A running job cannot be deleted (exit 5): cancel it first.
 The API deletes up to 10,000 objects a call; this command calls until nothing
-is left. Running it again is safe. Inputs are never deleted.`,
+is left. Running it again is safe. Inputs are never deleted, and neither is
+the folder the job published its outputs to (its "output"): that folder is
+yours, in your outputs area or an output bucket, and stays whole; delete it
+there when you no longer want it.`,
 	examples: []string{"batchwork delete-data j19aa5e7c2a1f3b9d0e4c7", "batchwork delete-data j19aa5e7c2a1f3b9d0e4c7 -o json"},
 	minArgs:  1, maxArgs: 1, run: runDeleteData,
 }

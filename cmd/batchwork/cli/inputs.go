@@ -26,8 +26,9 @@ var whoamiCommand = &command{name: "whoami", args: "", summary: "show who you ar
 	help: `Shows your owner (the IAM principal the API authenticated; an assumed role's
 session counts as its role), your inputs area in the installation's data bucket,
 and the other buckets the operator lets specs read. A spec's input prefix may
-name your inputs area (inputs:<path> is a path in it), one of your own jobs, or
-one of those buckets; anything else is refused.`,
+name your inputs area (inputs:<path> is a path in it), a folder one of your jobs
+published to (its "output", in your outputs area), or one of those buckets;
+anything else is refused. A job's own area (jobs/<id>/) is not an input.`,
 	examples: []string{"batchwork whoami", "batchwork whoami -o json | jq -r .inputs"},
 	run:      runWhoAmI}
 

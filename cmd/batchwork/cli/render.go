@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -97,6 +98,13 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 		ended += " (took " + elapsed(st.Created, st.Ended) + ")"
 	}
 	fmt.Fprintf(tw, "Ended:\t%s\n", ended)
+	if st.Output != "" {
+		note := ""
+		if st.State == string(sm.JobPublishing) {
+			note = " (publishing: every stage completed; the job succeeds once the folder's _SUCCESS is written)"
+		}
+		fmt.Fprintf(tw, "Output:\t%s%s\n", st.Output, note)
+	}
 	p := st.Progress
 	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
 	fmt.Fprintf(tw, "Records:\t%s in, %s out\n", count(p.RecordsIn), count(p.RecordsOut))
@@ -161,7 +169,7 @@ func (a *app) paint(state, text string) string {
 		return green + text + reset
 	case "FAILED", "CANCELLED":
 		return red + text + reset
-	case "RUNNING":
+	case "RUNNING", "PUBLISHING":
 		return yellow + text + reset
 	}
 	return dim + text + reset

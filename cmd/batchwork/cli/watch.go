@@ -24,7 +24,7 @@ func (a *app) watch(ctx context.Context, id string) int {
 		if err != nil {
 			return a.fail(err)
 		}
-		done := st.State != "RUNNING"
+		done := st.State != "RUNNING" && st.State != "PUBLISHING" // PUBLISHING ends by itself
 		switch {
 		case a.json():
 			if line := progressLine(st); line != last {

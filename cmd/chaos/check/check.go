@@ -75,6 +75,11 @@ type Input struct {
 	// Executors names the executor processes by their liveness id (the
 	// task record's holder), for evidence.
 	Executors map[string]string
+	// StartGrace is how long after a cancel an attempt may still start:
+	// a process trusts a job state it read for this long (the control
+	// plane's job-state TTL), so a claim granted later than that after the
+	// cancel applied broke the guard.
+	StartGrace time.Duration
 }
 
 // Violation is one broken guarantee.
@@ -162,7 +167,7 @@ func Run(ctx context.Context, in Input) (Result, error) {
 	c := &checker{
 		chaos: chaos, ref: ref,
 		chaosS3: store{s3c, in.Chaos.Bucket}, refS3: store{s3c, in.Reference.Bucket},
-		starts: map[attemptRef]Start{}, executors: in.Executors,
+		starts: map[attemptRef]Start{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
 	for _, s := range in.Starts {
@@ -195,6 +200,7 @@ type checker struct {
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
 	executors      map[string]string
+	startGrace     time.Duration
 	res            Result
 	cur            Job
 	rec            *jobRec
@@ -386,16 +392,28 @@ func (c *checker) stageOrder(rec *jobRec) {
 	}
 }
 
+// lateStarts are the attempts of cancelled job j that started more than
+// grace after its cancel returned.
+func lateStarts(starts map[attemptRef]Start, j Job, grace time.Duration) []string {
+	var late []string
+	for ref, at := range starts {
+		if ref.Job == j.ID && at.At.After(j.CancelAccepted.Add(grace)) {
+			late = append(late, fmt.Sprintf("attempt %d of task %d/%d started at %s by %s, more than %s after the cancel returned at %s",
+				ref.Attempt, ref.Stage, ref.Partition, ms(at.At), at.Proc, grace, ms(j.CancelAccepted)))
+		}
+	}
+	slices.Sort(late)
+	return late
+}
+
 // cancelled checks nothing of a cancelled job moved after the cancel was
 // accepted. The times compared are taken before each write, and the
 // cancel had applied when its call returned, so a later timestamp means
 // the write came after the cancel and its guard (job RUNNING) should
 // have refused it.
 func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
-	for ref, at := range c.starts {
-		if ref.Job == j.ID && at.At.After(j.CancelAccepted) {
-			c.fail("attempt %d of task %d/%d started at %s by %s, after the cancel returned at %s", ref.Attempt, ref.Stage, ref.Partition, ms(at.At), at.Proc, ms(j.CancelAccepted))
-		}
+	for _, late := range lateStarts(c.starts, j, c.startGrace) {
+		c.fail("%s", late)
 	}
 	for _, st := range rec.sortedStages() {
 		if st.Started.After(j.CancelAccepted) {
@@ -454,12 +472,19 @@ func (c *checker) succeeded(ctx context.Context, rec *jobRec, j Job) error {
 			continue
 		}
 		// A map task emits in whatever order it likes: compare its
-		// shuffle parts as sets of lines.
+		// shuffle parts as sets of lines, each partition of an indexed
+		// object on its own (its index holds sizes, which a Normalize
+		// may change).
 		norm := func(b []byte) []byte {
-			if j.Normalize != nil {
-				b = j.Normalize(b)
+			var out []byte
+			for r, p := range shuffleParts(b) {
+				if j.Normalize != nil {
+					p = j.Normalize(p)
+				}
+				out = fmt.Appendf(out, "-- partition %d\n", r)
+				out = append(out, sortedLines(p)...)
 			}
-			return sortedLines(b)
+			return out
 		}
 		if err := c.compare(ctx, rec, refRec, stageManifestKey(j.ID, st.Name), stageManifestKey(j.Reference, st.Name), []int{i}, norm); err != nil {
 			return err

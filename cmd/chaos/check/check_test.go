@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -51,5 +52,32 @@ func TestSinks(t *testing.T) {
 func TestSortedLines(t *testing.T) {
 	if a, b := sortedLines([]byte("b\t1\na\t2\n")), sortedLines([]byte("a\t2\nb\t1\n")); string(a) != string(b) {
 		t.Fatalf("%q != %q", a, b)
+	}
+}
+
+// An attempt of a cancelled job may start within the grace after the
+// cancel returned (a process trusted the RUNNING it read just before),
+// never later.
+func TestLateStarts(t *testing.T) {
+	cancel := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	j := Job{ID: "j1", Cancelled: true, CancelAccepted: cancel}
+	for _, tc := range []struct {
+		name  string
+		start time.Time
+		job   string
+		late  bool
+	}{
+		{"before the cancel", cancel.Add(-time.Second), "j1", false},
+		{"within the grace", cancel.Add(900 * time.Millisecond), "j1", false},
+		{"at the end of the grace", cancel.Add(time.Second), "j1", false},
+		{"after the grace", cancel.Add(1001 * time.Millisecond), "j1", true},
+		{"another job", cancel.Add(time.Hour), "j2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			starts := map[attemptRef]Start{{Job: tc.job, Stage: 0, Partition: 3, Attempt: 1}: {Job: tc.job, Partition: 3, Attempt: 1, At: tc.start, Proc: "exec-1"}}
+			if got := lateStarts(starts, j, time.Second); (len(got) > 0) != tc.late {
+				t.Errorf("late starts %q, want late=%v", got, tc.late)
+			}
+		})
 	}
 }

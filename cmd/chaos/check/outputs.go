@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,16 +46,29 @@ func parseOutputKey(job, key string) (stage string, partition, attempt, part int
 	return stage, partition, attempt, part, nil
 }
 
-// manifest is a stage's or job's manifest as written to S3.
+// manifest is a stage's or job's manifest as written to S3, with the
+// outputs of its pages, if it has any.
 type manifest struct {
-	Job     string `json:"job"`
-	Outputs []struct {
-		Stage     string `json:"stage"`
-		Partition int    `json:"partition"`
-		Attempt   int    `json:"attempt"`
-		Part      int    `json:"part"`
-		Key       string `json:"key"`
-	} `json:"outputs"`
+	Job     string           `json:"job"`
+	Outputs []manifestOutput `json:"outputs"`
+}
+
+type manifestOutput struct {
+	Stage     string `json:"stage"`
+	Partition int    `json:"partition"`
+	Attempt   int    `json:"attempt"`
+	Part      int    `json:"part"`
+	Key       string `json:"key"`
+}
+
+// storedManifest is a manifest object: its "outputs" is a list, or a
+// string when the outputs are in pages or, for a shuffle stage's, in
+// "shuffleOutputs" (re-declared from shared/blob/manifest.go).
+type storedManifest struct {
+	Job            string           `json:"job"`
+	Outputs        json.RawMessage  `json:"outputs"`
+	ShuffleOutputs []manifestOutput `json:"shuffleOutputs"`
+	Pages          []string         `json:"pages"`
 }
 
 // slot names one output of a stage independently of the attempt that
@@ -103,8 +117,28 @@ func (s store) manifest(ctx context.Context, key string) (manifest, error) {
 	if err != nil {
 		return m, err
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var st storedManifest
+	if err := json.Unmarshal(raw, &st); err != nil {
 		return m, fmt.Errorf("decode s3://%s/%s: %w", s.bucket, key, err)
+	}
+	m.Job = st.Job
+	var note string
+	switch {
+	case json.Unmarshal(st.Outputs, &note) == nil:
+		m.Outputs = st.ShuffleOutputs
+	case json.Unmarshal(st.Outputs, &m.Outputs) != nil:
+		return m, fmt.Errorf("decode s3://%s/%s: outputs %.40s", s.bucket, key, st.Outputs)
+	}
+	for _, page := range st.Pages {
+		raw, err := s.get(ctx, page)
+		if err != nil {
+			return m, err
+		}
+		var p manifest
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return m, fmt.Errorf("decode s3://%s/%s: %w", s.bucket, page, err)
+		}
+		m.Outputs = append(m.Outputs, p.Outputs...)
 	}
 	return m, nil
 }
@@ -157,4 +191,30 @@ func sortedLines(b []byte) []byte {
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	slices.SortFunc(lines, bytes.Compare)
 	return bytes.Join(lines, nil)
+}
+
+// shuffleParts is the partitions of an indexed shuffle object, the layout
+// re-declared from shared/blob/shuffle.go ("BWSHUF1\n", the count P as a
+// big-endian uint32, 4 reserved bytes, P+1 big-endian uint64 offsets,
+// then the partitions), or b alone for any other object (one partition of
+// the per-part layout). An index that does not fit b is left whole, to
+// differ from the fault-free run's.
+func shuffleParts(b []byte) [][]byte {
+	const magic = "BWSHUF1\n"
+	if len(b) < 16 || string(b[:8]) != magic {
+		return [][]byte{b}
+	}
+	n := int64(binary.BigEndian.Uint32(b[8:]))
+	if 16+8*(n+1) > int64(len(b)) {
+		return [][]byte{b}
+	}
+	out := make([][]byte, 0, n)
+	for r := range n {
+		s, e := binary.BigEndian.Uint64(b[16+8*r:]), binary.BigEndian.Uint64(b[24+8*r:])
+		if s > e || e > uint64(len(b)) {
+			return [][]byte{b}
+		}
+		out = append(out, b[s:e])
+	}
+	return out
 }

@@ -1,0 +1,418 @@
+// The Batchwork console: jobs, a job's DAG and task timeline, schedules.
+// Every call goes to this page's own server (api/...), which forwards the
+// allowed ones to the Batchwork API with the CLI's credentials. Server data
+// is only ever set as text (textContent, SVG attributes), never as HTML.
+'use strict';
+(() => {
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  const main = document.getElementById('main');
+  const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+  let view = null;
+
+  // ---- DOM helpers ----
+  function build(make, tag, attrs, kids) {
+    const e = make(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of kids.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+  const h = (tag, attrs, ...kids) => build(t => document.createElement(t), tag, attrs, kids);
+  const s = (tag, attrs, ...kids) => build(t => document.createElementNS(SVGNS, t), tag, attrs, kids);
+  const badge = (state) => h('span', { class: 'badge s-' + state, text: state });
+  const link = (href, text) => h('a', { href, text });
+
+  // ---- formatting ----
+  const ms = (iso) => (iso ? Date.parse(iso) : NaN);
+  function fmtTime(iso) {
+    if (!iso) return '-';
+    const d = new Date(iso);
+    const today = new Date().toDateString() === d.toDateString();
+    const t = d.toLocaleTimeString([], { hour12: false });
+    return today ? t : d.toLocaleDateString() + ' ' + t;
+  }
+  function fmtDur(msec) {
+    if (!isFinite(msec)) return '-';
+    const sec = Math.max(0, msec / 1000);
+    if (sec < 10) return sec.toFixed(1) + 's';
+    if (sec < 60) return Math.round(sec) + 's';
+    const m = Math.floor(sec / 60), r = Math.round(sec % 60);
+    if (m < 60) return m + 'm' + (r ? String(r).padStart(2, '0') + 's' : '');
+    return Math.floor(m / 60) + 'h' + String(m % 60).padStart(2, '0') + 'm';
+  }
+  const fmtRate = (r) => (r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(1) : r.toFixed(2));
+  const fmtETA = (iso) => (iso ? 'ETA ' + fmtDur(ms(iso) - Date.now()) : '');
+  const num = (n) => (n || 0).toLocaleString();
+
+  // ---- API ----
+  async function api(path, method) {
+    const res = await fetch('api' + path, {
+      method: method || 'GET', headers: { 'X-Batchwork-Console': '1' }, cache: 'no-store', credentials: 'same-origin',
+    });
+    let body = null;
+    try { body = await res.json(); } catch (_) { /* not JSON */ }
+    if (!res.ok) {
+      const err = new Error((body && body.message) || res.status + ' ' + res.statusText);
+      err.status = res.status;
+      throw err;
+    }
+    return body;
+  }
+  // pages fetches a list route page by page (at most max pages) and
+  // returns the items under key and the cursor left, if any.
+  async function pages(path, key, params, max) {
+    const items = [];
+    let cursor = '';
+    for (let i = 0; i < max; i++) {
+      const q = new URLSearchParams(params);
+      if (cursor) q.set('cursor', cursor);
+      const p = await api(path + '?' + q);
+      items.push(...(p[key] || []));
+      cursor = p.nextCursor || '';
+      if (!cursor) break;
+    }
+    return { items, more: cursor };
+  }
+
+  function showError(e) {
+    const d = document.getElementById('error');
+    d.hidden = !e;
+    d.textContent = e ? String(e.message || e) : '';
+  }
+  function stamp() {
+    document.getElementById('live').textContent = 'updated ' + new Date().toLocaleTimeString([], { hour12: false });
+  }
+  // poller runs fn now and every ms after it returns, until stopped or
+  // until fn returns false.
+  function poller(fn, every) {
+    let stopped = false, t = null;
+    const tick = async () => {
+      if (stopped) return;
+      let again = true;
+      try {
+        again = (await fn()) !== false;
+        showError(null);
+        stamp();
+      } catch (e) {
+        if (!stopped) showError(e);
+      }
+      if (!stopped && again) t = setTimeout(tick, every);
+    };
+    tick();
+    return { stop() { stopped = true; clearTimeout(t); } };
+  }
+
+  // ---- jobs ----
+  function jobsView(params) {
+    const status = params.get('status') || '', name = params.get('name') || '';
+    let want = 1;
+    const go = () => {
+      const q = new URLSearchParams();
+      if (sel.value) q.set('status', sel.value);
+      if (inp.value.trim()) q.set('name', inp.value.trim());
+      location.hash = '#/jobs' + (q.toString() ? '?' + q : '');
+    };
+    const sel = h('select', { id: 'filter-status', onchange: go },
+      ['', 'RUNNING', 'PUBLISHING', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map(v => h('option', { value: v, selected: v === status, text: v || 'any state' })));
+    const inp = h('input', { id: 'filter-name', placeholder: 'job name', value: name, onchange: go });
+    const body = h('tbody', { id: 'jobs-body' });
+    const more = h('button', { hidden: true, onclick: () => { want++; refresh(); } }, 'More');
+    main.append(h('h1', { text: 'Jobs' }), h('div', { class: 'filters' }, 'State', sel, 'Name', inp),
+      h('table', { id: 'jobs' }, h('thead', {}, h('tr', {}, ['Job', 'Name', 'State', 'Created', 'Took', 'Ended'].map(t => h('th', { text: t })))), body),
+      h('p', {}, more));
+    const q = { limit: '50' };
+    if (status) q.status = status;
+    if (name) q.name = name;
+    async function refresh() {
+      const { items, more: left } = await pages('/jobs', 'jobs', q, want);
+      more.hidden = !left;
+      body.replaceChildren(...(items.length ? items.map(j => h('tr', { 'data-job': j.id },
+        h('td', { class: 'mono' }, link('#/job/' + j.id, j.id)), h('td', { text: j.name }), h('td', {}, badge(j.state)),
+        h('td', { text: fmtTime(j.created) }),
+        h('td', { text: j.ended ? fmtDur(ms(j.ended) - ms(j.created)) : 'running ' + fmtDur(Date.now() - ms(j.created)) }),
+        h('td', { text: fmtTime(j.ended) }))) : [h('tr', {}, h('td', { colspan: 6, class: 'muted', text: 'No jobs.' }))]));
+    }
+    return poller(refresh, 2000);
+  }
+
+  // ---- a job ----
+  function jobView(id) {
+    const head = h('div', { id: 'job-head' });
+    const dag = h('div', { id: 'dag', class: 'panel' });
+    const timeline = h('div', { id: 'timeline', class: 'panel' });
+    const failures = h('div', { id: 'failures' });
+    const history = h('div', { id: 'history' });
+    main.append(h('p', {}, link('#/jobs', '← jobs')), head,
+      h('h2', { text: 'Stages' }), dag,
+      h('h2', { text: 'Task timeline' }),
+      h('p', { class: 'muted legend' },
+        ['committed', 'running', 'retried', 'lease_expired', 'failed', 'cancelled'].map(o => h('span', {}, badge(o)))),
+      timeline,
+      h('p', { class: 'muted' }, 'One row per task (stage/partition), one bar per attempt. The API reports when each attempt ended but ' +
+        'neither when it started nor which executor ran it, so rows are tasks, not executors, and a bar starts when this page ' +
+        'first saw the attempt running; bars drawn faded have an estimated start (the previous attempt\'s end, else the stage\'s start).'),
+      h('h2', { text: 'Failed attempts' }), failures,
+      h('h2', { text: 'History' }), history);
+    const seen = new Map(); // "stage/partition/attempt" -> when first seen running (ms)
+    let st = null, tasks = [], tasksMore = '', ended = false, tick = 0;
+    async function refresh() {
+      st = await api('/jobs/' + encodeURIComponent(id));
+      const done = TERMINAL.has(st.state);
+      renderHead(head, st);
+      renderDAG(dag, st);
+      // Tasks and history cost more (a read per 200 tasks): every second
+      // while a small job runs, every 5 s for a big one, and once more
+      // after the job ended.
+      const every = (st.progress && st.progress.tasksTotal > 1000) ? 5 : 1;
+      if (!ended && (tick++ % every === 0 || done)) {
+        const tl = await pages('/jobs/' + encodeURIComponent(id) + '/tasks', 'tasks', { limit: '200' }, 20);
+        tasks = tl.items;
+        tasksMore = tl.more;
+        const now = Date.now();
+        for (const t of tasks) {
+          for (const a of t.attempts) {
+            const k = t.stage + '/' + t.partition + '/' + a.attempt;
+            if (a.outcome === 'running' && !seen.has(k)) seen.set(k, now);
+          }
+        }
+        const hist = await pages('/jobs/' + encodeURIComponent(id) + '/history', 'events', { limit: '200' }, 5);
+        renderFailures(failures, tasks);
+        renderHistory(history, hist.items, hist.more);
+        ended = done;
+      }
+      renderTimeline(timeline, st, tasks, seen, tasksMore);
+      return !done || !ended;
+    }
+    return poller(refresh, 1000);
+  }
+
+  function renderHead(head, st) {
+    const p = st.progress || {};
+    const kids = [
+      h('h1', {}, st.name + ' ', h('span', { id: 'job-state', class: 'badge s-' + st.state, text: st.state })),
+      h('div', { class: 'kv' },
+        h('span', {}, h('b', { text: 'id' }), h('code', { text: st.id })),
+        h('span', {}, h('b', { text: 'created' }), fmtTime(st.created)),
+        h('span', {}, h('b', { text: 'started' }), fmtTime(st.started)),
+        h('span', {}, h('b', { text: 'ended' }), fmtTime(st.ended)),
+        h('span', { id: 'job-progress' }, h('b', { text: 'tasks' }), num(p.tasksDone) + '/' + num(p.tasksTotal)),
+        h('span', {}, h('b', { text: 'records' }), num(p.recordsIn) + ' in, ' + num(p.recordsOut) + ' out'),
+        p.tasksPerSec !== undefined && h('span', {}, h('b', { text: 'rate' }), fmtRate(p.tasksPerSec) + ' tasks/s'),
+        st.eta && h('span', {}, h('b', { text: 'eta' }), fmtETA(st.eta)),
+        st.started && h('span', {}, h('b', { text: 'took' }), fmtDur((st.ended ? ms(st.ended) : Date.now()) - ms(st.started))),
+        (st.limits || []).map(l => h('span', {}, h('b', { text: l.kind + ' limit' }), l.running + '/' + l.max + (l.running >= l.max ? ' (full)' : ''))),
+        st.output && h('span', {}, h('b', { text: 'output' }), h('code', { text: st.output }))),
+      st.error && h('p', { class: 'error', id: 'job-error', text: st.error }),
+    ];
+    if (st.state === 'RUNNING') {
+      kids.push(h('p', {}, h('button', {
+        class: 'danger', id: 'cancel', onclick: async (ev) => {
+          if (!confirm('Cancel job ' + st.id + '? Running tasks stop at their next heartbeat; committed outputs are kept.')) return;
+          ev.target.disabled = true;
+          try { await api('/jobs/' + encodeURIComponent(st.id) + '/cancel', 'POST'); } catch (e) { showError(e); }
+        },
+      }, 'Cancel job')));
+    }
+    head.replaceChildren(...kids.filter(Boolean));
+  }
+
+  // renderDAG draws the stages as boxes in columns by depth (the longest
+  // chain of "after" before them), with an edge from each stage it runs
+  // after, labelled when it reads that stage's shuffle.
+  function renderDAG(box, st) {
+    const stages = st.stages || [];
+    const index = new Map(stages.map((x, i) => [x.name, i]));
+    const depth = new Array(stages.length).fill(-1);
+    const depthOf = (i, guard) => {
+      if (depth[i] >= 0) return depth[i];
+      if (guard > stages.length) return 0; // a cycle: never in a valid job
+      let d = 0;
+      for (const a of stages[i].after || []) if (index.has(a)) d = Math.max(d, depthOf(index.get(a), guard + 1) + 1);
+      return (depth[i] = d);
+    };
+    stages.forEach((_, i) => depthOf(i, 0));
+    const W = 230, H = 86, GX = 80, GY = 22, PAD = 10;
+    const rows = [];
+    const pos = stages.map((_, i) => {
+      const c = depth[i];
+      rows[c] = (rows[c] || 0) + 1;
+      return { x: PAD + c * (W + GX), y: PAD + (rows[c] - 1) * (H + GY) };
+    });
+    const width = PAD * 2 + (rows.length || 1) * (W + GX) - GX;
+    const height = PAD * 2 + Math.max(1, ...rows.map(r => r || 0)) * (H + GY) - GY;
+    const svg = s('svg', { width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'stages of job ' + st.id },
+      s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto' },
+        s('path', { d: 'M0,0 L10,5 L0,10 z' }))));
+    stages.forEach((x, i) => {
+      for (const a of x.after || []) {
+        if (!index.has(a)) continue;
+        const u = index.get(a), p = pos[u], q = pos[i];
+        const x1 = p.x + W, y1 = p.y + H / 2, x2 = q.x, y2 = q.y + H / 2, mx = (x1 + x2) / 2;
+        svg.append(s('path', { class: 'edge', 'data-from': a, 'data-to': x.name, d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, 'marker-end': 'url(#arrow)' }));
+        if (stages[u].shuffle) svg.append(s('text', { class: 'edge-label', x: mx, y: (y1 + y2) / 2 - 5, 'text-anchor': 'middle', text: 'shuffle ×' + stages[u].shuffle }));
+      }
+    });
+    const now = Date.now();
+    stages.forEach((x, i) => {
+      const { x: bx, y: by } = pos[i];
+      const frac = x.total ? Math.min(1, x.committed / x.total) : 0;
+      let progress = x.total ? `${num(x.committed)}/${num(x.total)} tasks` : 'not planned yet';
+      if (x.failures) progress += ` · ${num(x.failures)} failed`;
+      let rate = '';
+      if (x.state === 'RUNNING') {
+        rate = [x.tasksPerSec !== undefined ? fmtRate(x.tasksPerSec) + ' tasks/s' : '', fmtETA(x.eta)].filter(Boolean).join(' · ') || 'running';
+      } else if (x.started && x.ended) {
+        rate = 'took ' + fmtDur(ms(x.ended) - ms(x.started));
+      } else if (x.started) {
+        rate = 'for ' + fmtDur(now - ms(x.started));
+      }
+      svg.append(s('g', { class: 'stage st-' + x.state, 'data-stage': x.name, transform: `translate(${bx},${by})` },
+        s('title', { text: `${x.name}: ${x.state}, ${x.committed}/${x.total} tasks, ${x.attempts} attempts, ${x.failures} failed; records ${x.recordsIn} in, ${x.recordsOut} out` + (x.error ? '\n' + x.error : '') }),
+        s('rect', { class: 'box', width: W, height: H, rx: 6 }),
+        s('text', { class: 'name', x: 10, y: 19, text: x.name }),
+        s('text', { class: 'sub state', x: W - 10, y: 19, 'text-anchor': 'end', text: x.state }),
+        s('rect', { class: 'bar-bg', x: 10, y: 28, width: W - 20, height: 8, rx: 3 }),
+        s('rect', { class: 'bar', x: 10, y: 28, width: (W - 20) * frac, height: 8, rx: 3 }),
+        s('text', { class: 'progress', x: 10, y: 54, text: progress }),
+        s('text', { class: 'sub rate', x: 10, y: 72, text: rate + (x.recordsOut ? ` · ${num(x.recordsOut)} records out` : '') })));
+    });
+    box.replaceChildren(stages.length ? svg : h('p', { class: 'muted', text: 'No stages.' }));
+  }
+
+  // renderTimeline draws one row per task and one bar per attempt.
+  function renderTimeline(box, st, tasks, seen, more) {
+    const MAXROWS = 400;
+    if (!tasks.length) {
+      box.replaceChildren(h('p', { class: 'muted', text: 'No tasks yet.' }));
+      return;
+    }
+    const now = Date.now();
+    const stageStart = new Map((st.stages || []).map(x => [x.name, ms(x.started)]));
+    const t0 = ms(st.started) || ms(st.created);
+    const t1 = Math.max(t0 + 1000, st.ended ? ms(st.ended) : now);
+    const rows = tasks.slice(0, MAXROWS);
+    const LABEL = 120, W = 1100, RH = 14, TOP = 20;
+    const x = (t) => LABEL + Math.max(0, Math.min(1, (t - t0) / (t1 - t0))) * (W - LABEL - 10);
+    const height = TOP + rows.length * RH + 6;
+    const svg = s('svg', { width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'task timeline' });
+    const span = t1 - t0, step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find(v => span / (v * 1000) <= 10) || 7200;
+    for (let v = 0; v * 1000 <= span; v += step) {
+      const gx = x(t0 + v * 1000);
+      svg.append(s('line', { class: 'grid', x1: gx, x2: gx, y1: TOP - 4, y2: height }),
+        s('text', { class: 'axis', x: gx + 2, y: 11, text: '+' + fmtDur(v * 1000) }));
+    }
+    rows.forEach((t, r) => {
+      const y = TOP + r * RH;
+      svg.append(s('text', { class: 'row', x: 4, y: y + RH - 3, text: `${t.stage}/${t.partition}` }));
+      let prevEnd = NaN;
+      for (const a of t.attempts) {
+        const k = t.stage + '/' + t.partition + '/' + a.attempt;
+        const end = a.outcome === 'running' ? (st.ended ? ms(st.ended) : now) : (ms(a.at) || now);
+        let start = seen.get(k), est = false;
+        if (start === undefined || start > end) {
+          est = true;
+          start = isFinite(prevEnd) ? prevEnd : (stageStart.get(t.stage) || t0);
+          if (!(start <= end)) start = end;
+        }
+        prevEnd = end;
+        const x1 = x(start), w = Math.max(3, x(end) - x1);
+        svg.append(s('rect', {
+          class: `attempt o-${a.outcome}` + (est ? ' est' : ''), x: x1, y: y + 2, width: w, height: RH - 4, rx: 2,
+          'data-task': `${t.stage}/${t.partition}`, 'data-attempt': a.attempt, 'data-outcome': a.outcome,
+        }, s('title', { text: `${t.stage}/${t.partition} attempt ${a.attempt}: ${a.outcome}` + (a.at ? ' at ' + fmtTime(a.at) : '') + (est ? ' (start estimated)' : '') + (a.error ? '\n' + a.error : '') })));
+      }
+    });
+    const notes = [];
+    if (tasks.length > MAXROWS) notes.push(`Showing the first ${MAXROWS} of ${tasks.length} tasks.`);
+    if (more) notes.push('The job has more tasks than the console reads.');
+    box.replaceChildren(svg, ...notes.map(n => h('p', { class: 'muted', text: n })));
+  }
+
+  function renderFailures(box, tasks) {
+    const rows = [];
+    for (const t of tasks) {
+      for (const a of t.attempts) {
+        if (a.outcome === 'committed' || a.outcome === 'running') continue;
+        rows.push(h('tr', { 'data-task': `${t.stage}/${t.partition}` },
+          h('td', { class: 'mono', text: `${t.stage}/${t.partition}` }), h('td', { text: `${a.attempt}/${t.maxAttempts}` }),
+          h('td', {}, badge(a.outcome)), h('td', { text: t.state === 'FAILED' && a.attempt === t.attempt ? 'task FAILED' : t.state }),
+          h('td', { text: fmtTime(a.at) }), h('td', { class: 'err', text: a.error || '' })));
+      }
+    }
+    box.replaceChildren(rows.length
+      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Outcome', 'Task now', 'At', 'Error'].map(t => h('th', { text: t })))), h('tbody', {}, rows))
+      : h('p', { class: 'muted', text: 'No failed attempts.' }));
+  }
+
+  function renderHistory(box, events, more) {
+    const evs = events.slice(-200).reverse();
+    box.replaceChildren(...[h('table', {}, h('thead', {}, h('tr', {}, ['At', 'Event', 'Subject', 'Message'].map(t => h('th', { text: t })))),
+      h('tbody', {}, evs.map(e => h('tr', {},
+        h('td', { text: fmtTime(e.at) }), h('td', { text: e.type }),
+        h('td', { class: 'mono', text: e.partition !== undefined ? `${e.stage}/${e.partition} attempt ${e.attempt}` : (e.stage || '') }),
+        h('td', { class: e.type.endsWith('failed') ? 'err' : '', text: e.message || '' }))))),
+      more && h('p', { class: 'muted', text: 'The job has more events than the console reads (the first 1,000).' })].filter(Boolean));
+  }
+
+  // ---- schedules ----
+  function schedulesView() {
+    const body = h('tbody', { id: 'schedules-body' });
+    main.append(h('h1', { text: 'Schedules' }),
+      h('table', { id: 'schedules' }, h('thead', {}, h('tr', {}, ['Schedule', 'Name', 'Expression', 'State', 'Next', 'Last fired', 'Last job'].map(t => h('th', { text: t })))), body));
+    return poller(async () => {
+      const { items } = await pages('/schedules', 'schedules', { limit: '200' }, 5);
+      body.replaceChildren(...(items.length ? items.map(x => h('tr', { 'data-schedule': x.id },
+        h('td', { class: 'mono' }, link('#/schedules/' + x.id, x.id)), h('td', { text: x.name }),
+        h('td', { class: 'mono', text: x.expression + (x.timeZone ? ' (' + x.timeZone + ')' : '') }),
+        h('td', {}, badge(x.paused ? 'paused' : 'active')), h('td', { text: fmtTime(x.next) }), h('td', { text: fmtTime(x.lastFired) }),
+        h('td', { class: 'mono' }, x.lastJobId ? link('#/job/' + x.lastJobId, x.lastJobId) : '-'))) : [h('tr', {}, h('td', { colspan: 7, class: 'muted', text: 'No schedules.' }))]));
+    }, 2000);
+  }
+
+  function scheduleView(id) {
+    const head = h('div', {}), body = h('tbody', { id: 'runs-body' });
+    main.append(h('p', {}, link('#/schedules', '← schedules')), head, h('h2', { text: 'Runs' }),
+      h('table', { id: 'runs' }, h('thead', {}, h('tr', {}, ['Scheduled', 'Action', 'Started', 'Job', 'Status', 'Note'].map(t => h('th', { text: t })))), body));
+    return poller(async () => {
+      const x = await api('/schedules/' + encodeURIComponent(id));
+      head.replaceChildren(h('h1', {}, x.name + ' ', badge(x.paused ? 'paused' : 'active')),
+        h('div', { class: 'kv' },
+          h('span', {}, h('b', { text: 'id' }), h('code', { text: x.id })),
+          h('span', {}, h('b', { text: 'expression' }), h('code', { text: x.expression })),
+          x.timeZone && h('span', {}, h('b', { text: 'time zone' }), x.timeZone),
+          h('span', {}, h('b', { text: 'overlap' }), x.overlap), h('span', {}, h('b', { text: 'catch up' }), x.catchUp),
+          h('span', {}, h('b', { text: 'next' }), fmtTime(x.next)), h('span', {}, h('b', { text: 'created' }), fmtTime(x.createdAt))));
+      const { items } = await pages('/schedules/' + encodeURIComponent(id) + '/runs', 'runs', { limit: '200' }, 1);
+      body.replaceChildren(...(items.length ? items.map(r => h('tr', {},
+        h('td', { text: fmtTime(r.scheduled) }), h('td', {}, badge(r.action)), h('td', { text: fmtTime(r.startedAt) }),
+        h('td', { class: 'mono' }, r.jobId ? link('#/job/' + r.jobId, r.jobId) : '-'), h('td', {}, r.status ? badge(r.status) : '-'),
+        h('td', { text: [r.catchUp ? `catch-up run for ${r.missedCount || 0} missed through ${fmtTime(r.through)}` : '', r.note || ''].filter(Boolean).join('; ') }))) :
+        [h('tr', {}, h('td', { colspan: 6, class: 'muted', text: 'No runs yet.' }))]));
+    }, 2000);
+  }
+
+  // ---- routing ----
+  function route() {
+    if (view) view.stop();
+    const [path, qs] = (location.hash || '#/jobs').slice(1).split('?');
+    const parts = path.split('/').filter(Boolean);
+    main.replaceChildren();
+    showError(null);
+    if (parts[0] === 'job' && parts[1]) view = jobView(decodeURIComponent(parts[1]));
+    else if (parts[0] === 'schedules' && parts[1]) view = scheduleView(decodeURIComponent(parts[1]));
+    else if (parts[0] === 'schedules') view = schedulesView();
+    else view = jobsView(new URLSearchParams(qs || ''));
+  }
+  window.addEventListener('hashchange', route);
+  route();
+  Promise.all([api('/info'), api('/whoami')]).then(([info, who]) => {
+    document.getElementById('who').textContent = `${who.owner} at ${info.api}`;
+  }).catch(showError);
+})();

@@ -1,0 +1,55 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// writtenCommitter commits outputs this runner has just published itself
+// (control.Service.CommitWritten): its own successful If-None-Match puts,
+// or their 412s, prove the objects exist, so the commit skips listing
+// them. Only the in-installation runner holds it; a remote executor
+// commits through the commit function, which always lists.
+type writtenCommitter interface {
+	CommitWritten(ctx context.Context, c control.Claim, r control.CommitResult) error
+}
+
+var _ writtenCommitter = (*control.Service)(nil)
+
+// noOutput reports an attempt that has nothing to publish: a stage with
+// one output partition (no shuffle) whose task wrote no byte to it and
+// started no upload. It writes no object and commits 0 outputs, so its
+// task costs no PutObject (and, committed by a remote executor, no
+// listing). Not for a lambda stage: its function writes its objects
+// itself, and the runner's empty puts are what find them (publish).
+// Shuffle outputs have their own rule (shuffle.go's Objects).
+func (r *Runner) noOutput(c control.Claim, t *Task) bool {
+	if c.Spec.Stages[c.Task.Ref.Stage].Lambda != "" {
+		return false
+	}
+	o := t.Out
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.parts) != 1 {
+		return false
+	}
+	p := o.parts[0]
+	return p.size == 0 && p.up == nil && len(p.buf) == 0
+}
+
+// publish writes the attempt's outputs, unless it has none.
+func (r *Runner) publish(ctx context.Context, c control.Claim, t *Task) error {
+	if r.noOutput(c, t) {
+		return nil
+	}
+	return t.Out.publish(ctx, r.Blob)
+}
+
+// objects is the number of outputs the attempt commits.
+func (r *Runner) objects(c control.Claim, t *Task) int {
+	if r.noOutput(c, t) {
+		return 0
+	}
+	return t.Out.Objects()
+}

@@ -1,0 +1,127 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// commitRecorder is fakeCP that commits as control.Service does for its
+// own runner: it records how (CommitWritten or CommitWith) and with how
+// many outputs.
+type commitRecorder struct {
+	*fakeCP
+	mu  sync.Mutex
+	how []string
+	n   []int
+}
+
+func (c *commitRecorder) record(how string, r control.CommitResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.how = append(c.how, how)
+	c.n = append(c.n, r.Outputs)
+}
+
+func (c *commitRecorder) CommitWith(ctx context.Context, cl control.Claim, r control.CommitResult) error {
+	c.record("checked", r)
+	return c.fakeCP.Commit(ctx, cl, r.Outputs)
+}
+
+func (c *commitRecorder) CommitWritten(ctx context.Context, cl control.Claim, r control.CommitResult) error {
+	c.record("written", r)
+	return c.fakeCP.Commit(ctx, cl, r.Outputs)
+}
+
+// A task that writes nothing writes no object and commits no output; one
+// that writes commits what it put, through CommitWritten (no listing: its
+// own puts proved the objects exist).
+func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		write       func(*Task) error
+		wantObjects int
+		wantOutputs int
+	}{
+		{"writes nothing", func(*Task) error { return nil }, 0, 0},
+		{"writes zero bytes", func(t *Task) error { _, err := t.Out.Write(nil); return err }, 0, 0},
+		{"writes a line", func(t *Task) error { _, err := t.Out.Write([]byte("x\n")); return err }, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			reg := NewRegistry()
+			reg.Register("work", func(ctx context.Context, t *Task) error { return tc.write(t) })
+			cp := &commitRecorder{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}
+			b := &memBlob{}
+			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
+			if res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil); res.Action != Delete || res.Err != nil {
+				t.Fatalf("result %+v, want a commit", res)
+			}
+			b.mu.Lock()
+			objects := len(b.objs)
+			b.mu.Unlock()
+			if objects != tc.wantObjects {
+				t.Errorf("%d objects written, want %d", objects, tc.wantObjects)
+			}
+			if len(cp.how) != 1 || cp.how[0] != "written" || cp.n[0] != tc.wantOutputs {
+				t.Errorf("commits %v with outputs %v, want one CommitWritten of %d", cp.how, cp.n, tc.wantOutputs)
+			}
+		})
+	}
+}
+
+// A lambda stage's function writes its objects itself: its empty buffer
+// is not "no output", so the runner still publishes (and finds) them.
+func TestLambdaStageIsNeverNoOutput(t *testing.T) {
+	t.Parallel()
+	r := &Runner{}
+	c := control.Claim{Spec: mustSpec(t, lambdaOne)}
+	if r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+		t.Fatal("a lambda stage's attempt counted as writing no output")
+	}
+	c = control.Claim{Spec: mustSpec(t, oneTask)}
+	if !r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+		t.Fatal("an empty Go task's attempt not counted as writing no output")
+	}
+}
+
+// Messages claimed together are hidden together: one
+// ChangeMessageVisibilityBatch for up to ten, within holdLinger, never a
+// ChangeMessageVisibility each, and before the first beat.
+func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
+	t.Parallel()
+	cp := &beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, `{"name":"b","stages":[{"name":"s","task":"work","partitions":{"count":10}}]}`), lease: time.Minute}}
+	release := make(chan struct{})
+	reg := NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *Task) error {
+		<-release
+		return nil
+	})
+	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 1000)}
+	for i := range 10 {
+		r := string(rune('a' + i))
+		q.push(queue.Message{Queue: "q", ID: "m" + r, Receipt: "r" + r, Body: "j1/0/" + string(rune('0'+i))})
+	}
+	heldPoller(t, cp, q, reg, 10)
+	t.Cleanup(func() { close(release) })
+	hidden := map[string]bool{}
+	for len(hidden) < 10 {
+		c := within(t, q.changed, 10*time.Second, "the claimed messages' hides")
+		if c.d != tuning.HeldVisibility {
+			continue // a renewal of a message still being claimed
+		}
+		if !c.batch {
+			t.Fatalf("%s hidden alone; want its hide batched with the others claimed with it", c.receipt)
+		}
+		hidden[c.receipt] = true
+	}
+	if n := cp.beatsSoFar(); n > 1 {
+		t.Fatalf("the claimed messages were hidden after %d beats; want within %s of their claims", n, holdLinger)
+	}
+}

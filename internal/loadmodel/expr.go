@@ -1,0 +1,99 @@
+package loadmodel
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The clauses of an update expression. SET, REMOVE, ADD and DELETE are
+// reserved words, so an attribute with one of these names can only
+// appear as a #placeholder and a plain match on the words is safe.
+var clauseRE = regexp.MustCompile(`(?i)\b(SET|REMOVE|ADD|DELETE)\b`)
+
+// ParseUpdate reads an update expression: the top-level attributes its
+// SET clause assigns a single value placeholder to (attribute -> ":v"),
+// and those its REMOVE clause removes. Names are resolved through names
+// (#placeholders); nested paths (a.b, a[0]) are left out.
+func ParseUpdate(expr string, names map[string]string) (set map[string]string, removed []string) {
+	set = map[string]string{}
+	locs := clauseRE.FindAllStringSubmatchIndex(expr, -1)
+	for i, loc := range locs {
+		end := len(expr)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		body := expr[loc[1]:end]
+		switch strings.ToUpper(expr[loc[2]:loc[3]]) {
+		case "SET":
+			for _, action := range splitTop(body) {
+				path, value, ok := strings.Cut(action, "=")
+				if !ok {
+					continue
+				}
+				attr, ok := attrName(path, names)
+				value = strings.TrimSpace(value)
+				if ok && strings.HasPrefix(value, ":") && !strings.ContainsAny(value, " +-(),") {
+					set[attr] = value
+				}
+			}
+		case "REMOVE":
+			for _, path := range splitTop(body) {
+				if attr, ok := attrName(path, names); ok {
+					removed = append(removed, attr)
+				}
+			}
+		}
+	}
+	return set, removed
+}
+
+// splitTop splits s at the commas outside parentheses.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+// attrName resolves a top-level attribute path ("#st", "gpk"); ok is
+// false for nested paths.
+func attrName(path string, names map[string]string) (string, bool) {
+	path = strings.TrimSpace(path)
+	if path == "" || strings.ContainsAny(path, ".[ ") {
+		return "", false
+	}
+	if strings.HasPrefix(path, "#") {
+		n, ok := names[path]
+		return n, ok
+	}
+	return path, true
+}
+
+var equalityRE = regexp.MustCompile(`([#A-Za-z_][#\w]*)\s*=\s*(:\w+)`)
+
+// QueryPartition is the partition key value a Query's key condition
+// names: the value of "attr = :v" where attr (through names) is the
+// partition key attribute (with attr unknown, the first equality); "" if
+// there is none.
+func QueryPartition(cond, attr string, names map[string]string, values map[string]types.AttributeValue) string {
+	for _, m := range equalityRE.FindAllStringSubmatch(cond, -1) {
+		if a, ok := attrName(m[1], names); ok && (a == attr || attr == "") {
+			return attrString(values[m[2]])
+		}
+	}
+	return ""
+}

@@ -1,0 +1,943 @@
+// Package loadmodel records, for each AWS request an aws.Config's clients
+// send, where it lands and what it is billed: the DynamoDB partition keys
+// it touches with their read and write capacity, the S3 prefix and the SQS
+// queue. The bench (cmd/bench) scales the per-key totals to a target task
+// rate to find hot keys, and prices the totals (its prices.go).
+//
+// DynamoDB capacity comes from the service's own answer where it gives
+// one: the recorder asks every request for ConsumedCapacity (INDEXES), and
+// DynamoDB Local answers with the units it billed. A request that touches
+// several items (a transaction, a batch) gets one figure per table, which
+// is split over its items in proportion to their sizes by DynamoDB's size
+// rules (size.go); items whose size the request does not show (an update)
+// are sized from the last time the recorder saw them. Where there is no
+// answer (a failed conditional write, an emulator that does not report),
+// the units are estimated from those sizes alone.
+package loadmodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Key is one place requests land: a DynamoDB partition (Resource is the
+// table, or "table/index" for a global secondary index), an S3 prefix
+// (Resource is the bucket) or an SQS queue (Key is empty).
+type Key struct {
+	Service  string
+	Resource string
+	Key      string
+}
+
+// KeyStat is what landed on one Key.
+type KeyStat struct {
+	// Requests counts the requests that touched the key (a request that
+	// touches it twice counts once).
+	Requests int
+	// Reads and Writes count item reads and writes on DynamoDB, and on S3
+	// the requests in each of S3's per-prefix rate classes: writes are
+	// PUT, COPY, POST and DELETE (3,500/s), reads GET, HEAD and LIST
+	// (5,500/s).
+	Reads, Writes int
+	// RCU and WCU are DynamoDB read and write capacity units.
+	RCU, WCU float64
+}
+
+// OpStat is what one operation ("DynamoDB.UpdateItem") cost.
+type OpStat struct {
+	Requests int
+	Errors   int
+	// RCU and WCU are the DynamoDB capacity billed (table and indexes).
+	RCU, WCU float64
+	// Chunks is SQS's billed requests: one per started 64 KB of payload.
+	Chunks int
+}
+
+// Snapshot is everything recorded since the recorder was made or reset.
+type Snapshot struct {
+	Ops  map[string]OpStat
+	Keys map[Key]KeyStat
+	// ReportedRCU and ReportedWCU are the units DynamoDB itself reported
+	// (ConsumedCapacity); Estimated counts the DynamoDB requests billed
+	// from item sizes alone.
+	ReportedRCU, ReportedWCU float64
+	Estimated                int
+	// Sent counts the messages sent to each queue.
+	Sent map[string]int
+}
+
+// Table is what the recorder needs to know of a DynamoDB table: its
+// partition and sort key attributes and each global secondary index's
+// partition key attribute.
+type Table struct {
+	PK, SK  string
+	Indexes map[string]string
+}
+
+// Recorder is the recording middleware and its totals. The zero value is
+// ready to use; a table it has not been told about (SetTable) is taken to
+// have the partition key "pk" and the sort key "sk", and no index.
+type Recorder struct {
+	// OnSend, if set, is called after each successful SQS send with the
+	// queue's name and the number of messages sent.
+	OnSend func(queue string, n int, at time.Time)
+
+	mu     sync.Mutex
+	tables map[string]Table
+	snap   Snapshot
+	// What the recorder last saw of each item (by itemID): its size, and
+	// its value of each index's partition key, so an update that does not
+	// show the item can be sized and its index write placed.
+	sizes map[string]int
+	gsi   map[string]map[string]string
+}
+
+// SetTable records a table's key schema.
+func (r *Recorder) SetTable(name string, t Table) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tables == nil {
+		r.tables = map[string]Table{}
+	}
+	r.tables[name] = t
+}
+
+// DescribeTable reads a table's key schema with db (use a client whose
+// requests are not recorded) and records it.
+func (r *Recorder) DescribeTable(ctx context.Context, db *dynamodb.Client, name string) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", name, err)
+	}
+	t := Table{Indexes: map[string]string{}}
+	for _, k := range out.Table.KeySchema {
+		if k.KeyType == types.KeyTypeHash {
+			t.PK = aws.ToString(k.AttributeName)
+		} else {
+			t.SK = aws.ToString(k.AttributeName)
+		}
+	}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		for _, k := range g.KeySchema {
+			if k.KeyType == types.KeyTypeHash {
+				t.Indexes[aws.ToString(g.IndexName)] = aws.ToString(k.AttributeName)
+			}
+		}
+	}
+	r.SetTable(name, t)
+	return nil
+}
+
+// Install adds the recording middleware to cfg (before clients are made
+// from it).
+func (r *Recorder) Install(cfg *aws.Config) {
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.loadmodel",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
+				if service == "DynamoDB" {
+					in.Parameters = askCapacity(in.Parameters)
+				}
+				out, md, err := next.HandleInitialize(ctx, in)
+				r.Record(service, op, in.Parameters, out.Result, err)
+				return out, md, err
+			}), middleware.After)
+	})
+}
+
+// Reset forgets the totals (not the tables, nor what it saw of items).
+func (r *Recorder) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snap = Snapshot{}
+}
+
+// Snapshot returns a copy of the totals.
+func (r *Recorder) Snapshot() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Snapshot{Ops: map[string]OpStat{}, Keys: map[Key]KeyStat{}, Sent: map[string]int{},
+		ReportedRCU: r.snap.ReportedRCU, ReportedWCU: r.snap.ReportedWCU, Estimated: r.snap.Estimated}
+	for k, v := range r.snap.Ops {
+		s.Ops[k] = v
+	}
+	for k, v := range r.snap.Keys {
+		s.Keys[k] = v
+	}
+	for k, v := range r.snap.Sent {
+		s.Sent[k] = v
+	}
+	return s
+}
+
+// Record records one request: its service and operation, its input, and
+// its output (nil on error). Install calls it; tests call it directly.
+func (r *Recorder) Record(service, op string, in, out any, err error) {
+	var sentQueue string
+	var sent int
+	r.mu.Lock()
+	if r.snap.Ops == nil {
+		r.snap.Ops, r.snap.Keys, r.snap.Sent = map[string]OpStat{}, map[Key]KeyStat{}, map[string]int{}
+	}
+	name := service + "." + op
+	st := r.snap.Ops[name]
+	st.Requests++
+	if err != nil {
+		st.Errors++
+	}
+	switch service {
+	case "DynamoDB":
+		rcu, wcu := r.dynamo(in, out, err)
+		st.RCU += rcu
+		st.WCU += wcu
+	case "S3":
+		r.s3(op, in)
+	case "SQS":
+		sentQueue, sent, st.Chunks = r.sqs(op, in, out, err, st.Chunks)
+	}
+	r.snap.Ops[name] = st
+	r.mu.Unlock()
+	if sent > 0 && r.OnSend != nil {
+		r.OnSend(sentQueue, sent, time.Now())
+	}
+}
+
+// touch adds one request's use of k.
+func (r *Recorder) touch(k Key, reads, writes int, rcu, wcu float64, seen map[Key]bool) {
+	ks := r.snap.Keys[k]
+	if !seen[k] {
+		ks.Requests++
+		seen[k] = true
+	}
+	ks.Reads += reads
+	ks.Writes += writes
+	ks.RCU += rcu
+	ks.WCU += wcu
+	r.snap.Keys[k] = ks
+}
+
+// ---- S3
+
+// S3Prefix is the part of an object key S3's request-rate limits apply
+// to here: the key up to and including its last '/' (S3 partitions by
+// prefix; this is the finest prefix a key's layout suggests).
+func S3Prefix(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i+1]
+	}
+	return ""
+}
+
+// S3 price tiers of an operation.
+const (
+	S3Free  = 0 // DELETE and abort: free
+	S3Tier1 = 1 // PUT, COPY, POST, LIST (and multipart steps)
+	S3Tier2 = 2 // GET, HEAD and everything else
+)
+
+// S3PriceTier is the price tier of an S3 operation.
+func S3PriceTier(op string) int {
+	switch {
+	case strings.HasPrefix(op, "Delete"), strings.HasPrefix(op, "Abort"):
+		return S3Free
+	case strings.HasPrefix(op, "Put"), strings.HasPrefix(op, "Copy"), strings.HasPrefix(op, "List"),
+		strings.HasPrefix(op, "Create"), strings.HasPrefix(op, "UploadPart"), strings.HasPrefix(op, "Complete"),
+		strings.HasPrefix(op, "Restore"):
+		return S3Tier1
+	}
+	return S3Tier2
+}
+
+// s3Writes says whether an operation counts toward S3's per-prefix write
+// rate (PUT, COPY, POST, DELETE) rather than its read rate (GET, HEAD,
+// LIST).
+func s3Writes(op string) bool {
+	for _, p := range []string{"Put", "Copy", "Delete", "Create", "UploadPart", "Complete", "Abort", "Restore"} {
+		if strings.HasPrefix(op, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Recorder) s3(op string, in any) {
+	bucket, key := stringField(in, "Bucket"), stringField(in, "Key")
+	prefix := S3Prefix(key)
+	if key == "" {
+		prefix = S3Prefix(stringField(in, "Prefix"))
+	}
+	if bucket == "" {
+		return
+	}
+	reads, writes := 1, 0
+	if s3Writes(op) {
+		reads, writes = 0, 1
+	}
+	r.touch(Key{"S3", bucket, prefix}, reads, writes, 0, 0, map[Key]bool{})
+}
+
+// stringField is the *string field name of the struct in points at, "" if
+// none.
+func stringField(in any, name string) string {
+	v := reflect.ValueOf(in)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.Elem().FieldByName(name)
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() || f.Elem().Kind() != reflect.String {
+		return ""
+	}
+	return f.Elem().String()
+}
+
+// ---- SQS
+
+// sqsChunk is SQS's billing unit: each started 64 KB of a request's
+// payload is billed as one request.
+const sqsChunk = 64 << 10
+
+func chunks(bytes int) int { return max(1, (bytes+sqsChunk-1)/sqsChunk) }
+
+func (r *Recorder) sqs(op string, in, out any, err error, chunksSoFar int) (queue string, sent, total int) {
+	url := stringField(in, "QueueUrl")
+	queue = url[strings.LastIndexByte(url, '/')+1:]
+	payload := 0
+	switch v := in.(type) {
+	case *sqs.SendMessageInput:
+		payload = len(aws.ToString(v.MessageBody))
+		if err == nil {
+			sent = 1
+		}
+	case *sqs.SendMessageBatchInput:
+		for _, e := range v.Entries {
+			payload += len(aws.ToString(e.MessageBody))
+		}
+		if o, ok := out.(*sqs.SendMessageBatchOutput); ok && o != nil {
+			sent = len(o.Successful)
+		}
+	}
+	if o, ok := out.(*sqs.ReceiveMessageOutput); ok && o != nil {
+		for _, m := range o.Messages {
+			payload += len(aws.ToString(m.Body))
+		}
+	}
+	if queue != "" {
+		r.touch(Key{"SQS", queue, ""}, 0, 0, 0, 0, map[Key]bool{})
+	}
+	if sent > 0 {
+		r.snap.Sent[queue] += sent
+	}
+	return queue, sent, chunksSoFar + chunks(payload)
+}
+
+// ---- DynamoDB
+
+// askCapacity returns a copy of a DynamoDB input that asks for the
+// capacity the request consumed, per table and index. The caller's
+// input is left as it is.
+func askCapacity(in any) any {
+	const want = types.ReturnConsumedCapacityIndexes
+	switch v := in.(type) {
+	case *dynamodb.GetItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.PutItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.UpdateItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.DeleteItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.QueryInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.ScanInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.BatchGetItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.BatchWriteItemInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.TransactWriteItemsInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	case *dynamodb.TransactGetItemsInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
+	}
+	return in
+}
+
+// access is one item (or, for a Query or Scan, one partition) a request
+// reads or writes.
+type access struct {
+	table, index string // index: a Query on a global secondary index
+	pk, id       string // partition key value; item identity (table, pk, sk)
+	write, check bool   // check: a transaction's ConditionCheck (billed as a transactional read)
+	consistent   bool
+	tx           bool
+	size         int
+	units        float64
+	// newGSI holds, for each index whose partition key this write sets,
+	// the new value; removed lists those it removes; deleted, that the
+	// item is gone.
+	newGSI  map[string]string
+	removed []string
+	deleted bool
+}
+
+func (r *Recorder) table(name string) Table {
+	if t, ok := r.tables[name]; ok {
+		return t
+	}
+	return Table{PK: "pk", SK: "sk"}
+}
+
+func attrString(v types.AttributeValue) string {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value
+	case *types.AttributeValueMemberN:
+		return v.Value
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("%x", v.Value)
+	}
+	return ""
+}
+
+// keyOf is an item's partition key value and identity.
+func (r *Recorder) keyOf(table string, item map[string]types.AttributeValue) (pk, id string) {
+	t := r.table(table)
+	pk = attrString(item[t.PK])
+	return pk, table + "\x00" + pk + "\x00" + attrString(item[t.SK])
+}
+
+// itemAccess is a read or write of one item given by its key (or, for a
+// put, the whole item).
+func (r *Recorder) itemAccess(table string, key map[string]types.AttributeValue) access {
+	pk, id := r.keyOf(table, key)
+	return access{table: table, pk: pk, id: id, size: r.sizes[id]}
+}
+
+// putAccess is a write of a whole item.
+func (r *Recorder) putAccess(table string, item map[string]types.AttributeValue) access {
+	a := r.itemAccess(table, item)
+	a.write = true
+	a.size = max(ItemSize(item), r.sizes[a.id]) // billed on the larger of the old and new item
+	a.newGSI = map[string]string{}
+	for idx, attr := range r.table(table).Indexes {
+		if v, ok := item[attr]; ok {
+			a.newGSI[idx] = attrString(v)
+		} else {
+			a.removed = append(a.removed, idx)
+		}
+	}
+	return a
+}
+
+// updateAccess is an UpdateItem (or a transaction's Update) of one item.
+func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValue, expr *string,
+	names map[string]string, values map[string]types.AttributeValue) access {
+	a := r.itemAccess(table, key)
+	a.write = true
+	set, removed := ParseUpdate(aws.ToString(expr), names)
+	a.newGSI = map[string]string{}
+	grow := 0
+	for attr, ph := range set {
+		if v, ok := values[ph]; ok {
+			grow += len(attr) + valueSize(v)
+		}
+	}
+	// An item the recorder has not seen is sized from what the update
+	// writes (a lower bound).
+	if a.size == 0 {
+		a.size = ItemSize(key) + grow
+	}
+	for idx, attr := range r.table(table).Indexes {
+		if ph, ok := set[attr]; ok {
+			a.newGSI[idx] = attrString(values[ph])
+		}
+		for _, rm := range removed {
+			if rm == attr {
+				a.removed = append(a.removed, idx)
+			}
+		}
+	}
+	return a
+}
+
+func (r *Recorder) deleteAccess(table string, key map[string]types.AttributeValue) access {
+	a := r.itemAccess(table, key)
+	a.write, a.deleted = true, true
+	for idx := range r.table(table).Indexes {
+		a.removed = append(a.removed, idx)
+	}
+	return a
+}
+
+func sizeOf(items ...map[string]types.AttributeValue) int {
+	n := 0
+	for _, it := range items {
+		n += ItemSize(it)
+	}
+	return n
+}
+
+// readSizes maps returned items to their identity and size.
+func (r *Recorder) readSizes(table string, items []map[string]types.AttributeValue) map[string]int {
+	m := map[string]int{}
+	for _, it := range items {
+		_, id := r.keyOf(table, it)
+		m[id] = ItemSize(it)
+	}
+	return m
+}
+
+// accesses lists what a DynamoDB request reads and writes, with the
+// items' sizes as far as the request and its answer show them.
+func (r *Recorder) accesses(in, out any) (as []access, read bool) {
+	switch v := in.(type) {
+	case *dynamodb.GetItemInput:
+		a := r.itemAccess(aws.ToString(v.TableName), v.Key)
+		a.consistent = aws.ToBool(v.ConsistentRead)
+		if o, ok := out.(*dynamodb.GetItemOutput); ok && o != nil && o.Item != nil {
+			a.size = ItemSize(o.Item)
+		}
+		return []access{a}, true
+	case *dynamodb.PutItemInput:
+		return []access{r.putAccess(aws.ToString(v.TableName), v.Item)}, false
+	case *dynamodb.UpdateItemInput:
+		return []access{r.updateAccess(aws.ToString(v.TableName), v.Key, v.UpdateExpression, v.ExpressionAttributeNames, v.ExpressionAttributeValues)}, false
+	case *dynamodb.DeleteItemInput:
+		return []access{r.deleteAccess(aws.ToString(v.TableName), v.Key)}, false
+	case *dynamodb.QueryInput:
+		table := aws.ToString(v.TableName)
+		a := access{table: table, index: aws.ToString(v.IndexName), consistent: aws.ToBool(v.ConsistentRead)}
+		t := r.table(table)
+		attr := t.PK
+		if a.index != "" {
+			attr = t.Indexes[a.index]
+		}
+		a.pk = QueryPartition(aws.ToString(v.KeyConditionExpression), attr, v.ExpressionAttributeNames, v.ExpressionAttributeValues)
+		if o, ok := out.(*dynamodb.QueryOutput); ok && o != nil {
+			a.size = sizeOf(o.Items...)
+		}
+		return []access{a}, true
+	case *dynamodb.ScanInput:
+		a := access{table: aws.ToString(v.TableName), index: aws.ToString(v.IndexName), pk: "(scan)", consistent: aws.ToBool(v.ConsistentRead)}
+		if o, ok := out.(*dynamodb.ScanOutput); ok && o != nil {
+			a.size = sizeOf(o.Items...)
+		}
+		return []access{a}, true
+	case *dynamodb.BatchGetItemInput:
+		var resp map[string][]map[string]types.AttributeValue
+		if o, ok := out.(*dynamodb.BatchGetItemOutput); ok && o != nil {
+			resp = o.Responses
+		}
+		for _, table := range sortedKeys(v.RequestItems) {
+			ka := v.RequestItems[table]
+			got := r.readSizes(table, resp[table])
+			for _, k := range ka.Keys {
+				a := r.itemAccess(table, k)
+				a.consistent = aws.ToBool(ka.ConsistentRead)
+				if n, ok := got[a.id]; ok {
+					a.size = n
+				}
+				as = append(as, a)
+			}
+		}
+		return as, true
+	case *dynamodb.BatchWriteItemInput:
+		for _, table := range sortedKeys(v.RequestItems) {
+			for _, w := range v.RequestItems[table] {
+				switch {
+				case w.PutRequest != nil:
+					as = append(as, r.putAccess(table, w.PutRequest.Item))
+				case w.DeleteRequest != nil:
+					as = append(as, r.deleteAccess(table, w.DeleteRequest.Key))
+				}
+			}
+		}
+		return as, false
+	case *dynamodb.TransactWriteItemsInput:
+		for _, it := range v.TransactItems {
+			var a access
+			switch {
+			case it.Put != nil:
+				a = r.putAccess(aws.ToString(it.Put.TableName), it.Put.Item)
+			case it.Update != nil:
+				u := it.Update
+				a = r.updateAccess(aws.ToString(u.TableName), u.Key, u.UpdateExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues)
+			case it.Delete != nil:
+				a = r.deleteAccess(aws.ToString(it.Delete.TableName), it.Delete.Key)
+			case it.ConditionCheck != nil:
+				a = r.itemAccess(aws.ToString(it.ConditionCheck.TableName), it.ConditionCheck.Key)
+				a.check, a.consistent = true, true
+			default:
+				continue
+			}
+			a.tx = true
+			as = append(as, a)
+		}
+		return as, false
+	case *dynamodb.TransactGetItemsInput:
+		var resp []types.ItemResponse
+		if o, ok := out.(*dynamodb.TransactGetItemsOutput); ok && o != nil {
+			resp = o.Responses
+		}
+		for i, it := range v.TransactItems {
+			if it.Get == nil {
+				continue
+			}
+			a := r.itemAccess(aws.ToString(it.Get.TableName), it.Get.Key)
+			a.tx, a.consistent = true, true
+			if i < len(resp) && resp[i].Item != nil {
+				a.size = ItemSize(resp[i].Item)
+			}
+			as = append(as, a)
+		}
+		return as, true
+	}
+	return nil, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// estimate is the units an access is billed by the size rules.
+func (a access) estimate() float64 {
+	switch {
+	case a.write:
+		return WriteUnits(a.size, a.tx)
+	default:
+		return ReadUnits(a.size, a.consistent, a.tx)
+	}
+}
+
+// reported is the capacity DynamoDB reported for one table: the table's
+// own read and write units, and each index's units.
+type reported struct {
+	read, write float64
+	indexes     map[string]float64
+}
+
+func consumed(out any) []types.ConsumedCapacity {
+	switch o := out.(type) {
+	case *dynamodb.GetItemOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.PutItemOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.UpdateItemOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.DeleteItemOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.QueryOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.ScanOutput:
+		if o != nil && o.ConsumedCapacity != nil {
+			return []types.ConsumedCapacity{*o.ConsumedCapacity}
+		}
+	case *dynamodb.BatchGetItemOutput:
+		if o != nil {
+			return o.ConsumedCapacity
+		}
+	case *dynamodb.BatchWriteItemOutput:
+		if o != nil {
+			return o.ConsumedCapacity
+		}
+	case *dynamodb.TransactWriteItemsOutput:
+		if o != nil {
+			return o.ConsumedCapacity
+		}
+	case *dynamodb.TransactGetItemsOutput:
+		if o != nil {
+			return o.ConsumedCapacity
+		}
+	}
+	return nil
+}
+
+// parseConsumed splits a request's ConsumedCapacity by table into table
+// and index units. A figure given only as CapacityUnits is the request's
+// class (read for a read request, write for a write).
+func parseConsumed(ccs []types.ConsumedCapacity, read bool) map[string]*reported {
+	m := map[string]*reported{}
+	for _, cc := range ccs {
+		rep := &reported{indexes: map[string]float64{}}
+		m[aws.ToString(cc.TableName)] = rep
+		gsiTotal := 0.0
+		for name, c := range cc.GlobalSecondaryIndexes {
+			u := aws.ToFloat64(c.CapacityUnits)
+			if u == 0 {
+				u = aws.ToFloat64(c.ReadCapacityUnits) + aws.ToFloat64(c.WriteCapacityUnits)
+			}
+			rep.indexes[name] = u
+			gsiTotal += u
+		}
+		var c types.Capacity
+		if cc.Table != nil {
+			c = *cc.Table
+		} else {
+			c = types.Capacity{CapacityUnits: aws.Float64(aws.ToFloat64(cc.CapacityUnits) - gsiTotal),
+				ReadCapacityUnits: cc.ReadCapacityUnits, WriteCapacityUnits: cc.WriteCapacityUnits}
+		}
+		rep.read, rep.write = aws.ToFloat64(c.ReadCapacityUnits), aws.ToFloat64(c.WriteCapacityUnits)
+		if rep.read == 0 && rep.write == 0 {
+			if read {
+				rep.read = aws.ToFloat64(c.CapacityUnits)
+			} else {
+				rep.write = aws.ToFloat64(c.CapacityUnits)
+			}
+		}
+	}
+	return m
+}
+
+// billedError says whether a failed DynamoDB request is still billed: a
+// write whose condition failed is (DynamoDB charges the write), as is a
+// cancelled transaction; a throttled or invalid request is not.
+func billedError(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	var tc *types.TransactionCanceledException
+	return errors.As(err, &ccf) || errors.As(err, &tc)
+}
+
+// dynamo records a DynamoDB request and returns its billed units.
+func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
+	as, read := r.accesses(in, out)
+	seen := map[Key]bool{}
+	if err != nil && !billedError(err) {
+		for _, a := range as {
+			r.touch(Key{"DynamoDB", resource(a.table, a.index), a.pk}, 0, 0, 0, 0, seen)
+		}
+		return 0, 0
+	}
+	for i := range as {
+		as[i].units = as[i].estimate()
+	}
+	rep := parseConsumed(consumed(out), read)
+	if len(rep) == 0 {
+		r.snap.Estimated++
+	}
+	// Scale each table's estimates to the figure DynamoDB reported, per
+	// class (a transaction's condition checks are reads).
+	for table, t := range rep {
+		r.snap.ReportedRCU += t.read
+		r.snap.ReportedWCU += t.write
+		for _, class := range []bool{true, false} { // reads, writes
+			want := t.read
+			if !class {
+				want = t.write
+			}
+			if want == 0 {
+				continue
+			}
+			est := 0.0
+			for _, a := range as {
+				if a.table == table && a.write != class {
+					est += a.units
+				}
+			}
+			for i, a := range as {
+				if a.table == table && a.write != class && est > 0 {
+					as[i].units = a.units * want / est
+				}
+			}
+		}
+	}
+	for _, a := range as {
+		k := Key{"DynamoDB", resource(a.table, a.index), a.pk}
+		if a.write {
+			r.touch(k, 0, 1, 0, a.units, seen)
+			wcu += a.units
+		} else {
+			r.touch(k, 1, 0, a.units, 0, seen)
+			rcu += a.units
+		}
+	}
+	// Index units: each index's writes go to the partitions of the items'
+	// index keys (new or old); with no key known, to "(unknown)".
+	for table, t := range rep {
+		for _, idx := range sortedKeys(t.indexes) {
+			u := t.indexes[idx]
+			if u == 0 {
+				continue
+			}
+			r.snap.ReportedWCU += u
+			var keys []string
+			for _, a := range as {
+				if a.table != table || !a.write {
+					continue
+				}
+				if v, ok := a.newGSI[idx]; ok {
+					keys = append(keys, v)
+				} else if old, ok := r.gsi[a.id][idx]; ok {
+					keys = append(keys, old)
+				}
+			}
+			if len(keys) == 0 {
+				keys = []string{"(unknown)"}
+			}
+			for _, gk := range keys {
+				r.touch(Key{"DynamoDB", resource(table, idx), gk}, 0, 1, 0, u/float64(len(keys)), seen)
+			}
+			wcu += u
+		}
+	}
+	if err == nil {
+		r.remember(as)
+	}
+	return rcu, wcu
+}
+
+// remember keeps what a successful request showed of its items.
+func (r *Recorder) remember(as []access) {
+	if r.sizes == nil {
+		r.sizes, r.gsi = map[string]int{}, map[string]map[string]string{}
+	}
+	for _, a := range as {
+		if a.id == "" || a.check {
+			continue
+		}
+		if a.deleted {
+			delete(r.sizes, a.id)
+			delete(r.gsi, a.id)
+			continue
+		}
+		if a.size > 0 {
+			r.sizes[a.id] = a.size
+		}
+		if !a.write {
+			continue
+		}
+		g := r.gsi[a.id]
+		if g == nil && len(a.newGSI) > 0 {
+			g = map[string]string{}
+			r.gsi[a.id] = g
+		}
+		for idx, v := range a.newGSI {
+			g[idx] = v
+		}
+		for _, idx := range a.removed {
+			delete(g, idx)
+		}
+	}
+}
+
+func resource(table, index string) string {
+	if index == "" {
+		return table
+	}
+	return table + "/" + index
+}
+
+// ---- Reading the results
+
+// Scaled is a rate at a target task rate: total/tasks*rate.
+func Scaled(total float64, tasks int, rate float64) float64 {
+	if tasks == 0 {
+		return 0
+	}
+	return total / float64(tasks) * rate
+}
+
+// Hottest returns up to n keys of service, highest by(stat) first.
+func (s Snapshot) Hottest(service string, n int, by func(KeyStat) float64) []Key {
+	var ks []Key
+	for k, v := range s.Keys {
+		if k.Service == service && by(v) > 0 {
+			ks = append(ks, k)
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := by(s.Keys[ks[i]]), by(s.Keys[ks[j]])
+		if a != b {
+			return a > b
+		}
+		return ks[i].Resource+ks[i].Key < ks[j].Resource+ks[j].Key
+	})
+	return ks[:min(n, len(ks))]
+}
+
+// Totals sums the snapshot by service: requests, and for DynamoDB its
+// units, for S3 its requests per price tier, for SQS its billed chunks.
+type Totals struct {
+	Requests map[string]int
+	RCU, WCU float64
+	S3       [3]int
+	Chunks   int
+}
+
+// Totals sums the snapshot.
+func (s Snapshot) Totals() Totals {
+	t := Totals{Requests: map[string]int{}}
+	for name, op := range s.Ops {
+		service, opName, _ := strings.Cut(name, ".")
+		t.Requests[service] += op.Requests
+		t.RCU += op.RCU
+		t.WCU += op.WCU
+		switch service {
+		case "S3":
+			t.S3[S3PriceTier(opName)] += op.Requests
+		case "SQS":
+			t.Chunks += op.Chunks
+		}
+	}
+	return t
+}
+
+// KindOf is a partition key's kind: the text before its first '#' (the
+// layout's record type: JOB, TASK, CNT, ...), or the key itself.
+func KindOf(key string) string {
+	if i := strings.IndexByte(key, '#'); i > 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// Round1 rounds for printing.
+func Round1(f float64) float64 { return math.Round(f*10) / 10 }

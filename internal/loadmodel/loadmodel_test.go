@@ -1,0 +1,358 @@
+package loadmodel
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+)
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": s(pk), "sk": s(sk)}
+}
+
+// item is a key plus a string attribute "v" that makes the item size
+// bytes in all ("pk"+pk, "sk"+sk, "v"+value).
+func item(pk, sk string, size int) map[string]types.AttributeValue {
+	it := key(pk, sk)
+	it["v"] = s(strings.Repeat("x", size-len("pk")-len(pk)-len("sk")-len(sk)-len("v")))
+	return it
+}
+
+func TestItemSize(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		item map[string]types.AttributeValue
+		want int
+	}{
+		{"strings", map[string]types.AttributeValue{"pk": s("JOB#1"), "sk": s("JOB")}, 2 + 5 + 2 + 3},
+		{"number: two digits a byte, plus one", map[string]types.AttributeValue{"n": n("12345")}, 1 + 3 + 1},
+		{"number: zeros do not count", map[string]types.AttributeValue{"n": n("-1000")}, 1 + 1 + 1},
+		{"number: decimal", map[string]types.AttributeValue{"n": n("0.50")}, 1 + 1 + 1},
+		{"binary and bool", map[string]types.AttributeValue{"b": &types.AttributeValueMemberB{Value: []byte{1, 2, 3}},
+			"t": &types.AttributeValueMemberBOOL{Value: true}, "z": &types.AttributeValueMemberNULL{Value: true}}, 1 + 3 + 1 + 1 + 1 + 1},
+		{"list: 3 bytes plus one per element", map[string]types.AttributeValue{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("ab"), s("c")}}},
+			1 + 3 + (1 + 2) + (1 + 1)},
+		{"map: names count", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": s("v")}}},
+			1 + 3 + 1 + 1 + 1},
+		{"string set", map[string]types.AttributeValue{"ss": &types.AttributeValueMemberSS{Value: []string{"a", "bc"}}}, 2 + 3},
+		{"sized helper", item("JOB#1", "JOB", 3000), 3000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ItemSize(c.item); got != c.want {
+				t.Errorf("ItemSize = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestUnits(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"write 1 byte", WriteUnits(1, false), 1},
+		{"write 1 KB", WriteUnits(1024, false), 1},
+		{"write 1 KB + 1", WriteUnits(1025, false), 2},
+		{"write 256 KiB", WriteUnits(256<<10, false), 256},
+		{"transactional write doubles", WriteUnits(1500, true), 4},
+		{"write of nothing is still a unit", WriteUnits(0, false), 1},
+		{"consistent read 4 KB", ReadUnits(4096, true, false), 1},
+		{"consistent read 4 KB + 1", ReadUnits(4097, true, false), 2},
+		{"eventual read halves", ReadUnits(4097, false, false), 1},
+		{"eventual small read", ReadUnits(100, false, false), 0.5},
+		{"transactional read doubles", ReadUnits(100, true, true), 2},
+		{"consistent read of 256 KiB", ReadUnits(256<<10, true, false), 64},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: %v units, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// keyStats is the snapshot's DynamoDB keys, for comparison.
+func keyStats(snap Snapshot, service string) map[string]KeyStat {
+	m := map[string]KeyStat{}
+	for k, v := range snap.Keys {
+		if k.Service == service {
+			m[k.Resource+" "+k.Key] = v
+		}
+	}
+	return m
+}
+
+// Without ConsumedCapacity in the answers the units come from the sizes;
+// each operation's keys are found in its input.
+func TestDynamoKeysAndEstimates(t *testing.T) {
+	t.Parallel()
+	tbl := aws.String("tbl")
+	cases := []struct {
+		name     string
+		op       string
+		in, out  any
+		err      error
+		want     map[string]KeyStat
+		rcu, wcu float64
+	}{
+		{
+			name: "GetItem consistent, sized by the answer", op: "GetItem",
+			in:   &dynamodb.GetItemInput{TableName: tbl, Key: key("JOB#1", "JOB"), ConsistentRead: aws.Bool(true)},
+			out:  &dynamodb.GetItemOutput{Item: item("JOB#1", "JOB", 9000)},
+			want: map[string]KeyStat{"tbl JOB#1": {Requests: 1, Reads: 1, RCU: 3}}, rcu: 3,
+		},
+		{
+			name: "GetItem eventually consistent", op: "GetItem",
+			in:   &dynamodb.GetItemInput{TableName: tbl, Key: key("JOB#1", "JOB")},
+			out:  &dynamodb.GetItemOutput{Item: item("JOB#1", "JOB", 100)},
+			want: map[string]KeyStat{"tbl JOB#1": {Requests: 1, Reads: 1, RCU: 0.5}}, rcu: 0.5,
+		},
+		{
+			name: "PutItem", op: "PutItem",
+			in:   &dynamodb.PutItemInput{TableName: tbl, Item: item("TASK#j#0#0", "000001", 2100)},
+			out:  &dynamodb.PutItemOutput{},
+			want: map[string]KeyStat{"tbl TASK#j#0#0": {Requests: 1, Writes: 1, WCU: 3}}, wcu: 3,
+		},
+		{
+			name: "failed conditional put is billed", op: "PutItem",
+			in:   &dynamodb.PutItemInput{TableName: tbl, Item: item("IDEM#o#k", "IDEM", 500)},
+			err:  &types.ConditionalCheckFailedException{},
+			want: map[string]KeyStat{"tbl IDEM#o#k": {Requests: 1, Writes: 1, WCU: 1}}, wcu: 1,
+		},
+		{
+			name: "throttled request is not billed", op: "UpdateItem",
+			in:   &dynamodb.UpdateItemInput{TableName: tbl, Key: key("CNT#j#0#1", "CNT"), UpdateExpression: aws.String("ADD n :one")},
+			err:  errors.New("ThrottlingException"),
+			want: map[string]KeyStat{"tbl CNT#j#0#1": {Requests: 1}},
+		},
+		{
+			name: "UpdateItem", op: "UpdateItem",
+			in: &dynamodb.UpdateItemInput{TableName: tbl, Key: key("TASK#j#0#3", "000300"), UpdateExpression: aws.String("SET #st = :st"),
+				ExpressionAttributeNames: map[string]string{"#st": "status"}, ExpressionAttributeValues: map[string]types.AttributeValue{":st": s("LEASED")}},
+			out:  &dynamodb.UpdateItemOutput{},
+			want: map[string]KeyStat{"tbl TASK#j#0#3": {Requests: 1, Writes: 1, WCU: 1}}, wcu: 1,
+		},
+		{
+			name: "DeleteItem", op: "DeleteItem",
+			in:   &dynamodb.DeleteItemInput{TableName: tbl, Key: key("EXEC#e", "EXEC")},
+			out:  &dynamodb.DeleteItemOutput{},
+			want: map[string]KeyStat{"tbl EXEC#e": {Requests: 1, Writes: 1, WCU: 1}}, wcu: 1,
+		},
+		{
+			name: "Query: one rounding over all items", op: "Query",
+			in: &dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("#p = :p AND begins_with(sk, :s)"),
+				ExpressionAttributeNames:  map[string]string{"#p": "pk"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":p": s("JOB#1"), ":s": s("STAGE#")}, ConsistentRead: aws.Bool(true)},
+			out:  &dynamodb.QueryOutput{Items: []map[string]types.AttributeValue{item("JOB#1", "STAGE#00", 3000), item("JOB#1", "STAGE#01", 3000)}},
+			want: map[string]KeyStat{"tbl JOB#1": {Requests: 1, Reads: 1, RCU: 2}}, rcu: 2,
+		},
+		{
+			name: "Query on an index: the index's partition", op: "Query",
+			in: &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("due"), KeyConditionExpression: aws.String("gpk = :g AND due <= :now"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("D#3"), ":now": n("5")}},
+			out:  &dynamodb.QueryOutput{},
+			want: map[string]KeyStat{"tbl/due D#3": {Requests: 1, Reads: 1, RCU: 0.5}}, rcu: 0.5,
+		},
+		{
+			name: "BatchGetItem: each item rounded", op: "BatchGetItem",
+			in: &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{"tbl": {
+				Keys: []map[string]types.AttributeValue{key("CNT#j#0#0", "CNT"), key("CNT#j#0#1", "CNT")}, ConsistentRead: aws.Bool(true)}}},
+			out:  &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{"tbl": {item("CNT#j#0#0", "CNT", 5000), item("CNT#j#0#1", "CNT", 30)}}},
+			want: map[string]KeyStat{"tbl CNT#j#0#0": {Requests: 1, Reads: 1, RCU: 2}, "tbl CNT#j#0#1": {Requests: 1, Reads: 1, RCU: 1}},
+			rcu:  3,
+		},
+		{
+			name: "BatchWriteItem", op: "BatchWriteItem",
+			in: &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"tbl": {
+				{PutRequest: &types.PutRequest{Item: item("ATT#j#0#0", "000001#001", 1500)}},
+				{DeleteRequest: &types.DeleteRequest{Key: key("ATT#j#0#1", "000101#001")}}}}},
+			out:  &dynamodb.BatchWriteItemOutput{},
+			want: map[string]KeyStat{"tbl ATT#j#0#0": {Requests: 1, Writes: 1, WCU: 2}, "tbl ATT#j#0#1": {Requests: 1, Writes: 1, WCU: 1}},
+			wcu:  3,
+		},
+		{
+			name: "TransactWriteItems: each write doubled, condition checks are transactional reads", op: "TransactWriteItems",
+			in: &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Put: &types.Put{TableName: tbl, Item: item("JOB#2", "JOB", 1500)}},
+				{Update: &types.Update{TableName: tbl, Key: key("CNT#2#0#0", "CNT"), UpdateExpression: aws.String("ADD n :m")}},
+				{Delete: &types.Delete{TableName: tbl, Key: key("EXEC#e", "EXEC")}},
+				{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key("OWN#o", "SLOTS"), ConditionExpression: aws.String("attribute_exists(pk)")}},
+			}},
+			out: &dynamodb.TransactWriteItemsOutput{},
+			want: map[string]KeyStat{
+				"tbl JOB#2": {Requests: 1, Writes: 1, WCU: 4}, "tbl CNT#2#0#0": {Requests: 1, Writes: 1, WCU: 2},
+				"tbl EXEC#e": {Requests: 1, Writes: 1, WCU: 2}, "tbl OWN#o": {Requests: 1, Reads: 1, RCU: 2},
+			},
+			rcu: 2, wcu: 8,
+		},
+		{
+			name: "TransactGetItems", op: "TransactGetItems",
+			in:   &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{{Get: &types.Get{TableName: tbl, Key: key("JOB#1", "JOB")}}}},
+			out:  &dynamodb.TransactGetItemsOutput{Responses: []types.ItemResponse{{Item: item("JOB#1", "JOB", 5000)}}},
+			want: map[string]KeyStat{"tbl JOB#1": {Requests: 1, Reads: 1, RCU: 4}}, rcu: 4,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var r Recorder
+			r.SetTable("tbl", Table{PK: "pk", SK: "sk", Indexes: map[string]string{"due": "gpk"}})
+			r.Record("DynamoDB", c.op, c.in, c.out, c.err)
+			snap := r.Snapshot()
+			if d := cmp.Diff(c.want, keyStats(snap, "DynamoDB")); d != "" {
+				t.Errorf("keys (-want +got):\n%s", d)
+			}
+			op := snap.Ops["DynamoDB."+c.op]
+			if op.Requests != 1 || op.RCU != c.rcu || op.WCU != c.wcu {
+				t.Errorf("op %+v, want 1 request, %v RCU, %v WCU", op, c.rcu, c.wcu)
+			}
+		})
+	}
+}
+
+func cc(table string, total float64, gsi map[string]float64) types.ConsumedCapacity {
+	c := types.ConsumedCapacity{TableName: aws.String(table), CapacityUnits: aws.Float64(total)}
+	if gsi != nil {
+		c.GlobalSecondaryIndexes = map[string]types.Capacity{}
+		sum := 0.0
+		for k, v := range gsi {
+			c.GlobalSecondaryIndexes[k] = types.Capacity{CapacityUnits: aws.Float64(v)}
+			sum += v
+		}
+		c.Table = &types.Capacity{CapacityUnits: aws.Float64(total - sum)}
+	}
+	return c
+}
+
+// With ConsumedCapacity, the reported figure wins; a transaction's figure
+// is split over its items by their sizes, sizes the recorder saw before
+// included; index units go to the items' index keys.
+func TestDynamoReportedCapacity(t *testing.T) {
+	t.Parallel()
+	var r Recorder
+	r.SetTable("tbl", Table{PK: "pk", SK: "sk", Indexes: map[string]string{"due": "gpk"}})
+	tbl := aws.String("tbl")
+	// A 9 KB job item read once: its size is remembered.
+	r.Record("DynamoDB", "GetItem", &dynamodb.GetItemInput{TableName: tbl, Key: key("JOB#1", "JOB"), ConsistentRead: aws.Bool(true)},
+		&dynamodb.GetItemOutput{Item: item("JOB#1", "JOB", 9*1024), ConsumedCapacity: &types.ConsumedCapacity{TableName: tbl, CapacityUnits: aws.Float64(3)}}, nil)
+	// A task put with an index key.
+	task := item("TASK#1#0#0", "000001", 500)
+	task["gpk"] = s("D#7")
+	r.Record("DynamoDB", "PutItem", &dynamodb.PutItemInput{TableName: tbl, Item: task},
+		&dynamodb.PutItemOutput{ConsumedCapacity: &[]types.ConsumedCapacity{cc("tbl", 2, map[string]float64{"due": 1})}[0]}, nil)
+	// A transaction updating the job item (9 KB: 18 units) and removing
+	// the task's index key (1 KB: 2 units), reported as 20 + 2 on the
+	// index.
+	r.Record("DynamoDB", "TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{TableName: tbl, Key: key("JOB#1", "JOB"), UpdateExpression: aws.String("SET n = :n"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": n("1")}}},
+		{Update: &types.Update{TableName: tbl, Key: key("TASK#1#0#0", "000001"), UpdateExpression: aws.String("SET #st = :st REMOVE gpk, due"),
+			ExpressionAttributeNames: map[string]string{"#st": "status"}, ExpressionAttributeValues: map[string]types.AttributeValue{":st": s("DONE")}}},
+	}}, &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: []types.ConsumedCapacity{cc("tbl", 22, map[string]float64{"due": 2})}}, nil)
+	snap := r.Snapshot()
+	want := map[string]KeyStat{
+		"tbl JOB#1":      {Requests: 2, Reads: 1, Writes: 1, RCU: 3, WCU: 18},
+		"tbl TASK#1#0#0": {Requests: 2, Writes: 2, WCU: 1 + 2},
+		"tbl/due D#7":    {Requests: 2, Writes: 2, WCU: 1 + 2},
+	}
+	if d := cmp.Diff(want, keyStats(snap, "DynamoDB")); d != "" {
+		t.Errorf("keys (-want +got):\n%s", d)
+	}
+	if snap.ReportedRCU != 3 || snap.ReportedWCU != 24 || snap.Estimated != 0 {
+		t.Errorf("reported %v RCU, %v WCU, %d estimated; want 3, 24, 0", snap.ReportedRCU, snap.ReportedWCU, snap.Estimated)
+	}
+	if tot := snap.Totals(); tot.RCU != 3 || tot.WCU != 24 {
+		t.Errorf("totals %v RCU, %v WCU; want 3, 24", tot.RCU, tot.WCU)
+	}
+}
+
+func TestParseUpdate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		expr    string
+		names   map[string]string
+		set     map[string]string
+		removed []string
+	}{
+		{"SET #st = :to, catt = :att, upd = :now REMOVE gpk, due, lease", map[string]string{"#st": "status"},
+			map[string]string{"status": ":to", "catt": ":att", "upd": ":now"}, []string{"gpk", "due", "lease"}},
+		{"set a = if_not_exists(a, :z), b = :b + :one, gpk = :gpk add n :one", nil, map[string]string{"gpk": ":gpk"}, nil},
+		{"ADD n :one", nil, map[string]string{}, nil},
+		{"SET m.k = :v REMOVE l[0]", nil, map[string]string{}, nil},
+	}
+	for _, c := range cases {
+		set, removed := ParseUpdate(c.expr, c.names)
+		if d := cmp.Diff(c.set, set); d != "" {
+			t.Errorf("%q SET (-want +got):\n%s", c.expr, d)
+		}
+		if d := cmp.Diff(c.removed, removed); d != "" {
+			t.Errorf("%q REMOVE (-want +got):\n%s", c.expr, d)
+		}
+	}
+}
+
+func TestS3AndSQS(t *testing.T) {
+	t.Parallel()
+	var r Recorder
+	var sent []int
+	r.OnSend = func(q string, n int, _ time.Time) { sent = append(sent, n) }
+	b := aws.String("bkt")
+	r.Record("S3", "PutObject", &s3.PutObjectInput{Bucket: b, Key: aws.String("jobs/j/out/map/p000001/a1/part-00000")}, &s3.PutObjectOutput{}, nil)
+	r.Record("S3", "GetObject", &s3.GetObjectInput{Bucket: b, Key: aws.String("jobs/j/out/map/p000001/a1/part-00000")}, &s3.GetObjectOutput{}, nil)
+	r.Record("S3", "ListObjectsV2", &s3.ListObjectsV2Input{Bucket: b, Prefix: aws.String("jobs/j/out/map/p000001/a1/")}, &s3.ListObjectsV2Output{}, nil)
+	r.Record("S3", "DeleteObject", &s3.DeleteObjectInput{Bucket: b, Key: aws.String("top")}, &s3.DeleteObjectOutput{}, nil)
+	q := aws.String("http://127.0.0.1:1/000000000000/bw-normal")
+	big := strings.Repeat("x", 40<<10)
+	r.Record("SQS", "SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []sqstypes.SendMessageBatchRequestEntry{
+		{MessageBody: &big}, {MessageBody: &big}}}, &sqs.SendMessageBatchOutput{Successful: make([]sqstypes.SendMessageBatchResultEntry, 2)}, nil)
+	r.Record("SQS", "ReceiveMessage", &sqs.ReceiveMessageInput{QueueUrl: q}, &sqs.ReceiveMessageOutput{}, nil)
+	snap := r.Snapshot()
+	want := map[string]KeyStat{
+		"bkt jobs/j/out/map/p000001/a1/": {Requests: 3, Reads: 2, Writes: 1},
+		"bkt ":                           {Requests: 1, Writes: 1},
+	}
+	if d := cmp.Diff(want, keyStats(snap, "S3")); d != "" {
+		t.Errorf("S3 keys (-want +got):\n%s", d)
+	}
+	tot := snap.Totals()
+	if tot.S3 != [3]int{1, 2, 1} {
+		t.Errorf("S3 requests by tier (free, tier 1, tier 2) %v, want [1 2 1]", tot.S3)
+	}
+	// 80 KB in one batch is two billed requests, an empty receive one.
+	if tot.Chunks != 3 || tot.Requests["SQS"] != 2 {
+		t.Errorf("SQS %d requests billed as %d, want 2 as 3", tot.Requests["SQS"], tot.Chunks)
+	}
+	if snap.Sent["bw-normal"] != 2 || len(sent) != 1 || sent[0] != 2 {
+		t.Errorf("sent %v, OnSend %v; want 2 to bw-normal in one call", snap.Sent, sent)
+	}
+	if d := cmp.Diff(map[string]KeyStat{"bw-normal ": {Requests: 2}}, keyStats(snap, "SQS")); d != "" {
+		t.Errorf("SQS keys (-want +got):\n%s", d)
+	}
+}
+
+// The middleware asks for capacity on a copy: the caller's input is not
+// changed.
+func TestAskCapacityCopies(t *testing.T) {
+	t.Parallel()
+	in := &dynamodb.UpdateItemInput{TableName: aws.String("tbl")}
+	out, ok := askCapacity(in).(*dynamodb.UpdateItemInput)
+	if !ok || out == in || out.ReturnConsumedCapacity != types.ReturnConsumedCapacityIndexes || in.ReturnConsumedCapacity != "" {
+		t.Fatalf("askCapacity changed the input or returned it: %+v", in)
+	}
+}
