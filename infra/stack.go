@@ -5,6 +5,7 @@ import (
 	"github.com/batchwork/batchwork/examples"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -89,6 +90,11 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 	if err := num("fargateMaxTasks", &p.FargateMaxTasks, 1, 1000); err != nil {
 		return nil, err
 	}
+	var retentionDays int
+	if err := num("retentionDays", &retentionDays, 0, 36500); err != nil {
+		return nil, err
+	}
+	p.Retention = time.Duration(retentionDays) * 24 * time.Hour // the construct checks it is at least 8 days
 	if s, ok := str("ownerMaxConcurrency"); ok {
 		if _, err := control.ParseOwnerLimits(s); err != nil {
 			return nil, fmt.Errorf("context ownerMaxConcurrency: %w", err)

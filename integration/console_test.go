@@ -75,7 +75,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return wordcount.Reduce(ctx, tk)
 	})
-	e := newEnv(t, reg, envOptions{slots: 8})
+	e := newEnv(t, reg, envOptions{slots: 8, logFile: filepath.Join(t.TempDir(), "runner.log")})
 	corpus := wordcount.Corpus(42, 48<<10)
 	for i := 0; i < 2; i++ {
 		e.putInput("tester", fmt.Sprintf("corpus/part-%d.txt", i), corpus[len(corpus)*i/2:len(corpus)*(i+1)/2])
@@ -190,6 +190,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if f := wd.script(`return document.getElementById('failures').textContent`); !strings.Contains(f, "map/1") || !strings.Contains(f, injected) {
 		t.Fatalf("failed attempts section: %q, want map/1 with its error", f)
 	}
+	// The failed attempt's log lines (GET /jobs/{id}/logs), under it.
+	wd.script(`document.querySelector('#failures button.logs[data-logs="map/1/1"]').click(); return ''`)
+	wait(10*time.Second, "the failed attempt's log lines", func() bool {
+		return strings.Contains(wd.script(`const p = document.querySelector('#failures tr[data-logs-of="map/1/1"] pre'); return p ? p.textContent : ''`), "task failed, will retry")
+	})
 
 	// The job list, its state filter, and schedules with their runs.
 	wd.navigate(consoleURL + "#/jobs")

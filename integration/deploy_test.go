@@ -27,10 +27,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/metrics"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
@@ -43,8 +45,9 @@ import (
 // motoMissingTypes are the resource types of the full template that moto's
 // CloudFormation (5.2.5) does not implement: it skips them with a warning
 // and completes the stack. The API (HTTP API, its stage, integration and
-// routes), the alarms and the TLS-only bucket and queue policies are
-// therefore proven by the template tests (infra/batchwork), not here.
+// routes), the alarms and the TLS-only bucket, queue and alarm topic
+// policies are therefore proven by the template tests (infra/batchwork),
+// not here.
 var motoMissingTypes = []string{
 	"AWS::ApiGatewayV2::Api",
 	"AWS::ApiGatewayV2::Integration",
@@ -53,6 +56,7 @@ var motoMissingTypes = []string{
 	"AWS::CDK::Metadata",
 	"AWS::CloudWatch::Alarm",
 	"AWS::S3::BucketPolicy",
+	"AWS::SNS::TopicPolicy",
 	"AWS::SQS::QueuePolicy",
 }
 
@@ -171,7 +175,8 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::Lambda::Function", "AWS::IAM::Role",
-		"AWS::IAM::Policy", "AWS::Lambda::EventSourceMapping", "AWS::Events::Rule", "AWS::Lambda::Permission", "AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard"} {
+		"AWS::IAM::Policy", "AWS::Lambda::EventSourceMapping", "AWS::Events::Rule", "AWS::Lambda::Permission", "AWS::Logs::LogGroup", "AWS::CloudWatch::Dashboard",
+		"AWS::SNS::Topic", "AWS::KMS::Key"} { // the alarm topic and its key
 		if len(byType[typ]) == 0 || missing[typ] {
 			t.Errorf("%s: in template %v, deployed: %v", typ, byType[typ], !missing[typ])
 		}
@@ -198,6 +203,7 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := maps.Clone(wantEnv)
+		want[metrics.EnvStack] = stack // Batchwork's metrics name their stack
 		if strings.Contains(id, "Sweep") {
 			// Only the sweep hands off and consumes schedule timers.
 			want[lambdaenv.EnvQueueTimer] = res.Queues.Timer
@@ -206,6 +212,22 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 			// The submitting functions know the examples' task names
 			// before any executor has published them.
 			want[lambdaenv.EnvTaskNames] = strings.Join(examples.Names(), ",")
+		}
+		// Every function publishes Batchwork's events to the stack's bus
+		// (shared/events), which the stack deployed.
+		bus := fn.Environment.Variables[lambdaenv.EnvEventBus]
+		if _, err := eventbridge.NewFromConfig(cfg).DescribeEventBus(ctx, &eventbridge.DescribeEventBusInput{Name: &bus}); bus == "" || err != nil {
+			t.Errorf("function %s: event bus %q: %v", id, bus, err)
+		}
+		want[lambdaenv.EnvEventBus] = bus
+		if strings.Contains(id, "Api") {
+			// The api reads the stack's log groups for GET /jobs/{id}/logs:
+			// every function's, each of which the stack deployed.
+			groups := fn.Environment.Variables[lambdaenv.EnvLogGroups]
+			if n := len(strings.Split(groups, ",")); n != len(byType["AWS::Lambda::Function"]) {
+				t.Errorf("function %s: %s = %q: %d groups, want one per function (%d)", id, lambdaenv.EnvLogGroups, groups, n, len(byType["AWS::Lambda::Function"]))
+			}
+			want[lambdaenv.EnvLogGroups] = groups
 		}
 		if diff := cmp.Diff(want, fn.Environment.Variables); diff != "" {
 			t.Errorf("function %s environment (-want +got):\n%s", id, diff)

@@ -62,6 +62,7 @@ func noteIAMResources(r provision.Resources) {
 		r.Table: template.OutTable, r.Bucket: template.OutBucket,
 		r.Queues.High: template.OutQueueHigh, r.Queues.Normal: template.OutQueueNormal, r.Queues.Low: template.OutQueueLow,
 		r.Queues.DLQ: template.OutDLQ, r.Queues.Timer: template.OutTimerQueue,
+		r.EventBus: template.OutEventBus,
 	} {
 		if name != "" {
 			iamNames.output[name] = out
@@ -84,7 +85,8 @@ type iamExemption struct {
 }
 
 var iamExemptions = []iamExemption{
-	{action: "logs:", reason: "the Lambda runtime writes the function's logs to its log group with its role; no code of ours calls CloudWatch Logs"},
+	{action: "logs:", reason: "the Lambda runtime writes the function's logs to its log group with its role; the only CloudWatch Logs call of ours is the api's " +
+		"logs:FilterLogEvents on the stack's log groups (GET /jobs/{id}/logs), made on AWS only: the local runner reads its log file instead"},
 	{action: "sqs:GetQueueAttributes", eventSource: true,
 		reason: "Lambda's poller (the event source mapping) reads the queue's attributes with the function's role, which AWS requires of an SQS event source; " +
 			"the runner, which stands in for the poller, does not need them"},
@@ -113,7 +115,7 @@ func (x iamExemption) covers(fn string, g iamGrant, eventSources map[string]bool
 // iamGrant is an action on a target: a class of the template's resources,
 // as the roles name them ("table", "table/index/due", "bucket",
 // "bucket/*", "bucket/jobs/*", "queue:ready", "queue:dlq", "queue:timer",
-// "logs:<id>"), with a listing's s3:prefix condition after a '?'
+// "logs:<id>", "bus"), with a listing's s3:prefix condition after a '?'
 // ("bucket?prefix=jobs/*"). A recorded request's target names the object
 // or prefix it acted on ("bucket/jobs/j1/plan/s.json",
 // "bucket?prefix=inputs/k/"), and a grant covers it as IAM would (see
@@ -203,6 +205,8 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 			classOf[id] = "logs:" + id
 		case "AWS::SQS::Queue":
 			classOf[id] = "queue:" + id // unless an output classes it below
+		case "AWS::Events::EventBus":
+			classOf[id] = "bus" // Batchwork's events (shared/events)
 		}
 	}
 	for key, o := range t.Outputs {

@@ -78,6 +78,9 @@ type envOptions struct {
 	inputBuckets []string
 	// execDir is the executor's programs directory for exec stages.
 	execDir string
+	// logFile, when set, receives the runner's JSON log lines, which
+	// GET /jobs/{id}/logs reads (runner.Options.LogFile).
+	logFile string
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -102,6 +105,14 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	if o.logFile != "" {
+		f, err := os.OpenFile(o.logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		log = slog.New(slog.NewJSONHandler(f, nil))
+	}
 	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second}
 	if o.control != nil {
 		cc = *o.control
@@ -114,7 +125,7 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,
 		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
-		Control: cc, ExecDir: o.execDir,
+		Control: cc, ExecDir: o.execDir, LogFile: o.logFile,
 	})
 	if err != nil {
 		cancel()

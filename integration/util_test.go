@@ -101,6 +101,8 @@ func newService(e *env, cfg control.Config, store control.Store, q control.Queue
 func newServiceOver(e *env, cfg control.Config, store control.Store, q control.Queue, b control.Blob, clk *testClock, log *slog.Logger) *control.Service {
 	cfg.Queues = e.r.Resources.Queues
 	svc := control.New(cfg, store, q, b, log)
+	// Events go to the env's bus, as the runner's do (shared/events).
+	svc.Events = e.r.Service.Events
 	svc.Now = clk.Now
 	svc.Jitter = func(time.Duration) time.Duration { return 0 }
 	return svc

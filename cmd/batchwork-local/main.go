@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -44,6 +45,8 @@ func main() {
 		"buckets besides the data bucket that jobs may publish outputs to (under each owner's key), comma-separated; default $"+lambdaenv.EnvOutputBuckets+" (none: each owner's outputs area only)")
 	execDir := flag.String("exec-dir", os.Getenv(executor.EnvExecDir),
 		"directory of the programs that exec stages may run, by bare name (published at start; submit refuses any other); default $"+executor.EnvExecDir+" (none: exec stages are refused)")
+	logFile := flag.String("log-file", "",
+		"also write the JSON log lines to this file, from which GET /jobs/{id}/logs (batchwork logs) reads a job's lines; separate executor processes (-slots 0) may append theirs to it; default a new batchwork-local-*.log in the temporary directory")
 	flag.Parse()
 	if *execDir != "" {
 		// The executor joins a program's name to it: make it absolute, and
@@ -81,7 +84,13 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	log, err := lambdaenv.NewLogger(os.Stderr)
+	logOut, logPath, err := openLogFile(*logFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "-log-file:", err)
+		os.Exit(2)
+	}
+	defer logOut.Close()
+	log, err := lambdaenv.NewLogger(io.MultiWriter(os.Stderr, logOut))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -108,7 +117,7 @@ func main() {
 	diamond.Register(reg, nil)
 	join.Register(reg)
 	r, err := runner.New(ctx, runner.Options{AWS: cfg, Prefix: *prefix, Listen: *listen, Slots: *slots, ControlOnly: *slots == 0, SweepEvery: *sweep, Registry: reg, Log: log,
-		TokenFile: *tokenFile, TokenDir: tokenDir, ExecDir: *execDir,
+		TokenFile: *tokenFile, TokenDir: tokenDir, ExecDir: *execDir, LogFile: logPath,
 		// Submits naming a task no executor runs are refused: the runner
 		// publishes its slots' task names before it serves. A control-only
 		// runner (-slots 0) does not check, since a submit could race the
@@ -123,11 +132,32 @@ func main() {
 	// Separate executor processes (-slots 0) are configured from this line.
 	// The token itself is never logged: only its file, which only this
 	// user can read.
-	log.Info("batchwork running", "api", r.URL, "token_file", r.TokenFile, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
+	log.Info("batchwork running", "api", r.URL, "token_file", r.TokenFile, "log_file", logPath, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
 		"queue_high", q.High, "queue_normal", q.Normal, "queue_low", q.Low, "dlq", q.DLQ, "queue_timer", q.Timer)
 	go faults.ReportEvery(ctx, inj, time.Second, func(c map[string]int) { log.Info("faults injected", "counts", c) })
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// openLogFile opens the -log-file for appending (lines of earlier runs
+// stay; each job's are found by its id), or creates one.
+func openLogFile(path string) (*os.File, string, error) {
+	if path == "" {
+		f, err := os.CreateTemp("", "batchwork-local-*.log")
+		if err != nil {
+			return nil, "", err
+		}
+		return f, f.Name(), nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := os.OpenFile(abs, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	return f, abs, nil
 }

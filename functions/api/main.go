@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -16,7 +17,12 @@ import (
 
 func main() {
 	// Submits are checked against the executors' task names (BATCHWORK_TASK_NAMES and the published ones).
-	lambda.Start(handler(lambdaenv.Must(context.Background(), lambdaenv.CheckTaskNames)))
+	w := lambdaenv.Must(context.Background(), lambdaenv.CheckTaskNames)
+	// GET /jobs/{id}/logs reads the stack's log groups for the caller.
+	if src, ok := lambdaenv.LogSource(w.AWS, os.Getenv); ok {
+		w.Service.SetLogSource(src)
+	}
+	lambda.Start(handler(w))
 }
 
 // handler serves the API over the wired control plane. The owner is the

@@ -17,6 +17,7 @@ func main() {
 
 func handler(w lambdaenv.Wired) func(context.Context, control.RemoteClaimRequest) (control.RemoteClaim, error) {
 	return func(ctx context.Context, req control.RemoteClaimRequest) (control.RemoteClaim, error) {
+		defer w.Metrics.Flush() // the process may be frozen after it returns
 		return w.Service.RemoteClaim(ctx, req)
 	}
 }

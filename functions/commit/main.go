@@ -17,6 +17,7 @@ func main() {
 
 func handler(w lambdaenv.Wired) func(context.Context, control.RemoteCommitRequest) error {
 	return func(ctx context.Context, req control.RemoteCommitRequest) error {
+		defer w.Metrics.Flush() // the process may be frozen after it returns
 		return w.Service.RemoteCommit(ctx, req)
 	}
 }

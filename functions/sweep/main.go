@@ -28,6 +28,9 @@ func main() {
 // them; the counts are logged either way.
 func handler(w lambdaenv.Wired) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		// Repairs, and the failures and commits the sweep decides, are
+		// written before the process may be frozen.
+		defer w.Metrics.Flush()
 		var ev events.SQSEvent
 		if json.Unmarshal(raw, &ev) == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
 			return fireTimers(ctx, w, ev), nil

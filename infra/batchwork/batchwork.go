@@ -31,11 +31,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/internal/metrics"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
@@ -152,6 +154,14 @@ type Props struct {
 	// are deployed only when roles are named here, and only these roles may
 	// invoke them (remote.go). Default none: nothing deployed uses them.
 	RemoteExecutorRoleArns []string
+	// Retention is how long ended jobs are kept, in whole days, at least
+	// lambdaenv.MinRetentionDays (8): the sweep deletes their records that
+	// long after the job ended (with a TTL a day later as a backstop), and
+	// their objects under jobs/ expire that long after each was written (a
+	// lifecycle rule); see retention.go.
+	// Published output folders and inputs are never expired. Default 0:
+	// jobs are kept until their owner deletes them.
+	Retention time.Duration
 
 	// ExecutorPackage is your executor: a Go main package (a directory
 	// such as "./cmd/executor" or ".", or an import path) in the module at
@@ -190,6 +200,12 @@ type Props struct {
 	// outside Lambda. Default nil: the image built at deploy time from the
 	// Dockerfile in DockerContext.
 	FargateImage awsecs.ContainerImage
+	// AlarmTopic receives the construct's alarms (ops.go). Default nil:
+	// the construct creates an encrypted, TLS-only topic; either way its
+	// ARN is the AlarmTopicArn output, to subscribe email or Slack (AWS
+	// Chatbot) to. A topic encrypted with a KMS key must let CloudWatch
+	// (cloudwatch.amazonaws.com) use the key.
+	AlarmTopic awssns.ITopic
 }
 
 // Batchwork is a deployed installation.
@@ -209,8 +225,15 @@ type Batchwork struct {
 	Functions map[string]awslambda.Function
 	Alarms    []awscloudwatch.Alarm
 	Dashboard awscloudwatch.Dashboard
+	// EventBus receives Batchwork's events (events.go).
+	EventBus awsevents.EventBus
+	// AlarmTopic is where the alarms notify: Props.AlarmTopic, or the
+	// topic the construct created.
+	AlarmTopic awssns.ITopic
 
 	ownerLimits string // Props.OwnerMaxConcurrency, canonical
+	// fargateLogs is the Fargate executor's log group, if it has one.
+	fargateLogs awslogs.ILogGroup
 	// inputBuckets are Props.InputBuckets, checked: read like the data
 	// bucket's inputs area (see grant).
 	inputBuckets []string
@@ -226,6 +249,8 @@ type Batchwork struct {
 	// jobAreaWriters are the principals granted to write or tag objects
 	// in the job area (see grant and confineJobArea).
 	jobAreaWriters []awsiam.IGrantable
+	// retentionDays is Props.Retention in days (retention.go).
+	retentionDays int
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -324,6 +349,9 @@ type grantSet struct {
 	abort bool
 	// invoke invokes Props.TaskFunctions (lambda stages), if any.
 	invoke bool
+	// events publishes events on the bus and deletes their outbox
+	// records (events.go).
+	events bool
 }
 
 // jobKeys is the job area (shared/blob/keys.go), the only place any role
@@ -350,11 +378,11 @@ const inputKeys = "inputs/*"
 const outputKeys = "outputs/*"
 
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true},
-	FnClaim:    {table: true, list: true, tag: true},
-	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true},
-	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true},
-	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true},
+	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
+	FnClaim:    {table: true, list: true, tag: true, events: true},
+	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
+	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
+	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -364,6 +392,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	useBucketPolicyForAccessLogs(c)
 	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets, outputBuckets: p.OutputBuckets, taskFunctions: p.TaskFunctions}
 	b.data(c, p)
+	b.eventBus(c) // events.go
 	b.functions(c, p)
 	b.api(c)
 	b.schedule(c, p)
@@ -372,8 +401,9 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	if p.Executor == ExecutorFargate || p.Executor == ExecutorBoth {
 		b.fargateExecutor(c, p)
 	}
+	b.logReader() // logs.go
 	b.confineJobArea(p)
-	b.operations(c)
+	b.operations(c, p)
 	b.outputs(c, p)
 	b.suppressNagFindings()
 	return b
@@ -526,6 +556,7 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		ServerAccessLogsBucket: b.AccessLogs,
 		ServerAccessLogsPrefix: jsii.String(accessLogPrefix),
 	})
+	b.retain(p) // retention.go
 	// Published objects never change, whoever writes them: under jobs/,
 	// a write that creates an object (PutObject, CompleteMultipartUpload,
 	// CopyObject) must carry If-None-Match, so it can only create. The
@@ -595,9 +626,15 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 		lambdaenv.EnvQueueNormal: b.Normal.QueueUrl(),
 		lambdaenv.EnvQueueLow:    b.Low.QueueUrl(),
 		lambdaenv.EnvDLQ:         b.DeadLetters.QueueUrl(),
+		// Batchwork's own metrics, by stack (internal/metrics).
+		metrics.EnvStack: awscdk.Stack_Of(b.Construct).StackName(),
 	}
 	if name == FnSweep {
 		env[lambdaenv.EnvQueueTimer] = b.Timer.QueueUrl()
+	}
+	b.retentionEnv(env) // retention.go: whatever ends a job
+	if permissions[name].events {
+		env[lambdaenv.EnvEventBus] = b.eventBusName() // events.go
 	}
 	if b.ownerLimits != "" && ownerLimited[name] {
 		env[lambdaenv.EnvOwnerMaxConcurrency] = jsii.String(b.ownerLimits)
@@ -663,7 +700,7 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 		if g.batchRead {
 			actions = append(actions, batchReadActions...)
 		}
-		if g.delete {
+		if g.delete || g.events { // a publisher deletes what it published (events.go)
 			actions = append(actions, deleteActions...)
 		}
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(actions...), ResourceArns: &[]*string{b.Table.TableArn()}})
@@ -772,6 +809,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	}
 	if g.timer {
 		b.Timer.Grant(to, *jsii.Strings(timerActions...)...)
+	}
+	if g.events {
+		b.grantEvents(to) // events.go
 	}
 }
 
@@ -929,4 +969,5 @@ func (b *Batchwork) outputs(c constructs.Construct, p Props) {
 	out(template.OutQueueLow, b.Low.QueueUrl(), "Ready queue, low priority")
 	out(template.OutDLQ, b.DeadLetters.QueueUrl(), "Dead-letter queue")
 	out(template.OutTimerQueue, b.Timer.QueueUrl(), "Schedule timer queue (firings handed off by the sweep)")
+	out(template.OutEventBus, b.eventBusName(), "EventBridge bus of Batchwork's events (source batchwork)")
 }

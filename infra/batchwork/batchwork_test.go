@@ -19,6 +19,7 @@ import (
 
 	"github.com/batchwork/batchwork/infra/batchwork"
 	"github.com/batchwork/batchwork/infra/template"
+	"github.com/batchwork/batchwork/internal/metrics"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -261,16 +262,19 @@ var (
 	// The executor aborts the multipart uploads of an attempt that failed
 	// after streaming an output.
 	abortUploads = []string{"s3:AbortMultipartUpload"}
+	// Every function publishes the events of its transitions on the bus
+	// and deletes their outbox records (shared/events).
+	putEvents = []string{"events:PutEvents"}
 )
 
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := remoteStack(t) // every function
 	want := map[string][]string{
-		batchwork.FnAPI:      sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady),
-		batchwork.FnClaim:    sorted(logsWrite, tableRW, listBucket, tagObjects),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady),
-		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads)),
+		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents),
+		batchwork.FnClaim:    sorted(logsWrite, tableRW, deleteItem, listBucket, tagObjects, putEvents),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -308,6 +312,7 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	names := map[string]string{
 		id(s.b.Table): "table", id(s.b.Bucket): "bucket", id(s.b.DeadLetters): "dlq", id(s.b.Timer): "timer",
 		id(s.b.High): "ready", id(s.b.Normal): "ready", id(s.b.Low): "ready",
+		id(s.b.EventBus): "bus",
 	}
 	tableRWOnTable := sorted(tableRW)
 	ready := func(acts ...[]string) map[string][]string {
@@ -325,15 +330,15 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 		want map[string][]string // resource -> actions
 	}{
 		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
-			outputs: publish}, ready(sendReady))},
-		{batchwork.FnClaim, map[string][]string{"table": tableRWOnTable, "bucket": listBucket, jobs: tagObjects}},
-		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish}, ready(sendReady))},
+			outputs: publish, "bus": putEvents}, ready(sendReady))},
+		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
+		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket,
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
 			"bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
-			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource))}, ready(sendReady))},
-		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead), "bucket": listBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: getObject, outputs: publish}, ready(sendReady, setVisible, eventSource))},
+			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
+		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket,
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: getObject, outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)
 	for _, c := range cases {
@@ -696,11 +701,16 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		}
 		sort.Strings(got)
 		want := append([]string(nil), lambdaenv.EnvNames...)
+		want = append(want, metrics.EnvStack)      // every function's metrics name its stack
+		want = append(want, lambdaenv.EnvEventBus) // every function publishes events (events.go)
 		if name == batchwork.FnSweep {
 			want = append(want, lambdaenv.EnvQueueTimer)
 		}
 		if name == batchwork.FnSweep || name == batchwork.FnAPI {
 			want = append(want, lambdaenv.EnvTaskNames) // they check specs' task names
+		}
+		if name == batchwork.FnAPI {
+			want = append(want, lambdaenv.EnvLogGroups) // it serves GET /jobs/{id}/logs
 		}
 		sort.Strings(want)
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -782,7 +792,7 @@ func TestScheduleAlarmsDashboardOutputs(t *testing.T) {
 	for _, a := range alarms {
 		metrics[a.Properties["MetricName"].(string)]++
 	}
-	if diff := cmp.Diff(map[string]int{"ApproximateNumberOfMessagesVisible": 1, "Errors": 1, "ApproximateAgeOfOldestMessage": 3}, metrics); diff != "" {
+	if diff := cmp.Diff(map[string]int{"ApproximateNumberOfMessagesVisible": 1, "Errors": 1, "ApproximateAgeOfOldestMessage": 3, "JobsFailed": 1}, metrics); diff != "" {
 		t.Errorf("alarms by metric (-want +got):\n%s", diff)
 	}
 	check(t, func() {
@@ -793,7 +803,7 @@ func TestScheduleAlarmsDashboardOutputs(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	want := []string{template.OutAPI, template.OutDLQ, template.OutBucket, template.OutQueueHigh, template.OutQueueLow, template.OutQueueNormal, template.OutTable, template.OutTimerQueue}
+	want := []string{template.OutAPI, template.OutDLQ, template.OutBucket, template.OutQueueHigh, template.OutQueueLow, template.OutQueueNormal, template.OutTable, template.OutTimerQueue, template.OutAlarmTopic, template.OutEventBus}
 	sort.Strings(want)
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("outputs (-want +got):\n%s", diff)

@@ -80,14 +80,16 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 	})
+	logDriver := awsecs.NewAwsLogDriver(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String("FargateExecutor")})
 	td.AddContainer(jsii.String("QueueProcessingContainer"), &awsecs.ContainerDefinitionOptions{
 		Image:       fargateImage(p),
 		Environment: &env,
-		Logging:     awsecs.LogDrivers_AwsLogs(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String("FargateExecutor")}),
+		Logging:     logDriver,
 		// ECS's default is 30 s: a scale-in or a deployment would kill
 		// running tasks before the host's drain lets them commit.
 		StopTimeout: awscdk.Duration_Seconds(jsii.Number(stopTimeout)),
 	})
+	b.fargateLogs = logDriver.LogGroup() // created by AddContainer; the api reads it (logs.go)
 	svc := awsecs.NewFargateService(scope, jsii.String("QueueProcessingFargateService"), &awsecs.FargateServiceProps{
 		Cluster:           cluster,
 		TaskDefinition:    td,

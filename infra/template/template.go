@@ -45,4 +45,10 @@ const (
 	OutDLQ         = "DeadLetterQueueUrl"
 	OutTimerQueue  = "TimerQueueUrl"
 	OutAPI         = "ApiUrl"
+	// OutEventBus is the EventBridge bus Batchwork puts its events on
+	// (shared/events): rules on it route them.
+	OutEventBus = "EventBusName"
+	// OutAlarmTopic is the SNS topic the alarms notify: subscribe email,
+	// a pager or Slack (AWS Chatbot) to it.
+	OutAlarmTopic = "AlarmTopicArn"
 )

@@ -3,7 +3,7 @@
 // a Batchwork API through an Upstream that holds the caller's credentials.
 //
 // The page sees only what the public API shows its owner, and only through
-// an allowlist: the GET routes of jobs, tasks, history, schedules and
+// an allowlist: the GET routes of jobs, tasks, history, logs, schedules and
 // whoami, and POST /jobs/{id}/cancel. Nothing the page sends reaches the
 // API but the route, its allowed query parameters and the method; nothing
 // of the credentials reaches the page.
@@ -133,6 +133,7 @@ var (
 		{regexp.MustCompile(`^/jobs/` + jobID + `$`), nil},
 		{regexp.MustCompile(`^/jobs/` + jobID + `/tasks$`), []string{"stage", "state", "limit", "cursor"}},
 		{regexp.MustCompile(`^/jobs/` + jobID + `/history$`), []string{"limit", "cursor"}},
+		{regexp.MustCompile(`^/jobs/` + jobID + `/logs$`), []string{"task", "since", "limit", "cursor"}},
 		{regexp.MustCompile(`^/schedules$`), []string{"limit", "cursor"}},
 		{regexp.MustCompile(`^/schedules/` + scheduleID + `$`), nil},
 		{regexp.MustCompile(`^/schedules/` + scheduleID + `/runs$`), []string{"limit", "cursor"}},

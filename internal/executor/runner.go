@@ -120,7 +120,7 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 		// Not a task message: leave it for the dead-letter queue.
 		return Result{Action: Leave, Err: err}
 	}
-	log := r.Log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
+	log := taskLogger(ctx, r.Log, ref)
 	if err := r.cannotRun(ctx, ref); err != nil {
 		// Unclaimed, so no attempt is spent here: back to the queue for an
 		// executor that can run it (exec.go).

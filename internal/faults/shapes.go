@@ -37,7 +37,7 @@ const (
 
 // Services lists the services the error kinds are modelled for. Lost
 // applies to every service.
-var Services = []string{"DynamoDB", "SQS", "S3"}
+var Services = []string{"DynamoDB", "SQS", "S3", "EventBridge"}
 
 // conflictOps are the DynamoDB operations a transaction conflict cancels.
 var conflictOps = []string{opTransactWrite, "UpdateItem", "PutItem", "DeleteItem"}
@@ -56,6 +56,9 @@ var byService = map[Kind]map[string][]variant{
 		"S3": {
 			{"SlowDown", "", 503, "Please reduce your request rate."},
 		},
+		"EventBridge": {
+			{"ThrottlingException", nsCoral, 400, "Rate exceeded"},
+		},
 	},
 	ServerError: {
 		"DynamoDB": {
@@ -69,6 +72,11 @@ var byService = map[Kind]map[string][]variant{
 		"S3": {
 			{"InternalError", "", 500, "We encountered an internal error. Please try again."},
 			{"ServiceUnavailable", "", 503, "Service is unable to handle request."},
+		},
+		// EventBridge (AWS JSON 1.1) answers a failed PutEvents as a
+		// whole with InternalException.
+		"EventBridge": {
+			{"InternalException", "", 500, "Internal service error."},
 		},
 	},
 }

@@ -102,7 +102,7 @@ func Lambda(tasks Tasks) {
 		w.Log.Error("publish task names: giving up until the next cold start", "err", err, "tasks", tasks.Names)
 	}
 	cancel()
-	lambda.Start(LambdaHandler(w, tasks.Registry).Handle)
+	lambda.Start(flushAfter(w.Metrics, LambdaHandler(w, tasks.Registry).Handle)) // metrics.go
 }
 
 // SoftMemoryLimit is the Go runtime's soft memory limit for this
@@ -127,8 +127,9 @@ func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHa
 	}
 	return &executor.LambdaHandler{
 		// Lambda stages run here too; exec stages never do (no ExecDir).
-		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS)},
-		Queue:  w.Queue, QueueURLs: urls,
+		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS),
+			OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
+		Queue: w.Queue, QueueURLs: urls,
 	}
 }
 
@@ -188,10 +189,11 @@ func Poll(ctx context.Context, tasks Tasks) error {
 			// One line per attempt that starts: which executor ran what
 			// is otherwise only in the task record, and only until the
 			// next claim overwrites it.
-			OnClaim: func(c control.Claim, _ time.Time) {
+			OnClaim: claimLatency(w.Metrics, func(c control.Claim, _ time.Time) {
 				w.Log.Info("task claimed", "job_id", c.Task.Ref.Job, "stage", c.Task.Ref.Stage,
-					"partition", c.Task.Ref.Partition, "attempt", c.Task.Attempt, "claimed_at", c.Task.Updated.UnixMilli())
-			}},
+					"partition", c.Task.Ref.Partition, "task", c.Task.Ref.String(), "attempt", c.Task.Attempt,
+					"executor_id", c.Task.Executor, "claimed_at", c.Task.Updated.UnixMilli())
+			})},
 		Queue:      w.Queue,
 		Queues:     []string{cfg.Queues.High, cfg.Queues.Normal, cfg.Queues.Low},
 		Slots:      slots,
@@ -204,6 +206,10 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	defer stopProtection()
 	p.Activity = activity
 	w.Log.Info("executor running", "slots", slots, "tasks", tasks.Names, "exec_dir", execDir, "programs", programs)
+	// Batchwork's metrics, written every few seconds and once more after
+	// the drain (metrics.go).
+	stopMetrics := runMetrics(w.Metrics)
+	defer stopMetrics()
 	return p.Run(ctx)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -180,6 +181,8 @@ func Actions(service, op string, input any) []Action {
 		acts = s3Actions(input)
 	case sqs.ServiceID:
 		acts = sqsActions(input)
+	case eventbridge.ServiceID:
+		acts = eventsActions(input) // events.go
 	}
 	if acts == nil {
 		return []Action{{Action: strings.ToLower(service) + ":" + op, Resource: Resource{Kind: KindOther}}}

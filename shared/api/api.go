@@ -92,8 +92,10 @@ func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 		"GET /jobs/{id}/manifest": h.manifest,
 	}
 	maps.Copy(handlers, h.scheduleHandlers())
-	maps.Copy(handlers, h.whoamiHandlers()) // whoami.go
-	maps.Copy(handlers, h.dataHandlers())   // datadelete.go
+	maps.Copy(handlers, h.whoamiHandlers())    // whoami.go
+	maps.Copy(handlers, h.dataHandlers())      // datadelete.go
+	maps.Copy(handlers, h.jobDeleteHandlers()) // jobdelete.go
+	maps.Copy(handlers, h.logHandlers())       // logs.go
 	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)

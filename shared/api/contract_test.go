@@ -104,7 +104,9 @@ func TestHandlersHonourDocument(t *testing.T) {
 	}
 	cases = append(cases, scheduleCases...)
 	cases = append(cases, whoamiCases...)
+	cases = append(cases, logCases...)
 	cases = append(cases, dataCases...)
+	cases = append(cases, jobDeleteCases...) // jobdelete_test.go
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %d", tc.method, tc.target, tc.status)

@@ -84,7 +84,7 @@ func (s *scripted) ListTasks(_ context.Context, req control.ListTasksRequest) (c
 		ID: fakeID + "/0/1", Stage: "map", Partition: 1, State: "SUCCEEDED", Attempt: 2, MaxAttempts: 3,
 		LeaseUntil: ptr(t0), NotBefore: ptr(t0), CommittedAttempt: 2, Outputs: 4, RecordsIn: 10, RecordsOut: 20,
 		LastError: "boom", Updated: t0,
-		Attempts: []control.AttemptInfo{{Attempt: 1, Outcome: "retried", At: ptr(t0), Error: "boom"}, {Attempt: 2, Outcome: "committed", At: ptr(t0)}},
+		Attempts: []control.AttemptInfo{{Attempt: 1, Outcome: "retried", At: ptr(t0), Error: "boom"}, {Attempt: 2, Outcome: "committed", At: ptr(t0), Executor: "0123abcd", Started: ptr(t0)}},
 	}}, NextCursor: "abc"}, nil
 }
 

@@ -107,7 +107,10 @@ type Task struct {
 	// Executor is the id of the executor whose claim this is; its liveness
 	// record tells others whether it still runs (see sm.GuardHolderDead).
 	Executor string
-	Input    *split.Split // nil unless the stage reads an S3 prefix
+	// Claimed is when the current attempt was claimed (zero on records
+	// claimed before it was kept): the attempt's start in its history.
+	Claimed time.Time
+	Input   *split.Split // nil unless the stage reads an S3 prefix
 	// CommittedAttempt and Outputs describe the authoritative outputs of a
 	// SUCCEEDED task.
 	CommittedAttempt int
@@ -137,6 +140,10 @@ type Job struct {
 	// DataDeleted is when its owner asked for its data (every object
 	// under its prefix) to be deleted; zero if never.
 	DataDeleted time.Time
+	// Deleting is when its owner asked for the job to be deleted (DELETE
+	// /jobs/{id}); zero if never. A job being deleted is answered as
+	// not found.
+	Deleting time.Time
 }
 
 // Stage is a stage record with its completion accounting.

@@ -41,6 +41,10 @@ type AttemptEnd struct {
 	Kind    AttemptEndKind
 	At      time.Time
 	Err     string
+	// Executor ran the attempt and Started is when it claimed it, when
+	// known (the ending caller held the attempt's claim record).
+	Executor string
+	Started  time.Time
 }
 
 // TaskRow is a task record with the record counts its executor reported

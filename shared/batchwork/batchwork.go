@@ -43,7 +43,9 @@ type Task struct {
 	Header []string
 	// Out holds the attempt's outputs, published only if it commits.
 	Out *Output
-	// Log is a logger whose lines name the job, stage, task and attempt.
+	// Log is a logger whose lines name the job, stage, task, attempt and
+	// executor (job_id, task, attempt, executor_id): batchwork logs finds
+	// them by these.
 	Log *slog.Logger
 }
 

@@ -37,6 +37,10 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	if err != nil {
 		return err
 	}
+	if sm.Jobs.IsTerminal(j.State) && s.cfg.Retention > 0 {
+		// Its retention's end (retention.go).
+		return s.expireJob(ctx, it, j, now)
+	}
 	if j.State != sm.JobRunning {
 		// Ending a job takes it out of the index; this is a leftover.
 		return s.store.SetDue(ctx, it, time.Time{})

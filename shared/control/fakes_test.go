@@ -569,7 +569,7 @@ func (f *fakeStore) ClaimTask(_ context.Context, p dynamo.ClaimParams) (batch.Ta
 		t.Attempt++
 		t.Token = p.Token
 		t.LeaseUntil = msTime(now.Add(p.Lease))
-		t.Updated = now
+		t.Updated, t.Claimed = now, now
 		if !p.SlotAt.IsZero() {
 			t.SlotAt = msTime(p.SlotAt)
 		}
@@ -742,7 +742,7 @@ func (f *fakeStore) TakeoverTask(_ context.Context, p dynamo.TakeoverParams) (ba
 			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
 		}
 		t := &ft.t
-		t.State, t.Updated = tr.To, now
+		t.State, t.Updated, t.Claimed = tr.To, now, now
 		t.Attempt++
 		t.Token, t.LeaseUntil = p.Token, msTime(now.Add(p.Lease))
 		if !p.SlotAt.IsZero() {
@@ -995,8 +995,22 @@ func (f *fakeStore) ListTaskPage(_ context.Context, p dynamo.TaskPageParams) (dy
 	})
 }
 
-func (f *fakeStore) AttemptEnds(context.Context, string, int, int, int) ([]batch.AttemptEnd, error) {
-	panic("fakeStore: AttemptEnds is not faked (read-side routes are out of these tests' scope)")
+// AttemptEnds returns the recorded ends of partitions from..to of a
+// stage, by partition then attempt.
+func (f *fakeStore) AttemptEnds(_ context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error) {
+	return fakeCall(f, "AttemptEnds", func() ([]batch.AttemptEnd, error) {
+		var out []batch.AttemptEnd
+		for k, e := range f.ends {
+			if k.ref.Job == job && k.ref.Stage == stage && k.ref.Partition >= from && k.ref.Partition <= to {
+				out = append(out, e)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool {
+			a, b := out[i], out[j]
+			return a.Ref.Partition < b.Ref.Partition || (a.Ref.Partition == b.Ref.Partition && a.Attempt < b.Attempt)
+		})
+		return out, nil
+	})
 }
 
 func (f *fakeStore) JobEvents(context.Context, string, string, int) ([]dynamo.TimelineEvent, error) {

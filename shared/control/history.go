@@ -145,8 +145,11 @@ func taskEvent(sp *spec.Job, e dynamo.TimelineEvent) Event {
 // It runs after the transition that ended the attempt, by the caller that
 // won it; the record is history, not state, so a failure to write it is
 // logged and never fails the transition. Each attempt has at most one end
-// record: the first writer wins.
-func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
+// record: the first writer wins. holder is the attempt's claim record when
+// the caller has it (else zero): the record keeps its executor and claim
+// time, so the attempt's history says who ran it and since when without
+// a write of its own.
+func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string, holder batch.Task) {
 	if attempt < 1 {
 		return
 	}
@@ -156,7 +159,7 @@ func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt
 		shards = 0
 	}
 	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
-		End:    batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: truncate(msg, MaxErrorLen)},
+		End:    attemptEnd(ref, attempt, kind, s.Now(), truncate(msg, MaxErrorLen), holder),
 		Shards: shards,
 	})
 	if err != nil {

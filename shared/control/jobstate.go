@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/lru"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -135,6 +136,10 @@ func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, ma
 	switch {
 	case err == nil:
 		s.jobStates.ended(id, sm.Jobs.Transition(ev).To)
+		s.publishEvents(ctx, events.EndedID(id)) // events.go
+		if ev == sm.JobFail {
+			s.metrics().JobFailed() // metrics.go
+		}
 	case errors.Is(err, sm.ErrInvalidTransition):
 		s.jobStates.ended(id, "")
 	}

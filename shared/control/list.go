@@ -40,7 +40,9 @@ func (s *Service) ownedJob(ctx context.Context, owner, id string) (batch.Job, er
 	if err != nil {
 		return batch.Job{}, err
 	}
-	if j.Owner != owner {
+	if j.Owner != owner || !j.Deleting.IsZero() {
+		// A job being deleted is gone to every route but its deletion's
+		// repeat (jobdelete.go).
 		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
 	}
 	return j, nil

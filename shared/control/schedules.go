@@ -483,7 +483,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			run.Note = fmt.Sprintf("one run for %d scheduled times missed during downtime (catchUp=fireOnce)", plan.Missed.Count)
 		}
 		running := false
-		if lastJob != "" {
+		if lastJob != "" && sc.Overlap != schedule.OverlapAllow { // allow starts either way: no read
 			st, err := s.store.JobState(ctx, lastJob)
 			if err != nil && !errors.Is(err, batch.ErrNotFound) {
 				return err

@@ -16,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -178,6 +179,17 @@ type Config struct {
 	// (jobstate.go): default DefaultJobStateTTL; negative reads it for
 	// every claim and check.
 	JobStateTTL time.Duration
+	// Retention, when positive, is how long the installation keeps ended
+	// jobs: their objects under jobs/ expire that long after they were
+	// written (the bucket's lifecycle rule), so a job submitted without a
+	// deadline gets the longest (spec.MaxDeadline) and none runs long
+	// enough to lose its own objects (retention.go). Every process that
+	// submits must have the same.
+	Retention time.Duration
+	// Logs is where JobLogs reads jobs' log lines (logs.go): CloudWatch
+	// Logs for the api function, the log file for the local runner; nil:
+	// this installation cannot read them.
+	Logs logs.Source
 }
 
 func (c Config) withDefaults() Config {
@@ -229,6 +241,10 @@ type Service struct {
 	NewID func() string
 	// Jitter returns a random duration in [0, d).
 	Jitter func(d time.Duration) time.Duration
+	// DeleteStepHook, when set, is called after each step of a job's
+	// deletion (jobdelete.go); an error stops the deletion there, as a
+	// crash would. For tests.
+	DeleteStepHook func(job, step string) error
 
 	// Facts that never change once written, cached so the hot paths
 	// (claim, commit) read them once per job; bounded, because a Fargate
@@ -243,6 +259,18 @@ type Service struct {
 	// look them up (tasknames.go): the store, when it keeps one.
 	Catalog   TaskCatalog
 	taskNames taskNameCache
+
+	// Metrics receives claims, commits, failures and repairs as they are
+	// decided (metrics.go); nil: none are recorded.
+	Metrics Metrics
+
+	// Events publishes the events this process's transitions wrote to the
+	// outbox, right after each transition, and the sweep's leftovers
+	// (events.go); nil: they wait in the outbox for a process that has one.
+	Events EventPublisher
+
+	// gate orders a burst of schedule firings (firinggate.go).
+	gate lazyFiringGate
 }
 
 // Cache sizes: a job's meta holds its spec (a few KB at most), so 4,096

@@ -14,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -43,6 +44,15 @@ func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx 
 // messages. Every step is idempotent (a fixed plan, conditional puts,
 // deterministic task ids), so the sweep can repeat it after a crash.
 func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	return s.materializeStage(ctx, job, sp, idx, -1)
+}
+
+// materializeStage is materialize. A continuation (continuation.go)
+// passes the count it resumes from (others -1) and yields: it stops when
+// another materializer moved the count, which then owns the rest, rather
+// than carry on alongside it.
+func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) error {
+	yield := resume >= 0
 	st := sp.Stages[idx]
 	var splits []split.Split
 	total := 0
@@ -72,6 +82,9 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 	if err != nil {
 		return err
 	}
+	if yield && stage.Enqueued != resume {
+		return nil
+	}
 	if stage.Enqueued == 0 {
 		// Counters come before the first task, so no commit can find its
 		// counter missing; a resumed materialization already has them.
@@ -88,9 +101,10 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 		// stopping between chunks leaves the count right, while running
 		// out of time inside one leaves it for the next run to repeat.
 		if chunk == s.cfg.ChunksPerCall || !timeLeft(ctx, 2*chunkTook) {
-			// Leave the rest to the sweep, which finds the stage due now.
+			// Hand the rest on: a continuation on the timer queue, or
+			// the sweep (continuation.go).
 			s.log.Info("stage partly materialized", "job_id", job, "stage", st.Name, "enqueued", stage.Enqueued, "tasks", stage.Total)
-			return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, s.Now())
+			return s.leaveRest(ctx, job, idx, stage.Enqueued)
 		}
 		began := time.Now() // the real clock, as deadlines are
 		from, to := stage.Enqueued, min(stage.Enqueued+s.cfg.ChunkTasks, stage.Total)
@@ -124,7 +138,11 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 			stage.Enqueued = to // nothing else of the plan changes
 			continue
 		}
-		// A concurrent materializer moved the count: carry on from it.
+		// A concurrent materializer moved the count: carry on from it,
+		// or, continuing, leave the rest to it.
+		if yield {
+			return nil
+		}
 		if stage, err = s.store.GetStage(ctx, job, idx); err != nil {
 			return err
 		}
@@ -272,10 +290,11 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	if !prog.Complete() {
 		return false, nil
 	}
-	sp, err := s.jobSpec(ctx, job)
+	meta, err := s.jobMeta(ctx, job)
 	if err != nil {
 		return false, err
 	}
+	sp := meta.spec
 	if sp.Stages[idx].Shuffle != nil {
 		// The manifest is what downstream tasks read, so it exists before
 		// the stage can count as completed: a stage that also waits on
@@ -286,8 +305,10 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 			return false, err
 		}
 	}
+	now := s.Now()
 	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
-		Job: job, Stage: idx, Event: sm.StageComplete, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
+		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
+		Outbox: stageCompletedEvent(job, meta.owner, sp, idx, prog, now), // events.go
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
@@ -299,6 +320,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 		return false, err
 	}
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
+	s.publishEvents(ctx, events.StageCompletedID(job, idx))
 	return true, s.afterStageCompleted(ctx, job, idx)
 }
 

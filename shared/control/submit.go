@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -80,6 +81,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkOutputAncestors(ctx, sp); err != nil { // publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
+	s.capDeadline(sp) // retention.go
 	now := s.Now()
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	params := dynamo.CreateJobParams{
@@ -102,6 +104,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
+	firingJobWritten(ctx) // a burst's job writes go first (firinggate.go)
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
@@ -109,6 +112,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
+		s.publishEvents(ctx, events.SubmittedID(id)) // events.go
 	}
 	// A repeated submission also tries the start: if the first submitter
 	// died after recording the job, this finishes its work sooner than the

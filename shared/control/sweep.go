@@ -28,6 +28,8 @@ type SweepCounts struct {
 	Fired        int `json:"schedulesFired"`
 	HandedOff    int `json:"timersHandedOff"`
 	Deadlines    int `json:"deadlinesExceeded"`
+	// Events is how many outbox events the sweep published (events.go).
+	Events int `json:"eventsPublished"`
 }
 
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
@@ -60,6 +62,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepCounts, error) {
 		return s.sweepSchedules(ctx, now, c)
 	}))
 	first := rand.IntN(dynamo.DueShards)
+	var pendingEvents []string // outbox records, published in batches after the walk (events.go)
 walk:
 	for i := range dynamo.DueShards {
 		shard := (first + i) % dynamo.DueShards
@@ -78,12 +81,22 @@ walk:
 				break walk
 			}
 			c.Examined++
+			if it.Kind == dynamo.DueEvent {
+				pendingEvents = append(pendingEvents, it.Event)
+				continue
+			}
 			note(s.sweepStep(ctx, dueName(it), &c, func(ctx context.Context, c *SweepCounts) error {
 				return s.sweepItem(ctx, it, now, c)
 			}))
 		}
 	}
+	if len(pendingEvents) > 0 {
+		note(s.sweepStep(ctx, "events", &c, func(ctx context.Context, c *SweepCounts) error {
+			return s.sweepEvents(ctx, pendingEvents, now, c)
+		}))
+	}
 	s.log.Info("sweep", "counts", c)
+	s.sweepRepairs(c) // metrics.go
 	if firstErr != nil {
 		return c, fmt.Errorf("sweep: %d errors, first: %w", c.Errors, firstErr)
 	}
@@ -188,6 +201,7 @@ func (c *SweepCounts) add(o SweepCounts) {
 	c.Fired += o.Fired
 	c.HandedOff += o.HandedOff
 	c.Deadlines += o.Deadlines
+	c.Events += o.Events
 }
 
 // deferStage pushes a stage's next look back before the sweep works on it
@@ -242,6 +256,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Requeued++
+		s.metrics().Repaired(resent(t, now), 1) // metrics.go
 		// A task that keeps waiting is more likely behind a backlog than
 		// lost again, so the next look waits as long as the task already
 		// has: a task queued for hours behind a small fleet is resent a
@@ -266,7 +281,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		}
 		c.Expired++
 		s.freeSlots(ctx, t.Ref, nil, t.SlotAt)
-		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)")
+		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)", t)
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
 		c.Failures++

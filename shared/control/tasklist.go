@@ -61,6 +61,11 @@ type AttemptInfo struct {
 	Outcome string     `json:"outcome"`
 	At      *time.Time `json:"at,omitempty"`
 	Error   string     `json:"error,omitempty"`
+	// Executor is the id of the executor that ran the attempt and Started
+	// when it claimed it, when known (attempts recorded before they were
+	// kept, and some taken over, have neither).
+	Executor string     `json:"executor,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
 }
 
 // TaskList is a page of tasks. NextCursor is set when there may be more.
@@ -191,8 +196,13 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 			ai := AttemptInfo{Attempt: a, Outcome: OutcomeUnknown}
 			if e, ok := ends[[2]int{t.Ref.Partition, a}]; ok {
 				ai.Outcome, ai.At, ai.Error = string(e.Kind), opt(e.At), e.Err
+				ai.Executor, ai.Started = e.Executor, opt(e.Started)
 			}
 			if a == t.Attempt {
+				// The task record is this attempt's claim.
+				if !t.Claimed.IsZero() {
+					ai.Executor, ai.Started = t.Executor, opt(t.Claimed)
+				}
 				switch t.State {
 				case sm.TaskClaimed:
 					ai.Outcome = OutcomeRunning

@@ -9,6 +9,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -62,7 +63,9 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	t, err := s.store.ClaimTask(ctx, cp)
 	var held *batch.ClaimHeldError
+	var prev batch.Task // the claim a takeover replaced, for its attempt's history
 	if errors.As(err, &held) && t.Executor != "" && t.Executor != cp.Executor {
+		prev = t
 		t, err = s.takeOver(ctx, cp, t, err)
 	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
@@ -105,9 +108,10 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// A retry or an expiry recorded how the previous attempt ended
 		// before its task could be claimed again; if neither did, this
 		// claim took over an expired lease or a dead executor's claim.
-		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor")
+		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 	}
-	s.logger(ref).Debug("task claimed", "attempt", t.Attempt)
+	s.taskLog(ctx, ref, t.Attempt).Debug("task claimed")
+	s.metrics().TaskClaimed(s.taskPriority(ctx, sp, ref)) // metrics.go
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
 }
 
@@ -135,7 +139,7 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	if err != nil {
 		return t, err
 	}
-	s.logger(t.Ref).Info("took over the task of a dead executor", "executor", t.Executor, "attempt", t.Attempt)
+	s.taskLog(ctx, t.Ref, t.Attempt).Info("took over the task of a dead executor", "executor", t.Executor)
 	return nt, nil
 }
 
@@ -225,6 +229,7 @@ func (s *Service) checkOutputs(ctx context.Context, c Claim, outputs int) error 
 
 // commit is CommitWith once the outputs are known to exist.
 func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
+	start := time.Now() // the commit's latency, for metrics
 	outputs := r.Outputs
 	ref := c.Task.Ref
 	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
@@ -245,7 +250,8 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		return err
 	}
 	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
-	s.logger(ref).Info("task committed", "attempt", c.Task.Attempt, "outputs", outputs)
+	s.countCommit(ctx, c, start)
+	s.taskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
 	if !shardDone {
 		return nil
 	}
@@ -288,16 +294,24 @@ func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, er
 			return Decision{}, err
 		}
 		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
-		s.logger(ref).Warn("task failed, will retry", "attempt", c.Task.Attempt, "delay", delay.String(), "err", cause)
-		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause)
+		s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "err", cause)
+		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause, c.Task)
+		s.metrics().TaskRetried(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
 		return Decision{Retry: true, Delay: delay}, nil
 	}
-	t, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: hp, Event: sm.TaskFail, Err: cause, Due: now})
+	meta, err := s.jobMeta(ctx, ref.Job)
 	if err != nil {
 		return Decision{}, err
 	}
+	t, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: hp, Event: sm.TaskFail, Err: cause, Due: now,
+		Outbox: taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now)}) // events.go
+	if err != nil {
+		return Decision{}, err
+	}
+	s.publishEvents(ctx, events.TaskFailedID(ref.Job, ref.Stage, ref.Partition))
 	s.freeSlots(ctx, ref, c.Spec, time.Time{})
-	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause)
+	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause, c.Task)
+	s.metrics().TaskFailed(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
 	return Decision{}, s.propagateFailure(ctx, t)
 }
 
@@ -317,12 +331,20 @@ func (s *Service) backoff(sp *spec.Job, stage, attempt int) time.Duration {
 
 // exhaust fails a task whose last attempt's lease expired.
 func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) error {
-	err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: s.Now(), Err: reason, Due: s.Now()})
+	meta, err := s.jobMeta(ctx, t.Ref.Job)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	err = s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Due: now,
+		Outbox: taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now)}) // events.go
 	if err != nil {
 		return ignoreInvalid(err)
 	}
+	s.publishEvents(ctx, events.TaskFailedID(t.Ref.Job, t.Ref.Stage, t.Ref.Partition))
 	s.freeSlots(ctx, t.Ref, nil, time.Time{})
-	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason)
+	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason, t)
+	s.metrics().TaskFailed(s.taskPriority(ctx, nil, t.Ref)) // metrics.go
 	t.LastError = reason
 	t.State = sm.TaskFailed
 	return s.propagateFailure(ctx, t)

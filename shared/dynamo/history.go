@@ -50,6 +50,12 @@ func (s *Store) RecordAttemptEnd(ctx context.Context, p AttemptEndParams) (recor
 		if e.Err != "" {
 			it[aErr] = sv(e.Err)
 		}
+		if e.Executor != "" {
+			it[aExecutor] = sv(e.Executor)
+		}
+		if !e.Started.IsZero() {
+			it[aAttStart] = ms(e.Started)
+		}
 		return it
 	}
 	items := []types.TransactWriteItem{{Put: &types.Put{
@@ -84,6 +90,7 @@ func decodeAttemptEnd(job string, it map[string]types.AttributeValue) batch.Atte
 		Ref:     batch.TaskRef{Job: job, Stage: int(getN(it, aStageIdx)), Partition: int(getN(it, aPart))},
 		Attempt: int(getN(it, aAttempt)), Kind: batch.AttemptEndKind(getS(it, aKind)),
 		At: getT(it, aAt), Err: getS(it, aErr),
+		Executor: getS(it, aExecutor), Started: getT(it, aAttStart),
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 //	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
 //	EVT#<job>#<shard>               <ms>#2#<stage>#<part>#<att>  the same, ordered by time for the job's timeline
 //	TASKNAMES                       TASKNAMES   the task catalog: names executors published (tasknames.go)
+//	OBX#<event id>                  OBX         an event not yet put on the bus (outbox.go)
 //
 // Job ids sort by creation time, so a descending Query of an owner's index
 // lists their jobs newest first without another index. Attempt-end records
@@ -172,9 +173,14 @@ type DueItem struct {
 	Job   string
 	Stage int
 	Task  batch.TaskRef
+	// Event is an outbox record's event id (DueEvent; outbox.go).
+	Event string
 }
 
 func parseDueKey(pk, sk string) (DueItem, error) {
+	if it, ok := parseOutboxKey(pk, sk); ok {
+		return it, nil
+	}
 	switch {
 	case strings.HasPrefix(pk, "JOB#") && sk == jobSK:
 		return DueItem{Kind: DueJob, Job: strings.TrimPrefix(pk, "JOB#")}, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -35,6 +36,9 @@ type API interface {
 type Store struct {
 	db    API
 	table string
+	// retention, when positive, is how long an ended job's records are
+	// kept (retention.go).
+	retention time.Duration
 }
 
 // New returns a store over table.
@@ -134,6 +138,7 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			attrPK: sv(jobPK(j.ID)), attrSK: sv(jobSK),
 			aState: sv(string(sm.JobRunning)), aName: sv(j.Spec.Name), aOwner: sv(j.Owner),
 			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
+			aIdemKey: sv(p.IdemKey), // for its deletion (jobdelete.go)
 		},
 	}}}
 	quotaAt := -1
@@ -168,6 +173,13 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
 	}
+	// The job's submitted event, in its outbox (outbox.go); before the
+	// firing's check, which must stay the last part.
+	evPut, err := s.outboxPut(SubmittedEvent(j))
+	if err != nil {
+		return "", false, fmt.Errorf("create job: %w", err)
+	}
+	items = append(items, evPut)
 	if g := p.Firing; g != nil {
 		vals := map[string]types.AttributeValue{}
 		cond := cursorCondition(g.Cursor, vals)
@@ -228,7 +240,7 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 		ID: id, Owner: getS(item, aOwner), SpecHash: getS(item, aSpecHash),
 		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
-		DataDeleted: getT(item, aDataDeleted),
+		DataDeleted: getT(item, aDataDeleted), Deleting: getT(item, aDeleting),
 	}
 	if raw := getS(item, aSpec); raw != "" {
 		var sp spec.Job
@@ -255,6 +267,12 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 	to(c, tr)
 	c.values[":now"] = ms(now)
 	update := "SET #st = :to, upd = :now, #end = :now"
+	names := map[string]string{"#st": aState, "#end": aEnded}
+	if ttl := s.expiry(now); ttl != nil { // retention.go
+		c.values[":ttl"] = ttl
+		names["#ttl"] = aTTL // a reserved word
+		update += ", #ttl = :ttl"
+	}
 	if reason != "" {
 		c.values[":err"] = sv(reason)
 		update += ", err = :err"
@@ -265,12 +283,12 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(jobPK(id), jobSK),
-		UpdateExpression:          aws.String(update + " REMOVE gpk, due"),
+		UpdateExpression:          aws.String(update + s.expiryDue(c, id, now)), // retention.go
 		ConditionExpression:       aws.String(expr),
-		ExpressionAttributeNames:  map[string]string{"#st": aState, "#end": aEnded},
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: c.values,
 	}}, {Put: &types.Put{
-		TableName: &s.table, Item: ownerIndexItem(head.Owner, id, head.Name, tr.To, head.Created, now),
+		TableName: &s.table, Item: s.withExpiry(ownerIndexItem(head.Owner, id, head.Name, tr.To, head.Created, now), now),
 	}}}
 	if head.Quota {
 		// The job leaves its owner's quotas with the transition that ends
@@ -279,7 +297,18 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 	}
 	// Every copy of the job's state record ends with the job item, in
 	// this transaction, under the job item's condition (jobstate.go).
-	items = append(items, s.jobStatePuts(id, tr.To, now)...)
+	items = append(items, s.expiring(s.jobStatePuts(id, tr.To, now), now)...)
+	// The job's ended event, in its outbox, with its stages' counts
+	// (outbox.go).
+	stages, err := s.ListStages(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s job %s: %w", ev, id, err)
+	}
+	evPut, err := s.outboxPut(JobEndedEvent(id, head.Owner, head.Name, tr.To, reason, manifest, stages, now))
+	if err != nil {
+		return fmt.Errorf("%s job %s: %w", ev, id, err)
+	}
+	items = append(items, evPut)
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
@@ -355,6 +384,11 @@ type StageTransitionParams struct {
 	// downstream) is finished by the sweep. Zero removes it from the index.
 	Due    time.Time
 	Reason string
+	// Outbox, when set, is an event written to the outbox in the same
+	// transaction (outbox.go): a stage's completion event. Only a
+	// transition guarded by its job's state (start, complete) is a
+	// transaction to add it to.
+	Outbox *events.Event
 }
 
 // TransitionStage applies one stage event as a conditional write. Exactly
@@ -384,15 +418,23 @@ func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) er
 	}
 	if slices.Contains(tr.Guards, sm.GuardJobRunning) {
 		// Once per stage, so the transaction's extra cost is small.
-		err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+		items := []types.TransactWriteItem{{Update: &types.Update{
 			TableName: &s.table, Key: key(jobPK(p.Job), stageSK(p.Stage)),
 			UpdateExpression: aws.String(update), ConditionExpression: aws.String(expr),
 			ExpressionAttributeNames: names, ExpressionAttributeValues: c.values,
-		}}, jobRunningCheck(s.table, p.Job)}})
+		}}, jobRunningCheck(s.table, p.Job)}
+		if p.Outbox != nil {
+			put, err := s.outboxPut(*p.Outbox)
+			if err != nil {
+				return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, err)
+			}
+			items = append(items, put)
+		}
+		err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		switch reasons := cancelReasons(err); {
-		case len(reasons) == 2 && reasons[1] == reasonCondFailed:
+		case len(reasons) >= 2 && reasons[1] == reasonCondFailed:
 			return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, batch.ErrJobNotRunning, sm.ErrInvalidTransition)
-		case len(reasons) == 2 && reasons[0] == reasonCondFailed:
+		case len(reasons) >= 2 && reasons[0] == reasonCondFailed:
 			return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, sm.ErrInvalidTransition)
 		case err != nil:
 			return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, err)
@@ -482,6 +524,8 @@ func dueItemKey(it DueItem) (pk, sk string) {
 		return jobPK(it.Job), jobSK
 	case DueStage:
 		return jobPK(it.Job), stageSK(it.Stage)
+	case DueEvent:
+		return outboxPK(it.Event), outboxSK
 	default:
 		return taskPK(it.Task), taskSK(it.Task.Partition)
 	}

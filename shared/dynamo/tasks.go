@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -44,6 +45,7 @@ func TaskItemSize(t batch.Task, maxErr int) int {
 	item[aNotBefore] = ms(time.Now())
 	item[aSlotAt] = ms(time.Now())
 	item[aExecutor] = sv("0123456789abcdef")
+	item[aClaimed] = ms(time.Now())
 	item[aCommitAtt] = nv(int64(t.MaxAttempts))
 	item[aOutputs] = nv(10000)
 	item[aRecIn] = nv(1 << 50)
@@ -58,7 +60,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		MaxAttempts: int(getN(it, aMax)), Token: getS(it, aToken), LeaseUntil: getT(it, aLease),
 		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
-		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor),
+		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor), Claimed: getT(it, aClaimed),
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
@@ -212,7 +214,7 @@ func (s *Store) claimUpdate(c *cond, p ClaimParams, dueKey string, lease time.Ti
 	c.values[":tok"] = sv(p.Token)
 	c.values[":lease"] = ms(lease)
 	c.values[":one"] = nv(1)
-	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now"
+	upd := "SET #st = :to, tok = :tok, lease = :lease, upd = :now, " + aClaimed + " = :now"
 	if !p.SlotAt.IsZero() {
 		c.values[":sat"] = ms(p.SlotAt)
 		upd += ", sat = :sat"
@@ -390,6 +392,9 @@ type ReleaseParams struct {
 	// message should long have been claimed; for a failure, at once, until
 	// the failure has reached the stage and job.
 	Due time.Time
+	// Outbox, when set, is an event written to the outbox in the same
+	// transaction (outbox.go): a task's final failure (TaskFail).
+	Outbox *events.Event
 }
 
 // ReleaseTask applies the holder's retry or fail event.
@@ -407,21 +412,21 @@ func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, e
 		c.values[":nb"] = ms(p.NotBefore)
 		upd += ", nb = :nb"
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	attrs, err := s.updateWithOutbox(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Due)),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
 		ReturnValues:              types.ReturnValueAllNew,
-	})
+	}, p.Outbox)
 	if isCondFailed(err) {
 		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
 	}
 	if err != nil {
 		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
-	return decodeTask(p.Ref, out.Attributes), nil
+	return decodeTask(p.Ref, attrs), nil
 }
 
 // SweepTaskParams applies a non-holder event (expire, exhaust, cancel) to a
@@ -432,6 +437,9 @@ type SweepTaskParams struct {
 	Now   time.Time
 	Err   string
 	Due   time.Time
+	// Outbox, when set, is an event written to the outbox in the same
+	// transaction (outbox.go): a task's final failure (TaskExhaust).
+	Outbox *events.Event
 }
 
 // SweepTask applies p.Event; sm.ErrInvalidTransition means the task moved
@@ -451,13 +459,13 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 		upd += ", err = :err"
 	}
 	pk := taskPK(p.Ref)
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := s.updateWithOutbox(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd + s.dueClause(c, pk+taskSK(p.Ref.Partition), p.Due)),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
-	})
+	}, p.Outbox)
 	if isCondFailed(err) {
 		return fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
 	}

@@ -7,12 +7,15 @@ import (
 	"context"
 	"fmt"
 	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/metrics"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 )
@@ -50,6 +54,12 @@ type Config struct {
 	// ExecPrograms are the statically known exec programs
 	// (EnvExecPrograms), checked like TaskNames.
 	ExecPrograms []string
+	// EventBus is the bus events are published to (EnvEventBus); empty:
+	// this process does not publish (the sweep of one that does will).
+	EventBus string
+	// Retention is how long ended jobs are kept (EnvRetentionDays); zero:
+	// kept.
+	Retention time.Duration
 }
 
 // FromEnv reads the configuration and reports every missing variable.
@@ -62,6 +72,7 @@ func FromEnv() (Config, error) {
 			Timer: os.Getenv(EnvQueueTimer),
 		},
 		Endpoint: os.Getenv("AWS_ENDPOINT_URL"),
+		EventBus: os.Getenv(EnvEventBus),
 	}
 	limits, err := control.ParseOwnerLimits(os.Getenv(EnvOwnerMaxConcurrency))
 	if err != nil {
@@ -88,6 +99,9 @@ func FromEnv() (Config, error) {
 	}
 	if c.ExecPrograms, err = control.ParsePrograms(os.Getenv(EnvExecPrograms)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvExecPrograms, err)
+	}
+	if c.Retention, err = RetentionFromEnv(os.Getenv); err != nil { // retention.go
+		return c, err
 	}
 	return c, c.Validate()
 }
@@ -140,6 +154,10 @@ type Wired struct {
 	// AWS is the configuration the adapters use, for clients built later
 	// (the executor's Lambda client, for lambda stages).
 	AWS aws.Config
+	// Metrics aggregates Batchwork's own metrics, also recorded by Service
+	// (metrics.EnvStack set), or is nil. Mains flush it at the end of
+	// each invocation; long-running hosts run it (metrics.Recorder.Run).
+	Metrics *metrics.Recorder
 }
 
 // Wire builds one aws.Config and the adapters over it.
@@ -164,10 +182,19 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
+	store := dynamo.New(dynamodb.NewFromConfig(cfg), c.Table)
+	store.SetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions,
-		StaticPrograms: c.ExecPrograms}, dynamo.New(dynamodb.NewFromConfig(cfg), c.Table), q, b, log)
-	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode, AWS: cfg}, nil
+		StaticPrograms: c.ExecPrograms, Retention: c.Retention}, store, q, b, log)
+	if c.EventBus != "" {
+		svc.Events = events.NewPublisher(eventbridge.NewFromConfig(cfg), c.EventBus, store)
+	}
+	rec := metrics.FromEnv(os.Getenv)
+	if rec != nil {
+		svc.Metrics = rec // never a nil *Recorder in the interface
+	}
+	return Wired{Service: svc, Blob: b, Queue: q, Log: log, Faults: inj, OwnerMode: c.OwnerMode, AWS: cfg, Metrics: rec}, nil
 }
 
 // Option adjusts the configuration FromEnv read, for one function.

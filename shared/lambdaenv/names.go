@@ -67,6 +67,12 @@ const (
 	// that submit (api, sweep), which reject an exec stage whose program
 	// is neither listed nor published.
 	EnvExecPrograms = "BATCHWORK_EXEC_PROGRAMS"
+	// EnvEventBus is the name of the EventBridge bus Batchwork puts its
+	// events on (shared/events), set on the functions that publish them
+	// (api, commit, sweep, executor) and the Fargate executor; optional
+	// (unset: the process leaves its events in the outbox for one that
+	// has it, the sweep).
+	EnvEventBus = "BATCHWORK_EVENT_BUS"
 )
 
 // EnvNames lists the required variables.

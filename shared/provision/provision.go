@@ -37,6 +37,9 @@ type Resources struct {
 	Table  string
 	Bucket string
 	Queues control.Queues
+	// EventBus is the EventBridge bus events are put on (shared/events);
+	// empty for a stack deployed before it had one.
+	EventBus string
 }
 
 // Settings is kept for callers of Create; the queues' visibility timeout
@@ -57,6 +60,8 @@ var DataPlaneTypes = map[string]bool{
 	"AWS::SQS::QueuePolicy": true,
 	"AWS::S3::Bucket":       true,
 	"AWS::S3::BucketPolicy": true,
+	// The bus the runner puts Batchwork's events on (shared/events).
+	"AWS::Events::EventBus": true,
 }
 
 // ErrNotDeployed means the stack does not exist.
@@ -314,10 +319,16 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 			continue
 		}
 		o, ok := tmpl.Outputs[k]
+		if !ok && optionalOutputs[k] {
+			continue
+		}
 		var ref struct {
 			Ref string `json:"Ref"`
 		}
 		if !ok || json.Unmarshal(o.Value, &ref) != nil || ref.Ref == "" {
+			if optionalOutputs[k] {
+				continue // e.g. the bus's name, an attribute, not a Ref
+			}
 			return Resources{}, fmt.Errorf("stack %s: no output %s", stack, k)
 		}
 		if physical == nil {
@@ -343,6 +354,7 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 			Low: got[template.OutQueueLow], DLQ: got[template.OutDLQ],
 			Timer: got[template.OutTimerQueue],
 		},
+		EventBus: got[template.OutEventBus],
 	}, nil
 }
 
@@ -350,8 +362,12 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 var resourceOutputs = []string{
 	template.OutTable, template.OutBucket, template.OutQueueHigh,
 	template.OutQueueNormal, template.OutQueueLow, template.OutDLQ,
-	template.OutTimerQueue,
+	template.OutTimerQueue, template.OutEventBus,
 }
+
+// optionalOutputs are resourceOutputs a stack deployed by an earlier
+// version lacks; its Resources leave them empty.
+var optionalOutputs = map[string]bool{template.OutEventBus: true}
 
 // waitStack waits until the stack's creation or update has finished and
 // fails unless it succeeded. On the emulator CreateStack is synchronous,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -27,7 +28,9 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/localauth"
+	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -67,6 +70,11 @@ type Options struct {
 	// run (executor.Runner.ExecDir; executor.ExecDirFromEnv reads
 	// BATCHWORK_EXEC_DIR); empty: none.
 	ExecDir string
+	// LogFile is the JSON-lines file this run's logs go to (Log's, and any
+	// executor process's that writes there): GET /jobs/{id}/logs reads a
+	// job's lines from it (shared/logs.File), unless Control.Logs is set.
+	// Empty: the route answers 501.
+	LogFile string
 }
 
 // Runner is a running local installation.
@@ -115,6 +123,9 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
 	o.Control.Queues = res.Queues
+	if o.Control.Logs == nil && o.LogFile != "" {
+		o.Control.Logs = logs.File{Path: o.LogFile}
+	}
 	if o.Control.InputsEndpoint == "" && o.AWS.BaseEndpoint != nil {
 		// On an emulator, callers upload their inputs through it
 		// (GET /whoami tells them; `batchwork upload` does).
@@ -125,6 +136,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
 	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
+	if res.EventBus != "" {
+		// Events go to the bus the data plane deployed (shared/events).
+		r.Service.Events = events.NewPublisher(eventbridge.NewFromConfig(o.AWS), res.EventBus, r.Store)
+	}
 	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: executor.PublicRegistry(o.Registry), Log: o.Log, ExecDir: o.ExecDir}
 	r.publishTaskNames(ctx)
 	if r.Token, err = localauth.NewToken(); err != nil {

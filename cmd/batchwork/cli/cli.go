@@ -111,6 +111,9 @@ type opts struct {
 	module, replace, pkg, data string
 	keep                       bool
 	listen                     string // ui (ui.go)
+	// logs (logs.go)
+	task, since string
+	follow      bool
 }
 
 // app is a running command.

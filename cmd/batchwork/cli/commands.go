@@ -115,9 +115,11 @@ every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 		uploadCommand,   // inputs.go
 		// datadelete.go
 		deleteDataCommand,
-		initCommand, // scaffold.go
-		devCommand,  // dev.go
-		uiCommand,   // ui.go
+		deleteCommand, // jobdelete.go
+		initCommand,   // scaffold.go
+		devCommand,    // dev.go
+		uiCommand,     // ui.go
+		logsCommand,   // logs.go
 	}
 }
 
@@ -316,7 +318,7 @@ func runTasks(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
-	fmt.Fprintln(tw, "STAGE\tPART\tSTATE\tATTEMPT\tATTEMPTS\tRECORDS IN/OUT\tLAST ERROR")
+	fmt.Fprintln(tw, "STAGE\tPART\tSTATE\tATTEMPT\tATTEMPTS\tEXECUTOR\tRECORDS IN/OUT\tLAST ERROR")
 	for _, t := range all.Tasks {
 		outcomes := make([]string, len(t.Attempts))
 		for i, at := range t.Attempts {
@@ -326,8 +328,8 @@ func runTasks(ctx context.Context, a *app, args []string) int {
 		if t.State == "SUCCEEDED" {
 			io = count(t.RecordsIn) + "/" + count(t.RecordsOut)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\n", t.Stage, t.Partition, a.paint(t.State, t.State), t.Attempt, t.MaxAttempts,
-			orDash(strings.Join(outcomes, ", ")), io, orDash(oneLine(t.LastError, 60)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", t.Stage, t.Partition, a.paint(t.State, t.State), t.Attempt, t.MaxAttempts,
+			orDash(strings.Join(outcomes, ", ")), attemptExecutors(t.Attempts), io, orDash(oneLine(t.LastError, 60)))
 	}
 	tw.Flush()
 	return ExitOK

@@ -121,6 +121,8 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	ropts := runner.Options{
 		AWS: emu.AWSConfig(), Prefix: fmt.Sprintf("dev-%d", time.Now().Unix()), ControlOnly: true,
 		SweepEvery: 5 * time.Second, Log: log,
+		// batchwork logs reads this file, the executor's lines included.
+		LogFile: logFile.Name(),
 		// Submits are checked against the executor's names, as the
 		// deployed stack's are (the construct learns them at synth).
 		Control: control.Config{CheckTaskNames: true, StaticTaskNames: names},

@@ -155,12 +155,13 @@
       h('p', { class: 'muted legend' },
         ['committed', 'running', 'retried', 'lease_expired', 'failed', 'cancelled'].map(o => h('span', {}, badge(o)))),
       timeline,
-      h('p', { class: 'muted' }, 'One row per task (stage/partition), one bar per attempt. The API reports when each attempt ended but ' +
-        'neither when it started nor which executor ran it, so rows are tasks, not executors, and a bar starts when this page ' +
-        'first saw the attempt running; bars drawn faded have an estimated start (the previous attempt\'s end, else the stage\'s start).'),
+      h('p', { class: 'muted' }, 'One row per executor (a long-polling process or a Lambda invocation), one bar per attempt, from its ' +
+        'claim to its end, stacked where the executor ran several tasks at once. An attempt whose executor or start the API does not ' +
+        'know (recorded before Batchwork kept them) gets a row of its task (stage/partition) and, drawn faded, an estimated start.'),
       h('h2', { text: 'Failed attempts' }), failures,
       h('h2', { text: 'History' }), history);
     const seen = new Map(); // "stage/partition/attempt" -> when first seen running (ms)
+    const openLogs = new Map(); // "stage/partition/attempt" -> its log lines shown under its failure
     let st = null, tasks = [], tasksMore = '', ended = false, tick = 0;
     async function refresh() {
       st = await api('/jobs/' + encodeURIComponent(id));
@@ -183,7 +184,7 @@
           }
         }
         const hist = await pages('/jobs/' + encodeURIComponent(id) + '/history', 'events', { limit: '200' }, 5);
-        renderFailures(failures, tasks);
+        renderFailures(failures, tasks, id, openLogs);
         renderHistory(history, hist.items, hist.more);
         ended = done;
       }
@@ -286,9 +287,11 @@
     box.replaceChildren(stages.length ? svg : h('p', { class: 'muted', text: 'No stages.' }));
   }
 
-  // renderTimeline draws one row per task and one bar per attempt.
+  // renderTimeline draws one bar per attempt, from its claim (started) to
+  // its end, in a row per executor (lanes for the tasks it ran at once);
+  // an attempt whose executor is unknown gets a row of its task's.
   function renderTimeline(box, st, tasks, seen, more) {
-    const MAXROWS = 400;
+    const MAXLANES = 400;
     if (!tasks.length) {
       box.replaceChildren(h('p', { class: 'muted', text: 'No tasks yet.' }));
       return;
@@ -297,10 +300,48 @@
     const stageStart = new Map((st.stages || []).map(x => [x.name, ms(x.started)]));
     const t0 = ms(st.started) || ms(st.created);
     const t1 = Math.max(t0 + 1000, st.ended ? ms(st.ended) : now);
-    const rows = tasks.slice(0, MAXROWS);
-    const LABEL = 120, W = 1100, RH = 14, TOP = 20;
+    // The bars, in task then attempt order (the DOM keeps it).
+    const bars = [];
+    for (const t of tasks) {
+      let prevEnd = NaN;
+      for (const a of t.attempts) {
+        const k = t.stage + '/' + t.partition + '/' + a.attempt;
+        const end = a.outcome === 'running' ? (st.ended ? ms(st.ended) : now) : (ms(a.at) || now);
+        let start = ms(a.started), est = false;
+        if (!(start <= end)) start = seen.get(k); // an attempt the API has no start of
+        if (start === undefined || !(start <= end)) {
+          est = true;
+          start = isFinite(prevEnd) ? prevEnd : (stageStart.get(t.stage) || t0);
+          if (!(start <= end)) start = end;
+        }
+        prevEnd = end;
+        const row = a.executor ? 'x:' + a.executor : 't:' + t.stage + '/' + t.partition;
+        bars.push({ t, a, start, end, est, row });
+      }
+    }
+    // Rows: executors by their first start, then tasks with no executor;
+    // each row's bars packed into lanes, earliest first.
+    const rows = new Map();
+    for (const b of [...bars].sort((p, q) => p.start - q.start || p.end - q.end)) {
+      let r = rows.get(b.row);
+      if (!r) rows.set(b.row, r = { key: b.row, first: b.start, lanes: [] });
+      let lane = r.lanes.findIndex(end => end <= b.start);
+      if (lane < 0) { lane = r.lanes.length; r.lanes.push(0); }
+      r.lanes[lane] = Math.max(b.end, b.start + 1);
+      b.lane = lane;
+    }
+    const order = [...rows.values()].sort((p, q) => (p.key[0] === q.key[0] ? p.first - q.first : (p.key[0] === 'x' ? -1 : 1)));
+    const LABEL = 130, W = 1100, RH = 14, TOP = 20, GAP = 3;
+    let y = TOP, lanes = 0, shown = 0;
+    for (const r of order) {
+      if (lanes + r.lanes.length > MAXLANES) break;
+      r.y = y;
+      y += r.lanes.length * RH + GAP;
+      lanes += r.lanes.length;
+      shown++;
+    }
+    const height = y + 6;
     const x = (t) => LABEL + Math.max(0, Math.min(1, (t - t0) / (t1 - t0))) * (W - LABEL - 10);
-    const height = TOP + rows.length * RH + 6;
     const svg = s('svg', { width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'task timeline' });
     const span = t1 - t0, step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find(v => span / (v * 1000) <= 10) || 7200;
     for (let v = 0; v * 1000 <= span; v += step) {
@@ -308,47 +349,87 @@
       svg.append(s('line', { class: 'grid', x1: gx, x2: gx, y1: TOP - 4, y2: height }),
         s('text', { class: 'axis', x: gx + 2, y: 11, text: '+' + fmtDur(v * 1000) }));
     }
-    rows.forEach((t, r) => {
-      const y = TOP + r * RH;
-      svg.append(s('text', { class: 'row', x: 4, y: y + RH - 3, text: `${t.stage}/${t.partition}` }));
-      let prevEnd = NaN;
-      for (const a of t.attempts) {
-        const k = t.stage + '/' + t.partition + '/' + a.attempt;
-        const end = a.outcome === 'running' ? (st.ended ? ms(st.ended) : now) : (ms(a.at) || now);
-        let start = seen.get(k), est = false;
-        if (start === undefined || start > end) {
-          est = true;
-          start = isFinite(prevEnd) ? prevEnd : (stageStart.get(t.stage) || t0);
-          if (!(start <= end)) start = end;
-        }
-        prevEnd = end;
-        const x1 = x(start), w = Math.max(3, x(end) - x1);
-        svg.append(s('rect', {
-          class: `attempt o-${a.outcome}` + (est ? ' est' : ''), x: x1, y: y + 2, width: w, height: RH - 4, rx: 2,
-          'data-task': `${t.stage}/${t.partition}`, 'data-attempt': a.attempt, 'data-outcome': a.outcome,
-        }, s('title', { text: `${t.stage}/${t.partition} attempt ${a.attempt}: ${a.outcome}` + (a.at ? ' at ' + fmtTime(a.at) : '') + (est ? ' (start estimated)' : '') + (a.error ? '\n' + a.error : '') })));
-      }
-    });
+    for (const r of order.slice(0, shown)) {
+      const exec = r.key[0] === 'x';
+      const label = exec ? 'executor ' + r.key.slice(2, 10) : r.key.slice(2);
+      svg.append(s('text', { class: 'row' + (exec ? ' executor' : ''), x: 4, y: r.y + RH - 3, 'data-row': r.key.slice(2) }, label,
+        s('title', { text: exec ? `executor ${r.key.slice(2)}: ${r.lanes.length} task${r.lanes.length > 1 ? 's' : ''} at once at most` : `task ${label}: executor unknown` })));
+    }
+    for (const b of bars) {
+      const r = rows.get(b.row);
+      if (r.y === undefined) continue;
+      const { t, a } = b;
+      const x1 = x(b.start), w = Math.max(3, x(b.end) - x1);
+      svg.append(s('rect', {
+        class: `attempt o-${a.outcome}` + (b.est ? ' est' : ''), x: x1, y: r.y + b.lane * RH + 2, width: w, height: RH - 4, rx: 2,
+        'data-task': `${t.stage}/${t.partition}`, 'data-attempt': a.attempt, 'data-outcome': a.outcome, 'data-executor': a.executor || '',
+      }, s('title', { text: `${t.stage}/${t.partition} attempt ${a.attempt}: ${a.outcome}` + (a.executor ? ' on executor ' + a.executor : '') +
+        (a.started ? ' from ' + fmtTime(a.started) : '') + (a.at ? ' to ' + fmtTime(a.at) : '') + (b.est ? ' (start estimated)' : '') + (a.error ? '\n' + a.error : '') })));
+    }
     const notes = [];
-    if (tasks.length > MAXROWS) notes.push(`Showing the first ${MAXROWS} of ${tasks.length} tasks.`);
+    if (shown < order.length) notes.push(`Showing ${shown} of ${order.length} rows.`);
     if (more) notes.push('The job has more tasks than the console reads.');
     box.replaceChildren(svg, ...notes.map(n => h('p', { class: 'muted', text: n })));
   }
 
-  function renderFailures(box, tasks) {
+  // renderFailures lists the attempts that did not commit, each with a
+  // toggle that shows the attempt's log lines (GET /jobs/{id}/logs).
+  function renderFailures(box, tasks, id, openLogs) {
     const rows = [];
     for (const t of tasks) {
       for (const a of t.attempts) {
         if (a.outcome === 'committed' || a.outcome === 'running') continue;
-        rows.push(h('tr', { 'data-task': `${t.stage}/${t.partition}` },
-          h('td', { class: 'mono', text: `${t.stage}/${t.partition}` }), h('td', { text: `${a.attempt}/${t.maxAttempts}` }),
+        const task = `${t.stage}/${t.partition}`, key = task + '/' + a.attempt;
+        const toggle = async () => {
+          if (openLogs.has(key)) {
+            openLogs.delete(key);
+          } else {
+            openLogs.set(key, 'reading the logs…');
+            renderFailures(box, tasks, id, openLogs);
+            openLogs.set(key, await attemptLogs(id, task, a.attempt));
+          }
+          renderFailures(box, tasks, id, openLogs);
+        };
+        rows.push(h('tr', { 'data-task': task },
+          h('td', { class: 'mono', text: task }), h('td', { text: `${a.attempt}/${t.maxAttempts}` }),
           h('td', {}, badge(a.outcome)), h('td', { text: t.state === 'FAILED' && a.attempt === t.attempt ? 'task FAILED' : t.state }),
-          h('td', { text: fmtTime(a.at) }), h('td', { class: 'err', text: a.error || '' })));
+          h('td', { text: fmtTime(a.at) }), h('td', { class: 'err', text: a.error || '' }),
+          h('td', {}, h('button', { class: 'logs', 'data-logs': key, onclick: toggle, text: openLogs.has(key) ? 'hide logs' : 'logs' }))));
+        if (openLogs.has(key)) {
+          rows.push(h('tr', { class: 'logs', 'data-logs-of': key }, h('td', { colspan: 7 }, h('pre', { class: 'logs', text: openLogs.get(key) }))));
+        }
       }
     }
     box.replaceChildren(rows.length
-      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Outcome', 'Task now', 'At', 'Error'].map(t => h('th', { text: t })))), h('tbody', {}, rows))
+      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Outcome', 'Task now', 'At', 'Error', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
       : h('p', { class: 'muted', text: 'No failed attempts.' }));
+  }
+
+  // attemptLogs is the text of one attempt's log lines: a task's lines,
+  // then those of the attempt (lines of the task that name no attempt
+  // stay).
+  async function attemptLogs(id, task, attempt) {
+    try {
+      const lines = [];
+      let cursor = '';
+      for (let i = 0; i < 5; i++) {
+        const q = new URLSearchParams({ task, limit: '1000' });
+        if (cursor) q.set('cursor', cursor);
+        const pg = await api('/jobs/' + encodeURIComponent(id) + '/logs?' + q);
+        lines.push(...pg.lines);
+        cursor = pg.next;
+        if (pg.lines.length < 1000) break;
+      }
+      const text = lines.filter(l => l.fields.attempt === undefined || l.fields.attempt === attempt).map(l => {
+        const f = l.fields;
+        const rest = Object.entries(f).filter(([k]) => !['time', 'level', 'msg', 'job_id', 'stage', 'stage_name', 'partition', 'task', 'attempt', 'executor_id'].includes(k))
+          .map(([k, v]) => k + '=' + (typeof v === 'string' ? v : JSON.stringify(v))).join(' ');
+        return `${fmtTime(l.time)} ${f.level || ''} ${f.executor_id ? '@' + f.executor_id + ' ' : ''}${f.msg || ''}${rest ? ' ' + rest : ''}`;
+      }).join('\n');
+      return text || 'No log lines.';
+    } catch (e) {
+      return 'Could not read the logs: ' + e.message;
+    }
   }
 
   function renderHistory(box, events, more) {

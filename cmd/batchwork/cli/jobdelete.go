@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// deleteCommand is `batchwork delete ID`.
+var deleteCommand = &command{
+	name: "delete", args: "ID", summary: "delete an ended job: its records and its data, for good",
+	help: `Deletes a job that ended (SUCCEEDED, FAILED or CANCELLED): its status,
+stages, tasks, attempts and history, its entry in 'list', and every object
+under its area of the data bucket (outputs, plans, manifests). Afterwards
+every command answers that there is no such job (exit 4), and a submit with
+its Idempotency-Key creates a new job. A running or publishing job cannot be
+deleted (exit 5): cancel it first, or wait for it to end.
+
+The job disappears from 'list' and 'status' as soon as the deletion starts.
+The API deletes up to 10,000 objects and 5,000 records a call; this command
+calls until nothing is left. If it is interrupted, run it again: it finishes
+the deletion. Inputs are never deleted, and neither is the folder the job
+published its outputs to (its "output"): that folder is yours, in your
+outputs area or an output bucket; delete it there when you no longer want
+it. To delete only the data and keep the job's history, use 'delete-data'.`,
+	examples: []string{"batchwork delete j19aa5e7c2a1f3b9d0e4c7", "batchwork delete j19aa5e7c2a1f3b9d0e4c7 -o json"},
+	minArgs:  1, maxArgs: 1, run: runDelete,
+}
+
+func runDelete(ctx context.Context, a *app, args []string) int {
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	var total control.JobDeletion
+	for call := 0; ; call++ {
+		var d control.JobDeletion
+		err := c.call(ctx, http.MethodDelete, jobPath(args[0]), nil, nil, nil, &d)
+		var ae *APIError
+		if call > 0 && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			// Another caller finished the deletion this one started.
+			total.Complete = true
+			break
+		}
+		if err != nil {
+			return a.fail(err)
+		}
+		objects, records := total.Objects+d.Objects, total.Records+d.Records
+		total, total.Objects, total.Records = d, objects, records
+		if d.Complete {
+			break
+		}
+		if d.Objects == 0 && d.Records == 0 {
+			return a.fail(fmt.Errorf("job %s: %w", args[0], errNoProgress))
+		}
+	}
+	if a.json() {
+		_ = writeJSON(a.env.Stdout, total)
+		return ExitOK
+	}
+	fmt.Fprintf(a.env.Stdout, "Deleted job %s (%s): %s records and %s objects.\n",
+		args[0], total.State, count(int64(total.Records)), count(int64(total.Objects)))
+	return ExitOK
+}

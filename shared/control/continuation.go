@@ -1,0 +1,138 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/tuning"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Materialization continuations. One materialize call queues at most
+// ChunksPerCall chunks (or what fits in its deadline), so a 100,000-task
+// stage takes several calls. Left to the sweep, which runs once a minute,
+// that is ten minutes of waiting; instead the call that stops with tasks
+// left puts a continuation on the timer queue, which the sweep function
+// consumes at once (the local runner's RunTimers too), and the consumer
+// materializes the next ChunksPerCall chunks, and so on: the stage is
+// queued in one continuous run.
+//
+// The sweep stays the safety net. The stage stays in its index, due a
+// StartGrace after the last chunk recorded (every chunk pushes it on), so
+// a continuation lost, failed or dead-lettered is picked up by the sweep
+// as before. A process without the timer queue (the api and commit
+// functions on AWS) leaves the rest to the sweep as before, and the
+// sweep's own materialization hands on from there.
+//
+// A continuation is idempotent: it names the stage and the Enqueued count
+// at handoff, and resumes from the stage's recorded count. One that finds
+// the count moved on (a duplicate delivered after the first ran, or the
+// sweep stepped in) does nothing: whoever moved it owns the rest. Two
+// delivered at once both write the next chunk (conditional puts; the
+// duplicate messages are dropped at claim) and the one that loses the
+// count's conditional update stops, so duplicates never multiply.
+
+// continueMsg is a continuation's body on the timer queue. Its one field
+// tells it from a timer message (timerMsg), which has no "continue".
+type continueMsg struct {
+	Continue *continuation `json:"continue"`
+}
+
+type continuation struct {
+	Job   string `json:"job"`
+	Stage int    `json:"stage"`
+	// From is the stage's Enqueued count at handoff.
+	From int `json:"from"`
+}
+
+// ContinueBudget bounds one continuation's materialization: it then hands
+// on again. It is well inside the sweep function's timeout and the timer
+// queue's visibility (both tuning.SweepTimeout).
+const ContinueBudget = tuning.SweepTimeout * 2 / 3
+
+// parseContinuation says whether body is a continuation, and which.
+func parseContinuation(body string) (continuation, bool) {
+	var m continueMsg
+	if json.Unmarshal([]byte(body), &m) != nil || m.Continue == nil || m.Continue.Job == "" || m.Continue.Stage < 0 {
+		return continuation{}, false
+	}
+	return *m.Continue, true
+}
+
+// leaveRest is how a materialize call that stops with tasks left hands
+// them on: a continuation on the timer queue, with the stage due a grace
+// later as the safety net; without a timer queue (or if the send fails),
+// the stage due now, for the next sweep.
+func (s *Service) leaveRest(ctx context.Context, job string, idx, enqueued int) error {
+	it := dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}
+	if s.cfg.Queues.Timer != "" {
+		// The safety net first: once the message is sent, a consumer may
+		// already be recording chunks, each of which pushes the due on.
+		if err := s.store.SetDue(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
+			return err
+		}
+		body, err := json.Marshal(continueMsg{Continue: &continuation{Job: job, Stage: idx, From: enqueued}})
+		if err == nil {
+			err = s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: string(body)}})
+		}
+		if err == nil {
+			return nil
+		}
+		s.log.Warn("materialization continuation not sent; the sweep carries on", "job_id", job, "stage", idx, "err", err)
+	}
+	return s.store.SetDue(ctx, it, s.Now())
+}
+
+// ContinueMaterialize handles a continuation: it materializes the next
+// chunks of the stage it names, if the stage is still running, not yet
+// materialized, and its count still where the continuation left it.
+func (s *Service) ContinueMaterialize(ctx context.Context, c continuation) error {
+	ctx, cancel := context.WithTimeout(ctx, ContinueBudget)
+	defer cancel()
+	st, err := s.store.GetStage(ctx, c.Job, c.Stage)
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil // the job was deleted
+	}
+	if err != nil {
+		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
+	}
+	if st.State != sm.StageRunning || st.Materialized || st.Enqueued != c.From {
+		return nil // ended, done, or another materializer moved it on
+	}
+	state, err := s.store.JobState(ctx, c.Job)
+	if err != nil && !errors.Is(err, batch.ErrNotFound) {
+		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
+	}
+	if state != sm.JobRunning {
+		return nil // the sweep cancels the stages of an ended job
+	}
+	sp, err := s.jobSpec(ctx, c.Job)
+	if err != nil {
+		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
+	}
+	if c.Stage >= len(sp.Stages) {
+		return nil // names no stage of the job: never valid
+	}
+	began := time.Now()
+	if err := s.materializeStage(ctx, c.Job, sp, c.Stage, c.From); err != nil {
+		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
+	}
+	s.log.Info("stage materialization continued", "job_id", c.Job, "stage", sp.Stages[c.Stage].Name, "from", c.From, "took", time.Since(began))
+	return nil
+}
+
+// timerMessage handles one message of the timer queue: a continuation or
+// a handed-off firing (FireTimer).
+func (s *Service) timerMessage(ctx context.Context, body string) error {
+	if c, ok := parseContinuation(body); ok {
+		return s.ContinueMaterialize(ctx, c)
+	}
+	_, err := s.FireTimer(ctx, body)
+	return err
+}

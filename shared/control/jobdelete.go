@@ -1,0 +1,153 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// JobDeleter is what DeleteJob needs of the store besides Store
+// (dynamo.Store has it; jobdelete.go there). Separate, so a store without
+// it still serves the rest.
+type JobDeleter interface {
+	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
+	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
+	DeleteJobItem(ctx context.Context, job string) (int, error)
+}
+
+// JobNotEndedError: only an ended job can be deleted. It unwraps to
+// ErrJobRunning.
+type JobNotEndedError struct {
+	ID    string
+	State sm.JobState
+}
+
+func (e *JobNotEndedError) Error() string {
+	return fmt.Sprintf("job %s is %s; only an ended job can be deleted (cancel it, or wait for it to end)", e.ID, e.State)
+}
+func (e *JobNotEndedError) Unwrap() error { return ErrJobRunning }
+
+// ErrNoJobDeleter: the store behind this control plane cannot delete jobs.
+var ErrNoJobDeleter = errors.New("this store cannot delete jobs")
+
+// Deletion steps, in order, as DeleteStepHook sees them.
+const (
+	DeleteStepMarked  = "marked"  // the job is marked deleting and out of its owner's list
+	DeleteStepData    = "data"    // its objects are gone
+	DeleteStepRecords = "records" // its records but the job item are gone
+)
+
+// recordsPerCall bounds the records one DeleteJob call deletes: 50
+// transactions of 100 deletes, a few seconds, inside the API's 29 s with
+// the objects' share (deletePagesPerCall). A larger job answers Complete
+// false and the caller calls again (the CLI does).
+const recordsPerCall = 5000
+
+// JobDeletion is the answer of DeleteJob.
+type JobDeletion struct {
+	Job string `json:"job"`
+	// State is the state the job ended in.
+	State string `json:"state"`
+	// Objects and Records count what this call deleted.
+	Objects int `json:"objects"`
+	Records int `json:"records"`
+	// Complete is true when nothing of the job is left: a later DELETE
+	// or GET is a 404. False when the call stopped at its budget; the
+	// caller calls again.
+	Complete bool `json:"complete"`
+}
+
+// DeleteJob deletes an ended job of owner's: its objects under
+// jobs/<id>/ (plans, outputs, manifests; DeleteData) and every record of
+// it (job, stages, tasks, counters, attempt ends, timeline, state copies,
+// slots, its entry in the owner's job list and its idempotency record).
+// The folder it published to (its spec's output) is the owner's and
+// stays, as do its inputs. Another owner's job is not found, and so is a
+// job already deleted; a RUNNING or PUBLISHING job is a *JobNotEndedError.
+//
+// The steps (dynamo/jobdelete.go): mark the job deleting, with a write
+// guarded on its having ended, which also takes it out of its owner's list
+// (every route answers 404 for it from then on); delete its objects; its
+// records; its job item, last. Each step is idempotent, so a call that
+// failed or stopped half-way (a crash, a lost answer, the budget) is
+// finished by a repeat: a repeat finds the marked job by its job item,
+// which still names its owner.
+func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion, error) {
+	del, ok := s.store.(JobDeleter)
+	if !ok {
+		return JobDeletion{}, ErrNoJobDeleter
+	}
+	if !JobIDPattern.MatchString(id) {
+		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
+	}
+	// Not ownedJob: a job marked deleting is found here, and only here.
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return JobDeletion{}, err
+	}
+	if j.Owner != owner {
+		return JobDeletion{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
+	}
+	if !sm.Jobs.IsTerminal(j.State) {
+		return JobDeletion{}, &JobNotEndedError{ID: id, State: j.State}
+	}
+	res := JobDeletion{Job: id, State: string(j.State)}
+	log := s.log.With("job_id", id, "owner", owner)
+	if j.Deleting.IsZero() {
+		err := del.MarkJobDeleting(ctx, id, owner, s.Now())
+		if errors.Is(err, sm.ErrInvalidTransition) {
+			return JobDeletion{}, &JobNotEndedError{ID: id, State: j.State}
+		}
+		if err != nil {
+			return JobDeletion{}, err
+		}
+		res.Records++ // its entry in its owner's list
+		log.Info("job deletion started")
+	}
+	if err := s.deleteStep(id, DeleteStepMarked); err != nil {
+		return res, err
+	}
+	objs, err := s.blob.DeletePrefix(ctx, blob.JobPrefix(id), deletePagesPerCall)
+	res.Objects = objs.Deleted
+	if err != nil {
+		return res, fmt.Errorf("delete the data of job %s: %w", id, err)
+	}
+	if !objs.Complete {
+		log.Info("job deletion in progress", "objects", res.Objects)
+		return res, nil
+	}
+	if err := s.deleteStep(id, DeleteStepData); err != nil {
+		return res, err
+	}
+	n, complete, err := del.DeleteJobRecords(ctx, id, recordsPerCall)
+	res.Records += n
+	if err != nil || !complete {
+		log.Info("job deletion in progress", "objects", res.Objects, "records", n)
+		return res, err
+	}
+	if err := s.deleteStep(id, DeleteStepRecords); err != nil {
+		return res, err
+	}
+	n, err = del.DeleteJobItem(ctx, id)
+	res.Records += n
+	if err != nil {
+		return res, err
+	}
+	res.Complete = true
+	log.Info("job deleted", "objects", res.Objects, "records", res.Records)
+	return res, nil
+}
+
+// deleteStep calls DeleteStepHook, if set, after a step of a deletion.
+func (s *Service) deleteStep(id, step string) error {
+	if s.DeleteStepHook == nil {
+		return nil
+	}
+	return s.DeleteStepHook(id, step)
+}

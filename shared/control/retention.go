@@ -1,0 +1,61 @@
+package control
+
+import (
+	"context"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// capDeadline gives a job without a deadline the longest one when the
+// installation keeps ended jobs for a limited time (Config.Retention): the
+// bucket's lifecycle rule expires objects under jobs/ by their age, so a
+// job must end before its first objects expire. The construct refuses a
+// retention shorter than the longest deadline and a day
+// (lambdaenv.MinRetentionDays). The deadline is set before the spec is
+// hashed and stored, so the job's status shows it.
+func (s *Service) capDeadline(sp *spec.Job) {
+	if s.cfg.Retention > 0 && sp.Deadline == 0 {
+		sp.Deadline = spec.MaxDeadline
+	}
+}
+
+// expireJob deletes an ended job whose retention is over, from the sweep:
+// a job ended with a retention is in the sweep index at its end plus the
+// retention (dynamo/retention.go). The steps are DeleteJob's but the
+// data: its objects are the bucket's lifecycle rule's, which expires each
+// one the retention after it was written, so all of them by now (or within
+// the day S3 rounds to). A job whose retention is not over yet goes back
+// in the index at its end; one that takes more than a call is looked at
+// again at the next sweep.
+func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
+	at := j.Ended.Add(s.cfg.Retention)
+	if now.Before(at) {
+		return s.store.SetDue(ctx, it, at)
+	}
+	del, ok := s.store.(JobDeleter)
+	if !ok {
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
+	log := s.log.With("job_id", j.ID, "owner", j.Owner)
+	if j.Deleting.IsZero() {
+		if err := del.MarkJobDeleting(ctx, j.ID, j.Owner, now); err != nil {
+			return err
+		}
+	}
+	n, complete, err := del.DeleteJobRecords(ctx, j.ID, recordsPerCall)
+	if err != nil {
+		return err
+	}
+	if !complete {
+		log.Info("expiring job", "records", n)
+		return s.store.SetDue(ctx, it, now)
+	}
+	if _, err := del.DeleteJobItem(ctx, j.ID); err != nil {
+		return err
+	}
+	log.Info("job expired", "retention", s.cfg.Retention, "ended", j.Ended)
+	return nil
+}
