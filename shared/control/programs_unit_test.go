@@ -78,8 +78,8 @@ func TestSubmitChecksPrograms(t *testing.T) {
 			want: []spec.FieldError{{Field: "stages[1].exec[0]", Message: `unknown program "sum.sh"; known programs: wordcount.py, zz.sh`}}},
 		{name: "no executor runs programs (Lambda only)", check: true,
 			want: []spec.FieldError{
-				{Field: "stages[0].exec[0]", Message: unknownProgramMessage("wordcount.py", nil)},
-				{Field: "stages[1].exec[0]", Message: unknownProgramMessage("sum.sh", nil)},
+				{Field: "stages[0].exec[0]", Message: `unknown program "wordcount.py": no executor here runs programs (exec stages run on the Fargate or local executor, from its programs directory, BATCHWORK_EXEC_DIR, and none has published any; the operator can also list them at deploy, as BATCHWORK_EXEC_PROGRAMS)`},
+				{Field: "stages[1].exec[0]", Message: `unknown program "sum.sh": no executor here runs programs (exec stages run on the Fargate or local executor, from its programs directory, BATCHWORK_EXEC_DIR, and none has published any; the operator can also list them at deploy, as BATCHWORK_EXEC_PROGRAMS)`},
 			}},
 		{name: "check off", check: false},
 		{name: "static programs (a Fargate service not started yet)", check: true, static: []string{"sum.sh", "wordcount.py"}},

@@ -74,36 +74,70 @@ type nameCache struct {
 	read  time.Time
 }
 
-// PublishTaskNames adds the names of the tasks an executor can run to the
-// catalog submits are checked against. Executors call it when they start
-// (before they take work, so a job submitted once the executor is up is
-// accepted). It is idempotent and costs one read, and one write only when
-// a name is new. Names no stage could hold (spec.ValidTaskName) are an
-// ErrInvalidTaskNames and nothing is written.
-func (s *Service) PublishTaskNames(ctx context.Context, names []string) error {
-	if s.Catalog == nil {
+// catalogList is one of the catalog's lists (task names, exec programs):
+// how its names are checked, read, added and reported. Both are published
+// by executors when they start, cached by submitters for TaskNamesTTL and
+// read again once on a miss, and checked against a spec's stages.
+type catalogList struct {
+	what  string // "task names", "programs": in errors and logs
+	noun  string // "task", "program": in an unknown name's message
+	valid func(string) bool
+	rule  string // why a name is not valid
+	cache *nameCache
+	// read and add reach the catalog; nil when there is none (only the
+	// static names are known, and nothing can be published).
+	read   func(context.Context) ([]string, error)
+	add    func(context.Context, []string) error
+	static []string
+	// stageName is what a stage names in this list ("" for none), and
+	// field its field (a format of the stage's index).
+	stageName func(spec.Stage) string
+	field     string
+	// none is the message of an unknown name when nothing is known.
+	none string
+}
+
+// taskList is the catalog's task names (static ones only without a
+// catalog).
+func (s *Service) taskList() *catalogList {
+	l := &catalogList{
+		what: "task names", noun: "task", valid: spec.ValidTaskName,
+		rule:  fmt.Sprintf("cannot be named by a stage's task (a letter or digit, then letters, digits, '.', '_' and '-', at most %d characters)", spec.MaxNameLen),
+		cache: &s.taskNames.nameCache, static: s.cfg.StaticTaskNames,
+		stageName: func(st spec.Stage) string { return st.Task }, field: "stages[%d].task",
+		none: "no executor has published its task names yet " +
+			"(executors publish them when they start; the operator can also list them at deploy, as " + EnvTaskNamesHint + ")",
+	}
+	if s.Catalog != nil {
+		l.read, l.add = s.Catalog.TaskNames, s.Catalog.AddTaskNames
+	}
+	return l
+}
+
+// publishNames adds names to l, reading first: an executor usually restarts
+// with names already published, and a burst of starts (Lambda scaling out
+// by hundreds of cold starts) then costs reads of the one item, never a
+// burst of writes to it. Names l cannot hold are an ErrInvalidTaskNames
+// and nothing is written; no catalog is ErrNoTaskCatalog.
+func (s *Service) publishNames(ctx context.Context, l *catalogList, names []string) error {
+	if l == nil || l.add == nil {
 		return ErrNoTaskCatalog
 	}
 	if len(names) > MaxPublishedNames {
-		return fmt.Errorf("publish task names: %w: %d names, at most %d", ErrInvalidTaskNames, len(names), MaxPublishedNames)
+		return fmt.Errorf("publish %s: %w: %d names, at most %d", l.what, ErrInvalidTaskNames, len(names), MaxPublishedNames)
 	}
 	var bad []string
 	for _, n := range names {
-		if !spec.ValidTaskName(n) {
+		if !l.valid(n) {
 			bad = append(bad, fmt.Sprintf("%q", n))
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("publish task names: %w: %s cannot be named by a stage's task "+
-			"(a letter or digit, then letters, digits, '.', '_' and '-', at most %d characters)", ErrInvalidTaskNames, strings.Join(bad, ", "), spec.MaxNameLen)
+		return fmt.Errorf("publish %s: %w: %s %s", l.what, ErrInvalidTaskNames, strings.Join(bad, ", "), l.rule)
 	}
-	// Read first: an executor usually restarts with names already
-	// published, and a burst of starts (Lambda scaling out by hundreds of
-	// cold starts) then costs reads of the one item, never a burst of
-	// writes to it.
-	published, _, err := s.publishedTaskNames(ctx, true)
+	published, _, err := s.cachedNames(ctx, l.cache, l.read, true)
 	if err != nil {
-		return fmt.Errorf("publish task names: %w", err)
+		return fmt.Errorf("publish %s: %w", l.what, err)
 	}
 	var missing []string
 	for _, n := range names {
@@ -114,23 +148,34 @@ func (s *Service) PublishTaskNames(ctx context.Context, names []string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := s.Catalog.AddTaskNames(ctx, missing); err != nil {
+	if err := l.add(ctx, missing); err != nil {
 		return err
 	}
 	// This process's own names count at once (the local runner submits
 	// right after it published).
-	s.taskNames.mu.Lock()
-	s.taskNames.read = time.Time{}
-	s.taskNames.mu.Unlock()
-	s.log.Info("task names published", "tasks", missing)
+	l.cache.mu.Lock()
+	l.cache.read = time.Time{}
+	l.cache.mu.Unlock()
+	s.log.Info(l.what+" published", "names", missing)
 	return nil
+}
+
+// PublishTaskNames adds the names of the tasks an executor can run to the
+// catalog submits are checked against. Executors call it when they start
+// (before they take work, so a job submitted once the executor is up is
+// accepted). It is idempotent and costs one read, and one write only when
+// a name is new. Names no stage could hold (spec.ValidTaskName) are an
+// ErrInvalidTaskNames and nothing is written.
+func (s *Service) PublishTaskNames(ctx context.Context, names []string) error {
+	return s.publishNames(ctx, s.taskList(), names)
 }
 
 // KnownTaskNames returns the names a submit accepts, sorted: the static
 // ones and the catalog's. refresh reads the catalog even if the cached
 // copy is recent.
 func (s *Service) KnownTaskNames(ctx context.Context, refresh bool) ([]string, error) {
-	published, _, err := s.publishedTaskNames(ctx, refresh)
+	l := s.taskList()
+	published, _, err := s.cachedNames(ctx, l.cache, l.read, refresh)
 	if err != nil {
 		return nil, err
 	}
@@ -139,18 +184,13 @@ func (s *Service) KnownTaskNames(ctx context.Context, refresh bool) ([]string, e
 	return slices.Compact(all), nil
 }
 
-// publishedTaskNames returns the catalog, cached for TaskNamesTTL, and
-// whether this call read it.
-func (s *Service) publishedTaskNames(ctx context.Context, refresh bool) ([]string, bool, error) {
-	if s.Catalog == nil {
+// cachedNames returns c's list, read with read when refresh is set or the
+// copy is older than TaskNamesTTL, and whether this call read it. A nil
+// read (no catalog) has nothing.
+func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(context.Context) ([]string, error), refresh bool) ([]string, bool, error) {
+	if read == nil {
 		return nil, false, nil
 	}
-	return s.cachedNames(ctx, &s.taskNames.nameCache, s.Catalog.TaskNames, refresh)
-}
-
-// cachedNames returns c's list, read with read when refresh is set or the
-// copy is older than TaskNamesTTL, and whether this call read it.
-func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(context.Context) ([]string, error), refresh bool) ([]string, bool, error) {
 	c.mu.Lock()
 	names, last := c.names, c.read
 	c.mu.Unlock()
@@ -174,49 +214,76 @@ func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(conte
 	return names, true, nil
 }
 
-// checkTaskNames rejects the stages whose task is neither static nor
-// published, with a *spec.ValidationError naming each stage's task field
-// and listing the known names. It reads the catalog again once when the
+// check rejects the stages whose name in l is neither static nor
+// published, with an *UnknownTaskError naming each stage's field and
+// listing the known names. It reads the catalog again once when the
 // cached copy misses a name, so an executor that started a moment ago
-// counts. Off unless Config.CheckTaskNames.
-func (s *Service) checkTaskNames(ctx context.Context, sp *spec.Job) error {
-	if !s.cfg.CheckTaskNames {
+// counts. Off unless Config.CheckTaskNames, and without a list.
+func (s *Service) check(ctx context.Context, l *catalogList, sp *spec.Job) error {
+	if !s.cfg.CheckTaskNames || l == nil {
 		return nil
 	}
-	var wanted []int // stages with a task the static names lack
+	var wanted []int // stages naming what the static list lacks
 	for i, st := range sp.Stages {
-		if st.Task != "" && !slices.Contains(s.cfg.StaticTaskNames, st.Task) {
+		if n := l.stageName(st); n != "" && !slices.Contains(l.static, n) {
 			wanted = append(wanted, i)
 		}
 	}
 	if len(wanted) == 0 {
 		return nil
 	}
-	published, fresh, err := s.publishedTaskNames(ctx, false)
-	if err != nil {
-		return fmt.Errorf("check task names: %w", err)
-	}
-	unknown := unknownTasks(sp, wanted, published)
-	if len(unknown) > 0 && !fresh {
-		if published, _, err = s.publishedTaskNames(ctx, true); err != nil {
-			return fmt.Errorf("check task names: %w", err)
+	unknown := func(published []string) []int {
+		var out []int
+		for _, i := range wanted {
+			if _, ok := slices.BinarySearch(published, l.stageName(sp.Stages[i])); !ok {
+				out = append(out, i)
+			}
 		}
-		unknown = unknownTasks(sp, wanted, published)
+		return out
 	}
-	if len(unknown) == 0 {
+	published, fresh, err := s.cachedNames(ctx, l.cache, l.read, false)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", l.what, err)
+	}
+	missing := unknown(published)
+	if len(missing) > 0 && !fresh {
+		if published, _, err = s.cachedNames(ctx, l.cache, l.read, true); err != nil {
+			return fmt.Errorf("check %s: %w", l.what, err)
+		}
+		missing = unknown(published)
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	known := append(slices.Clone(s.cfg.StaticTaskNames), published...)
+	known := append(slices.Clone(l.static), published...)
 	slices.Sort(known)
 	known = slices.Compact(known)
 	ve := &spec.ValidationError{}
-	for _, i := range unknown {
+	for _, i := range missing {
 		ve.Errors = append(ve.Errors, spec.FieldError{
-			Field:   fmt.Sprintf("stages[%d].task", i),
-			Message: unknownTaskMessage(sp.Stages[i].Task, known),
+			Field:   fmt.Sprintf(l.field, i),
+			Message: l.unknownMessage(l.stageName(sp.Stages[i]), known),
 		})
 	}
 	return &UnknownTaskError{Spec: ve}
+}
+
+// checkTaskNames is check on the task names: stages that run a program or
+// a Lambda function name no task and are not checked.
+func (s *Service) checkTaskNames(ctx context.Context, sp *spec.Job) error {
+	return s.check(ctx, s.taskList(), sp)
+}
+
+// unknownMessage says name is not in l, listing the known names.
+func (l *catalogList) unknownMessage(name string, known []string) string {
+	if len(known) == 0 {
+		return fmt.Sprintf("unknown %s %q: %s", l.noun, name, l.none)
+	}
+	list := strings.Join(known[:min(len(known), maxListedNames)], ", ")
+	if more := len(known) - maxListedNames; more > 0 {
+		list += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("unknown %s %q; known %ss: %s", l.noun, name, l.noun, list)
 }
 
 // UnknownTaskError is a spec refused because a stage names a task (or an
@@ -227,28 +294,6 @@ type UnknownTaskError struct{ Spec *spec.ValidationError }
 
 func (e *UnknownTaskError) Error() string { return e.Spec.Error() }
 func (e *UnknownTaskError) Unwrap() error { return e.Spec }
-
-func unknownTasks(sp *spec.Job, wanted []int, published []string) []int {
-	var unknown []int
-	for _, i := range wanted {
-		if _, ok := slices.BinarySearch(published, sp.Stages[i].Task); !ok {
-			unknown = append(unknown, i)
-		}
-	}
-	return unknown
-}
-
-func unknownTaskMessage(task string, known []string) string {
-	if len(known) == 0 {
-		return fmt.Sprintf("unknown task %q: no executor has published its task names yet "+
-			"(executors publish them when they start; the operator can also list them at deploy, as %s)", task, EnvTaskNamesHint)
-	}
-	list := strings.Join(known[:min(len(known), maxListedNames)], ", ")
-	if more := len(known) - maxListedNames; more > 0 {
-		list += fmt.Sprintf(" and %d more", more)
-	}
-	return fmt.Sprintf("unknown task %q; known tasks: %s", task, list)
-}
 
 // underSpec puts a spec's field errors under the schedule document's
 // "spec" field, as schedule.Validate names them.
@@ -268,10 +313,18 @@ func underSpec(err error) error {
 // separated by commas or whitespace; empty is none. A name no stage could
 // hold is an error naming it.
 func ParseTaskNames(s string) ([]string, error) {
+	return parseNames(s, spec.ValidTaskName, func(name string) error {
+		return fmt.Errorf("task name %q must be a letter or digit, then letters, digits, '.', '_' and '-', at most %d characters", name, spec.MaxNameLen)
+	})
+}
+
+// parseNames splits a list of names at commas and whitespace, dropping
+// repeats; the first name valid refuses is bad's error.
+func parseNames(s string, valid func(string) bool, bad func(name string) error) ([]string, error) {
 	var out []string
 	for _, name := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if !spec.ValidTaskName(name) {
-			return nil, fmt.Errorf("task name %q must be a letter or digit, then letters, digits, '.', '_' and '-', at most %d characters", name, spec.MaxNameLen)
+		if !valid(name) {
+			return nil, bad(name)
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)

@@ -144,7 +144,7 @@ func TestUnknownTaskListIsBounded(t *testing.T) {
 	for i := range maxListedNames + 3 {
 		names = append(names, fmt.Sprintf("t%03d", i))
 	}
-	msg := unknownTaskMessage("x", names)
+	msg := (&Service{}).taskList().unknownMessage("x", names)
 	if !strings.HasSuffix(msg, fmt.Sprintf("t%03d and 3 more", maxListedNames-1)) || strings.Contains(msg, fmt.Sprintf("t%03d", maxListedNames)) {
 		t.Fatalf("message %q: want the first %d names and \"and 3 more\"", msg, maxListedNames)
 	}
