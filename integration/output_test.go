@@ -34,35 +34,7 @@ import (
 // to function fn for the IAM check.
 func workAs(t *testing.T, e *env, r *executor.Runner, fn string) []handled {
 	t.Helper()
-	ctx := iamrec.WithFunction(context.Background(), fn)
-	url := e.r.Resources.Queues.Normal
-	var out []handled
-	for round := 0; ; round++ {
-		msgs := receiveVisible(t, e, url)
-		if len(msgs) == 0 {
-			return out
-		}
-		if round == 20 {
-			t.Fatalf("messages keep coming back after %d handled: %+v", len(out), out)
-		}
-		for _, m := range msgs {
-			extend := func(ctx context.Context, d time.Duration) error {
-				return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
-			}
-			res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
-			switch res.Action {
-			case executor.Delete:
-				if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
-					t.Fatal(err)
-				}
-			case executor.Hide:
-				if err := extend(ctx, res.Delay); err != nil {
-					t.Fatal(err)
-				}
-			}
-			out = append(out, handled{Body: m.Body, Result: res})
-		}
-	}
+	return workIn(t, iamrec.WithFunction(context.Background(), fn), e, r)
 }
 
 // s3Client is a plain client of the emulator, for the test's own looks.

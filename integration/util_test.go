@@ -156,7 +156,12 @@ func receiveVisible(t *testing.T, e *env, url string) []queue.Message {
 // each as the poller does, until the queue is empty.
 func work(t *testing.T, e *env, r *executor.Runner) []handled {
 	t.Helper()
-	ctx := context.Background()
+	return workIn(t, context.Background(), e, r)
+}
+
+// workIn is work with the executor's requests made under ctx.
+func workIn(t *testing.T, ctx context.Context, e *env, r *executor.Runner) []handled {
+	t.Helper()
 	url := e.r.Resources.Queues.Normal
 	var out []handled
 	for round := 0; ; round++ {

@@ -42,9 +42,15 @@ func (h *Handler) deleteData(w http.ResponseWriter, r *http.Request, owner strin
 		h.fail(w, r, err)
 		return
 	}
+	writeDeletion(w, res.Complete, res)
+}
+
+// writeDeletion answers a deletion call: 200 when nothing is left, 202
+// when it stopped at its budget and the caller must call again.
+func writeDeletion(w http.ResponseWriter, complete bool, body any) {
 	status := http.StatusOK
-	if !res.Complete {
+	if !complete {
 		status = http.StatusAccepted
 	}
-	writeJSON(w, status, res)
+	writeJSON(w, status, body)
 }

@@ -48,9 +48,5 @@ func (h *Handler) deleteJob(w http.ResponseWriter, r *http.Request, owner string
 		h.fail(w, r, err)
 		return
 	}
-	status := http.StatusOK
-	if !res.Complete {
-		status = http.StatusAccepted
-	}
-	writeJSON(w, status, res)
+	writeDeletion(w, res.Complete, res)
 }
