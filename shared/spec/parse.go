@@ -509,7 +509,7 @@ func (d *decoder) stage(n *yaml.Node, path string, s *Stage) {
 		case "priority":
 			s.Priority = Priority(d.str(v, p))
 		default:
-			return false
+			return d.toleranceKey(key, v, p, s) // tolerance.go
 		}
 		return true
 	})
@@ -539,6 +539,8 @@ func (d *decoder) partitions(n *yaml.Node, path string) *Partitions {
 						p.Input.SplitSize = d.size(v, fp)
 					case "format":
 						p.Input.Format = d.str(v, fp)
+					case "dynamicSplit":
+						p.Input.DynamicSplit = d.boolean(v, fp)
 					default:
 						return false
 					}

@@ -59,6 +59,13 @@ type Stage struct {
 	Retry      *Retry      `json:"retry,omitempty"`
 	Lease      Duration    `json:"lease,omitempty"`
 	Priority   Priority    `json:"priority,omitempty"`
+	// Failure tolerance (tolerance.go). Timeout bounds one attempt's run
+	// (0: only the lease and the job deadline bound it).
+	Timeout           Duration     `json:"timeout,omitempty"`
+	ToleratedFailures *Tolerance   `json:"toleratedFailures,omitempty"`
+	MaxBadRecords     int          `json:"maxBadRecords,omitempty"`
+	Speculation       *Speculation `json:"speculation,omitempty"`
+	Resources         *Resources   `json:"resources,omitempty"`
 }
 
 // Partitions says how a stage is split into tasks.
@@ -84,6 +91,9 @@ type Input struct {
 	Format string `json:"format,omitempty"`
 	// SplitSize is the target bytes per task; defaults to DefaultSplitSize.
 	SplitSize Size `json:"splitSize,omitempty"`
+	// DynamicSplit lets a straggling task of this input give the unread
+	// rest of its byte range away as new tasks of the same stage.
+	DynamicSplit bool `json:"dynamicSplit,omitempty"`
 }
 
 // Input formats (Input.Format); shared/split reads them.
