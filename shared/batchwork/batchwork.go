@@ -47,6 +47,10 @@ type Task struct {
 	// executor (job_id, task, attempt, executor_id): batchwork logs finds
 	// them by these.
 	Log *slog.Logger
+
+	// rt is the runner's task behind this one, for the calls that reach
+	// the runner (Reject, Checkpoint, Resume); nil under RunTask.
+	rt *executor.Task
 }
 
 // sink is what an Output writes to: the executor's outputs, or RunTask's
@@ -159,7 +163,7 @@ func adapt(fn Func) executor.Func {
 		return fn(ctx, &Task{
 			Job: t.Ref.Job, Stage: t.Stage, Partition: t.Ref.Partition, Attempt: t.Attempt,
 			Params: t.Params, Input: t.Input, Format: t.Format, Header: t.Header,
-			Out: &Output{s: t.Out}, Log: t.Log,
+			Out: &Output{s: t.Out}, Log: t.Log, rt: t,
 		})
 	}
 }
