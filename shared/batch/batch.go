@@ -43,6 +43,11 @@ var (
 	// does not help, so the job fails with it. Every other error of a
 	// control-plane step is treated as transient and retried.
 	ErrBadInput = errors.New("bad input")
+	// ErrPermanent marks a task's error as one no retry can fix (bad
+	// data, a missing or changed input, a rejected request): the task
+	// fails at once, without its remaining attempts. shared/batchwork's
+	// Permanent wraps a task function's error with it.
+	ErrPermanent = errors.New("permanent error")
 )
 
 // NotDueError carries when a backing-off task becomes claimable.
