@@ -105,8 +105,12 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	close(release)
 	select {
 	case res := <-result:
-		// Fenced: refused as stale, or as already finished by attempt 2.
-		if !errors.Is(res.Err, batch.ErrStaleClaim) && !errors.Is(res.Err, batch.ErrAlreadyDone) {
+		// Fenced: refused as stale, or as already finished by attempt 2,
+		// or stopped before its commit because its job watch saw the job
+		// end (attempt 2's commit ended it); which one depends on timing.
+		// Either way it must not commit, which the task's record shows.
+		stopped := res.Err != nil && res.Err.Error() == "job no longer running"
+		if !errors.Is(res.Err, batch.ErrStaleClaim) && !errors.Is(res.Err, batch.ErrAlreadyDone) && !stopped {
 			t.Errorf("crashed executor's late commit: %+v, want it refused", res)
 		}
 	case <-time.After(30 * time.Second):

@@ -29,7 +29,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	db := dynamodb.NewFromConfig(e.cfg)
 	store := e.r.Store
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	const job, tok, other = "jguards", "tokA", "tokB"
+	const job, tok, other, copyTok = "jguards", "tokA", "tokB", "tokC"
 	if err := store.PutShards(ctx, job, 0, 1000, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,33 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 		{"succeeded", sm.TaskView{State: sm.TaskSucceeded, Attempt: 1, MaxAttempts: 3, Token: tok}},
 		{"failed", sm.TaskView{State: sm.TaskFailed, Attempt: 3, MaxAttempts: 3, Token: tok}},
 		{"cancelled", sm.TaskView{State: sm.TaskCancelled, Attempt: 1, MaxAttempts: 3, Token: tok}},
+		// Checkpoints and continuations (shared/dynamo/checkpoint.go).
+		{"checkpointed", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 3, Token: tok, LeaseUntil: live, CheckpointAttempt: 2}},
+		{"checkpointed by an earlier attempt", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 3, Token: tok, LeaseUntil: live, CheckpointAttempt: 1}},
+		{"checkpointed, no continuations left", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 3, Token: tok, LeaseUntil: live,
+			CheckpointAttempt: 2, Continuations: sm.MaxContinuations}},
+		{"ready, checkpointed", sm.TaskView{State: sm.TaskReady, Attempt: 2, MaxAttempts: 3, Token: tok, CheckpointAttempt: 2}},
+		// Speculative copies (statemachine/speculation.go).
+		{"copy requested", sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 3, Token: tok, LeaseUntil: live,
+			Copy: sm.CopyView{Requested: true}}},
+		{"copied live", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: live,
+			Copy: sm.CopyView{Requested: true, Started: true, Token: copyTok, LeaseUntil: live}}},
+		{"copied, copy expired", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: live,
+			Copy: sm.CopyView{Requested: true, Started: true, Token: copyTok, LeaseUntil: expired}}},
+		{"copied, holder expired", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: expired,
+			Copy: sm.CopyView{Requested: true, Started: true, Token: copyTok, LeaseUntil: live}}},
+		{"copied on the last attempt, both expired", sm.TaskView{State: sm.TaskClaimed, Attempt: 4, MaxAttempts: 4, Token: tok, LeaseUntil: expired,
+			Copy: sm.CopyView{Requested: true, Started: true, Token: copyTok, LeaseUntil: expired}}},
+		{"copy dropped", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: expired,
+			Copy: sm.CopyView{Requested: true, Started: true}}},
+		// The holder's checkpoint beside its copy (patt = Attempt-1, as
+		// putTaskRecord writes it): continuable once the copy ended.
+		{"copied live, holder checkpointed", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: live,
+			CheckpointAttempt: 1, Copy: sm.CopyView{Requested: true, Started: true, Token: copyTok, LeaseUntil: live, HolderAttempt: 1}}},
+		{"copy dropped, holder checkpointed", sm.TaskView{State: sm.TaskClaimed, Attempt: 2, MaxAttempts: 4, Token: tok, LeaseUntil: live,
+			CheckpointAttempt: 1, Copy: sm.CopyView{Requested: true, Started: true, HolderAttempt: 1}}},
+		{"succeeded after a copy", sm.TaskView{State: sm.TaskSucceeded, Attempt: 2, MaxAttempts: 4, Token: copyTok,
+			Copy: sm.CopyView{Requested: true, Started: true}}},
 	}
 	// Each event as the store applies it, with the caller's token where
 	// the event is the holder's.
@@ -99,6 +126,79 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFail, Due: now})
 			return err
 		}},
+		{"permanent failure by holder", sm.TaskFailPermanent, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			return err
+		}},
+		{"permanent failure by stale executor", sm.TaskFailPermanent, other, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(other)
+			p.Ref = ref
+			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			return err
+		}},
+	}
+	ops = append(ops,
+		op{"speculate", sm.TaskSpeculate, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			return store.RequestCopy(ctx, ref, now)
+		}},
+		op{"claim copy", sm.TaskClaimCopy, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			_, err := store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: "freshcopy", Now: now, Lease: time.Minute})
+			return err
+		}},
+		op{"copy heartbeat by copy", sm.TaskCopyHeartbeat, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(copyTok)
+			p.Ref = ref
+			return store.CopyHeartbeat(ctx, p, time.Minute, time.Minute)
+		}},
+		op{"copy heartbeat by holder", sm.TaskCopyHeartbeat, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			return store.CopyHeartbeat(ctx, p, time.Minute, time.Minute)
+		}},
+		op{"commit by copy", sm.TaskCommit, copyTok, func(ref batch.TaskRef, v sm.TaskView) error {
+			p := holder(copyTok)
+			p.Ref = ref
+			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1, Duration: time.Second})
+			return err
+		}},
+		op{"yield by holder", sm.TaskYield, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskYield, Copy: batch.CopyState{Token: copyTok}})
+			return err
+		}},
+		op{"copy fail by copy", sm.TaskCopyFail, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(copyTok)
+			p.Ref = ref
+			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
+			return err
+		}},
+		op{"copy fail by holder", sm.TaskCopyFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			p := holder(tok)
+			p.Ref = ref
+			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
+			return err
+		}},
+		op{"copy expire", sm.TaskCopyExpire, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Now: now}, Event: sm.TaskCopyExpire})
+			return err
+		}},
+	)
+	for _, tk := range []struct{ name, tok string }{{"holder", tok}, {"stale executor", other}} {
+		ops = append(ops,
+			op{"checkpoint by " + tk.name, sm.TaskCheckpoint, tk.tok, func(ref batch.TaskRef, v sm.TaskView) error {
+				p := holder(tk.tok)
+				p.Ref = ref
+				return store.CheckpointTask(ctx, dynamo.CheckpointParams{HolderParams: p, Attempt: v.Attempt, Seq: 1, Offset: 10})
+			}},
+			op{"continue by " + tk.name, sm.TaskContinue, tk.tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+				p := holder(tk.tok)
+				p.Ref = ref
+				_, err := store.ContinueTask(ctx, dynamo.ContinueParams{HolderParams: p, Due: now})
+				return err
+			}})
 	}
 	holderOf := map[int]time.Time{} // op index -> the holder's liveness
 	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
@@ -178,6 +278,24 @@ func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.Ta
 	}
 	if !v.NotBefore.IsZero() {
 		item["nb"] = n(v.NotBefore.UnixMilli())
+	}
+	// A speculative copy (shared/dynamo/speculation.go).
+	if v.CheckpointAttempt > 0 {
+		item["ka"] = n(int64(v.CheckpointAttempt))
+	}
+	if v.Continuations > 0 {
+		item["kc"] = n(int64(v.Continuations))
+	}
+	if v.Copy.Requested {
+		item["xreq"] = n(time.Now().UnixMilli())
+	}
+	if v.Copy.Started {
+		item["xat"] = n(time.Now().UnixMilli())
+		item["patt"] = n(int64(v.Attempt - 1))
+	}
+	if v.Copy.Token != "" {
+		item["xtok"] = &types.AttributeValueMemberS{Value: v.Copy.Token}
+		item["xlease"] = n(v.Copy.LeaseUntil.UnixMilli())
 	}
 	if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
 		t.Fatal(err)

@@ -137,9 +137,9 @@ func TestDeleteJob(t *testing.T) {
 	}
 	records := recordsOf(t, e, done)
 	// Every kind of record a job has: idempotency, job, stages, slots,
-	// tasks, counters, state copies, owner list entry, attempt ends and
-	// timeline events.
-	wantKinds := []string{"ATT", "CNT", "EVT", "IDEM", "JOB JOB", "JOB SLOTS", "JOB STAGE", "JST", "OWN", "TASK"}
+	// tasks and their ready markers, counters, state copies, owner list
+	// entry, attempt ends and timeline events.
+	wantKinds := []string{"ATT", "CNT", "EVT", "IDEM", "JOB JOB", "JOB SLOTS", "JOB STAGE", "JST", "OWN", "RDY", "TASK"}
 	if got := kindsOf(records); !slices.Equal(got, wantKinds) {
 		t.Fatalf("records of the job: kinds %v, want %v:\n%v", got, wantKinds, records)
 	}

@@ -16,7 +16,10 @@ const (
 	TaskClaimed TaskState = "CLAIMED"
 	// TaskSucceeded: its outputs for the committed attempt are authoritative.
 	TaskSucceeded TaskState = "SUCCEEDED"
-	// TaskFailed: it used up its attempts; its stage and job fail with it.
+	// TaskFailed: it used up its attempts (or failed permanently); its
+	// stage and job fail with it, unless its stage tolerates the failure
+	// (StageTolerate, written in the same transaction), when it counts as
+	// finished for its stage and has no outputs.
 	TaskFailed TaskState = "FAILED"
 	// TaskCancelled: its job was cancelled or failed before it finished.
 	TaskCancelled TaskState = "CANCELLED"
@@ -39,7 +42,27 @@ const (
 	// lease's expiry fails it (TaskExhaust), so liveness can speed up
 	// recovery but never end a job.
 	TaskTakeover Event = "takeover"
+	// TaskFailPermanent is the holder's failure with an error no retry
+	// can fix (a task function's batchwork.Permanent error): the task
+	// fails at once, whatever attempts it has left.
+	TaskFailPermanent Event = "fail permanent"
+	// TaskCheckpoint is the holder saving its progress inside the task
+	// (an offset in its input, a state blob, its outputs so far): fenced
+	// by the token, so a stale attempt's checkpoint is never recorded and
+	// never resumed from.
+	TaskCheckpoint Event = "checkpoint"
+	// TaskContinue hands a checkpointed task on to a new invocation (a
+	// Lambda host near its time limit) without spending an attempt: the
+	// task goes back to READY and its attempt budget grows by one. It
+	// needs a checkpoint saved by the holder's own attempt (progress) and
+	// is capped at MaxContinuations, so a task that never finishes cannot
+	// loop for ever.
+	TaskContinue Event = "continue"
 )
+
+// MaxContinuations caps a task's continuations: 96 invocations of
+// Lambda's 15 minutes are a day of work.
+const MaxContinuations = 96
 
 // Task guards.
 const (
@@ -63,6 +86,13 @@ const (
 	// so its death is seen in seconds, while task leases stay long and
 	// cheap.
 	GuardHolderDead Guard = "holder dead"
+	// GuardCheckpointed: the current attempt saved a checkpoint (the
+	// checkpoint's attempt is the task's attempt, or the holder's beside
+	// a speculative copy that ended: speculation.go).
+	GuardCheckpointed Guard = "checkpointed this attempt"
+	// GuardContinuationsLeft: the task has continued fewer than
+	// MaxContinuations times.
+	GuardContinuationsLeft Guard = "continuations left"
 )
 
 // Tasks is the task lifecycle. Claim and reclaim both increment the attempt
@@ -72,18 +102,24 @@ var Tasks = Machine[TaskState]{
 	States:   []TaskState{TaskReady, TaskClaimed, TaskSucceeded, TaskFailed, TaskCancelled},
 	Initial:  []TaskState{TaskReady},
 	Terminal: []TaskState{TaskSucceeded, TaskFailed, TaskCancelled},
-	Transitions: []Transition[TaskState]{
+	// speculation.go adds the transitions of speculative copies.
+	Transitions: append([]Transition[TaskState]{
 		{Event: TaskClaim, From: []TaskState{TaskReady}, To: TaskClaimed, Guards: []Guard{GuardDue}},
-		{Event: TaskReclaim, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft}},
+		{Event: TaskReclaim, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft, GuardNoCopy}},
 		{Event: TaskHeartbeat, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches}},
-		{Event: TaskCommit, From: []TaskState{TaskClaimed}, To: TaskSucceeded, Guards: []Guard{GuardTokenMatches, GuardOutputsExist}},
-		{Event: TaskRetry, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardAttemptsLeft}},
-		{Event: TaskFail, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardTokenMatches, GuardNoAttemptsLeft}},
-		{Event: TaskExpire, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft}},
-		{Event: TaskExhaust, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardLeaseExpired, GuardNoAttemptsLeft}},
+		{Event: TaskCommit, From: []TaskState{TaskClaimed}, To: TaskSucceeded, Guards: []Guard{GuardAnyTokenMatches, GuardOutputsExist}},
+		{Event: TaskRetry, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardAttemptsLeft, GuardNoCopy}},
+		{Event: TaskFail, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardTokenMatches, GuardNoAttemptsLeft, GuardNoCopy}},
+		{Event: TaskExpire, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardLeaseExpired, GuardAttemptsLeft, GuardNoCopy}},
+		{Event: TaskExhaust, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardLeaseExpired, GuardNoAttemptsLeft, GuardNoCopy}},
 		{Event: TaskCancel, From: []TaskState{TaskReady, TaskClaimed}, To: TaskCancelled},
-		{Event: TaskTakeover, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardHolderDead, GuardAttemptsLeft}},
-	},
+		{Event: TaskTakeover, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardHolderDead, GuardAttemptsLeft, GuardNoCopy}},
+		{Event: TaskFailPermanent, From: []TaskState{TaskClaimed}, To: TaskFailed, Guards: []Guard{GuardTokenMatches, GuardNoCopy}},
+		{Event: TaskCheckpoint, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches}},
+		{Event: TaskContinue, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardCheckpointed, GuardContinuationsLeft}},
+		{Event: TaskRedrive, From: []TaskState{TaskReady, TaskFailed, TaskCancelled}, To: TaskReady, Guards: []Guard{GuardNotTolerated}}, // redrive.go
+		{Event: TaskSplit, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches, GuardCopyUnrequested}},    // dynsplit.go
+	}, speculationTransitions...),
 }
 
 // StageState is where a stage is in its lifecycle.
@@ -111,6 +147,13 @@ const (
 	StageComplete Event = "complete"
 	StageFail     Event = "fail"
 	StageCancel   Event = "cancel"
+	// StageTolerate counts one of a running stage's tasks failed for good
+	// within the stage's toleratedFailures allowance. It is written in the
+	// transaction that fails the task, together with the countdown of the
+	// task's completion shard, so the failed task counts as finished and
+	// concurrent failures can never pass the allowance. When its guard
+	// does not hold, the task fails without it and fails the job.
+	StageTolerate Event = "tolerate"
 )
 
 // Stage guards.
@@ -118,14 +161,24 @@ const (
 	// GuardUpstreamCompleted: every stage in `after` is COMPLETED (read
 	// consistently by the starter before the conditional write).
 	GuardUpstreamCompleted Guard = "upstream completed"
-	// GuardAllTasksCommitted: every completion shard has counted to zero.
+	// GuardAllTasksCommitted: every completion shard has counted to zero:
+	// each task committed, or failed within the stage's allowance
+	// (StageTolerate).
 	GuardAllTasksCommitted Guard = "all tasks committed"
 	// GuardJobRunning: the stage's job is still RUNNING, checked in the same
 	// write. A job that was cancelled or failed never starts or completes a
 	// stage afterwards, so no late commit can unblock downstream stages or
 	// publish a job manifest for it.
 	GuardJobRunning Guard = "job running"
+	// GuardFailuresTolerated: the stage has tolerated fewer failed tasks
+	// than its allowance (spec toleratedFailures, of its task total); see
+	// Tolerates.
+	GuardFailuresTolerated Guard = "failures within allowance"
 )
+
+// Tolerates evaluates GuardFailuresTolerated in memory: a stage that has
+// tolerated failed tasks so far may tolerate one more under allowed.
+func Tolerates(failed, allowed int) bool { return failed < allowed }
 
 // Stages is the stage lifecycle.
 var Stages = Machine[StageState]{
@@ -138,6 +191,9 @@ var Stages = Machine[StageState]{
 		{Event: StageComplete, From: []StageState{StageRunning}, To: StageCompleted, Guards: []Guard{GuardAllTasksCommitted, GuardJobRunning}},
 		{Event: StageFail, From: []StageState{StageRunning}, To: StageFailed},
 		{Event: StageCancel, From: []StageState{StageBlocked, StageRunning}, To: StageCancelled},
+		{Event: StageTolerate, From: []StageState{StageRunning}, To: StageRunning, Guards: []Guard{GuardFailuresTolerated}},
+		{Event: StageRedrive, From: []StageState{StageFailed, StageCancelled}, To: StageRunning, Guards: []Guard{GuardStageStarted, GuardJobRunning}}, // redrive.go
+		{Event: StageRedriveBlocked, From: []StageState{StageCancelled}, To: StageBlocked, Guards: []Guard{GuardStageNeverStarted, GuardJobRunning}},  // redrive.go
 	},
 }
 
@@ -205,6 +261,7 @@ var Jobs = Machine[JobState]{
 		{Event: JobPublish, From: []JobState{JobRunning}, To: JobPublishing, Guards: []Guard{GuardAllStagesCompleted}},
 		{Event: JobPublished, From: []JobState{JobPublishing}, To: JobSucceeded, Guards: []Guard{GuardOutputsPublished}},
 		{Event: JobPublishFail, From: []JobState{JobPublishing}, To: JobFailed},
+		{Event: JobRedrive, From: []JobState{JobFailed}, To: JobRunning, Guards: []Guard{GuardRedriveCount}}, // redrive.go
 	},
 }
 
@@ -235,6 +292,14 @@ type TaskView struct {
 	// HolderAlive is how long the claim's executor promised to live (its
 	// liveness record; zero when it has none).
 	HolderAlive time.Time
+	// Copy is the task's speculative copy (speculation.go).
+	Copy CopyView
+	// CheckpointAttempt is the attempt that saved the task's last
+	// checkpoint (0: none), and Continuations how often it continued.
+	CheckpointAttempt int
+	Continuations     int
+	// Tolerated: a FAILED task whose failure its stage tolerated.
+	Tolerated bool
 }
 
 // TaskInput is the caller's side of a task event: when it happens and, for
@@ -263,8 +328,15 @@ func Holds(g Guard, t TaskView, in TaskInput) bool {
 		return true // checked against S3 before the write, not on the record
 	case GuardHolderDead:
 		return in.At.After(t.HolderAlive.Add(LivenessSkew))
+	case GuardCheckpointed:
+		return t.CheckpointAttempt > 0 && (t.CheckpointAttempt == t.Attempt || holderCheckpointed(t)) // speculation.go
+	case GuardContinuationsLeft:
+		return t.Continuations < MaxContinuations
+	case GuardNotTolerated:
+		return !t.Tolerated
 	}
-	return false
+	holds, _ := holdsCopy(g, t, in)
+	return holds
 }
 
 // Decide returns the transition that event ev takes for task t, or an error

@@ -74,7 +74,8 @@ func (m Machine[S]) Transition(ev Event) Transition[S] {
 	panic(fmt.Sprintf("statemachine: %s has no event %q", m.Name, ev))
 }
 
-// IsTerminal reports whether no event leaves s.
+// IsTerminal reports whether no event leaves s, but an owner's redrive
+// (IsRedrive).
 func (m Machine[S]) IsTerminal(s S) bool { return slices.Contains(m.Terminal, s) }
 
 // Mermaid renders the machine as a Mermaid state diagram.

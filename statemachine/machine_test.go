@@ -31,8 +31,10 @@ func checkExhaustive[S ~string](t *testing.T, m Machine[S], want map[S]map[Event
 				t.Errorf("%s %s on %s: want rejected, got -> %s (err %v)", m.Name, s, ev, tr.To, err)
 			}
 		}
-		if m.IsTerminal(s) && len(want[s]) > 0 {
-			t.Errorf("%s %s is terminal but the expected table leaves it", m.Name, s)
+		for ev := range want[s] {
+			if m.IsTerminal(s) && !IsRedrive(ev) {
+				t.Errorf("%s %s is terminal but the expected table leaves it on %s", m.Name, s, ev)
+			}
 		}
 	}
 }
@@ -41,25 +43,34 @@ func TestExhaustive(t *testing.T) {
 	t.Parallel()
 	t.Run("task", func(t *testing.T) {
 		checkExhaustive(t, Tasks, map[TaskState]map[Event]TaskState{
-			TaskReady: {TaskClaim: TaskClaimed, TaskCancel: TaskCancelled},
+			TaskReady:     {TaskClaim: TaskClaimed, TaskCancel: TaskCancelled, TaskRedrive: TaskReady},
+			TaskFailed:    {TaskRedrive: TaskReady},
+			TaskCancelled: {TaskRedrive: TaskReady},
 			TaskClaimed: {
 				TaskReclaim: TaskClaimed, TaskHeartbeat: TaskClaimed, TaskCommit: TaskSucceeded,
 				TaskRetry: TaskReady, TaskFail: TaskFailed, TaskExpire: TaskReady,
 				TaskExhaust: TaskFailed, TaskCancel: TaskCancelled,
-				TaskTakeover: TaskClaimed,
+				TaskTakeover: TaskClaimed, TaskFailPermanent: TaskFailed,
+				TaskSpeculate: TaskClaimed, TaskClaimCopy: TaskClaimed, TaskCopyHeartbeat: TaskClaimed,
+				TaskYield: TaskClaimed, TaskCopyFail: TaskClaimed, TaskCopyExpire: TaskClaimed,
+				TaskCheckpoint: TaskClaimed, TaskContinue: TaskReady,
+				TaskSplit: TaskClaimed,
 			},
 		})
 	})
 	t.Run("stage", func(t *testing.T) {
 		checkExhaustive(t, Stages, map[StageState]map[Event]StageState{
-			StageBlocked: {StageStart: StageRunning, StageCancel: StageCancelled},
-			StageRunning: {StageComplete: StageCompleted, StageFail: StageFailed, StageCancel: StageCancelled},
+			StageBlocked:   {StageStart: StageRunning, StageCancel: StageCancelled},
+			StageRunning:   {StageComplete: StageCompleted, StageFail: StageFailed, StageCancel: StageCancelled, StageTolerate: StageRunning},
+			StageFailed:    {StageRedrive: StageRunning},
+			StageCancelled: {StageRedrive: StageRunning, StageRedriveBlocked: StageBlocked},
 		})
 	})
 	t.Run("job", func(t *testing.T) {
 		checkExhaustive(t, Jobs, map[JobState]map[Event]JobState{
 			JobRunning:    {JobSucceed: JobSucceeded, JobFail: JobFailed, JobCancel: JobCancelled, JobPublish: JobPublishing},
 			JobPublishing: {JobPublished: JobSucceeded, JobPublishFail: JobFailed},
+			JobFailed:     {JobRedrive: JobRunning},
 		})
 	})
 }
@@ -145,11 +156,15 @@ func TestDecide(t *testing.T) {
 		{name: "reclaim exhausted", task: lastExpired, ev: TaskReclaim, in: TaskInput{At: now}, wantGuard: GuardAttemptsLeft},
 		{name: "exhaust", task: lastExpired, ev: TaskExhaust, in: TaskInput{At: now}, wantTo: TaskFailed},
 		{name: "commit by holder", task: claimed, ev: TaskCommit, in: TaskInput{At: now, Token: "tok"}, wantTo: TaskSucceeded},
-		{name: "commit by stale executor", task: claimed, ev: TaskCommit, in: TaskInput{At: now, Token: "old"}, wantGuard: GuardTokenMatches},
-		{name: "commit with empty token", task: TaskView{State: TaskClaimed}, ev: TaskCommit, in: TaskInput{At: now}, wantGuard: GuardTokenMatches},
+		{name: "commit by stale executor", task: claimed, ev: TaskCommit, in: TaskInput{At: now, Token: "old"}, wantGuard: GuardAnyTokenMatches},
+		{name: "commit with empty token", task: TaskView{State: TaskClaimed}, ev: TaskCommit, in: TaskInput{At: now}, wantGuard: GuardAnyTokenMatches},
 		{name: "commit twice", task: TaskView{State: TaskSucceeded, Token: "tok"}, ev: TaskCommit, in: TaskInput{At: now, Token: "tok"}, wantBad: true},
 		{name: "retry with attempts left", task: claimed, ev: TaskRetry, in: TaskInput{At: now, Token: "tok"}, wantTo: TaskReady},
 		{name: "fail before last attempt", task: claimed, ev: TaskFail, in: TaskInput{At: now, Token: "tok"}, wantGuard: GuardNoAttemptsLeft},
+		{name: "permanent failure with attempts left", task: claimed, ev: TaskFailPermanent, in: TaskInput{At: now, Token: "tok"}, wantTo: TaskFailed},
+		{name: "permanent failure on the last attempt", task: lastExpired, ev: TaskFailPermanent, in: TaskInput{At: now, Token: "tok"}, wantTo: TaskFailed},
+		{name: "permanent failure by stale executor", task: claimed, ev: TaskFailPermanent, in: TaskInput{At: now, Token: "old"}, wantGuard: GuardTokenMatches},
+		{name: "permanent failure of a ready task", task: TaskView{State: TaskReady, Token: "tok"}, ev: TaskFailPermanent, in: TaskInput{At: now, Token: "tok"}, wantBad: true},
 		{name: "cancel ready", task: TaskView{State: TaskReady}, ev: TaskCancel, in: TaskInput{At: now}, wantTo: TaskCancelled},
 		{name: "cancel succeeded", task: TaskView{State: TaskSucceeded}, ev: TaskCancel, in: TaskInput{At: now}, wantBad: true},
 	}
@@ -197,5 +212,63 @@ func TestDiagramUpToDate(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("%s is stale; run make docs (-file +tables):\n%s", path, diff)
+	}
+}
+
+// A stage tolerates failed tasks strictly below its allowance: with an
+// allowance of 2 the third failure is refused, and a stage without one
+// (allowance 0) tolerates none.
+func TestTolerates(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		failed, allowed int
+		want            bool
+	}{
+		{0, 0, false}, {0, 1, true}, {1, 2, true}, {2, 2, false}, {3, 2, false},
+	} {
+		if got := Tolerates(c.failed, c.allowed); got != c.want {
+			t.Errorf("Tolerates(%d, %d) = %v, want %v", c.failed, c.allowed, got, c.want)
+		}
+	}
+	tr := Stages.Transition(StageTolerate)
+	if tr.To != StageRunning || !slices.Contains(tr.Guards, GuardFailuresTolerated) {
+		t.Errorf("tolerate: %+v, want RUNNING -> RUNNING guarded by %q", tr, GuardFailuresTolerated)
+	}
+}
+
+// A redrive reopens what did not finish and nothing else: a committed
+// task, a completed stage, a succeeded or cancelled job and a failure its
+// stage tolerated stay as they are.
+func TestRedrive(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		task TaskView
+		want bool
+	}{
+		{"failed", TaskView{State: TaskFailed, Attempt: 3, MaxAttempts: 3}, true},
+		{"cancelled", TaskView{State: TaskCancelled, Attempt: 1, MaxAttempts: 3}, true},
+		{"never ran", TaskView{State: TaskReady}, true},
+		{"tolerated failure", TaskView{State: TaskFailed, Attempt: 3, MaxAttempts: 3, Tolerated: true}, false},
+		{"committed", TaskView{State: TaskSucceeded, Attempt: 1, MaxAttempts: 3}, false},
+		{"running", TaskView{State: TaskClaimed, Attempt: 1, MaxAttempts: 3}, false},
+	} {
+		_, err := Decide(c.task, TaskRedrive, TaskInput{At: time.Now()})
+		if got := err == nil; got != c.want {
+			t.Errorf("redrive %s task: allowed %v (%v), want %v", c.name, got, err, c.want)
+		}
+	}
+	for _, s := range []StageState{StageBlocked, StageRunning, StageCompleted} {
+		if _, err := Stages.Lookup(s, StageRedrive); err == nil {
+			t.Errorf("a %s stage can be redriven", s)
+		}
+	}
+	for _, s := range []JobState{JobRunning, JobPublishing, JobSucceeded, JobCancelled} {
+		if _, err := Jobs.Lookup(s, JobRedrive); err == nil {
+			t.Errorf("a %s job can be redriven", s)
+		}
+	}
+	if !IsRedrive(StageRedriveBlocked) || IsRedrive(TaskCancel) {
+		t.Error("IsRedrive")
 	}
 }

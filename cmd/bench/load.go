@@ -199,15 +199,27 @@ func printLoad(snap loadmodel.Snapshot, tasks int, rate float64) {
 			fmt.Printf("  %-9s %-52s %10.0f %10.0f %8.0f%%\n", "", trim(k.Key, 52), w, r, 100*max(w/prefixPUTs, r/prefixGETs))
 		}
 	}
-	// S3 splits a busy prefix by itself, over time: the rate under a
-	// stage's whole output folder shows what it has to split.
+	// S3 splits a busy prefix by itself, over time, at any character: the
+	// rate under a stage's whole output folder shows what it has to
+	// split, and the rate under each of the folder's next-level prefixes
+	// (the outputs' spread, blob.Spread) what each part then takes, the
+	// figure that has to stay under the limit.
 	parents := map[string][2]float64{}
+	children := map[string]map[string][2]float64{}
 	for k, v := range snap.Keys {
-		if k.Service == "S3" {
-			p := parentPrefix(k.Key, 4)
-			c := parents[p]
-			parents[p] = [2]float64{c[0] + float64(v.Writes), c[1] + float64(v.Reads)}
+		if k.Service != "S3" {
+			continue
 		}
+		p, c := parentPrefix(k.Key, 4), parentPrefix(k.Key, 5)
+		add := func(m map[string][2]float64, key string) {
+			o := m[key]
+			m[key] = [2]float64{o[0] + float64(v.Writes), o[1] + float64(v.Reads)}
+		}
+		add(parents, p)
+		if children[p] == nil {
+			children[p] = map[string][2]float64{}
+		}
+		add(children[p], c)
 	}
 	pnames := make([]string, 0, len(parents))
 	for p := range parents {
@@ -220,6 +232,19 @@ func printLoad(snap loadmodel.Snapshot, tasks int, rate float64) {
 	for _, p := range pnames[:min(3, len(pnames))] {
 		c := parents[p]
 		w, r := loadmodel.Scaled(c[0], tasks, rate), loadmodel.Scaled(c[1], tasks, rate)
+		// The hottest next-level prefix under it, when it has several.
+		hw, hr, hot := 0.0, 0.0, ""
+		for ck, cv := range children[p] {
+			cw, cr := loadmodel.Scaled(cv[0], tasks, rate), loadmodel.Scaled(cv[1], tasks, rate)
+			if hot == "" || max(cw/prefixPUTs, cr/prefixGETs) > max(hw/prefixPUTs, hr/prefixGETs) {
+				hw, hr, hot = cw, cr, ck
+			}
+		}
+		if n := len(children[p]); n > 1 {
+			fmt.Printf("  %-9s %-52s %10.0f %10.0f %9s\n", "", trim(p+"* (all under it)", 52), w, r, "-")
+			fmt.Printf("  %-9s %-52s %10.0f %10.0f %8.0f%%\n", "", trim(fmt.Sprintf("  hottest of its %d next-level prefixes: %s", n, strings.TrimPrefix(hot, p)), 52), hw, hr, 100*max(hw/prefixPUTs, hr/prefixGETs))
+			continue
+		}
 		fmt.Printf("  %-9s %-52s %10.0f %10.0f %8.0f%%\n", "", trim(p+"* (all under it)", 52), w, r, 100*max(w/prefixPUTs, r/prefixGETs))
 	}
 	fmt.Printf("    limits: %d PUT/COPY/POST/DELETE and %d GET/HEAD/LIST per second per prefix (here: a key up to its last '/';\n", prefixPUTs, prefixGETs)
@@ -395,6 +420,9 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := cpuTime() - cpu0
+	if err := settle(ctx, r); err != nil {
+		return err
+	}
 	snap := rec.Snapshot()
 	fmt.Printf("load job of %d no-op tasks (%d executor slots): %s in %.1fs, %.0f tasks/s; bench process CPU %.0f µs per task\n",
 		n, slots, st.State, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(cpu.Microseconds())/float64(n))
@@ -422,6 +450,9 @@ func oneOutput(ctx context.Context, r *runner.Runner, watcher *control.Service, 
 	}
 	st, err := wait(ctx, watcher, res.JobID, 20*time.Minute)
 	if err != nil {
+		return costRow{}, err
+	}
+	if err := settle(ctx, r); err != nil {
 		return costRow{}, err
 	}
 	snap := rec.Snapshot()

@@ -13,9 +13,12 @@
 //     per-key DynamoDB capacity and per-prefix S3 rates scaled to 10,000
 //     tasks a second against the per-partition and per-prefix limits, and
 //     the time to the last task queued;
-//   - schedule firing accuracy through the timer queue (firing.go).
+//   - schedule firing accuracy through the timer queue (firing.go);
+//   - speculative execution: a job with stragglers 10x slower on their
+//     first attempt, its wall time with speculation off and on
+//     (speculation.go).
 //
-// -tasks 0, -load 0 and -schedules 0 skip the parts.
+// -tasks 0, -load 0, -schedules 0 and -speculation-tasks 0 skip the parts.
 package main
 
 import (
@@ -66,6 +69,10 @@ func main() {
 	// and spread over its seconds (rates anchored at their creation).
 	// About 2 minutes each on moto (see README, Schedules).
 	schedules := flag.Int("schedules", 1000, "schedules due in one minute for the firing-accuracy figure (0: skip)")
+	// Speculation (speculation.go): stragglers 10x slower on their first
+	// attempt, speculation off and on.
+	specTasks := flag.Int("speculation-tasks", 24, "tasks of the speculation benchmark, every 8th a straggler (0: skip)")
+	specBase := flag.Duration("speculation-task", 3*time.Second, "run time of a speculation benchmark task")
 	flag.Parse()
 	lm := lambdaModel{mb: *lambdaMB, ms: *lambdaMS, batch: tuning.ExecutorBatchSize}
 	if *tasks > 0 {
@@ -78,6 +85,12 @@ func main() {
 	}
 	if *load > 0 {
 		if err := runLoad(*load, *loadSlots, *rate, lm); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *specTasks > 0 {
+		if err := runSpeculation(speculationBench{tasks: *specTasks, stragglerEvery: 8, base: *specBase, slowdown: 10}); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -225,6 +238,9 @@ func run(o benchOptions) error {
 	cpu := cpuTime() - cpu0
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if err := settle(ctx, r); err != nil {
+		return err
 	}
 	snap := rec.Snapshot()
 	total := tasks + 1

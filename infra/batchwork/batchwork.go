@@ -70,6 +70,13 @@ type Props struct {
 	SweepSchedule string
 	// Executor selects the executors; default ExecutorLambda.
 	Executor ExecutorKind
+	// ExecutorSizes are the executor memory sizes specs may ask for
+	// (resources.memory and maxMemory), e.g. ["1GiB", "4GiB"], each one of
+	// 1GiB, 2GiB, 4GiB, 8GiB and 10GiB. The default size (1GiB) is the
+	// executor Executor selects; each larger one is a Lambda executor of
+	// that memory on the same queues (executorsizes.go). Default: the
+	// default size only.
+	ExecutorSizes []string
 	// ExecutorTimeout is the Lambda executor's timeout; the ready queues'
 	// visibility timeout is derived from it. Default tuning.ExecutorTimeout.
 	ExecutorTimeout time.Duration
@@ -497,6 +504,7 @@ func admissionEnv(p Props) map[string]string {
 		lambdaenv.EnvOutputBuckets:      strings.Join(p.OutputBuckets, ","),
 		lambdaenv.EnvTaskFunctions:      strings.Join(p.TaskFunctions, ","),
 		lambdaenv.EnvExecPrograms:       strings.Join(p.ExecPrograms, ","),
+		lambdaenv.EnvExecutorSizes:      executorSizesEnv(p), // executorsizes.go
 	} {
 		if v != "" {
 			env[k] = v
@@ -656,37 +664,44 @@ func (b *Batchwork) functions(c constructs.Construct, p Props) {
 	}
 	memory := map[string]float64{FnAPI: 256, FnClaim: 256, FnCommit: 256, FnSweep: 256, FnExecutor: tuning.ExecutorMemoryMB}
 	for _, name := range functionNames(p) {
-		id := titles[name]
-		// Each function has its own role and log group, so its policy is
-		// exactly its grants plus writing its own logs (no managed policy).
-		role := awsiam.NewRole(c, jsii.String(id+"Role"), &awsiam.RoleProps{
-			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
-			Description: jsii.String("Batchwork " + name + " function"),
-		})
-		logs := awslogs.NewLogGroup(c, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-			Retention:     awslogs.RetentionDays_ONE_MONTH,
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		})
-		logs.GrantWrite(role)
-		fn := awslambda.NewFunction(c, jsii.String(id), &awslambda.FunctionProps{
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String("bootstrap"),
-			Code:          b.functionCode(p, name), // build.go
-			Role:          role,
-			LogGroup:      logs,
-			LoggingFormat: awslambda.LoggingFormat_JSON,
-			Timeout:       seconds(timeouts[name]),
-			MemorySize:    jsii.Number(memory[name]),
-			Environment:   b.environment(name),
-			Description:   jsii.String("Batchwork " + name),
-		})
-		b.grant(fn, permissions[name])
+		fn := b.lambdaFunction(c, p, name, titles[name], memory[name], timeouts[name])
 		b.Functions[name] = fn
 		if name == FnClaim || name == FnCommit {
 			allowRemoteExecutors(fn, p.RemoteExecutorRoleArns)
 		}
 	}
+	b.sizedExecutors(c, p) // executorsizes.go
+}
+
+// lambdaFunction creates the function of kind name (its code, environment
+// and grants) under construct id. Each function has its own role and log
+// group, so its policy is exactly its grants plus writing its own logs
+// (no managed policy).
+func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id string, memoryMB float64, timeout time.Duration) awslambda.Function {
+	role := awsiam.NewRole(c, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Batchwork " + name + " function"),
+	})
+	logs := awslogs.NewLogGroup(c, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	logs.GrantWrite(role)
+	fn := awslambda.NewFunction(c, jsii.String(id), &awslambda.FunctionProps{
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          b.functionCode(p, name), // build.go
+		Role:          role,
+		LogGroup:      logs,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		Timeout:       seconds(timeout),
+		MemorySize:    jsii.Number(memoryMB),
+		Environment:   b.environment(name),
+		Description:   jsii.String("Batchwork " + name),
+	})
+	b.grant(fn, permissions[name])
+	return fn
 }
 
 var titles = map[string]string{FnAPI: "Api", FnClaim: "Claim", FnCommit: "Commit", FnSweep: "Sweep", FnExecutor: "Executor"}

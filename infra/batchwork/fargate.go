@@ -71,6 +71,9 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 	})
 	env := *b.environment(FnExecutor)
 	env[EnvSlots] = jsii.String(strconv.Itoa(p.FargateSlots))
+	if executorSizes(p) != nil { // executorsizes.go: it runs the default size's tasks
+		env[EnvExecutorMemory] = jsii.String(defaultSizeName())
+	}
 	scope := constructs.NewConstruct(c, jsii.String("FargateExecutor"))
 	td := awsecs.NewFargateTaskDefinition(scope, jsii.String("QueueProcessingTaskDef"), &awsecs.FargateTaskDefinitionProps{
 		Cpu:            jsii.Number(1024),

@@ -3,10 +3,10 @@
 // a Batchwork API through an Upstream that holds the caller's credentials.
 //
 // The page sees only what the public API shows its owner, and only through
-// an allowlist: the GET routes of jobs, tasks, history, logs, schedules and
-// whoami, and POST /jobs/{id}/cancel. Nothing the page sends reaches the
-// API but the route, its allowed query parameters and the method; nothing
-// of the credentials reaches the page.
+// an allowlist: the GET routes of jobs, tasks, history, logs, bad records,
+// schedules and whoami, and POST /jobs/{id}/cancel. Nothing the page sends
+// reaches the API but the route, its allowed query parameters and the
+// method; nothing of the credentials reaches the page.
 //
 // Other local web sites (and DNS rebinding) are kept out by a random
 // per-run token in every URL path, a check of the Host header against the
@@ -134,6 +134,7 @@ var (
 		{regexp.MustCompile(`^/jobs/` + jobID + `/tasks$`), []string{"stage", "state", "limit", "cursor"}},
 		{regexp.MustCompile(`^/jobs/` + jobID + `/history$`), []string{"limit", "cursor"}},
 		{regexp.MustCompile(`^/jobs/` + jobID + `/logs$`), []string{"task", "since", "limit", "cursor"}},
+		{regexp.MustCompile(`^/jobs/` + jobID + `/bad-records$`), []string{"stage", "limit", "cursor"}},
 		{regexp.MustCompile(`^/schedules$`), []string{"limit", "cursor"}},
 		{regexp.MustCompile(`^/schedules/` + scheduleID + `$`), nil},
 		{regexp.MustCompile(`^/schedules/` + scheduleID + `/runs$`), []string{"limit", "cursor"}},
@@ -189,6 +190,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name, ctype = "static/app.js", "text/javascript; charset=utf-8"
 	case "style.css":
 		name, ctype = "static/style.css", "text/css; charset=utf-8"
+	case "failures.js":
+		name, ctype = "static/failures.js", "text/javascript; charset=utf-8"
+	case "failures.css":
+		name, ctype = "static/failures.css", "text/css; charset=utf-8"
 	default:
 		http.NotFound(w, r)
 		return

@@ -5,7 +5,9 @@ package executor
 // stdout is the task's output (plain lines to output partition 0, or
 // key<TAB>value lines routed like Output.Emit when the stage has a
 // shuffle), and its stderr goes to the task log. A non-zero exit fails the
-// attempt. The program's outputs go through the same Output as a Go
+// attempt (exit status ExitPermanent, 65, fails its task at once, and a
+// SIGKILL the executor did not send is an out-of-memory end:
+// execclass.go). The program's outputs go through the same Output as a Go
 // function's, so the attempt is published and committed, and fenced, the
 // same way.
 //
@@ -250,6 +252,9 @@ func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
 	if err != nil || ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
 		return nil
 	}
+	if err := r.wrongSize(ctx, ref, sp); err != nil { // memory.go
+		return err
+	}
 	if st := sp.Stages[ref.Stage]; st.Exec != nil {
 		_, err := r.program(st)
 		return err
@@ -277,7 +282,7 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 		cmd.Stdin = t.Input
 	}
 	out := &stdoutSink{out: t.Out, shuffle: shuffle, stop: stop}
-	errs := &stderrSink{log: t.Log}
+	errs := &stderrSink{log: t.Log, rejects: t.Rejects} // a reject line: reject.go
 	cmd.Stdout, cmd.Stderr = out, errs
 	runErr := cmd.Run()
 	if runErr == nil || errors.Is(runErr, exec.ErrWaitDelay) {
@@ -292,7 +297,7 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 	case out.failed() != nil:
 		return fmt.Errorf("exec %s: %w", name, out.failed())
 	case errors.As(runErr, &exit):
-		return fmt.Errorf("exec %s: %s%s", name, exitDescription(exit), errs.tail())
+		return exitError(name, exit, errs.tail()) // execclass.go: permanent, out of memory or plain
 	case errors.Is(runErr, exec.ErrWaitDelay):
 		return fmt.Errorf("exec %s: exited, but its output stayed open %v longer (a background process it started?)", name, execWaitDelay)
 	case runErr != nil:
@@ -454,7 +459,8 @@ func (s *stdoutSink) failed() error { return s.err }
 // stderrSink logs the program's stderr line by line, bounded, and keeps
 // the last lines for a failure's message.
 type stderrSink struct {
-	log *slog.Logger
+	log     *slog.Logger
+	rejects *Rejects
 
 	mu      sync.Mutex
 	partial []byte
@@ -486,6 +492,9 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 
 func (s *stderrSink) line(l string) {
 	l = strings.TrimSuffix(l, "\r")
+	if s.rejectLine(l) {
+		return
+	}
 	if len(s.last) == stderrTail {
 		s.last = s.last[1:]
 	}

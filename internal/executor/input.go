@@ -23,12 +23,23 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 	if format == "" {
 		format = spec.FormatLines
 	}
-	rc, header, err := split.OpenFormat(ctx, r.Blob.Opener(bucket), s, split.Options{Format: format})
+	open := r.Blob.Opener(bucket)
+	if p, ok := r.Blob.(pinnedOpener); ok && s.ETag != "" {
+		open = p.PinnedOpener(bucket, s.ETag) // every GET of the split If-Match its plan
+	}
+	rc, header, err := split.OpenFormat(ctx, open, s, split.Options{Format: format, Cut: t.cut})
 	if err != nil {
 		return nil, fmt.Errorf("open %s input %q [%d, %d): %w", format, s.Key, s.Start, s.End, err)
 	}
 	t.Format, t.Header = format, header
 	return rc, nil
+}
+
+// pinnedOpener is the blob store's reader of objects pinned to their
+// planned ETag (blob.Store.PinnedOpener). Test fakes without it read
+// unpinned.
+type pinnedOpener interface {
+	PinnedOpener(bucket, etag string) split.RangeOpener
 }
 
 // csvCounter counts the CSV records in a stream as encoding/csv reads

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -33,6 +34,10 @@ type LambdaHandler struct {
 	// QueueURLs maps queue names to URLs (from the environment), since SQS
 	// events carry the queue's ARN.
 	QueueURLs map[string]string
+	// ContinueMargin is how long before the invocation's deadline a task
+	// that checkpoints is asked to checkpoint and continue in a new
+	// invocation (checkpoint.go); 0: DefaultContinueMargin.
+	ContinueMargin time.Duration
 }
 
 // Owners is what a control plane offers hosts that keep owners' tasks
@@ -55,6 +60,8 @@ var _ Owners = (*control.Service)(nil)
 func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var mu sync.Mutex
 	var resp events.SQSEventResponse
+	// Tasks longer than an invocation continue in the next (checkpoint.go).
+	ctx = WithContinueMargin(ctx, cmp.Or(h.ContinueMargin, DefaultContinueMargin))
 	run, back, later := h.splitByOwner(ctx, ev.Records)
 	// Before anything runs, so that a crash cannot keep them: a message
 	// this invocation neither handed back nor holds stays hidden for the

@@ -46,6 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -121,6 +122,9 @@ type LambdaInput struct {
 	Key    string `json:"key"`
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
+	// ETag is the object's ETag when the stage was planned: a function
+	// that reads with If-Match (quoted) never reads a changed object.
+	ETag string `json:"etag,omitempty"`
 }
 
 // LambdaShuffle lists the objects of a shuffle partition.
@@ -134,6 +138,10 @@ type LambdaShuffle struct {
 type LambdaResponse struct {
 	Outputs []LambdaOutput `json:"outputs"`
 	Error   string         `json:"error,omitempty"`
+	// Permanent, with Error, says no retry can fix the error: the task
+	// fails at once, without its remaining attempts (as a Go function's
+	// batchwork.Permanent).
+	Permanent bool `json:"permanent,omitempty"`
 }
 
 // LambdaOutput is one output partition written.
@@ -194,14 +202,18 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	}
 	t.Log.Info("lambda invoked", "function", st.Lambda, "took_ms", time.Since(start).Milliseconds(), "function_error", fnErr)
 	if fnErr != "" {
-		return fmt.Errorf("function error (%s): %s", fnErr, functionErrorMessage(raw))
+		return lambdaFunctionError(fnErr, raw) // execclass.go: out of memory or plain
 	}
 	var resp LambdaResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return fmt.Errorf("response %s is not {\"outputs\": [{\"part\": 0, \"key\": \"...\"}]} or {\"error\": \"...\"}: %w", truncate(string(raw), 200), err)
 	}
 	if resp.Error != "" {
-		return fmt.Errorf("function reported: %s", truncate(resp.Error, 2000))
+		msg := "function reported: " + truncate(resp.Error, 2000)
+		if resp.Permanent {
+			return &classedError{msg: msg, class: batch.ErrPermanent} // execclass.go
+		}
+		return errors.New(msg)
 	}
 	return r.checkLambdaOutputs(ctx, ev, resp.Outputs)
 }
@@ -238,7 +250,7 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 			return nil, err
 		}
 		in := c.Task.Input
-		ev.Input = &LambdaInput{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End}
+		ev.Input = &LambdaInput{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag}
 	}
 	return ev, nil
 }

@@ -121,17 +121,17 @@ func TestLambdaTask(t *testing.T) {
 			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("j1", "s", 0, 2, p) })
 			},
-			failWith: `lambda my-fn: response outputs[0]: key "jobs/j1/out/s/p000000/a2/part-00000" is not this attempt's part 0`},
+			failWith: `lambda my-fn: response outputs[0]: key "` + blob.OutputKey("j1", "s", 0, 2, 0) + `" is not this attempt's part 0`},
 		{name: "another job's key", spec: lambdaOne,
 			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("other", "s", 0, 1, p) })
 			},
-			failWith: `key "jobs/other/out/s/p000000/a1/part-00000" is not this attempt's part 0`},
+			failWith: `key "` + blob.OutputKey("other", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another bucket's URI", spec: lambdaOne,
 			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return "s3://elsewhere/" + ev.Outputs[p] })
 			},
-			failWith: `key "s3://elsewhere/jobs/j1/out/s/p000000/a1/part-00000" is not this attempt's part 0`},
+			failWith: `key "s3://elsewhere/` + blob.OutputKey("j1", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another part's key", spec: lambdaShuffle,
 			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return ev.Outputs[2] })
@@ -156,7 +156,7 @@ func TestLambdaTask(t *testing.T) {
 					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}]}`, ev.Outputs[0]), "", nil
 				}
 			},
-			failWith: "response outputs[0]: part 0 (jobs/j1/out/s/p000000/a1/part-00000) cannot be read"},
+			failWith: "response outputs[0]: part 0 (" + blob.OutputKey("j1", "s", 0, 1, 0) + ") cannot be read"},
 		{name: "the function reports an error", spec: lambdaOne,
 			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`{"error": "bad input on line 3"}`, "", nil)
@@ -255,8 +255,8 @@ func TestLambdaEvent(t *testing.T) {
 				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{"day": "2026-11-23"},
 				Format:       "lines",
-				OutputPrefix: "s3://bucket/jobs/j1/out/s/p000000/a1/",
-				Outputs:      []string{"jobs/j1/out/s/p000000/a1/part-00000"},
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
+				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
 			}},
 		{name: "a split of an S3 input",
 			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"input": {"prefix": "s3://data-bucket/in/"}}}]}`,
@@ -268,8 +268,8 @@ func TestLambdaEvent(t *testing.T) {
 				Params:       map[string]string{},
 				Input:        &LambdaInput{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9},
 				Format:       "lines",
-				OutputPrefix: "s3://bucket/jobs/j1/out/s/p000000/a1/",
-				Outputs:      []string{"jobs/j1/out/s/p000000/a1/part-00000"},
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
+				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
 			}},
 		{name: "a shuffle partition",
 			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +
@@ -293,10 +293,10 @@ func TestLambdaEvent(t *testing.T) {
 				Task:   LambdaTaskRef{Job: "j1", Stage: "r", Partition: 1, Attempt: 1},
 				Params: map[string]string{},
 				Shuffle: &LambdaShuffle{Bucket: "bucket", Keys: []string{
-					"jobs/j1/out/m/p000000/a1/part-00001", "jobs/j1/out/m/p000001/a1/part-00001"}},
+					blob.OutputKey("j1", "m", 0, 1, 1), blob.OutputKey("j1", "m", 1, 1, 1)}},
 				Format:       "lines",
-				OutputPrefix: "s3://bucket/jobs/j1/out/r/p000001/a1/",
-				Outputs:      []string{"jobs/j1/out/r/p000001/a1/part-00000"},
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "r", 1, 1),
+				Outputs:      []string{blob.OutputKey("j1", "r", 1, 1, 0)},
 			}},
 	}
 	for _, tt := range tests {

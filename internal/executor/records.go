@@ -89,6 +89,7 @@ func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineC
 	}
 	// Counted as written: a streamed partition is no longer in memory.
 	res.RecordsOut = t.Out.records()
+	res.BadRecords = t.Rejects.Count() // reject.go
 	if wc, ok := r.CP.(writtenCommitter); ok {
 		return wc.CommitWritten(ctx, c, res)
 	}

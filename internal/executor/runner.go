@@ -93,6 +93,19 @@ type Runner struct {
 	// Lambda invokes lambda stages' functions (lambdatask.go); nil: this
 	// host runs no lambda stages.
 	Lambda LambdaInvoker
+	// TimeoutGrace overrides DefaultTimeoutGrace (tests): how long a
+	// timed-out task function may take to return (timeout.go).
+	TimeoutGrace time.Duration
+	// Memory is this executor's size (EnvExecutorMemory): it runs only
+	// tasks that need that size, handing others back (memory.go). 0: any.
+	Memory spec.Size
+	// MemoryLimit, when set, is the process's memory (a Lambda function's,
+	// LambdaMemoryLimit): near it, the watchdog stops the attempts running
+	// as out of memory (memory.go). 0: not watched.
+	MemoryLimit spec.Size
+	// SplitAfter overrides DefaultSplitAfter (tests): how long an input
+	// task of a dynamicSplit stage runs before it offers to split.
+	SplitAfter time.Duration
 
 	manifests sync.Map   // stage manifest key -> *batch.Manifest
 	indexes   indexCache // of indexed shuffle objects read (shuffle.go)
@@ -115,7 +128,8 @@ type Delivery struct {
 
 // Handle runs the task a message names.
 func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result {
-	ref, err := batch.ParseTaskRef(d.Body)
+	body, isCopy := control.IsCopyMessage(d.Body) // a speculative copy's (speculation.go)
+	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		// Not a task message: leave it for the dead-letter queue.
 		return Result{Action: Leave, Err: err}
@@ -127,7 +141,7 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 		log.Info("handing back a task this executor cannot run", "err", err)
 		return Result{Action: Hide, Delay: handBackDelay, Err: err}
 	}
-	c, err := r.CP.Claim(ctx, ref)
+	c, err := r.claim(ctx, ref, isCopy)
 	var held *batch.ClaimHeldError
 	var notDue *batch.NotDueError
 	switch {
@@ -177,9 +191,11 @@ var (
 )
 
 func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log *slog.Logger) Result {
+	// The attempt's stage timeout counts from here (timeout.go).
+	start := time.Now()
 	fn, err := r.taskFunc(c) // a registered function, a program or a Lambda function: exec.go
 	if err != nil {
-		return r.fail(ctx, c, err.Error(), log)
+		return r.fail(ctx, c, err, log)
 	}
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -192,14 +208,31 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	if err != nil {
 		cancel(nil)
 		<-hbDone
-		return r.fail(ctx, c, "prepare input: "+err.Error(), log)
+		return r.fail(ctx, c, fmt.Errorf("prepare input: %w", err), log)
 	}
 	// Uploads a failed, fenced or stopped attempt left open are aborted.
 	defer t.Out.abort(ctx, log)
 	in := countInput(t)
-	runErr := safeCall(taskCtx, fn, t)
+	r.trackRejects(c, t) // reject.go
+	// After the input's wrappers: a resume skips records as read.
+	if err := r.startCheckpoints(taskCtx, c, t, cancel, log); err != nil { // checkpoint.go
+		closeInput()
+		cancel(nil)
+		<-hbDone
+		return r.fail(ctx, c, err, log)
+	}
+	defer t.ck.armContinue(ctx)()
+	stopSplit := r.watchSplit(taskCtx, c, t, cancel, log) // dynsplit.go
+	// Under the stage's timeout, if it has one (timeout.go), and the
+	// memory watchdog of an executor of a known size (memory.go).
+	r.watchMemory(taskCtx, cancel)
+	runErr := r.callTask(taskCtx, cancel, c, start, fn, t)
+	stopSplit()
 	if err := in.readErr(); err != nil && runErr == nil {
 		runErr = err // the function returned without seeing all its input
+	}
+	if err := t.Rejects.Err(); err != nil {
+		runErr = err // past maxBadRecords: permanent, whatever the function returned
 	}
 	if err := t.Out.refused(); err != nil {
 		// Whatever the function made of the refusal, its outputs are
@@ -217,17 +250,38 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	case errors.Is(cause, errJobStopped):
 		log.Info("job ended; task stopped")
 		return Result{Action: Delete, Err: cause}
+	case errors.Is(cause, batch.ErrTimedOut), errors.Is(cause, batch.ErrOutOfMemory):
+		// Whatever the function returned after the cancel, the attempt
+		// ran out its time (or its executor's memory): fail it as such,
+		// so it is retried (on a larger executor) and its history says
+		// so.
+		if errors.Is(runErr, batch.ErrTimedOut) || errors.Is(runErr, batch.ErrOutOfMemory) {
+			cause = runErr // says whether the function was abandoned
+		}
+		log.Warn("task stopped", "err", cause)
+		return r.fail(ctx, c, cause, log)
+	case errors.Is(cause, batch.ErrContinue) && runErr != nil:
+		// Asked to continue in a new invocation (checkpoint.go).
+		return r.continueTask(ctx, c, t.ck, runErr, log)
 	case runErr != nil:
-		return r.fail(ctx, c, runErr.Error(), log)
+		return r.fail(ctx, c, runErr, log)
 	}
-	// Every partition's object is complete before the commit (stream.go).
+	// Every partition's object is complete before the commit (stream.go),
+	// and so are its rejected records (reject.go).
 	if err := r.publish(ctx, c, t); err != nil { // published.go
+		return Result{Action: Leave, Err: err}
+	}
+	if err := r.saveRejects(ctx, c, t); err != nil {
 		return Result{Action: Leave, Err: err}
 	}
 	err = r.commit(ctx, c, t, in)
 	switch {
 	case err == nil:
+		t.ck.expire(ctx) // checkpoint.go
 		return Result{Action: Delete}
+	case errors.Is(err, batch.ErrTooManyBadRecords):
+		// The stage's other tasks used up its maxBadRecords.
+		return r.fail(ctx, c, err, log)
 	case errors.Is(err, batch.ErrAlreadyDone):
 		return Result{Action: Delete, Err: err}
 	case errors.Is(err, batch.ErrStaleClaim):
@@ -247,8 +301,18 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 	return fn(ctx, t)
 }
 
-func (r *Runner) fail(ctx context.Context, c control.Claim, cause string, log *slog.Logger) Result {
-	d, err := r.CP.Fail(ctx, c, cause)
+// fail records the attempt's failure with its error's class
+// (batch.ClassOf): a permanent error fails the task at once, others are
+// retried while attempts are left (timeout.go).
+func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) Result {
+	cause := runErr.Error()
+	var d control.Decision
+	var err error
+	if cf, ok := r.CP.(classFailer); ok {
+		d, err = cf.FailClass(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
+	} else {
+		d, err = r.CP.Fail(ctx, c, cause)
+	}
 	switch {
 	case errors.Is(err, batch.ErrStaleClaim):
 		return Result{Action: Leave, Err: err}
@@ -343,6 +407,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		t.Input = in
 		return t, func() { in.Close() }, nil
 	case c.Task.Input != nil:
+		t.cut = r.splittable(c, st.Partitions.Input, *c.Task.Input) // dynsplit.go
 		rc, err := r.openInput(ctx, st.Partitions.Input, *c.Task.Input, t)
 		if err != nil {
 			return nil, noop, err

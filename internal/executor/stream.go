@@ -87,6 +87,9 @@ type Output struct {
 	peak     int64 // the most buffered at once
 	uploaded int   // parts uploaded, all partitions
 	err      error // the first refusal or failed upload
+	// segments, when active, holds the partitions as checkpoint segments
+	// (checkpoint.go).
+	segments *segments
 }
 
 // outPart is one output partition.
@@ -330,6 +333,9 @@ func (o *Output) stream(r int) error {
 func (o *Output) publish(ctx context.Context, b Blob) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.segments != nil && o.segments.active {
+		return o.publishSegments(ctx, b) // checkpoint.go
+	}
 	if o.indexed {
 		return o.publishIndexed(ctx, b)
 	}

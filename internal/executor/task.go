@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/split"
 )
 
 // Func is a user task function. ctx is cancelled when the task's lease is
@@ -70,6 +71,14 @@ type Task struct {
 	// attempt commits.
 	Out *Output
 	Log *slog.Logger
+	// ck saves and resumes the attempt's checkpoints (checkpoint.go); nil
+	// when the task cannot checkpoint.
+	ck *checkpointer
+	// Rejects are the records the attempt rejected (reject.go).
+	Rejects *Rejects
+	// cut lets the runner give away the unread rest of the input split
+	// (dynsplit.go); nil when the split cannot be cut.
+	cut *split.Cut
 }
 
 // ErrOutputTooLarge is returned by an Output's writers once an attempt's

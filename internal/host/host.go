@@ -125,10 +125,15 @@ func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHa
 	for _, u := range []string{os.Getenv(lambdaenv.EnvQueueHigh), os.Getenv(lambdaenv.EnvQueueNormal), os.Getenv(lambdaenv.EnvQueueLow)} {
 		urls[u[strings.LastIndex(u, "/")+1:]] = u
 	}
+	// The size the construct deployed this executor as (executor/memory.go).
+	mem, err := executor.MemoryFromEnv()
+	if err != nil {
+		w.Log.Error("executor size: running tasks of any size", "err", err)
+	}
 	return &executor.LambdaHandler{
 		// Lambda stages run here too; exec stages never do (no ExecDir).
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS),
-			OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
+			Memory: mem, MemoryLimit: executor.LambdaMemoryLimit(os.Getenv), OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
 		Queue: w.Queue, QueueURLs: urls,
 	}
 }
@@ -150,6 +155,11 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	}
 	// Exec stages run programs from this directory only (executor/exec.go).
 	execDir, err := executor.ExecDirFromEnv()
+	if err != nil {
+		return err
+	}
+	// Only tasks of its size, when the construct gave it one (executor/memory.go).
+	mem, err := executor.MemoryFromEnv()
 	if err != nil {
 		return err
 	}
@@ -185,7 +195,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	go faults.ReportEvery(ctx, w.Faults, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
 	p := &executor.Poller{
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
-			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS),
+			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem,
 			// One line per attempt that starts: which executor ran what
 			// is otherwise only in the task record, and only until the
 			// next claim overwrites it.

@@ -12,7 +12,10 @@
 // rules (size.go); items whose size the request does not show (an update)
 // are sized from the last time the recorder saw them. Where there is no
 // answer (a failed conditional write, an emulator that does not report),
-// the units are estimated from those sizes alone.
+// the units are estimated from those sizes alone. A transaction is billed
+// no less than those rules say (two units per KB of each item, and its
+// index entries' writes, doubled): DynamoDB Local answers 2 units for any
+// TransactWriteItems, however many items it writes.
 package loadmodel
 
 import (
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -763,8 +767,17 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	if len(rep) == 0 {
 		r.snap.Estimated++
 	}
+	tx := false
+	for _, a := range as {
+		tx = tx || a.tx
+	}
 	// Scale each table's estimates to the figure DynamoDB reported, per
-	// class (a transaction's condition checks are reads).
+	// class (a transaction's condition checks are reads). A transaction
+	// is billed no less than its estimate, AWS's documented rule (two
+	// units per KB of each item): DynamoDB Local reports a
+	// TransactWriteItems as 2 units whatever its number of items (and 2
+	// for each index it touches), which would bill a 100-task
+	// materialization as one task.
 	for table, t := range rep {
 		r.snap.ReportedRCU += t.read
 		r.snap.ReportedWCU += t.write
@@ -773,14 +786,17 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 			if !class {
 				want = t.write
 			}
-			if want == 0 {
-				continue
-			}
 			est := 0.0
 			for _, a := range as {
 				if a.table == table && a.write != class {
 					est += a.units
 				}
+			}
+			if tx {
+				want = max(want, est)
+			}
+			if want == 0 {
+				continue
 			}
 			for i, a := range as {
 				if a.table == table && a.write != class && est > 0 {
@@ -802,6 +818,16 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	// Index units: each index's writes go to the partitions of the items'
 	// index keys (new or old); with no key known, to "(unknown)".
 	for table, t := range rep {
+		if tx {
+			// Floored as the table's units are, by the index entries
+			// the transaction writes.
+			for idx := range r.table(table).Indexes {
+				if est := r.indexEstimate(as, table, idx); est > t.indexes[idx] {
+					r.snap.ReportedWCU -= est - t.indexes[idx] // added back below: reported is what DynamoDB said
+					t.indexes[idx] = est
+				}
+			}
+		}
 		for _, idx := range sortedKeys(t.indexes) {
 			u := t.indexes[idx]
 			if u == 0 {
@@ -832,6 +858,31 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 		r.remember(as)
 	}
 	return rcu, wcu
+}
+
+// indexEstimate is the write units a transaction's writes cost on index
+// idx by AWS's rules: an entry put or removed is one write, an entry
+// moved (its key changed) a delete and a put, each doubled as
+// transactional. Whether an item had an entry is what the recorder last
+// saw of it.
+func (r *Recorder) indexEstimate(as []access, table, idx string) float64 {
+	n := 0.0
+	for _, a := range as {
+		if a.table != table || !a.write {
+			continue
+		}
+		_, had := r.gsi[a.id][idx]
+		_, sets := a.newGSI[idx]
+		switch {
+		case sets && had:
+			n += 2
+		case sets:
+			n++
+		case had && (a.deleted || slices.Contains(a.removed, idx)):
+			n++
+		}
+	}
+	return 2 * n
 }
 
 // remember keeps what a successful request showed of its items.

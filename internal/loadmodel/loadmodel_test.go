@@ -2,6 +2,7 @@ package loadmodel
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +355,47 @@ func TestAskCapacityCopies(t *testing.T) {
 	out, ok := askCapacity(in).(*dynamodb.UpdateItemInput)
 	if !ok || out == in || out.ReturnConsumedCapacity != types.ReturnConsumedCapacityIndexes || in.ReturnConsumedCapacity != "" {
 		t.Fatalf("askCapacity changed the input or returned it: %+v", in)
+	}
+}
+
+// DynamoDB Local reports a transaction as 2 units for the table and 2 for
+// each index it touches, whatever its number of items; AWS bills 2 units
+// per KB of each item. A transaction is billed no less than those rules:
+// 100 task puts with index entries are 200 units and 200 on the index,
+// not 2 and 2.
+func TestTransactionBilledNoLessThanItsItems(t *testing.T) {
+	t.Parallel()
+	var r Recorder
+	r.SetTable("tbl", Table{PK: "pk", SK: "sk", Indexes: map[string]string{"due": "gpk"}})
+	tbl := aws.String("tbl")
+	var puts []types.TransactWriteItem
+	for i := range 100 {
+		it := item("TASK#1#0#0", fmt.Sprintf("%06d", i), 300)
+		it["gpk"] = s(fmt.Sprintf("D#%d", i%4))
+		puts = append(puts, types.TransactWriteItem{Put: &types.Put{TableName: tbl, Item: it}})
+	}
+	r.Record("DynamoDB", "TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: puts},
+		&dynamodb.TransactWriteItemsOutput{ConsumedCapacity: []types.ConsumedCapacity{cc("tbl", 4, map[string]float64{"due": 2})}}, nil)
+	// A commit: the task's entry removed, a counter counted down; reported
+	// right (4 + 2), so kept.
+	r.Record("DynamoDB", "TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{TableName: tbl, Key: key("TASK#1#0#0", "000001"), UpdateExpression: aws.String("SET #st = :st REMOVE gpk, due"),
+			ExpressionAttributeNames: map[string]string{"#st": "status"}, ExpressionAttributeValues: map[string]types.AttributeValue{":st": s("DONE")}}},
+		{Update: &types.Update{TableName: tbl, Key: key("CNT#1#0#0", "CNT"), UpdateExpression: aws.String("ADD l :m"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":m": n("-1")}}},
+	}}, &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: []types.ConsumedCapacity{cc("tbl", 6, map[string]float64{"due": 2})}}, nil)
+	snap := r.Snapshot()
+	ks := keyStats(snap, "DynamoDB")
+	if got := ks["tbl TASK#1#0#0"].WCU; got != 200+2 {
+		t.Errorf("task bucket: %v WCU, want 202 (100 puts at 2, the commit's update at 2)", got)
+	}
+	if got := ks["tbl/due D#1"].WCU; got != 50+2 {
+		t.Errorf("index shard D#1: %v WCU, want 52 (25 entries put at 2, the commit's removal at 2)", got)
+	}
+	if tot := snap.Totals(); tot.WCU != 200+200+6 {
+		t.Errorf("total %v WCU, want 406", tot.WCU)
+	}
+	if snap.ReportedWCU != 4+6 {
+		t.Errorf("reported %v WCU, want 10 (what DynamoDB said)", snap.ReportedWCU)
 	}
 }

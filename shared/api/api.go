@@ -96,6 +96,8 @@ func New(svc Service, owner OwnerFunc, log *slog.Logger) *Handler {
 	maps.Copy(handlers, h.dataHandlers())      // datadelete.go
 	maps.Copy(handlers, h.jobDeleteHandlers()) // jobdelete.go
 	maps.Copy(handlers, h.logHandlers())       // logs.go
+	maps.Copy(handlers, h.badRecordHandlers()) // badrecords.go
+	maps.Copy(handlers, h.redriveHandlers())   // redrive.go
 	h.mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)

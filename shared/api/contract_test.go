@@ -105,8 +105,10 @@ func TestHandlersHonourDocument(t *testing.T) {
 	cases = append(cases, scheduleCases...)
 	cases = append(cases, whoamiCases...)
 	cases = append(cases, logCases...)
+	cases = append(cases, badRecordCases...) // badrecords_test.go
 	cases = append(cases, dataCases...)
 	cases = append(cases, jobDeleteCases...) // jobdelete_test.go
+	cases = append(cases, redriveCases...)   // redrive_test.go
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		name := fmt.Sprintf("%s %s %d", tc.method, tc.target, tc.status)

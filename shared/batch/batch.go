@@ -120,14 +120,32 @@ type Task struct {
 	// SUCCEEDED task.
 	CommittedAttempt int
 	Outputs          int
-	LastError        string
-	Updated          time.Time
+	// Checkpoint is the task's last checkpoint and its continuations
+	// (checkpoint.go); zero when it has none.
+	Checkpoint CheckpointRef
+	LastError  string
+	// ErrorClass is the class of LastError (errorclass.go): for a FAILED
+	// task, what ended it.
+	ErrorClass ErrorClass
+	// Memory is the executor size the task's next (or current) attempt
+	// runs on: raised when an attempt runs out of memory; 0 means the
+	// stage's own size (spec.Job.StageMemory).
+	Memory  spec.Size
+	Updated time.Time
+	// Tolerated: a FAILED task whose failure its stage tolerated
+	// (toleratedFailures): it counts as finished and has no outputs.
+	Tolerated bool
+	// Copy is the task's speculative copy, nil when it was never copied
+	// (speculation.go).
+	Copy *CopyState
 }
 
 // View is the task as the lifecycle rules see it.
 func (t Task) View() sm.TaskView {
 	return sm.TaskView{State: t.State, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts,
-		Token: t.Token, LeaseUntil: t.LeaseUntil, NotBefore: t.NotBefore}
+		Token: t.Token, LeaseUntil: t.LeaseUntil, NotBefore: t.NotBefore,
+		CheckpointAttempt: t.Checkpoint.Attempt, Continuations: t.Checkpoint.Continuations,
+		Copy: t.Copy.view(), Tolerated: t.Tolerated}
 }
 
 // Job is a job record: the immutable spec plus its status.
@@ -149,6 +167,22 @@ type Job struct {
 	// /jobs/{id}); zero if never. A job being deleted is answered as
 	// not found.
 	Deleting time.Time
+	// Redrives are its owner's redrives of it after it failed (redrive
+	// in control), oldest first; len(Redrives) is the count a redrive
+	// request names so that a repeated one does not redrive twice.
+	Redrives []Redrive
+	// RerunOf is the job this one reruns (POST /jobs/{id}/rerun), whose
+	// committed outputs it reuses for the stages it does not run; Reused
+	// maps those stages to the job whose tasks committed them.
+	RerunOf string
+	Reused  map[int]string
+}
+
+// Redrive is one redrive of a failed job: when, and the error it had
+// failed with.
+type Redrive struct {
+	At    time.Time
+	Error string
 }
 
 // Stage is a stage record with its completion accounting.
@@ -166,6 +200,9 @@ type Stage struct {
 	Started  time.Time
 	Ended    time.Time
 	Error    string
+	// Tolerated counts its tasks that failed within its
+	// toleratedFailures allowance.
+	Tolerated int
 }
 
 // Progress is a stage's committed-task count, summed from its shards.
@@ -214,6 +251,27 @@ type Manifest struct {
 	Pages    []string `json:"pages,omitempty"`
 	PageSize int      `json:"pageSize,omitempty"`
 	Created  string   `json:"created"`
+	// Failed lists the partitions whose tasks failed for good within
+	// their stage's toleratedFailures allowance (at most
+	// MaxManifestFailed of them; FailedTotal counts all): they have no
+	// outputs. A job manifest lists those of every stage of the job.
+	Failed      []FailedPartition `json:"failed,omitempty"`
+	FailedTotal int               `json:"failedTotal,omitempty"`
+}
+
+// MaxManifestFailed bounds the failed partitions a manifest lists, so a
+// stage that tolerates many failures keeps a small manifest; `batchwork
+// failed` lists them all.
+const MaxManifestFailed = 1000
+
+// FailedPartition is a task that failed for good, and why.
+type FailedPartition struct {
+	Stage     string `json:"stage"`
+	Partition int    `json:"partition"`
+	Attempts  int    `json:"attempts"`
+	Error     string `json:"error"`
+	// Class is what ended it (an ErrorClass: "permanent", "timed_out"...).
+	Class string `json:"class,omitempty"`
 }
 
 // Len is the number of outputs the manifest lists.

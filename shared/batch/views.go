@@ -31,6 +31,19 @@ const (
 	// AttemptFailed: the last attempt failed (an error, or its lease
 	// expired) and the task failed for good.
 	AttemptFailed AttemptEndKind = "failed"
+	// AttemptPermanent: the task function returned a permanent error
+	// (batchwork.Permanent) and the task failed at once.
+	AttemptPermanent AttemptEndKind = "permanent"
+	// AttemptTimedOut: the attempt ran past its stage's timeout and was
+	// cancelled; the task retried if attempts were left, else failed.
+	AttemptTimedOut AttemptEndKind = "timed_out"
+	// AttemptOutOfMemory: the attempt ran out of memory; the task retried
+	// on the next executor size up if attempts were left, else failed.
+	AttemptOutOfMemory AttemptEndKind = "out_of_memory"
+	// AttemptTolerated: the task failed for good and its stage tolerated
+	// the failure (toleratedFailures): the job goes on without its
+	// partition.
+	AttemptTolerated AttemptEndKind = "tolerated"
 )
 
 // AttemptEnd records how one attempt of a task ended without committing.

@@ -51,6 +51,10 @@ type Task struct {
 	// rt is the runner's task behind this one, for the calls that reach
 	// the runner (Reject, Checkpoint, Resume); nil under RunTask.
 	rt *executor.Task
+	// rejects are RunTask's record of Reject calls (reject.go).
+	rejects *executor.Rejects
+	// ckpt is RunTask's record of checkpoints (checkpoint.go).
+	ckpt *memCheckpoints
 }
 
 // sink is what an Output writes to: the executor's outputs, or RunTask's

@@ -37,7 +37,11 @@
 // matters, and must give the same output for the same input if downstream
 // stages are to see one consistent result. A returned error fails the
 // attempt, and the job's retry policy decides whether it runs again; a
-// panic is an error too.
+// panic is an error too. An error wrapped with [Permanent] (bad data that
+// no retry fixes) fails the task at once, without its remaining attempts.
+// A stage's timeout cancels ctx when the attempt has run that long; the
+// attempt is then failed and retried, and a function that ignores ctx is
+// abandoned (it keeps running, but nothing it does can commit).
 //
 // # Input
 //

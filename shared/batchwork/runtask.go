@@ -27,12 +27,23 @@ type TaskInput struct {
 	Parts int
 	// Log receives the function's log lines (nil: discarded).
 	Log *slog.Logger
+	// MaxBadRecords is the stage's maxBadRecords: as on an executor, a
+	// task that rejects more records fails (0: any rejection does).
+	MaxBadRecords int
+	// Resume, when set, is the checkpoint the task resumes from: Input
+	// skips its offset and Task.Resume returns it (checkpoint.go).
+	Resume *Checkpoint
 }
 
 // TaskResult is what a task function wrote: Parts[r] is output partition
 // r.
 type TaskResult struct {
 	Parts [][]byte
+	// BadRecords are the records the function rejected (Task.Reject),
+	// with their offsets in Input, as an executor would store them.
+	BadRecords []BadRecord
+	// Checkpoints are the checkpoints the function saved, in order.
+	Checkpoints []Checkpoint
 }
 
 // RunTask runs fn on in, in this process and without AWS, and returns its
@@ -49,8 +60,15 @@ func RunTask(ctx context.Context, fn Func, in TaskInput) (*TaskResult, error) {
 	if t.Log == nil {
 		t.Log = slog.New(slog.DiscardHandler)
 	}
+	t.rejects, t.Input = runTaskRejects(t, in)   // reject.go
+	if err := runTaskResume(t, in); err != nil { // checkpoint.go
+		return &TaskResult{Parts: make([][]byte, len(out.parts))}, err
+	}
 	err := call(ctx, fn, t)
-	res := &TaskResult{Parts: make([][]byte, len(out.parts))}
+	if rerr := t.rejects.Err(); rerr != nil {
+		err = rerr
+	}
+	res := &TaskResult{Parts: make([][]byte, len(out.parts)), BadRecords: t.rejects.Records(), Checkpoints: t.ckpt.saved}
 	for i := range out.parts {
 		res.Parts[i] = out.parts[i].Bytes()
 	}

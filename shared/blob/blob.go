@@ -159,7 +159,7 @@ func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object
 			if len(objs) == s.limit.Objects || keyBytes > s.limit.KeyBytes {
 				return nil, &ListLimitError{Bucket: bucket, Prefix: prefix, Limit: s.limit, Objects: len(objs) + 1, KeyBytes: keyBytes}
 			}
-			objs = append(objs, split.Object{Key: key, Size: aws.ToInt64(o.Size)})
+			objs = append(objs, split.Object{Key: key, Size: aws.ToInt64(o.Size), ETag: unquoteETag(aws.ToString(o.ETag))})
 		}
 		if !aws.ToBool(out.IsTruncated) {
 			return objs, nil

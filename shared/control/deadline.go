@@ -45,6 +45,9 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 		// Ending a job takes it out of the index; this is a leftover.
 		return s.store.SetDue(ctx, it, time.Time{})
 	}
+	if err := s.sweepRedrive(ctx, j); err != nil { // redrive.go
+		return err
+	}
 	deadline := jobDeadline(j)
 	if deadline.IsZero() {
 		return s.store.SetDue(ctx, it, time.Time{})

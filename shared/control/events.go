@@ -62,14 +62,31 @@ func (s *Service) sweepEvents(ctx context.Context, ids []string, now time.Time, 
 	}
 	var first error
 	for lo := 0; lo < len(ids); lo += events.MaxBatch {
-		n, err := s.Events.Publish(ctx, ids[lo:min(lo+events.MaxBatch, len(ids))]...)
+		batch := ids[lo:min(lo+events.MaxBatch, len(ids))]
+		n, err := s.Events.Publish(ctx, batch...)
 		c.Events += n
-		if err != nil && first == nil {
+		if err == nil {
+			continue
+		}
+		if first == nil {
 			first = err
+		}
+		// Refused events would keep their place, due since their change,
+		// at the head of their index shards, which the sweep reads a
+		// bounded number of records of, oldest first: an outage of the bus
+		// would hide every task behind them. They wait their turn again.
+		// (The batch's published events are gone: SetDue skips them.)
+		for _, id := range batch {
+			if err := s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(eventRetryAfter)); err != nil && first == nil {
+				first = err
+			}
 		}
 	}
 	return first
 }
+
+// eventRetryAfter is when the sweep tries again an event the bus refused.
+const eventRetryAfter = time.Minute
 
 // stageCompletedEvent is a stage's completion event.
 func stageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progress, now time.Time) *events.Event {

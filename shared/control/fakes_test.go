@@ -676,6 +676,12 @@ func (f *fakeStore) ReleaseTask(_ context.Context, p dynamo.ReleaseParams) (batc
 		}
 		t := &ft.t
 		t.State, t.LastError, t.Updated = tr.To, p.Err, now
+		if p.Class != batch.ClassNone {
+			t.ErrorClass = p.Class
+		}
+		if p.Memory > 0 {
+			t.Memory = p.Memory
+		}
 		if !p.NotBefore.IsZero() {
 			t.NotBefore = msTime(p.NotBefore)
 		}

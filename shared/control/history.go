@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +85,11 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 	for _, e := range stored {
 		evs = append(evs, taskEvent(j.Spec, e))
 	}
+	bad, err := s.badRecordCounts(ctx, j.Spec, j.ID)
+	if err != nil {
+		return History{}, err
+	}
+	noteBadRecords(bad, j.Spec, nil, evs) // badrecords.go
 	evs = slices.DeleteFunc(evs, func(e Event) bool { return e.key <= after })
 	slices.SortFunc(evs, func(a, b Event) int { return strings.Compare(a.key, b.key) })
 	h := History{Events: evs[:min(len(evs), limit)]}
@@ -115,7 +121,7 @@ func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
 		evs = append(evs, Event{At: j.Ended, Type: "job." + strings.ToLower(string(j.State)), Message: j.Error,
 			key: dynamo.EventKey(j.Ended, dynamo.EventClassJobEnd, "")})
 	}
-	return evs
+	return append(evs, redriveEvents(j)...) // redrive.go
 }
 
 func padIndex(i int) string {
@@ -165,7 +171,11 @@ func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt
 	if err != nil {
 		s.logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
 	}
-	if first {
+	// A job deleted under a late attempt (the store refuses its record)
+	// may still get its outputs, written after the deletion's data step:
+	// tagged, the lifecycle rule expires them (with the spec in this
+	// process's cache; best effort).
+	if first || errors.Is(err, batch.ErrNotFound) {
 		s.markUncommitted(ctx, ref, attempt)
 	}
 }

@@ -64,7 +64,7 @@ func (c *jobStates) get(ctx context.Context, job string, read func(context.Conte
 	e := c.entry(job)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state != "" && (sm.Jobs.IsTerminal(e.state) || (c.ttl > 0 && c.now().Sub(e.readAt) < c.ttl)) {
+	if e.state != "" && (final(e.state) || (c.ttl > 0 && c.now().Sub(e.readAt) < c.ttl)) {
 		return e.state, nil
 	}
 	start := c.now()
@@ -75,6 +75,11 @@ func (c *jobStates) get(ctx context.Context, job string, read func(context.Conte
 	e.state, e.readAt = st, start
 	return st, nil
 }
+
+// final says a cached state never changes again: an ended job's, but a
+// FAILED job's, which its owner's redrive can reopen (redrive.go), so
+// that one is trusted for the TTL like a running job's.
+func final(st sm.JobState) bool { return sm.Jobs.IsTerminal(st) && st != sm.JobFailed }
 
 // ended records that this process saw job end, with state st when it
 // knows it, so its own claims stop at once rather than after the TTL.

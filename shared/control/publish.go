@@ -254,7 +254,7 @@ func (s *Service) publish(ctx context.Context, job, output, manifestKey string) 
 	}
 	c := &copier{pub: pub, bucket: bucket, folder: folder}
 	err = blob.EachManifestOutput(ctx, s.blob, m, func(o batch.Output) error {
-		if o.Key != blob.OutputKey(job, o.Stage, o.Partition, o.Attempt, o.Part) {
+		if !s.ownOutput(ctx, job, o) { // rerun.go: a rerun's reused stages' too
 			return &PublishError{Folder: output, Err: fmt.Errorf("manifest %s lists %q, which is not one of the job's attempt outputs", manifestKey, o.Key)}
 		}
 		return c.add(ctx, o)

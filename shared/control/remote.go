@@ -21,19 +21,31 @@ type RemoteClaim struct {
 	Attempt int           `json:"attempt"`
 	Lease   time.Duration `json:"leaseNanos"`
 	Input   *split.Split  `json:"input,omitempty"`
+	// Speculative: the claim is a speculative copy's (a message whose
+	// body ends in batch.CopyMarker; speculation.go).
+	Speculative bool `json:"speculative,omitempty"`
+	// Claimed is when the attempt was claimed: its commit counts its
+	// duration in the stage's statistics (speculation.go).
+	Claimed time.Time `json:"claimed,omitzero"`
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
 func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
-	ref, err := batch.ParseTaskRef(req.Task)
+	body, isCopy := IsCopyMessage(req.Task)
+	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	c, err := s.Claim(ctx, ref)
+	var c Claim
+	if isCopy {
+		c, err = s.ClaimCopy(ctx, ref)
+	} else {
+		c, err = s.Claim(ctx, ref)
+	}
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	return RemoteClaim{Task: req.Task, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input}, nil
+	return RemoteClaim{Task: body, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input, Speculative: isCopy, Claimed: c.Task.Claimed}, nil
 }
 
 // RemoteCommitRequest commits a remote executor's attempt.
@@ -56,6 +68,7 @@ func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) err
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
-	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt}}
+	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed},
+		Speculative: req.Claim.Speculative}
 	return s.CommitWith(ctx, c, CommitResult{Outputs: req.Outputs, RecordsIn: req.RecordsIn, RecordsOut: req.RecordsOut})
 }

@@ -113,6 +113,9 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		if err := s.checkPrograms(ctx, sp); err != nil {
 			return ScheduleView{}, underSpec(err)
 		}
+		if err := s.checkExecutorSizes(sp); err != nil { // memory.go
+			return ScheduleView{}, underSpec(err)
+		}
 		if err := s.checkTaskFunctions(sp); err != nil {
 			err.Field = "spec." + err.Field // the spec is the body's "spec"
 			return ScheduleView{}, err

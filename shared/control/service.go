@@ -160,6 +160,11 @@ type Config struct {
 	// operator grants the executor roles lambda:InvokeFunction on them.
 	// Empty: none. Every process that submits must have the same list.
 	TaskFunctions []string
+	// ExecutorSizes are the executor memory sizes this installation
+	// deploys (lambdaenv.EnvExecutorSizes, from the construct's
+	// ExecutorSizes); empty means the default size only. Submit refuses a
+	// stage asking for any other (memory.go).
+	ExecutorSizes []spec.Size
 	// CheckTaskNames makes Submit and CreateSchedule reject a stage whose
 	// task is neither in StaticTaskNames nor published by an executor
 	// (tasknames.go). The processes that submit (the API, the sweep, the
@@ -319,6 +324,9 @@ func newToken() string {
 type jobMeta struct {
 	spec  *spec.Job
 	owner string
+	// reused maps the stages of a rerun that reuse another job's
+	// committed outputs to that job (rerun.go).
+	reused map[int]string
 }
 
 // jobSpec returns a job's spec, cached: specs never change.
@@ -337,7 +345,7 @@ func (s *Service) jobMeta(ctx context.Context, id string) (jobMeta, error) {
 	if err != nil {
 		return jobMeta{}, err
 	}
-	m := jobMeta{spec: j.Spec, owner: j.Owner}
+	m := jobMeta{spec: j.Spec, owner: j.Owner, reused: j.Reused}
 	s.specs.Put(id, m)
 	return m, nil
 }

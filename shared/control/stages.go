@@ -21,8 +21,9 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// MaxInputKey bounds input object keys so a task record stays under 1 KB.
-const MaxInputKey = 512
+// MaxInputKey bounds an input object's key and its pin (dynamo.PinBytes)
+// together, so a task record stays under 1 KB.
+const MaxInputKey = dynamo.MaxInputKeyBytes
 
 // startStage starts a BLOCKED stage whose upstream stages have completed
 // and, if this caller won the start, materializes its tasks.
@@ -52,6 +53,11 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 // another materializer moved the count, which then owns the rest, rather
 // than carry on alongside it.
 func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) error {
+	if src, err := s.stageSource(ctx, job, idx); err != nil { // rerun.go
+		return err
+	} else if src != job {
+		return s.adoptStage(ctx, job, idx, src) // a rerun's reused stage runs no task
+	}
 	yield := resume >= 0
 	st := sp.Stages[idx]
 	var splits []split.Split
@@ -207,8 +213,10 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	// A published folder's claim and marker are not data (publish.go).
 	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
 	for _, o := range objs {
-		if len(o.Key) > MaxInputKey {
-			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes", batch.ErrBadInput, o.Key, MaxInputKey)
+		// The ETag (32 bytes and a part count at most) rides on every task
+		// record of the object with its key, as its pin (blob/pin.go).
+		if pin := dynamo.PinBytes(o.ETag); len(o.Key)+pin > MaxInputKey {
+			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes (%d less than the %d allowed, for its ETag)", batch.ErrBadInput, o.Key, MaxInputKey-pin, pin, MaxInputKey)
 		}
 	}
 	size := int64(in.SplitSizeOrDefault())
@@ -400,9 +408,16 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 	} else if !errors.Is(err, batch.ErrNotFound) {
 		return err
 	}
+	if done, err := s.copyReusedManifest(ctx, job, sp, stages, key); done || err != nil { // rerun.go
+		return err
+	}
 	head := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
 	if len(stages) == 1 {
 		head.Stage = sp.Stages[stages[0]].Name
+	}
+	var err error
+	if head.Failed, head.FailedTotal, err = s.failedPartitions(ctx, job, sp, stages, key == blob.JobManifestKey(job)); err != nil { // tolerate.go
+		return err
 	}
 	w := blob.NewManifestWriter(s.blob, key, head, s.manifestPageSize())
 	if len(stages) == 1 {
@@ -428,20 +443,29 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 			after, skipParts = resume.Partition-1, resume.Part
 			resume = nil
 		}
-		st, err := s.store.GetStage(ctx, job, idx)
+		// A rerun's reused stage: the tasks of the job that committed it.
+		src, err := s.stageSource(ctx, job, idx) // rerun.go
+		if err != nil {
+			return err
+		}
+		st, err := s.store.GetStage(ctx, src, idx)
 		if err != nil {
 			return err
 		}
 		listed, first := 0, after+1
 		for after+1 < st.Total {
 			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
-				Job: job, Stage: idx, Total: st.Total, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
+				Job: src, Stage: idx, Total: st.Total, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
 			})
 			if err != nil {
 				return err
 			}
 			for _, row := range pg.Rows {
 				t := row.Task
+				if t.State == sm.TaskFailed && t.Tolerated {
+					listed++ // no outputs; head.Failed lists it
+					continue
+				}
 				if t.State != sm.TaskSucceeded {
 					return fmt.Errorf("manifest of stage %s: task %s is %s", name, t.Ref, t.State)
 				}
@@ -453,7 +477,7 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 				for ; r < t.Outputs; r++ {
 					if err := w.Add(ctx, batch.Output{
 						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
-						Key: blob.OutputKey(job, name, t.Ref.Partition, t.CommittedAttempt, r),
+						Key: blob.OutputKey(src, name, t.Ref.Partition, t.CommittedAttempt, r),
 					}); err != nil {
 						return err
 					}

@@ -33,6 +33,14 @@ type JobStatus struct {
 	// (its maxConcurrency, its owner's limit) and how much of each is in
 	// use, so a job that seems slow shows when it is waiting on a limit.
 	Limits []LimitUse `json:"limits,omitempty"`
+	// FailedPartitions counts the tasks that failed for good within their
+	// stages' toleratedFailures allowances: a SUCCEEDED job "succeeded
+	// with N failed partitions", listed in its manifest.
+	FailedPartitions int `json:"failedPartitions,omitempty"`
+	// Redrives counts its owner's redrives of it (redrive.go): the count
+	// a redrive request names. RerunOf is the job it reruns, if any.
+	Redrives int    `json:"redrives,omitempty"`
+	RerunOf  string `json:"rerunOf,omitempty"`
 	// DataDeleted is when the job's data (its objects: outputs, plans,
 	// manifests) was deleted by its owner (DeleteData); its outputs are
 	// gone.
@@ -86,6 +94,12 @@ type StageStatus struct {
 	// them, if any: the job's DAG, for the web console.
 	After   []string `json:"after,omitempty"`
 	Shuffle int      `json:"shuffle,omitempty"`
+	// FailedTasks counts its tasks that failed for good within its
+	// toleratedFailures allowance (they are not in Committed).
+	FailedTasks int `json:"failedTasks,omitempty"`
+	// BadRecords counts the records its committed tasks rejected, within
+	// its maxBadRecords (badrecords.go).
+	BadRecords int64 `json:"badRecords,omitempty"`
 }
 
 // Status reads a job's status. owner must match the job's owner, else the
@@ -102,6 +116,11 @@ func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, erro
 		return JobStatus{}, err
 	}
 	js := s.status(ctx, j, stats)
+	bad, err := s.badRecordCounts(ctx, j.Spec, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	noteBadRecords(bad, j.Spec, js.Stages, nil) // badrecords.go
 	if j.State == sm.JobRunning {
 		if js.Limits, err = s.limitUse(ctx, j); err != nil {
 			return JobStatus{}, err
@@ -127,7 +146,8 @@ func (s *Service) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error)
 func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
 	now := s.Now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
-		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats))}
+		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),
+		Redrives: len(j.Redrives), RerunOf: j.RerunOf}
 	roots, sinks := map[int]bool{}, map[int]bool{}
 	for _, i := range j.Spec.Roots() {
 		roots[i] = true
@@ -141,7 +161,8 @@ func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageSt
 		c := st.Counters
 		ss := StageStatus{Name: st.Name, State: string(st.State), Total: st.Total, Committed: c.Committed,
 			Attempts: c.Committed + c.Failures, Failures: c.Failures, RecordsIn: c.RecordsIn, RecordsOut: c.RecordsOut,
-			Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error}
+			Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error, FailedTasks: st.Tolerated}
+		js.FailedPartitions += st.Tolerated
 		if st.Index >= 0 && st.Index < len(j.Spec.Stages) {
 			if sp := j.Spec.Stages[st.Index]; sp.Name == st.Name {
 				ss.After = sp.After

@@ -20,6 +20,9 @@ type SubmitRequest struct {
 	// returns the same job and never creates a second one.
 	IdempotencyKey string
 	Spec           []byte
+	// rerun, set by Rerun (rerun.go), makes the job a rerun that reuses
+	// other jobs' committed stages.
+	rerun *dynamo.RerunParams
 }
 
 // SubmitResult says which job the submission maps to.
@@ -66,6 +69,10 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.checkPrograms(ctx, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
+	// A stage's executor size must be one the stack deploys (memory.go).
+	if err := s.checkExecutorSizes(sp); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
 	// Lambda stages may invoke only the operator's functions (taskfunctions.go).
 	if fe := s.checkTaskFunctions(sp); fe != nil {
 		return SubmitResult{}, time.Time{}, fe
@@ -86,7 +93,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
-		JobDue: jobDeadline(job), Firing: firing,
+		JobDue: jobDeadline(job), Firing: firing, Rerun: req.rerun,
 	}
 	q := s.cfg.Quotas
 	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
@@ -108,7 +115,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
-	s.specs.Put(id, jobMeta{spec: sp, owner: req.Owner})
+	s.specs.Put(id, withRerun(jobMeta{spec: sp, owner: req.Owner}, req.rerun)) // rerun.go
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))

@@ -30,6 +30,9 @@ type SweepCounts struct {
 	Deadlines    int `json:"deadlinesExceeded"`
 	// Events is how many outbox events the sweep published (events.go).
 	Events int `json:"eventsPublished"`
+	// Speculated is how many speculative copies the sweep launched
+	// (speculation.go).
+	Speculated int `json:"speculativeCopies"`
 }
 
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
@@ -202,6 +205,7 @@ func (c *SweepCounts) add(o SweepCounts) {
 	c.HandedOff += o.HandedOff
 	c.Deadlines += o.Deadlines
 	c.Events += o.Events
+	c.Speculated += o.Speculated
 }
 
 // deferStage pushes a stage's next look back before the sweep works on it
@@ -264,6 +268,9 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		wait := max(s.cfg.StuckAfter, now.Sub(t.Updated))
 		return s.store.SetDue(ctx, it, now.Add(min(delay, queue.MaxDelay)+wait))
 	case sm.TaskClaimed:
+		if t.Copy.Live() {
+			return s.sweepCopiedTask(ctx, it, t, now) // speculation.go
+		}
 		if !now.After(t.LeaseUntil) {
 			return nil // renewed since the index entry was written
 		}
@@ -281,7 +288,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		}
 		c.Expired++
 		s.freeSlots(ctx, t.Ref, nil, t.SlotAt)
-		s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptLeaseExpired, "lease expired (executor lost)", t)
+		s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), batch.AttemptLeaseExpired, "lease expired (executor lost)", t) // speculation.go
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
 		c.Failures++
@@ -345,6 +352,9 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 			// not put it back to be done again.
 			return err
 		}
+		if err := s.speculate(ctx, it.Job, sp, st, now, c); err != nil { // speculation.go
+			return err
+		}
 		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))
 	case sm.StageCompleted:
 		c.StagesFixed++
@@ -397,7 +407,8 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 			done = append(done, m.Receipt)
 			continue
 		}
-		ref, err := batch.ParseTaskRef(m.Body)
+		body, _ := IsCopyMessage(m.Body) // a copy's: resent as its task's (speculation.go)
+		ref, err := batch.ParseTaskRef(body)
 		if err != nil {
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)
 			continue

@@ -23,23 +23,35 @@ type ListTasksRequest struct {
 	Cursor string
 }
 
-// TaskInfo is a task as the API shows it.
+// TaskInfo is a task as the API shows it. ErrorClass is LastError's class
+// (batch.ErrorClass); Memory the executor size an out-of-memory retry
+// raised the task to (failclass.go).
 type TaskInfo struct {
-	ID               string        `json:"id"`
-	Stage            string        `json:"stage"`
-	Partition        int           `json:"partition"`
-	State            string        `json:"state"`
-	Attempt          int           `json:"attempt"`
-	MaxAttempts      int           `json:"maxAttempts"`
-	LeaseUntil       *time.Time    `json:"leaseUntil,omitempty"`
-	NotBefore        *time.Time    `json:"notBefore,omitempty"`
-	CommittedAttempt int           `json:"committedAttempt,omitempty"`
-	Outputs          int           `json:"outputs,omitempty"`
-	RecordsIn        int64         `json:"recordsIn,omitempty"`
-	RecordsOut       int64         `json:"recordsOut,omitempty"`
-	LastError        string        `json:"lastError,omitempty"`
-	Updated          time.Time     `json:"updated"`
-	Attempts         []AttemptInfo `json:"attempts"`
+	ID               string     `json:"id"`
+	Stage            string     `json:"stage"`
+	Partition        int        `json:"partition"`
+	State            string     `json:"state"`
+	Attempt          int        `json:"attempt"`
+	MaxAttempts      int        `json:"maxAttempts"`
+	LeaseUntil       *time.Time `json:"leaseUntil,omitempty"`
+	NotBefore        *time.Time `json:"notBefore,omitempty"`
+	CommittedAttempt int        `json:"committedAttempt,omitempty"`
+	Outputs          int        `json:"outputs,omitempty"`
+	RecordsIn        int64      `json:"recordsIn,omitempty"`
+	RecordsOut       int64      `json:"recordsOut,omitempty"`
+	LastError        string     `json:"lastError,omitempty"`
+	ErrorClass       string     `json:"errorClass,omitempty"`
+	// Tolerated: a FAILED task whose failure its stage tolerated.
+	Tolerated bool   `json:"tolerated,omitempty"`
+	Memory    string `json:"memory,omitempty"`
+	// Checkpoint is the task's last checkpoint, if it saved one
+	// (checkpoint.go).
+	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
+	// Copy is the task's speculative copy, if it was copied
+	// (speculation.go).
+	Copy     *CopyInfo     `json:"copy,omitempty"`
+	Updated  time.Time     `json:"updated"`
+	Attempts []AttemptInfo `json:"attempts"`
 }
 
 // Attempt outcomes.
@@ -183,12 +195,16 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 		info := TaskInfo{
 			ID: t.Ref.String(), Stage: sp.Stages[stage].Name, Partition: t.Ref.Partition, State: string(t.State),
 			Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, CommittedAttempt: t.CommittedAttempt, Outputs: t.Outputs,
-			RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut, LastError: t.LastError, Updated: t.Updated,
+			RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut, LastError: t.LastError, ErrorClass: string(t.ErrorClass), Updated: t.Updated, Tolerated: t.Tolerated,
 			Attempts: make([]AttemptInfo, 0, t.Attempt),
 		}
 		if t.State == sm.TaskClaimed {
 			info.LeaseUntil = opt(t.LeaseUntil)
 		}
+		if t.Memory > 0 {
+			info.Memory = sizeString(t.Memory) // failclass.go
+		}
+		info.Checkpoint = checkpointInfo(t.Checkpoint) // checkpoint.go
 		if t.State == sm.TaskReady {
 			info.NotBefore = opt(t.NotBefore)
 		}
@@ -218,6 +234,7 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 			}
 			info.Attempts = append(info.Attempts, ai)
 		}
+		copyAttempts(&info, t, ends) // speculationview.go
 		infos[i] = info
 	}
 	return infos, nil

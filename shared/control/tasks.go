@@ -20,6 +20,9 @@ type Claim struct {
 	Task  batch.Task
 	Spec  *spec.Job
 	Lease time.Duration
+	// Speculative: the claim is a speculative copy's (speculation.go); its
+	// Task has the copy's token, attempt and lease.
+	Speculative bool
 }
 
 // StageName is the claimed task's stage name.
@@ -165,7 +168,14 @@ func heldUntil(t batch.Task, alive, now time.Time) time.Time {
 // is lost; batch.ErrJobNotRunning means the job ended. Either way the
 // executor stops the task.
 func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
-	if err := s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease); err != nil {
+	var err error
+	if c.Speculative {
+		err = s.copyHeartbeat(ctx, c) // speculation.go
+	} else {
+		err = s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease)
+	}
+	if err != nil {
+		s.noteIfLost(ctx, c, err) // speculation.go
 		return err
 	}
 	return s.CheckJob(ctx, c)
@@ -192,6 +202,9 @@ func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
 type CommitResult struct {
 	Outputs               int
 	RecordsIn, RecordsOut int64
+	// BadRecords is how many records the attempt rejected: added to its
+	// stage's count, within the stage's maxBadRecords (badrecords.go).
+	BadRecords int64
 }
 
 // CommitWith is Commit with record counts, which are kept on the task and
@@ -240,7 +253,12 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
 		RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut,
+		BadRecords: r.BadRecords, MaxBadRecords: c.Spec.Stages[ref.Stage].MaxBadRecords,
+		Duration: attemptDuration(c, s.Now()), // speculation.go
 	})
+	if err != nil {
+		s.noteIfLost(ctx, c, err) // speculation.go
+	}
 	if errors.Is(err, batch.ErrStaleClaim) {
 		// A fenced attempt's outputs were written after its takeover may
 		// already have marked the attempt's prefix: mark them again.
@@ -250,6 +268,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		return err
 	}
 	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
+	s.afterCommit(ctx, c)                      // speculation.go
 	s.countCommit(ctx, c, start)
 	s.taskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
 	if !shardDone {
@@ -274,45 +293,15 @@ type Decision struct {
 	Retry bool
 	// Delay is the backoff before the next attempt.
 	Delay time.Duration
+	// Memory, when set, is the executor size the retry runs on (an
+	// out-of-memory attempt's escalation, failclass.go).
+	Memory spec.Size
 }
 
-// Fail records a task function's error. With attempts left the task goes
-// back to READY after an exponential backoff with jitter; otherwise the
-// task, its stage and its job fail with the error.
+// Fail records a task function's error, as an ordinary (retried) error:
+// FailClass with batch.ClassError.
 func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, error) {
-	ref := c.Task.Ref
-	cause = truncate(cause, MaxErrorLen)
-	now := s.Now()
-	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
-	if c.Task.Attempt < c.Task.MaxAttempts {
-		delay := s.backoff(c.Spec, ref.Stage, c.Task.Attempt)
-		_, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{
-			HolderParams: hp, Event: sm.TaskRetry, NotBefore: now.Add(delay), Err: cause,
-			Due: now.Add(delay + s.cfg.StuckAfter),
-		})
-		if err != nil {
-			return Decision{}, err
-		}
-		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
-		s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "err", cause)
-		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, batch.AttemptRetried, cause, c.Task)
-		s.metrics().TaskRetried(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
-		return Decision{Retry: true, Delay: delay}, nil
-	}
-	meta, err := s.jobMeta(ctx, ref.Job)
-	if err != nil {
-		return Decision{}, err
-	}
-	t, err := s.store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: hp, Event: sm.TaskFail, Err: cause, Due: now,
-		Outbox: taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now)}) // events.go
-	if err != nil {
-		return Decision{}, err
-	}
-	s.publishEvents(ctx, events.TaskFailedID(ref.Job, ref.Stage, ref.Partition))
-	s.freeSlots(ctx, ref, c.Spec, time.Time{})
-	s.noteAttemptEnd(ctx, ref, t.Attempt, batch.AttemptFailed, cause, c.Task)
-	s.metrics().TaskFailed(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
-	return Decision{}, s.propagateFailure(ctx, t)
+	return s.FailClass(ctx, c, FailParams{Cause: cause, Class: batch.ClassError})
 }
 
 // backoff is base * 2^(attempt-1) plus up to half of that again as jitter,
@@ -336,28 +325,31 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 		return err
 	}
 	now := s.Now()
-	err = s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Due: now,
-		Outbox: taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now)}) // events.go
+	tolerated, err := s.sweepFailed(ctx, meta.spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: batch.ClassLeaseExpired, Due: now,
+		Outbox: taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now)}) // events.go; tolerate.go
 	if err != nil {
 		return ignoreInvalid(err)
 	}
 	s.publishEvents(ctx, events.TaskFailedID(t.Ref.Job, t.Ref.Stage, t.Ref.Partition))
 	s.freeSlots(ctx, t.Ref, nil, time.Time{})
-	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptFailed, reason, t)
+	t.LastError, t.ErrorClass = reason, batch.ClassLeaseExpired
+	t.State, t.Tolerated = sm.TaskFailed, tolerated
+	s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, batch.AttemptFailed), reason, t)
 	s.metrics().TaskFailed(s.taskPriority(ctx, nil, t.Ref)) // metrics.go
-	t.LastError = reason
-	t.State = sm.TaskFailed
 	return s.propagateFailure(ctx, t)
 }
 
 // propagateFailure fails the stage and job of a FAILED task, then takes the
 // task out of the sweep index. Until then the sweep repeats it.
 func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
+	if t.Tolerated {
+		return s.afterTolerated(ctx, t) // tolerate.go: its stage goes on
+	}
 	sp, err := s.jobSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return err
 	}
-	reason := fmt.Sprintf("stage %q task %d failed after %d attempts: %s", sp.Stages[t.Ref.Stage].Name, t.Ref.Partition, t.Attempt, t.LastError)
+	reason := s.overAllowance(ctx, sp, t, failReason(sp, t)) // failclass.go, tolerate.go
 	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason); err != nil {
 		return err
 	}

@@ -32,6 +32,16 @@ var guardExprs = map[sm.Guard]string{
 	sm.GuardAllStagesCompleted: "",
 	sm.GuardNoOutput:           "",
 	sm.GuardOutputsPublished:   "",
+	// On the stage record: tfl counts the failed tasks it tolerated;
+	// the caller binds :allowed (tolerate.go).
+	sm.GuardFailuresTolerated: "(attribute_not_exists(" + aTolerated + ") OR " + aTolerated + " < :allowed)",
+	// Redrive (redrive.go).
+	sm.GuardNotTolerated:      "attribute_not_exists(" + aTaskTolerated + ")",
+	sm.GuardStageStarted:      "attribute_exists(" + aStarted + ")",
+	sm.GuardStageNeverStarted: "attribute_not_exists(" + aStarted + ")",
+	// RedriveJob adds it: attribute_not_exists(rdv) for a job's first
+	// redrive, rdv = :rdv after.
+	sm.GuardRedriveCount: "",
 }
 
 // cond builds condition expressions from lifecycle transitions, collecting

@@ -47,8 +47,8 @@ func TestTransitionCondition(t *testing.T) {
 		want string
 	}{
 		{"claim", sm.TaskClaim, "#st IN (:s_READY) AND (attribute_not_exists(nb) OR nb <= :now)"},
-		{"reclaim", sm.TaskReclaim, "#st IN (:s_CLAIMED) AND lease < :expired AND att < mx"},
-		{"commit", sm.TaskCommit, "#st IN (:s_CLAIMED) AND tok = :tok"},
+		{"reclaim", sm.TaskReclaim, "#st IN (:s_CLAIMED) AND lease < :expired AND att < mx AND attribute_not_exists(xtok)"},
+		{"commit", sm.TaskCommit, "#st IN (:s_CLAIMED) AND (tok = :tok OR xtok = :tok)"},
 		{"cancel", sm.TaskCancel, "#st IN (:s_READY, :s_CLAIMED)"},
 	}
 	for _, tt := range tests {
@@ -72,9 +72,9 @@ func TestTransitionCondition(t *testing.T) {
 // longest input key and error the control plane allows.
 func TestTaskItemUnder1KB(t *testing.T) {
 	t.Parallel()
-	// Kept in step with control.MaxInputKey (512) and control.MaxErrorLen
+	// Kept in step with control.MaxInputKey (MaxInputKeyBytes) and control.MaxErrorLen
 	// (256 bytes and an ellipsis).
-	task := sampleTask(512)
+	task := sampleTask(MaxInputKeyBytes)
 	if n := TaskItemSize(task, 259); n > 1024 {
 		t.Fatalf("task item is %d bytes, want at most 1024", n)
 	}

@@ -75,11 +75,18 @@ func (s *Store) RecordAttemptEnd(ctx context.Context, p AttemptEndParams) (recor
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": nv(1)},
 		}})
 	}
+	// Nothing once the job is marked deleting (jobdelete.go).
+	jobCheck := len(items)
+	items = append(items, liveJobCheck(s.table, ref.Job))
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return true, nil
 	}
-	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
+	reasons := cancelReasons(err)
+	if len(reasons) > jobCheck && reasons[jobCheck] == reasonCondFailed {
+		return false, fmt.Errorf("record end of %s attempt %d: job deleted or being deleted: %w", ref, e.Attempt, batch.ErrNotFound)
+	}
+	if len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return false, nil
 	}
 	return false, fmt.Errorf("record end of %s attempt %d: %w", ref, e.Attempt, err)
@@ -311,7 +318,8 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats,
 			c.RecordsIn += getN(it, aRecIn)
 			c.RecordsOut += getN(it, aRecOut)
 		}
-		c.Committed = st.Total - c.Left
+		// A failure the stage tolerated counted its shard down too.
+		c.Committed = st.Total - c.Left - st.Tolerated
 		if c.Missing > 0 {
 			c.Committed = 0
 		}

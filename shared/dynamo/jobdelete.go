@@ -83,7 +83,7 @@ type jobRecordPlan struct {
 	// fixed are keys known without reading: counters, state copies.
 	fixed []map[string]types.AttributeValue
 	// partitions are partition keys whose every item goes (tasks,
-	// attempt ends, timeline).
+	// attempt ends, ready markers (ready.go), timeline).
 	partitions []string
 }
 
@@ -94,7 +94,7 @@ func stageRecordPlan(job string, st batch.Stage) jobRecordPlan {
 		p.fixed = append(p.fixed, key(shardPK(job, st.Index, k), cntSK))
 	}
 	for b := 0; b*TaskBucket < st.Total; b++ {
-		p.partitions = append(p.partitions, taskBucketPK(job, st.Index, b), attemptPK(job, st.Index, b))
+		p.partitions = append(p.partitions, taskBucketPK(job, st.Index, b), attemptPK(job, st.Index, b), readyPK(job, st.Index, b))
 	}
 	return p
 }
@@ -311,4 +311,32 @@ func (d *deleter) flush(ctx context.Context) error {
 	d.n += len(d.pending)
 	d.pending = d.pending[:0]
 	return nil
+}
+
+// liveJobCheck is the transaction part that holds while the job exists
+// and is not marked deleting. A writer of the job's history (attempt ends,
+// timeline events) adds it: an attempt still running when its job ended
+// may record its end after the job was marked deleting, when the deletion
+// may already have read the partition it writes to; the record would then
+// outlive the job, with nothing to find it by and no TTL. The check is
+// serialised with MarkJobDeleting's transaction, so a record is either
+// written before the mark (and deleted with the job) or not at all.
+func liveJobCheck(table, job string) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &table, Key: key(jobPK(job), jobSK),
+		ConditionExpression: aws.String("attribute_exists(pk) AND attribute_not_exists(" + aDeleting + ")"),
+	}}
+}
+
+// putHistory writes item, a history record of job (a timeline event),
+// unless the job is deleted or being deleted (liveJobCheck): then it
+// writes nothing and reports batch.ErrNotFound.
+func (s *Store) putHistory(ctx context.Context, job string, item map[string]types.AttributeValue) error {
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: &s.table, Item: item}}, liveJobCheck(s.table, job),
+	}})
+	if r := cancelReasons(err); len(r) > 1 && r[1] == reasonCondFailed {
+		return fmt.Errorf("job %s is deleted or being deleted: %w", job, batch.ErrNotFound)
+	}
+	return err
 }

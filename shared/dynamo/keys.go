@@ -20,6 +20,7 @@ import (
 //	JOB#<job>                       SLOTS       the job's maxConcurrency slots (slots.go)
 //	CNT#<job>#<stage>#<shard>       CNT         completion counter shard (own partition each)
 //	TASK#<job>#<stage>#<bucket>     <partition> task, TaskBucket tasks per partition key
+//	RDY#<job>#<stage>#<bucket>      <lo>#<hi>   ready marker: a materialized chunk's place in the sweep index (ready.go)
 //	OWN#<owner hash>                JOB#<job>   owner's job index: name, status, times (newest first by job id)
 //	OWN#<owner hash>                SLOTS       the owner's concurrency slots, across its jobs (slots.go)
 //	ATT#<job>#<stage>#<bucket>      <part>#<att> how an attempt ended without committing (one per attempt)
@@ -35,7 +36,8 @@ import (
 //
 // The sweep index ("due") is sparse: an item carries gpk/due only while the
 // sweep has something to check on it (a lease, a pending step). gpk spreads
-// the index over DueShards partitions.
+// the index over DueShards partitions. A task enters it at its claim, not
+// at its materialization (ready.go).
 const (
 	attrPK  = "pk"
 	attrSK  = "sk"
@@ -45,7 +47,15 @@ const (
 	// DueIndex is the sweep's GSI name.
 	DueIndex = "due"
 	// DueShards is the number of gpk values the sweep index is spread over.
-	DueShards = 16
+	// Every task passes through the index (in at its claim, out at its
+	// commit: about 3 index write units per task), so at 10,000 tasks a
+	// second in one job the index takes some 30,000 WCU/s, and each shard
+	// must stay under a partition's 1,000 (keys_load_test.go): 16 shards
+	// took 2,685 WCU/s each (as DynamoDB Local reported transactions) when
+	// tasks entered at materialization; 64 keep the hottest near 500. Items written under fewer shards keep their
+	// gpk, which the sweep still reads: raising this needs no migration;
+	// lowering it would.
+	DueShards = 64
 	// TaskBucket is how many tasks share a partition key: enough to list a
 	// stage's tasks with few Queries, few enough that a bucket never runs hot.
 	TaskBucket = 100

@@ -85,6 +85,8 @@ type CreateJobParams struct {
 	// same transaction (ErrQuotaReached and nothing written when over);
 	// EndJob counts it off again.
 	Quota *JobQuota
+	// Rerun, when set, makes the job a rerun of another (redrive.go).
+	Rerun *RerunParams
 }
 
 // JobQuota is a job's share of its owner's quotas, and the quotas (0: no
@@ -141,6 +143,7 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 			aIdemKey: sv(p.IdemKey), // for its deletion (jobdelete.go)
 		},
 	}}}
+	p.Rerun.addTo(items[1].Put.Item) // redrive.go
 	quotaAt := -1
 	if q := p.Quota; q != nil {
 		items[1].Put.Item[aQuotaTasks] = nv(int64(q.Tasks))
@@ -241,6 +244,7 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
 		DataDeleted: getT(item, aDataDeleted), Deleting: getT(item, aDeleting),
+		Redrives: decodeRedrives(item), RerunOf: getS(item, aRerunOf), Reused: decodeReused(item), // redrive.go
 	}
 	if raw := getS(item, aSpec); raw != "" {
 		var sp spec.Job
@@ -370,6 +374,7 @@ func decodeStage(job string, it map[string]types.AttributeValue) (batch.Stage, e
 		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
 		Enqueued: int(getN(it, aEnqueued)),
 		Started:  getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
+		Tolerated: int(getN(it, aTolerated)),
 	}, nil
 }
 
@@ -645,7 +650,34 @@ func (s *Store) ShardLeft(ctx context.Context, job string, idx, shard int) (int,
 }
 
 // Progress sums a stage's counters with consistent batch reads.
+//
+// A dynamic split (dynsplit.go) raises counters, so they are not only
+// counted down, and a batch read is no snapshot: the counter a split's new
+// task lands on may be read before the split and the giver's after the
+// giver committed, adding up to zero with the new task not committed. The
+// split raises the stage's total in the same transaction, so a zero sum is
+// trusted only when the total, read again after the counters, is the one
+// they were read for: no split happened while they were read, they were
+// only counted down, and each was at zero when the read ended. Otherwise
+// the counters are read again for the new total.
 func (s *Store) Progress(ctx context.Context, st batch.Stage) (batch.Progress, error) {
+	for {
+		p, err := s.progressOnce(ctx, st)
+		if err != nil || !p.Complete() {
+			return p, err
+		}
+		now, err := s.GetStage(ctx, st.Job, st.Index)
+		if err != nil {
+			return batch.Progress{}, fmt.Errorf("progress of stage %s/%d: %w", st.Job, st.Index, err)
+		}
+		if now.Total == st.Total {
+			return p, nil
+		}
+		st = now
+	}
+}
+
+func (s *Store) progressOnce(ctx context.Context, st batch.Stage) (batch.Progress, error) {
 	p := batch.Progress{Total: st.Total}
 	for lo := 0; lo < st.Shards; lo += 100 {
 		var keys []map[string]types.AttributeValue

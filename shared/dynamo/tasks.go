@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -28,6 +29,9 @@ func encodeTask(t batch.Task, due time.Time) map[string]types.AttributeValue {
 		item[aInKey] = sv(t.Input.Key)
 		item[aInStart] = nv(t.Input.Start)
 		item[aInEnd] = nv(t.Input.End)
+		if t.Input.ETag != "" {
+			item[aInTag] = sv(t.Input.ETag)
+		}
 	}
 	if !due.IsZero() {
 		item[attrGPK] = sv(duePK(taskPK(t.Ref) + taskSK(t.Ref.Partition)))
@@ -51,6 +55,10 @@ func TaskItemSize(t batch.Task, maxErr int) int {
 	item[aRecIn] = nv(1 << 50)
 	item[aRecOut] = nv(1 << 50)
 	item[aErr] = sv(string(make([]byte, maxErr)))
+	item[aTaskTolerated] = bv(true) // tolerate.go
+	// The error's class and an out-of-memory retry's size (errorclass.go).
+	item[aErrClass], item[aMemory] = sv(string(batch.ClassOutOfMemory)), nv(10<<30)
+	item[aCkAttempt], item[aCkSeq], item[aCkOffset], item[aCont] = nv(int64(t.MaxAttempts)), nv(1<<20), nv(1<<50), nv(100) // checkpoint.go
 	return ItemSize(item)
 }
 
@@ -61,9 +69,13 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
 		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor), Claimed: getT(it, aClaimed),
+		ErrorClass: batch.ErrorClass(getS(it, aErrClass)), Memory: spec.Size(getN(it, aMemory)),
+		Tolerated:  getB(it, aTaskTolerated),
+		Checkpoint: decodeCheckpointRef(it), // checkpoint.go
+		Copy:       decodeCopy(it),          // speculation.go
 	}
 	if k := getS(it, aInKey); k != "" {
-		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
+		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag)}
 	}
 	return t
 }
@@ -219,12 +231,16 @@ func (s *Store) claimUpdate(c *cond, p ClaimParams, dueKey string, lease time.Ti
 		c.values[":sat"] = ms(p.SlotAt)
 		upd += ", sat = :sat"
 	}
-	remove := ""
+	// A claim from READY ends whatever copy claim a task that went back
+	// to READY under it still named (speculation.go), and the new claim is
+	// the holder: reclaims and takeovers need no live copy, so for them
+	// this removes at most the attempt of a holder whose copy ended.
+	remove := " REMOVE " + copyClaimAttrs + ", " + aHolderAtt
 	if p.Executor != "" {
 		c.values[":ex"] = sv(p.Executor)
 		upd += ", ex = :ex"
 	} else {
-		remove = " REMOVE ex"
+		remove += ", ex"
 	}
 	// The due time is never zero here, so dueClause only adds to SET.
 	return upd + s.dueClause(c, dueKey, lease.Add(p.Grace)) + remove + " ADD att :one"
@@ -239,6 +255,11 @@ func explainClaim(t batch.Task, now time.Time) error {
 	}
 	if t.State == sm.TaskReady {
 		return &batch.NotDueError{At: t.NotBefore}
+	}
+	if t.Copy.Live() {
+		// Two live claims (speculation.go): neither is reclaimed while the
+		// other lives, so the message waits for the later lease.
+		return &batch.ClaimHeldError{LeaseUntil: later(t.LeaseUntil, t.Copy.LeaseUntil).Add(sm.LeaseSkew)}
 	}
 	_, err := sm.Decide(t.View(), sm.TaskReclaim, in)
 	var ge *sm.GuardError
@@ -296,6 +317,14 @@ type CommitParams struct {
 	// RecordsIn and RecordsOut are what the executor counted; they are kept
 	// on the task and summed on its counter shard.
 	RecordsIn, RecordsOut int64
+	// Duration is the attempt's run time, claim to commit, counted in the
+	// shard's duration histogram (speculation.go); 0 counts nothing.
+	Duration time.Duration
+	// BadRecords, when above 0, is added to the stage's bad-record count
+	// in the same transaction, which the count's guard refuses past
+	// MaxBadRecords (badrecords.go).
+	BadRecords    int64
+	MaxBadRecords int
 }
 
 // CommitTask marks the task SUCCEEDED and counts its stage's shard down in
@@ -311,8 +340,11 @@ type CommitParams struct {
 // its own token: it recognises its own success and reads the counter. Any
 // other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
 func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool, err error) {
+	if err := checkBadRecords(p); err != nil { // badrecords.go
+		return false, err
+	}
 	err = s.commitTx(ctx, p, false)
-	if r := cancelReasons(err); len(r) == 2 && r[0] == reasonNone && r[1] == reasonCondFailed {
+	if r := cancelReasons(err); len(r) >= 2 && r[0] == reasonNone && r[1] == reasonCondFailed && !badRecordsRefused(p, r) {
 		// The task's guard held; the counter's did not: this is the last.
 		if err = s.commitTx(ctx, p, true); err == nil {
 			return true, nil
@@ -320,6 +352,9 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	}
 	if err == nil {
 		return false, nil
+	}
+	if r := cancelReasons(err); badRecordsRefused(p, r) {
+		return false, tooManyBadRecords(p)
 	}
 	if cancelReasons(err) == nil {
 		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
@@ -334,8 +369,10 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 		return left == 0, err
 	case sm.Tasks.IsTerminal(t.State):
 		return false, fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
-	case t.Token != p.Token:
-		return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, batch.ErrStaleClaim)
+	case t.Token != p.Token, t.State == sm.TaskReady:
+		// READY keeps the token of the attempt whose failure (a retry, a
+		// timeout) released it: that attempt's claim is gone all the same.
+		return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d (%s): %w", p.Ref, p.Attempt, t.Attempt, t.State, batch.ErrStaleClaim)
 	}
 	return false, fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
 }
@@ -362,32 +399,41 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 		cntCond = "attribute_exists(pk) AND #left > :one"
 		cnt[":one"] = nv(1)
 	}
-	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{{Update: &types.Update{
-			TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
-			// att = :att pins the attempt whose outputs the caller checked.
-			ConditionExpression:       aws.String(expr + " AND att = :att"),
-			UpdateExpression:          aws.String("SET #st = :to, catt = :att, nout = :nout, #rin = :rin, #rout = :rout, upd = :now REMOVE gpk, due, lease"),
-			ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
-			ExpressionAttributeValues: c.values,
-		}}, {Update: &types.Update{
-			TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
-			ConditionExpression:       aws.String(cntCond),
-			UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout"),
-			ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut},
-			ExpressionAttributeValues: cnt,
-		}}},
-	})
-	return err
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
+		// The attempt pin names the attempt whose outputs the caller
+		// checked: the holder's (patt once its task was copied) or the
+		// copy's. The winner's token stays on the record (a lost
+		// response's retry recognises its success by it); the other
+		// claim is gone with the copy's fields (speculation.go).
+		ConditionExpression:       aws.String(expr + " AND (att = :att OR " + aHolderAtt + " = :att)"),
+		UpdateExpression:          aws.String("SET #st = :to, catt = :att, tok = :tok, nout = :nout, #rin = :rin, #rout = :rout, upd = :now REMOVE gpk, due, lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
+		ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
+		ExpressionAttributeValues: c.values,
+	}}, {Update: &types.Update{
+		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
+		ConditionExpression:       aws.String(cntCond),
+		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout" + durationAdd(p, cnt)),
+		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut},
+		ExpressionAttributeValues: cnt,
+	}}}
+	if p.BadRecords > 0 {
+		items = append(items, s.badRecordsUpdate(p)) // the stage's bad-record guard: badrecords.go
+	}
+	return s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 }
 
 // ReleaseParams gives a claimed task back: to READY for another attempt
 // (retry), or to FAILED (fail) with its error.
 type ReleaseParams struct {
 	HolderParams
-	Event     sm.Event // TaskRetry or TaskFail
+	Event     sm.Event // TaskRetry, TaskFail or TaskFailPermanent
 	NotBefore time.Time
 	Err       string
+	// Class is Err's class, kept with it; Memory, when set, is the
+	// executor size the next attempt runs on (an out-of-memory retry).
+	Class  batch.ErrorClass
+	Memory spec.Size
 	// Due is when the sweep checks the task next: for a retry, when its
 	// message should long have been claimed; for a failure, at once, until
 	// the failure has reached the stage and job.
@@ -411,6 +457,14 @@ func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, e
 	if !p.NotBefore.IsZero() {
 		c.values[":nb"] = ms(p.NotBefore)
 		upd += ", nb = :nb"
+	}
+	if p.Class != batch.ClassNone {
+		c.values[":ecl"] = sv(string(p.Class))
+		upd += ", " + aErrClass + " = :ecl"
+	}
+	if p.Memory > 0 {
+		c.values[":mem"] = nv(int64(p.Memory))
+		upd += ", " + aMemory + " = :mem"
 	}
 	attrs, err := s.updateWithOutbox(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
@@ -436,6 +490,8 @@ type SweepTaskParams struct {
 	Event sm.Event // TaskExpire, TaskExhaust or TaskCancel
 	Now   time.Time
 	Err   string
+	// Class is Err's class, kept with it (lease_expired for an exhaust).
+	Class batch.ErrorClass
 	Due   time.Time
 	// Outbox, when set, is an event written to the outbox in the same
 	// transaction (outbox.go): a task's final failure (TaskExhaust).
@@ -458,6 +514,10 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 		c.values[":err"] = sv(p.Err)
 		upd += ", err = :err"
 	}
+	if p.Class != batch.ClassNone {
+		c.values[":ecl"] = sv(string(p.Class))
+		upd += ", " + aErrClass + " = :ecl"
+	}
 	pk := taskPK(p.Ref)
 	_, err := s.updateWithOutbox(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
@@ -477,7 +537,9 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 
 // DueItems returns up to limit records of one index shard that are due at
 // now. The index is eventually consistent: callers re-read each record
-// before acting, and every action is a conditional write.
+// before acting, and every action is a conditional write. A due ready
+// marker is expanded into its tasks that still wait (ready.go), so the
+// answer may hold more than limit records, and from other shards.
 func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]DueItem, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &s.table,
@@ -492,12 +554,17 @@ func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit in
 		return nil, fmt.Errorf("query sweep index shard %d: %w", shard, err)
 	}
 	items := make([]DueItem, 0, len(out.Items))
+	var markers []readyMarker // ready.go
 	for _, it := range out.Items {
+		if m, ok := parseReadyMarker(it); ok {
+			markers = append(markers, m)
+			continue
+		}
 		d, err := parseDueKey(getS(it, attrPK), getS(it, attrSK))
 		if err != nil {
 			return nil, err
 		}
 		items = append(items, d)
 	}
-	return items, nil
+	return s.expandReady(ctx, now, items, markers, limit)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // Config is what every Batchwork function needs.
@@ -46,6 +47,8 @@ type Config struct {
 	OutputBuckets []string
 	// TaskFunctions are the Lambda functions lambda stages may invoke.
 	TaskFunctions []string
+	// ExecutorSizes are the executor sizes the stack deploys (EnvExecutorSizes).
+	ExecutorSizes []spec.Size
 	// TaskNames are the statically known task names (EnvTaskNames), and
 	// CheckTaskNames whether submits are checked against them and the
 	// published ones: set by the functions that submit (CheckTaskNames).
@@ -99,6 +102,9 @@ func FromEnv() (Config, error) {
 	}
 	if c.ExecPrograms, err = control.ParsePrograms(os.Getenv(EnvExecPrograms)); err != nil {
 		return c, fmt.Errorf("%s: %w", EnvExecPrograms, err)
+	}
+	if c.ExecutorSizes, err = control.ParseExecutorSizes(os.Getenv(EnvExecutorSizes)); err != nil { // executorsizes.go
+		return c, fmt.Errorf("%s: %w", EnvExecutorSizes, err)
 	}
 	if c.Retention, err = RetentionFromEnv(os.Getenv); err != nil { // retention.go
 		return c, err
@@ -185,7 +191,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	store := dynamo.New(dynamodb.NewFromConfig(cfg), c.Table)
 	store.SetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
-		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions,
+		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
 		StaticPrograms: c.ExecPrograms, Retention: c.Retention}, store, q, b, log)
 	if c.EventBus != "" {
 		svc.Events = events.NewPublisher(eventbridge.NewFromConfig(cfg), c.EventBus, store)

@@ -33,6 +33,7 @@ import (
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -130,6 +131,11 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		// On an emulator, callers upload their inputs through it
 		// (GET /whoami tells them; `batchwork upload` does).
 		o.Control.InputsEndpoint = *o.AWS.BaseEndpoint
+	}
+	if len(o.Control.ExecutorSizes) == 0 {
+		// Its executor has no size (executor.Runner.Memory): it runs tasks
+		// of every size, so a spec may ask for any.
+		o.Control.ExecutorSizes = spec.ExecutorSizes
 	}
 	r := &Runner{Resources: res, opts: o}
 	r.Store = dynamo.New(dynamodb.NewFromConfig(o.AWS), res.Table)

@@ -79,6 +79,10 @@ type Options struct {
 	MaxDecompressed int64
 	// Lookahead overrides DefaultLookahead (tests).
 	Lookahead int
+	// Cut, when set, lets the caller give away the unread rest of the
+	// split while it is read (cut.go). Only an uncompressed object's
+	// split can be cut.
+	Cut *Cut
 }
 
 // ErrTooLarge is returned when a compressed split decompresses to more
@@ -120,7 +124,11 @@ func OpenFormat(ctx context.Context, open RangeOpener, s Split, o Options) (io.R
 	}
 	switch format {
 	case CSV:
-		return openCSV(ctx, open, s, o)
+		rc, h, err := openCSV(ctx, open, s, o)
+		if lr, ok := rc.(*lineReader); ok && err == nil {
+			lr.attachCut(o.Cut, s.Start)
+		}
+		return rc, h, err
 	default:
 		r, err := openRange(ctx, open, s, false, 0)
 		if err != nil {
@@ -132,6 +140,7 @@ func OpenFormat(ctx context.Context, open RangeOpener, s Split, o Options) (io.R
 				return nil, nil, fmt.Errorf("split: read %q at %d: %w", s.Key, s.Start-1, err)
 			}
 		}
+		r.attachCut(o.Cut, s.Start)
 		if format == JSONL {
 			return newJSONL(r, s.Key, r.pos, false), nil, nil
 		}

@@ -100,8 +100,8 @@ func zst(t testing.TB, s string) string {
 // compressed stream would hand a task bytes it cannot decode.
 func TestPlanCompressedWholeFile(t *testing.T) {
 	t.Parallel()
-	objs := []Object{{"a.txt", 10}, {"b.gz", 10}, {"c.ZST", 10}, {"d.gz", 0}, {"e.tar.gz", 3}}
-	want := []Split{{"a.txt", 0, 4}, {"a.txt", 4, 7}, {"a.txt", 7, 10}, {"b.gz", 0, 10}, {"c.ZST", 0, 10}, {"e.tar.gz", 0, 3}}
+	objs := []Object{{Key: "a.txt", Size: 10}, {Key: "b.gz", Size: 10}, {Key: "c.ZST", Size: 10}, {Key: "d.gz", Size: 0}, {Key: "e.tar.gz", Size: 3}}
+	want := []Split{{Key: "a.txt", Start: 0, End: 4}, {Key: "a.txt", Start: 4, End: 7}, {Key: "a.txt", Start: 7, End: 10}, {Key: "b.gz", Start: 0, End: 10}, {Key: "c.ZST", Start: 0, End: 10}, {Key: "e.tar.gz", Start: 0, End: 3}}
 	got := Plan(objs, 4)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Plan mismatch (-want +got):\n%s", diff)
@@ -137,20 +137,20 @@ func TestOpenCompressed(t *testing.T) {
 		wantErr    string // a substring of the error, if any
 		wantIs     error
 	}{
-		{name: "gzip lines", split: Split{"l.gz", 0, 100}, want: lines},
-		{name: "zstd lines", split: Split{"l.zst", 0, 100}, want: lines},
-		{name: "only the split at 0 reads a compressed object", split: Split{"l.gz", 5, 100}, want: ""},
-		{name: "gzip csv", split: Split{"t.csv.gz", 0, 100}, opt: Options{Format: CSV}, want: "1,\"multi\nline\"\r\n2,x\r\n", wantHeader: []string{"h1", "h2"}},
-		{name: "zstd csv", split: Split{"t.csv.zst", 0, 100}, opt: Options{Format: CSV}, want: "1,\"multi\nline\"\r\n2,x\r\n", wantHeader: []string{"h1", "h2"}},
-		{name: "gzip jsonl drops blank lines", split: Split{"j.gz", 0, 100}, opt: Options{Format: JSONL}, want: "{\"a\":1}\n[2]\n"},
-		{name: "gzip jsonl bad record", split: Split{"bad.gz", 0, 100}, opt: Options{Format: JSONL}, want: "{\"a\":1}\n",
+		{name: "gzip lines", split: Split{Key: "l.gz", Start: 0, End: 100}, want: lines},
+		{name: "zstd lines", split: Split{Key: "l.zst", Start: 0, End: 100}, want: lines},
+		{name: "only the split at 0 reads a compressed object", split: Split{Key: "l.gz", Start: 5, End: 100}, want: ""},
+		{name: "gzip csv", split: Split{Key: "t.csv.gz", Start: 0, End: 100}, opt: Options{Format: CSV}, want: "1,\"multi\nline\"\r\n2,x\r\n", wantHeader: []string{"h1", "h2"}},
+		{name: "zstd csv", split: Split{Key: "t.csv.zst", Start: 0, End: 100}, opt: Options{Format: CSV}, want: "1,\"multi\nline\"\r\n2,x\r\n", wantHeader: []string{"h1", "h2"}},
+		{name: "gzip jsonl drops blank lines", split: Split{Key: "j.gz", Start: 0, End: 100}, opt: Options{Format: JSONL}, want: "{\"a\":1}\n[2]\n"},
+		{name: "gzip jsonl bad record", split: Split{Key: "bad.gz", Start: 0, End: 100}, opt: Options{Format: JSONL}, want: "{\"a\":1}\n",
 			wantErr: `object "bad.gz", record at byte 8 of the decompressed data: invalid JSON: invalid character 'o'`},
-		{name: "a bomb is refused", split: Split{"bomb.gz", 0, 100}, opt: Options{MaxDecompressed: 4096}, wantIs: ErrTooLarge,
+		{name: "a bomb is refused", split: Split{Key: "bomb.gz", Start: 0, End: 100}, opt: Options{MaxDecompressed: 4096}, wantIs: ErrTooLarge,
 			wantErr: `"bomb.gz" decompresses to more than 4096 bytes`},
-		{name: "exactly the cap passes", split: Split{"exact.zst", 0, 100}, opt: Options{MaxDecompressed: 1000}, want: strings.Repeat("y", 1000)},
-		{name: "one byte under the size fails", split: Split{"exact.zst", 0, 100}, opt: Options{MaxDecompressed: 999}, wantIs: ErrTooLarge},
-		{name: "not gzip", split: Split{"notgzip.gz", 0, 100}, wantErr: `"notgzip.gz" is named .gz but is not gzip data`},
-		{name: "concatenated gzip members", split: Split{"cat.gz", 0, 100}, want: "a\nb\n"},
+		{name: "exactly the cap passes", split: Split{Key: "exact.zst", Start: 0, End: 100}, opt: Options{MaxDecompressed: 1000}, want: strings.Repeat("y", 1000)},
+		{name: "one byte under the size fails", split: Split{Key: "exact.zst", Start: 0, End: 100}, opt: Options{MaxDecompressed: 999}, wantIs: ErrTooLarge},
+		{name: "not gzip", split: Split{Key: "notgzip.gz", Start: 0, End: 100}, wantErr: `"notgzip.gz" is named .gz but is not gzip data`},
+		{name: "concatenated gzip members", split: Split{Key: "cat.gz", Start: 0, End: 100}, want: "a\nb\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,14 +184,14 @@ func TestOpenJSONL(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{name: "a byte order mark is dropped", split: Split{"bom", 0, 4}, want: "{\"a\":1}\n"},
-		{name: "records before the bad one, then its error", split: Split{"k", 0, 20}, want: "{\"a\":1}\n[1,2]\n",
+		{name: "a byte order mark is dropped", split: Split{Key: "bom", Start: 0, End: 4}, want: "{\"a\":1}\n"},
+		{name: "records before the bad one, then its error", split: Split{Key: "k", Start: 0, End: 20}, want: "{\"a\":1}\n[1,2]\n",
 			wantErr: `jsonl: object "k", record at byte 15: invalid JSON: invalid character '}' looking for beginning of value`},
-		{name: "a split starting mid-file names the object offset", split: Split{"k", 12, 16},
+		{name: "a split starting mid-file names the object offset", split: Split{Key: "k", Start: 12, End: 16},
 			wantErr: `record at byte 15: invalid JSON`},
-		{name: "blank lines are not records", split: Split{"k", 16, 29}, want: "\"x\"\n"},
-		{name: "two values on a line", split: Split{"k", 29, 33}, wantErr: `record at byte 31: invalid JSON: invalid character '2' after top-level value`},
-		{name: "no record starts in range", split: Split{"k", 1, 8}, want: ""},
+		{name: "blank lines are not records", split: Split{Key: "k", Start: 16, End: 29}, want: "\"x\"\n"},
+		{name: "two values on a line", split: Split{Key: "k", Start: 29, End: 33}, wantErr: `record at byte 31: invalid JSON: invalid character '2' after top-level value`},
+		{name: "no record starts in range", split: Split{Key: "k", Start: 1, End: 8}, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +209,7 @@ func TestOpenJSONL(t *testing.T) {
 
 func TestOpenFormatUnknown(t *testing.T) {
 	t.Parallel()
-	_, _, err := OpenFormat(context.Background(), newStore(nil).open, Split{"k", 0, 1}, Options{Format: "xml"})
+	_, _, err := OpenFormat(context.Background(), newStore(nil).open, Split{Key: "k", Start: 0, End: 1}, Options{Format: "xml"})
 	if err == nil || !strings.Contains(err.Error(), `"xml" is not a format; want lines, jsonl, csv`) {
 		t.Fatalf("error %v", err)
 	}
@@ -250,28 +250,28 @@ func TestOpenCSV(t *testing.T) {
 		want       string
 		wantHeader []string
 	}{
-		{"whole file", Split{"f", 0, 34}, rec1 + rec2 + rec3, header},
-		{"header only in range", Split{"f", 0, 6}, "", header},
-		{"first record starts at the last byte", Split{"f", 0, 7}, rec1, header},
-		{"starts in the header", Split{"f", 1, 6}, "", header},
-		{"starts in the header, owns a record", Split{"f", 3, 7}, rec1, header},
-		{"no record starts in range", Split{"f", 7, 14}, "", header},
-		{"starts inside quotes after a quoted newline", Split{"f", 11, 15}, rec2, header},
-		{"starts at a record", Split{"f", 14, 15}, rec2, header},
-		{"starts inside escaped quotes", Split{"f", 22, 31}, "", header},
-		{"quoted newline followed by a comma", Split{"f", 28, 40}, rec3, header},
-		{"last record", Split{"f", 31, 34}, rec3, header},
-		{"inside the last record", Split{"f", 32, 34}, "", header},
-		{"CRLF record with a quoted CRLF", Split{"crlf", 5, 6}, "\"1\r\n2\",3\r\n", []string{"a", "b"}},
-		{"inside a quoted CRLF", Split{"crlf", 8, 17}, "4,5\r\n", []string{"a", "b"}},
-		{"header only", Split{"only", 0, 4}, "", []string{"a", "b"}},
-		{"header without newline", Split{"nonl", 0, 3}, "", []string{"a", "b"}},
-		{"blank lines before the header", Split{"blank", 0, 8}, "1\n", []string{"h"}},
-		{"split in the blank lines", Split{"blank", 1, 4}, "", []string{"h"}},
-		{"split in the blank lines owns the next record", Split{"blank", 1, 6}, "1\n", []string{"h"}},
-		{"byte order mark dropped", Split{"bom", 2, 20}, "1,x\n", []string{"id", "name"}},
-		{"header with a quoted newline", Split{"quoted", 2, 12}, "1,2\n", []string{"a\nb", "c"}},
-		{"no quotes", Split{"noquotes", 5, 9}, "3,4\n", []string{"a", "b"}},
+		{"whole file", Split{Key: "f", Start: 0, End: 34}, rec1 + rec2 + rec3, header},
+		{"header only in range", Split{Key: "f", Start: 0, End: 6}, "", header},
+		{"first record starts at the last byte", Split{Key: "f", Start: 0, End: 7}, rec1, header},
+		{"starts in the header", Split{Key: "f", Start: 1, End: 6}, "", header},
+		{"starts in the header, owns a record", Split{Key: "f", Start: 3, End: 7}, rec1, header},
+		{"no record starts in range", Split{Key: "f", Start: 7, End: 14}, "", header},
+		{"starts inside quotes after a quoted newline", Split{Key: "f", Start: 11, End: 15}, rec2, header},
+		{"starts at a record", Split{Key: "f", Start: 14, End: 15}, rec2, header},
+		{"starts inside escaped quotes", Split{Key: "f", Start: 22, End: 31}, "", header},
+		{"quoted newline followed by a comma", Split{Key: "f", Start: 28, End: 40}, rec3, header},
+		{"last record", Split{Key: "f", Start: 31, End: 34}, rec3, header},
+		{"inside the last record", Split{Key: "f", Start: 32, End: 34}, "", header},
+		{"CRLF record with a quoted CRLF", Split{Key: "crlf", Start: 5, End: 6}, "\"1\r\n2\",3\r\n", []string{"a", "b"}},
+		{"inside a quoted CRLF", Split{Key: "crlf", Start: 8, End: 17}, "4,5\r\n", []string{"a", "b"}},
+		{"header only", Split{Key: "only", Start: 0, End: 4}, "", []string{"a", "b"}},
+		{"header without newline", Split{Key: "nonl", Start: 0, End: 3}, "", []string{"a", "b"}},
+		{"blank lines before the header", Split{Key: "blank", Start: 0, End: 8}, "1\n", []string{"h"}},
+		{"split in the blank lines", Split{Key: "blank", Start: 1, End: 4}, "", []string{"h"}},
+		{"split in the blank lines owns the next record", Split{Key: "blank", Start: 1, End: 6}, "1\n", []string{"h"}},
+		{"byte order mark dropped", Split{Key: "bom", Start: 2, End: 20}, "1,x\n", []string{"id", "name"}},
+		{"header with a quoted newline", Split{Key: "quoted", Start: 2, End: 12}, "1,2\n", []string{"a\nb", "c"}},
+		{"no quotes", Split{Key: "noquotes", Start: 5, End: 9}, "3,4\n", []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		for _, look := range []int{0, 1} { // speculation, and counting quotes from the start
@@ -330,7 +330,7 @@ func TestCSVSpeculation(t *testing.T) {
 	// read the object's start beyond the header; with a one-byte window,
 	// every split after the first counts quotes from the start.
 	s := newStore(map[string]string{"f": csvFile})
-	for _, sp := range []Split{{"f", 11, 15}, {"f", 28, 40}} {
+	for _, sp := range []Split{{Key: "f", Start: 11, End: 15}, {Key: "f", Start: 28, End: 40}} {
 		if _, _, err := readFormat(t, s.open, sp, Options{Format: CSV}); err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestCSVSpeculation(t *testing.T) {
 		t.Errorf("speculated splits opened the object at 0 %d times, want 2 (the headers)", n)
 	}
 	s = newStore(map[string]string{"f": csvFile})
-	if _, _, err := readFormat(t, s.open, Split{"f", 11, 15}, Options{Format: CSV, Lookahead: 1}); err != nil {
+	if _, _, err := readFormat(t, s.open, Split{Key: "f", Start: 11, End: 15}, Options{Format: CSV, Lookahead: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.opensAtZero(); n != 2 {
@@ -443,7 +443,7 @@ func checkCSVSplits(t *testing.T, data string, target int64, look int) {
 	}
 	s := newStore(map[string]string{"k": data})
 	var got [][]string
-	for _, sp := range Plan([]Object{{"k", int64(len(data))}}, target) {
+	for _, sp := range Plan([]Object{{Key: "k", Size: int64(len(data))}}, target) {
 		out, h, err := readFormat(t, s.open, sp, Options{Format: CSV, Lookahead: look})
 		if err != nil {
 			t.Fatalf("file %q, split %+v: %v", data, sp, err)

@@ -23,6 +23,9 @@ import (
 type Object struct {
 	Key  string
 	Size int64
+	// ETag is the object's entity tag as listed, without its quotes; ""
+	// if the listing gave none.
+	ETag string
 }
 
 // Split is the work of one task: the lines of object Key whose first byte
@@ -30,6 +33,10 @@ type Object struct {
 type Split struct {
 	Key        string
 	Start, End int64
+	// ETag pins the object as planned (blob.Store.OpenPinned): a reader
+	// fails rather than read another version of it. "" reads whatever is there (a plan made
+	// before pinning, or a listing without ETags).
+	ETag string `json:",omitempty"`
 }
 
 // Plan cuts each non-empty object, in the given order, into
@@ -52,7 +59,7 @@ func Plan(objs []Object, target int64) []Split {
 			if k < r {
 				end++
 			}
-			out = append(out, Split{Key: o.Key, Start: start, End: end})
+			out = append(out, Split{Key: o.Key, Start: start, End: end, ETag: o.ETag})
 		}
 	}
 	return out
@@ -155,6 +162,17 @@ type lineReader struct {
 	done     bool  // no more data: return err
 	err      error // io.EOF or the failure that ended the stream
 	closeErr error
+	// cut, when set, may move end while the split is read (cut.go).
+	cut *Cut
+}
+
+// attachCut lets c move the reader's end from now on.
+func (r *lineReader) attachCut(c *Cut, start int64) {
+	if c == nil || r.done {
+		return
+	}
+	r.cut = c
+	c.attach(start, r.pos, r.end)
 }
 
 // skipPartialLine consumes the byte before Start and, unless it ends a
@@ -197,6 +215,14 @@ func (r *lineReader) Read(p []byte) (int, error) {
 // fill reads the next chunk of an owned line into pending, or finishes the
 // stream when the next line is not owned.
 func (r *lineReader) fill() error {
+	if !r.midLine && r.cut != nil {
+		// A record starts here: whose it is may have changed.
+		end, err := r.cut.limit(r.ctx, r.pos)
+		if err != nil {
+			return err
+		}
+		r.end = min(r.end, end) // a cut only ever moves it earlier
+	}
 	if !r.midLine && r.pos >= r.end {
 		return io.EOF
 	}
@@ -247,6 +273,9 @@ func (r *lineReader) endsRecord(chunk []byte) bool {
 // the underlying reader right away rather than when the caller closes.
 func (r *lineReader) finish(err error) {
 	r.done, r.err = true, err
+	if r.cut != nil {
+		r.cut.finish()
+	}
 	r.release()
 }
 
@@ -259,6 +288,9 @@ func (r *lineReader) release() {
 
 // Close releases the underlying reader. It is safe to call more than once.
 func (r *lineReader) Close() error {
+	if r.cut != nil {
+		r.cut.finish()
+	}
 	r.release()
 	r.done = true
 	if r.err == nil {

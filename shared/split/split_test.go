@@ -77,25 +77,25 @@ func TestPlan(t *testing.T) {
 		want   []Split
 	}{
 		{name: "no objects", target: 10, want: []Split{}},
-		{name: "exact multiple", objs: []Object{{"a", 10}}, target: 5, want: []Split{{"a", 0, 5}, {"a", 5, 10}}},
+		{name: "exact multiple", objs: []Object{{Key: "a", Size: 10}}, target: 5, want: []Split{{Key: "a", Start: 0, End: 5}, {Key: "a", Start: 5, End: 10}}},
 		{
-			name: "remainder spread over the first splits", objs: []Object{{"a", 10}}, target: 4,
-			want: []Split{{"a", 0, 4}, {"a", 4, 7}, {"a", 7, 10}},
+			name: "remainder spread over the first splits", objs: []Object{{Key: "a", Size: 10}}, target: 4,
+			want: []Split{{Key: "a", Start: 0, End: 4}, {Key: "a", Start: 4, End: 7}, {Key: "a", Start: 7, End: 10}},
 		},
-		{name: "target larger than object", objs: []Object{{"a", 3}}, target: 100, want: []Split{{"a", 0, 3}}},
-		{name: "one-byte target", objs: []Object{{"a", 3}}, target: 1, want: []Split{{"a", 0, 1}, {"a", 1, 2}, {"a", 2, 3}}},
+		{name: "target larger than object", objs: []Object{{Key: "a", Size: 3}}, target: 100, want: []Split{{Key: "a", Start: 0, End: 3}}},
+		{name: "one-byte target", objs: []Object{{Key: "a", Size: 3}}, target: 1, want: []Split{{Key: "a", Start: 0, End: 1}, {Key: "a", Start: 1, End: 2}, {Key: "a", Start: 2, End: 3}}},
 		{
-			name: "objects in order, empty ones skipped", objs: []Object{{"z", 4}, {"empty", 0}, {"a", 2}, {"neg", -1}}, target: 3,
-			want: []Split{{"z", 0, 2}, {"z", 2, 4}, {"a", 0, 2}},
+			name: "objects in order, empty ones skipped", objs: []Object{{Key: "z", Size: 4}, {Key: "empty", Size: 0}, {Key: "a", Size: 2}, {Key: "neg", Size: -1}}, target: 3,
+			want: []Split{{Key: "z", Start: 0, End: 2}, {Key: "z", Start: 2, End: 4}, {Key: "a", Start: 0, End: 2}},
 		},
-		{name: "zero target", objs: []Object{{"a", 10}, {"b", 0}, {"c", 1}}, target: 0, want: []Split{{"a", 0, 10}, {"c", 0, 1}}},
-		{name: "negative target", objs: []Object{{"a", 10}}, target: -5, want: []Split{{"a", 0, 10}}},
+		{name: "zero target", objs: []Object{{Key: "a", Size: 10}, {Key: "b", Size: 0}, {Key: "c", Size: 1}}, target: 0, want: []Split{{Key: "a", Start: 0, End: 10}, {Key: "c", Start: 0, End: 1}}},
+		{name: "negative target", objs: []Object{{Key: "a", Size: 10}}, target: -5, want: []Split{{Key: "a", Start: 0, End: 10}}},
 		{
-			name: "no overflow near the int64 limit", objs: []Object{{"huge", math.MaxInt64}}, target: math.MaxInt64 / 2,
+			name: "no overflow near the int64 limit", objs: []Object{{Key: "huge", Size: math.MaxInt64}}, target: math.MaxInt64 / 2,
 			want: []Split{
-				{"huge", 0, math.MaxInt64/3 + 1},
-				{"huge", math.MaxInt64/3 + 1, 2*(math.MaxInt64/3) + 1},
-				{"huge", 2*(math.MaxInt64/3) + 1, math.MaxInt64},
+				{Key: "huge", Start: 0, End: math.MaxInt64/3 + 1},
+				{Key: "huge", Start: math.MaxInt64/3 + 1, End: 2*(math.MaxInt64/3) + 1},
+				{Key: "huge", Start: 2*(math.MaxInt64/3) + 1, End: math.MaxInt64},
 			},
 		},
 	}
@@ -129,24 +129,24 @@ func TestOpen(t *testing.T) {
 		split Split
 		want  string
 	}{
-		{"whole object", Split{"abc", 0, 8}, "ab\ncd\nef"},
-		{"first byte owns the first line", Split{"abc", 0, 1}, "ab\n"},
-		{"no line starts in range", Split{"abc", 1, 3}, ""},
-		{"line at the last owned byte", Split{"abc", 1, 4}, "cd\n"},
-		{"previous byte is a newline", Split{"abc", 3, 4}, "cd\n"},
-		{"skip the partial line", Split{"abc", 4, 8}, "ef"},
-		{"last line without newline", Split{"abc", 6, 8}, "ef"},
-		{"partial last line", Split{"abc", 7, 8}, ""},
-		{"empty range", Split{"abc", 3, 3}, ""},
-		{"range past the end", Split{"abc", 8, 20}, ""},
-		{"CRLF is two bytes of one line", Split{"crlf", 2, 4}, "bb\r\n"},
-		{"a line starting after CRLF", Split{"crlf", 1, 4}, "bb\r\n"},
-		{"empty lines", Split{"blank", 1, 2}, "\n"},
-		{"empty lines to the end", Split{"blank", 1, 3}, "\n\n"},
-		{"line longer than the buffer", Split{"long", 1, 3}, long},
-		{"skip a line longer than the buffer", Split{"long", 3, int64(3 + len(long))}, "y\n"},
-		{"start inside a multi-byte rune", Split{"utf8", 2, 8}, "世界\n"},
-		{"empty object", Split{"empty", 0, 1}, ""},
+		{"whole object", Split{Key: "abc", Start: 0, End: 8}, "ab\ncd\nef"},
+		{"first byte owns the first line", Split{Key: "abc", Start: 0, End: 1}, "ab\n"},
+		{"no line starts in range", Split{Key: "abc", Start: 1, End: 3}, ""},
+		{"line at the last owned byte", Split{Key: "abc", Start: 1, End: 4}, "cd\n"},
+		{"previous byte is a newline", Split{Key: "abc", Start: 3, End: 4}, "cd\n"},
+		{"skip the partial line", Split{Key: "abc", Start: 4, End: 8}, "ef"},
+		{"last line without newline", Split{Key: "abc", Start: 6, End: 8}, "ef"},
+		{"partial last line", Split{Key: "abc", Start: 7, End: 8}, ""},
+		{"empty range", Split{Key: "abc", Start: 3, End: 3}, ""},
+		{"range past the end", Split{Key: "abc", Start: 8, End: 20}, ""},
+		{"CRLF is two bytes of one line", Split{Key: "crlf", Start: 2, End: 4}, "bb\r\n"},
+		{"a line starting after CRLF", Split{Key: "crlf", Start: 1, End: 4}, "bb\r\n"},
+		{"empty lines", Split{Key: "blank", Start: 1, End: 2}, "\n"},
+		{"empty lines to the end", Split{Key: "blank", Start: 1, End: 3}, "\n\n"},
+		{"line longer than the buffer", Split{Key: "long", Start: 1, End: 3}, long},
+		{"skip a line longer than the buffer", Split{Key: "long", Start: 3, End: int64(3 + len(long))}, "y\n"},
+		{"start inside a multi-byte rune", Split{Key: "utf8", Start: 2, End: 8}, "世界\n"},
+		{"empty object", Split{Key: "empty", Start: 0, End: 1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,12 +174,12 @@ func TestOpenErrors(t *testing.T) {
 		openFail bool  // Open itself fails
 		wantErr  error // the error Open or reading ends with, if any
 	}{
-		{name: "open fails", open: (&store{}).open, split: Split{"missing", 0, 5}, openFail: true},
-		{name: "negative start", open: failing(""), split: Split{"k", -1, 5}, openFail: true},
-		{name: "end before start", open: failing(""), split: Split{"k", 5, 4}, openFail: true},
-		{name: "read fails while skipping", open: failing("abc"), split: Split{"k", 1, 10}, openFail: true, wantErr: boom},
-		{name: "read fails mid-line", open: failing("abc\nd"), split: Split{"k", 0, 10}, wantErr: boom},
-		{name: "done before the failure", open: failing("abc\nd"), split: Split{"k", 0, 1}},
+		{name: "open fails", open: (&store{}).open, split: Split{Key: "missing", Start: 0, End: 5}, openFail: true},
+		{name: "negative start", open: failing(""), split: Split{Key: "k", Start: -1, End: 5}, openFail: true},
+		{name: "end before start", open: failing(""), split: Split{Key: "k", Start: 5, End: 4}, openFail: true},
+		{name: "read fails while skipping", open: failing("abc"), split: Split{Key: "k", Start: 1, End: 10}, openFail: true, wantErr: boom},
+		{name: "read fails mid-line", open: failing("abc\nd"), split: Split{Key: "k", Start: 0, End: 10}, wantErr: boom},
+		{name: "done before the failure", open: failing("abc\nd"), split: Split{Key: "k", Start: 0, End: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestOpenStopsEarly(t *testing.T) {
 		}
 		return rc, err
 	}
-	rc, err := Open(context.Background(), open, Split{"k", 150, 1000})
+	rc, err := Open(context.Background(), open, Split{Key: "k", Start: 150, End: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestOpenCanceled(t *testing.T) {
 	t.Parallel()
 	s := &store{objects: map[string][]byte{"k": []byte("a\nb\n")}}
 	ctx, cancel := context.WithCancel(context.Background())
-	rc, err := Open(ctx, s.open, Split{"k", 0, 4})
+	rc, err := Open(ctx, s.open, Split{Key: "k", Start: 0, End: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func BenchmarkOpen(b *testing.B) {
 		data.WriteByte('\n')
 	}
 	s := &store{objects: map[string][]byte{"k": data.Bytes()}}
-	splits := Plan([]Object{{"k", int64(data.Len())}}, 1<<20)
+	splits := Plan([]Object{{Key: "k", Size: int64(data.Len())}}, 1<<20)
 	b.SetBytes(int64(data.Len()))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -104,6 +104,7 @@ type command struct {
 // opts holds every command's own flags.
 type opts struct {
 	wait, all, list, presign                          bool
+	badRecords                                        bool // result --bad-records (badrecords.go)
 	key, status, name, stage, state, cursor, download string
 	limit                                             int
 	interval                                          time.Duration

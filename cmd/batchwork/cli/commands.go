@@ -66,7 +66,11 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 			run: runList},
 		{name: "tasks", args: "ID", summary: "list a job's tasks with their attempt history",
 			help: `Lists a job's tasks, by stage and partition, with every attempt's outcome
-(committed, retried, lease_expired, failed, cancelled, running).`,
+(committed, retried, lease_expired, failed, cancelled, running; permanent,
+timed_out and out_of_memory for attempts ended by those errors). A failed
+task's state says what ended it: FAILED (permanent error), (retries
+exhausted), (timed out), (out of memory) or (lease expired); a task an
+out-of-memory retry moved to a larger executor shows its size (READY @4GiB).`,
 			examples: []string{"batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --state FAILED", "batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --stage map --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {
 				fs.StringVar(&o.stage, "stage", "", "only tasks of this stage")
@@ -92,9 +96,12 @@ its output folder: its work is done, and it ends by itself.`,
 downloads them into a directory (--download DIR, one file per output as
 DIR/<stage>/p<partition>-part-<n>). For a job that succeeded these are its
 manifest's outputs; for a running, failed or cancelled job (or with --stage)
-the outputs committed so far.`,
+the outputs committed so far. --bad-records lists instead the records its
+tasks rejected (Task.Reject) in attempts that committed: stage, partition,
+attempt, byte offset in the task's input (-1 if unknown), reason and record.`,
 			examples: []string{
 				"batchwork result j19aa5e7c2a1f3b9d0e4c7 | sort -t$'\\t' -k2 -nr | head",
+				"batchwork result j19aa5e7c2a1f3b9d0e4c7 --bad-records",
 				"batchwork result j19aa5e7c2a1f3b9d0e4c7 --list",
 				"batchwork result j19aa5e7c2a1f3b9d0e4c7 --download ./out",
 				"batchwork result j19aa5e7c2a1f3b9d0e4c7 --stage map --list -o json",
@@ -103,6 +110,7 @@ the outputs committed so far.`,
 				fs.BoolVar(&o.list, "list", false, "list the outputs instead of printing them")
 				fs.StringVar(&o.download, "download", "", "write the outputs into this directory")
 				fs.StringVar(&o.stage, "stage", "", "the committed outputs of this stage")
+				fs.BoolVar(&o.badRecords, "bad-records", false, "list the records the job's tasks rejected (with --stage: that stage's)")
 			},
 			minArgs: 1, maxArgs: 1, run: runResult},
 		{name: "validate", args: "FILE", summary: "check a job spec offline; errors point at the line and field",
@@ -115,11 +123,12 @@ every problem as FILE:LINE: field: message. Exits 3 if the spec is invalid.`,
 		uploadCommand,   // inputs.go
 		// datadelete.go
 		deleteDataCommand,
-		deleteCommand, // jobdelete.go
-		initCommand,   // scaffold.go
-		devCommand,    // dev.go
-		uiCommand,     // ui.go
-		logsCommand,   // logs.go
+		deleteCommand,                               // jobdelete.go
+		initCommand,                                 // scaffold.go
+		devCommand,                                  // dev.go
+		uiCommand,                                   // ui.go
+		logsCommand,                                 // logs.go
+		failedCommand, redriveCommand, rerunCommand, // failed.go
 	}
 }
 
@@ -328,7 +337,7 @@ func runTasks(ctx context.Context, a *app, args []string) int {
 		if t.State == "SUCCEEDED" {
 			io = count(t.RecordsIn) + "/" + count(t.RecordsOut)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", t.Stage, t.Partition, a.paint(t.State, t.State), t.Attempt, t.MaxAttempts,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", t.Stage, t.Partition, a.paint(t.State, withCopy(t, withCheckpoint(t, taskState(t)))), t.Attempt, t.MaxAttempts, // errorclass.go, checkpoint.go, speculation.go
 			orDash(strings.Join(outcomes, ", ")), attemptExecutors(t.Attempts), io, orDash(oneLine(t.LastError, 60)))
 	}
 	tw.Flush()
@@ -391,6 +400,9 @@ func runCancel(ctx context.Context, a *app, args []string) int {
 }
 
 func runResult(ctx context.Context, a *app, args []string) int {
+	if a.o.badRecords {
+		return runBadRecords(ctx, a, args) // badrecords.go
+	}
 	all := control.OutputList{Outputs: []control.OutputInfo{}}
 	presign := !a.o.list || a.o.download != ""
 	a.o.all = true

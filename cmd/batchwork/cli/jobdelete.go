@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
 )
@@ -37,12 +38,12 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 	}
 	var total control.JobDeletion
 	for call := 0; ; call++ {
-		var d control.JobDeletion
-		err := c.call(ctx, http.MethodDelete, jobPath(args[0]), nil, nil, nil, &d)
+		d, lost, err := deleteCall(ctx, c, args[0])
 		var ae *APIError
-		if call > 0 && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			// Another caller finished the deletion this one started.
-			total.Complete = true
+		if (call > 0 || lost) && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			// Gone: another caller, or a try of this command whose answer
+			// was lost, finished the deletion.
+			total.Job, total.Complete = args[0], true
 			break
 		}
 		if err != nil {
@@ -61,7 +62,44 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 		_ = writeJSON(a.env.Stdout, total)
 		return ExitOK
 	}
+	if total.State == "" { // the only answer was lost
+		fmt.Fprintf(a.env.Stdout, "Deleted job %s.\n", args[0])
+		return ExitOK
+	}
 	fmt.Fprintf(a.env.Stdout, "Deleted job %s (%s): %s records and %s objects.\n",
 		args[0], total.State, count(int64(total.Records)), count(int64(total.Objects)))
 	return ExitOK
+}
+
+// deleteCall sends one DELETE of job id, retrying what the client retries
+// (network errors, throttling, gateway errors), and says whether a try's
+// answer may have been lost after the API acted on it (a network error, a
+// gateway's 502 or 504): that try may have finished the deletion, so a
+// later 404 means the job is gone, not that there was none. The client
+// cannot tell, so this call does its own retries.
+func deleteCall(ctx context.Context, c *client, id string) (d control.JobDeletion, lost bool, err error) {
+	once := *c
+	once.retries = 0
+	for try := 0; ; try++ {
+		if try > 0 {
+			if err := c.sleep(ctx, time.Duration(200<<(try-1))*time.Millisecond); err != nil {
+				return d, lost, err
+			}
+		}
+		err = once.call(ctx, http.MethodDelete, jobPath(id), nil, nil, nil, &d)
+		var ae *APIError
+		var ne *netError
+		switch {
+		case err == nil:
+			return d, lost, nil
+		case errors.As(err, &ne), errors.As(err, &ae) && (ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout):
+			lost = true
+		case errors.As(err, &ae) && (ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable):
+		default:
+			return d, lost, err
+		}
+		if try >= c.retries {
+			return d, lost, err
+		}
+	}
 }

@@ -90,7 +90,7 @@ func percent(done, total int) string {
 func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	tw := table(w)
 	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", st.ID, st.Name)
-	fmt.Fprintf(tw, "State:\t%s\n", a.paint(st.State, st.State))
+	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, st.State), failedNote(st)) // failed.go
 	fmt.Fprintf(tw, "Created:\t%s\n", a.clock(&st.Created))
 	fmt.Fprintf(tw, "Started:\t%s\n", a.clock(st.Started))
 	ended := a.clock(st.Ended)
@@ -144,6 +144,12 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	for _, s := range st.Stages {
 		if s.Error != "" {
 			fmt.Fprintf(w, "\nstage %s: %s\n", s.Name, s.Error)
+		}
+		if s.FailedTasks > 0 {
+			fmt.Fprintf(w, "\nstage %s: %d failed tasks tolerated (batchwork failed %s lists them)\n", s.Name, s.FailedTasks, st.ID)
+		}
+		if s.BadRecords > 0 {
+			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", s.Name, count(s.BadRecords), st.ID)
 		}
 	}
 }

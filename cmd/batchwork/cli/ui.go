@@ -19,9 +19,12 @@ var uiCommand = &command{
 	help: `Serves the web console on this machine (a loopback address only) and
 prints its URL, until Ctrl-C. The console shows your jobs with filters; a
 job's stages as a DAG with live progress, rate and ETA; a timeline of its
-tasks' attempts, with retries and failures; failed attempts with their
-errors; the job's history; and your schedules with their runs. It can
-cancel a running job, and change nothing else.
+tasks' attempts, marking retries, failures, speculative copies (and which
+one won) and continuations; failed tasks with their errors, what ended
+them (error class) and their log lines; its bad records; whether it
+succeeded with tolerated failed partitions; its history; and your
+schedules with their runs. It can cancel a running job, and change
+nothing else.
 
 The page talks only to this command, which calls the API exactly as the
 other commands do (--endpoint, --auth, --owner, --profile: the local

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"slices"
 	"sync"
@@ -18,7 +19,17 @@ import (
 
 // The bucket layout, re-declared from shared/blob/keys.go.
 func outputKey(job, stage string, partition, attempt, part int) string {
-	return fmt.Sprintf("jobs/%s/out/%s/p%06d/a%d/part-%05d", job, stage, partition, attempt, part)
+	return fmt.Sprintf("jobs/%s/out/%s/%s/p%06d/a%d/part-%05d", job, stage, spread(partition), partition, attempt, part)
+}
+
+// spread is the two hex digits that spread a stage's outputs over 256
+// prefixes: FNV-1a of the partition as 8 big-endian bytes, mod 256.
+func spread(partition int) string {
+	h := fnv.New32a()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(partition))
+	h.Write(b[:])
+	return fmt.Sprintf("%02x", h.Sum32()%256)
 }
 
 func outputsPrefix(job string) string { return fmt.Sprintf("jobs/%s/out/", job) }
@@ -37,7 +48,11 @@ func parseOutputKey(job, key string) (stage string, partition, attempt, part int
 		return "", 0, 0, 0, fmt.Errorf("output key %q: no stage", key)
 	}
 	stage = rest[:i]
-	if _, err := fmt.Sscanf(rest[i+1:], "p%06d/a%d/part-%05d", &partition, &attempt, &part); err != nil {
+	var sp string
+	if j := bytes.IndexByte([]byte(rest[i+1:]), '/'); j >= 0 {
+		sp = rest[i+1 : i+1+j+1]
+	}
+	if _, err := fmt.Sscanf(rest[i+1+len(sp):], "p%06d/a%d/part-%05d", &partition, &attempt, &part); err != nil {
 		return "", 0, 0, 0, fmt.Errorf("output key %q: %w", key, err)
 	}
 	if outputKey(job, stage, partition, attempt, part) != key {

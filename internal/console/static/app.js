@@ -81,6 +81,9 @@
     return { items, more: cursor };
   }
 
+  // failures.js: the job page's failed tasks, bad records and timeline marks.
+  const F = window.BatchworkFailures({ h, s, badge, api, pages, fmtTime, num, attemptLogs });
+
   function showError(e) {
     const d = document.getElementById('error');
     d.hidden = !e;
@@ -148,17 +151,20 @@
     const dag = h('div', { id: 'dag', class: 'panel' });
     const timeline = h('div', { id: 'timeline', class: 'panel' });
     const failures = h('div', { id: 'failures' });
+    const failedBox = h('div', { id: 'failed-tasks' }), badBox = h('div', { id: 'bad-records' });
+    const failed = F.failedTasks(failedBox, id), bad = F.badRecords(badBox, id);
     const history = h('div', { id: 'history' });
     main.append(h('p', {}, link('#/jobs', '← jobs')), head,
       h('h2', { text: 'Stages' }), dag,
       h('h2', { text: 'Task timeline' }),
-      h('p', { class: 'muted legend' },
-        ['committed', 'running', 'retried', 'lease_expired', 'failed', 'cancelled'].map(o => h('span', {}, badge(o)))),
+      F.legend(),
       timeline,
       h('p', { class: 'muted' }, 'One row per executor (a long-polling process or a Lambda invocation), one bar per attempt, from its ' +
         'claim to its end, stacked where the executor ran several tasks at once. An attempt whose executor or start the API does not ' +
         'know (recorded before Batchwork kept them) gets a row of its task (stage/partition) and, drawn faded, an estimated start.'),
+      h('h2', { text: 'Failed tasks' }), failedBox,
       h('h2', { text: 'Failed attempts' }), failures,
+      h('h2', { text: 'Bad records' }), badBox,
       h('h2', { text: 'History' }), history);
     const seen = new Map(); // "stage/partition/attempt" -> when first seen running (ms)
     const openLogs = new Map(); // "stage/partition/attempt" -> its log lines shown under its failure
@@ -185,10 +191,12 @@
         }
         const hist = await pages('/jobs/' + encodeURIComponent(id) + '/history', 'events', { limit: '200' }, 5);
         renderFailures(failures, tasks, id, openLogs);
+        await failed.refresh(tasks, tasksMore);
         renderHistory(history, hist.items, hist.more);
         ended = done;
       }
       renderTimeline(timeline, st, tasks, seen, tasksMore);
+      await bad.refresh(st);
       return !done || !ended;
     }
     return poller(refresh, 1000);
@@ -211,6 +219,7 @@
         (st.limits || []).map(l => h('span', {}, h('b', { text: l.kind + ' limit' }), l.running + '/' + l.max + (l.running >= l.max ? ' (full)' : ''))),
         st.output && h('span', {}, h('b', { text: 'output' }), h('code', { text: st.output }))),
       st.error && h('p', { class: 'error', id: 'job-error', text: st.error }),
+      ...F.headNotes(st),
     ];
     if (st.state === 'RUNNING') {
       kids.push(h('p', {}, h('button', {
@@ -266,6 +275,8 @@
       const frac = x.total ? Math.min(1, x.committed / x.total) : 0;
       let progress = x.total ? `${num(x.committed)}/${num(x.total)} tasks` : 'not planned yet';
       if (x.failures) progress += ` · ${num(x.failures)} failed`;
+      const notes = F.stageNotes(x);
+      progress += notes.progress;
       let rate = '';
       if (x.state === 'RUNNING') {
         rate = [x.tasksPerSec !== undefined ? fmtRate(x.tasksPerSec) + ' tasks/s' : '', fmtETA(x.eta)].filter(Boolean).join(' · ') || 'running';
@@ -275,14 +286,14 @@
         rate = 'for ' + fmtDur(now - ms(x.started));
       }
       svg.append(s('g', { class: 'stage st-' + x.state, 'data-stage': x.name, transform: `translate(${bx},${by})` },
-        s('title', { text: `${x.name}: ${x.state}, ${x.committed}/${x.total} tasks, ${x.attempts} attempts, ${x.failures} failed; records ${x.recordsIn} in, ${x.recordsOut} out` + (x.error ? '\n' + x.error : '') }),
+        s('title', { text: `${x.name}: ${x.state}, ${x.committed}/${x.total} tasks, ${x.attempts} attempts, ${x.failures} failed; records ${x.recordsIn} in, ${x.recordsOut} out` + notes.title + (x.error ? '\n' + x.error : '') }),
         s('rect', { class: 'box', width: W, height: H, rx: 6 }),
         s('text', { class: 'name', x: 10, y: 19, text: x.name }),
         s('text', { class: 'sub state', x: W - 10, y: 19, 'text-anchor': 'end', text: x.state }),
         s('rect', { class: 'bar-bg', x: 10, y: 28, width: W - 20, height: 8, rx: 3 }),
         s('rect', { class: 'bar', x: 10, y: 28, width: (W - 20) * frac, height: 8, rx: 3 }),
         s('text', { class: 'progress', x: 10, y: 54, text: progress }),
-        s('text', { class: 'sub rate', x: 10, y: 72, text: rate + (x.recordsOut ? ` · ${num(x.recordsOut)} records out` : '') })));
+        s('text', { class: 'sub rate', x: 10, y: 72, text: rate + (x.recordsOut ? ` · ${num(x.recordsOut)} records out` : '') + notes.sub })));
     });
     box.replaceChildren(stages.length ? svg : h('p', { class: 'muted', text: 'No stages.' }));
   }
@@ -341,7 +352,7 @@
       shown++;
     }
     const height = y + 6;
-    const x = (t) => LABEL + Math.max(0, Math.min(1, (t - t0) / (t1 - t0))) * (W - LABEL - 10);
+    const x = (t) => LABEL + Math.max(0, Math.min(1, (t - t0) / (t1 - t0))) * (W - LABEL - 20); // room for an end mark
     const svg = s('svg', { width: W, height, viewBox: `0 0 ${W} ${height}`, role: 'img', 'aria-label': 'task timeline' });
     const span = t1 - t0, step = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find(v => span / (v * 1000) <= 10) || 7200;
     for (let v = 0; v * 1000 <= span; v += step) {
@@ -361,10 +372,11 @@
       const { t, a } = b;
       const x1 = x(b.start), w = Math.max(3, x(b.end) - x1);
       svg.append(s('rect', {
-        class: `attempt o-${a.outcome}` + (b.est ? ' est' : ''), x: x1, y: r.y + b.lane * RH + 2, width: w, height: RH - 4, rx: 2,
+        class: F.attemptClass(t, a) + (b.est ? ' est' : ''), x: x1, y: r.y + b.lane * RH + 2, width: w, height: RH - 4, rx: 2,
         'data-task': `${t.stage}/${t.partition}`, 'data-attempt': a.attempt, 'data-outcome': a.outcome, 'data-executor': a.executor || '',
       }, s('title', { text: `${t.stage}/${t.partition} attempt ${a.attempt}: ${a.outcome}` + (a.executor ? ' on executor ' + a.executor : '') +
-        (a.started ? ' from ' + fmtTime(a.started) : '') + (a.at ? ' to ' + fmtTime(a.at) : '') + (b.est ? ' (start estimated)' : '') + (a.error ? '\n' + a.error : '') })));
+        (a.started ? ' from ' + fmtTime(a.started) : '') + (a.at ? ' to ' + fmtTime(a.at) : '') + (b.est ? ' (start estimated)' : '') + F.attemptNote(t, a) + (a.error ? '\n' + a.error : '') })),
+        ...F.marks(t, a, x1, w, r.y + b.lane * RH, RH));
     }
     const notes = [];
     if (shown < order.length) notes.push(`Showing ${shown} of ${order.length} rows.`);

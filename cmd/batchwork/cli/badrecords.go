@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// runBadRecords is `batchwork result ID --bad-records`: every record the
+// job's committed tasks rejected, one a line, the record quoted so that a
+// record holding tabs or newlines stays on its line.
+func runBadRecords(ctx context.Context, a *app, args []string) int {
+	if a.o.list || a.o.download != "" {
+		fmt.Fprintf(a.env.Stderr, "batchwork result: --bad-records lists the rejected records; it takes neither --list nor --download\n")
+		return ExitUsage
+	}
+	all := control.BadRecordPage{}
+	a.o.all = true
+	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage) }
+	err := listPages(ctx, a, jobPath(args[0], "/bad-records"), query, &all, func(all, p *control.BadRecordPage) string {
+		recs := append(all.Records, p.Records...)
+		*all = *p
+		all.Records = recs
+		return p.NextCursor
+	})
+	if err != nil {
+		return a.fail(err)
+	}
+	all.NextCursor = ""
+	if a.json() {
+		_ = writeJSON(a.env.Stdout, all)
+		return ExitOK
+	}
+	for _, stage := range slices.Sorted(maps.Keys(all.Counts)) {
+		fmt.Fprintf(a.env.Stderr, "stage %s: %s bad records\n", stage, count(all.Counts[stage]))
+	}
+	if len(all.Records) == 0 {
+		fmt.Fprintf(a.env.Stderr, "job %s has no bad records in committed tasks\n", all.Job)
+		return ExitOK
+	}
+	tw := table(a.env.Stdout)
+	fmt.Fprintln(tw, "STAGE\tPARTITION\tATTEMPT\tOFFSET\tREASON\tRECORD")
+	for _, r := range all.Records {
+		if r.Omitted > 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t(%s more rejected records of this task, counted but not kept)\t\n", r.Stage, r.Partition, r.Attempt, count(r.Omitted))
+			continue
+		}
+		off := "-"
+		if r.Offset >= 0 {
+			off = strconv.FormatInt(r.Offset, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", r.Stage, r.Partition, r.Attempt, off, reasonText(r.Reason), strconv.Quote(r.Record))
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+// reasonText is a rejection's reason on one table line: the task wrote it,
+// possibly from the record, so line ends, tabs and control characters
+// (terminal escape sequences) become spaces. Reasons are short
+// (batch.MaxBadReasonBytes).
+func reasonText(s string) string {
+	return oneLine(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s), 4*batch.MaxBadReasonBytes)
+}

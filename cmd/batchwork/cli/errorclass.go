@@ -1,0 +1,20 @@
+package cli
+
+import (
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// taskState is the STATE cell of `batchwork tasks`: a FAILED task's state
+// says what ended it (its error class), "FAILED (permanent error)", and a
+// task an out-of-memory retry moved to a larger executor says which size.
+func taskState(t control.TaskInfo) string {
+	s := t.State
+	if t.State == "FAILED" && t.ErrorClass != "" {
+		s += " (" + batch.ErrorClass(t.ErrorClass).Ended() + ")"
+	}
+	if t.Memory != "" && t.State != "FAILED" {
+		s += " @" + t.Memory
+	}
+	return s
+}

@@ -1,0 +1,23 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// withCopy adds a task's speculative copy to its STATE cell in `batchwork
+// tasks`: a copy running beside its holder, or which attempt the copy
+// was.
+func withCopy(t control.TaskInfo, state string) string {
+	c := t.Copy
+	switch {
+	case c == nil:
+		return state
+	case c.Live:
+		return fmt.Sprintf("%s, speculative copy attempt %d running beside attempt %d", state, c.Attempt, c.HolderAttempt)
+	case c.Attempt == 0:
+		return state + ", speculative copy requested"
+	}
+	return fmt.Sprintf("%s, speculative copy was attempt %d", state, c.Attempt)
+}

@@ -1,0 +1,551 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Checkpoints inside a partition (Task.Checkpoint, Task.Resume).
+//
+// A checkpoint is an offset in the task's input (bytes of Task.Input the
+// function has consumed, on a record boundary), a small state blob, and
+// the outputs written so far. The runner saves it in three steps:
+//
+//  1. it seals the attempt's outputs so far as immutable segment objects
+//     (blob.SegmentKey: a streamed partition's open upload is completed
+//     there, a buffered one put whole);
+//  2. it writes the checkpoint record, naming the segments, to
+//     blob.CheckpointKey (If-None-Match: *);
+//  3. it points the task record at it, conditional on the attempt's
+//     claim token (sm.TaskCheckpoint).
+//
+// Only step 3 makes a checkpoint usable, and only the holder of the
+// current claim can take it: a stale attempt's write is refused, its task
+// context cancelled as for a lost lease, and its record and segments are
+// never read. A later attempt (a retry, a takeover, a continuation)
+// starts from the task's last checkpoint: its outputs start as the
+// checkpoint's segments, its input skips the checkpoint's offset, and
+// Resume gives the function the offset and state.
+//
+// An attempt that checkpoints (or resumed) writes its outputs as
+// segments, never straight to its output objects: when it publishes, it
+// seals the rest and assembles each output object from its segments (one
+// server-side copy for a single segment, else a streamed copy). So the
+// published object is written once, by the attempt that commits, and a
+// resumed task's outputs are byte for byte those of an uninterrupted
+// run: the segments before the checkpoint, then what the function wrote
+// after it. What a task costs for this: its outputs are copied once more.
+
+// DefaultContinueMargin is how long before its invocation's deadline the
+// Lambda host asks a checkpointing task to checkpoint and return
+// (batch.ErrContinue): time to seal its outputs and hand the task on.
+const DefaultContinueMargin = 60 * time.Second
+
+type continueMarginKey struct{}
+
+// WithContinueMargin makes the runner ask checkpointing tasks to
+// continue in a new invocation margin before ctx's deadline (the Lambda
+// host sets it; a context without a deadline never continues).
+func WithContinueMargin(ctx context.Context, margin time.Duration) context.Context {
+	return context.WithValue(ctx, continueMarginKey{}, margin)
+}
+
+// checkpointTimeout bounds one checkpoint's writes, which run on even
+// when the task's context was cancelled to make it checkpoint.
+const checkpointTimeout = 2 * time.Minute
+
+// checkpointCP is what checkpoints need of the control plane
+// (control.Service has it).
+type checkpointCP interface {
+	Checkpoint(ctx context.Context, c control.Claim, seq int, offset int64) error
+	Continue(ctx context.Context, c control.Claim, offset int64) (control.Decision, error)
+	NoteResumed(ctx context.Context, c control.Claim)
+}
+
+var _ checkpointCP = (*control.Service)(nil)
+
+// checkpointer is one attempt's checkpoints.
+type checkpointer struct {
+	r       *Runner
+	c       control.Claim
+	t       *Task
+	cp      checkpointCP
+	taskCtx context.Context
+	cancel  context.CancelCauseFunc
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	from  *batch.Checkpoint // resumed from; nil: the task started afresh
+	aware bool              // the function called Resume or Checkpoint
+	seq   int               // checkpoints this attempt saved
+	// offset and state are the last checkpoint's (resumed or saved).
+	offset int64
+	state  []byte
+	// asked: the continuation deadline passed and the task was asked to
+	// continue (batch.ErrContinue).
+	asked bool
+}
+
+// Checkpoint saves the task's progress: offset bytes of Input consumed
+// (on a record boundary), state (at most batch.MaxCheckpointState bytes)
+// and the outputs written so far. A retry or continuation of the task
+// starts from the last checkpoint saved. It may be called after the
+// task's context was cancelled with batch.ErrContinue, and must be, to
+// continue. An error wrapping batch.ErrStaleClaim means the attempt lost
+// its claim: its checkpoint will never be used and the task must stop.
+func (t *Task) Checkpoint(ctx context.Context, offset int64, state []byte) error {
+	if t.ck == nil {
+		return fmt.Errorf("%w: this task cannot checkpoint (a program or a Lambda function stage, or a control plane without checkpoints)", batch.ErrCheckpoint)
+	}
+	return t.ck.save(ctx, offset, state)
+}
+
+// Resume returns the checkpoint the task resumes from: its offset (Input
+// already starts there) and state, and false when the task starts
+// afresh. A function that checkpoints calls it before writing outputs.
+func (t *Task) Resume() (offset int64, state []byte, ok bool) {
+	if t.ck == nil {
+		return 0, nil, false
+	}
+	return t.ck.resume()
+}
+
+// startCheckpoints gives a claimed attempt its checkpointer and, when the
+// task has a checkpoint of an earlier attempt, resumes from it: outputs
+// from its segments, input from its offset. Input must be the stream the
+// function reads (after the runner's own wrappers), so skipped records
+// are counted as read. A task whose control plane cannot checkpoint gets
+// none.
+func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *Task, cancel context.CancelCauseFunc, log *slog.Logger) error {
+	cp, ok := r.CP.(checkpointCP)
+	if !ok || c.Spec.Stages[c.Task.Ref.Stage].Lambda != "" {
+		return nil
+	}
+	k := &checkpointer{r: r, c: c, t: t, cp: cp, taskCtx: taskCtx, cancel: cancel, log: log}
+	t.ck = k
+	ref := c.Task.Ref
+	stage := c.StageName()
+	seg := func(seq, p int) string {
+		return blob.SegmentKey(ref.Job, stage, ref.Partition, c.Task.Attempt, seq, p)
+	}
+	t.Out.segments = &segments{seg: seg, next: 1}
+	ck := c.Task.Checkpoint
+	if !ck.Saved() || ck.Attempt >= c.Task.Attempt {
+		return nil
+	}
+	body, err := r.Blob.Get(taskCtx, blob.CheckpointKey(ref.Job, stage, ref.Partition, ck.Attempt, ck.Seq))
+	if err != nil {
+		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
+	}
+	var from batch.Checkpoint
+	if err := json.Unmarshal(body, &from); err != nil {
+		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
+	}
+	if err := t.Out.enterSegments(seg, &from); err != nil {
+		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
+	}
+	t.Rejects.resume(&from)
+	if from.Offset > 0 {
+		if t.Input == nil {
+			return fmt.Errorf("resume from checkpoint %d of attempt %d: offset %d, but the task has no input", ck.Seq, ck.Attempt, from.Offset)
+		}
+		// A read, not a ranged GET: the offset is in the stream the
+		// function reads (decompressed, without a CSV header), which only
+		// reading maps onto the object.
+		n, err := io.CopyN(io.Discard, t.Input, from.Offset)
+		if err != nil {
+			return fmt.Errorf("resume from checkpoint %d of attempt %d: skip to offset %d: input ends at %d: %w", ck.Seq, ck.Attempt, from.Offset, n, err)
+		}
+	}
+	k.from, k.offset, k.state = &from, from.Offset, from.State
+	log.Info("resuming from a checkpoint", "checkpoint_attempt", ck.Attempt, "seq", ck.Seq, "offset", from.Offset)
+	cp.NoteResumed(taskCtx, c)
+	return nil
+}
+
+func (k *checkpointer) resume() (int64, []byte, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.aware = true
+	if k.t.Out.segments == nil {
+		return 0, nil, false
+	}
+	if err := k.t.Out.enterSegments(k.t.Out.segments.seg, nil); err != nil {
+		k.log.Warn("outputs stream before Resume: checkpoints will be refused", "err", err)
+	}
+	if k.from == nil {
+		return 0, nil, false
+	}
+	return k.from.Offset, slices.Clone(k.from.State), true
+}
+
+func (k *checkpointer) save(ctx context.Context, offset int64, state []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.aware = true
+	if err := batch.CheckArgs(offset, k.offset, state); err != nil {
+		return err
+	}
+	if k.c.Speculative {
+		// A speculative copy's claim token is not the task's: its
+		// checkpoint could not be fenced as the holder's, so it is not
+		// saved (the copy still resumed from the holder's last one).
+		return nil
+	}
+	if cause := context.Cause(k.taskCtx); cause != nil && !errors.Is(cause, batch.ErrContinue) {
+		return fmt.Errorf("checkpoint: the attempt is stopping: %w", cause)
+	}
+	// The writes run on when the task's context was cancelled to make it
+	// checkpoint (ErrContinue), within their own bound.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
+	defer cancel()
+	o := k.t.Out
+	if o.segments == nil {
+		return fmt.Errorf("%w: this task's outputs cannot be checkpointed", batch.ErrCheckpoint)
+	}
+	if err := o.enterSegments(o.segments.seg, nil); err != nil {
+		return err
+	}
+	seq, outs, err := o.seal(ctx, k.r.Blob)
+	if err != nil {
+		return fmt.Errorf("checkpoint: seal outputs: %w", err)
+	}
+	ref := k.c.Task.Ref
+	rec := batch.Checkpoint{Attempt: k.c.Task.Attempt, Seq: seq, Offset: offset, State: state, Outputs: outs,
+		BadRecords: k.t.Rejects.Records(), BadRecordCount: k.t.Rejects.Count()}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	key := blob.CheckpointKey(ref.Job, k.c.StageName(), ref.Partition, rec.Attempt, seq)
+	if err := k.r.Blob.PutIfAbsent(ctx, key, body); err != nil && !errors.Is(err, batch.ErrExists) {
+		return fmt.Errorf("checkpoint: write %s: %w", key, err)
+	}
+	err = k.cp.Checkpoint(ctx, k.c, seq, offset)
+	if errors.Is(err, batch.ErrStaleClaim) {
+		// Another attempt holds the task: this one's work will never be
+		// used, so it stops as if its lease were lost.
+		k.cancel(errLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	k.seq, k.offset, k.state = seq, offset, slices.Clone(state)
+	return nil
+}
+
+// progressed reports whether the attempt saved a checkpoint beyond the
+// one it started from: further in its input, or (for a task without
+// input) with a new state. A continuation needs it, so a task that never
+// progresses cannot continue for ever.
+func (k *checkpointer) progressed() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seq == 0 {
+		return false
+	}
+	if k.from == nil {
+		return k.offset > 0 || len(k.state) > 0
+	}
+	return k.offset > k.from.Offset || !bytes.Equal(k.state, k.from.State)
+}
+
+// armContinue asks the task to checkpoint and return (cancelling its
+// context with batch.ErrContinue) when ctx's deadline is within the
+// continuation margin, if the host set one (WithContinueMargin). A task
+// that never called Resume or Checkpoint is left alone: it cannot
+// continue, and stopping it early would only fail it sooner.
+func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
+	margin, ok := ctx.Value(continueMarginKey{}).(time.Duration)
+	dl, has := ctx.Deadline()
+	if k == nil || !ok || !has || time.Until(dl) <= margin {
+		// An invocation that starts the task inside its margin (a host
+		// with a timeout shorter than it) would ask before any work:
+		// the task runs as it would without continuations.
+		return func() {}
+	}
+	tm := time.AfterFunc(time.Until(dl)-margin, func() {
+		k.mu.Lock()
+		ask := k.aware
+		k.asked = ask
+		k.mu.Unlock()
+		if ask {
+			k.log.Info("invocation deadline near: asking the task to checkpoint and continue", "margin", margin.String())
+			k.cancel(batch.ErrContinue)
+		}
+	})
+	return func() { tm.Stop() }
+}
+
+// continueTask ends an attempt the runner asked to continue and whose
+// function returned an error (the ErrContinue it was cancelled with, as
+// a rule): with progress checkpointed, the task is handed on to a new
+// invocation at once, spending no attempt; without, the attempt fails
+// like any other, and its retry resumes from the last checkpoint.
+func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpointer, runErr error, log *slog.Logger) Result {
+	if !k.progressed() {
+		return r.fail(ctx, c, fmt.Errorf("invocation time limit near and no progress checkpointed in this invocation: %w", runErr), log)
+	}
+	k.mu.Lock()
+	offset := k.offset
+	k.mu.Unlock()
+	d, err := k.cp.Continue(ctx, c, offset)
+	switch {
+	case err == nil && d.Retry:
+		// No fresh message was sent: this one comes back at once.
+		log.Info("task continues in a new invocation", "offset", offset)
+		return Result{Action: Hide, Delay: 0, Err: batch.ErrContinue}
+	case err == nil:
+		log.Info("task continues in a new invocation", "offset", offset)
+		return Result{Action: Delete, Err: batch.ErrContinue}
+	case errors.Is(err, batch.ErrStaleClaim):
+		return Result{Action: Leave, Err: err}
+	case errors.Is(err, control.ErrNoCheckpoints):
+		return r.fail(ctx, c, runErr, log)
+	}
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		// Refused by a guard (no continuations left): an ordinary
+		// failure, which spends an attempt.
+		return r.fail(ctx, c, fmt.Errorf("cannot continue in a new invocation: %w", err), log)
+	}
+	return Result{Action: Leave, Err: err}
+}
+
+// askedToContinue reports whether the runner asked the attempt to
+// continue in a new invocation.
+func (k *checkpointer) askedToContinue() bool {
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.asked
+}
+
+// segments is an Output's state once its attempt checkpoints: its
+// output partitions are written as sealed segments, one per checkpoint
+// that found new bytes, and assembled into the attempt's output objects
+// when it publishes.
+type segments struct {
+	seg    func(seq, r int) string // segment keys of this attempt
+	next   int                     // the seq the open segments will have
+	active bool                    // writes go to segments now
+	final  func(r int) string      // the attempt's output objects
+	parts  [][]string              // per partition, its segments in order
+}
+
+// enterSegments switches the outputs to segments (from is the checkpoint
+// resumed from, whose segments and counts they start with; nil: none).
+// Once a partition streams to its output object it cannot switch: the
+// function must call Resume (or Checkpoint) before writing a part's worth
+// (8 MiB) to one partition.
+func (o *Output) enterSegments(seg func(seq, r int) string, from *batch.Checkpoint) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.segments
+	if s == nil {
+		return fmt.Errorf("%w: outputs cannot be checkpointed", batch.ErrCheckpoint)
+	}
+	if s.active {
+		return nil
+	}
+	for r, p := range o.parts {
+		if p.up != nil {
+			return fmt.Errorf("%w: output partition %d streamed to its object before the task's first checkpoint; call Resume before writing outputs", batch.ErrCheckpoint, r)
+		}
+	}
+	if from != nil && len(from.Outputs) != len(o.parts) {
+		return fmt.Errorf("%w: the checkpoint has %d output partitions, the task %d", batch.ErrCheckpoint, len(from.Outputs), len(o.parts))
+	}
+	// Segments are per partition: an indexed shuffle output falls back
+	// to one object per partition, as when it outgrows memory.
+	if o.indexed {
+		o.indexed = false
+		o.sink = o.mp
+	}
+	s.active, s.final, s.parts = true, o.key, make([][]string, len(o.parts))
+	o.key = func(r int) string { return s.seg(s.next, r) }
+	if from != nil {
+		for r, p := range o.parts {
+			out := from.Outputs[r]
+			s.parts[r] = slices.Clone(out.Segments)
+			p.size, p.lines, p.last = out.Size, out.Lines, out.Last
+		}
+	}
+	return nil
+}
+
+// seal writes every partition's bytes since the last seal as a segment
+// (completing its open upload, or putting its buffer) and returns the
+// seal's seq and the partitions' segments so far. A failed seal can be
+// retried: what it sealed stays sealed.
+func (o *Output) seal(ctx context.Context, b Blob) (int, []batch.CheckpointOutput, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seq, err := o.sealLocked(ctx, b)
+	if err != nil {
+		return 0, nil, err
+	}
+	outs := make([]batch.CheckpointOutput, len(o.parts))
+	for r, p := range o.parts {
+		outs[r] = batch.CheckpointOutput{Segments: slices.Clone(o.segments.parts[r]), Size: p.size, Lines: p.lines, Last: p.last}
+	}
+	return seq, outs, nil
+}
+
+func (o *Output) sealLocked(ctx context.Context, b Blob) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	s := o.segments
+	seq := s.next
+	for r, p := range o.parts {
+		key := o.key(r)
+		switch {
+		case p.up != nil:
+			if len(p.buf) > 0 || len(p.up.done) == 0 {
+				part, err := o.sink.UploadPart(ctx, key, p.up.id, int32(len(p.up.done)+1), p.buf)
+				if err != nil {
+					return 0, fmt.Errorf("last part of output partition %d's segment: %w", r, err)
+				}
+				p.up.done = append(p.up.done, part)
+				o.uploaded++
+				o.buffered -= int64(len(p.buf))
+				p.buf = nil
+			}
+			err := o.sink.CompleteMultipartIfAbsent(ctx, key, p.up.id, p.up.done)
+			if errors.Is(err, batch.ErrExists) {
+				err = o.sink.AbortMultipart(ctx, key, p.up.id)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("complete output partition %d's segment: %w", r, err)
+			}
+			p.up = nil
+		case len(p.buf) > 0:
+			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, batch.ErrExists) {
+				return 0, fmt.Errorf("put output partition %d's segment: %w", r, err)
+			}
+			o.buffered -= int64(len(p.buf))
+			p.buf = nil
+		default:
+			continue // nothing new in this partition
+		}
+		s.parts[r] = append(s.parts[r], key)
+	}
+	s.next++
+	return seq, nil
+}
+
+// segmentCopier copies one object to another within the bucket, server
+// side (blob.Store has it).
+type segmentCopier interface {
+	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error
+}
+
+// publishSegments seals what is left and writes each output object from
+// its partition's segments, in order. o.mu is held.
+func (o *Output) publishSegments(ctx context.Context, b Blob) error {
+	if _, err := o.sealLocked(ctx, b); err != nil {
+		return err
+	}
+	s := o.segments
+	for r, segs := range s.parts {
+		final := s.final(r)
+		switch cp, ok := b.(segmentCopier); {
+		case len(segs) == 0:
+			if err := b.PutIfAbsent(ctx, final, nil); err != nil && !errors.Is(err, batch.ErrExists) {
+				return err
+			}
+		case len(segs) == 1 && ok:
+			if err := cp.CopyIfAbsent(ctx, segs[0], b.Bucket(), final); err != nil && !errors.Is(err, batch.ErrExists) {
+				return fmt.Errorf("output partition %d from its segment: %w", r, err)
+			}
+		default:
+			if err := o.assemble(ctx, b, final, segs); err != nil {
+				return fmt.Errorf("output partition %d from its %d segments: %w", r, len(segs), err)
+			}
+		}
+	}
+	return nil
+}
+
+// assemble streams segs, in order, into the object final, a part at a
+// time (an Output of its own, which streams as the task's does).
+func (o *Output) assemble(ctx context.Context, b Blob, final string, segs []string) error {
+	w := newOutput(1, o.limit)
+	w.partSize, w.minPart = o.partSize, o.minPart
+	w.bind(ctx, b, func(int) string { return final })
+	for _, key := range segs {
+		rc, err := b.Open(ctx, b.Bucket(), key, 0)
+		if err != nil {
+			w.abortQuiet(ctx)
+			return err
+		}
+		_, err = io.Copy(w.Part(0), rc)
+		rc.Close()
+		if err != nil {
+			w.abortQuiet(ctx)
+			return err
+		}
+	}
+	if err := w.publish(ctx, b); err != nil {
+		w.abortQuiet(ctx)
+		return err
+	}
+	return nil
+}
+
+func (o *Output) abortQuiet(ctx context.Context) { o.abort(ctx, slog.New(slog.DiscardHandler)) }
+
+// resume starts an attempt's rejections with those of the checkpoint it
+// resumes from (reject.go): they are committed with the attempt's own.
+func (r *Rejects) resume(from *batch.Checkpoint) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kept = append(slices.Clone(from.BadRecords), r.kept...)
+	r.n += from.BadRecordCount
+}
+
+// uncommittedMarker tags objects for the bucket's expiry rule (blob.Store
+// has it).
+type uncommittedMarker interface {
+	MarkUncommitted(ctx context.Context, prefix string) (int, error)
+}
+
+// expire marks a committed task's checkpoints (records and segments, of
+// every attempt) for the bucket's lifecycle rule to expire: the task's
+// outputs are its committed attempt's objects now, and no attempt will
+// resume again. Best effort, like marking an ended attempt's outputs: a
+// leftover costs storage until the job's data is deleted.
+func (k *checkpointer) expire(ctx context.Context) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	used := k.seq > 0 || k.from != nil
+	k.mu.Unlock()
+	m, ok := k.r.Blob.(uncommittedMarker)
+	if !used || !ok {
+		return
+	}
+	ref := k.c.Task.Ref
+	if _, err := m.MarkUncommitted(ctx, blob.TaskCheckpointsPrefix(ref.Job, k.c.StageName(), ref.Partition)); err != nil {
+		k.log.Warn("mark a committed task's checkpoints for expiry", "err", err)
+	}
+}

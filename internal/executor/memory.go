@@ -1,0 +1,146 @@
+package executor
+
+// Executor sizes (spec Resources): a stage names the memory its tasks
+// need, and an attempt that runs out of memory is retried on the next size
+// up (control.Service.FailClass). An executor knows its own size
+// (EnvExecutorMemory, which the construct sets on every executor it
+// deploys) and runs only tasks of that size: one of another size hands the
+// task's message back unclaimed, spending no attempt, as it does an exec
+// stage it cannot run. An executor without a size (local runs, tests)
+// runs tasks of any size.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/metrics"
+	"strconv"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// EnvExecutorMemory is the executor's memory size ("4GiB", or bytes): one
+// of spec.ExecutorSizes. Unset: the executor runs tasks of any size.
+const EnvExecutorMemory = "BATCHWORK_EXECUTOR_MEMORY"
+
+// MemoryFromEnv reads the executor's size from EnvExecutorMemory.
+func MemoryFromEnv() (spec.Size, error) {
+	v := os.Getenv(EnvExecutorMemory)
+	if v == "" {
+		return 0, nil
+	}
+	z, err := spec.ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %w", EnvExecutorMemory, v, err)
+	}
+	for _, s := range spec.ExecutorSizes {
+		if s == z {
+			return z, nil
+		}
+	}
+	return 0, fmt.Errorf("%s=%q: not one of the executor sizes %v", EnvExecutorMemory, v, spec.ExecutorSizes)
+}
+
+// TaskMemories is what a control plane offers executors of a known size:
+// the size a task's next attempt needs (control.Service.TaskMemory).
+type TaskMemories interface {
+	TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error)
+}
+
+// errWrongSize is a task handed back for an executor of its size.
+var errWrongSize = errors.New("task needs an executor of another size")
+
+// wrongSize says why this executor, of a known size, does not run the
+// task ref names: it needs another size. nil when it may run it, when
+// this executor has no size, and when the size cannot be read: the claim
+// then goes ahead (a task run on the wrong size at worst runs out of
+// memory again and climbs).
+func (r *Runner) wrongSize(ctx context.Context, ref batch.TaskRef, sp *spec.Job) error {
+	if r.Memory == 0 {
+		return nil
+	}
+	need := sp.StageMemory(ref.Stage)
+	if sp.StageMaxMemory(ref.Stage) > need {
+		tm, ok := r.CP.(TaskMemories)
+		if !ok {
+			return nil
+		}
+		m, err := tm.TaskMemory(ctx, ref)
+		if err != nil {
+			return nil
+		}
+		need = m
+	}
+	if need != r.Memory {
+		return fmt.Errorf("%w: it runs on %d MiB, this executor has %d MiB", errWrongSize, need>>20, r.Memory>>20)
+	}
+	return nil
+}
+
+// memoryWatchEvery is how often the watchdog samples the process's memory,
+// and memoryWatchShare the share of the executor's size past which it
+// stops the attempts running: the runtime would otherwise be killed
+// (Lambda's runtime exit, a container's OOM kill) and take every attempt
+// of this executor with it, as a lost lease, with nothing saying it ran
+// out of memory.
+const (
+	memoryWatchEvery = 250 * time.Millisecond
+	memoryWatchShare = 0.95
+)
+
+// processMemory is the memory the Go runtime holds from the OS (mapped and
+// not released); a variable so tests can inject a reading.
+var processMemory = func() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// watchMemory cancels the attempt (cancel, its context's) with an
+// out-of-memory cause once the process holds more than memoryWatchShare
+// of its memory (Runner.MemoryLimit), so the attempt fails as out of
+// memory and climbs to the next size. It watches until ctx ends; a
+// process without a known limit is not watched. The memory is the
+// process's, shared by its slots: every attempt running when it passes
+// the mark is stopped.
+func (r *Runner) watchMemory(ctx context.Context, cancel context.CancelCauseFunc) {
+	if r.MemoryLimit == 0 {
+		return
+	}
+	limit := uint64(float64(r.MemoryLimit) * memoryWatchShare)
+	go func() {
+		tick := time.NewTicker(memoryWatchEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if used := processMemory(); used > limit {
+				cancel(&classedError{
+					msg:   fmt.Sprintf("the executor's memory reached %d MiB of its %d MiB", used>>20, r.MemoryLimit>>20),
+					class: batch.ErrOutOfMemory,
+				})
+				return
+			}
+		}
+	}()
+}
+
+// LambdaMemoryLimit is the Lambda function's memory, from the runtime's
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE (MiB): the limit the memory watchdog
+// keeps the process under (Runner.MemoryLimit). 0 off Lambda.
+func LambdaMemoryLimit(getenv func(string) string) spec.Size {
+	mb, err := strconv.ParseInt(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
+	if err != nil || mb <= 0 {
+		return 0
+	}
+	return spec.Size(mb << 20)
+}

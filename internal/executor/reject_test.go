@@ -1,0 +1,113 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/batchwork/batchwork/shared/batch"
+)
+
+// Offsets stay exact across an input several times the search window, as
+// the window slides and compacts.
+func TestRejectsLocateSlidingWindow(t *testing.T) {
+	var b strings.Builder
+	want := map[string]int64{}
+	for i := 0; b.Len() < 4*tailWindow; i++ {
+		line := fmt.Sprintf("record %d %s", i, strings.Repeat("y", i%300))
+		if i%997 == 0 {
+			want[line] = int64(b.Len())
+		}
+		b.WriteString(line + "\n")
+	}
+	input := b.String()
+	rj, in := NewRejects("s", 0, 1, len(want), strings.NewReader(input))
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if _, ok := want[sc.Text()]; ok {
+			if err := rj.Reject(-1, sc.Bytes(), "bad"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recs := rj.Records()
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d", len(recs), len(want))
+	}
+	for _, r := range recs {
+		if r.Offset != want[r.Record] {
+			t.Errorf("%q at %d, want %d", r.Record, r.Offset, want[r.Record])
+		}
+	}
+}
+
+// Rejections from several goroutines are all counted, and one past the
+// limit fails the attempt permanently.
+func TestRejectsConcurrentAndLimit(t *testing.T) {
+	rj, _ := NewRejects("s", 0, 1, 100, nil)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				if err := rj.Reject(-1, []byte("r"), "x"); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if rj.Count() != 100 || rj.Err() != nil {
+		t.Fatalf("count %d err %v, want 100 and none", rj.Count(), rj.Err())
+	}
+	err := rj.Reject(-1, []byte("r"), "x")
+	if !errors.Is(err, batch.ErrTooManyBadRecords) || !errors.Is(err, batch.ErrPermanent) || !errors.Is(rj.Err(), batch.ErrTooManyBadRecords) {
+		t.Fatalf("101st rejection: %v, Err %v", err, rj.Err())
+	}
+}
+
+// An exec stage's program rejects a record with a stderr line; the
+// record's offset in stdin is found, and the line is not logged.
+func TestExecProgramRejects(t *testing.T) {
+	t.Parallel()
+	dir := programs(t, map[string]string{"filter": `while IFS= read -r line; do
+  case "$line" in
+    bad*) printf 'BATCHWORK_REJECT\tstarts with bad\t%s\n' "$line" >&2 ;;
+    *) printf '%s\n' "$line" ;;
+  esac
+done
+echo "a log line" >&2
+`})
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := "ok 1\nbad 2\twith a tab\nok 3\nbad 4\n"
+	rj, in := NewRejects("s", 0, 1, 5, strings.NewReader(input))
+	logs := &logRecords{}
+	task := &Task{Input: in, Out: (&Runner{}).newOutput(1), Log: slog.New(logs), Rejects: rj}
+	if err := fn(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	recs := rj.Records()
+	want := []batch.BadRecord{
+		{Stage: "s", Attempt: 1, Offset: 5, Record: "bad 2\twith a tab", Reason: "starts with bad"},
+		{Stage: "s", Attempt: 1, Offset: 27, Record: "bad 4", Reason: "starts with bad"},
+	}
+	if len(recs) != len(want) || recs[0] != want[0] || recs[1] != want[1] {
+		t.Fatalf("rejected %+v, want %+v", recs, want)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	for _, r := range logs.recs {
+		if l := attr(r, "line"); strings.Contains(l, "BATCHWORK_REJECT") {
+			t.Errorf("reject line logged: %q", l)
+		}
+	}
+}

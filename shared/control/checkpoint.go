@@ -1,0 +1,124 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+)
+
+// checkpointStore is what checkpoints take of a store (the DynamoDB
+// store has it); a store without it cannot checkpoint, and tasks on it
+// run without (every Checkpoint call fails).
+type checkpointStore interface {
+	CheckpointTask(context.Context, dynamo.CheckpointParams) error
+	ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	RecordTimelineEvent(context.Context, batch.AttemptEnd) error
+}
+
+var _ checkpointStore = (*dynamo.Store)(nil)
+
+// ErrNoCheckpoints: the control plane's store cannot record checkpoints.
+var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints")
+
+func (s *Service) checkpoints() (checkpointStore, error) {
+	cs, ok := s.store.(checkpointStore)
+	if !ok {
+		return nil, ErrNoCheckpoints
+	}
+	return cs, nil
+}
+
+// Checkpoint points c's task at checkpoint seq of c's attempt, whose
+// record and output segments the executor has already written to S3
+// (blob.CheckpointKey). The write is fenced by the claim token: a stale
+// attempt gets batch.ErrStaleClaim and must stop, and its checkpoint is
+// never resumed from.
+func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64) error {
+	cs, err := s.checkpoints()
+	if err != nil {
+		return err
+	}
+	ref := c.Task.Ref
+	err = cs.CheckpointTask(ctx, dynamo.CheckpointParams{
+		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
+		Attempt:      c.Task.Attempt, Seq: seq, Offset: offset,
+	})
+	if err != nil {
+		return err
+	}
+	s.taskLog(ctx, ref, c.Task.Attempt).Debug("task checkpointed", "seq", seq, "offset", offset)
+	return nil
+}
+
+// Continue hands c's checkpointed task on to a new invocation
+// (sm.TaskContinue): back to READY at once, without spending an attempt,
+// its attempt history saying where it continues. The task gets a fresh
+// message: Decision.Retry is false and the executor drops the old one;
+// true (the send failed) means keep the old one, visible at once. It needs a checkpoint
+// of c's own attempt and a continuation left (sm.MaxContinuations);
+// otherwise the error wraps sm.ErrInvalidTransition and the caller fails
+// the attempt as any other (a retry resumes from the last checkpoint).
+func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision, error) {
+	cs, err := s.checkpoints()
+	if err != nil {
+		return Decision{}, err
+	}
+	ref := c.Task.Ref
+	now := s.Now()
+	msg := fmt.Sprintf("continued in a new invocation at offset %d", offset)
+	t, err := cs.ContinueTask(ctx, dynamo.ContinueParams{
+		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now},
+		Msg:          msg, Due: now.Add(s.cfg.StuckAfter),
+	})
+	if err != nil {
+		return Decision{}, err
+	}
+	s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
+	s.taskLog(ctx, ref, c.Task.Attempt).Info("task continues in a new invocation", "offset", offset,
+		"continuations", t.Checkpoint.Continuations)
+	// A fresh message, so that a task's continuations do not add up to
+	// its message's receive count and dead-letter it (tuning.MaxReceiveCount);
+	// when the send fails, the caller keeps the old message instead.
+	sent := s.resend(ctx, ref, 0) == nil // sweep.go
+	// History, not a failure: no stage failure count (Shards 0).
+	if _, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
+		End: attemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
+	}); err != nil {
+		s.logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", batch.AttemptContinued, "err", err)
+	}
+	return Decision{Retry: !sent}, nil
+}
+
+// NoteResumed puts on the job's timeline that c's attempt resumed from
+// its task's checkpoint. Best effort: history, never state.
+func (s *Service) NoteResumed(ctx context.Context, c Claim) {
+	cs, err := s.checkpoints()
+	if err != nil {
+		return
+	}
+	ck := c.Task.Checkpoint
+	ref := c.Task.Ref
+	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)
+	if err := cs.RecordTimelineEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
+		s.logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
+	}
+}
+
+// CheckpointInfo is a task's last checkpoint as `batchwork tasks` shows
+// it: the attempt that saved it, the input offset it reached, and how
+// often the task continued in a new invocation.
+type CheckpointInfo struct {
+	Attempt       int   `json:"attempt"`
+	Offset        int64 `json:"offset"`
+	Continuations int   `json:"continuations,omitempty"`
+}
+
+func checkpointInfo(r batch.CheckpointRef) *CheckpointInfo {
+	if !r.Saved() {
+		return nil
+	}
+	return &CheckpointInfo{Attempt: r.Attempt, Offset: r.Offset, Continuations: r.Continuations}
+}

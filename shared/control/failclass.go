@@ -1,0 +1,132 @@
+package control
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// FailParams is how an attempt failed: its error's message and class.
+type FailParams struct {
+	Cause string
+	// Class decides what follows (batch.ErrorClass): a permanent error
+	// fails the task at once; an out-of-memory end retries on the next
+	// executor size up; anything else retries while attempts are left.
+	// Empty means batch.ClassError.
+	Class batch.ErrorClass
+}
+
+// attemptKinds is the history kind of an attempt that ended with each
+// class; a plain error's depends on whether the task retries.
+var attemptKinds = map[batch.ErrorClass]batch.AttemptEndKind{
+	batch.ClassPermanent:   batch.AttemptPermanent,
+	batch.ClassTimedOut:    batch.AttemptTimedOut,
+	batch.ClassOutOfMemory: batch.AttemptOutOfMemory,
+}
+
+// FailClass records the holder's failed attempt by its class. A permanent
+// error fails the task, its stage and its job at once (sm.TaskFailPermanent),
+// whatever attempts are left. Otherwise, with attempts left, the task goes
+// back to READY after an exponential backoff with jitter (an out-of-memory
+// attempt's retry on the next executor size up, within the stage's
+// maxMemory); without, the task fails with its error.
+func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decision, error) {
+	if d, done, err := s.failBesideCopy(ctx, c, p.Cause); done { // speculation.go
+		return d, err
+	}
+	class := cmp.Or(p.Class, batch.ClassError)
+	if !class.Valid() {
+		return Decision{}, fmt.Errorf("fail %s: unknown error class %q", c.Task.Ref, class)
+	}
+	ref := c.Task.Ref
+	cause := p.Cause
+	now := s.Now()
+	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
+	if class != batch.ClassPermanent && c.Task.Attempt < c.Task.MaxAttempts {
+		delay := s.backoff(c.Spec, ref.Stage, c.Task.Attempt)
+		rp := dynamo.ReleaseParams{
+			HolderParams: hp, Event: sm.TaskRetry, NotBefore: now.Add(delay), Class: class,
+			Due: now.Add(delay + s.cfg.StuckAfter),
+		}
+		var mem spec.Size
+		if class == batch.ClassOutOfMemory {
+			var note string
+			mem, note = escalate(c)
+			rp.Memory = mem
+			cause = note + ": " + cause
+		}
+		cause = truncate(cause, MaxErrorLen)
+		rp.Err = cause
+		if _, err := s.store.ReleaseTask(ctx, rp); err != nil {
+			return Decision{}, err
+		}
+		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
+		s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
+		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
+		s.metrics().TaskRetried(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+		return Decision{Retry: true, Delay: delay, Memory: mem}, nil
+	}
+	cause = truncate(cause, MaxErrorLen)
+	ev := sm.TaskFail
+	if class == batch.ClassPermanent {
+		ev = sm.TaskFailPermanent
+	}
+	meta, err := s.jobMeta(ctx, ref.Job)
+	if err != nil {
+		return Decision{}, err
+	}
+	t, err := s.releaseFailed(ctx, c.Spec, dynamo.ReleaseParams{HolderParams: hp, Event: ev, Err: cause, Class: class, Due: now,
+		Outbox: taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now)}) // events.go; tolerate.go
+	if err != nil {
+		return Decision{}, err
+	}
+	s.publishEvents(ctx, events.TaskFailedID(ref.Job, ref.Stage, ref.Partition))
+	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
+	s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
+	// The claim's own attempt: a copy that ended beside it took the
+	// record's attempt number (speculation.go).
+	s.noteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
+	s.metrics().TaskFailed(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+	return Decision{}, s.propagateFailure(ctx, t)
+}
+
+// escalate is the executor size an out-of-memory attempt's retry runs on
+// (the next size up, within the stage's maxMemory) and the note its
+// history gets: "out of memory at 2GiB; retrying at 4GiB".
+func escalate(c Claim) (spec.Size, string) {
+	cur := c.Task.Memory
+	if cur == 0 {
+		cur = c.Spec.StageMemory(c.Task.Ref.Stage)
+	}
+	if next, ok := spec.NextSize(cur); ok && next <= c.Spec.StageMaxMemory(c.Task.Ref.Stage) {
+		return next, fmt.Sprintf("out of memory at %s; retrying at %s", sizeString(cur), sizeString(next))
+	}
+	return cur, fmt.Sprintf("out of memory at %s, the stage's maxMemory; retrying at %s", sizeString(cur), sizeString(cur))
+}
+
+// failReason is the stage's and job's error for a task that failed for
+// good: which task, after how many attempts, and its error (whose message
+// already says a timeout or an out-of-memory end).
+func failReason(sp *spec.Job, t batch.Task) string {
+	name := sp.Stages[t.Ref.Stage].Name
+	if t.ErrorClass == batch.ClassPermanent {
+		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)
+	}
+	return fmt.Sprintf("stage %q task %d failed after %d attempts: %s", name, t.Ref.Partition, t.Attempt, t.LastError)
+}
+
+// sizeString renders an executor size as the spec spells it: 2GiB.
+func sizeString(z spec.Size) string {
+	if z%(1<<30) == 0 {
+		return strconv.FormatInt(int64(z)>>30, 10) + "GiB"
+	}
+	return strconv.FormatInt(int64(z)>>20, 10) + "MiB"
+}

@@ -1,0 +1,328 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Redrive (issue 13.9) retries a FAILED job in place after a fix, the way
+// a Step Functions Distributed Map redrive does: the job, its failed
+// stage and the stages its end cancelled reopen, and only the tasks that
+// did not finish run again (those that failed, were cancelled or never
+// ran), each with a fresh budget of its stage's attempts. Committed tasks
+// are never run again, completed stages stay completed, and failures a
+// stage tolerated stay tolerated.
+//
+// Only a FAILED job is redriven. A CANCELLED one is not: its owner
+// stopped it on purpose, and a redrive would undo that decision under
+// the same job id that scripts may already treat as over; `rerun` runs it
+// again as a new job that reuses its committed outputs. A job whose
+// deadline has passed is not either (it would fail again at once), nor
+// one whose data its owner deleted (the outputs downstream stages read
+// are gone).
+
+// RedriveRequest asks to redrive a FAILED job.
+type RedriveRequest struct {
+	Owner, ID string
+	// Redrives is the number of redrives the caller saw on the job (its
+	// status's redrives; nil: the job's count now). It is the request's
+	// token: a repeated request (a retry after a lost answer) finds the
+	// job already redriven past it and answers the job's status without
+	// redriving it again.
+	Redrives *int
+}
+
+// RedriveError is a redrive refused because of the job's state (the API
+// answers 409 with Code).
+type RedriveError struct {
+	ID     string
+	Code   string
+	Reason string
+	// Rerun: the refusal is a rerun's, not a redrive's.
+	Rerun bool
+}
+
+func (e *RedriveError) Error() string {
+	what := "redriven"
+	if e.Rerun {
+		what = "rerun"
+	}
+	return fmt.Sprintf("job %s cannot be %s: %s", e.ID, what, e.Reason)
+}
+
+// redriveStore is the store's side of redrives (dynamo.Store).
+type redriveStore interface {
+	RedriveJob(context.Context, dynamo.RedriveJobParams) error
+	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
+	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
+	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+}
+
+var errNoRedriveStore = errors.New("this control plane's store cannot redrive jobs")
+
+// Redrive redrives a FAILED job and returns its status.
+func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, error) {
+	rs, ok := s.store.(redriveStore)
+	if !ok {
+		return JobStatus{}, errNoRedriveStore
+	}
+	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	count := len(j.Redrives)
+	want := count
+	if req.Redrives != nil {
+		if want = *req.Redrives; want < 0 {
+			return JobStatus{}, &spec.FieldError{Field: "redrives", Message: "must not be negative"}
+		}
+	}
+	switch {
+	case want == count-1:
+		// This request's redrive happened (a retry after a lost answer):
+		// finish its steps if the job still runs, never redrive again.
+		if j.State == sm.JobRunning {
+			if err := s.finishRedrive(ctx, rs, j); err != nil {
+				return JobStatus{}, err
+			}
+		}
+		return s.Status(ctx, req.Owner, req.ID)
+	case want != count:
+		return JobStatus{}, &RedriveError{ID: j.ID, Code: "redrive_count",
+			Reason: fmt.Sprintf("the request names redrive count %d but the job has been redriven %d times; look at its status again", want, count)}
+	}
+	if err := s.checkRedrivable(ctx, j); err != nil {
+		return JobStatus{}, err
+	}
+	// First, while the job is still FAILED (so nothing acts on it), give
+	// every unfinished task of its reopening stages its fresh attempt
+	// budget: once the job runs again, an attempt stopped by its end
+	// (whose lease the sweep then expires) or one that fails late must
+	// retry, not fail the job again on an old budget.
+	if err := s.raiseAttempts(ctx, rs, j); err != nil {
+		return JobStatus{}, err
+	}
+	now := s.Now()
+	err = rs.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: truncate(j.Error, MaxErrorLen),
+		FollowUp: now.Add(s.cfg.StartGrace)})
+	if errors.Is(err, sm.ErrInvalidTransition) {
+		// Refused: or applied, and this is the SDK's retry of a write
+		// whose answer was lost, or the same request made twice at once.
+		// Either way a job now redriven count+1 times is this request's.
+		now, gerr := s.ownedJob(ctx, req.Owner, req.ID)
+		if gerr != nil {
+			return JobStatus{}, gerr
+		}
+		if len(now.Redrives) != count+1 || now.State != sm.JobRunning {
+			return JobStatus{}, &RedriveError{ID: j.ID, Code: "redrive_conflict", Reason: "the job changed meanwhile (another redrive, or its data's deletion); look at its status again"}
+		}
+		err = nil
+	}
+	if err != nil {
+		return JobStatus{}, err
+	}
+	s.jobStates.ended(j.ID, "") // read it again here
+	s.log.Info("job redriven", "job_id", j.ID, "redrive", count+1, "was", j.Error)
+	j.State = sm.JobRunning
+	if err := s.finishRedrive(ctx, rs, j); err != nil {
+		return JobStatus{}, err
+	}
+	return s.Status(ctx, req.Owner, req.ID)
+}
+
+// checkRedrivable refuses a job a redrive cannot help, saying why.
+func (s *Service) checkRedrivable(ctx context.Context, j batch.Job) error {
+	refuse := func(code, reason string) error { return &RedriveError{ID: j.ID, Code: code, Reason: reason} }
+	switch j.State {
+	case sm.JobFailed:
+	case sm.JobRunning, sm.JobPublishing:
+		return refuse("job_running", "it is "+string(j.State)+"; only a FAILED job can be redriven")
+	case sm.JobSucceeded:
+		return refuse("job_succeeded", "it SUCCEEDED; only a FAILED job can be redriven (rerun runs it again)")
+	case sm.JobCancelled:
+		return refuse("job_cancelled", "it was CANCELLED by its owner; only a FAILED job can be redriven (rerun runs it again as a new job, reusing its committed outputs)")
+	default:
+		return refuse("job_state", "it is "+string(j.State))
+	}
+	if !j.DataDeleted.IsZero() {
+		return refuse("data_deleted", "its data was deleted; rerun it")
+	}
+	if d := jobDeadline(j); !d.IsZero() && !s.Now().Before(d) {
+		return refuse("deadline_passed", "its deadline passed at "+d.UTC().Format(time.RFC3339)+"; rerun it")
+	}
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range stages {
+		if st.State == sm.StageFailed || st.State == sm.StageCancelled {
+			return nil
+		}
+	}
+	return refuse("nothing_to_redrive", "every stage completed (it failed publishing its outputs); rerun it")
+}
+
+// finishRedrive reopens the stages and tasks of a redriven job. Every
+// step is a conditional write that a repeat skips, so a redrive cut
+// short (a crash, a timeout) is finished by the request's retry, which
+// names the same redrive count.
+func (s *Service) finishRedrive(ctx context.Context, rs redriveStore, j batch.Job) error {
+	sp := j.Spec
+	now := s.Now()
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range stages {
+		if st.State != sm.StageFailed && st.State != sm.StageCancelled {
+			continue
+		}
+		ev, due := sm.StageRedrive, now.Add(s.cfg.CheckEvery)
+		if st.Started.IsZero() {
+			ev, due = sm.StageRedriveBlocked, time.Time{}
+		}
+		if err := ignoreInvalid(rs.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
+			return err
+		}
+	}
+	if stages, err = s.store.ListStages(ctx, j.ID); err != nil {
+		return err
+	}
+	// Every process trusts a job state it read for JobStateTTL: one that
+	// read FAILED just before the redrive would cancel a task it claimed
+	// (and stop it at its job watch) until then. Redriven tasks wait that
+	// long, from now (after the job's write), before anyone may claim
+	// them.
+	now = s.Now()
+	notBefore := now.Add(s.jobStates.ttl + sm.LeaseSkew)
+	for _, st := range stages {
+		if st.State != sm.StageRunning {
+			continue
+		}
+		if err := s.redriveTasks(ctx, rs, sp, st, now, notBefore); err != nil {
+			return err
+		}
+		if !st.Materialized {
+			// Its job ended while it was being materialized: finish that
+			// (every step of it is idempotent), which also completes it
+			// if nothing is left to run.
+			if err := s.materialize(ctx, j.ID, sp, st.Index); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.checkStageComplete(ctx, j.ID, st.Index); err != nil {
+			return err
+		}
+	}
+	// Stages the job's end cancelled before they started wait for their
+	// upstream again; those whose upstream has completed start now.
+	state := func(i int) sm.StageState { return stages[i].State }
+	for _, st := range stages {
+		if st.State == sm.StageBlocked && upstreamCompleted(sp, st.Index, state) {
+			if err := s.startStage(ctx, j.ID, sp, st.Index); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// raiseAttempts gives the unfinished tasks of a FAILED job's failed and
+// cancelled stages their stage's attempts again.
+func (s *Service) raiseAttempts(ctx context.Context, rs redriveStore, j batch.Job) error {
+	stages, err := s.store.ListStages(ctx, j.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range stages {
+		if (st.State != sm.StageFailed && st.State != sm.StageCancelled) || st.Total == 0 {
+			continue
+		}
+		tasks, err := s.store.ListStageTasks(ctx, j.ID, st.Index, st.Total)
+		if err != nil {
+			return err
+		}
+		budget := j.Spec.StageRetry(st.Index).MaxAttempts
+		for _, t := range tasks {
+			if t.State == sm.TaskClaimed || t.State == sm.TaskReady {
+				if err := rs.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// redriveTasks puts the unfinished tasks of a reopened stage back to
+// READY with a fresh budget of the stage's attempts and sends their
+// messages, delayed until notBefore. A running task (its attempt was
+// stopped by the job's end, and the sweep takes it back when its lease
+// runs out) gets the budget too.
+func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
+	if st.Total == 0 {
+		return nil
+	}
+	tasks, err := s.store.ListStageTasks(ctx, st.Job, st.Index, st.Total)
+	if err != nil {
+		return err
+	}
+	budget := sp.StageRetry(st.Index).MaxAttempts
+	var msgs []queue.Send
+	for _, t := range tasks {
+		switch {
+		case t.State == sm.TaskClaimed:
+			if err := rs.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+				return err
+			}
+		case t.State == sm.TaskReady || t.State == sm.TaskCancelled || (t.State == sm.TaskFailed && !t.Tolerated):
+			err := rs.RedriveTask(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
+			if errors.Is(err, sm.ErrInvalidTransition) {
+				continue // it moved on meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(st.Index)), msgs); err != nil {
+		return fmt.Errorf("redrive stage %s/%s: %w", st.Job, st.Name, err)
+	}
+	s.log.Info("stage redriven", "job_id", st.Job, "stage", st.Name, "tasks", len(msgs))
+	return nil
+}
+
+// sweepRedrive finishes the steps of a redrive whose caller stopped
+// short (the sweep's look at a redriven job, StartGrace after it).
+func (s *Service) sweepRedrive(ctx context.Context, j batch.Job) error {
+	rs, ok := s.store.(redriveStore)
+	if !ok || len(j.Redrives) == 0 || j.State != sm.JobRunning {
+		return nil
+	}
+	return s.finishRedrive(ctx, rs, j)
+}
+
+// redriveEvents are the redrives of a job in its timeline: "job.redriven",
+// with the error the job had failed with.
+func redriveEvents(j batch.Job) []Event {
+	var evs []Event
+	for i, r := range j.Redrives {
+		evs = append(evs, Event{At: r.At, Type: "job.redriven", Message: "redrive " + strconv.Itoa(i+1) + " after the job failed: " + r.Error,
+			key: dynamo.EventKey(r.At, dynamo.EventClassJobEnd, "redrive"+strconv.Itoa(i))})
+	}
+	return evs
+}

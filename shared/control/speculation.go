@@ -1,0 +1,365 @@
+package control
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Speculative execution (spec Stage.Speculation; the rules are in
+// statemachine/speculation.go).
+//
+// The sweep launches copies, in its look at a running stage: it already
+// visits every running stage every CheckEvery and reads the stage's
+// record, so the one listing of the stage's tasks that finds stragglers
+// also counts the copies that run, which keeps a stage within maxCopies
+// without a counter that every way a copy can end would have to count
+// down. Executors' heartbeats could react sooner, but every beat of every
+// task would then read the stage's statistics, and the cap would need
+// such a counter. Speculation pays off for tasks that run minutes, where
+// a sweep period is small beside the straggler's lateness.
+
+// Attempt ends and timeline events of speculation.
+const (
+	// AttemptSpeculationLost (an attempt end): the other claim of the task
+	// committed first; this attempt's outputs are never used.
+	AttemptSpeculationLost batch.AttemptEndKind = "speculation_lost"
+	// AttemptFailedBesideCopy (an attempt end): the attempt failed while
+	// the task's other claim ran on, so the task neither retried nor
+	// failed.
+	AttemptFailedBesideCopy batch.AttemptEndKind = "failed_beside_copy"
+	// speculationStarted and speculationWon are timeline events only.
+	speculationStarted batch.AttemptEndKind = "speculation_started"
+	speculationWon     batch.AttemptEndKind = "speculation_won"
+)
+
+// speculationStore is what speculation takes of a store (the DynamoDB
+// store has it). On a store without it no stage speculates: the sweep
+// launches no copies, and copy messages are dropped.
+type speculationStore interface {
+	RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error
+	ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	DropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
+	RecordSpeculationEvent(context.Context, batch.AttemptEnd) error
+}
+
+var _ speculationStore = (*dynamo.Store)(nil)
+
+// errNoSpeculation: the control plane's store cannot run copies.
+var errNoSpeculation = errors.New("this control plane cannot run speculative copies")
+
+func (s *Service) specStore() (speculationStore, bool) {
+	ss, ok := s.store.(speculationStore)
+	return ss, ok
+}
+
+// IsCopyMessage splits a task message's body into the task it names and
+// whether it asks for the task's speculative copy.
+func IsCopyMessage(body string) (string, bool) {
+	if len(body) > len(batch.CopyMarker) && body[len(body)-len(batch.CopyMarker):] == batch.CopyMarker {
+		return body[:len(body)-len(batch.CopyMarker)], true
+	}
+	return body, false
+}
+
+// ClaimCopy claims the speculative copy a copy message asks for: a new
+// attempt of a running task with its own token and lease, beside the
+// holder's claim. batch.ErrAlreadyDone: there is no copy to claim (the
+// task ended, or the copy was claimed by another delivery); drop the
+// message. batch.ErrJobNotRunning: the job ended.
+func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, error) {
+	meta, err := s.jobMeta(ctx, ref.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	}
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
+	}
+	sp := meta.spec
+	if ref.Stage >= len(sp.Stages) {
+		return Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+	}
+	if state, err := s.cachedJobState(ctx, ref.Job); err != nil {
+		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
+	} else if state != sm.JobRunning {
+		return Claim{}, fmt.Errorf("claim copy %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
+	}
+	lease := time.Duration(sp.StageLease(ref.Stage))
+	now := s.Now()
+	ss, ok := s.specStore()
+	if !ok {
+		return Claim{}, fmt.Errorf("claim copy %s: %w: %w", ref, errNoSpeculation, batch.ErrAlreadyDone)
+	}
+	t, err := ss.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
+	if err != nil {
+		return Claim{}, err
+	}
+	s.noteTaskEvent(ctx, ref, t.Attempt, speculationStarted,
+		fmt.Sprintf("speculative copy of attempt %d started", t.Copy.HolderAttempt))
+	s.taskLog(ctx, ref, t.Attempt).Info("speculative copy claimed", "holder_attempt", t.Copy.HolderAttempt)
+	return Claim{Task: t, Spec: sp, Lease: lease, Speculative: true}, nil
+}
+
+// noteTaskEvent writes a timeline-only task event; history, best effort.
+func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
+	ss, ok := s.specStore()
+	if !ok {
+		return
+	}
+	err := ss.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
+	if err != nil {
+		s.logger(ref).Warn("record task event", "kind", kind, "err", err)
+	}
+}
+
+// copyHeartbeat extends a copy's lease. A copy whose holder yielded to it
+// holds the task's main claim now, and beats as the holder.
+func (s *Service) copyHeartbeat(ctx context.Context, c Claim) error {
+	hp := dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}
+	ss, ok := s.specStore()
+	if !ok {
+		return fmt.Errorf("heartbeat copy %s: %w", c.Task.Ref, errNoSpeculation)
+	}
+	err := ss.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
+	if errors.Is(err, batch.ErrStaleClaim) {
+		err = s.store.Heartbeat(ctx, hp, c.Lease, c.Lease)
+	}
+	return err
+}
+
+// speculates says whether the claim's stage runs speculative copies.
+func speculates(c Claim) bool {
+	return c.Spec != nil && c.Task.Ref.Stage < len(c.Spec.Stages) && c.Spec.StageSpeculation(c.Task.Ref.Stage) != nil
+}
+
+// noteIfLost records, for an attempt of a speculating stage whose claim
+// was refused, that it lost to the task's other claim: the task
+// committed with another attempt. The winner's commit usually recorded it
+// first (first writer wins).
+func (s *Service) noteIfLost(ctx context.Context, c Claim, refusal error) {
+	if !speculates(c) || !(errors.Is(refusal, batch.ErrStaleClaim) || errors.Is(refusal, batch.ErrAlreadyDone)) {
+		return
+	}
+	t, err := s.store.GetTask(ctx, c.Task.Ref)
+	if err != nil || t.State != sm.TaskSucceeded || t.CommittedAttempt == c.Task.Attempt || t.Copy == nil {
+		return
+	}
+	s.noteAttemptEnd(ctx, c.Task.Ref, c.Task.Attempt, AttemptSpeculationLost,
+		fmt.Sprintf("attempt %d committed first", t.CommittedAttempt), c.Task)
+}
+
+// afterCommit records a copy's win: the holder it ran beside lost.
+func (s *Service) afterCommit(ctx context.Context, c Claim) {
+	if !c.Speculative || c.Task.Copy == nil {
+		return
+	}
+	ref, holder := c.Task.Ref, c.Task.Copy.HolderAttempt
+	s.noteTaskEvent(ctx, ref, c.Task.Attempt, speculationWon,
+		fmt.Sprintf("speculative copy committed before attempt %d", holder))
+	s.noteAttemptEnd(ctx, ref, holder, AttemptSpeculationLost,
+		fmt.Sprintf("speculative copy attempt %d committed first", c.Task.Attempt), batch.Task{})
+}
+
+// failBesideCopy handles the failure of one claim of a task that has two:
+// the failed claim is dropped, and the task runs on under the other one,
+// neither retried nor failed (statemachine TaskYield, TaskCopyFail).
+// done is false when the task has no other live claim: the caller fails
+// the attempt as usual.
+func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d Decision, done bool, err error) {
+	ss, ok := s.specStore()
+	if !ok || !speculates(c) {
+		return Decision{}, false, nil
+	}
+	ref := c.Task.Ref
+	cause = truncate(cause, MaxErrorLen)
+	p := dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()}, Err: cause}
+	if c.Speculative {
+		p.Event = sm.TaskCopyFail
+	} else {
+		t, err := s.store.GetTask(ctx, ref)
+		if err != nil {
+			return Decision{}, true, err
+		}
+		if t.State != sm.TaskClaimed || t.Token != c.Task.Token || !t.Copy.Live() {
+			return Decision{}, false, nil
+		}
+		p.Event, p.Copy = sm.TaskYield, *t.Copy
+	}
+	_, err = ss.DropClaim(ctx, p)
+	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
+		// Not the copy any more: its holder yielded to it, or the task
+		// ended. The usual failure path judges which.
+		return Decision{}, false, nil
+	}
+	if err != nil {
+		return Decision{}, true, err
+	}
+	s.taskLog(ctx, ref, c.Task.Attempt).Warn("attempt failed beside its task's other claim; the task runs on", "event", p.Event, "err", cause)
+	s.noteAttemptEnd(ctx, ref, c.Task.Attempt, AttemptFailedBesideCopy, cause, c.Task)
+	return Decision{}, true, nil
+}
+
+// speculate launches speculative copies of a running stage's stragglers
+// (the sweep's look at the stage): once Quantile of its tasks committed,
+// every task whose claim has run longer than Multiplier times the median
+// committed duration gets one copy, longest-running first, while fewer
+// than MaxCopies copies of the stage run. It also drops copies whose
+// lease ran out, which frees their place.
+func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st batch.Stage, now time.Time, c *SweepCounts) error {
+	sc := sp.StageSpeculation(st.Index)
+	ss, ok := s.specStore()
+	if sc == nil || !ok || !st.Materialized || st.Total == 0 {
+		return nil
+	}
+	d, err := ss.StageDurations(ctx, job, st.Index, st.Shards)
+	if err != nil {
+		return err
+	}
+	if float64(d.Count()) < math.Ceil(sc.Quantile*float64(st.Total)) {
+		return nil
+	}
+	median := d.Median()
+	tasks, err := s.store.ListStageTasks(ctx, job, st.Index, st.Total)
+	if err != nil {
+		return err
+	}
+	running := 0
+	var stragglers []batch.Task
+	for _, t := range tasks {
+		if t.State != sm.TaskClaimed {
+			continue
+		}
+		switch {
+		case t.Copy.Live() && now.After(t.Copy.LeaseUntil.Add(sm.LeaseSkew)):
+			if err := s.dropDeadCopy(ctx, t, now); err != nil {
+				return err
+			}
+		case t.Copy.Live():
+			running++
+		case t.Copy != nil && t.Copy.Started.IsZero() && t.Claimed.After(t.Copy.Requested):
+			// Requested for an earlier attempt, which ended before its
+			// copy started: void. The claim runs uncopied (a task is
+			// copied once); a late message of the request may still be
+			// claimed, which costs a copy and breaks nothing.
+		case t.Copy != nil && t.Copy.Started.IsZero():
+			running++ // requested, its message on the way
+			if now.Sub(t.Copy.Requested) > s.cfg.StuckAfter {
+				// Its message may be lost: send another (a duplicate is
+				// refused at claim).
+				if err := s.sendCopy(ctx, sp, t.Ref); err != nil {
+					return err
+				}
+			}
+		case t.Copy == nil && !t.Claimed.IsZero() && sm.IsStraggler(now.Sub(t.Claimed), median, sc.Multiplier):
+			stragglers = append(stragglers, t)
+		}
+	}
+	slices.SortFunc(stragglers, func(a, b batch.Task) int { return cmp.Compare(a.Claimed.UnixNano(), b.Claimed.UnixNano()) })
+	for _, t := range stragglers[:min(len(stragglers), max(sc.MaxCopies-running, 0))] {
+		err := ss.RequestCopy(ctx, t.Ref, now)
+		if errors.Is(err, sm.ErrInvalidTransition) {
+			continue // it committed, failed or was copied meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.sendCopy(ctx, sp, t.Ref); err != nil {
+			return err // the next look resends it (StuckAfter)
+		}
+		c.Speculated++
+		s.taskLog(ctx, t.Ref, t.Attempt).Info("speculative copy requested", "ran", now.Sub(t.Claimed).String(), "median", median.String())
+	}
+	return nil
+}
+
+// sendCopy sends a copy's message to its task's ready queue.
+func (s *Service) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
+	return s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(ref.Stage)), []queue.Send{{Body: ref.String() + batch.CopyMarker}})
+}
+
+// dropDeadCopy drops a copy whose lease ran out (its executor died): the
+// task runs on under its holder.
+func (s *Service) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
+	ss, ok := s.specStore()
+	if !ok {
+		return errNoSpeculation
+	}
+	_, err := ss.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
+		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
+	if err != nil {
+		return ignoreInvalid(err)
+	}
+	s.noteAttemptEnd(ctx, t.Ref, t.Copy.Attempt, batch.AttemptLeaseExpired, "speculative copy's lease expired (executor lost)", dynamo.AsCopyClaim(t))
+	return nil
+}
+
+// sweepCopiedTask is the sweep's look at a task with two live claims: a
+// dead copy is dropped (the next look judges the holder as usual); while
+// the copy lives, neither claim is expired, and the task is looked at
+// again when the later lease has passed.
+func (s *Service) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batch.Task, now time.Time) error {
+	if now.After(t.Copy.LeaseUntil.Add(sm.LeaseSkew)) {
+		return s.dropDeadCopy(ctx, t, now)
+	}
+	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	if err != nil {
+		return err
+	}
+	lease := time.Duration(sp.StageLease(t.Ref.Stage))
+	return s.store.SetDue(ctx, it, later(t.LeaseUntil, t.Copy.LeaseUntil).Add(lease))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// attemptDuration is how long the claim's attempt has run, for the stage's
+// duration histogram; 0 (not counted) when its claim time is unknown.
+func attemptDuration(c Claim, now time.Time) time.Duration {
+	if c.Task.Claimed.IsZero() {
+		return 0
+	}
+	return max(now.Sub(c.Task.Claimed), time.Millisecond)
+}
+
+// StageDurations is the histogram of the durations of a stage's committed
+// attempts (claim to commit), summed from its counter shards: what
+// speculation judges stragglers by, and what dynamic splitting may read.
+// Each commit adds to it in its own transaction, so it is exact for the
+// commits so far; the buckets are √2 wide (batch.Durations).
+func (s *Service) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
+	ss, ok := s.specStore()
+	if !ok {
+		return batch.Durations{}, errNoSpeculation
+	}
+	shards, err := s.stageShards(ctx, job, stage)
+	if err != nil {
+		return batch.Durations{}, err
+	}
+	return ss.StageDurations(ctx, job, stage, shards)
+}
+
+// holderAttempt is the attempt of a task's holder claim: its record's
+// attempt, except after a copy of it ended, when the copy's attempt is
+// the record's and the holder's is kept beside it.
+func holderAttempt(t batch.Task) int {
+	if c := t.Copy; c != nil && !c.Live() && c.HolderAttempt > 0 {
+		return c.HolderAttempt
+	}
+	return t.Attempt
+}

@@ -1,0 +1,169 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Tolerated failures (spec Stage.ToleratedFailures, issue 13.3): a task
+// that fails for good in a stage with an allowance counts as finished
+// for its stage when the allowance has room. The task's FAILED transition,
+// the countdown of its completion shard and the stage's count of
+// tolerated failures (guarded: count < allowance) are one transaction
+// (dynamo.FailTolerated), so the stage completes without the task exactly
+// when the allowance covers it, and concurrent failures never pass it.
+// Past the allowance the task fails the ordinary way, and its job with it.
+
+// tolerantStore is the store's side of tolerated failures; a Store
+// without it (a unit test's fake) tolerates none.
+type tolerantStore interface {
+	FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+}
+
+// allowance is how many failed tasks the stage of ref tolerates (0:
+// none) and its counter count. It reads the stage only when the spec
+// has an allowance: a failure in a stage without one costs nothing more.
+func (s *Service) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (allowed, shards int, err error) {
+	if sp == nil || ref.Stage >= len(sp.Stages) || sp.Stages[ref.Stage].ToleratedFailures == nil {
+		return 0, 0, nil
+	}
+	st, err := s.store.GetStage(ctx, ref.Job, ref.Stage)
+	if err != nil {
+		return 0, 0, fmt.Errorf("tolerate failure of %s: %w", ref, err)
+	}
+	return sp.Stages[ref.Stage].ToleratedFailures.Allowed(st.Total), st.Shards, nil
+}
+
+// tolerate tries to fail the task within its stage's allowance. ok=false
+// (and no error) means the stage tolerates no more (or none at all): the
+// caller fails the task the ordinary way.
+func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t batch.Task, ok bool, err error) {
+	ts, has := s.store.(tolerantStore)
+	if !has {
+		return batch.Task{}, false, nil
+	}
+	allowed, shards, err := s.allowance(ctx, sp, p.Ref)
+	if err != nil || allowed == 0 {
+		return batch.Task{}, false, err
+	}
+	p.Allowed, p.Shards = allowed, shards
+	t, err = ts.FailTolerated(ctx, p)
+	if errors.Is(err, dynamo.ErrNotTolerated) {
+		return batch.Task{}, false, nil
+	}
+	if err != nil {
+		return batch.Task{}, false, err
+	}
+	s.taskLog(ctx, p.Ref, t.Attempt).Warn("task failed; its stage tolerates the failure", "allowed", allowed, "err", p.Err)
+	return t, true, nil
+}
+
+// releaseFailed is store.ReleaseTask for the holder's final failure
+// (sm.TaskFail, sm.TaskFailPermanent), tolerated by the task's stage when
+// its allowance has room.
+func (s *Service) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
+	t, ok, err := s.tolerate(ctx, sp, dynamo.TolerateParams{
+		Ref: p.Ref, Event: p.Event, Token: p.Token, Now: p.Now, Err: p.Err, Class: p.Class, Due: p.Due, Outbox: p.Outbox,
+	})
+	if ok || err != nil {
+		return t, err
+	}
+	return s.store.ReleaseTask(ctx, p)
+}
+
+// sweepFailed is store.SweepTask for a task whose last lease expired
+// (sm.TaskExhaust), tolerated by its stage when its allowance has room.
+// tolerated says which happened.
+func (s *Service) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.SweepTaskParams) (tolerated bool, err error) {
+	_, ok, err := s.tolerate(ctx, sp, dynamo.TolerateParams{
+		Ref: p.Ref, Event: p.Event, Now: p.Now, Err: p.Err, Class: p.Class, Due: p.Due, Outbox: p.Outbox,
+	})
+	if ok || err != nil {
+		return ok, err
+	}
+	return false, s.store.SweepTask(ctx, p)
+}
+
+// afterTolerated is the follow-up of a tolerated failure: like a commit's,
+// the stage completes if this was its last unfinished task. The task
+// stays in the sweep index until this is done, so a crash before it is
+// finished by the sweep.
+func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
+	if err := s.checkStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
+		return err
+	}
+	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref}, time.Time{})
+}
+
+// overAllowance prefixes the job's error for a failure its stage did not
+// tolerate with the stage's count: "stage "b": 3 tasks failed, 2
+// tolerated; ...". A stage without an allowance keeps the plain reason.
+func (s *Service) overAllowance(ctx context.Context, sp *spec.Job, t batch.Task, reason string) string {
+	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil {
+		return reason
+	}
+	st, err := s.store.GetStage(ctx, t.Ref.Job, t.Ref.Stage)
+	if err != nil {
+		return reason
+	}
+	allowed := sp.Stages[t.Ref.Stage].ToleratedFailures.Allowed(st.Total)
+	return fmt.Sprintf("stage %q: %d tasks failed, %d tolerated; %s", sp.Stages[t.Ref.Stage].Name, st.Tolerated+1, allowed, reason)
+}
+
+// attemptKind is the history kind of a task's final failed attempt: a
+// tolerated one says so.
+func attemptKind(t batch.Task, kind batch.AttemptEndKind) batch.AttemptEndKind {
+	if t.Tolerated {
+		return batch.AttemptTolerated
+	}
+	return kind
+}
+
+// failedPartitions lists the tolerated failures of stages (of every stage
+// of the job, for its job manifest), up to batch.MaxManifestFailed, and
+// counts them all. It reads tasks only of stages that tolerated a
+// failure, so a job without any costs one stage Query.
+func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job, stages []int, all bool) ([]batch.FailedPartition, int, error) {
+	recs, err := s.store.ListStages(ctx, job)
+	if err != nil {
+		return nil, 0, err
+	}
+	want := map[int]bool{}
+	for _, i := range stages {
+		want[i] = true
+	}
+	var out []batch.FailedPartition
+	total := 0
+	for _, st := range recs {
+		if st.Tolerated == 0 || (!all && !want[st.Index]) || st.Index >= len(sp.Stages) {
+			continue
+		}
+		total += st.Tolerated
+		for after := -1; after+1 < st.Total && len(out) < batch.MaxManifestFailed; {
+			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+				Job: job, Stage: st.Index, Total: st.Total, State: sm.TaskFailed, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
+			})
+			if err != nil {
+				return nil, 0, err
+			}
+			for _, row := range pg.Rows {
+				if t := row.Task; t.Tolerated && len(out) < batch.MaxManifestFailed {
+					out = append(out, batch.FailedPartition{Stage: sp.Stages[st.Index].Name, Partition: t.Ref.Partition,
+						Attempts: t.Attempt, Error: t.LastError, Class: string(t.ErrorClass)})
+				}
+			}
+			if pg.Done || pg.Next <= after {
+				break
+			}
+			after = pg.Next
+		}
+	}
+	return out, total, nil
+}

@@ -1,0 +1,262 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Redrive (issue 13.9): the writes that reopen a FAILED job, its stages
+// and its unfinished tasks (sm.JobRedrive, sm.StageRedrive,
+// sm.StageRedriveBlocked, sm.TaskRedrive).
+const (
+	// aRedrives is, on a job item, the list of its redrives ({at, err}):
+	// its length is the redrive count a request must name.
+	aRedrives = "rdl"
+	// aRerunOf is, on a job item, the job it reruns.
+	aRerunOf = "rro"
+)
+
+func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
+	l, ok := item[aRedrives].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	out := make([]batch.Redrive, 0, len(l.Value))
+	for _, v := range l.Value {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			continue
+		}
+		out = append(out, batch.Redrive{At: getT(m.Value, "at"), Error: getS(m.Value, "err")})
+	}
+	return out
+}
+
+// RedriveJobParams reopens a FAILED job.
+type RedriveJobParams struct {
+	ID string
+	// Count is the number of redrives the caller saw (len(Job.Redrives)):
+	// the write applies only while it is still the job's, so a repeated
+	// request never redrives twice (sm.GuardRedriveCount).
+	Count int
+	Now   time.Time
+	// PrevError is the error the job failed with, kept in its redrive log.
+	PrevError string
+	// FollowUp puts the job in the sweep index then, for the sweep to
+	// finish the redrive's steps should its caller not (and then to watch
+	// its deadline, as for any running job).
+	FollowUp time.Time
+}
+
+// RedriveJob moves a FAILED job back to RUNNING (sm.JobRedrive) with
+// everything its end changed, in one transaction: its owner's job index
+// entry, its state copies (jobstate.go), its quota counts (a job that
+// counted in its owner's quotas counts again: it was admitted once, so
+// its quota does not refuse it now) and its retention (its end's expiry
+// is removed). sm.ErrInvalidTransition: the job is not FAILED or its
+// redrive count is not p.Count.
+func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
+	head, err := s.jobHead(ctx, p.ID)
+	if err != nil {
+		return fmt.Errorf("redrive job %s: %w", p.ID, err)
+	}
+	tr := sm.Jobs.Transition(sm.JobRedrive)
+	c := newCond()
+	expr := transition(c, tr)
+	to(c, tr)
+	// A job whose data or record its owner is deleting stays ended.
+	expr += " AND attribute_not_exists(" + aDataDeleted + ") AND attribute_not_exists(" + aDeleting + ")"
+	// sm.GuardRedriveCount.
+	if p.Count == 0 {
+		expr += " AND attribute_not_exists(" + aRedrives + ")"
+	} else {
+		expr += " AND size(" + aRedrives + ") = :cnt"
+		c.values[":cnt"] = nv(int64(p.Count))
+	}
+	c.values[":now"] = ms(p.Now)
+	c.values[":empty"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	c.values[":entry"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"at": ms(p.Now), "err": sv(p.PrevError),
+	}}}}
+	update := "SET #st = :to, upd = :now, " + aRedrives + " = list_append(if_not_exists(" + aRedrives + ", :empty), :entry)"
+	remove := " REMOVE #end, err, man, #ttl"
+	c.values[":gpk"] = sv(duePK(jobPK(p.ID) + jobSK))
+	c.values[":due"] = ms(p.FollowUp)
+	update += ", gpk = :gpk, due = :due"
+	items := []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.table, Key: key(jobPK(p.ID), jobSK),
+		UpdateExpression:          aws.String(update + remove),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  map[string]string{"#st": aState, "#end": aEnded, "#ttl": aTTL},
+		ExpressionAttributeValues: c.values,
+	}}, {Put: &types.Put{
+		TableName: &s.table, Item: ownerIndexItem(head.Owner, p.ID, head.Name, tr.To, head.Created, time.Time{}),
+	}}}
+	if head.Quota {
+		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, 1, 0, quotaTasks, head.QuotaTasks, 0))
+	}
+	items = append(items, s.jobStatePuts(p.ID, tr.To, p.Now)...)
+	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if r := cancelReasons(err); len(r) > 0 && r[0] == reasonCondFailed {
+		return fmt.Errorf("redrive job %s: %w", p.ID, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("redrive job %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// RedriveStage reopens a stage of a redriven (RUNNING) job: ev is
+// sm.StageRedrive (a stage that had started, back to RUNNING, in the
+// sweep index at due for its completion checks) or sm.StageRedriveBlocked
+// (one cancelled before it started, back to BLOCKED). Its counters and
+// plan are kept: its committed tasks stay counted.
+// sm.ErrInvalidTransition: the stage is not in a state ev leaves, or
+// the job is not RUNNING.
+func (s *Store) RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error {
+	tr := sm.Stages.Transition(ev)
+	c := newCond()
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(now)
+	update := "SET #st = :to, upd = :now"
+	remove := " REMOVE #end, err"
+	if due.IsZero() {
+		remove += ", gpk, due"
+	} else {
+		c.values[":gpk"] = sv(duePK(jobPK(job) + stageSK(idx)))
+		c.values[":due"] = ms(due)
+		update += ", gpk = :gpk, due = :due"
+	}
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+		UpdateExpression:          aws.String(update + remove),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  map[string]string{"#st": aState, "#end": aEnded},
+		ExpressionAttributeValues: c.values,
+	}}, jobRunningCheck(s.table, job)}})
+	if r := cancelReasons(err); len(r) > 0 {
+		return fmt.Errorf("%s stage %s/%d: %w", ev, job, idx, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("%s stage %s/%d: %w", ev, job, idx, err)
+	}
+	return nil
+}
+
+// RedriveTask puts a task of a redriven stage that failed (not within
+// its stage's allowance), was cancelled or never ran back to READY
+// (sm.TaskRedrive) with budget attempts more than it has used, not to
+// be claimed before notBefore. A committed task is never touched.
+// sm.ErrInvalidTransition: the task is in no state the redrive leaves.
+func (s *Store) RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error {
+	tr := sm.Tasks.Transition(sm.TaskRedrive)
+	c := newCond()
+	expr := transition(c, tr)
+	to(c, tr)
+	c.values[":now"] = ms(now)
+	c.values[":nb"] = ms(notBefore)
+	c.values[":budget"] = nv(int64(budget))
+	pk := taskPK(ref)
+	upd := "SET #st = :to, mx = att + :budget, nb = :nb, upd = :now" + s.dueClause(c, pk+taskSK(ref.Partition), due)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, taskSK(ref.Partition)),
+		UpdateExpression: aws.String(upd), ConditionExpression: aws.String(expr),
+		ExpressionAttributeNames: stNames, ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		return fmt.Errorf("redrive task %s: %w", ref, sm.ErrInvalidTransition)
+	}
+	if err != nil {
+		return fmt.Errorf("redrive task %s: %w", ref, err)
+	}
+	return nil
+}
+
+// RaiseAttempts gives a CLAIMED or READY task of a job being redriven
+// budget attempts more than it has used: an attempt stopped by the job's
+// end is taken back by the sweep when its lease runs out, and without
+// more attempts a last one would fail the job again. Its claim is left
+// alone.
+func (s *Store) RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
+		UpdateExpression:          aws.String("SET mx = att + :budget"),
+		ConditionExpression:       aws.String("#st IN (:claimed, :ready)"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":budget": nv(int64(budget)), ":claimed": sv(string(sm.TaskClaimed)), ":ready": sv(string(sm.TaskReady))},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("raise attempts of task %s: %w", ref, err)
+	}
+	return nil
+}
+
+// aReused is, on a rerun's job item, the map of its reused stages (by
+// index) to the job whose committed outputs each reuses.
+const aReused = "rru"
+
+// RerunParams makes a new job a rerun of Of: the stages in Reuse are not
+// run, they adopt the committed outputs of the job each maps to (Of, or
+// the job Of itself reused the stage from).
+type RerunParams struct {
+	Of    string
+	Reuse map[int]string
+}
+
+func (p *RerunParams) addTo(item map[string]types.AttributeValue) {
+	if p == nil {
+		return
+	}
+	item[aRerunOf] = sv(p.Of)
+	m := map[string]types.AttributeValue{}
+	for idx, job := range p.Reuse {
+		m[strconv.Itoa(idx)] = sv(job)
+	}
+	item[aReused] = &types.AttributeValueMemberM{Value: m}
+}
+
+func decodeReused(item map[string]types.AttributeValue) map[int]string {
+	m, ok := item[aReused].(*types.AttributeValueMemberM)
+	if !ok || len(m.Value) == 0 {
+		return nil
+	}
+	out := make(map[int]string, len(m.Value))
+	for k, v := range m.Value {
+		if idx, err := strconv.Atoi(k); err == nil {
+			if s, ok := v.(*types.AttributeValueMemberS); ok {
+				out[idx] = s.Value
+			}
+		}
+	}
+	return out
+}
+
+// AdoptStage plans a running stage of a rerun that reuses another job's
+// committed outputs: total tasks (the source stage's), none to run, no
+// counters (so its completion check finds it complete). A repeat finds
+// it planned and changes nothing.
+func (s *Store) AdoptStage(ctx context.Context, job string, idx, total int) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+		UpdateExpression:         aws.String("SET tot = :t, nsh = :zero, enq = :t, mat = :true"),
+		ConditionExpression:      aws.String("#st = :run AND attribute_not_exists(tot)"),
+		ExpressionAttributeNames: stNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":t": nv(int64(total)), ":zero": nv(0), ":true": bv(true), ":run": sv(string(sm.StageRunning)),
+		},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("adopt stage %s/%d: %w", job, idx, err)
+	}
+	return nil
+}
