@@ -211,6 +211,19 @@ func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d 
 	return Decision{}, true, nil
 }
 
+// notePrevHolder is Claim's note of the attempt its claim replaced, for a
+// task that was copied: the copy took an attempt number beside its
+// holder's, so the attempt before the claimed one may be the copy's
+// (whose end was recorded when it failed or expired) and the replaced
+// holder's the one before that. The first end recorded for an attempt
+// stands, so an attempt that ended otherwise keeps its end.
+func (s *Service) notePrevHolder(ctx context.Context, t, prev batch.Task) {
+	if t.Attempt <= 2 || t.Copy == nil || t.Copy.Started.IsZero() {
+		return
+	}
+	s.noteAttemptEnd(ctx, t.Ref, t.Attempt-2, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+}
+
 // speculate launches speculative copies of a running stage's stragglers
 // (the sweep's look at the stage): once Quantile of its tasks committed,
 // every task whose claim has run longer than Multiplier times the median

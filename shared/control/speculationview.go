@@ -27,7 +27,9 @@ func copyAttempts(info *TaskInfo, t batch.Task, ends map[[2]int]batch.AttemptEnd
 	if c == nil {
 		return
 	}
-	ci := &CopyInfo{Requested: c.Requested, Live: c.Live(), HolderAttempt: c.HolderAttempt}
+	// A task cancelled (or redriven) under a live copy keeps the copy's
+	// claim fields until its next claim; only a CLAIMED task's is live.
+	ci := &CopyInfo{Requested: c.Requested, Live: c.Live() && t.State == sm.TaskClaimed, HolderAttempt: c.HolderAttempt}
 	if !c.Started.IsZero() {
 		ci.Started = opt(c.Started)
 		ci.Attempt = c.HolderAttempt + 1 // the copy took the next attempt

@@ -112,6 +112,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// before its task could be claimed again; if neither did, this
 		// claim took over an expired lease or a dead executor's claim.
 		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+		s.notePrevHolder(ctx, t, prev) // speculation.go
 	}
 	s.taskLog(ctx, ref, t.Attempt).Debug("task claimed")
 	s.metrics().TaskClaimed(s.taskPriority(ctx, sp, ref)) // metrics.go
