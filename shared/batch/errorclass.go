@@ -30,12 +30,29 @@ const (
 	// ClassLeaseExpired: the attempt's executor stopped renewing its lease
 	// (it died, hung or lost the network).
 	ClassLeaseExpired ErrorClass = "lease_expired"
+	// ClassInputChanged: an input object changed after its stage was
+	// planned (ErrInputChanged). Permanent, and never tolerated: a job that
+	// went on without the object would succeed having silently skipped
+	// part of its input.
+	ClassInputChanged ErrorClass = "input_changed"
 )
+
+// ErrInputChanged is the outcome of reading an input object whose ETag is
+// no longer the one its stage was planned with (shared/blob pins reads).
+var ErrInputChanged = errors.New("input changed while the job ran")
+
+// Permanent reports whether an attempt ending with class c fails its task
+// at once, whatever attempts are left.
+func (c ErrorClass) Permanent() bool { return c == ClassPermanent || c == ClassInputChanged }
+
+// Tolerable reports whether a task that failed with class c may count
+// against its stage's toleratedFailures instead of failing the job.
+func (c ErrorClass) Tolerable() bool { return c != ClassInputChanged }
 
 // Valid reports whether c is one of the classes above.
 func (c ErrorClass) Valid() bool {
 	switch c {
-	case ClassNone, ClassError, ClassPermanent, ClassTimedOut, ClassOutOfMemory, ClassLeaseExpired:
+	case ClassNone, ClassError, ClassPermanent, ClassTimedOut, ClassOutOfMemory, ClassLeaseExpired, ClassInputChanged:
 		return true
 	}
 	return false
@@ -53,6 +70,8 @@ func (c ErrorClass) Ended() string {
 		return "out of memory"
 	case ClassLeaseExpired:
 		return "lease expired"
+	case ClassInputChanged:
+		return "input changed"
 	}
 	return "retries exhausted"
 }
@@ -81,6 +100,8 @@ func ClassOf(err error) ErrorClass {
 	switch {
 	case err == nil:
 		return ClassNone
+	case errors.Is(err, ErrInputChanged):
+		return ClassInputChanged
 	case errors.Is(err, ErrPermanent):
 		return ClassPermanent
 	case errors.Is(err, ErrOutOfMemory):

@@ -16,9 +16,9 @@ import (
 	"github.com/batchwork/batchwork/shared/split"
 )
 
-// ErrInputChanged is the outcome of reading an input object that no
-// longer is the object its stage was planned over.
-var ErrInputChanged = errors.New("input changed while the job ran")
+// ErrInputChanged is batch.ErrInputChanged, the outcome of reading an
+// input object that no longer has its planned ETag.
+var ErrInputChanged = batch.ErrInputChanged
 
 // InputChangedError names the object and what changed. It is
 // batch.ErrPermanent: no retry reads the planned object again, and

@@ -27,9 +27,10 @@ type FailParams struct {
 // attemptKinds is the history kind of an attempt that ended with each
 // class; a plain error's depends on whether the task retries.
 var attemptKinds = map[batch.ErrorClass]batch.AttemptEndKind{
-	batch.ClassPermanent:   batch.AttemptPermanent,
-	batch.ClassTimedOut:    batch.AttemptTimedOut,
-	batch.ClassOutOfMemory: batch.AttemptOutOfMemory,
+	batch.ClassPermanent:    batch.AttemptPermanent,
+	batch.ClassInputChanged: batch.AttemptPermanent,
+	batch.ClassTimedOut:     batch.AttemptTimedOut,
+	batch.ClassOutOfMemory:  batch.AttemptOutOfMemory,
 }
 
 // FailClass records the holder's failed attempt by its class. A permanent
@@ -50,7 +51,7 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	cause := p.Cause
 	now := s.Now()
 	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
-	if class != batch.ClassPermanent && c.Task.Attempt < c.Task.MaxAttempts {
+	if !class.Permanent() && c.Task.Attempt < c.Task.MaxAttempts {
 		delay := s.backoff(c.Spec, ref.Stage, c.Task.Attempt)
 		rp := dynamo.ReleaseParams{
 			HolderParams: hp, Event: sm.TaskRetry, NotBefore: now.Add(delay), Class: class,
@@ -76,7 +77,7 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	}
 	cause = truncate(cause, MaxErrorLen)
 	ev := sm.TaskFail
-	if class == batch.ClassPermanent {
+	if class.Permanent() {
 		ev = sm.TaskFailPermanent
 	}
 	meta, err := s.jobMeta(ctx, ref.Job)
@@ -117,7 +118,7 @@ func escalate(c Claim) (spec.Size, string) {
 // already says a timeout or an out-of-memory end).
 func failReason(sp *spec.Job, t batch.Task) string {
 	name := sp.Stages[t.Ref.Stage].Name
-	if t.ErrorClass == batch.ClassPermanent {
+	if t.ErrorClass.Permanent() {
 		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)
 	}
 	return fmt.Sprintf("stage %q task %d failed after %d attempts: %s", name, t.Ref.Partition, t.Attempt, t.LastError)

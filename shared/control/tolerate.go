@@ -69,6 +69,9 @@ func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateP
 // (sm.TaskFail, sm.TaskFailPermanent), tolerated by the task's stage when
 // its allowance has room.
 func (s *Service) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
+	if !p.Class.Tolerable() {
+		return s.store.ReleaseTask(ctx, p)
+	}
 	t, ok, err := s.tolerate(ctx, sp, dynamo.TolerateParams{
 		Ref: p.Ref, Event: p.Event, Token: p.Token, Now: p.Now, Err: p.Err, Class: p.Class, Due: p.Due, Outbox: p.Outbox,
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/batch"
 	"net/http"
 	"net/url"
 	"time"
@@ -107,19 +108,7 @@ func runFailed(ctx context.Context, a *app, args []string) int {
 }
 
 // endedBy words a failed task's error class as the status does.
-func endedBy(class string) string {
-	switch class {
-	case "permanent":
-		return "permanent error"
-	case "timed_out":
-		return "timed out"
-	case "out_of_memory":
-		return "out of memory"
-	case "lease_expired":
-		return "lease expired"
-	}
-	return "retries exhausted"
-}
+func endedBy(class string) string { return batch.ErrorClass(class).Ended() }
 
 func runRedrive(ctx context.Context, a *app, args []string) int {
 	// The redrive count the status shows is the request's token: the

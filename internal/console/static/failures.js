@@ -10,7 +10,7 @@ window.BatchworkFailures = (lib) => {
   const { h, s, badge, api, fmtTime, num, attemptLogs } = lib;
 
   // The words of batch.ErrorClass.Ended: what ended a FAILED task.
-  const ENDED = { permanent: 'permanent error', timed_out: 'timed out', out_of_memory: 'out of memory', lease_expired: 'lease expired' };
+  const ENDED = { permanent: 'permanent error', timed_out: 'timed out', out_of_memory: 'out of memory', lease_expired: 'lease expired', input_changed: 'input changed' };
   const ended = (cls) => ENDED[cls] || 'retries exhausted';
   // Attempt ends that are not failures of the task's work.
   const NOT_FAILED = new Set(['committed', 'running', 'cancelled', 'unknown', 'continued', 'speculation_lost']);
