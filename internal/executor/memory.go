@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"time"
@@ -102,6 +103,10 @@ var processMemory = func() uint64 {
 	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }
 
+// freeOSMemory returns the heap's free memory to the OS; a variable so
+// tests can see it called.
+var freeOSMemory = debug.FreeOSMemory
+
 // watchMemory cancels the attempt (cancel, its context's) with an
 // out-of-memory cause once the process holds more than memoryWatchShare
 // of its memory (Runner.MemoryLimit), so the attempt fails as out of
@@ -123,7 +128,16 @@ func (r *Runner) watchMemory(ctx context.Context, cancel context.CancelCauseFunc
 				return
 			case <-tick.C:
 			}
-			if used := processMemory(); used > limit {
+			used := processMemory()
+			if used > limit {
+				// Part of it may be heap an earlier attempt freed that the
+				// runtime has not given back yet: an attempt must not fail
+				// for memory it does not hold. Past the mark only, so the
+				// forced collection is rare.
+				freeOSMemory()
+				used = processMemory()
+			}
+			if used > limit {
 				cancel(&classedError{
 					msg:   fmt.Sprintf("the executor's memory reached %d MiB of its %d MiB", used>>20, r.MemoryLimit>>20),
 					class: batch.ErrOutOfMemory,

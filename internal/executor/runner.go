@@ -226,13 +226,22 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	// Under the stage's timeout, if it has one (timeout.go), and the
 	// memory watchdog of an executor of a known size (memory.go).
 	r.watchMemory(taskCtx, cancel)
-	runErr := r.callTask(taskCtx, cancel, c, start, fn, t)
+	running, runErr := r.callTask(taskCtx, cancel, c, start, fn, t)
 	stopSplit()
-	if err := in.readErr(); err != nil && runErr == nil {
-		runErr = err // the function returned without seeing all its input
-	}
-	if err := t.Rejects.Err(); err != nil {
-		runErr = err // past maxBadRecords: permanent, whatever the function returned
+	if running != nil {
+		// Abandoned (timeout.go), the function may still be reading: its
+		// input is closed when it returns, never under it. The attempt
+		// fails with the cancel's cause, whatever its input's state.
+		input := closeInput
+		go func() { <-running; input() }()
+		closeInput = func() {}
+	} else {
+		if err := in.readErr(); err != nil && runErr == nil {
+			runErr = err // the function returned without seeing all its input
+		}
+		if err := t.Rejects.Err(); err != nil {
+			runErr = err // past maxBadRecords: permanent, whatever the function returned
+		}
 	}
 	if err := t.Out.refused(); err != nil {
 		// Whatever the function made of the refusal, its outputs are

@@ -39,20 +39,29 @@ func stageTimeout(c control.Claim) time.Duration {
 // counted from start; after any cancel the function has
 // Runner.TimeoutGrace to return, and is then abandoned with an error
 // wrapping the cancel's cause. Without a timeout it is safeCall.
-func (r *Runner) callTask(ctx context.Context, cancel context.CancelCauseFunc, c control.Claim, start time.Time, fn Func, t *Task) error {
+//
+// running is nil when the function returned; for an abandoned one it is
+// closed when (if ever) the function returns. Until then the function
+// still reads its input and uses its Task from its own goroutine, so the
+// caller must neither read the input's state nor close it under it.
+func (r *Runner) callTask(ctx context.Context, cancel context.CancelCauseFunc, c control.Claim, start time.Time, fn Func, t *Task) (running <-chan struct{}, err error) {
 	timeout := stageTimeout(c)
 	if timeout <= 0 {
-		return safeCall(ctx, fn, t)
+		return nil, safeCall(ctx, fn, t)
 	}
 	timer := time.AfterFunc(time.Until(start.Add(timeout)), func() {
 		cancel(&batch.TimeoutError{After: timeout})
 	})
 	defer timer.Stop()
 	done := make(chan error, 1) // buffered: an abandoned function's send must not block
-	go func() { done <- safeCall(ctx, fn, t) }()
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		done <- safeCall(ctx, fn, t)
+	}()
 	select {
 	case err := <-done:
-		return err
+		return nil, err
 	case <-ctx.Done():
 	}
 	grace := cmp.Or(r.TimeoutGrace, DefaultTimeoutGrace)
@@ -60,11 +69,11 @@ func (r *Runner) callTask(ctx context.Context, cancel context.CancelCauseFunc, c
 	defer wait.Stop()
 	select {
 	case err := <-done:
-		return err
+		return nil, err
 	case <-wait.C:
 		cause := context.Cause(ctx)
 		t.Log.Warn("task function still running after its context was cancelled; abandoning it", "grace", grace.String(), "cause", cause)
-		return fmt.Errorf("%w (the task function ignored the cancel and was abandoned after %v)", cause, grace)
+		return returned, fmt.Errorf("%w (the task function ignored the cancel and was abandoned after %v)", cause, grace)
 	}
 }
 
