@@ -308,13 +308,20 @@ func runList(ctx context.Context, a *app, _ []string) int {
 	return ExitOK
 }
 
-func runTasks(ctx context.Context, a *app, args []string) int {
+// listTasks reads a job's tasks, of one state when state is set, page by
+// page (as far as a.o allows), filtered by a.o.stage.
+func listTasks(ctx context.Context, a *app, job, state string) (control.TaskList, error) {
 	all := control.TaskList{Tasks: []control.TaskInfo{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage, "state", a.o.state) }
-	err := listPages(ctx, a, jobPath(args[0], "/tasks"), query, &all, func(all, p *control.TaskList) string {
+	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage, "state", state) }
+	err := listPages(ctx, a, jobPath(job, "/tasks"), query, &all, func(all, p *control.TaskList) string {
 		all.Tasks, all.NextCursor = append(all.Tasks, p.Tasks...), p.NextCursor
 		return p.NextCursor
 	})
+	return all, err
+}
+
+func runTasks(ctx context.Context, a *app, args []string) int {
+	all, err := listTasks(ctx, a, args[0], a.o.state)
 	if err != nil {
 		return a.fail(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"github.com/batchwork/batchwork/shared/batch"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
@@ -71,15 +70,8 @@ given), so a retried request never makes two jobs.`,
 }
 
 func runFailed(ctx context.Context, a *app, args []string) int {
-	all := control.TaskList{Tasks: []control.TaskInfo{}}
 	a.o.all = true
-	query := func(c string) url.Values {
-		return pageQuery(a.o, c, "stage", a.o.stage, "state", string(sm.TaskFailed))
-	}
-	err := listPages(ctx, a, jobPath(args[0], "/tasks"), query, &all, func(all, p *control.TaskList) string {
-		all.Tasks, all.NextCursor = append(all.Tasks, p.Tasks...), p.NextCursor
-		return p.NextCursor
-	})
+	all, err := listTasks(ctx, a, args[0], string(sm.TaskFailed))
 	if err != nil {
 		return a.fail(err)
 	}
