@@ -108,7 +108,7 @@ type checkpointer struct {
 // its claim: its checkpoint will never be used and the task must stop.
 func (t *Task) Checkpoint(ctx context.Context, offset int64, state []byte) error {
 	if t.ck == nil {
-		return fmt.Errorf("%w: this task cannot checkpoint (a program or a Lambda function stage, or a control plane without checkpoints)", batch.ErrCheckpoint)
+		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
 	}
 	return t.ck.save(ctx, offset, state)
 }
@@ -131,9 +131,12 @@ func (t *Task) Resume() (offset int64, state []byte, ok bool) {
 // none.
 func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *Task, cancel context.CancelCauseFunc, log *slog.Logger) error {
 	cp, ok := r.CP.(checkpointCP)
-	if !ok || c.Spec.Stages[c.Task.Ref.Stage].Lambda != "" {
+	if !ok {
 		return nil
 	}
+	// A lambda stage's function reads its input itself: its resume point
+	// goes in its event (lambdackpt.go), the input is not skipped here.
+	isLambda := c.Spec.Stages[c.Task.Ref.Stage].Lambda != ""
 	k := &checkpointer{r: r, c: c, t: t, cp: cp, taskCtx: taskCtx, cancel: cancel, log: log}
 	t.ck = k
 	ref := c.Task.Ref
@@ -158,7 +161,7 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
 	t.Rejects.resume(&from)
-	if from.Offset > 0 {
+	if from.Offset > 0 && !isLambda {
 		if t.Input == nil {
 			return fmt.Errorf("resume from checkpoint %d of attempt %d: offset %d, but the task has no input", ck.Seq, ck.Attempt, from.Offset)
 		}

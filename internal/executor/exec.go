@@ -9,7 +9,8 @@ package executor
 // SIGKILL the executor did not send is an out-of-memory end:
 // execclass.go). The program's outputs go through the same Output as a Go
 // function's, so the attempt is published and committed, and fenced, the
-// same way.
+// same way. It rejects records (reject.go) and checkpoints (execckpt.go)
+// with stderr lines.
 //
 // Who may run what. An exec stage runs a program the spec names, and
 // specs come from any owner, while the executor holds the stack's
@@ -283,8 +284,13 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 	}
 	out := &stdoutSink{out: t.Out, shuffle: shuffle, stop: stop}
 	errs := &stderrSink{log: t.Log, rejects: t.Rejects} // a reject line: reject.go
-	cmd.Stdout, cmd.Stderr = out, errs
-	runErr := cmd.Run()
+	cmd.Stderr = errs
+	// Stdout through a pump, and checkpoints: execckpt.go.
+	waited, err := plumbExec(ctx, cmd, t, out, errs)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", name, err)
+	}
+	runErr := waited(cmd.Run())
 	if runErr == nil || errors.Is(runErr, exec.ErrWaitDelay) {
 		out.finish()
 	}
@@ -461,6 +467,7 @@ func (s *stdoutSink) failed() error { return s.err }
 type stderrSink struct {
 	log     *slog.Logger
 	rejects *Rejects
+	ckpt    *execCheckpoints // nil: the task cannot checkpoint (execckpt.go)
 
 	mu      sync.Mutex
 	partial []byte
@@ -478,11 +485,11 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 		if i < 0 {
 			// Keep at most a line's worth; the rest of a huge line is
 			// dropped, not buffered.
-			room := maxStderrLine - len(s.partial)
+			room := s.lineLimit(p) - len(s.partial)
 			s.partial = append(s.partial, p[:max(0, min(room, len(p)))]...)
 			break
 		}
-		s.partial = append(s.partial, p[:min(i, max(0, maxStderrLine-len(s.partial)))]...)
+		s.partial = append(s.partial, p[:min(i, max(0, s.lineLimit(p)-len(s.partial)))]...)
 		s.line(string(s.partial))
 		s.partial = s.partial[:0]
 		p = p[i+1:]
@@ -492,7 +499,7 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 
 func (s *stderrSink) line(l string) {
 	l = strings.TrimSuffix(l, "\r")
-	if s.rejectLine(l) {
+	if s.rejectLine(l) || s.ckpt.line(l) {
 		return
 	}
 	if len(s.last) == stderrTail {

@@ -2,7 +2,8 @@ package executor
 
 // Lambda stages: a stage's `lambda: <function name or ARN>` invokes an
 // existing Lambda function, in any runtime, once per attempt, synchronously
-// (RequestResponse). The event (LambdaEvent) says which task and attempt
+// (RequestResponse), and again from each checkpoint its response asks for
+// (lambdackpt.go). The event (LambdaEvent) says which task and attempt
 // this is, its parameters, where its input is and where its outputs go;
 // the function reads the input from S3 itself, writes each output
 // partition to the key the event gives it, and answers with the outputs
@@ -106,6 +107,11 @@ type LambdaEvent struct {
 	Outputs      []string `json:"outputs"`
 	// Deadline is when the executor stops waiting for the response.
 	Deadline string `json:"deadline"`
+	// Resume and CheckpointOutputs are the task's checkpoints
+	// (lambdackpt.go): where to resume, and where an invocation that
+	// checkpoints writes its outputs.
+	Resume            *LambdaResume `json:"resume,omitempty"`
+	CheckpointOutputs []string      `json:"checkpointOutputs,omitempty"`
 }
 
 // LambdaTaskRef names the task and attempt.
@@ -125,6 +131,10 @@ type LambdaInput struct {
 	// ETag is the object's ETag when the stage was planned: a function
 	// that reads with If-Match (quoted) never reads a changed object.
 	ETag string `json:"etag,omitempty"`
+	// VersionID, on a versioned bucket, is the object's version when the
+	// stage was planned: a function that reads it (GetObject VersionId)
+	// reads the planned bytes even after the key is overwritten.
+	VersionID string `json:"versionId,omitempty"`
 }
 
 // LambdaShuffle lists the objects of a shuffle partition.
@@ -142,6 +152,13 @@ type LambdaResponse struct {
 	// fails at once, without its remaining attempts (as a Go function's
 	// batchwork.Permanent).
 	Permanent bool `json:"permanent,omitempty"`
+	// Rejects are the records the function rejected (lambdareject.go),
+	// as a Go function's Task.Reject: committed with the attempt and
+	// counted against the stage's maxBadRecords.
+	Rejects []LambdaReject `json:"rejects,omitempty"`
+	// Checkpoint asks the executor to save it and invoke the function
+	// again from it (lambdackpt.go).
+	Checkpoint *LambdaCheckpoint `json:"checkpoint,omitempty"`
 }
 
 // LambdaOutput is one output partition written.
@@ -168,17 +185,23 @@ func (r *Runner) lambdaFunc(c control.Claim) (Func, error) {
 	}
 	st := c.Spec.Stages[c.Task.Ref.Stage]
 	return func(ctx context.Context, t *Task) error {
-		if err := r.invokeTask(ctx, c, st, t); err != nil {
-			return fmt.Errorf("lambda %s: %w", st.Lambda, err)
+		// Again while the function checkpoints (lambdackpt.go).
+		for again := true; again; {
+			var err error
+			if again, err = r.invokeTask(ctx, c, st, t); err != nil {
+				return fmt.Errorf("lambda %s: %w", st.Lambda, err)
+			}
 		}
 		return nil
 	}, nil
 }
 
-func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage, t *Task) error {
+// invokeTask invokes the function once: true when it checkpointed and is
+// to be invoked again.
+func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage, t *Task) (bool, error) {
 	ev, err := r.lambdaEvent(ctx, c, st, t)
 	if err != nil {
-		return err
+		return false, err
 	}
 	deadline := time.Now().Add(maxLambdaWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -187,10 +210,10 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	ev.Deadline = deadline.UTC().Format(time.RFC3339)
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("event: %w", err)
+		return false, fmt.Errorf("event: %w", err)
 	}
 	if len(payload) > maxLambdaEvent {
-		return fmt.Errorf("the event is %d bytes, over Lambda's %d-byte limit on a request (a shuffle read from too many upstream tasks?)",
+		return false, fmt.Errorf("the event is %d bytes, over Lambda's %d-byte limit on a request (a shuffle read from too many upstream tasks?)",
 			len(payload), maxLambdaEvent)
 	}
 	ictx, cancel := context.WithDeadline(ctx, deadline)
@@ -198,24 +221,27 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	start := time.Now()
 	raw, fnErr, err := r.Lambda.Invoke(ictx, st.Lambda, payload)
 	if err != nil {
-		return fmt.Errorf("invoke: %w", err)
+		return false, fmt.Errorf("invoke: %w", err)
 	}
 	t.Log.Info("lambda invoked", "function", st.Lambda, "took_ms", time.Since(start).Milliseconds(), "function_error", fnErr)
 	if fnErr != "" {
-		return lambdaFunctionError(fnErr, raw) // execclass.go: out of memory or plain
+		return false, lambdaFunctionError(fnErr, raw) // execclass.go: out of memory or plain
 	}
 	var resp LambdaResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
-		return fmt.Errorf("response %s is not {\"outputs\": [{\"part\": 0, \"key\": \"...\"}]} or {\"error\": \"...\"}: %w", truncate(string(raw), 200), err)
+		return false, fmt.Errorf("response %s is not {\"outputs\": [{\"part\": 0, \"key\": \"...\"}]} or {\"error\": \"...\"}: %w", truncate(string(raw), 200), err)
 	}
 	if resp.Error != "" {
 		msg := "function reported: " + truncate(resp.Error, 2000)
 		if resp.Permanent {
-			return &classedError{msg: msg, class: batch.ErrPermanent} // execclass.go
+			return false, &classedError{msg: msg, class: batch.ErrPermanent} // execclass.go
 		}
-		return errors.New(msg)
+		return false, errors.New(msg)
 	}
-	return r.checkLambdaOutputs(ctx, ev, resp.Outputs)
+	if err := lambdaRejects(t.Rejects, resp.Rejects); err != nil {
+		return false, err
+	}
+	return r.lambdaOutcome(ctx, ev, t, &resp) // lambdackpt.go
 }
 
 // lambdaEvent describes task t's attempt to its function.
@@ -234,6 +260,7 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 	for p := range t.Out.Parts() {
 		ev.Outputs = append(ev.Outputs, blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p))
 	}
+	lambdaCheckpointEvent(ev, t) // lambdackpt.go
 	switch src, ok := c.Spec.ShuffleSource(ref.Stage); {
 	case ok:
 		keys, err := r.shuffleKeys(ctx, c.Spec, ref, src)
@@ -250,7 +277,7 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 			return nil, err
 		}
 		in := c.Task.Input
-		ev.Input = &LambdaInput{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag}
+		ev.Input = &LambdaInput{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag, VersionID: in.Version}
 	}
 	return ev, nil
 }
