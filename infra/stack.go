@@ -131,6 +131,18 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 		}
 		p.TaskFunctions = fns
 	}
+	if s, ok := str("executorSizes"); ok {
+		// Checked here so a bad size is an error naming the context key,
+		// not the construct's panic.
+		if _, err := control.ParseExecutorSizes(s); err != nil {
+			return nil, fmt.Errorf("context executorSizes: %w", err)
+		}
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				p.ExecutorSizes = append(p.ExecutorSizes, f)
+			}
+		}
+	}
 	if s, ok := str("taskFunctionRoles"); ok {
 		for _, arn := range strings.Split(s, ",") {
 			arn = strings.TrimSpace(arn)

@@ -227,6 +227,15 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 			return err
 		}})
 		holderOf[len(ops)-1] = h.alive
+		// A holder killed for memory goes back to READY one size up
+		// (statemachine/oomkill.go), on the takeover's guards.
+		ops = append(ops, op{"lost for memory from " + h.name, sm.TaskLostForMemory, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+			_, err := store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{
+				Holder: batch.Task{Ref: ref, Token: tok, Executor: ex}, Now: now, Memory: 2 << 30, Err: "out of memory", Due: now,
+			})
+			return err
+		}})
+		holderOf[len(ops)-1] = h.alive
 	}
 
 	partition := 0

@@ -68,6 +68,14 @@ func noteIAMResources(r provision.Resources) {
 			iamNames.output[name] = out
 		}
 	}
+	// A size's ready queue (an env told to run sizes) is a copy of the
+	// normal one, polled by the runner's executor, which runs every size:
+	// its requests count as on the ready queues. The construct's grants
+	// on the sized queues of a stack with ExecutorSizes are proven by the
+	// template tests (infra/batchwork executorsizes_test.go).
+	for _, url := range r.Queues.Sized {
+		iamNames.output[url] = template.OutQueueNormal
+	}
 }
 
 // iamExemption is a grant no code of ours performs, with the reason the
@@ -354,8 +362,8 @@ func loadIAMRoles(raw []byte) (iamRoles, error) {
 	return rs, errors.Join(errs...)
 }
 
-// listPrefixes reads the one condition the roles use: s3:ListBucket
-// limited to prefixes, {"StringLike": {"s3:prefix": [...]}}. It returns
+// listPrefixes reads the one condition the roles use: s3:ListBucket (or
+// s3:ListBucketVersions) limited to prefixes, {"StringLike": {"s3:prefix": [...]}}. It returns
 // nil for a statement without a condition, and an error for any other.
 func listPrefixes(st map[string]any) ([]string, error) {
 	c, ok := st["Condition"]
@@ -365,8 +373,10 @@ func listPrefixes(st map[string]any) ([]string, error) {
 	acts := asList(st["Action"])
 	cond, _ := c.(map[string]any)
 	like, _ := cond["StringLike"].(map[string]any)
-	if len(acts) != 1 || acts[0] != "s3:ListBucket" || len(cond) != 1 || len(like) != 1 || like["s3:prefix"] == nil {
-		return nil, fmt.Errorf("statement %v: the only condition checked here is s3:ListBucket with StringLike s3:prefix", st)
+	// ListBucketVersions (version pinning) takes s3:prefix as ListBucket does.
+	listing := len(acts) == 1 && (acts[0] == "s3:ListBucket" || acts[0] == "s3:ListBucketVersions")
+	if !listing || len(cond) != 1 || len(like) != 1 || like["s3:prefix"] == nil {
+		return nil, fmt.Errorf("statement %v: the only condition checked here is s3:ListBucket or s3:ListBucketVersions with StringLike s3:prefix", st)
 	}
 	var out []string
 	for _, p := range asList(like["s3:prefix"]) {

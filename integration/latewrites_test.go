@@ -216,7 +216,7 @@ func TestLateFailAfterJobDeletion(t *testing.T) {
 		t.Errorf("the late attempt's output %s: tag %s=%q, want %q", lateOut, tuning.UncommittedTagKey, got, tuning.UncommittedTagValue)
 	}
 	for p := range 2 {
-		if _, found, err := e.r.Store.OutboxEvent(ctx, events.TaskFailedID(id, 0, p)); err != nil || found {
+		if _, found, err := e.r.Store.OutboxEvent(ctx, events.TaskFailedID(id, 0, p, 1)); err != nil || found {
 			t.Errorf("task-failed event of partition %d: outbox record found=%v, %v; want it published and deleted", p, found, err)
 		}
 	}

@@ -19,9 +19,11 @@ import (
 
 // An exec attempt killed by the kernel's out-of-memory killer (injected:
 // the program SIGKILLs itself on attempt 1) is retried on the next
-// executor size up: the 1GiB executor that ran it hands the retry back
-// unclaimed, the 2GiB executor runs and commits it, and the task's
-// history says "out of memory at 1GiB; retrying at 2GiB".
+// executor size up: the 1GiB executor that ran it moves the retry's
+// message to the 2GiB queue (sizedqueues_test.go), an executor of the
+// wrong size that receives a message forwards it unclaimed, the 2GiB
+// executor runs and commits it, and the task's history says "out of
+// memory at 1GiB; retrying at 2GiB".
 func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -44,10 +46,13 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	id := e.submit("oom", []byte(`{"name":"oom","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id}
-	url := e.r.Resources.Queues.Normal
+	normal, sized := e.r.Resources.Queues.Normal, e.r.Resources.Queues.Sized[2<<30]
+	if sized == "" {
+		t.Fatalf("no 2GiB ready queue: %+v", e.r.Resources.Queues)
+	}
 
-	// handle receives the task's message and handles it with r.
-	handle := func(r *executor.Runner) executor.Result {
+	// handle receives the task's message from url and handles it with r.
+	handle := func(r *executor.Runner, url string) executor.Result {
 		t.Helper()
 		var msgs []queue.Message
 		waitFor(t, 30*time.Second, "the task's message", func() bool {
@@ -72,13 +77,15 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 		return res
 	}
 
-	// The big executor does not run a 1GiB task.
-	if res := handle(big); res.Action != executor.Hide || !strings.Contains(errString(res.Err), "another size") {
-		t.Fatalf("2GiB executor on a 1GiB task: %+v, want it handed back", res)
+	// The big executor does not run a 1GiB task: it forwards its message
+	// (to the same queue, the 1GiB one) unclaimed.
+	if res := handle(big, normal); res.Action != executor.Delete || !strings.Contains(errString(res.Err), "another size") {
+		t.Fatalf("2GiB executor on a 1GiB task: %+v, want it forwarded", res)
 	}
-	// Attempt 1 runs on the small executor and is OOM-killed.
-	if res := handle(small); res.Action != executor.Hide {
-		t.Fatalf("attempt 1: %+v, want a retry", res)
+	// Attempt 1 runs on the small executor and is OOM-killed; its retry's
+	// message moves to the 2GiB queue.
+	if res := handle(small, normal); res.Action != executor.Delete {
+		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
 	if err != nil {
@@ -88,15 +95,16 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != 2<<30 || !strings.HasPrefix(task.LastError, note) {
 		t.Fatalf("task after the OOM: %s attempt %d class %q memory %d error %q; want READY at 2GiB, %q", task.State, task.Attempt, task.ErrorClass, task.Memory, task.LastError, note)
 	}
-	// The small executor hands the retry back, unclaimed.
-	if res := handle(small); res.Action != executor.Hide || !strings.Contains(errString(res.Err), "another size") {
-		t.Fatalf("1GiB executor on the raised task: %+v, want it handed back", res)
+	// A 1GiB executor that receives the raised task anyway forwards it,
+	// unclaimed.
+	if res := handle(small, sized); res.Action != executor.Delete || !strings.Contains(errString(res.Err), "another size") {
+		t.Fatalf("1GiB executor on the raised task: %+v, want it forwarded", res)
 	}
 	if task, _ := e.r.Store.GetTask(ctx, ref); task.Attempt != 1 {
 		t.Fatalf("the hand-back spent an attempt: attempt %d", task.Attempt)
 	}
 	// The big executor runs attempt 2, which commits.
-	if res := handle(big); res.Action != executor.Delete || res.Err != nil {
+	if res := handle(big, sized); res.Action != executor.Delete || res.Err != nil {
 		t.Fatalf("attempt 2: %+v, want committed", res)
 	}
 	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {

@@ -91,7 +91,7 @@ func TestSweepExpiresEndedJobs(t *testing.T) {
 		}
 	}
 	for _, ev := range []string{events.SubmittedID(ok), events.EndedID(ok), events.StageCompletedID(ok, 0), events.StageCompletedID(ok, 1),
-		events.SubmittedID(failed), events.EndedID(failed), events.TaskFailedID(failed, 0, 0)} {
+		events.SubmittedID(failed), events.EndedID(failed), events.TaskFailedID(failed, 0, 0, 1)} {
 		if _, found, err := store.OutboxEvent(ctx, ev); err != nil || found {
 			t.Errorf("event %s: outbox record found=%v, %v; want it published and deleted", ev, found, err)
 		}

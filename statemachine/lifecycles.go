@@ -119,7 +119,7 @@ var Tasks = Machine[TaskState]{
 		{Event: TaskContinue, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardCheckpointed, GuardContinuationsLeft}},
 		{Event: TaskRedrive, From: []TaskState{TaskReady, TaskFailed, TaskCancelled}, To: TaskReady, Guards: []Guard{GuardNotTolerated}}, // redrive.go
 		{Event: TaskSplit, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches, GuardCopyUnrequested}},    // dynsplit.go
-	}, speculationTransitions...),
+	}, append(speculationTransitions, oomTransitions...)...), // oomkill.go
 }
 
 // StageState is where a stage is in its lifecycle.

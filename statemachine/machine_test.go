@@ -54,7 +54,7 @@ func TestExhaustive(t *testing.T) {
 				TaskSpeculate: TaskClaimed, TaskClaimCopy: TaskClaimed, TaskCopyHeartbeat: TaskClaimed,
 				TaskYield: TaskClaimed, TaskCopyFail: TaskClaimed, TaskCopyExpire: TaskClaimed,
 				TaskCheckpoint: TaskClaimed, TaskContinue: TaskReady,
-				TaskSplit: TaskClaimed,
+				TaskSplit: TaskClaimed, TaskLostForMemory: TaskReady,
 			},
 		})
 	})

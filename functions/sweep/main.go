@@ -20,12 +20,14 @@ func main() {
 	lambda.Start(handler(lambdaenv.Must(context.Background(), lambdaenv.CheckTaskNames)))
 }
 
-// handler serves both invocations the function gets. An SQS event (its
+// handler serves the invocations the function gets. An SQS event (its
 // records say so) is a batch of timer messages: each is fired, and the
 // ones that failed are reported as batch item failures so only they come
-// back. Anything else is the schedule's event and runs one sweep, whose
-// errors are returned so the Lambda error metric (and its alarm) sees
-// them; the counts are logged either way.
+// back. An ECS task state change marks a Fargate executor stopped for
+// memory (control.Service.ECSTaskStopped). Anything else is the
+// schedule's event and runs one sweep, whose errors are returned so the
+// Lambda error metric (and its alarm) sees them; the counts are logged
+// either way.
 func handler(w lambdaenv.Wired) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		// Repairs, and the failures and commits the sweep decides, are
@@ -34,6 +36,11 @@ func handler(w lambdaenv.Wired) func(context.Context, json.RawMessage) (any, err
 		var ev events.SQSEvent
 		if json.Unmarshal(raw, &ev) == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
 			return fireTimers(ctx, w, ev), nil
+		}
+		if ecs, ok := control.ParseECSTaskStateChange(raw); ok {
+			// A Fargate executor stopped for memory (infra/batchwork/oom.go).
+			_, err := w.Service.ECSTaskStopped(ctx, ecs)
+			return nil, err
 		}
 		return w.Service.Sweep(ctx)
 	}

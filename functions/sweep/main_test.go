@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/integration/fntest"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 )
 
@@ -73,5 +75,28 @@ func TestHandlerConsumesTimerMessages(t *testing.T) {
 	}
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("batch item failures %+v, want none", resp.BatchItemFailures)
+	}
+}
+
+// ECS's event of a Fargate task stopped for memory (as the construct's
+// rule delivers it: infra/batchwork/oom.go) marks the task's executor
+// killed for memory on its liveness record, and runs no sweep.
+func TestHandlerMarksAnExecutorStoppedForMemory(t *testing.T) {
+	w, res := wired(t)
+	h := handler(w)
+	ctx := context.Background()
+	const ev = `{"version":"0","source":"aws.ecs","detail-type":"ECS Task State Change","detail":{` +
+		`"taskArn":"arn:aws:ecs:us-east-1:123456789012:task/bw/feedc0de0042","lastStatus":"STOPPED","stoppedReason":"Essential container in task exited",` +
+		`"containers":[{"name":"executor","reason":"OutOfMemoryError: Container killed due to memory usage"}]}}`
+	out, err := h(ctx, json.RawMessage(ev))
+	if err != nil || out != nil {
+		t.Fatalf("handler: %v, %v; want nothing (no sweep)", out, err)
+	}
+	m, err := dynamo.New(dynamodb.NewFromConfig(w.AWS), res.Table).ReadExecutorMemory(ctx, control.ExecutorIDForECSTask("arn:aws:ecs:us-east-1:123456789012:task/bw/feedc0de0042"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Killed != "executor: OutOfMemoryError: Container killed due to memory usage" {
+		t.Fatalf("executor record %+v, want it marked killed for memory", m)
 	}
 }

@@ -237,6 +237,10 @@ type Batchwork struct {
 	// AlarmTopic is where the alarms notify: Props.AlarmTopic, or the
 	// topic the construct created.
 	AlarmTopic awssns.ITopic
+	// SizedQueues are the ready queues of the executor sizes beyond the
+	// default, by size ("4GiB"): one each, polled by that size's executors
+	// only (executorsizes.go). Empty without Props.ExecutorSizes.
+	SizedQueues map[string]awssqs.Queue
 
 	ownerLimits string // Props.OwnerMaxConcurrency, canonical
 	// fargateLogs is the Fargate executor's log group, if it has one.
@@ -601,6 +605,7 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		})
 	}
 	b.High, b.Normal, b.Low = ready("ReadyHigh"), ready("ReadyNormal"), ready("ReadyLow")
+	b.sizedReadyQueues(p, ready) // executorsizes.go
 	// The timer queue's visibility is the sweep's timeout (Lambda's event
 	// source mapping requires at least that): a firing the consumer failed
 	// comes back a minute later, and the sweep's own firing covers it
@@ -639,6 +644,9 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 	}
 	if name == FnSweep {
 		env[lambdaenv.EnvQueueTimer] = b.Timer.QueueUrl()
+	}
+	if sized := b.sizedQueuesEnv(); sized != nil && permissions[name].send { // executorsizes.go
+		env[lambdaenv.EnvQueueSized] = sized
 	}
 	b.retentionEnv(env) // retention.go: whatever ends a job
 	if permissions[name].events {
@@ -751,6 +759,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if len(reads) > 0 {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectReadActions...), ResourceArns: &reads})
 	}
+	if g.readInputs {
+		b.grantVersionReads(to) // versionpin.go
+	}
 	if g.write {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(objectWriteActions...), ResourceArns: &jobObjects})
 	}
@@ -809,6 +820,12 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	}
 	if len(listed) > 0 {
 		awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{Grantee: to, Actions: jsii.Strings(listActions...), ResourceArns: &listed})
+	}
+	if g.listInputs {
+		b.grantVersionListing(to) // versionpin.go
+	}
+	if g.send {
+		b.grantSizedSend(to) // executorsizes.go: a task goes to its size's queue
 	}
 	for _, q := range b.readyQueues() {
 		if g.send {
@@ -984,5 +1001,6 @@ func (b *Batchwork) outputs(c constructs.Construct, p Props) {
 	out(template.OutQueueLow, b.Low.QueueUrl(), "Ready queue, low priority")
 	out(template.OutDLQ, b.DeadLetters.QueueUrl(), "Dead-letter queue")
 	out(template.OutTimerQueue, b.Timer.QueueUrl(), "Schedule timer queue (firings handed off by the sweep)")
+	b.sizedQueueOutputs(out) // executorsizes.go
 	out(template.OutEventBus, b.eventBusName(), "EventBridge bus of Batchwork's events (source batchwork)")
 }

@@ -265,16 +265,20 @@ var (
 	// Every function publishes the events of its transitions on the bus
 	// and deletes their outbox records (shared/events).
 	putEvents = []string{"events:PutEvents"}
+	// A planner pins the versions of inputs on a versioned bucket, which
+	// the executor then reads by version (shared/blob/versions.go).
+	pinVersions  = []string{"s3:GetBucketVersioning", "s3:ListBucketVersions"}
+	readVersions = []string{"s3:GetObjectVersion"}
 )
 
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := remoteStack(t) // every function
 	want := map[string][]string{
-		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents),
+		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, deleteItem, listBucket, tagObjects, putEvents),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents),
-		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents)),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -325,20 +329,21 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	const jobs, inputs, outputs = "bucket/jobs/*", "bucket/inputs/*", "bucket/outputs/*"
 	getObject := []string{"s3:GetObject"}
 	publish := sorted(getObject, []string{"s3:PutObject"})
+	planBucket := sorted(listBucket, pinVersions) // a planner lists inputs and their versions
 	cases := []struct {
 		fn   string
 		want map[string][]string // resource -> actions
 	}{
-		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
+		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
 			outputs: publish, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
-		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket,
+		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
-			"bucket": listBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
+			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
-		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": listBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: getObject, outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
+		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket,
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: sorted(getObject, readVersions), outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)
 	for _, c := range cases {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -69,21 +70,53 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 		Vpc:                 vpc,
 		ContainerInsightsV2: awsecs.ContainerInsights_ENABLED,
 	})
-	env := *b.environment(FnExecutor)
-	env[EnvSlots] = jsii.String(strconv.Itoa(p.FargateSlots))
+	b.oomKillRule(c, cluster) // oom.go
+	base := fargateService{scope: "FargateExecutor", cpu: 1024, memoryMiB: 2048, slots: p.FargateSlots,
+		queues: b.readyQueues(), queueNames: []string{"High", "Normal", "Low"}}
 	if executorSizes(p) != nil { // executorsizes.go: it runs the default size's tasks
-		env[EnvExecutorMemory] = jsii.String(defaultSizeName())
+		base.size = defaultSizeName()
 	}
-	scope := constructs.NewConstruct(c, jsii.String("FargateExecutor"))
+	b.fargateService(c, p, cluster, base)
+	b.sizedFargateExecutors(c, p, cluster) // executorsizes.go
+}
+
+// fargateService is one Fargate executor service: its construct id, its
+// task's cpu and memory (a valid Fargate combination), its slots, the
+// ready queues it polls (named for the scaling metric), and the executor
+// size it is told (empty: none).
+type fargateService struct {
+	scope          string
+	cpu, memoryMiB int
+	slots          int
+	queues         []awssqs.Queue
+	queueNames     []string
+	size           string
+}
+
+// fargateService deploys the task definition and service of f, scaled on
+// the backlog of its queues, whose role may receive from those queues
+// only. The first service deployed creates the executors' log group
+// (b.fargateLogs, which the api reads); the others write to it too.
+func (b *Batchwork) fargateService(c constructs.Construct, p Props, cluster awsecs.Cluster, f fargateService) {
+	env := *b.environment(FnExecutor)
+	env[EnvSlots] = jsii.String(strconv.Itoa(f.slots))
+	if f.size != "" {
+		env[EnvExecutorMemory] = jsii.String(f.size)
+	}
+	scope := constructs.NewConstruct(c, jsii.String(f.scope))
 	td := awsecs.NewFargateTaskDefinition(scope, jsii.String("QueueProcessingTaskDef"), &awsecs.FargateTaskDefinitionProps{
-		Cpu:            jsii.Number(1024),
-		MemoryLimitMiB: jsii.Number(2048),
+		Cpu:            jsii.Number(float64(f.cpu)),
+		MemoryLimitMiB: jsii.Number(float64(f.memoryMiB)),
 		RuntimePlatform: &awsecs.RuntimePlatform{
 			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 	})
-	logDriver := awsecs.NewAwsLogDriver(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String("FargateExecutor")})
+	logProps := &awsecs.AwsLogDriverProps{StreamPrefix: jsii.String(f.scope)}
+	if b.fargateLogs != nil {
+		logProps.LogGroup = b.fargateLogs
+	}
+	logDriver := awsecs.NewAwsLogDriver(logProps)
 	td.AddContainer(jsii.String("QueueProcessingContainer"), &awsecs.ContainerDefinitionOptions{
 		Image:       fargateImage(p),
 		Environment: &env,
@@ -92,7 +125,9 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 		// running tasks before the host's drain lets them commit.
 		StopTimeout: awscdk.Duration_Seconds(jsii.Number(stopTimeout)),
 	})
-	b.fargateLogs = logDriver.LogGroup() // created by AddContainer; the api reads it (logs.go)
+	if b.fargateLogs == nil {
+		b.fargateLogs = logDriver.LogGroup() // created by AddContainer; the api reads it (logs.go)
+	}
 	svc := awsecs.NewFargateService(scope, jsii.String("QueueProcessingFargateService"), &awsecs.FargateServiceProps{
 		Cluster:           cluster,
 		TaskDefinition:    td,
@@ -101,11 +136,18 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 		MinHealthyPercent: jsii.Number(50),
 		MaxHealthyPercent: jsii.Number(200),
 	})
-	b.scaleOnBacklog(svc, p)
+	b.scaleOnBacklog(svc, p, b.tasksNeeded(f.queues, f.queueNames, f.slots))
 	role := td.TaskRole()
 	b.grant(role, permissions[FnExecutor])
-	for _, q := range b.readyQueues() {
+	for _, q := range f.queues {
 		q.Grant(role, *jsii.Strings("sqs:ReceiveMessage", "sqs:DeleteMessage")...)
+	}
+	if f.size != "" && f.size != defaultSizeName() {
+		// grant gives visibility changes on the priority queues; a sized
+		// executor changes its own queue's messages' visibility.
+		for _, q := range f.queues {
+			q.Grant(role, *jsii.Strings(visibilityActions...)...)
+		}
 	}
 	// Scale-in protection: the ECS agent endpoint calls
 	// UpdateTaskProtection with the task role's credentials. Granted on
@@ -153,12 +195,11 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 //
 // One step per task count up to maxScalingSteps; beyond that, steps
 // round the need up (scalingSteps).
-func (b *Batchwork) scaleOnBacklog(svc awsecs.FargateService, p Props) {
+func (b *Batchwork) scaleOnBacklog(svc awsecs.FargateService, p Props, need awscloudwatch.MathExpression) {
 	count := svc.AutoScaleTaskCount(&awsapplicationautoscaling.EnableScalingProps{
 		MinCapacity: jsii.Number(0),
 		MaxCapacity: jsii.Number(float64(p.FargateMaxTasks)),
 	})
-	need := b.tasksNeeded(p.FargateSlots)
 
 	out := awsapplicationautoscaling.NewStepScalingAction(count, jsii.String("BacklogScaleOut"), &awsapplicationautoscaling.StepScalingActionProps{
 		ScalingTarget:         count,
@@ -208,15 +249,16 @@ func (b *Batchwork) scaleOnBacklog(svc awsecs.FargateService, p Props) {
 }
 
 // tasksNeeded is the metric-math expression scaleOnBacklog scales on: the
-// tasks the ready queues' backlog needs, slots to a task. FILL makes a
-// queue without data points (SQS stops publishing for a queue idle for
-// six hours) count as empty rather than leave the sum without a value.
-func (b *Batchwork) tasksNeeded(slots int) awscloudwatch.MathExpression {
+// tasks the backlog of a service's ready queues (names: parallel, for the
+// metric ids) needs, slots to a task. FILL makes a queue without data
+// points (SQS stops publishing for a queue idle for six hours) count as
+// empty rather than leave the sum without a value.
+func (b *Batchwork) tasksNeeded(queues []awssqs.Queue, names []string, slots int) awscloudwatch.MathExpression {
 	opts := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(scalePeriod)), Statistic: jsii.String("Maximum")}
 	using := map[string]awscloudwatch.IMetric{}
 	var terms []string
-	for i, q := range b.readyQueues() {
-		name := []string{"High", "Normal", "Low"}[i]
+	for i, q := range queues {
+		name := names[i]
 		using["visible"+name] = q.MetricApproximateNumberOfMessagesVisible(opts)
 		using["inFlight"+name] = q.MetricApproximateNumberOfMessagesNotVisible(opts)
 		terms = append(terms, "FILL(visible"+name+", 0)", "FILL(inFlight"+name+", 0)")

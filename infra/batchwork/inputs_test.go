@@ -188,7 +188,9 @@ func TestInputBucketsAreGrantedLikeTheInputsArea(t *testing.T) {
 		perBucket := map[string]map[string]bool{}
 		for _, g := range s.s3Grants(t, id) {
 			switch {
-			case g.resource == data+"/inputs/*", g.resource == data && slices.Contains(g.prefixes, "inputs/*"):
+			case g.resource == data+"/inputs/*", g.resource == data && slices.Contains(g.prefixes, "inputs/*"),
+				// A bucket setting, read to plan inputs, takes no s3:prefix.
+				g.resource == data && g.action == "s3:GetBucketVersioning":
 				inputs[g.action] = true
 			case strings.HasPrefix(g.resource, "arn:<partition>:s3:::"):
 				b := strings.TrimSuffix(strings.TrimPrefix(g.resource, "arn:<partition>:s3:::"), "/*")

@@ -52,3 +52,10 @@ const (
 	// a pager or Slack (AWS Chatbot) to it.
 	OutAlarmTopic = "AlarmTopicArn"
 )
+
+// OutQueueSized is the output key of the ready queue of executor size
+// sizeName ("4GiB"): "Queue4GiBUrl". A stack has one for each size of its
+// construct's ExecutorSizes beyond the default (infra/batchwork
+// executorsizes.go); the local runner's data plane adds those of the sizes
+// it is told to run (shared/provision).
+func OutQueueSized(sizeName string) string { return "Queue" + sizeName + "Url" }

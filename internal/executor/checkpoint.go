@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -77,6 +79,14 @@ type checkpointCP interface {
 
 var _ checkpointCP = (*control.Service)(nil)
 
+// checkpointRefuser tags what a refused checkpoint wrote for expiry
+// (control.Service has it).
+type checkpointRefuser interface {
+	CheckpointRefused(ctx context.Context, c control.Claim, seq int)
+}
+
+var _ checkpointRefuser = (*control.Service)(nil)
+
 // checkpointer is one attempt's checkpoints.
 type checkpointer struct {
 	r       *Runner
@@ -97,6 +107,37 @@ type checkpointer struct {
 	// asked: the continuation deadline passed and the task was asked to
 	// continue (batch.ErrContinue).
 	asked bool
+	// read counts the input read so far (nil: the task has no input);
+	// lambda: a lambda stage's function reads its input itself.
+	read   *readCount
+	lambda bool
+}
+
+// readCount counts the bytes read through it; read from another
+// goroutine (an exec program's checkpoint line) than the one reading.
+type readCount struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *readCount) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// checkRead refuses an offset past the input read so far: a resume from
+// it could never skip that far, so every later attempt would fail.
+func (k *checkpointer) checkRead(offset int64) error {
+	switch {
+	case k.lambda || offset == 0:
+		return nil
+	case k.read == nil:
+		return fmt.Errorf("%w: offset %d, but the task has no input; a task without input checkpoints at offset 0", batch.ErrCheckpoint, offset)
+	case offset > k.read.n.Load():
+		return fmt.Errorf("%w: offset %d is past the %d bytes of input read so far", batch.ErrCheckpoint, offset, k.read.n.Load())
+	}
+	return nil
 }
 
 // Checkpoint saves the task's progress: offset bytes of Input consumed
@@ -137,8 +178,15 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	// A lambda stage's function reads its input itself: its resume point
 	// goes in its event (lambdackpt.go), the input is not skipped here.
 	isLambda := c.Spec.Stages[c.Task.Ref.Stage].Lambda != ""
-	k := &checkpointer{r: r, c: c, t: t, cp: cp, taskCtx: taskCtx, cancel: cancel, log: log}
+	k := &checkpointer{r: r, c: c, t: t, cp: cp, taskCtx: taskCtx, cancel: cancel, log: log, lambda: isLambda}
 	t.ck = k
+	if t.Input != nil && !isLambda {
+		// Counts what the function (or a program's stdin) has read,
+		// the skipped bytes of a resume included: no checkpoint may
+		// claim more.
+		k.read = &readCount{r: t.Input}
+		t.Input = k.read
+	}
 	ref := c.Task.Ref
 	stage := c.StageName()
 	seg := func(seq, p int) string {
@@ -155,6 +203,9 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	}
 	var from batch.Checkpoint
 	if err := json.Unmarshal(body, &from); err != nil {
+		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
+	}
+	if err := checkRecord(&from, ck, blob.TaskCheckpointsPrefix(ref.Job, stage, ref.Partition)); err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
 	if err := t.Out.enterSegments(seg, &from); err != nil {
@@ -176,6 +227,28 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	k.from, k.offset, k.state = &from, from.Offset, from.State
 	log.Info("resuming from a checkpoint", "checkpoint_attempt", ck.Attempt, "seq", ck.Seq, "offset", from.Offset)
 	cp.NoteResumed(taskCtx, c)
+	return nil
+}
+
+// checkRecord holds a checkpoint record read back to the task's pointer
+// and its segments to the task's own checkpoint prefix. Its key is
+// predictable, and a record found there is taken as written (the write
+// is If-None-Match, its refusal read as an earlier write of its own): one
+// planted by anything else that may write the job area must not make
+// the executor copy arbitrary keys, with its own read access, into the
+// job's outputs.
+func checkRecord(from *batch.Checkpoint, ck batch.CheckpointRef, prefix string) error {
+	if from.Attempt != ck.Attempt || from.Seq != ck.Seq || from.Offset != ck.Offset {
+		return fmt.Errorf("%w: the record is checkpoint %d of attempt %d at offset %d, the task's pointer names checkpoint %d of attempt %d at offset %d",
+			batch.ErrCheckpoint, from.Seq, from.Attempt, from.Offset, ck.Seq, ck.Attempt, ck.Offset)
+	}
+	for r, out := range from.Outputs {
+		for _, key := range out.Segments {
+			if !strings.HasPrefix(key, prefix) {
+				return fmt.Errorf("%w: output partition %d's segment %q is not under the task's checkpoints (%s)", batch.ErrCheckpoint, r, truncate(key, 200), prefix)
+			}
+		}
+	}
 	return nil
 }
 
@@ -202,12 +275,13 @@ func (k *checkpointer) save(ctx context.Context, offset int64, state []byte) err
 	if err := batch.CheckArgs(offset, k.offset, state); err != nil {
 		return err
 	}
-	if k.c.Speculative {
-		// A speculative copy's claim token is not the task's: its
-		// checkpoint could not be fenced as the holder's, so it is not
-		// saved (the copy still resumed from the holder's last one).
-		return nil
+	if err := k.checkRead(offset); err != nil {
+		return err
 	}
+	// A speculative copy saves its checkpoints too, fenced by its own
+	// token: the control plane records them once its holder yielded the
+	// task to it, and while the holder runs beside it leaves the task's
+	// checkpoint the holder's (control.Service.Checkpoint).
 	if cause := context.Cause(k.taskCtx); cause != nil && !errors.Is(cause, batch.ErrContinue) {
 		return fmt.Errorf("checkpoint: the attempt is stopping: %w", cause)
 	}
@@ -242,6 +316,9 @@ func (k *checkpointer) save(ctx context.Context, offset int64, state []byte) err
 		// Another attempt holds the task: this one's work will never be
 		// used, so it stops as if its lease were lost.
 		k.cancel(errLeaseLost)
+		if cr, ok := k.cp.(checkpointRefuser); ok {
+			cr.CheckpointRefused(ctx, k.c, seq) // its record and segments expire
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -409,12 +486,24 @@ func (o *Output) seal(ctx context.Context, b Blob) (int, []batch.CheckpointOutpu
 	return seq, outs, nil
 }
 
-func (o *Output) sealLocked(ctx context.Context, b Blob) (int, error) {
+func (o *Output) sealLocked(ctx context.Context, b Blob) (seq int, err error) {
 	if o.err != nil {
 		return 0, o.err
 	}
 	s := o.segments
-	seq := s.next
+	seq = s.next
+	sealed := false
+	defer func() {
+		if err != nil && sealed {
+			// Part sealed: a later seal would reuse this seq, and a
+			// partition sealed here would put its new bytes at the key
+			// its segment holds (write-once: lost, the old segment listed
+			// twice). The outputs are refused instead; a retry resumes
+			// from the last checkpoint recorded.
+			err = fmt.Errorf("%w (after sealing part of the outputs: the attempt's outputs are refused)", err)
+			o.err = err
+		}
+	}()
 	for r, p := range o.parts {
 		key := o.key(r)
 		switch {
@@ -447,6 +536,7 @@ func (o *Output) sealLocked(ctx context.Context, b Blob) (int, error) {
 			continue // nothing new in this partition
 		}
 		s.parts[r] = append(s.parts[r], key)
+		sealed = true
 	}
 	s.next++
 	return seq, nil

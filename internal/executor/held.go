@@ -78,13 +78,14 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
+	beat := beatFunc(ctx, live, id) // memreport.go: with the executor's memory
 	go func() {
 		defer wg.Done()
 		every(ctx, tuning.ExecutorBeat, func(ctx context.Context) {
 			landed := make(chan struct{})
 			h.kick(landed)
 			defer close(landed)
-			if err := live.ExecutorAlive(ctx, id); err != nil {
+			if err := beat(ctx); err != nil {
 				h.log.Warn("executor liveness", "executor", id, "err", err)
 			}
 		})

@@ -27,6 +27,9 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 	if p, ok := r.Blob.(pinnedOpener); ok && s.ETag != "" {
 		open = p.PinnedOpener(bucket, s.ETag) // every GET of the split If-Match its plan
 	}
+	if v, ok := r.Blob.(versionOpener); ok && s.Version != "" {
+		open = v.VersionOpener(bucket, s.ETag, s.Version) // the planned version, whatever the key holds now
+	}
 	rc, header, err := split.OpenFormat(ctx, open, s, split.Options{Format: format, Cut: t.cut})
 	if err != nil {
 		return nil, fmt.Errorf("open %s input %q [%d, %d): %w", format, s.Key, s.Start, s.End, err)
@@ -40,6 +43,12 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 // unpinned.
 type pinnedOpener interface {
 	PinnedOpener(bucket, etag string) split.RangeOpener
+}
+
+// versionOpener is the blob store's reader of objects pinned to their
+// planned version on a versioned bucket (blob.Store.VersionOpener).
+type versionOpener interface {
+	VersionOpener(bucket, etag, version string) split.RangeOpener
 }
 
 // csvCounter counts the CSV records in a stream as encoding/csv reads

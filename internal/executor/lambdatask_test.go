@@ -271,6 +271,21 @@ func TestLambdaEvent(t *testing.T) {
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
 				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
 			}},
+		{name: "a split pinned to its ETag and version",
+			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"input": {"prefix": "s3://data-bucket/in/"}}}]}`,
+			task: "j1/0/0",
+			cp: func(f *fakeCP) ControlPlane {
+				return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", Version: "v1"}}
+			},
+			prep: func(t *testing.T, b *memBlob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
+			want: LambdaEvent{
+				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+				Params:       map[string]string{},
+				Input:        &LambdaInput{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", VersionID: "v1"},
+				Format:       "lines",
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
+				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
+			}},
 		{name: "a shuffle partition",
 			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +
 				`{"name": "r", "lambda": "reducer", "after": ["m"]}]}`,

@@ -4,10 +4,10 @@ package executor
 // need, and an attempt that runs out of memory is retried on the next size
 // up (control.Service.FailClass). An executor knows its own size
 // (EnvExecutorMemory, which the construct sets on every executor it
-// deploys) and runs only tasks of that size: one of another size hands the
-// task's message back unclaimed, spending no attempt, as it does an exec
-// stage it cannot run. An executor without a size (local runs, tests)
-// runs tasks of any size.
+// deploys) and runs only tasks of that size: one of another size forwards
+// the task's message to its size's ready queue unclaimed, spending no
+// attempt, or hands it back if the forward fails (sizedqueues.go). An
+// executor without a size (local runs, tests) runs tasks of any size.
 
 import (
 	"context"

@@ -53,6 +53,9 @@ type Poller struct {
 	// Fargate host's scale-in protection: internal/host/protection.go).
 	// Its methods must not block.
 	Activity Activity
+	// ExecutorID, when set, is the executor's id (a Fargate task's, from
+	// its ARN: host/ecsid.go); else one is made up.
+	ExecutorID string
 }
 
 // Activity hears the slots' tasks start and end.
@@ -83,7 +86,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	defer cancelTasks()
 	var held *heldMessages
 	if live, ok := p.Runner.CP.(Liveness); ok {
-		id := control.NewExecutorID()
+		id := p.ExecutorID
+		if id == "" {
+			id = control.NewExecutorID()
+		}
 		// Alive before the first claim, so no claim of ours looks dead:
 		// nothing is received until the record is written.
 		if !aliveBeforeWork(ctx, live, id, p.Log) {

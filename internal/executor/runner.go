@@ -138,6 +138,10 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 	if err := r.cannotRun(ctx, ref); err != nil {
 		// Unclaimed, so no attempt is spent here: back to the queue for an
 		// executor that can run it (exec.go).
+		if res, ok := r.forwardWrongSize(ctx, d.Body, err); ok { // sizedqueues.go
+			log.Info("forwarded a task of another size to its size's queue", "err", err)
+			return res
+		}
 		log.Info("handing back a task this executor cannot run", "err", err)
 		return Result{Action: Hide, Delay: handBackDelay, Err: err}
 	}
@@ -328,6 +332,9 @@ func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *s
 	case err != nil:
 		log.Error("record task failure", "err", err)
 		return Result{Action: Leave, Err: err}
+	case d.Retry && r.forwardRaised(ctx, c.Task.Ref.String(), d.Memory, d.Delay): // sizedqueues.go
+		// Its retry runs on a larger executor, which polls another queue.
+		return Result{Action: Delete, Err: errors.New(cause)}
 	case d.Retry:
 		return Result{Action: Hide, Delay: d.Delay, Err: errors.New(cause)}
 	}

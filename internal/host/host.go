@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -122,7 +123,13 @@ func SoftMemoryLimit(getenv func(string) string) (int64, bool) {
 // changes come from the environment, keyed by queue name.
 func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHandler {
 	urls := map[string]string{}
-	for _, u := range []string{os.Getenv(lambdaenv.EnvQueueHigh), os.Getenv(lambdaenv.EnvQueueNormal), os.Getenv(lambdaenv.EnvQueueLow)} {
+	all := []string{os.Getenv(lambdaenv.EnvQueueHigh), os.Getenv(lambdaenv.EnvQueueNormal), os.Getenv(lambdaenv.EnvQueueLow)}
+	if sized, err := control.ParseSizedQueues(os.Getenv(lambdaenv.EnvQueueSized)); err == nil { // a sized executor's own queue
+		for _, u := range sized {
+			all = append(all, u)
+		}
+	}
+	for _, u := range all {
 		urls[u[strings.LastIndex(u, "/")+1:]] = u
 	}
 	// The size the construct deployed this executor as (executor/memory.go).
@@ -205,7 +212,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 					"executor_id", c.Task.Executor, "claimed_at", c.Task.Updated.UnixMilli())
 			})},
 		Queue:      w.Queue,
-		Queues:     []string{cfg.Queues.High, cfg.Queues.Normal, cfg.Queues.Low},
+		Queues:     cfg.Queues.Polled(mem), // its size's own queue, if it has one
 		Slots:      slots,
 		Visibility: tuning.ReceiveVisibility,
 		Drain:      drain,
@@ -215,6 +222,13 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	activity, stopProtection := startProtection(w.Log)
 	defer stopProtection()
 	p.Activity = activity
+	// On ECS, the executor's id is its task's (ecsid.go), so an OOM kill
+	// that ECS reports reaches its liveness record.
+	if id, err := ecsExecutorID(ctx, os.Getenv, &http.Client{}); err != nil {
+		w.Log.Warn("executor id from the task metadata; making one up", "err", err)
+	} else {
+		p.ExecutorID = id
+	}
 	w.Log.Info("executor running", "slots", slots, "tasks", tasks.Names, "exec_dir", execDir, "programs", programs)
 	// Batchwork's metrics, written every few seconds and once more after
 	// the drain (metrics.go).

@@ -11,7 +11,9 @@
 // Each SDK operation maps to the IAM actions AWS authorizes it with, which
 // are not always the operation's own name: batch APIs are authorized by
 // their single-message action (SendMessageBatch needs sqs:SendMessage),
-// HeadObject by s3:GetObject, ListObjectsV2 by s3:ListBucket, and a
+// HeadObject by s3:GetObject (s3:GetObjectVersion when it names a
+// version, as GetObject then), ListObjectsV2 by s3:ListBucket,
+// ListObjectVersions by s3:ListBucketVersions, and a
 // DynamoDB transaction by the per-item action of each of its parts
 // (a ConditionCheck part needs dynamodb:ConditionCheckItem), with nothing
 // for TransactWriteItems itself.
@@ -282,9 +284,20 @@ func s3Actions(input any) []Action {
 	}
 	switch in := input.(type) {
 	case *s3.GetObjectInput:
+		if in.VersionId != nil { // a named version is authorized by s3:GetObjectVersion alone
+			return obj("GetObjectVersion", in.Bucket, in.Key)
+		}
 		return obj("GetObject", in.Bucket, in.Key)
 	case *s3.HeadObjectInput:
+		if in.VersionId != nil {
+			return obj("GetObjectVersion", in.Bucket, in.Key)
+		}
 		return obj("GetObject", in.Bucket, in.Key)
+	case *s3.GetBucketVersioningInput:
+		return bkt("GetBucketVersioning", in.Bucket)
+	case *s3.ListObjectVersionsInput:
+		// Authorized on the bucket, with its prefix as s3:prefix, as ListBucket.
+		return []Action{{Action: "s3:ListBucketVersions", Resource: Resource{Kind: KindBucket, Name: aws.ToString(in.Bucket), Key: aws.ToString(in.Prefix)}}}
 	case *s3.PutObjectInput:
 		return obj("PutObject", in.Bucket, in.Key)
 	case *s3.CreateMultipartUploadInput:

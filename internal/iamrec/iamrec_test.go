@@ -44,6 +44,12 @@ func TestActions(t *testing.T) {
 		}}, []Action{{"dynamodb:PutItem", table}, {"dynamodb:UpdateItem", table}, {"dynamodb:DeleteItem", table}, {"dynamodb:ConditionCheckItem", table}}},
 		{"get object", s3.ServiceID, "GetObject", &s3.GetObjectInput{Bucket: b}, []Action{{"s3:GetObject", object}}},
 		{"head object reads", s3.ServiceID, "HeadObject", &s3.HeadObjectInput{Bucket: b}, []Action{{"s3:GetObject", object}}},
+		// A named version needs s3:GetObjectVersion, and not s3:GetObject.
+		{"get a version", s3.ServiceID, "GetObject", &s3.GetObjectInput{Bucket: b, VersionId: aws.String("v1")}, []Action{{"s3:GetObjectVersion", object}}},
+		{"head a version", s3.ServiceID, "HeadObject", &s3.HeadObjectInput{Bucket: b, VersionId: aws.String("v1")}, []Action{{"s3:GetObjectVersion", object}}},
+		{"versioning is on the bucket", s3.ServiceID, "GetBucketVersioning", &s3.GetBucketVersioningInput{Bucket: b}, []Action{{"s3:GetBucketVersioning", Resource{Kind: KindBucket, Name: "B"}}}},
+		{"version listing names its prefix", s3.ServiceID, "ListObjectVersions", &s3.ListObjectVersionsInput{Bucket: b, Prefix: aws.String("inputs/k/corpus/")},
+			[]Action{{"s3:ListBucketVersions", Resource{Kind: KindBucket, Name: "B", Key: "inputs/k/corpus/"}}}},
 		{"put object", s3.ServiceID, "PutObject", &s3.PutObjectInput{Bucket: b}, []Action{{"s3:PutObject", object}}},
 		// Object actions name their key, for grants on key patterns.
 		{"put object names its key", s3.ServiceID, "PutObject", &s3.PutObjectInput{Bucket: b, Key: aws.String("jobs/j/plan/s.json")},

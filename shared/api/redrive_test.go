@@ -49,6 +49,7 @@ var redriveCases = []struct {
 	{nil, "POST", "/jobs/" + fakeID + "/redrive", "", "", nil, 401},
 	{errNotFound, "POST", "/jobs/" + fakeID + "/redrive", "alice", "", nil, 404},
 	{nil, "POST", "/jobs/" + fakeID + "/redrive", "alice", `{"redrives":99}`, []string{"Content-Type", "application/json"}, 409},
+	{&control.QuotaError{Quota: "active jobs", Max: 1}, "POST", "/jobs/" + fakeID + "/redrive", "alice", "", nil, 429},
 	{errInternal, "POST", "/jobs/" + fakeID + "/redrive", "alice", "", nil, 500},
 
 	{nil, "POST", "/jobs/" + fakeID + "/rerun", "alice", `{"from":"b"}`, []string{"Content-Type", "application/json", "Idempotency-Key", "k"}, 201},

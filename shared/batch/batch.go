@@ -203,6 +203,9 @@ type Stage struct {
 	// Tolerated counts its tasks that failed within its
 	// toleratedFailures allowance.
 	Tolerated int
+	// CopiesLaunched counts its speculative copies that were claimed, and
+	// CopiesRunning those running when the sweep last looked at it.
+	CopiesLaunched, CopiesRunning int
 }
 
 // Progress is a stage's committed-task count, summed from its shards.

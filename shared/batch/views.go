@@ -75,6 +75,8 @@ type StageCounters struct {
 	Failures int
 	// RecordsIn and RecordsOut sum what committed tasks reported.
 	RecordsIn, RecordsOut int64
+	// CopiesWon counts the stage's speculative copies that committed.
+	CopiesWon int
 }
 
 // RateSample is the last throughput sample of a running stage, kept on the

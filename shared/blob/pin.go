@@ -30,9 +30,20 @@ type InputChangedError struct {
 	// ETag now ("" when it could not be read), unless Deleted.
 	Planned, Now string
 	Deleted      bool
+	// Version is the version id the stage was planned with, on a
+	// versioned bucket (versions.go): then Deleted says that version is
+	// gone, and Now is unused.
+	Version string
 }
 
 func (e *InputChangedError) Error() string {
+	if e.Version != "" {
+		what := "is gone"
+		if !e.Deleted {
+			what = "no longer has ETag " + e.Planned
+		}
+		return fmt.Sprintf("input s3://%s/%s changed while the job ran: version %s, pinned at planning, %s; rerun the job to read the new input", e.Bucket, e.Key, e.Version, what)
+	}
 	now := "now " + e.Now
 	switch {
 	case e.Deleted:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // checkpointStore is what checkpoints take of a store (the DynamoDB
@@ -36,6 +37,16 @@ func (s *Service) checkpoints() (checkpointStore, error) {
 // (blob.CheckpointKey). The write is fenced by the claim token: a stale
 // attempt gets batch.ErrStaleClaim and must stop, and its checkpoint is
 // never resumed from.
+//
+// A speculative copy's checkpoint is fenced by its own token, as the
+// holder's is by its. A task record has one checkpoint pointer, the
+// holder's: while the holder runs beside its copy, the copy's checkpoint
+// is not recorded (nil: a documented no-op, which never moves the
+// pointer off the holder's checkpoint; the copy started from the
+// holder's last one). Once the holder yielded to the copy (it failed
+// beside it: sm.TaskYield), the copy's token is the task's, and its
+// checkpoints are recorded as any holder's: a retry after the copy fails
+// resumes from them. A copy that lost its claim gets batch.ErrStaleClaim.
 func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64) error {
 	cs, err := s.checkpoints()
 	if err != nil {
@@ -46,6 +57,16 @@ func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Seq: seq, Offset: offset,
 	})
+	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
+		t, gerr := s.store.GetTask(ctx, ref)
+		if gerr != nil {
+			return fmt.Errorf("checkpoint copy of task %s: %w", ref, gerr)
+		}
+		if t.State == sm.TaskClaimed && t.Copy.Live() && t.Copy.Token == c.Task.Token {
+			s.taskLog(ctx, ref, c.Task.Attempt).Debug("copy's checkpoint not recorded beside its holder", "seq", seq, "offset", offset)
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -72,6 +93,7 @@ func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision
 	t, err := cs.ContinueTask(ctx, dynamo.ContinueParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now},
 		Msg:          msg, Due: now.Add(s.cfg.StuckAfter),
+		Attempt: c.Task.Attempt, Continuations: c.Task.Checkpoint.Continuations,
 	})
 	if err != nil {
 		return Decision{}, err

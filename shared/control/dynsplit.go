@@ -89,7 +89,7 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 	}
 	// The tasks exist: a lost send is the sweep's to repair (their due
 	// entries), as for a materialization that crashed after its puts.
-	if err := s.queue.SendBatch(ctx, s.cfg.Queues.For(c.Spec.StagePriority(ref.Stage)), msgs); err != nil {
+	if err := s.queue.SendBatch(ctx, s.stageQueue(c.Spec, ref.Stage), msgs); err != nil {
 		s.logger(ref).Warn("split: send the new tasks' messages", "err", err)
 	}
 	s.logger(ref).Info("task split", "attempt", c.Task.Attempt, "at", req.At, "gave_bytes", given, "first", res.First, "last", res.Last)
@@ -115,7 +115,7 @@ func checkSplit(c Claim, req SplitRequest) error {
 		return fmt.Errorf("stages[%d].partitions.input.dynamicSplit is not set: %w", c.Task.Ref.Stage, ErrSplitRefused)
 	case st.Lambda != "":
 		return fmt.Errorf("a lambda stage reads its input itself: %w", ErrSplitRefused)
-	case in == nil || req.Input.Key != in.Key || req.Input.Start != in.Start || req.Input.ETag != in.ETag:
+	case in == nil || req.Input.Key != in.Key || req.Input.Start != in.Start || req.Input.ETag != in.ETag || req.Input.Version != in.Version:
 		return errors.New("the split offered is not the claimed task's input")
 	case split.Compression(in.Key) != "":
 		return fmt.Errorf("compressed input %s is read whole: %w", in.Key, ErrSplitRefused)
@@ -126,7 +126,7 @@ func checkSplit(c Claim, req SplitRequest) error {
 	}
 	next := req.At
 	for _, p := range req.Give {
-		if p.Key != req.Input.Key || p.ETag != req.Input.ETag || p.Start != next || p.End <= p.Start {
+		if p.Key != req.Input.Key || p.ETag != req.Input.ETag || p.Version != req.Input.Version || p.Start != next || p.End <= p.Start {
 			return fmt.Errorf("the pieces offered do not tile [%d, %d) of %s", req.At, req.Input.End, req.Input.Key)
 		}
 		next = p.End

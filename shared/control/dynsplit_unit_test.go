@@ -16,14 +16,14 @@ import (
 // not tile the rest of the claimed split is an error naming the problem.
 func TestCheckSplit(t *testing.T) {
 	t.Parallel()
-	in := &split.Split{Key: "k.txt", Start: 0, End: 1000, ETag: "e"}
+	in := &split.Split{Key: "k.txt", Start: 0, End: 1000, ETag: "e", Version: "v1"}
 	job := func(dynamic bool, lambda string) *spec.Job {
 		return &spec.Job{Stages: []spec.Stage{{Name: "s", Lambda: lambda, Partitions: &spec.Partitions{
 			Input: &spec.Input{Prefix: "s3://b/p/", DynamicSplit: dynamic}}}}}
 	}
 	claim := Claim{Spec: job(true, ""), Task: batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 0}, Input: in}}
 	good := SplitRequest{Input: *in, At: 400, Give: []split.Split{
-		{Key: "k.txt", Start: 400, End: 700, ETag: "e"}, {Key: "k.txt", Start: 700, End: 1000, ETag: "e"}}}
+		{Key: "k.txt", Start: 400, End: 700, ETag: "e", Version: "v1"}, {Key: "k.txt", Start: 700, End: 1000, ETag: "e", Version: "v1"}}}
 	tests := []struct {
 		name    string
 		claim   func(c Claim) Claim
@@ -36,7 +36,7 @@ func TestCheckSplit(t *testing.T) {
 		{name: "a lambda stage", claim: func(c Claim) Claim { c.Spec = job(true, "fn"); return c }, refused: true, msg: "lambda"},
 		{name: "a speculative copy", claim: func(c Claim) Claim { c.Speculative = true; return c }, refused: true, msg: "speculative"},
 		{name: "a compressed input", claim: func(c Claim) Claim {
-			c.Task.Input = &split.Split{Key: "k.gz", End: 1000, ETag: "e"}
+			c.Task.Input = &split.Split{Key: "k.gz", End: 1000, ETag: "e", Version: "v1"}
 			return c
 		}, req: func(r SplitRequest) SplitRequest {
 			r.Input.Key = "k.gz"
@@ -47,6 +47,8 @@ func TestCheckSplit(t *testing.T) {
 		}, refused: true, msg: "compressed"},
 		{name: "another object", req: func(r SplitRequest) SplitRequest { r.Input.Key = "x"; return r }, msg: "not the claimed task's input"},
 		{name: "another ETag", req: func(r SplitRequest) SplitRequest { r.Input.ETag = "f"; return r }, msg: "not the claimed task's input"},
+		{name: "another version", req: func(r SplitRequest) SplitRequest { r.Input.Version = "v2"; return r }, msg: "not the claimed task's input"},
+		{name: "a piece of another version", req: func(r SplitRequest) SplitRequest { r.Give[1].Version = ""; return r }, msg: "do not tile"},
 		{name: "a cut outside the split", req: func(r SplitRequest) SplitRequest { r.At = 1000; return r }, msg: "outside the split"},
 		{name: "no pieces", req: func(r SplitRequest) SplitRequest { r.Give = nil; return r }, msg: "0 pieces"},
 		{name: "a gap", req: func(r SplitRequest) SplitRequest { r.Give[1].Start = 701; return r }, msg: "do not tile"},

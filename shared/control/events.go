@@ -97,9 +97,10 @@ func stageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progr
 	return &ev
 }
 
-// taskFailedEvent is a task's failure after its last attempt.
+// taskFailedEvent is a task's failure after its last attempt (attempts,
+// the attempt that failed it, is part of its id: events.TaskFailedID).
 func taskFailedEvent(ref batch.TaskRef, owner string, sp *spec.Job, attempts int, cause string, now time.Time) *events.Event {
-	ev := events.New(events.TaskFailedID(ref.Job, ref.Stage, ref.Partition), events.TaskFailed, now, events.Detail{
+	ev := events.New(events.TaskFailedID(ref.Job, ref.Stage, ref.Partition, attempts), events.TaskFailed, now, events.Detail{
 		Owner: owner, JobID: ref.Job, JobName: sp.Name, Stage: sp.Stages[ref.Stage].Name, StageIndex: events.Int(ref.Stage),
 		Partition: events.Int(ref.Partition), Attempts: attempts, Error: cause,
 	})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -84,12 +83,13 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	if err != nil {
 		return Decision{}, err
 	}
+	failed := taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now) // events.go
 	t, err := s.releaseFailed(ctx, c.Spec, dynamo.ReleaseParams{HolderParams: hp, Event: ev, Err: cause, Class: class, Due: now,
-		Outbox: taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now)}) // events.go; tolerate.go
+		Outbox: failed}) // tolerate.go
 	if err != nil {
 		return Decision{}, err
 	}
-	s.publishEvents(ctx, events.TaskFailedID(ref.Job, ref.Stage, ref.Partition))
+	s.publishEvents(ctx, failed.ID)
 	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
 	s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
 	// The claim's own attempt: a copy that ended beside it took the

@@ -133,15 +133,29 @@ func (s *Service) CheckJob(ctx context.Context, c Claim) error {
 // JobStateTTL is how often the runner should call CheckJob.
 func (s *Service) JobStateTTL() time.Duration { return s.jobStates.ttl }
 
+// endedEventStore is a store whose EndJob says which ended event it
+// wrote (dynamo.Store).
+type endedEventStore interface {
+	EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
+}
+
 // endJob ends a RUNNING job (store.EndJob) and notes in this process's
 // cache that it ended: when this call ended it, as what; when it had
 // already ended (sm.ErrInvalidTransition), the next ask reads it again.
 func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
-	err := s.store.EndJob(ctx, id, ev, reason, manifest, now)
+	// A redriven job's ended event has an id of its own per redrive
+	// (events.JobEndedID), which the store's write knows.
+	eid := events.EndedID(id)
+	var err error
+	if es, ok := s.store.(endedEventStore); ok {
+		eid, err = es.EndJobEvent(ctx, id, ev, reason, manifest, now)
+	} else {
+		err = s.store.EndJob(ctx, id, ev, reason, manifest, now)
+	}
 	switch {
 	case err == nil:
 		s.jobStates.ended(id, sm.Jobs.Transition(ev).To)
-		s.publishEvents(ctx, events.EndedID(id)) // events.go
+		s.publishEvents(ctx, eid) // events.go
 		if ev == sm.JobFail {
 			s.metrics().JobFailed() // metrics.go
 		}

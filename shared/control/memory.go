@@ -8,12 +8,14 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // TaskMemory is the executor size the next attempt of the task ref names
 // must run on: the size an out-of-memory retry raised it to, else its
-// stage's (spec Resources). An executor of another size hands the task's
-// message back unclaimed (executor.Runner.Memory). Only a stage whose
+// stage's (spec Resources). Its messages go to that size's ready queue
+// (sizedqueues.go); an executor of another size that receives one anyway
+// forwards it there unclaimed (executor.Runner.Memory). Only a stage whose
 // maxMemory is above its memory can have been raised, so only such a
 // stage's tasks cost a read of the task record (eventually consistent:
 // a raise not seen yet is seen when the message comes back).
@@ -35,6 +37,11 @@ func (s *Service) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size,
 	}
 	if t.Memory > need {
 		need = t.Memory
+	}
+	if t.State == sm.TaskClaimed {
+		// A lapsed claim of an executor killed for memory retries one size
+		// up (oomkill.go).
+		need = max(need, s.raiseLapsed(ctx, t, sp))
 	}
 	return need, nil
 }

@@ -112,8 +112,19 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 		return JobStatus{}, err
 	}
 	now := s.Now()
+	// A redriven job runs again, so it counts in its owner's quotas again,
+	// under the limits a submission meets now: its end gave its place
+	// back, and an owner at its limit waits as a submitter would.
+	var quota *dynamo.JobQuota
+	q := s.cfg.Quotas
+	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
+		quota = &dynamo.JobQuota{Tasks: declaredTasks(j.Spec), MaxJobs: maxJobs, MaxTasks: maxTasks}
+	}
 	err = rs.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: truncate(j.Error, MaxErrorLen),
-		FollowUp: now.Add(s.cfg.StartGrace)})
+		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
+	if errors.Is(err, dynamo.ErrQuotaReached) {
+		return JobStatus{}, fmt.Errorf("redrive: %w", s.quotaError(ctx, req.Owner, quota))
+	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// Refused: or applied, and this is the SDK's retry of a write
 		// whose answer was lost, or the same request made twice at once.
@@ -279,6 +290,7 @@ func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Jo
 	}
 	budget := sp.StageRetry(st.Index).MaxAttempts
 	var msgs []queue.Send
+	var sizes []spec.Size // parallel to msgs: each task's raised size (sizedqueues.go)
 	for _, t := range tasks {
 		switch {
 		case t.State == sm.TaskClaimed:
@@ -294,13 +306,17 @@ func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Jo
 				return err
 			}
 			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
+			sizes = append(sizes, t.Memory)
 		}
 	}
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(st.Index)), msgs); err != nil {
-		return fmt.Errorf("redrive stage %s/%s: %w", st.Job, st.Name, err)
+	urls, groups := s.groupBySize(sp, st.Index, msgs, sizes)
+	for _, url := range urls {
+		if err := s.queue.SendBatch(ctx, url, groups[url]); err != nil {
+			return fmt.Errorf("redrive stage %s/%s: %w", st.Job, st.Name, err)
+		}
 	}
 	s.log.Info("stage redriven", "job_id", st.Job, "stage", st.Name, "tasks", len(msgs))
 	return nil

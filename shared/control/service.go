@@ -91,6 +91,10 @@ var (
 type Queues struct {
 	High, Normal, Low, DLQ string
 	Timer                  string
+	// Sized are the ready queues of the executor sizes beyond the default,
+	// one per size, without priority classes (sizedqueues.go); a size
+	// missing here uses the priority queues.
+	Sized map[spec.Size]string
 }
 
 // For returns the ready queue of a priority class.
@@ -276,6 +280,10 @@ type Service struct {
 
 	// gate orders a burst of schedule firings (firinggate.go).
 	gate lazyFiringGate
+
+	// specLooks is when the sweep last listed a speculating stage's tasks
+	// ("job/stage"; speculationlook.go).
+	specLooks *lru.Cache[string, specLook]
 }
 
 // Cache sizes: a job's meta holds its spec (a few KB at most), so 4,096
@@ -294,6 +302,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		cfg:     cfg, store: store, queue: q, blob: b, log: log,
 		specs:     lru.New[string, jobMeta](specCacheSize),
 		shards:    lru.New[string, int](shardCacheSize),
+		specLooks: lru.New[string, specLook](shardCacheSize),
 		jobStates: newJobStates(cfg.JobStateTTL),
 		Now:       func() time.Time { return time.Now().UTC() },
 		NewID:     NewJobID,

@@ -244,6 +244,13 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 		return nil
 	}
 	median := d.Median()
+	if !s.speculationLookDue(job, st, int(d.Count()), median, sc.Multiplier, now) { // speculationlook.go
+		return nil
+	}
+	// earliest is the earliest claim of a running task that may still
+	// become a straggler (uncopied, not one yet): the next look is due
+	// when it is one.
+	earliest := now
 	tasks, err := s.store.ListStageTasks(ctx, job, st.Index, st.Total)
 	if err != nil {
 		return err
@@ -277,10 +284,17 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 			}
 		case t.Copy == nil && !t.Claimed.IsZero() && sm.IsStraggler(now.Sub(t.Claimed), median, sc.Multiplier):
 			stragglers = append(stragglers, t)
+		case t.Copy == nil && !t.Claimed.IsZero() && t.Claimed.Before(earliest):
+			earliest = t.Claimed
 		}
 	}
 	slices.SortFunc(stragglers, func(a, b batch.Task) int { return cmp.Compare(a.Claimed.UnixNano(), b.Claimed.UnixNano()) })
-	for _, t := range stragglers[:min(len(stragglers), max(sc.MaxCopies-running, 0))] {
+	launch := stragglers[:min(len(stragglers), max(sc.MaxCopies-running, 0))]
+	s.noteCopiesRunning(ctx, st, running+len(launch)) // speculationlook.go
+	// Copies under way (to drop when dead, resend when lost) or
+	// stragglers the cap held back need the next sweep's look.
+	s.noteSpeculationLook(job, st, specLook{earliest: earliest, busy: running+len(stragglers) > 0})
+	for _, t := range launch {
 		err := ss.RequestCopy(ctx, t.Ref, now)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			continue // it committed, failed or was copied meanwhile
@@ -299,7 +313,7 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 
 // sendCopy sends a copy's message to its task's ready queue.
 func (s *Service) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
-	return s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(ref.Stage)), []queue.Send{{Body: ref.String() + batch.CopyMarker}})
+	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // sizedqueues.go
 }
 
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the

@@ -7,6 +7,30 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
+// CopyCounts are a stage's speculative copies as status shows them:
+// launched (claimed), won (committed before their holder) and running.
+// Launched and won are exact (counted by the writes that launch and
+// commit a copy); running is what the sweep counted at its last look at
+// the stage (every CheckEvery or less often, speculationlook.go), and 0
+// once the stage is not RUNNING.
+type CopyCounts struct {
+	Launched int `json:"launched"`
+	Won      int `json:"won"`
+	Running  int `json:"running"`
+}
+
+// copyCounts is st's copies, nil when it never had one.
+func copyCounts(st batch.StageStats) *CopyCounts {
+	c := &CopyCounts{Launched: st.CopiesLaunched, Won: st.Counters.CopiesWon}
+	if st.State == sm.StageRunning {
+		c.Running = st.CopiesRunning
+	}
+	if *c == (CopyCounts{}) {
+		return nil
+	}
+	return c
+}
+
 // CopyInfo is a task's speculative copy as the API shows it.
 type CopyInfo struct {
 	// Attempt is the copy's attempt and HolderAttempt the attempt it ran

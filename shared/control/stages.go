@@ -99,7 +99,7 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 		}
 	}
 	retry := sp.StageRetry(idx)
-	url := s.cfg.Queues.For(sp.StagePriority(idx))
+	url := s.stageQueue(sp, idx) // sizedqueues.go
 	var chunkTook time.Duration
 	for chunk := 0; stage.Enqueued < stage.Total; chunk++ {
 		// A call also stops while another chunk still fits in its
@@ -212,12 +212,18 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	}
 	// A published folder's claim and marker are not data (publish.go).
 	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
-	for _, o := range objs {
+	if objs, err = s.pinVersions(ctx, bucket, prefix, objs); err != nil { // versionpin.go
+		return nil, err
+	}
+	for i, o := range objs {
 		// The ETag (32 bytes and a part count at most) rides on every task
 		// record of the object with its key, as its pin (blob/pin.go).
 		if pin := dynamo.PinBytes(o.ETag); len(o.Key)+pin > MaxInputKey {
 			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes (%d less than the %d allowed, for its ETag)", batch.ErrBadInput, o.Key, MaxInputKey-pin, pin, MaxInputKey)
 		}
+		// A version id rides along only where it fits the same budget;
+		// past it the object keeps its ETag pin alone.
+		objs[i].Version = dynamo.FitVersion(o.Key, o.ETag, o.Version)
 	}
 	size := int64(in.SplitSizeOrDefault())
 	// Count, then plan: a split is 32 bytes, and a job stored before the

@@ -100,6 +100,9 @@ type StageStatus struct {
 	// BadRecords counts the records its committed tasks rejected, within
 	// its maxBadRecords (badrecords.go).
 	BadRecords int64 `json:"badRecords,omitempty"`
+	// Copies counts its speculative copies, when it had any
+	// (speculationview.go).
+	Copies *CopyCounts `json:"copies,omitempty"`
 }
 
 // Status reads a job's status. owner must match the job's owner, else the
@@ -163,6 +166,7 @@ func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageSt
 			Attempts: c.Committed + c.Failures, Failures: c.Failures, RecordsIn: c.RecordsIn, RecordsOut: c.RecordsOut,
 			Started: opt(st.Started), Ended: opt(st.Ended), Error: st.Error, FailedTasks: st.Tolerated}
 		js.FailedPartitions += st.Tolerated
+		ss.Copies = copyCounts(st) // speculationview.go
 		if st.Index >= 0 && st.Index < len(j.Spec.Stages) {
 			if sp := j.Spec.Stages[st.Index]; sp.Name == st.Name {
 				ss.After = sp.After

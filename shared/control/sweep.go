@@ -278,8 +278,9 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			c.Exhausted++
 			return s.exhaust(ctx, t, fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts))
 		}
-		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now,
-			Err: "lease expired", Due: now.Add(s.cfg.StuckAfter)})
+		p := dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: "lease expired", Due: now.Add(s.cfg.StuckAfter)}
+		kind, note := s.expiryForMemory(ctx, t, &p) // oomkill.go
+		err := s.store.SweepTask(ctx, p)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			return nil
 		}
@@ -288,7 +289,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		}
 		c.Expired++
 		s.freeSlots(ctx, t.Ref, nil, t.SlotAt)
-		s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), batch.AttemptLeaseExpired, "lease expired (executor lost)", t) // speculation.go
+		s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), kind, note, t) // speculation.go
 		return s.resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
 		c.Failures++
@@ -302,7 +303,7 @@ func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Dura
 	if err != nil {
 		return err
 	}
-	return s.queue.SendBatch(ctx, s.cfg.Queues.For(sp.StagePriority(ref.Stage)), []queue.Send{{Body: ref.String(), Delay: delay}})
+	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
 }
 
 func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {

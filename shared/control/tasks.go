@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -134,6 +134,9 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	if _, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: cp.Now}); err != nil {
 		return t, &batch.ClaimHeldError{LeaseUntil: heldUntil(t, alive, cp.Now)}
 	}
+	if done, err := s.loseForMemory(ctx, cp.Now, t); done { // oomkill.go
+		return t, err
+	}
 	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{ClaimParams: cp, Holder: t})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, committed, or another executor took over
@@ -255,7 +258,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
 		RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut,
 		BadRecords: r.BadRecords, MaxBadRecords: c.Spec.Stages[ref.Stage].MaxBadRecords,
-		Duration: attemptDuration(c, s.Now()), // speculation.go
+		Duration: attemptDuration(c, s.Now()), Copy: c.Speculative, // speculation.go
 	})
 	if err != nil {
 		s.noteIfLost(ctx, c, err) // speculation.go
@@ -326,16 +329,20 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 		return err
 	}
 	now := s.Now()
-	tolerated, err := s.sweepFailed(ctx, meta.spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: batch.ClassLeaseExpired, Due: now,
-		Outbox: taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now)}) // events.go; tolerate.go
+	// A last attempt whose executor was killed for memory fails as out
+	// of memory (oomkill.go).
+	reason, class := s.exhaustForMemory(ctx, t, reason)
+	failed := taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now) // events.go
+	tolerated, err := s.sweepFailed(ctx, meta.spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: class, Due: now,
+		Outbox: failed}) // tolerate.go
 	if err != nil {
 		return ignoreInvalid(err)
 	}
-	s.publishEvents(ctx, events.TaskFailedID(t.Ref.Job, t.Ref.Stage, t.Ref.Partition))
+	s.publishEvents(ctx, failed.ID)
 	s.freeSlots(ctx, t.Ref, nil, time.Time{})
-	t.LastError, t.ErrorClass = reason, batch.ClassLeaseExpired
+	t.LastError, t.ErrorClass = reason, class
 	t.State, t.Tolerated = sm.TaskFailed, tolerated
-	s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, batch.AttemptFailed), reason, t)
+	s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
 	s.metrics().TaskFailed(s.taskPriority(ctx, nil, t.Ref)) // metrics.go
 	return s.propagateFailure(ctx, t)
 }

@@ -91,6 +91,12 @@ type ContinueParams struct {
 	// Due is when the sweep checks the task next (its message should
 	// long have been claimed by then).
 	Due time.Time
+	// Attempt and Continuations are the holder's claim's (0: not
+	// known). A retry whose first write applied (its response lost)
+	// finds the task READY at that attempt with one continuation more,
+	// which only this holder's token could make, and takes it as its
+	// own instead of as a lost claim.
+	Attempt, Continuations int
 }
 
 // ContinueTask applies sm.TaskContinue: the task goes back to READY, due
@@ -125,6 +131,10 @@ func (s *Store) ContinueTask(ctx context.Context, p ContinueParams) (batch.Task,
 		t, gerr := s.GetTask(ctx, p.Ref)
 		if gerr != nil {
 			return batch.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, gerr)
+		}
+		if p.Attempt > 0 && t.State == sm.TaskReady && t.Attempt == p.Attempt &&
+			t.Checkpoint.Continuations == p.Continuations+1 && t.LastError == p.Msg {
+			return t, nil // its own write, whose response was lost
 		}
 		if t.Token != p.Token || t.State != sm.TaskClaimed {
 			return t, fmt.Errorf("continue task %s: %w", p.Ref, batch.ErrStaleClaim)

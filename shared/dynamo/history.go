@@ -315,6 +315,7 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats,
 			}
 			c.Left += int(getN(it, aLeft))
 			c.Failures += int(getN(it, aFails))
+			c.CopiesWon += int(getN(it, aCopiesWon)) // speculationstats.go
 			c.RecordsIn += getN(it, aRecIn)
 			c.RecordsOut += getN(it, aRecOut)
 		}

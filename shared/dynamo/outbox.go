@@ -149,6 +149,12 @@ func SubmittedEvent(j batch.Job) events.Event {
 	})
 }
 
+// withEventID is ev under another id (a redriven job's ending:
+// events.JobEndedID).
+func withEventID(ev events.Event, id string) events.Event {
+	return events.New(id, ev.DetailType, ev.Time, ev.Detail)
+}
+
 // JobEndedEvent is the event of a job's end, with its stages' counts,
 // which EndJob writes to the outbox.
 func JobEndedEvent(id, owner, name string, to sm.JobState, reason, manifest string, stages []batch.Stage, now time.Time) events.Event {

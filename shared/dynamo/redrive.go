@@ -41,6 +41,16 @@ func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
 	return out
 }
 
+// redriveCountCond is the condition (" AND ...") that a job item has
+// been redriven n times.
+func redriveCountCond(c *cond, n int) string {
+	if n == 0 {
+		return " AND attribute_not_exists(" + aRedrives + ")"
+	}
+	c.values[":cnt"] = nv(int64(n))
+	return " AND size(" + aRedrives + ") = :cnt"
+}
+
 // RedriveJobParams reopens a FAILED job.
 type RedriveJobParams struct {
 	ID string
@@ -55,15 +65,23 @@ type RedriveJobParams struct {
 	// finish the redrive's steps should its caller not (and then to watch
 	// its deadline, as for any running job).
 	FollowUp time.Time
+	// Quota, when set, is the owner's quota limits now (MaxJobs,
+	// MaxTasks; Tasks: what the job declares, for a job that did not
+	// count when it was submitted).
+	Quota *JobQuota
 }
 
 // RedriveJob moves a FAILED job back to RUNNING (sm.JobRedrive) with
 // everything its end changed, in one transaction: its owner's job index
-// entry, its state copies (jobstate.go), its quota counts (a job that
-// counted in its owner's quotas counts again: it was admitted once, so
-// its quota does not refuse it now) and its retention (its end's expiry
-// is removed). sm.ErrInvalidTransition: the job is not FAILED or its
-// redrive count is not p.Count.
+// entry, its state copies (jobstate.go), its quota counts and its
+// retention (its end's expiry is removed). The job counts in its owner's
+// quotas again under the limits of p.Quota, as a submission would: its
+// end gave its place back, and an owner at its limit must not get past
+// it by redriving (ErrQuotaReached, nothing written). A job that did not
+// count when submitted (no quotas then) counts from now on, with the
+// tasks p.Quota says, so that its end counts it off.
+// sm.ErrInvalidTransition: the job is not FAILED or its redrive count is
+// not p.Count.
 func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
 	head, err := s.jobHead(ctx, p.ID)
 	if err != nil {
@@ -75,13 +93,7 @@ func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
 	to(c, tr)
 	// A job whose data or record its owner is deleting stays ended.
 	expr += " AND attribute_not_exists(" + aDataDeleted + ") AND attribute_not_exists(" + aDeleting + ")"
-	// sm.GuardRedriveCount.
-	if p.Count == 0 {
-		expr += " AND attribute_not_exists(" + aRedrives + ")"
-	} else {
-		expr += " AND size(" + aRedrives + ") = :cnt"
-		c.values[":cnt"] = nv(int64(p.Count))
-	}
+	expr += redriveCountCond(c, p.Count) // sm.GuardRedriveCount
 	c.values[":now"] = ms(p.Now)
 	c.values[":empty"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
 	c.values[":entry"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
@@ -101,11 +113,26 @@ func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
 	}}, {Put: &types.Put{
 		TableName: &s.table, Item: ownerIndexItem(head.Owner, p.ID, head.Name, tr.To, head.Created, time.Time{}),
 	}}}
-	if head.Quota {
-		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, 1, 0, quotaTasks, head.QuotaTasks, 0))
+	quotaAt := -1
+	switch q := p.Quota; {
+	case head.Quota:
+		var maxJobs, maxTasks int
+		if q != nil {
+			maxJobs, maxTasks = q.MaxJobs, q.MaxTasks
+		}
+		quotaAt = len(items)
+		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, 1, maxJobs, quotaTasks, head.QuotaTasks, maxTasks))
+	case q != nil:
+		c.values[":qn"] = nv(int64(q.Tasks))
+		items[0].Update.UpdateExpression = aws.String(update + ", " + aQuotaTasks + " = :qn" + remove)
+		quotaAt = len(items)
+		items = append(items, quotaUpdate(s.table, head.Owner, quotaJobs, 1, q.MaxJobs, quotaTasks, q.Tasks, q.MaxTasks))
 	}
 	items = append(items, s.jobStatePuts(p.ID, tr.To, p.Now)...)
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if r := cancelReasons(err); quotaAt >= 0 && len(r) == len(items) && r[0] != reasonCondFailed && r[quotaAt] == reasonCondFailed {
+		return fmt.Errorf("redrive job %s: %w", p.ID, ErrQuotaReached)
+	}
 	if r := cancelReasons(err); len(r) > 0 && r[0] == reasonCondFailed {
 		return fmt.Errorf("redrive job %s: %w", p.ID, sm.ErrInvalidTransition)
 	}

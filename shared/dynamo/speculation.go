@@ -120,18 +120,36 @@ func (s *Store) ClaimCopy(ctx context.Context, p ClaimParams) (batch.Task, error
 		upd += ", " + aCopyEx + " = :ex"
 	}
 	upd += s.dueClause(c, pk+taskSK(p.Ref.Partition), lease.Add(p.Grace))
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// The stage counts its launched copies in the same transaction
+	// (speculationstats.go), so exactly once per copy.
+	claim := &types.Update{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
-		ReturnValues:              types.ReturnValueAllNew,
-	})
-	if err == nil {
-		return AsCopyClaim(decodeTask(p.Ref, out.Attributes)), nil
 	}
-	if !isCondFailed(err) {
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: claim}, copyLaunchedAdd(s.table, p.Ref)}})
+	if r := cancelReasons(err); len(r) == 2 && r[0] != reasonCondFailed && r[1] == reasonCondFailed {
+		// No stage item (its job is being deleted): the claim alone, and
+		// no stray stage item is created to count it on.
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: claim.TableName, Key: claim.Key, UpdateExpression: claim.UpdateExpression,
+			ConditionExpression: claim.ConditionExpression, ExpressionAttributeNames: claim.ExpressionAttributeNames,
+			ExpressionAttributeValues: claim.ExpressionAttributeValues,
+		})
+		if isCondFailed(err) {
+			err = nil // explained by the read below
+		}
+	}
+	// A transaction returns no item: the claim is read back, and is ours
+	// when the record carries our token (also after a refusal: the write
+	// applied and its answer was lost). Read after a win, a task that
+	// moved on at once (its holder committed) has no copy to run.
+	if len(cancelReasons(err)) > 0 {
+		err = nil
+	}
+	if err != nil {
 		return batch.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, err)
 	}
 	t, gerr := s.GetTask(ctx, p.Ref)

@@ -261,13 +261,29 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 // The owner's job index item changes in the same transaction, so a job
 // list never disagrees with the job.
 func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	_, err := s.EndJobEvent(ctx, id, ev, reason, manifest, now)
+	return err
+}
+
+// EndJobEvent is EndJob, and returns the id of the ended event it wrote
+// to the outbox (events.JobEndedID: a redriven job ends once per redrive,
+// each time under a new id).
+//
+// The event's id names the redrive count read with the job's head, and
+// the transaction holds only while the count is still that. A caller that
+// read the job before it ended and was redriven decided to end the
+// generation that already ended: it is refused (sm.ErrInvalidTransition),
+// so it neither ends the redriven job for a stale reason nor writes one
+// generation's id for another's ending (which would overwrite or repeat
+// its event).
+func (s *Store) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
 	head, err := s.jobHead(ctx, id)
 	if err != nil {
-		return fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
 	tr := sm.Jobs.Transition(ev)
 	c := newCond()
-	expr := transition(c, tr)
+	expr := transition(c, tr) + redriveCountCond(c, head.Redrives) // redrive.go
 	to(c, tr)
 	c.values[":now"] = ms(now)
 	update := "SET #st = :to, upd = :now, #end = :now"
@@ -306,21 +322,22 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 	// (outbox.go).
 	stages, err := s.ListStages(ctx, id)
 	if err != nil {
-		return fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
-	evPut, err := s.outboxPut(JobEndedEvent(id, head.Owner, head.Name, tr.To, reason, manifest, stages, now))
+	ended := withEventID(JobEndedEvent(id, head.Owner, head.Name, tr.To, reason, manifest, stages, now), events.JobEndedID(id, head.Redrives))
+	evPut, err := s.outboxPut(ended)
 	if err != nil {
-		return fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
 	items = append(items, evPut)
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		return fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
+		return "", fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
 	}
 	if err != nil {
-		return fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
-	return nil
+	return ended.ID, nil
 }
 
 // ---- stages --------------------------------------------------------------
@@ -369,13 +386,15 @@ func decodeStage(job string, it map[string]types.AttributeValue) (batch.Stage, e
 	if err != nil {
 		return batch.Stage{}, fmt.Errorf("stage key %q: %w", sk, err)
 	}
-	return batch.Stage{
+	st := batch.Stage{
 		Job: job, Index: idx, Name: getS(it, aName), State: sm.StageState(getS(it, aState)),
 		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
 		Enqueued: int(getN(it, aEnqueued)),
 		Started:  getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
 		Tolerated: int(getN(it, aTolerated)),
-	}, nil
+	}
+	decodeCopyCounts(&st, it) // speculationstats.go
+	return st, nil
 }
 
 // StageTransitionParams moves a stage along one event of its lifecycle.

@@ -32,6 +32,9 @@ func encodeTask(t batch.Task, due time.Time) map[string]types.AttributeValue {
 		if t.Input.ETag != "" {
 			item[aInTag] = sv(t.Input.ETag)
 		}
+		if t.Input.Version != "" {
+			item[aInVersion] = sv(t.Input.Version) // inputpin.go
+		}
 	}
 	if !due.IsZero() {
 		item[attrGPK] = sv(duePK(taskPK(t.Ref) + taskSK(t.Ref.Partition)))
@@ -75,7 +78,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		Copy:       decodeCopy(it),          // speculation.go
 	}
 	if k := getS(it, aInKey); k != "" {
-		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag)}
+		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion)}
 	}
 	return t
 }
@@ -325,6 +328,9 @@ type CommitParams struct {
 	// MaxBadRecords (badrecords.go).
 	BadRecords    int64
 	MaxBadRecords int
+	// Copy: the committing claim is a speculative copy, whose win its
+	// counter shard counts (speculationstats.go).
+	Copy bool
 }
 
 // CommitTask marks the task SUCCEEDED and counts its stage's shard down in
@@ -413,7 +419,7 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	}}, {Update: &types.Update{
 		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
 		ConditionExpression:       aws.String(cntCond),
-		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout" + durationAdd(p, cnt)),
+		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout" + durationAdd(p, cnt) + copyWonAdd(p, cnt)),
 		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut},
 		ExpressionAttributeValues: cnt,
 	}}}
@@ -507,7 +513,10 @@ type SweepTaskParams struct {
 	Err   string
 	// Class is Err's class, kept with it (lease_expired for an exhaust).
 	Class batch.ErrorClass
-	Due   time.Time
+	// Memory, when set, is the executor size the next attempt runs on (an
+	// expiry of a holder that died for memory: oomkill.go in control).
+	Memory spec.Size
+	Due    time.Time
 	// Outbox, when set, is an event written to the outbox in the same
 	// transaction (outbox.go): a task's final failure (TaskExhaust).
 	Outbox *events.Event
@@ -532,6 +541,10 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 	if p.Class != batch.ClassNone {
 		c.values[":ecl"] = sv(string(p.Class))
 		upd += ", " + aErrClass + " = :ecl"
+	}
+	if p.Memory > 0 {
+		c.values[":mem"] = nv(int64(p.Memory))
+		upd += ", " + aMemory + " = :mem"
 	}
 	pk := taskPK(p.Ref)
 	_, err := s.updateWithOutbox(ctx, &dynamodb.UpdateItemInput{

@@ -83,17 +83,34 @@ type Counts struct {
 // repeated write of the same change's outbox record is the same record.
 func SubmittedID(job string) string { return job + ".submitted" }
 
-// EndedID is the id of the event that a job ended (it ends once).
+// EndedID is the id of the event that a job ended the first time.
 func EndedID(job string) string { return job + ".ended" }
+
+// JobEndedID is the id of the event that a job ended after redrives
+// redrives (EndedID when it was never redriven). A redriven job ends
+// again, and consumers that dedupe on the id must not drop that second
+// ending as a copy of the first: each redrive generation ends once, so
+// the id is stable for the retries of one ending's publication and new
+// for the next.
+func JobEndedID(job string, redrives int) string {
+	if redrives == 0 {
+		return EndedID(job)
+	}
+	return job + ".ended.r" + strconv.Itoa(redrives)
+}
 
 // StageCompletedID is the id of a stage's completion event.
 func StageCompletedID(job string, stage int) string {
 	return job + ".stage." + strconv.Itoa(stage) + ".completed"
 }
 
-// TaskFailedID is the id of a task's final failure event.
-func TaskFailedID(job string, stage, partition int) string {
-	return fmt.Sprintf("%s.task.%d.%d.failed", job, stage, partition)
+// TaskFailedID is the id of a task's final failure event, at attempt
+// (the attempt that failed it). A redrive puts a failed task back with
+// more attempts, so it can fail again, always at a higher attempt: the
+// attempt makes each failure's id its own, and every retry of one
+// failure's publication carries the same one.
+func TaskFailedID(job string, stage, partition, attempt int) string {
+	return fmt.Sprintf("%s.task.%d.%d.a%d.failed", job, stage, partition, attempt)
 }
 
 // TimeString formats an event time.

@@ -153,7 +153,9 @@ func TestStableIDs(t *testing.T) {
 		{SubmittedID("j1"), "j1.submitted"},
 		{EndedID("j1"), "j1.ended"},
 		{StageCompletedID("j1", 2), "j1.stage.2.completed"},
-		{TaskFailedID("j1", 2, 17), "j1.task.2.17.failed"},
+		{JobEndedID("j1", 0), "j1.ended"},
+		{JobEndedID("j1", 2), "j1.ended.r2"},
+		{TaskFailedID("j1", 2, 17, 3), "j1.task.2.17.a3.failed"},
 	} {
 		if c.got != c.want {
 			t.Errorf("id %q, want %q", c.got, c.want)

@@ -106,6 +106,9 @@ func FromEnv() (Config, error) {
 	if c.ExecutorSizes, err = control.ParseExecutorSizes(os.Getenv(EnvExecutorSizes)); err != nil { // executorsizes.go
 		return c, fmt.Errorf("%s: %w", EnvExecutorSizes, err)
 	}
+	if c.Queues.Sized, err = control.ParseSizedQueues(os.Getenv(EnvQueueSized)); err != nil { // executorsizes.go
+		return c, fmt.Errorf("%s: %w", EnvQueueSized, err)
+	}
 	if c.Retention, err = RetentionFromEnv(os.Getenv); err != nil { // retention.go
 		return c, err
 	}

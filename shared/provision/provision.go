@@ -30,6 +30,7 @@ import (
 
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // Resources names what a Batchwork installation uses.
@@ -45,7 +46,11 @@ type Resources struct {
 // Settings is kept for callers of Create; the queues' visibility timeout
 // and redrive count now come from the template, which derives them from
 // shared/tuning.
-type Settings struct{}
+type Settings struct {
+	// ExecutorSizes are the executor sizes the installation runs; each
+	// beyond the default gets a ready queue of its own (sizedqueues.go).
+	ExecutorSizes []spec.Size
+}
 
 // DefaultSettings deploys the template as synthesized.
 var DefaultSettings = Settings{}
@@ -72,9 +77,12 @@ var ErrNotDeployed = errors.New("stack not deployed")
 // DynamoDB endpoint when it is not CloudFormation's (see the package
 // documentation). A stack or table that already exists is reused, so
 // Create is idempotent.
-func Create(ctx context.Context, cfg aws.Config, s3opt func(*s3.Options), prefix string, _ Settings) (Resources, error) {
+func Create(ctx context.Context, cfg aws.Config, s3opt func(*s3.Options), prefix string, set Settings) (Resources, error) {
 	body, err := DataPlane(template.JSON)
 	if err != nil {
+		return Resources{}, err
+	}
+	if body, err = withSizedQueues(body, set.ExecutorSizes); err != nil { // sizedqueues.go
 		return Resources{}, err
 	}
 	if dynamoApart(cfg) {
@@ -353,6 +361,7 @@ func FromStack(ctx context.Context, cfg aws.Config, stack string) (Resources, er
 			High: got[template.OutQueueHigh], Normal: got[template.OutQueueNormal],
 			Low: got[template.OutQueueLow], DLQ: got[template.OutDLQ],
 			Timer: got[template.OutTimerQueue],
+			Sized: sizedQueues(got), // sizedqueues.go
 		},
 		EventBus: got[template.OutEventBus],
 	}, nil

@@ -120,7 +120,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	var err error
 	if o.Resources != nil {
 		res = *o.Resources
-	} else if res, err = provision.Create(ctx, o.AWS, s3opt, o.Prefix, provision.DefaultSettings); err != nil {
+	} else if res, err = provision.Create(ctx, o.AWS, s3opt, o.Prefix, provision.Settings{
+		// The sizes it was told to run get ready queues of their own.
+		ExecutorSizes: o.Control.ExecutorSizes,
+	}); err != nil {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
 	o.Control.Queues = res.Queues
@@ -255,8 +258,14 @@ func (r *Runner) Run(ctx context.Context) error {
 // Poller returns an executor host over the runner's queues.
 func (r *Runner) Poller() *executor.Poller {
 	q := r.Resources.Queues
+	// Its executor has no size: it polls every size's queue too, each
+	// weighted as the normal priority (control.Queues.Polled).
+	queues, weights := q.Polled(0), []int{6, 3, 1}
+	for len(weights) < len(queues) {
+		weights = append(weights, 3)
+	}
 	return &executor.Poller{
-		Runner: r.Executor, Queue: executorQueue{r.Queue}, Queues: []string{q.High, q.Normal, q.Low},
+		Runner: r.Executor, Queue: executorQueue{r.Queue}, Queues: queues, Weights: weights,
 		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
 		// The same receive visibility the deployed executors use.
 		Visibility: tuning.ReceiveVisibility,

@@ -26,6 +26,9 @@ type Object struct {
 	// ETag is the object's entity tag as listed, without its quotes; ""
 	// if the listing gave none.
 	ETag string
+	// Version is the object's S3 version id when its bucket is versioned
+	// and the planner pinned it (blob.Store.PinVersions); "" otherwise.
+	Version string
 }
 
 // Split is the work of one task: the lines of object Key whose first byte
@@ -37,6 +40,11 @@ type Split struct {
 	// fails rather than read another version of it. "" reads whatever is there (a plan made
 	// before pinning, or a listing without ETags).
 	ETag string `json:",omitempty"`
+	// Version, when set, pins the exact object version as planned on a
+	// versioned bucket (blob.Store.OpenPinnedVersion): a reader reads that
+	// version even after the key is overwritten, and fails only if the
+	// version itself is gone.
+	Version string `json:",omitempty"`
 }
 
 // Plan cuts each non-empty object, in the given order, into
@@ -59,7 +67,7 @@ func Plan(objs []Object, target int64) []Split {
 			if k < r {
 				end++
 			}
-			out = append(out, Split{Key: o.Key, Start: start, End: end, ETag: o.ETag})
+			out = append(out, Split{Key: o.Key, Start: start, End: end, ETag: o.ETag, Version: o.Version})
 		}
 	}
 	return out

@@ -151,6 +151,9 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 		if s.BadRecords > 0 {
 			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", s.Name, count(s.BadRecords), st.ID)
 		}
+		if c := s.Copies; c != nil {
+			fmt.Fprintf(w, "\nstage %s: speculative copies: %d launched, %d won, %d running\n", s.Name, c.Launched, c.Won, c.Running)
+		}
 	}
 }
 

@@ -1,0 +1,119 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/control"
+)
+
+// The memory report: each liveness beat carries the peak memory the
+// executor held since the previous beat, and its limit, in the same write
+// (control.Service.ExecutorAliveMemory). If the runtime is killed for
+// memory before the watchdog (memory.go) fails its attempts (a Lambda
+// runtime exit, a container's OOM kill), the last report is what tells
+// the control plane that its claims lapsed for memory, and their retries
+// climb a size (control.MemoryLostShare).
+
+// MemoryLiveness is what a control plane offers executors that report
+// their memory with their liveness (control.Service does).
+type MemoryLiveness interface {
+	ExecutorAliveMemory(ctx context.Context, id string, m control.MemoryReport) error
+}
+
+var _ MemoryLiveness = (*control.Service)(nil)
+
+// memorySampleEvery is how often the sampler reads the process's memory
+// between beats: a spike shorter than a beat is still reported.
+const memorySampleEvery = 100 * time.Millisecond
+
+// memSampler keeps the peak memory read since it was last taken.
+type memSampler struct {
+	limit uint64
+	read  func() uint64
+	mu    sync.Mutex
+	peak  uint64
+}
+
+func (m *memSampler) sample() {
+	v := m.read()
+	m.mu.Lock()
+	m.peak = max(m.peak, v)
+	m.mu.Unlock()
+}
+
+// take returns the peak since the last take (the current reading
+// included) and starts a new period.
+func (m *memSampler) take() control.MemoryReport {
+	v := m.read()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := control.MemoryReport{Used: max(m.peak, v), Limit: m.limit}
+	m.peak = 0
+	return r
+}
+
+// beatFunc is the liveness beat of executor id: with a memory report when
+// live takes one and the executor knows its limit (memoryLimit), else the
+// plain renewal. A memory report's sampler runs until ctx ends.
+func beatFunc(ctx context.Context, live Liveness, id string) func(context.Context) error {
+	ml, ok := live.(MemoryLiveness)
+	limit := memoryLimit()
+	if !ok || limit == 0 {
+		return func(ctx context.Context) error { return live.ExecutorAlive(ctx, id) }
+	}
+	m := &memSampler{limit: limit, read: memoryUsed}
+	go func() {
+		tick := time.NewTicker(memorySampleEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				m.sample()
+			}
+		}
+	}()
+	return func(ctx context.Context) error { return ml.ExecutorAliveMemory(ctx, id, m.take()) }
+}
+
+// memoryLimit is the memory the executor may use before it is killed:
+// its Lambda function's, else its container's (the cgroup's limit), else
+// its size (EnvExecutorMemory); 0 when unknown (no report). A variable so
+// tests can set it.
+var memoryLimit = func() uint64 {
+	if l := LambdaMemoryLimit(os.Getenv); l > 0 {
+		return uint64(l)
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		// "max" (v2) or a huge number (v1) is no limit.
+		if b, err := os.ReadFile(f); err == nil {
+			if v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && v > 0 && v < 1<<50 {
+				return v
+			}
+		}
+	}
+	if z, err := MemoryFromEnv(); err == nil && z > 0 {
+		return uint64(z)
+	}
+	return 0
+}
+
+// memoryUsed is the process's resident memory (/proc/self/statm), or what
+// the Go runtime holds from the OS where /proc is not there. A variable so
+// tests can inject a reading.
+var memoryUsed = func() uint64 {
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		if f := bytes.Fields(b); len(f) > 1 {
+			if pages, err := strconv.ParseUint(string(f[1]), 10, 64); err == nil {
+				return pages * uint64(os.Getpagesize())
+			}
+		}
+	}
+	return processMemory()
+}

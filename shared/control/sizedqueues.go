@@ -1,0 +1,179 @@
+package control
+
+// Per-size ready queues (issue 13.10). Each executor size beyond the
+// default has one ready queue of its own (Queues.Sized), polled only by
+// the executors of that size, so a task's message goes straight to an
+// executor that can run it instead of bouncing between executors of the
+// wrong size. Every path that sends a task's message (materialization,
+// splits, redrive, the sweep's resends, speculative copies, an
+// out-of-memory retry, a hand-back) picks the queue of the size the task's
+// next attempt needs (readyQueue). A sized queue has no priority classes:
+// the few tasks that need a large executor share it in arrival order,
+// while the default size, which runs nearly everything, keeps its three
+// priority queues. A message that still lands on the wrong size (sent
+// before an out-of-memory retry raised its task) is forwarded by the
+// executor that receives it (Forward), or handed back if that fails.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// ForTask returns the ready queue of a task of priority class p whose next
+// attempt needs an executor of size z: the size's own queue when it has
+// one, else the priority class's (the default size, a size without a
+// queue of its own, an unknown size 0).
+func (q Queues) ForTask(p spec.Priority, z spec.Size) string {
+	if z != spec.DefaultExecutorSize {
+		if url := q.Sized[z]; url != "" {
+			return url
+		}
+	}
+	return q.For(p)
+}
+
+// Polled are the ready queues an executor of size z receives from: its
+// size's own queue when it has one, else the three priority queues. An
+// executor without a size (z 0: the local runner's, which runs tasks of
+// every size) polls them all, the priority queues first.
+func (q Queues) Polled(z spec.Size) []string {
+	if z != 0 && z != spec.DefaultExecutorSize {
+		if url := q.Sized[z]; url != "" {
+			return []string{url}
+		}
+	}
+	out := []string{q.High, q.Normal, q.Low}
+	if z == 0 {
+		for _, s := range sortedSizes(q.Sized) {
+			out = append(out, q.Sized[s])
+		}
+	}
+	return out
+}
+
+func sortedSizes(m map[spec.Size]string) []spec.Size {
+	sizes := make([]spec.Size, 0, len(m))
+	for z := range m {
+		sizes = append(sizes, z)
+	}
+	slices.Sort(sizes)
+	return sizes
+}
+
+// FormatSizedQueues spells Queues.Sized as lambdaenv.EnvQueueSized does:
+// "2GiB=url,4GiB=url", by size.
+func FormatSizedQueues(m map[spec.Size]string) string {
+	var parts []string
+	for _, z := range sortedSizes(m) {
+		parts = append(parts, sizeString(z)+"="+m[z])
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseSizedQueues parses FormatSizedQueues' form; "" is none. Each size
+// must be one of spec.ExecutorSizes other than the default (whose tasks
+// use the priority queues), named once, with a URL.
+func ParseSizedQueues(s string) (map[spec.Size]string, error) {
+	var out map[spec.Size]string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		name, url, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(url) == "" {
+			return nil, fmt.Errorf("sized queue %q: want SIZE=URL", f)
+		}
+		z, err := spec.ParseSize(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("sized queue %q: %w", f, err)
+		}
+		if !slices.Contains(spec.ExecutorSizes, z) || z == spec.DefaultExecutorSize {
+			return nil, fmt.Errorf("sized queue %q: size must be one of 2GiB, 4GiB, 8GiB, 10GiB", f)
+		}
+		if out == nil {
+			out = map[spec.Size]string{}
+		}
+		if _, dup := out[z]; dup {
+			return nil, fmt.Errorf("sized queue %q: size named twice", f)
+		}
+		out[z] = strings.TrimSpace(url)
+	}
+	return out, nil
+}
+
+// sizeOf is the size a task's next attempt needs given the size recorded
+// on it (batch.Task.Memory, raised by out-of-memory retries; 0: never
+// raised): the larger of that and its stage's.
+func sizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
+	return max(sp.StageMemory(stage), recorded)
+}
+
+// readyQueue is the ready queue of the task ref names: the queue of the
+// size its next attempt needs (TaskMemory, which reads the task only for a
+// stage that may climb). A size that cannot be read falls back to the
+// stage's: the executor that receives the message forwards it if the
+// task has been raised.
+func (s *Service) readyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRef) string {
+	z := sp.StageMemory(ref.Stage)
+	if len(s.cfg.Queues.Sized) > 0 && sp.StageMaxMemory(ref.Stage) > z {
+		if m, err := s.TaskMemory(ctx, ref); err == nil {
+			z = m
+		} else {
+			s.logger(ref).Warn("task's executor size unread; sending to its stage's", "err", err)
+		}
+	}
+	return s.cfg.Queues.ForTask(sp.StagePriority(ref.Stage), z)
+}
+
+// stageQueue is the ready queue of a stage's tasks that were never raised
+// (materialization, splits).
+func (s *Service) stageQueue(sp *spec.Job, stage int) string {
+	return s.cfg.Queues.ForTask(sp.StagePriority(stage), sp.StageMemory(stage))
+}
+
+// Forward sends a fresh message for the task a message's body names (a
+// copy's marker kept) to the ready queue of the size the task's next
+// attempt needs, after delay. An executor calls it for a message it must
+// not keep on the queue it came from: one of a size it cannot run, or an
+// attempt of its own that ran out of memory and climbed to the next size.
+// It then deletes the message it received instead of handing it back to
+// executors of the same, wrong size; if Forward fails, it hands it back,
+// so nothing is lost.
+func (s *Service) Forward(ctx context.Context, body string, delay time.Duration) error {
+	ref, err := batch.ParseTaskRef(strings.TrimSuffix(body, batch.CopyMarker))
+	if err != nil {
+		return err
+	}
+	sp, err := s.jobSpec(ctx, ref.Job)
+	if err != nil {
+		return err
+	}
+	if err := s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: body, Delay: min(max(delay, 0), queue.MaxDelay)}}); err != nil {
+		return fmt.Errorf("forward %s to its size's queue: %w", ref, err)
+	}
+	return nil
+}
+
+// groupBySize splits a stage's messages by the ready queue of each task's
+// size (sizes parallel to msgs), keeping their order within a queue.
+func (s *Service) groupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes []spec.Size) (urls []string, groups map[string][]queue.Send) {
+	groups = map[string][]queue.Send{}
+	for i, m := range msgs {
+		url := s.cfg.Queues.ForTask(sp.StagePriority(stage), sizeOf(sp, stage, sizes[i]))
+		if _, ok := groups[url]; !ok {
+			urls = append(urls, url)
+		}
+		groups[url] = append(groups[url], m)
+	}
+	sort.Strings(urls)
+	return urls, groups
+}
