@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -45,6 +46,17 @@ type RerunRequest struct {
 // rerunStore is the store's side of reruns (dynamo.Store).
 type rerunStore interface {
 	AdoptStage(ctx context.Context, job string, idx, total int) error
+}
+
+// idemLookup reads which job an idempotency key made (dynamo.Store).
+type idemLookup interface {
+	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
+}
+
+// toleratedAdopter copies a reused stage's count of tolerated failures
+// (dynamo.Store).
+type toleratedAdopter interface {
+	AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 }
 
 // Rerun submits the rerun of an ended job.
@@ -106,6 +118,30 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 			reuse[i] = src // reused there too: from the job that committed it
 		}
 	}
+	// A retry of a request that already made its job answers that job:
+	// the checks below look at the present, which that job may have
+	// changed (its published output folder).
+	if is, ok := s.store.(idemLookup); ok && req.IdempotencyKey != "" {
+		if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
+			return SubmitResult{}, err
+		}
+		id, found, err := is.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
+		if err != nil {
+			return SubmitResult{}, fmt.Errorf("rerun %s: %w", orig.ID, err)
+		}
+		if found {
+			return SubmitResult{JobID: id}, s.checkSameRerun(ctx, req.Owner, id, orig.ID, reuse)
+		}
+	}
+	// A rerun of a rerun reuses stages from the jobs that committed them:
+	// each must still have its data, or the new job would read outputs
+	// that are gone (the check above covers orig only).
+	if err := s.checkRerunSources(ctx, req.Owner, orig, sp, reuse); err != nil {
+		return SubmitResult{}, err
+	}
+	if err := s.checkRerunOutput(ctx, orig.ID, sp); err != nil {
+		return SubmitResult{}, err
+	}
 	body, err := json.Marshal(sp)
 	if err != nil {
 		return SubmitResult{}, err
@@ -116,10 +152,98 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	}
 	res, _, err := s.submit(ctx, SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body,
 		rerun: &dynamo.RerunParams{Of: orig.ID, Reuse: reuse}}, nil)
+	if err == nil && !res.Created {
+		// The idempotency record compares spec hashes only: the same key
+		// used for the rerun of another job with the same spec (or from
+		// another stage) must not answer with the job it made first.
+		err = s.checkSameRerun(ctx, req.Owner, res.JobID, orig.ID, reuse)
+	}
 	if err == nil && res.Created {
 		s.log.Info("job rerun", "job_id", res.JobID, "rerun_of", orig.ID, "from", req.From, "reused_stages", len(reuse))
 	}
 	return res, err
+}
+
+// checkRerunSources refuses a rerun whose reused stages come from a job
+// that is gone or whose data was deleted (orig's deletion is checked
+// already), or, with a retention, whose objects may expire before the
+// rerun's deadline: the bucket's lifecycle rule expires each object the
+// retention after it was written (from its job's creation on), whoever
+// reuses it.
+func (s *Service) checkRerunSources(ctx context.Context, owner string, orig batch.Job, sp *spec.Job, reuse map[int]string) error {
+	deadline := time.Duration(sp.Deadline)
+	if deadline == 0 {
+		deadline = time.Duration(spec.MaxDeadline) // capDeadline's, with a retention
+	}
+	ends := s.Now().Add(deadline)
+	checked := map[string]bool{}
+	for i := range sp.Stages {
+		src, ok := reuse[i]
+		if !ok || checked[src] {
+			continue
+		}
+		checked[src] = true
+		name := sp.Stages[i].Name
+		j := orig
+		if src != orig.ID {
+			var err error
+			j, err = s.ownedJob(ctx, owner, src)
+			if errors.Is(err, batch.ErrNotFound) {
+				return &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
+					Reason: fmt.Sprintf("its stage %q reuses the outputs of job %s, which was deleted; rerun from that stage", name, src)}
+			}
+			if err != nil {
+				return fmt.Errorf("rerun %s: read job %s whose stage %q it reuses: %w", orig.ID, src, name, err)
+			}
+			if !j.DataDeleted.IsZero() {
+				return &RedriveError{ID: orig.ID, Code: "data_deleted", Rerun: true,
+					Reason: fmt.Sprintf("its stage %q reuses the outputs of job %s, whose data was deleted; rerun from that stage", name, src)}
+			}
+		}
+		if r := s.cfg.Retention; r > 0 && j.Created.Add(r).Before(ends) {
+			return &RedriveError{ID: orig.ID, Code: "outputs_expiring", Rerun: true,
+				Reason: fmt.Sprintf("its stage %q reuses the outputs of job %s, which expire from %s (retention %v), before the rerun's deadline at %s; rerun from that stage",
+					name, src, j.Created.Add(r).UTC().Format(time.RFC3339), r, ends.UTC().Format(time.RFC3339))}
+		}
+	}
+	return nil
+}
+
+// checkRerunOutput refuses the rerun of a job whose output folder a job
+// (the original, most often) has claimed: the rerun publishes to the
+// same folder, and a claimed folder belongs to its job for good, so the
+// rerun would do all its work and then fail publishing. A read that
+// fails leaves the question to publishing.
+func (s *Service) checkRerunOutput(ctx context.Context, orig string, sp *spec.Job) error {
+	pub, ok := s.blob.(Publisher)
+	if sp.Output == "" || !ok {
+		return nil
+	}
+	bucket, folder, err := spec.ParseS3URI(sp.Output)
+	if err != nil {
+		return nil
+	}
+	c, err := readClaim(ctx, pub, bucket, folder+blob.ClaimName)
+	if err != nil || c.Job == "" {
+		return nil
+	}
+	return &RedriveError{ID: orig, Code: "output_claimed", Rerun: true,
+		Reason: fmt.Sprintf("its output folder %s holds the outputs of job %s, and a rerun publishes to the same folder; submit its spec again with another output",
+			sp.Output, c.Job)}
+}
+
+// checkSameRerun checks that the job an idempotency key already made is
+// this rerun: of orig, reusing the same stages from the same jobs.
+func (s *Service) checkSameRerun(ctx context.Context, owner, id, orig string, reuse map[int]string) error {
+	j, err := s.ownedJob(ctx, owner, id)
+	if err != nil {
+		return fmt.Errorf("rerun %s: read job %s its idempotency key made: %w", orig, id, err)
+	}
+	if j.RerunOf != orig || !maps.Equal(j.Reused, reuse) {
+		return fmt.Errorf("rerun %s: the idempotency key already made job %s, which is not this rerun (it reruns %q): %w",
+			orig, id, j.RerunOf, batch.ErrIdempotencyConflict)
+	}
+	return nil
 }
 
 // downstreamOf adds the stages in from and every stage after them to set.
@@ -169,6 +293,13 @@ func (s *Service) adoptStage(ctx context.Context, job string, idx int, src strin
 	}
 	if st.State != sm.StageCompleted {
 		return fmt.Errorf("reuse stage %d of job %s: it is %s", idx, src, st.State)
+	}
+	// Its tolerated failures first: the adopted stage completes at once,
+	// and its missing partitions must count in the rerun too.
+	if ts, ok := s.store.(toleratedAdopter); ok && st.Tolerated > 0 {
+		if err := ts.AdoptTolerated(ctx, job, idx, st.Tolerated); err != nil {
+			return err
+		}
 	}
 	if err := rs.AdoptStage(ctx, job, idx, st.Total); err != nil {
 		return err

@@ -106,10 +106,12 @@ func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
 }
 
 // overAllowance prefixes the job's error for a failure its stage did not
-// tolerate with the stage's count: "stage "b": 3 tasks failed, 2
+// tolerate (past its allowance) with the stage's count: "stage "b": 3 tasks failed, 2
 // tolerated; ...". A stage without an allowance keeps the plain reason.
 func (s *Service) overAllowance(ctx context.Context, sp *spec.Job, t batch.Task, reason string) string {
-	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil {
+	// A failure no allowance covers (an input that changed) did not pass
+	// the allowance: counting it against it would say it had.
+	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil || !t.ErrorClass.Tolerable() {
 		return reason
 	}
 	st, err := s.store.GetStage(ctx, t.Ref.Job, t.Ref.Stage)
@@ -149,9 +151,14 @@ func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job
 			continue
 		}
 		total += st.Tolerated
+		// A rerun's reused stage: its failed tasks are the source job's.
+		src, err := s.stageSource(ctx, job, st.Index) // rerun.go
+		if err != nil {
+			return nil, 0, err
+		}
 		for after := -1; after+1 < st.Total && len(out) < batch.MaxManifestFailed; {
 			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
-				Job: job, Stage: st.Index, Total: st.Total, State: sm.TaskFailed, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
+				Job: src, Stage: st.Index, Total: st.Total, State: sm.TaskFailed, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
 			})
 			if err != nil {
 				return nil, 0, err

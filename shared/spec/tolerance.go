@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -28,8 +29,11 @@ func (t *Tolerance) Allowed(total int) int {
 	case t == nil:
 		return 0
 	case t.Percent > 0:
-		// Floor: "10%" of 15 tasks tolerates 1 failure, never 2.
-		return int(t.Percent * float64(total) / 100)
+		// Floor: "10%" of 15 tasks tolerates 1 failure, never 2. In
+		// integers of millionths of a percent: in binary floating point
+		// 18.4 * 375 / 100 is 68.999…, which would lose a whole task.
+		micro := int64(math.Round(t.Percent * 1e6))
+		return int(micro * int64(total) / 100e6)
 	}
 	return t.Count
 }
