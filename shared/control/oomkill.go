@@ -36,8 +36,12 @@ import (
 // this close to its limit and then died of something else has its task
 // retried one size up: harmless, it costs memory, never correctness. A
 // task whose memory grows faster than that is killed between two reports
-// below the mark and retried as a lease expiry on the same size.
-const MemoryLostShare = 0.85
+// below the mark and retried as a lease expiry on the same size. The mark
+// is above the Go runtime's soft limit (tuning.SoftMemoryLimit, 90%):
+// the collector holds a busy, healthy executor's heap just under that
+// limit, and such an executor dying of something else (a timeout) must
+// fail with that cause, not climb a size as out of memory.
+const MemoryLostShare = 0.92
 
 // memoryStore is what the out-of-memory judgement needs of the store
 // (dynamo.Store has it; a store without it judges no death as one for

@@ -16,6 +16,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -123,6 +124,12 @@ func sizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
 // stage's: the executor that receives the message forwards it if the
 // task has been raised.
 func (s *Service) readyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRef) string {
+	url, _ := s.readyQueueSize(ctx, sp, ref)
+	return url
+}
+
+// readyQueueSize is readyQueue and the size it sent by.
+func (s *Service) readyQueueSize(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (string, spec.Size) {
 	z := sp.StageMemory(ref.Stage)
 	if len(s.cfg.Queues.Sized) > 0 && sp.StageMaxMemory(ref.Stage) > z {
 		if m, err := s.TaskMemory(ctx, ref); err == nil {
@@ -131,7 +138,7 @@ func (s *Service) readyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRe
 			s.logger(ref).Warn("task's executor size unread; sending to its stage's", "err", err)
 		}
 	}
-	return s.cfg.Queues.ForTask(sp.StagePriority(ref.Stage), z)
+	return s.cfg.Queues.ForTask(sp.StagePriority(ref.Stage), z), z
 }
 
 // stageQueue is the ready queue of a stage's tasks that were never raised
@@ -139,6 +146,14 @@ func (s *Service) readyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRe
 func (s *Service) stageQueue(sp *spec.Job, stage int) string {
 	return s.cfg.Queues.ForTask(sp.StagePriority(stage), sp.StageMemory(stage))
 }
+
+// ErrNoSizedQueue is a forward refused because the size the task needs
+// has no ready queue of its own here: the message would go to the
+// priority queues, where executors of the wrong size would receive it
+// again at once and forward it on without pause, its receive count reset
+// each time. The executor hands it back instead (a delay, and a receive
+// count that grows toward the dead-letter queue).
+var ErrNoSizedQueue = errors.New("the size the task needs has no ready queue of its own")
 
 // Forward sends a fresh message for the task a message's body names (a
 // copy's marker kept) to the ready queue of the size the task's next
@@ -157,7 +172,11 @@ func (s *Service) Forward(ctx context.Context, body string, delay time.Duration)
 	if err != nil {
 		return err
 	}
-	if err := s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: body, Delay: min(max(delay, 0), queue.MaxDelay)}}); err != nil {
+	url, z := s.readyQueueSize(ctx, sp, ref)
+	if z != spec.DefaultExecutorSize && s.cfg.Queues.Sized[z] == "" {
+		return fmt.Errorf("forward %s (%s): %w", ref, sizeString(z), ErrNoSizedQueue)
+	}
+	if err := s.queue.SendBatch(ctx, url, []queue.Send{{Body: body, Delay: min(max(delay, 0), queue.MaxDelay)}}); err != nil {
 		return fmt.Errorf("forward %s to its size's queue: %w", ref, err)
 	}
 	return nil
