@@ -141,6 +141,12 @@ func (s *Store) OpenPinnedVersion(ctx context.Context, bucket, key, etag, versio
 		// A version's ETag cannot change: the plan matched them wrongly,
 		// and reading the version would not read what was planned.
 		return nil, &InputChangedError{Bucket: bucket, Key: key, Planned: etag, Version: version}
+	case etag != "" && denied(err):
+		// A version read is authorized by s3:GetObjectVersion, which a
+		// shared bucket's policy may withhold while granting the listing
+		// the planner pinned with: the ETag pin still guarantees the
+		// planned bytes (or an *InputChangedError), as before pinning.
+		return s.OpenPinned(ctx, bucket, key, etag, start)
 	}
 	return nil, fmt.Errorf("get s3://%s/%s version %s: %w", bucket, key, version, err)
 }
