@@ -56,43 +56,6 @@ func TestRerunIdempotencyKeyNamesOneRequest(t *testing.T) {
 	}
 }
 
-// A rerun of a rerun reuses stages from the job that committed them. If
-// that job's data was deleted (or the job itself), there is nothing to
-// reuse: the rerun is refused up front with a clear reason naming the
-// job, rather than made to fail (or stall) later on missing outputs.
-func TestRerunRefusesDeletedTransitiveSource(t *testing.T) {
-	t.Parallel()
-	f, reg := newFixable()
-	e := newEnv(t, reg, envOptions{})
-	ctx := context.Background()
-	f.reduceBroken.Store(true)
-	orig := e.submit("rerun-src", []byte(fixableSpec))
-	if st := e.waitJob(orig, time.Minute); st.State != string(sm.JobFailed) {
-		t.Fatalf("job %s (%s), want FAILED", st.State, st.Error)
-	}
-	f.reduceBroken.Store(false)
-	first, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "tester", ID: orig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := e.waitJob(first.JobID, time.Minute); st.State != string(sm.JobSucceeded) {
-		t.Fatalf("rerun %s (%s), want SUCCEEDED", st.State, st.Error)
-	}
-	// The first rerun's map stage is the original's.
-	if _, err := e.r.Service.DeleteData(ctx, "tester", orig); err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "tester", ID: first.JobID, From: "reduce"})
-	var re *control.RedriveError
-	if !errors.As(err, &re) || re.Code != "data_deleted" || !strings.Contains(err.Error(), orig) {
-		t.Fatalf("rerun of %s reusing the map of %s, whose data was deleted: %+v, %v; want a data_deleted refusal naming %s", first.JobID, orig, res, err, orig)
-	}
-	// From the map it reuses nothing of the original: fine.
-	if _, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "tester", ID: first.JobID, From: "map"}); err != nil {
-		t.Fatalf("rerun from map: %v", err)
-	}
-}
-
 // A rerun that reuses a stage which tolerated failed tasks reuses its
 // missing partitions too: the rerun's status and job manifest must still
 // count and list them, or the rerun "succeeds" clean while its outputs

@@ -171,6 +171,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ended *control.JobEndedError
 	var running *control.JobRunningError
 	var gone *control.DataDeletedError
+	var reused *batch.ReusedError
 	switch {
 	case errors.As(err, &ve) && len(ve.Errors) > 0:
 		writeJSON(w, http.StatusBadRequest, struct {
@@ -195,6 +196,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusConflict, Error{Code: "job_running", Message: running.Error(), Field: "id"})
 	case errors.As(err, &gone):
 		writeJSON(w, http.StatusGone, Error{Code: "data_deleted", Message: gone.Error(), Field: "id"})
+	case errors.As(err, &reused):
+		writeJSON(w, http.StatusConflict, struct {
+			Error
+			ReusedBy []string `json:"reusedBy"`
+		}{Error{Code: "reused_by", Message: reused.Error(), Field: "id"}, reused.By})
 	case errors.Is(err, control.ErrPresignUnavailable):
 		writeJSON(w, http.StatusNotImplemented, Error{Code: "presign_unavailable", Message: "this installation cannot presign URLs", Field: "presign"})
 	default:

@@ -31,8 +31,11 @@ import (
 // owner (Rerun is owner-scoped), and transitively: a rerun of a rerun
 // reuses the stage from the job whose tasks committed it.
 //
-// The original's outputs are immutable, but not undeletable: deleting its
-// data (DELETE /jobs/{id}/data) removes what a rerun reused.
+// The original's outputs are immutable, and undeletable while a rerun
+// reuses them: the rerun's creation links it to each job whose outputs it
+// reuses (dynamo/reuselinks.go), and deleting such a job or its data (or
+// its expiry by retention) is refused (batch.ReusedError, 409 reused_by)
+// until every linked rerun is deleted or has had its data deleted.
 
 // RerunRequest asks to rerun job ID, from stage From (empty: the stages
 // that did not complete).
@@ -152,6 +155,12 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	}
 	res, _, err := s.submit(ctx, SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body,
 		rerun: &dynamo.RerunParams{Of: orig.ID, Reuse: reuse}}, nil)
+	if errors.Is(err, dynamo.ErrSourceGone) {
+		// A deletion of a source (or its data) won the race with this
+		// rerun's link to it (dynamo/reuselinks.go): nothing was created.
+		return SubmitResult{}, &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
+			Reason: "a job whose outputs it would reuse is being deleted, or its data is; rerun from an earlier stage or submit its spec again"}
+	}
 	if err == nil && !res.Created {
 		// The idempotency record compares spec hashes only: the same key
 		// used for the rerun of another job with the same spec (or from

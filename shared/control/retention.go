@@ -2,12 +2,17 @@ package control
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
+
+// reusedRecheck is how long the sweep waits before it looks again at an
+// expired job whose outputs a living rerun reuses.
+const reusedRecheck = time.Hour
 
 // capDeadline gives a job without a deadline the longest one when the
 // installation keeps ended jobs for a limited time (Config.Retention): the
@@ -41,7 +46,18 @@ func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job,
 	}
 	log := s.log.With("job_id", j.ID, "owner", j.Owner)
 	if j.Deleting.IsZero() {
-		if err := del.MarkJobDeleting(ctx, j.ID, j.Owner, now); err != nil {
+		err := del.MarkJobDeleting(ctx, j.ID, j.Owner, now)
+		var reused *batch.ReusedError
+		if errors.As(err, &reused) {
+			// A living rerun reuses this job's outputs in place (its
+			// manifests name them): expiring the job now would take
+			// records and objects its published outputs stand on. It is
+			// skipped and looked at again later; it expires once every
+			// rerun reusing it is gone (each expires by its own retention).
+			log.Info("job expiry postponed: its outputs are reused", "reused_by", reused.By)
+			return s.store.SetDue(ctx, it, now.Add(reusedRecheck))
+		}
+		if err != nil {
 			return err
 		}
 	}

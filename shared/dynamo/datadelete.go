@@ -31,24 +31,41 @@ func (s *Store) MarkDataDeleted(ctx context.Context, id string, now time.Time) (
 		vals[ph] = sv(string(st))
 		ended[i] = ph
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.table,
-		Key:                       key(jobPK(id), jobSK),
-		UpdateExpression:          aws.String("SET " + aDataDeleted + " = if_not_exists(" + aDataDeleted + ", :now)"),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND #st IN (" + strings.Join(ended, ", ") + ")"),
-		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: vals,
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
-	if isCondFailed(err) {
-		// Missing, or still running: which one is the caller's answer.
-		if _, serr := s.JobState(ctx, id); serr != nil {
-			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, serr)
+	var out *dynamodb.UpdateItemOutput
+	for try := 0; ; try++ {
+		// Refused while a rerun reusing its outputs lives (reuselinks.go).
+		guard, ver, err := s.reuseGuard(ctx, id, vals)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, err)
 		}
-		return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, sm.ErrInvalidTransition)
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, err)
+		out, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &s.table,
+			Key:                       key(jobPK(id), jobSK),
+			UpdateExpression:          aws.String("SET " + aDataDeleted + " = if_not_exists(" + aDataDeleted + ", :now)"),
+			ConditionExpression:       aws.String("attribute_exists(pk) AND #st IN (" + strings.Join(ended, ", ") + ")" + guard),
+			ExpressionAttributeNames:  stNames,
+			ExpressionAttributeValues: vals,
+			ReturnValues:              types.ReturnValueUpdatedNew,
+		})
+		if isCondFailed(err) {
+			// Missing, still running, or a rerun linked itself since the
+			// guard read: which one is the caller's answer.
+			if _, serr := s.JobState(ctx, id); serr != nil {
+				return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, serr)
+			}
+			raced, rerr := s.reuseRaced(ctx, id, ver)
+			if rerr != nil {
+				return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, rerr)
+			}
+			if raced && try < 3 {
+				continue
+			}
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, sm.ErrInvalidTransition)
+		}
+		if err != nil {
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, err)
+		}
+		break
 	}
 	at := getT(out.Attributes, aDataDeleted)
 	if at.IsZero() {

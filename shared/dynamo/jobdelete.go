@@ -55,26 +55,39 @@ func (s *Store) MarkJobDeleting(ctx context.Context, id, owner string, now time.
 		vals[ph] = sv(string(st))
 		ended[i] = ph
 	}
-	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
-		TableName:                 &s.table,
-		Key:                       key(jobPK(id), jobSK),
-		UpdateExpression:          aws.String("SET " + aDeleting + " = if_not_exists(" + aDeleting + ", :now)"),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND #st IN (" + strings.Join(ended, ", ") + ")"),
-		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: vals,
-	}}, {Delete: &types.Delete{
-		TableName: &s.table, Key: key(ownerPK(owner), ownerJobSK(id)),
-	}}}})
-	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		if _, serr := s.jobItemState(ctx, id); serr != nil {
-			return fmt.Errorf("mark job %s deleting: %w", id, serr)
+	for try := 0; ; try++ {
+		// Refused while a rerun reusing its outputs lives (reuselinks.go).
+		guard, ver, err := s.reuseGuard(ctx, id, vals)
+		if err != nil {
+			return fmt.Errorf("mark job %s deleting: %w", id, err)
 		}
-		return fmt.Errorf("mark job %s deleting: %w", id, sm.ErrInvalidTransition)
+		err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 &s.table,
+			Key:                       key(jobPK(id), jobSK),
+			UpdateExpression:          aws.String("SET " + aDeleting + " = if_not_exists(" + aDeleting + ", :now)"),
+			ConditionExpression:       aws.String("attribute_exists(pk) AND #st IN (" + strings.Join(ended, ", ") + ")" + guard),
+			ExpressionAttributeNames:  stNames,
+			ExpressionAttributeValues: vals,
+		}}, {Delete: &types.Delete{
+			TableName: &s.table, Key: key(ownerPK(owner), ownerJobSK(id)),
+		}}}})
+		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
+			if _, serr := s.jobItemState(ctx, id); serr != nil {
+				return fmt.Errorf("mark job %s deleting: %w", id, serr)
+			}
+			if raced, rerr := s.reuseRaced(ctx, id, ver); rerr != nil || (raced && try < 3) {
+				if rerr != nil {
+					return fmt.Errorf("mark job %s deleting: %w", id, rerr)
+				}
+				continue
+			}
+			return fmt.Errorf("mark job %s deleting: %w", id, sm.ErrInvalidTransition)
+		}
+		if err != nil {
+			return fmt.Errorf("mark job %s deleting: %w", id, err)
+		}
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("mark job %s deleting: %w", id, err)
-	}
-	return nil
 }
 
 // jobRecordPlan names records of a job to delete: keys known without
@@ -140,6 +153,15 @@ func (s *Store) DeleteJobRecords(ctx context.Context, job string, budget int) (d
 		}
 	}
 	if done, err := del.plan(ctx, jobLevelPlan(job)); err != nil || !done {
+		return del.n, false, err
+	}
+	// A rerun's links in its sources' partitions (reuselinks.go), read
+	// from its job item, which goes last, so a repeat finds them again.
+	links, err := s.reuseLinkKeys(ctx, job)
+	if err != nil {
+		return del.n, false, err
+	}
+	if err := del.keys(ctx, links); err != nil {
 		return del.n, false, err
 	}
 	// Whatever else the job's partition holds (its slot item), but the

@@ -183,6 +183,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 		return "", false, fmt.Errorf("create job: %w", err)
 	}
 	items = append(items, evPut)
+	linkAt := len(items)
+	items = append(items, p.Rerun.linkItems(s.table, j.ID)...) // reuselinks.go
+	linkEnd := len(items)
 	if g := p.Firing; g != nil {
 		vals := map[string]types.AttributeValue{}
 		cond := cursorCondition(g.Cursor, vals)
@@ -205,6 +208,9 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 	}
 	if p.Firing != nil && len(reasons) == len(items) && reasons[0] != reasonCondFailed && reasons[len(items)-1] == reasonCondFailed {
 		return "", false, fmt.Errorf("create job for schedule %s: %w", p.Firing.ScheduleID, ErrCursorMoved)
+	}
+	if len(reasons) == len(items) && reasons[0] != reasonCondFailed && slices.Contains(reasons[linkAt:linkEnd], reasonCondFailed) {
+		return "", false, fmt.Errorf("create rerun %s: %w", j.ID, ErrSourceGone)
 	}
 	if len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		out, gerr := s.db.GetItem(ctx, &dynamodb.GetItemInput{
