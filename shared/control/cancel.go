@@ -69,7 +69,7 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, erro
 	}
 	// Repeated on every cancel, so a cancel interrupted here is finished by
 	// the next one (and by the sweep for stages it has in its index).
-	if err := s.cancelStages(ctx, id); err != nil {
+	if err := s.cancelStages(ctx, id, -1); err != nil {
 		return JobStatus{}, err
 	}
 	return s.Status(ctx, owner, id)

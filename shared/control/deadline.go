@@ -66,5 +66,5 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	default:
 		return err
 	}
-	return s.cancelStages(ctx, j.ID)
+	return s.cancelStages(ctx, j.ID, -1)
 }

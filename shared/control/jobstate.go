@@ -143,11 +143,19 @@ type endedEventStore interface {
 // cache that it ended: when this call ended it, as what; when it had
 // already ended (sm.ErrInvalidTransition), the next ask reads it again.
 func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	return s.endJobGen(ctx, id, ev, reason, manifest, now, -1)
+}
+
+// endJobGen is endJob for a decision made at redrive count gen (< 0:
+// the job's count now; jobgen.go).
+func (s *Service) endJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) error {
 	// A redriven job's ended event has an id of its own per redrive
 	// (events.JobEndedID), which the store's write knows.
 	eid := events.EndedID(id)
 	var err error
-	if es, ok := s.store.(endedEventStore); ok {
+	if gs, ok := s.store.(genEndStore); ok && gen >= 0 {
+		eid, err = gs.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
+	} else if es, ok := s.store.(endedEventStore); ok {
 		eid, err = es.EndJobEvent(ctx, id, ev, reason, manifest, now)
 	} else {
 		err = s.store.EndJob(ctx, id, ev, reason, manifest, now)

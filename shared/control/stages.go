@@ -257,7 +257,7 @@ func (s *Service) failMaterialize(ctx context.Context, job string, idx int, caus
 		return err
 	}
 	reason := fmt.Sprintf("stage %q: plan input: %s", sp.Stages[idx].Name, publicError(cause))
-	return s.failJob(ctx, job, idx, reason)
+	return s.failJob(ctx, job, idx, reason, -1)
 }
 
 // publicError is an error as a job's owner may read it: an AWS error is
@@ -526,25 +526,36 @@ func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, compl
 }
 
 // failJob fails a stage and its job with reason, and cancels the job's
-// other stages so nothing else starts.
-func (s *Service) failJob(ctx context.Context, job string, idx int, reason string) error {
+// other stages so nothing else starts. gen is the job's redrive count
+// when the failure was decided (< 0: read here): every write holds only
+// while it is still the job's (jobgen.go).
+func (s *Service) failJob(ctx context.Context, job string, idx int, reason string, gen int) error {
+	gen, err := s.redriveGen(ctx, job, gen)
+	if err != nil {
+		return err
+	}
 	now := s.Now()
 	if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
-		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason,
+		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason, Redrives: genRef(gen),
 	})); err != nil {
 		return err
 	}
-	err := s.endJob(ctx, job, sm.JobFail, reason, "", now)
+	err = s.endJobGen(ctx, job, sm.JobFail, reason, "", now, gen)
 	if err == nil {
 		s.log.Error("job failed", "job_id", job, "reason", reason)
 	} else if err = ignoreInvalid(err); err != nil {
 		return err
 	}
-	return s.cancelStages(ctx, job)
+	return s.cancelStages(ctx, job, gen)
 }
 
-// cancelStages cancels every stage of an ended job that has not ended.
-func (s *Service) cancelStages(ctx context.Context, job string) error {
+// cancelStages cancels every stage of an ended job that has not ended,
+// while its redrive count is gen (< 0: read here; jobgen.go).
+func (s *Service) cancelStages(ctx context.Context, job string, gen int) error {
+	gen, err := s.redriveGen(ctx, job, gen)
+	if err != nil {
+		return err
+	}
 	stages, err := s.store.ListStages(ctx, job)
 	if err != nil {
 		return err
@@ -554,7 +565,7 @@ func (s *Service) cancelStages(ctx context.Context, job string) error {
 			continue
 		}
 		if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
-			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(),
+			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(), Redrives: genRef(gen),
 		})); err != nil {
 			return err
 		}

@@ -315,12 +315,18 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 	if err != nil {
 		return err
 	}
+	// The redrive count first: a job seen ended is at that count or was
+	// redriven since, which the cancellations then leave alone.
+	gen, err := s.redriveGen(ctx, it.Job, -1) // jobgen.go
+	if err != nil {
+		return err
+	}
 	state, err := s.store.JobState(ctx, it.Job)
 	if err != nil {
 		return err
 	}
 	if state != sm.JobRunning && !sm.Stages.IsTerminal(st.State) {
-		if err := s.cancelStages(ctx, it.Job); err != nil {
+		if err := s.cancelStages(ctx, it.Job, gen); err != nil {
 			return err
 		}
 		return s.store.SetDue(ctx, it, time.Time{})

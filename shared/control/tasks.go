@@ -357,8 +357,15 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	if err != nil {
 		return err
 	}
+	// The failure is about the job's generation in which the task failed:
+	// if a redrive has since put the task back (the job ended for another
+	// reason, and its owner redrove it), there is nothing to fail.
+	gen, current, err := s.failureGen(ctx, t) // jobgen.go
+	if err != nil || !current {
+		return err
+	}
 	reason := s.overAllowance(ctx, sp, t, failReason(sp, t)) // failclass.go, tolerate.go
-	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason); err != nil {
+	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason, gen); err != nil {
 		return err
 	}
 	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref}, time.Time{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,6 +44,16 @@ func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
 
 // redriveCountCond is the condition (" AND ...") that a job item has
 // been redriven n times.
+// RedriveCount reads how many times the job was redriven, consistently:
+// the generation a caller's decision about the job is about.
+func (s *Store) RedriveCount(ctx context.Context, id string) (int, error) {
+	head, err := s.jobHead(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return head.Redrives, nil
+}
+
 func redriveCountCond(c *cond, n int) string {
 	if n == 0 {
 		return " AND attribute_not_exists(" + aRedrives + ")"
@@ -195,6 +206,15 @@ func (s *Store) RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, 
 	c.values[":budget"] = nv(int64(budget))
 	pk := taskPK(ref)
 	upd := "SET #st = :to, mx = att + :budget, nb = :nb, upd = :now" + s.dueClause(c, pk+taskSK(ref.Partition), due)
+	// Its continuations start again too (checkpoint.go): the redriven
+	// attempts are new work after a fix, and each would otherwise be cut
+	// off at its first invocation's limit. The checkpoint stays: a
+	// redriven attempt resumes from it as any retry does.
+	if strings.Contains(upd, " REMOVE ") {
+		upd += ", " + aCont
+	} else {
+		upd += " REMOVE " + aCont
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(ref.Partition)),
 		UpdateExpression: aws.String(upd), ConditionExpression: aws.String(expr),

@@ -283,9 +283,20 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 // generation's id for another's ending (which would overwrite or repeat
 // its event).
 func (s *Store) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return s.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+}
+
+// EndJobGen is EndJobEvent for a caller that decided to end the job when
+// its redrive count was gen (< 0: the count read here): a job redriven
+// since is not the one the decision was about, and is left alone
+// (sm.ErrInvalidTransition).
+func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
 	head, err := s.jobHead(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
+	}
+	if gen >= 0 && head.Redrives != gen {
+		return "", fmt.Errorf("%s job %s: decided at redrive %d, the job is at %d: %w", ev, id, gen, head.Redrives, sm.ErrInvalidTransition)
 	}
 	tr := sm.Jobs.Transition(ev)
 	c := newCond()
@@ -419,6 +430,11 @@ type StageTransitionParams struct {
 	// transition guarded by its job's state (start, complete) is a
 	// transaction to add it to.
 	Outbox *events.Event
+	// Redrives, when set, is the job's redrive count the caller decided
+	// on: the transition holds only while it is still the job's, so a
+	// decision about a generation that ended and was redriven since
+	// (redrive.go) never changes the redriven job's stage.
+	Redrives *int
 }
 
 // TransitionStage applies one stage event as a conditional write. Exactly
@@ -446,13 +462,13 @@ func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) er
 	if tr.To != sm.StageRunning {
 		names["#end"] = aEnded
 	}
-	if slices.Contains(tr.Guards, sm.GuardJobRunning) {
+	if running := slices.Contains(tr.Guards, sm.GuardJobRunning); running || p.Redrives != nil {
 		// Once per stage, so the transaction's extra cost is small.
 		items := []types.TransactWriteItem{{Update: &types.Update{
 			TableName: &s.table, Key: key(jobPK(p.Job), stageSK(p.Stage)),
 			UpdateExpression: aws.String(update), ConditionExpression: aws.String(expr),
 			ExpressionAttributeNames: names, ExpressionAttributeValues: c.values,
-		}}, jobRunningCheck(s.table, p.Job)}
+		}}, jobCheck(s.table, p.Job, running, p.Redrives)}
 		if p.Outbox != nil {
 			put, err := s.outboxPut(*p.Outbox)
 			if err != nil {
@@ -487,11 +503,32 @@ func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) er
 
 // jobRunningCheck is the transaction part that enforces sm.GuardJobRunning.
 func jobRunningCheck(table, job string) types.TransactWriteItem {
+	return jobCheck(table, job, true, nil)
+}
+
+// jobCheck is the transaction part that checks the job item: RUNNING
+// (sm.GuardJobRunning), and, with redrives, still at that redrive count
+// (redrive.go).
+func jobCheck(table, job string, running bool, redrives *int) types.TransactWriteItem {
+	c := newCond()
+	expr := "attribute_exists(pk)"
+	var names map[string]string
+	if running {
+		expr = "#st = :run"
+		names = stNames
+		c.values[":run"] = sv(string(sm.JobRunning))
+	}
+	if redrives != nil {
+		expr += redriveCountCond(c, *redrives)
+	}
+	if len(c.values) == 0 {
+		c.values = nil
+	}
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName: &table, Key: key(jobPK(job), jobSK),
-		ConditionExpression:       aws.String("#st = :run"),
-		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":run": sv(string(sm.JobRunning))},
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: c.values,
 	}}
 }
 

@@ -1,0 +1,73 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// A job's generation is its redrive count: a redrive reopens a FAILED
+// job, so a decision to fail the job (or cancel its stages) taken by a
+// process that read it before the redrive is about the generation that
+// already ended. Such writes carry the count they were decided at and
+// hold only while it is still the job's (dynamo.StageTransitionParams.
+// Redrives, dynamo.Store.EndJobGen), so a late process never ends, or
+// cancels the stages of, the redriven job for a stale reason.
+
+// genStore reads a job's redrive count (dynamo.Store).
+type genStore interface {
+	RedriveCount(ctx context.Context, id string) (int, error)
+}
+
+// genEndStore ends a job only at a given redrive count (dynamo.Store).
+type genEndStore interface {
+	EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error)
+}
+
+// redriveGen is gen, or when gen < 0 the job's redrive count now (-1 for
+// a store that does not count redrives: its writes are not guarded).
+func (s *Service) redriveGen(ctx context.Context, job string, gen int) (int, error) {
+	if gen >= 0 {
+		return gen, nil
+	}
+	gs, ok := s.store.(genStore)
+	if !ok {
+		return -1, nil
+	}
+	n, err := gs.RedriveCount(ctx, job)
+	if err != nil {
+		return 0, fmt.Errorf("job %s: %w", job, err)
+	}
+	return n, nil
+}
+
+// genRef is the guard of a write decided at gen (nil: none).
+func genRef(gen int) *int {
+	if gen < 0 {
+		return nil
+	}
+	return &gen
+}
+
+// failureGen says at which redrive count the failure of t (FAILED, not
+// tolerated) fails its job, and whether it still does: the count is read
+// first and the task after, so a redrive that put the task back before
+// the read is seen in the task, and one after it in the count.
+func (s *Service) failureGen(ctx context.Context, t batch.Task) (gen int, current bool, err error) {
+	gen, err = s.redriveGen(ctx, t.Ref.Job, -1)
+	if err != nil || gen < 0 {
+		return gen, true, err
+	}
+	now, err := s.store.GetTask(ctx, t.Ref)
+	if err != nil {
+		return 0, false, err
+	}
+	if now.State != sm.TaskFailed || now.Attempt != t.Attempt {
+		s.log.Info("task failure overtaken by a redrive; the job is left alone", "task", t.Ref.String(), "attempt", t.Attempt, "state", string(now.State), "now_attempt", now.Attempt)
+		return gen, false, nil
+	}
+	return gen, true, nil
+}
