@@ -163,7 +163,8 @@ func JobEndedEvent(id, owner, name string, to sm.JobState, reason, manifest stri
 		c.Tasks += st.Total
 		if st.State == sm.StageCompleted {
 			c.StagesCompleted++
-			c.TasksCommitted += st.Total
+			c.TasksCommitted += st.Total - st.Tolerated
+			c.TasksFailed += st.Tolerated
 		}
 	}
 	return events.New(events.EndedID(id), events.JobEndedType(string(to)), now, events.Detail{

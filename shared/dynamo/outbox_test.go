@@ -57,4 +57,11 @@ func TestJobEvents(t *testing.T) {
 			t.Errorf("%s: %+v (%+v)", c.to, ev, *ev.Detail.Counts)
 		}
 	}
+	// A job that succeeded with failed partitions (toleratedFailures) says
+	// so: they are not committed tasks.
+	tolerant := []batch.Stage{{State: sm.StageCompleted, Total: 10, Tolerated: 2}, {State: sm.StageCompleted, Total: 4}}
+	ev := JobEndedEvent("j1", "o", "n", sm.JobSucceeded, "", "m", tolerant, at)
+	if want := (events.Counts{Stages: 2, StagesCompleted: 2, Tasks: 14, TasksCommitted: 12, TasksFailed: 2}); *ev.Detail.Counts != want {
+		t.Errorf("succeeded with failed partitions: counts %+v, want %+v", *ev.Detail.Counts, want)
+	}
 }

@@ -77,6 +77,10 @@ type Counts struct {
 	StagesCompleted int `json:"stagesCompleted,omitempty"`
 	Tasks           int `json:"tasks,omitempty"`
 	TasksCommitted  int `json:"tasksCommitted,omitempty"`
+	// TasksFailed counts the failed tasks of completed stages, which
+	// their toleratedFailures allowed: a job that SUCCEEDED with them
+	// lacks those partitions' outputs (its manifest lists them).
+	TasksFailed int `json:"tasksFailed,omitempty"`
 }
 
 // Stable event ids: each names a change that happens at most once, so a
