@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,9 +17,11 @@ import (
 
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -300,5 +303,39 @@ func TestRetentionWaitsForReruns(t *testing.T) {
 	sweeps()
 	if exists(orig) {
 		t.Fatalf("the original's records are left after its rerun expired: %v", recordsOf(t, e, orig))
+	}
+}
+
+// A rerun's links are parts of the transaction that creates it, beside a
+// part per stage: a rerun of a 64-stage job that reuses stages committed
+// by many jobs (a long chain of reruns) would pass DynamoDB's 100 parts.
+// It is refused with an error naming the problem, and nothing is written.
+func TestRerunWithTooManySourcesIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	var stages []string
+	reuse := map[int]string{}
+	for i := range 64 {
+		stages = append(stages, fmt.Sprintf(`{"name":"s%d","task":"x","partitions":{"count":1}%s}`, i, map[bool]string{true: "", false: fmt.Sprintf(`,"after":["s%d"]`, i-1)}[i == 0]))
+		if i < 63 {
+			reuse[i] = fmt.Sprintf("jsource%02d", i%20) // 20 jobs committed the reused stages
+		}
+	}
+	sp, err := spec.Parse([]byte(`{"name":"deep","stages":[` + strings.Join(stages, ",") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "jmanysources000000000"
+	_, _, err = e.r.Store.CreateJob(ctx, dynamo.CreateJobParams{
+		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: "h", Created: time.Now()},
+		IdemKey: "many-sources", IdemTTL: time.Hour, StageDue: time.Now(),
+		Rerun: &dynamo.RerunParams{Of: "jsource00", Reuse: reuse},
+	})
+	if !errors.Is(err, dynamo.ErrTooManySources) {
+		t.Fatalf("rerun reusing 20 jobs' outputs in 64 stages: %v; want ErrTooManySources", err)
+	}
+	if recs := recordsOf(t, e, id); len(recs) != 0 {
+		t.Fatalf("a refused rerun wrote %v", recs)
 	}
 }

@@ -161,6 +161,10 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 		return SubmitResult{}, &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
 			Reason: "a job whose outputs it would reuse is being deleted, or its data is; rerun from an earlier stage or submit its spec again"}
 	}
+	if errors.Is(err, dynamo.ErrTooManySources) {
+		return SubmitResult{}, &spec.FieldError{Field: "from", Message: fmt.Sprintf(
+			"a rerun of job %s from here reuses outputs committed by too many jobs (a long chain of reruns) to link them all; rerun from an earlier stage, or submit its spec again", orig.ID)}
+	}
 	if err == nil && !res.Created {
 		// The idempotency record compares spec hashes only: the same key
 		// used for the rerun of another job with the same spec (or from

@@ -42,6 +42,11 @@ func reusedBySK(job string) string { return reusedByPrefix + job }
 // its data was, or either is under way; the rerun is not created.
 var ErrSourceGone = errors.New("a job whose outputs the rerun reuses is deleted or its data is deleted")
 
+// ErrTooManySources: a rerun would reuse the outputs of more jobs than
+// the transaction that creates it can link (two parts each, beside a part
+// per stage); nothing is written.
+var ErrTooManySources = errors.New("the rerun reuses outputs of too many jobs")
+
 // linkItems are the transaction parts that link a new rerun job to each
 // job it reuses outputs of.
 func (p *RerunParams) linkItems(table, job string) []types.TransactWriteItem {

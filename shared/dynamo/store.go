@@ -186,6 +186,16 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 	linkAt := len(items)
 	items = append(items, p.Rerun.linkItems(s.table, j.ID)...) // reuselinks.go
 	linkEnd := len(items)
+	extra := 0
+	if p.Firing != nil {
+		extra = 1
+	}
+	if len(items)+extra > MaxTxItems {
+		// Only a rerun's links take the parts past a job's own (64 stages
+		// and its records fit): checked here, before anything is sent.
+		return "", false, fmt.Errorf("create rerun %s: %d stages and links to %d jobs need %d transaction parts, more than %d: %w",
+			j.ID, len(j.Spec.Stages), (linkEnd-linkAt)/2, len(items)+extra, MaxTxItems, ErrTooManySources)
+	}
 	if g := p.Firing; g != nil {
 		vals := map[string]types.AttributeValue{}
 		cond := cursorCondition(g.Cursor, vals)
