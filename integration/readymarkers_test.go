@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -47,12 +50,62 @@ func indexed(t *testing.T, e *env, ref batch.TaskRef) bool {
 	return ok
 }
 
-// A task enters the sweep index at its claim and leaves it at its commit:
-// materialization writes one ready marker per chunk instead of an entry
-// per task, so the index takes about 3 write units per task (the claim's
-// put, the commit's removal in its transaction), not 5 (an entry put at
-// materialization and moved by the claim, a delete and a put).
-func TestTasksEnterTheSweepIndexAtTheirClaim(t *testing.T) {
+// markerIndexed says whether a ready marker of job's stage 0 is in the
+// sweep index, by its sort key (first#end partition).
+func markersIndexed(t *testing.T, e *env, job string) map[string]bool {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(e.cfg).Query(context.Background(), &dynamodb.QueryInput{
+		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: "RDY#" + job + "#0#0"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, it := range out.Items {
+		_, in := it[dynamo.Schema.DueShard]
+		got[it["sk"].(*types.AttributeValueMemberS).Value] = in
+	}
+	return got
+}
+
+// dueTasks is what the sweep finds due at at, for job: the partitions
+// of its due task records, sorted (markers expanded on the way).
+func dueTasks(t *testing.T, store *dynamo.Store, job string, at time.Time) []int {
+	t.Helper()
+	var ps []int
+	for shard := range dynamo.DueShards {
+		items, err := store.DueItems(context.Background(), shard, at, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if it.Kind == dynamo.DueTask && it.Job == job {
+				ps = append(ps, it.Task.Partition)
+			}
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+func span(lo, hi int) []int {
+	var ps []int
+	for p := lo; p < hi; p++ {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// A task its chunk's ready marker watches never enters the sweep index on
+// the per-task path: its claim and heartbeats write its due time but no
+// index entry, and its commit has none to remove. The index costs the
+// chunk's marker only (it cost 3 write units per task when the claim put
+// the task in the index and the commit's transaction took it out).
+func TestClaimsAndCommitsWriteNoSweepIndexEntry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
@@ -72,9 +125,6 @@ func TestTasksEnterTheSweepIndexAtTheirClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := batch.TaskRef{Job: job, Partition: 3}
-	if indexed(t, e, first) {
-		t.Fatalf("task %s is in the sweep index before its claim", first)
-	}
 	now := time.Now()
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
@@ -82,15 +132,20 @@ func TestTasksEnterTheSweepIndexAtTheirClaim(t *testing.T) {
 		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		if p == first.Partition && !indexed(t, e, first) {
-			t.Fatalf("task %s is not in the sweep index after its claim", first)
+		if p == first.Partition {
+			if indexed(t, e, first) {
+				t.Fatalf("task %s is in the sweep index after its claim", first)
+			}
+			if err := store.Heartbeat(ctx, dynamo.HolderParams{Ref: ref, Token: tok, Now: now.Add(time.Second)}, time.Minute, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if indexed(t, e, first) {
+				t.Fatalf("task %s is in the sweep index after a heartbeat", first)
+			}
 		}
 		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: tok, Now: now}, Attempt: 1, Shards: shards}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if indexed(t, e, first) {
-		t.Fatalf("task %s is still in the sweep index after its commit", first)
 	}
 	snap := rec.Snapshot()
 	index := 0.0
@@ -99,77 +154,117 @@ func TestTasksEnterTheSweepIndexAtTheirClaim(t *testing.T) {
 			index += v.WCU
 		}
 	}
-	if per := index / n; per > 3.5 {
-		t.Fatalf("the sweep index took %.2f write units per task, want at most 3.5 (claim 1, commit 2, markers)", per)
+	if per := index / n; per > 0.1 {
+		t.Fatalf("the sweep index took %.2f write units per task, want at most 0.1 (the chunks' markers)", per)
 	}
-	t.Logf("sweep index: %.2f write units per task; all DynamoDB: %.2f", index/n, snap.Totals().WCU/n)
+	t.Logf("sweep index: %.3f write units per task; all DynamoDB: %.2f", index/n, snap.Totals().WCU/n)
 }
 
-// A due ready marker expands into the tasks of its chunk that still wait
-// unclaimed, each put in the index on the way, and leaves the index: the
-// sweep then finds those tasks as it finds any other.
-func TestReadyMarkerExpandsToWaitingTasks(t *testing.T) {
+// A due ready marker looks at its chunk: the tasks that still wait
+// unclaimed go into the index on their own (the sweep resends them), the
+// claimed ones stay with the marker, which is due again when the first of
+// their leases (plus grace) ends; a lapsed lease then goes into the index
+// (the sweep takes it over), and a marker with nothing left to watch
+// leaves the index.
+func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
-	const job, n, claimed = "jreadyexpand0001", 150, 10
+	const job, n, claimed, committed = "jreadyexpand0001", 150, 10, 4
+	shards := dynamo.ShardCount(n)
+	if err := store.PutShards(ctx, job, 0, n, shards); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now()
 	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	lease := time.Minute
 	for p := range claimed {
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: p}, Token: "t", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	due := func(at time.Time) []int {
-		var ps []int
-		for shard := range dynamo.DueShards {
-			items, err := store.DueItems(ctx, shard, at, 1000)
-			if err != nil {
+		if p < committed {
+			if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "t", Now: now}, Attempt: 1, Shards: shards}); err != nil {
 				t.Fatal(err)
 			}
-			for _, it := range items {
-				if it.Kind == dynamo.DueTask && it.Job == job {
-					ps = append(ps, it.Task.Partition)
-				}
-			}
 		}
-		slices.Sort(ps)
-		return ps
 	}
-	var want []int
-	for p := claimed; p < n; p++ {
-		want = append(want, p)
-	}
-	if got := due(now); !slices.Equal(got, want) {
+	if got, want := dueTasks(t, store, job, now), span(claimed, n); !slices.Equal(got, want) {
 		t.Fatalf("due tasks from the markers: %v, want the %d unclaimed (%d..%d), each once", got, len(want), claimed, n-1)
 	}
-	// The markers are out of the index; the waiting tasks are in it, each
-	// on its own, due a little later (not twice in one sweep run).
-	if got := due(now); len(got) != 0 {
+	// The waiting tasks are in the index on their own, due a little later
+	// (not twice in one sweep run).
+	if got := dueTasks(t, store, job, now); len(got) != 0 {
 		t.Fatalf("due tasks on a second read at once: %v, want none", got)
 	}
-	if got := due(now.Add(dynamo.ExpandedRecheck)); !slices.Equal(got, want) {
+	if got, want := dueTasks(t, store, job, now.Add(dynamo.ExpandedRecheck)), span(claimed, n); !slices.Equal(got, want) {
 		t.Fatalf("due tasks a recheck later: %v, want the same %d from their own entries", got, len(want))
 	}
-	out, err := dynamodb.NewFromConfig(e.cfg).Query(ctx, &dynamodb.QueryInput{
-		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: "RDY#" + job + "#0#0"},
-		},
-	})
-	if err != nil {
+	// The first chunk's marker still watches its running tasks; the
+	// second chunk has none and is out of the index.
+	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000099": true, "000099#000150": false}; !maps.Equal(got, want) {
+		t.Fatalf("ready markers in the index: %v, want %v", got, want)
+	}
+	// When the claims' leases and grace have ended unrenewed, the marker
+	// hands those tasks to the index: the sweep takes them over.
+	lapsed := now.Add(2*lease + time.Second)
+	got := dueTasks(t, store, job, lapsed)
+	for p := committed; p < claimed; p++ {
+		if !slices.Contains(got, p) {
+			t.Fatalf("due tasks after the leases lapsed: %v, want the claimed %d..%d among them", got, committed, claimed-1)
+		}
+	}
+	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000099": false, "000099#000150": false}; !maps.Equal(got, want) {
+		t.Fatalf("ready markers in the index after every task left them: %v, want %v", got, want)
+	}
+}
+
+// A task claimed while a marker's look reads it as waiting is not lost
+// from sight: the look's index write is refused (the task is no longer
+// READY), and the marker stays due, to look again and find the claim's
+// lease when it lapses. (A look that took its marker out of the index
+// anyway, as when claims put their own tasks in the index, left such a
+// task watched by nothing.)
+func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	clean := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
+	inj := faults.New(1)
+	cfg := e.cfg.Copy()
+	inj.Install(&cfg)
+	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	const job, n, raced = "jreadyraced00001", 20, 7
+	now := time.Now()
+	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Items) != 2 {
-		t.Fatalf("%d ready markers, want 2 (chunks of 99 and 51)", len(out.Items))
-	}
-	for _, it := range out.Items {
-		if _, ok := it[dynamo.Schema.DueShard]; ok {
-			t.Fatalf("ready marker %v is still in the sweep index after its expansion", it["sk"])
+	lease := time.Minute
+	var fired atomic.Bool
+	var claimErr error
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if !ok || !strings.Contains(aws.ToString(u.UpdateExpression), "gpk") {
+			return false
 		}
+		if sk, _ := u.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == fmt.Sprintf("%06d", raced) && fired.CompareAndSwap(false, true) {
+			_, claimErr = clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease})
+		}
+		return false // a hook, never a fault
+	}})
+	want := slices.DeleteFunc(span(0, n), func(p int) bool { return p == raced })
+	if got := dueTasks(t, store, job, now); !fired.Load() || claimErr != nil || !slices.Equal(got, want) {
+		t.Fatalf("due tasks from the marker: %v (claim during the look: %v, %v), want all but the raced %d", got, fired.Load(), claimErr, raced)
+	}
+	if got := markersIndexed(t, e, job); !got["000000#000020"] {
+		t.Fatalf("the marker left the index with task %d claimed during its look and out of the index: %v", raced, got)
+	}
+	// A recheck later the marker reads the claim, and waits for its lease.
+	dueTasks(t, store, job, now.Add(dynamo.ExpandedRecheck))
+	if got := dueTasks(t, store, job, now.Add(2*lease+time.Second)); !slices.Contains(got, raced) {
+		t.Fatalf("due tasks after the raced claim's lease lapsed: %v, want %d among them", got, raced)
 	}
 }

@@ -78,7 +78,7 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 	c.values[":now"] = ms(p.Now)
 	c.values[":old"] = sv(p.Holder.Token)
 	pk := taskPK(p.Ref)
-	upd := s.claimUpdate(c, p.ClaimParams, pk+taskSK(p.Ref.Partition), p.Now.Add(p.Lease))
+	upd := s.claimUpdate(c, p.ClaimParams, p.Now.Add(p.Lease))
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),

@@ -15,13 +15,14 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// Ready markers keep newly materialized tasks out of the sweep index.
+// Ready markers keep a stage's tasks out of the sweep index.
 //
-// The sweep must find a READY task whose message was lost. Each task
-// used to enter the index when it was written, and its claim then moved
-// the entry (a delete and a put in the index), so every task paid three
-// index writes before its commit took it out: the index's largest cost,
-// and what made its shards hot at 10,000 tasks a second.
+// The sweep must find a READY task whose message was lost, and a CLAIMED
+// task whose lease lapsed with its message gone. Each task used to enter
+// the index when it was written, and its claim, every heartbeat and its
+// commit moved or removed the entry: an index write per step of every
+// task, doubled inside the commit's transaction, and what made the index
+// shards hot at 10,000 tasks a second.
 //
 // Now a materialization chunk writes its tasks without index entries and
 // one marker item in the index in their place, in the same transaction:
@@ -29,17 +30,27 @@ import (
 //	RDY#<job>#<stage>#<bucket>   <first partition>#<end partition>
 //
 // (bucket: TaskBucket of the first partition, so a job's markers are found
-// without reading, like its tasks). A claim puts its task in the index
-// (one index write), and the commit takes it out, as before. When the
-// marker falls due (the tasks' StuckAfter), DueItems expands it: it reads
-// the chunk's tasks and puts each one still READY and not in the index
-// into the index (due ExpandedRecheck later, in case this sweep run does
-// not get to it), returns those as due tasks, and takes the marker out of
-// the index. From there the sweep handles
-// them exactly as it handled tasks written into the index (sweepTask:
-// resend, back off, cancel when the job ended). A chunk whose tasks were
-// all claimed in time costs its marker's write, one read of the chunk and
-// one more write.
+// without reading, like its tasks). The marker stays in the index until
+// every task of its chunk has finished or has an entry of its own. A
+// claim and a heartbeat of such a task write its due time (lease + grace)
+// on the task item but no gpk, so the task is not in the index: no index
+// write at all on the per-task path.
+//
+// When the marker falls due, DueItems looks at its chunk (one consistent
+// Query): a task still READY (the first look is at the tasks' StuckAfter,
+// and every later one is later) and a task whose due time has passed (a
+// lapsed lease) go into the index on their own (due ExpandedRecheck
+// later, in case this sweep run does not get to them) and are returned as
+// due tasks; from there the sweep handles them as it handles any indexed
+// task (sweepTask: resend, back off, take over, exhaust, cancel when the
+// job ended). The marker is then due again at the earliest time anything
+// else in its chunk could need the sweep, or leaves the index when
+// nothing can. A task with its own entry (a retry, a failure, a redrive,
+// a speculative copy) is the index's to watch, and the marker skips it.
+// A chunk whose tasks all finished before its first look costs its
+// marker's write, one read of the chunk and one more write; a chunk of
+// long tasks costs a read and a write per look, not an index write per
+// heartbeat of each task.
 const readyPrefix = "RDY#"
 
 // ExpandedRecheck is when a task that an expanded marker returned is due
@@ -56,6 +67,8 @@ func readyPK(job string, stage, bucket int) string {
 func readySK(lo, hi int) string { return fmt.Sprintf("%06d#%06d", lo, hi) }
 
 // readyMarkerItem is the marker of tasks lo..hi-1 of one stage, due at due.
+// Its first look is at due, when its READY tasks have waited too long
+// (StuckAfter); every later look is later still.
 func readyMarkerItem(job string, stage, lo, hi int, due time.Time) map[string]types.AttributeValue {
 	pk, sk := readyPK(job, stage, lo/TaskBucket), readySK(lo, hi)
 	return map[string]types.AttributeValue{
@@ -94,10 +107,11 @@ func parseReadyMarker(it map[string]types.AttributeValue) (readyMarker, bool) {
 	return m, true
 }
 
-// expandReady adds to items the tasks behind each due marker that still
-// wait unclaimed, each put in the index on the way (see above), and takes
-// the markers it has expanded out of the index. It stops expanding once
-// items holds limit records; the markers left are due at the next run.
+// expandReady adds to items the tasks behind each due marker that the
+// sweep must handle now, each put in the index on the way (see above), and
+// moves each marker it looked at on: due again when the next of its
+// tasks could need the sweep, or out of the index. It stops once items
+// holds limit records; the markers left are due at the next run.
 func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem, markers []readyMarker, limit int) ([]DueItem, error) {
 	for _, m := range markers {
 		if len(items) >= limit {
@@ -106,39 +120,80 @@ func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem,
 		if m.malformed {
 			return nil, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
 		}
-		waiting, err := s.readyWaiting(ctx, m)
+		watched, err := s.readyWatched(ctx, m)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range waiting {
-			if err := s.indexWaiting(ctx, t.Ref, now.Add(ExpandedRecheck)); err != nil {
+		var next time.Time // zero: nothing left for this marker to watch
+		again := func(at time.Time) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+		recheck := now.Add(ExpandedRecheck)
+		for _, w := range watched {
+			var put bool
+			switch {
+			case w.task.State == sm.TaskReady:
+				put, err = s.indexWaiting(ctx, w.task.Ref, recheck)
+			case !w.due.IsZero() && w.due.After(now):
+				again(w.due)
+				continue
+			default: // a lease lapsed (or a record of an earlier release)
+				put, err = s.indexLapsed(ctx, w, recheck)
+			}
+			if err != nil {
 				return nil, err
 			}
-			items = append(items, DueItem{Kind: DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref})
+			if !put {
+				// It moved on since the read (claimed, renewed, finished):
+				// look again rather than lose sight of it.
+				again(recheck)
+				continue
+			}
+			items = append(items, DueItem{Kind: DueTask, Job: w.task.Ref.Job, Stage: w.task.Ref.Stage, Task: w.task.Ref})
 		}
-		// The marker leaves the index (the item stays, a few bytes, until
-		// the job's records are deleted: jobdelete.go). Conditional on the
-		// due time read: a materialization that has written the marker
-		// again since (a repeated chunk) set a later one, and its tasks
-		// are not all in this read.
-		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &s.table, Key: m.key,
-			UpdateExpression:          aws.String("REMOVE gpk, due"),
-			ConditionExpression:       aws.String("due = :due"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":due": m.due},
-		})
-		if err != nil && !isCondFailed(err) {
-			return nil, fmt.Errorf("take ready marker %s/%s out of the sweep index: %w", m.pk, m.sk, err)
+		if err := s.moveMarker(ctx, m, next); err != nil {
+			return nil, err
 		}
 	}
 	return items, nil
 }
 
-// readyWaiting reads a marker's tasks, consistently, and returns those
-// still READY that are in no index entry of their own: never claimed (a
-// retried task is always in the index).
-func (s *Store) readyWaiting(ctx context.Context, m readyMarker) ([]batch.Task, error) {
-	var waiting []batch.Task
+// moveMarker makes a marker due at next, or takes it out of the index
+// (next zero). The item stays, a few bytes, until the job's records are
+// deleted (jobdelete.go). Conditional on the due time read: a
+// materialization that has written the marker again since (a repeated
+// chunk) set a later one, and its tasks are not all in this read.
+func (s *Store) moveMarker(ctx context.Context, m readyMarker, next time.Time) error {
+	in := &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: m.key,
+		UpdateExpression:          aws.String("REMOVE gpk, due"),
+		ConditionExpression:       aws.String("due = :due"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":due": m.due},
+	}
+	if !next.IsZero() {
+		in.UpdateExpression = aws.String("SET due = :next")
+		in.ExpressionAttributeValues[":next"] = ms(next)
+	}
+	if _, err := s.db.UpdateItem(ctx, in); err != nil && !isCondFailed(err) {
+		return fmt.Errorf("move ready marker %s/%s in the sweep index: %w", m.pk, m.sk, err)
+	}
+	return nil
+}
+
+// watchedTask is a task a marker watches, as read: its due time is the
+// lease's end plus grace for a claimed task.
+type watchedTask struct {
+	task batch.Task
+	due  time.Time
+	upd  types.AttributeValue
+}
+
+// readyWatched reads a marker's tasks, consistently, and returns those the
+// marker still watches: unfinished, and in no index entry of their own.
+func (s *Store) readyWatched(ctx context.Context, m readyMarker) ([]watchedTask, error) {
+	var watched []watchedTask
 	if m.hi <= m.lo {
 		return nil, nil
 	}
@@ -163,8 +218,8 @@ func (s *Store) readyWaiting(ctx context.Context, m readyMarker) ([]batch.Task, 
 					return nil, fmt.Errorf("task key %q/%q is malformed", getS(it, attrPK), getS(it, attrSK))
 				}
 				t := decodeTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}, it)
-				if t.State == sm.TaskReady && getS(it, attrGPK) == "" {
-					waiting = append(waiting, t)
+				if !sm.Tasks.IsTerminal(t.State) && getS(it, attrGPK) == "" {
+					watched = append(watched, watchedTask{task: t, due: getT(it, attrDue), upd: it[aUpdated]})
 				}
 			}
 			if start = out.LastEvaluatedKey; start == nil {
@@ -172,14 +227,15 @@ func (s *Store) readyWaiting(ctx context.Context, m readyMarker) ([]batch.Task, 
 			}
 		}
 	}
-	return waiting, nil
+	return watched, nil
 }
 
 // indexWaiting puts a waiting task in the index at due, unless it has
-// moved on (claimed, or in the index already) since it was read.
-func (s *Store) indexWaiting(ctx context.Context, ref batch.TaskRef, due time.Time) error {
+// moved on (claimed, or in the index already) since it was read; put says
+// whether it did.
+func (s *Store) indexWaiting(ctx context.Context, ref batch.TaskRef, due time.Time) (put bool, err error) {
 	pk, sk := taskPK(ref), taskSK(ref.Partition)
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, sk),
 		UpdateExpression:         aws.String("SET gpk = :gpk, due = :due"),
 		ConditionExpression:      aws.String("#st = :ready AND attribute_not_exists(gpk)"),
@@ -188,8 +244,36 @@ func (s *Store) indexWaiting(ctx context.Context, ref batch.TaskRef, due time.Ti
 			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":ready": sv(string(sm.TaskReady)),
 		},
 	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("put waiting task %s in the sweep index: %w", ref, err)
+	if isCondFailed(err) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("put waiting task %s in the sweep index: %w", ref, err)
+	}
+	return true, nil
+}
+
+// indexLapsed puts a task whose due time passed in the index at due,
+// unless it has changed at all since it was read (a heartbeat, a commit,
+// a takeover all write upd).
+func (s *Store) indexLapsed(ctx context.Context, w watchedTask, due time.Time) (put bool, err error) {
+	pk, sk := taskPK(w.task.Ref), taskSK(w.task.Ref.Partition)
+	if w.upd == nil {
+		return false, fmt.Errorf("task %s has no update time", w.task.Ref)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, sk),
+		UpdateExpression:    aws.String("SET gpk = :gpk, due = :due"),
+		ConditionExpression: aws.String("upd = :upd AND attribute_not_exists(gpk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":upd": w.upd,
+		},
+	})
+	if isCondFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("put lapsed task %s in the sweep index: %w", w.task.Ref, err)
+	}
+	return true, nil
 }

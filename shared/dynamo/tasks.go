@@ -189,7 +189,7 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	c.values[":now"] = ms(p.Now)
 	pk := taskPK(p.Ref)
 	bindLeaseExpired(c, p.Now)
-	upd := s.claimUpdate(c, p, pk+taskSK(p.Ref.Partition), lease)
+	upd := s.claimUpdate(c, p, lease)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
@@ -225,7 +225,7 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 // claiming executor, and the attempt's increment. A claim without an
 // executor removes the previous holder's, so no one judges the new claim
 // by a dead executor's liveness record.
-func (s *Store) claimUpdate(c *cond, p ClaimParams, dueKey string, lease time.Time) string {
+func (s *Store) claimUpdate(c *cond, p ClaimParams, lease time.Time) string {
 	c.values[":tok"] = sv(p.Token)
 	c.values[":lease"] = ms(lease)
 	c.values[":one"] = nv(1)
@@ -245,8 +245,17 @@ func (s *Store) claimUpdate(c *cond, p ClaimParams, dueKey string, lease time.Ti
 	} else {
 		remove += ", ex"
 	}
-	// The due time is never zero here, so dueClause only adds to SET.
-	return upd + s.dueClause(c, dueKey, lease.Add(p.Grace)) + remove + " ADD att :one"
+	return upd + leaseDue(c, lease.Add(p.Grace)) + remove + " ADD att :one"
+}
+
+// leaseDue is the SET fragment that records when a claimed task needs the
+// sweep if nothing renews it (its lease's end plus grace). It writes the
+// index's sort key only: a task with an entry of its own (gpk) moves in the
+// index, and a task its chunk's ready marker watches stays out of it, so
+// claims and heartbeats write no index entry (ready.go).
+func leaseDue(c *cond, due time.Time) string {
+	c.values[":due"] = ms(due)
+	return ", due = :due"
 }
 
 // explainClaim turns a refused claim into the outcome the executor acts on,
@@ -297,7 +306,7 @@ func (s *Store) Heartbeat(ctx context.Context, p HolderParams, lease, grace time
 	pk := taskPK(p.Ref)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
-		UpdateExpression:          aws.String("SET lease = :lease, upd = :now" + s.dueClause(c, pk+taskSK(p.Ref.Partition), until.Add(grace))),
+		UpdateExpression:          aws.String("SET lease = :lease, upd = :now" + leaseDue(c, until.Add(grace))),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
