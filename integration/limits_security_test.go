@@ -320,14 +320,17 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			bad := submitTo(t, svc, "bad", `{"name":"bad","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:poison/"}}}]}`)
 			poison.set(c.mode)
 
-			// Another owner's job lost its messages; one is in the DLQ.
-			good := submitTo(t, svc, "good", oneStage("good", "work", 2))
+			// Another owner's job lost its message, and has one in the DLQ.
+			// (A one-task stage: its task is in the sweep index on its own
+			// and resent at StuckAfter; a chunk's tasks whose send SQS
+			// acknowledged wait SentWait, TestSweepResendsLostMessage.)
+			good := submitTo(t, svc, "good", oneStage("good", "work", 1))
 			for _, m := range receiveVisible(t, e, e.r.Resources.Queues.Normal) {
 				if err := e.r.Queue.DeleteBatch(ctx, e.r.Resources.Queues.Normal, []string{m.Receipt}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			dead := batch.TaskRef{Job: good, Stage: 0, Partition: 1}
+			dead := batch.TaskRef{Job: good, Stage: 0, Partition: 0}
 			if err := e.r.Queue.SendBatch(ctx, e.r.Resources.Queues.DLQ, []queue.Send{{Body: dead.String()}}); err != nil {
 				t.Fatal(err)
 			}

@@ -128,9 +128,12 @@ func wantSucceeded(t *testing.T, svc *control.Service, id string) control.JobSta
 	return js
 }
 
-// A task is READY but its message is gone. The sweep leaves it alone until
-// it has waited StuckAfter, then sends exactly one message, and the job
-// completes with each task run once.
+// A task is READY but its message is gone after SQS acknowledged it. SQS
+// does not lose such a message, so the sweep takes a task still waiting
+// then for one behind its stage's backlog and leaves it alone until it has
+// waited SentWait, then sends exactly one message, and the job completes
+// with each task run once. (A chunk whose send was never confirmed is
+// resent at StuckAfter: TestSweepResendsUnconfirmedChunkAtStuckAfter.)
 func TestSweepResendsLostMessage(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
@@ -152,14 +155,19 @@ func TestSweepResendsLostMessage(t *testing.T) {
 		t.Fatalf("%d messages left after losing them all", n)
 	}
 
-	if c := mustSweep(t, rig.svc); c.Requeued != 0 {
-		t.Fatalf("sweep before StuckAfter requeued %d tasks: %+v", c.Requeued, c)
+	at := time.Duration(0)
+	for _, next := range []time.Duration{0, testTimings.StuckAfter + time.Second, dynamo.SentWait / 2, dynamo.SentWait - time.Second} {
+		rig.clk.Advance(next - at)
+		at = next
+		if c := mustSweep(t, rig.svc); c.Requeued != 0 {
+			t.Fatalf("sweep %s after submit, before SentWait, requeued %d tasks: %+v", at, c.Requeued, c)
+		}
 	}
-	rig.clk.Advance(testTimings.StuckAfter + time.Second)
+	rig.clk.Advance(dynamo.SentWait + time.Second - at)
 	if c := mustSweep(t, rig.svc); c.Requeued != 3 {
-		t.Fatalf("sweep after StuckAfter requeued %d tasks, want 3: %+v", c.Requeued, c)
+		t.Fatalf("sweep after SentWait requeued %d tasks, want 3: %+v", c.Requeued, c)
 	}
-	// Resent once: the next run waits another StuckAfter.
+	// Resent once: the next run waits longer.
 	if c := mustSweep(t, rig.svc); c.Requeued != 0 {
 		t.Fatalf("an immediate second sweep requeued %d more", c.Requeued)
 	}

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -131,10 +132,24 @@ func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem,
 			}
 		}
 		recheck := now.Add(ExpandedRecheck)
+		var queued *bool // sentAndRunning, read once per marker when needed
 		for _, w := range watched {
 			var put bool
 			switch {
 			case w.task.State == sm.TaskReady:
+				if queued == nil {
+					q, err := s.sentAndRunning(ctx, m)
+					if err != nil {
+						return nil, err
+					}
+					queued = &q
+				}
+				if age := now.Sub(w.task.Updated); *queued && age < SentWait {
+					// Behind a backlog, not lost: look again after as
+					// long as it has waited, and resend at SentWait.
+					again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
+					continue
+				}
 				put, err = s.indexWaiting(ctx, w.task.Ref, recheck)
 			case !w.due.IsZero() && w.due.After(now):
 				again(w.due)
@@ -158,6 +173,50 @@ func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem,
 		}
 	}
 	return items, nil
+}
+
+// SentWait is how long a task whose message SQS acknowledged may wait
+// unclaimed before the sweep resends it. A message SQS acknowledged is
+// not lost (it stays until received and deleted, moved to the dead-letter
+// queue, whose messages the sweep returns, or past the queue's 4-day
+// retention), so a task still READY then is waiting behind its stage's
+// backlog, and a resend at StuckAfter would only add a duplicate to the
+// queue, a refused claim and index writes, again at each doubling wait: a
+// task queued for four hours was resent about six times. The resend
+// remains for chunks whose send was never confirmed (the materializer
+// died between writing the tasks and sending them) and for ended jobs
+// (the sweep cancels their READY tasks), both at the first look.
+const SentWait = time.Hour
+
+// sentAndRunning says whether a marker's chunk was sent and acknowledged
+// (the stage's enqueued count, which a materializer advances only after
+// SendMessageBatch succeeded, covers it) and its job is running.
+func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error) {
+	st, err := s.GetStage(ctx, m.job, m.stage)
+	if errors.Is(err, batch.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.Enqueued < m.hi {
+		return false, nil
+	}
+	state, err := s.JobState(ctx, m.job)
+	if errors.Is(err, batch.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return state == sm.JobRunning, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // moveMarker makes a marker due at next, or takes it out of the index
