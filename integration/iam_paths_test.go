@@ -124,16 +124,19 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"commit completes a stage, plans the downstream input stage and ends the job", iamrec.FnCommit, func(t *testing.T, r *iamRig, ctx context.Context) {
 			bg := context.Background()
+			// Two inputs: the downstream stage's two tasks are a chunk,
+			// written as PartiQL inserts with a ready marker.
 			r.e.putInput("tester", "in/iam/a.txt", []byte("one\ntwo\n"))
+			r.e.putInput("tester", "in/iam/b.txt", []byte("three\n"))
 			id := submitTo(t, r.svc, "commit", `{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"inputs:in/iam/"}}}]}`)
-			for stage := range 2 {
-				ref := batch.TaskRef{Job: id, Stage: stage, Partition: 0}
+			for _, ref := range []batch.TaskRef{{Job: id, Stage: 0, Partition: 0}, {Job: id, Stage: 1, Partition: 0}, {Job: id, Stage: 1, Partition: 1}} {
+				stage := ref.Stage
 				c, err := r.svc.RemoteClaim(bg, control.RemoteClaimRequest{Task: ref.String()})
 				if err != nil {
 					t.Fatalf("claim %s: %v", ref, err)
 				}
-				key := blob.OutputKey(id, []string{"a", "b"}[stage], 0, c.Attempt, 0)
+				key := blob.OutputKey(id, []string{"a", "b"}[stage], ref.Partition, c.Attempt, 0)
 				if err := r.e.r.Blob.PutIfAbsent(bg, key, []byte("out\n")); err != nil {
 					t.Fatal(err)
 				}

@@ -268,3 +268,40 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 		t.Fatalf("due tasks after the raced claim's lease lapsed: %v, want %d among them", got, raced)
 	}
 }
+
+// A chunk's ready marker is written after its tasks: a look between the
+// two (a materializer that stalled) finds no marker yet, where a marker
+// written first would have found none of its tasks and left the index,
+// and the tasks, once claimed, would have been watched by nothing.
+func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	clean := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
+	inj := faults.New(1)
+	cfg := e.cfg.Copy()
+	inj.Install(&cfg)
+	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	const job, n = "jreadyorder00001", 30
+	now := time.Now()
+	var fired atomic.Bool
+	inj.Add(faults.Rule{Service: "DynamoDB", Kind: faults.Throttle, Match: func(op string, _ any) bool {
+		if (op == "BatchExecuteStatement" || op == "TransactWriteItems") && fired.CompareAndSwap(false, true) {
+			dueTasks(t, clean, job, now.Add(time.Hour)) // the stalled writer's look, long after the marker's due
+		}
+		return false // a hook, never a fault
+	}})
+	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if !fired.Load() {
+		t.Fatal("no look ran while the chunk was written")
+	}
+	lease := time.Minute
+	if _, err := clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 0}, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dueTasks(t, clean, job, now.Add(2*lease+time.Second)); !slices.Contains(got, 0) {
+		t.Fatalf("due tasks after the claim's lease lapsed: %v, want 0 among them (the marker must watch it)", got)
+	}
+}

@@ -44,6 +44,11 @@ func (c *countingDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o .
 	return c.API.PutItem(ctx, in, o...)
 }
 
+func (c *countingDB) BatchExecuteStatement(ctx context.Context, in *dynamodb.BatchExecuteStatementInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
+	c.add("BatchExecuteStatement")
+	return c.API.BatchExecuteStatement(ctx, in, o...)
+}
+
 func (c *countingDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, o ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	c.add("TransactWriteItems")
 	return c.API.TransactWriteItems(ctx, in, o...)
@@ -145,11 +150,12 @@ func TestJobStateIsNotReadFromTheJobItem(t *testing.T) {
 	}
 }
 
-// Materialization writes a chunk's task records in one transaction of
-// conditional puts, not a request per task; a chunk that meets existing
-// tasks (a repeated or overlapping materialization) falls back to one
-// conditional put per task, and no existing task is reset.
-func TestMaterializationWritesTasksInTransactions(t *testing.T) {
+// Materialization writes a chunk's task records as conditional PartiQL
+// INSERTs, 25 to a request, after the chunk's ready marker: not a request
+// per task, and not a transaction (which bills each put twice). A chunk
+// that meets existing tasks (a repeated or overlapping materialization)
+// leaves them as they are: no existing task is reset.
+func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
@@ -167,8 +173,9 @@ func TestMaterializationWritesTasksInTransactions(t *testing.T) {
 	if err := store.PutTasks(ctx, mk(job, 0, 250), due); err != nil {
 		t.Fatal(err)
 	}
-	if tx, puts := db.count("TransactWriteItems"), db.count("PutItem"); tx != 3 || puts != 0 {
-		t.Fatalf("250 tasks: %d transactions and %d puts, want 3 and 0", tx, puts)
+	// Chunks of 99, 99 and 52: a marker each, and 4 + 4 + 3 batches.
+	if tx, puts, batches := db.count("TransactWriteItems"), db.count("PutItem"), db.count("BatchExecuteStatement"); tx != 0 || puts != 3 || batches != 11 {
+		t.Fatalf("250 tasks: %d transactions, %d puts and %d batches, want 0, 3 (markers) and 11", tx, puts, batches)
 	}
 	// Task 5 is claimed; a repeat of its chunk must not reset it.
 	claimed, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 5}, Token: "t5", Now: time.Now(), Lease: time.Minute, Grace: time.Minute})

@@ -288,6 +288,10 @@ var (
 	// dead executor's task checks its liveness record, and a schedule's
 	// firing checks the schedule's cursor as it creates the job.
 	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+	// Materializing a stage writes its tasks as PartiQL INSERTs (a put
+	// that fails when the item exists, at 1 write unit; dynamo.PutTasks),
+	// which IAM authorizes as PartiQLInsert, not PutItem.
+	materializeActions = []string{"dynamodb:PartiQLInsert"}
 	// Stage progress and job status sum a stage's counter shards with
 	// batch reads; the claim function never does.
 	batchReadActions = []string{"dynamodb:BatchGetItem"}
@@ -363,6 +367,10 @@ type grantSet struct {
 	// events publishes events on the bus and deletes their outbox
 	// records (events.go).
 	events bool
+	// materialize writes a stage's tasks (starting a stage: the api, a
+	// commit that unblocks one, the sweep, an executor committing in
+	// process).
+	materialize bool
 }
 
 // jobKeys is the job area (shared/blob/keys.go), the only place any role
@@ -389,11 +397,11 @@ const inputKeys = "inputs/*"
 const outputKeys = "outputs/*"
 
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
+	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
 	FnClaim:    {table: true, list: true, tag: true, events: true},
-	FnCommit:   {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
-	FnSweep:    {table: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
-	FnExecutor: {table: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
+	FnCommit:   {table: true, materialize: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
+	FnSweep:    {table: true, materialize: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
+	FnExecutor: {table: true, materialize: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -722,6 +730,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 		actions := append([]string(nil), tableActions...)
 		if g.batchRead {
 			actions = append(actions, batchReadActions...)
+		}
+		if g.materialize {
+			actions = append(actions, materializeActions...)
 		}
 		if g.delete || g.events { // a publisher deletes what it published (events.go)
 			actions = append(actions, deleteActions...)

@@ -247,6 +247,8 @@ var (
 	tableRW    = []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	batchRead  = []string{"dynamodb:BatchGetItem"}
 	deleteItem = []string{"dynamodb:DeleteItem"} // schedules deleted, schedule index entries moved
+	// Starting a stage writes its tasks as PartiQL INSERTs.
+	insertTasks = []string{"dynamodb:PartiQLInsert"}
 	objectsRW  = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
 	sendReady  = []string{"sqs:SendMessage"}
 	drainDLQ   = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
@@ -274,11 +276,11 @@ var (
 func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := remoteStack(t) // every function
 	want := map[string][]string{
-		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
+		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, insertTasks, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, deleteItem, listBucket, tagObjects, putEvents),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
-		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -334,15 +336,15 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 		fn   string
 		want map[string][]string // resource -> actions
 	}{
-		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
+		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
 			outputs: publish, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
-		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket,
+		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish, "bus": putEvents}, ready(sendReady))},
-		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
+		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
 			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
-		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, batchRead, deleteItem), "bucket": planBucket,
+		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: sorted(getObject, readVersions), outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)

@@ -246,6 +246,14 @@ func dynamoActions(input any) []Action {
 			}
 		}
 		return acts
+	case *dynamodb.BatchExecuteStatementInput:
+		// PartiQL: each statement needs its own action on its table.
+		var acts []Action
+		for _, st := range in.Statements {
+			verb, name := partiQLTarget(aws.ToString(st.Statement))
+			acts = append(acts, act("dynamodb:PartiQL"+verb, KindTable, &name))
+		}
+		return acts
 	case *dynamodb.TransactGetItemsInput:
 		var acts []Action
 		for _, it := range in.TransactItems {
@@ -365,4 +373,34 @@ func sqsActions(input any) []Action {
 		return q("PurgeQueue", in.QueueUrl)
 	}
 	return nil
+}
+
+// partiQLTarget is a PartiQL statement's verb, as its IAM action names it
+// (Insert, Update, Delete, Select), and its table (quoted or not).
+func partiQLTarget(stmt string) (verb, table string) {
+	f := strings.Fields(stmt)
+	if len(f) == 0 {
+		return "", ""
+	}
+	verb = strings.ToUpper(f[0])
+	var rest []string
+	switch verb {
+	case "INSERT", "DELETE":
+		if len(f) > 2 { // INSERT INTO t / DELETE FROM t
+			rest = f[2:]
+		}
+	case "UPDATE":
+		rest = f[1:]
+	case "SELECT":
+		for i, w := range f {
+			if strings.EqualFold(w, "FROM") {
+				rest = f[i+1:]
+				break
+			}
+		}
+	}
+	if len(rest) > 0 {
+		table = strings.Trim(rest[0], `"`)
+	}
+	return verb[:1] + strings.ToLower(verb[1:]), table
 }

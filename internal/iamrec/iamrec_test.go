@@ -64,6 +64,10 @@ func TestActions(t *testing.T) {
 			[]Action{{"s3:ListBucket", Resource{Kind: KindBucket, Name: "B", Key: "inputs/k/corpus/"}}}},
 		{"get tags", s3.ServiceID, "GetObjectTagging", &s3.GetObjectTaggingInput{Bucket: b}, []Action{{"s3:GetObjectTagging", object}}},
 		{"put tags", s3.ServiceID, "PutObjectTagging", &s3.PutObjectTaggingInput{Bucket: b}, []Action{{"s3:PutObjectTagging", object}}},
+		// PartiQL statements need an action per statement on their table.
+		{"partiql batch", dynamodb.ServiceID, "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: []dtypes.BatchStatementRequest{
+			{Statement: aws.String(`INSERT INTO "T" VALUE {'pk': ?}`)}, {Statement: aws.String(`SELECT * FROM "U" WHERE pk = ?`)}}},
+			[]Action{{"dynamodb:PartiQLInsert", Resource{Kind: KindTable, Name: "T"}}, {"dynamodb:PartiQLSelect", Resource{Kind: KindTable, Name: "U"}}}},
 		{"send batch", sqs.ServiceID, "SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: q}, []Action{{"sqs:SendMessage", queue}}},
 		{"receive", sqs.ServiceID, "ReceiveMessage", &sqs.ReceiveMessageInput{QueueUrl: q}, []Action{{"sqs:ReceiveMessage", queue}}},
 		{"delete batch", sqs.ServiceID, "DeleteMessageBatch", &sqs.DeleteMessageBatchInput{QueueUrl: q}, []Action{{"sqs:DeleteMessage", queue}}},

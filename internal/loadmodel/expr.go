@@ -97,3 +97,27 @@ func QueryPartition(cond, attr string, names map[string]string, values map[strin
 	}
 	return ""
 }
+
+// insertRE matches a PartiQL INSERT of one item whose attributes are all
+// parameters: INSERT INTO "t" VALUE {'a': ?, 'b': ?}.
+var insertRE = regexp.MustCompile(`(?is)^\s*INSERT\s+INTO\s+"?([^"\s]+)"?\s+VALUE\s+\{(.*)\}\s*$`)
+
+var insertAttrRE = regexp.MustCompile(`'([^']+)'\s*:\s*\?`)
+
+// ParseInsert reads the table and the item of a PartiQL INSERT whose
+// values are all parameters; ok is false for any other statement.
+func ParseInsert(stmt string, params []types.AttributeValue) (table string, item map[string]types.AttributeValue, ok bool) {
+	m := insertRE.FindStringSubmatch(stmt)
+	if m == nil {
+		return "", nil, false
+	}
+	names := insertAttrRE.FindAllStringSubmatch(m[2], -1)
+	if len(names) != len(params) {
+		return m[1], nil, false
+	}
+	item = make(map[string]types.AttributeValue, len(names))
+	for i, n := range names {
+		item[n[1]] = params[i]
+	}
+	return m[1], item, true
+}

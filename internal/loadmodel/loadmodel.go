@@ -396,6 +396,10 @@ func askCapacity(in any) any {
 		c := *v
 		c.ReturnConsumedCapacity = want
 		return &c
+	case *dynamodb.BatchExecuteStatementInput:
+		c := *v
+		c.ReturnConsumedCapacity = want
+		return &c
 	}
 	return in
 }
@@ -408,6 +412,9 @@ type access struct {
 	write, check bool   // check: a transaction's ConditionCheck (billed as a transactional read)
 	consistent   bool
 	tx           bool
+	// floor: billed no less than AWS's rules for its item (a PartiQL
+	// statement, whose capacity DynamoDB Local need not report).
+	floor bool
 	size         int
 	units        float64
 	// newGSI holds, for each index whose partition key this write sets,
@@ -591,6 +598,20 @@ func (r *Recorder) accesses(in, out any) (as []access, read bool) {
 			}
 		}
 		return as, false
+	case *dynamodb.BatchExecuteStatementInput:
+		// Writes only (the store's INSERTs); each is a conditional put,
+		// billed by its item's size whether or not it finds the item.
+		for _, st := range v.Statements {
+			table, item, ok := ParseInsert(aws.ToString(st.Statement), st.Parameters)
+			if !ok {
+				as = append(as, access{table: table, pk: "(partiql)", write: true, floor: true, units: 1})
+				continue
+			}
+			a := r.putAccess(table, item)
+			a.floor = true
+			as = append(as, a)
+		}
+		return as, false
 	case *dynamodb.TransactWriteItemsInput:
 		for _, it := range v.TransactItems {
 			var a access
@@ -701,6 +722,10 @@ func consumed(out any) []types.ConsumedCapacity {
 		if o != nil {
 			return o.ConsumedCapacity
 		}
+	case *dynamodb.BatchExecuteStatementOutput:
+		if o != nil {
+			return o.ConsumedCapacity
+		}
 	}
 	return nil
 }
@@ -767,9 +792,10 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	if len(rep) == 0 {
 		r.snap.Estimated++
 	}
-	tx := false
+	tx, floor := false, false
 	for _, a := range as {
 		tx = tx || a.tx
+		floor = floor || a.tx || a.floor
 	}
 	// Scale each table's estimates to the figure DynamoDB reported, per
 	// class (a transaction's condition checks are reads). A transaction
@@ -792,7 +818,7 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 					est += a.units
 				}
 			}
-			if tx {
+			if floor {
 				want = max(want, est)
 			}
 			if want == 0 {

@@ -3,6 +3,7 @@ package loadmodel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -397,5 +400,66 @@ func TestTransactionBilledNoLessThanItsItems(t *testing.T) {
 	}
 	if snap.ReportedWCU != 4+6 {
 		t.Errorf("reported %v WCU, want 10 (what DynamoDB said)", snap.ReportedWCU)
+	}
+}
+
+// PartiQL INSERTs are puts: each billed by its item's size, on its
+// item's partition, no less than AWS's rules whatever DynamoDB reports
+// (DynamoDB Local need not report a BatchExecuteStatement's capacity).
+func TestPartiQLInsertsBilledAsPuts(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		reported []types.ConsumedCapacity
+		want     float64
+	}{
+		{"nothing reported", nil, 25},
+		{"under-reported", []types.ConsumedCapacity{cc("tbl", 1, nil)}, 25},
+		{"reported more", []types.ConsumedCapacity{cc("tbl", 30, nil)}, 30},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var r Recorder
+			r.SetTable("tbl", Table{PK: "pk", SK: "sk", Indexes: map[string]string{"due": "gpk"}})
+			var stmts []types.BatchStatementRequest
+			for i := range 25 {
+				it := item("TASK#1#0#0", fmt.Sprintf("%06d", i), 300)
+				stmts = append(stmts, dynamo.InsertStatement("tbl", it))
+			}
+			r.Record("DynamoDB", "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: stmts},
+				&dynamodb.BatchExecuteStatementOutput{ConsumedCapacity: c.reported}, nil)
+			ks := keyStats(r.Snapshot(), "DynamoDB")
+			if got := ks["tbl TASK#1#0#0"].WCU; math.Abs(got-c.want) > 1e-9 {
+				t.Errorf("task bucket: %v WCU, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParseInsert(t *testing.T) {
+	t.Parallel()
+	params := []types.AttributeValue{s("p"), s("q")}
+	cases := []struct {
+		name, stmt string
+		table      string
+		ok         bool
+	}{
+		{"quoted table", `INSERT INTO "tbl" VALUE {'pk': ?, 'sk': ?}`, "tbl", true},
+		{"bare table", `insert into tbl value {'pk' : ?,'sk':?}`, "tbl", true},
+		{"a literal value", `INSERT INTO "tbl" VALUE {'pk': ?, 'sk': 'x'}`, "tbl", false},
+		{"an update", `UPDATE "tbl" SET a = ? WHERE pk = ?`, "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			table, it, ok := ParseInsert(c.stmt, params)
+			if ok != c.ok || table != c.table {
+				t.Fatalf("ParseInsert(%q) = %q, %v, %v; want %q, ok %v", c.stmt, table, it, ok, c.table, c.ok)
+			}
+			if ok && (attrString(it["pk"]) != "p" || attrString(it["sk"]) != "q") {
+				t.Fatalf("item %v, want pk p, sk q", it)
+			}
+		})
 	}
 }

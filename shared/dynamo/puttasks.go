@@ -3,6 +3,9 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,26 +18,23 @@ import (
 // MaxTxItems is DynamoDB's limit on the items of one transaction.
 const MaxTxItems = 100
 
-// PutTasks creates task records that do not exist yet: a chunk of up to
-// MaxTxItems-1 tasks is one TransactWriteItems of conditional puts
-// (attribute_not_exists), so a materialization costs one request per 99
-// tasks instead of one per task. The condition is per item, as before: a
-// task that a retried or overlapping materialization (the sweep repeats
-// one that looks stalled) finds already written, claimed or committed is
-// never reset. Such a chunk's transaction is cancelled whole, and the
-// chunk falls back to one conditional put per task, which skips the tasks
-// that exist and writes the others: that happens only to chunks a
-// materializer died or stalled in, so a job pays it for a chunk or two.
+// PutTasks creates task records that do not exist yet, a chunk of up to
+// MaxTxItems-1 tasks at a time, so that a stale or repeated
+// materialization never resets a task that was claimed or committed (the
+// sweep repeats one that looks stalled).
 //
-// The tasks are not in the sweep index: the chunk's one ready marker,
-// due at due, stands in for them (ready.go), and is the transaction's
-// last item. A single task, or tasks of several stages, go in the index
-// themselves, as a marker would save nothing.
+// A chunk of one stage's tasks goes in with its ready marker (ready.go),
+// which stands in for the tasks in the sweep index: the tasks as PartiQL
+// INSERT statements, 25 to a BatchExecuteStatement, then the marker with
+// one PutItem (putMarker says why in this order). An INSERT is a conditional put (it fails with
+// DuplicateItem when the key exists), so a task found already written is
+// left as it is, and each costs 1 write unit: half of a put inside a
+// transaction, which is how chunks were written before. BatchWriteItem
+// would cost the same but carries no condition, so a stalled
+// materializer's late write could reset a claimed task.
 //
-// Why not BatchWriteItem: it cannot carry a condition, and a stale
-// materializer's unconditional write landing after a newer one's tasks
-// were claimed would reset them. The price of the transaction: 2 write
-// units per task record instead of 1.
+// A single task, or tasks of several stages, go in the index themselves,
+// in one transaction of conditional puts, as a marker would save nothing.
 func (s *Store) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
 	for lo := 0; lo < len(tasks); lo += MaxTxItems - 1 {
 		chunk := tasks[lo:min(lo+MaxTxItems-1, len(tasks))]
@@ -50,6 +50,41 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []batch.Task, due time.T
 	if marker == nil {
 		return s.putTaskChunkIndexed(ctx, tasks, due)
 	}
+	if s.noPartiQL.Load() {
+		return s.putTaskChunkTx(ctx, tasks, marker)
+	}
+	items := make([]map[string]types.AttributeValue, len(tasks))
+	for i, t := range tasks {
+		items[i] = encodeTask(t, time.Time{})
+	}
+	err := s.insertItems(ctx, items)
+	if err == nil {
+		return s.putMarker(ctx, tasks, marker)
+	}
+	if ctx.Err() != nil {
+		return wrapPut(tasks, err)
+	}
+	// An endpoint that cannot run PartiQL (some DynamoDB-compatible
+	// stores and emulators answer it with an error), or statements that
+	// kept failing: the chunk as a transaction of conditional puts, as
+	// before PartiQL, which is as safe and costs twice the write units.
+	// This store uses transactions from now on.
+	s.noPartiQL.Store(true)
+	return s.putTaskChunkTx(ctx, tasks, marker)
+}
+
+func wrapPut(tasks []batch.Task, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("put tasks %s..%s: %w", tasks[0].Ref, tasks[len(tasks)-1].Ref, err)
+}
+
+// putTaskChunkTx writes a chunk's tasks and its marker in one transaction
+// of conditional puts (the marker's unconditional). Some of the tasks
+// existing cancels it whole: then the marker, and each task that does not
+// exist, on its own.
+func (s *Store) putTaskChunkTx(ctx context.Context, tasks []batch.Task, marker map[string]types.AttributeValue) error {
 	items := make([]types.TransactWriteItem, 0, len(tasks)+1)
 	for _, t := range tasks {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
@@ -57,24 +92,118 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []batch.Task, due time.T
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}})
 	}
-	// Unconditional: a repeated chunk writes it again, later, for the
-	// tasks it adds.
 	items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: marker}})
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return nil
 	}
 	if !anyCondFailed(cancelReasons(err)) {
-		return fmt.Errorf("put tasks %s..%s: %w", tasks[0].Ref, tasks[len(tasks)-1].Ref, err)
+		return wrapPut(tasks, err)
 	}
-	// Some of these tasks exist: the marker first, then each task that
-	// does not exist. A crash in between leaves a marker with tasks
-	// missing, which expands to fewer tasks; the repeated chunk writes it
-	// again.
+	if err := s.putTasksEach(ctx, tasks, time.Time{}); err != nil {
+		return err
+	}
+	return s.putMarker(ctx, tasks, marker)
+}
+
+// putMarker writes a chunk's ready marker once its tasks exist: a marker
+// written first could be looked at, find none of its tasks (the writer
+// stalled), and leave the index, and the tasks written after it would
+// then be watched by nothing once claimed (claims do not index their
+// tasks). Unconditional: a repeated chunk writes it again. A crash before
+// it leaves tasks without a marker, and their messages unsent: the stage's
+// enqueued count has not moved, so the sweep repeats the chunk, which
+// writes the marker.
+func (s *Store) putMarker(ctx context.Context, tasks []batch.Task, marker map[string]types.AttributeValue) error {
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: marker}); err != nil {
 		return fmt.Errorf("put ready marker of tasks %s..%s: %w", tasks[0].Ref, tasks[len(tasks)-1].Ref, err)
 	}
-	return s.putTasksEach(ctx, tasks, time.Time{})
+	return nil
+}
+
+// MaxBatchStatements is DynamoDB's limit on the statements of one
+// BatchExecuteStatement.
+const MaxBatchStatements = 25
+
+// insertTries bounds the tries of statements that failed for throttling
+// or an internal error (the SDK retries a failed request, not a failed
+// statement of an answered one).
+const insertTries = 6
+
+// insertItems writes items that do not exist yet, with PartiQL INSERTs in
+// batches; items that exist are left as they are.
+func (s *Store) insertItems(ctx context.Context, items []map[string]types.AttributeValue) error {
+	for lo := 0; lo < len(items); lo += MaxBatchStatements {
+		batch := items[lo:min(lo+MaxBatchStatements, len(items))]
+		stmts := make([]types.BatchStatementRequest, len(batch))
+		for i, it := range batch {
+			stmts[i] = InsertStatement(s.table, it)
+		}
+		for try := 0; len(stmts) > 0; try++ {
+			if try == insertTries {
+				return fmt.Errorf("%d inserts still failing after %d tries", len(stmts), insertTries)
+			}
+			if try > 0 {
+				if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(min(txBaseWait<<(try-1), txMaxWait)))+1)); err != nil {
+					return err
+				}
+			}
+			out, err := s.db.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: stmts})
+			if err != nil {
+				return err
+			}
+			var again []types.BatchStatementRequest
+			for i, r := range out.Responses {
+				if r.Error == nil || r.Error.Code == types.BatchStatementErrorCodeEnumDuplicateItem {
+					continue
+				}
+				switch r.Error.Code {
+				case types.BatchStatementErrorCodeEnumProvisionedThroughputExceeded, types.BatchStatementErrorCodeEnumRequestLimitExceeded,
+					types.BatchStatementErrorCodeEnumThrottlingError, types.BatchStatementErrorCodeEnumInternalServerError,
+					types.BatchStatementErrorCodeEnumTransactionConflict:
+					again = append(again, stmts[i])
+				default:
+					return fmt.Errorf("insert: %s: %s", r.Error.Code, aws.ToString(r.Error.Message))
+				}
+			}
+			stmts = again
+		}
+	}
+	return nil
+}
+
+// InsertStatement is the PartiQL INSERT of item into table: a put that
+// fails (DuplicateItem) when an item with its key exists. Attribute names
+// are the store's own, in a fixed order; values are parameters.
+func InsertStatement(table string, item map[string]types.AttributeValue) types.BatchStatementRequest {
+	names := make([]string, 0, len(item))
+	for n := range item {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString(`INSERT INTO "` + table + `" VALUE {`)
+	params := make([]types.AttributeValue, len(names))
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + n + "': ?")
+		params[i] = item[n]
+	}
+	b.WriteString("}")
+	return types.BatchStatementRequest{Statement: aws.String(b.String()), Parameters: params}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // readyMarkerFor is the ready marker of a chunk of tasks of one stage, due

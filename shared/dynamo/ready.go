@@ -317,16 +317,16 @@ func (s *Store) indexWaiting(ctx context.Context, ref batch.TaskRef, due time.Ti
 // a takeover all write upd).
 func (s *Store) indexLapsed(ctx context.Context, w watchedTask, due time.Time) (put bool, err error) {
 	pk, sk := taskPK(w.task.Ref), taskSK(w.task.Ref.Partition)
-	if w.upd == nil {
-		return false, fmt.Errorf("task %s has no update time", w.task.Ref)
+	vals := map[string]types.AttributeValue{":gpk": sv(duePK(pk + sk)), ":due": ms(due)}
+	unchanged := "attribute_not_exists(upd)" // every writer sets upd; never fail the shard over one that did not
+	if w.upd != nil {
+		unchanged, vals[":upd"] = "upd = :upd", w.upd
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, sk),
-		UpdateExpression:    aws.String("SET gpk = :gpk, due = :due"),
-		ConditionExpression: aws.String("upd = :upd AND attribute_not_exists(gpk)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":upd": w.upd,
-		},
+		UpdateExpression:          aws.String("SET gpk = :gpk, due = :due"),
+		ConditionExpression:       aws.String(unchanged + " AND attribute_not_exists(gpk)"),
+		ExpressionAttributeValues: vals,
 	})
 	if isCondFailed(err) {
 		return false, nil

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +31,7 @@ type API interface {
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchExecuteStatement(context.Context, *dynamodb.BatchExecuteStatementInput, ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error)
 }
 
 // Store is the DynamoDB-backed store.
@@ -39,6 +41,9 @@ type Store struct {
 	// retention, when positive, is how long an ended job's records are
 	// kept (retention.go).
 	retention time.Duration
+	// noPartiQL: the endpoint failed a PartiQL batch; materialization
+	// writes transactions instead (puttasks.go).
+	noPartiQL atomic.Bool
 }
 
 // New returns a store over table.
