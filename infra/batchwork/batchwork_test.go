@@ -249,12 +249,12 @@ var (
 	deleteItem = []string{"dynamodb:DeleteItem"} // schedules deleted, schedule index entries moved
 	// Starting a stage writes its tasks as PartiQL INSERTs.
 	insertTasks = []string{"dynamodb:PartiQLInsert"}
-	objectsRW  = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
-	sendReady  = []string{"sqs:SendMessage"}
-	drainDLQ   = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
-	listBucket = []string{"s3:ListBucket"}
-	tagObjects = []string{"s3:PutObjectTagging"}
-	setVisible = []string{"sqs:ChangeMessageVisibility"}
+	objectsRW   = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+	sendReady   = []string{"sqs:SendMessage"}
+	drainDLQ    = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	listBucket  = []string{"s3:ListBucket"}
+	tagObjects  = []string{"s3:PutObjectTagging"}
+	setVisible  = []string{"sqs:ChangeMessageVisibility"}
 	// An owner deletes an ended job's data through the api
 	// (DELETE /jobs/{id}/data).
 	deleteObjects = []string{"s3:DeleteObject"}

@@ -415,8 +415,8 @@ type access struct {
 	// floor: billed no less than AWS's rules for its item (a PartiQL
 	// statement, whose capacity DynamoDB Local need not report).
 	floor bool
-	size         int
-	units        float64
+	size  int
+	units float64
 	// newGSI holds, for each index whose partition key this write sets,
 	// the new value; removed lists those it removes; deleted, that the
 	// item is gone.
