@@ -232,11 +232,7 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
-	clean := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
-	inj := faults.New(1)
-	cfg := e.cfg.Copy()
-	inj.Install(&cfg)
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	clean, store, inj := hookedStores(e)
 	const job, n, raced = "jreadyraced00001", 20, 7
 	now := time.Now()
 	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
@@ -277,11 +273,7 @@ func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
-	clean := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
-	inj := faults.New(1)
-	cfg := e.cfg.Copy()
-	inj.Install(&cfg)
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	clean, store, inj := hookedStores(e)
 	const job, n = "jreadyorder00001", 30
 	now := time.Now()
 	var fired atomic.Bool
@@ -304,4 +296,14 @@ func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
 	if got := dueTasks(t, clean, job, now.Add(2*lease+time.Second)); !slices.Contains(got, 0) {
 		t.Fatalf("due tasks after the claim's lease lapsed: %v, want 0 among them (the marker must watch it)", got)
 	}
+}
+
+// hookedStores are two stores over e's table: clean, and store, whose
+// requests pass through inj (a test's Match hooks run other writes, on
+// clean, just before one of store's requests).
+func hookedStores(e *env) (clean, store *dynamo.Store, inj *faults.Injector) {
+	inj = faults.New(1)
+	cfg := e.cfg.Copy()
+	inj.Install(&cfg)
+	return dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table), dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table), inj
 }

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -144,7 +143,7 @@ func (s *Store) insertItems(ctx context.Context, items []map[string]types.Attrib
 				return fmt.Errorf("%d inserts still failing after %d tries", len(stmts), insertTries)
 			}
 			if try > 0 {
-				if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(min(txBaseWait<<(try-1), txMaxWait)))+1)); err != nil {
+				if err := backoff(ctx, try); err != nil {
 					return err
 				}
 			}
@@ -193,17 +192,6 @@ func InsertStatement(table string, item map[string]types.AttributeValue) types.B
 	}
 	b.WriteString("}")
 	return types.BatchStatementRequest{Statement: aws.String(b.String()), Parameters: params}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // readyMarkerFor is the ready marker of a chunk of tasks of one stage, due

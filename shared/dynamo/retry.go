@@ -77,13 +77,8 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 	var err error
 	for try := 0; try < txTries; try++ {
 		if try > 0 {
-			window := min(txBaseWait<<(try-1), txMaxWait)
-			t := time.NewTimer(time.Duration(rand.Int64N(int64(window)) + 1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return errors.Join(err, ctx.Err())
-			case <-t.C:
+			if werr := backoff(ctx, try); werr != nil {
+				return errors.Join(err, werr)
 			}
 		}
 		// A fresh token for each try: the SDK fills one into in on the
@@ -95,4 +90,20 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 		}
 	}
 	return errors.Join(ErrContention, err)
+}
+
+// backoff waits before try (1-based after the first) of a request that
+// contention or throttling refused: a random time up to a window that
+// doubles per try from txBaseWait to txMaxWait (full jitter), or until ctx
+// ends.
+func backoff(ctx context.Context, try int) error {
+	window := min(txBaseWait<<(try-1), txMaxWait)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(window)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
