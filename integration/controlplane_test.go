@@ -393,7 +393,7 @@ func TestFailingTaskRetriesThenFailsJob(t *testing.T) {
 	}
 }
 
-// dropFirstCommitResponse lets the first commit transaction reach the
+// dropFirstCommitResponse lets the first commit write of a task reach the
 // emulator, then loses its response, as a network failure would.
 type dropFirstCommitResponse struct {
 	next    http.RoundTripper
@@ -402,7 +402,7 @@ type dropFirstCommitResponse struct {
 
 func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
-	if !strings.HasSuffix(target, "TransactWriteItems") || d.dropped.Load() {
+	if !strings.HasSuffix(target, "UpdateItem") || d.dropped.Load() {
 		return d.next.RoundTrip(r)
 	}
 	var body []byte
@@ -413,7 +413,8 @@ func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, er
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	if !bytes.Contains(body, []byte(`ADD #left :minus`)) {
+	// The commit's guarded write of the task (the fence), not its count.
+	if !bytes.Contains(body, []byte(`catt = :att`)) {
 		return d.next.RoundTrip(r)
 	}
 	resp, err := d.next.RoundTrip(r)

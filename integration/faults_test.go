@@ -51,11 +51,13 @@ func TestTransactionConflictsAreRetried(t *testing.T) {
 		match func(string, any) bool
 		run   func(t *testing.T, e *env)
 	}{
+		// A commit with rejected records is the one commit that is still
+		// a transaction (the stage's bad-record guard must refuse it).
 		{"commit", txFirst("catt = :att"), func(t *testing.T, e *env) {
-			id := e.submit("c", []byte(oneStage("c", "x", 1)))
+			id := e.submit("c", []byte(`{"name":"c","stages":[{"name":"s","task":"x","maxBadRecords":3,"partitions":{"count":1}}]}`))
 			c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id})
 			putOutput(t, e, c, "out\n")
-			if err := e.r.Service.Commit(context.Background(), c, 1); err != nil {
+			if err := e.r.Service.CommitWith(context.Background(), c, control.CommitResult{Outputs: 1, BadRecords: 1}); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			assertCommittedOnce(t, e, id, 0, 1, 1)

@@ -307,3 +307,54 @@ func hookedStores(e *env) (clean, store *dynamo.Store, inj *faults.Injector) {
 	inj.Install(&cfg)
 	return dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table), dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table), inj
 }
+
+// A marker the sweep cannot look at (here a malformed one; equally a
+// chunk whose read fails) is an error beside the other records of its
+// index shard, which the sweep still handles: one bad record used to fail
+// its whole shard on every run.
+func TestBadMarkerLeavesItsShardToTheSweep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(e.cfg)
+	const job = "jbadmarker000001"
+	now := time.Now()
+	if err := e.r.Store.PutTasks(ctx, readyTasks(job, 3), now); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "RDY#" + job + "#0#0"}, "sk": &types.AttributeValueMemberS{Value: "000000#000003"},
+		},
+	})
+	if err != nil || out.Item == nil {
+		t.Fatalf("the chunk's marker: %v %v", out, err)
+	}
+	gpk := out.Item[dynamo.Schema.DueShard].(*types.AttributeValueMemberS).Value
+	var shard int
+	if _, err := fmt.Sscanf(gpk, "D#%d", &shard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.r.Resources.Table, Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "RDY#not-a-marker"}, "sk": &types.AttributeValueMemberS{Value: "x"},
+		dynamo.Schema.DueShard: &types.AttributeValueMemberS{Value: gpk},
+		"due":                  &types.AttributeValueMemberN{Value: fmt.Sprint(now.Add(-time.Hour).UnixMilli())},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := e.r.Store.DueItems(ctx, shard, now.Add(time.Second), 1000)
+	if err == nil || !strings.Contains(err.Error(), "RDY#not-a-marker") {
+		t.Fatalf("DueItems error %v, want one naming the bad marker", err)
+	}
+	var ps []int
+	for _, it := range items {
+		if it.Kind == dynamo.DueTask && it.Job == job {
+			ps = append(ps, it.Task.Partition)
+		}
+	}
+	slices.Sort(ps)
+	if !slices.Equal(ps, []int{0, 1, 2}) {
+		t.Fatalf("due tasks %v beside the bad marker, want [0 1 2]", ps)
+	}
+}

@@ -661,6 +661,12 @@ func (f *fakeStore) CommitTask(_ context.Context, p dynamo.CommitParams) (bool, 
 	})
 }
 
+// EnsureCounted finds every committed task counted: the fake's commit
+// counts in the same step.
+func (f *fakeStore) EnsureCounted(context.Context, batch.TaskRef, int) (bool, bool, error) {
+	return false, false, nil
+}
+
 // ReleaseTask applies the holder's retry or fail; batch.ErrStaleClaim if
 // the rules refuse it.
 func (f *fakeStore) ReleaseTask(_ context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
@@ -825,6 +831,17 @@ func (f *fakeStore) SetDue(_ context.Context, it dynamo.DueItem, due time.Time) 
 			if t, ok := f.tasks[it.Task]; ok {
 				t.due = due
 			}
+		}
+		return nil
+	})
+}
+
+// UnindexTask takes a task out of the index unless it changed since t
+// was read (state or update time).
+func (f *fakeStore) UnindexTask(_ context.Context, t batch.Task) error {
+	return fakeDo(f, "UnindexTask", func() error {
+		if ft, ok := f.tasks[t.Ref]; ok && ft.t.State == t.State && ft.t.Updated.Equal(msTime(t.Updated)) {
+			ft.due = time.Time{}
 		}
 		return nil
 	})

@@ -46,6 +46,7 @@ type Store interface {
 	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
 	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
@@ -54,6 +55,7 @@ type Store interface {
 	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	UnindexTask(context.Context, batch.Task) error
 	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
 	RenewExecutor(ctx context.Context, id string, until time.Time) error
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)

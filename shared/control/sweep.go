@@ -33,6 +33,9 @@ type SweepCounts struct {
 	// Speculated is how many speculative copies the sweep launched
 	// (speculation.go).
 	Speculated int `json:"speculativeCopies"`
+	// Counted is how many committed tasks the sweep counted because their
+	// committer had not (dynamo/count.go).
+	Counted int `json:"counted"`
 }
 
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
@@ -73,10 +76,11 @@ walk:
 			note(fmt.Errorf("sweep stopped before shard %d: %w", shard, err))
 			break
 		}
+		// A record that cannot be read is an error beside the others'
+		// items, which are handled all the same.
 		items, err := s.store.DueItems(ctx, shard, now, s.cfg.SweepLimit)
 		if err != nil {
 			note(err)
-			continue
 		}
 		for _, it := range items {
 			if err := ctx.Err(); err != nil {
@@ -206,6 +210,7 @@ func (c *SweepCounts) add(o SweepCounts) {
 	c.Deadlines += o.Deadlines
 	c.Events += o.Events
 	c.Speculated += o.Speculated
+	c.Counted += o.Counted
 }
 
 // deferStage pushes a stage's next look back before the sweep works on it
@@ -294,8 +299,33 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 	case sm.TaskFailed:
 		c.Failures++
 		return s.propagateFailure(ctx, t)
+	case sm.TaskSucceeded:
+		// Its committer may have died between the commit and the count
+		// (dynamo/count.go): count it before its entry goes.
+		if err := s.ensureCounted(ctx, t.Ref, c); err != nil {
+			return err
+		}
 	}
-	return s.store.SetDue(ctx, it, time.Time{})
+	return s.store.UnindexTask(ctx, t)
+}
+
+// ensureCounted counts a committed task that was not, and completes its
+// stage when that was the stage's last count.
+func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *SweepCounts) error {
+	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	if err != nil {
+		return err
+	}
+	counted, shardDone, err := s.store.EnsureCounted(ctx, ref, shards)
+	if err != nil || !counted {
+		return err
+	}
+	c.Counted++
+	s.logger(ref).Warn("counted a committed task its committer had not counted")
+	if !shardDone {
+		return nil
+	}
+	return s.checkStageComplete(ctx, ref.Job, ref.Stage)
 }
 
 func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {

@@ -82,6 +82,15 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	if errors.Is(err, batch.ErrNotFound) {
 		return Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
+	if errors.Is(err, dynamo.ErrCommitted) {
+		// A committed task's message came back: its committer may have
+		// died before it counted the task as well as before it deleted
+		// the message. Counting it here (one read when it was counted)
+		// saves the stage the wait for the sweep's look.
+		if cerr := s.ensureCounted(ctx, ref, &SweepCounts{}); cerr != nil {
+			s.logger(ref).Warn("count of a committed task", "err", cerr)
+		}
+	}
 	if err != nil {
 		return Claim{}, err
 	}
@@ -341,7 +350,7 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	s.publishEvents(ctx, failed.ID)
 	s.freeSlots(ctx, t.Ref, nil, time.Time{})
 	t.LastError, t.ErrorClass = reason, class
-	t.State, t.Tolerated = sm.TaskFailed, tolerated
+	t.State, t.Tolerated, t.Updated = sm.TaskFailed, tolerated, now // as written
 	s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
 	s.metrics().TaskFailed(s.taskPriority(ctx, nil, t.Ref)) // metrics.go
 	return s.propagateFailure(ctx, t)
@@ -368,7 +377,7 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason, gen); err != nil {
 		return err
 	}
-	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref}, time.Time{})
+	return s.store.UnindexTask(ctx, t)
 }
 
 func truncate(s string, n int) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -102,7 +101,7 @@ func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
 	if err := s.checkStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
 		return err
 	}
-	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: t.Ref.Job, Stage: t.Ref.Stage, Task: t.Ref}, time.Time{})
+	return s.store.UnindexTask(ctx, t)
 }
 
 // overAllowance prefixes the job's error for a failure its stage did not

@@ -112,65 +112,87 @@ func parseReadyMarker(it map[string]types.AttributeValue) (readyMarker, bool) {
 // sweep must handle now, each put in the index on the way (see above), and
 // moves each marker it looked at on: due again when the next of its
 // tasks could need the sweep, or out of the index. It stops once items
-// holds limit records; the markers left are due at the next run.
+// holds limit records; the markers left are due at the next run. A
+// marker it cannot look at stays due, and its error comes back beside the
+// items of the others: one bad record never stops the sweep of a shard.
 func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem, markers []readyMarker, limit int) ([]DueItem, error) {
+	var errs []error
 	for _, m := range markers {
 		if len(items) >= limit {
 			break
 		}
-		if m.malformed {
-			return nil, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
+		var err error
+		if items, err = s.expandMarker(ctx, now, items, m); err != nil {
+			errs = append(errs, err)
 		}
-		watched, err := s.readyWatched(ctx, m)
+	}
+	return items, errors.Join(errs...)
+}
+
+// expandMarker is expandReady's look at one marker. On an error it returns
+// items as they were: what it put in the index is due again soon anyway.
+func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem, m readyMarker) ([]DueItem, error) {
+	in := items
+	if m.malformed {
+		return in, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
+	}
+	watched, committed, err := s.readyWatched(ctx, m)
+	if err != nil {
+		return in, err
+	}
+	var next time.Time // zero: nothing left for this marker to watch
+	again := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	recheck := now.Add(ExpandedRecheck)
+	var queued *bool // sentAndRunning, read once per marker when needed
+	for _, w := range watched {
+		var put bool
+		switch {
+		case w.task.State == sm.TaskReady:
+			if queued == nil {
+				q, err := s.sentAndRunning(ctx, m)
+				if err != nil {
+					return in, err
+				}
+				queued = &q
+			}
+			if age := now.Sub(w.task.Updated); *queued && age < SentWait {
+				// Behind a backlog, not lost: look again after as
+				// long as it has waited, and resend at SentWait.
+				again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
+				continue
+			}
+			put, err = s.indexWaiting(ctx, w.task.Ref, recheck)
+		case !w.due.IsZero() && w.due.After(now):
+			again(w.due)
+			continue
+		default: // a lease lapsed (or a record of an earlier release)
+			put, err = s.indexLapsed(ctx, w, recheck)
+		}
 		if err != nil {
-			return nil, err
+			return in, err
 		}
-		var next time.Time // zero: nothing left for this marker to watch
-		again := func(at time.Time) {
-			if next.IsZero() || at.Before(next) {
-				next = at
-			}
+		if !put {
+			// It moved on since the read (claimed, renewed, finished):
+			// look again rather than lose sight of it.
+			again(recheck)
+			continue
 		}
-		recheck := now.Add(ExpandedRecheck)
-		var queued *bool // sentAndRunning, read once per marker when needed
-		for _, w := range watched {
-			var put bool
-			switch {
-			case w.task.State == sm.TaskReady:
-				if queued == nil {
-					q, err := s.sentAndRunning(ctx, m)
-					if err != nil {
-						return nil, err
-					}
-					queued = &q
-				}
-				if age := now.Sub(w.task.Updated); *queued && age < SentWait {
-					// Behind a backlog, not lost: look again after as
-					// long as it has waited, and resend at SentWait.
-					again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
-					continue
-				}
-				put, err = s.indexWaiting(ctx, w.task.Ref, recheck)
-			case !w.due.IsZero() && w.due.After(now):
-				again(w.due)
-				continue
-			default: // a lease lapsed (or a record of an earlier release)
-				put, err = s.indexLapsed(ctx, w, recheck)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !put {
-				// It moved on since the read (claimed, renewed, finished):
-				// look again rather than lose sight of it.
-				again(recheck)
-				continue
-			}
-			items = append(items, DueItem{Kind: DueTask, Job: w.task.Ref.Job, Stage: w.task.Ref.Stage, Task: w.task.Ref})
+		items = append(items, DueItem{Kind: DueTask, Job: w.task.Ref.Job, Stage: w.task.Ref.Stage, Task: w.task.Ref})
+	}
+	if next.IsZero() {
+		// The chunk's last look: a committed task that was never
+		// counted (its committer died between the two writes,
+		// count.go) goes into the index for the sweep to count.
+		if items, err = s.indexUncounted(ctx, m, committed, recheck, items); err != nil {
+			return in, err
 		}
-		if err := s.moveMarker(ctx, m, next); err != nil {
-			return nil, err
-		}
+	}
+	if err := s.moveMarker(ctx, m, next); err != nil {
+		return in, err
 	}
 	return items, nil
 }
@@ -250,11 +272,11 @@ type watchedTask struct {
 }
 
 // readyWatched reads a marker's tasks, consistently, and returns those the
-// marker still watches: unfinished, and in no index entry of their own.
-func (s *Store) readyWatched(ctx context.Context, m readyMarker) ([]watchedTask, error) {
-	var watched []watchedTask
+// marker still watches: unfinished, and in no index entry of their own;
+// and the partitions of those that committed, with no entry of their own.
+func (s *Store) readyWatched(ctx context.Context, m readyMarker) (watched []watchedTask, committed []int, err error) {
 	if m.hi <= m.lo {
-		return nil, nil
+		return nil, nil, nil
 	}
 	for b := m.lo / TaskBucket; b <= (m.hi-1)/TaskBucket; b++ {
 		var start map[string]types.AttributeValue
@@ -269,15 +291,19 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker) ([]watchedTask,
 				ExclusiveStartKey: start,
 			})
 			if err != nil {
-				return nil, fmt.Errorf("read tasks of ready marker %s/%s: %w", m.pk, m.sk, err)
+				return nil, nil, fmt.Errorf("read tasks of ready marker %s/%s: %w", m.pk, m.sk, err)
 			}
 			for _, it := range out.Items {
 				p, err := strconv.Atoi(getS(it, attrSK))
 				if err != nil {
-					return nil, fmt.Errorf("task key %q/%q is malformed", getS(it, attrPK), getS(it, attrSK))
+					return nil, nil, fmt.Errorf("task key %q/%q is malformed", getS(it, attrPK), getS(it, attrSK))
 				}
 				t := decodeTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}, it)
-				if !sm.Tasks.IsTerminal(t.State) && getS(it, attrGPK) == "" {
+				switch {
+				case getS(it, attrGPK) != "":
+				case t.State == sm.TaskSucceeded:
+					committed = append(committed, p)
+				case !sm.Tasks.IsTerminal(t.State):
 					watched = append(watched, watchedTask{task: t, due: getT(it, attrDue), upd: it[aUpdated]})
 				}
 			}
@@ -286,7 +312,28 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker) ([]watchedTask,
 			}
 		}
 	}
-	return watched, nil
+	return watched, committed, nil
+}
+
+// indexUncounted puts those of a marker's committed tasks that their
+// counters have not counted in the index, due at due, and adds them to
+// items for this sweep run.
+func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []int, due time.Time, items []DueItem) ([]DueItem, error) {
+	left, err := s.uncounted(ctx, m.job, m.stage, committed)
+	if err != nil {
+		return nil, fmt.Errorf("counts of ready marker %s/%s: %w", m.pk, m.sk, err)
+	}
+	for _, p := range left {
+		ref := batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}
+		put, err := s.indexCommitted(ctx, ref, due)
+		if err != nil {
+			return nil, err
+		}
+		if put {
+			items = append(items, DueItem{Kind: DueTask, Job: m.job, Stage: m.stage, Task: ref})
+		}
+	}
+	return items, nil
 }
 
 // indexWaiting puts a waiting task in the index at due, unless it has

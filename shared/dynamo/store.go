@@ -580,6 +580,30 @@ func (s *Store) SetDue(ctx context.Context, it DueItem, due time.Time) error {
 	return nil
 }
 
+// UnindexTask takes a finished task out of the sweep index, unless it has
+// changed since t was read: a redrive that put it back to READY (with an
+// entry of its own, which is what finds its message if it is lost) must
+// keep that entry. Both the state and the update time are checked, so a
+// task redriven and finished again since keeps its new entry too.
+func (s *Store) UnindexTask(ctx context.Context, t batch.Task) error {
+	vals := map[string]types.AttributeValue{":st": sv(string(t.State))}
+	unchanged := "#st = :st AND attribute_not_exists(upd)"
+	if !t.Updated.IsZero() {
+		unchanged, vals[":upd"] = "#st = :st AND upd = :upd", ms(t.Updated)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(taskPK(t.Ref), taskSK(t.Ref.Partition)),
+		UpdateExpression:          aws.String("REMOVE gpk, due"),
+		ConditionExpression:       aws.String(unchanged),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: vals,
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("take task %s out of the sweep index: %w", t.Ref, err)
+	}
+	return nil
+}
+
 // HurryStage brings a RUNNING stage's next sweep look forward to due; it
 // never pushes a look back, and never puts a stage that left RUNNING (its
 // follow-up done, it is out of the index) back in the index.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -262,6 +263,9 @@ func leaseDue(c *cond, due time.Time) string {
 // using the same rules that built the condition.
 func explainClaim(t batch.Task, now time.Time) error {
 	in := sm.TaskInput{At: now}
+	if t.State == sm.TaskSucceeded {
+		return fmt.Errorf("claim task %s (%s): %w: %w", t.Ref, t.State, ErrCommitted, batch.ErrAlreadyDone)
+	}
 	if sm.Tasks.IsTerminal(t.State) {
 		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, batch.ErrAlreadyDone)
 	}
@@ -342,22 +346,91 @@ type CommitParams struct {
 	Copy bool
 }
 
-// CommitTask marks the task SUCCEEDED and counts its stage's shard down in
-// one transaction, and reports whether that emptied the shard.
-//
-// The first try guards the counter with left > 1, so the common commit is
-// one request: only the shard's last committer sees that guard fail, and
-// it retries without it, knowing it took the shard to zero. That saves the
-// read-after-write every commit would otherwise need to learn whether it
-// was last.
+// CommitTask marks the task SUCCEEDED and counts it on its stage's counter
+// shard, and reports whether that emptied the shard: two single-item
+// writes, the fence first (count.go says why that is safe).
 //
 // A retry of a commit whose response was lost finds the task SUCCEEDED with
-// its own token: it recognises its own success and reads the counter. Any
-// other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
+// its own token: it recognises its own success and counts (once: the
+// count is idempotent). Any other refusal is batch.ErrStaleClaim or
+// batch.ErrAlreadyDone.
 func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool, err error) {
 	if err := checkBadRecords(p); err != nil { // badrecords.go
 		return false, err
 	}
+	if p.BadRecords > 0 {
+		return s.commitGuarded(ctx, p)
+	}
+	c := newCond()
+	expr, upd := commitUpdate(c, p)
+	c.values[":cnt"] = ms(p.Now.Add(CountGrace))
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
+		ConditionExpression: aws.String(expr),
+		// An index entry of the task's own stays, due when the sweep
+		// checks that the task was counted (count.go).
+		UpdateExpression:          aws.String(upd + ", due = :cnt REMOVE lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
+		ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
+		ExpressionAttributeValues: c.values,
+	})
+	if isCondFailed(err) {
+		err = s.explainCommit(ctx, p)
+	}
+	if err != nil {
+		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
+	}
+	return s.countCommit(ctx, p)
+}
+
+// commitUpdate is the commit's condition and SET clause on the task item.
+func commitUpdate(c *cond, p CommitParams) (expr, set string) {
+	tr := sm.Tasks.Transition(sm.TaskCommit)
+	expr = transition(c, tr)
+	to(c, tr)
+	c.values[":tok"] = sv(p.Token)
+	c.values[":now"] = ms(p.Now)
+	c.values[":att"] = nv(int64(p.Attempt))
+	c.values[":nout"] = nv(int64(p.Outputs))
+	c.values[":rin"] = nv(p.RecordsIn)
+	c.values[":rout"] = nv(p.RecordsOut)
+	// The attempt pin names the attempt whose outputs the caller checked:
+	// the holder's (patt once its task was copied) or the copy's. The
+	// winner's token stays on the record (a lost response's retry
+	// recognises its success by it); the other claim is gone with the
+	// copy's fields (speculation.go).
+	return expr + " AND (att = :att OR " + aHolderAtt + " = :att)",
+		"SET #st = :to, catt = :att, tok = :tok, nout = :nout, #rin = :rin, #rout = :rout, upd = :now"
+}
+
+// explainCommit reads a task whose commit was refused: nil when the task
+// is SUCCEEDED by this very attempt (a retry after a lost answer), else
+// why not.
+func (s *Store) explainCommit(ctx context.Context, p CommitParams) error {
+	t, err := s.GetTask(ctx, p.Ref)
+	if err != nil {
+		return err
+	}
+	switch {
+	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
+		return nil
+	case sm.Tasks.IsTerminal(t.State):
+		return fmt.Errorf("attempt %d: task is %s: %w", p.Attempt, t.State, batch.ErrAlreadyDone)
+	case t.Token != p.Token, t.State == sm.TaskReady:
+		// READY keeps the token of the attempt whose failure (a retry, a
+		// timeout) released it: that attempt's claim is gone all the same.
+		return fmt.Errorf("attempt %d: current attempt is %d (%s): %w", p.Attempt, t.Attempt, t.State, batch.ErrStaleClaim)
+	}
+	return fmt.Errorf("attempt %d: refused while %s with its token", p.Attempt, t.State)
+}
+
+// commitGuarded commits a task whose attempt rejected records: the task,
+// its count and the stage's bad-record count in one transaction, whose
+// guard refuses the commit past the stage's maxBadRecords.
+//
+// The first try guards the counter with left > 1, so the common commit is
+// one request: only the shard's last committer sees that guard fail, and
+// it retries without it, knowing it took the shard to zero.
+func (s *Store) commitGuarded(ctx context.Context, p CommitParams) (shardDone bool, err error) {
 	err = s.commitTx(ctx, p, false)
 	if r := cancelReasons(err); len(r) >= 2 && r[0] == reasonNone && r[1] == reasonCondFailed && !badRecordsRefused(p, r) {
 		// The task's guard held; the counter's did not: this is the last.
@@ -374,22 +447,20 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	if cancelReasons(err) == nil {
 		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
 	}
-	t, gerr := s.GetTask(ctx, p.Ref)
-	if gerr != nil {
-		return false, fmt.Errorf("commit task %s: %w", p.Ref, gerr)
+	if r := cancelReasons(err); len(r) == 0 || r[0] != reasonCondFailed {
+		return false, fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, r, err)
 	}
-	switch {
-	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
-		left, err := s.ShardLeft(ctx, p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards))
-		return left == 0, err
-	case sm.Tasks.IsTerminal(t.State):
-		return false, fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
-	case t.Token != p.Token, t.State == sm.TaskReady:
-		// READY keeps the token of the attempt whose failure (a retry, a
-		// timeout) released it: that attempt's claim is gone all the same.
-		return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d (%s): %w", p.Ref, p.Attempt, t.Attempt, t.State, batch.ErrStaleClaim)
+	if err := s.explainCommit(ctx, p); err != nil {
+		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
 	}
-	return false, fmt.Errorf("commit task %s: transaction cancelled %v: %w", p.Ref, cancelReasons(err), err)
+	counted, left, err := s.shardCounted(ctx, p.Ref, p.Shards)
+	if err != nil {
+		return false, err
+	}
+	if !counted {
+		return false, fmt.Errorf("commit task %s: committed, and its counter does not hold it", p.Ref)
+	}
+	return left == 0, nil
 }
 
 // commitTx is one try of the commit transaction (retried by transact while
@@ -399,16 +470,9 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 // the read-back in CommitTask recognises a retry's own earlier success.
 func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	c := newCond()
-	tr := sm.Tasks.Transition(sm.TaskCommit)
-	expr := transition(c, tr)
-	to(c, tr)
-	c.values[":tok"] = sv(p.Token)
-	c.values[":now"] = ms(p.Now)
-	c.values[":att"] = nv(int64(p.Attempt))
-	c.values[":nout"] = nv(int64(p.Outputs))
-	c.values[":rin"] = nv(p.RecordsIn)
-	c.values[":rout"] = nv(p.RecordsOut)
-	cnt := map[string]types.AttributeValue{":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut)}
+	expr, upd := commitUpdate(c, p)
+	cnt := map[string]types.AttributeValue{":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut),
+		":ps": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(p.Ref.Partition)}}}
 	cntCond := "attribute_exists(pk)"
 	if !last {
 		cntCond = "attribute_exists(pk) AND #left > :one"
@@ -416,20 +480,15 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	}
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
-		// The attempt pin names the attempt whose outputs the caller
-		// checked: the holder's (patt once its task was copied) or the
-		// copy's. The winner's token stays on the record (a lost
-		// response's retry recognises its success by it); the other
-		// claim is gone with the copy's fields (speculation.go).
-		ConditionExpression:       aws.String(expr + " AND (att = :att OR " + aHolderAtt + " = :att)"),
-		UpdateExpression:          aws.String("SET #st = :to, catt = :att, tok = :tok, nout = :nout, #rin = :rin, #rout = :rout, upd = :now REMOVE gpk, due, lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
+		ConditionExpression:       aws.String(expr),
+		UpdateExpression:          aws.String(upd + " REMOVE gpk, due, lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
 		ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
 		ExpressionAttributeValues: c.values,
 	}}, {Update: &types.Update{
 		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
 		ConditionExpression:       aws.String(cntCond),
-		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout" + durationAdd(p, cnt) + copyWonAdd(p, cnt)),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut},
+		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout, #done :ps" + durationAdd(p, cnt) + copyWonAdd(p, cnt)),
+		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
 		ExpressionAttributeValues: cnt,
 	}}}
 	if p.BadRecords > 0 {
@@ -592,6 +651,7 @@ func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit in
 	}
 	items := make([]DueItem, 0, len(out.Items))
 	var markers []readyMarker // ready.go
+	var errs []error
 	for _, it := range out.Items {
 		if m, ok := parseReadyMarker(it); ok {
 			markers = append(markers, m)
@@ -599,9 +659,11 @@ func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit in
 		}
 		d, err := parseDueKey(getS(it, attrPK), getS(it, attrSK))
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		items = append(items, d)
 	}
-	return s.expandReady(ctx, now, items, markers, limit)
+	items, err = s.expandReady(ctx, now, items, markers, limit)
+	return items, errors.Join(append(errs, err)...)
 }

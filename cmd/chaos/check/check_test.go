@@ -81,3 +81,41 @@ func TestLateStarts(t *testing.T) {
 		})
 	}
 }
+
+// A counter may lag its stage's commits (a committer died between its
+// commit and its count) but never count more than committed, nor count a
+// task that did not commit.
+func TestCounters(t *testing.T) {
+	tasks := func(states ...string) map[int]*taskRec {
+		m := map[int]*taskRec{}
+		for p, s := range states {
+			m[p] = &taskRec{Partition: p, State: s}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name          string
+		stage         string
+		tasks         map[int]*taskRec
+		cnt           counterRec
+		violations    int
+		wantUncounted int
+	}{
+		{"all counted", Completed, tasks(Succeeded, Succeeded), counterRec{Left: 0, Total: 2, Done: []int{0, 1}}, 0, 0},
+		{"one committed, not counted yet", "RUNNING", tasks(Succeeded, Succeeded), counterRec{Left: 1, Total: 2, Done: []int{0}}, 0, 1},
+		{"counted more than committed", "RUNNING", tasks(Succeeded, "CLAIMED"), counterRec{Left: 0, Total: 2, Done: []int{0}}, 1, 0},
+		{"counted a task that did not commit", "RUNNING", tasks(Succeeded, "CLAIMED"), counterRec{Left: 1, Total: 2, Done: []int{1}}, 1, 0},
+		{"completed with a count missing", Completed, tasks(Succeeded, Succeeded), counterRec{Left: 1, Total: 2, Done: []int{0}}, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cnt := tc.cnt
+			rec := &jobRec{ID: "j1", Stages: map[int]*stageRec{0: {Name: "s", State: tc.stage, Total: 2, Shards: 1, Materialized: true,
+				Tasks: tc.tasks, Counters: map[int]*counterRec{0: &cnt}}}}
+			c := &checker{}
+			c.counters(rec)
+			if len(c.res.Violations) != tc.violations || c.res.Uncounted != tc.wantUncounted {
+				t.Fatalf("violations %v, uncounted %d; want %d violations, %d uncounted", c.res.Violations, c.res.Uncounted, tc.violations, tc.wantUncounted)
+			}
+		})
+	}
+}

@@ -143,7 +143,12 @@ type taskRec struct {
 	Executor         string
 }
 
-type counterRec struct{ Left, Total int }
+// counterRec is a completion counter: Done is the set of partitions it
+// counted (a commit's count is idempotent by it).
+type counterRec struct {
+	Left, Total int
+	Done        []int
+}
 
 // TaskKey is the primary key of a task item, for readers outside the
 // checker (the harness reads claims right before a kill).
@@ -262,7 +267,17 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		if err != nil {
 			return err
 		}
-		stage(id, idx).Counters[shard] = &counterRec{Left: int(getN(it, aLeft)), Total: int(getN(it, aTotal))}
+		cnt := &counterRec{Left: int(getN(it, aLeft)), Total: int(getN(it, aTotal))}
+		if set, ok := it["done"].(*types.AttributeValueMemberNS); ok {
+			for _, v := range set.Value {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return fmt.Errorf("counter %s: done holds %q", pk, v)
+				}
+				cnt.Done = append(cnt.Done, n)
+			}
+		}
+		stage(id, idx).Counters[shard] = cnt
 	case strings.HasPrefix(pk, pkAtt):
 		id, idx, _, err := splitKey(pk, pkAtt)
 		if err != nil {

@@ -1,0 +1,259 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/loadmodel"
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// countWrite matches the count of a commit on a counter shard.
+func countWrite(op string, in any) bool {
+	u, ok := in.(*dynamodb.UpdateItemInput)
+	if !ok || op != "UpdateItem" {
+		return false
+	}
+	pk, _ := u.Key["pk"].(*types.AttributeValueMemberS)
+	return pk != nil && strings.HasPrefix(pk.Value, "CNT#")
+}
+
+// A commit is the task's guarded write and its count, one write unit
+// each, and no transaction (which billed 2 units per item: 4).
+func TestCommitIsTwoSingleItemWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	var rec loadmodel.Recorder
+	cfg := e.cfg.Copy()
+	rec.Install(&cfg)
+	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table); err != nil {
+		t.Fatal(err)
+	}
+	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	const job, n = "jcommitwrites001", 200
+	shards := dynamo.ShardCount(n)
+	if err := e.r.Store.PutShards(ctx, job, 0, n, shards); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for p := range n {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := range n {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now},
+			Attempt: 1, Shards: shards, RecordsIn: 3, RecordsOut: 2, Duration: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := rec.Snapshot()
+	if tx := snap.Ops["DynamoDB.TransactWriteItems"].Requests; tx != 0 {
+		t.Errorf("%d commit transactions, want none", tx)
+	}
+	if per := snap.Totals().WCU / n; per > 2.01 {
+		t.Errorf("a commit took %.2f write units, want 2 (the task and its count)", per)
+	}
+	if per := float64(snap.Totals().Requests["DynamoDB"]) / n; per > 2 {
+		t.Errorf("a commit took %.2f requests, want 2", per)
+	}
+	prog := progressOf(t, e, job, n, shards)
+	if prog.Committed != n || prog.Left != 0 {
+		t.Fatalf("progress %+v, want all %d committed", prog, n)
+	}
+}
+
+// progressOf sums a stage's counters (without the stage record that
+// Progress reads too).
+func progressOf(t *testing.T, e *env, job string, total, shards int) batch.Progress {
+	t.Helper()
+	p := batch.Progress{Total: total}
+	for k := range shards {
+		left, err := e.r.Store.ShardLeft(context.Background(), job, 0, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Left += left
+	}
+	p.Committed = total - p.Left
+	return p
+}
+
+// A lost answer to either write of a commit, retried, counts the task
+// once: its counter holds the set of partitions it counted.
+func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	_, store, inj := hookedStores(e)
+	taskWrite := func(op string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if !ok || op != "UpdateItem" {
+			return false
+		}
+		pk, _ := u.Key["pk"].(*types.AttributeValueMemberS)
+		return pk != nil && strings.HasPrefix(pk.Value, "TASK#")
+	}
+	for i, tc := range []struct {
+		name  string
+		match func(string, any) bool
+	}{
+		{"the task's write", taskWrite},
+		{"the count", countWrite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := fmt.Sprintf("jcountlost%06d", i)
+			const n = 4
+			if err := e.r.Store.PutShards(ctx, job, 0, n, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			now, lost := time.Now(), inj.Total()
+			for p := range n {
+				ref := batch.TaskRef{Job: job, Partition: p}
+				if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+					t.Fatal(err)
+				}
+				if p == 1 {
+					inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: tc.match})
+				}
+				p := dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, RecordsIn: 10}
+				done, err := store.CommitTask(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// An application-level repeat of the same commit, as an
+				// executor that lost the answer altogether sends it.
+				again, err := store.CommitTask(ctx, p)
+				if err != nil {
+					t.Fatalf("repeated commit: %v", err)
+				}
+				if want := p.Ref.Partition == n-1; done != want || again != want {
+					t.Fatalf("commit of %d: shard done %v, repeat %v, want %v", p.Ref.Partition, done, again, want)
+				}
+			}
+			if inj.Total() == lost {
+				t.Fatal("no answer was lost")
+			}
+			prog := progressOf(t, e, job, n, 1)
+			if prog.Committed != n || prog.Left != 0 {
+				t.Fatalf("progress %+v, want %d committed once each", prog, n)
+			}
+			if in := recordsIn(t, e, job); in != 10*n {
+				t.Fatalf("the counter holds %d records in, want %d", in, 10*n)
+			}
+		})
+	}
+}
+
+func recordsIn(t *testing.T, e *env, job string) int64 {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(e.cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "CNT#" + job + "#0#0"}, "sk": &types.AttributeValueMemberS{Value: "CNT"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if v, ok := out.Item["rin"].(*types.AttributeValueMemberN); ok {
+		fmt.Sscan(v.Value, &n)
+	}
+	return n
+}
+
+// A committer that dies between its commit and its count leaves the task
+// committed and uncounted: the sweep counts it, and the stage completes
+// (after the chunk's marker's last look, or the task's own index entry
+// falls due), exactly once.
+func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		tasks int
+		// byClaim: the task's message comes back (its committer died
+		// before deleting it too), and the refused claim counts it.
+		byClaim bool
+	}{
+		{"a chunk's task, watched by its ready marker", 3, false},
+		{"a stage's only task, in the index itself", 1, false},
+		{"a task whose message comes back", 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rig := newSweepRig(t, testTimings)
+			ctx := context.Background()
+			_, hooked, inj := hookedStores(rig.e)
+			dying := rig.service(hooked, rig.e.r.Queue)
+			inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.ServerError, Rate: 1, Match: countWrite})
+			id := submitTo(t, rig.svc, "uncounted", oneStage("uncounted", "work", tc.tasks))
+			for p := range tc.tasks {
+				c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				svc := rig.svc
+				if p == 0 {
+					svc = dying
+				}
+				err = svc.Commit(ctx, c, 0)
+				if p == 0 && err == nil {
+					t.Fatal("the commit whose count failed succeeded")
+				}
+				if p != 0 && err != nil {
+					t.Fatal(err)
+				}
+			}
+			if task := getTask(t, rig, batch.TaskRef{Job: id, Partition: 0}); task.State != sm.TaskSucceeded {
+				t.Fatalf("the task whose count failed is %s, want SUCCEEDED", task.State)
+			}
+			mustSweep(t, rig.svc)
+			if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobRunning {
+				t.Fatalf("job %s with an uncounted task before the sweep's look, want RUNNING", st)
+			}
+			if tc.byClaim {
+				_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: 0})
+				if !errors.Is(err, batch.ErrAlreadyDone) {
+					t.Fatalf("claim of the committed task: %v, want ErrAlreadyDone", err)
+				}
+			} else {
+				rig.clk.Advance(max(testTimings.StuckAfter, dynamo.CountGrace) + time.Second)
+				if c := mustSweep(t, rig.svc); c.Counted != 1 {
+					t.Fatalf("the sweep counted %d tasks, want 1: %+v", c.Counted, c)
+				}
+			}
+			if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobSucceeded {
+				t.Fatalf("job %s after the sweep counted its last task, want SUCCEEDED", st)
+			}
+			shards := dynamo.ShardCount(tc.tasks)
+			if prog := progressOf(t, rig.e, id, tc.tasks, shards); prog.Committed != tc.tasks {
+				t.Fatalf("progress %+v, want %d committed", prog, tc.tasks)
+			}
+			rig.clk.Advance(time.Hour)
+			if c := mustSweep(t, rig.svc); c.Counted != 0 {
+				t.Fatalf("a later sweep counted %d tasks again: %+v", c.Counted, c)
+			}
+		})
+	}
+}

@@ -1,0 +1,233 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Counting a commit.
+//
+// A commit is two single-item writes, not one transaction: the task's
+// guarded transition (the fence, 1 WRU), then its count on its stage's
+// counter shard (1 WRU while the shard is under 1 KB). A transaction of
+// the two cost 4 write units, 2 per item. The shard keeps the set of the
+// partitions it counted (done), and the count is conditional on the
+// partition not being in it, so a retry after a lost answer, a duplicate
+// commit or the sweep's recovery never counts a task twice. The record
+// counts, the duration histogram and a copy's win ride on the same
+// conditional write, so they are exact too. A stage still completes only
+// when all its tasks have committed: a count follows its task's commit,
+// and the stage completes when its counters are at zero.
+//
+// A committer that dies between the two writes leaves its task SUCCEEDED
+// and uncounted, and the stage waiting: the sweep finds it. A task with
+// its own index entry (a retried task, a stage's only task) keeps the
+// entry through the commit, due CountGrace later, and the sweep counts it
+// (EnsureCounted) before it takes the entry out. A task that a ready
+// marker watches: the marker stays in the index until every task of its
+// chunk has finished, and its last look reads the counter sets of the
+// chunk's committed tasks and puts each uncounted one in the index
+// (ready.go). A crash therefore delays a stage by one look at most.
+//
+// Commits that add rejected records stay one transaction with the stage's
+// bad-record count (badrecords.go): that guard must refuse the commit
+// itself.
+const aDone = "done"
+
+// ErrCommitted is a claim's refusal of a task that committed (with
+// batch.ErrAlreadyDone): its message came back, perhaps because its
+// committer died before it deleted it, and perhaps before it counted it.
+var ErrCommitted = errors.New("task committed")
+
+// CountGrace is when a committed task that has its own index entry is
+// due for the sweep's check that it was counted: its committer counts it
+// within milliseconds unless it died.
+const CountGrace = time.Minute
+
+// countCommit counts a committed task on its counter shard, once, and
+// reports whether the shard is at zero after it.
+func (s *Store) countCommit(ctx context.Context, p CommitParams) (shardDone bool, err error) {
+	shard := ShardOf(p.Ref.Partition, p.Shards)
+	vals := map[string]types.AttributeValue{
+		":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut),
+		":p": nv(int64(p.Ref.Partition)), ":ps": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(p.Ref.Partition)}},
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, shard), cntSK),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND NOT contains(#done, :p)"),
+		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout, #done :ps" + durationAdd(p, vals) + copyWonAdd(p, vals)),
+		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err == nil {
+		return getN(out.Attributes, aLeft) == 0, nil
+	}
+	if !isCondFailed(err) {
+		return false, fmt.Errorf("count task %s on counter %d: %w", p.Ref, shard, err)
+	}
+	// Counted already (a retry whose first answer was lost, or the
+	// sweep's recovery), or the counter is missing.
+	counted, left, err := s.shardCounted(ctx, p.Ref, p.Shards)
+	if err != nil {
+		return false, err
+	}
+	if !counted {
+		return false, fmt.Errorf("count task %s on counter %d: refused, and the counter does not hold it", p.Ref, shard)
+	}
+	return left == 0, nil
+}
+
+// shardCounted reads whether a task's counter shard has counted it, and
+// the shard's count left.
+func (s *Store) shardCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted bool, left int, err error) {
+	shard := ShardOf(ref.Partition, shards)
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(shardPK(ref.Job, ref.Stage, shard), cntSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression:     aws.String("#left, #done"),
+		ExpressionAttributeNames: map[string]string{"#left": aLeft, "#done": aDone},
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, ref.Job, ref.Stage, err)
+	}
+	if out.Item == nil {
+		return false, 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, ref.Job, ref.Stage, batch.ErrNotFound)
+	}
+	return inNumberSet(out.Item[aDone], ref.Partition), int(getN(out.Item, aLeft)), nil
+}
+
+func inNumberSet(v types.AttributeValue, n int) bool {
+	set, ok := v.(*types.AttributeValueMemberNS)
+	if !ok {
+		return false
+	}
+	for _, m := range set.Value {
+		if k, err := strconv.Atoi(m); err == nil && k == n {
+			return true
+		}
+	}
+	return false
+}
+
+// EnsureCounted counts a SUCCEEDED task that its committer may not have
+// counted (it died between its commit and its count). counted says that
+// this call counted it, and shardDone that its shard is then at zero: the
+// stage's follow-up is the caller's. A task not SUCCEEDED is left alone.
+func (s *Store) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error) {
+	have, _, err := s.shardCounted(ctx, ref, shards)
+	if errors.Is(err, batch.ErrNotFound) {
+		return false, false, nil // the job's records are being deleted
+	}
+	if err != nil || have {
+		return false, false, err
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("get task %s: %w", ref, err)
+	}
+	if out.Item == nil || sm.TaskState(getS(out.Item, aState)) != sm.TaskSucceeded {
+		return false, false, nil
+	}
+	p := CommitParams{
+		HolderParams: HolderParams{Ref: ref}, Shards: shards,
+		RecordsIn: getN(out.Item, aRecIn), RecordsOut: getN(out.Item, aRecOut),
+	}
+	if claimed, done := getT(out.Item, aClaimed), getT(out.Item, aUpdated); !claimed.IsZero() && done.After(claimed) {
+		p.Duration = done.Sub(claimed)
+	}
+	// A copy's win is not known any more (the commit removed the copy's
+	// fields): the stage's count of won copies misses it.
+	shardDone, err = s.countCommit(ctx, p)
+	return err == nil, shardDone, err
+}
+
+// uncounted returns the partitions among committed (SUCCEEDED tasks of
+// one stage) that their counter shards have not counted: one consistent
+// read of each shard they fall on.
+func (s *Store) uncounted(ctx context.Context, job string, stage int, committed []int) ([]int, error) {
+	if len(committed) == 0 {
+		return nil, nil
+	}
+	st, err := s.GetStage(ctx, job, stage)
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil, nil // the job's records are being deleted
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Shards < 1 {
+		return nil, fmt.Errorf("stage %s/%d has no counters", job, stage)
+	}
+	seen := map[int]bool{}
+	var keys []map[string]types.AttributeValue
+	for _, p := range committed {
+		if sh := ShardOf(p, st.Shards); !seen[sh] {
+			seen[sh] = true
+			keys = append(keys, key(shardPK(job, stage, sh), cntSK))
+		}
+	}
+	sets := map[string]types.AttributeValue{}
+	for lo := 0; lo < len(keys); lo += 100 {
+		pending := keys[lo:min(lo+100, len(keys))]
+		for len(pending) > 0 {
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{s.table: {
+				Keys: pending, ConsistentRead: aws.Bool(true),
+				ProjectionExpression:     aws.String("#pk, #done"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#done": aDone},
+			}}})
+			if err != nil {
+				return nil, fmt.Errorf("read counters of stage %s/%d: %w", job, stage, err)
+			}
+			for _, it := range out.Responses[s.table] {
+				sets[getS(it, attrPK)] = it[aDone]
+				if sets[getS(it, attrPK)] == nil {
+					sets[getS(it, attrPK)] = &types.AttributeValueMemberNS{} // nothing counted yet
+				}
+			}
+			pending = out.UnprocessedKeys[s.table].Keys
+		}
+	}
+	var left []int
+	for _, p := range committed {
+		// A missing counter counts nothing: the job's records are being
+		// deleted (counters are written before their stage's tasks).
+		if set, ok := sets[shardPK(job, stage, ShardOf(p, st.Shards))]; ok && !inNumberSet(set, p) {
+			left = append(left, p)
+		}
+	}
+	return left, nil
+}
+
+// indexCommitted puts a committed task in the index at due, for the
+// sweep to count it; put is false when it has an entry already.
+func (s *Store) indexCommitted(ctx context.Context, ref batch.TaskRef, due time.Time) (put bool, err error) {
+	pk, sk := taskPK(ref), taskSK(ref.Partition)
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(pk, sk),
+		UpdateExpression:         aws.String("SET gpk = :gpk, due = :due"),
+		ConditionExpression:      aws.String("#st = :done AND attribute_not_exists(gpk)"),
+		ExpressionAttributeNames: map[string]string{"#st": aState},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":done": sv(string(sm.TaskSucceeded)),
+		},
+	})
+	if isCondFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("put uncounted task %s in the sweep index: %w", ref, err)
+	}
+	return true, nil
+}
