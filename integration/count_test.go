@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,5 +256,84 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 				t.Fatalf("a later sweep counted %d tasks again: %+v", c.Counted, c)
 			}
 		})
+	}
+}
+
+// An executor process batches its commits' counts (Config.CountLinger, as
+// deployed executors do): neighbouring partitions share a counter shard,
+// and their counts go in one write. A job's counts stay exact under lost
+// answers, and its stages complete through the batches' follow-up.
+func TestBatchedCountsAreExact(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error { return nil })
+	inj := faults.New(1)
+	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second, CountLinger: 50 * time.Millisecond}
+	var mu sync.Mutex
+	writes := 0
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(op string, in any) bool {
+		if countWrite(op, in) {
+			mu.Lock()
+			writes++
+			mu.Unlock()
+		}
+		return false
+	}})
+	// Lost answers: the write applies, its retry finds the partitions
+	// counted and counts each on its own, idempotently.
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Count: 3, Match: countWrite})
+	e := newEnv(t, reg, envOptions{faults: inj, control: &cc, slots: 16})
+	id := e.submit("batched", []byte(oneStage("batched", "work", n)))
+	st := e.waitJob(id, time.Minute)
+	if st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s: %+v", st.State, st)
+	}
+	assertCommittedOnce(t, e, id, 0, n, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if writes > n/2 {
+		t.Fatalf("%d count writes for %d tasks, want them batched (at most %d)", writes, n, n/2)
+	}
+	t.Logf("%d count writes for %d tasks", writes, n)
+}
+
+// A process that dies with counts waiting for their batch leaves those
+// tasks committed and uncounted: the sweep counts them, and the stage
+// completes.
+func TestCountsLostWithTheirProcessAreCountedBySweep(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	cfg := rig.cfg
+	cfg.CountLinger = time.Hour // never flushed: the process dies first
+	dying := newService(rig.e, cfg, rig.e.r.Store, rig.e.r.Queue, rig.clk, rig.logs.logger())
+	id := submitTo(t, rig.svc, "pending", oneStage("pending", "work", 3))
+	for p := range 3 {
+		c, err := dying.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := dying.Commit(ctx, c, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if prog := progressOf(t, rig.e, id, 3, 1); prog.Committed != 0 {
+		t.Fatalf("progress %+v before any flush, want nothing counted", prog)
+	}
+	rig.clk.Advance(testTimings.StuckAfter + time.Second)
+	if c := mustSweep(t, rig.svc); c.Counted != 3 {
+		t.Fatalf("the sweep counted %d tasks, want 3: %+v", c.Counted, c)
+	}
+	if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobSucceeded {
+		t.Fatalf("job %s, want SUCCEEDED", st)
+	}
+	// The dead process's batch, written late after all (a paused process
+	// resumed), counts nothing twice.
+	if err := dying.FlushCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if prog := progressOf(t, rig.e, id, 3, 1); prog.Committed != 3 || prog.Left != 0 {
+		t.Fatalf("progress %+v after the late batch, want 3 counted once", prog)
 	}
 }

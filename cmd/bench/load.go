@@ -26,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // The limits the load table compares with: DynamoDB's per-partition
@@ -367,6 +368,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	r, err := runner.New(ctx, runner.Options{
 		AWS: counted, Prefix: fmt.Sprintf("bench-load-%d", time.Now().Unix()), Slots: slots, Registry: reg,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
+		Control: control.Config{CountLinger: tuning.CountLinger}, // as deployed
 	})
 	if err != nil {
 		return err

@@ -158,6 +158,8 @@ func run(o benchOptions) error {
 	r, err := runner.New(ctx, runner.Options{
 		AWS: counted, Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
+		// The executors' batched counts, as deployed (internal/host).
+		Control: control.Config{CountLinger: tuning.CountLinger},
 	})
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ import (
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 func main() {
@@ -124,7 +125,7 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 		TokenDir: tokenDir,
 		// Specs naming a task the executors lack are refused at submit,
 		// as on the deployed stack (the runner publishes its names).
-		Control: control.Config{CheckTaskNames: true},
+		Control: control.Config{CheckTaskNames: true, CountLinger: tuning.CountLinger},
 	})
 	if err != nil {
 		return err

@@ -128,6 +128,9 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 		}()
 	}
 	wg.Wait()
+	// The event source deletes the batch's messages when this returns:
+	// their tasks' batched counts go first (countflush.go).
+	countFlush(h.Runner.CP, h.Runner.Log)()
 	return resp, nil
 }
 

@@ -101,7 +101,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}
-	del := newDeleter(p.Queue, p.Log)
+	del := newDeleter(p.Queue, p.Log, countFlush(p.Runner.CP, p.Log))
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
 	// An idle receiver long-polls holding one slot, so every class has a
@@ -240,14 +240,18 @@ const deleteLinger = 250 * time.Millisecond
 // deleter batches message deletes, ten per request, flushing at least
 // every deleteLinger.
 type deleter struct {
-	q    Queue
-	log  *slog.Logger
-	in   chan [2]string
-	done chan struct{}
+	q      Queue
+	log    *slog.Logger
+	before func()
+	in     chan [2]string
+	done   chan struct{}
 }
 
-func newDeleter(q Queue, log *slog.Logger) *deleter {
-	d := &deleter{q: q, log: log, in: make(chan [2]string, 100), done: make(chan struct{})}
+// newDeleter deletes finished messages in batches; before is called
+// before each batch (countFlush: a message goes only once its task's
+// count is written).
+func newDeleter(q Queue, log *slog.Logger, before func()) *deleter {
+	d := &deleter{q: q, log: log, before: before, in: make(chan [2]string, 100), done: make(chan struct{})}
 	go d.loop()
 	return d
 }
@@ -260,6 +264,9 @@ func (d *deleter) loop() {
 	defer close(d.done)
 	pending := map[string][]string{}
 	flush := func() {
+		if len(pending) > 0 {
+			d.before()
+		}
 		for url, rs := range pending {
 			if err := d.q.DeleteBatch(context.Background(), url, rs); err != nil {
 				d.log.Warn("delete messages", "err", err)
@@ -280,6 +287,7 @@ func (d *deleter) loop() {
 			if len(pending[m[0]]) == 10 {
 				rs := pending[m[0]]
 				delete(pending, m[0])
+				d.before()
 				if err := d.q.DeleteBatch(context.Background(), m[0], rs); err != nil {
 					d.log.Warn("delete messages", "err", err)
 				}

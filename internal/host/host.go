@@ -95,7 +95,7 @@ func Lambda(tasks Tasks) {
 	if limit, ok := SoftMemoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
 	}
-	w := lambdaenv.Must(context.Background())
+	w := lambdaenv.Must(context.Background(), lambdaenv.BatchCounts)
 	// Every cold start publishes (a read when the names are known), so a
 	// failure here is retried by the next one; the init phase has 10 s.
 	ctx, cancel := context.WithTimeout(context.Background(), publishWait/2)
@@ -170,6 +170,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	if err != nil {
 		return err
 	}
+	lambdaenv.BatchCounts(&cfg)
 	w, err := lambdaenv.Wire(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return err

@@ -454,14 +454,10 @@ func (f *fakeStore) AdvanceEnqueued(_ context.Context, job string, idx, from, to
 // number of tasks that count it down.
 func (f *fakeStore) PutShards(_ context.Context, job string, idx, total, shards int) error {
 	return fakeDo(f, "PutShards", func() error {
-		for k := 0; k < shards; k++ {
+		for k, n := range dynamo.ShardSizes(total, shards) {
 			key := fakeShardKey{job, idx, k}
 			if _, ok := f.counters[key]; ok {
 				continue
-			}
-			n := total / shards
-			if k < total%shards {
-				n++
 			}
 			f.counters[key] = &fakeCounter{left: n}
 		}
@@ -659,6 +655,11 @@ func (f *fakeStore) CommitTask(_ context.Context, p dynamo.CommitParams) (bool, 
 		}
 		return false, fmt.Errorf("commit task %s: transaction cancelled: task %s attempt %d", p.Ref, t.State, t.Attempt)
 	})
+}
+
+// CountCommits is not used: the fake's services count as they commit.
+func (f *fakeStore) CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
+	return nil, errors.New("fake store: no batched counts")
 }
 
 // EnsureCounted finds every committed task counted: the fake's commit

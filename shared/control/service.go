@@ -47,6 +47,7 @@ type Store interface {
 	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
 	SweepTask(context.Context, dynamo.SweepTaskParams) error
 	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
@@ -124,6 +125,12 @@ type Config struct {
 	// (completing it, its manifest, the stages after it), in case the
 	// committer died before doing it.
 	FollowUpGrace time.Duration
+	// CountLinger, when set, batches this process's commit counts: a
+	// commit returns once its task is committed, and its count goes with
+	// the others of its counter within this long (countbatch.go). Zero:
+	// every commit counts before it returns (processes that cannot flush
+	// after they answer).
+	CountLinger time.Duration
 	// StuckAfter is how long a READY task may wait unclaimed before the
 	// sweep sends it a fresh message, in case its message was lost.
 	StuckAfter time.Duration
@@ -280,6 +287,10 @@ type Service struct {
 	// (events.go); nil: they wait in the outbox for a process that has one.
 	Events EventPublisher
 
+	// counts batches commit counts (countbatch.go); nil without
+	// Config.CountLinger.
+	counts *countBatcher
+
 	// gate orders a burst of schedule firings (firinggate.go).
 	gate lazyFiringGate
 
@@ -299,7 +310,7 @@ const (
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	catalog, _ := store.(TaskCatalog)
 	cfg = cfg.withDefaults()
-	return &Service{
+	s := &Service{
 		Catalog: catalog,
 		cfg:     cfg, store: store, queue: q, blob: b, log: log,
 		specs:     lru.New[string, jobMeta](specCacheSize),
@@ -315,6 +326,10 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 			return time.Duration(rand.Int64N(int64(d)))
 		},
 	}
+	if cfg.CountLinger > 0 {
+		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
+	}
+	return s
 }
 
 // NewJobID returns a job id that sorts by creation time.

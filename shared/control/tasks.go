@@ -262,13 +262,17 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
-	shardDone, err := s.store.CommitTask(ctx, dynamo.CommitParams{
+	p := dynamo.CommitParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Outputs: outputs, Shards: shards,
 		RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut,
 		BadRecords: r.BadRecords, MaxBadRecords: c.Spec.Stages[ref.Stage].MaxBadRecords,
 		Duration: attemptDuration(c, s.Now()), Copy: c.Speculative, // speculation.go
-	})
+		// Batched counts (countbatch.go); a commit with bad records
+		// counts in its own transaction.
+		DeferCount: s.counts != nil && r.BadRecords == 0,
+	}
+	shardDone, err := s.store.CommitTask(ctx, p)
 	if err != nil {
 		s.noteIfLost(ctx, c, err) // speculation.go
 	}
@@ -284,9 +288,19 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	s.afterCommit(ctx, c)                      // speculation.go
 	s.countCommit(ctx, c, start)
 	s.taskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
+	if p.DeferCount {
+		s.counts.add(p)
+		return nil
+	}
 	if !shardDone {
 		return nil
 	}
+	return s.afterShardDone(ctx, ref.Job, ref.Stage)
+}
+
+// afterShardDone is the follow-up of a count that emptied a counter shard.
+func (s *Service) afterShardDone(ctx context.Context, job string, stage int) error {
+	ref := batch.TaskRef{Job: job, Stage: stage}
 	// The stage's follow-up is this committer's now. Should it die before
 	// finishing, the sweep takes over after FollowUpGrace instead of the
 	// stage's next check (a minute); a live committer finishes first, and

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -230,4 +233,112 @@ func (s *Store) indexCommitted(ctx context.Context, ref batch.TaskRef, due time.
 		return false, fmt.Errorf("put uncounted task %s in the sweep index: %w", ref, err)
 	}
 	return true, nil
+}
+
+// maxCountBatch bounds the partitions one count write adds: each adds a
+// condition to the write (its expression stays far below DynamoDB's 4 KB).
+const maxCountBatch = 50
+
+// ShardRef names one completion counter.
+type ShardRef struct {
+	Job          string
+	Stage, Shard int
+}
+
+// CountCommits counts committed tasks (CommitTask with DeferCount), one
+// write per counter for the tasks that share it, and returns the counters
+// it found at zero after its writes: their stages' follow-up is the
+// caller's. A write that some of its tasks were already counted refuses
+// (a retry of a lost answer, the sweep's recovery) is done again a task at
+// a time, each idempotent. On an error, the tasks it did not count are
+// the sweep's to count (count.go's recovery).
+func (s *Store) CountCommits(ctx context.Context, ps []CommitParams) (zero []ShardRef, err error) {
+	groups := map[ShardRef][]CommitParams{}
+	var order []ShardRef
+	for _, p := range ps {
+		k := ShardRef{p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	var errs []error
+	for _, k := range order {
+		g := groups[k]
+		for lo := 0; lo < len(g); lo += maxCountBatch {
+			done, err := s.countBatch(ctx, k, g[lo:min(lo+maxCountBatch, len(g))])
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if done {
+				zero = append(zero, k)
+			}
+		}
+	}
+	return slices.Compact(zero), errors.Join(errs...)
+}
+
+// countBatch counts tasks of one counter in one conditional write.
+func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (shardDone bool, err error) {
+	if len(ps) == 1 {
+		return s.countCommit(ctx, ps[0])
+	}
+	vals := map[string]types.AttributeValue{}
+	set := make([]string, len(ps))
+	conds := []string{"attribute_exists(pk)"}
+	var rin, rout int64
+	hist := map[string]int64{}
+	var won int64
+	for i, p := range ps {
+		set[i] = strconv.Itoa(p.Ref.Partition)
+		v := fmt.Sprintf(":p%d", i)
+		vals[v] = nv(int64(p.Ref.Partition))
+		conds = append(conds, "NOT contains(#done, "+v+")")
+		rin += p.RecordsIn
+		rout += p.RecordsOut
+		if p.Duration > 0 {
+			hist[durationAttr(batch.DurationBucket(p.Duration))]++
+		}
+		if p.Copy {
+			won++
+		}
+	}
+	vals[":minus"], vals[":rin"], vals[":rout"] = nv(-int64(len(ps))), nv(rin), nv(rout)
+	vals[":ps"] = &types.AttributeValueMemberNS{Value: set}
+	upd := "ADD #left :minus, #rin :rin, #rout :rout, #done :ps"
+	attrs := slices.Sorted(maps.Keys(hist))
+	for i, a := range attrs {
+		v := fmt.Sprintf(":h%d", i)
+		vals[v] = nv(hist[a])
+		upd += ", " + a + " " + v
+	}
+	if won > 0 {
+		vals[":xw"] = nv(won)
+		upd += ", " + aCopiesWon + " :xw"
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(shardPK(k.Job, k.Stage, k.Shard), cntSK),
+		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
+		UpdateExpression:          aws.String(upd),
+		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err == nil {
+		return getN(out.Attributes, aLeft) == 0, nil
+	}
+	if !isCondFailed(err) {
+		return false, fmt.Errorf("count %d tasks on counter %d of stage %s/%d: %w", len(ps), k.Shard, k.Job, k.Stage, err)
+	}
+	// Some were counted already: each on its own, idempotently.
+	var errs []error
+	for _, p := range ps {
+		done, err := s.countCommit(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		shardDone = shardDone || done
+	}
+	return shardDone, errors.Join(errs...)
 }

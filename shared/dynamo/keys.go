@@ -62,12 +62,12 @@ const (
 	// MaxShards caps a stage's completion counters: the stage's completion
 	// check reads them all (two BatchGetItems at the cap).
 	MaxShards = 128
-	// tasksPerShard bounds how many commits share one counter. Every
-	// commit is a transaction on its counter, and DynamoDB cancels
-	// transactions that overlap on an item (TransactionConflict): the
-	// fewer commits per counter, the fewer conflicts to retry, and the
-	// further each counter's write rate stays below a partition's 1,000
-	// WCU (a transactional write costs 2).
+	// tasksPerShard is the block of neighbouring partitions that share a
+	// counter (ShardOf), and bounds how many commits share one below
+	// MaxShards: each counter holds the set of partitions it counted
+	// (count.go), which must stay near 1 KB for a count to cost 1 write
+	// unit, and the fewer counts per counter, the further its write rate
+	// stays below a partition's 1,000 WCU.
 	tasksPerShard = 64
 )
 
@@ -77,8 +77,23 @@ func ShardCount(n int) int {
 	return max(1, min(s, MaxShards))
 }
 
-// ShardOf is the counter a task's commit counts down.
-func ShardOf(partition, shards int) int { return partition % shards }
+// ShardOf is the counter a task's commit counts down: blocks of
+// tasksPerShard neighbouring partitions share one, dealt round the
+// stage's counters. Neighbours are sent together and commit at about the
+// same time, so an executor's batched counts (control's count batcher)
+// mostly find one counter per block; a counter per partition modulo the
+// counter count spread every batch over as many counters as it had tasks.
+func ShardOf(partition, shards int) int { return (partition / tasksPerShard) % shards }
+
+// ShardSizes is how many of a stage's first total partitions each of its
+// counters counts (ShardOf's inverse, summed).
+func ShardSizes(total, shards int) []int {
+	n := make([]int, shards)
+	for lo := 0; lo < total; lo += tasksPerShard {
+		n[ShardOf(lo, shards)] += min(tasksPerShard, total-lo)
+	}
+	return n
+}
 
 func idemPK(owner, key string) string { return "IDEM#" + ownerKey(owner) + "#" + key }
 

@@ -717,11 +717,7 @@ func (s *Store) MarkMaterialized(ctx context.Context, job string, idx int, due t
 // PutShards creates a stage's completion counters if they do not exist.
 // Each counter starts at the number of tasks that count it down.
 func (s *Store) PutShards(ctx context.Context, job string, idx, total, shards int) error {
-	for k := 0; k < shards; k++ {
-		n := total / shards
-		if k < total%shards {
-			n++
-		}
+	for k, n := range ShardSizes(total, shards) {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &s.table,
 			Item: map[string]types.AttributeValue{

@@ -341,6 +341,10 @@ type CommitParams struct {
 	// MaxBadRecords (badrecords.go).
 	BadRecords    int64
 	MaxBadRecords int
+	// DeferCount: the caller counts the commit itself, later and
+	// batched with others (CountCommits); CommitTask then only commits.
+	// A commit with bad records is counted in its transaction regardless.
+	DeferCount bool
 	// Copy: the committing claim is a speculative copy, whose win its
 	// counter shard counts (speculationstats.go).
 	Copy bool
@@ -378,6 +382,9 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	}
 	if err != nil {
 		return false, fmt.Errorf("commit task %s: %w", p.Ref, err)
+	}
+	if p.DeferCount {
+		return false, nil
 	}
 	return s.countCommit(ctx, p)
 }

@@ -27,12 +27,15 @@ import (
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Config is what every Batchwork function needs.
 type Config struct {
 	Table, Bucket string
-	Queues        control.Queues
+	// CountLinger batches commit counts (BatchCounts).
+	CountLinger time.Duration
+	Queues      control.Queues
 	// Endpoint points the SDK at an emulator (AWS_ENDPOINT_URL).
 	Endpoint string
 	// OwnerLimits are the owners' concurrency limits.
@@ -195,7 +198,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	store.SetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
-		StaticPrograms: c.ExecPrograms, Retention: c.Retention}, store, q, b, log)
+		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger}, store, q, b, log)
 	if c.EventBus != "" {
 		svc.Events = events.NewPublisher(eventbridge.NewFromConfig(cfg), c.EventBus, store)
 	}
@@ -208,6 +211,12 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 
 // Option adjusts the configuration FromEnv read, for one function.
 type Option func(*Config)
+
+// BatchCounts is the option of the executors: their commits' counts go
+// in batches (control.Config.CountLinger), written before the messages
+// are deleted. Never for a function that answers a commit over the API:
+// it may freeze, its counts unwritten, once it has answered.
+func BatchCounts(c *Config) { c.CountLinger = tuning.CountLinger }
 
 // CheckTaskNames is the option of the functions that submit jobs (api,
 // sweep): a stage naming a task no executor runs is rejected at submit.

@@ -28,6 +28,13 @@ const (
 	// long is presumed lost and reclaimed.
 	Lease = time.Duration(spec.DefaultLease)
 
+	// CountLinger is how long an executor's commit count waits for others
+	// of its counter shard before they go in one write (control's count
+	// batcher): long enough that neighbouring tasks' commits meet, short
+	// beside a stage's follow-up. The executor also writes them before it
+	// deletes the tasks' messages.
+	CountLinger = 50 * time.Millisecond
+
 	// MaxAttempts is the default number of attempts per task.
 	MaxAttempts = spec.DefaultMaxAttempts
 

@@ -25,6 +25,7 @@ import (
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 var devCommand = &command{name: "dev", args: "[SPEC]", summary: "run a job spec on your machine: emulated AWS, the control plane and your executor",
@@ -125,7 +126,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		LogFile: logFile.Name(),
 		// Submits are checked against the executor's names, as the
 		// deployed stack's are (the construct learns them at synth).
-		Control: control.Config{CheckTaskNames: true, StaticTaskNames: names},
+		Control: control.Config{CheckTaskNames: true, StaticTaskNames: names, CountLinger: tuning.CountLinger},
 	}
 	if a.o.keep {
 		ropts.Listen = devListen

@@ -340,6 +340,10 @@ func (c *checker) tasks(rec *jobRec) {
 	}
 }
 
+// shardOf is the product's dynamo.ShardOf, re-declared (the checker
+// shares no code with what it checks; TestLayoutMatchesTheProduct).
+func shardOf(partition, shards int) int { return (partition / 64) % shards }
+
 // counters checks each completion counter against the tasks it counts:
 // left = tasks - commits, never negative, zero once the stage completed.
 func (c *checker) counters(rec *jobRec) {
@@ -352,7 +356,7 @@ func (c *checker) counters(rec *jobRec) {
 		}
 		tasks, commits := make([]int, st.Shards), make([]int, st.Shards)
 		for _, t := range st.Tasks {
-			k := t.Partition % st.Shards
+			k := shardOf(t.Partition, st.Shards)
 			tasks[k]++
 			if t.State == Succeeded {
 				commits[k]++
@@ -378,7 +382,7 @@ func (c *checker) counters(rec *jobRec) {
 				c.res.Uncounted += cnt.Left - (cnt.Total - commits[k])
 			}
 			for _, p := range cnt.Done {
-				if t := st.Tasks[p]; t == nil || t.State != Succeeded || p%st.Shards != k {
+				if t := st.Tasks[p]; t == nil || t.State != Succeeded || shardOf(p, st.Shards) != k {
 					c.fail("stage %s: counter %d counted partition %d, which is not a committed task of it", st.Name, k, p)
 				}
 			}

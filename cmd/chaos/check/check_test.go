@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
 // The checker must not share code with what it checks.
@@ -35,6 +36,11 @@ func TestLayoutMatchesTheProduct(t *testing.T) {
 	}
 	if got, want := jobManifestKey("j1"), blob.JobManifestKey("j1"); got != want {
 		t.Errorf("jobManifestKey = %s, blob.JobManifestKey = %s", got, want)
+	}
+	for _, c := range [][2]int{{0, 1}, {63, 32}, {64, 32}, {5000, 128}, {99999, 128}} {
+		if got, want := shardOf(c[0], c[1]), dynamo.ShardOf(c[0], c[1]); got != want {
+			t.Errorf("shardOf(%d, %d) = %d, dynamo.ShardOf = %d", c[0], c[1], got, want)
+		}
 	}
 	stage, p, a, part, err := parseOutputKey("j1", blob.OutputKey("j1", "reduce", 7, 2, 1))
 	if err != nil || stage != "reduce" || p != 7 || a != 2 || part != 1 {

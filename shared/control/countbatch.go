@@ -1,0 +1,100 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/dynamo"
+)
+
+// Batched counts.
+//
+// A commit is the task's guarded write, then its count on its stage's
+// counter shard (dynamo/count.go). An executor process that commits many
+// tasks can count them together: with Config.CountLinger set, a commit
+// returns once its task is committed, and its count waits up to that long
+// for the counts of other tasks of the same counter (neighbouring
+// partitions share one: dynamo.ShardOf), then goes with them in one write.
+// That is one write per batch instead of one per task: the request and
+// the write unit that a commit's count costs, divided by the batch.
+//
+// Nothing is lost when the process dies with counts pending: each of
+// those tasks is committed and uncounted, which is the crash the sweep
+// repairs anyway (its chunk's ready marker, or its own index entry, finds
+// it and the sweep counts it; a refused claim of its redelivered message
+// counts it at once). A stage's completion is the flush's follow-up, as it
+// is a synchronous committer's.
+//
+// Processes that cannot flush after they answer (an API Lambda, frozen
+// between invocations) leave CountLinger at zero: their commits count
+// before they return. An executor Lambda flushes before its invocation
+// ends (FlushCounts).
+type countBatcher struct {
+	svc    *Service
+	linger time.Duration
+
+	mu      sync.Mutex
+	pending []dynamo.CommitParams
+	timer   *time.Timer
+	// flushing serializes flushes, so FlushCounts returns after every
+	// count handed in before it was called is written.
+	flushing sync.Mutex
+}
+
+// countBatchMax flushes at once when this many counts are pending: a
+// full counter's worth is one write.
+const countBatchMax = 64
+
+func (b *countBatcher) add(p dynamo.CommitParams) {
+	b.mu.Lock()
+	b.pending = append(b.pending, p)
+	full := len(b.pending) >= countBatchMax
+	if b.timer == nil && !full {
+		b.timer = time.AfterFunc(b.linger, func() { b.flush(context.Background()) })
+	}
+	b.mu.Unlock()
+	if full {
+		go b.flush(context.Background())
+	}
+}
+
+// flush writes every pending count and does the follow-up of each stage
+// whose counter it emptied.
+func (b *countBatcher) flush(ctx context.Context) error {
+	b.flushing.Lock()
+	defer b.flushing.Unlock()
+	b.mu.Lock()
+	ps := b.pending
+	b.pending = nil
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	b.mu.Unlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	zero, err := b.svc.store.CountCommits(ctx, ps)
+	if err != nil {
+		// The tasks are committed; the sweep counts those this missed.
+		b.svc.log.Warn("batched counts", "tasks", len(ps), "err", err)
+	}
+	for _, k := range zero {
+		// Left undone, it is the sweep's after FollowUpGrace.
+		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage); ferr != nil {
+			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
+		}
+	}
+	return err
+}
+
+// FlushCounts writes the counts of this process's commits that wait for
+// their batch (Config.CountLinger), and completes the stages they finish.
+// An executor calls it before it stops or freezes.
+func (s *Service) FlushCounts(ctx context.Context) error {
+	if s.counts == nil {
+		return nil
+	}
+	return s.counts.flush(ctx)
+}
