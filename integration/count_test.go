@@ -196,10 +196,14 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 		// byClaim: the task's message comes back (its committer died
 		// before deleting it too), and the refused claim counts it.
 		byClaim bool
+		// indexed: the task went into the index on its own after its
+		// claim (a marker's look found its lease lapsed), so its entry
+		// is what brings the sweep to it.
+		indexed bool
 	}{
-		{"a chunk's task, watched by its ready marker", 3, false},
-		{"a stage's only task, in the index itself", 1, false},
-		{"a task whose message comes back", 3, true},
+		{"a chunk's task, watched by its ready marker", 3, false, false},
+		{"a task indexed on its own after its claim", 3, false, true},
+		{"a task whose message comes back", 3, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,6 +221,11 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 				svc := rig.svc
 				if p == 0 {
 					svc = dying
+					if tc.indexed {
+						if err := rig.e.r.Store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: id, Task: c.Task.Ref}, rig.clk.Now().Add(time.Hour)); err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
 				err = svc.Commit(ctx, c, 0)
 				if p == 0 && err == nil {

@@ -138,6 +138,10 @@ type Task struct {
 	// Copy is the task's speculative copy, nil when it was never copied
 	// (speculation.go).
 	Copy *CopyState
+	// Watched: the sweep watches the task through an entry of its own (a
+	// stage's only task, a retry, a redrive), not its chunk's ready
+	// marker, as read.
+	Watched bool
 }
 
 // View is the task as the lifecycle rules see it.

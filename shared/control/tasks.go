@@ -270,7 +270,8 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		Duration: attemptDuration(c, s.Now()), Copy: c.Speculative, // speculation.go
 		// Batched counts (countbatch.go); a commit with bad records
 		// counts in its own transaction.
-		DeferCount: s.counts != nil && r.BadRecords == 0,
+		DeferCount: s.counts != nil && r.BadRecords == 0 && !c.Task.Watched,
+		Watched:    c.Task.Watched,
 	}
 	shardDone, err := s.store.CommitTask(ctx, p)
 	if err != nil {

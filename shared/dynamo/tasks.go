@@ -77,6 +77,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		Tolerated:  getB(it, aTaskTolerated),
 		Checkpoint: decodeCheckpointRef(it), // checkpoint.go
 		Copy:       decodeCopy(it),          // speculation.go
+		Watched:    getS(it, attrGPK) != "",
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion)}
@@ -345,6 +346,12 @@ type CommitParams struct {
 	// batched with others (CountCommits); CommitTask then only commits.
 	// A commit with bad records is counted in its transaction regardless.
 	DeferCount bool
+	// Watched: the task has an index entry of its own (batch.Task.Watched
+	// as claimed). Its commit is then one transaction that counts it and
+	// takes the entry out, as a split commit would leave the entry for the
+	// sweep to check the count and remove (count.go): about the same
+	// write units, and no sweep visit after every such task.
+	Watched bool
 	// Copy: the committing claim is a speculative copy, whose win its
 	// counter shard counts (speculationstats.go).
 	Copy bool
@@ -362,7 +369,7 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	if err := checkBadRecords(p); err != nil { // badrecords.go
 		return false, err
 	}
-	if p.BadRecords > 0 {
+	if p.BadRecords > 0 || p.Watched {
 		return s.commitGuarded(ctx, p)
 	}
 	c := newCond()
@@ -430,9 +437,11 @@ func (s *Store) explainCommit(ctx context.Context, p CommitParams) error {
 	return fmt.Errorf("attempt %d: refused while %s with its token", p.Attempt, t.State)
 }
 
-// commitGuarded commits a task whose attempt rejected records: the task,
-// its count and the stage's bad-record count in one transaction, whose
-// guard refuses the commit past the stage's maxBadRecords.
+// commitGuarded commits a task in one transaction with its count (and
+// takes its own index entry out): a task the sweep watches on its own
+// (CommitParams.Watched), and one whose attempt rejected records, whose
+// stage's bad-record count is in the transaction too, guarded to refuse
+// the commit past the stage's maxBadRecords.
 //
 // The first try guards the counter with left > 1, so the common commit is
 // one request: only the shard's last committer sees that guard fail, and
