@@ -346,3 +346,95 @@ func TestCountsLostWithTheirProcessAreCountedBySweep(t *testing.T) {
 		t.Fatalf("progress %+v after the late batch, want 3 counted once", prog)
 	}
 }
+
+// A commit that counted in its transaction (a watched task; or any commit
+// of a release before split commits, whose counters keep no set) is
+// never counted again by the recovery of uncounted commits: its task
+// keeps no due time. Counting it again would take its stage's counters
+// to zero with tasks still running.
+func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	store := e.r.Store
+	const job, n = "jtxcommit0000001", 3
+	if err := store.PutShards(ctx, job, 0, n+1, 1); err != nil { // one more task, still running
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := store.PutTasks(ctx, readyTasks(job, n), now); err != nil {
+		t.Fatal(err)
+	}
+	// The stage's record, which the look reads for its counter count.
+	if _, err := dynamodb.NewFromConfig(e.cfg).PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.r.Resources.Table, Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "JOB#" + job}, "sk": &types.AttributeValueMemberS{Value: "STAGE#00"},
+		"st":  &types.AttributeValueMemberS{Value: string(sm.StageRunning)},
+		"tot": &types.AttributeValueMemberN{Value: fmt.Sprint(n + 1)}, "nsh": &types.AttributeValueMemberN{Value: "1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.GetStage(ctx, job, 0); err != nil || st.Shards != 1 {
+		t.Fatalf("stage %+v, %v", st, err)
+	}
+	for p := range n {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, Watched: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As an earlier release's counter: counted, without the set.
+	if _, err := dynamodb.NewFromConfig(e.cfg).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &e.r.Resources.Table, UpdateExpression: aws.String("REMOVE done"),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "CNT#" + job + "#0#0"}, "sk": &types.AttributeValueMemberS{Value: "CNT"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if due := dueTasks(t, store, job, now.Add(time.Hour)); len(due) != 0 {
+		t.Fatalf("the chunk's last look put committed tasks %v in the index to be counted again", due)
+	}
+	for p := range n {
+		counted, _, err := store.EnsureCounted(ctx, batch.TaskRef{Job: job, Partition: p}, 1)
+		if err != nil || counted {
+			t.Fatalf("EnsureCounted of task %d: counted %v, err %v; want nothing counted", p, counted, err)
+		}
+	}
+	if left, err := store.ShardLeft(ctx, job, 0, 0); err != nil || left != 1 {
+		t.Fatalf("counter left %d (%v), want 1: the running task", left, err)
+	}
+}
+
+// A count refused by a transaction on its counter (TransactionConflict,
+// which the SDK does not retry) is tried again, not lost.
+func TestCountRetriedAfterTransactionConflict(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	_, store, inj := hookedStores(e)
+	const job, n = "jcountconflict01", 2
+	if err := e.r.Store.PutShards(ctx, job, 0, n, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Conflict, Count: 2, Match: countWrite})
+	for p := range n {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1}); err != nil {
+			t.Fatalf("commit of %d: %v", p, err)
+		}
+	}
+	if inj.Total() != 2 {
+		t.Fatalf("%d conflicts injected, want 2", inj.Total())
+	}
+	if prog := progressOf(t, e, job, n, 1); prog.Committed != n {
+		t.Fatalf("progress %+v, want %d counted", prog, n)
+	}
+}

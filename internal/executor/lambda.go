@@ -129,8 +129,14 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	}
 	wg.Wait()
 	// The event source deletes the batch's messages when this returns:
-	// their tasks' batched counts go first (countflush.go).
-	countFlush(h.Runner.CP, h.Runner.Log)()
+	// their tasks' batched counts go first (countflush.go), and when they
+	// could not be written, every message of the batch stays.
+	if !countFlush(h.Runner.CP, h.Runner.Log)() {
+		resp.BatchItemFailures = resp.BatchItemFailures[:0]
+		for _, rec := range ev.Records {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
 	return resp, nil
 }
 

@@ -242,7 +242,7 @@ const deleteLinger = 250 * time.Millisecond
 type deleter struct {
 	q      Queue
 	log    *slog.Logger
-	before func()
+	before func() bool
 	in     chan [2]string
 	done   chan struct{}
 }
@@ -250,7 +250,7 @@ type deleter struct {
 // newDeleter deletes finished messages in batches; before is called
 // before each batch (countFlush: a message goes only once its task's
 // count is written).
-func newDeleter(q Queue, log *slog.Logger, before func()) *deleter {
+func newDeleter(q Queue, log *slog.Logger, before func() bool) *deleter {
 	d := &deleter{q: q, log: log, before: before, in: make(chan [2]string, 100), done: make(chan struct{})}
 	go d.loop()
 	return d
@@ -264,8 +264,9 @@ func (d *deleter) loop() {
 	defer close(d.done)
 	pending := map[string][]string{}
 	flush := func() {
-		if len(pending) > 0 {
-			d.before()
+		if len(pending) > 0 && !d.before() {
+			clear(pending) // they come back, and their claims count them
+			return
 		}
 		for url, rs := range pending {
 			if err := d.q.DeleteBatch(context.Background(), url, rs); err != nil {
@@ -287,7 +288,9 @@ func (d *deleter) loop() {
 			if len(pending[m[0]]) == 10 {
 				rs := pending[m[0]]
 				delete(pending, m[0])
-				d.before()
+				if !d.before() {
+					continue // they come back, and their claims count them
+				}
 				if err := d.q.DeleteBatch(context.Background(), m[0], rs); err != nil {
 					d.log.Warn("delete messages", "err", err)
 				}

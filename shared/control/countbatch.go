@@ -49,19 +49,42 @@ const countBatchMax = 64
 func (b *countBatcher) add(p dynamo.CommitParams) {
 	b.mu.Lock()
 	b.pending = append(b.pending, p)
-	full := len(b.pending) >= countBatchMax
+	// One flush when the batch fills (not one per count past it), else
+	// one when the first count has waited linger.
+	full := len(b.pending) == countBatchMax
 	if b.timer == nil && !full {
-		b.timer = time.AfterFunc(b.linger, func() { b.flush(context.Background()) })
+		b.timer = time.AfterFunc(b.linger, func() { b.flushBackground() })
 	}
 	b.mu.Unlock()
 	if full {
-		go b.flush(context.Background())
+		go b.flushBackground()
 	}
+}
+
+// flushBackground is a flush of the batcher's own, bounded in time.
+func (b *countBatcher) flushBackground() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = b.flush(ctx) // logged there
 }
 
 // flush writes every pending count and does the follow-up of each stage
 // whose counter it emptied.
 func (b *countBatcher) flush(ctx context.Context) error {
+	zero, err := b.write(ctx)
+	// The follow-ups go after the lock: a flush that waits for the counts
+	// (before messages are deleted) does not wait for another's manifests.
+	for _, k := range zero {
+		// Left undone, it is the sweep's after FollowUpGrace.
+		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage); ferr != nil {
+			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
+		}
+	}
+	return err
+}
+
+// write writes every pending count and returns the counters it emptied.
+func (b *countBatcher) write(ctx context.Context) ([]dynamo.ShardRef, error) {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()
 	b.mu.Lock()
@@ -73,20 +96,16 @@ func (b *countBatcher) flush(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	if len(ps) == 0 {
-		return nil
+		return nil, nil
 	}
 	zero, err := b.svc.store.CountCommits(ctx, ps)
 	if err != nil {
-		// The tasks are committed; the sweep counts those this missed.
+		// The tasks are committed; the sweep counts those this missed,
+		// or their claims when their messages come back (the executor
+		// keeps them when a flush fails).
 		b.svc.log.Warn("batched counts", "tasks", len(ps), "err", err)
 	}
-	for _, k := range zero {
-		// Left undone, it is the sweep's after FollowUpGrace.
-		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage); ferr != nil {
-			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
-		}
-	}
-	return err
+	return zero, err
 }
 
 // FlushCounts writes the counts of this process's commits that wait for

@@ -27,6 +27,10 @@ type RemoteClaim struct {
 	// Claimed is when the attempt was claimed: its commit counts its
 	// duration in the stage's statistics (speculation.go).
 	Claimed time.Time `json:"claimed,omitzero"`
+	// Watched: the task has an index entry of its own, so its commit
+	// counts it in one transaction (batch.Task.Watched); an executor that
+	// does not send it back commits it in two writes, as safely.
+	Watched bool `json:"watched,omitempty"`
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
@@ -45,7 +49,7 @@ func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (Remo
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	return RemoteClaim{Task: body, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input, Speculative: isCopy, Claimed: c.Task.Claimed}, nil
+	return RemoteClaim{Task: body, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input, Speculative: isCopy, Claimed: c.Task.Claimed, Watched: c.Task.Watched}, nil
 }
 
 // RemoteCommitRequest commits a remote executor's attempt.
@@ -68,7 +72,7 @@ func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) err
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
-	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed},
+	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed, Watched: req.Claim.Watched},
 		Speculative: req.Claim.Speculative}
 	return s.CommitWith(ctx, c, CommitResult{Outputs: req.Outputs, RecordsIn: req.RecordsIn, RecordsOut: req.RecordsOut})
 }

@@ -33,7 +33,11 @@ import (
 // and the stage completes when its counters are at zero.
 //
 // A committer that dies between the two writes leaves its task SUCCEEDED
-// and uncounted, and the stage waiting: the sweep finds it. A task with
+// and uncounted, and the stage waiting: the sweep finds it. Only a split
+// commit can: it leaves the task a due time, and the recovery looks only
+// at committed tasks that have one (a commit counted in its transaction
+// removes it), so a task committed by a release that counted in the
+// commit's transaction is never counted again. A task with
 // its own index entry (a retried task, a stage's only task) keeps the
 // entry through the commit, due CountGrace later, and the sweep counts it
 // (EnsureCounted) before it takes the entry out. A task that a ready
@@ -65,7 +69,7 @@ func (s *Store) countCommit(ctx context.Context, p CommitParams) (shardDone bool
 		":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut),
 		":p": nv(int64(p.Ref.Partition)), ":ps": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(p.Ref.Partition)}},
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, shard), cntSK),
 		ConditionExpression:       aws.String("attribute_exists(pk) AND NOT contains(#done, :p)"),
 		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout, #done :ps" + durationAdd(p, vals) + copyWonAdd(p, vals)),
@@ -140,7 +144,10 @@ func (s *Store) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int
 	if err != nil {
 		return false, false, fmt.Errorf("get task %s: %w", ref, err)
 	}
-	if out.Item == nil || sm.TaskState(getS(out.Item, aState)) != sm.TaskSucceeded {
+	if out.Item == nil || sm.TaskState(getS(out.Item, aState)) != sm.TaskSucceeded || out.Item[attrDue] == nil {
+		// Not committed; or committed in a transaction with its count (a
+		// watched task, bad records, or a release before split commits),
+		// which leaves no due time: counting it here would count it twice.
 		return false, false, nil
 	}
 	p := CommitParams{
@@ -317,7 +324,7 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 		vals[":xw"] = nv(won)
 		upd += ", " + aCopiesWon + " :xw"
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(shardPK(k.Job, k.Stage, k.Shard), cntSK),
 		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
 		UpdateExpression:          aws.String(upd),

@@ -302,7 +302,12 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker) (watched []watc
 				switch {
 				case getS(it, attrGPK) != "":
 				case t.State == sm.TaskSucceeded:
-					committed = append(committed, p)
+					// Only a split commit (count.go) can have left its
+					// task uncounted; it keeps a due time, which a commit
+					// that counted in its transaction removes.
+					if it[attrDue] != nil {
+						committed = append(committed, p)
+					}
 				case !sm.Tasks.IsTerminal(t.State):
 					watched = append(watched, watchedTask{task: t, due: getT(it, attrDue), upd: it[aUpdated]})
 				}

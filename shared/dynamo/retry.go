@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -106,4 +107,30 @@ func backoff(ctx context.Context, try int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// updateItem is UpdateItem retried while a transaction on the same item
+// refuses it (TransactionConflictException): the SDK does not retry that
+// error, and a single-item write that shares an item with transactions
+// (a counter shard with failures, splits and watched commits; a task with
+// a copy's claim) meets it under contention as a transaction would.
+func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
+	var err error
+	for try := 0; try < txTries; try++ {
+		if try > 0 {
+			if werr := backoff(ctx, try); werr != nil {
+				return nil, errors.Join(err, werr)
+			}
+		}
+		var out *dynamodb.UpdateItemOutput
+		if out, err = s.db.UpdateItem(ctx, in); !isTxConflict(err) {
+			return out, err
+		}
+	}
+	return nil, errors.Join(ErrContention, err)
+}
+
+func isTxConflict(err error) bool {
+	var tc *types.TransactionConflictException
+	return errors.As(err, &tc)
 }

@@ -375,7 +375,7 @@ func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool,
 	c := newCond()
 	expr, upd := commitUpdate(c, p)
 	c.values[":cnt"] = ms(p.Now.Add(CountGrace))
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err = s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
 		ConditionExpression: aws.String(expr),
 		// An index entry of the task's own stays, due when the sweep

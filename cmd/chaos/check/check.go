@@ -370,6 +370,7 @@ func (c *checker) counters(rec *jobRec) {
 			switch {
 			case !ok:
 				c.fail("stage %s: counter %d missing", st.Name, k)
+				continue
 			case cnt.Total != tasks[k]:
 				c.fail("stage %s: counter %d counts %d tasks, the stage has %d", st.Name, k, cnt.Total, tasks[k])
 			case cnt.Left < cnt.Total-commits[k]:
