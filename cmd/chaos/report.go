@@ -270,6 +270,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(tw, "uncommitted attempt outputs (in no manifest)\t%d\t\n", r.Check.Uncommitted)
 	fmt.Fprintf(tw, "commits after a cancel (attempt started before it)\t%d\t\n", r.Check.LateCommits)
 	fmt.Fprintf(tw, "committed tasks not counted yet (stage not completed)\t%d\t\n", r.Check.Uncounted)
+	fmt.Fprintf(tw, "cancels after the last stage completed (job manifest unreferenced)\t%d\t\n", r.Check.FinishedCancels)
 	fmt.Fprintf(tw, "attempts claimed but never started\t%d (%d by an executor killed mid-claim, %d other)\t\n",
 		len(r.Check.Unstarted), r.UnstartedByKill, len(r.Unexplained))
 	fmt.Fprintf(tw, "violations\t%d\t\n", len(r.Violations))

@@ -109,6 +109,12 @@ type Result struct {
 	// job ended, by attempts that started before the cancel: allowed
 	// (shared/control/cancel.go), and never in a manifest.
 	LateCommits int
+	// FinishedCancels counts cancelled jobs whose cancel landed after
+	// their last stage completed and before their success was recorded:
+	// the job manifest was written (before the success, so that a
+	// SUCCEEDED job always has one), the cancel won, and the job record
+	// names no manifest. Allowed, as an object nothing refers to.
+	FinishedCancels int
 	// Uncounted counts committed tasks of stages that did not complete
 	// that their counters have not counted yet: their committer died
 	// between its commit and its count, and the sweep counts them at
@@ -425,6 +431,22 @@ func lateStarts(starts map[attemptRef]Start, j Job, grace time.Duration) []strin
 	return late
 }
 
+// allCompleted says whether every stage of a job completed: a cancel
+// that lands then, before the job's success is recorded, finds a job
+// manifest already written (the completions themselves are checked
+// against the cancel's time above).
+func allCompleted(rec *jobRec) bool {
+	if len(rec.Stages) == 0 || len(rec.Stages) != len(rec.Spec.Stages) {
+		return false
+	}
+	for _, st := range rec.Stages {
+		if st.State != Completed {
+			return false
+		}
+	}
+	return true
+}
+
 // cancelled checks nothing of a cancelled job moved after the cancel was
 // accepted. The times compared are taken before each write, and the
 // cancel had applied when its call returned, so a later timestamp means
@@ -454,8 +476,11 @@ func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
 	if err != nil {
 		return err
 	}
-	if ok {
+	if ok && !allCompleted(rec) {
 		c.fail("cancelled job has a job manifest object %s", jobManifestKey(j.ID))
+	}
+	if ok && allCompleted(rec) {
+		c.res.FinishedCancels++
 	}
 	return c.uncommitted(ctx, rec)
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -121,6 +122,33 @@ func TestCounters(t *testing.T) {
 			c.counters(rec)
 			if len(c.res.Violations) != tc.violations || c.res.Uncounted != tc.wantUncounted {
 				t.Fatalf("violations %v, uncounted %d; want %d violations, %d uncounted", c.res.Violations, c.res.Uncounted, tc.violations, tc.wantUncounted)
+			}
+		})
+	}
+}
+
+func TestAllCompleted(t *testing.T) {
+	stages := func(states ...string) *jobRec {
+		rec := &jobRec{Stages: map[int]*stageRec{}}
+		for i, s := range states {
+			rec.Stages[i] = &stageRec{Index: i, State: s}
+			rec.Spec.Stages = append(rec.Spec.Stages, specStage{Name: fmt.Sprint("s", i)})
+		}
+		return rec
+	}
+	for _, tc := range []struct {
+		name string
+		rec  *jobRec
+		want bool
+	}{
+		{"every stage completed", stages(Completed, Completed), true},
+		{"one still running", stages(Completed, "RUNNING"), false},
+		{"one cancelled", stages(Completed, "CANCELLED"), false},
+		{"no stages", stages(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := allCompleted(tc.rec); got != tc.want {
+				t.Fatalf("allCompleted = %v, want %v", got, tc.want)
 			}
 		})
 	}
