@@ -33,22 +33,29 @@ import (
 // and the stage completes when its counters are at zero.
 //
 // A committer that dies between the two writes leaves its task SUCCEEDED
-// and uncounted, and the stage waiting: the sweep finds it. Only a split
-// commit can: it leaves the task a due time, and the recovery looks only
-// at committed tasks that have one (a commit counted in its transaction
-// removes it), so a task committed by a release that counted in the
-// commit's transaction is never counted again. A task with
-// its own index entry (a retried task, a stage's only task) keeps the
-// entry through the commit, due CountGrace later, and the sweep counts it
-// (EnsureCounted) before it takes the entry out. A task that a ready
-// marker watches: the marker stays in the index until every task of its
-// chunk has finished, and its last look reads the counter sets of the
-// chunk's committed tasks and puts each uncounted one in the index
-// (ready.go). A crash therefore delays a stage by one look at most.
+// and uncounted, and the stage waiting. Three things find it:
+//   - its message, which executors delete only after the count: it comes
+//     back, and the claim it makes, refused with ErrCommitted, counts it;
+//   - its chunk's ready marker, which stays in the index until every task
+//     of the chunk has finished: its last look reads the counter sets of
+//     the chunk's committed tasks and puts each uncounted one in the index
+//     for the sweep to count (ready.go, EnsureCounted);
+//   - its own index entry, when it got one after its claim (a marker's
+//     look found its lease lapsed): the split commit leaves the entry, due
+//     CountGrace later, and the sweep counts the task before removing it.
 //
-// Commits that add rejected records stay one transaction with the stage's
-// bad-record count (badrecords.go): that guard must refuse the commit
-// itself.
+// A crash therefore delays a stage by one look at most. Only a split
+// commit can leave a task uncounted: it leaves the task a due time, and
+// the recovery looks only at committed tasks that have one, so a commit
+// counted in its transaction (below, or by an earlier release) is never
+// counted again.
+//
+// Commits still made in one transaction with their count: a task the
+// sweep watches on its own (a stage's only task, a retry: its entry goes
+// in the same write, where a split commit would leave it for the sweep to
+// visit), and a commit that adds rejected records, with the stage's
+// bad-record count, whose guard must refuse the commit itself
+// (badrecords.go).
 const aDone = "done"
 
 // ErrCommitted is a claim's refusal of a task that committed (with
