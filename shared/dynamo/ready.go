@@ -61,6 +61,10 @@ const readyPrefix = "RDY#"
 // does not handle it twice.
 const ExpandedRecheck = time.Minute
 
+// malformedRecheck is when the sweep reports an index entry it cannot
+// parse again.
+const malformedRecheck = 24 * time.Hour
+
 func readyPK(job string, stage, bucket int) string {
 	return readyPrefix + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(bucket)
 }
@@ -134,6 +138,11 @@ func (s *Store) expandReady(ctx context.Context, now time.Time, items []DueItem,
 func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem, m readyMarker) ([]DueItem, error) {
 	in := items
 	if m.malformed {
+		// Nothing this code wrote: reported, and moved a day on so that
+		// it does not take a place in every run's page of the shard.
+		if err := s.moveMarker(ctx, m, now.Add(malformedRecheck)); err != nil {
+			return in, err
+		}
 		return in, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
 	}
 	watched, committed, err := s.readyWatched(ctx, m)
