@@ -14,13 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
+
+func sameToken(int) string { return "tok" }
 
 // countWrite matches the count of a commit on a counter shard.
 func countWrite(op string, in any) bool {
@@ -38,28 +39,12 @@ func TestCommitIsTwoSingleItemWrites(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
-	var rec loadmodel.Recorder
-	cfg := e.cfg.Copy()
-	rec.Install(&cfg)
-	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table); err != nil {
-		t.Fatal(err)
-	}
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	store, rec := recordedStore(t, e)
 	const job, n = "jcommitwrites001", 200
 	shards := dynamo.ShardCount(n)
-	if err := e.r.Store.PutShards(ctx, job, 0, n, shards); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	putReadyStage(t, e.r.Store, job, n, shards, n, time.Now().Add(time.Hour))
 	now := time.Now()
-	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	claimReady(t, e.r.Store, job, n, func(p int) string { return fmt.Sprint("tok", p) }, now)
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
 		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now},
@@ -124,18 +109,11 @@ func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := fmt.Sprintf("jcountlost%06d", i)
 			const n = 4
-			if err := e.r.Store.PutShards(ctx, job, 0, n, 1); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
+			putReadyStage(t, e.r.Store, job, n, 1, n, time.Now().Add(time.Hour))
 			now, lost := time.Now(), inj.Total()
+			claimReady(t, e.r.Store, job, n, sameToken, now)
 			for p := range n {
 				ref := batch.TaskRef{Job: job, Partition: p}
-				if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
-					t.Fatal(err)
-				}
 				if p == 1 {
 					inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: tc.match})
 				}
@@ -358,13 +336,8 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 	ctx := context.Background()
 	store := e.r.Store
 	const job, n = "jtxcommit0000001", 3
-	if err := store.PutShards(ctx, job, 0, n+1, 1); err != nil { // one more task, still running
-		t.Fatal(err)
-	}
 	now := time.Now()
-	if err := store.PutTasks(ctx, readyTasks(job, n), now); err != nil {
-		t.Fatal(err)
-	}
+	putReadyStage(t, store, job, n+1, 1, n, now) // one more task, still running
 	// The stage's record, which the look reads for its counter count.
 	if _, err := dynamodb.NewFromConfig(e.cfg).PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.r.Resources.Table, Item: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "JOB#" + job}, "sk": &types.AttributeValueMemberS{Value: "STAGE#00"},
@@ -376,11 +349,9 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 	if st, err := store.GetStage(ctx, job, 0); err != nil || st.Shards != 1 {
 		t.Fatalf("stage %+v, %v", st, err)
 	}
+	claimReady(t, store, job, n, sameToken, now)
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, Watched: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -414,19 +385,12 @@ func TestCountRetriedAfterTransactionConflict(t *testing.T) {
 	ctx := context.Background()
 	_, store, inj := hookedStores(e)
 	const job, n = "jcountconflict01", 2
-	if err := e.r.Store.PutShards(ctx, job, 0, n, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.r.Store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	putReadyStage(t, e.r.Store, job, n, 1, n, time.Now().Add(time.Hour))
 	now := time.Now()
+	claimReady(t, e.r.Store, job, n, sameToken, now)
 	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Conflict, Count: 2, Match: countWrite})
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := e.r.Store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "tok", Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1}); err != nil {
 			t.Fatalf("commit of %d: %v", p, err)
 		}

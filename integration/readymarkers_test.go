@@ -30,6 +30,43 @@ func readyTasks(job string, n int) []batch.Task {
 	return ts
 }
 
+// putReadyStage writes a stage's shards counters (for total tasks) and
+// its first n tasks, READY, their chunk's marker due at due.
+func putReadyStage(t *testing.T, store *dynamo.Store, job string, total, shards, n int, due time.Time) {
+	t.Helper()
+	if err := store.PutShards(context.Background(), job, 0, total, shards); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutTasks(context.Background(), readyTasks(job, n), due); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimReady claims tasks 0..n-1 of job's stage 0, partition p's with
+// token tok(p).
+func claimReady(t *testing.T, store *dynamo.Store, job string, n int, tok func(p int) string, now time.Time) {
+	t.Helper()
+	for p := range n {
+		ref := batch.TaskRef{Job: job, Partition: p}
+		if _, err := store.ClaimTask(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// recordedStore is a store over e's table whose requests rec records
+// (billed by the table's item sizes and indexes).
+func recordedStore(t *testing.T, e *env) (*dynamo.Store, *loadmodel.Recorder) {
+	t.Helper()
+	rec := &loadmodel.Recorder{}
+	cfg := e.cfg.Copy()
+	rec.Install(&cfg)
+	if err := rec.DescribeTable(context.Background(), dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table); err != nil {
+		t.Fatal(err)
+	}
+	return dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table), rec
+}
+
 // indexed says whether a task item carries a sweep index entry.
 func indexed(t *testing.T, e *env, ref batch.TaskRef) bool {
 	t.Helper()
@@ -109,21 +146,10 @@ func TestClaimsAndCommitsWriteNoSweepIndexEntry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
-	var rec loadmodel.Recorder
-	cfg := e.cfg.Copy()
-	rec.Install(&cfg)
-	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table); err != nil {
-		t.Fatal(err)
-	}
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+	store, rec := recordedStore(t, e)
 	const job, n = "jreadyindex00001", 200
 	shards := dynamo.ShardCount(n)
-	if err := store.PutShards(ctx, job, 0, n, shards); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.PutTasks(ctx, readyTasks(job, n), time.Now().Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	putReadyStage(t, store, job, n, shards, n, time.Now().Add(time.Hour))
 	first := batch.TaskRef{Job: job, Partition: 3}
 	now := time.Now()
 	for p := range n {

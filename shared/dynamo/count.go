@@ -71,36 +71,49 @@ const CountGrace = time.Minute
 // countCommit counts a committed task on its counter shard, once, and
 // reports whether the shard is at zero after it.
 func (s *Store) countCommit(ctx context.Context, p CommitParams) (shardDone bool, err error) {
-	shard := ShardOf(p.Ref.Partition, p.Shards)
-	vals := map[string]types.AttributeValue{
-		":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut),
-		":p": nv(int64(p.Ref.Partition)), ":ps": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(p.Ref.Partition)}},
-	}
-	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, shard), cntSK),
-		ConditionExpression:       aws.String("attribute_exists(pk) AND NOT contains(#done, :p)"),
-		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout, #done :ps" + durationAdd(p, vals) + copyWonAdd(p, vals)),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
-		ExpressionAttributeValues: vals,
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
-	if err == nil {
-		return getN(out.Attributes, aLeft) == 0, nil
-	}
-	if !isCondFailed(err) {
-		return false, fmt.Errorf("count task %s on counter %d: %w", p.Ref, shard, err)
-	}
-	// Counted already (a retry whose first answer was lost, or the
-	// sweep's recovery), or the counter is missing.
-	counted, left, err := s.shardCounted(ctx, p.Ref, p.Shards)
-	if err != nil {
-		return false, err
-	}
-	if !counted {
-		return false, fmt.Errorf("count task %s on counter %d: refused, and the counter does not hold it", p.Ref, shard)
-	}
-	return left == 0, nil
+	return s.countBatch(ctx, shardOfTask(p), []CommitParams{p})
 }
+
+func shardOfTask(p CommitParams) ShardRef {
+	return ShardRef{p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)}
+}
+
+// countUpdate is the counter shard's update for the commits ps, all of
+// one shard, binding its values in vals: the count down, the partitions
+// added to the counted set, the record counts, the duration histogram and
+// the copies' wins. The commit transaction and the counts share it.
+func countUpdate(ps []CommitParams, vals map[string]types.AttributeValue) string {
+	set := make([]string, len(ps))
+	var rin, rout, won int64
+	hist := map[string]int64{}
+	for i, p := range ps {
+		set[i] = strconv.Itoa(p.Ref.Partition)
+		rin += p.RecordsIn
+		rout += p.RecordsOut
+		if p.Duration > 0 {
+			hist[durationAttr(batch.DurationBucket(p.Duration))]++
+		}
+		if p.Copy {
+			won++
+		}
+	}
+	vals[":minus"], vals[":rin"], vals[":rout"] = nv(-int64(len(ps))), nv(rin), nv(rout)
+	vals[":ps"] = &types.AttributeValueMemberNS{Value: set}
+	upd := "ADD #left :minus, #rin :rin, #rout :rout, #done :ps"
+	for i, a := range slices.Sorted(maps.Keys(hist)) {
+		v := fmt.Sprintf(":h%d", i)
+		vals[v] = nv(hist[a])
+		upd += ", " + a + " " + v
+	}
+	if won > 0 {
+		vals[":xw"] = nv(won)
+		upd += ", " + aCopiesWon + " :xw"
+	}
+	return upd
+}
+
+// countNames are countUpdate's attribute names.
+var countNames = map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone}
 
 // shardCounted reads whether a task's counter shard has counted it, and
 // the shard's count left.
@@ -227,28 +240,6 @@ func (s *Store) uncounted(ctx context.Context, job string, stage int, committed 
 	return left, nil
 }
 
-// indexCommitted puts a committed task in the index at due, for the
-// sweep to count it; put is false when it has an entry already.
-func (s *Store) indexCommitted(ctx context.Context, ref batch.TaskRef, due time.Time) (put bool, err error) {
-	pk, sk := taskPK(ref), taskSK(ref.Partition)
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key(pk, sk),
-		UpdateExpression:         aws.String("SET gpk = :gpk, due = :due"),
-		ConditionExpression:      aws.String("#st = :done AND attribute_not_exists(gpk)"),
-		ExpressionAttributeNames: map[string]string{"#st": aState},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":done": sv(string(sm.TaskSucceeded)),
-		},
-	})
-	if isCondFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("put uncounted task %s in the sweep index: %w", ref, err)
-	}
-	return true, nil
-}
-
 // maxCountBatch bounds the partitions one count write adds: each adds a
 // condition to the write (its expression stays far below DynamoDB's 4 KB).
 const maxCountBatch = 50
@@ -270,7 +261,7 @@ func (s *Store) CountCommits(ctx context.Context, ps []CommitParams) (zero []Sha
 	groups := map[ShardRef][]CommitParams{}
 	var order []ShardRef
 	for _, p := range ps {
-		k := ShardRef{p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)}
+		k := shardOfTask(p)
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -295,47 +286,18 @@ func (s *Store) CountCommits(ctx context.Context, ps []CommitParams) (zero []Sha
 
 // countBatch counts tasks of one counter in one conditional write.
 func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (shardDone bool, err error) {
-	if len(ps) == 1 {
-		return s.countCommit(ctx, ps[0])
-	}
 	vals := map[string]types.AttributeValue{}
-	set := make([]string, len(ps))
 	conds := []string{"attribute_exists(pk)"}
-	var rin, rout int64
-	hist := map[string]int64{}
-	var won int64
 	for i, p := range ps {
-		set[i] = strconv.Itoa(p.Ref.Partition)
 		v := fmt.Sprintf(":p%d", i)
 		vals[v] = nv(int64(p.Ref.Partition))
 		conds = append(conds, "NOT contains(#done, "+v+")")
-		rin += p.RecordsIn
-		rout += p.RecordsOut
-		if p.Duration > 0 {
-			hist[durationAttr(batch.DurationBucket(p.Duration))]++
-		}
-		if p.Copy {
-			won++
-		}
-	}
-	vals[":minus"], vals[":rin"], vals[":rout"] = nv(-int64(len(ps))), nv(rin), nv(rout)
-	vals[":ps"] = &types.AttributeValueMemberNS{Value: set}
-	upd := "ADD #left :minus, #rin :rin, #rout :rout, #done :ps"
-	attrs := slices.Sorted(maps.Keys(hist))
-	for i, a := range attrs {
-		v := fmt.Sprintf(":h%d", i)
-		vals[v] = nv(hist[a])
-		upd += ", " + a + " " + v
-	}
-	if won > 0 {
-		vals[":xw"] = nv(won)
-		upd += ", " + aCopiesWon + " :xw"
 	}
 	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(shardPK(k.Job, k.Stage, k.Shard), cntSK),
 		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
-		UpdateExpression:          aws.String(upd),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
+		UpdateExpression:          aws.String(countUpdate(ps, vals)),
+		ExpressionAttributeNames:  countNames,
 		ExpressionAttributeValues: vals,
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
@@ -344,6 +306,18 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 	}
 	if !isCondFailed(err) {
 		return false, fmt.Errorf("count %d tasks on counter %d of stage %s/%d: %w", len(ps), k.Shard, k.Job, k.Stage, err)
+	}
+	if len(ps) == 1 {
+		// Counted already (a retry whose first answer was lost, or the
+		// sweep's recovery), or the counter is missing.
+		counted, left, err := s.shardCounted(ctx, ps[0].Ref, ps[0].Shards)
+		if err != nil {
+			return false, err
+		}
+		if !counted {
+			return false, fmt.Errorf("count task %s on counter %d: refused, and the counter does not hold it", ps[0].Ref, k.Shard)
+		}
+		return left == 0, nil
 	}
 	// Some were counted already: each on its own, idempotently.
 	var errs []error

@@ -174,7 +174,7 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 				again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
 				continue
 			}
-			put, err = s.indexWaiting(ctx, w.task.Ref, recheck)
+			put, err = s.indexIn(ctx, w.task.Ref, sm.TaskReady, recheck)
 		case !w.due.IsZero() && w.due.After(now):
 			again(w.due)
 			continue
@@ -339,7 +339,7 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 	}
 	for _, p := range left {
 		ref := batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}
-		put, err := s.indexCommitted(ctx, ref, due)
+		put, err := s.indexIn(ctx, ref, sm.TaskSucceeded, due)
 		if err != nil {
 			return nil, err
 		}
@@ -350,25 +350,26 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 	return items, nil
 }
 
-// indexWaiting puts a waiting task in the index at due, unless it has
-// moved on (claimed, or in the index already) since it was read; put says
-// whether it did.
-func (s *Store) indexWaiting(ctx context.Context, ref batch.TaskRef, due time.Time) (put bool, err error) {
+// indexIn puts a task that is in state (a waiting task, READY; a
+// committed one to be counted, SUCCEEDED) in the index at due, unless it
+// has moved on (claimed, or in the index already) since it was read; put
+// says whether it did.
+func (s *Store) indexIn(ctx context.Context, ref batch.TaskRef, state sm.TaskState, due time.Time) (put bool, err error) {
 	pk, sk := taskPK(ref), taskSK(ref.Partition)
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, sk),
 		UpdateExpression:         aws.String("SET gpk = :gpk, due = :due"),
-		ConditionExpression:      aws.String("#st = :ready AND attribute_not_exists(gpk)"),
+		ConditionExpression:      aws.String("#st = :st AND attribute_not_exists(gpk)"),
 		ExpressionAttributeNames: map[string]string{"#st": aState},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":ready": sv(string(sm.TaskReady)),
+			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":st": sv(string(state)),
 		},
 	})
 	if isCondFailed(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("put waiting task %s in the sweep index: %w", ref, err)
+		return false, fmt.Errorf("put %s task %s in the sweep index: %w", state, ref, err)
 	}
 	return true, nil
 }

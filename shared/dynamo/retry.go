@@ -75,18 +75,27 @@ const (
 // other parameters (a timestamp, a fresh id) would be refused by AWS with
 // IdempotentParameterMismatch.
 func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
-	var err error
-	for try := 0; try < txTries; try++ {
-		if try > 0 {
-			if werr := backoff(ctx, try); werr != nil {
-				return errors.Join(err, werr)
-			}
-		}
+	return retryWhile(ctx, transientTx, func() error {
 		// A fresh token for each try: the SDK fills one into in on the
 		// first, and AWS does not promise what a token whose request was
 		// cancelled does when it comes back.
 		in.ClientRequestToken = nil
-		if _, err = s.db.TransactWriteItems(ctx, in); !transientTx(err) {
+		_, err := s.db.TransactWriteItems(ctx, in)
+		return err
+	})
+}
+
+// retryWhile calls try until it fails with an error that transient does
+// not accept, with backoff between calls, txTries times at most.
+func retryWhile(ctx context.Context, transient func(error) bool, try func() error) error {
+	var err error
+	for n := 0; n < txTries; n++ {
+		if n > 0 {
+			if werr := backoff(ctx, n); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
+		if err = try(); !transient(err) {
 			return err
 		}
 	}
@@ -114,20 +123,12 @@ func backoff(ctx context.Context, try int) error {
 // error, and a single-item write that shares an item with transactions
 // (a counter shard with failures, splits and watched commits; a task with
 // a copy's claim) meets it under contention as a transaction would.
-func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (*dynamodb.UpdateItemOutput, error) {
-	var err error
-	for try := 0; try < txTries; try++ {
-		if try > 0 {
-			if werr := backoff(ctx, try); werr != nil {
-				return nil, errors.Join(err, werr)
-			}
-		}
-		var out *dynamodb.UpdateItemOutput
-		if out, err = s.db.UpdateItem(ctx, in); !isTxConflict(err) {
-			return out, err
-		}
-	}
-	return nil, errors.Join(ErrContention, err)
+func (s *Store) updateItem(ctx context.Context, in *dynamodb.UpdateItemInput) (out *dynamodb.UpdateItemOutput, err error) {
+	err = retryWhile(ctx, isTxConflict, func() error {
+		out, err = s.db.UpdateItem(ctx, in)
+		return err
+	})
+	return out, err
 }
 
 func isTxConflict(err error) bool {

@@ -288,16 +288,6 @@ func (s *Store) StageDurations(ctx context.Context, job string, stage, shards in
 	return d, nil
 }
 
-// durationAdd is the commit's addition to its counter shard's duration
-// histogram: one more in the attempt's bucket, binding :one in vals.
-func durationAdd(p CommitParams, vals map[string]types.AttributeValue) string {
-	if p.Duration <= 0 {
-		return ""
-	}
-	vals[":one"] = nv(1)
-	return ", " + durationAttr(batch.DurationBucket(p.Duration)) + " :one"
-}
-
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a

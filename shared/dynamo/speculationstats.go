@@ -42,15 +42,6 @@ func copyLaunchedAdd(table string, ref batch.TaskRef) types.TransactWriteItem {
 	}}
 }
 
-// copyWonAdd is the commit's count of a copy's win on its counter shard.
-func copyWonAdd(p CommitParams, vals map[string]types.AttributeValue) string {
-	if !p.Copy {
-		return ""
-	}
-	vals[":xw"] = nv(1)
-	return ", " + aCopiesWon + " :xw"
-}
-
 // decodeCopyCounts reads a stage item's copy counts into st.
 func decodeCopyCounts(st *batch.Stage, it map[string]types.AttributeValue) {
 	st.CopiesLaunched = int(getN(it, aCopiesLaunched))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -487,8 +486,8 @@ func (s *Store) commitGuarded(ctx context.Context, p CommitParams) (shardDone bo
 func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	c := newCond()
 	expr, upd := commitUpdate(c, p)
-	cnt := map[string]types.AttributeValue{":minus": nv(-1), ":rin": nv(p.RecordsIn), ":rout": nv(p.RecordsOut),
-		":ps": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(p.Ref.Partition)}}}
+	cnt := map[string]types.AttributeValue{}
+	cntUpd := countUpdate([]CommitParams{p}, cnt) // count.go
 	cntCond := "attribute_exists(pk)"
 	if !last {
 		cntCond = "attribute_exists(pk) AND #left > :one"
@@ -503,8 +502,8 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 	}}, {Update: &types.Update{
 		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
 		ConditionExpression:       aws.String(cntCond),
-		UpdateExpression:          aws.String("ADD #left :minus, #rin :rin, #rout :rout, #done :ps" + durationAdd(p, cnt) + copyWonAdd(p, cnt)),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRecOut, "#done": aDone},
+		UpdateExpression:          aws.String(cntUpd),
+		ExpressionAttributeNames:  countNames,
 		ExpressionAttributeValues: cnt,
 	}}}
 	if p.BadRecords > 0 {
