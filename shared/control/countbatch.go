@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -40,6 +41,10 @@ type countBatcher struct {
 	// flushing serializes flushes, so FlushCounts returns after every
 	// count handed in before it was called is written.
 	flushing sync.Mutex
+	// failed is the error of a write that FlushCounts has not reported
+	// yet (guarded by flushing): a timer's flush may take counts whose
+	// messages the next FlushCounts is about to let go.
+	failed error
 }
 
 // countBatchMax flushes at once when this many counts are pending: a
@@ -61,30 +66,41 @@ func (b *countBatcher) add(p dynamo.CommitParams) {
 	}
 }
 
-// flushBackground is a flush of the batcher's own, bounded in time.
+// flushBackground is a flush of the batcher's own, bounded in time. Its
+// failure waits for the next FlushCounts to report it.
 func (b *countBatcher) flushBackground() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_ = b.flush(ctx) // logged there
+	zero, _ := b.write(ctx, false) // logged there, reported by FlushCounts
+	b.followUp(ctx, zero)
 }
 
 // flush writes every pending count and does the follow-up of each stage
 // whose counter it emptied.
+// It reports the failure of any write since the last report, its own or
+// a timer's, which may have held counts of the messages its caller is
+// about to let go.
 func (b *countBatcher) flush(ctx context.Context) error {
-	zero, err := b.write(ctx)
-	// The follow-ups go after the lock: a flush that waits for the counts
-	// (before messages are deleted) does not wait for another's manifests.
+	zero, err := b.write(ctx, true)
+	b.followUp(ctx, zero)
+	return err
+}
+
+// followUp does the follow-up of each stage whose counter zero emptied.
+// It runs after the flush's lock: a flush that waits for the counts
+// (before messages are deleted) does not wait for another's manifests.
+func (b *countBatcher) followUp(ctx context.Context, zero []dynamo.ShardRef) {
 	for _, k := range zero {
 		// Left undone, it is the sweep's after FollowUpGrace.
 		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage); ferr != nil {
 			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
 		}
 	}
-	return err
 }
 
-// write writes every pending count and returns the counters it emptied.
-func (b *countBatcher) write(ctx context.Context) ([]dynamo.ShardRef, error) {
+// write writes every pending count and returns the counters it emptied,
+// and, when report is set, the failures not reported yet.
+func (b *countBatcher) write(ctx context.Context, report bool) (zero []dynamo.ShardRef, err error) {
 	b.flushing.Lock()
 	defer b.flushing.Unlock()
 	b.mu.Lock()
@@ -95,16 +111,19 @@ func (b *countBatcher) write(ctx context.Context) ([]dynamo.ShardRef, error) {
 		b.timer = nil
 	}
 	b.mu.Unlock()
-	if len(ps) == 0 {
-		return nil, nil
+	if len(ps) > 0 {
+		if zero, err = b.svc.store.CountCommits(ctx, ps); err != nil {
+			// The tasks are committed; the sweep counts those this
+			// missed, or their claims when their messages come back
+			// (the executor keeps them when a flush fails).
+			b.svc.log.Warn("batched counts", "tasks", len(ps), "err", err)
+			b.failed = errors.Join(b.failed, err)
+		}
 	}
-	zero, err := b.svc.store.CountCommits(ctx, ps)
-	if err != nil {
-		// The tasks are committed; the sweep counts those this missed,
-		// or their claims when their messages come back (the executor
-		// keeps them when a flush fails).
-		b.svc.log.Warn("batched counts", "tasks", len(ps), "err", err)
+	if !report {
+		return zero, nil
 	}
+	err, b.failed = b.failed, nil
 	return zero, err
 }
 

@@ -1,0 +1,27 @@
+package control
+
+import (
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+)
+
+// A count write that fails in a batch the linger's timer flushed is
+// reported by the next FlushCounts, even when nothing is pending then:
+// its caller is about to delete the messages of those tasks, which must
+// stay (their claims count the tasks when they come back). Reported once.
+func TestFlushCountsReportsATimersFailedWrite(t *testing.T) {
+	t.Parallel()
+	r := newUnitRig(t, func(c *Config) { c.CountLinger = time.Hour })
+	// The fake store refuses every batched count.
+	r.svc.counts.add(dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: batch.TaskRef{Job: "j1", Partition: 3}}, Shards: 1})
+	r.svc.counts.flushBackground() // the timer's flush, as if it fired now
+	if err := r.svc.FlushCounts(r.ctx); err == nil {
+		t.Fatal("FlushCounts after the timer's failed write: nil, want its error")
+	}
+	if err := r.svc.FlushCounts(r.ctx); err != nil {
+		t.Fatalf("FlushCounts again: %v, want nil (reported once)", err)
+	}
+}
