@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -153,24 +157,59 @@ type stageView struct {
 // READY.
 func wantTasksOnce(t *testing.T, e *env, id string, n int) {
 	t.Helper()
-	tasks, err := e.r.Store.ListStageTasks(context.Background(), id, 0, n+10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[int]bool{}
-	for _, tk := range tasks {
-		if seen[tk.Ref.Partition] {
-			t.Fatalf("task %s listed twice", tk.Ref)
-		}
-		seen[tk.Ref.Partition] = true
-	}
+	got := markedPartitions(t, e, id, 0)
 	for p := range n {
-		if !seen[p] {
-			t.Fatalf("task %d missing (%d tasks)", p, len(seen))
+		if !got[p] {
+			t.Fatalf("task %d missing (%d tasks)", p, len(got))
 		}
 	}
-	if len(seen) != n {
-		t.Fatalf("%d tasks, want %d", len(seen), n)
+	if len(got) != n {
+		t.Fatalf("%d tasks, want %d", len(got), n)
+	}
+}
+
+// markedPartitions is the set of partitions of job's stage that
+// materialization wrote: a task record, or a ready marker's chunk of
+// unwritten tasks (sm.TaskUnwritten). A repeated chunk writes the same
+// marker again, so a partition is in the set once however often it was
+// materialized.
+func markedPartitions(t *testing.T, e *env, job string, stage int) map[int]bool {
+	t.Helper()
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(e.cfg)
+	got := map[int]bool{}
+	for b := 0; ; b++ {
+		n := len(got)
+		for _, prefix := range []string{"TASK#", "RDY#"} {
+			out, err := db.Query(ctx, &dynamodb.QueryInput{
+				TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+				KeyConditionExpression:    aws.String("pk = :pk"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s%s#%d#%d", prefix, job, stage, b)}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range out.Items {
+				sk := it["sk"].(*types.AttributeValueMemberS).Value
+				var lo, hi int
+				if prefix == "TASK#" {
+					if _, err := fmt.Sscanf(sk, "%d", &lo); err != nil {
+						t.Fatalf("task key %q: %v", sk, err)
+					}
+					got[lo] = true
+					continue
+				}
+				if _, err := fmt.Sscanf(sk, "%d#%d", &lo, &hi); err != nil {
+					t.Fatalf("marker key %q: %v", sk, err)
+				}
+				for p := lo; p < hi; p++ {
+					got[p] = true
+				}
+			}
+		}
+		if len(got) == n {
+			return got
+		}
 	}
 }
 

@@ -151,10 +151,7 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 		if ol.Limit != "owner" || ol.Name != "tester" || ol.Max != 1 {
 			t.Fatalf("claim of %s refused by %+v, want the owner tester's limit of 1", r, *ol)
 		}
-		tk, err := store.GetTask(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tk := stageTasks(t, rig.e, r.Job, r.Stage)[r.Partition]
 		if tk.State != sm.TaskReady || tk.Attempt != 0 {
 			t.Fatalf("%s after a refused claim: %s attempt %d, want READY with no attempt spent", r, tk.State, tk.Attempt)
 		}

@@ -19,13 +19,28 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
+// readyTasks are n tasks of job's stage 0 as materialization makes them
+// for a stage partitioned by count: unwritten until claimed
+// (sm.TaskUnwritten), their chunks' markers only.
 func readyTasks(job string, n int) []batch.Task {
 	ts := make([]batch.Task, n)
+	now := time.Now()
 	for p := range ts {
-		ts[p] = batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: time.Now()}
+		ts[p] = batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now}
+	}
+	return ts
+}
+
+// inputTasks are readyTasks that each read a split of an input, as a
+// stage over an input prefix has them: written at materialization.
+func inputTasks(job string, n int) []batch.Task {
+	ts := readyTasks(job, n)
+	for p := range ts {
+		ts[p].Input = &split.Split{Key: fmt.Sprintf("in/%d", p), End: 10}
 	}
 	return ts
 }
@@ -48,7 +63,7 @@ func claimReady(t *testing.T, store *dynamo.Store, job string, n int, tok func(p
 	t.Helper()
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.ClaimTask(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+		if _, err := store.ClaimTask(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,7 +170,7 @@ func TestClaimsAndCommitsWriteNoSweepIndexEntry(t *testing.T) {
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
 		tok := fmt.Sprintf("tok%d", p)
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute}); err != nil {
+		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if p == first.Partition {
@@ -209,7 +224,7 @@ func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 	lease := time.Minute
 	for p := range claimed {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
+		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if p < committed {
@@ -229,9 +244,8 @@ func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 	if got, want := dueTasks(t, store, job, now.Add(dynamo.ExpandedRecheck)), span(claimed, n); !slices.Equal(got, want) {
 		t.Fatalf("due tasks a recheck later: %v, want the same %d from their own entries", got, len(want))
 	}
-	// The first chunk's marker still watches its running tasks; the
-	// second chunk has none and is out of the index.
-	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000099": true, "000099#000150": false}; !maps.Equal(got, want) {
+	// The marker still watches the chunk's running tasks.
+	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000150": true}; !maps.Equal(got, want) {
 		t.Fatalf("ready markers in the index: %v, want %v", got, want)
 	}
 	// When the claims' leases and grace have ended unrenewed, the marker
@@ -243,7 +257,7 @@ func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 			t.Fatalf("due tasks after the leases lapsed: %v, want the claimed %d..%d among them", got, committed, claimed-1)
 		}
 	}
-	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000099": false, "000099#000150": false}; !maps.Equal(got, want) {
+	if got, want := markersIndexed(t, e, job), map[string]bool{"000000#000150": false}; !maps.Equal(got, want) {
 		t.Fatalf("ready markers in the index after every task left them: %v, want %v", got, want)
 	}
 }
@@ -273,7 +287,7 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 			return false
 		}
 		if sk, _ := u.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == fmt.Sprintf("%06d", raced) && fired.CompareAndSwap(false, true) {
-			_, claimErr = clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease})
+			_, claimErr = clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3})
 		}
 		return false // a hook, never a fault
 	}})
@@ -309,7 +323,7 @@ func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
 		}
 		return false // a hook, never a fault
 	}})
-	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+	if err := store.PutTasks(ctx, inputTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if !fired.Load() {

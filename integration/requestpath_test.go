@@ -17,6 +17,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -164,7 +165,10 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 	mk := func(job string, lo, hi int) []batch.Task {
 		var ts []batch.Task
 		for p := lo; p < hi; p++ {
-			ts = append(ts, batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: time.Now()})
+			// Tasks over an input are written at materialization (the
+			// others are not: unwritten_test.go).
+			ts = append(ts, batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: time.Now(),
+				Input: &split.Split{Key: fmt.Sprintf("in/%d", p), End: 10}})
 		}
 		return ts
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -250,7 +251,11 @@ func stageTasks(t *testing.T, e *env, job string, stage int) []batch.Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tasks
+	j, err := e.r.Store.GetJob(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dynamo.WithUnwritten(tasks, job, stage, st.Enqueued, j.Spec.StageRetry(stage).MaxAttempts)
 }
 
 // assertCommittedOnce checks that a finished stage of n tasks counted each

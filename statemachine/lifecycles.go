@@ -25,6 +25,17 @@ const (
 	TaskCancelled TaskState = "CANCELLED"
 )
 
+// TaskUnwritten is the state of a task whose record was never written. A
+// stage whose tasks carry nothing but their position (partitioned by
+// count, or reading a shuffle) is materialized without task records: its
+// chunks' ready markers and messages only. Such a task is READY at
+// attempt 0, due at once, with its stage's attempts, until the first
+// write to it: its first claim (TaskClaim from TaskUnwritten), or the
+// sweep's look at its chunk putting it in the index to resend or cancel
+// it. Every reader of task records reads a missing one of a materialized
+// chunk as this.
+const TaskUnwritten = TaskReady
+
 // Task events.
 const (
 	TaskClaim     Event = "claim"

@@ -142,6 +142,9 @@ type Task struct {
 	// stage's only task, a retry, a redrive), not its chunk's ready
 	// marker, as read.
 	Watched bool
+	// Unwritten: the task has no record yet (statemachine.TaskUnwritten);
+	// a reader filled it in, READY at attempt 0.
+	Unwritten bool
 }
 
 // View is the task as the lifecycle rules see it.

@@ -221,7 +221,11 @@ func (s *Service) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time
 		at := holders[ref]
 		t, err := s.store.GetTask(ctx, ref)
 		switch {
+		case errors.Is(err, batch.ErrNotFound) && now.Sub(at) > claimWindow:
+			// Unwritten (sm.TaskUnwritten) as long after its slot as a
+			// READY task, or its job's records are gone.
 		case errors.Is(err, batch.ErrNotFound):
+			continue // its claim may be writing it now
 		case err != nil:
 			return n, err
 		case sm.Tasks.IsTerminal(t.State):

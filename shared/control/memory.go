@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ func (s *Service) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size,
 		return need, nil
 	}
 	t, err := s.store.GetTask(ctx, ref)
+	if errors.Is(err, batch.ErrNotFound) {
+		return need, nil // unwritten (sm.TaskUnwritten): never raised
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -263,6 +263,8 @@ func (s *Service) raiseAttempts(ctx context.Context, rs redriveStore, j batch.Jo
 		if err != nil {
 			return err
 		}
+		// An unwritten task (sm.TaskUnwritten) needs nothing: its
+		// first claim writes it with the stage's attempts.
 		budget := j.Spec.StageRetry(st.Index).MaxAttempts
 		for _, t := range tasks {
 			if t.State == sm.TaskClaimed || t.State == sm.TaskReady {
@@ -289,10 +291,18 @@ func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Jo
 		return err
 	}
 	budget := sp.StageRetry(st.Index).MaxAttempts
+	tasks = dynamo.WithUnwritten(tasks, st.Job, st.Index, st.Enqueued, budget)
 	var msgs []queue.Send
 	var sizes []spec.Size // parallel to msgs: each task's raised size (sizedqueues.go)
 	for _, t := range tasks {
 		switch {
+		case t.Unwritten:
+			// Never claimed (sm.TaskUnwritten): its message may have
+			// gone while the job was ended (dropped from the
+			// dead-letter queue); another is harmless, as a duplicate
+			// is refused at claim.
+			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
+			sizes = append(sizes, t.Memory)
 		case t.State == sm.TaskClaimed:
 			if err := rs.RaiseAttempts(ctx, t.Ref, budget); err != nil {
 				return err

@@ -44,6 +44,7 @@ type Store interface {
 	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
 	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
 	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
 	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)

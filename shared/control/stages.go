@@ -65,7 +65,7 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 	switch src, fromShuffle := sp.ShuffleSource(idx); {
 	case fromShuffle:
 		total = sp.Stages[src].Shuffle.Partitions
-	case st.Partitions != nil && st.Partitions.Input != nil:
+	case stageHasSplits(sp, idx):
 		var err error
 		if splits, err = s.plan(ctx, job, idx, st); errors.Is(err, batch.ErrBadInput) {
 			return s.failMaterialize(ctx, job, idx, err)
@@ -163,6 +163,30 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 	// committers could not yet complete the stage; and a stage with no
 	// tasks has no committer at all. Either way, completing it is ours.
 	return s.checkStageComplete(ctx, job, idx)
+}
+
+// stageHasSplits says whether a stage's tasks each read a split of its
+// input, which their records hold: only such tasks are written at
+// materialization; the others are written by their first claim
+// (sm.TaskUnwritten).
+func stageHasSplits(sp *spec.Job, idx int) bool {
+	_, ok := unwrittenTotal(sp, idx)
+	return !ok
+}
+
+// unwrittenTotal is the number of tasks of a stage whose tasks are not
+// written at materialization (stageHasSplits): fixed by its spec, so a
+// claim tells a task of it from a partition it does not have without a
+// read.
+func unwrittenTotal(sp *spec.Job, idx int) (int, bool) {
+	st := sp.Stages[idx]
+	if src, fromShuffle := sp.ShuffleSource(idx); fromShuffle {
+		return sp.Stages[src].Shuffle.Partitions, true
+	}
+	if st.Partitions == nil || st.Partitions.Input != nil {
+		return 0, st.Partitions == nil
+	}
+	return st.Partitions.Count, true
 }
 
 // timeLeft reports whether ctx has more than d left before its deadline

@@ -454,7 +454,17 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 		if err != nil && !errors.Is(err, batch.ErrNotFound) {
 			return err
 		}
-		if err == nil && !sm.Tasks.IsTerminal(t.State) {
+		waiting := err == nil && !sm.Tasks.IsTerminal(t.State)
+		if errors.Is(err, batch.ErrNotFound) {
+			// Unwritten (sm.TaskUnwritten), its message never claimed,
+			// while its job runs; or its job is gone.
+			state, serr := s.cachedJobState(ctx, ref.Job)
+			if serr != nil && !errors.Is(serr, batch.ErrNotFound) {
+				return serr
+			}
+			waiting = serr == nil && state == sm.JobRunning
+		}
+		if waiting {
 			if err := s.resend(ctx, ref, 0); err != nil {
 				return err
 			}

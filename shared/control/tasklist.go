@@ -140,6 +140,7 @@ func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList
 		}
 		pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
 			Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskState(req.State), After: after,
+			Materialized: st.Enqueued, MaxAttempts: j.Spec.StageRetry(stage).MaxAttempts,
 			Limit: limit - len(out.Tasks), MaxReads: maxReadsPerPage - reads,
 		})
 		if err != nil {

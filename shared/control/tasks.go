@@ -51,6 +51,25 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
+	// Its task may be unwritten (sm.TaskUnwritten), and then the claim
+	// writes it. A partition the stage does not have is never written.
+	mayWrite := 0
+	if total, ok := unwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
+		mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
+		// Nor is a task of a job this process knows was cancelled or
+		// failed (or is gone): the sweep ends its unwritten tasks (a
+		// write per task a stale message would otherwise make), and a
+		// deleted job's records are never written again. (A job that
+		// succeeded, or is publishing, has every task committed, so
+		// written: its claims are refused as done.) The state read is
+		// the one the check after the claim makes, cached.
+		switch state, err := s.cachedJobState(ctx, ref.Job); {
+		case errors.Is(err, batch.ErrNotFound):
+			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		case err == nil && (state == sm.JobCancelled || state == sm.JobFailed):
+			return Claim{}, s.refuseEnded(ctx, ref, sp, state)
+		}
+	}
 	slots, err := s.takeSlots(ctx, ref, meta, now)
 	if err != nil {
 		return Claim{}, err
@@ -60,7 +79,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 			s.returnSlots(ctx, ref, slots)
 		}
 	}()
-	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)}
+	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx), MaxAttempts: mayWrite}
 	if slots.any {
 		cp.SlotAt = slots.at
 	}
@@ -102,19 +121,22 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	// record, never the spec-bearing job item: the claim path has no
 	// per-job hot key.
 	state, err := s.cachedJobState(ctx, ref.Job)
+	if errors.Is(err, batch.ErrNotFound) && cp.MaxAttempts > 0 {
+		// The job was deleted since the check above: a first claim may
+		// have written its task after the deletion's pass over the
+		// job's tasks, and only this claim knows of the record.
+		if derr := s.store.ForgetClaim(ctx, ref, cp.Token); derr != nil {
+			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, derr)
+		}
+		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	}
 	if err != nil {
 		// The claim stands and its lease runs out; the attempt is lost
 		// only if DynamoDB stayed unreadable through every try.
 		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 	}
 	if state != sm.JobRunning {
-		if err := ignoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
-			Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
-		})); err != nil {
-			return Claim{}, err
-		}
-		s.freeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
-		return Claim{}, fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
+		return Claim{}, s.refuseEnded(ctx, ref, sp, state)
 	}
 	if t.Attempt > 1 {
 		// A retry or an expiry recorded how the previous attempt ended
@@ -126,6 +148,20 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	s.taskLog(ctx, ref, t.Attempt).Debug("task claimed")
 	s.metrics().TaskClaimed(s.taskPriority(ctx, sp, ref)) // metrics.go
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
+}
+
+// refuseEnded refuses a claim of a task whose job is in state, not
+// RUNNING: the task is cancelled if it has a record to cancel (the
+// cancel never writes an unwritten one: the sweep's look at its marker
+// ends those), and whatever slots its attempts held are freed.
+func (s *Service) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
+	if err := ignoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
+		Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
+	})); err != nil {
+		return err
+	}
+	s.freeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
+	return fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
 }
 
 // takeOver claims a task held by a live-leased claim whose executor died

@@ -174,6 +174,10 @@ type TaskPageParams struct {
 	Job   string
 	Stage int
 	Total int
+	// Materialized is how many of the stage's partitions were
+	// materialized (its enqueued count): one of them with no record is
+	// unwritten (sm.TaskUnwritten), listed READY with MaxAttempts.
+	Materialized, MaxAttempts int
 	// State, when set, keeps only tasks in that state.
 	State sm.TaskState
 	// After is the last partition already seen; -1 to start.
@@ -194,12 +198,14 @@ type TaskPage struct {
 }
 
 // ListTaskPage reads a stage's tasks bucket by bucket, consistently,
-// evaluating no more tasks than the page needs.
+// evaluating no more task records than the page needs. The state filter
+// is applied here rather than in the Query, as unwritten tasks have no
+// record to filter.
 func (s *Store) ListTaskPage(ctx context.Context, p TaskPageParams) (TaskPage, error) {
 	pg := TaskPage{Next: p.After}
 	for pg.Next+1 < p.Total && len(pg.Rows) < p.Limit && pg.Reads < max(p.MaxReads, 1) {
 		b := (pg.Next + 1) / TaskBucket
-		in := &dynamodb.QueryInput{
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:              &s.table,
 			KeyConditionExpression: aws.String("pk = :pk AND sk > :after"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -209,33 +215,40 @@ func (s *Store) ListTaskPage(ctx context.Context, p TaskPageParams) (TaskPage, e
 			},
 			ConsistentRead: aws.Bool(true),
 			Limit:          aws.Int32(int32(p.Limit - len(pg.Rows))),
-		}
-		if p.State != "" {
-			in.FilterExpression = aws.String("#st = :st")
-			in.ExpressionAttributeNames = stNames
-			in.ExpressionAttributeValues[":st"] = sv(string(p.State))
-		}
-		out, err := s.db.Query(ctx, in)
+		})
 		pg.Reads++
 		if err != nil {
 			return pg, fmt.Errorf("list tasks of stage %s/%d: %w", p.Job, p.Stage, err)
 		}
+		// The read covers the partitions up to its last record when it
+		// stopped at its limit, else to the end of the bucket.
+		last := min((b+1)*TaskBucket, p.Total) - 1
+		if out.LastEvaluatedKey != nil {
+			if last, err = strconv.Atoi(getS(out.LastEvaluatedKey, attrSK)); err != nil {
+				return pg, fmt.Errorf("task key %q: %w", getS(out.LastEvaluatedKey, attrSK), err)
+			}
+		}
+		rows := make(map[int]batch.TaskRow, len(out.Items))
 		for _, it := range out.Items {
 			part, err := strconv.Atoi(getS(it, attrSK))
 			if err != nil {
 				return pg, fmt.Errorf("task key %q: %w", getS(it, attrSK), err)
 			}
-			pg.Rows = append(pg.Rows, batch.TaskRow{
+			rows[part] = batch.TaskRow{
 				Task:      decodeTask(batch.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}, it),
 				RecordsIn: getN(it, aRecIn), RecordsOut: getN(it, aRecOut),
-			})
-		}
-		if out.LastEvaluatedKey != nil {
-			if pg.Next, err = strconv.Atoi(getS(out.LastEvaluatedKey, attrSK)); err != nil {
-				return pg, fmt.Errorf("task key %q: %w", getS(out.LastEvaluatedKey, attrSK), err)
 			}
-		} else {
-			pg.Next = min((b+1)*TaskBucket, p.Total) - 1
+		}
+		for part := pg.Next + 1; part <= last && len(pg.Rows) < p.Limit; part++ {
+			pg.Next = part
+			r, ok := rows[part]
+			if !ok && part < p.Materialized {
+				ref := batch.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}
+				r, ok = batch.TaskRow{Task: unwrittenTask(ref, p.MaxAttempts)}, true
+			}
+			if ok && (p.State == "" || r.State == p.State) {
+				pg.Rows = append(pg.Rows, r)
+			}
 		}
 	}
 	pg.Done = pg.Next+1 >= p.Total

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // MaxTxItems is DynamoDB's limit on the items of one transaction.
@@ -34,7 +35,25 @@ const MaxTxItems = 100
 //
 // A single task, or tasks of several stages, go in the index themselves,
 // in one transaction of conditional puts, as a marker would save nothing.
+//
+// Tasks that carry nothing but their position (a stage partitioned by
+// count, or reading a shuffle) are not written at all: one marker stands
+// for them (sm.TaskUnwritten). A single one is written as before, with
+// its own entry: its marker would save nothing.
 func (s *Store) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+	if def, ok := unwrittenChunk(tasks); ok && len(tasks) > 1 && !due.IsZero() {
+		if lo, hi, one := stageRange(tasks); one {
+			marker := readyMarkerItem(tasks[0].Ref.Job, tasks[0].Ref.Stage, lo, hi, due)
+			// Tasks with nothing but their position are not written at
+			// all (sm.TaskUnwritten): their claims write them. One
+			// marker stands for them, however many (no transaction
+			// bounds the chunk), holding what a record would have: the
+			// tasks' attempts and time, for the sweep's look.
+			marker[aMax] = nv(int64(def.MaxAttempts))
+			marker[aMarkAt] = ms(def.Updated)
+			return s.putMarker(ctx, tasks, marker)
+		}
+	}
 	for lo := 0; lo < len(tasks); lo += MaxTxItems - 1 {
 		chunk := tasks[lo:min(lo+MaxTxItems-1, len(tasks))]
 		if err := s.putTaskChunk(ctx, chunk, due); err != nil {
@@ -194,6 +213,24 @@ func InsertStatement(table string, item map[string]types.AttributeValue) types.B
 	return types.BatchStatementRequest{Statement: aws.String(b.String()), Parameters: params}
 }
 
+// unwrittenChunk says whether a chunk's tasks can stay unwritten until
+// their claims (sm.TaskUnwritten), and returns the definition they share:
+// each READY at attempt 0, due at once, with no input, no raised memory,
+// and the same attempts and time.
+func unwrittenChunk(tasks []batch.Task) (batch.Task, bool) {
+	if len(tasks) == 0 {
+		return batch.Task{}, false
+	}
+	def := tasks[0]
+	for _, t := range tasks {
+		if t.State != sm.TaskUnwritten || t.Attempt != 0 || t.Input != nil || t.Memory != 0 || !t.NotBefore.IsZero() ||
+			t.MaxAttempts < 1 || t.MaxAttempts != def.MaxAttempts || !t.Updated.Equal(def.Updated) {
+			return batch.Task{}, false
+		}
+	}
+	return def, true
+}
+
 // readyMarkerFor is the ready marker of a chunk of tasks of one stage, due
 // at due; nil when the tasks should go in the index themselves: a single
 // task, tasks of several stages, or no due time (tests).
@@ -201,14 +238,27 @@ func readyMarkerFor(tasks []batch.Task, due time.Time) map[string]types.Attribut
 	if len(tasks) < 2 || due.IsZero() {
 		return nil
 	}
-	lo, hi := tasks[0].Ref.Partition, tasks[0].Ref.Partition+1
+	lo, hi, one := stageRange(tasks)
+	if !one {
+		return nil
+	}
+	return readyMarkerItem(tasks[0].Ref.Job, tasks[0].Ref.Stage, lo, hi, due)
+}
+
+// stageRange is the partitions lo..hi-1 that tasks span, and whether they
+// are all of one stage.
+func stageRange(tasks []batch.Task) (lo, hi int, one bool) {
+	if len(tasks) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = tasks[0].Ref.Partition, tasks[0].Ref.Partition+1
 	for _, t := range tasks[1:] {
 		if t.Ref.Job != tasks[0].Ref.Job || t.Ref.Stage != tasks[0].Ref.Stage {
-			return nil
+			return 0, 0, false
 		}
 		lo, hi = min(lo, t.Ref.Partition), max(hi, t.Ref.Partition+1)
 	}
-	return readyMarkerItem(tasks[0].Ref.Job, tasks[0].Ref.Stage, lo, hi, due)
+	return lo, hi, true
 }
 
 // putTaskChunkIndexed writes tasks each with its own sweep index entry.

@@ -54,6 +54,12 @@ import (
 // heartbeat of each task.
 const readyPrefix = "RDY#"
 
+// aMarkAt is, on the marker of a chunk whose tasks were not written
+// (sm.TaskUnwritten, puttasks.go), when the chunk was materialized; the
+// marker's mx holds the tasks' attempts. A look reads a missing task of
+// such a chunk as READY since then.
+const aMarkAt = "mkt"
+
 // ExpandedRecheck is when a task that an expanded marker returned is due
 // again in its own index entry: a sweep run that handles it moves that on
 // (a resend backs it off); one that stops first leaves it due soon. Not
@@ -145,7 +151,11 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 		}
 		return in, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
 	}
-	watched, committed, err := s.readyWatched(ctx, m)
+	def, err := s.markerDef(ctx, m)
+	if err != nil {
+		return in, err
+	}
+	watched, committed, err := s.readyWatched(ctx, m, def)
 	if err != nil {
 		return in, err
 	}
@@ -174,7 +184,11 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 				again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
 				continue
 			}
-			put, err = s.indexIn(ctx, w.task.Ref, sm.TaskReady, recheck)
+			var unwritten *batch.Task
+			if w.task.Unwritten {
+				unwritten = &w.task
+			}
+			put, err = s.indexIn(ctx, w.task.Ref, sm.TaskReady, recheck, unwritten)
 		case !w.due.IsZero() && w.due.After(now):
 			again(w.due)
 			continue
@@ -280,13 +294,29 @@ type watchedTask struct {
 	upd  types.AttributeValue
 }
 
+// markerDef reads a marker's item, consistently, for the definition of
+// its chunk's unwritten tasks (sm.TaskUnwritten); nil when the chunk's
+// tasks were written (or the marker is gone with its job).
+func (s *Store) markerDef(ctx context.Context, m readyMarker) (*batch.Task, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: m.key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("read ready marker %s/%s: %w", m.pk, m.sk, err)
+	}
+	if out.Item == nil || out.Item[aMarkAt] == nil {
+		return nil, nil
+	}
+	return &batch.Task{State: sm.TaskUnwritten, MaxAttempts: int(getN(out.Item, aMax)), Updated: getT(out.Item, aMarkAt)}, nil
+}
+
 // readyWatched reads a marker's tasks, consistently, and returns those the
 // marker still watches: unfinished, and in no index entry of their own;
 // and the partitions of those that committed, with no entry of their own.
-func (s *Store) readyWatched(ctx context.Context, m readyMarker) (watched []watchedTask, committed []int, err error) {
+// With def, a task of the chunk with no record is watched as def says.
+func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *batch.Task) (watched []watchedTask, committed []int, err error) {
 	if m.hi <= m.lo {
 		return nil, nil, nil
 	}
+	written := make([]bool, m.hi-m.lo)
 	for b := m.lo / TaskBucket; b <= (m.hi-1)/TaskBucket; b++ {
 		var start map[string]types.AttributeValue
 		for {
@@ -307,6 +337,9 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker) (watched []watc
 				if err != nil {
 					return nil, nil, fmt.Errorf("task key %q/%q is malformed", getS(it, attrPK), getS(it, attrSK))
 				}
+				if p >= m.lo && p < m.hi {
+					written[p-m.lo] = true
+				}
 				t := decodeTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}, it)
 				switch {
 				case getS(it, attrGPK) != "":
@@ -326,6 +359,15 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker) (watched []watc
 			}
 		}
 	}
+	if def != nil {
+		for i, w := range written {
+			if !w {
+				t := unwrittenTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: m.lo + i}, def.MaxAttempts)
+				t.Updated = def.Updated
+				watched = append(watched, watchedTask{task: t})
+			}
+		}
+	}
 	return watched, committed, nil
 }
 
@@ -339,7 +381,7 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 	}
 	for _, p := range left {
 		ref := batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}
-		put, err := s.indexIn(ctx, ref, sm.TaskSucceeded, due)
+		put, err := s.indexIn(ctx, ref, sm.TaskSucceeded, due, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -353,10 +395,12 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 // indexIn puts a task that is in state (a waiting task, READY; a
 // committed one to be counted, SUCCEEDED) in the index at due, unless it
 // has moved on (claimed, or in the index already) since it was read; put
-// says whether it did.
-func (s *Store) indexIn(ctx context.Context, ref batch.TaskRef, state sm.TaskState, due time.Time) (put bool, err error) {
+// says whether it did. With unwritten (a READY task read from its
+// marker: sm.TaskUnwritten), a task with no record is written as that
+// says, in the index; one that a claim wrote meanwhile has moved on.
+func (s *Store) indexIn(ctx context.Context, ref batch.TaskRef, state sm.TaskState, due time.Time, unwritten *batch.Task) (put bool, err error) {
 	pk, sk := taskPK(ref), taskSK(ref.Partition)
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, sk),
 		UpdateExpression:         aws.String("SET gpk = :gpk, due = :due"),
 		ConditionExpression:      aws.String("#st = :st AND attribute_not_exists(gpk)"),
@@ -364,7 +408,15 @@ func (s *Store) indexIn(ctx context.Context, ref batch.TaskRef, state sm.TaskSta
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":gpk": sv(duePK(pk + sk)), ":due": ms(due), ":st": sv(string(state)),
 		},
-	})
+	}
+	if unwritten != nil {
+		vals := in.ExpressionAttributeValues
+		vals[":mx"], vals[":zero"], vals[":upd"] = nv(int64(unwritten.MaxAttempts)), nv(0), ms(unwritten.Updated)
+		in.UpdateExpression = aws.String("SET gpk = :gpk, due = :due, #st = if_not_exists(#st, :st), mx = if_not_exists(mx, :mx), " +
+			"att = if_not_exists(att, :zero), upd = if_not_exists(upd, :upd)")
+		in.ConditionExpression = aws.String("attribute_not_exists(pk) OR (" + *in.ConditionExpression + ")")
+	}
+	_, err = s.db.UpdateItem(ctx, in)
 	if isCondFailed(err) {
 		return false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,6 +159,30 @@ func (s *Store) ListStageTasks(ctx context.Context, job string, stage, total int
 	return tasks, nil
 }
 
+// WithUnwritten adds to tasks, a stage's records as ListStageTasks read
+// them, its unwritten tasks (sm.TaskUnwritten): each partition below
+// materialized (the stage's enqueued count) with no record, READY at
+// attempt 0 with maxAttempts. The answer is in partition order.
+func WithUnwritten(tasks []batch.Task, job string, stage, materialized, maxAttempts int) []batch.Task {
+	have := make(map[int]bool, len(tasks))
+	for _, t := range tasks {
+		have[t.Ref.Partition] = true
+	}
+	out := slices.Clone(tasks)
+	for p := range materialized {
+		if !have[p] {
+			out = append(out, unwrittenTask(batch.TaskRef{Job: job, Stage: stage, Partition: p}, maxAttempts))
+		}
+	}
+	slices.SortFunc(out, func(a, b batch.Task) int { return a.Ref.Partition - b.Ref.Partition })
+	return out
+}
+
+// unwrittenTask is how a reader fills in a task with no record.
+func unwrittenTask(ref batch.TaskRef, maxAttempts int) batch.Task {
+	return batch.Task{Ref: ref, State: sm.TaskUnwritten, MaxAttempts: maxAttempts, Unwritten: true}
+}
+
 // ClaimParams claims a task for one attempt.
 type ClaimParams struct {
 	Ref   batch.TaskRef
@@ -173,6 +198,12 @@ type ClaimParams struct {
 	// Executor, when set, is the claiming executor's id, kept on the task
 	// so that others can tell from its liveness record that it died.
 	Executor string
+	// MaxAttempts, when set, is the attempts of the task's stage: the
+	// claim of a task with no record (sm.TaskUnwritten) then writes it,
+	// with these attempts. Zero for a stage whose tasks are always
+	// written (they carry an input split): a missing record is then a
+	// deleted job's.
+	MaxAttempts int
 }
 
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
@@ -191,10 +222,19 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	pk := taskPK(p.Ref)
 	bindLeaseExpired(c, p.Now)
 	upd := s.claimUpdate(c, p, lease)
+	expr := "(" + claim + ") OR (" + reclaim + ")"
+	if p.MaxAttempts > 0 {
+		// The first claim of an unwritten task writes it: its own
+		// claim from READY at attempt 0, conditional on the absence,
+		// so two claims of it race on one item as on a written one.
+		expr = "attribute_not_exists(pk) OR " + expr
+		c.values[":mx"] = nv(int64(p.MaxAttempts))
+		upd = "SET mx = if_not_exists(mx, :mx), " + strings.TrimPrefix(upd, "SET ")
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		UpdateExpression:          aws.String(upd),
-		ConditionExpression:       aws.String("(" + claim + ") OR (" + reclaim + ")"),
+		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
 		ReturnValues:              types.ReturnValueAllNew,
@@ -219,6 +259,27 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 		return t, nil
 	}
 	return t, explainClaim(t, p.Now)
+}
+
+// ForgetClaim deletes the record of a task while the claim with token
+// holds it: the first claim of an unwritten task (sm.TaskUnwritten) whose
+// job was deleted meanwhile wrote it after the deletion's pass over the
+// job's tasks, and nothing else would ever delete it. A record that moved
+// on is left alone. (A transaction of one delete: the store deletes
+// nothing else on its own, and this path is rare.)
+func (s *Store) ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error {
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
+		ConditionExpression:      aws.String("#st = :st AND tok = :tok"),
+		ExpressionAttributeNames: stNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":st": sv(string(sm.TaskClaimed)), ":tok": sv(token),
+		},
+	}}}})
+	if err != nil && !anyCondFailed(cancelReasons(err)) {
+		return fmt.Errorf("forget claim of task %s: %w", ref, err)
+	}
+	return nil
 }
 
 // claimUpdate is the update expression of a claim or a takeover, binding

@@ -360,10 +360,18 @@ func (c *checker) counters(rec *jobRec) {
 		if !st.Materialized || st.Shards == 0 {
 			continue
 		}
+		// A shard counts its partitions, whether written or not: a task
+		// of a stage partitioned by count has no item until its claim.
 		tasks, commits := make([]int, st.Shards), make([]int, st.Shards)
+		for p := 0; p < st.Total; p++ {
+			tasks[shardOf(p, st.Shards)]++
+		}
 		for _, t := range st.Tasks {
+			if t.Partition < 0 || t.Partition >= st.Total {
+				c.fail("stage %s has an item for task %d, beyond its %d partitions", st.Name, t.Partition, st.Total)
+				continue
+			}
 			k := shardOf(t.Partition, st.Shards)
-			tasks[k]++
 			if t.State == Succeeded {
 				commits[k]++
 			}

@@ -1,0 +1,336 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// taskItems counts the task records of job's stage 0 in its first bucket.
+func taskItems(t *testing.T, e *env, job string) int {
+	t.Helper()
+	out, err := dynamodb.NewFromConfig(e.cfg).Query(context.Background(), &dynamodb.QueryInput{
+		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: "TASK#" + job + "#0#0"},
+		},
+		Select: types.SelectCount,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(out.Count)
+}
+
+// A chunk of tasks that carry nothing but their position is materialized
+// without task records (sm.TaskUnwritten): its first claim writes each,
+// and the claim of a written task is refused as before. Proven on the
+// emulator's conditional writes: of many claims racing on one unwritten
+// task exactly one wins; a claim whose answer was lost recognises its own
+// write on the SDK's retry; and a claim that carries no definition (a
+// stage whose tasks are always written) writes nothing.
+func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	clean, store, inj := hookedStores(e)
+	const job, n = "junwritten000001", 40
+	now := time.Now()
+	if err := clean.PutTasks(ctx, readyTasks(job, n), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := taskItems(t, e, job); got != 0 {
+		t.Fatalf("%d task records after materialization, want none", got)
+	}
+	claim := func(s *dynamo.Store, p int, tok string, mx int) (batch.Task, error) {
+		return s.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: p}, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: mx})
+	}
+
+	// No definition, no write.
+	if _, err := claim(clean, 0, "nodef", 0); !errors.Is(err, batch.ErrNotFound) {
+		t.Fatalf("claim without a definition: %v, want ErrNotFound", err)
+	}
+	if got := taskItems(t, e, job); got != 0 {
+		t.Fatalf("%d task records after a claim without a definition, want none", got)
+	}
+
+	// Racing first claims: one wins, the others find it held.
+	const racers = 8
+	var wg sync.WaitGroup
+	errs := make([]error, racers)
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = claim(clean, 1, fmt.Sprintf("racer%d", i), 3)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		var held *batch.ClaimHeldError
+		switch {
+		case err == nil:
+			won++
+		case !errors.As(err, &held):
+			t.Fatalf("a racing claim: %v, want a win or ClaimHeldError", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d racing first claims won, want exactly 1", won, racers)
+	}
+	got, err := clean.GetTask(ctx, batch.TaskRef{Job: job, Partition: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != sm.TaskClaimed || got.Attempt != 1 || got.MaxAttempts != 3 {
+		t.Fatalf("task 1 after its first claim: %s attempt %d of %d, want CLAIMED attempt 1 of 3", got.State, got.Attempt, got.MaxAttempts)
+	}
+
+	// A lost answer: the SDK's retry finds the write, and it is ours.
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Count: 1})
+	mine, err := claim(store, 2, "lostanswer", 3)
+	if err != nil || mine.Token != "lostanswer" || mine.Attempt != 1 {
+		t.Fatalf("claim with a lost answer: %+v, %v; want its own claim at attempt 1", mine, err)
+	}
+	if got := inj.Total(); got != 1 {
+		t.Fatalf("%d faults fired, want the lost answer", got)
+	}
+
+	// A written task keeps the rules: its commit fences, and a stale
+	// message's claim of the committed task is refused.
+	if _, err := clean.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: "lostanswer", Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claim(clean, 2, "late", 3); !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of a committed task: %v, want ErrAlreadyDone", err)
+	}
+	if got := taskItems(t, e, job); got != 2 {
+		t.Fatalf("%d task records, want the 2 claimed", got)
+	}
+}
+
+// Materializing a stage partitioned by count writes its chunks' markers
+// and nothing else: 250 tasks, one PutItem (no transaction bounds it).
+func TestCountStageMaterializesMarkersOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	db := newCountingDB(e)
+	store := dynamo.New(db, e.r.Resources.Table)
+	const job = "junwrittenmat001"
+	if err := store.PutTasks(ctx, readyTasks(job, 250), time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if tx, puts, batches := db.count("TransactWriteItems"), db.count("PutItem"), db.count("BatchExecuteStatement"); tx != 0 || puts != 1 || batches != 0 {
+		t.Fatalf("250 tasks: %d transactions, %d puts and %d batches, want 0, 1 (the marker) and 0", tx, puts, batches)
+	}
+	if got := len(markedPartitions(t, e, job, 0)); got != 250 {
+		t.Fatalf("the markers cover %d partitions, want 250", got)
+	}
+}
+
+// The sweep's look at a chunk of unwritten tasks: when they must be
+// resent (the chunk's send was never confirmed), it writes each READY in
+// the index with the marker's definition, leaving a task claimed since
+// alone; after that the sweep handles them as written tasks.
+func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	ctx := context.Background()
+	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
+	const job, n, claimed = "junwrittenlook01", 30, 4
+	now := time.Now()
+	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	claimReady(t, store, job, claimed, func(int) string { return "t" }, now)
+	got := dueTasks(t, store, job, now)
+	if want := span(claimed, n); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("due tasks from the marker: %v, want the unclaimed %v", got, want)
+	}
+	for p := range n {
+		tk, err := store.GetTask(ctx, batch.TaskRef{Job: job, Partition: p})
+		if err != nil {
+			t.Fatalf("task %d after the look: %v", p, err)
+		}
+		want := sm.TaskReady
+		if p < claimed {
+			want = sm.TaskClaimed
+		}
+		if tk.State != want || tk.MaxAttempts != 3 || (p >= claimed && (!tk.Watched || tk.Attempt != 0)) {
+			t.Fatalf("task %d after the look: %s attempt %d of %d watched %v, want %s of 3 (in the index when waiting)", p, tk.State, tk.Attempt, tk.MaxAttempts, tk.Watched, want)
+		}
+	}
+	// A written waiting task is claimed as any READY task.
+	if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: n - 1}, Token: "u", Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
+		t.Fatalf("claim of a task the look wrote: %v", err)
+	}
+}
+
+// Through the control plane: a job's tasks stay unwritten until claimed;
+// the task list shows them READY (and filters by state with them); a
+// cancel ends them through the sweep's look at their markers, which
+// writes each CANCELLED; and a claim of a partition the stage does not
+// have writes nothing.
+func TestUnwrittenTasksThroughTheControlPlane(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	const n = 150
+	id := submitTo(t, rig.svc, "unwritten", fmt.Sprintf(`{"name":"unwritten","stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, n))
+	if got := taskItems(t, rig.e, id); got != 0 {
+		t.Fatalf("%d task records after submit, want none", got)
+	}
+	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	for _, p := range []int{0, 7} {
+		if _, err := rig.svc.Claim(ctx, ref(p)); err != nil {
+			t.Fatalf("claim task %d: %v", p, err)
+		}
+	}
+	if _, err := rig.svc.Claim(ctx, ref(n)); !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of partition %d of a %d-task stage: %v, want ErrAlreadyDone", n, n, err)
+	}
+	if _, err := rig.e.r.Store.GetTask(ctx, ref(n)); !errors.Is(err, batch.ErrNotFound) {
+		t.Fatalf("task %d after its refused claim: %v, want no record", n, err)
+	}
+
+	list := func(state string, limit int, cursor string) control.TaskList {
+		t.Helper()
+		l, err := rig.svc.ListTasks(ctx, control.ListTasksRequest{Owner: "tester", ID: id, State: state, Limit: limit, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	cases := []struct {
+		state string
+		limit int
+		want  int
+	}{
+		{"", 200, n},
+		{"READY", 200, n - 2},
+		{"CLAIMED", 200, 2},
+		{"", 40, n},
+		{"READY", 40, n - 2},
+	}
+	for _, c := range cases {
+		seen, cursor := map[int]string{}, ""
+		for pages := 0; ; pages++ {
+			if pages > n {
+				t.Fatalf("state %q limit %d: no end to the pages", c.state, c.limit)
+			}
+			l := list(c.state, c.limit, cursor)
+			if len(l.Tasks) > c.limit {
+				t.Fatalf("state %q limit %d: a page of %d", c.state, c.limit, len(l.Tasks))
+			}
+			for _, ti := range l.Tasks {
+				if _, dup := seen[ti.Partition]; dup {
+					t.Fatalf("state %q limit %d: task %d listed twice", c.state, c.limit, ti.Partition)
+				}
+				seen[ti.Partition] = ti.State
+			}
+			if cursor = l.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != c.want {
+			t.Fatalf("state %q limit %d: %d tasks listed, want %d", c.state, c.limit, len(seen), c.want)
+		}
+		for p, st := range seen {
+			want := "READY"
+			if p == 0 || p == 7 {
+				want = "CLAIMED"
+			}
+			if st != want {
+				t.Fatalf("state %q: task %d listed %s, want %s", c.state, p, st, want)
+			}
+		}
+	}
+
+	if _, err := rig.svc.Cancel(ctx, "tester", id); err != nil {
+		t.Fatal(err)
+	}
+	rig.clk.Advance(rig.cfg.StuckAfter + time.Second)
+	for range 3 { // the look writes them into the index; the sweep cancels them
+		mustSweep(t, rig.svc)
+		rig.clk.Advance(dynamo.ExpandedRecheck + time.Second)
+	}
+	for _, tk := range stageTasks(t, rig.e, id, 0) {
+		if tk.Unwritten || (tk.State != sm.TaskCancelled && tk.State != sm.TaskClaimed) {
+			t.Fatalf("task %d after the cancel and sweeps: %s (unwritten %v), want CANCELLED", tk.Ref.Partition, tk.State, tk.Unwritten)
+		}
+	}
+}
+
+// A first claim that writes its task is the only writer that knows of the
+// record, so a job deleted around it must not keep it: deleted after the
+// claim's check of the job and before its write (the deletion's pass over
+// the job's tasks found none), the claim's check after the write finds
+// the job gone and deletes the record. A process that knows the job is
+// gone, or ended, writes nothing.
+func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	clean, store, inj := hookedStores(rig.e)
+	cfg := rig.cfg
+	cfg.JobStateTTL = -1 // read the job's state at each check, as after the TTL
+	claimer := newService(rig.e, cfg, store, rig.e.r.Queue, rig.clk, rig.logs.logger())
+	id := submitTo(t, rig.svc, "deleted", `{"name":"deleted","stages":[{"name":"s","task":"work","partitions":{"count":4}}]}`)
+	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	if _, err := claimer.Claim(ctx, ref(0)); err != nil { // the claimer caches the job's spec
+		t.Fatal(err)
+	}
+	var deleted bool
+	var delErr error
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		sk, _ := u.Key["sk"].(*types.AttributeValueMemberS)
+		if !ok || sk == nil || sk.Value != "000001" || deleted {
+			return false
+		}
+		deleted = true
+		if _, delErr = rig.svc.Cancel(ctx, "tester", id); delErr == nil {
+			for done := false; !done && delErr == nil; {
+				var d control.JobDeletion
+				d, delErr = rig.svc.DeleteJob(ctx, "tester", id)
+				done = d.Complete
+			}
+		}
+		return false // a hook, never a fault
+	}})
+	_, err := claimer.Claim(ctx, ref(1))
+	if !deleted || delErr != nil {
+		t.Fatalf("the job was not deleted during the claim: %v %v", deleted, delErr)
+	}
+	if !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of a task of a job deleted during it: %v, want ErrAlreadyDone", err)
+	}
+	if _, err := clean.GetTask(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
+		t.Fatalf("task 1 of the deleted job: %v, want no record", err)
+	}
+	// Known gone: no write at all.
+	before := inj.Total()
+	if _, err := claimer.Claim(ctx, ref(2)); !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of a task of a deleted job: %v, want ErrAlreadyDone", err)
+	}
+	if _, err := clean.GetTask(ctx, ref(2)); !errors.Is(err, batch.ErrNotFound) || inj.Total() != before {
+		t.Fatalf("task 2 of the deleted job: %v, want no record", err)
+	}
+}
