@@ -40,6 +40,11 @@ func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o .
 	return c.API.GetItem(ctx, in, o...)
 }
 
+func (c *countingDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	c.add("BatchGetItem")
+	return c.API.BatchGetItem(ctx, in, o...)
+}
+
 func (c *countingDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c.add("PutItem")
 	return c.API.PutItem(ctx, in, o...)

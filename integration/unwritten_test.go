@@ -334,3 +334,42 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 		t.Fatalf("task 2 of the deleted job: %v, want no record", err)
 	}
 }
+
+// A stage's completion reads its counters once, not once per emptied
+// shard: each count that empties a shard adds the shard to the stage's
+// set of emptied shards, and only the one that fills the set reads every
+// counter to complete the stage. (Before, each emptied shard read all of
+// them: shards² reads a stage, 1.6 read units per task at 10,000 tasks,
+// which a fast materialization exposed: an unmaterialized stage skips the
+// read.)
+func TestStageCompletionReadsTheCountersOnce(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	db := newCountingDB(rig.e)
+	store := dynamo.New(db, rig.e.r.Resources.Table)
+	svc := newService(rig.e, rig.cfg, store, rig.e.r.Queue, rig.clk, rig.logs.logger())
+	const n = 640 // ten counter shards of 64
+	id := submitTo(t, svc, "reads", fmt.Sprintf(`{"name":"reads","stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, n))
+	st, err := rig.e.r.Store.GetStage(ctx, id, 0)
+	if err != nil || st.Shards != 10 || !st.Materialized {
+		t.Fatalf("stage %+v, %v: want 10 shards, materialized", st, err)
+	}
+	before := db.count("BatchGetItem")
+	for p := range n {
+		c, err := svc.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		if err != nil {
+			t.Fatalf("claim %d: %v", p, err)
+		}
+		if err := svc.Commit(ctx, c, 0); err != nil {
+			t.Fatalf("commit %d: %v", p, err)
+		}
+	}
+	reads := db.count("BatchGetItem") - before
+	if got := jobState(t, rig.svc, id).State; got != string(sm.JobSucceeded) { // read through the uncounted store
+		t.Fatalf("job %s after every commit, want SUCCEEDED", got)
+	}
+	if reads > 2 {
+		t.Fatalf("the stage's completion took %d batch reads of its counters, want 1 (2 at most)", reads)
+	}
+}

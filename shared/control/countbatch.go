@@ -92,7 +92,7 @@ func (b *countBatcher) flush(ctx context.Context) error {
 func (b *countBatcher) followUp(ctx context.Context, zero []dynamo.ShardRef) {
 	for _, k := range zero {
 		// Left undone, it is the sweep's after FollowUpGrace.
-		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage); ferr != nil {
+		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage, k.Shard); ferr != nil {
 			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
 		}
 	}

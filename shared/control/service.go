@@ -59,6 +59,7 @@ type Store interface {
 	SetDue(context.Context, dynamo.DueItem, time.Time) error
 	UnindexTask(context.Context, batch.Task) error
 	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
+	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
 	RenewExecutor(ctx context.Context, id string, until time.Time) error
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)

@@ -325,7 +325,7 @@ func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *Sweep
 	if !shardDone {
 		return nil
 	}
-	return s.checkStageComplete(ctx, ref.Job, ref.Stage)
+	return s.afterShardDone(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
 }
 
 func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {

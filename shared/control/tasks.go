@@ -332,12 +332,21 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	if !shardDone {
 		return nil
 	}
-	return s.afterShardDone(ctx, ref.Job, ref.Stage)
+	return s.afterShardDone(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, p.Shards))
 }
 
 // afterShardDone is the follow-up of a count that emptied a counter shard.
-func (s *Service) afterShardDone(ctx context.Context, job string, stage int) error {
+func (s *Service) afterShardDone(ctx context.Context, job string, stage, shard int) error {
 	ref := batch.TaskRef{Job: job, Stage: stage}
+	// Reading every counter is worth it once the shards are all empty:
+	// the count that empties the last one sees that here (ShardEmptied).
+	// Others stop, where each used to read all the counters (shards²
+	// reads a stage). Should the note fail, the read decides.
+	if all, err := s.store.ShardEmptied(ctx, job, stage, shard); err != nil {
+		s.logger(ref).Warn("stage follow-up: note the emptied shard", "err", err)
+	} else if !all {
+		return nil
+	}
 	// The stage's follow-up is this committer's now. Should it die before
 	// finishing, the sweep takes over after FollowUpGrace instead of the
 	// stage's next check (a minute); a live committer finishes first, and

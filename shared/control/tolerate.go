@@ -98,6 +98,13 @@ func (s *Service) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.SweepT
 // stays in the sweep index until this is done, so a crash before it is
 // finished by the sweep.
 func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
+	// A tolerated failure counts its shard down as a commit does: when
+	// that emptied it, the stage's set of emptied shards must say so, or
+	// the count that empties the last shard would not see the set full
+	// and would leave the completion to the stage's next check.
+	if err := s.noteIfEmptied(ctx, t.Ref); err != nil {
+		return err
+	}
 	if err := s.checkStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
 		return err
 	}
@@ -175,4 +182,21 @@ func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job
 		}
 	}
 	return out, total, nil
+}
+
+// noteIfEmptied adds ref's counter shard to its stage's set of emptied
+// shards when it is empty (a path that counts down without learning
+// whether it emptied the shard).
+func (s *Service) noteIfEmptied(ctx context.Context, ref batch.TaskRef) error {
+	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	if err != nil {
+		return err
+	}
+	shard := dynamo.ShardOf(ref.Partition, shards)
+	left, err := s.store.ShardLeft(ctx, ref.Job, ref.Stage, shard)
+	if err != nil || left > 0 {
+		return err
+	}
+	_, err = s.store.ShardEmptied(ctx, ref.Job, ref.Stage, shard)
+	return err
 }

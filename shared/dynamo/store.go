@@ -624,6 +624,37 @@ func (s *Store) HurryStage(ctx context.Context, job string, stage int, due time.
 	return nil
 }
 
+// aEmptied is, on a stage record, the set of its counter shards that a
+// count has emptied (ShardEmptied).
+const aEmptied = "emp"
+
+// ShardEmptied adds shard to its stage's set of emptied counter shards and
+// says whether the set now holds every shard: only then is reading all
+// the counters (Progress) worth its reads. Each count that empties a shard
+// reads the set back from its own write, so of two that empty the last
+// two shards at once, the later sees the set full. The set only gates the
+// read: a shard counted up again (a dynamic split) stays in it, and the
+// counters themselves decide completion. A stage with no record says
+// false.
+func (s *Store) ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(jobPK(job), stageSK(stage)),
+		UpdateExpression:          aws.String("ADD " + aEmptied + " :k"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":k": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(shard)}}},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isCondFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("note emptied shard %d of stage %s/%d: %w", shard, job, stage, err)
+	}
+	emptied, _ := out.Attributes[aEmptied].(*types.AttributeValueMemberNS)
+	shards := int(getN(out.Attributes, aShards))
+	return emptied != nil && shards > 0 && len(emptied.Value) >= shards, nil
+}
+
 func dueItemKey(it DueItem) (pk, sk string) {
 	switch it.Kind {
 	case DueJob:
