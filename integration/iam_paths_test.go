@@ -167,15 +167,18 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"sweep plans an input stage whose planning failed", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {
 			e := r.e
+			// Two inputs: the stage's two tasks are a chunk, written as
+			// PartiQL inserts (a stage partitioned by count writes none).
 			e.putInput("tester", "in/a.txt", []byte("one\ntwo\n"))
+			e.putInput("tester", "in/b.txt", []byte("three\n"))
 			svc := newServiceWithBlob(e, testTimings, e.r.Store, &flakyList{Blob: e.r.Blob, n: 1}, r.clk, r.logs)
 			id := submitTo(t, svc, "plan", `{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"inputs:in/"}}}]}`)
 			r.clk.Advance(testTimings.StartGrace + time.Second)
 			if _, err := svc.Sweep(ctx); err != nil {
 				t.Fatalf("sweep: %v", err)
 			}
-			if n := len(stageTasks(t, e, id, 0)); n != 1 {
-				t.Fatalf("stage planned into %d tasks, want 1", n)
+			if n := len(stageTasks(t, e, id, 0)); n != 2 {
+				t.Fatalf("stage planned into %d tasks, want 2", n)
 			}
 		}},
 		{"sweep sends a live task's dead letter back", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {
@@ -258,8 +261,10 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		{"lambda executor runs a two-stage job and hides a held task's message", iamrec.FnExecutor, func(t *testing.T, r *iamRig, ctx context.Context) {
 			e, url := r.e, r.e.r.Resources.Queues.Normal
 			e.putInput("tester", "in/lambda/a.txt", []byte("one\ntwo\n"))
-			// The executor completes stage a, plans and enqueues stage b,
-			// reads b's input and completes the job.
+			e.putInput("tester", "in/lambda/b.txt", []byte("three\n"))
+			// The executor completes stage a, plans and enqueues stage b
+			// (its two tasks a chunk of PartiQL inserts), reads b's input
+			// and completes the job.
 			id := e.submit("lambda", []byte(fmt.Sprintf(`{"name":"lambda","stages":[{"name":"a","task":"work","partitions":{"count":1}},
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"%sin/lambda/"}}}]}`, e.inputsURI("tester"))))
 			held := e.submit("held", []byte(iamSpec(2)))
