@@ -373,3 +373,45 @@ func TestStageCompletionReadsTheCountersOnce(t *testing.T) {
 		t.Fatalf("the stage's completion took %d batch reads of its counters, want 1 (2 at most)", reads)
 	}
 }
+
+// A process that still holds its cached FAILED state of a job its owner
+// has redriven meanwhile must not touch the redriven tasks when an old
+// message of one comes in: the claim is refused as not due (the redrive's
+// wait is there for exactly this), and nothing is cancelled. (A check of
+// the cached state before the claim cancelled the task, which the
+// redriven job then never finished.)
+func TestStaleFailedStateLeavesRedrivenTasksAlone(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	cfg := rig.cfg
+	cfg.JobStateTTL = time.Hour // its FAILED stays cached through the redrive
+	stale := newService(rig.e, cfg, rig.e.r.Store, rig.e.r.Queue, rig.clk, rig.logs.logger())
+	id := submitTo(t, rig.svc, "stale", `{"name":"stale","stages":[{"name":"s","task":"work","partitions":{"count":2},"retry":{"maxAttempts":1}}]}`)
+	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	c := mustClaim(t, rig.svc, ref(0))
+	if _, err := rig.svc.Fail(ctx, c, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobState(t, rig.svc, id).State; got != string(sm.JobFailed) {
+		t.Fatalf("job %s after its task failed, want FAILED", got)
+	}
+	// The stale process learns FAILED from a message of the other task.
+	if _, err := stale.Claim(ctx, ref(1)); !errors.Is(err, batch.ErrJobNotRunning) && !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of a FAILED job's task: %v, want refused", err)
+	}
+	if _, err := rig.svc.Redrive(ctx, control.RedriveRequest{Owner: "tester", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	// An old message of the redriven task reaches the stale process.
+	_, err := stale.Claim(ctx, ref(0))
+	var notDue *batch.NotDueError
+	if !errors.As(err, &notDue) {
+		t.Fatalf("stale claim of a redriven task: %v, want NotDueError", err)
+	}
+	for _, tk := range stageTasks(t, rig.e, id, 0) {
+		if tk.State != sm.TaskReady {
+			t.Fatalf("task %d after the stale claim: %s, want READY (redriven)", tk.Ref.Partition, tk.State)
+		}
+	}
+}

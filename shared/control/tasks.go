@@ -55,19 +55,20 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	// writes it. A partition the stage does not have is never written.
 	mayWrite := 0
 	if total, ok := unwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
-		mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		// Nor is a task of a job this process knows was cancelled or
-		// failed (or is gone): the sweep ends its unwritten tasks (a
-		// write per task a stale message would otherwise make), and a
-		// deleted job's records are never written again. (A job that
-		// succeeded, or is publishing, has every task committed, so
-		// written: its claims are refused as done.) The state read is
-		// the one the check after the claim makes, cached.
+		// failed, or is gone: the sweep ends its unwritten tasks, and a
+		// deleted job's records are never written again. The claim
+		// itself goes on (a written task is claimed and then cancelled
+		// by the check after it, as before): this read may be stale, and
+		// a FAILED job may have been redriven since, whose tasks a
+		// refusal here must not touch. The state read is the one the
+		// check after the claim makes, cached.
 		switch state, err := s.cachedJobState(ctx, ref.Job); {
 		case errors.Is(err, batch.ErrNotFound):
 			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 		case err == nil && (state == sm.JobCancelled || state == sm.JobFailed):
-			return Claim{}, s.refuseEnded(ctx, ref, sp, state)
+		default:
+			mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		}
 	}
 	slots, err := s.takeSlots(ctx, ref, meta, now)
