@@ -242,6 +242,12 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		return err
 	}
 	state, err := s.store.JobState(ctx, it.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		// A record its job's deletion passed by (a marker's look wrote
+		// it meanwhile): out of the index, not an error every run.
+		s.logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
 	if err != nil {
 		return err
 	}

@@ -130,6 +130,33 @@ func TestSweep(t *testing.T) {
 			}
 		},
 	}, {
+		// A marker's look can write a task record while its job is being
+		// deleted; the deletion passed it by, and the record must not fail
+		// every later sweep run.
+		name: "a task record of a deleted job leaves the index without an error",
+		spec: oneStage(1, 3, ""),
+		run: func(t *testing.T, r *unitRig, job string) {
+			ref := taskRef(job, 0, 0)
+			r.queue.drain()
+			r.store.mu.Lock()
+			delete(r.store.jobs, job) // and everything but the task
+			delete(r.store.stages, fakeStageKey{job, 0})
+			r.store.mu.Unlock()
+			r.clock.Advance(unitTimings.StuckAfter)
+			r.sweep()
+			if due := r.store.dueOf(taskItem(ref)); !due.IsZero() {
+				t.Errorf("task still due at %v", due)
+			}
+			if msgs := r.queue.drain(); len(msgs) != 0 {
+				t.Errorf("sent %v for a deleted job", msgs)
+			}
+			// The record itself stays, unindexed (README, Status); the
+			// invariants at cleanup are about jobs that exist.
+			r.store.mu.Lock()
+			delete(r.store.tasks, ref)
+			r.store.mu.Unlock()
+		},
+	}, {
 		name: "a running stage that is not complete is checked again later",
 		spec: oneStage(2, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
