@@ -26,6 +26,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // clearEnv makes Start pick a local moto server, serving DynamoDB too,
@@ -898,4 +899,117 @@ func TestDynamoDBSelection(t *testing.T) {
 			t.Fatalf("Start = %v, want an error about the empty %s", err, EnvEndpointURL)
 		}
 	})
+}
+
+// The launcher replaces the linear searches in moto's SQS (moto.go); what
+// SQS promises about counts, visibility, receipt handles, the dead-letter
+// move and purge must come out the same.
+func TestSQSKeepsItsAnswers(t *testing.T) {
+	e := startTestMoto(t)
+	ctx := context.Background()
+	q := sqs.NewFromConfig(e.AWSConfig())
+	create := func(name string, attrs map[string]string) string {
+		t.Helper()
+		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		if err != nil {
+			t.Fatalf("CreateQueue %s: %v", name, err)
+		}
+		return *out.QueueUrl
+	}
+	dlq := create("dlq", nil)
+	dlqARN, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &dlq, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := create("src", map[string]string{
+		"VisibilityTimeout": "30",
+		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"2"}`, dlqARN.Attributes["QueueArn"]),
+	})
+	counts := func(url string, visible, inFlight, delayed string) {
+		t.Helper()
+		out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [3]string{out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesNotVisible"], out.Attributes["ApproximateNumberOfMessagesDelayed"]}
+		if want := [3]string{visible, inFlight, delayed}; got != want {
+			t.Errorf("%s visible, in flight, delayed: %v, want %v", url, got, want)
+		}
+	}
+	receive := func(url string) []sqstypes.Message {
+		t.Helper()
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatalf("ReceiveMessage: %v", err)
+		}
+		return out.Messages
+	}
+	invalid := func(what string, err error) {
+		t.Helper()
+		var rh *sqstypes.ReceiptHandleIsInvalid
+		if !errors.As(err, &rh) {
+			t.Errorf("%s: %v, want ReceiptHandleIsInvalid", what, err)
+		}
+	}
+
+	if _, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &src, Entries: []sqstypes.SendMessageBatchRequestEntry{
+		{Id: aws.String("a"), MessageBody: aws.String("a")},
+		{Id: aws.String("b"), MessageBody: aws.String("b")},
+		{Id: aws.String("c"), MessageBody: aws.String("c"), DelaySeconds: 600},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	counts(src, "2", "0", "1")
+	got := receive(src)
+	if len(got) != 2 {
+		t.Fatalf("received %d messages, want the 2 not delayed", len(got))
+	}
+	counts(src, "0", "2", "1")
+	if more := receive(src); len(more) != 0 {
+		t.Errorf("received %d messages in flight or delayed", len(more))
+	}
+	a, b := got[0], got[1]
+	for range 2 { // a second delete of a deleted message is no error
+		if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &src, ReceiptHandle: a.ReceiptHandle}); err != nil {
+			t.Fatalf("DeleteMessage: %v", err)
+		}
+	}
+	counts(src, "0", "1", "1")
+	_, err = q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &src, ReceiptHandle: aws.String("no-such-handle")})
+	invalid("delete with an unknown handle", err)
+	_, err = q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: aws.String("no-such-handle")})
+	invalid("visibility change with an unknown handle", err)
+	_, err = q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: b.ReceiptHandle})
+	invalid("delete through another queue", err)
+
+	// Visible again at once, received a second time, and on the receive
+	// after that moved to the dead-letter queue.
+	if _, err := q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: b.ReceiptHandle}); err != nil {
+		t.Fatalf("ChangeMessageVisibility: %v", err)
+	}
+	counts(src, "1", "0", "1")
+	again := receive(src)
+	if len(again) != 1 || *again[0].Body != "b" {
+		t.Fatalf("received %v after the visibility change, want b", again)
+	}
+	if _, err := q.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &src, ReceiptHandle: again[0].ReceiptHandle}); err != nil {
+		t.Fatalf("ChangeMessageVisibility: %v", err)
+	}
+	if more := receive(src); len(more) != 0 {
+		t.Errorf("received %d messages past maxReceiveCount", len(more))
+	}
+	counts(src, "0", "0", "1")
+	moved := receive(dlq)
+	if len(moved) != 1 || *moved[0].Body != "b" {
+		t.Fatalf("dead-letter queue holds %v, want b", moved)
+	}
+	if _, err := q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &dlq, ReceiptHandle: moved[0].ReceiptHandle}); err != nil {
+		t.Fatalf("DeleteMessage from the dead-letter queue: %v", err)
+	}
+	counts(dlq, "0", "0", "0")
+
+	if _, err := q.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: &src}); err != nil {
+		t.Fatal(err)
+	}
+	counts(src, "0", "0", "0")
 }
