@@ -125,6 +125,9 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	if err := s.deleteStep(id, DeleteStepData); err != nil {
 		return res, err
 	}
+	if err := s.settleBeforeRecords(ctx, j); err != nil {
+		return res, err
+	}
 	n, complete, err := del.DeleteJobRecords(ctx, id, recordsPerCall)
 	res.Records += n
 	if err != nil || !complete {
@@ -142,6 +145,43 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	res.Complete = true
 	log.Info("job deleted", "objects", res.Objects, "records", res.Records)
 	return res, nil
+}
+
+// deleteSettle is how long past a job's end plus JobStateTTL its records
+// stay: the margin for clock skew between the process that ended the job
+// and the one deleting it, and for a request on its way.
+const deleteSettle = 2 * time.Second
+
+// settleBeforeRecords waits, when the job ended moments ago, until no
+// process can still be acting on a RUNNING state it read: a claim trusts
+// such a state for JobStateTTL (jobstate.go), and a first claim of an
+// unwritten task writes its task record (tasks.go). A record written after
+// the deletion's pass over the job's records would outlive the job. The
+// wait is at most JobStateTTL and deleteSettle, inside the API's time.
+func (s *Service) settleBeforeRecords(ctx context.Context, j batch.Job) error {
+	if j.Ended.IsZero() {
+		return nil
+	}
+	wait := j.Ended.Add(s.cfg.JobStateTTL + deleteSettle).Sub(s.Now())
+	if wait <= 0 {
+		return nil
+	}
+	if err := s.Sleep(ctx, wait); err != nil {
+		return fmt.Errorf("delete the records of job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// sleep is Service.Sleep's default.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // deleteStep calls DeleteStepHook, if set, after a step of a deletion.

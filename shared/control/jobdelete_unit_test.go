@@ -277,6 +277,56 @@ func TestDeleteJob(t *testing.T) {
 	}
 }
 
+// A claim trusts a RUNNING state it read for JobStateTTL, and the first
+// claim of an unwritten task writes its record: the records of a job that
+// ended moments ago are deleted only once every such claim has landed, so
+// none outlives the deletion's pass.
+func TestDeleteJobLetsClaimsSeeTheEnd(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		ttl      time.Duration
+		after    time.Duration // from the job's end to the DELETE
+		wantWait time.Duration
+	}{
+		{name: "at once", ttl: DefaultJobStateTTL, wantWait: DefaultJobStateTTL + deleteSettle},
+		{name: "a second after", ttl: DefaultJobStateTTL, after: time.Second, wantWait: DefaultJobStateTTL + deleteSettle - time.Second},
+		{name: "a longer TTL", ttl: 10 * time.Second, wantWait: 10*time.Second + deleteSettle},
+		{name: "settled", ttl: DefaultJobStateTTL, after: DefaultJobStateTTL + deleteSettle},
+		{name: "long ago", ttl: DefaultJobStateTTL, after: time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := newUnitRig(t, func(cfg *Config) { cfg.JobStateTTL = c.ttl })
+			id := r.submit(oneStage(1, 3, ""))
+			endUnitJob(sm.JobCancel)(r, id)
+			ended := r.job(id).Ended
+			r.clock.Advance(c.after)
+			var recordsAt time.Time
+			r.store.setFaults(func(m string) error {
+				if m == "DeleteJobRecords" && recordsAt.IsZero() {
+					recordsAt = r.clock.Now()
+				}
+				return nil
+			}, nil)
+			if d, err := r.svc.DeleteJob(r.ctx, "tester", id); err != nil || !d.Complete {
+				t.Fatalf("DeleteJob = %+v, %v", d, err)
+			}
+			if earliest := ended.Add(c.ttl + deleteSettle); recordsAt.Before(earliest) {
+				t.Errorf("records deleted %v after the end, want at least %v", recordsAt.Sub(ended), c.ttl+deleteSettle)
+			}
+			var want []time.Duration
+			if c.wantWait > 0 {
+				want = []time.Duration{c.wantWait}
+			}
+			if !slices.Equal(r.slept, want) {
+				t.Errorf("waited %v, want %v", r.slept, want)
+			}
+		})
+	}
+}
+
 // A job with more records than one call's budget is deleted over calls,
 // each answering Complete false until the last.
 func TestDeleteJobOverCalls(t *testing.T) {
@@ -286,7 +336,7 @@ func TestDeleteJobOverCalls(t *testing.T) {
 	finishUnitJob(r, id)
 	budget := &budgetStore{fakeStore: r.store, budget: 2}
 	svc := New(unitTimings, budget, r.queue, r.blob, testLogger(t))
-	svc.Now = r.clock.Now
+	svc.Now, svc.Sleep = r.clock.Now, r.sleep
 	calls, total := 0, 0
 	for ; calls < 10; calls++ {
 		d, err := svc.DeleteJob(r.ctx, "tester", id)

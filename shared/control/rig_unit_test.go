@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ type unitRig struct {
 	blob  *fakeBlob
 	svc   *Service
 	keys  int
+
+	mu    sync.Mutex
+	slept []time.Duration // the service's waits (sleep)
 }
 
 func newUnitRig(t *testing.T, opts ...func(*Config)) *unitRig {
@@ -55,6 +59,7 @@ func newUnitRig(t *testing.T, opts ...func(*Config)) *unitRig {
 	r.svc = New(cfg, r.store, r.queue, r.blob, testLogger(t))
 	r.svc.Now = r.clock.Now
 	r.svc.Jitter = func(time.Duration) time.Duration { return 0 }
+	r.svc.Sleep = r.sleep
 	t.Cleanup(func() { r.store.checkInvariants(t) })
 	return r
 }
@@ -158,6 +163,16 @@ func (r *unitRig) shardLeft(job string, idx, shard int) int {
 }
 
 // sweep runs one sweep that must not fail.
+// sleep is the service's Sleep on the test clock: it advances it and
+// records the wait.
+func (r *unitRig) sleep(_ context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.slept = append(r.slept, d)
+	r.mu.Unlock()
+	r.clock.Advance(d)
+	return nil
+}
+
 func (r *unitRig) sweep() SweepCounts {
 	r.t.Helper()
 	c, err := r.svc.Sweep(r.ctx)

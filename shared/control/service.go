@@ -265,6 +265,9 @@ type Service struct {
 	// deletion (jobdelete.go); an error stops the deletion there, as a
 	// crash would. For tests.
 	DeleteStepHook func(job, step string) error
+	// Sleep waits for d or until ctx is done; injected so tests on the
+	// fake clock do not wait (jobdelete.go).
+	Sleep func(ctx context.Context, d time.Duration) error
 
 	// Facts that never change once written, cached so the hot paths
 	// (claim, commit) read them once per job; bounded, because a Fargate
@@ -321,6 +324,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		jobStates: newJobStates(cfg.JobStateTTL),
 		Now:       func() time.Time { return time.Now().UTC() },
 		NewID:     NewJobID,
+		Sleep:     sleep,
 		Jitter: func(d time.Duration) time.Duration {
 			if d <= 0 {
 				return 0
