@@ -402,3 +402,60 @@ func TestCountRetriedAfterTransactionConflict(t *testing.T) {
 		t.Fatalf("progress %+v, want %d counted", prog, n)
 	}
 }
+
+// A committer that counted its stage's last task and died before the
+// stage's follow-up (the emptied shard's note, the completion) leaves a
+// stage whose counters are all zero: the task's message comes back, and
+// the refused claim, finding the task counted and its shard empty,
+// finishes the follow-up instead of leaving it to the stage's next
+// sweep check.
+func TestRedeliveryFinishesTheFollowUpOfADeadLastCommitter(t *testing.T) {
+	t.Parallel()
+	rig := newSweepRig(t, testTimings)
+	ctx := context.Background()
+	_, hooked, inj := hookedStores(rig.e)
+	dying := rig.service(hooked, rig.e.r.Queue)
+	// Everything the dying process writes or reads after its count fails.
+	var mu sync.Mutex
+	counted := false
+	inj.Add(faults.Rule{Service: "DynamoDB", Kind: faults.ServerError, Rate: 1, Match: func(op string, in any) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if countWrite(op, in) {
+			counted = true
+			return false
+		}
+		return counted
+	}})
+	const n = 3
+	id := submitTo(t, rig.svc, "followup", oneStage("followup", "work", n))
+	for p := range n {
+		c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := rig.svc
+		if p == n-1 {
+			svc = dying
+		}
+		if err := svc.Commit(ctx, c, 0); err != nil && p != n-1 {
+			t.Fatal(err)
+		}
+	}
+	if prog := progressOf(t, rig.e, id, n, dynamo.ShardCount(n)); prog.Committed != n || prog.Left != 0 {
+		t.Fatalf("progress %+v, want all %d counted", prog, n)
+	}
+	if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobRunning {
+		t.Fatalf("job %s before the redelivery, want RUNNING (the follow-up died)", st)
+	}
+	_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: n - 1})
+	if !errors.Is(err, batch.ErrAlreadyDone) {
+		t.Fatalf("claim of the committed task: %v, want ErrAlreadyDone", err)
+	}
+	if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobSucceeded {
+		t.Fatalf("job %s after the redelivery, want SUCCEEDED", st)
+	}
+	if prog := progressOf(t, rig.e, id, n, dynamo.ShardCount(n)); prog.Committed != n {
+		t.Fatalf("progress %+v, want %d counted once", prog, n)
+	}
+}

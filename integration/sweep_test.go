@@ -191,6 +191,7 @@ var errCrash = errors.New("injected crash")
 // call's work reaches AWS first (tasks written, messages sent).
 type crasher struct {
 	op   string
+	also []string // more operations that crash, every time
 	n    int
 	keep int
 
@@ -206,7 +207,7 @@ func (c *crasher) crashes(op string) bool {
 		c.calls = map[string]int{}
 	}
 	c.calls[op]++
-	if op == c.op && (c.n == 0 || c.calls[op] == c.n) {
+	if op == c.op && (c.n == 0 || c.calls[op] == c.n) || slices.Contains(c.also, op) {
 		c.fired++
 		return true
 	}
@@ -265,6 +266,15 @@ func (f *faultStore) CommitTask(ctx context.Context, p dynamo.CommitParams) (boo
 		return false, errCrash
 	}
 	return done, err
+}
+
+// EnsureCounted crashes before it reads anything: a refused claim of a
+// committed task neither counts it nor runs its stage's follow-up.
+func (f *faultStore) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (bool, bool, error) {
+	if f.c.crashes("EnsureCounted") {
+		return false, false, errCrash
+	}
+	return f.Store.EnsureCounted(ctx, ref, shards)
 }
 
 // faultQueue is the real queue with SendBatch crashing after sending keep
@@ -563,9 +573,10 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 	e := rig.e
 	sweepA := rig.service(e.r.Store, e.r.Queue)
 	sweepB := rig.service(e.r.Store, e.r.Queue)
-	// Executors whose process dies right after each commit transaction, so
-	// stage completion is left to the sweeps.
-	dying := rig.executor(rig.service(&faultStore{Store: e.r.Store, c: &crasher{op: "CommitTask"}}, e.r.Queue))
+	// Executors whose process dies right after each commit transaction,
+	// and on each refused claim of a committed task (which would finish
+	// the stage's follow-up), so stage completion is left to the sweeps.
+	dying := rig.executor(rig.service(&faultStore{Store: e.r.Store, c: &crasher{op: "CommitTask", also: []string{"EnsureCounted"}}}, e.r.Queue))
 	id := submitTo(t, rig.svc, "twice", `{"name":"twice","stages":[
 	  {"name":"a","task":"work","partitions":{"count":3}},
 	  {"name":"b","task":"work","after":["a"],"partitions":{"count":2}}]}`)

@@ -315,19 +315,22 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 	return s.store.UnindexTask(ctx, t)
 }
 
-// ensureCounted counts a committed task that was not, and completes its
-// stage when that was the stage's last count.
+// ensureCounted counts a committed task that was not, and when its shard
+// is empty runs the stage's follow-up (afterShardDone): after this count,
+// or after its committer's, who may have died before its follow-up.
 func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *SweepCounts) error {
 	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err
 	}
 	counted, shardDone, err := s.store.EnsureCounted(ctx, ref, shards)
-	if err != nil || !counted {
+	if err != nil {
 		return err
 	}
-	c.Counted++
-	s.logger(ref).Warn("counted a committed task its committer had not counted")
+	if counted {
+		c.Counted++
+		s.logger(ref).Warn("counted a committed task its committer had not counted")
+	}
 	if !shardDone {
 		return nil
 	}

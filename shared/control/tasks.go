@@ -104,9 +104,10 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	}
 	if errors.Is(err, dynamo.ErrCommitted) {
 		// A committed task's message came back: its committer may have
-		// died before it counted the task as well as before it deleted
-		// the message. Counting it here (one read when it was counted)
-		// saves the stage the wait for the sweep's look.
+		// died before it counted the task, or before the stage's
+		// follow-up, as well as before it deleted the message. Doing
+		// those here (one read when it was counted and its shard is not
+		// empty) saves the stage the wait for the sweep's look.
 		if cerr := s.ensureCounted(ctx, ref, &SweepCounts{}); cerr != nil {
 			s.logger(ref).Warn("count of a committed task", "err", cerr)
 		}

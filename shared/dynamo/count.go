@@ -148,15 +148,21 @@ func inNumberSet(v types.AttributeValue, n int) bool {
 
 // EnsureCounted counts a SUCCEEDED task that its committer may not have
 // counted (it died between its commit and its count). counted says that
-// this call counted it, and shardDone that its shard is then at zero: the
-// stage's follow-up is the caller's. A task not SUCCEEDED is left alone.
+// this call counted it, and shardDone that its shard is at zero: the
+// stage's follow-up is the caller's. That is so for a task counted before
+// too, since its committer may have died between its count and the
+// follow-up; the follow-up's steps are idempotent. A task not SUCCEEDED is
+// left alone.
 func (s *Store) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error) {
-	have, _, err := s.shardCounted(ctx, ref, shards)
+	have, left, err := s.shardCounted(ctx, ref, shards)
 	if errors.Is(err, batch.ErrNotFound) {
 		return false, false, nil // the job's records are being deleted
 	}
-	if err != nil || have {
+	if err != nil {
 		return false, false, err
+	}
+	if have {
+		return false, left <= 0, nil
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)), ConsistentRead: aws.Bool(true),
