@@ -191,7 +191,10 @@ def delete_message(self, receipt_handle):
         return
     message = _holding(self, receipt_handle)
     with self._messages_lock:
-        self._messages.remove(message)
+        try:
+            self._messages.remove(message)
+        except ValueError:  # purged or moved to its dead-letter queue meanwhile
+            raise _sqs.ReceiptHandleIsInvalid()
     _queue_of.pop(message, None)
     self.pending_messages.discard(message)
     self.deleted_messages.update(message.all_receipt_handles)
