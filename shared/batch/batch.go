@@ -1,6 +1,8 @@
-// Package batch holds Batchwork's domain types, the outcomes callers act on,
-// and the ports (store, queue, blob) that adapters implement. It imports no
-// AWS SDK.
+// Package batch holds Batchwork's domain types (tasks, jobs, stages,
+// manifests, checkpoints, error classes) and the outcomes callers act on
+// (ErrStaleClaim, ErrClaimHeld, ...), which adapters translate their
+// conditional-write failures into. It declares no ports and imports no AWS
+// SDK.
 package batch
 
 import (

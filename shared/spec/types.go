@@ -125,7 +125,7 @@ type Duration time.Duration
 type Size int64
 
 // Defaults and limits. Limits keep a job's records within DynamoDB's item
-// and transaction sizes (see docs/design.md).
+// and transaction sizes (docs/job-spec.md lists them for users).
 const (
 	DefaultMaxAttempts = 3
 	DefaultBackoff     = Duration(time.Second)
