@@ -110,6 +110,7 @@ type opts struct {
 	interval                                          time.Duration
 	// init and dev (scaffold.go, dev.go)
 	module, replace, pkg, data string
+	execDir                    string // dev --exec-dir (devexec.go)
 	keep                       bool
 	listen                     string // ui (ui.go)
 	// logs (logs.go)

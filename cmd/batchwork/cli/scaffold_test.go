@@ -265,13 +265,14 @@ func TestFindEmulatorServers(t *testing.T) {
 }
 
 // TestExecutorEnv: dev's executor gets the runner's resources on the
-// emulator and the emulator's dummy credentials, never the user's AWS or
-// Batchwork settings.
+// emulator, the emulator's dummy credentials and the programs directory,
+// never the user's AWS or other Batchwork settings.
 func TestExecutorEnv(t *testing.T) {
 	r := &runner.Runner{Resources: provision.Resources{Table: "T", Bucket: "B",
 		Queues: control.Queues{High: "qh", Normal: "qn", Low: "ql", DLQ: "qd"}}}
 	emu := &emulator.Emulator{URL: "http://127.0.0.1:1", DynamoURL: "http://127.0.0.1:2", Region: "eu-west-1"}
-	env := executorEnv([]string{"HOME=/home/u", "AWS_PROFILE=prod", "AWS_SECRET_ACCESS_KEY=real", "BATCHWORK_ENDPOINT=https://x", "AWS_SESSION_TOKEN=tok"}, r, emu)
+	env := executorEnv([]string{"HOME=/home/u", "AWS_PROFILE=prod", "AWS_SECRET_ACCESS_KEY=real", "BATCHWORK_ENDPOINT=https://x", "AWS_SESSION_TOKEN=tok",
+		"BATCHWORK_EXEC_DIR=/elsewhere"}, r, emu, "/abs/programs")
 	got := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -282,6 +283,8 @@ func TestExecutorEnv(t *testing.T) {
 		"BATCHWORK_QUEUE_NORMAL": "qn", "BATCHWORK_QUEUE_LOW": "ql", "BATCHWORK_DLQ": "qd", "BATCHWORK_SLOTS": "4",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "eu-west-1",
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:2",
+		// The programs directory dev resolved (devExecDir), so exec stages run.
+		"BATCHWORK_EXEC_DIR": "/abs/programs",
 	}
 	for k, v := range want {
 		if got[k] != v {
