@@ -26,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -85,6 +86,25 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(&usageError{fmt.Sprintf("--exec-dir: %v", err)})
 	}
+	// What takes a moment to check comes before the build, which takes a
+	// minute on a new project: the spec, offline (the task names wait for
+	// the build), and the emulator's servers.
+	if sp, err := spec.Parse(body); err != nil {
+		var ve *spec.ValidationError
+		if !errors.As(err, &ve) {
+			return a.fail(err)
+		}
+		for _, fe := range ve.Errors {
+			fmt.Fprintln(a.env.Stderr, specError(specFile, fe))
+		}
+		fmt.Fprintf(a.env.Stderr, "batchwork dev: %s is not a valid job spec\n", specFile)
+		return ExitInvalid
+	} else if len(programs) == 0 && usesExec(sp) {
+		return a.fail(&usageError{fmt.Sprintf("%s has exec stages: give the directory of their programs with --exec-dir DIR (or set %s)", specFile, executor.EnvExecDir)})
+	}
+	if err := findEmulatorServers(os.Getenv, os.Setenv, emulatorSearch(ctx, os.Getenv)); err != nil {
+		return a.fail(err)
+	}
 	out := a.env.Stdout
 	if a.json() {
 		out = a.env.Stderr // stdout carries the watch's JSON lines
@@ -121,9 +141,6 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 
 	fmt.Fprintln(out, "==> starting the AWS emulator")
-	if err := findEmulatorServers(os.Getenv, os.Setenv, emulatorSearch(ctx, os.Getenv)); err != nil {
-		return a.fail(err)
-	}
 	emu, err := emulator.Start(ctx)
 	if err != nil {
 		return a.fail(err)

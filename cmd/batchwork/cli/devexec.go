@@ -37,6 +37,16 @@ func devExecDir(flagValue string, getenv func(string) string) (string, error) {
 	return abs, nil
 }
 
+// usesExec reports a spec with an exec stage.
+func usesExec(sp *spec.Job) bool {
+	for _, st := range sp.Stages {
+		if len(st.Exec) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // execField is the field of a spec error about an exec stage's program.
 var execField = regexp.MustCompile(`^stages\[\d+\]\.exec`)
 
