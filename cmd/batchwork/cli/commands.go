@@ -293,7 +293,13 @@ func runList(ctx context.Context, a *app, _ []string) int {
 		return ExitOK
 	}
 	if len(all.Jobs) == 0 {
-		fmt.Fprintln(a.env.Stdout, "No jobs.")
+		// Named, because listing as another owner than meant (another
+		// profile or role) looks just like having no jobs.
+		if id, err := a.whoami(ctx); err == nil && id.Owner != "" {
+			fmt.Fprintf(a.env.Stdout, "No jobs for owner %s.\n", termText(id.Owner))
+		} else {
+			fmt.Fprintln(a.env.Stdout, "No jobs.")
+		}
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
