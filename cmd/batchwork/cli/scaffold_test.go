@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"go/format"
 	"os"
 	"path/filepath"
@@ -108,10 +109,31 @@ func TestInitWritesProject(t *testing.T) {
 	}
 	read("data/sample.txt")
 	makefile := string(read("Makefile"))
-	for _, rule := range []string{"dev:\n\t$(GO) tool batchwork dev", "deploy:\n\t$(CDK) deploy"} {
+	// The CDK CLI is the version package.json pins, as this repository's
+	// is, never whatever npx finds; synth prints no template.
+	for _, rule := range []string{"dev:\n\t$(GO) tool batchwork dev", "CDK := node_modules/.bin/cdk\n",
+		"synth: node_modules/go.mod\n\t$(CDK) synth --quiet", "deploy: node_modules/go.mod\n\t$(CDK) deploy"} {
 		if !strings.Contains(makefile, rule) {
 			t.Errorf("Makefile lacks %q", rule)
 		}
+	}
+	if strings.Contains(makefile, "npx") {
+		t.Error("Makefile runs npx: an unpinned CDK CLI")
+	}
+	var pkg, repoPkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if err := json.Unmarshal(read("package.json"), &pkg); err != nil {
+		t.Fatalf("package.json: %v", err)
+	}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(checkout, "package.json")), &repoPkg); err != nil {
+		t.Fatal(err)
+	}
+	if v := pkg.DevDependencies["aws-cdk"]; v == "" || v != repoPkg.DevDependencies["aws-cdk"] {
+		t.Errorf("package.json pins aws-cdk %q, want the repository's exact %q", v, repoPkg.DevDependencies["aws-cdk"])
+	}
+	if !strings.Contains(string(read(".gitignore")), "/node_modules/") {
+		t.Error(".gitignore does not ignore node_modules")
 	}
 	for _, f := range []string{"README.md", "Dockerfile", "cdk.json", ".gitignore"} {
 		read(f)
