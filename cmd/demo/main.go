@@ -46,8 +46,19 @@ func main() {
 	logFile := flag.String("log", filepath.Join(os.TempDir(), "batchwork-demo.log"), "structured log file")
 	flag.BoolVar(&serve, "serve", false, "after the job, keep the runner and its API up on "+serveAddr+" for the batchwork CLI (until ^C)")
 	flag.StringVar(&stackName, "stack", "", "use the resources of this deployed stack (make deploy-local) instead of creating them")
+	flag.StringVar(&serveListen, "listen", serveAddr, "with -serve, the API's address (127.0.0.1:0: a free port)")
 	flag.Parse()
-	if err := run(*input, *size, *slots, *reducers, *splitSize, *logFile); err != nil {
+	// Ctrl-C (SIGINT) is how a served demo is meant to end, and SIGTERM
+	// how a supervisor ends it: either stops it cleanly, exit status 0,
+	// once the runner and the emulator have shut down (run's defers).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, *input, *size, *slots, *reducers, *splitSize, *logFile)
+	if ctx.Err() != nil {
+		fmt.Println("==> stopped")
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -68,9 +79,7 @@ const demoOwner = "demo"
 // inputPrefix is inputPath's key prefix in the data bucket.
 func inputPrefix() string { return blob.InputsPrefix(principal.Key(demoOwner)) + inputPath }
 
-func run(input string, size, slots, reducers int, splitSize int64, logFile string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func run(ctx context.Context, input string, size, slots, reducers int, splitSize int64, logFile string) error {
 	lf, err := os.Create(logFile)
 	if err != nil {
 		return err
@@ -123,6 +132,8 @@ func run(input string, size, slots, reducers int, splitSize int64, logFile strin
 		AWS: cfg, Prefix: fmt.Sprintf("demo-%d", time.Now().Unix()), Slots: slots,
 		Registry: reg, Log: log, SweepEvery: 5 * time.Second, Resources: deployed, Listen: listenAddr(),
 		TokenDir: tokenDir,
+		// batchwork logs reads a job's lines from it (the logs route).
+		LogFile: logFile,
 		// Specs naming a task the executors lack are refused at submit,
 		// as on the deployed stack (the runner publishes its names).
 		Control: control.Config{CheckTaskNames: true, CountLinger: tuning.CountLinger},

@@ -28,9 +28,13 @@ const serveAddr = "127.0.0.1:8080"
 // does by default.
 const consoleAddr = "127.0.0.1:8090"
 
+// serveListen is -listen: serveAddr unless a test or a busy port asks
+// for another.
+var serveListen = serveAddr
+
 func listenAddr() string {
 	if serve {
-		return serveAddr
+		return serveListen
 	}
 	return "" // a free loopback port
 }

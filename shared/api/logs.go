@@ -47,8 +47,8 @@ func (h *Handler) jobLogs(w http.ResponseWriter, r *http.Request, owner string) 
 		return
 	}
 	var since time.Time
-	if v := q.Get("since"); v != "" {
-		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+	if _, sent := q["since"]; sent { // sent empty is an error too, not "since ever"
+		if since, err = time.Parse(time.RFC3339Nano, q.Get("since")); err != nil {
 			h.fail(w, r, &spec.FieldError{Field: "since", Message: "must be an RFC 3339 time, e.g. 2026-01-02T15:04:05Z"})
 			return
 		}

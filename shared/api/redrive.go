@@ -7,6 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -43,7 +46,9 @@ var errNoRedriveService = errors.New("the control plane behind this API cannot r
 const maxRedriveBody = 4096
 
 // readSmallJSON decodes an optional JSON object body into v; an empty
-// body leaves v as it is. Unknown fields are an error naming them.
+// body leaves v as it is. Anything else than one JSON object of v's fields
+// is a FieldError naming the field at fault (or body) in the API's words:
+// the document promises no decoder text.
 func readSmallJSON(r *http.Request, v any) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRedriveBody+1))
 	if err != nil {
@@ -55,12 +60,44 @@ func readSmallJSON(r *http.Request, v any) error {
 	if len(body) == 0 {
 		return nil
 	}
+	if !json.Valid(body) {
+		return &spec.FieldError{Field: "body", Message: "is not valid JSON"}
+	}
+	// null decodes into anything as nothing; an array or a scalar is not
+	// the object the route takes.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return &spec.FieldError{Field: "body", Message: "must be a JSON object"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &spec.FieldError{Field: "body", Message: "is not the expected JSON object: " + err.Error()}
+		return decodeFieldError(err)
 	}
 	return nil
+}
+
+// decodeFieldError words a decoding error of a valid JSON object: a field
+// of the wrong type or out of range, or a field the route does not take.
+func decodeFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		msg := "has the wrong type"
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			msg = "must be a whole number no larger than 9223372036854775807"
+		case reflect.String:
+			msg = "must be a string"
+		}
+		return &spec.FieldError{Field: te.Field, Message: msg}
+	}
+	// The decoder's only other error on a valid object: `json: unknown
+	// field "x"`.
+	if _, name, ok := strings.Cut(err.Error(), "unknown field "); ok {
+		if f, uerr := strconv.Unquote(name); uerr == nil {
+			return &spec.FieldError{Field: f, Message: "is not a field of this request"}
+		}
+	}
+	return &spec.FieldError{Field: "body", Message: "is not the JSON object this route takes"}
 }
 
 // redriveConflict answers a redrive or rerun the job's state refuses:
@@ -104,6 +141,12 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, owner string) {
 	rs, ok := h.svc.(RedriveService)
 	if !ok {
 		h.fail(w, r, errNoRedriveService)
+		return
+	}
+	// Sent, a key must be one, as submit's (an empty one would make a new
+	// job on every retry); not sent, every rerun is a new job.
+	if k, sent := r.Header["Idempotency-Key"]; sent && strings.TrimSpace(strings.Join(k, "")) == "" {
+		h.fail(w, r, &spec.FieldError{Field: "Idempotency-Key", Message: "is required to be non-empty when sent"})
 		return
 	}
 	var body struct {

@@ -171,7 +171,7 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 	case s.Partitions != nil && len(shuffles) > 0:
 		errs.add(p+".partitions", fmt.Sprintf("a stage fed by a shuffle takes its partitions from shuffle of stage %q", j.Stages[shuffles[0]].Name))
 	case s.Partitions == nil && len(shuffles) == 0:
-		errs.add(p+".partitions", "required (count or input) unless the stage reads a shuffle")
+		errs.add(p+".partitions", "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}")
 	case len(shuffles) > 1:
 		errs.add(p+".after", fmt.Sprintf("reads the shuffles of stages %q and %q; a stage can read at most one shuffle",
 			j.Stages[shuffles[0]].Name, j.Stages[shuffles[1]].Name))

@@ -144,7 +144,7 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "stages[1].partitions", Message: `a stage fed by a shuffle takes its partitions from shuffle of stage "map"`},
 		}},
 		{"no partitions and no shuffle upstream", dia(func(j *Job) { j.Stages[3].Partitions = nil }), []FieldError{
-			{Field: "stages[3].partitions", Message: "required (count or input) unless the stage reads a shuffle"},
+			{Field: "stages[3].partitions", Message: "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
 		}},
 		{"two shuffle upstreams", dia(func(j *Job) {
 			j.Stages[1].Shuffle = &Shuffle{Partitions: 2}
@@ -204,7 +204,7 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "name", Message: "is required"},
 			{Field: "stages[0].task", Message: "is required"},
 			{Field: "stages[3].after[1]", Message: `unknown stage "x"`},
-			{Field: "stages[1].partitions", Message: "required (count or input) unless the stage reads a shuffle"},
+			{Field: "stages[1].partitions", Message: "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
 		}},
 	}
 	for _, tt := range tests {

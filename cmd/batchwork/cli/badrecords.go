@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
@@ -40,24 +38,24 @@ func runBadRecords(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	for _, stage := range slices.Sorted(maps.Keys(all.Counts)) {
-		fmt.Fprintf(a.env.Stderr, "stage %s: %s bad records\n", stage, count(all.Counts[stage]))
+		fmt.Fprintf(a.env.Stderr, "stage %s: %s bad records\n", termText(stage), count(all.Counts[stage]))
 	}
 	if len(all.Records) == 0 {
-		fmt.Fprintf(a.env.Stderr, "job %s has no bad records in committed tasks\n", all.Job)
+		fmt.Fprintf(a.env.Stderr, "job %s has no bad records in committed tasks\n", termText(all.Job))
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
 	fmt.Fprintln(tw, "STAGE\tPARTITION\tATTEMPT\tOFFSET\tREASON\tRECORD")
 	for _, r := range all.Records {
 		if r.Omitted > 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t(%s more rejected records of this task, counted but not kept)\t\n", r.Stage, r.Partition, r.Attempt, count(r.Omitted))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t(%s more rejected records of this task, counted but not kept)\t\n", termText(r.Stage), r.Partition, r.Attempt, count(r.Omitted))
 			continue
 		}
 		off := "-"
 		if r.Offset >= 0 {
 			off = strconv.FormatInt(r.Offset, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", r.Stage, r.Partition, r.Attempt, off, reasonText(r.Reason), strconv.Quote(r.Record))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", termText(r.Stage), r.Partition, r.Attempt, off, reasonText(r.Reason), strconv.Quote(r.Record))
 	}
 	tw.Flush()
 	return ExitOK
@@ -65,13 +63,8 @@ func runBadRecords(ctx context.Context, a *app, args []string) int {
 
 // reasonText is a rejection's reason on one table line: the task wrote it,
 // possibly from the record, so line ends, tabs and control characters
-// (terminal escape sequences) become spaces. Reasons are short
+// (terminal escape sequences) are escaped. Reasons are short
 // (batch.MaxBadReasonBytes).
 func reasonText(s string) string {
-	return oneLine(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s), 4*batch.MaxBadReasonBytes)
+	return oneLine(s, 4*batch.MaxBadReasonBytes) // escaped as every print path is (escape.go)
 }

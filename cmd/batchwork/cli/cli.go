@@ -110,6 +110,7 @@ type opts struct {
 	interval                                          time.Duration
 	// init and dev (scaffold.go, dev.go)
 	module, replace, pkg, data string
+	execDir                    string // dev --exec-dir (devexec.go)
 	keep                       bool
 	listen                     string // ui (ui.go)
 	// logs (logs.go)
@@ -290,19 +291,21 @@ func (a *app) fail(err error) int {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupt
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, ue.msg)
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termText(ue.msg))
 		return ExitUsage
 	case errors.As(err, &au):
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %v\n", a.cmd.name, au)
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termText(au.Error()))
 		return ExitAuth
 	case errors.As(err, &ae):
 		for _, fe := range ae.Errors {
-			fmt.Fprintf(a.env.Stderr, "  %s\n", fe.Error())
+			fmt.Fprintf(a.env.Stderr, "  %s\n", termText(fe.Error()))
 		}
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s (%s)\n", a.cmd.name, ae.Error(), ae.Code)
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s (%s)\n", a.cmd.name, termText(ae.Error()), termText(ae.Code))
 		return exitForStatus(ae.Status)
 	}
-	fmt.Fprintf(a.env.Stderr, "batchwork %s: %v\n", a.cmd.name, err)
+	// Multi-line on purpose (dev's emulator instructions), and may carry
+	// an executor's or the server's text.
+	fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termBlock(err.Error(), "  "))
 	return ExitError
 }
 

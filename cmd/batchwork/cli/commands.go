@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -185,9 +186,9 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 		out = a.env.Stderr // stdout carries the watch's JSON lines
 	}
 	if res.Created {
-		fmt.Fprintf(out, "Submitted job %s\n", res.JobID)
+		fmt.Fprintf(out, "Submitted job %s\n", termText(res.JobID))
 	} else {
-		fmt.Fprintf(out, "Job %s was already submitted with this idempotency key\n", res.JobID)
+		fmt.Fprintf(out, "Job %s was already submitted with this idempotency key\n", termText(res.JobID))
 	}
 	if !a.o.wait {
 		return ExitOK
@@ -292,7 +293,13 @@ func runList(ctx context.Context, a *app, _ []string) int {
 		return ExitOK
 	}
 	if len(all.Jobs) == 0 {
-		fmt.Fprintln(a.env.Stdout, "No jobs.")
+		// Named, because listing as another owner than meant (another
+		// profile or role) looks just like having no jobs.
+		if id, err := a.whoami(ctx); err == nil && id.Owner != "" {
+			fmt.Fprintf(a.env.Stdout, "No jobs for owner %s.\n", termText(id.Owner))
+		} else {
+			fmt.Fprintln(a.env.Stdout, "No jobs.")
+		}
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
@@ -302,7 +309,7 @@ func runList(ctx context.Context, a *app, _ []string) int {
 		if j.Ended != nil {
 			took = elapsed(j.Created, j.Ended)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", j.ID, j.Name, a.paint(j.State, j.State), a.clock(&j.Created), took)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termText(j.ID), termText(j.Name), a.paint(j.State, termText(j.State)), a.clock(&j.Created), took)
 	}
 	tw.Flush()
 	return ExitOK
@@ -344,8 +351,8 @@ func runTasks(ctx context.Context, a *app, args []string) int {
 		if t.State == "SUCCEEDED" {
 			io = count(t.RecordsIn) + "/" + count(t.RecordsOut)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", t.Stage, t.Partition, a.paint(t.State, withCopy(t, withCheckpoint(t, taskState(t)))), t.Attempt, t.MaxAttempts, // errorclass.go, checkpoint.go, speculation.go
-			orDash(strings.Join(outcomes, ", ")), attemptExecutors(t.Attempts), io, orDash(oneLine(t.LastError, 60)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", termText(t.Stage), t.Partition, a.paint(t.State, termText(withCopy(t, withCheckpoint(t, taskState(t))))), t.Attempt, t.MaxAttempts, // errorclass.go, checkpoint.go, speculation.go
+			termText(orDash(strings.Join(outcomes, ", "))), termText(attemptExecutors(t.Attempts)), io, orDash(oneLine(t.LastError, 60)))
 	}
 	tw.Flush()
 	return ExitOK
@@ -358,12 +365,19 @@ func orDash(s string) string {
 	return s
 }
 
+// oneLine is s on one line of a table: runs of white space as one space,
+// what a terminal would act on escaped (termText), cut after n bytes on a
+// rune boundary.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	s = termText(strings.Join(strings.Fields(s), " "))
+	if len(s) <= n {
+		return s
 	}
-	return s
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func runHistory(ctx context.Context, a *app, args []string) int {
@@ -386,7 +400,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		if ev.Partition != nil {
 			subject = fmt.Sprintf("%s/%d attempt %d", ev.Stage, *ev.Partition, ev.Attempt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ev.At.In(a.env.Loc).Format("2006-01-02 15:04:05.000"), ev.Type, orDash(subject), oneLine(ev.Message, 100))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ev.At.In(a.env.Loc).Format("2006-01-02 15:04:05.000"), termText(ev.Type), termText(orDash(subject)), oneLine(ev.Message, 100))
 	}
 	tw.Flush()
 	return ExitOK
@@ -402,7 +416,7 @@ func runCancel(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintf(a.env.Stdout, "Job %s (%s) is %s: %d of %d tasks had committed; their outputs are kept ('batchwork result %s').\n",
-		st.ID, st.Name, st.State, st.Progress.TasksDone, st.Progress.TasksTotal, st.ID)
+		termText(st.ID), termText(st.Name), termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal, termText(st.ID))
 	return ExitOK
 }
 
@@ -431,7 +445,7 @@ func runResult(ctx context.Context, a *app, args []string) int {
 	}
 	all.NextCursor = ""
 	if !all.Complete {
-		fmt.Fprintf(a.env.Stderr, "note: job %s is %s; these are the %d outputs committed so far\n", all.Job, all.State, len(all.Outputs))
+		fmt.Fprintf(a.env.Stderr, "note: job %s is %s; these are the %d outputs committed so far\n", termText(all.Job), termText(all.State), len(all.Outputs))
 	}
 	switch {
 	case a.o.download != "":
@@ -455,7 +469,7 @@ func runResult(ctx context.Context, a *app, args []string) int {
 		tw := table(a.env.Stdout)
 		fmt.Fprintln(tw, "STAGE\tPARTITION\tPART\tKEY")
 		for _, o := range all.Outputs {
-			fmt.Fprintf(tw, "%s\t%d\t%d\ts3://%s/%s\n", o.Stage, o.Partition, o.Part, all.Bucket, o.Key)
+			fmt.Fprintf(tw, "%s\t%d\t%d\ts3://%s/%s\n", termText(o.Stage), o.Partition, o.Part, termText(all.Bucket), termText(o.Key))
 		}
 		tw.Flush()
 	default:
@@ -517,7 +531,8 @@ func (a *app) download(ctx context.Context, u, dst string, w io.Writer) error {
 
 // specError renders a spec problem as compilers do: FILE:LINE: field: msg.
 func specError(file string, fe spec.FieldError) string {
-	loc := file
+	fe.Field, fe.Message = termText(fe.Field), termText(fe.Message)
+	loc := termText(file)
 	if fe.Line > 0 {
 		loc += ":" + strconv.Itoa(fe.Line)
 	}

@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/gobuild"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -42,17 +44,21 @@ The emulator's servers are looked for beside your module, then in the
 directory of the Batchwork module it requires (a checkout where 'make venv
 dynamodb-local' ran), then in $XDG_CACHE_HOME/batchwork; the error says how to
 install them. With AWS_ENDPOINT_URL set, that endpoint is used instead.
+Exec stages run the programs of --exec-dir (default $BATCHWORK_EXEC_DIR);
+without it, a spec with an exec stage is refused.
 The executor's log and the control plane's go to a file it names.
 Exits like 'watch': 0 if the job succeeded, 6 if it failed.`,
 	examples: []string{
 		"batchwork dev",
 		"batchwork dev other.json -package ./cmd/executor",
 		"batchwork dev -keep    # then, elsewhere: batchwork list",
+		"batchwork dev exec.json --exec-dir ./programs",
 	},
 	flags: func(fs *flag.FlagSet, o *opts) {
 		fs.StringVar(&o.pkg, "package", ".", "your executor's main package")
 		fs.StringVar(&o.data, "data", "data", "directory uploaded into your inputs area as data/ before submitting (\"\": none)")
 		fs.BoolVar(&o.keep, "keep", false, "after the job, keep serving on 127.0.0.1:8080 until ^C")
+		fs.StringVar(&o.execDir, "exec-dir", "", "directory of the programs exec stages run (default $BATCHWORK_EXEC_DIR)")
 	},
 	maxArgs: 1, run: runDev}
 
@@ -71,6 +77,33 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	body, err := readSpec(a.env, specFile)
 	if err != nil {
 		return a.fail(&usageError{fmt.Sprintf("read the spec: %v", err)})
+	}
+	execDir, err := devExecDir(a.o.execDir, a.env.Getenv) // devexec.go
+	if err != nil {
+		return a.fail(&usageError{err.Error()})
+	}
+	programs, err := executor.Programs(execDir)
+	if err != nil {
+		return a.fail(&usageError{fmt.Sprintf("--exec-dir: %v", err)})
+	}
+	// What takes a moment to check comes before the build, which takes a
+	// minute on a new project: the spec, offline (the task names wait for
+	// the build), and the emulator's servers.
+	if sp, err := spec.Parse(body); err != nil {
+		var ve *spec.ValidationError
+		if !errors.As(err, &ve) {
+			return a.fail(err)
+		}
+		for _, fe := range ve.Errors {
+			fmt.Fprintln(a.env.Stderr, specError(specFile, fe))
+		}
+		fmt.Fprintf(a.env.Stderr, "batchwork dev: %s is not a valid job spec\n", specFile)
+		return ExitInvalid
+	} else if len(programs) == 0 && usesExec(sp) {
+		return a.fail(&usageError{fmt.Sprintf("%s has exec stages: give the directory of their programs with --exec-dir DIR (or set %s)", specFile, executor.EnvExecDir)})
+	}
+	if err := findEmulatorServers(os.Getenv, os.Setenv, emulatorSearch(ctx, os.Getenv)); err != nil {
+		return a.fail(err)
 	}
 	out := a.env.Stdout
 	if a.json() {
@@ -96,6 +129,9 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	fmt.Fprintf(out, "    tasks: %s\n", strings.Join(names, ", "))
+	if execDir != "" {
+		fmt.Fprintf(out, "    programs (%s): %s\n", execDir, orDash(strings.Join(programs, ", ")))
+	}
 
 	logFile, err := os.CreateTemp("", "batchwork-dev-*.log")
 	if err != nil {
@@ -105,9 +141,6 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 
 	fmt.Fprintln(out, "==> starting the AWS emulator")
-	if err := findEmulatorServers(os.Getenv, os.Setenv, emulatorSearch(ctx, os.Getenv)); err != nil {
-		return a.fail(err)
-	}
 	emu, err := emulator.Start(ctx)
 	if err != nil {
 		return a.fail(err)
@@ -126,7 +159,9 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		LogFile: logFile.Name(),
 		// Submits are checked against the executor's names, as the
 		// deployed stack's are (the construct learns them at synth).
-		Control: control.Config{CheckTaskNames: true, StaticTaskNames: names, CountLinger: tuning.CountLinger},
+		// Programs likewise: the executor publishes them too, but only once
+		// it has started, which the submit does not wait for.
+		Control: control.Config{CheckTaskNames: true, StaticTaskNames: names, StaticPrograms: programs, CountLinger: tuning.CountLinger},
 	}
 	if a.o.keep {
 		ropts.Listen = devListen
@@ -144,7 +179,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	defer func() { stopRunner(); <-runnerDone }()
 
 	exe := exec.Command(bin)
-	exe.Env = executorEnv(os.Environ(), r, emu)
+	exe.Env = executorEnv(os.Environ(), r, emu, execDir)
 	exe.Stdout, exe.Stderr = logFile, logFile
 	if err := exe.Start(); err != nil {
 		return a.fail(fmt.Errorf("start your executor: %w", err))
@@ -180,7 +215,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		}
 	}
 	fmt.Fprintf(out, "==> submitting %s\n", specFile)
-	id, code := a.submitSpec(jobCtx, specFile, body)
+	id, code := a.submitSpec(jobCtx, specFile, body, execDir)
 	if code != ExitOK {
 		return a.devExit(jobCtx, code)
 	}
@@ -218,7 +253,7 @@ func (a *app) devExit(jobCtx context.Context, code int) int {
 
 // submitSpec submits body and returns the job id, printing a spec's
 // field errors like submit does.
-func (a *app) submitSpec(ctx context.Context, file string, body []byte) (string, int) {
+func (a *app) submitSpec(ctx context.Context, file string, body []byte, execDir string) (string, int) {
 	h := http.Header{"Idempotency-Key": {fmt.Sprintf("dev-%d", time.Now().UnixNano())}}
 	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
 		h.Set("Content-Type", "application/yaml")
@@ -230,6 +265,9 @@ func (a *app) submitSpec(ctx context.Context, file string, body []byte) (string,
 			for _, fe := range ae.Errors {
 				fmt.Fprintln(a.env.Stderr, specError(file, fe))
 			}
+			if hint := devExecHint(ae.Errors, execDir); hint != "" {
+				fmt.Fprintln(a.env.Stderr, hint)
+			}
 			fmt.Fprintf(a.env.Stderr, "batchwork dev: %s is not a valid job spec\n", file)
 			return "", ExitInvalid
 		}
@@ -239,9 +277,10 @@ func (a *app) submitSpec(ctx context.Context, file string, body []byte) (string,
 }
 
 // executorEnv is the executor's environment: the caller's, without any
-// AWS account settings, plus the runner's resources (shared/lambdaenv's
-// variables) on the emulator.
-func executorEnv(base []string, r *runner.Runner, emu *emulator.Emulator) []string {
+// AWS account settings or Batchwork variables, plus the runner's resources
+// (shared/lambdaenv's variables) on the emulator and the programs
+// directory, execDir, when there is one.
+func executorEnv(base []string, r *runner.Runner, emu *emulator.Emulator, execDir string) []string {
 	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "BATCHWORK_")
@@ -254,6 +293,9 @@ func executorEnv(base []string, r *runner.Runner, emu *emulator.Emulator) []stri
 		// The emulator's dummy credentials: never the user's.
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": emu.Region,
 		"AWS_ENDPOINT_URL": emu.URL,
+	}
+	if execDir != "" {
+		set[executor.EnvExecDir] = execDir
 	}
 	if emu.DynamoURL != emu.URL {
 		// Needed beside AWS_ENDPOINT_URL (see emulator.AWSConfig).

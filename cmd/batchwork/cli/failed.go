@@ -92,7 +92,7 @@ func runFailed(ctx context.Context, a *app, args []string) int {
 			tol = "yes"
 			tolerated++
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\n", t.Stage, t.Partition, t.Attempt, t.MaxAttempts, endedBy(t.ErrorClass), tol, orDash(oneLine(t.LastError, 100)))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\n", termText(t.Stage), t.Partition, t.Attempt, t.MaxAttempts, endedBy(t.ErrorClass), tol, orDash(oneLine(t.LastError, 100)))
 	}
 	tw.Flush()
 	fmt.Fprintf(a.env.Stdout, "\n%d failed tasks, %d of them tolerated by their stage.\n", len(all.Tasks), tolerated)
@@ -123,7 +123,7 @@ func runRedrive(ctx context.Context, a *app, args []string) int {
 		out = a.env.Stderr
 	}
 	fmt.Fprintf(out, "Job %s (%s) redriven (redrive %d): it is %s; %d of %d tasks had committed and are kept.\n",
-		st.ID, st.Name, st.Redrives, st.State, st.Progress.TasksDone, st.Progress.TasksTotal)
+		termText(st.ID), termText(st.Name), st.Redrives, termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
 	if !a.o.wait {
 		return ExitOK
 	}
@@ -159,7 +159,7 @@ func runRerun(ctx context.Context, a *app, args []string) int {
 	if a.o.stage != "" {
 		from = "stage " + a.o.stage + " and the stages after it"
 	}
-	fmt.Fprintf(out, "Submitted job %s, a rerun of %s: it runs %s and reuses the other stages' committed outputs\n", res.JobID, args[0], from)
+	fmt.Fprintf(out, "Submitted job %s, a rerun of %s: it runs %s and reuses the other stages' committed outputs\n", termText(res.JobID), termText(args[0]), termText(from))
 	if !a.o.wait {
 		return ExitOK
 	}

@@ -67,7 +67,7 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintf(a.env.Stdout, "Deleted job %s (%s): %s records and %s objects.\n",
-		args[0], total.State, count(int64(total.Records)), count(int64(total.Objects)))
+		termText(args[0]), termText(total.State), count(int64(total.Records)), count(int64(total.Objects)))
 	return ExitOK
 }
 

@@ -143,7 +143,7 @@ func (a *app) printLogLine(st control.JobStatus, l logs.Line) {
 		var buf bytes.Buffer
 		if json.Compact(&buf, l.Fields) == nil {
 			buf.WriteByte('\n')
-			_, _ = a.env.Stdout.Write(buf.Bytes())
+			_, _ = a.env.Stdout.Write(jsonTerm(buf.Bytes())) // escape.go
 		}
 		return
 	}
@@ -165,9 +165,9 @@ func formatLogLine(st control.JobStatus, l logs.Line, loc *time.Location) string
 	}
 	var b strings.Builder
 	b.WriteString(l.Time.In(loc).Format("2006-01-02 15:04:05.000"))
-	fmt.Fprintf(&b, " %-5s ", orDash(str("level")))
-	b.WriteString(taskTag(st, str("task"), str("attempt"), str("executor_id")))
-	b.WriteString(" " + str("msg"))
+	fmt.Fprintf(&b, " %-5s ", termText(orDash(str("level"))))
+	b.WriteString(termText(taskTag(st, str("task"), str("attempt"), str("executor_id"))))
+	b.WriteString(" " + termText(str("msg")))
 	keys := make([]string, 0, len(f))
 	for k := range f {
 		if !slices.Contains(logKnown, k) {
@@ -176,11 +176,14 @@ func formatLogLine(st control.JobStatus, l logs.Line, loc *time.Location) string
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		// A value is quoted when it holds what would blur where it ends, or
+		// what a terminal would act on (strconv.Quote escapes those as
+		// termText does).
 		v := str(k)
-		if strings.ContainsAny(v, " \t\"=") || v == "" {
+		if strings.ContainsAny(v, " \t\"=") || v == "" || needsEscape(v) {
 			v = strconv.Quote(v)
 		}
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		fmt.Fprintf(&b, " %s=%s", termText(k), v)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,9 +15,14 @@ import (
 )
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonTerm(buf.Bytes())) // escape.go
+	return err
 }
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
@@ -89,8 +95,8 @@ func percent(done, total int) string {
 // printStatus writes a job's status for people.
 func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	tw := table(w)
-	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", st.ID, st.Name)
-	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, st.State), failedNote(st)) // failed.go
+	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", termText(st.ID), termText(st.Name))
+	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, termText(st.State)), failedNote(st)) // failed.go
 	fmt.Fprintf(tw, "Created:\t%s\n", a.clock(&st.Created))
 	fmt.Fprintf(tw, "Started:\t%s\n", a.clock(st.Started))
 	ended := a.clock(st.Ended)
@@ -103,7 +109,7 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 		if st.State == string(sm.JobPublishing) {
 			note = " (publishing: every stage completed; the job succeeds once the folder's _SUCCESS is written)"
 		}
-		fmt.Fprintf(tw, "Output:\t%s%s\n", st.Output, note)
+		fmt.Fprintf(tw, "Output:\t%s%s\n", termText(st.Output), note)
 	}
 	p := st.Progress
 	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
@@ -116,19 +122,21 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 			if l.Running >= l.Max {
 				full = " (full: tasks wait for a slot)"
 			}
-			fmt.Fprintf(tw, "Limit (%s):\t%d of %d running%s\n", l.Kind, l.Running, l.Max, full)
+			fmt.Fprintf(tw, "Limit (%s):\t%d of %d running%s\n", termText(l.Kind), l.Running, l.Max, full)
 		}
 	}
-	if st.Error != "" {
-		fmt.Fprintf(tw, "Error:\t%s\n", st.Error)
-	}
 	if st.Manifest != "" {
-		fmt.Fprintf(tw, "Manifest:\t%s\n", st.Manifest)
+		fmt.Fprintf(tw, "Manifest:\t%s\n", termText(st.Manifest))
 	}
 	if st.DataDeleted != nil {
 		fmt.Fprintf(tw, "Data:\tdeleted %s (its outputs are gone)\n", a.clock(st.DataDeleted))
 	}
 	tw.Flush()
+	if st.Error != "" {
+		// Outside the table: a multi-line error's lines would set its
+		// column's width.
+		fmt.Fprintf(w, "Error: %s\n", termBlock(st.Error, "  "))
+	}
 	fmt.Fprintln(w)
 	tw = table(w)
 	fmt.Fprintln(tw, "STAGE\tSTATE\tDONE\tATTEMPTS\tFAILURES\tRECORDS IN\tRECORDS OUT\tRATE\tETA\tTOOK")
@@ -137,22 +145,23 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 		if s.Started != nil && s.Ended != nil {
 			took = elapsed(*s.Started, s.Ended)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, a.paint(s.State, s.State), s.Committed, s.Total,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", termText(s.Name), a.paint(s.State, termText(s.State)), s.Committed, s.Total,
 			s.Attempts, s.Failures, count(s.RecordsIn), count(s.RecordsOut), rate(s.TasksPerSec), a.eta(s.ETA), took)
 	}
 	tw.Flush()
 	for _, s := range st.Stages {
+		name := termText(s.Name)
 		if s.Error != "" {
-			fmt.Fprintf(w, "\nstage %s: %s\n", s.Name, s.Error)
+			fmt.Fprintf(w, "\nstage %s: %s\n", name, termBlock(s.Error, "  "))
 		}
 		if s.FailedTasks > 0 {
-			fmt.Fprintf(w, "\nstage %s: %d failed tasks tolerated (batchwork failed %s lists them)\n", s.Name, s.FailedTasks, st.ID)
+			fmt.Fprintf(w, "\nstage %s: %d failed tasks tolerated (batchwork failed %s lists them)\n", name, s.FailedTasks, termText(st.ID))
 		}
 		if s.BadRecords > 0 {
-			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", s.Name, count(s.BadRecords), st.ID)
+			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", name, count(s.BadRecords), termText(st.ID))
 		}
 		if c := s.Copies; c != nil {
-			fmt.Fprintf(w, "\nstage %s: speculative copies: %d launched, %d won, %d running\n", s.Name, c.Launched, c.Won, c.Running)
+			fmt.Fprintf(w, "\nstage %s: speculative copies: %d launched, %d won, %d running\n", name, c.Launched, c.Won, c.Running)
 		}
 	}
 }

@@ -51,6 +51,7 @@ own Batchwork tasks:
   job.json         a job spec running it over data/sample.txt
   infra/main.go    a CDK app deploying Batchwork with your executor (cdk.json)
   Makefile         make dev (run job.json locally), make test, make deploy (cdk deploy)
+  package.json     pins the CDK CLI the Makefile runs
   Dockerfile       the image for the Fargate executor, if you want one
   README.md
 
@@ -107,7 +108,7 @@ func runInit(ctx context.Context, a *app, args []string) int {
 Next:
   cd %s
   make dev       # run job.json on your machine (emulated AWS), print the results
-  make deploy    # deploy to your AWS account (cdk deploy; cdk bootstrap once first)
+  make deploy    # deploy to your AWS account (cdk deploy; make bootstrap once first)
 Your task is in main.go; README.md says more.
 `, dir)
 	return ExitOK

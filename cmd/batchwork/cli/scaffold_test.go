@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"go/format"
 	"os"
 	"path/filepath"
@@ -108,10 +109,31 @@ func TestInitWritesProject(t *testing.T) {
 	}
 	read("data/sample.txt")
 	makefile := string(read("Makefile"))
-	for _, rule := range []string{"dev:\n\t$(GO) tool batchwork dev", "deploy:\n\t$(CDK) deploy"} {
+	// The CDK CLI is the version package.json pins, as this repository's
+	// is, never whatever npx finds; synth prints no template.
+	for _, rule := range []string{"dev:\n\t$(GO) tool batchwork dev", "CDK := node_modules/.bin/cdk\n",
+		"synth: node_modules/go.mod\n\t$(CDK) synth --quiet", "deploy: node_modules/go.mod\n\t$(CDK) deploy"} {
 		if !strings.Contains(makefile, rule) {
 			t.Errorf("Makefile lacks %q", rule)
 		}
+	}
+	if strings.Contains(makefile, "npx") {
+		t.Error("Makefile runs npx: an unpinned CDK CLI")
+	}
+	var pkg, repoPkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if err := json.Unmarshal(read("package.json"), &pkg); err != nil {
+		t.Fatalf("package.json: %v", err)
+	}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(checkout, "package.json")), &repoPkg); err != nil {
+		t.Fatal(err)
+	}
+	if v := pkg.DevDependencies["aws-cdk"]; v == "" || v != repoPkg.DevDependencies["aws-cdk"] {
+		t.Errorf("package.json pins aws-cdk %q, want the repository's exact %q", v, repoPkg.DevDependencies["aws-cdk"])
+	}
+	if !strings.Contains(string(read(".gitignore")), "/node_modules/") {
+		t.Error(".gitignore does not ignore node_modules")
 	}
 	for _, f := range []string{"README.md", "Dockerfile", "cdk.json", ".gitignore"} {
 		read(f)
@@ -265,13 +287,14 @@ func TestFindEmulatorServers(t *testing.T) {
 }
 
 // TestExecutorEnv: dev's executor gets the runner's resources on the
-// emulator and the emulator's dummy credentials, never the user's AWS or
-// Batchwork settings.
+// emulator, the emulator's dummy credentials and the programs directory,
+// never the user's AWS or other Batchwork settings.
 func TestExecutorEnv(t *testing.T) {
 	r := &runner.Runner{Resources: provision.Resources{Table: "T", Bucket: "B",
 		Queues: control.Queues{High: "qh", Normal: "qn", Low: "ql", DLQ: "qd"}}}
 	emu := &emulator.Emulator{URL: "http://127.0.0.1:1", DynamoURL: "http://127.0.0.1:2", Region: "eu-west-1"}
-	env := executorEnv([]string{"HOME=/home/u", "AWS_PROFILE=prod", "AWS_SECRET_ACCESS_KEY=real", "BATCHWORK_ENDPOINT=https://x", "AWS_SESSION_TOKEN=tok"}, r, emu)
+	env := executorEnv([]string{"HOME=/home/u", "AWS_PROFILE=prod", "AWS_SECRET_ACCESS_KEY=real", "BATCHWORK_ENDPOINT=https://x", "AWS_SESSION_TOKEN=tok",
+		"BATCHWORK_EXEC_DIR=/elsewhere"}, r, emu, "/abs/programs")
 	got := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -282,6 +305,8 @@ func TestExecutorEnv(t *testing.T) {
 		"BATCHWORK_QUEUE_NORMAL": "qn", "BATCHWORK_QUEUE_LOW": "ql", "BATCHWORK_DLQ": "qd", "BATCHWORK_SLOTS": "4",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "eu-west-1",
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:2",
+		// The programs directory dev resolved (devExecDir), so exec stages run.
+		"BATCHWORK_EXEC_DIR": "/abs/programs",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -134,7 +134,7 @@ func (a *app) printSchedule(v control.ScheduleView) int {
 	if v.TimeZone != "" {
 		when += " (" + v.TimeZone + ")"
 	}
-	fmt.Fprintf(tw, "ID\t%s\nNAME\t%s\nWHEN\t%s\nSTATE\t%s\nOVERLAP\t%s\nCATCH-UP\t%s\n", v.ID, v.Name, when, state, v.Overlap, v.CatchUp)
+	fmt.Fprintf(tw, "ID\t%s\nNAME\t%s\nWHEN\t%s\nSTATE\t%s\nOVERLAP\t%s\nCATCH-UP\t%s\n", termText(v.ID), termText(v.Name), termText(when), state, termText(string(v.Overlap)), termText(string(v.CatchUp)))
 	if !v.Start.IsZero() {
 		fmt.Fprintf(tw, "START\t%s\n", a.clock(&v.Start))
 	}
@@ -143,7 +143,7 @@ func (a *app) printSchedule(v control.ScheduleView) int {
 	}
 	fmt.Fprintf(tw, "LAST FIRED\t%s\nNEXT\t%s\n", a.clock(v.LastFired), a.clock(v.Next))
 	if v.LastJobID != "" {
-		fmt.Fprintf(tw, "LAST JOB\t%s\n", v.LastJobID)
+		fmt.Fprintf(tw, "LAST JOB\t%s\n", termText(v.LastJobID))
 	}
 	tw.Flush()
 	return ExitOK
@@ -178,7 +178,7 @@ func scheduleList(ctx context.Context, a *app) int {
 		if zone == "" {
 			zone = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.ID, v.Name, v.Expression, zone, state, a.clock(v.Next))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termText(v.ID), termText(v.Name), termText(v.Expression), termText(zone), state, a.clock(v.Next))
 	}
 	tw.Flush()
 	return ExitOK
@@ -213,7 +213,7 @@ func scheduleRuns(ctx context.Context, a *app, id string) int {
 		if note == "" {
 			note = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.clock(&r.Scheduled), r.Action, a.clock(r.StartedAt), job, a.paint(status, status), note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.clock(&r.Scheduled), termText(r.Action), a.clock(r.StartedAt), termText(job), a.paint(status, termText(status)), oneLine(note, 200))
 	}
 	tw.Flush()
 	return ExitOK

@@ -55,9 +55,9 @@ func (a *app) watch(ctx context.Context, id string) int {
 // CI run shows, one line per change.
 func progressLine(st control.JobStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d/%d tasks", st.State, st.Progress.TasksDone, st.Progress.TasksTotal)
+	fmt.Fprintf(&b, "%s %d/%d tasks", termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
 	for _, s := range st.Stages {
-		fmt.Fprintf(&b, " | %s %s %d/%d", s.Name, s.State, s.Committed, s.Total)
+		fmt.Fprintf(&b, " | %s %s %d/%d", termText(s.Name), termText(s.State), s.Committed, s.Total)
 		if s.Failures > 0 {
 			fmt.Fprintf(&b, " (%d failed attempts)", s.Failures)
 		}
@@ -78,14 +78,14 @@ func (a *app) drawLive(st control.JobStatus, drawn int) int {
 		b.WriteByte('\n')
 	}
 	p := st.Progress
-	head := fmt.Sprintf("%s  %s  %s  %d/%d tasks", st.Name, st.ID, a.paint(st.State, st.State), p.TasksDone, p.TasksTotal)
+	head := fmt.Sprintf("%s  %s  %s  %d/%d tasks", termText(st.Name), termText(st.ID), a.paint(st.State, termText(st.State)), p.TasksDone, p.TasksTotal)
 	if st.State == "RUNNING" {
 		head += fmt.Sprintf("  %s  ETA %s", rate(p.TasksPerSec), a.eta(st.ETA))
 	}
 	line("%s", head)
 	width := 0
 	for _, s := range st.Stages {
-		width = max(width, len(s.Name))
+		width = max(width, len(termText(s.Name)))
 	}
 	for _, s := range st.Stages {
 		extra := ""
@@ -95,8 +95,8 @@ func (a *app) drawLive(st control.JobStatus, drawn int) int {
 		if s.Failures > 0 {
 			extra += fmt.Sprintf("  %d failed attempts", s.Failures)
 		}
-		line("  %-*s %s %6s  %s%s", width, s.Name, bar(s.Committed, s.Total, 30),
-			fmt.Sprintf("%d/%d", s.Committed, s.Total), a.paint(s.State, s.State), extra)
+		line("  %-*s %s %6s  %s%s", width, termText(s.Name), bar(s.Committed, s.Total, 30),
+			fmt.Sprintf("%d/%d", s.Committed, s.Total), a.paint(s.State, termText(s.State)), extra)
 	}
 	fmt.Fprint(a.env.Stdout, b.String())
 	return 1 + len(st.Stages)
@@ -107,11 +107,11 @@ func (a *app) printEnd(st control.JobStatus) {
 	if st.Ended != nil {
 		took = " in " + elapsed(st.Created, st.Ended)
 	}
-	fmt.Fprintf(a.env.Stdout, "Job %s %s%s\n", st.ID, a.paint(st.State, st.State), took)
+	fmt.Fprintf(a.env.Stdout, "Job %s %s%s\n", termText(st.ID), a.paint(st.State, termText(st.State)), took)
 	if st.Error != "" {
-		fmt.Fprintf(a.env.Stdout, "Error: %s\n", st.Error)
+		fmt.Fprintf(a.env.Stdout, "Error: %s\n", termBlock(st.Error, "  "))
 	}
 	if st.State == "SUCCEEDED" {
-		fmt.Fprintf(a.env.Stdout, "Outputs: batchwork result %s\n", st.ID)
+		fmt.Fprintf(a.env.Stdout, "Outputs: batchwork result %s\n", termText(st.ID))
 	}
 }
