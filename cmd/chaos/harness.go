@@ -155,6 +155,8 @@ type phase struct {
 	execs  []*proc
 	gen    int
 	starts []check.Start
+	// commits are the commits the executors logged, as they happened.
+	commits []check.Commit
 	// takeovers are the claims that took a dead executor's task over (the
 	// new attempt), from the control plane's log line: a claim even when
 	// its executor was killed before it started the task.
@@ -209,6 +211,17 @@ func (p *phase) onLine(l line) {
 		p.mu.Lock()
 		p.starts = append(p.starts, s)
 		p.claims[l.proc] = append(p.claims[l.proc], s)
+		p.mu.Unlock()
+	case "task committed":
+		// Every commit as it happens: a second commit of a task would
+		// overwrite the first's attempt in the task record.
+		cm, ok := parseCommit(l.fields)
+		if !ok {
+			return
+		}
+		cm.Proc = l.proc
+		p.mu.Lock()
+		p.commits = append(p.commits, cm)
 		p.mu.Unlock()
 	case "faults injected":
 		c, _ := l.fields["counts"].(map[string]any)
@@ -267,6 +280,16 @@ func parseStart(f map[string]any) (check.Start, bool) {
 		return check.Start{}, false
 	}
 	return check.Start{Job: job, Stage: num("stage"), Partition: num("partition"), Attempt: num("attempt"), At: time.UnixMilli(int64(at))}, true
+}
+
+func parseCommit(f map[string]any) (check.Commit, bool) {
+	job, ok := f["job_id"].(string)
+	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(f["time"]))
+	if _, hasAttempt := f["attempt"].(float64); !ok || !hasAttempt || err != nil {
+		return check.Commit{}, false
+	}
+	return check.Commit{Job: job, Stage: num("stage"), Partition: num("partition"), Attempt: num("attempt"), At: at}, true
 }
 
 // awsEnv points a child at the emulator, with test credentials.
@@ -677,7 +700,7 @@ func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err
 
 // checkInput pairs each chaos job with its fault-free twin.
 func (h *harness) checkInput(ref, chaos *phase) check.Input {
-	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Executors: chaos.executors,
+	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Commits: chaos.commits, Executors: chaos.executors,
 		// The executors trust a job state they read for this long.
 		StartGrace: control.DefaultJobStateTTL}
 	for i, j := range chaos.jobs {

@@ -12,7 +12,9 @@
 //     cancel was accepted; never FAILED, never still RUNNING (stuck);
 //   - every task holds exactly one committed attempt (SUCCEEDED with
 //     catt, 1 <= catt <= att <= mx) and that attempt was started by an
-//     executor; every completion counter equals its tasks minus its
+//     executor; no two attempts of a task reported a commit, and the
+//     attempt that did is the record's (a second commit would overwrite
+//     the first in the record, not in the executors' reports); every completion counter equals its tasks minus its
 //     commits (a double or lost count shows), and is zero for every
 //     completed stage; no stage started before its upstream completed;
 //   - the job manifest and the stage manifests of shuffle stages list
@@ -21,8 +23,8 @@
 //     the same stage, partition and part (shuffle parts as sorted lines:
 //     a map's emission order is not part of its result);
 //   - for a cancelled job: no attempt started, no stage started or
-//     completed and no job manifest written after the cancel was
-//     accepted.
+//     completed and no job or stage manifest written after the cancel
+//     was accepted.
 package check
 
 import (
@@ -72,6 +74,8 @@ type Input struct {
 	Chaos, Reference Deployment
 	Jobs             []Job
 	Starts           []Start
+	// Commits are the commits the executors reported as they happened.
+	Commits []Commit
 	// Executors names the executor processes by their liveness id (the
 	// task record's holder), for evidence.
 	Executors map[string]string
@@ -125,6 +129,8 @@ type Result struct {
 	// between the two, or its claim was lost to it (a lost response).
 	// Each one costs an attempt and a lease.
 	Unstarted []Attempt
+	// Commits counts the commits the executors reported.
+	Commits int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -177,13 +183,14 @@ func Run(ctx context.Context, in Input) (Result, error) {
 	}
 	c := &checker{
 		chaos: chaos, ref: ref,
-		chaosS3: store{s3c, in.Chaos.Bucket}, refS3: store{s3c, in.Reference.Bucket},
-		starts: map[attemptRef]Start{}, executors: in.Executors, startGrace: in.StartGrace,
+		chaosS3: newStore(s3c, in.Chaos.Bucket), refS3: newStore(s3c, in.Reference.Bucket),
+		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
 	for _, s := range in.Starts {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
+	c.addCommits(in.Commits)
 	for _, j := range in.Jobs {
 		if err := c.job(ctx, j); err != nil {
 			return c.res, fmt.Errorf("check job %s: %w", j.ID, err)
@@ -210,6 +217,7 @@ type checker struct {
 	chaos, ref     map[string]*jobRec
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
+	commits        map[string]map[taskID][]Commit // by job
 	executors      map[string]string
 	startGrace     time.Duration
 	res            Result
@@ -280,6 +288,7 @@ func (c *checker) job(ctx context.Context, j Job) error {
 		return nil
 	}
 	c.tasks(rec)
+	c.commitHistory(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
 	if j.Cancelled {
@@ -306,6 +315,7 @@ func (c *checker) endState(rec *jobRec, j Job) bool {
 		c.failWithEvidence("ended %s, want %s (error %q)", rec.State, want, rec.Err)
 	}
 	c.tasks(rec) // still worth knowing whether the records are sound
+	c.commitHistory(rec)
 	c.counters(rec)
 	return false
 }
@@ -489,6 +499,21 @@ func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
 	}
 	if ok && allCompleted(rec) {
 		c.res.FinishedCancels++
+	}
+	// A stage's manifest is written as it completes, for a running job
+	// only: a stage that did not complete before the cancel has none.
+	for i, sp := range rec.Spec.Stages {
+		if st := rec.Stages[i]; st != nil && st.State == Completed && !st.Ended.After(j.CancelAccepted) {
+			continue
+		}
+		key := stageManifestKey(j.ID, sp.Name)
+		ok, err := c.chaosS3.exists(ctx, key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.fail("cancelled job has a manifest %s of stage %s, which did not complete before the cancel", key, sp.Name)
+		}
 	}
 	return c.uncommitted(ctx, rec)
 }
