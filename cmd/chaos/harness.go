@@ -72,7 +72,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer lf.Close()
 	h := &harness{o: o, logw: &syncWriter{w: lf}, rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6368616f73))}
-	h.progress("building batchwork-local and batchwork-executor")
+	h.progress("building batchwork-local and the chaos executor")
 	if h.localBin, h.execBin, err = buildBinaries(ctx, filepath.Join(o.LogDir, "bin")); err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 	return nil
 }
 
-// startExecutor starts one batchwork-executor process for the run.
+// startExecutor starts one executor process (cmd/chaos/executor) for the run.
 func (h *harness) startExecutor(p *phase) (*proc, error) {
 	p.mu.Lock()
 	p.gen++
@@ -706,7 +706,7 @@ func (h *harness) checkInput(ref, chaos *phase) check.Input {
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
-			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind),
+			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind),
 		})
 	}
 	return in

@@ -252,6 +252,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "wall time\t%s\t%s\n", r.ChaosWall.Round(100*time.Millisecond), r.ReferenceWall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "tasks / attempts\t%d / %d\t\n", r.Check.Tasks, r.Check.Attempts)
+	fmt.Fprintf(tw, "tasks failed within their stage's toleratedFailures\t%d\t\n", r.Check.Tolerated)
 	fmt.Fprintf(tw, "commits reported as they happened\t%d (each task by one attempt, the one its record holds)\t\n", r.Check.Commits)
 	budget := "the examples' 3"
 	if o.MaxAttempts > 0 {

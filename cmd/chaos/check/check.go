@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -52,6 +53,9 @@ type Job struct {
 	// been applied by then.
 	Cancelled      bool
 	CancelAccepted time.Time
+	// WantError, when set, is part of the error the job must fail with
+	// (a job past its deadline), unless it was cancelled first.
+	WantError string
 	// Normalize, when set, rewrites an output of either run before the
 	// comparison (the diamond example writes its attempt number).
 	Normalize func([]byte) []byte
@@ -129,6 +133,9 @@ type Result struct {
 	// between the two, or its claim was lost to it (a lost response).
 	// Each one costs an attempt and a lease.
 	Unstarted []Attempt
+	// Tolerated counts the tasks that failed for good within their
+	// stage's toleratedFailures: not lost, and never in a manifest.
+	Tolerated int
 	// Commits counts the commits the executors reported.
 	Commits int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
@@ -291,8 +298,11 @@ func (c *checker) job(ctx context.Context, j Job) error {
 	c.commitHistory(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
-	if j.Cancelled {
+	switch {
+	case j.Cancelled:
 		return c.cancelled(ctx, rec, j)
+	case j.WantError != "":
+		return c.failedAsPlanned(ctx, rec, j)
 	}
 	return c.succeeded(ctx, rec, j)
 }
@@ -301,10 +311,15 @@ func (c *checker) job(ctx context.Context, j Job) error {
 // other checks (a stuck or failed job has nothing to compare).
 func (c *checker) endState(rec *jobRec, j Job) bool {
 	want := Succeeded
-	if j.Cancelled {
+	switch {
+	case j.Cancelled:
 		want = Cancelled
+	case j.WantError != "":
+		want = Failed
 	}
 	switch {
+	case rec.State == want && want == Failed && !strings.Contains(rec.Err, j.WantError):
+		c.failWithEvidence("FAILED with %q, want an error with %q", rec.Err, j.WantError)
 	case rec.State == want:
 		return true
 	case rec.State == Running:
@@ -372,23 +387,38 @@ func (c *checker) counters(rec *jobRec) {
 		}
 		// A shard counts its partitions, whether written or not: a task
 		// of a stage partitioned by count has no item until its claim.
+		// commits counts what counts a shard down: a commit, or a failure
+		// the stage tolerated.
 		tasks, commits := make([]int, st.Shards), make([]int, st.Shards)
 		for p := 0; p < st.Total; p++ {
 			tasks[shardOf(p, st.Shards)]++
 		}
+		tolerated := 0
 		for _, t := range st.Tasks {
 			if t.Partition < 0 || t.Partition >= st.Total {
 				c.fail("stage %s has an item for task %d, beyond its %d partitions", st.Name, t.Partition, st.Total)
 				continue
 			}
 			k := shardOf(t.Partition, st.Shards)
-			if t.State == Succeeded {
+			toleratedFail := t.State == Failed && t.Tolerated
+			if t.State == Succeeded || toleratedFail {
 				commits[k]++
 			}
-			if st.State == Completed && t.State != Succeeded {
+			if toleratedFail {
+				tolerated++
+			}
+			if st.State == Completed && t.State != Succeeded && !toleratedFail {
 				c.fail("stage %s COMPLETED but task %d is %s", st.Name, t.Partition, t.State)
 			}
 		}
+		var tol *tolerance
+		if st.Index < len(rec.Spec.Stages) {
+			tol = rec.Spec.Stages[st.Index].ToleratedFailures
+		}
+		if allowed := tol.allowed(st.Total); tolerated > allowed || tolerated != st.Tolerated {
+			c.fail("stage %s: %d tasks failed tolerated, the stage counts %d and allows %d", st.Name, tolerated, st.Tolerated, allowed)
+		}
+		c.res.Tolerated += tolerated
 		for k := 0; k < st.Shards; k++ {
 			cnt, ok := st.Counters[k]
 			switch {
@@ -513,6 +543,27 @@ func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
 		}
 		if ok {
 			c.fail("cancelled job has a manifest %s of stage %s, which did not complete before the cancel", key, sp.Name)
+		}
+	}
+	return c.uncommitted(ctx, rec)
+}
+
+// failedAsPlanned checks a job that had to fail (past its deadline)
+// published nothing: no job manifest, and no stage left running.
+func (c *checker) failedAsPlanned(ctx context.Context, rec *jobRec, j Job) error {
+	if rec.Manifest != "" {
+		c.fail("failed job has a manifest %s", rec.Manifest)
+	}
+	ok, err := c.chaosS3.exists(ctx, jobManifestKey(j.ID))
+	if err != nil {
+		return err
+	}
+	if ok {
+		c.fail("failed job has a job manifest object %s", jobManifestKey(j.ID))
+	}
+	for _, st := range rec.sortedStages() {
+		if st.State == Running {
+			c.fail("stage %s still RUNNING in a job that ended FAILED", st.Name)
 		}
 	}
 	return c.uncommitted(ctx, rec)

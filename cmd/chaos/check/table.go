@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,11 @@ const (
 	aExecutor  = "ex"
 	aKind      = "k"
 	aAt        = "at"
+	// A task that failed for good within its stage's toleratedFailures
+	// is FAILED with tol set, counted down on its shard (not in its done
+	// set), and counted in its stage's tfl.
+	aTaskTolerated  = "tol"
+	aStageTolerated = "tfl"
 )
 
 // States as the table spells them (statemachine/lifecycles.go).
@@ -76,9 +82,28 @@ type specDoc struct {
 }
 
 type specStage struct {
-	Name    string    `json:"name"`
-	After   []string  `json:"after"`
-	Shuffle *struct{} `json:"shuffle"`
+	Name              string     `json:"name"`
+	After             []string   `json:"after"`
+	Shuffle           *struct{}  `json:"shuffle"`
+	ToleratedFailures *tolerance `json:"toleratedFailures"`
+}
+
+// tolerance is a stage's toleratedFailures.
+type tolerance struct {
+	Count   int     `json:"count"`
+	Percent float64 `json:"percent"`
+}
+
+// allowed is how many of total tasks may fail for good: the product's
+// spec.Tolerance.Allowed (a floor of the percentage).
+func (t *tolerance) allowed(total int) int {
+	switch {
+	case t == nil:
+		return 0
+	case t.Percent > 0:
+		return int(int64(math.Round(t.Percent*1e6)) * int64(total) / 100e6)
+	}
+	return t.Count
 }
 
 // sinks are the stages no stage runs after: the job manifest lists theirs.
@@ -115,10 +140,12 @@ type stageRec struct {
 	Total        int
 	Shards       int
 	Materialized bool
-	Started      time.Time
-	Ended        time.Time
-	Tasks        map[int]*taskRec // by partition
-	Counters     map[int]*counterRec
+	// Tolerated counts the failed tasks the stage tolerated.
+	Tolerated int
+	Started   time.Time
+	Ended     time.Time
+	Tasks     map[int]*taskRec // by partition
+	Counters  map[int]*counterRec
 	// Ends are the attempt-end records by partition: evidence for a
 	// failed job, not checked.
 	Ends map[int][]attemptEnd
@@ -141,6 +168,8 @@ type taskRec struct {
 	Updated          time.Time
 	Err              string
 	Executor         string
+	// Tolerated: FAILED within the stage's toleratedFailures.
+	Tolerated bool
 }
 
 // counterRec is a completion counter: Done is the set of partitions it
@@ -248,6 +277,7 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		s := stage(strings.TrimPrefix(pk, pkJob), idx)
 		s.Name, s.State, s.Total, s.Shards = getS(it, aName), getS(it, aState), int(getN(it, aTotal)), int(getN(it, aShards))
 		s.Materialized, s.Started, s.Ended = getB(it, aMat), getT(it, aStarted), getT(it, aEnded)
+		s.Tolerated = int(getN(it, aStageTolerated))
 	case strings.HasPrefix(pk, pkTask):
 		id, idx, _, err := splitKey(pk, pkTask)
 		if err != nil {
@@ -260,7 +290,7 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		stage(id, idx).Tasks[part] = &taskRec{
 			Partition: part, State: getS(it, aState), Attempt: int(getN(it, aAttempt)), MaxAttempts: int(getN(it, aMax)),
 			CommittedAttempt: int(getN(it, aCommitAtt)), Outputs: int(getN(it, aOutputs)), Updated: getT(it, aUpdated),
-			Err: getS(it, aErr), Executor: getS(it, aExecutor),
+			Err: getS(it, aErr), Executor: getS(it, aExecutor), Tolerated: getB(it, aTaskTolerated),
 		}
 	case strings.HasPrefix(pk, pkCnt):
 		id, idx, shard, err := splitKey(pk, pkCnt)

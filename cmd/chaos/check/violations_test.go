@@ -40,6 +40,8 @@ type history struct {
 	starts  []Start
 	commits []Commit
 	job     Job
+	// refMutate, when set, changes the fault-free run's twin too.
+	refMutate func(*history)
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -65,15 +67,18 @@ func soundHistory(id string) *history {
 	return h
 }
 
-// reference is the fault-free run's twin of a sound history.
-func reference(id string) (*jobRec, memObjects) {
-	h := soundHistory(id)
-	return h.rec, h.objects
+// reference is the fault-free run's twin of a history.
+func (h *history) reference() (*jobRec, memObjects) {
+	r := soundHistory(h.job.Reference)
+	if h.refMutate != nil {
+		h.refMutate(r)
+	}
+	return r.rec, r.objects
 }
 
 func (h *history) check(t *testing.T) []Violation {
 	t.Helper()
-	refRec, refObjects := reference(h.job.Reference)
+	refRec, refObjects := h.reference()
 	c := &checker{
 		chaos: map[string]*jobRec{h.rec.ID: h.rec}, ref: map[string]*jobRec{refRec.ID: refRec},
 		chaosS3: store{objects: h.objects, bucket: "chaos"}, refS3: store{objects: refObjects, bucket: "ref"},
@@ -103,6 +108,32 @@ func (h *history) cancelAt(at time.Time) {
 	delete(h.objects, jobManifestKey(h.rec.ID))
 }
 
+// tolerate makes task 1 a failure its stage tolerated, of allowed.
+func (h *history) tolerate(allowed int) {
+	h.rec.Spec.Stages[0].ToleratedFailures = &tolerance{Count: allowed}
+	st := h.rec.Stages[0]
+	st.Tolerated = 1
+	tk := st.Tasks[1]
+	tk.State, tk.Tolerated, tk.CommittedAttempt, tk.Outputs = Failed, true, 0, 0
+	st.Counters[0].Done = []int{0}
+	h.commits = h.commits[:1]
+	delete(h.objects, outputKey(h.rec.ID, "map", 1, 1, 0))
+	h.objects[jobManifestKey(h.rec.ID)], _ = json.Marshal(manifest{Job: h.rec.ID, Outputs: []manifestOutput{
+		{Stage: "map", Partition: 0, Attempt: 1, Key: outputKey(h.rec.ID, "map", 0, 1, 0)}}})
+	// The fault-free run's twin had the same failure.
+	h.refMutate = func(r *history) { r.tolerate(allowed); r.refMutate = nil }
+}
+
+// failAt makes a job that must miss its deadline end FAILED with err,
+// its stage cancelled and no manifest.
+func (h *history) failAt(err string) {
+	h.job.WantError = "deadline exceeded"
+	h.rec.State, h.rec.Err, h.rec.Manifest = Failed, err, ""
+	st := h.rec.Stages[0]
+	st.State = Cancelled
+	delete(h.objects, jobManifestKey(h.rec.ID))
+}
+
 // TestCheckerSeesViolations feeds the checker histories that break each
 // rule it claims to check, and one that breaks none: a checker that
 // cannot fail proves nothing.
@@ -114,6 +145,11 @@ func TestCheckerSeesViolations(t *testing.T) {
 	}{
 		{"sound", func(*history) {}, ""},
 		{"sound cancel", func(h *history) { h.cancelAt(t0.Add(2500 * time.Millisecond)) }, ""},
+		{"sound tolerated failure", func(h *history) { h.tolerate(1) }, ""},
+		{"a failure beyond the tolerated", func(h *history) { h.tolerate(0) }, "1 tasks failed tolerated, the stage counts 1 and allows 0"},
+		{"sound deadline", func(h *history) { h.failAt("deadline exceeded") }, ""},
+		{"deadline job failed otherwise", func(h *history) { h.failAt("task a/1 failed: boom") }, `want an error with "deadline exceeded"`},
+		{"deadline job succeeded", func(h *history) { h.job.WantError = "deadline exceeded" }, "ended SUCCEEDED, want FAILED"},
 		{"two attempts committed one task", func(h *history) {
 			// Attempt 1 committed, its lease lapsed, attempt 2 committed
 			// over it: the record shows attempt 2 alone.
