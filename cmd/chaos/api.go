@@ -114,3 +114,22 @@ func (c *apiClient) cancel(ctx context.Context, id string) (accepted bool, at ti
 	}
 	return false, at, fmt.Errorf("cancel %s: %d %s", id, status, bytes.TrimSpace(out))
 }
+
+// deleteJob deletes an ended job and everything of it, calling again
+// while the control plane answers 202 (it stopped at its budget; a
+// repeat is safe). A 404 after a call whose answer was a retried 5xx
+// means the job is gone.
+func (c *apiClient) deleteJob(ctx context.Context, id string) error {
+	for range 100 {
+		status, out, err := c.do(ctx, http.MethodDelete, "/jobs/"+id, "", nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("delete %s: %w", id, err)
+		case status == http.StatusOK || status == http.StatusNotFound:
+			return nil
+		case status != http.StatusAccepted:
+			return fmt.Errorf("delete %s: %d %s", id, status, bytes.TrimSpace(out))
+		}
+	}
+	return fmt.Errorf("delete %s: still incomplete after 100 calls", id)
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/batchwork/batchwork/cmd/chaos/chaostasks"
 	"github.com/batchwork/batchwork/cmd/chaos/check"
 	"github.com/batchwork/batchwork/integration/emulator"
 	"github.com/batchwork/batchwork/shared/control"
@@ -190,6 +191,8 @@ type jobRun struct {
 	// cancelled: the cancel was accepted at cancelAt.
 	cancelled bool
 	cancelAt  time.Time
+	// deleted: the job was deleted once it ended.
+	deleted bool
 }
 
 // kill is one SIGKILL of an executor and the tasks it held then.
@@ -427,12 +430,46 @@ func (h *harness) execute(ctx context.Context, p *phase, works []workload) error
 	killsDone := make(chan error, 1)
 	go func() { killsDone <- h.killLoop(ctx, p, stopKills) }()
 	err := h.waitJobs(ctx, p, start)
+	if err == nil {
+		err = h.deleteJobs(ctx, p)
+	}
 	close(stopKills)
 	cancels.Wait()
 	if kerr := <-killsDone; err == nil {
 		err = kerr
 	}
 	return err
+}
+
+// deleteJobs deletes the ended jobs of the deletion workload, a few at
+// once, through the API of a control plane that injects faults into its
+// own requests, while executors are still being killed.
+func (h *harness) deleteJobs(ctx context.Context, p *phase) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(p.jobs))
+	sem := make(chan struct{}, 4)
+	for _, j := range p.jobs {
+		if j.w.Kind != chaostasks.KindDelete || j.state == "" || j.state == check.Running {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.api.deleteJob(ctx, j.id); err != nil {
+				errs <- fmt.Errorf("%s run: %w", p.name, err)
+				return
+			}
+			p.mu.Lock()
+			j.deleted = true
+			p.mu.Unlock()
+			h.note("deleted", "job_id", j.id)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(<-errs)
 }
 
 // planCancels picks the jobs to cancel and when, up front, so the run's
@@ -706,7 +743,7 @@ func (h *harness) checkInput(ref, chaos *phase) check.Input {
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
-			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind),
+			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
 		})
 	}
 	return in

@@ -1,6 +1,6 @@
 // Package chaostasks is the task function of the chaos workloads that
 // exercise the failure-tolerance mechanisms (tolerated failures, bad
-// records, speculation, deadlines) under kills and faults, and the specs
+// records, speculation, deadlines, deletion) under kills and faults, and the specs
 // that use it. Its outputs depend on the stage and partition alone, so
 // the chaos run's outputs can be compared with the fault-free run's.
 package chaostasks
@@ -68,11 +68,13 @@ const (
 	KindBadRecords  = "badrecords"
 	KindSpeculation = "speculation"
 	KindDeadline    = "deadline"
+	// KindDelete is a job the harness deletes once it ended.
+	KindDelete = "delete"
 )
 
 // Kinds are the workloads of this package, in the order a run cycles
 // through them.
-var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline}
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete}
 
 // DeadlineError is what a job past its deadline fails with.
 const DeadlineError = "deadline exceeded"
@@ -97,13 +99,15 @@ stages:
 `, name, Task, ParamReject, ParamReject, Task), nil
 	case KindSpeculation:
 		// Partition 0's first attempt straggles; once half its peers
-		// committed it gets a copy, which is quick.
+		// committed it gets a copy, which is quick. Longer than the
+		// sweep's first look at a running stage (the control plane's
+		// StartGrace, 30 s), which is where copies are launched.
 		return fmt.Appendf(nil, `name: %s
 stages:
   - name: a
     task: %s
     speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 1}
-    partitions: {count: 4, params: [{%s: 3s, %s: "yes"}, {}, {}, {}]}
+    partitions: {count: 4, params: [{%s: 40s, %s: "yes"}, {}, {}, {}]}
 `, name, Task, ParamSleep, ParamSleepFirst), nil
 	case KindDeadline:
 		// b never finishes within the job's deadline.
@@ -113,6 +117,12 @@ stages:
   - {name: a, task: %s, partitions: {count: 2}}
   - {name: b, task: %s, after: [a], partitions: {count: 2, params: [{%s: 10m}, {}]}}
 `, name, Task, Task, ParamSleep), nil
+	case KindDelete:
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, partitions: {count: 3}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, Task), nil
 	}
 	return nil, fmt.Errorf("chaostasks: no workload kind %q", kind)
 }

@@ -22,6 +22,10 @@
 //   - each output is byte-identical to the fault-free run's output of
 //     the same stage, partition and part (shuffle parts as sorted lines:
 //     a map's emission order is not part of its result);
+//   - for a job that must miss its deadline: FAILED with the deadline
+//     error, and no job manifest;
+//   - for a deleted job: no item of the table names it, no object is
+//     under its area;
 //   - for a cancelled job: no attempt started, no stage started or
 //     completed and no job or stage manifest written after the cancel
 //     was accepted.
@@ -53,6 +57,8 @@ type Job struct {
 	// been applied by then.
 	Cancelled      bool
 	CancelAccepted time.Time
+	// Deleted: the harness deleted the job once it ended.
+	Deleted bool
 	// WantError, when set, is part of the error the job must fail with
 	// (a job past its deadline), unless it was cancelled first.
 	WantError string
@@ -89,6 +95,10 @@ type Input struct {
 	// cancel applied broke the guard.
 	StartGrace time.Duration
 }
+
+// Deleted is the state Result.States counts deleted jobs in (the table
+// has no state for them: nothing is left).
+const Deleted = "DELETED"
 
 // Violation is one broken guarantee.
 type Violation struct {
@@ -180,7 +190,7 @@ func sortedLags(jobs map[string]*jobRec, ids []string) []time.Duration {
 func Run(ctx context.Context, in Input) (Result, error) {
 	db := dynamodb.NewFromConfig(in.AWS)
 	s3c := s3.NewFromConfig(in.AWS, func(o *s3.Options) { o.UsePathStyle = true })
-	chaos, err := scanTable(ctx, db, in.Chaos.Table)
+	chaos, keys, err := scanTableKeys(ctx, db, in.Chaos.Table)
 	if err != nil {
 		return Result{}, err
 	}
@@ -191,6 +201,7 @@ func Run(ctx context.Context, in Input) (Result, error) {
 	c := &checker{
 		chaos: chaos, ref: ref,
 		chaosS3: newStore(s3c, in.Chaos.Bucket), refS3: newStore(s3c, in.Reference.Bucket),
+		keys:   keys,
 		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
@@ -222,6 +233,7 @@ type attemptRef = Attempt
 
 type checker struct {
 	chaos, ref     map[string]*jobRec
+	keys           []string // every chaos item's "pk sk job"
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
 	commits        map[string]map[taskID][]Commit // by job
@@ -284,6 +296,9 @@ func (c *checker) taskEvidence(st *stageRec, t *taskRec) []string {
 
 func (c *checker) job(ctx context.Context, j Job) error {
 	c.cur = j
+	if j.Deleted {
+		return c.deleted(ctx, j)
+	}
 	rec, ok := c.chaos[j.ID]
 	c.rec = rec
 	if !ok || rec.State == "" {
@@ -546,6 +561,29 @@ func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
 		}
 	}
 	return c.uncommitted(ctx, rec)
+}
+
+// deleted checks a deleted job left nothing: no item of the table names
+// it, no object is under its area.
+func (c *checker) deleted(ctx context.Context, j Job) error {
+	c.res.States[Deleted]++
+	var left []string
+	for _, k := range c.keys {
+		if strings.Contains(k, j.ID) {
+			left = append(left, strings.TrimSpace(k))
+		}
+	}
+	if len(left) > 0 {
+		c.fail("deleted job left %d records: %s", len(left), strings.Join(left[:min(len(left), 5)], "; "))
+	}
+	objs, err := c.chaosS3.list(ctx, jobPrefix(j.ID))
+	if err != nil {
+		return err
+	}
+	if len(objs) > 0 {
+		c.fail("deleted job left %d objects: %s", len(objs), strings.Join(objs[:min(len(objs), 5)], "; "))
+	}
+	return nil
 }
 
 // failedAsPlanned checks a job that had to fail (past its deadline)

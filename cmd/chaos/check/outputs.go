@@ -32,6 +32,9 @@ func spread(partition int) string {
 	return fmt.Sprintf("%02x", h.Sum32()%256)
 }
 
+// jobPrefix is the area of everything of a job in the bucket.
+func jobPrefix(job string) string { return fmt.Sprintf("jobs/%s/", job) }
+
 func outputsPrefix(job string) string { return fmt.Sprintf("jobs/%s/out/", job) }
 
 func stageManifestKey(job, stage string) string {

@@ -24,8 +24,10 @@ const (
 	pkTask = "TASK#" // TASK#<job>#<stage>#<bucket>, sk <partition> (%06d)
 	pkCnt  = "CNT#"  // CNT#<job>#<stage>#<shard>, sk CNT
 	pkAtt  = "ATT#"  // ATT#<job>#<stage>#<bucket>, sk <partition>#<attempt>: how an attempt ended uncommitted
-	skJob  = "JOB"
-	skStg  = "STAGE#"
+	// pkOutbox is an event waiting to be published (shared/events).
+	pkOutbox = "OBX#"
+	skJob    = "JOB"
+	skStg    = "STAGE#"
 	// taskBucket is how many tasks share a task partition key.
 	taskBucket = 100
 
@@ -227,6 +229,17 @@ func DecodeJobState(it map[string]types.AttributeValue) (id, state string) {
 // chaos table is small (thousands of items), and a scan sees every item,
 // including any the control plane's own indexes would miss.
 func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[string]*jobRec, error) {
+	jobs, _, err := scanTableKeys(ctx, db, table)
+	return jobs, err
+}
+
+// scanTableKeys is scanTable that also returns every item's key and job
+// attribute ("pk sk job"), for records of kinds the checker does not
+// decode (indexes, idempotency records): what a deleted job must not
+// leave. Event outbox entries are left out: the sweep publishes and
+// deletes them.
+func scanTableKeys(ctx context.Context, db *dynamodb.Client, table string) (map[string]*jobRec, []string, error) {
+	var keys []string
 	jobs := map[string]*jobRec{}
 	job := func(id string) *jobRec {
 		j, ok := jobs[id]
@@ -249,15 +262,18 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[stri
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", table, err)
+			return nil, nil, fmt.Errorf("scan %s: %w", table, err)
 		}
 		for _, it := range page.Items {
+			if pk := getS(it, "pk"); !strings.HasPrefix(pk, pkOutbox) {
+				keys = append(keys, pk+" "+getS(it, "sk")+" "+getS(it, "job"))
+			}
 			if err := addItem(it, job, stage); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return jobs, nil
+	return jobs, keys, nil
 }
 
 func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage func(string, int) *stageRec) error {

@@ -40,6 +40,8 @@ type history struct {
 	starts  []Start
 	commits []Commit
 	job     Job
+	// keys are the table's other items ("pk sk job").
+	keys []string
 	// refMutate, when set, changes the fault-free run's twin too.
 	refMutate func(*history)
 }
@@ -79,8 +81,12 @@ func (h *history) reference() (*jobRec, memObjects) {
 func (h *history) check(t *testing.T) []Violation {
 	t.Helper()
 	refRec, refObjects := h.reference()
+	chaos := map[string]*jobRec{h.rec.ID: h.rec}
+	if h.job.Deleted {
+		chaos = map[string]*jobRec{}
+	}
 	c := &checker{
-		chaos: map[string]*jobRec{h.rec.ID: h.rec}, ref: map[string]*jobRec{refRec.ID: refRec},
+		chaos: chaos, keys: h.keys, ref: map[string]*jobRec{refRec.ID: refRec},
 		chaosS3: store{objects: h.objects, bucket: "chaos"}, refS3: store{objects: refObjects, bucket: "ref"},
 		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, startGrace: time.Second,
 		res: Result{States: map[string]int{}},
@@ -124,6 +130,14 @@ func (h *history) tolerate(allowed int) {
 	h.refMutate = func(r *history) { r.tolerate(allowed); r.refMutate = nil }
 }
 
+// deleteJob makes the job one the harness deleted, and deleted well:
+// nothing of it is left.
+func (h *history) deleteJob() {
+	h.job.Deleted = true
+	h.rec = &jobRec{ID: h.rec.ID}
+	h.objects = memObjects{}
+}
+
 // failAt makes a job that must miss its deadline end FAILED with err,
 // its stage cancelled and no manifest.
 func (h *history) failAt(err string) {
@@ -150,6 +164,15 @@ func TestCheckerSeesViolations(t *testing.T) {
 		{"sound deadline", func(h *history) { h.failAt("deadline exceeded") }, ""},
 		{"deadline job failed otherwise", func(h *history) { h.failAt("task a/1 failed: boom") }, `want an error with "deadline exceeded"`},
 		{"deadline job succeeded", func(h *history) { h.job.WantError = "deadline exceeded" }, "ended SUCCEEDED, want FAILED"},
+		{"sound deletion", func(h *history) { h.deleteJob() }, ""},
+		{"deletion left a record", func(h *history) {
+			h.deleteJob()
+			h.keys = []string{"IDX#chaos 2026-11-29#j1 ", "JOB#j2 JOB "}
+		}, "deleted job left 1 records: IDX#chaos 2026-11-29#j1"},
+		{"deletion left an object", func(h *history) {
+			h.deleteJob()
+			h.objects[outputKey("j1", "map", 0, 1, 0)] = []byte("output 0\n")
+		}, "deleted job left 1 objects"},
 		{"two attempts committed one task", func(h *history) {
 			// Attempt 1 committed, its lease lapsed, attempt 2 committed
 			// over it: the record shows attempt 2 alone.
