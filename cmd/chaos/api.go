@@ -133,3 +133,17 @@ func (c *apiClient) deleteJob(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("delete %s: still incomplete after 100 calls", id)
 }
+
+// redrive redrives a FAILED job. The body names the redrives the caller
+// saw (none), the request's token: a retry after a lost answer finds the
+// job redriven past it and does not redrive it again.
+func (c *apiClient) redrive(ctx context.Context, id string) error {
+	status, out, err := c.do(ctx, http.MethodPost, "/jobs/"+id+"/redrive", "", []byte(`{"redrives":0}`))
+	switch {
+	case err != nil:
+		return fmt.Errorf("redrive %s: %w", id, err)
+	case status != http.StatusOK:
+		return fmt.Errorf("redrive %s: %d %s", id, status, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -193,6 +193,8 @@ type jobRun struct {
 	cancelAt  time.Time
 	// deleted: the job was deleted once it ended.
 	deleted bool
+	// redriven: the job failed and was redriven.
+	redriven bool
 }
 
 // kill is one SIGKILL of an executor and the tasks it held then.
@@ -685,6 +687,11 @@ func (h *harness) waitJobs(ctx context.Context, p *phase, start time.Time) error
 		if err != nil {
 			return err
 		}
+		redriven, err := h.redriveFailed(ctx, p)
+		if err != nil {
+			return err
+		}
+		running += redriven
 		if running == 0 {
 			p.wall = time.Since(start)
 			h.progress("%s run: every job ended after %s", p.name, p.wall.Round(time.Millisecond))
@@ -705,6 +712,25 @@ func (h *harness) waitJobs(ctx context.Context, p *phase, start time.Time) error
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// redriveFailed redrives the jobs of the redrive workload that failed and
+// were not redriven yet, and returns how many it redrove: running again.
+// A job cancelled before it failed is left alone.
+func (h *harness) redriveFailed(ctx context.Context, p *phase) (int, error) {
+	n := 0
+	for _, j := range p.jobs {
+		if j.w.Kind != chaostasks.KindRedrive || j.state != check.Failed || j.redriven {
+			continue
+		}
+		if err := p.api.redrive(ctx, j.id); err != nil {
+			return n, fmt.Errorf("%s run: %w", p.name, err)
+		}
+		j.redriven, j.state = true, ""
+		h.note("redriven", "job_id", j.id)
+		n++
+	}
+	return n, nil
 }
 
 // refreshStates reads the state of every job not known to have ended.

@@ -27,6 +27,9 @@ type Report struct {
 	// ended.
 	ChaosWall, ReferenceWall time.Duration
 	Kills                    int
+	// Redriven counts the chaos run's jobs that failed as planned and
+	// were redriven.
+	Redriven int
 	// Faults sums every process's last report by kind and by service.
 	Faults, FaultsByService map[string]int
 	Recovery                Recovery
@@ -95,6 +98,9 @@ func (h *harness) report(ref, chaos *phase, res check.Result) *Report {
 	}
 	for i, j := range chaos.jobs {
 		r.Kinds[j.w.Kind]++
+		if j.redriven {
+			r.Redriven++
+		}
 		st := ref.jobs[i].state
 		if ref.jobs[i].deleted {
 			st = deleted
@@ -265,6 +271,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintf(tw, "jobs %s\t%d\t%d\n", name, r.Chaos[st], r.Reference[st])
 	}
+	fmt.Fprintf(tw, "jobs redriven after they failed\t%d\t\n", r.Redriven)
 	fmt.Fprintf(tw, "wall time\t%s\t%s\n", r.ChaosWall.Round(100*time.Millisecond), r.ReferenceWall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "tasks / attempts\t%d / %d\t\n", r.Check.Tasks, r.Check.Attempts)
 	fmt.Fprintf(tw, "tasks failed within their stage's toleratedFailures\t%d\t\n", r.Check.Tolerated)

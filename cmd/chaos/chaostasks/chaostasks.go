@@ -20,7 +20,8 @@ const Task = "chaos.step"
 
 // Partition parameters the function obeys.
 const (
-	// ParamFail "permanent": the task fails for good on every attempt.
+	// ParamFail "permanent": the task fails for good on every attempt;
+	// "first": on its first attempt only (a redrive's attempt succeeds).
 	ParamFail = "fail"
 	// ParamReject n: the task rejects n records as bad, then commits.
 	ParamReject = "reject"
@@ -40,7 +41,7 @@ func Register(reg *batchwork.Registry) {
 }
 
 func run(ctx context.Context, t *batchwork.Task) error {
-	if t.Params[ParamFail] == "permanent" {
+	if f := t.Params[ParamFail]; f == "permanent" || (f == "first" && t.Attempt == 1) {
 		return batchwork.Permanent(ErrFailsForGood)
 	}
 	if d, err := time.ParseDuration(t.Params[ParamSleep]); err == nil && d > 0 && (t.Params[ParamSleepFirst] == "" || t.Attempt == 1) {
@@ -70,11 +71,14 @@ const (
 	KindDeadline    = "deadline"
 	// KindDelete is a job the harness deletes once it ended.
 	KindDelete = "delete"
+	// KindRedrive is a job that fails, and that the harness redrives to
+	// success.
+	KindRedrive = "redrive"
 )
 
 // Kinds are the workloads of this package, in the order a run cycles
 // through them.
-var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete}
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete, KindRedrive}
 
 // DeadlineError is what a job past its deadline fails with.
 const DeadlineError = "deadline exceeded"
@@ -98,16 +102,19 @@ stages:
   - {name: b, task: %s, after: [a], partitions: {count: 2}}
 `, name, Task, ParamReject, ParamReject, Task), nil
 	case KindSpeculation:
-		// Partition 0's first attempt straggles; once half its peers
-		// committed it gets a copy, which is quick. Longer than the
-		// sweep's first look at a running stage (the control plane's
-		// StartGrace, 30 s), which is where copies are launched.
+		// Partition 0's first attempt straggles. The stage records its
+		// commits' durations for speculation under faults and kills, but
+		// gets no copy within a chaos run: copies are launched by the
+		// sweep, whose first look at a materialized stage comes the
+		// control plane's CheckEvery (1 min, not settable on the local
+		// runner or the executors) later, and a straggler that long
+		// would double the run.
 		return fmt.Appendf(nil, `name: %s
 stages:
   - name: a
     task: %s
     speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 1}
-    partitions: {count: 4, params: [{%s: 40s, %s: "yes"}, {}, {}, {}]}
+    partitions: {count: 4, params: [{%s: 3s, %s: "yes"}, {}, {}, {}]}
 `, name, Task, ParamSleep, ParamSleepFirst), nil
 	case KindDeadline:
 		// b never finishes within the job's deadline.
@@ -117,6 +124,14 @@ stages:
   - {name: a, task: %s, partitions: {count: 2}}
   - {name: b, task: %s, after: [a], partitions: {count: 2, params: [{%s: 10m}, {}]}}
 `, name, Task, Task, ParamSleep), nil
+	case KindRedrive:
+		// a/1 fails for good on its first attempt, which fails the job
+		// (after a's other tasks committed); its redrive runs it again.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, partitions: {count: 3, params: [{}, {%s: first}, {}]}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, ParamFail, Task), nil
 	case KindDelete:
 		return fmt.Appendf(nil, `name: %s
 stages:
