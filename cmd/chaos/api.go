@@ -114,3 +114,36 @@ func (c *apiClient) cancel(ctx context.Context, id string) (accepted bool, at ti
 	}
 	return false, at, fmt.Errorf("cancel %s: %d %s", id, status, bytes.TrimSpace(out))
 }
+
+// deleteJob deletes an ended job and everything of it, calling again
+// while the control plane answers 202 (it stopped at its budget; a
+// repeat is safe). A 404 after a call whose answer was a retried 5xx
+// means the job is gone.
+func (c *apiClient) deleteJob(ctx context.Context, id string) error {
+	for range 100 {
+		status, out, err := c.do(ctx, http.MethodDelete, "/jobs/"+id, "", nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("delete %s: %w", id, err)
+		case status == http.StatusOK || status == http.StatusNotFound:
+			return nil
+		case status != http.StatusAccepted:
+			return fmt.Errorf("delete %s: %d %s", id, status, bytes.TrimSpace(out))
+		}
+	}
+	return fmt.Errorf("delete %s: still incomplete after 100 calls", id)
+}
+
+// redrive redrives a FAILED job. The body names the redrives the caller
+// saw (none), the request's token: a retry after a lost answer finds the
+// job redriven past it and does not redrive it again.
+func (c *apiClient) redrive(ctx context.Context, id string) error {
+	status, out, err := c.do(ctx, http.MethodPost, "/jobs/"+id+"/redrive", "", []byte(`{"redrives":0}`))
+	switch {
+	case err != nil:
+		return fmt.Errorf("redrive %s: %w", id, err)
+	case status != http.StatusOK:
+		return fmt.Errorf("redrive %s: %d %s", id, status, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -40,8 +40,8 @@ func TestChaos(t *testing.T) {
 	if len(rep.Violations) > 0 {
 		t.Fatalf("%d violations (seed %d); logs in %s", len(rep.Violations), o.Seed, dir)
 	}
-	if rep.Kills == 0 || rep.Check.Compared == 0 {
-		t.Fatalf("the run proved nothing: %d kills, %d outputs compared", rep.Kills, rep.Check.Compared)
+	if rep.Kills == 0 || rep.Check.Compared == 0 || rep.Check.Commits == 0 {
+		t.Fatalf("the run proved nothing: %d kills, %d outputs compared, %d commits reported", rep.Kills, rep.Check.Compared, rep.Check.Commits)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/batchwork/batchwork/cmd/chaos/chaostasks"
 	"github.com/batchwork/batchwork/cmd/chaos/check"
 	"github.com/batchwork/batchwork/integration/emulator"
 	"github.com/batchwork/batchwork/shared/control"
@@ -72,7 +73,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer lf.Close()
 	h := &harness{o: o, logw: &syncWriter{w: lf}, rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x6368616f73))}
-	h.progress("building batchwork-local and batchwork-executor")
+	h.progress("building batchwork-local and the chaos executor")
 	if h.localBin, h.execBin, err = buildBinaries(ctx, filepath.Join(o.LogDir, "bin")); err != nil {
 		return nil, err
 	}
@@ -155,6 +156,8 @@ type phase struct {
 	execs  []*proc
 	gen    int
 	starts []check.Start
+	// commits are the commits the executors logged, as they happened.
+	commits []check.Commit
 	// takeovers are the claims that took a dead executor's task over (the
 	// new attempt), from the control plane's log line: a claim even when
 	// its executor was killed before it started the task.
@@ -188,6 +191,10 @@ type jobRun struct {
 	// cancelled: the cancel was accepted at cancelAt.
 	cancelled bool
 	cancelAt  time.Time
+	// deleted: the job was deleted once it ended.
+	deleted bool
+	// redriven: the job failed and was redriven.
+	redriven bool
 }
 
 // kill is one SIGKILL of an executor and the tasks it held then.
@@ -209,6 +216,17 @@ func (p *phase) onLine(l line) {
 		p.mu.Lock()
 		p.starts = append(p.starts, s)
 		p.claims[l.proc] = append(p.claims[l.proc], s)
+		p.mu.Unlock()
+	case "task committed":
+		// Every commit as it happens: a second commit of a task would
+		// overwrite the first's attempt in the task record.
+		cm, ok := parseCommit(l.fields)
+		if !ok {
+			return
+		}
+		cm.Proc = l.proc
+		p.mu.Lock()
+		p.commits = append(p.commits, cm)
 		p.mu.Unlock()
 	case "faults injected":
 		c, _ := l.fields["counts"].(map[string]any)
@@ -267,6 +285,16 @@ func parseStart(f map[string]any) (check.Start, bool) {
 		return check.Start{}, false
 	}
 	return check.Start{Job: job, Stage: num("stage"), Partition: num("partition"), Attempt: num("attempt"), At: time.UnixMilli(int64(at))}, true
+}
+
+func parseCommit(f map[string]any) (check.Commit, bool) {
+	job, ok := f["job_id"].(string)
+	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(f["time"]))
+	if _, hasAttempt := f["attempt"].(float64); !ok || !hasAttempt || err != nil {
+		return check.Commit{}, false
+	}
+	return check.Commit{Job: job, Stage: num("stage"), Partition: num("partition"), Attempt: num("attempt"), At: at}, true
 }
 
 // awsEnv points a child at the emulator, with test credentials.
@@ -349,7 +377,7 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 	return nil
 }
 
-// startExecutor starts one batchwork-executor process for the run.
+// startExecutor starts one executor process (cmd/chaos/executor) for the run.
 func (h *harness) startExecutor(p *phase) (*proc, error) {
 	p.mu.Lock()
 	p.gen++
@@ -404,12 +432,46 @@ func (h *harness) execute(ctx context.Context, p *phase, works []workload) error
 	killsDone := make(chan error, 1)
 	go func() { killsDone <- h.killLoop(ctx, p, stopKills) }()
 	err := h.waitJobs(ctx, p, start)
+	if err == nil {
+		err = h.deleteJobs(ctx, p)
+	}
 	close(stopKills)
 	cancels.Wait()
 	if kerr := <-killsDone; err == nil {
 		err = kerr
 	}
 	return err
+}
+
+// deleteJobs deletes the ended jobs of the deletion workload, a few at
+// once, through the API of a control plane that injects faults into its
+// own requests, while executors are still being killed.
+func (h *harness) deleteJobs(ctx context.Context, p *phase) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(p.jobs))
+	sem := make(chan struct{}, 4)
+	for _, j := range p.jobs {
+		if j.w.Kind != chaostasks.KindDelete || j.state == "" || j.state == check.Running {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := p.api.deleteJob(ctx, j.id); err != nil {
+				errs <- fmt.Errorf("%s run: %w", p.name, err)
+				return
+			}
+			p.mu.Lock()
+			j.deleted = true
+			p.mu.Unlock()
+			h.note("deleted", "job_id", j.id)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(<-errs)
 }
 
 // planCancels picks the jobs to cancel and when, up front, so the run's
@@ -625,6 +687,11 @@ func (h *harness) waitJobs(ctx context.Context, p *phase, start time.Time) error
 		if err != nil {
 			return err
 		}
+		redriven, err := h.redriveFailed(ctx, p)
+		if err != nil {
+			return err
+		}
+		running += redriven
 		if running == 0 {
 			p.wall = time.Since(start)
 			h.progress("%s run: every job ended after %s", p.name, p.wall.Round(time.Millisecond))
@@ -645,6 +712,25 @@ func (h *harness) waitJobs(ctx context.Context, p *phase, start time.Time) error
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// redriveFailed redrives the jobs of the redrive workload that failed and
+// were not redriven yet, and returns how many it redrove: running again.
+// A job cancelled before it failed is left alone.
+func (h *harness) redriveFailed(ctx context.Context, p *phase) (int, error) {
+	n := 0
+	for _, j := range p.jobs {
+		if j.w.Kind != chaostasks.KindRedrive || j.state != check.Failed || j.redriven {
+			continue
+		}
+		if err := p.api.redrive(ctx, j.id); err != nil {
+			return n, fmt.Errorf("%s run: %w", p.name, err)
+		}
+		j.redriven, j.state = true, ""
+		h.note("redriven", "job_id", j.id)
+		n++
+	}
+	return n, nil
 }
 
 // refreshStates reads the state of every job not known to have ended.
@@ -677,13 +763,13 @@ func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err
 
 // checkInput pairs each chaos job with its fault-free twin.
 func (h *harness) checkInput(ref, chaos *phase) check.Input {
-	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Executors: chaos.executors,
+	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Commits: chaos.commits, Executors: chaos.executors,
 		// The executors trust a job state they read for this long.
 		StartGrace: control.DefaultJobStateTTL}
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
-			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind),
+			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
 		})
 	}
 	return in

@@ -1,16 +1,22 @@
 // Command chaos proves Batchwork's failure guarantees under faults: on the
 // local emulator it runs a mix of jobs (word count, the diamond and the
-// join DAG) twice on separate deployments, once fault-free, and once with
-// every process injecting AWS faults (throttles, transaction conflicts,
-// lost responses), an executor process SIGKILLed and replaced about once
-// a second, and a few jobs cancelled mid-run. Then an independent checker
-// (package check), which reads only the table and the bucket, verifies
-// that every job ended as it should, that each task committed exactly
-// once and every counter adds up, that manifests list only committed
-// attempts, and that every output is byte-identical to the fault-free
-// run's. It prints a table (jobs, kills, faults by kind, wall times, the
-// time a killed executor's tasks took to be claimed again) and exits 1 on
-// any violation.
+// join DAG, and workloads of tolerated failures, bad records,
+// speculation, a deadline, deletion and redrive: cmd/chaos/chaostasks)
+// twice on separate deployments, once fault-free, and once with every
+// process injecting AWS faults (throttles, 500/503s, transaction
+// conflicts on transactions and single-item writes,
+// TransactionInProgress, lost responses, SQS messages delivered to two
+// executors at once), an executor process SIGKILLed and replaced about
+// once a second, and a few jobs cancelled mid-run. Then an independent
+// checker (package check), which reads only the table, the bucket and
+// the executors' reports of their claims and commits, verifies that
+// every job ended as it should, that each task committed exactly once
+// (by the commits reported as they happened, which a second commit
+// cannot overwrite) and every counter adds up, that manifests list only
+// committed attempts, and that every output is byte-identical to the
+// fault-free run's. It prints a table (jobs, kills, faults by kind, wall
+// times, the time a killed executor's tasks took to be claimed again)
+// and exits 1 on any violation.
 //
 //	go run ./cmd/chaos            # 100 jobs (make chaos)
 //	go run ./cmd/chaos -small     # 10 jobs
@@ -43,7 +49,7 @@ func main() {
 	flag.IntVar(&o.Executors, "executors", o.Executors, "executor processes")
 	flag.IntVar(&o.Slots, "slots", o.Slots, "slots per executor process (BATCHWORK_SLOTS)")
 	flag.DurationVar(&o.KillEvery, "kill-every", o.KillEvery, "SIGKILL a random executor this often (0: never)")
-	flag.StringVar(&o.Faults, "faults", o.Faults, `BATCHWORK_FAULTS of every process in the chaos run ("chaos": 5% throttled, 1% of transactions conflict, 1% of responses lost; "off": none)`)
+	flag.StringVar(&o.Faults, "faults", o.Faults, `BATCHWORK_FAULTS of every process in the chaos run ("chaos": throttles, 5xx, transaction conflicts on transactions and single-item writes, TransactionInProgress, lost responses, SQS messages delivered twice at once (internal/faults.Chaos); "off": none)`)
 	flag.DurationVar(&o.Lease, "lease", o.Lease, "task lease in every spec")
 	flag.IntVar(&o.MaxAttempts, "max-attempts", o.MaxAttempts, "retry.maxAttempts in every spec (0: the examples' own, 3); see the README on why not 3")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long each run's jobs may take to end; a job still running then is stuck")

@@ -16,19 +16,20 @@ import (
 	"time"
 )
 
-// buildBinaries builds batchwork-local and batchwork-executor into dir,
-// from the module this command belongs to.
+// buildBinaries builds batchwork-local and the chaos executor
+// (batchwork-executor with the chaos workloads' task) into dir, from the
+// module this command belongs to.
 func buildBinaries(ctx context.Context, dir string) (local, executor string, err error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/batchwork-local", "./cmd/batchwork-executor")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/batchwork-local", "./cmd/chaos/executor")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("go build the binaries: %w\n%s", err, out)
 	}
-	return filepath.Join(dir, "batchwork-local"), filepath.Join(dir, "batchwork-executor"), nil
+	return filepath.Join(dir, "batchwork-local"), filepath.Join(dir, "executor"), nil
 }
 
 func moduleRoot(ctx context.Context) (string, error) {

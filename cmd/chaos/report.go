@@ -27,6 +27,9 @@ type Report struct {
 	// ended.
 	ChaosWall, ReferenceWall time.Duration
 	Kills                    int
+	// Redriven counts the chaos run's jobs that failed as planned and
+	// were redriven.
+	Redriven int
 	// Faults sums every process's last report by kind and by service.
 	Faults, FaultsByService map[string]int
 	Recovery                Recovery
@@ -41,6 +44,9 @@ type Report struct {
 	Violations []string
 }
 
+// deleted is the state the checker counts a deleted job in.
+const deleted = check.Deleted
+
 // Recovery is how long the tasks a killed executor held took to be
 // claimed again.
 type Recovery struct {
@@ -52,6 +58,8 @@ type Recovery struct {
 	Times, Started []time.Duration
 	// Not reclaimed: the dead executor's commit had applied anyway (its
 	// request was in flight), the job was cancelled, or neither.
+	// JobCancelled counts the tasks of jobs that ended first: cancelled,
+	// or failed as planned (a deadline).
 	CommittedInFlight, JobCancelled int
 	NotReclaimed                    []string
 	// Slow names the reclaims that took over SlowRecovery, for a look
@@ -90,7 +98,14 @@ func (h *harness) report(ref, chaos *phase, res check.Result) *Report {
 	}
 	for i, j := range chaos.jobs {
 		r.Kinds[j.w.Kind]++
-		r.Reference[ref.jobs[i].state]++
+		if j.redriven {
+			r.Redriven++
+		}
+		st := ref.jobs[i].state
+		if ref.jobs[i].deleted {
+			st = deleted
+		}
+		r.Reference[st]++
 	}
 	for _, counts := range chaos.faults {
 		for k, n := range counts {
@@ -174,9 +189,12 @@ func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 		}
 		return first
 	}
+	// A job that ended without succeeding (cancelled, or failed as its
+	// workload planned: past its deadline) leaves its tasks where they
+	// were: nothing claims them again.
 	cancelled := map[string]bool{}
 	for _, j := range p.jobs {
-		cancelled[j.id] = j.cancelled
+		cancelled[j.id] = j.cancelled || (wantError(j.w.Kind) != "" && j.state == check.Failed)
 	}
 	var r Recovery
 	var unknown []check.TaskState
@@ -243,15 +261,21 @@ func (r *Report) Print(w io.Writer) {
 		o.Jobs, counts(r.Kinds), o.Executors, o.Slots, o.Faults, o.KillEvery, o.Lease, o.Seed)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\tchaos run\tfault-free run\n")
-	for _, st := range []string{check.Succeeded, check.Failed, check.Cancelled, check.Running} {
+	for _, st := range []string{check.Succeeded, check.Failed, check.Cancelled, deleted, check.Running} {
 		name := strings.ToLower(st)
-		if st == check.Running {
+		switch st {
+		case check.Running:
 			name = "stuck (RUNNING)"
+		case deleted:
+			name = "deleted once ended"
 		}
 		fmt.Fprintf(tw, "jobs %s\t%d\t%d\n", name, r.Chaos[st], r.Reference[st])
 	}
+	fmt.Fprintf(tw, "jobs redriven after they failed\t%d\t\n", r.Redriven)
 	fmt.Fprintf(tw, "wall time\t%s\t%s\n", r.ChaosWall.Round(100*time.Millisecond), r.ReferenceWall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "tasks / attempts\t%d / %d\t\n", r.Check.Tasks, r.Check.Attempts)
+	fmt.Fprintf(tw, "tasks failed within their stage's toleratedFailures\t%d\t\n", r.Check.Tolerated)
+	fmt.Fprintf(tw, "commits reported as they happened\t%d (each task by one attempt, the one its record holds)\t\n", r.Check.Commits)
 	budget := "the examples' 3"
 	if o.MaxAttempts > 0 {
 		budget = fmt.Sprint(o.MaxAttempts)
@@ -264,7 +288,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(tw, "tasks held by killed executors\t%d\t\n", rc.Held)
 	fmt.Fprintf(tw, "recovery, kill to next claim\t%s\t\n", spread(rc.Times))
 	fmt.Fprintf(tw, "  kill to next started attempt\t%s\t\n", spread(rc.Started))
-	fmt.Fprintf(tw, "  not reclaimed\t%d committed in flight, %d job cancelled, %d other\t\n", rc.CommittedInFlight, rc.JobCancelled, len(rc.NotReclaimed))
+	fmt.Fprintf(tw, "  not reclaimed\t%d committed in flight, %d job cancelled or past its deadline, %d other\t\n", rc.CommittedInFlight, rc.JobCancelled, len(rc.NotReclaimed))
 	fmt.Fprintf(tw, "last commit to job end\t%s\t%s\n", spread(r.Check.EndLag), spread(r.Check.ReferenceEndLag))
 	fmt.Fprintf(tw, "outputs byte-identical to the fault-free run\t%d compared\t\n", r.Check.Compared)
 	fmt.Fprintf(tw, "uncommitted attempt outputs (in no manifest)\t%d\t\n", r.Check.Uncommitted)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/batchwork/batchwork/cmd/chaos/chaostasks"
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
@@ -46,7 +47,7 @@ const (
 
 // workload is one job of the run: the same spec in both runs.
 type workload struct {
-	Kind string // wordcount, diamond, join
+	Kind string // wordcount, diamond, join, or a chaostasks kind
 	Name string
 	Spec []byte
 }
@@ -58,26 +59,36 @@ type settings struct {
 	MaxAttempts int
 }
 
-// workloads builds n jobs, cycling through the three examples and the
-// three priorities (every ready queue carries work), each with the run's
+// kinds are the workloads a run cycles through: the three examples, then
+// the failure-tolerance mechanisms (chaostasks).
+var kinds = append([]string{"wordcount", "diamond", "join"}, chaostasks.Kinds...)
+
+// workloads builds n jobs, cycling through the kinds and the three
+// priorities (every ready queue carries work), each with the run's
 // settings.
 func workloads(n int, bucket string, set settings) ([]workload, error) {
 	priorities := []string{"normal", "high", "low"}
 	out := make([]workload, 0, n)
 	for i := range n {
-		prio := priorities[(i/3)%3]
+		prio := priorities[(i/len(kinds))%3]
 		var w workload
 		var err error
-		switch i % 3 {
-		case 0:
+		switch k := kinds[i%len(kinds)]; k {
+		default:
+			w.Kind, w.Name = k, fmt.Sprintf("%s-%03d", k, i)
+			var spec []byte
+			if spec, err = chaostasks.Spec(k, w.Name); err == nil {
+				w.Spec = withYAML(spec, set, prio)
+			}
+		case "wordcount":
 			w.Kind, w.Name = "wordcount", fmt.Sprintf("wordcount-%03d", i)
 			// inputs:<path>: each run's deployment reads the corpus from
 			// its own bucket's inputs area (the same spec in both runs).
 			w.Spec, err = withJSON(wordcount.Spec(w.Name, inputShorthand, splitSize, reducers), set, prio)
-		case 1:
+		case "diamond":
 			w.Kind, w.Name = "diamond", fmt.Sprintf("diamond-%03d", i)
 			w.Spec = withYAML(diamond.Spec(w.Name, diamondWidth), set, prio)
-		case 2:
+		case "join":
 			w.Kind, w.Name = "join", fmt.Sprintf("join-%03d", i)
 			w.Spec = withYAML(join.Spec(w.Name, joinMaps, joinSides, joinPartition), set, prio)
 		}
@@ -110,6 +121,15 @@ func withJSON(spec []byte, set settings, priority string) ([]byte, error) {
 		doc["retry"] = map[string]any{"maxAttempts": set.MaxAttempts, "backoff": "1s"}
 	}
 	return json.Marshal(doc)
+}
+
+// wantError is the error a job of kind must fail with; "" for a job that
+// must succeed.
+func wantError(kind string) string {
+	if kind == chaostasks.KindDeadline {
+		return chaostasks.DeadlineError
+	}
+	return ""
 }
 
 // normalizer says how to compare a kind's outputs across runs: the

@@ -86,7 +86,7 @@ const (
 )
 
 // Kinds lists the kinds of fault.
-var Kinds = []Kind{Conflict, Throttle, ServerError, Lost, InProgress}
+var Kinds = []Kind{Conflict, Throttle, ServerError, Lost, InProgress, Duplicate}
 
 // Rule says which attempts get which fault.
 type Rule struct {
@@ -226,6 +226,7 @@ type Injector struct {
 	counts map[string]int
 	total  int
 	seq    int // numbers the injected responses' request IDs
+	dup    duplicates
 }
 
 type ruleState struct {
@@ -368,6 +369,7 @@ func (i *Injector) Install(cfg *aws.Config) {
 	if i == nil || cfg == nil {
 		return
 	}
+	i.installDuplicates(*cfg)
 	cfg.APIOptions = append(cfg.APIOptions, i.apiOption)
 }
 
@@ -386,6 +388,9 @@ func (i *Injector) apiOption(st *middleware.Stack) error {
 		if err := st.Initialize.Add(capture, middleware.After); err != nil {
 			return fmt.Errorf("faults: add input capture: %w", err)
 		}
+	}
+	if err := i.duplicateStep(st); err != nil {
+		return fmt.Errorf("faults: add duplicate delivery: %w", err)
 	}
 	// Last in the Deserialize step is innermost: below the operation
 	// deserializer and the response error wrapper, where the HTTP client
@@ -444,8 +449,8 @@ func (i *Injector) decide(svc, op string, input any) (fault, bool) {
 		if !matchPattern(r.Service, svc) || !matchPattern(r.Operation, op) {
 			continue
 		}
-		if len(variants(r.Kind, svc, op, r.Code)) == 0 && r.Kind != Lost {
-			continue
+		if r.Kind == Duplicate || (len(variants(r.Kind, svc, op, r.Code)) == 0 && r.Kind != Lost) {
+			continue // Duplicate fires after the operation: duplicateStep
 		}
 		if r.Match != nil && !r.Match(op, input) {
 			continue

@@ -15,15 +15,26 @@ const (
 	EnvSeed  = "BATCHWORK_FAULTS_SEED"
 )
 
-// Chaos returns the preset for chaos runs: 5% of attempts throttled, 1%
-// of transactions conflicting and 1% of successful responses lost. Rules
-// fire first-match in this order, so the rates are of the attempts the
-// rules before left alone.
+// Chaos returns the preset for chaos runs, every fault AWS produces that
+// the injector models: 5% of attempts throttled; 1% answered 500 or 503;
+// 1% of transactions cancelled by a conflict; 1% of single-item writes
+// refused by a transaction in flight on their item
+// (TransactionConflictException); 0.5% of transactions answered
+// TransactionInProgressException; 1% of successful responses lost; and
+// 2% of received SQS messages delivered again at once to the next
+// receiver. Rules fire first-match in this order, so the rates are of the
+// attempts the rules before left alone.
 func Chaos() []Rule {
 	return []Rule{
 		{Kind: Throttle, Rate: 0.05},
+		{Kind: ServerError, Rate: 0.01},
 		{Service: "DynamoDB", Operation: opTransactWrite, Kind: Conflict, Rate: 0.01},
+		// UpdateItem, PutItem and DeleteItem (*Item's other matches have
+		// no conflict and are skipped).
+		{Service: "DynamoDB", Operation: "*Item", Kind: Conflict, Rate: 0.01},
+		{Service: "DynamoDB", Operation: opTransactWrite, Kind: InProgress, Rate: 0.005},
 		{Kind: Lost, Rate: 0.01},
+		{Service: "SQS", Operation: opReceive, Kind: Duplicate, Rate: 0.02},
 	}
 }
 

@@ -17,7 +17,8 @@ func TestParse(t *testing.T) {
 		{"DynamoDB.TransactWriteItems:conflict=1#1", "DynamoDB.TransactWriteItems:conflict=1#1"},
 		{"*.Transact*:inprogress=0.2", "*.Transact*:inprogress=0.2"},
 		{"dynamodb:5XX=0,", "dynamodb:5xx=0"},
-		{"chaos", "throttle=0.05, DynamoDB.TransactWriteItems:conflict=0.01, lost=0.01"},
+		{"chaos", "throttle=0.05, 5xx=0.01, DynamoDB.TransactWriteItems:conflict=0.01, DynamoDB.*Item:conflict=0.01, DynamoDB.TransactWriteItems:inprogress=0.005, lost=0.01, SQS.ReceiveMessage:duplicate=0.02"},
+		{"SQS:duplicate=0.1", "SQS:duplicate=0.1"},
 	} {
 		rules, err := Parse(tc.in)
 		if err != nil {

@@ -128,6 +128,9 @@ func applies(r Rule) bool {
 	if r.Kind == Lost {
 		return r.Code == ""
 	}
+	if r.Kind == Duplicate {
+		return r.Code == "" && matchPattern(r.Service, "SQS") && matchPattern(r.Operation, opReceive)
+	}
 	for _, svc := range Services {
 		if !matchPattern(r.Service, svc) {
 			continue
@@ -157,6 +160,8 @@ func scopeText(kind Kind) string {
 		return "DynamoDB TransactWriteItems (TransactionCanceledException) and UpdateItem, PutItem, DeleteItem (TransactionConflictException)"
 	case InProgress:
 		return "DynamoDB TransactWriteItems"
+	case Duplicate:
+		return "SQS ReceiveMessage, without a code"
 	}
 	var parts []string
 	for _, svc := range Services {

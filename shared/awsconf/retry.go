@@ -2,6 +2,7 @@ package awsconf
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,8 +27,9 @@ const (
 )
 
 // NewRetryer is the control plane's retryer: the SDK's standard retry
-// rules (throttling, 5xx, connection errors, TransactionInProgress), more
-// attempts, a quicker backoff, and no client-side retry quota: under
+// rules (throttling, 5xx, connection errors, TransactionInProgress) and
+// DynamoDB's TransactionConflictException (a single-item write refused
+// by a transaction in flight on its item applied nothing), more attempts, a quicker backoff, and no client-side retry quota: under
 // sustained throttling the quota would refuse retries outright, failing
 // requests that one more try would have carried.
 func NewRetryer() aws.Retryer {
@@ -36,6 +38,7 @@ func NewRetryer() aws.Retryer {
 		o.MaxBackoff = RetryMaxBackoff
 		o.Backoff = backoff{base: RetryBaseBackoff, max: RetryMaxBackoff}
 		o.RateLimiter = ratelimit.None
+		o.Retryables = append(slices.Clone(o.Retryables), retry.RetryableErrorCode{Codes: map[string]struct{}{"TransactionConflictException": {}}})
 	})
 }
 

@@ -12,7 +12,9 @@
 //     cancel was accepted; never FAILED, never still RUNNING (stuck);
 //   - every task holds exactly one committed attempt (SUCCEEDED with
 //     catt, 1 <= catt <= att <= mx) and that attempt was started by an
-//     executor; every completion counter equals its tasks minus its
+//     executor; no two attempts of a task reported a commit, and the
+//     attempt that did is the record's (a second commit would overwrite
+//     the first in the record, not in the executors' reports); every completion counter equals its tasks minus its
 //     commits (a double or lost count shows), and is zero for every
 //     completed stage; no stage started before its upstream completed;
 //   - the job manifest and the stage manifests of shuffle stages list
@@ -20,9 +22,13 @@
 //   - each output is byte-identical to the fault-free run's output of
 //     the same stage, partition and part (shuffle parts as sorted lines:
 //     a map's emission order is not part of its result);
+//   - for a job that must miss its deadline: FAILED with the deadline
+//     error, and no job manifest;
+//   - for a deleted job: no item of the table names it, no object is
+//     under its area;
 //   - for a cancelled job: no attempt started, no stage started or
-//     completed and no job manifest written after the cancel was
-//     accepted.
+//     completed and no job or stage manifest written after the cancel
+//     was accepted.
 package check
 
 import (
@@ -30,6 +36,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,6 +57,11 @@ type Job struct {
 	// been applied by then.
 	Cancelled      bool
 	CancelAccepted time.Time
+	// Deleted: the harness deleted the job once it ended.
+	Deleted bool
+	// WantError, when set, is part of the error the job must fail with
+	// (a job past its deadline), unless it was cancelled first.
+	WantError string
 	// Normalize, when set, rewrites an output of either run before the
 	// comparison (the diamond example writes its attempt number).
 	Normalize func([]byte) []byte
@@ -72,6 +84,8 @@ type Input struct {
 	Chaos, Reference Deployment
 	Jobs             []Job
 	Starts           []Start
+	// Commits are the commits the executors reported as they happened.
+	Commits []Commit
 	// Executors names the executor processes by their liveness id (the
 	// task record's holder), for evidence.
 	Executors map[string]string
@@ -81,6 +95,10 @@ type Input struct {
 	// cancel applied broke the guard.
 	StartGrace time.Duration
 }
+
+// Deleted is the state Result.States counts deleted jobs in (the table
+// has no state for them: nothing is left).
+const Deleted = "DELETED"
 
 // Violation is one broken guarantee.
 type Violation struct {
@@ -125,6 +143,11 @@ type Result struct {
 	// between the two, or its claim was lost to it (a lost response).
 	// Each one costs an attempt and a lease.
 	Unstarted []Attempt
+	// Tolerated counts the tasks that failed for good within their
+	// stage's toleratedFailures: not lost, and never in a manifest.
+	Tolerated int
+	// Commits counts the commits the executors reported.
+	Commits int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -167,7 +190,7 @@ func sortedLags(jobs map[string]*jobRec, ids []string) []time.Duration {
 func Run(ctx context.Context, in Input) (Result, error) {
 	db := dynamodb.NewFromConfig(in.AWS)
 	s3c := s3.NewFromConfig(in.AWS, func(o *s3.Options) { o.UsePathStyle = true })
-	chaos, err := scanTable(ctx, db, in.Chaos.Table)
+	chaos, keys, err := scanTableKeys(ctx, db, in.Chaos.Table)
 	if err != nil {
 		return Result{}, err
 	}
@@ -177,13 +200,15 @@ func Run(ctx context.Context, in Input) (Result, error) {
 	}
 	c := &checker{
 		chaos: chaos, ref: ref,
-		chaosS3: store{s3c, in.Chaos.Bucket}, refS3: store{s3c, in.Reference.Bucket},
-		starts: map[attemptRef]Start{}, executors: in.Executors, startGrace: in.StartGrace,
+		chaosS3: newStore(s3c, in.Chaos.Bucket), refS3: newStore(s3c, in.Reference.Bucket),
+		keys:   keys,
+		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
 	for _, s := range in.Starts {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
+	c.addCommits(in.Commits)
 	for _, j := range in.Jobs {
 		if err := c.job(ctx, j); err != nil {
 			return c.res, fmt.Errorf("check job %s: %w", j.ID, err)
@@ -208,8 +233,10 @@ type attemptRef = Attempt
 
 type checker struct {
 	chaos, ref     map[string]*jobRec
+	keys           []string // every chaos item's "pk sk job"
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
+	commits        map[string]map[taskID][]Commit // by job
 	executors      map[string]string
 	startGrace     time.Duration
 	res            Result
@@ -269,6 +296,9 @@ func (c *checker) taskEvidence(st *stageRec, t *taskRec) []string {
 
 func (c *checker) job(ctx context.Context, j Job) error {
 	c.cur = j
+	if j.Deleted {
+		return c.deleted(ctx, j)
+	}
 	rec, ok := c.chaos[j.ID]
 	c.rec = rec
 	if !ok || rec.State == "" {
@@ -280,10 +310,14 @@ func (c *checker) job(ctx context.Context, j Job) error {
 		return nil
 	}
 	c.tasks(rec)
+	c.commitHistory(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
-	if j.Cancelled {
+	switch {
+	case j.Cancelled:
 		return c.cancelled(ctx, rec, j)
+	case j.WantError != "":
+		return c.failedAsPlanned(ctx, rec, j)
 	}
 	return c.succeeded(ctx, rec, j)
 }
@@ -292,10 +326,15 @@ func (c *checker) job(ctx context.Context, j Job) error {
 // other checks (a stuck or failed job has nothing to compare).
 func (c *checker) endState(rec *jobRec, j Job) bool {
 	want := Succeeded
-	if j.Cancelled {
+	switch {
+	case j.Cancelled:
 		want = Cancelled
+	case j.WantError != "":
+		want = Failed
 	}
 	switch {
+	case rec.State == want && want == Failed && !strings.Contains(rec.Err, j.WantError):
+		c.failWithEvidence("FAILED with %q, want an error with %q", rec.Err, j.WantError)
 	case rec.State == want:
 		return true
 	case rec.State == Running:
@@ -306,6 +345,7 @@ func (c *checker) endState(rec *jobRec, j Job) bool {
 		c.failWithEvidence("ended %s, want %s (error %q)", rec.State, want, rec.Err)
 	}
 	c.tasks(rec) // still worth knowing whether the records are sound
+	c.commitHistory(rec)
 	c.counters(rec)
 	return false
 }
@@ -362,23 +402,38 @@ func (c *checker) counters(rec *jobRec) {
 		}
 		// A shard counts its partitions, whether written or not: a task
 		// of a stage partitioned by count has no item until its claim.
+		// commits counts what counts a shard down: a commit, or a failure
+		// the stage tolerated.
 		tasks, commits := make([]int, st.Shards), make([]int, st.Shards)
 		for p := 0; p < st.Total; p++ {
 			tasks[shardOf(p, st.Shards)]++
 		}
+		tolerated := 0
 		for _, t := range st.Tasks {
 			if t.Partition < 0 || t.Partition >= st.Total {
 				c.fail("stage %s has an item for task %d, beyond its %d partitions", st.Name, t.Partition, st.Total)
 				continue
 			}
 			k := shardOf(t.Partition, st.Shards)
-			if t.State == Succeeded {
+			toleratedFail := t.State == Failed && t.Tolerated
+			if t.State == Succeeded || toleratedFail {
 				commits[k]++
 			}
-			if st.State == Completed && t.State != Succeeded {
+			if toleratedFail {
+				tolerated++
+			}
+			if st.State == Completed && t.State != Succeeded && !toleratedFail {
 				c.fail("stage %s COMPLETED but task %d is %s", st.Name, t.Partition, t.State)
 			}
 		}
+		var tol *tolerance
+		if st.Index < len(rec.Spec.Stages) {
+			tol = rec.Spec.Stages[st.Index].ToleratedFailures
+		}
+		if allowed := tol.allowed(st.Total); tolerated > allowed || tolerated != st.Tolerated {
+			c.fail("stage %s: %d tasks failed tolerated, the stage counts %d and allows %d", st.Name, tolerated, st.Tolerated, allowed)
+		}
+		c.res.Tolerated += tolerated
 		for k := 0; k < st.Shards; k++ {
 			cnt, ok := st.Counters[k]
 			switch {
@@ -489,6 +544,65 @@ func (c *checker) cancelled(ctx context.Context, rec *jobRec, j Job) error {
 	}
 	if ok && allCompleted(rec) {
 		c.res.FinishedCancels++
+	}
+	// A stage's manifest is written as it completes, for a running job
+	// only: a stage that did not complete before the cancel has none.
+	for i, sp := range rec.Spec.Stages {
+		if st := rec.Stages[i]; st != nil && st.State == Completed && !st.Ended.After(j.CancelAccepted) {
+			continue
+		}
+		key := stageManifestKey(j.ID, sp.Name)
+		ok, err := c.chaosS3.exists(ctx, key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.fail("cancelled job has a manifest %s of stage %s, which did not complete before the cancel", key, sp.Name)
+		}
+	}
+	return c.uncommitted(ctx, rec)
+}
+
+// deleted checks a deleted job left nothing: no item of the table names
+// it, no object is under its area.
+func (c *checker) deleted(ctx context.Context, j Job) error {
+	c.res.States[Deleted]++
+	var left []string
+	for _, k := range c.keys {
+		if strings.Contains(k, j.ID) {
+			left = append(left, strings.TrimSpace(k))
+		}
+	}
+	if len(left) > 0 {
+		c.fail("deleted job left %d records: %s", len(left), strings.Join(left[:min(len(left), 5)], "; "))
+	}
+	objs, err := c.chaosS3.list(ctx, jobPrefix(j.ID))
+	if err != nil {
+		return err
+	}
+	if len(objs) > 0 {
+		c.fail("deleted job left %d objects: %s", len(objs), strings.Join(objs[:min(len(objs), 5)], "; "))
+	}
+	return nil
+}
+
+// failedAsPlanned checks a job that had to fail (past its deadline)
+// published nothing: no job manifest, and no stage left running.
+func (c *checker) failedAsPlanned(ctx context.Context, rec *jobRec, j Job) error {
+	if rec.Manifest != "" {
+		c.fail("failed job has a manifest %s", rec.Manifest)
+	}
+	ok, err := c.chaosS3.exists(ctx, jobManifestKey(j.ID))
+	if err != nil {
+		return err
+	}
+	if ok {
+		c.fail("failed job has a job manifest object %s", jobManifestKey(j.ID))
+	}
+	for _, st := range rec.sortedStages() {
+		if st.State == Running {
+			c.fail("stage %s still RUNNING in a job that ended FAILED", st.Name)
+		}
 	}
 	return c.uncommitted(ctx, rec)
 }

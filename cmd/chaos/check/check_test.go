@@ -35,6 +35,9 @@ func TestLayoutMatchesTheProduct(t *testing.T) {
 	if got, want := stageManifestKey("j1", "map"), blob.StageManifestKey("j1", "map"); got != want {
 		t.Errorf("stageManifestKey = %s, blob.StageManifestKey = %s", got, want)
 	}
+	if got, want := jobPrefix("j1"), blob.JobPrefix("j1"); got != want {
+		t.Errorf("jobPrefix = %s, blob.JobPrefix = %s", got, want)
+	}
 	if got, want := jobManifestKey("j1"), blob.JobManifestKey("j1"); got != want {
 		t.Errorf("jobManifestKey = %s, blob.JobManifestKey = %s", got, want)
 	}

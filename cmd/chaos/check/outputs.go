@@ -32,6 +32,9 @@ func spread(partition int) string {
 	return fmt.Sprintf("%02x", h.Sum32()%256)
 }
 
+// jobPrefix is the area of everything of a job in the bucket.
+func jobPrefix(job string) string { return fmt.Sprintf("jobs/%s/", job) }
+
 func outputsPrefix(job string) string { return fmt.Sprintf("jobs/%s/out/", job) }
 
 func stageManifestKey(job, stage string) string {
@@ -93,15 +96,36 @@ type slot struct {
 	Partition, Part int
 }
 
-// store reads one bucket.
+// store reads one bucket through its objects: S3 in a run, a map in the
+// checker's own tests, so that a test can hand it a violation.
 type store struct {
+	objects objects
+	bucket  string
+}
+
+// objects is what the checker reads of a bucket.
+type objects interface {
+	// get returns an object's bytes, or an error wrapping errNoObject.
+	get(ctx context.Context, key string) ([]byte, error)
+	// list returns every key under prefix.
+	list(ctx context.Context, prefix string) ([]string, error)
+}
+
+// s3Objects reads a bucket on S3.
+type s3Objects struct {
 	s3     *s3.Client
 	bucket string
 }
 
 var errNoObject = errors.New("no such object")
 
-func (s store) get(ctx context.Context, key string) ([]byte, error) {
+func (s store) get(ctx context.Context, key string) ([]byte, error) { return s.objects.get(ctx, key) }
+
+func (s store) list(ctx context.Context, prefix string) ([]string, error) {
+	return s.objects.list(ctx, prefix)
+}
+
+func (s s3Objects) get(ctx context.Context, key string) ([]byte, error) {
 	out, err := s.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	var nk *s3types.NoSuchKey
 	if errors.As(err, &nk) {
@@ -158,8 +182,7 @@ func (s store) manifest(ctx context.Context, key string) (manifest, error) {
 	return m, nil
 }
 
-// list returns every key under prefix.
-func (s store) list(ctx context.Context, prefix string) ([]string, error) {
+func (s s3Objects) list(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
 	p := s3.NewListObjectsV2Paginator(s.s3, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
@@ -232,4 +255,8 @@ func shuffleParts(b []byte) [][]byte {
 		out = append(out, b[s:e])
 	}
 	return out
+}
+
+func newStore(cli *s3.Client, bucket string) store {
+	return store{objects: s3Objects{s3: cli, bucket: bucket}, bucket: bucket}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,8 +24,10 @@ const (
 	pkTask = "TASK#" // TASK#<job>#<stage>#<bucket>, sk <partition> (%06d)
 	pkCnt  = "CNT#"  // CNT#<job>#<stage>#<shard>, sk CNT
 	pkAtt  = "ATT#"  // ATT#<job>#<stage>#<bucket>, sk <partition>#<attempt>: how an attempt ended uncommitted
-	skJob  = "JOB"
-	skStg  = "STAGE#"
+	// pkOutbox is an event waiting to be published (shared/events).
+	pkOutbox = "OBX#"
+	skJob    = "JOB"
+	skStg    = "STAGE#"
 	// taskBucket is how many tasks share a task partition key.
 	taskBucket = 100
 
@@ -47,6 +50,11 @@ const (
 	aExecutor  = "ex"
 	aKind      = "k"
 	aAt        = "at"
+	// A task that failed for good within its stage's toleratedFailures
+	// is FAILED with tol set, counted down on its shard (not in its done
+	// set), and counted in its stage's tfl.
+	aTaskTolerated  = "tol"
+	aStageTolerated = "tfl"
 )
 
 // States as the table spells them (statemachine/lifecycles.go).
@@ -76,9 +84,28 @@ type specDoc struct {
 }
 
 type specStage struct {
-	Name    string    `json:"name"`
-	After   []string  `json:"after"`
-	Shuffle *struct{} `json:"shuffle"`
+	Name              string     `json:"name"`
+	After             []string   `json:"after"`
+	Shuffle           *struct{}  `json:"shuffle"`
+	ToleratedFailures *tolerance `json:"toleratedFailures"`
+}
+
+// tolerance is a stage's toleratedFailures.
+type tolerance struct {
+	Count   int     `json:"count"`
+	Percent float64 `json:"percent"`
+}
+
+// allowed is how many of total tasks may fail for good: the product's
+// spec.Tolerance.Allowed (a floor of the percentage).
+func (t *tolerance) allowed(total int) int {
+	switch {
+	case t == nil:
+		return 0
+	case t.Percent > 0:
+		return int(int64(math.Round(t.Percent*1e6)) * int64(total) / 100e6)
+	}
+	return t.Count
 }
 
 // sinks are the stages no stage runs after: the job manifest lists theirs.
@@ -115,10 +142,12 @@ type stageRec struct {
 	Total        int
 	Shards       int
 	Materialized bool
-	Started      time.Time
-	Ended        time.Time
-	Tasks        map[int]*taskRec // by partition
-	Counters     map[int]*counterRec
+	// Tolerated counts the failed tasks the stage tolerated.
+	Tolerated int
+	Started   time.Time
+	Ended     time.Time
+	Tasks     map[int]*taskRec // by partition
+	Counters  map[int]*counterRec
 	// Ends are the attempt-end records by partition: evidence for a
 	// failed job, not checked.
 	Ends map[int][]attemptEnd
@@ -141,6 +170,8 @@ type taskRec struct {
 	Updated          time.Time
 	Err              string
 	Executor         string
+	// Tolerated: FAILED within the stage's toleratedFailures.
+	Tolerated bool
 }
 
 // counterRec is a completion counter: Done is the set of partitions it
@@ -198,6 +229,17 @@ func DecodeJobState(it map[string]types.AttributeValue) (id, state string) {
 // chaos table is small (thousands of items), and a scan sees every item,
 // including any the control plane's own indexes would miss.
 func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[string]*jobRec, error) {
+	jobs, _, err := scanTableKeys(ctx, db, table)
+	return jobs, err
+}
+
+// scanTableKeys is scanTable that also returns every item's key and job
+// attribute ("pk sk job"), for records of kinds the checker does not
+// decode (indexes, idempotency records): what a deleted job must not
+// leave. Event outbox entries are left out: the sweep publishes and
+// deletes them.
+func scanTableKeys(ctx context.Context, db *dynamodb.Client, table string) (map[string]*jobRec, []string, error) {
+	var keys []string
 	jobs := map[string]*jobRec{}
 	job := func(id string) *jobRec {
 		j, ok := jobs[id]
@@ -220,15 +262,18 @@ func scanTable(ctx context.Context, db *dynamodb.Client, table string) (map[stri
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", table, err)
+			return nil, nil, fmt.Errorf("scan %s: %w", table, err)
 		}
 		for _, it := range page.Items {
+			if pk := getS(it, "pk"); !strings.HasPrefix(pk, pkOutbox) {
+				keys = append(keys, pk+" "+getS(it, "sk")+" "+getS(it, "job"))
+			}
 			if err := addItem(it, job, stage); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return jobs, nil
+	return jobs, keys, nil
 }
 
 func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage func(string, int) *stageRec) error {
@@ -248,6 +293,7 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		s := stage(strings.TrimPrefix(pk, pkJob), idx)
 		s.Name, s.State, s.Total, s.Shards = getS(it, aName), getS(it, aState), int(getN(it, aTotal)), int(getN(it, aShards))
 		s.Materialized, s.Started, s.Ended = getB(it, aMat), getT(it, aStarted), getT(it, aEnded)
+		s.Tolerated = int(getN(it, aStageTolerated))
 	case strings.HasPrefix(pk, pkTask):
 		id, idx, _, err := splitKey(pk, pkTask)
 		if err != nil {
@@ -260,7 +306,7 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		stage(id, idx).Tasks[part] = &taskRec{
 			Partition: part, State: getS(it, aState), Attempt: int(getN(it, aAttempt)), MaxAttempts: int(getN(it, aMax)),
 			CommittedAttempt: int(getN(it, aCommitAtt)), Outputs: int(getN(it, aOutputs)), Updated: getT(it, aUpdated),
-			Err: getS(it, aErr), Executor: getS(it, aExecutor),
+			Err: getS(it, aErr), Executor: getS(it, aExecutor), Tolerated: getB(it, aTaskTolerated),
 		}
 	case strings.HasPrefix(pk, pkCnt):
 		id, idx, shard, err := splitKey(pk, pkCnt)

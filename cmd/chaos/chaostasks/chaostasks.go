@@ -1,0 +1,143 @@
+// Package chaostasks is the task function of the chaos workloads that
+// exercise the failure-tolerance mechanisms (tolerated failures, bad
+// records, speculation, deadlines, deletion) under kills and faults, and the specs
+// that use it. Its outputs depend on the stage and partition alone, so
+// the chaos run's outputs can be compared with the fault-free run's.
+package chaostasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batchwork"
+)
+
+// Task is the function every stage of these workloads runs.
+const Task = "chaos.step"
+
+// Partition parameters the function obeys.
+const (
+	// ParamFail "permanent": the task fails for good on every attempt;
+	// "first": on its first attempt only (a redrive's attempt succeeds).
+	ParamFail = "fail"
+	// ParamReject n: the task rejects n records as bad, then commits.
+	ParamReject = "reject"
+	// ParamSleep d: the task waits d before it writes (a straggler), on
+	// its first attempt only when ParamSleepFirst is set, so that a
+	// speculative copy or a retry is quick.
+	ParamSleep      = "sleep"
+	ParamSleepFirst = "sleepFirstOnly"
+)
+
+// ErrFailsForGood is the permanent failure of a partition asked to fail.
+var ErrFailsForGood = errors.New("chaos: this partition fails for good")
+
+// Register adds the task function to reg.
+func Register(reg *batchwork.Registry) {
+	reg.Register(Task, run)
+}
+
+func run(ctx context.Context, t *batchwork.Task) error {
+	if f := t.Params[ParamFail]; f == "permanent" || (f == "first" && t.Attempt == 1) {
+		return batchwork.Permanent(ErrFailsForGood)
+	}
+	if d, err := time.ParseDuration(t.Params[ParamSleep]); err == nil && d > 0 && (t.Params[ParamSleepFirst] == "" || t.Attempt == 1) {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
+	n, _ := strconv.Atoi(t.Params[ParamReject])
+	for i := range n {
+		if err := t.Reject(fmt.Appendf(nil, "bad record %d of %s/%d", i, t.Stage, t.Partition), "chaos: unparseable"); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(t.Out, "%s/%d ok\n", t.Stage, t.Partition)
+	return err
+}
+
+// The workloads' kinds.
+const (
+	KindTolerate    = "tolerate"
+	KindBadRecords  = "badrecords"
+	KindSpeculation = "speculation"
+	KindDeadline    = "deadline"
+	// KindDelete is a job the harness deletes once it ended.
+	KindDelete = "delete"
+	// KindRedrive is a job that fails, and that the harness redrives to
+	// success.
+	KindRedrive = "redrive"
+)
+
+// Kinds are the workloads of this package, in the order a run cycles
+// through them.
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete, KindRedrive}
+
+// DeadlineError is what a job past its deadline fails with.
+const DeadlineError = "deadline exceeded"
+
+// Spec is the YAML spec of a workload kind.
+func Spec(kind, name string) ([]byte, error) {
+	switch kind {
+	case KindTolerate:
+		// One of a's three tasks fails for good, which a tolerates; b
+		// runs after a regardless.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, toleratedFailures: {count: 1}, partitions: {count: 3, params: [{%s: permanent}, {}, {}]}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, ParamFail, Task), nil
+	case KindBadRecords:
+		// Three rejections of four allowed, over two tasks.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, maxBadRecords: 4, partitions: {count: 3, params: [{%s: "2"}, {%s: "1"}, {}]}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, ParamReject, ParamReject, Task), nil
+	case KindSpeculation:
+		// Partition 0's first attempt straggles. The stage records its
+		// commits' durations for speculation under faults and kills, but
+		// gets no copy within a chaos run: copies are launched by the
+		// sweep, whose first look at a materialized stage comes the
+		// control plane's CheckEvery (1 min, not settable on the local
+		// runner or the executors) later, and a straggler that long
+		// would double the run.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - name: a
+    task: %s
+    speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 1}
+    partitions: {count: 4, params: [{%s: 3s, %s: "yes"}, {}, {}, {}]}
+`, name, Task, ParamSleep, ParamSleepFirst), nil
+	case KindDeadline:
+		// b never finishes within the job's deadline.
+		return fmt.Appendf(nil, `name: %s
+deadline: 3s
+stages:
+  - {name: a, task: %s, partitions: {count: 2}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2, params: [{%s: 10m}, {}]}}
+`, name, Task, Task, ParamSleep), nil
+	case KindRedrive:
+		// a/1 fails for good on its first attempt, which fails the job
+		// (after a's other tasks committed); its redrive runs it again.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, partitions: {count: 3, params: [{}, {%s: first}, {}]}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, ParamFail, Task), nil
+	case KindDelete:
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: a, task: %s, partitions: {count: 3}}
+  - {name: b, task: %s, after: [a], partitions: {count: 2}}
+`, name, Task, Task), nil
+	}
+	return nil, fmt.Errorf("chaostasks: no workload kind %q", kind)
+}
