@@ -236,6 +236,9 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	}
 	// A published folder's claim and marker are not data (publish.go).
 	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
+	if err := checkInputNotEmpty(field, in, objs); err != nil { // emptyinput.go
+		return nil, err
+	}
 	if objs, err = s.pinVersions(ctx, bucket, prefix, objs); err != nil { // versionpin.go
 		return nil, err
 	}
