@@ -81,6 +81,9 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
+		if done, err := s.chargePlan(ctx, job, idx, total); done || err != nil { // quotas.go
+			return err
+		}
 	default:
 		total = st.Partitions.Count
 	}
