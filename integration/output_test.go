@@ -284,14 +284,15 @@ func TestPublishedOutputs(t *testing.T) {
 		t.Errorf("claim %s (%v), want it to name job %s", raw, err, first)
 	}
 
-	// A second job to the same folder fails clearly and changes nothing.
+	// A second job to the same folder is refused at submit, clearly, and
+	// changes nothing (publishing's own refusal, for a job submitted
+	// before the claim, is TestNestedOutputFolderIsRefused's).
 	before := spy.written()
-	second := submitTo(t, svc, "wc-2", string(wc))
-	workAs(t, e, r, iamrec.FnExecutor)
-	st2 := jobState(t, svc, second)
-	wantErr := fmt.Sprintf("publish outputs to s3://%s/%s: the folder already holds the outputs of job %s", e.r.Resources.Bucket, folder, first)
-	if st2.State != string(sm.JobFailed) || !strings.Contains(st2.Error, wantErr) {
-		t.Fatalf("second job %s (%s), want FAILED with %q", st2.State, st2.Error, wantErr)
+	_, err := svc.Submit(context.Background(), control.SubmitRequest{Owner: "tester", IdempotencyKey: "wc-2", Spec: wc})
+	wantErr := fmt.Sprintf("output folder s3://%s/%s already holds the outputs of job %s", e.r.Resources.Bucket, folder, first)
+	var oc *control.OutputClaimedError
+	if !errors.As(err, &oc) || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("second job: %v, want refused with %q", err, wantErr)
 	}
 	if got := spy.written(); len(got) != len(before) {
 		t.Errorf("the second job wrote %v into the folder", got[len(before):])

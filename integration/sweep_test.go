@@ -643,14 +643,15 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 	}
 }
 
-// A stage whose input prefix holds no objects has no tasks: it completes
-// as soon as it is materialized (it used to stay RUNNING for ever, with
-// the sweep re-checking it every CheckEvery), and the job goes on.
+// A stage whose input prefix holds no objects, allowed empty, has no
+// tasks: it completes as soon as it is materialized (it used to stay
+// RUNNING for ever, with the sweep re-checking it every CheckEvery), and
+// the job goes on.
 func TestEmptyInputStageCompletes(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
 	id := submitTo(t, rig.svc, "empty", `{"name":"empty","stages":[
-	  {"name":"read","task":"work","partitions":{"input":{"prefix":"inputs:nothing-here/"}}},
+	  {"name":"read","task":"work","partitions":{"input":{"prefix":"inputs:nothing-here/","allowEmpty":true}}},
 	  {"name":"after","task":"work","after":["read"],"partitions":{"count":1}}]}`)
 	if js := jobState(t, rig.svc, id); js.Stages[0].State != string(sm.StageCompleted) {
 		t.Fatalf("empty stage is %s after submit, want COMPLETED: %+v", js.Stages[0].State, js)

@@ -172,6 +172,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var running *control.JobRunningError
 	var gone *control.DataDeletedError
 	var reused *batch.ReusedError
+	var claimed *control.OutputClaimedError
 	switch {
 	case errors.As(err, &ve) && len(ve.Errors) > 0:
 		writeJSON(w, http.StatusBadRequest, struct {
@@ -196,6 +197,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusConflict, Error{Code: "job_running", Message: running.Error(), Field: "id"})
 	case errors.As(err, &gone):
 		writeJSON(w, http.StatusGone, Error{Code: "data_deleted", Message: gone.Error(), Field: "id"})
+	case errors.As(err, &claimed):
+		writeJSON(w, http.StatusConflict, Error{Code: "output_claimed", Message: claimed.Error(), Field: "output"})
 	case errors.As(err, &reused):
 		writeJSON(w, http.StatusConflict, struct {
 			Error

@@ -68,13 +68,18 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 	if err := s.checkStraggler(ctx, ref, req.Ran); err != nil {
 		return SplitResult{}, fmt.Errorf("split task %s: %w", ref, refused(err))
 	}
+	m, err := s.jobMeta(ctx, ref.Job)
+	if err != nil {
+		return SplitResult{}, fmt.Errorf("split task %s: %w", ref, refused(err))
+	}
 	now := s.Now()
 	given := req.Input.End - req.At
 	first, err := ss.SplitTask(ctx, dynamo.SplitTaskParams{
 		Ref: ref, Token: c.Task.Token, Attempt: c.Task.Attempt,
 		Input: req.Input, At: req.At, Give: req.Give,
 		MaxAttempts: c.Spec.StageRetry(ref.Stage).MaxAttempts, MaxTotal: spec.MaxPartitions,
-		Now: now, Due: now.Add(s.cfg.StuckAfter),
+		MaxQuotaTasks: s.cfg.Quotas.Tasks.For(m.owner), // quotas.go
+		Now:           now, Due: now.Add(s.cfg.StuckAfter),
 		Message: func(first, last int) string {
 			return fmt.Sprintf("split at byte %d of %s: gave %d bytes to tasks %d..%d", req.At, req.Input.Key, given, first, last)
 		},

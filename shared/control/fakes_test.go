@@ -406,6 +406,9 @@ func (f *fakeStore) TransitionStage(_ context.Context, p dynamo.StageTransitionP
 	})
 }
 
+// ChargeStagePlan: the fake counts no quota.
+func (f *fakeStore) ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error { return nil }
+
 // SetStagePlan records the plan once; a second call keeps the first.
 func (f *fakeStore) SetStagePlan(_ context.Context, job string, idx, total int) (batch.Stage, error) {
 	return fakeCall(f, "SetStagePlan", func() (batch.Stage, error) {

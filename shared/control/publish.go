@@ -439,39 +439,6 @@ func readClaim(ctx context.Context, pub Publisher, bucket, key string) (OutputCl
 	return got, err
 }
 
-// checkOutputAncestors refuses at submit, with a 400 on "output", an
-// output folder inside another job's published folder: a claim in a
-// folder above it, up to the owner's area (a few reads, one a level).
-// It is the cheap half of checkNesting, which publishing repeats with
-// claims under the folder too; a read that fails leaves the question to
-// it.
-func (s *Service) checkOutputAncestors(ctx context.Context, sp *spec.Job) error {
-	pub, ok := s.blob.(Publisher)
-	if sp.Output == "" || !ok {
-		return nil
-	}
-	bucket, folder, err := spec.ParseS3URI(sp.Output)
-	if err != nil {
-		return nil
-	}
-	root := s.outputsRoot(bucket, folder)
-	if root == "" {
-		return nil
-	}
-	for _, dir := range ancestorFolders(root, strings.TrimSuffix(folder, "/")) {
-		if claimed, err := exists(ctx, pub, bucket, dir+blob.ClaimName); err != nil || !claimed {
-			continue
-		}
-		who := "another job"
-		if c, err := readClaim(ctx, pub, bucket, dir+blob.ClaimName); err == nil && c.Job != "" {
-			who = "job " + c.Job
-		}
-		return &spec.FieldError{Field: "output", Message: fmt.Sprintf("is inside s3://%s/%s, the output folder of %s; published folders may not hold one another: name a folder outside it",
-			bucket, dir, who)}
-	}
-	return nil
-}
-
 // claimFolder writes the folder's claim, or finds its own from an earlier
 // try; another job's is a PublishError.
 func (s *Service) claimFolder(ctx context.Context, pub Publisher, job, output, bucket, folder, manifestKey string) error {

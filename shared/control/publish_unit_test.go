@@ -404,11 +404,11 @@ func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
 // An output folder nested inside another job's published folder, or
 // holding one, would change that folder after its _SUCCESS: job B
 // publishing to outputs:wc/s/, inside job A's stage folder outputs:wc/s/,
-// would make a reader of A's stage folder read B's outputs too. Publishing
-// checks for claims (_batchwork.json) above the folder up to the owner's
-// area and anywhere under it, and fails the job naming both folders,
-// without writing into the other's; submit already refuses a folder with
-// a claim above it (400 on "output").
+// would make a reader of A's stage folder read B's outputs too. Submit
+// refuses a folder with a claim (_batchwork.json) at it, above it up to
+// the owner's area or under it (OutputClaimedError, 409 output_claimed);
+// publishing checks again, for a job submitted before the claim, and fails
+// the job naming both folders, without writing into the other's.
 func TestNestedOutputFolderIsRefused(t *testing.T) {
 	t.Parallel()
 	r, pb := newPublishRig(t)
@@ -421,9 +421,9 @@ func TestNestedOutputFolderIsRefused(t *testing.T) {
 	before := pb.keysUnder(area + "wc/")
 	// Refused at submit: A's claim is above B's folder.
 	_, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "nested", Spec: []byte(oneStage(1, 1, `,"output":"outputs:wc/s/"`))})
-	var fe *spec.FieldError
-	if !errors.As(err, &fe) || fe.Field != "output" || !strings.Contains(fe.Message, "wc/, the output folder of job "+a) {
-		t.Errorf("submit of B: %v, want a 400 on output naming job A's folder", err)
+	var oc *OutputClaimedError
+	if !errors.As(err, &oc) || oc.Job != a || !strings.Contains(oc.Error(), "is inside s3://"+fakeBucket+"/"+area+"wc/, the output folder of job "+a) {
+		t.Errorf("submit of B: %v, want output_claimed naming job A's folder", err)
 	}
 	// And at publish, for a job submitted before A claimed its folder (or
 	// that got past the submit check).
@@ -447,10 +447,15 @@ func TestNestedOutputFolderIsRefused(t *testing.T) {
 		t.Fatalf("job B wrote into job A's folder: before %v, after %v", before, after)
 	}
 	// And the other way round: C publishes to outputs:up/, above B2's
-	// published outputs:up/b/.
+	// published outputs:up/b/: refused at submit, and at publish for a C
+	// submitted before B2 published.
+	c := r.submit(oneStage(1, 1, `,"output":"outputs:up/"`))
 	b2 := r.submit(oneStage(1, 1, `,"output":"outputs:up/b/"`))
 	r.commit(r.claim(taskRef(b2, 0, 0)), 1)
-	c := r.submit(oneStage(1, 1, `,"output":"outputs:up/"`))
+	_, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "holding", Spec: []byte(oneStage(1, 1, `,"output":"outputs:up/"`))})
+	if !errors.As(err, &oc) || oc.Job != b2 || !strings.Contains(oc.Error(), "holds s3://"+fakeBucket+"/"+area+"up/b/, the output folder of job "+b2) {
+		t.Errorf("submit of a folder holding B2's: %v, want output_claimed naming job B2's folder", err)
+	}
 	r.commit(r.claim(taskRef(c, 0, 0)), 1)
 	if j := r.job(c); j.State != sm.JobFailed || !strings.Contains(j.Error, "up/b/ of job "+b2) {
 		t.Fatalf("job C %s (%q), want FAILED naming job B2's folder", j.State, j.Error)

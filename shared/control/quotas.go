@@ -16,10 +16,12 @@ import (
 // 0 = no limit). An owner cannot raise its own.
 type Quotas struct {
 	ActiveJobs OwnerLimits
-	// Tasks counts the tasks a job declares at submit: a stage's count, or
-	// its upstream shuffle's partitions. A stage over an input prefix
-	// counts as one task until it is planned (its size is bounded by
-	// spec.MaxPartitions).
+	// Tasks counts the tasks a job plans, while it runs: at submit a
+	// stage's count, its upstream shuffle's partitions, and one task for a
+	// stage over an input prefix; when that stage is planned, its number
+	// of splits in place of the one (chargePlan); and the tasks each
+	// dynamic split adds. A plan or a split that would pass the quota
+	// fails the job or is refused.
 	Tasks     OwnerLimits
 	Schedules OwnerLimits
 	// HighPriority lists the owners that may use priority "high" ("*":
@@ -105,4 +107,28 @@ func declaredTasks(sp *spec.Job) int {
 		}
 	}
 	return n
+}
+
+// quotaChargeStore charges a counted job's growth to its owner's tasks
+// quota (dynamo.Store, quotacharge.go).
+type quotaChargeStore interface {
+	ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error
+}
+
+// chargePlan charges an input stage's plan of total tasks, for which
+// submit counted one (declaredTasks), to its job's owner. A plan that
+// would pass the owner's tasks quota fails the job with the quota's
+// error, and chargePlan says it handled the stage (done).
+func (s *Service) chargePlan(ctx context.Context, job string, idx, total int) (done bool, err error) {
+	m, err := s.jobMeta(ctx, job)
+	if err != nil {
+		return false, err
+	}
+	maxTasks := s.cfg.Quotas.Tasks.For(m.owner)
+	err = s.store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
+	if !errors.Is(err, dynamo.ErrQuotaReached) {
+		return false, err
+	}
+	qe := &QuotaError{Quota: "tasks", Max: maxTasks, Alone: total > maxTasks}
+	return true, s.failMaterialize(ctx, job, idx, fmt.Errorf("the stage plans %d tasks: %w", total, qe))
 }

@@ -65,7 +65,8 @@ type Store interface {
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
 	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
 	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
-	viewStore // list.go: the read-side routes and attempt-end records
+	viewStore        // list.go: the read-side routes and attempt-end records
+	quotaChargeStore // quotas.go: a job's plans and splits in its owner's tasks quota
 }
 
 // Queue is what the control plane needs of SQS.

@@ -81,6 +81,9 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
+		if done, err := s.chargePlan(ctx, job, idx, total); done || err != nil { // quotas.go
+			return err
+		}
 	default:
 		total = st.Partitions.Count
 	}
@@ -236,6 +239,9 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 	}
 	// A published folder's claim and marker are not data (publish.go).
 	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
+	if err := checkInputNotEmpty(field, in, objs); err != nil { // emptyinput.go
+		return nil, err
+	}
 	if objs, err = s.pinVersions(ctx, bucket, prefix, objs); err != nil { // versionpin.go
 		return nil, err
 	}

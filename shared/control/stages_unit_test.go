@@ -126,6 +126,7 @@ func TestMaterializeInput(t *testing.T) {
 	cases := []struct {
 		name    string
 		objects map[string]int // key -> size, in bucket "in-bucket"
+		spec    string         // "" for inputSpec
 		check   func(t *testing.T, r *unitRig, job string)
 	}{{
 		name:    "objects are split into tasks, and the plan is kept",
@@ -148,8 +149,9 @@ func TestMaterializeInput(t *testing.T) {
 			}
 		},
 	}, {
-		name:    "an empty prefix completes the stage and the job at once",
+		name:    "an empty prefix allowed empty completes the stage and the job at once",
 		objects: map[string]int{"other/c": 10},
+		spec:    strings.Replace(inputSpec, `"splitSize"`, `"allowEmpty":true,"splitSize"`, 1),
 		check: func(t *testing.T, r *unitRig, job string) {
 			if st := r.stage(job, 0); st.State != sm.StageCompleted || st.Total != 0 {
 				t.Errorf("stage %+v, want COMPLETED with no tasks", st)
@@ -180,7 +182,11 @@ func TestMaterializeInput(t *testing.T) {
 			for k, size := range c.objects {
 				r.blob.put("in-bucket", k, make([]byte, size))
 			}
-			c.check(t, r, r.submit(inputSpec))
+			sp := inputSpec
+			if c.spec != "" {
+				sp = c.spec
+			}
+			c.check(t, r, r.submit(sp))
 		})
 	}
 }

@@ -85,7 +85,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.resolveOutput(req.Owner, sp); err != nil { // publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.checkOutputAncestors(ctx, sp); err != nil { // publish.go
+	if err := s.checkOutputClaimed(ctx, req.Owner, req.IdempotencyKey, sp); err != nil { // outputclaimed.go
 		return SubmitResult{}, time.Time{}, err
 	}
 	s.capDeadline(sp) // retention.go

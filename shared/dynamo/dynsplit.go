@@ -35,7 +35,10 @@ type SplitTaskParams struct {
 	Give  []split.Split
 	// MaxAttempts of the new tasks; MaxTotal caps the stage's task count.
 	MaxAttempts, MaxTotal int
-	Now                   time.Time
+	// MaxQuotaTasks is the owner's tasks quota now (0: no limit): a
+	// counted job's split charges the tasks it adds (quotacharge.go).
+	MaxQuotaTasks int
+	Now           time.Time
 	// Due is the new tasks' first sweep look (as materialize's).
 	Due time.Time
 	// Message is the history line, recorded with the split.
@@ -66,6 +69,10 @@ func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, er
 	if len(p.Give) == 0 || p.At <= p.Input.Start || p.At >= p.Input.End {
 		return 0, fmt.Errorf("split task %s at %d: %w: nothing to give", p.Ref, p.At, ErrSplitRefused)
 	}
+	head, err := s.jobHead(ctx, p.Ref.Job)
+	if err != nil {
+		return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, err, ErrSplitRefused)
+	}
 	for try := 0; ; try++ {
 		// Before the transaction nothing is written (and a cancelled
 		// one wrote nothing): a failure here is a refusal, not an
@@ -80,7 +87,7 @@ func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, er
 		case st.Total+len(p.Give) > p.MaxTotal:
 			return 0, fmt.Errorf("split task %s: the stage has %d tasks, the most it may have is %d: %w", p.Ref, st.Total, p.MaxTotal, ErrSplitRefused)
 		}
-		items, err := s.splitItems(p, st)
+		items, err := s.splitItems(p, st, head)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %w", err, ErrSplitRefused)
 		}
@@ -99,6 +106,11 @@ func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, er
 			return 0, fmt.Errorf("split task %s: the holder's claim or range changed: %w", p.Ref, ErrSplitRefused)
 		case len(reasons) > 1 && reasons[1] == reasonCondFailed && try+1 < splitTries:
 			continue // another split moved the count: number after it
+		case head.Quota && len(reasons) > 0 && reasons[len(reasons)-1] == reasonCondFailed:
+			return 0, fmt.Errorf("split task %s: %d more tasks would pass your tasks quota of %d: %w: %w",
+				p.Ref, len(p.Give), p.MaxQuotaTasks, ErrQuotaReached, ErrSplitRefused)
+		case head.Quota && len(reasons) > 1 && reasons[len(reasons)-2] == reasonCondFailed:
+			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, batch.ErrJobNotRunning, ErrSplitRefused)
 		case len(reasons) > 0 && reasons[len(reasons)-1] == reasonCondFailed:
 			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, batch.ErrJobNotRunning, ErrSplitRefused)
 		case reasons != nil:
@@ -136,7 +148,7 @@ func (s *Store) splitApplied(ctx context.Context, p SplitTaskParams, first int) 
 // counters the new tasks count down, the new tasks, the timeline entry
 // and the job check, in that order (SplitTask reads cancellation reasons
 // by position).
-func (s *Store) splitItems(p SplitTaskParams, st batch.Stage) ([]types.TransactWriteItem, error) {
+func (s *Store) splitItems(p SplitTaskParams, st batch.Stage, head jobHeader) ([]types.TransactWriteItem, error) {
 	n := len(p.Give)
 	if st.Shards < 1 {
 		return nil, fmt.Errorf("split task %s: the stage has no counters", p.Ref)
@@ -198,7 +210,14 @@ func (s *Store) splitItems(p SplitTaskParams, st batch.Stage) ([]types.TransactW
 		attrSK: sv(EventKey(p.Now, EventClassTask, taskEventRest(ref, p.Attempt)+"#split")),
 		aKind:  sv(string(SplitKind)), aAt: ms(p.Now), aErr: sv(msg),
 		aStageIdx: nv(int64(ref.Stage)), aPart: nv(int64(ref.Partition)), aAttempt: nv(int64(p.Attempt)),
-	}}}, jobRunningCheck(s.table, p.Ref.Job))
+	}}})
+	if head.Quota {
+		// The job check charges the new tasks too, and the owner's
+		// counter comes last (quotacharge.go).
+		items = append(items, jobQuotaAdd(s.table, p.Ref.Job, n), quotaUpdate(s.table, head.Owner, quotaTasks, n, p.MaxQuotaTasks))
+	} else {
+		items = append(items, jobRunningCheck(s.table, p.Ref.Job))
+	}
 	if len(items) > MaxTxItems {
 		return nil, fmt.Errorf("split task %s into %d pieces: %d transaction items, more than %d", p.Ref, n, len(items), MaxTxItems)
 	}

@@ -306,13 +306,30 @@ func (s *Store) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason,
 // since is not the one the decision was about, and is left alone
 // (sm.ErrInvalidTransition).
 func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
+	for try := 0; ; try++ {
+		evID, qn, err := s.endJobOnce(ctx, id, ev, reason, manifest, now, gen)
+		if errors.Is(err, sm.ErrInvalidTransition) && qn >= 0 && try+1 < endQuotaTries {
+			// A charge (quotacharge.go) moved the count this end was to
+			// give back: read it again.
+			if h, herr := s.jobHead(ctx, id); herr == nil && h.QuotaTasks != qn {
+				continue
+			}
+		}
+		return evID, err
+	}
+}
+
+// endJobOnce is one try of EndJobGen; qn is the count of a counted job it
+// gave back or tried to (-1: not counted).
+func (s *Store) endJobOnce(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, int, error) {
 	head, err := s.jobHead(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", -1, fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
 	if gen >= 0 && head.Redrives != gen {
-		return "", fmt.Errorf("%s job %s: decided at redrive %d, the job is at %d: %w", ev, id, gen, head.Redrives, sm.ErrInvalidTransition)
+		return "", -1, fmt.Errorf("%s job %s: decided at redrive %d, the job is at %d: %w", ev, id, gen, head.Redrives, sm.ErrInvalidTransition)
 	}
+	qn := -1
 	tr := sm.Jobs.Transition(ev)
 	c := newCond()
 	expr := transition(c, tr) + redriveCountCond(c, head.Redrives) // redrive.go
@@ -320,6 +337,10 @@ func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, m
 	c.values[":now"] = ms(now)
 	update := "SET #st = :to, upd = :now, #end = :now"
 	names := map[string]string{"#st": aState, "#end": aEnded}
+	if head.Quota {
+		qn = head.QuotaTasks
+		expr += endQuotaCond(c, names, qn) // quotacharge.go
+	}
 	if ttl := s.expiry(now); ttl != nil { // retention.go
 		c.values[":ttl"] = ttl
 		names["#ttl"] = aTTL // a reserved word
@@ -354,22 +375,22 @@ func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, m
 	// (outbox.go).
 	stages, err := s.ListStages(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", qn, fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
 	ended := withEventID(JobEndedEvent(id, head.Owner, head.Name, tr.To, reason, manifest, stages, now), events.JobEndedID(id, head.Redrives))
 	evPut, err := s.outboxPut(ended)
 	if err != nil {
-		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", qn, fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
 	items = append(items, evPut)
 	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		return "", fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
+		return "", qn, fmt.Errorf("%s job %s: %w", ev, id, sm.ErrInvalidTransition)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s job %s: %w", ev, id, err)
+		return "", qn, fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
-	return ended.ID, nil
+	return ended.ID, qn, nil
 }
 
 // ---- stages --------------------------------------------------------------

@@ -57,7 +57,7 @@ func outputForm(s string) error {
 			return fmt.Errorf("the path after %s is %d bytes; at most %d leave room for the names published under it",
 				OutputsScheme, len(path), MaxOutputFolder-OutputsAreaPrefixBytes)
 		}
-		return nil
+		return checkSegments(path)
 	}
 	if !strings.HasPrefix(s, "s3://") {
 		return fmt.Errorf("%q must have the form s3://bucket/prefix/, or %s<path>/ for a folder in your outputs area", s, OutputsScheme)
@@ -73,5 +73,5 @@ func outputForm(s string) error {
 	case len(prefix) > MaxOutputFolder:
 		return fmt.Errorf("prefix is %d bytes; at most %d leave room for the names published under it", len(prefix), MaxOutputFolder)
 	}
-	return nil
+	return checkSegments(prefix)
 }

@@ -541,6 +541,8 @@ func (d *decoder) partitions(n *yaml.Node, path string) *Partitions {
 						p.Input.Format = d.str(v, fp)
 					case "dynamicSplit":
 						p.Input.DynamicSplit = d.boolean(v, fp)
+					case "allowEmpty":
+						p.Input.AllowEmpty = d.boolean(v, fp)
 					default:
 						return false
 					}

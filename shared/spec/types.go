@@ -94,6 +94,10 @@ type Input struct {
 	// DynamicSplit lets a straggling task of this input give the unread
 	// rest of its byte range away as new tasks of the same stage.
 	DynamicSplit bool `json:"dynamicSplit,omitempty"`
+	// AllowEmpty lets the prefix match no object: the stage then has no
+	// task and completes. Without it such a stage fails its job at
+	// planning, since an empty prefix is most often a mistyped path.
+	AllowEmpty bool `json:"allowEmpty,omitempty"`
 }
 
 // Input formats (Input.Format); shared/split reads them.

@@ -330,8 +330,11 @@ func InputsPath(prefix string) (string, bool) { return strings.CutPrefix(prefix,
 func checkInputPrefix(s string) error {
 	path, ok := InputsPath(s)
 	if !ok {
-		_, _, err := ParseS3URI(s)
-		return err
+		_, prefix, err := ParseS3URI(s)
+		if err != nil {
+			return err
+		}
+		return checkSegments(prefix)
 	}
 	switch {
 	case !utf8.ValidString(path):
@@ -341,7 +344,7 @@ func checkInputPrefix(s string) error {
 	case len(path) > MaxInputsPath:
 		return fmt.Errorf("the path after %s is %d bytes; at most %d fit in an S3 key under your inputs area", InputsScheme, len(path), MaxInputsPath)
 	}
-	return nil
+	return checkSegments(path)
 }
 
 // ParseS3URI splits "s3://bucket/prefix" into its bucket and key prefix
