@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -449,9 +451,28 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	return s.store.UnindexTask(ctx, t)
 }
 
+// truncate keeps s within n bytes, "…" marking where it was cut. It keeps
+// the end, where a failure's cause is (an exec program's traceback ends
+// with its exception; a wrapped error with its root), and the first line
+// when that is short (an exec failure's exit code, before its last stderr
+// lines). A cut never splits a UTF-8 sequence: the message is stored as a
+// DynamoDB string, which must be valid UTF-8.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	const mark = "…"
+	head := ""
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < n/2 {
+		head = s[:i+1]
+	}
+	keep := max(n-len(head)-len(mark), 0)
+	start := len(s) - keep
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	if n < len(mark) {
+		return s[start:]
+	}
+	return head + mark + s[start:]
 }
