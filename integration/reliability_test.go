@@ -111,9 +111,11 @@ func (s *spyStore) TransitionStage(ctx context.Context, p dynamo.StageTransition
 
 // A stage that reads a shuffle and also waits on another upstream starts
 // the moment both have completed. The shuffle's manifest, which its tasks
-// read, must exist before the shuffle stage counts as completed; otherwise
-// the other upstream's completion starts tasks that find no manifest.
-func TestShuffleManifestBeforeStageCompletes(t *testing.T) {
+// read, is written after the shuffle stage completed (so only for a stage
+// that completed while its job ran) and before any downstream stage
+// starts; otherwise the other upstream's completion starts tasks that
+// find no manifest.
+func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
 	e := rig.e
@@ -128,8 +130,9 @@ func TestShuffleManifestBeforeStageCompletes(t *testing.T) {
 	wantSucceeded(t, svc, id)
 	put := spy.index("put " + blob.StageManifestKey(id, "map"))
 	done := spy.index("complete stage 0")
-	if put < 0 || done < 0 || put > done {
-		t.Fatalf("shuffle manifest written at step %d, stage completed at step %d (%v); want the manifest first", put, done, spy.events)
+	start := spy.index("start stage 2")
+	if put < 0 || done < 0 || start < 0 || put < done || put > start {
+		t.Fatalf("shuffle manifest written at step %d, stage completed at step %d, downstream started at step %d (%v); want the manifest between them", put, done, start, spy.events)
 	}
 }
 

@@ -8,18 +8,25 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// JobDeleter is what DeleteJob needs of the store besides Store
-// (dynamo.Store has it; jobdelete.go there). Separate, so a store without
-// it still serves the rest.
+// JobDeleter is what DeleteJob and the sweep's expiry (retention.go) need
+// of the store besides Store (dynamo.Store has it; jobdelete.go and
+// retention.go there). Separate, so a store without it still serves the
+// rest.
 type JobDeleter interface {
 	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
 	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
 	DeleteJobItem(ctx context.Context, job string) (int, error)
+	// PostponeExpiry moves an ended job's turn in the sweep to until and
+	// the TTL of its records with it, in one write.
+	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
 }
+
+var _ JobDeleter = (*dynamo.Store)(nil)
 
 // JobNotEndedError: only an ended job can be deleted. It unwraps to
 // ErrJobRunning.

@@ -81,6 +81,20 @@ func (f *fakeStore) DeleteJobRecords(_ context.Context, job string, budget int) 
 	return r.n, r.complete, err
 }
 
+// PostponeExpiry moves the job's turn; the fake keeps no TTL.
+func (f *fakeStore) PostponeExpiry(_ context.Context, job, _ string, until time.Time) error {
+	return fakeDo(f, "PostponeExpiry", func() error {
+		j, ok := f.jobs[job]
+		if !ok || !sm.Jobs.IsTerminal(j.job.State) || !j.job.Deleting.IsZero() {
+			return fmt.Errorf("postpone expiry of job %s: %w", job, sm.ErrInvalidTransition)
+		}
+		j.due = msTime(until)
+		return nil
+	})
+}
+
+var _ JobDeleter = (*fakeStore)(nil)
+
 func (f *fakeStore) DeleteJobItem(_ context.Context, job string) (int, error) {
 	return fakeCall(f, "DeleteJobItem", func() (int, error) {
 		n := 0

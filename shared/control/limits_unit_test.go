@@ -129,9 +129,9 @@ const pagedShuffle = `{"name":"unit","lease":"10s","stages":[` +
 	`{"name":"reduce","task":"r","after":["map"]}]}`
 
 // Manifests are written in pages of at most the page size, read from the
-// store bucket by bucket, pages before the manifest and the manifest before
-// the stage completes; a writer that failed halfway is finished by the
-// sweep, which keeps the pages there are.
+// store bucket by bucket, pages before the manifest, all after the stage
+// completed and before its downstream starts; a writer that failed
+// halfway is finished by the sweep, which keeps the pages there are.
 func TestPagedManifests(t *testing.T) {
 	t.Parallel()
 	const pageSize = 4
@@ -179,10 +179,10 @@ func TestPagedManifests(t *testing.T) {
 			if err := r.svc.Commit(r.ctx, claims[6], 3); (err != nil) != (c.failPut+c.perCall > 0) {
 				t.Fatalf("last commit: %v", err)
 			}
-			for sweeps := 0; r.stage(job, 0).State == sm.StageRunning; sweeps++ {
+			for sweeps := 0; r.stage(job, 1).State == sm.StageBlocked; sweeps++ {
 				// 6 pages and the manifest: at two a call, the commit and 3 sweeps.
 				if sweeps == 3 {
-					t.Fatalf("stage still RUNNING after %d sweeps", sweeps)
+					t.Fatalf("downstream stage still BLOCKED after %d sweeps", sweeps)
 				}
 				if c.perCall > 0 {
 					puts.Store(0)
@@ -207,7 +207,8 @@ func TestPagedManifests(t *testing.T) {
 					want = append(want, blob.OutputKey(job, "map", p, 1, part))
 				}
 			}
-			done := r.log.index(fmt.Sprintf("stage %s/0 complete", job))
+			completed := r.log.index(fmt.Sprintf("stage %s/0 complete", job))
+			done := r.log.index(fmt.Sprintf("stage %s/1 start", job)) // its downstream
 			for i, pk := range m.Pages {
 				raw, _ := r.blob.object(pk)
 				var pg batch.ManifestPage
@@ -217,12 +218,12 @@ func TestPagedManifests(t *testing.T) {
 				for _, o := range pg.Outputs {
 					got = append(got, o.Key)
 				}
-				if put := r.log.index("put " + pk); put < 0 || put > r.log.index("put "+key) || (i == 0 && put > done) {
-					t.Errorf("page %s written at %d, the manifest at %d, the stage completed at %d", pk, put, r.log.index("put "+key), done)
+				if put := r.log.index("put " + pk); put < 0 || put > r.log.index("put "+key) || (i == 0 && (put > done || put < completed)) {
+					t.Errorf("page %s written at %d, the manifest at %d, the stage completed at %d, its downstream started at %d", pk, put, r.log.index("put "+key), completed, done)
 				}
 			}
-			if put := r.log.index("put " + key); put < 0 || done < 0 || put > done {
-				t.Errorf("manifest written at %d, stage completed at %d: the manifest must come first", put, done)
+			if put := r.log.index("put " + key); put < 0 || done < 0 || put > done || put < completed {
+				t.Errorf("manifest written at %d, stage completed at %d, its downstream started at %d: want it after the completion, before the start", put, completed, done)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("manifest outputs (-want +got):\n%s", diff)

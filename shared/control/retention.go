@@ -54,8 +54,9 @@ func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job,
 			// records and objects its published outputs stand on. It is
 			// skipped and looked at again later; it expires once every
 			// rerun reusing it is gone (each expires by its own retention).
+			// Its records' TTL, the backstop, moves with its turn.
 			log.Info("job expiry postponed: its outputs are reused", "reused_by", reused.By)
-			return s.store.SetDue(ctx, it, now.Add(reusedRecheck))
+			return del.PostponeExpiry(ctx, j.ID, j.Owner, now.Add(reusedRecheck))
 		}
 		if err != nil {
 			return err

@@ -91,11 +91,6 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	if ref.Stage >= len(sp.Stages) {
 		return Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
 	}
-	if state, err := s.cachedJobState(ctx, ref.Job); err != nil {
-		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
-	} else if state != sm.JobRunning {
-		return Claim{}, fmt.Errorf("claim copy %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
-	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
 	ss, ok := s.specStore()
@@ -105,6 +100,23 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	t, err := ss.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
 	if err != nil {
 		return Claim{}, err
+	}
+	// Claim first, then check the job, as Claim does: a check before the
+	// claim's write lets a cancel that returns while the write is on its
+	// way (throttled and retried, seconds) start a copy after it. A copy
+	// of an ended job is refused, and its task cancelled, so it cannot
+	// commit.
+	state, err := s.cachedJobState(ctx, ref.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		// Deleted: the deletion removes the task with its copy.
+		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	}
+	if err != nil {
+		// The copy's lease runs out, and the sweep drops it.
+		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
+	}
+	if state != sm.JobRunning {
+		return Claim{}, s.refuseEnded(ctx, ref, sp, state)
 	}
 	s.noteTaskEvent(ctx, ref, t.Attempt, speculationStarted,
 		fmt.Sprintf("speculative copy of attempt %d started", t.Copy.HolderAttempt))

@@ -26,8 +26,14 @@ import (
 const MaxInputKey = dynamo.MaxInputKeyBytes
 
 // startStage starts a BLOCKED stage whose upstream stages have completed
-// and, if this caller won the start, materializes its tasks.
+// and, if this caller won the start, materializes its tasks. The
+// manifests of the shuffles it reads exist before it starts: their own
+// completers write them after completing, and may not have yet
+// (afterStageCompleted).
 func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	if err := s.upstreamManifests(ctx, job, sp, idx); err != nil {
+		return err
+	}
 	err := s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageStart, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
 	})
@@ -339,16 +345,10 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 		return false, err
 	}
 	sp := meta.spec
-	if sp.Stages[idx].Shuffle != nil {
-		// The manifest is what downstream tasks read, so it exists before
-		// the stage can count as completed: a stage that also waits on
-		// another upstream may start the moment this one completes. Every
-		// task has committed (the counters are at zero), so any writer
-		// writes the same list, and the first one's stays.
-		if err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
-			return false, err
-		}
-	}
+	// A shuffle stage's manifest is written after the completion, which
+	// holds only while the job runs (afterStageCompleted): written
+	// before it, a cancelled job's stage had a manifest though it never
+	// completed.
 	now := s.Now()
 	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
@@ -368,14 +368,27 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	return true, s.afterStageCompleted(ctx, job, idx)
 }
 
-// afterStageCompleted starts downstream stages whose upstream is complete
-// (a shuffle stage's manifest was written before it completed), and ends the job when every stage is
-// complete. The completion winner runs it; the sweep repeats it if the
-// winner died, so each step is idempotent.
+// afterStageCompleted writes a shuffle stage's manifest, starts
+// downstream stages whose upstream is complete, and ends the job when
+// every stage is complete. The completion winner runs it; the sweep
+// repeats it if the winner died, so each step is idempotent.
+//
+// The manifest is what downstream tasks read. A downstream stage that
+// also waits on another upstream may be started by that upstream's
+// completer the moment both are COMPLETED, before this stage's completer
+// (or the sweep, should it have died) writes the manifest: so whoever
+// starts a stage first writes the manifest of each shuffle it reads
+// (startStage, upstreamManifests). Every task of a completed stage committed, so any
+// writer writes the same list, and the first one's stays.
 func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) error {
 	sp, err := s.jobSpec(ctx, job)
 	if err != nil {
 		return err
+	}
+	if sp.Stages[idx].Shuffle != nil {
+		if err := s.writeManifest(ctx, job, sp, []int{idx}, blob.StageManifestKey(job, sp.Stages[idx].Name)); err != nil {
+			return err
+		}
 	}
 	stages, err := s.store.ListStages(ctx, job)
 	if err != nil {
@@ -402,6 +415,22 @@ func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) 
 		}
 	}
 	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, time.Time{})
+}
+
+// upstreamManifests writes the manifests of the shuffle stages that
+// stage idx reads (its upstream stages, all completed when it starts)
+// where no one has yet: one read each when they exist.
+func (s *Service) upstreamManifests(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	for _, name := range sp.Stages[idx].After {
+		u, _ := sp.StageIndex(name)
+		if sp.Stages[u].Shuffle == nil {
+			continue
+		}
+		if err := s.writeManifest(ctx, job, sp, []int{u}, blob.StageManifestKey(job, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) bool {

@@ -191,10 +191,11 @@ func TestMaterializeInput(t *testing.T) {
 	}
 }
 
-// A shuffle stage's manifest is what its downstream reads, so it must be
-// written before the stage counts as COMPLETED: downstream may start the
-// moment it does.
-func TestShuffleManifestBeforeCompletion(t *testing.T) {
+// A shuffle stage's manifest is what its downstream reads, so it is
+// written before the downstream starts; and only for a stage that
+// completed, so after the completion, which holds only while the job
+// runs.
+func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 	t.Parallel()
 	const shuffleSpec = `{"name":"unit","lease":"10s","stages":[` +
 		`{"name":"map","task":"m","partitions":{"count":2},"shuffle":{"partitions":3}},` +
@@ -203,8 +204,8 @@ func TestShuffleManifestBeforeCompletion(t *testing.T) {
 		name      string
 		blobFault faultHook
 	}{
-		{name: "the last commit writes the manifest, then completes the stage"},
-		{name: "the manifest write fails: the stage stays RUNNING until the sweep writes it", blobFault: failOnce("PutIfAbsent")},
+		{name: "the last commit completes the stage, writes the manifest, then starts the downstream"},
+		{name: "the manifest write fails: the downstream stays BLOCKED until the sweep writes it", blobFault: failOnce("PutIfAbsent")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,23 +218,24 @@ func TestShuffleManifestBeforeCompletion(t *testing.T) {
 			r.blob.setFault(c.blobFault)
 			r.output(m1, 3)
 			completed := fmt.Sprintf("stage %s/0 complete", job)
+			started := fmt.Sprintf("stage %s/1 start", job)
 			if err := r.svc.Commit(r.ctx, m1, 3); c.blobFault != nil {
 				if !errors.Is(err, errInjected) {
 					t.Fatalf("commit with the manifest write failing: %v", err)
 				}
-				if st := r.stage(job, 0); st.State != sm.StageRunning || r.log.index(completed) >= 0 {
-					t.Fatalf("stage %s without its manifest, want RUNNING", st.State)
+				if st := r.stage(job, 1); st.State != sm.StageBlocked || r.log.index(started) >= 0 {
+					t.Fatalf("downstream stage %s without its upstream's manifest, want BLOCKED", st.State)
 				}
-				r.clock.Advance(unitTimings.CheckEvery)
+				r.clock.Advance(r.store.dueOf(stageItem(job, 0)).Sub(r.clock.Now()))
 				r.sweep()
 			} else if err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			key := blob.StageManifestKey(job, "map")
 			put := r.log.index("put " + key)
-			done := r.log.index(completed)
-			if put < 0 || done < 0 || put > done {
-				t.Fatalf("manifest written at %d, stage completed at %d: the manifest must come first (journal %v)", put, done, r.log.all())
+			done, start := r.log.index(completed), r.log.index(started)
+			if put < 0 || done < 0 || start < 0 || put < done || put > start {
+				t.Fatalf("manifest written at %d, stage completed at %d, downstream started at %d: want the manifest between them (journal %v)", put, done, start, r.log.all())
 			}
 			var want []string
 			for p := range 2 {

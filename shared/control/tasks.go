@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -55,19 +57,26 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	// writes it. A partition the stage does not have is never written.
 	mayWrite := 0
 	if total, ok := unwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
-		// Nor is a task of a job this process knows was cancelled or
-		// failed, or is gone: the sweep ends its unwritten tasks, and a
-		// deleted job's records are never written again. The claim
-		// itself goes on (a written task is claimed and then cancelled
-		// by the check after it, as before): this read may be stale, and
-		// a FAILED job may have been redriven since, whose tasks a
-		// refusal here must not touch. The state read is the one the
-		// check after the claim makes, cached.
-		switch state, err := s.cachedJobState(ctx, ref.Job); {
+		// Nor is a task of a job this process does not know as RUNNING:
+		// only a running job has tasks to write. The sweep ends a
+		// cancelled or failed job's unwritten tasks, and a job that
+		// ended otherwise may be under deletion, whose pass over its
+		// tasks may be behind it: a record written now would outlive the
+		// job. The claim itself goes on (a written task is claimed and
+		// then cancelled by the check after it, as before): this read
+		// may be stale, and a FAILED job may have been redriven since,
+		// whose tasks a refusal here must not touch. The state read is
+		// the one the check after the claim makes, cached; a redriven
+		// job reads RUNNING again within its TTL (a FAILED state is not
+		// final, jobstate.go).
+		state, err := s.cachedJobState(ctx, ref.Job)
+		switch {
 		case errors.Is(err, batch.ErrNotFound):
 			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
-		case err == nil && (state == sm.JobCancelled || state == sm.JobFailed):
-		default:
+		case err != nil:
+			// Not a refusal: the message comes back and is claimed again.
+			return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+		case state == sm.JobRunning:
 			mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		}
 	}
@@ -442,9 +451,28 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	return s.store.UnindexTask(ctx, t)
 }
 
+// truncate keeps s within n bytes, "…" marking where it was cut. It keeps
+// the end, where a failure's cause is (an exec program's traceback ends
+// with its exception; a wrapped error with its root), and the first line
+// when that is short (an exec failure's exit code, before its last stderr
+// lines). A cut never splits a UTF-8 sequence: the message is stored as a
+// DynamoDB string, which must be valid UTF-8.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	const mark = "…"
+	head := ""
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < n/2 {
+		head = s[:i+1]
+	}
+	keep := max(n-len(head)-len(mark), 0)
+	start := len(s) - keep
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	if n < len(mark) {
+		return s[start:]
+	}
+	return head + mark + s[start:]
 }

@@ -726,8 +726,8 @@ func TestFailFencedAndTruncated(t *testing.T) {
 		if _, err := r.svc.Fail(r.ctx, r.claim(ref), strings.Repeat("x", 4*MaxErrorLen)); err != nil {
 			t.Fatal(err)
 		}
-		if got := r.task(ref).LastError; got != strings.Repeat("x", MaxErrorLen)+"…" {
-			t.Errorf("stored error of %d bytes, want %d and an ellipsis", len(got), MaxErrorLen)
+		if got := r.task(ref).LastError; got != "…"+strings.Repeat("x", MaxErrorLen-len("…")) {
+			t.Errorf("stored error of %d bytes, want an ellipsis and the cause's last bytes, %d in all", len(got), MaxErrorLen)
 		}
 	})
 }
