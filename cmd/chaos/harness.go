@@ -20,7 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/batchwork/batchwork/cmd/chaos/check"
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 )
@@ -77,7 +78,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	h.progress("starting the emulator")
-	if h.emu, err = emulator.Start(ctx); err != nil {
+	if h.emu, err = emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start}); err != nil {
 		return nil, fmt.Errorf("start the emulator: %w", err)
 	}
 	defer h.emu.Stop()

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/provision"
@@ -105,7 +106,7 @@ func Wire(t *testing.T) (lambdaenv.Wired, provision.Resources) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	emu, err := emulator.Start(ctx)
+	emu, err := emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start})
 	if err != nil {
 		t.Fatalf("start the emulator: %v", err)
 	}
