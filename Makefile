@@ -72,8 +72,10 @@ RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /functions/ -e /inf
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
+# The unit tier: every package's tests under -short, which start no
+# emulator, no Java or Node.js process and no CDK synth (internal/testtier).
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+	$(GO) test -short -count=1 ./...
 
 integration: venv dynamodb-local chromium cdk-cli build
 	$(GO) test -count=1 -timeout 12m ./integration/...

@@ -22,6 +22,7 @@ import (
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/testtier"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -31,6 +32,9 @@ import (
 var emu *emulator.Emulator
 
 func TestMain(m *testing.M) {
+	if testtier.Short() {
+		os.Exit(testtier.RunNone(m, "the AWS emulator"))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var err error
 	emu, err = emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start})

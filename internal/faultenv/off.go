@@ -7,9 +7,6 @@ import (
 	"os"
 )
 
-// Compiled reports whether this binary can inject faults.
-const Compiled = false
-
 // FromEnv returns an injector that injects nothing, or an error when
 // BATCHWORK_FAULTS asks for faults this binary cannot inject.
 func FromEnv() (Injector, error) {

@@ -9,9 +9,6 @@ import (
 	"github.com/batchwork/batchwork/internal/faults"
 )
 
-// Compiled reports whether this binary can inject faults.
-const Compiled = true
-
 // FromEnv returns the injector BATCHWORK_FAULTS and BATCHWORK_FAULTS_SEED
 // describe, or one that injects nothing when BATCHWORK_FAULTS is unset,
 // empty or "off".
