@@ -57,6 +57,7 @@ chromium:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./internal/faultenv ./cmd/batchwork-local ./cmd/batchwork-executor
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # All unit and integration tests; the integration tests start moto and
@@ -68,7 +69,7 @@ test: venv dynamodb-local chromium cdk-cli build vet race
 
 # The unit packages under the race detector (the emulator-backed packages
 # run without it, above: it would multiply their time on 2 cores).
-RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /functions/ -e /infra -e /cmd/)
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /internal/emulator -e /functions/ -e /infra -e /cmd/)
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
