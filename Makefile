@@ -9,7 +9,7 @@ MVN ?= mvn
 VENV := .venv
 MOTO := $(VENV)/bin/moto_server
 # DynamoDB Local's jars and native libraries; the version is pinned in
-# integration/emulator/pom.xml.
+# internal/emulator/pom.xml.
 DYNAMODB_LOCAL := .dynamodb-local/lib/.installed
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
@@ -19,9 +19,9 @@ all: build
 
 # The emulator: moto server, pinned, in a git-ignored virtualenv.
 venv: $(MOTO)
-$(MOTO): integration/emulator/requirements.txt
+$(MOTO): internal/emulator/requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r integration/emulator/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r internal/emulator/requirements.txt
 	touch $@
 
 # DynamoDB Local (the emulator's DynamoDB; moto serves the rest), pinned,
@@ -29,10 +29,10 @@ $(MOTO): integration/emulator/requirements.txt
 # only when complete, so a failed or interrupted download never leaves a
 # half install that looks done.
 dynamodb-local: $(DYNAMODB_LOCAL)
-$(DYNAMODB_LOCAL): integration/emulator/pom.xml
+$(DYNAMODB_LOCAL): internal/emulator/pom.xml
 	@command -v $(MVN) >/dev/null || { echo "dynamodb-local: Maven ($(MVN)) not found; install Maven and Java 17"; exit 1; }
 	rm -rf .dynamodb-local.tmp
-	$(MVN) -q -B -f integration/emulator/pom.xml dependency:copy-dependencies -Dstyle.color=never -DoutputDirectory=$(CURDIR)/.dynamodb-local.tmp/lib
+	$(MVN) -q -B -f internal/emulator/pom.xml dependency:copy-dependencies -Dstyle.color=never -DoutputDirectory=$(CURDIR)/.dynamodb-local.tmp/lib
 	@ls .dynamodb-local.tmp/lib/DynamoDBLocal-*.jar .dynamodb-local.tmp/lib/libsqlite4java-* >/dev/null || { echo "dynamodb-local: Maven did not copy DynamoDBLocal and its sqlite4java library"; exit 1; }
 	rm -rf .dynamodb-local
 	mv .dynamodb-local.tmp .dynamodb-local
@@ -57,23 +57,26 @@ chromium:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags faults ./internal/faultenv ./cmd/batchwork-local ./cmd/batchwork-executor
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # All unit and integration tests; the integration tests start moto and
 # DynamoDB Local on free loopback ports (BATCHWORK_DYNAMODB=moto,
 # BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL choose otherwise; see
-# integration/emulator) and fail if they cannot start.
+# internal/emulator) and fail if they cannot start.
 test: venv dynamodb-local chromium cdk-cli build vet race
 	$(GO) test -count=1 -timeout 12m ./...
 
 # The unit packages under the race detector (the emulator-backed packages
 # run without it, above: it would multiply their time on 2 cores).
-RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /functions/ -e /infra -e /cmd/)
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /internal/emulator -e /functions/ -e /infra -e /cmd/)
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 
+# The unit tier: every package's tests under -short, which start no
+# emulator, no Java or Node.js process and no CDK synth (internal/testtier).
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+	$(GO) test -short -count=1 ./...
 
 integration: venv dynamodb-local chromium cdk-cli build
 	$(GO) test -count=1 -timeout 12m ./integration/...

@@ -31,7 +31,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/metrics"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"

@@ -1,5 +1,5 @@
 // Package integration runs Batchwork against a real AWS API emulator (moto
-// server by default; see integration/emulator). Every test creates its own
+// server by default; see internal/emulator). Every test creates its own
 // table, queues and bucket, so tests run in parallel.
 package integration
 
@@ -19,8 +19,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/testtier"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -30,9 +32,12 @@ import (
 var emu *emulator.Emulator
 
 func TestMain(m *testing.M) {
+	if testtier.Short() {
+		os.Exit(testtier.RunNone(m, "the AWS emulator"))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var err error
-	emu, err = emulator.Start(ctx)
+	emu, err = emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start})
 	cancel()
 	if err != nil {
 		// Never skip: an integration run without an emulator is a failure.

@@ -18,7 +18,7 @@ import (
 	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/faultenv"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -102,7 +102,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	inj, err := faults.FromEnv() // BATCHWORK_FAULTS, for chaos runs
+	inj, err := faultenv.FromEnv() // BATCHWORK_FAULTS, for chaos runs (built with -tags faults)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -134,7 +134,7 @@ func main() {
 	// user can read.
 	log.Info("batchwork running", "api", r.URL, "token_file", r.TokenFile, "log_file", logPath, "table", r.Resources.Table, "bucket", r.Resources.Bucket,
 		"queue_high", q.High, "queue_normal", q.Normal, "queue_low", q.Low, "dlq", q.DLQ, "queue_timer", q.Timer)
-	go faults.ReportEvery(ctx, inj, time.Second, func(c map[string]int) { log.Info("faults injected", "counts", c) })
+	go inj.ReportEvery(ctx, time.Second, func(c map[string]int) { log.Info("faults injected", "counts", c) })
 	if err := r.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

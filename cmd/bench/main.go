@@ -39,7 +39,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -127,7 +128,7 @@ func runFiring(schedules int, spread time.Duration) error {
 // measures (DynamoDB Local, or moto's with BATCHWORK_DYNAMODB=moto).
 func startEmulator(ctx context.Context) (*emulator.Emulator, error) {
 	// UntrackTables only matters when moto serves DynamoDB.
-	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true})
+	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true, Localstack: localstack.Start})
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/internal/testtier"
 )
 
 // TestChaos is make chaos at the size make test affords: 10 jobs, the
 // same fault rates, a kill a second. It fails on any violation, and never
 // skips: an emulator that cannot start fails it.
 func TestChaos(t *testing.T) {
+	testtier.SkipUnderShort(t, "the AWS emulator and a chaos run")
 	o := defaultOptions()
 	o.Jobs = 10
 	o.Timeout = 5 * time.Minute

@@ -21,7 +21,8 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/chaos/chaostasks"
 	"github.com/batchwork/batchwork/cmd/chaos/check"
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/localauth"
 )
@@ -78,7 +79,7 @@ func run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	h.progress("starting the emulator")
-	if h.emu, err = emulator.Start(ctx); err != nil {
+	if h.emu, err = emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start}); err != nil {
 		return nil, fmt.Errorf("start the emulator: %w", err)
 	}
 	defer h.emu.Stop()

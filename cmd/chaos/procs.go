@@ -24,7 +24,7 @@ func buildBinaries(ctx context.Context, dir string) (local, executor string, err
 	if err != nil {
 		return "", "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/batchwork-local", "./cmd/chaos/executor")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "faults", "-o", dir+string(filepath.Separator), "./cmd/batchwork-local", "./cmd/chaos/executor")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("go build the binaries: %w\n%s", err, out)

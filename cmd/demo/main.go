@@ -25,7 +25,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -88,7 +89,7 @@ func run(ctx context.Context, input string, size, slots, reducers int, splitSize
 	log := slog.New(slog.NewJSONHandler(lf, nil))
 
 	fmt.Println("==> starting the AWS emulator")
-	emu, err := emulator.Start(ctx)
+	emu, err := emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start})
 	if err != nil {
 		return err
 	}

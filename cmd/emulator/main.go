@@ -1,5 +1,5 @@
 // Command emulator starts an AWS API emulator (see package
-// integration/emulator), prints
+// internal/emulator), prints
 //
 //	AWS_ENDPOINT_URL=<url>
 //	AWS_ENDPOINT_URL_DYNAMODB=<url>
@@ -28,7 +28,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
 )
 
 func main() {
@@ -51,7 +52,7 @@ func main() {
 
 // run starts the emulator, announces it and blocks until ctx is done.
 func run(ctx context.Context, stdout, stderr io.Writer, port int, envFile string) (err error) {
-	e, err := emulator.StartWith(ctx, emulator.Options{Port: port})
+	e, err := emulator.StartWith(ctx, emulator.Options{Port: port, Localstack: localstack.Start})
 	if err != nil {
 		return err
 	}

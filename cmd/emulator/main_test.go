@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/internal/testtier"
 )
 
 type syncBuffer struct {
@@ -30,6 +32,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestRunWritesEnvFileAndStops(t *testing.T) {
+	testtier.SkipUnderShort(t, "the AWS emulator")
 	// Unset, not empty: the SDK treats an empty AWS_ENDPOINT_URL as set.
 	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "BATCHWORK_EMULATOR", "BATCHWORK_MOTO_SERVER", "BATCHWORK_DYNAMODB"} {
 		t.Setenv(k, "")

@@ -20,6 +20,7 @@ import (
 	"github.com/batchwork/batchwork/infra/batchwork"
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/internal/metrics"
+	"github.com/batchwork/batchwork/internal/testtier"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -103,6 +104,9 @@ func tempDir(pattern string) (string, error) {
 }
 
 func TestMain(m *testing.M) {
+	if testtier.Short() {
+		os.Exit(testtier.RunNone(m, "a CDK synth (a Node.js process)"))
+	}
 	code := m.Run()
 	for _, d := range tempDirs {
 		_ = os.RemoveAll(d)

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
+	"github.com/batchwork/batchwork/internal/emulator/localstack"
+	"github.com/batchwork/batchwork/internal/testtier"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/provision"
@@ -103,9 +105,10 @@ func ListTasks(t *testing.T, want []string) {
 // environment as the mains do (minus the exit on error).
 func Wire(t *testing.T) (lambdaenv.Wired, provision.Resources) {
 	t.Helper()
+	testtier.SkipUnderShort(t, "the AWS emulator")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	emu, err := emulator.Start(ctx)
+	emu, err := emulator.StartWith(ctx, emulator.Options{Localstack: localstack.Start})
 	if err != nil {
 		t.Fatalf("start the emulator: %v", err)
 	}

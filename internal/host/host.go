@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -200,7 +199,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	}
 	// A chaos run (BATCHWORK_FAULTS) sums every process's injected faults
 	// from these lines; without faults nothing is logged.
-	go faults.ReportEvery(ctx, w.Faults, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
+	go w.Faults.ReportEvery(ctx, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
 	p := &executor.Poller{
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
 			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem,

@@ -76,7 +76,7 @@ func TestLoadEndpointPrecedence(t *testing.T) {
 // ServiceEndpoints in ConfigSources sends one service elsewhere; the SDK
 // skips the config sources when AWS_ENDPOINT_URL is set without the
 // service's own variable, so a config built this way has to agree with
-// the environment (integration/emulator does).
+// the environment (internal/emulator does).
 func TestServiceEndpoints(t *testing.T) {
 	const moto, ddbLocal = "http://127.0.0.1:4000", "http://127.0.0.1:8000"
 	cases := []struct {

@@ -6,7 +6,7 @@ package lambdaenv
 import (
 	"context"
 	"fmt"
-	"github.com/batchwork/batchwork/internal/faults"
+	"github.com/batchwork/batchwork/internal/faultenv"
 	"github.com/batchwork/batchwork/internal/metrics"
 	"log/slog"
 	"os"
@@ -159,8 +159,9 @@ type Wired struct {
 	Blob    *blob.Store
 	Queue   *queue.Queue
 	Log     *slog.Logger
-	// Faults is the fault injector BATCHWORK_FAULTS asked for, or nil.
-	Faults *faults.Injector
+	// Faults is the fault injector BATCHWORK_FAULTS asked for; it
+	// injects nothing in a binary built without the faults tag.
+	Faults faultenv.Injector
 	// OwnerMode is the configuration's (the api function maps owners).
 	OwnerMode principal.Mode
 	// AWS is the configuration the adapters use, for clients built later
@@ -179,9 +180,10 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		return Wired{}, err
 	}
 	awsconf.Harden(&cfg)
-	// Fault injection for tests and chaos runs (BATCHWORK_FAULTS); unset
-	// in a deployment, where it is a no-op.
-	inj, err := faults.FromEnv()
+	// Fault injection for chaos runs (BATCHWORK_FAULTS), compiled in
+	// only with the faults tag; a deployment's functions are built
+	// without it and refuse the setting.
+	inj, err := faultenv.FromEnv()
 	if err != nil {
 		return Wired{}, err
 	}

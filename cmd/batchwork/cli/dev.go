@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/gobuild"
 	"github.com/batchwork/batchwork/shared/control"
@@ -406,10 +406,10 @@ func emulatorInstallError(missing, dirs []string, modDir, cache string) error {
 		src = "<the Batchwork module's directory: go list -m -f '{{.Dir}}' " + BatchworkModule + ">"
 	}
 	if slices.Contains(missing, "moto") {
-		fmt.Fprintf(&b, "  python3 -m venv %s/.venv && %s/.venv/bin/pip install -r %s/integration/emulator/requirements.txt\n", cache, cache, src)
+		fmt.Fprintf(&b, "  python3 -m venv %s/.venv && %s/.venv/bin/pip install -r %s/internal/emulator/requirements.txt\n", cache, cache, src)
 	}
 	if slices.Contains(missing, "DynamoDB Local") {
-		fmt.Fprintf(&b, "  mvn -q -f %s/integration/emulator/pom.xml dependency:copy-dependencies -DoutputDirectory=%s/.dynamodb-local/lib   # Maven and Java 17\n", src, cache)
+		fmt.Fprintf(&b, "  mvn -q -f %s/internal/emulator/pom.xml dependency:copy-dependencies -DoutputDirectory=%s/.dynamodb-local/lib   # Maven and Java 17\n", src, cache)
 		fmt.Fprintf(&b, "  (or use moto's own DynamoDB: %s=%s)\n", emulator.EnvDynamoDB, emulator.DynamoDBMoto)
 	}
 	fmt.Fprintf(&b, "or point %s at a running emulator", emulator.EnvEndpointURL)

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -244,7 +244,7 @@ func TestFindEmulatorServers(t *testing.T) {
 			want: map[string]string{emulator.EnvDynamoDBLocalDir: "cache"}},
 		{name: "an endpoint needs neither", env: map[string]string{emulator.EnvEndpointURL: "http://127.0.0.1:4566"}, want: map[string]string{}},
 		{name: "nothing installed",
-			err: []string{"moto and DynamoDB Local not found", "pip install -r MOD/integration/emulator/requirements.txt",
+			err: []string{"moto and DynamoDB Local not found", "pip install -r MOD/internal/emulator/requirements.txt",
 				"-DoutputDirectory=CACHE/.dynamodb-local/lib", emulator.EnvDynamoDB + "=moto", emulator.EnvEndpointURL}},
 		{name: "only DynamoDB Local missing", user: [2]bool{true, false},
 			err: []string{"DynamoDB Local not found", "mvn"}},

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip install -r integration/emulator/requirements.txt) in the repository root"
+const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip install -r internal/emulator/requirements.txt) in the repository root"
 
 // motoLauncher starts moto_server with workarounds, each for a moto
 // defect that AWS does not have; none changes what any request does.

@@ -1,12 +1,15 @@
 // Package emulator starts (or attaches to) AWS API emulators for
-// integration tests and local development.
+// tests, local development and `batchwork dev`.
 //
 // SQS, S3, CloudFormation and the rest, in order:
 //
 //   - AWS_ENDPOINT_URL set: that endpoint is used as-is (Kind "external").
 //     It is health-checked; Stop is a no-op.
 //   - BATCHWORK_EMULATOR=localstack: a localstack/localstack container is
-//     started through testcontainers-go (needs a Docker engine).
+//     started by Options.Localstack (internal/emulator/localstack, through
+//     testcontainers-go; needs a Docker engine). Programs that do not set
+//     it, the batchwork CLI among them, refuse the setting: the launcher
+//     itself does not link testcontainers-go.
 //   - otherwise (BATCHWORK_EMULATOR unset or "moto"): moto_server from the
 //     repository virtualenv (.venv, created by `make venv`) is started on
 //     127.0.0.1 on a free port.
@@ -26,7 +29,9 @@
 //     applies requests atomically without a launcher's lock.
 //
 // AWSConfig sends DynamoDB to DynamoURL and everything else to URL. If an
-// emulator cannot be started, Start fails; callers never skip.
+// emulator cannot be started, Start fails; callers never skip. In a test
+// binary run with -short (the unit tier) Start refuses to start anything:
+// see ErrShort.
 //
 // The region is AWS_REGION, or us-east-1 when unset.
 package emulator
@@ -127,16 +132,17 @@ type Emulator struct {
 	// an external endpoint that turned out to be moto); enables Reset.
 	motoAPI bool
 
-	proc      *process // Kind "moto"
-	dynamo    *process // Dynamo "dynamodb-local"
-	container stopper  // Kind "localstack"
-	stopOnce  sync.Once
-	stopErr   error
+	proc          *process     // Kind "moto"
+	dynamo        *process     // Dynamo "dynamodb-local"
+	stopContainer func() error // Kind "localstack"
+	stopOnce      sync.Once
+	stopErr       error
 }
 
-type stopper interface {
-	stop() error
-}
+// StartContainer starts LocalStack (LocalstackImage, serving
+// LocalstackServices in region) and returns its endpoint and how to stop
+// it; internal/emulator/localstack.Start is one.
+type StartContainer func(ctx context.Context, region string) (url string, stop func() error, err error)
 
 // Options tunes StartWith. The zero value is what Start uses.
 type Options struct {
@@ -160,6 +166,9 @@ type Options struct {
 	// their semantics do not change. The tests run without it. Ignored
 	// when DynamoDB Local serves DynamoDB.
 	UntrackTables bool
+	// Localstack starts the container BATCHWORK_EMULATOR=localstack asks
+	// for; nil: that setting is refused (this program cannot start it).
+	Localstack StartContainer
 }
 
 // Start starts (or attaches to) an emulator; see the package documentation
@@ -185,7 +194,11 @@ func StartWith(ctx context.Context, opts Options) (*Emulator, error) {
 	externalDynamo := os.Getenv(EnvEndpointURLDynamoDB) != ""
 	var e *Emulator
 	var err error
-	switch kind := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEmulator))); {
+	kind := strings.ToLower(strings.TrimSpace(os.Getenv(EnvEmulator)))
+	if os.Getenv(EnvEndpointURL) == "" && (kind == "" || kind == KindMoto || kind == KindLocalstack) && underShort() {
+		return nil, ErrShort
+	}
+	switch {
 	case os.Getenv(EnvEndpointURL) != "":
 		e, err = attachExternal(ctx, os.Getenv(EnvEndpointURL), region)
 	case (kind == "" || kind == KindMoto) && dynamo != DynamoDBMoto && !externalDynamo:
@@ -194,7 +207,7 @@ func StartWith(ctx context.Context, opts Options) (*Emulator, error) {
 		opts.UntrackTables = opts.UntrackTables && !externalDynamo
 		e, err = startMoto(ctx, region, opts)
 	case kind == KindLocalstack:
-		e, err = startLocalstack(ctx, region)
+		e, err = startLocalstack(ctx, region, opts.Localstack)
 	default:
 		return nil, fmt.Errorf("emulator: unknown %s=%q (want %q or %q, or set %s)",
 			EnvEmulator, kind, KindMoto, KindLocalstack, EnvEndpointURL)
@@ -284,8 +297,8 @@ func (e *Emulator) Stop() error {
 		switch {
 		case e.proc != nil:
 			errs = append(errs, e.proc.stop(stopGracePeriod))
-		case e.container != nil:
-			errs = append(errs, e.container.stop())
+		case e.stopContainer != nil:
+			errs = append(errs, e.stopContainer())
 		}
 		e.stopErr = errors.Join(errs...)
 	})
@@ -428,4 +441,21 @@ func waitReachable(ctx context.Context, url string) (int, error) {
 		case <-time.After(healthPollInterval * 4):
 		}
 	}
+}
+
+// startLocalstack starts LocalStack through start, which programs that
+// need it link (internal/emulator/localstack): testcontainers-go and its
+// Docker client stay out of every other build.
+func startLocalstack(ctx context.Context, region string, start StartContainer) (*Emulator, error) {
+	if start == nil {
+		return nil, fmt.Errorf("emulator: %s=%s: this program cannot start LocalStack; start it yourself and set %s to its endpoint",
+			EnvEmulator, KindLocalstack, EnvEndpointURL)
+	}
+	url, stop, err := start(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	e := newEmulator(url, region, KindLocalstack)
+	e.stopContainer = stop
+	return e, nil
 }

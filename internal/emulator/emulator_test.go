@@ -27,6 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batchwork/batchwork/internal/testtier"
 )
 
 // clearEnv makes Start pick a local moto server, serving DynamoDB too,
@@ -40,6 +42,13 @@ func clearEnv(t *testing.T) {
 		os.Unsetenv(k)
 	}
 	t.Setenv(EnvDynamoDB, DynamoDBMoto)
+}
+
+// skipUnderShort skips a test that starts (or tries to start) the
+// emulator's processes, which the unit tier does not.
+func skipUnderShort(t *testing.T) {
+	t.Helper()
+	testtier.SkipUnderShort(t, "moto or DynamoDB Local processes")
 }
 
 func startTestMoto(t *testing.T) *Emulator {
@@ -78,6 +87,7 @@ func accepts(addr string) bool {
 }
 
 func TestMotoServices(t *testing.T) {
+	skipUnderShort(t)
 	e := startTestMoto(t)
 	ctx := context.Background()
 
@@ -196,6 +206,7 @@ func TestMotoServices(t *testing.T) {
 }
 
 func TestBadMotoServerPath(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	bad := filepath.Join(t.TempDir(), "no", "moto_server")
 	t.Setenv(EnvMotoServer, bad)
@@ -210,6 +221,7 @@ func TestBadMotoServerPath(t *testing.T) {
 }
 
 func TestMotoServerExitsEarly(t *testing.T) {
+	skipUnderShort(t)
 	if runtime.GOOS == "windows" {
 		t.Skip("uses a shell script")
 	}
@@ -235,6 +247,7 @@ func TestMotoServerExitsEarly(t *testing.T) {
 }
 
 func TestPinnedPortInUse(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -253,6 +266,7 @@ func TestPinnedPortInUse(t *testing.T) {
 }
 
 func TestPinnedPort(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -271,6 +285,7 @@ func TestPinnedPort(t *testing.T) {
 }
 
 func TestExternalEndpoint(t *testing.T) {
+	skipUnderShort(t)
 	base := startTestMoto(t)
 	t.Setenv(EnvEndpointURL, base.URL)
 	t.Setenv(EnvRegion, "eu-west-1")
@@ -382,6 +397,7 @@ func TestLeakHelper(t *testing.T) {
 }
 
 func TestNoLeakWhenTestProcessDies(t *testing.T) {
+	skipUnderShort(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("parent-death signal is Linux only")
 	}
@@ -425,41 +441,11 @@ func TestNoLeakWhenTestProcessDies(t *testing.T) {
 	}
 }
 
-// TestLocalstack runs only with BATCHWORK_EMULATOR=localstack (needs Docker).
-func TestLocalstack(t *testing.T) {
-	if os.Getenv(EnvEmulator) != KindLocalstack || os.Getenv(EnvEndpointURL) != "" {
-		t.Skip("set BATCHWORK_EMULATOR=localstack (and have Docker) to run")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	e, err := Start(ctx)
-	if err != nil {
-		t.Fatalf("Start localstack: %v", err)
-	}
-	defer func() {
-		if err := e.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	}()
-	if e.Kind != KindLocalstack {
-		t.Fatalf("Kind = %s", e.Kind)
-	}
-	cfg := e.AWSConfig()
-	if _, err := dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
-		t.Fatalf("ListTables: %v", err)
-	}
-	if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
-		t.Fatalf("ListQueues: %v", err)
-	}
-	if err := e.Reset(ctx); !errors.Is(err, ErrResetNotSupported) {
-		t.Fatalf("Reset = %v, want ErrResetNotSupported", err)
-	}
-}
-
 // The bench's leak workaround must not change what moto does: a
 // transaction still applies all of its items, or none of them when one
 // condition fails (moto rolls back from its table copy).
 func TestUntrackTablesKeepsTransactions(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -524,6 +510,7 @@ func TestUntrackTablesKeepsTransactions(t *testing.T) {
 // unconditionally) left the counter at 1 with every caller done. The
 // launcher's lock must make every round end at 0 with exactly one last.
 func TestConcurrentCountdownIsExact(t *testing.T) {
+	skipUnderShort(t)
 	e := startTestMoto(t)
 	ctx := context.Background()
 	ddb := dynamodb.NewFromConfig(e.AWSConfig())
@@ -613,6 +600,7 @@ var errNotLast = errors.New("not the last")
 // (an item it put absent, an item it updated in place unchanged, an item
 // it deleted back), and an applied one must apply all of its writes.
 func TestTransactionsRollBack(t *testing.T) {
+	skipUnderShort(t)
 	e := startTestMoto(t)
 	ctx := context.Background()
 	ddb := dynamodb.NewFromConfig(e.AWSConfig())
@@ -730,6 +718,7 @@ func TestTransactionsRollBack(t *testing.T) {
 // DynamoDB where moto does not, honouring ClientRequestToken. A fidelity
 // test: switching the default back to moto's DynamoDB fails it.
 func TestDynamoDBLocalByDefault(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	t.Setenv(EnvDynamoDB, "")
 	os.Unsetenv(EnvDynamoDB)
@@ -825,6 +814,7 @@ func TestDynamoDBLocalByDefault(t *testing.T) {
 // A DynamoDB Local that cannot start fails Start with what to do; the
 // run never goes on without it.
 func TestDynamoDBLocalMissing(t *testing.T) {
+	skipUnderShort(t)
 	clearEnv(t)
 	t.Setenv(EnvDynamoDB, DynamoDBLocal)
 	t.Setenv(EnvDynamoDBLocalDir, t.TempDir())
@@ -842,6 +832,7 @@ func TestDynamoDBLocalMissing(t *testing.T) {
 
 // How DynamoDB is chosen, and where AWSConfig sends it.
 func TestDynamoDBSelection(t *testing.T) {
+	skipUnderShort(t)
 	other := httptest.NewServer(http.NotFoundHandler())
 	defer other.Close()
 	dynamo := httptest.NewServer(http.NotFoundHandler())
@@ -905,6 +896,7 @@ func TestDynamoDBSelection(t *testing.T) {
 // SQS promises about counts, visibility, receipt handles, the dead-letter
 // move and purge must come out the same.
 func TestSQSKeepsItsAnswers(t *testing.T) {
+	skipUnderShort(t)
 	e := startTestMoto(t)
 	ctx := context.Background()
 	q := sqs.NewFromConfig(e.AWSConfig())
