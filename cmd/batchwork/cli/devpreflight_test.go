@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/integration/emulator"
+	"github.com/batchwork/batchwork/internal/emulator"
 )
 
 func runDevIn(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
