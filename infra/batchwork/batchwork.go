@@ -699,7 +699,7 @@ func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id str
 		Description: jsii.String("Batchwork " + name + " function"),
 	})
 	logs := awslogs.NewLogGroup(c, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		Retention:     logRetention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	logs.GrantWrite(role)
@@ -719,6 +719,11 @@ func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id str
 	b.grant(fn, permissions[name])
 	return fn
 }
+
+// logRetention is how long the functions', the Fargate executors' and
+// the VPC flow logs' groups keep their lines; every log group is deleted
+// with the stack. (The API's access logs are kept three months.)
+const logRetention = awslogs.RetentionDays_ONE_MONTH
 
 var titles = map[string]string{FnAPI: "Api", FnClaim: "Claim", FnCommit: "Commit", FnSweep: "Sweep", FnExecutor: "Executor"}
 
