@@ -38,6 +38,7 @@ import (
 
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/internal/metrics"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
@@ -395,6 +396,17 @@ const inputKeys = "inputs/*"
 // end jobs write it (with If-None-Match), and it is read and listed like
 // the inputs area, since a job may read a published folder as its input.
 const outputKeys = "outputs/*"
+
+// publishMarkers are the keys of a published folder's claim and success
+// marker (shared/blob/publish.go), at any depth of the outputs area: all
+// that publishing reads (shared/control/publish.go). The roles that
+// publish but read no inputs (api, commit, sweep) may read only these
+// there, never an owner's outputs; the executors read whole published
+// folders as inputs (outputKeys). On an output bucket, which holds owner
+// keys at its root, every publisher reads only these: a job reads an
+// output bucket's folder as input only when the bucket is an input bucket
+// too.
+var publishMarkers = []string{blob.OutputsArea + "*/" + blob.ClaimName, blob.OutputsArea + "*/" + blob.SuccessName}
 
 var permissions = map[string]grantSet{
 	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
@@ -756,20 +768,25 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.read {
 		reads = append(reads, jobObjects...)
 	}
-	if g.readInputs || g.publish {
-		// A published folder is read as an input, and its claim by the
-		// publisher.
-		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(outputKeys)))
-	}
 	if g.readInputs {
+		// A published folder is read as an input.
+		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(outputKeys)))
 		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(inputKeys)))
 		for _, in := range b.inputBuckets {
 			reads = append(reads, jsii.String(inputBucketArn(in)+"/*"))
 		}
 	}
 	if g.publish {
+		// A publisher reads folders' claims and success markers only.
+		if !g.readInputs {
+			for _, m := range publishMarkers {
+				reads = append(reads, b.Bucket.ArnForObjects(jsii.String(m)))
+			}
+		}
 		for _, out := range b.outputBuckets {
-			reads = append(reads, jsii.String(inputBucketArn(out)+"/*"))
+			for _, m := range publishMarkers {
+				reads = append(reads, jsii.String(inputBucketArn(out)+"/"+strings.TrimPrefix(m, blob.OutputsArea)))
+			}
 		}
 	}
 	if len(reads) > 0 {
