@@ -106,7 +106,10 @@ type Props struct {
 	// its jobs, in control.ParseOwnerLimits's format ("*=200,<owner ARN>=10").
 	// It reaches the functions that claim, commit, fail or sweep (and the
 	// Fargate executor) as lambdaenv.EnvOwnerMaxConcurrency. Default "":
-	// no owner limits.
+	// "*=<n>", n half of what the default executor runs at once
+	// (ExecutorMaxConcurrency / 2, or FargateMaxTasks * FargateSlots / 2
+	// for Fargate only; ownerdefaults.go). "*=0", or no "*" entry, leaves
+	// owners without a cap, and synth warns.
 	OwnerMaxConcurrency string
 	// OwnerMode maps an IAM principal to its owner on the api function
 	// (principal.ParseMode): "role" (default: a role's sessions are one
@@ -117,7 +120,9 @@ type Props struct {
 	// sweep for schedule firings). Default "": none.
 	MaxActiveJobs, MaxTasks, MaxSchedules string
 	// HighPriorityOwners lists the owners that may use priority "high"
-	// ("*": all). Default "": all.
+	// (owner ARNs separated by commas; "*": all, and synth warns). Default
+	// "": none (control.NoHighPriorityOwners): a "high" job or stage is
+	// refused at submit, naming the field.
 	HighPriorityOwners string
 	// InputBuckets are buckets besides the data bucket that every owner's
 	// specs may read inputs from (names, not ARNs). The roles that plan
@@ -421,6 +426,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	useBucketPolicyForAccessLogs(c)
+	ownerProtectionWarnings(c, p) // ownerdefaults.go
 	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets, outputBuckets: p.OutputBuckets, taskFunctions: p.TaskFunctions}
 	b.data(c, p)
 	b.eventBus(c) // events.go
@@ -480,6 +486,7 @@ func withDefaults(props *Props) Props {
 	if p.ExecutorMaxConcurrency < 2 || p.ExecutorMaxConcurrency > 1000 {
 		panic(fmt.Sprintf("batchwork: executorMaxConcurrency %d: must be between 2 and 1000", p.ExecutorMaxConcurrency))
 	}
+	p = withOwnerProtection(p) // ownerdefaults.go
 	limits, err := control.ParseOwnerLimits(p.OwnerMaxConcurrency)
 	if err != nil {
 		panic("batchwork: ownerMaxConcurrency: " + err.Error())

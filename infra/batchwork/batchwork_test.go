@@ -719,6 +719,13 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		}
 		if name == batchwork.FnSweep || name == batchwork.FnAPI {
 			want = append(want, lambdaenv.EnvTaskNames) // they check specs' task names
+			// They refuse priority "high" to the owners not named
+			// (ownerdefaults_test.go).
+			want = append(want, lambdaenv.EnvHighPriorityOwners)
+		}
+		if name != batchwork.FnAPI {
+			// Every owner's running tasks are capped by default.
+			want = append(want, lambdaenv.EnvOwnerMaxConcurrency)
 		}
 		if name == batchwork.FnAPI {
 			want = append(want, lambdaenv.EnvLogGroups) // it serves GET /jobs/{id}/logs
