@@ -6,11 +6,12 @@
 //	sweepSchedule           an EventBridge schedule, default "rate(1 minute)"
 //	executorMaxConcurrency  Lambda executor concurrency per ready queue, default 100
 //	fargateMaxTasks         Fargate executor task limit, default 10
-//	ownerMaxConcurrency     owners' concurrency limits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10"; default none
+//	ownerMaxConcurrency     owners' concurrency limits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10";
+//	                        default "*=<half the default executor's concurrency>" ("*=50"); "*=0" turns it off (synth warns)
 //	ownerMode               "role" (default: a role's sessions are one owner) or "session"
 //	maxActiveJobs, maxTasks, maxSchedules
 //	                        owners' quotas, in the same format; default none
-//	highPriorityOwners      owners allowed priority "high" ("*": all); default all
+//	highPriorityOwners      owners allowed priority "high" (comma-separated ARNs; "*": all, synth warns); default none
 //	remoteExecutorRoles     role ARNs (comma-separated) of executors outside the installation: deploys
 //	                        the claim and commit functions, invokable by these roles only; default none
 //	outputBuckets           buckets (comma-separated) that jobs may publish their outputs to, under each owner's key; default none

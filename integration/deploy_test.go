@@ -210,8 +210,14 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		}
 		if strings.Contains(id, "Sweep") || strings.Contains(id, "Api") {
 			// The submitting functions know the examples' task names
-			// before any executor has published them.
+			// before any executor has published them, and refuse priority
+			// "high" to every owner (none named).
 			want[lambdaenv.EnvTaskNames] = strings.Join(examples.Names(), ",")
+			want[lambdaenv.EnvHighPriorityOwners] = control.NoHighPriorityOwners
+		}
+		if !strings.Contains(id, "Api") {
+			// Every owner's running tasks are capped by default.
+			want[lambdaenv.EnvOwnerMaxConcurrency] = fmt.Sprintf("*=%d", tuning.ExecutorMaxConcurrency/2)
 		}
 		// Every function publishes Batchwork's events to the stack's bus
 		// (shared/events), which the stack deployed.

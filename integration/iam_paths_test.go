@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -75,6 +77,46 @@ func (r *iamRig) wantTagged(t *testing.T, c control.Claim) {
 	if got := objectTags(t, r.e, key)[tuning.UncommittedTagKey]; got != tuning.UncommittedTagValue {
 		t.Errorf("%s: tag %s=%q, want %q", key, tuning.UncommittedTagKey, got, tuning.UncommittedTagValue)
 	}
+}
+
+// publishedFolder writes a folder that a job of owner published, at
+// name/ in its outputs area: its claim, its success marker and one output
+// under s/. A job reading a folder below it as input has its planner read
+// the claim and the marker (control.checkPublishedInputs).
+func (r *iamRig) publishedFolder(t *testing.T, owner, name string) (outputs string) {
+	t.Helper()
+	folder := blob.OutputsPrefix(principal.Key(owner)) + name + "/"
+	for key, body := range map[string]string{
+		folder + blob.ClaimName: `{"job":"published"}`, folder + blob.SuccessName: `{"job":"published"}`, folder + "s/part-00000": "one\ntwo\n",
+	} {
+		if err := r.e.r.Blob.PutIfAbsent(context.Background(), key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return "s3://" + r.e.r.Resources.Bucket + "/" + folder + "s/"
+}
+
+// flakyPublisher is a flakyList that publishes, and reads published
+// folders' markers, as the real store does.
+type flakyPublisher struct {
+	*flakyList
+	pub control.Publisher
+}
+
+func (f flakyPublisher) PutIfAbsentIn(ctx context.Context, bucket, key string, body []byte) error {
+	return f.pub.PutIfAbsentIn(ctx, bucket, key, body)
+}
+
+func (f flakyPublisher) CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error {
+	return f.pub.CopyIfAbsent(ctx, srcKey, dstBucket, dstKey)
+}
+
+func (f flakyPublisher) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
+	return f.pub.Open(ctx, bucket, key, start)
+}
+
+func (f flakyPublisher) ListPage(ctx context.Context, bucket, prefix, startAfter string) ([]string, bool, error) {
+	return f.pub.ListPage(ctx, bucket, prefix, startAfter)
 }
 
 func (r *iamRig) remoteClaim(t *testing.T, ctx context.Context, ref batch.TaskRef) control.RemoteClaim {
@@ -179,6 +221,35 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			}
 			if n := len(stageTasks(t, e, id, 0)); n != 2 {
 				t.Fatalf("stage planned into %d tasks, want 2", n)
+			}
+		}},
+		{"commit plans a downstream stage over a published folder, reading its claim and success marker", iamrec.FnCommit, func(t *testing.T, r *iamRig, ctx context.Context) {
+			in := r.publishedFolder(t, "tester", "pub")
+			id := submitTo(t, r.svc, "published", fmt.Sprintf(`{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
+			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":%q}}}]}`, in))
+			c := r.remoteClaim(t, context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+			if err := r.e.r.Blob.PutIfAbsent(context.Background(), blob.OutputKey(id, "a", 0, c.Attempt, 0), []byte("out\n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			if n := len(stageTasks(t, r.e, id, 1)); n != 1 {
+				t.Fatalf("stage b planned into %d tasks, want 1", n)
+			}
+		}},
+		{"sweep plans an input stage over a published folder, reading its claim and success marker", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {
+			e := r.e
+			in := r.publishedFolder(t, "tester", "pub")
+			flaky := flakyPublisher{flakyList: &flakyList{Blob: e.r.Blob, n: 1}, pub: e.r.Blob}
+			svc := newServiceWithBlob(e, testTimings, e.r.Store, flaky, r.clk, r.logs)
+			id := submitTo(t, svc, "plan", fmt.Sprintf(`{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, in))
+			r.clk.Advance(testTimings.StartGrace + time.Second)
+			if _, err := svc.Sweep(ctx); err != nil {
+				t.Fatalf("sweep: %v", err)
+			}
+			if n := len(stageTasks(t, e, id, 0)); n != 1 {
+				t.Fatalf("stage planned into %d tasks, want 1", n)
 			}
 		}},
 		{"sweep sends a live task's dead letter back", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/internal/iamrec"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/provision"
 )
 
 // iamTemplate is a synthesized template whose roles the IAM check proves
@@ -77,6 +80,48 @@ func TestIAMTemplatesCoverEveryFunction(t *testing.T) {
 	for _, fn := range iamrec.Functions {
 		if fmt.Sprint(checkedBy[fn]) != fmt.Sprint(want[fn]) {
 			t.Errorf("%s's requests are checked against %v, want %v", fn, checkedBy[fn], want[fn])
+		}
+	}
+}
+
+// The functions that publish but never read inputs (api, commit, sweep)
+// read a published folder's claim and success marker only: a read of any
+// other key in the outputs area, another owner's outputs included, is one
+// their roles do not grant, and the check fails on it. The executor reads
+// published folders as inputs, and may.
+func TestIAMPublishersReadOnlyTheMarkersOfPublishedFolders(t *testing.T) {
+	t.Parallel()
+	const bucket = "iam-unit-markers"
+	noteIAMResources(provision.Resources{Bucket: bucket})
+	read := func(fn, key string) iamrec.Use {
+		return iamrec.Use{Function: fn, Action: iamrec.Action{Action: "s3:GetObject", Resource: iamrec.Resource{Kind: iamrec.KindObject, Name: bucket, Key: key}}}
+	}
+	const folder = "outputs/0123abcd/reports/daily/"
+	for _, fn := range []string{iamrec.FnAPI, iamrec.FnCommit, iamrec.FnSweep, iamrec.FnExecutor} {
+		cases := []struct {
+			key     string
+			granted bool
+		}{
+			{folder + blob.ClaimName, true},
+			{folder + blob.SuccessName, true},
+			{"outputs/0123abcd/" + blob.ClaimName, true}, // a folder at the top of the owner's area
+			{folder + "count/part-00000", fn == iamrec.FnExecutor},
+			{"outputs/ffff0000/other/count/part-00000", fn == iamrec.FnExecutor}, // another owner's
+		}
+		for _, c := range cases {
+			t.Run(fn+" "+c.key, func(t *testing.T) {
+				rs, err := loadIAMRoles(template.RemoteExecutorsJSON) // every function
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = checkIAM(rs, map[iamrec.Use]int{read(fn, c.key): 1}, false)
+				switch notGranted := fmt.Sprintf("%s performs s3:GetObject on bucket/outputs/… (1 requests), which its role does not grant", fn); {
+				case c.granted && err != nil:
+					t.Fatalf("check: %v, want none", err)
+				case !c.granted && (err == nil || !strings.Contains(err.Error(), notGranted)):
+					t.Fatalf("check: %v, want %q", err, notGranted)
+				}
+			})
 		}
 	}
 }

@@ -103,7 +103,8 @@ var iamExemptions = []iamExemption{
 	// completes the stage itself then), a race no test forces; publishing
 	// the job's outputs then needs what the other publishers use.
 	{action: "s3:PutObject", function: "api", target: "bucket/outputs/*", reason: "the api publishes a job's outputs only when it wins the race to complete its last stage"},
-	{action: "s3:GetObject", function: "api", target: "bucket/outputs/*", reason: "the api reads a folder's claim only when it wins the race to complete a job's last stage"},
+	{action: "s3:GetObject", function: "api", target: "bucket/outputs/*/_batchwork.json", reason: "the api reads a folder's claim only when it wins the race to complete a job's last stage"},
+	{action: "s3:GetObject", function: "api", target: "bucket/outputs/*/_SUCCESS", reason: "the api reads a folder's success marker only when it wins the race to complete a job's last stage"},
 }
 
 func (x iamExemption) covers(fn string, g iamGrant, eventSources map[string]bool) bool {
@@ -131,19 +132,39 @@ func (x iamExemption) covers(fn string, g iamGrant, eventSources map[string]bool
 type iamGrant struct{ action, target string }
 
 // covers reports whether a grant's target covers a request's target: the
-// same target; a pattern ending in '*' that the request's target starts
-// with (before the '*'); or a bucket granted without condition, which
-// covers every listing of it.
+// same target; a pattern with '*' that matches it as IAM matches a
+// resource ('*' spans any characters, '/' included: "bucket/outputs/*/_SUCCESS"
+// covers "bucket/outputs/k/a/b/_SUCCESS"); or a bucket granted without
+// condition, which covers every listing of it.
 func covers(grant, use string) bool {
 	switch {
 	case grant == use:
 		return true
-	case strings.HasSuffix(grant, "*"):
-		return strings.HasPrefix(use, strings.TrimSuffix(grant, "*"))
+	case strings.Contains(grant, "*"):
+		return wildcardMatch(grant, use)
 	case !strings.ContainsAny(grant, "/?"):
 		return strings.HasPrefix(use, grant+"?prefix=")
 	}
 	return false
+}
+
+// wildcardMatch matches s against pattern, where '*' is any run of
+// characters.
+func wildcardMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }
 
 // targetBase is the resource class of a target ("bucket" of

@@ -38,6 +38,7 @@ import (
 
 	"github.com/batchwork/batchwork/infra/template"
 	"github.com/batchwork/batchwork/internal/metrics"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
@@ -105,7 +106,10 @@ type Props struct {
 	// its jobs, in control.ParseOwnerLimits's format ("*=200,<owner ARN>=10").
 	// It reaches the functions that claim, commit, fail or sweep (and the
 	// Fargate executor) as lambdaenv.EnvOwnerMaxConcurrency. Default "":
-	// no owner limits.
+	// "*=<n>", n half of what the default executor runs at once
+	// (ExecutorMaxConcurrency / 2, or FargateMaxTasks * FargateSlots / 2
+	// for Fargate only; ownerdefaults.go). "*=0", or no "*" entry, leaves
+	// owners without a cap, and synth warns.
 	OwnerMaxConcurrency string
 	// OwnerMode maps an IAM principal to its owner on the api function
 	// (principal.ParseMode): "role" (default: a role's sessions are one
@@ -116,7 +120,9 @@ type Props struct {
 	// sweep for schedule firings). Default "": none.
 	MaxActiveJobs, MaxTasks, MaxSchedules string
 	// HighPriorityOwners lists the owners that may use priority "high"
-	// ("*": all). Default "": all.
+	// (owner ARNs separated by commas; "*": all, and synth warns). Default
+	// "": none (control.NoHighPriorityOwners): a "high" job or stage is
+	// refused at submit, naming the field.
 	HighPriorityOwners string
 	// InputBuckets are buckets besides the data bucket that every owner's
 	// specs may read inputs from (names, not ARNs). The roles that plan
@@ -396,6 +402,17 @@ const inputKeys = "inputs/*"
 // the inputs area, since a job may read a published folder as its input.
 const outputKeys = "outputs/*"
 
+// publishMarkers are the keys of a published folder's claim and success
+// marker (shared/blob/publish.go), at any depth of the outputs area: all
+// that publishing reads (shared/control/publish.go). The roles that
+// publish but read no inputs (api, commit, sweep) may read only these
+// there, never an owner's outputs; the executors read whole published
+// folders as inputs (outputKeys). On an output bucket, which holds owner
+// keys at its root, every publisher reads only these: a job reads an
+// output bucket's folder as input only when the bucket is an input bucket
+// too.
+var publishMarkers = []string{blob.OutputsArea + "*/" + blob.ClaimName, blob.OutputsArea + "*/" + blob.SuccessName}
+
 var permissions = map[string]grantSet{
 	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
 	FnClaim:    {table: true, list: true, tag: true, events: true},
@@ -409,6 +426,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	p := withDefaults(props)
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	useBucketPolicyForAccessLogs(c)
+	ownerProtectionWarnings(c, p) // ownerdefaults.go
 	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets, outputBuckets: p.OutputBuckets, taskFunctions: p.TaskFunctions}
 	b.data(c, p)
 	b.eventBus(c) // events.go
@@ -468,6 +486,7 @@ func withDefaults(props *Props) Props {
 	if p.ExecutorMaxConcurrency < 2 || p.ExecutorMaxConcurrency > 1000 {
 		panic(fmt.Sprintf("batchwork: executorMaxConcurrency %d: must be between 2 and 1000", p.ExecutorMaxConcurrency))
 	}
+	p = withOwnerProtection(p) // ownerdefaults.go
 	limits, err := control.ParseOwnerLimits(p.OwnerMaxConcurrency)
 	if err != nil {
 		panic("batchwork: ownerMaxConcurrency: " + err.Error())
@@ -699,7 +718,7 @@ func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id str
 		Description: jsii.String("Batchwork " + name + " function"),
 	})
 	logs := awslogs.NewLogGroup(c, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		Retention:     logRetention,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	logs.GrantWrite(role)
@@ -719,6 +738,11 @@ func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id str
 	b.grant(fn, permissions[name])
 	return fn
 }
+
+// logRetention is how long the functions', the Fargate executors' and
+// the VPC flow logs' groups keep their lines; every log group is deleted
+// with the stack. (The API's access logs are kept three months.)
+const logRetention = awslogs.RetentionDays_ONE_MONTH
 
 var titles = map[string]string{FnAPI: "Api", FnClaim: "Claim", FnCommit: "Commit", FnSweep: "Sweep", FnExecutor: "Executor"}
 
@@ -751,20 +775,25 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 	if g.read {
 		reads = append(reads, jobObjects...)
 	}
-	if g.readInputs || g.publish {
-		// A published folder is read as an input, and its claim by the
-		// publisher.
-		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(outputKeys)))
-	}
 	if g.readInputs {
+		// A published folder is read as an input.
+		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(outputKeys)))
 		reads = append(reads, b.Bucket.ArnForObjects(jsii.String(inputKeys)))
 		for _, in := range b.inputBuckets {
 			reads = append(reads, jsii.String(inputBucketArn(in)+"/*"))
 		}
 	}
 	if g.publish {
+		// A publisher reads folders' claims and success markers only.
+		if !g.readInputs {
+			for _, m := range publishMarkers {
+				reads = append(reads, b.Bucket.ArnForObjects(jsii.String(m)))
+			}
+		}
 		for _, out := range b.outputBuckets {
-			reads = append(reads, jsii.String(inputBucketArn(out)+"/*"))
+			for _, m := range publishMarkers {
+				reads = append(reads, jsii.String(inputBucketArn(out)+"/"+strings.TrimPrefix(m, blob.OutputsArea)))
+			}
 		}
 	}
 	if len(reads) > 0 {

@@ -330,23 +330,27 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	}
 	// Writes and tags only in the job area (writeonce_test.go), and by the
 	// functions that end jobs in the outputs area (publishing); reads in
-	// the job area, the outputs area, and the inputs area by the executor
-	// only; listing is on the bucket, limited by prefix (inputs_test.go).
+	// the job area, the outputs area and the inputs area by the executor
+	// only, which reads published folders as inputs; the other publishers
+	// read a folder's claim and success marker, never its outputs;
+	// listing is on the bucket, limited by prefix (inputs_test.go).
 	const jobs, inputs, outputs = "bucket/jobs/*", "bucket/inputs/*", "bucket/outputs/*"
+	const claims, successes = "bucket/outputs/*/_batchwork.json", "bucket/outputs/*/_SUCCESS"
 	getObject := []string{"s3:GetObject"}
 	publish := sorted(getObject, []string{"s3:PutObject"})
+	putObject := []string{"s3:PutObject"}
 	planBucket := sorted(listBucket, pinVersions) // a planner lists inputs and their versions
 	cases := []struct {
 		fn   string
 		want map[string][]string // resource -> actions
 	}{
 		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
-			outputs: publish, "bus": putEvents}, ready(sendReady))},
+			outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
-			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish, "bus": putEvents}, ready(sendReady))},
+			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
-			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: publish,
+			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: sorted(getObject, readVersions), outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
@@ -719,6 +723,13 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		}
 		if name == batchwork.FnSweep || name == batchwork.FnAPI {
 			want = append(want, lambdaenv.EnvTaskNames) // they check specs' task names
+			// They refuse priority "high" to the owners not named
+			// (ownerdefaults_test.go).
+			want = append(want, lambdaenv.EnvHighPriorityOwners)
+		}
+		if name != batchwork.FnAPI {
+			// Every owner's running tasks are capped by default.
+			want = append(want, lambdaenv.EnvOwnerMaxConcurrency)
 		}
 		if name == batchwork.FnAPI {
 			want = append(want, lambdaenv.EnvLogGroups) // it serves GET /jobs/{id}/logs

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -56,6 +57,12 @@ const (
 // why), so an update keeps the task definition's family, the service and
 // its scalable target.
 func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
+	// The flow log's own group would keep its lines two years and outlive
+	// the stack; this one expires and goes with it, as every group does.
+	flowLogs := awslogs.NewLogGroup(c, jsii.String("ExecutorVpcFlowLogs"), &awslogs.LogGroupProps{
+		Retention:     logRetention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
 	vpc := awsec2.NewVpc(c, jsii.String("ExecutorVpc"), &awsec2.VpcProps{
 		MaxAzs:      jsii.Number(2),
 		NatGateways: jsii.Number(0),
@@ -63,7 +70,7 @@ func (b *Batchwork) fargateExecutor(c constructs.Construct, p Props) {
 			{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC},
 		},
 		FlowLogs: &map[string]*awsec2.FlowLogOptions{
-			"rejected": {TrafficType: awsec2.FlowLogTrafficType_REJECT},
+			"rejected": {TrafficType: awsec2.FlowLogTrafficType_REJECT, Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(flowLogs, nil)},
 		},
 	})
 	cluster := awsecs.NewCluster(c, jsii.String("ExecutorCluster"), &awsecs.ClusterProps{
@@ -96,7 +103,8 @@ type fargateService struct {
 // fargateService deploys the task definition and service of f, scaled on
 // the backlog of its queues, whose role may receive from those queues
 // only. The first service deployed creates the executors' log group
-// (b.fargateLogs, which the api reads); the others write to it too.
+// (b.fargateLogs, which the api reads; see logRetention); the others
+// write to it too.
 func (b *Batchwork) fargateService(c constructs.Construct, p Props, cluster awsecs.Cluster, f fargateService) {
 	env := *b.environment(FnExecutor)
 	env[EnvSlots] = jsii.String(strconv.Itoa(f.slots))
@@ -112,11 +120,15 @@ func (b *Batchwork) fargateService(c constructs.Construct, p Props, cluster awse
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 	})
-	logProps := &awsecs.AwsLogDriverProps{StreamPrefix: jsii.String(f.scope)}
-	if b.fargateLogs != nil {
-		logProps.LogGroup = b.fargateLogs
+	if b.fargateLogs == nil {
+		// The log driver's own group would never expire and would outlive
+		// the stack.
+		b.fargateLogs = awslogs.NewLogGroup(c, jsii.String("FargateExecutorLogs"), &awslogs.LogGroupProps{
+			Retention:     logRetention,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
 	}
-	logDriver := awsecs.NewAwsLogDriver(logProps)
+	logDriver := awsecs.NewAwsLogDriver(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String(f.scope), LogGroup: b.fargateLogs})
 	td.AddContainer(jsii.String("QueueProcessingContainer"), &awsecs.ContainerDefinitionOptions{
 		Image:       fargateImage(p),
 		Environment: &env,
@@ -125,9 +137,6 @@ func (b *Batchwork) fargateService(c constructs.Construct, p Props, cluster awse
 		// running tasks before the host's drain lets them commit.
 		StopTimeout: awscdk.Duration_Seconds(jsii.Number(stopTimeout)),
 	})
-	if b.fargateLogs == nil {
-		b.fargateLogs = logDriver.LogGroup() // created by AddContainer; the api reads it (logs.go)
-	}
 	svc := awsecs.NewFargateService(scope, jsii.String("QueueProcessingFargateService"), &awsecs.FargateServiceProps{
 		Cluster:           cluster,
 		TaskDefinition:    td,
@@ -135,6 +144,10 @@ func (b *Batchwork) fargateService(c constructs.Construct, p Props, cluster awse
 		VpcSubnets:        &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PUBLIC},
 		MinHealthyPercent: jsii.Number(50),
 		MaxHealthyPercent: jsii.Number(200),
+		// A deployment whose tasks never reach a steady state (a bad image,
+		// a crash at start) stops and returns to the last one that did,
+		// rather than replacing tasks until someone notices.
+		CircuitBreaker: &awsecs.DeploymentCircuitBreaker{Enable: jsii.Bool(true), Rollback: jsii.Bool(true)},
 	})
 	b.scaleOnBacklog(svc, p, b.tasksNeeded(f.queues, f.queueNames, f.slots))
 	role := td.TaskRole()

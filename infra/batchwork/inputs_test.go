@@ -129,7 +129,9 @@ func (s *synthesized) roles(t *testing.T) map[string]string {
 // input), or any other bucket but the ones the operator allows: object
 // reads are granted on those key patterns and those buckets only, and a
 // listing of the data bucket is limited to those prefixes. Only the
-// executors, which read inputs, read the inputs area's objects.
+// executors, which read inputs, read the inputs area's objects and the
+// outputs in the outputs area; the other roles read there only folders'
+// claims and success markers.
 func TestRolesReadOnlyTheJobAndInputsAreas(t *testing.T) {
 	for name, stack := range map[string]func(*testing.T) *synthesized{"default": defaultStack, "with input buckets": inputsStack} {
 		t.Run(name, func(t *testing.T) {
@@ -152,7 +154,8 @@ func TestRolesReadOnlyTheJobAndInputsAreas(t *testing.T) {
 					switch g.action {
 					case "s3:GetObject":
 						switch {
-						case g.resource == data+"/jobs/*", g.resource == data+"/outputs/*":
+						case g.resource == data+"/jobs/*", g.resource == data+"/outputs/*/_batchwork.json", g.resource == data+"/outputs/*/_SUCCESS":
+						case g.resource == data+"/outputs/*" && executor: // published folders read as inputs
 						case (g.resource == data+"/inputs/*" || slices.Contains(allowedObjects, g.resource)) && executor:
 							readers++
 						default:

@@ -172,6 +172,16 @@ func alarmTopic(c constructs.Construct) awssns.ITopic {
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"),
+		// For this account's alarms only: without the conditions, an alarm
+		// of any account could have CloudWatch use the key (the confused
+		// deputy).
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()},
+			"ArnLike": map[string]any{"aws:SourceArn": awscdk.Fn_Join(jsii.String(""), &[]*string{
+				jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":cloudwatch:"), awscdk.Aws_REGION(), jsii.String(":"),
+				awscdk.Aws_ACCOUNT_ID(), jsii.String(":alarm:*"),
+			})},
+		},
 	}), jsii.Bool(true))
 	return awssns.NewTopic(c, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String("Batchwork alarms"),

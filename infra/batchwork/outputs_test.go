@@ -22,9 +22,12 @@ func outputsStack(t *testing.T) *synthesized {
 
 // The roles that end jobs (api, commit, sweep, both executors) publish
 // outputs: on each allowed output bucket they may do exactly what they may
-// in the data bucket's outputs area (write, read a folder's claim, list
-// what a publish copied), and the claim function, which never ends a job,
-// nothing.
+// in the data bucket's outputs area (write, read a folder's claim and
+// success marker, list what a publish copied), and the claim function,
+// which never ends a job, nothing. Only the executors, which read
+// published folders as inputs, may read the outputs themselves, and only
+// in the outputs area: an output bucket is read as an input when it is
+// an input bucket too.
 func TestOutputBucketsAreGrantedLikeTheOutputsArea(t *testing.T) {
 	s := outputsStack(t)
 	data := "<" + *s.stack.GetLogicalId(s.b.Bucket.Node().DefaultChild().(awscdk.CfnElement)) + ">"
@@ -33,20 +36,28 @@ func TestOutputBucketsAreGrantedLikeTheOutputsArea(t *testing.T) {
 		perBucket := map[string]map[string]bool{}
 		for _, g := range s.s3Grants(t, id) {
 			switch {
-			case g.resource == data+"/outputs/*", g.resource == data && slices.Contains(g.prefixes, "outputs/*"):
+			case strings.HasPrefix(g.resource, data+"/outputs/*"):
+				area[g.action+strings.TrimPrefix(g.resource, data+"/outputs/*")] = true
+			case g.resource == data && slices.Contains(g.prefixes, "outputs/*"):
 				area[g.action] = true
 			case strings.HasPrefix(g.resource, "arn:<partition>:s3:::"):
-				b := strings.TrimSuffix(strings.TrimPrefix(g.resource, "arn:<partition>:s3:::"), "/*")
+				b, objects, _ := strings.Cut(strings.TrimPrefix(g.resource, "arn:<partition>:s3:::"), "/*")
 				if perBucket[b] == nil {
 					perBucket[b] = map[string]bool{}
 				}
-				perBucket[b][g.action] = true
+				perBucket[b][g.action+objects] = true
 			}
 		}
 		publisher := role != batchwork.FnClaim
 		want := map[string]bool{}
 		if publisher {
-			want = map[string]bool{"s3:GetObject": true, "s3:ListBucket": true, "s3:PutObject": true}
+			want = map[string]bool{"s3:GetObject/_batchwork.json": true, "s3:GetObject/_SUCCESS": true, "s3:ListBucket": true, "s3:PutObject": true}
+		}
+		if (role == batchwork.FnExecutor || role == "fargate executor") && area["s3:GetObject"] {
+			// Reads published folders as inputs (in the outputs area
+			// only), their markers included.
+			delete(area, "s3:GetObject")
+			area["s3:GetObject/_batchwork.json"], area["s3:GetObject/_SUCCESS"] = true, true
 		}
 		if diff := cmp.Diff(want, area); diff != "" {
 			t.Errorf("%s: actions on the outputs area (-want +got):\n%s", role, diff)
