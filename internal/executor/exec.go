@@ -10,7 +10,8 @@ package executor
 // execclass.go). The program's outputs go through the same Output as a Go
 // function's, so the attempt is published and committed, and fenced, the
 // same way. It rejects records (reject.go) and checkpoints (execckpt.go)
-// with stderr lines.
+// with lines on a control channel of its own, fd 3 (execcontrol.go): its
+// stderr is only ever log text.
 //
 // Who may run what. An exec stage runs a program the spec names, and
 // specs come from any owner, while the executor holds the stack's
@@ -283,10 +284,11 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 		cmd.Stdin = t.Input
 	}
 	out := &stdoutSink{out: t.Out, shuffle: shuffle, stop: stop}
-	errs := &stderrSink{log: t.Log, rejects: t.Rejects} // a reject line: reject.go
+	errs := &stderrSink{log: t.Log}
 	cmd.Stderr = errs
-	// Stdout through a pump, and checkpoints: execckpt.go.
-	waited, err := plumbExec(ctx, cmd, t, out, errs)
+	// Stdout through a pump, the control channel and checkpoints:
+	// execckpt.go.
+	waited, err := plumbExec(ctx, cmd, t, out)
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", name, err)
 	}
@@ -463,11 +465,10 @@ func (s *stdoutSink) fail(err error) error {
 func (s *stdoutSink) failed() error { return s.err }
 
 // stderrSink logs the program's stderr line by line, bounded, and keeps
-// the last lines for a failure's message.
+// the last lines for a failure's message. Every line is log text, however
+// it starts: control lines have their own channel (execcontrol.go).
 type stderrSink struct {
-	log     *slog.Logger
-	rejects *Rejects
-	ckpt    *execCheckpoints // nil: the task cannot checkpoint (execckpt.go)
+	log *slog.Logger
 
 	mu      sync.Mutex
 	partial []byte
@@ -485,11 +486,11 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 		if i < 0 {
 			// Keep at most a line's worth; the rest of a huge line is
 			// dropped, not buffered.
-			room := s.lineLimit(p) - len(s.partial)
+			room := maxStderrLine - len(s.partial)
 			s.partial = append(s.partial, p[:max(0, min(room, len(p)))]...)
 			break
 		}
-		s.partial = append(s.partial, p[:min(i, max(0, s.lineLimit(p)-len(s.partial)))]...)
+		s.partial = append(s.partial, p[:min(i, max(0, maxStderrLine-len(s.partial)))]...)
 		s.line(string(s.partial))
 		s.partial = s.partial[:0]
 		p = p[i+1:]
@@ -499,9 +500,6 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 
 func (s *stderrSink) line(l string) {
 	l = strings.TrimSuffix(l, "\r")
-	if s.rejectLine(l) || s.ckpt.line(l) {
-		return
-	}
 	if len(s.last) == stderrTail {
 		s.last = s.last[1:]
 	}
