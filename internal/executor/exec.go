@@ -168,7 +168,7 @@ func (r *Runner) taskFunc(c control.Claim) (Func, error) {
 	st := c.Spec.Stages[c.Task.Ref.Stage]
 	switch {
 	case st.Exec != nil:
-		return r.execFunc(st)
+		return r.execFunc(st, r.execLimitsOf(c)) // execlimits.go
 	case st.Lambda != "":
 		return r.lambdaFunc(c)
 	}
@@ -179,8 +179,8 @@ func (r *Runner) taskFunc(c control.Claim) (Func, error) {
 	return fn, nil
 }
 
-// execFunc returns the Func that runs stage st's program.
-func (r *Runner) execFunc(st spec.Stage) (Func, error) {
+// execFunc returns the Func that runs stage st's program under lim.
+func (r *Runner) execFunc(st spec.Stage, lim execLimits) (Func, error) {
 	prog, err := r.program(st)
 	if err != nil {
 		return nil, err
@@ -188,7 +188,7 @@ func (r *Runner) execFunc(st spec.Stage) (Func, error) {
 	args := slices.Clone(st.Exec[1:])
 	shuffle := st.Shuffle != nil
 	return func(ctx context.Context, t *Task) error {
-		return runProgram(ctx, prog, args, shuffle, t)
+		return runProgram(ctx, prog, args, shuffle, lim, t)
 	}, nil
 }
 
@@ -264,8 +264,9 @@ func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
 	return nil
 }
 
-// runProgram runs prog on t's input and collects its stdout into t.Out.
-func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t *Task) error {
+// runProgram runs prog on t's input under lim and collects its stdout
+// into t.Out.
+func runProgram(ctx context.Context, prog string, args []string, shuffle bool, lim execLimits, t *Task) error {
 	name := filepath.Base(prog)
 	work, err := os.MkdirTemp("", "batchwork-exec-")
 	if err != nil {
@@ -292,16 +293,28 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", name, err)
 	}
-	runErr := waited(cmd.Run())
+	var guard *execGuard
+	runErr := cmd.Start()
+	if runErr == nil {
+		// Its limits, and the watchdog that stops it (execlimits.go).
+		var unwatch func()
+		guard, unwatch = startGuard(name, cmd.Process.Pid, lim, stop)
+		runErr = cmd.Wait()
+		unwatch()
+	}
+	runErr = waited(runErr)
 	if runErr == nil || errors.Is(runErr, exec.ErrWaitDelay) {
 		out.finish()
 	}
 	errs.finish()
+	limited := guard.exitVerdict(stateOf(cmd), runErr, errs.tail())
 
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("exec %s: stopped: %w", name, context.Cause(ctx))
+	case limited != nil:
+		return limited
 	case out.failed() != nil:
 		return fmt.Errorf("exec %s: %w", name, out.failed())
 	case errors.As(runErr, &exit):

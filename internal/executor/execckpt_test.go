@@ -68,7 +68,7 @@ printf 'BATCHWORK_CHECKPOINT\t5\t` + long + `\n' >&3
 read -r ack <&4; echo "$ack"
 echo done
 `})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0])
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0], execLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestExecProgramRejects(t *testing.T) {
 done
 echo "a log line" >&2
 `})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0])
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0], execLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
