@@ -58,8 +58,8 @@ while IFS= read -r line; do
 	n=$((n + 1))
 	printf '%s\t%d\n' "$line" "$n"
 	if [ $((n % 50)) -eq 0 ]; then
-		printf 'BATCHWORK_CHECKPOINT\t%d\t%s\n' "$off" "$(printf %s "$n" | base64)" >&2
-		read -r ack <&3
+		printf 'BATCHWORK_CHECKPOINT\t%d\t%s\n' "$off" "$(printf %s "$n" | base64)" >&"$BATCHWORK_CONTROL_FD"
+		read -r ack <&"$BATCHWORK_CHECKPOINT_FD"
 		if [ -n "$dir" ] && [ "$BATCHWORK_ATTEMPT" = 1 ] && [ "$n" = 150 ]; then
 			sleep 60 # refused: stopped by the executor
 		fi

@@ -46,6 +46,9 @@ func Spec(name, prefix string, splitSize int64, reducers int) []byte {
 // Map counts the words of its split and emits one record per distinct word
 // (a combiner: far fewer shuffle bytes than one record per occurrence).
 func Map(ctx context.Context, t *batchwork.Task) error {
+	if t.Input == nil {
+		return batchwork.ErrNoInput
+	}
 	counts := map[string]int{}
 	sc := bufio.NewScanner(t.Input)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -10,7 +10,8 @@ package executor
 // execclass.go). The program's outputs go through the same Output as a Go
 // function's, so the attempt is published and committed, and fenced, the
 // same way. It rejects records (reject.go) and checkpoints (execckpt.go)
-// with stderr lines.
+// with lines on a control channel of its own, fd 3 (execcontrol.go): its
+// stderr is only ever log text.
 //
 // Who may run what. An exec stage runs a program the spec names, and
 // specs come from any owner, while the executor holds the stack's
@@ -167,7 +168,7 @@ func (r *Runner) taskFunc(c control.Claim) (Func, error) {
 	st := c.Spec.Stages[c.Task.Ref.Stage]
 	switch {
 	case st.Exec != nil:
-		return r.execFunc(st)
+		return r.execFunc(st, r.execLimitsOf(c)) // execlimits.go
 	case st.Lambda != "":
 		return r.lambdaFunc(c)
 	}
@@ -178,8 +179,8 @@ func (r *Runner) taskFunc(c control.Claim) (Func, error) {
 	return fn, nil
 }
 
-// execFunc returns the Func that runs stage st's program.
-func (r *Runner) execFunc(st spec.Stage) (Func, error) {
+// execFunc returns the Func that runs stage st's program under lim.
+func (r *Runner) execFunc(st spec.Stage, lim execLimits) (Func, error) {
 	prog, err := r.program(st)
 	if err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func (r *Runner) execFunc(st spec.Stage) (Func, error) {
 	args := slices.Clone(st.Exec[1:])
 	shuffle := st.Shuffle != nil
 	return func(ctx context.Context, t *Task) error {
-		return runProgram(ctx, prog, args, shuffle, t)
+		return runProgram(ctx, prog, args, shuffle, lim, t)
 	}, nil
 }
 
@@ -263,8 +264,9 @@ func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
 	return nil
 }
 
-// runProgram runs prog on t's input and collects its stdout into t.Out.
-func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t *Task) error {
+// runProgram runs prog on t's input under lim and collects its stdout
+// into t.Out.
+func runProgram(ctx context.Context, prog string, args []string, shuffle bool, lim execLimits, t *Task) error {
 	name := filepath.Base(prog)
 	work, err := os.MkdirTemp("", "batchwork-exec-")
 	if err != nil {
@@ -283,23 +285,36 @@ func runProgram(ctx context.Context, prog string, args []string, shuffle bool, t
 		cmd.Stdin = t.Input
 	}
 	out := &stdoutSink{out: t.Out, shuffle: shuffle, stop: stop}
-	errs := &stderrSink{log: t.Log, rejects: t.Rejects} // a reject line: reject.go
+	errs := &stderrSink{log: t.Log}
 	cmd.Stderr = errs
-	// Stdout through a pump, and checkpoints: execckpt.go.
-	waited, err := plumbExec(ctx, cmd, t, out, errs)
+	// Stdout through a pump, the control channel and checkpoints:
+	// execckpt.go.
+	waited, err := plumbExec(ctx, cmd, t, out)
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", name, err)
 	}
-	runErr := waited(cmd.Run())
+	var guard *execGuard
+	runErr := cmd.Start()
+	if runErr == nil {
+		// Its limits, and the watchdog that stops it (execlimits.go).
+		var unwatch func()
+		guard, unwatch = startGuard(name, cmd.Process.Pid, lim, stop)
+		runErr = cmd.Wait()
+		unwatch()
+	}
+	runErr = waited(runErr)
 	if runErr == nil || errors.Is(runErr, exec.ErrWaitDelay) {
 		out.finish()
 	}
 	errs.finish()
+	limited := guard.exitVerdict(stateOf(cmd), runErr, errs.tail())
 
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("exec %s: stopped: %w", name, context.Cause(ctx))
+	case limited != nil:
+		return limited
 	case out.failed() != nil:
 		return fmt.Errorf("exec %s: %w", name, out.failed())
 	case errors.As(runErr, &exit):
@@ -463,11 +478,10 @@ func (s *stdoutSink) fail(err error) error {
 func (s *stdoutSink) failed() error { return s.err }
 
 // stderrSink logs the program's stderr line by line, bounded, and keeps
-// the last lines for a failure's message.
+// the last lines for a failure's message. Every line is log text, however
+// it starts: control lines have their own channel (execcontrol.go).
 type stderrSink struct {
-	log     *slog.Logger
-	rejects *Rejects
-	ckpt    *execCheckpoints // nil: the task cannot checkpoint (execckpt.go)
+	log *slog.Logger
 
 	mu      sync.Mutex
 	partial []byte
@@ -485,11 +499,11 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 		if i < 0 {
 			// Keep at most a line's worth; the rest of a huge line is
 			// dropped, not buffered.
-			room := s.lineLimit(p) - len(s.partial)
+			room := maxStderrLine - len(s.partial)
 			s.partial = append(s.partial, p[:max(0, min(room, len(p)))]...)
 			break
 		}
-		s.partial = append(s.partial, p[:min(i, max(0, s.lineLimit(p)-len(s.partial)))]...)
+		s.partial = append(s.partial, p[:min(i, max(0, maxStderrLine-len(s.partial)))]...)
 		s.line(string(s.partial))
 		s.partial = s.partial[:0]
 		p = p[i+1:]
@@ -499,9 +513,6 @@ func (s *stderrSink) Write(p []byte) (int, error) {
 
 func (s *stderrSink) line(l string) {
 	l = strings.TrimSuffix(l, "\r")
-	if s.rejectLine(l) || s.ckpt.line(l) {
-		return
-	}
 	if len(s.last) == stderrTail {
 		s.last = s.last[1:]
 	}

@@ -326,7 +326,7 @@ env | cut -d= -f1 | grep '^AWS_' | sort`})
 func TestExecStdin(t *testing.T) {
 	t.Parallel()
 	dir := programs(t, map[string]string{"upper": "tr a-z A-Z"})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[upper]", 1)).Stages[0])
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[upper]", 1)).Stages[0], execLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestExecStderrToLog(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := programs(t, map[string]string{"prog": tt.script})
-			fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0])
+			fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0], execLimits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -442,7 +442,7 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 sleep 1000 &
 echo ready >&3
 wait`})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0])
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0], execLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +525,7 @@ func TestExecFuncRefuses(t *testing.T) {
 		{[]string{"ok"}, ""},
 	}
 	for _, tt := range tests {
-		_, err := (&Runner{ExecDir: dir}).execFunc(spec.Stage{Name: "s", Exec: tt.argv})
+		_, err := (&Runner{ExecDir: dir}).execFunc(spec.Stage{Name: "s", Exec: tt.argv}, execLimits{})
 		if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
 			t.Errorf("execFunc(%q) = %v, want %q", tt.argv, err, tt.want)
 		}

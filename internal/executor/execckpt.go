@@ -13,7 +13,8 @@ package executor
 //
 //  1. flushes its stdout (everything it wrote so far belongs before the
 //     checkpoint; with a shuffle, it ends every line);
-//  2. writes one line to stderr:
+//  2. writes one line to its control channel, file descriptor 3
+//     (BATCHWORK_CONTROL_FD; execcontrol.go), never to stderr:
 //
 //     BATCHWORK_CHECKPOINT<TAB><offset><TAB><state in base64>
 //
@@ -22,24 +23,24 @@ package executor
 //     a resumed attempt), on a record boundary, and state at most
 //     batch.MaxCheckpointState bytes before encoding (standard base64,
 //     padded; empty for none);
-//  3. reads one line from file descriptor 3 (BATCHWORK_CHECKPOINT_FD)
+//  3. reads one line from file descriptor 4 (BATCHWORK_CHECKPOINT_FD)
 //     before writing anything more to stdout: "ok" once the checkpoint
 //     is saved, or "error <why>" when it was refused (a bad line, an
 //     offset behind the last, a state too big, or the attempt lost its
 //     claim, in which case the program is being stopped anyway).
 //
-// Why the program must wait: its stdout and stderr are two pipes, read
-// apart, so the runner cannot tell from the stderr line alone how much
-// of stdout came before it. The runner writes a marker of its own (an
-// attempt-unique random token) into the stdout pipe after it reads the
-// line; since the program wrote (flushed) its outputs before the line,
-// they are all in the pipe ahead of the marker, and the runner seals
-// what it read up to the marker. Output the program wrote after the line
-// and before the ack would be sealed into the checkpoint though it
-// belongs after it, hence the wait. In a shell:
+// Why the program must wait: its stdout and its control channel are two
+// pipes, read apart, so the runner cannot tell from the control line
+// alone how much of stdout came before it. The runner writes a marker of
+// its own (an attempt-unique random token) into the stdout pipe after it
+// reads the line; since the program wrote (flushed) its outputs before
+// the line, they are all in the pipe ahead of the marker, and the runner
+// seals what it read up to the marker. Output the program wrote after
+// the line and before the ack would be sealed into the checkpoint though
+// it belongs after it, hence the wait. In a shell:
 //
-//	printf 'BATCHWORK_CHECKPOINT\t%d\t%s\n' "$off" "$(printf %s "$n" | base64)" >&2
-//	read -r ack <&3; case $ack in ok) ;; *) echo "$ack" >&2; exit 1;; esac
+//	printf 'BATCHWORK_CHECKPOINT\t%d\t%s\n' "$off" "$(printf %s "$n" | base64)" >&"$BATCHWORK_CONTROL_FD"
+//	read -r ack <&"$BATCHWORK_CHECKPOINT_FD"; case $ack in ok) ;; *) echo "$ack" >&2; exit 1;; esac
 //
 // A retry of the task (any later attempt) resumes from its last usable
 // checkpoint: the program's stdin starts at the checkpoint's offset, its
@@ -72,14 +73,14 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
-// ExecCheckpointPrefix starts the stderr line by which an exec program
+// ExecCheckpointPrefix starts the control line by which an exec program
 // checkpoints (see the file comment).
 const ExecCheckpointPrefix = "BATCHWORK_CHECKPOINT\t"
 
 // Environment of a program that can checkpoint.
 const (
 	// EnvCheckpointFD is the file descriptor the program reads acks
-	// from: always 3.
+	// from: always 4.
 	EnvCheckpointFD = "BATCHWORK_CHECKPOINT_FD"
 	// EnvResumeOffset and EnvResumeState are the checkpoint the attempt
 	// resumes from: its offset in the task's input (where stdin starts)
@@ -88,7 +89,7 @@ const (
 	EnvResumeState  = "BATCHWORK_RESUME_STATE"
 )
 
-// maxCheckpointLine bounds a checkpoint line on stderr: the prefix, an
+// maxCheckpointLine bounds a checkpoint line: the prefix, an
 // offset, and the largest state in base64.
 var maxCheckpointLine = len(ExecCheckpointPrefix) + 20 + 1 + base64.StdEncoding.EncodedLen(batch.MaxCheckpointState)
 
@@ -129,8 +130,8 @@ func parseCheckpointLine(rest string) (int64, []byte, error) {
 	return off, state, nil
 }
 
-// execCheckpoints is one program's checkpoint protocol: the stderr sink
-// hands it checkpoint lines, and it answers on the ack pipe.
+// execCheckpoints is one program's checkpoint protocol: the control
+// channel hands it checkpoint lines, and it answers on the ack pipe.
 type execCheckpoints struct {
 	ctx  context.Context
 	t    *Task
@@ -141,20 +142,21 @@ type execCheckpoints struct {
 	ackFailed bool
 }
 
-// line handles a stderr line, reporting whether it was a checkpoint line.
-// It runs on the stderr sink's goroutine: the program waits for the ack,
-// so nothing else of its stderr is due meanwhile.
-func (x *execCheckpoints) line(l string) bool {
-	rest, ok := strings.CutPrefix(l, ExecCheckpointPrefix)
-	if !ok || x == nil {
-		return false
+// handle takes a checkpoint line's text after the prefix (cut: the line
+// was longer than maxControlLine) and answers it. It runs on the control
+// channel's goroutine: the program waits for the ack, so nothing else of
+// its control lines is due meanwhile.
+func (x *execCheckpoints) handle(rest string, cut bool) {
+	var err error
+	if cut {
+		err = errCheckpointLineCut
+	} else {
+		err = x.save(rest)
 	}
-	err := x.save(rest)
 	if err != nil && x.t.Log != nil {
 		x.t.Log.Warn("exec checkpoint refused", "err", err)
 	}
 	x.reply(err)
-	return true
 }
 
 // cutCheckpoint is the error of a checkpoint line cut for its length.
@@ -192,7 +194,7 @@ func (x *execCheckpoints) reply(err error) {
 	if _, werr := io.WriteString(x.ack, msg); werr != nil {
 		x.ackFailed = true
 		if x.t.Log != nil {
-			x.t.Log.Warn("exec checkpoint: the program does not read its acks on fd 3", "err", werr)
+			x.t.Log.Warn("exec checkpoint: the program does not read its acks on fd 4", "err", werr)
 		}
 	}
 }
@@ -357,57 +359,57 @@ func (p *stdoutPump) finish(wait time.Duration) bool {
 	}
 }
 
-// plumbExec wires a program's stdout through a pump (sinking into out)
-// and, for a task that can checkpoint, its checkpoint protocol: the ack
-// pipe as fd 3 and the resume point in its environment. cmd.Env must be
-// set. The returned func, called once the program has been waited for,
-// releases them and gives the program's error, which is
-// exec.ErrWaitDelay when stdout stayed open past execWaitDelay after the
-// program exited.
-func plumbExec(ctx context.Context, cmd *exec.Cmd, t *Task, out *stdoutSink, errs *stderrSink) (func(runErr error) error, error) {
+// plumbExec wires a program's stdout through a pump (sinking into out),
+// its control channel as fd 3 (execcontrol.go) and, for a task that can
+// checkpoint, its checkpoint protocol: the ack pipe as fd 4 and the resume
+// point in its environment. cmd.Env must be set. The returned func,
+// called once the program has been waited for, releases them and gives
+// the program's error, which is exec.ErrWaitDelay when stdout or the
+// control channel stayed open past execWaitDelay after the program
+// exited.
+func plumbExec(ctx context.Context, cmd *exec.Cmd, t *Task, out *stdoutSink) (func(runErr error) error, error) {
 	pump, err := newStdoutPump(out)
 	if err != nil {
 		return nil, fmt.Errorf("stdout: %w", err)
 	}
+	ctl, err := newExecControl(t.Log, t.Rejects)
+	if err != nil {
+		pump.r.Close()
+		pump.w.Close()
+		return nil, fmt.Errorf("control channel: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{ctl.w} // fd 3
+	cmd.Env = append(cmd.Env, EnvControlFD+"=3")
 	var ackR, ackW *os.File
 	if t.ck != nil {
 		if ackR, ackW, err = os.Pipe(); err != nil {
 			pump.r.Close()
 			pump.w.Close()
+			ctl.r.Close()
+			ctl.w.Close()
 			return nil, fmt.Errorf("checkpoint acks: %w", err)
 		}
-		cmd.ExtraFiles = []*os.File{ackR} // fd 3
-		cmd.Env = append(cmd.Env, EnvCheckpointFD+"=3")
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ackR) // fd 4
+		cmd.Env = append(cmd.Env, EnvCheckpointFD+"=4")
 		cmd.Env = append(cmd.Env, resumeEnv(t)...)
-		errs.ckpt = &execCheckpoints{ctx: ctx, t: t, pump: pump, ack: ackW}
+		ctl.ckpt = &execCheckpoints{ctx: ctx, t: t, pump: pump, ack: ackW}
 	}
 	cmd.Stdout = pump.w
 	go pump.run()
+	go ctl.run()
 	return func(runErr error) error {
+		deadline := time.Now().Add(execWaitDelay)
+		// The control lines first: a checkpoint's sync needs the pump.
+		ctlDone := ctl.finish(deadline)
 		if ackR != nil {
 			ackR.Close()
 			ackW.Close()
 		}
-		if !pump.finish(execWaitDelay) && runErr == nil {
-			runErr = exec.ErrWaitDelay
+		if !pump.finish(time.Until(deadline)) || !ctlDone {
+			if runErr == nil {
+				runErr = exec.ErrWaitDelay
+			}
 		}
 		return runErr
 	}, nil
-}
-
-// lineLimit is how long the stderr line being read (s.partial, then p)
-// may grow: a checkpoint line carries a state of up to
-// batch.MaxCheckpointState bytes, longer than other lines may be.
-func (s *stderrSink) lineLimit(p []byte) int {
-	if s.ckpt == nil {
-		return maxStderrLine
-	}
-	head := s.partial
-	if n := len(ExecCheckpointPrefix) - len(head); n > 0 {
-		head = append(bytes.Clone(head), p[:min(n, len(p))]...)
-	}
-	if bytes.HasPrefix(head, []byte(ExecCheckpointPrefix)) {
-		return maxCheckpointLine
-	}
-	return maxStderrLine
 }

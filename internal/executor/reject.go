@@ -233,27 +233,14 @@ func (r *Runner) trackRejects(c control.Claim, t *Task) {
 	}
 }
 
-// ExecRejectPrefix starts the stderr line by which an exec stage's
-// program rejects a record: the prefix, the reason, a tab, and the record
-// as the rest of the line (it may hold tabs, not a newline), as in
+// ExecRejectPrefix starts the control line (execcontrol.go) by which an
+// exec stage's program rejects a record: the prefix, the reason, a tab,
+// and the record as the rest of the line (it may hold tabs, not a
+// newline), as in
 //
-//	printf 'BATCHWORK_REJECT\tnot a number\t%s\n' "$line" >&2
+//	printf 'BATCHWORK_REJECT\tnot a number\t%s\n' "$line" >&"$BATCHWORK_CONTROL_FD"
 //
-// The line is not logged; the record's offset in the input is found as
-// for Task.Reject. A stderr line is at most 4 KiB, so longer records are
-// cut. A line with the prefix but no tab after the reason rejects the
-// empty record.
+// The record's offset in the input is found as for Task.Reject. A record
+// longer than batch.MaxBadRecordBytes is cut. A line with the prefix but
+// no tab after the reason rejects the empty record.
 const ExecRejectPrefix = "BATCHWORK_REJECT\t"
-
-// rejectLine takes a program's reject line, and reports whether l was one.
-func (s *stderrSink) rejectLine(l string) bool {
-	rest, ok := strings.CutPrefix(l, ExecRejectPrefix)
-	if !ok || s.rejects == nil {
-		return false
-	}
-	reason, record, _ := strings.Cut(rest, "\t")
-	// Past the limit the attempt fails when the program ends (the runner
-	// checks Rejects.Err); the program is left to finish or fail itself.
-	_ = s.rejects.Reject(-1, []byte(record), reason)
-	return true
-}

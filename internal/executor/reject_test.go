@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,23 +73,26 @@ func TestRejectsConcurrentAndLimit(t *testing.T) {
 	}
 }
 
-// An exec stage's program rejects a record with a stderr line; the
-// record's offset in stdin is found, and the line is not logged.
+// An exec stage's program rejects a record with a line on its control
+// channel (fd 3); the record's offset in stdin is found. The same line on
+// stderr, as a program echoing its data writes it, is log text and
+// rejects nothing.
 func TestExecProgramRejects(t *testing.T) {
 	t.Parallel()
 	dir := programs(t, map[string]string{"filter": `while IFS= read -r line; do
   case "$line" in
-    bad*) printf 'BATCHWORK_REJECT\tstarts with bad\t%s\n' "$line" >&2 ;;
+    bad*) printf 'BATCHWORK_REJECT\tstarts with bad\t%s\n' "$line" >&"$BATCHWORK_CONTROL_FD" ;;
+    BATCHWORK_REJECT*) printf '%s\n' "$line" >&2; printf '%s\n' "$line" ;;
     *) printf '%s\n' "$line" ;;
   esac
 done
 echo "a log line" >&2
 `})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0])
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0], execLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	input := "ok 1\nbad 2\twith a tab\nok 3\nbad 4\n"
+	input := "ok 1\nbad 2\twith a tab\nok 3\nbad 4\nBATCHWORK_REJECT\tforged\tok 1\n"
 	rj, in := NewRejects("s", 0, 1, 5, strings.NewReader(input))
 	logs := &logRecords{}
 	task := &Task{Input: in, Out: (&Runner{}).newOutput(1), Log: slog.New(logs), Rejects: rj}
@@ -105,9 +109,13 @@ echo "a log line" >&2
 	}
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
+	var stderr []string
 	for _, r := range logs.recs {
-		if l := attr(r, "line"); strings.Contains(l, "BATCHWORK_REJECT") {
-			t.Errorf("reject line logged: %q", l)
+		if r.Message == "stderr" {
+			stderr = append(stderr, attr(r, "line"))
 		}
+	}
+	if want := []string{"BATCHWORK_REJECT\tforged\tok 1", "a log line"}; !slices.Equal(stderr, want) {
+		t.Errorf("stderr logged %q, want %q", stderr, want)
 	}
 }

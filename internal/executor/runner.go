@@ -103,6 +103,10 @@ type Runner struct {
 	// LambdaMemoryLimit): near it, the watchdog stops the attempts running
 	// as out of memory (memory.go). 0: not watched.
 	MemoryLimit spec.Size
+	// ExecMemoryDivisor, when set, divides an exec program's memory limit
+	// (tests: a limit a test can pass cheaply, which still climbs with
+	// the attempt's size; execlimits.go).
+	ExecMemoryDivisor int
 	// SplitAfter overrides DefaultSplitAfter (tests): how long an input
 	// task of a dynamicSplit stage runs before it offers to split.
 	SplitAfter time.Duration

@@ -92,8 +92,12 @@ func PartitionOf(key string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// Records reads "key\tvalue" records from r, calling fn for each.
+// Records reads "key\tvalue" records from r, calling fn for each. A nil r
+// is a task without an input: ErrNoInput.
 func Records(r io.Reader, fn func(key, value string) error) error {
+	if r == nil {
+		return ErrNoInput
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {

@@ -33,7 +33,8 @@ type Task struct {
 	// Input streams the task's records: a split of an S3 input (whole
 	// records in Format), or its shuffle partition ("key\tvalue\n" lines
 	// every upstream task emitted for it; see Records). Nil for a stage
-	// with a fixed partition count.
+	// partitioned by count, which reads no input prefix and no shuffle:
+	// Records then returns ErrNoInput.
 	Input io.Reader
 	// Format is the input's record format: "lines" (the default, also
 	// when empty), "jsonl" or "csv".
@@ -99,7 +100,8 @@ func PartitionOf(key string, n int) int { return executor.PartitionOf(key, n) }
 
 // Records reads "key\tvalue" lines from r (a shuffle partition) and calls
 // fn for each, stopping at fn's first error. A line without a tab is a key
-// with an empty value.
+// with an empty value. A nil r (the Input of a task whose stage has no
+// input) returns ErrNoInput, which fails the task once, permanently.
 func Records(r io.Reader, fn func(key, value string) error) error {
 	return executor.Records(r, fn)
 }

@@ -50,11 +50,22 @@ type Speculation struct {
 
 // Resources is the executor size a stage's tasks need. An attempt that
 // runs out of memory retries on the next size up (ExecutorSizes), up to
-// MaxMemory.
+// MaxMemory. An exec stage's program runs under the attempt's size as its
+// memory limit, and under CPUTime, when set, as the CPU time (user and
+// system, all its processes) it may use; past it the attempt fails
+// permanently.
 type Resources struct {
-	Memory    Size `json:"memory,omitempty"`
-	MaxMemory Size `json:"maxMemory,omitempty"`
+	Memory    Size     `json:"memory,omitempty"`
+	MaxMemory Size     `json:"maxMemory,omitempty"`
+	CPUTime   Duration `json:"cpuTime,omitempty"`
 }
+
+// Bounds of an exec program's CPU time (Resources.CPUTime): whole seconds,
+// as the kernel's limit counts them.
+const (
+	MinCPUTime = Duration(time.Second)
+	MaxCPUTime = MaxDeadline
+)
 
 // Defaults and limits of the failure-tolerance settings.
 const (
@@ -162,6 +173,13 @@ func checkTolerance(errs *errorList, p string, s Stage) {
 		} else if r.MaxMemory != 0 && r.MaxMemory < max(r.Memory, DefaultExecutorSize) {
 			errs.add(fp+".maxMemory", "must be at least memory")
 		}
+		switch {
+		case r.CPUTime == 0:
+		case s.Exec == nil:
+			errs.add(fp+".cpuTime", "applies to exec stages only (the CPU time their program may use)")
+		case r.CPUTime < MinCPUTime || r.CPUTime > MaxCPUTime || time.Duration(r.CPUTime)%time.Second != 0:
+			errs.add(fp+".cpuTime", fmt.Sprintf("must be whole seconds between %v and %v", MinCPUTime, MaxCPUTime))
+		}
 	}
 }
 
@@ -240,6 +258,8 @@ func (d *decoder) toleranceKey(key string, v *yaml.Node, p string, s *Stage) boo
 				r.Memory = d.size(v, p)
 			case "maxMemory":
 				r.MaxMemory = d.size(v, p)
+			case "cpuTime":
+				r.CPUTime = d.duration(v, p)
 			default:
 				return false
 			}

@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// An exec program that allocates past its memory limit (its attempt's
+// executor size; here divided by 16, so 64 MiB at 1GiB and 128 MiB at
+// 2GiB) fails as out of memory, not as an ordinary error: its retry climbs
+// to the next size, where the same program, under the larger limit,
+// commits.
+func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("python3 is needed for the program: %v", err)
+	}
+	dir := t.TempDir()
+	prog := "#!/bin/sh\nexec python3 -c \"b = b'x' * (96 << 20); print(len(b))\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "prog"), []byte(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testTimings
+	cfg.ExecutorSizes = []spec.Size{1 << 30, 2 << 30}
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, execDir: dir})
+	ctx := context.Background()
+	if err := e.r.Service.PublishPrograms(ctx, []string{"prog"}); err != nil {
+		t.Fatal(err)
+	}
+	runner := func(size spec.Size) *executor.Runner {
+		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(),
+			ExecDir: dir, Memory: size, ExecMemoryDivisor: 16}
+	}
+	id := e.submit("limit", []byte(`{"name":"limit","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
+		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
+	ref := batch.TaskRef{Job: id}
+	handle := func(r *executor.Runner, url string) executor.Result {
+		t.Helper()
+		var msgs []queue.Message
+		waitFor(t, 30*time.Second, "the task's message", func() bool {
+			msgs = receiveVisible(t, e, url)
+			return len(msgs) > 0
+		})
+		m := msgs[0]
+		res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, func(ctx context.Context, d time.Duration) error {
+			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
+		})
+		if res.Action == executor.Delete {
+			if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res
+	}
+
+	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != executor.Delete {
+		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
+	}
+	task, err := e.r.Store.GetTask(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.State != sm.TaskReady || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != 2<<30 ||
+		!strings.Contains(task.LastError, "past its 64 MiB limit") {
+		t.Fatalf("task after attempt 1: %s class %q memory %d error %q; want READY at 2GiB after an out-of-memory end over 64 MiB",
+			task.State, task.ErrorClass, task.Memory, task.LastError)
+	}
+	if res := handle(runner(2<<30), e.r.Resources.Queues.Sized[2<<30]); res.Action != executor.Delete || res.Err != nil {
+		t.Fatalf("attempt 2: %+v, want committed under the 128 MiB limit", res)
+	}
+	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s %q, want SUCCEEDED", st.State, st.Error)
+	}
+}
