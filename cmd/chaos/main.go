@@ -38,7 +38,7 @@ func defaultOptions() Options {
 	return Options{
 		Jobs: 100, Executors: 4, Slots: 4, KillEvery: time.Second, Faults: "chaos",
 		Lease: 6 * time.Second, MaxAttempts: 8, Timeout: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000,
-		CancelFraction: 0.05, Sweep: time.Second,
+		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second,
 	}
 }
 
@@ -56,6 +56,7 @@ func main() {
 	flag.Int64Var(&o.Seed, "seed", o.Seed, "seed of the kills, cancels and every process's faults")
 	flag.Float64Var(&o.CancelFraction, "cancel", o.CancelFraction, "fraction of the jobs cancelled mid-run")
 	flag.DurationVar(&o.Sweep, "sweep", o.Sweep, "control plane sweep interval")
+	flag.DurationVar(&o.CheckEvery, "check-every", o.CheckEvery, "how often the sweep looks at a running stage, launching speculative copies (batchwork-local -check-every; deployed: a minute)")
 	flag.StringVar(&o.LogDir, "logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	flag.Parse()
 	if *small {

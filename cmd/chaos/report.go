@@ -141,6 +141,9 @@ func explainUnstarted(p *phase, unstarted []check.Attempt) (byKill int, rest []s
 		// the holder a later takeover names.
 		claimer, known := p.takenBy[a]
 		if !known {
+			claimer, known = p.copyBy[a]
+		}
+		if !known {
 			ex, ok := p.takenFrom[a]
 			claimer, known = p.executors[ex], ok
 		}
@@ -280,6 +283,7 @@ func (r *Report) Print(w io.Writer) {
 	if o.MaxAttempts > 0 {
 		budget = fmt.Sprint(o.MaxAttempts)
 	}
+	fmt.Fprintf(tw, "speculative copies claimed\t%d (%d committed, their holders fenced)\t\n", r.Check.Copies, r.Check.CopiesWon)
 	fmt.Fprintf(tw, "most attempts of one task\t%d (budget %s)\t\n", r.Check.MaxAttempt, budget)
 	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d\t\n", r.Kills)
 	fmt.Fprintf(tw, "faults injected\t%s\t\n", counts(r.Faults))

@@ -102,20 +102,19 @@ stages:
   - {name: b, task: %s, after: [a], partitions: {count: 2}}
 `, name, Task, ParamReject, ParamReject, Task), nil
 	case KindSpeculation:
-		// Partition 0's first attempt straggles. The stage records its
-		// commits' durations for speculation under faults and kills, but
-		// gets no copy within a chaos run: copies are launched by the
-		// sweep, whose first look at a materialized stage comes the
-		// control plane's CheckEvery (1 min, not settable on the local
-		// runner or the executors) later, and a straggler that long
-		// would double the run.
+		// Partitions 0 and 3 straggle on their first attempt. The sweep
+		// looks at the stage every CheckEvery (chaos sets it to seconds:
+		// Options.CheckEvery), finds them running past 1.5 times the
+		// median of the others, and launches a copy of each, which runs
+		// at once and commits; the holder is fenced. A straggler whose
+		// executor is killed first is retried instead.
 		return fmt.Appendf(nil, `name: %s
 stages:
   - name: a
     task: %s
-    speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 1}
-    partitions: {count: 4, params: [{%s: 3s, %s: "yes"}, {}, {}, {}]}
-`, name, Task, ParamSleep, ParamSleepFirst), nil
+    speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 2}
+    partitions: {count: 6, params: [{%s: 8s, %s: "yes"}, {}, {}, {%s: 8s, %s: "yes"}, {}, {}]}
+`, name, Task, ParamSleep, ParamSleepFirst, ParamSleep, ParamSleepFirst), nil
 	case KindDeadline:
 		// b never finishes within the job's deadline.
 		return fmt.Appendf(nil, `name: %s

@@ -17,6 +17,9 @@
 //     the first in the record, not in the executors' reports); every completion counter equals its tasks minus its
 //     commits (a double or lost count shows), and is zero for every
 //     completed stage; no stage started before its upstream completed;
+//   - a speculative copy runs only in a stage that speculates, is
+//     counted by it, is newer than the claim it runs beside, and of the
+//     two at most one commits (speculation.go);
 //   - the job manifest and the stage manifests of shuffle stages list
 //     exactly the committed attempts' outputs, at their layout keys;
 //   - each output is byte-identical to the fault-free run's output of
@@ -86,6 +89,8 @@ type Input struct {
 	Starts           []Start
 	// Commits are the commits the executors reported as they happened.
 	Commits []Commit
+	// Copies are the speculative copies' claims the executors reported.
+	Copies []Copy
 	// Executors names the executor processes by their liveness id (the
 	// task record's holder), for evidence.
 	Executors map[string]string
@@ -148,6 +153,10 @@ type Result struct {
 	Tolerated int
 	// Commits counts the commits the executors reported.
 	Commits int
+	// Copies counts the speculative copies' claims the executors
+	// reported, and CopiesWon those whose copy committed (its holder was
+	// fenced).
+	Copies, CopiesWon int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -202,9 +211,10 @@ func Run(ctx context.Context, in Input) (Result, error) {
 		chaos: chaos, ref: ref,
 		chaosS3: newStore(s3c, in.Chaos.Bucket), refS3: newStore(s3c, in.Reference.Bucket),
 		keys:   keys,
-		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, executors: in.Executors, startGrace: in.StartGrace,
+		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, copies: map[string][]Copy{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
+	c.addCopies(in.Copies)
 	for _, s := range in.Starts {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
@@ -237,6 +247,7 @@ type checker struct {
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
 	commits        map[string]map[taskID][]Commit // by job
+	copies         map[string][]Copy              // by job
 	executors      map[string]string
 	startGrace     time.Duration
 	res            Result
@@ -311,6 +322,7 @@ func (c *checker) job(ctx context.Context, j Job) error {
 	}
 	c.tasks(rec)
 	c.commitHistory(rec)
+	c.speculation(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
 	switch {
@@ -346,6 +358,7 @@ func (c *checker) endState(rec *jobRec, j Job) bool {
 	}
 	c.tasks(rec) // still worth knowing whether the records are sound
 	c.commitHistory(rec)
+	c.speculation(rec)
 	c.counters(rec)
 	return false
 }
