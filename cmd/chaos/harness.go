@@ -791,7 +791,7 @@ func (h *harness) checkInput(ref, chaos *phase) check.Input {
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
-			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
+			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), Verify: verifier(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
 		})
 	}
 	return in

@@ -38,6 +38,7 @@ var ErrFailsForGood = errors.New("chaos: this partition fails for good")
 // Register adds the task function to reg.
 func Register(reg *batchwork.Registry) {
 	reg.Register(Task, run)
+	reg.Register(NumberTask, number)
 }
 
 func run(ctx context.Context, t *batchwork.Task) error {
@@ -74,18 +75,28 @@ const (
 	// KindRedrive is a job that fails, and that the harness redrives to
 	// success.
 	KindRedrive = "redrive"
+	// KindCheckpoint is a job whose tasks checkpoint as they read.
+	KindCheckpoint = "checkpoint"
 )
 
 // Kinds are the workloads of this package, in the order a run cycles
 // through them.
-var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete, KindRedrive}
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindCheckpoint, KindDeadline, KindDelete, KindRedrive}
 
 // DeadlineError is what a job past its deadline fails with.
 const DeadlineError = "deadline exceeded"
 
-// Spec is the YAML spec of a workload kind.
-func Spec(kind, name string) ([]byte, error) {
+// Spec is the YAML spec of a workload kind; input is the prefix that
+// the kinds reading input read (the corpus, as "inputs:<path>").
+func Spec(kind, name, input string) ([]byte, error) {
 	switch kind {
+	case KindCheckpoint:
+		// Each of the corpus's 8 KiB splits takes about 3 s, a
+		// checkpoint every 16 lines: executors are killed mid-task.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: number, task: %s, partitions: {input: {prefix: %q, splitSize: 8192}}}
+`, name, NumberTask, input), nil
 	case KindTolerate:
 		// One of a's three tasks fails for good, which a tolerates; b
 		// runs after a regardless.

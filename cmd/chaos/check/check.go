@@ -68,6 +68,10 @@ type Job struct {
 	// Normalize, when set, rewrites an output of either run before the
 	// comparison (the diamond example writes its attempt number).
 	Normalize func([]byte) []byte
+	// Verify, when set, checks each of the job's outputs on its own (a
+	// checkpointing task's output numbers its records: none skipped or
+	// repeated by a resume).
+	Verify func([]byte) error
 }
 
 // Start is one attempt an executor started: its claim was granted with
@@ -157,6 +161,11 @@ type Result struct {
 	// reported, and CopiesWon those whose copy committed (its holder was
 	// fenced).
 	Copies, CopiesWon int
+	// Verified counts the outputs Job.Verify accepted, and
+	// VerifiedRetried the tasks behind them that committed on a later
+	// attempt than their first (a checkpointing task resumed, or started
+	// over when it had saved no checkpoint yet).
+	Verified, VerifiedRetried int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -713,6 +722,7 @@ func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey 
 	}
 	for i := range keys {
 		x, y := a[keys[i]], b[refKeys[i]]
+		c.verify(rec, keys[i], x)
 		if norm != nil {
 			x, y = norm(x), norm(y)
 		}
@@ -722,6 +732,23 @@ func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey 
 		}
 	}
 	return nil
+}
+
+// verify applies the job's Verify to one of its outputs.
+func (c *checker) verify(rec *jobRec, key string, out []byte) {
+	if c.cur.Verify == nil {
+		return
+	}
+	if err := c.cur.Verify(out); err != nil {
+		c.fail("output %s: %v", key, err)
+		return
+	}
+	c.res.Verified++
+	if stage, part, att, _, err := parseOutputKey(rec.ID, key); err == nil && att > 1 {
+		if st, ok := rec.Stages[rec.Spec.index(stage)]; ok && st.Tasks[part] != nil {
+			c.res.VerifiedRetried++
+		}
+	}
 }
 
 // manifestSlots checks a manifest against the task records: every listed

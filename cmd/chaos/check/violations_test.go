@@ -173,6 +173,28 @@ func (h *history) speculate(copyWins bool) {
 		{Stage: "map", Partition: 0, Attempt: 2, Key: key}, {Stage: "map", Partition: 1, Attempt: 1, Key: outputKey(h.rec.ID, "map", 1, 1, 0)}}})
 }
 
+// numbered makes the job's outputs (and its twin's) body, checked by a
+// Verify that wants its lines numbered 1, 2...: chaostasks.CheckNumbered
+// in a run, re-declared here since the checker imports nothing of what
+// it checks.
+func (h *history) numbered(body string) {
+	h.job.Verify = func(b []byte) error {
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if !strings.HasPrefix(line, fmt.Sprint(i+1)+"\t") {
+				return fmt.Errorf("line %d is %q: records skipped or repeated", i+1, line)
+			}
+		}
+		return nil
+	}
+	set := func(h *history) {
+		for p := range 2 {
+			h.objects[outputKey(h.rec.ID, "map", p, 1, 0)] = []byte(body)
+		}
+	}
+	set(h)
+	h.refMutate = set
+}
+
 // TestCheckerSeesViolations feeds the checker histories that break each
 // rule it claims to check, and one that breaks none: a checker that
 // cannot fail proves nothing.
@@ -233,6 +255,9 @@ func TestCheckerSeesViolations(t *testing.T) {
 			h.speculate(false)
 			h.copies[0].HolderAttempt = 2
 		}, "runs beside holder attempt 2, which is not older"},
+		{"sound checkpointing output", func(h *history) { h.numbered("1\ta\n2\tb\n3\tc\n") }, ""},
+		{"a resume skipped a record", func(h *history) { h.numbered("1\ta\n2\tb\n4\td\n") }, "line 3 is \"4\\td\": records skipped or repeated"},
+		{"a resume repeated a record", func(h *history) { h.numbered("1\ta\n2\tb\n2\tb\n3\tc\n") }, "records skipped or repeated"},
 		{"committed attempt never started", func(h *history) { h.starts = h.starts[1:] }, "was never started by an executor"},
 		{"attempt beyond its max", func(h *history) { h.rec.Stages[0].Tasks[0].MaxAttempts = 0; h.rec.Stages[0].Tasks[1].Attempt = 4 }, "beyond max 3"},
 		{"counted twice", func(h *history) { h.rec.Stages[0].Counters[0].Total = 3 }, "counts 3 tasks, the stage has 2"},
