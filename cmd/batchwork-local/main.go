@@ -37,6 +37,8 @@ func main() {
 			localauth.TokenFileEnv+", else local-<port>.token in $XDG_CONFIG_HOME/batchwork (~/.config/batchwork), where the batchwork CLI looks")
 	slots := flag.Int("slots", 4, "executor slots; 0 runs the control plane only (API, sweep, timers), for separate executor processes")
 	sweep := flag.Duration("sweep", 10*time.Second, "sweep interval")
+	checkEvery := flag.Duration("check-every", time.Minute,
+		"how often the sweep looks at a running stage (completion, speculative copies); at least 1s and no more than an hour")
 	ownerLimits := flag.String("owner-max-concurrency", os.Getenv(lambdaenv.EnvOwnerMaxConcurrency),
 		"owners' concurrency limits: owner=limit entries, * for every other owner (e.g. '*=20,alice=5'); default $"+lambdaenv.EnvOwnerMaxConcurrency)
 	inputBuckets := flag.String("input-buckets", os.Getenv(lambdaenv.EnvInputBuckets),
@@ -71,6 +73,10 @@ func main() {
 	outBuckets, err := control.ParseInputBuckets(*outputBuckets)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "-output-buckets:", err)
+		os.Exit(2)
+	}
+	if *checkEvery < time.Second || *checkEvery > time.Hour {
+		fmt.Fprintf(os.Stderr, "-check-every %s: want between 1s and 1h\n", *checkEvery)
 		os.Exit(2)
 	}
 	if *slots < 0 {
@@ -122,7 +128,7 @@ func main() {
 		// publishes its slots' task names before it serves. A control-only
 		// runner (-slots 0) does not check, since a submit could race the
 		// start of the separate executors that publish theirs.
-		Control: control.Config{OwnerLimits: limits, InputBuckets: buckets, OutputBuckets: outBuckets, CheckTaskNames: *slots > 0}})
+		Control: control.Config{OwnerLimits: limits, InputBuckets: buckets, OutputBuckets: outBuckets, CheckTaskNames: *slots > 0, CheckEvery: *checkEvery}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

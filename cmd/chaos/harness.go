@@ -45,6 +45,9 @@ type Options struct {
 	CancelFraction float64
 	// Sweep is the control plane's sweep interval.
 	Sweep time.Duration
+	// CheckEvery is how often the control plane's sweep looks at a
+	// running stage, which is when it launches speculative copies.
+	CheckEvery time.Duration
 	// LogDir receives every process's log lines (chaos.log).
 	LogDir string
 	// Progress receives a line per step; nil: none.
@@ -159,6 +162,10 @@ type phase struct {
 	starts []check.Start
 	// commits are the commits the executors logged, as they happened.
 	commits []check.Commit
+	// copies are the speculative copies' claims, as they were granted.
+	copies []check.Copy
+	// copyBy is the process that claimed each copy's attempt.
+	copyBy map[check.Attempt]string
 	// takeovers are the claims that took a dead executor's task over (the
 	// new attempt), from the control plane's log line: a claim even when
 	// its executor was killed before it started the task.
@@ -228,6 +235,17 @@ func (p *phase) onLine(l line) {
 		cm.Proc = l.proc
 		p.mu.Lock()
 		p.commits = append(p.commits, cm)
+		p.mu.Unlock()
+	case "speculative copy claimed":
+		cm, ok := parseCommit(l.fields)
+		hold, ok2 := l.fields["holder_attempt"].(float64)
+		if !ok || !ok2 {
+			return
+		}
+		cp := check.Copy{Job: cm.Job, Stage: cm.Stage, Partition: cm.Partition, Attempt: cm.Attempt, HolderAttempt: int(hold), At: cm.At, Proc: l.proc}
+		p.mu.Lock()
+		p.copies = append(p.copies, cp)
+		p.copyBy[check.Attempt{Job: cp.Job, Stage: cp.Stage, Partition: cp.Partition, Attempt: cp.Attempt}] = l.proc
 		p.mu.Unlock()
 	case "faults injected":
 		c, _ := l.fields["counts"].(map[string]any)
@@ -318,6 +336,7 @@ func (h *harness) faultEnv(p *phase, n int) []string {
 // executors of a run.
 func (h *harness) start(ctx context.Context, p *phase) error {
 	p.claims, p.faults, p.executors = map[string][]check.Start{}, map[string]map[string]int{}, map[string]string{}
+	p.copyBy = map[check.Attempt]string{}
 	p.running = make(chan string, h.o.Executors)
 	p.ready, p.takenFrom, p.takenBy = make(chan map[string]any, 1), map[check.Attempt]string{}, map[check.Attempt]string{}
 	h.progress("%s run: starting the control plane (%s)", p.name, p.prefix)
@@ -325,6 +344,9 @@ func (h *harness) start(ctx context.Context, p *phase) error {
 	// writes here (mode 0600) before its ready line.
 	tokenFile := filepath.Join(h.o.LogDir, p.prefix+".token")
 	args := []string{"-prefix", p.prefix, "-listen", "127.0.0.1:0", "-slots", "0", "-sweep", h.o.Sweep.String(), "-token-file", tokenFile}
+	if h.o.CheckEvery > 0 {
+		args = append(args, "-check-every", h.o.CheckEvery.String())
+	}
 	local, err := startProc(p.name+"/local", h.localBin, args, append(h.awsEnv(), h.faultEnv(p, 0)...), h.logw, p.onLine)
 	if err != nil {
 		return err
@@ -764,13 +786,13 @@ func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err
 
 // checkInput pairs each chaos job with its fault-free twin.
 func (h *harness) checkInput(ref, chaos *phase) check.Input {
-	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Commits: chaos.commits, Executors: chaos.executors,
+	in := check.Input{AWS: h.cfg, Chaos: chaos.dep.Deployment, Reference: ref.dep.Deployment, Starts: chaos.starts, Commits: chaos.commits, Copies: chaos.copies, Executors: chaos.executors,
 		// The executors trust a job state they read for this long.
 		StartGrace: control.DefaultJobStateTTL}
 	for i, j := range chaos.jobs {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
-			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
+			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), Verify: verifier(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
 		})
 	}
 	return in

@@ -1,7 +1,9 @@
 // Command chaos proves Batchwork's failure guarantees under faults: on the
 // local emulator it runs a mix of jobs (word count, the diamond and the
 // join DAG, and workloads of tolerated failures, bad records,
-// speculation, a deadline, deletion and redrive: cmd/chaos/chaostasks)
+// speculation (with the sweep's stage looks every -check-every, so that
+// copies launch), checkpoints, a deadline, deletion and redrive:
+// cmd/chaos/chaostasks)
 // twice on separate deployments, once fault-free, and once with every
 // process injecting AWS faults (throttles, 500/503s, transaction
 // conflicts on transactions and single-item writes,
@@ -12,9 +14,11 @@
 // the executors' reports of their claims and commits, verifies that
 // every job ended as it should, that each task committed exactly once
 // (by the commits reported as they happened, which a second commit
-// cannot overwrite) and every counter adds up, that manifests list only
+// cannot overwrite) and every counter adds up, that of a speculative
+// copy and its holder at most one committed, that manifests list only
 // committed attempts, and that every output is byte-identical to the
-// fault-free run's. It prints a table (jobs, kills, faults by kind, wall
+// fault-free run's (and a checkpointing task's skips and repeats no
+// record). It prints a table (jobs, kills, faults by kind, wall
 // times, the time a killed executor's tasks took to be claimed again)
 // and exits 1 on any violation.
 //
@@ -38,7 +42,7 @@ func defaultOptions() Options {
 	return Options{
 		Jobs: 100, Executors: 4, Slots: 4, KillEvery: time.Second, Faults: "chaos",
 		Lease: 6 * time.Second, MaxAttempts: 8, Timeout: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000,
-		CancelFraction: 0.05, Sweep: time.Second,
+		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second,
 	}
 }
 
@@ -56,6 +60,7 @@ func main() {
 	flag.Int64Var(&o.Seed, "seed", o.Seed, "seed of the kills, cancels and every process's faults")
 	flag.Float64Var(&o.CancelFraction, "cancel", o.CancelFraction, "fraction of the jobs cancelled mid-run")
 	flag.DurationVar(&o.Sweep, "sweep", o.Sweep, "control plane sweep interval")
+	flag.DurationVar(&o.CheckEvery, "check-every", o.CheckEvery, "how often the sweep looks at a running stage, launching speculative copies (batchwork-local -check-every; deployed: a minute)")
 	flag.StringVar(&o.LogDir, "logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	flag.Parse()
 	if *small {

@@ -141,6 +141,9 @@ func explainUnstarted(p *phase, unstarted []check.Attempt) (byKill int, rest []s
 		// the holder a later takeover names.
 		claimer, known := p.takenBy[a]
 		if !known {
+			claimer, known = p.copyBy[a]
+		}
+		if !known {
 			ex, ok := p.takenFrom[a]
 			claimer, known = p.executors[ex], ok
 		}
@@ -280,6 +283,7 @@ func (r *Report) Print(w io.Writer) {
 	if o.MaxAttempts > 0 {
 		budget = fmt.Sprint(o.MaxAttempts)
 	}
+	fmt.Fprintf(tw, "speculative copies claimed\t%d (%d committed, their holders fenced)\t\n", r.Check.Copies, r.Check.CopiesWon)
 	fmt.Fprintf(tw, "most attempts of one task\t%d (budget %s)\t\n", r.Check.MaxAttempt, budget)
 	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d\t\n", r.Kills)
 	fmt.Fprintf(tw, "faults injected\t%s\t\n", counts(r.Faults))
@@ -291,6 +295,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(tw, "  not reclaimed\t%d committed in flight, %d job cancelled or past its deadline, %d other\t\n", rc.CommittedInFlight, rc.JobCancelled, len(rc.NotReclaimed))
 	fmt.Fprintf(tw, "last commit to job end\t%s\t%s\n", spread(r.Check.EndLag), spread(r.Check.ReferenceEndLag))
 	fmt.Fprintf(tw, "outputs byte-identical to the fault-free run\t%d compared\t\n", r.Check.Compared)
+	fmt.Fprintf(tw, "checkpointing tasks' outputs numbered without a gap or repeat\t%d (%d committed by a retry)\t\n", r.Check.Verified, r.Check.VerifiedRetried)
 	fmt.Fprintf(tw, "uncommitted attempt outputs (in no manifest)\t%d\t\n", r.Check.Uncommitted)
 	fmt.Fprintf(tw, "commits after a cancel (attempt started before it)\t%d\t\n", r.Check.LateCommits)
 	fmt.Fprintf(tw, "committed tasks not counted yet (stage not completed)\t%d\t\n", r.Check.Uncounted)

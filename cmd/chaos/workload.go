@@ -77,7 +77,7 @@ func workloads(n int, bucket string, set settings) ([]workload, error) {
 		default:
 			w.Kind, w.Name = k, fmt.Sprintf("%s-%03d", k, i)
 			var spec []byte
-			if spec, err = chaostasks.Spec(k, w.Name); err == nil {
+			if spec, err = chaostasks.Spec(k, w.Name, inputShorthand); err == nil {
 				w.Spec = withYAML(spec, set, prio)
 			}
 		case "wordcount":
@@ -140,6 +140,14 @@ func normalizer(kind string) func([]byte) []byte {
 		return nil
 	}
 	return func(b []byte) []byte { return attemptField.ReplaceAll(b, []byte("attempt N")) }
+}
+
+// verifier says how to check each output of a kind on its own.
+func verifier(kind string) func([]byte) error {
+	if kind == chaostasks.KindCheckpoint {
+		return chaostasks.CheckNumbered
+	}
+	return nil
 }
 
 var attemptField = regexp.MustCompile(`attempt [0-9]+`)

@@ -38,6 +38,7 @@ var ErrFailsForGood = errors.New("chaos: this partition fails for good")
 // Register adds the task function to reg.
 func Register(reg *batchwork.Registry) {
 	reg.Register(Task, run)
+	reg.Register(NumberTask, number)
 }
 
 func run(ctx context.Context, t *batchwork.Task) error {
@@ -74,18 +75,28 @@ const (
 	// KindRedrive is a job that fails, and that the harness redrives to
 	// success.
 	KindRedrive = "redrive"
+	// KindCheckpoint is a job whose tasks checkpoint as they read.
+	KindCheckpoint = "checkpoint"
 )
 
 // Kinds are the workloads of this package, in the order a run cycles
 // through them.
-var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindDeadline, KindDelete, KindRedrive}
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindCheckpoint, KindDeadline, KindDelete, KindRedrive}
 
 // DeadlineError is what a job past its deadline fails with.
 const DeadlineError = "deadline exceeded"
 
-// Spec is the YAML spec of a workload kind.
-func Spec(kind, name string) ([]byte, error) {
+// Spec is the YAML spec of a workload kind; input is the prefix that
+// the kinds reading input read (the corpus, as "inputs:<path>").
+func Spec(kind, name, input string) ([]byte, error) {
 	switch kind {
+	case KindCheckpoint:
+		// Each of the corpus's 8 KiB splits takes about 3 s, a
+		// checkpoint every 16 lines: executors are killed mid-task.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: number, task: %s, partitions: {input: {prefix: %q, splitSize: 8192}}}
+`, name, NumberTask, input), nil
 	case KindTolerate:
 		// One of a's three tasks fails for good, which a tolerates; b
 		// runs after a regardless.
@@ -102,20 +113,19 @@ stages:
   - {name: b, task: %s, after: [a], partitions: {count: 2}}
 `, name, Task, ParamReject, ParamReject, Task), nil
 	case KindSpeculation:
-		// Partition 0's first attempt straggles. The stage records its
-		// commits' durations for speculation under faults and kills, but
-		// gets no copy within a chaos run: copies are launched by the
-		// sweep, whose first look at a materialized stage comes the
-		// control plane's CheckEvery (1 min, not settable on the local
-		// runner or the executors) later, and a straggler that long
-		// would double the run.
+		// Partitions 0 and 3 straggle on their first attempt. The sweep
+		// looks at the stage every CheckEvery (chaos sets it to seconds:
+		// Options.CheckEvery), finds them running past 1.5 times the
+		// median of the others, and launches a copy of each, which runs
+		// at once and commits; the holder is fenced. A straggler whose
+		// executor is killed first is retried instead.
 		return fmt.Appendf(nil, `name: %s
 stages:
   - name: a
     task: %s
-    speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 1}
-    partitions: {count: 4, params: [{%s: 3s, %s: "yes"}, {}, {}, {}]}
-`, name, Task, ParamSleep, ParamSleepFirst), nil
+    speculation: {quantile: 0.5, multiplier: 1.5, maxCopies: 2}
+    partitions: {count: 6, params: [{%s: 8s, %s: "yes"}, {}, {}, {%s: 8s, %s: "yes"}, {}, {}]}
+`, name, Task, ParamSleep, ParamSleepFirst, ParamSleep, ParamSleepFirst), nil
 	case KindDeadline:
 		// b never finishes within the job's deadline.
 		return fmt.Appendf(nil, `name: %s

@@ -17,11 +17,16 @@
 //     the first in the record, not in the executors' reports); every completion counter equals its tasks minus its
 //     commits (a double or lost count shows), and is zero for every
 //     completed stage; no stage started before its upstream completed;
+//   - a speculative copy runs only in a stage that speculates, is
+//     counted by it, is newer than the claim it runs beside, and of the
+//     two at most one commits (speculation.go);
 //   - the job manifest and the stage manifests of shuffle stages list
 //     exactly the committed attempts' outputs, at their layout keys;
 //   - each output is byte-identical to the fault-free run's output of
 //     the same stage, partition and part (shuffle parts as sorted lines:
-//     a map's emission order is not part of its result);
+//     a map's emission order is not part of its result), and passes its
+//     job's Verify (a checkpointing task's records: none skipped or
+//     repeated);
 //   - for a job that must miss its deadline: FAILED with the deadline
 //     error, and no job manifest;
 //   - for a deleted job: no item of the table names it, no object is
@@ -65,6 +70,10 @@ type Job struct {
 	// Normalize, when set, rewrites an output of either run before the
 	// comparison (the diamond example writes its attempt number).
 	Normalize func([]byte) []byte
+	// Verify, when set, checks each of the job's outputs on its own (a
+	// checkpointing task's output numbers its records: none skipped or
+	// repeated by a resume).
+	Verify func([]byte) error
 }
 
 // Start is one attempt an executor started: its claim was granted with
@@ -86,6 +95,8 @@ type Input struct {
 	Starts           []Start
 	// Commits are the commits the executors reported as they happened.
 	Commits []Commit
+	// Copies are the speculative copies' claims the executors reported.
+	Copies []Copy
 	// Executors names the executor processes by their liveness id (the
 	// task record's holder), for evidence.
 	Executors map[string]string
@@ -148,6 +159,15 @@ type Result struct {
 	Tolerated int
 	// Commits counts the commits the executors reported.
 	Commits int
+	// Copies counts the speculative copies' claims the executors
+	// reported, and CopiesWon those whose copy committed (its holder was
+	// fenced).
+	Copies, CopiesWon int
+	// Verified counts the outputs Job.Verify accepted, and
+	// VerifiedRetried the tasks behind them that committed on a later
+	// attempt than their first (a checkpointing task resumed, or started
+	// over when it had saved no checkpoint yet).
+	Verified, VerifiedRetried int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -202,9 +222,10 @@ func Run(ctx context.Context, in Input) (Result, error) {
 		chaos: chaos, ref: ref,
 		chaosS3: newStore(s3c, in.Chaos.Bucket), refS3: newStore(s3c, in.Reference.Bucket),
 		keys:   keys,
-		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, executors: in.Executors, startGrace: in.StartGrace,
+		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, copies: map[string][]Copy{}, executors: in.Executors, startGrace: in.StartGrace,
 		res: Result{States: map[string]int{}},
 	}
+	c.addCopies(in.Copies)
 	for _, s := range in.Starts {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
@@ -237,6 +258,7 @@ type checker struct {
 	chaosS3, refS3 store
 	starts         map[attemptRef]Start
 	commits        map[string]map[taskID][]Commit // by job
+	copies         map[string][]Copy              // by job
 	executors      map[string]string
 	startGrace     time.Duration
 	res            Result
@@ -311,6 +333,7 @@ func (c *checker) job(ctx context.Context, j Job) error {
 	}
 	c.tasks(rec)
 	c.commitHistory(rec)
+	c.speculation(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
 	switch {
@@ -346,6 +369,7 @@ func (c *checker) endState(rec *jobRec, j Job) bool {
 	}
 	c.tasks(rec) // still worth knowing whether the records are sound
 	c.commitHistory(rec)
+	c.speculation(rec)
 	c.counters(rec)
 	return false
 }
@@ -700,6 +724,7 @@ func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey 
 	}
 	for i := range keys {
 		x, y := a[keys[i]], b[refKeys[i]]
+		c.verify(rec, keys[i], x)
 		if norm != nil {
 			x, y = norm(x), norm(y)
 		}
@@ -709,6 +734,21 @@ func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey 
 		}
 	}
 	return nil
+}
+
+// verify applies the job's Verify to one of its outputs.
+func (c *checker) verify(rec *jobRec, key string, out []byte) {
+	if c.cur.Verify == nil {
+		return
+	}
+	if err := c.cur.Verify(out); err != nil {
+		c.fail("output %s: %v", key, err)
+		return
+	}
+	c.res.Verified++
+	if _, _, att, _, err := parseOutputKey(rec.ID, key); err == nil && att > 1 {
+		c.res.VerifiedRetried++
+	}
 }
 
 // manifestSlots checks a manifest against the task records: every listed

@@ -88,6 +88,7 @@ type specStage struct {
 	After             []string   `json:"after"`
 	Shuffle           *struct{}  `json:"shuffle"`
 	ToleratedFailures *tolerance `json:"toleratedFailures"`
+	Speculation       *struct{}  `json:"speculation"`
 }
 
 // tolerance is a stage's toleratedFailures.
@@ -144,10 +145,12 @@ type stageRec struct {
 	Materialized bool
 	// Tolerated counts the failed tasks the stage tolerated.
 	Tolerated int
-	Started   time.Time
-	Ended     time.Time
-	Tasks     map[int]*taskRec // by partition
-	Counters  map[int]*counterRec
+	// CopiesLaunched counts the speculative copies the stage launched.
+	CopiesLaunched int
+	Started        time.Time
+	Ended          time.Time
+	Tasks          map[int]*taskRec // by partition
+	Counters       map[int]*counterRec
 	// Ends are the attempt-end records by partition: evidence for a
 	// failed job, not checked.
 	Ends map[int][]attemptEnd
@@ -294,6 +297,7 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		s.Name, s.State, s.Total, s.Shards = getS(it, aName), getS(it, aState), int(getN(it, aTotal)), int(getN(it, aShards))
 		s.Materialized, s.Started, s.Ended = getB(it, aMat), getT(it, aStarted), getT(it, aEnded)
 		s.Tolerated = int(getN(it, aStageTolerated))
+		s.CopiesLaunched = int(getN(it, aCopiesLaunched))
 	case strings.HasPrefix(pk, pkTask):
 		id, idx, _, err := splitKey(pk, pkTask)
 		if err != nil {

@@ -39,6 +39,7 @@ type history struct {
 	objects memObjects
 	starts  []Start
 	commits []Commit
+	copies  []Copy
 	job     Job
 	// keys are the table's other items ("pk sk job").
 	keys []string
@@ -88,9 +89,10 @@ func (h *history) check(t *testing.T) []Violation {
 	c := &checker{
 		chaos: chaos, keys: h.keys, ref: map[string]*jobRec{refRec.ID: refRec},
 		chaosS3: store{objects: h.objects, bucket: "chaos"}, refS3: store{objects: refObjects, bucket: "ref"},
-		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, startGrace: time.Second,
+		starts: map[attemptRef]Start{}, commits: map[string]map[taskID][]Commit{}, copies: map[string][]Copy{}, startGrace: time.Second,
 		res: Result{States: map[string]int{}},
 	}
+	c.addCopies(h.copies)
 	for _, s := range h.starts {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
@@ -148,6 +150,51 @@ func (h *history) failAt(err string) {
 	delete(h.objects, jobManifestKey(h.rec.ID))
 }
 
+// speculate gives task 0 a speculative copy (attempt 2) beside its
+// holder (attempt 1), in a stage that speculates; the copy commits when
+// copyWins, else the holder does; the other is fenced.
+func (h *history) speculate(copyWins bool) {
+	h.rec.Spec.Stages[0].Speculation = &struct{}{}
+	st := h.rec.Stages[0]
+	st.CopiesLaunched = 1
+	tk := st.Tasks[0]
+	tk.Attempt, tk.MaxAttempts = 2, 4
+	h.starts = append(h.starts, Start{Job: h.rec.ID, Partition: 0, Attempt: 2, At: t0.Add(1500 * time.Millisecond), Proc: "exec-2"})
+	h.copies = append(h.copies, Copy{Job: h.rec.ID, Partition: 0, Attempt: 2, HolderAttempt: 1, At: t0.Add(1500 * time.Millisecond), Proc: "exec-2"})
+	if !copyWins {
+		return
+	}
+	tk.CommittedAttempt = 2
+	h.commits[0] = Commit{Job: h.rec.ID, Partition: 0, Attempt: 2, At: t0.Add(1800 * time.Millisecond), Proc: "exec-2"}
+	delete(h.objects, outputKey(h.rec.ID, "map", 0, 1, 0))
+	key := outputKey(h.rec.ID, "map", 0, 2, 0)
+	h.objects[key] = []byte("output 0\n")
+	h.objects[jobManifestKey(h.rec.ID)], _ = json.Marshal(manifest{Job: h.rec.ID, Outputs: []manifestOutput{
+		{Stage: "map", Partition: 0, Attempt: 2, Key: key}, {Stage: "map", Partition: 1, Attempt: 1, Key: outputKey(h.rec.ID, "map", 1, 1, 0)}}})
+}
+
+// numbered makes the job's outputs (and its twin's) body, checked by a
+// Verify that wants its lines numbered 1, 2...: chaostasks.CheckNumbered
+// in a run, re-declared here since the checker imports nothing of what
+// it checks.
+func (h *history) numbered(body string) {
+	h.job.Verify = func(b []byte) error {
+		for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if !strings.HasPrefix(line, fmt.Sprint(i+1)+"\t") {
+				return fmt.Errorf("line %d is %q: records skipped or repeated", i+1, line)
+			}
+		}
+		return nil
+	}
+	set := func(h *history) {
+		for p := range 2 {
+			h.objects[outputKey(h.rec.ID, "map", p, 1, 0)] = []byte(body)
+		}
+	}
+	set(h)
+	h.refMutate = set
+}
+
 // TestCheckerSeesViolations feeds the checker histories that break each
 // rule it claims to check, and one that breaks none: a checker that
 // cannot fail proves nothing.
@@ -190,6 +237,27 @@ func TestCheckerSeesViolations(t *testing.T) {
 			tk.Attempt, tk.State, tk.CommittedAttempt = 2, Claimed, 0
 			h.rec.State = Running
 		}, "the commit was overwritten or undone"},
+		{"sound speculative copy that won", func(h *history) { h.speculate(true) }, ""},
+		{"sound speculative copy that lost", func(h *history) { h.speculate(false) }, ""},
+		{"a copy and its holder both committed", func(h *history) {
+			h.speculate(true)
+			h.commits = append(h.commits, Commit{Job: h.rec.ID, Partition: 0, Attempt: 1, At: t0.Add(1900 * time.Millisecond), Proc: "exec-1"})
+		}, "speculative copy attempt 2 and its holder attempt 1 both committed"},
+		{"a copy in a stage that does not speculate", func(h *history) {
+			h.speculate(true)
+			h.rec.Spec.Stages[0].Speculation = nil
+		}, "in a stage without speculation"},
+		{"a copy the stage did not count", func(h *history) {
+			h.speculate(true)
+			h.rec.Stages[0].CopiesLaunched = 0
+		}, "1 speculative copies reported claimed, the stage counts 0 launched"},
+		{"a copy no newer than its holder", func(h *history) {
+			h.speculate(false)
+			h.copies[0].HolderAttempt = 2
+		}, "runs beside holder attempt 2, which is not older"},
+		{"sound checkpointing output", func(h *history) { h.numbered("1\ta\n2\tb\n3\tc\n") }, ""},
+		{"a resume skipped a record", func(h *history) { h.numbered("1\ta\n2\tb\n4\td\n") }, "line 3 is \"4\\td\": records skipped or repeated"},
+		{"a resume repeated a record", func(h *history) { h.numbered("1\ta\n2\tb\n2\tb\n3\tc\n") }, "records skipped or repeated"},
 		{"committed attempt never started", func(h *history) { h.starts = h.starts[1:] }, "was never started by an executor"},
 		{"attempt beyond its max", func(h *history) { h.rec.Stages[0].Tasks[0].MaxAttempts = 0; h.rec.Stages[0].Tasks[1].Attempt = 4 }, "beyond max 3"},
 		{"counted twice", func(h *history) { h.rec.Stages[0].Counters[0].Total = 3 }, "counts 3 tasks, the stage has 2"},
