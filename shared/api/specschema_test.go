@@ -204,8 +204,6 @@ func TestSpecSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 // Delete each entry once shared/spec has its field: the test then fails
 // naming it, so the set cannot outlive the work it waits for.
 var pendingSchemaFields = map[string]bool{
-	"Input.allowEmpty": true, // issue 27 item 19: a stage opts in to an input prefix matching no object
-	"Resources.cpu":    true, // issue 27 item 10: vCPUs an exec program may use
 }
 
 // Every field of shared/spec's Job, down through its stages, has a
