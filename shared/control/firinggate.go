@@ -72,18 +72,36 @@ type firingTurnKey struct{}
 // enterFiring registers a firing that reached its time and waits for a
 // writer slot; done must be called when the firing's handling ends.
 func (s *Service) enterFiring(ctx context.Context) (context.Context, *firingTurn, error) {
+	t := s.arriveFiring()
+	ctx, err := t.awaitWriter(ctx)
+	return ctx, t, err
+}
+
+// arriveFiring registers a firing that reached its time: from here on,
+// written firings' follow-ups wait for its job write. The gate orders
+// only the firings registered so far; one that registers later (its
+// goroutine scheduled late) may find follow-ups already running.
+func (s *Service) arriveFiring() *firingTurn {
 	g := s.firingGate()
-	t := &firingTurn{g: g}
 	g.pending.Add(1)
+	return &firingTurn{g: g}
+}
+
+// awaitWriter waits for a writer slot for an arrived firing.
+func (t *firingTurn) awaitWriter(ctx context.Context) (context.Context, error) {
 	select {
-	case g.writers <- struct{}{}:
+	case t.g.writers <- struct{}{}:
 	case <-ctx.Done():
-		g.pending.Add(-1)
+		t.mu.Lock()
+		t.g.pending.Add(-1)
 		t.stage = 3
-		return ctx, t, ctx.Err()
+		t.mu.Unlock()
+		return ctx, ctx.Err()
 	}
-	t.stage, t.holding = 1, g.writers
-	return context.WithValue(ctx, firingTurnKey{}, t), t, nil
+	t.mu.Lock()
+	t.stage, t.holding = 1, t.g.writers
+	t.mu.Unlock()
+	return context.WithValue(ctx, firingTurnKey{}, t), nil
 }
 
 // firingJobWritten is called by submit once a firing's job is written (or

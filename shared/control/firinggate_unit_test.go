@@ -37,11 +37,20 @@ func TestFiringGateOrdersABurst(t *testing.T) {
 			}
 			var wg sync.WaitGroup
 			start := time.Now()
+			// The burst reaches its time together: every firing is
+			// registered before any goroutine runs, as the gate orders
+			// only registered firings (a goroutine the scheduler starts
+			// late would otherwise arrive after others' follow-ups).
+			turns := make([]*firingTurn, c.firings)
+			for i := range turns {
+				turns[i] = s.arriveFiring()
+			}
 			for i := range c.firings {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ctx, turn, err := s.enterFiring(context.Background())
+					turn := turns[i]
+					ctx, err := turn.awaitWriter(context.Background())
 					if err != nil {
 						t.Error(err)
 						return
