@@ -68,7 +68,7 @@ func main() {
 	// The figure: 1,000 schedules due in one minute, measured
 	// twice, all at the minute's first second (what cron schedules do)
 	// and spread over its seconds (rates anchored at their creation).
-	// About 2 minutes each on moto (see README, Schedules).
+	// About 2 minutes each on moto (see docs/schedules.md).
 	schedules := flag.Int("schedules", 1000, "schedules due in one minute for the firing-accuracy figure (0: skip)")
 	// Speculation (speculation.go): stragglers 10x slower on their first
 	// attempt, speculation off and on.

@@ -55,7 +55,7 @@ func main() {
 	flag.DurationVar(&o.KillEvery, "kill-every", o.KillEvery, "SIGKILL a random executor this often (0: never)")
 	flag.StringVar(&o.Faults, "faults", o.Faults, `BATCHWORK_FAULTS of every process in the chaos run ("chaos": throttles, 5xx, transaction conflicts on transactions and single-item writes, TransactionInProgress, lost responses, SQS messages delivered twice at once (internal/faults.Chaos); "off": none)`)
 	flag.DurationVar(&o.Lease, "lease", o.Lease, "task lease in every spec")
-	flag.IntVar(&o.MaxAttempts, "max-attempts", o.MaxAttempts, "retry.maxAttempts in every spec (0: the examples' own, 3); see the README on why not 3")
+	flag.IntVar(&o.MaxAttempts, "max-attempts", o.MaxAttempts, "retry.maxAttempts in every spec (0: the examples' own, 3); see docs/chaos.md on why not 3")
 	flag.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long each run's jobs may take to end; a job still running then is stuck")
 	flag.Int64Var(&o.Seed, "seed", o.Seed, "seed of the kills, cancels and every process's faults")
 	flag.Float64Var(&o.CancelFraction, "cancel", o.CancelFraction, "fraction of the jobs cancelled mid-run")

@@ -19,7 +19,7 @@ import (
 
 // serve keeps the demo's runner up after the job, with its API on
 // serveAddr, so the batchwork CLI can be tried against it (make demo
-// SERVE=1; see "Using the CLI" in the README).
+// SERVE=1; see docs/cli.md).
 var serve bool
 
 const serveAddr = "127.0.0.1:8080"

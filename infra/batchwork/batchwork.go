@@ -902,8 +902,8 @@ func inputBucketArn(name string) string {
 // run, which the code would take for its own. The principals exempted are
 // the roles granted to write or tag there (the functions', the Fargate
 // executor's; see grant) and the remote executors' roles, which write
-// their attempts' outputs. Users upload to the inputs area only (README,
-// "Security").
+// their attempts' outputs. Users upload to the inputs area only
+// (docs/security.md).
 func (b *Batchwork) confineJobArea(p Props) {
 	var arns []*string
 	for _, w := range b.jobAreaWriters {

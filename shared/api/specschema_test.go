@@ -203,8 +203,7 @@ func TestSpecSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 // field exists, because they are being added to shared/spec in parallel.
 // Delete each entry once shared/spec has its field: the test then fails
 // naming it, so the set cannot outlive the work it waits for.
-var pendingSchemaFields = map[string]bool{
-}
+var pendingSchemaFields = map[string]bool{}
 
 // Every field of shared/spec's Job, down through its stages, has a
 // property in the JobSpec schema of a matching type, and every property

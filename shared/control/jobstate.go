@@ -18,7 +18,7 @@ import (
 // old, so a process reads each running job's state once per TTL, whatever
 // its number of claims and tasks.
 //
-// What it bounds (see the README's guarantees): no task of a job is claimed
+// What it bounds (see docs/guarantees.md): no task of a job is claimed
 // and started more than one TTL after the job ended (cancelled, failed,
 // past its deadline), and a task that is, or was running when the job
 // ended, is stopped by its executor's job watch (Runner, every TTL) within

@@ -130,7 +130,7 @@ func jobLevelPlan(job string) jobRecordPlan {
 // bound), and says how many it deleted and whether none is left. The job
 // must be marked deleting (MarkJobDeleting) first: nothing else then
 // writes its records, but for an attempt that was still running when the
-// job ended and records its end late (README, Deleting a job).
+// job ended and records its end late (docs/security.md, Deleting a job).
 func (s *Store) DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error) {
 	if budget <= 0 {
 		budget = int(^uint(0) >> 1)

@@ -106,7 +106,7 @@ func refuse(w http.ResponseWriter, msg string) {
 
 // DefaultDir is where token files go by default: batchwork in the user's
 // configuration directory ($XDG_CONFIG_HOME, else ~/.config), on every
-// system, so the path is the same one the README gives. getenv is
+// system, so the path is the same one docs/cli.md gives. getenv is
 // os.Getenv, or a test's.
 func DefaultDir(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_CONFIG_HOME"); d != "" {

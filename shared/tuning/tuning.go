@@ -76,7 +76,7 @@ const (
 	// and another dead executor's poll steals at most ReceiveVisibility.
 	// With a 20 s wait, chaos runs (a kill a second) saw a recovered task
 	// stolen up to seven times in a row. The price is requests while idle:
-	// a poll per queue every ReceiveWait (see the README's costs).
+	// a poll per queue every ReceiveWait (see docs/performance.md).
 	ReceiveWait = time.Second
 
 	// ExecutorBeat is how often an executor renews its liveness record

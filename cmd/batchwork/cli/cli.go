@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 )
 
-// Exit codes. They are documented in the README ("Using the CLI") and in
+// Exit codes. They are documented in docs/cli.md and in
 // `batchwork help`; scripts rely on them, so they never change meaning.
 const (
 	ExitOK        = 0 // success
