@@ -69,30 +69,12 @@ func WithContinueMargin(ctx context.Context, margin time.Duration) context.Conte
 // when the task's context was cancelled to make it checkpoint.
 const checkpointTimeout = 2 * time.Minute
 
-// checkpointCP is what checkpoints need of the control plane
-// (control.Service has it).
-type checkpointCP interface {
-	Checkpoint(ctx context.Context, c control.Claim, seq int, offset int64) error
-	Continue(ctx context.Context, c control.Claim, offset int64) (control.Decision, error)
-	NoteResumed(ctx context.Context, c control.Claim)
-}
-
-var _ checkpointCP = (*control.Service)(nil)
-
-// checkpointRefuser tags what a refused checkpoint wrote for expiry
-// (control.Service has it).
-type checkpointRefuser interface {
-	CheckpointRefused(ctx context.Context, c control.Claim, seq int)
-}
-
-var _ checkpointRefuser = (*control.Service)(nil)
-
 // checkpointer is one attempt's checkpoints.
 type checkpointer struct {
 	r       *Runner
 	c       control.Claim
 	t       *Task
-	cp      checkpointCP
+	cp      Checkpointer
 	taskCtx context.Context
 	cancel  context.CancelCauseFunc
 	log     *slog.Logger
@@ -168,11 +150,11 @@ func (t *Task) Resume() (offset int64, state []byte, ok bool) {
 // task has a checkpoint of an earlier attempt, resumes from it: outputs
 // from its segments, input from its offset. Input must be the stream the
 // function reads (after the runner's own wrappers), so skipped records
-// are counted as read. A task whose control plane cannot checkpoint gets
-// none.
+// are counted as read. A task whose control plane cannot checkpoint
+// (CanCheckpoint) gets none.
 func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *Task, cancel context.CancelCauseFunc, log *slog.Logger) error {
-	cp, ok := r.CP.(checkpointCP)
-	if !ok {
+	cp := r.CP
+	if cp.CanCheckpoint() != nil {
 		return nil
 	}
 	// A lambda stage's function reads its input itself: its resume point
@@ -316,9 +298,10 @@ func (k *checkpointer) save(ctx context.Context, offset int64, state []byte) err
 		// Another attempt holds the task: this one's work will never be
 		// used, so it stops as if its lease were lost.
 		k.cancel(errLeaseLost)
-		if cr, ok := k.cp.(checkpointRefuser); ok {
-			cr.CheckpointRefused(ctx, k.c, seq) // its record and segments expire
-		}
+		k.cp.CheckpointRefused(ctx, k.c, seq) // its record and segments expire
+	}
+	if errors.Is(err, ErrUnsupported) {
+		return fmt.Errorf("%w: this task cannot checkpoint (%w)", batch.ErrCheckpoint, err)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -393,7 +376,7 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 		return Result{Action: Delete, Err: batch.ErrContinue}
 	case errors.Is(err, batch.ErrStaleClaim):
 		return Result{Action: Leave, Err: err}
-	case errors.Is(err, control.ErrNoCheckpoints):
+	case errors.Is(err, control.ErrNoCheckpoints), errors.Is(err, ErrUnsupported):
 		return r.fail(ctx, c, runErr, log)
 	}
 	if errors.Is(err, sm.ErrInvalidTransition) {

@@ -37,16 +37,11 @@ const (
 	minSplitPiece = 64 << 10
 )
 
-// taskSplitter is the control plane's split call (control.Service has it).
-type taskSplitter interface {
-	SplitTask(context.Context, control.Claim, control.SplitRequest) (control.SplitResult, error)
-}
-
 // splittable returns a Cut for the input split s of claim c to be read
-// with, or nil when its stage does not split dynamically or this control
-// plane cannot.
+// with, or nil when its stage does not split dynamically. A control plane
+// that cannot split (ErrUnsupported) refuses the offer (offerSplit).
 func (r *Runner) splittable(c control.Claim, in *spec.Input, s split.Split) *split.Cut {
-	if _, ok := r.CP.(taskSplitter); !ok || !in.DynamicSplit || c.Speculative || split.Compression(s.Key) != "" {
+	if !in.DynamicSplit || c.Speculative || split.Compression(s.Key) != "" {
 		return nil
 	}
 	return split.NewCut()
@@ -56,8 +51,7 @@ func (r *Runner) splittable(c control.Claim, in *spec.Input, s split.Split) *spl
 // attempt ends first. The returned stop waits for an offer under way: the
 // attempt commits only once it knows which range it owned.
 func (r *Runner) watchSplit(ctx context.Context, c control.Claim, t *Task, abandon context.CancelCauseFunc, log *slog.Logger) (stop func()) {
-	sp, ok := r.CP.(taskSplitter)
-	if t.cut == nil || !ok {
+	if t.cut == nil {
 		return func() {}
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
@@ -75,7 +69,7 @@ func (r *Runner) watchSplit(ctx context.Context, c control.Claim, t *Task, aband
 		}
 		// Under the attempt's context, not cut short by stop: the outcome
 		// of an offer made must be known before the attempt commits.
-		r.offerSplit(ctx, sp, c, t.cut, time.Since(began), abandon, log)
+		r.offerSplit(ctx, r.CP, c, t.cut, time.Since(began), abandon, log)
 	}()
 	return func() { close(quit); <-done }
 }
@@ -86,7 +80,7 @@ func (r *Runner) watchSplit(ctx context.Context, c control.Claim, t *Task, aband
 // error) the attempt can read neither range safely, so it is abandoned
 // with the reader still held: its lease runs out and the next attempt
 // reads what the task record says.
-func (r *Runner) offerSplit(ctx context.Context, sp taskSplitter, c control.Claim, cut *split.Cut, ran time.Duration, abandon context.CancelCauseFunc, log *slog.Logger) {
+func (r *Runner) offerSplit(ctx context.Context, sp Splitter, c control.Claim, cut *split.Cut, ran time.Duration, abandon context.CancelCauseFunc, log *slog.Logger) {
 	start, pos, end, ok := cut.Progress()
 	if !ok {
 		return
@@ -99,7 +93,7 @@ func (r *Runner) offerSplit(ctx context.Context, sp taskSplitter, c control.Clai
 	}
 	res, err := sp.SplitTask(ctx, c, control.SplitRequest{Input: in, At: at, Give: give, Ran: ran})
 	switch {
-	case errors.Is(err, control.ErrSplitRefused):
+	case errors.Is(err, control.ErrSplitRefused), errors.Is(err, ErrUnsupported):
 		log.Info("split refused", "at", at, "err", err)
 		cut.Resolve(false)
 	case err != nil:

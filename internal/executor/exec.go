@@ -246,11 +246,7 @@ const handBackDelay = 5 * time.Second
 // removed since). nil when it can, and when the spec cannot be read
 // here: the claim then decides, and the task function reports (taskFunc).
 func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
-	specs, ok := r.CP.(Specs)
-	if !ok {
-		return nil
-	}
-	sp, err := specs.JobSpec(ctx, ref.Job)
+	sp, err := r.CP.JobSpec(ctx, ref.Job) // ErrUnsupported too: the claim decides
 	if err != nil || ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
 		return nil
 	}

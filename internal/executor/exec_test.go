@@ -207,7 +207,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 			fake := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 			var cp ControlPlane = fake
 			if tt.noSpecs {
-				cp = struct{ ControlPlane }{fake} // hides JobSpec
+				cp = noSpecsCP{fake}
 			}
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
 			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
@@ -227,6 +227,13 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noSpecsCP is fakeCP serving no spec before a claim.
+type noSpecsCP struct{ *fakeCP }
+
+func (noSpecsCP) JobSpec(context.Context, string) (*spec.Job, error) {
+	return nil, unsupported("job specs before a claim")
 }
 
 // Programs lists what a host publishes as the programs it runs: the

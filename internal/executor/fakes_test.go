@@ -33,7 +33,9 @@ func mustSpec(t *testing.T, body string) *spec.Job {
 
 // fakeCP grants every claim once per task and records commits and
 // failures. Like a real control plane, it fails calls made on a cancelled
-// context.
+// context. It has no copies, batched counts, checkpoints, splits, sizes,
+// liveness records, owners or job checks: those calls return
+// ErrUnsupported, and fakes that need one embed it and override them.
 type fakeCP struct {
 	spec  *spec.Job
 	lease time.Duration
@@ -66,7 +68,9 @@ func (f *fakeCP) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
 
 func (f *fakeCP) Heartbeat(ctx context.Context, c control.Claim) error { return ctx.Err() }
 
-func (f *fakeCP) Commit(ctx context.Context, c control.Claim, outputs int) error {
+var _ ControlPlane = (*fakeCP)(nil)
+
+func (f *fakeCP) CommitWritten(ctx context.Context, c control.Claim, _ control.CommitResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -76,16 +80,68 @@ func (f *fakeCP) Commit(ctx context.Context, c control.Claim, outputs int) error
 	return nil
 }
 
-func (f *fakeCP) Fail(ctx context.Context, c control.Claim, cause string) (control.Decision, error) {
+func (f *fakeCP) FailClass(ctx context.Context, c control.Claim, p control.FailParams) (control.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return control.Decision{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fails = append(f.fails, c.Task.Ref)
-	f.causes = append(f.causes, cause)
+	f.causes = append(f.causes, p.Cause)
 	return control.Decision{Retry: true, Delay: time.Second}, nil
 }
+
+func unsupported(what string) error {
+	return fmt.Errorf("fake control plane: %s: %w", what, ErrUnsupported)
+}
+
+func (f *fakeCP) ClaimCopy(context.Context, batch.TaskRef) (control.Claim, error) {
+	return control.Claim{}, unsupported("speculative copies")
+}
+
+func (f *fakeCP) FlushCounts(context.Context) error { return unsupported("batched counts") }
+
+func (f *fakeCP) CanCheckpoint() error { return unsupported("checkpoints") }
+
+func (f *fakeCP) Checkpoint(context.Context, control.Claim, int, int64) error {
+	return unsupported("checkpoints")
+}
+
+func (f *fakeCP) Continue(context.Context, control.Claim, int64) (control.Decision, error) {
+	return control.Decision{}, unsupported("continuations")
+}
+
+func (f *fakeCP) NoteResumed(context.Context, control.Claim) {}
+
+func (f *fakeCP) CheckpointRefused(context.Context, control.Claim, int) {}
+
+func (f *fakeCP) SplitTask(context.Context, control.Claim, control.SplitRequest) (control.SplitResult, error) {
+	return control.SplitResult{}, unsupported("dynamic splits")
+}
+
+func (f *fakeCP) TaskMemory(context.Context, batch.TaskRef) (spec.Size, error) {
+	return 0, unsupported("task memory")
+}
+
+func (f *fakeCP) Forward(context.Context, string, time.Duration) error {
+	return unsupported("forwarding to sized queues")
+}
+
+func (f *fakeCP) ExecutorAlive(context.Context, string) error {
+	return unsupported("liveness records")
+}
+
+func (f *fakeCP) ExecutorAliveMemory(context.Context, string, control.MemoryReport) error {
+	return unsupported("memory reports")
+}
+
+func (f *fakeCP) JobOwner(context.Context, string) (string, error) {
+	return "", unsupported("job owners")
+}
+
+func (f *fakeCP) CheckJob(context.Context, control.Claim) error { return unsupported("job checks") }
+
+func (f *fakeCP) JobStateTTL() time.Duration { return 0 }
 
 func (f *fakeCP) snapshot() (claims, commits, fails []batch.TaskRef) {
 	f.mu.Lock()

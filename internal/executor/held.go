@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -193,17 +194,22 @@ func (h *heldMessages) renew(ctx context.Context) {
 }
 
 // aliveBeforeWork writes the executor's first liveness record, trying
-// until it succeeds or ctx ends (false).
-func aliveBeforeWork(ctx context.Context, live Liveness, id string, log *slog.Logger) bool {
+// until it succeeds (true) or ctx ends (its error). False without an error:
+// the control plane keeps no liveness records (ErrUnsupported), and the
+// executor runs without one.
+func aliveBeforeWork(ctx context.Context, live Liveness, id string, log *slog.Logger) (bool, error) {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
 		err := live.ExecutorAlive(ctx, id)
-		if err == nil {
-			return true
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, ErrUnsupported):
+			return false, nil
 		}
 		log.Warn("executor liveness: first record", "executor", id, "err", err)
 		select {
 		case <-ctx.Done():
-			return false
+			return false, ctx.Err()
 		case <-time.After(wait):
 		}
 	}

@@ -40,16 +40,6 @@ type LambdaHandler struct {
 	ContinueMargin time.Duration
 }
 
-// Owners is what a control plane offers hosts that keep owners' tasks
-// apart (control.Service does): the owner of a job, from its record, since
-// a task message's body names only the task. batch.ErrNotFound for a job
-// that does not exist.
-type Owners interface {
-	JobOwner(ctx context.Context, job string) (string, error)
-}
-
-var _ Owners = (*control.Service)(nil)
-
 // Handle runs one owner's messages of the batch concurrently, and hands
 // every other owner's back first: made visible again at once and reported
 // as batch item failures, never claimed, so they spend no attempt and do
@@ -73,18 +63,19 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	}
 	var wg sync.WaitGroup
 	var held *heldMessages
-	if live, ok := h.Runner.CP.(Liveness); ok {
-		id := control.NewExecutorID()
-		// Without a first record this invocation's claims carry no id:
-		// they are then recovered by their lease, as before liveness.
-		if err := live.ExecutorAlive(ctx, id); err != nil {
-			h.Runner.Log.Warn("executor liveness: running without", "err", err)
-		} else {
-			ctx = control.WithExecutor(ctx, id)
-			held = newHeldMessages(h.Queue, h.Runner.Log)
-			stop := held.start(ctx, live, id)
-			defer stop()
-		}
+	// Without a first record this invocation's claims carry no id: they
+	// are then recovered by their lease, as on a control plane without
+	// liveness records (ErrUnsupported).
+	id := control.NewExecutorID()
+	switch err := h.Runner.CP.ExecutorAlive(ctx, id); {
+	case errors.Is(err, ErrUnsupported):
+	case err != nil:
+		h.Runner.Log.Warn("executor liveness: running without", "err", err)
+	default:
+		ctx = control.WithExecutor(ctx, id)
+		held = newHeldMessages(h.Queue, h.Runner.Log)
+		stop := held.start(ctx, h.Runner.CP, id)
+		defer stop()
 	}
 	for _, rec := range run {
 		wg.Add(1)
@@ -165,13 +156,14 @@ func (h *LambdaHandler) queueURL(rec events.SQSMessage) string {
 // drops the message. The owner that runs is that of the record SQS
 // delivered most often (the first such record on a tie), so a message
 // handed back before goes first in its next batch instead of bouncing
-// until it is dead-lettered. Without Owners each job counts as an owner
-// of its own: never less isolation, only smaller batches.
+// until it is dead-lettered. The owner of a job comes from its record
+// (JobOwner), since a task message's body names only the task. A control
+// plane that cannot say owners (ErrUnsupported) makes each job an owner of
+// its own: never less isolation, only smaller batches.
 func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessage) (run, back, later []events.SQSMessage) {
 	if len(recs) < 2 {
 		return recs, nil, nil
 	}
-	owners, _ := h.Runner.CP.(Owners)
 	const noCode = ""           // the key of a record that runs no user code
 	jobs := map[string]string{} // job -> owner key
 	var unknown map[string]bool // jobs whose owner cannot be read now
@@ -184,15 +176,17 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 			}
 		}
 	}
-	if owners != nil {
+	{
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, job := range refs {
 			wg.Go(func() {
-				owner, err := owners.JobOwner(ctx, job)
+				owner, err := h.Runner.CP.JobOwner(ctx, job)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
+				case errors.Is(err, ErrUnsupported):
+					// The job stays an owner of its own.
 				case errors.Is(err, batch.ErrNotFound):
 					jobs[job] = noCode
 				case err != nil:

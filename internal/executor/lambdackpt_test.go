@@ -33,6 +33,8 @@ func (c *ckptCP) Continue(ctx context.Context, cl control.Claim, offset int64) (
 
 func (c *ckptCP) NoteResumed(ctx context.Context, cl control.Claim) {}
 
+func (c *ckptCP) CanCheckpoint() error { return nil }
+
 // TestLambdaCheckpoint: a function that checkpoints is invoked again from
 // each checkpoint, with fresh checkpoint outputs, and the attempt commits
 // the concatenation of what each invocation wrote; a checkpoint that

@@ -45,19 +45,13 @@ func MemoryFromEnv() (spec.Size, error) {
 	return 0, fmt.Errorf("%s=%q: not one of the executor sizes %v", EnvExecutorMemory, v, spec.ExecutorSizes)
 }
 
-// TaskMemories is what a control plane offers executors of a known size:
-// the size a task's next attempt needs (control.Service.TaskMemory).
-type TaskMemories interface {
-	TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error)
-}
-
 // errWrongSize is a task handed back for an executor of its size.
 var errWrongSize = errors.New("task needs an executor of another size")
 
 // wrongSize says why this executor, of a known size, does not run the
 // task ref names: it needs another size. nil when it may run it, when
-// this executor has no size, and when the size cannot be read: the claim
-// then goes ahead (a task run on the wrong size at worst runs out of
+// this executor has no size, and when the size cannot be read (or the
+// control plane cannot say it, ErrUnsupported): the claim then goes ahead (a task run on the wrong size at worst runs out of
 // memory again and climbs).
 func (r *Runner) wrongSize(ctx context.Context, ref batch.TaskRef, sp *spec.Job) error {
 	if r.Memory == 0 {
@@ -65,11 +59,7 @@ func (r *Runner) wrongSize(ctx context.Context, ref batch.TaskRef, sp *spec.Job)
 	}
 	need := sp.StageMemory(ref.Stage)
 	if sp.StageMaxMemory(ref.Stage) > need {
-		tm, ok := r.CP.(TaskMemories)
-		if !ok {
-			return nil
-		}
-		m, err := tm.TaskMemory(ctx, ref)
+		m, err := r.CP.TaskMemory(ctx, ref)
 		if err != nil {
 			return nil
 		}

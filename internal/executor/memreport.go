@@ -3,9 +3,11 @@ package executor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control"
@@ -18,14 +20,6 @@ import (
 // runtime exit, a container's OOM kill), the last report is what tells
 // the control plane that its claims lapsed for memory, and their retries
 // climb a size (control.MemoryLostShare).
-
-// MemoryLiveness is what a control plane offers executors that report
-// their memory with their liveness (control.Service does).
-type MemoryLiveness interface {
-	ExecutorAliveMemory(ctx context.Context, id string, m control.MemoryReport) error
-}
-
-var _ MemoryLiveness = (*control.Service)(nil)
 
 // memorySampleEvery is how often the sampler reads the process's memory
 // between beats: a spike shorter than a beat is still reported.
@@ -58,14 +52,17 @@ func (m *memSampler) take() control.MemoryReport {
 }
 
 // beatFunc is the liveness beat of executor id: with a memory report when
-// live takes one and the executor knows its limit (memoryLimit), else the
-// plain renewal. A memory report's sampler runs until ctx ends.
+// the executor knows its limit (memoryLimit), else the plain renewal. A
+// memory report's sampler runs until ctx ends, or until the control plane
+// says it takes no reports (ErrUnsupported): from then on, and for that
+// beat, the plain renewal.
 func beatFunc(ctx context.Context, live Liveness, id string) func(context.Context) error {
-	ml, ok := live.(MemoryLiveness)
+	plain := func(ctx context.Context) error { return live.ExecutorAlive(ctx, id) }
 	limit := memoryLimit()
-	if !ok || limit == 0 {
-		return func(ctx context.Context) error { return live.ExecutorAlive(ctx, id) }
+	if limit == 0 {
+		return plain
 	}
+	ctx, stopSampling := context.WithCancel(ctx)
 	m := &memSampler{limit: limit, read: memoryUsed}
 	go func() {
 		tick := time.NewTicker(memorySampleEvery)
@@ -79,7 +76,19 @@ func beatFunc(ctx context.Context, live Liveness, id string) func(context.Contex
 			}
 		}
 	}()
-	return func(ctx context.Context) error { return ml.ExecutorAliveMemory(ctx, id, m.take()) }
+	var unsupported atomic.Bool
+	return func(ctx context.Context) error {
+		if unsupported.Load() {
+			return plain(ctx)
+		}
+		err := live.ExecutorAliveMemory(ctx, id, m.take())
+		if errors.Is(err, ErrUnsupported) {
+			unsupported.Store(true)
+			stopSampling()
+			return plain(ctx)
+		}
+		return err
+	}
 }
 
 // memoryLimit is the memory the executor may use before it is killed:

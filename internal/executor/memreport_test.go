@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -46,12 +47,20 @@ func (l *memLive) ExecutorAliveMemory(_ context.Context, _ string, m control.Mem
 	return nil
 }
 
-type plainLive struct{ n int }
+// plainLive keeps liveness records but takes no memory reports.
+type plainLive struct{ n, asked int }
 
 func (l *plainLive) ExecutorAlive(context.Context, string) error { l.n++; return nil }
 
+func (l *plainLive) ExecutorAliveMemory(context.Context, string, control.MemoryReport) error {
+	l.asked++
+	return fmt.Errorf("plain liveness: memory reports: %w", ErrUnsupported)
+}
+
 // A beat carries the memory report when the control plane takes one and
-// the executor knows its limit; otherwise it is the plain renewal.
+// the executor knows its limit; otherwise it is the plain renewal. A
+// control plane that answers ErrUnsupported to a report is asked once:
+// that beat and every later one are plain renewals.
 func TestBeatCarriesTheMemoryReport(t *testing.T) {
 	oldLimit, oldUsed := memoryLimit, memoryUsed
 	t.Cleanup(func() { memoryLimit, memoryUsed = oldLimit, oldUsed })
@@ -68,8 +77,14 @@ func TestBeatCarriesTheMemoryReport(t *testing.T) {
 		t.Fatalf("beats: %d plain, reports %+v; want one report of 700 MiB of 1 GiB", ml.plain, ml.reports)
 	}
 	pl := &plainLive{}
-	if err := beatFunc(ctx, pl, "x")(ctx); err != nil || pl.n != 1 {
-		t.Fatalf("a control plane without reports: %d plain beats, %v", pl.n, err)
+	beat := beatFunc(ctx, pl, "x")
+	for range 3 {
+		if err := beat(ctx); err != nil {
+			t.Fatalf("a control plane without reports: %v", err)
+		}
+	}
+	if pl.n != 3 || pl.asked != 1 {
+		t.Fatalf("a control plane without reports: %d plain beats, asked for a report %d times; want 3 plain beats, asked once", pl.n, pl.asked)
 	}
 	memoryLimit = func() uint64 { return 0 }
 	ml = &memLive{}

@@ -21,14 +21,6 @@ type Queue interface {
 	DeleteBatch(ctx context.Context, url string, receipts []string) error
 }
 
-// Liveness is what a control plane offers executors that renew a liveness
-// record (control.Service does): with it, the poller keeps its running
-// tasks' messages hidden only seconds at a time, and a dead poller's tasks
-// are taken over within seconds instead of a lease.
-type Liveness interface {
-	ExecutorAlive(ctx context.Context, id string) error
-}
-
 // Poller is the long-running host: Slots concurrent tasks fed by long
 // polling the ready queues. It receives only as many messages as it has
 // free slots, so no message waits in this process while its lease runs.
@@ -84,20 +76,24 @@ func (p *Poller) Run(ctx context.Context) error {
 	// SIGTERM lets them finish and commit.
 	taskCtx, cancelTasks := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTasks()
+	// With a liveness record, the poller keeps its running tasks' messages
+	// hidden only seconds at a time, and a dead poller's tasks are taken
+	// over within seconds instead of a lease.
 	var held *heldMessages
-	if live, ok := p.Runner.CP.(Liveness); ok {
-		id := p.ExecutorID
-		if id == "" {
-			id = control.NewExecutorID()
-		}
-		// Alive before the first claim, so no claim of ours looks dead:
-		// nothing is received until the record is written.
-		if !aliveBeforeWork(ctx, live, id, p.Log) {
-			return nil
-		}
+	id := p.ExecutorID
+	if id == "" {
+		id = control.NewExecutorID()
+	}
+	// Alive before the first claim, so no claim of ours looks dead:
+	// nothing is received until the record is written.
+	alive, err := aliveBeforeWork(ctx, p.Runner.CP, id, p.Log)
+	if err != nil {
+		return nil // stopped before any work
+	}
+	if alive {
 		taskCtx = control.WithExecutor(taskCtx, id)
 		held = newHeldMessages(p.Queue, p.Log)
-		stop := held.start(context.WithoutCancel(ctx), live, id)
+		stop := held.start(context.WithoutCancel(ctx), p.Runner.CP, id)
 		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}

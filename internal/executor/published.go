@@ -6,17 +6,6 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 )
 
-// writtenCommitter commits outputs this runner has just published itself
-// (control.Service.CommitWritten): its own successful If-None-Match puts,
-// or their 412s, prove the objects exist, so the commit skips listing
-// them. Only the in-installation runner holds it; a remote executor
-// commits through the commit function, which always lists.
-type writtenCommitter interface {
-	CommitWritten(ctx context.Context, c control.Claim, r control.CommitResult) error
-}
-
-var _ writtenCommitter = (*control.Service)(nil)
-
 // noOutput reports an attempt that has nothing to publish: a stage with
 // one output partition (no shuffle) whose task wrote no byte to it and
 // started no upload. It writes no object and commits 0 outputs, so its

@@ -10,12 +10,6 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
-// recordCommitter is a control plane that takes record counts at commit
-// (control.Service does); others get the output count alone.
-type recordCommitter interface {
-	CommitWith(context.Context, control.Claim, control.CommitResult) error
-}
-
 // lineCounter counts the records (lines) a task function reads from its
 // input: a final line without a newline counts too. It also keeps the
 // first read error, so an attempt whose function ignored one (a JSON
@@ -75,23 +69,15 @@ func countInput(t *Task) *lineCounter {
 	return lc
 }
 
-// commit commits the attempt with its output count and, when the control
-// plane takes them, the records read and written (output lines).
+// commit commits the attempt with its output count and the records read
+// and written (output lines).
 func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineCounter) error {
-	objects := r.objects(c, t) // published.go
-	rc, ok := r.CP.(recordCommitter)
-	if !ok {
-		return r.CP.Commit(ctx, c, objects)
-	}
-	res := control.CommitResult{Outputs: objects}
+	res := control.CommitResult{Outputs: r.objects(c, t)} // published.go
 	if in != nil {
 		res.RecordsIn = in.records()
 	}
 	// Counted as written: a streamed partition is no longer in memory.
 	res.RecordsOut = t.Out.records()
 	res.BadRecords = t.Rejects.Count() // reject.go
-	if wc, ok := r.CP.(writtenCommitter); ok {
-		return wc.CommitWritten(ctx, c, res)
-	}
-	return rc.CommitWith(ctx, c, res)
+	return r.CP.CommitWritten(ctx, c, res)
 }

@@ -12,8 +12,7 @@ import (
 )
 
 // commitRecorder is fakeCP that commits as control.Service does for its
-// own runner: it records how (CommitWritten or CommitWith) and with how
-// many outputs.
+// own runner: it records how (CommitWritten) and with how many outputs.
 type commitRecorder struct {
 	*fakeCP
 	mu  sync.Mutex
@@ -28,14 +27,9 @@ func (c *commitRecorder) record(how string, r control.CommitResult) {
 	c.n = append(c.n, r.Outputs)
 }
 
-func (c *commitRecorder) CommitWith(ctx context.Context, cl control.Claim, r control.CommitResult) error {
-	c.record("checked", r)
-	return c.fakeCP.Commit(ctx, cl, r.Outputs)
-}
-
 func (c *commitRecorder) CommitWritten(ctx context.Context, cl control.Claim, r control.CommitResult) error {
 	c.record("written", r)
-	return c.fakeCP.Commit(ctx, cl, r.Outputs)
+	return c.fakeCP.CommitWritten(ctx, cl, r)
 }
 
 // A task that writes nothing writes no object and commits no output; one

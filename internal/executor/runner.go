@@ -19,16 +19,6 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// ControlPlane is what the runner needs of the control plane.
-type ControlPlane interface {
-	Claim(context.Context, batch.TaskRef) (control.Claim, error)
-	Heartbeat(context.Context, control.Claim) error
-	Commit(context.Context, control.Claim, int) error
-	Fail(context.Context, control.Claim, string) (control.Decision, error)
-}
-
-var _ ControlPlane = (*control.Service)(nil)
-
 // Blob is what the runner needs of S3.
 type Blob interface {
 	PutIfAbsent(ctx context.Context, key string, body []byte) error
@@ -323,13 +313,7 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 // retried while attempts are left (timeout.go).
 func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) Result {
 	cause := runErr.Error()
-	var d control.Decision
-	var err error
-	if cf, ok := r.CP.(classFailer); ok {
-		d, err = cf.FailClass(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
-	} else {
-		d, err = r.CP.Fail(ctx, c, cause)
-	}
+	d, err := r.CP.FailClass(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
 	switch {
 	case errors.Is(err, batch.ErrStaleClaim):
 		return Result{Action: Leave, Err: err}

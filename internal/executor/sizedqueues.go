@@ -18,20 +18,14 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
-// Forwarder is what a control plane offers for a message on the wrong
-// size's queue (control.Service.Forward).
-type Forwarder interface {
-	Forward(ctx context.Context, body string, delay time.Duration) error
-}
-
 // forward resends the message body names to its task's size's queue and
 // says whether the message received can be deleted.
 func (r *Runner) forward(ctx context.Context, body string, delay time.Duration) bool {
-	f, ok := r.CP.(Forwarder)
-	if !ok {
+	err := r.CP.Forward(ctx, body, delay)
+	switch {
+	case errors.Is(err, ErrUnsupported):
 		return false
-	}
-	if err := f.Forward(ctx, body, delay); err != nil {
+	case err != nil:
 		r.Log.Warn("forward a message to its size's queue; handing it back", "body", body, "err", err)
 		return false
 	}

@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/control"
 )
-
-var _ Forwarder = (*control.Service)(nil)
 
 // forwardingCP is a fakeCP that forwards messages (control.Service.Forward)
 // or fails to.

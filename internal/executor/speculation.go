@@ -2,17 +2,12 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 )
-
-// copyClaimer is a control plane that runs speculative copies
-// (control.Service.ClaimCopy).
-type copyClaimer interface {
-	ClaimCopy(context.Context, batch.TaskRef) (control.Claim, error)
-}
 
 // claim claims the task a message names, or its speculative copy when the
 // message asks for one. A control plane without copies drops copy
@@ -21,9 +16,9 @@ func (r *Runner) claim(ctx context.Context, ref batch.TaskRef, isCopy bool) (con
 	if !isCopy {
 		return r.CP.Claim(ctx, ref)
 	}
-	cc, ok := r.CP.(copyClaimer)
-	if !ok {
-		return control.Claim{}, fmt.Errorf("claim copy %s: this control plane runs no copies: %w", ref, batch.ErrAlreadyDone)
+	c, err := r.CP.ClaimCopy(ctx, ref)
+	if errors.Is(err, ErrUnsupported) {
+		return control.Claim{}, fmt.Errorf("claim copy %s: this control plane runs no copies (%w): %w", ref, err, batch.ErrAlreadyDone)
 	}
-	return cc.ClaimCopy(ctx, ref)
+	return c, err
 }

@@ -140,11 +140,11 @@ type recordsCP struct {
 	results []control.CommitResult
 }
 
-func (c *recordsCP) CommitWith(ctx context.Context, cl control.Claim, res control.CommitResult) error {
+func (c *recordsCP) CommitWritten(ctx context.Context, cl control.Claim, res control.CommitResult) error {
 	c.mu.Lock()
 	c.results = append(c.results, res)
 	c.mu.Unlock()
-	return c.Commit(ctx, cl, res.Outputs)
+	return c.fakeCP.CommitWritten(ctx, cl, res)
 }
 
 const mib = 1 << 20

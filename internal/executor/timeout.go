@@ -20,15 +20,6 @@ import (
 // abandoned function does later can commit.
 const DefaultTimeoutGrace = 5 * time.Second
 
-// classFailer is a control plane that records an attempt's failure with
-// its error class (control.Service.FailClass). One without it (test
-// fakes) gets every failure as an ordinary error, through Fail.
-type classFailer interface {
-	FailClass(context.Context, control.Claim, control.FailParams) (control.Decision, error)
-}
-
-var _ classFailer = (*control.Service)(nil)
-
 // stageTimeout is claim c's stage's timeout; 0: none.
 func stageTimeout(c control.Claim) time.Duration {
 	return time.Duration(c.Spec.Stages[c.Task.Ref.Stage].Timeout)

@@ -27,7 +27,7 @@ func (c *classCP) FailClass(ctx context.Context, cl control.Claim, p control.Fai
 	c.mu.Lock()
 	c.classes = append(c.classes, p.Class)
 	c.mu.Unlock()
-	return c.Fail(ctx, cl, p.Cause)
+	return c.fakeCP.FailClass(ctx, cl, p)
 }
 
 // An attempt's error reaches the control plane with its class: a stage's
