@@ -627,7 +627,7 @@ func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, e
 	if isCondFailed(err) {
 		// The SDK's retry of a write whose response was lost finds the
 		// condition false: if the record holds this very release, it was
-		// the caller's own (review13hk_test.go).
+		// the caller's own (failclass_lostresponse_test.go).
 		if t, gerr := s.GetTask(ctx, p.Ref); gerr == nil && ownRelease(t, tr.To, p) {
 			return t, nil
 		}
