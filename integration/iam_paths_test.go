@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -94,29 +93,6 @@ func (r *iamRig) publishedFolder(t *testing.T, owner, name string) (outputs stri
 		}
 	}
 	return "s3://" + r.e.r.Resources.Bucket + "/" + folder + "s/"
-}
-
-// flakyPublisher is a flakyList that publishes, and reads published
-// folders' markers, as the real store does.
-type flakyPublisher struct {
-	*flakyList
-	pub control.Publisher
-}
-
-func (f flakyPublisher) PutIfAbsentIn(ctx context.Context, bucket, key string, body []byte) error {
-	return f.pub.PutIfAbsentIn(ctx, bucket, key, body)
-}
-
-func (f flakyPublisher) CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error {
-	return f.pub.CopyIfAbsent(ctx, srcKey, dstBucket, dstKey)
-}
-
-func (f flakyPublisher) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
-	return f.pub.Open(ctx, bucket, key, start)
-}
-
-func (f flakyPublisher) ListPage(ctx context.Context, bucket, prefix, startAfter string) ([]string, bool, error) {
-	return f.pub.ListPage(ctx, bucket, prefix, startAfter)
 }
 
 func (r *iamRig) remoteClaim(t *testing.T, ctx context.Context, ref batch.TaskRef) control.RemoteClaim {
@@ -241,8 +217,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		{"sweep plans an input stage over a published folder, reading its claim and success marker", iamrec.FnSweep, func(t *testing.T, r *iamRig, ctx context.Context) {
 			e := r.e
 			in := r.publishedFolder(t, "tester", "pub")
-			flaky := flakyPublisher{flakyList: &flakyList{Blob: e.r.Blob, n: 1}, pub: e.r.Blob}
-			svc := newServiceWithBlob(e, testTimings, e.r.Store, flaky, r.clk, r.logs)
+			svc := newServiceWithBlob(e, testTimings, e.r.Store, &flakyList{Blob: e.r.Blob, n: 1}, r.clk, r.logs)
 			id := submitTo(t, svc, "plan", fmt.Sprintf(`{"name":"plan","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, in))
 			r.clk.Advance(testTimings.StartGrace + time.Second)
 			if _, err := svc.Sweep(ctx); err != nil {

@@ -134,15 +134,6 @@ func TestInputPrefixOverListLimitFails(t *testing.T) {
 	}
 }
 
-// pagedBlob is the env's bucket with a small manifest page, so a test-sized
-// stage has a paged manifest.
-type pagedBlob struct {
-	control.Blob
-	size int
-}
-
-func (p pagedBlob) ManifestPageSize() int { return p.size }
-
 // A word count whose map stage has many tasks times shuffle parts writes a
 // paged manifest, no page over the page size, and the reduce stage reads
 // every part through the pages: the counts are exact. The job's manifest
@@ -154,7 +145,9 @@ func TestPagedShuffleManifest(t *testing.T) {
 	wordcount.Register(reg)
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx, clk, logs := context.Background(), newTestClock(), newLogCounter()
-	svc := newServiceWithBlob(e, testTimings, e.r.Store, pagedBlob{Blob: e.r.Blob, size: pageSize}, clk, logs)
+	cfg := testTimings
+	cfg.ManifestPageSize = pageSize
+	svc := newServiceWithBlob(e, cfg, e.r.Store, e.r.Blob, clk, logs)
 	exec := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: logs.logger()}
 	corpus := wordcount.Corpus(5, 45_000)
 	e.putInput("tester", "input/corpus.txt", corpus)

@@ -25,13 +25,6 @@ import (
 // commit never happened, so its count was never added and BadRecords
 // skips its object.
 
-// badRecordStore is what the bad-record views need of the store beyond
-// Store; the DynamoDB store has it, and without it the views show no
-// counts.
-type badRecordStore interface {
-	BadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
-}
-
 // badRecordCounts is how many records each stage of a job rejected in
 // committed attempts, by stage index; nil when no stage allows any (then
 // no commit can have added one, and nothing is read).
@@ -39,11 +32,7 @@ func (s *Service) badRecordCounts(ctx context.Context, sp *spec.Job, job string)
 	if sp == nil || !slices.ContainsFunc(sp.Stages, func(st spec.Stage) bool { return st.MaxBadRecords > 0 }) {
 		return nil, nil
 	}
-	bs, ok := s.store.(badRecordStore)
-	if !ok {
-		return nil, nil
-	}
-	return bs.BadRecordCounts(ctx, job)
+	return s.store.BadRecordCounts(ctx, job)
 }
 
 // noteBadRecords adds each stage's bad-record count to its status, and to

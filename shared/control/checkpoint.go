@@ -10,27 +10,9 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// checkpointStore is what checkpoints take of a store (the DynamoDB
-// store has it); a store without it cannot checkpoint, and tasks on it
-// run without (every Checkpoint call fails).
-type checkpointStore interface {
-	CheckpointTask(context.Context, dynamo.CheckpointParams) error
-	ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error)
-	RecordTimelineEvent(context.Context, batch.AttemptEnd) error
-}
-
-var _ checkpointStore = (*dynamo.Store)(nil)
-
-// ErrNoCheckpoints: the control plane's store cannot record checkpoints.
+// ErrNoCheckpoints: a control plane cannot record checkpoints. Service
+// always can; a ControlPlane that is not a Service (a test's) answers it.
 var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints")
-
-func (s *Service) checkpoints() (checkpointStore, error) {
-	cs, ok := s.store.(checkpointStore)
-	if !ok {
-		return nil, ErrNoCheckpoints
-	}
-	return cs, nil
-}
 
 // Checkpoint points c's task at checkpoint seq of c's attempt, whose
 // record and output segments the executor has already written to S3
@@ -48,12 +30,8 @@ func (s *Service) checkpoints() (checkpointStore, error) {
 // checkpoints are recorded as any holder's: a retry after the copy fails
 // resumes from them. A copy that lost its claim gets batch.ErrStaleClaim.
 func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64) error {
-	cs, err := s.checkpoints()
-	if err != nil {
-		return err
-	}
 	ref := c.Task.Ref
-	err = cs.CheckpointTask(ctx, dynamo.CheckpointParams{
+	err := s.store.CheckpointTask(ctx, dynamo.CheckpointParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Seq: seq, Offset: offset,
 	})
@@ -83,14 +61,10 @@ func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64
 // otherwise the error wraps sm.ErrInvalidTransition and the caller fails
 // the attempt as any other (a retry resumes from the last checkpoint).
 func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision, error) {
-	cs, err := s.checkpoints()
-	if err != nil {
-		return Decision{}, err
-	}
 	ref := c.Task.Ref
 	now := s.Now()
 	msg := fmt.Sprintf("continued in a new invocation at offset %d", offset)
-	t, err := cs.ContinueTask(ctx, dynamo.ContinueParams{
+	t, err := s.store.ContinueTask(ctx, dynamo.ContinueParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now},
 		Msg:          msg, Due: now.Add(s.cfg.StuckAfter),
 		Attempt: c.Task.Attempt, Continuations: c.Task.Checkpoint.Continuations,
@@ -117,14 +91,10 @@ func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision
 // NoteResumed puts on the job's timeline that c's attempt resumed from
 // its task's checkpoint. Best effort: history, never state.
 func (s *Service) NoteResumed(ctx context.Context, c Claim) {
-	cs, err := s.checkpoints()
-	if err != nil {
-		return
-	}
 	ck := c.Task.Checkpoint
 	ref := c.Task.Ref
 	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)
-	if err := cs.RecordTimelineEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
+	if err := s.store.RecordTimelineEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
 		s.logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
 	}
 }

@@ -45,20 +45,11 @@ type SplitRequest struct {
 // SplitResult names the tasks a split added: partitions First..Last.
 type SplitResult struct{ First, Last int }
 
-// splitStore is what splitting takes of a store (the DynamoDB one has it).
-type splitStore interface {
-	SplitTask(context.Context, dynamo.SplitTaskParams) (int, error)
-}
-
 // SplitTask records a split offered by the holder of claim c, then sends
 // the new tasks' messages. A refusal (ErrSplitRefused) leaves the holder
 // to read its whole range; bad requests are errors naming the problem.
 func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (SplitResult, error) {
 	ref := c.Task.Ref
-	ss, ok := s.store.(splitStore)
-	if !ok {
-		return SplitResult{}, fmt.Errorf("split task %s: this control plane cannot split tasks: %w", ref, ErrSplitRefused)
-	}
 	// Nothing is written before the store's transaction, so a failure up
 	// to it (a bad offer, a failed read) is a refusal: any other error
 	// tells the holder the outcome is unknown, and it gives up its attempt.
@@ -74,7 +65,7 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 	}
 	now := s.Now()
 	given := req.Input.End - req.At
-	first, err := ss.SplitTask(ctx, dynamo.SplitTaskParams{
+	first, err := s.store.SplitTask(ctx, dynamo.SplitTaskParams{
 		Ref: ref, Token: c.Task.Token, Attempt: c.Task.Attempt,
 		Input: req.Input, At: req.At, Give: req.Give,
 		MaxAttempts: c.Spec.StageRetry(ref.Stage).MaxAttempts, MaxTotal: spec.MaxPartitions,
@@ -153,15 +144,11 @@ const SplitMultiplier = 1.5
 // long as the executor waits before offering (executor.SplitAfter) with
 // nothing of its stage committed is behind by any measure.
 func (s *Service) checkStraggler(ctx context.Context, ref batch.TaskRef, ran time.Duration) error {
-	ss, ok := s.specStore()
-	if !ok {
-		return nil
-	}
 	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err
 	}
-	d, err := ss.StageDurations(ctx, ref.Job, ref.Stage, shards)
+	d, err := s.store.StageDurations(ctx, ref.Job, ref.Stage, shards)
 	if err != nil {
 		return err
 	}

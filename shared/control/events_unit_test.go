@@ -51,14 +51,18 @@ func (s *outboxStore) CreateJob(ctx context.Context, p dynamo.CreateJobParams) (
 	return id, created, err
 }
 
-func (s *outboxStore) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+func (s *outboxStore) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return s.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+}
+
+func (s *outboxStore) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
 	j, jerr := s.fakeStore.GetJob(ctx, id)
 	stages, serr := s.fakeStore.ListStages(ctx, id)
-	err := s.fakeStore.EndJob(ctx, id, ev, reason, manifest, now)
+	eid, err := s.fakeStore.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
 	if err == nil && jerr == nil && serr == nil {
 		s.write(dynamo.JobEndedEvent(id, j.Owner, j.Spec.Name, sm.Jobs.Transition(ev).To, reason, manifest, stages, now))
 	}
-	return err
+	return eid, err
 }
 
 func (s *outboxStore) TransitionStage(ctx context.Context, p dynamo.StageTransitionParams) error {

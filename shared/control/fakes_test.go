@@ -14,6 +14,7 @@ package control
 // lost response (the write stands, the caller gets an error).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,11 +161,10 @@ type fakeAttemptKey struct {
 
 // fakeStore is an in-memory Store. One mutex serialises every method, so
 // each call is atomic, like the conditional write or transaction it
-// stands for. The embedded Store is nil: a port method added later and
-// not faked here panics on a nil interface, naming itself in the trace.
+// stands for. It implements every port method itself: one it cannot
+// model answers errFakeUnsupported, naming itself, and never pretends the
+// feature is absent.
 type fakeStore struct {
-	Store
-
 	log *journal
 
 	mu            sync.Mutex
@@ -178,6 +178,10 @@ type fakeStore struct {
 	slots         map[dynamo.SlotMap]map[batch.TaskRef]time.Time
 	ends          map[fakeAttemptKey]batch.AttemptEnd
 	alive         map[string]time.Time // executor id -> promised until
+	mem           map[string]dynamo.ExecutorMemory
+	timeline      []batch.AttemptEnd // task events of the timeline only
+	taskNames     []string
+	programs      []string
 }
 
 func newFakeStore(log *journal) *fakeStore {
@@ -192,6 +196,7 @@ func newFakeStore(log *journal) *fakeStore {
 		slots:    map[dynamo.SlotMap]map[batch.TaskRef]time.Time{},
 		ends:     map[fakeAttemptKey]batch.AttemptEnd{},
 		alive:    map[string]time.Time{},
+		mem:      map[string]dynamo.ExecutorMemory{},
 	}
 }
 
@@ -384,6 +389,11 @@ func (f *fakeStore) TransitionStage(_ context.Context, p dynamo.StageTransitionP
 		if slices.Contains(tr.Guards, sm.GuardJobRunning) {
 			if j, ok := f.jobs[p.Job]; !ok || j.job.State != sm.JobRunning {
 				return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, batch.ErrJobNotRunning, sm.ErrInvalidTransition)
+			}
+		}
+		if p.Redrives != nil {
+			if j, ok := f.jobs[p.Job]; !ok || len(j.job.Redrives) != *p.Redrives {
+				return fmt.Errorf("%s stage %s/%d: the job was redriven since: %w", p.Event, p.Job, p.Stage, sm.ErrInvalidTransition)
 			}
 		}
 		s, ok := f.stages[fakeStageKey{p.Job, p.Stage}]
@@ -1206,19 +1216,12 @@ type fakeBlob struct {
 	// listLimit, when set, ends a listing of more objects with the blob
 	// adapter's *blob.ListLimitError.
 	listLimit int
-	// pageSize, when set, is the manifest page size (ManifestPager).
-	pageSize int
-}
-
-// ManifestPageSize makes the fake a ManifestPager: 0 is the default.
-func (b *fakeBlob) ManifestPageSize() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pageSize
+	// refused buckets answer every publishing write with blob.ErrRefused.
+	refused map[string]bool
 }
 
 func newFakeBlob(log *journal) *fakeBlob {
-	return &fakeBlob{log: log, objs: map[string]map[string][]byte{}}
+	return &fakeBlob{log: log, objs: map[string]map[string][]byte{}, refused: map[string]bool{}}
 }
 
 func (b *fakeBlob) Bucket() string { return fakeBucket }
@@ -1294,6 +1297,83 @@ func (b *fakeBlob) MarkUncommitted(_ context.Context, prefix string) (int, error
 		}
 	}
 	return n, nil
+}
+
+// ---- publishing ----
+
+func (b *fakeBlob) PutIfAbsentIn(_ context.Context, bucket, key string, body []byte) error {
+	if err := b.hook("PutIfAbsentIn"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[bucket] {
+		return fmt.Errorf("put s3://%s/%s: %w: AccessDenied", bucket, key, blob.ErrRefused)
+	}
+	if _, ok := b.objs[bucket][key]; ok {
+		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
+	}
+	b.putLocked(bucket, key, body)
+	b.log.add("publish put s3://%s/%s", bucket, key)
+	return nil
+}
+
+func (b *fakeBlob) CopyIfAbsent(_ context.Context, src, bucket, dst string) error {
+	if err := b.hook("CopyIfAbsent"); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[bucket] {
+		return fmt.Errorf("copy: %w: AccessDenied", blob.ErrRefused)
+	}
+	body, ok := b.objs[fakeBucket][src]
+	if !ok {
+		return fmt.Errorf("copy %s: NoSuchKey", src)
+	}
+	if _, ok := b.objs[bucket][dst]; ok {
+		return fmt.Errorf("copy to %s: %w", dst, batch.ErrExists)
+	}
+	b.putLocked(bucket, dst, body)
+	b.log.add("copy %s to s3://%s/%s", src, bucket, dst)
+	return nil
+}
+
+func (b *fakeBlob) Open(_ context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	body, ok := b.objs[bucket][key]
+	if !ok {
+		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
+	}
+	return io.NopCloser(bytes.NewReader(body[start:])), nil
+}
+
+func (b *fakeBlob) ListPage(_ context.Context, bucket, prefix, after string) ([]string, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keys []string
+	for k := range b.objs[bucket] {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 2 {
+		return keys[:2], true, nil
+	}
+	return keys, false, nil
+}
+
+// PresignGet: the fake cannot sign URLs.
+func (b *fakeBlob) PresignGet(context.Context, string, time.Duration) (string, error) {
+	return "", fmt.Errorf("fake: PresignGet not supported: %w", ErrPresignUnavailable)
+}
+
+// PinVersions: the fake's buckets are unversioned, where the adapter
+// plans with the listed ETags alone.
+func (b *fakeBlob) PinVersions(_ context.Context, _, _ string, objs []split.Object) ([]split.Object, error) {
+	return objs, nil
 }
 
 func (b *fakeBlob) setFault(before faultHook) {

@@ -8,25 +8,9 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// JobDeleter is what DeleteJob and the sweep's expiry (retention.go) need
-// of the store besides Store (dynamo.Store has it; jobdelete.go and
-// retention.go there). Separate, so a store without it still serves the
-// rest.
-type JobDeleter interface {
-	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
-	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
-	DeleteJobItem(ctx context.Context, job string) (int, error)
-	// PostponeExpiry moves an ended job's turn in the sweep to until and
-	// the TTL of its records with it, in one write.
-	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
-}
-
-var _ JobDeleter = (*dynamo.Store)(nil)
 
 // JobNotEndedError: only an ended job can be deleted. It unwraps to
 // ErrJobRunning.
@@ -39,9 +23,6 @@ func (e *JobNotEndedError) Error() string {
 	return fmt.Sprintf("job %s is %s; only an ended job can be deleted (cancel it, or wait for it to end)", e.ID, e.State)
 }
 func (e *JobNotEndedError) Unwrap() error { return ErrJobRunning }
-
-// ErrNoJobDeleter: the store behind this control plane cannot delete jobs.
-var ErrNoJobDeleter = errors.New("this store cannot delete jobs")
 
 // Deletion steps, in order, as DeleteStepHook sees them.
 const (
@@ -86,10 +67,6 @@ type JobDeletion struct {
 // finished by a repeat: a repeat finds the marked job by its job item,
 // which still names its owner.
 func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion, error) {
-	del, ok := s.store.(JobDeleter)
-	if !ok {
-		return JobDeletion{}, ErrNoJobDeleter
-	}
 	if !JobIDPattern.MatchString(id) {
 		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
@@ -107,7 +84,7 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	res := JobDeletion{Job: id, State: string(j.State)}
 	log := s.log.With("job_id", id, "owner", owner)
 	if j.Deleting.IsZero() {
-		err := del.MarkJobDeleting(ctx, id, owner, s.Now())
+		err := s.store.MarkJobDeleting(ctx, id, owner, s.Now())
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			return JobDeletion{}, &JobNotEndedError{ID: id, State: j.State}
 		}
@@ -135,7 +112,7 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	if err := s.settleBeforeRecords(ctx, j); err != nil {
 		return res, err
 	}
-	n, complete, err := del.DeleteJobRecords(ctx, id, recordsPerCall)
+	n, complete, err := s.store.DeleteJobRecords(ctx, id, recordsPerCall)
 	res.Records += n
 	if err != nil || !complete {
 		log.Info("job deletion in progress", "objects", res.Objects, "records", n)
@@ -144,7 +121,7 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	if err := s.deleteStep(id, DeleteStepRecords); err != nil {
 		return res, err
 	}
-	n, err = del.DeleteJobItem(ctx, id)
+	n, err = s.store.DeleteJobItem(ctx, id)
 	res.Records += n
 	if err != nil {
 		return res, err

@@ -93,8 +93,6 @@ func (f *fakeStore) PostponeExpiry(_ context.Context, job, _ string, until time.
 	})
 }
 
-var _ JobDeleter = (*fakeStore)(nil)
-
 func (f *fakeStore) DeleteJobItem(_ context.Context, job string) (int, error) {
 	return fakeCall(f, "DeleteJobItem", func() (int, error) {
 		n := 0

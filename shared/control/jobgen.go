@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -17,27 +16,12 @@ import (
 // Redrives, dynamo.Store.EndJobGen), so a late process never ends, or
 // cancels the stages of, the redriven job for a stale reason.
 
-// genStore reads a job's redrive count (dynamo.Store).
-type genStore interface {
-	RedriveCount(ctx context.Context, id string) (int, error)
-}
-
-// genEndStore ends a job only at a given redrive count (dynamo.Store).
-type genEndStore interface {
-	EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error)
-}
-
-// redriveGen is gen, or when gen < 0 the job's redrive count now (-1 for
-// a store that does not count redrives: its writes are not guarded).
+// redriveGen is gen, or when gen < 0 the job's redrive count now.
 func (s *Service) redriveGen(ctx context.Context, job string, gen int) (int, error) {
 	if gen >= 0 {
 		return gen, nil
 	}
-	gs, ok := s.store.(genStore)
-	if !ok {
-		return -1, nil
-	}
-	n, err := gs.RedriveCount(ctx, job)
+	n, err := s.store.RedriveCount(ctx, job)
 	if err != nil {
 		return 0, fmt.Errorf("job %s: %w", job, err)
 	}

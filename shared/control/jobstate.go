@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/lru"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -133,13 +132,7 @@ func (s *Service) CheckJob(ctx context.Context, c Claim) error {
 // JobStateTTL is how often the runner should call CheckJob.
 func (s *Service) JobStateTTL() time.Duration { return s.jobStates.ttl }
 
-// endedEventStore is a store whose EndJob says which ended event it
-// wrote (dynamo.Store).
-type endedEventStore interface {
-	EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
-}
-
-// endJob ends a RUNNING job (store.EndJob) and notes in this process's
+// endJob ends a RUNNING job (Store.EndJobEvent) and notes in this process's
 // cache that it ended: when this call ended it, as what; when it had
 // already ended (sm.ErrInvalidTransition), the next ask reads it again.
 func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
@@ -151,14 +144,12 @@ func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, ma
 func (s *Service) endJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) error {
 	// A redriven job's ended event has an id of its own per redrive
 	// (events.JobEndedID), which the store's write knows.
-	eid := events.EndedID(id)
+	var eid string
 	var err error
-	if gs, ok := s.store.(genEndStore); ok && gen >= 0 {
-		eid, err = gs.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
-	} else if es, ok := s.store.(endedEventStore); ok {
-		eid, err = es.EndJobEvent(ctx, id, ev, reason, manifest, now)
+	if gen >= 0 {
+		eid, err = s.store.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
 	} else {
-		err = s.store.EndJob(ctx, id, ev, reason, manifest, now)
+		eid, err = s.store.EndJobEvent(ctx, id, ev, reason, manifest, now)
 	}
 	switch {
 	case err == nil:

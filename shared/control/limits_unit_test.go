@@ -148,8 +148,7 @@ func TestPagedManifests(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			r := newUnitRig(t)
-			r.blob.pageSize = pageSize
+			r := newUnitRig(t, func(c *Config) { c.ManifestPageSize = pageSize })
 			job := r.submit(pagedShuffle)
 			var claims []Claim
 			for p := range 7 {
@@ -249,8 +248,7 @@ func TestPagedManifests(t *testing.T) {
 // each API page reads only the manifest pages it falls on.
 func TestOutputsOfPagedManifest(t *testing.T) {
 	t.Parallel()
-	r := newUnitRig(t)
-	r.blob.pageSize = 4
+	r := newUnitRig(t, func(c *Config) { c.ManifestPageSize = 4 })
 	job := r.submit(oneStage(9, 3, ""))
 	for p := range 9 {
 		r.commit(r.claim(taskRef(job, 0, p)), 2) // 18 outputs: 5 pages

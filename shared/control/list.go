@@ -13,18 +13,6 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// viewStore is what the read-side routes (list, tasks, history, outputs,
-// status) and the attempt-end records need of the store.
-type viewStore interface {
-	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
-	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
-	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
-	RecordAttemptEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
-	JobEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
-	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
-	PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
-}
-
 // JobIDPattern is the form of a job id (see NewJobID). Routes check ids
 // against it before any read.
 var JobIDPattern = regexp.MustCompile(`^j[0-9a-f]{11}[0-9a-f]{10}$`)

@@ -43,16 +43,6 @@ import (
 // fail with that cause, not climb a size as out of memory.
 const MemoryLostShare = 0.92
 
-// memoryStore is what the out-of-memory judgement needs of the store
-// (dynamo.Store has it; a store without it judges no death as one for
-// memory).
-type memoryStore interface {
-	RenewExecutorMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
-	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
-	ReadExecutorMemory(ctx context.Context, id string) (dynamo.ExecutorMemory, error)
-	LoseTaskForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
-}
-
 // MemoryReport is an executor's memory as it reports it with each beat.
 type MemoryReport struct {
 	// Used is the peak the executor held since its previous report, and
@@ -63,25 +53,20 @@ type MemoryReport struct {
 // ExecutorAliveMemory renews executor id's liveness record with its
 // memory report: one write, as ExecutorAlive.
 func (s *Service) ExecutorAliveMemory(ctx context.Context, id string, m MemoryReport) error {
-	ms, ok := s.store.(memoryStore)
-	if !ok || m.Limit == 0 {
+	if m.Limit == 0 {
 		return s.ExecutorAlive(ctx, id)
 	}
-	return ms.RenewExecutorMemory(ctx, id, s.Now().Add(tuning.ExecutorLease), int64(m.Used>>20), int64(m.Limit>>20))
+	return s.store.RenewExecutorMemory(ctx, id, s.Now().Add(tuning.ExecutorLease), int64(m.Used>>20), int64(m.Limit>>20))
 }
 
 // MarkExecutorKilled records that executor id was killed for memory, for
 // reason (ECS's stopped reason): its claims, when they lapse, end as out
 // of memory.
 func (s *Service) MarkExecutorKilled(ctx context.Context, id, reason string) error {
-	ms, ok := s.store.(memoryStore)
-	if !ok {
-		return fmt.Errorf("mark executor %s killed for memory: the store keeps no memory records", id)
-	}
 	if id == "" {
 		return errors.New("mark executor killed for memory: no executor id")
 	}
-	return ms.MarkExecutorKilled(ctx, id, truncate(reason, 200), s.Now())
+	return s.store.MarkExecutorKilled(ctx, id, truncate(reason, 200), s.Now())
 }
 
 // ecsExecutorPrefix starts the executor id of a Fargate (ECS) task:
@@ -120,11 +105,10 @@ func (s *Service) killedForMemory(ctx context.Context, t batch.Task) (string, bo
 // executorMemory reads the liveness record of t's holder; false when
 // there is none to read.
 func (s *Service) executorMemory(ctx context.Context, t batch.Task) (dynamo.ExecutorMemory, bool) {
-	ms, ok := s.store.(memoryStore)
-	if !ok || t.Executor == "" {
+	if t.Executor == "" {
 		return dynamo.ExecutorMemory{}, false
 	}
-	m, err := ms.ReadExecutorMemory(ctx, t.Executor)
+	m, err := s.store.ReadExecutorMemory(ctx, t.Executor)
 	if err != nil {
 		s.logger(t.Ref).Warn("read the executor's memory", "executor", t.Executor, "err", err)
 		return dynamo.ExecutorMemory{}, false
@@ -156,10 +140,6 @@ var errLostForMemory = errors.New("holder killed for memory; the task retries on
 // out for it. done is false when the holder died of anything else: the
 // takeover goes on.
 func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
-	ms, ok := s.store.(memoryStore)
-	if !ok {
-		return false, nil
-	}
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
 		return false, nil
@@ -170,7 +150,7 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	}
 	mem, note := escalate(Claim{Task: t, Spec: sp}) // failclass.go
 	cause := truncate(note+": "+why, MaxErrorLen)
-	_, err = ms.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
+	_, err = s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
 		// shortly.
@@ -207,8 +187,7 @@ func (s *Service) lostForMemory(ctx context.Context, t batch.Task, sp *spec.Job,
 // that comes back while its task is claimed by another executor costs
 // the read of that executor's record.
 func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) spec.Size {
-	ms, ok := s.store.(memoryStore)
-	if !ok || t.State != sm.TaskClaimed || t.Copy.Live() || t.Attempt >= t.MaxAttempts {
+	if t.State != sm.TaskClaimed || t.Copy.Live() || t.Attempt >= t.MaxAttempts {
 		return 0
 	}
 	m, ok := s.executorMemory(ctx, t)
@@ -233,7 +212,7 @@ func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) s
 			return 0
 		}
 	case sm.Holds(sm.GuardHolderDead, view, in):
-		if _, err := ms.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause,
+		if _, err := s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause,
 			Due: now.Add(s.cfg.StuckAfter)}); err != nil {
 			return 0
 		}

@@ -52,19 +52,17 @@ func (s *Service) checkOutputClaimed(ctx context.Context, owner, idemKey string,
 	if err == nil {
 		return nil
 	}
-	if is, ok := s.store.(idemLookup); ok { // rerun.go
-		if _, found, lerr := is.IdempotentJob(ctx, owner, idemKey); lerr == nil && found {
-			return nil
-		}
+	if _, found, lerr := s.store.IdempotentJob(ctx, owner, idemKey); lerr == nil && found {
+		return nil
 	}
 	return err
 }
 
 func (s *Service) findOutputClaim(ctx context.Context, sp *spec.Job) error {
-	pub, ok := s.blob.(Publisher)
-	if sp.Output == "" || !ok {
+	if sp.Output == "" {
 		return nil
 	}
+	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(sp.Output)
 	if err != nil {
 		return nil

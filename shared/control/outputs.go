@@ -16,14 +16,8 @@ import (
 // PresignTTL is how long a presigned output URL stays valid.
 const PresignTTL = 15 * time.Minute
 
-// Presigner makes time-limited GET URLs for objects of the bucket. The
-// blob adapter implements it; a control plane without one answers
-// presign requests with ErrPresignUnavailable.
-type Presigner interface {
-	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
-}
-
-// ErrPresignUnavailable: this installation cannot presign URLs.
+// ErrPresignUnavailable: this installation cannot presign URLs (a blob
+// store that cannot answers Blob.PresignGet with it).
 var ErrPresignUnavailable = errors.New("presigned URLs are not available")
 
 // OutputsRequest asks for a page of a job's committed outputs.
@@ -82,13 +76,9 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 		}
 		only = idx
 	}
-	var pre Presigner
+	var pre Blob
 	if req.Presign {
-		p, ok := s.blob.(Presigner)
-		if !ok {
-			return OutputList{}, ErrPresignUnavailable
-		}
-		pre = p
+		pre = s.blob
 	}
 	out := OutputList{Job: j.ID, State: string(j.State), Bucket: s.blob.Bucket(), Outputs: []OutputInfo{}}
 	q := queryHash("outputs", req.Owner, req.ID, req.Stage)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -24,16 +23,6 @@ import (
 // (Config.StaticPrograms): the Fargate service scales from zero, so it
 // publishes only once work is queued for it.
 
-// ProgramCatalog stores the exec programs executors published, beside
-// the task names (dynamo.Store: the same item). A TaskCatalog without it
-// keeps no programs, and exec stages are then not checked.
-type ProgramCatalog interface {
-	AddPrograms(ctx context.Context, names []string) error
-	Programs(ctx context.Context) ([]string, error)
-}
-
-var _ ProgramCatalog = (*dynamo.Store)(nil)
-
 // EnvExecProgramsHint names the deploy-time list in messages
 // (lambdaenv.EnvExecPrograms, which imports this package).
 const EnvExecProgramsHint = "BATCHWORK_EXEC_PROGRAMS"
@@ -47,10 +36,10 @@ func ParsePrograms(s string) ([]string, error) {
 	})
 }
 
-// programList is the catalog's exec programs; nil when the store keeps no
-// program catalog (exec stages are then not checked).
+// programList is the catalog's exec programs; nil when the service has
+// no catalog (exec stages are then not checked).
 func (s *Service) programList() *catalogList {
-	pc, _ := s.Catalog.(ProgramCatalog)
+	pc := s.Catalog
 	if pc == nil {
 		return nil
 	}
@@ -76,8 +65,8 @@ func (s *Service) programList() *catalogList {
 // Executors call it when they start, with their task names. It is
 // idempotent and costs one read, and one write only when a name is new.
 // A name no exec stage could hold (spec.ValidProgramName) is an
-// ErrInvalidTaskNames and nothing is written; a store without a program
-// catalog is ErrNoTaskCatalog.
+// ErrInvalidTaskNames and nothing is written; a service without a
+// catalog answers ErrNoTaskCatalog.
 func (s *Service) PublishPrograms(ctx context.Context, names []string) error {
 	return s.publishNames(ctx, s.programList(), names)
 }
@@ -86,7 +75,7 @@ func (s *Service) PublishPrograms(ctx context.Context, names []string) error {
 // (Config.StaticPrograms) nor published by an executor, with an
 // *UnknownTaskError whose *spec.ValidationError names each stage's
 // exec[0] and lists the known programs. Off unless Config.CheckTaskNames,
-// and when the store keeps no program catalog.
+// and when the service has no catalog.
 func (s *Service) checkPrograms(ctx context.Context, sp *spec.Job) error {
 	return s.check(ctx, s.programList(), sp)
 }

@@ -191,12 +191,13 @@ func TestPublishPrograms(t *testing.T) {
 	if err := r.svc.checkPrograms(r.ctx, sp); err != nil {
 		t.Fatalf("b.sh refused after this process published it: %v", err)
 	}
-	// A catalog without programs: nothing to publish to, nothing checked.
+	// A service without a catalog: nothing to publish to, nothing checked.
 	r2, _ := setupTaskNames(t, true, nil)
+	r2.svc.Catalog = nil
 	if err := r2.svc.PublishPrograms(r2.ctx, []string{"a.sh"}); !errors.Is(err, ErrNoTaskCatalog) {
-		t.Fatalf("publish without a program catalog: %v, want ErrNoTaskCatalog", err)
+		t.Fatalf("publish without a catalog: %v, want ErrNoTaskCatalog", err)
 	}
 	if err := r2.svc.checkPrograms(r2.ctx, sp); err != nil {
-		t.Fatalf("check without a program catalog: %v, want none", err)
+		t.Fatalf("check without a catalog: %v, want none", err)
 	}
 }

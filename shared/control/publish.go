@@ -58,18 +58,6 @@ import (
 // "output" (resolveOutput). The roles that end jobs may write exactly
 // there (infra/batchwork).
 
-// Publisher is what publishing needs of the blob store (blob.Store has
-// it): conditional writes and copies into any granted bucket, reads and
-// listings of it.
-type Publisher interface {
-	PutIfAbsentIn(ctx context.Context, bucket, key string, body []byte) error
-	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error
-	Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error)
-	ListPage(ctx context.Context, bucket, prefix, startAfter string) ([]string, bool, error)
-}
-
-var _ Publisher = (*blob.Store)(nil)
-
 // publishCopies is how many copies run at once: a copy is one request
 // that S3 serves without moving bytes through us.
 const publishCopies = 16
@@ -209,10 +197,7 @@ func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, mani
 // Another job's _SUCCESS (this job found the folder claimed) is not; an
 // error reading it counts as absent.
 func (s *Service) published(ctx context.Context, job, output string) bool {
-	pub, ok := s.blob.(Publisher)
-	if !ok {
-		return false
-	}
+	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
 		return false
@@ -225,10 +210,7 @@ func (s *Service) published(ctx context.Context, job, output string) bool {
 // _SUCCESS; it says how many outputs this try copied. A failure no retry
 // changes is a *PublishError.
 func (s *Service) publish(ctx context.Context, job, output, manifestKey string) (int, error) {
-	pub, ok := s.blob.(Publisher)
-	if !ok {
-		return 0, &PublishError{Folder: output, Err: errors.New("this installation's blob store cannot publish")}
-	}
+	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
 		return 0, &PublishError{Folder: output, Err: err}
@@ -312,7 +294,7 @@ func ancestorFolders(root, prefix string) []string {
 }
 
 // exists reports whether bucket holds key.
-func exists(ctx context.Context, pub Publisher, bucket, key string) (bool, error) {
+func exists(ctx context.Context, pub Blob, bucket, key string) (bool, error) {
 	rc, err := pub.Open(ctx, bucket, key, 0)
 	if errors.Is(err, batch.ErrNotFound) {
 		return false, nil
@@ -348,8 +330,8 @@ func (s *Service) checkPublishedInputs(ctx context.Context, bucket, prefix strin
 		}
 	}
 	root := s.outputsRoot(bucket, prefix)
-	pub, ok := s.blob.(Publisher)
-	if root == "" || !ok {
+	pub := s.blob
+	if root == "" {
 		return nil
 	}
 	for _, dir := range ancestorFolders(root, prefix) {
@@ -380,7 +362,7 @@ func (s *Service) checkPublishedInputs(ctx context.Context, bucket, prefix strin
 // job's folder) and again after (two jobs claiming nested folders at once
 // each check after their own claim, so one of them at least sees the
 // other's).
-func (s *Service) checkNesting(ctx context.Context, pub Publisher, job, output, bucket, folder string) error {
+func (s *Service) checkNesting(ctx context.Context, pub Blob, job, output, bucket, folder string) error {
 	other := func(key string) error {
 		who := "another job"
 		if c, err := readClaim(ctx, pub, bucket, key); err == nil && c.Job != "" {
@@ -424,7 +406,7 @@ func (s *Service) checkNesting(ctx context.Context, pub Publisher, job, output, 
 	return nil
 }
 
-func readClaim(ctx context.Context, pub Publisher, bucket, key string) (OutputClaim, error) {
+func readClaim(ctx context.Context, pub Blob, bucket, key string) (OutputClaim, error) {
 	var got OutputClaim
 	rc, err := pub.Open(ctx, bucket, key, 0)
 	if err != nil {
@@ -441,7 +423,7 @@ func readClaim(ctx context.Context, pub Publisher, bucket, key string) (OutputCl
 
 // claimFolder writes the folder's claim, or finds its own from an earlier
 // try; another job's is a PublishError.
-func (s *Service) claimFolder(ctx context.Context, pub Publisher, job, output, bucket, folder, manifestKey string) error {
+func (s *Service) claimFolder(ctx context.Context, pub Blob, job, output, bucket, folder, manifestKey string) error {
 	key := folder + blob.ClaimName
 	body, _ := json.Marshal(OutputClaim{Job: job, Manifest: "s3://" + s.blob.Bucket() + "/" + manifestKey})
 	err := pub.PutIfAbsentIn(ctx, bucket, key, body)
@@ -471,7 +453,7 @@ func (s *Service) claimFolder(ctx context.Context, pub Publisher, job, output, b
 // copier copies outputs to their final names, skipping those already in
 // place, publishCopies at a time.
 type copier struct {
-	pub            Publisher
+	pub            Blob
 	bucket, folder string
 
 	// The destination's keys under the current stage's folder, listed a

@@ -1,103 +1,30 @@
 package control
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// pubBlob is fakeBlob that also publishes (Publisher): conditional puts
-// and copies into any bucket, reads and paged listings. Its listing pages
-// hold two keys, so a publish reads several.
+// pubBlob is the rig's fakeBlob, which publishes (Blob's publishing
+// methods): conditional puts and copies into any bucket, reads and paged
+// listings. Its listing pages hold two keys, so a publish reads several.
 type pubBlob struct {
 	*fakeBlob
-	// refused buckets answer every write with blob.ErrRefused.
-	refused map[string]bool
-}
-
-var _ Publisher = (*pubBlob)(nil)
-
-func (b *pubBlob) PutIfAbsentIn(_ context.Context, bucket, key string, body []byte) error {
-	if err := b.hook("PutIfAbsentIn"); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.refused[bucket] {
-		return fmt.Errorf("put s3://%s/%s: %w: AccessDenied", bucket, key, blob.ErrRefused)
-	}
-	if _, ok := b.objs[bucket][key]; ok {
-		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
-	}
-	b.putLocked(bucket, key, body)
-	b.log.add("publish put s3://%s/%s", bucket, key)
-	return nil
-}
-
-func (b *pubBlob) CopyIfAbsent(_ context.Context, src, bucket, dst string) error {
-	if err := b.hook("CopyIfAbsent"); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.refused[bucket] {
-		return fmt.Errorf("copy: %w: AccessDenied", blob.ErrRefused)
-	}
-	body, ok := b.objs[fakeBucket][src]
-	if !ok {
-		return fmt.Errorf("copy %s: NoSuchKey", src)
-	}
-	if _, ok := b.objs[bucket][dst]; ok {
-		return fmt.Errorf("copy to %s: %w", dst, batch.ErrExists)
-	}
-	b.putLocked(bucket, dst, body)
-	b.log.add("copy %s to s3://%s/%s", src, bucket, dst)
-	return nil
-}
-
-func (b *pubBlob) Open(_ context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	body, ok := b.objs[bucket][key]
-	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
-	}
-	return io.NopCloser(bytes.NewReader(body[start:])), nil
-}
-
-func (b *pubBlob) ListPage(_ context.Context, bucket, prefix, after string) ([]string, bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var keys []string
-	for k := range b.objs[bucket] {
-		if strings.HasPrefix(k, prefix) && k > after {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	if len(keys) > 2 {
-		return keys[:2], true, nil
-	}
-	return keys, false, nil
 }
 
 // newPublishRig is a unit rig whose blob store publishes.
 func newPublishRig(t *testing.T, opts ...func(*Config)) (*unitRig, *pubBlob) {
 	r := newUnitRig(t, opts...)
-	pb := &pubBlob{fakeBlob: r.blob, refused: map[string]bool{}}
+	pb := &pubBlob{fakeBlob: r.blob}
 	cfg := unitTimings
 	for _, o := range opts {
 		o(&cfg)

@@ -109,12 +109,6 @@ func declaredTasks(sp *spec.Job) int {
 	return n
 }
 
-// quotaChargeStore charges a counted job's growth to its owner's tasks
-// quota (dynamo.Store, quotacharge.go).
-type quotaChargeStore interface {
-	ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error
-}
-
 // chargePlan charges an input stage's plan of total tasks, for which
 // submit counted one (declaredTasks), to its job's owner. A plan that
 // would pass the owner's tasks quota fails the job with the quota's

@@ -59,22 +59,8 @@ func (e *RedriveError) Error() string {
 	return fmt.Sprintf("job %s cannot be %s: %s", e.ID, what, e.Reason)
 }
 
-// redriveStore is the store's side of redrives (dynamo.Store).
-type redriveStore interface {
-	RedriveJob(context.Context, dynamo.RedriveJobParams) error
-	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
-}
-
-var errNoRedriveStore = errors.New("this control plane's store cannot redrive jobs")
-
 // Redrive redrives a FAILED job and returns its status.
 func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, error) {
-	rs, ok := s.store.(redriveStore)
-	if !ok {
-		return JobStatus{}, errNoRedriveStore
-	}
 	j, err := s.ownedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return JobStatus{}, err
@@ -91,7 +77,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 		// This request's redrive happened (a retry after a lost answer):
 		// finish its steps if the job still runs, never redrive again.
 		if j.State == sm.JobRunning {
-			if err := s.finishRedrive(ctx, rs, j); err != nil {
+			if err := s.finishRedrive(ctx, j); err != nil {
 				return JobStatus{}, err
 			}
 		}
@@ -108,7 +94,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	// budget: once the job runs again, an attempt stopped by its end
 	// (whose lease the sweep then expires) or one that fails late must
 	// retry, not fail the job again on an old budget.
-	if err := s.raiseAttempts(ctx, rs, j); err != nil {
+	if err := s.raiseAttempts(ctx, j); err != nil {
 		return JobStatus{}, err
 	}
 	now := s.Now()
@@ -120,7 +106,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
 		quota = &dynamo.JobQuota{Tasks: declaredTasks(j.Spec), MaxJobs: maxJobs, MaxTasks: maxTasks}
 	}
-	err = rs.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: truncate(j.Error, MaxErrorLen),
+	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: truncate(j.Error, MaxErrorLen),
 		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		return JobStatus{}, fmt.Errorf("redrive: %w", s.quotaError(ctx, req.Owner, quota))
@@ -144,7 +130,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	s.jobStates.ended(j.ID, "") // read it again here
 	s.log.Info("job redriven", "job_id", j.ID, "redrive", count+1, "was", j.Error)
 	j.State = sm.JobRunning
-	if err := s.finishRedrive(ctx, rs, j); err != nil {
+	if err := s.finishRedrive(ctx, j); err != nil {
 		return JobStatus{}, err
 	}
 	return s.Status(ctx, req.Owner, req.ID)
@@ -186,7 +172,7 @@ func (s *Service) checkRedrivable(ctx context.Context, j batch.Job) error {
 // step is a conditional write that a repeat skips, so a redrive cut
 // short (a crash, a timeout) is finished by the request's retry, which
 // names the same redrive count.
-func (s *Service) finishRedrive(ctx context.Context, rs redriveStore, j batch.Job) error {
+func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 	sp := j.Spec
 	now := s.Now()
 	stages, err := s.store.ListStages(ctx, j.ID)
@@ -201,7 +187,7 @@ func (s *Service) finishRedrive(ctx context.Context, rs redriveStore, j batch.Jo
 		if st.Started.IsZero() {
 			ev, due = sm.StageRedriveBlocked, time.Time{}
 		}
-		if err := ignoreInvalid(rs.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
+		if err := ignoreInvalid(s.store.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
 			return err
 		}
 	}
@@ -219,7 +205,7 @@ func (s *Service) finishRedrive(ctx context.Context, rs redriveStore, j batch.Jo
 		if st.State != sm.StageRunning {
 			continue
 		}
-		if err := s.redriveTasks(ctx, rs, sp, st, now, notBefore); err != nil {
+		if err := s.redriveTasks(ctx, sp, st, now, notBefore); err != nil {
 			return err
 		}
 		if !st.Materialized {
@@ -250,7 +236,7 @@ func (s *Service) finishRedrive(ctx context.Context, rs redriveStore, j batch.Jo
 
 // raiseAttempts gives the unfinished tasks of a FAILED job's failed and
 // cancelled stages their stage's attempts again.
-func (s *Service) raiseAttempts(ctx context.Context, rs redriveStore, j batch.Job) error {
+func (s *Service) raiseAttempts(ctx context.Context, j batch.Job) error {
 	stages, err := s.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return err
@@ -268,7 +254,7 @@ func (s *Service) raiseAttempts(ctx context.Context, rs redriveStore, j batch.Jo
 		budget := j.Spec.StageRetry(st.Index).MaxAttempts
 		for _, t := range tasks {
 			if t.State == sm.TaskClaimed || t.State == sm.TaskReady {
-				if err := rs.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+				if err := s.store.RaiseAttempts(ctx, t.Ref, budget); err != nil {
 					return err
 				}
 			}
@@ -282,7 +268,7 @@ func (s *Service) raiseAttempts(ctx context.Context, rs redriveStore, j batch.Jo
 // messages, delayed until notBefore. A running task (its attempt was
 // stopped by the job's end, and the sweep takes it back when its lease
 // runs out) gets the budget too.
-func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
+func (s *Service) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
 	if st.Total == 0 {
 		return nil
 	}
@@ -304,11 +290,11 @@ func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Jo
 			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
 			sizes = append(sizes, t.Memory)
 		case t.State == sm.TaskClaimed:
-			if err := rs.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+			if err := s.store.RaiseAttempts(ctx, t.Ref, budget); err != nil {
 				return err
 			}
 		case t.State == sm.TaskReady || t.State == sm.TaskCancelled || (t.State == sm.TaskFailed && !t.Tolerated):
-			err := rs.RedriveTask(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
+			err := s.store.RedriveTask(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
 			if errors.Is(err, sm.ErrInvalidTransition) {
 				continue // it moved on meanwhile
 			}
@@ -335,11 +321,10 @@ func (s *Service) redriveTasks(ctx context.Context, rs redriveStore, sp *spec.Jo
 // sweepRedrive finishes the steps of a redrive whose caller stopped
 // short (the sweep's look at a redriven job, StartGrace after it).
 func (s *Service) sweepRedrive(ctx context.Context, j batch.Job) error {
-	rs, ok := s.store.(redriveStore)
-	if !ok || len(j.Redrives) == 0 || j.State != sm.JobRunning {
+	if len(j.Redrives) == 0 || j.State != sm.JobRunning {
 		return nil
 	}
-	return s.finishRedrive(ctx, rs, j)
+	return s.finishRedrive(ctx, j)
 }
 
 // redriveEvents are the redrives of a job in its timeline: "job.redriven",

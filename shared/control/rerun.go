@@ -46,27 +46,8 @@ type RerunRequest struct {
 	IdempotencyKey string
 }
 
-// rerunStore is the store's side of reruns (dynamo.Store).
-type rerunStore interface {
-	AdoptStage(ctx context.Context, job string, idx, total int) error
-}
-
-// idemLookup reads which job an idempotency key made (dynamo.Store).
-type idemLookup interface {
-	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
-}
-
-// toleratedAdopter copies a reused stage's count of tolerated failures
-// (dynamo.Store).
-type toleratedAdopter interface {
-	AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
-}
-
 // Rerun submits the rerun of an ended job.
 func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, error) {
-	if _, ok := s.store.(rerunStore); !ok {
-		return SubmitResult{}, errNoRedriveStore
-	}
 	orig, err := s.ownedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return SubmitResult{}, err
@@ -124,11 +105,11 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	// A retry of a request that already made its job answers that job:
 	// the checks below look at the present, which that job may have
 	// changed (its published output folder).
-	if is, ok := s.store.(idemLookup); ok && req.IdempotencyKey != "" {
+	if req.IdempotencyKey != "" {
 		if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
 			return SubmitResult{}, err
 		}
-		id, found, err := is.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
+		id, found, err := s.store.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
 		if err != nil {
 			return SubmitResult{}, fmt.Errorf("rerun %s: %w", orig.ID, err)
 		}
@@ -228,10 +209,10 @@ func (s *Service) checkRerunSources(ctx context.Context, owner string, orig batc
 // rerun would do all its work and then fail publishing. A read that
 // fails leaves the question to publishing.
 func (s *Service) checkRerunOutput(ctx context.Context, orig string, sp *spec.Job) error {
-	pub, ok := s.blob.(Publisher)
-	if sp.Output == "" || !ok {
+	if sp.Output == "" {
 		return nil
 	}
+	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(sp.Output)
 	if err != nil {
 		return nil
@@ -296,10 +277,6 @@ func (s *Service) stageSource(ctx context.Context, job string, idx int) (string,
 
 // adoptStage completes a rerun's reused stage without running it.
 func (s *Service) adoptStage(ctx context.Context, job string, idx int, src string) error {
-	rs, ok := s.store.(rerunStore)
-	if !ok {
-		return errNoRedriveStore
-	}
 	st, err := s.store.GetStage(ctx, src, idx)
 	if err != nil {
 		return fmt.Errorf("reuse stage %d of job %s: %w", idx, src, err)
@@ -309,12 +286,12 @@ func (s *Service) adoptStage(ctx context.Context, job string, idx int, src strin
 	}
 	// Its tolerated failures first: the adopted stage completes at once,
 	// and its missing partitions must count in the rerun too.
-	if ts, ok := s.store.(toleratedAdopter); ok && st.Tolerated > 0 {
-		if err := ts.AdoptTolerated(ctx, job, idx, st.Tolerated); err != nil {
+	if st.Tolerated > 0 {
+		if err := s.store.AdoptTolerated(ctx, job, idx, st.Tolerated); err != nil {
 			return err
 		}
 	}
-	if err := rs.AdoptStage(ctx, job, idx, st.Total); err != nil {
+	if err := s.store.AdoptStage(ctx, job, idx, st.Total); err != nil {
 		return err
 	}
 	s.log.Info("stage reused", "job_id", job, "stage", st.Name, "from_job", src, "tasks", st.Total)

@@ -40,13 +40,9 @@ func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job,
 	if now.Before(at) {
 		return s.store.SetDue(ctx, it, at)
 	}
-	del, ok := s.store.(JobDeleter)
-	if !ok {
-		return s.store.SetDue(ctx, it, time.Time{})
-	}
 	log := s.log.With("job_id", j.ID, "owner", j.Owner)
 	if j.Deleting.IsZero() {
-		err := del.MarkJobDeleting(ctx, j.ID, j.Owner, now)
+		err := s.store.MarkJobDeleting(ctx, j.ID, j.Owner, now)
 		var reused *batch.ReusedError
 		if errors.As(err, &reused) {
 			// A living rerun reuses this job's outputs in place (its
@@ -56,13 +52,13 @@ func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job,
 			// rerun reusing it is gone (each expires by its own retention).
 			// Its records' TTL, the backstop, moves with its turn.
 			log.Info("job expiry postponed: its outputs are reused", "reused_by", reused.By)
-			return del.PostponeExpiry(ctx, j.ID, j.Owner, now.Add(reusedRecheck))
+			return s.store.PostponeExpiry(ctx, j.ID, j.Owner, now.Add(reusedRecheck))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	n, complete, err := del.DeleteJobRecords(ctx, j.ID, recordsPerCall)
+	n, complete, err := s.store.DeleteJobRecords(ctx, j.ID, recordsPerCall)
 	if err != nil {
 		return err
 	}
@@ -70,7 +66,7 @@ func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job,
 		log.Info("expiring job", "records", n)
 		return s.store.SetDue(ctx, it, now)
 	}
-	if _, err := del.DeleteJobItem(ctx, j.ID); err != nil {
+	if _, err := s.store.DeleteJobItem(ctx, j.ID); err != nil {
 		return err
 	}
 	log.Info("job expired", "retention", s.cfg.Retention, "ended", j.Ended)

@@ -17,37 +17,6 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// scheduleStore is what schedules need of the store. It is separate from
-// Store so that stores wrapped by tests (fault injection) keep compiling;
-// a store without it simply has no schedules.
-type scheduleStore interface {
-	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
-	GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
-	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
-	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
-	DeleteSchedule(ctx context.Context, owner, id string) error
-	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
-	DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
-	MoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
-	Watermark(ctx context.Context) (time.Time, bool, error)
-	AdvanceWatermark(ctx context.Context, old, to time.Time) error
-	PutRun(ctx context.Context, id string, r dynamo.Run) error
-	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
-}
-
-var _ scheduleStore = (*dynamo.Store)(nil)
-
-// ErrNoSchedules: the store behind this service does not keep schedules.
-var ErrNoSchedules = errors.New("this store keeps no schedules")
-
-func (s *Service) schedules() (scheduleStore, error) {
-	ss, ok := s.store.(scheduleStore)
-	if !ok {
-		return nil, ErrNoSchedules
-	}
-	return ss, nil
-}
-
 // ScheduleIDPattern is the form of a schedule id (see NewScheduleID).
 var ScheduleIDPattern = regexp.MustCompile(`^s[0-9a-f]{11}[0-9a-f]{10}$`)
 
@@ -90,10 +59,6 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 	if err != nil {
 		return ScheduleView{}, err
 	}
-	ss, err := s.schedules()
-	if err != nil {
-		return ScheduleView{}, err
-	}
 	now := s.Now()
 	sc.ID = NewScheduleID()
 	sc.Owner = owner
@@ -132,7 +97,7 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 		}
 	}
 	limit := s.cfg.Quotas.Schedules.For(owner)
-	if err := ss.CreateSchedule(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {
+	if err := s.store.CreateSchedule(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {
 		return ScheduleView{}, &QuotaError{Quota: "schedules", Max: limit}
 	} else if err != nil {
 		return ScheduleView{}, err
@@ -141,23 +106,19 @@ func (s *Service) CreateSchedule(ctx context.Context, owner string, body []byte)
 	return ScheduleView{Schedule: *sc}, nil
 }
 
-func (s *Service) ownedSchedule(ctx context.Context, owner, id string) (scheduleStore, dynamo.ScheduleRecord, error) {
+func (s *Service) ownedSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error) {
 	if !ScheduleIDPattern.MatchString(id) {
-		return nil, dynamo.ScheduleRecord{}, &spec.FieldError{Field: "id", Message: "is not a schedule id"}
-	}
-	ss, err := s.schedules()
-	if err != nil {
-		return nil, dynamo.ScheduleRecord{}, err
+		return dynamo.ScheduleRecord{}, &spec.FieldError{Field: "id", Message: "is not a schedule id"}
 	}
 	// Schedules are keyed by owner, so another owner's schedule is simply
 	// not found: its existence does not leak.
-	r, err := ss.GetSchedule(ctx, owner, id)
-	return ss, r, err
+	r, err := s.store.GetSchedule(ctx, owner, id)
+	return r, err
 }
 
 // GetSchedule returns one of the owner's schedules.
 func (s *Service) GetSchedule(ctx context.Context, owner, id string) (ScheduleView, error) {
-	_, r, err := s.ownedSchedule(ctx, owner, id)
+	r, err := s.ownedSchedule(ctx, owner, id)
 	if err != nil {
 		return ScheduleView{}, err
 	}
@@ -180,11 +141,7 @@ func (s *Service) ListSchedules(ctx context.Context, owner string, limit int, cu
 	if cursor != "" && !ScheduleIDPattern.MatchString(cursor) {
 		return ScheduleList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this list"}
 	}
-	ss, err := s.schedules()
-	if err != nil {
-		return ScheduleList{}, err
-	}
-	recs, next, err := ss.ListSchedules(ctx, owner, cursor, limit)
+	recs, next, err := s.store.ListSchedules(ctx, owner, cursor, limit)
 	if err != nil {
 		return ScheduleList{}, err
 	}
@@ -209,11 +166,11 @@ func (s *Service) ResumeSchedule(ctx context.Context, owner, id string) (Schedul
 }
 
 func (s *Service) setPaused(ctx context.Context, owner, id string, paused bool) (ScheduleView, error) {
-	ss, _, err := s.ownedSchedule(ctx, owner, id)
+	_, err := s.ownedSchedule(ctx, owner, id)
 	if err != nil {
 		return ScheduleView{}, err
 	}
-	changed, err := ss.SetPaused(ctx, owner, id, paused, s.Now())
+	changed, err := s.store.SetPaused(ctx, owner, id, paused, s.Now())
 	if err != nil {
 		return ScheduleView{}, err
 	}
@@ -226,11 +183,11 @@ func (s *Service) setPaused(ctx context.Context, owner, id string, paused bool) 
 // DeleteSchedule deletes a schedule; it fires no more. Its jobs and run
 // history are kept.
 func (s *Service) DeleteSchedule(ctx context.Context, owner, id string) error {
-	ss, _, err := s.ownedSchedule(ctx, owner, id)
+	_, err := s.ownedSchedule(ctx, owner, id)
 	if err != nil {
 		return err
 	}
-	if err := ss.DeleteSchedule(ctx, owner, id); err != nil {
+	if err := s.store.DeleteSchedule(ctx, owner, id); err != nil {
 		return err
 	}
 	s.log.Info("schedule deleted", "schedule_id", id)
@@ -278,11 +235,10 @@ func (s *Service) ScheduleRuns(ctx context.Context, owner, id string, limit int,
 			return RunList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this list"}
 		}
 	}
-	ss, _, err := s.ownedSchedule(ctx, owner, id)
-	if err != nil {
+	if _, err := s.ownedSchedule(ctx, owner, id); err != nil {
 		return RunList{}, err
 	}
-	runs, err := ss.Runs(ctx, id, before, limit)
+	runs, err := s.store.Runs(ctx, id, before, limit)
 	if err != nil {
 		return RunList{}, err
 	}
@@ -344,11 +300,7 @@ type FireCounts struct {
 // into the current minute is still found.
 func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error) {
 	var c FireCounts
-	ss, err := s.schedules()
-	if err != nil {
-		return c, nil // no schedules here
-	}
-	wm, ok, err := ss.Watermark(ctx)
+	wm, ok, err := s.store.Watermark(ctx)
 	if err != nil || !ok {
 		return c, err
 	}
@@ -366,7 +318,7 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 	budget := fireSchedules
 	for i := 0; i < len(buckets); i += schedule.ShardCount {
 		minute := buckets[i : i+schedule.ShardCount]
-		entries, errs := queryBuckets(ctx, ss, minute, budget+1)
+		entries, errs := queryBuckets(ctx, s.store, minute, budget+1)
 		c.Buckets += len(minute)
 		complete := true
 		for j, es := range entries {
@@ -382,7 +334,7 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 				}
 				budget--
 				c.Examined++
-				if err := s.fireEntry(ctx, ss, e, nil, now, &c, 2); err != nil {
+				if err := s.fireEntry(ctx, e, nil, now, &c, 2); err != nil {
 					note(err)
 					complete = false
 				}
@@ -397,7 +349,7 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 		drained = limit
 	}
 	if drained.After(wm) {
-		note(ss.AdvanceWatermark(ctx, wm, drained))
+		note(s.store.AdvanceWatermark(ctx, wm, drained))
 	}
 	if c.Examined > 0 || c.Errors > 0 {
 		s.log.Info("schedules fired", "counts", c)
@@ -410,7 +362,7 @@ func (s *Service) FireDue(ctx context.Context, now time.Time) (FireCounts, error
 
 // queryBuckets reads the entries of each bucket (at most limit each),
 // fireWorkers at a time; entries[i] and errs[i] are buckets[i]'s.
-func queryBuckets(ctx context.Context, ss scheduleStore, buckets []schedule.Bucket, limit int) ([][]dynamo.IndexEntry, []error) {
+func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limit int) ([][]dynamo.IndexEntry, []error) {
 	entries := make([][]dynamo.IndexEntry, len(buckets))
 	errs := make([]error, len(buckets))
 	var wg sync.WaitGroup
@@ -436,12 +388,12 @@ func queryBuckets(ctx context.Context, ss scheduleStore, buckets []schedule.Buck
 // is still as read (dynamo.FiringGuard, checked in the job's own
 // transaction), so a schedule paused or deleted after the read fires no
 // job, and a read that went stale is simply read again.
-func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
+func (s *Service) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
 	if rec == nil {
-		r, err := ss.GetSchedule(ctx, e.Owner, e.ScheduleID)
+		r, err := s.store.GetSchedule(ctx, e.Owner, e.ScheduleID)
 		if errors.Is(err, batch.ErrNotFound) {
 			c.Dropped++
-			return ss.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
+			return s.store.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
 		}
 		if err != nil {
 			return err
@@ -456,12 +408,12 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		if retries == 0 {
 			return fmt.Errorf("schedule %s: cursor keeps moving", e.ScheduleID)
 		}
-		return s.fireEntry(ctx, ss, e, nil, now, c, retries-1)
+		return s.fireEntry(ctx, e, nil, now, c, retries-1)
 	}
 	sc := rec.Schedule
 	if sc.Paused {
 		c.Dropped++
-		return ss.MoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
+		return s.store.MoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
 	}
 	plan, err := sc.Plan(schedule.PlanParams{LastFired: rec.Cursor, Now: now})
 	if err != nil {
@@ -472,7 +424,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 	started := ""
 	if plan.Missed.Count > 0 && sc.CatchUp == schedule.CatchUpSkipMissed {
 		c.Missed++
-		if err := ss.PutRun(ctx, sc.ID, dynamo.Run{
+		if err := s.store.PutRun(ctx, sc.ID, dynamo.Run{
 			Scheduled: plan.Missed.First, Through: plan.Missed.Last, Missed: plan.Missed.Count, Action: dynamo.RunMissed,
 			Note: fmt.Sprintf("%d scheduled times missed during downtime; skipped by catchUp=skipMissed", plan.Missed.Count),
 		}); err != nil {
@@ -498,7 +450,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			c.Skipped++
 			run.Action = dynamo.RunSkipped
 			run.Note = "previous run " + lastJob + " still running (overlap=skip)"
-			if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+			if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
 				return err
 			}
 			continue
@@ -528,7 +480,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			}
 			run.Action, run.Note = dynamo.RunSkipped, note
 			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", err)
-			if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+			if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
 				return err
 			}
 			continue
@@ -544,7 +496,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 			created = job.Created
 		}
 		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, created
-		if err := ss.PutRun(ctx, sc.ID, run); err != nil {
+		if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
 			return err
 		}
 		if res.Created {
@@ -553,7 +505,7 @@ func (s *Service) fireEntry(ctx context.Context, ss scheduleStore, e dynamo.Inde
 		}
 		lastJob, started = res.JobID, res.JobID
 	}
-	err = ss.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
+	err = s.store.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
 	if errors.Is(err, dynamo.ErrCursorMoved) {
 		// Another sweep handled these times (or the schedule was paused,
 		// resumed or deleted).

@@ -14,81 +14,10 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
-	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
-	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
-)
-
-// Store is what the control plane needs of the state store.
-type Store interface {
-	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	GetJob(context.Context, string) (batch.Job, error)
-	JobState(context.Context, string) (sm.JobState, error)
-	EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error
-	StartPublishing(ctx context.Context, id string, now time.Time) error
-	ListStages(context.Context, string) ([]batch.Stage, error)
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	TransitionStage(context.Context, dynamo.StageTransitionParams) error
-	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
-	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
-	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
-	PutShards(ctx context.Context, job string, idx, total, shards int) error
-	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
-	Progress(context.Context, batch.Stage) (batch.Progress, error)
-	PutTasks(context.Context, []batch.Task, time.Time) error
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
-	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
-	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
-	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
-	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
-	CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
-	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
-	SweepTask(context.Context, dynamo.SweepTaskParams) error
-	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
-	AcquireSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
-	RestampSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error)
-	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
-	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
-	UnindexTask(context.Context, batch.Task) error
-	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
-	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
-	RenewExecutor(ctx context.Context, id string, until time.Time) error
-	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
-	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
-	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
-	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
-	viewStore        // list.go: the read-side routes and attempt-end records
-	quotaChargeStore // quotas.go: a job's plans and splits in its owner's tasks quota
-}
-
-// Queue is what the control plane needs of SQS.
-type Queue interface {
-	SendBatch(ctx context.Context, url string, msgs []queue.Send) error
-	Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error)
-	DeleteBatch(ctx context.Context, url string, receipts []string) error
-}
-
-// Blob is what the control plane needs of S3.
-type Blob interface {
-	Bucket() string
-	PutIfAbsent(ctx context.Context, key string, body []byte) error
-	Get(ctx context.Context, key string) ([]byte, error)
-	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
-	MarkUncommitted(ctx context.Context, prefix string) (int, error)
-	DeletePrefix(ctx context.Context, prefix string, maxPages int) (blob.DeleteResult, error)
-}
-
-var (
-	_ Store = (*dynamo.Store)(nil)
-	_ Queue = (*queue.Queue)(nil)
 )
 
 // Queues are the ready queues by priority class, and the dead-letter queue.
@@ -207,6 +136,9 @@ type Config struct {
 	// enough to lose its own objects (retention.go). Every process that
 	// submits must have the same.
 	Retention time.Duration
+	// ManifestPageSize is how many outputs a manifest page holds; zero:
+	// blob.ManifestPageSize. Tests page small stages with it.
+	ManifestPageSize int
 	// Logs is where JobLogs reads jobs' log lines (logs.go): CloudWatch
 	// Logs for the api function, the log file for the local runner; nil:
 	// this installation cannot read them.
@@ -279,8 +211,9 @@ type Service struct {
 	// old (jobstate.go).
 	jobStates *jobStates
 
-	// Catalog is where executors publish their task names and submits
-	// look them up (tasknames.go): the store, when it keeps one.
+	// Catalog is where executors publish their task names and programs,
+	// and submits look them up (tasknames.go, programs.go): the store,
+	// unless a test puts another in; nil keeps none.
 	Catalog   TaskCatalog
 	taskNames taskNameCache
 
@@ -314,10 +247,9 @@ const (
 
 // New returns a control plane service.
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
-	catalog, _ := store.(TaskCatalog)
 	cfg = cfg.withDefaults()
 	s := &Service{
-		Catalog: catalog,
+		Catalog: store,
 		cfg:     cfg, store: store, queue: q, blob: b, log: log,
 		specs:     lru.New[string, jobMeta](specCacheSize),
 		shards:    lru.New[string, int](shardCacheSize),

@@ -43,28 +43,6 @@ const (
 	speculationWon     batch.AttemptEndKind = "speculation_won"
 )
 
-// speculationStore is what speculation takes of a store (the DynamoDB
-// store has it). On a store without it no stage speculates: the sweep
-// launches no copies, and copy messages are dropped.
-type speculationStore interface {
-	RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error
-	ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	DropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
-	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
-	RecordSpeculationEvent(context.Context, batch.AttemptEnd) error
-}
-
-var _ speculationStore = (*dynamo.Store)(nil)
-
-// errNoSpeculation: the control plane's store cannot run copies.
-var errNoSpeculation = errors.New("this control plane cannot run speculative copies")
-
-func (s *Service) specStore() (speculationStore, bool) {
-	ss, ok := s.store.(speculationStore)
-	return ss, ok
-}
-
 // IsCopyMessage splits a task message's body into the task it names and
 // whether it asks for the task's speculative copy.
 func IsCopyMessage(body string) (string, bool) {
@@ -93,11 +71,7 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
-	ss, ok := s.specStore()
-	if !ok {
-		return Claim{}, fmt.Errorf("claim copy %s: %w: %w", ref, errNoSpeculation, batch.ErrAlreadyDone)
-	}
-	t, err := ss.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
+	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
 	if err != nil {
 		return Claim{}, err
 	}
@@ -126,11 +100,7 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
 func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
-	ss, ok := s.specStore()
-	if !ok {
-		return
-	}
-	err := ss.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
+	err := s.store.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
 		s.logger(ref).Warn("record task event", "kind", kind, "err", err)
 	}
@@ -140,11 +110,7 @@ func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt 
 // holds the task's main claim now, and beats as the holder.
 func (s *Service) copyHeartbeat(ctx context.Context, c Claim) error {
 	hp := dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}
-	ss, ok := s.specStore()
-	if !ok {
-		return fmt.Errorf("heartbeat copy %s: %w", c.Task.Ref, errNoSpeculation)
-	}
-	err := ss.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
+	err := s.store.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
 	if errors.Is(err, batch.ErrStaleClaim) {
 		err = s.store.Heartbeat(ctx, hp, c.Lease, c.Lease)
 	}
@@ -190,8 +156,7 @@ func (s *Service) afterCommit(ctx context.Context, c Claim) {
 // done is false when the task has no other live claim: the caller fails
 // the attempt as usual.
 func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d Decision, done bool, err error) {
-	ss, ok := s.specStore()
-	if !ok || !speculates(c) {
+	if !speculates(c) {
 		return Decision{}, false, nil
 	}
 	ref := c.Task.Ref
@@ -209,7 +174,7 @@ func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d 
 		}
 		p.Event, p.Copy = sm.TaskYield, *t.Copy
 	}
-	_, err = ss.DropClaim(ctx, p)
+	_, err = s.store.DropClaim(ctx, p)
 	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
 		// Not the copy any more: its holder yielded to it, or the task
 		// ended. The usual failure path judges which.
@@ -244,11 +209,10 @@ func (s *Service) notePrevHolder(ctx context.Context, t, prev batch.Task) {
 // lease ran out, which frees their place.
 func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st batch.Stage, now time.Time, c *SweepCounts) error {
 	sc := sp.StageSpeculation(st.Index)
-	ss, ok := s.specStore()
-	if sc == nil || !ok || !st.Materialized || st.Total == 0 {
+	if sc == nil || !st.Materialized || st.Total == 0 {
 		return nil
 	}
-	d, err := ss.StageDurations(ctx, job, st.Index, st.Shards)
+	d, err := s.store.StageDurations(ctx, job, st.Index, st.Shards)
 	if err != nil {
 		return err
 	}
@@ -307,7 +271,7 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 	// stragglers the cap held back need the next sweep's look.
 	s.noteSpeculationLook(job, st, specLook{earliest: earliest, busy: running+len(stragglers) > 0})
 	for _, t := range launch {
-		err := ss.RequestCopy(ctx, t.Ref, now)
+		err := s.store.RequestCopy(ctx, t.Ref, now)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			continue // it committed, failed or was copied meanwhile
 		}
@@ -331,11 +295,7 @@ func (s *Service) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef)
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the
 // task runs on under its holder.
 func (s *Service) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
-	ss, ok := s.specStore()
-	if !ok {
-		return errNoSpeculation
-	}
-	_, err := ss.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
+	_, err := s.store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
 		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
 	if err != nil {
 		return ignoreInvalid(err)
@@ -382,15 +342,11 @@ func attemptDuration(c Claim, now time.Time) time.Duration {
 // Each commit adds to it in its own transaction, so it is exact for the
 // commits so far; the buckets are √2 wide (batch.Durations).
 func (s *Service) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
-	ss, ok := s.specStore()
-	if !ok {
-		return batch.Durations{}, errNoSpeculation
-	}
 	shards, err := s.stageShards(ctx, job, stage)
 	if err != nil {
 		return batch.Durations{}, err
 	}
-	return ss.StageDurations(ctx, job, stage, shards)
+	return s.store.StageDurations(ctx, job, stage, shards)
 }
 
 // holderAttempt is the attempt of a task's holder claim: its record's

@@ -67,20 +67,14 @@ func (s *Service) noteSpeculationLook(job string, st batch.Stage, l specLook) {
 
 func specLookKey(job string, stage int) string { return job + "/" + strconv.Itoa(stage) }
 
-// copiesRunningStore records the copies running in a stage (dynamo.Store).
-type copiesRunningStore interface {
-	SetCopiesRunning(ctx context.Context, job string, idx, n int) error
-}
-
 // noteCopiesRunning records, for status, the copies of a stage that run
 // after this look (those it found and those it launches), when the count
 // changed. Best effort: status, never state.
 func (s *Service) noteCopiesRunning(ctx context.Context, st batch.Stage, n int) {
-	cs, ok := s.store.(copiesRunningStore)
-	if !ok || n == st.CopiesRunning {
+	if n == st.CopiesRunning {
 		return
 	}
-	if err := cs.SetCopiesRunning(ctx, st.Job, st.Index, n); err != nil {
+	if err := s.store.SetCopiesRunning(ctx, st.Job, st.Index, n); err != nil {
 		s.log.Warn("record running copies", "job_id", st.Job, "stage", st.Index, "err", err)
 	}
 }

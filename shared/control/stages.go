@@ -443,20 +443,6 @@ func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) boo
 	return true
 }
 
-// ManifestPager is a Blob that sets the page size of the manifests
-// written to it; tests page small stages with it. Others get
-// blob.ManifestPageSize.
-type ManifestPager interface {
-	ManifestPageSize() int
-}
-
-func (s *Service) manifestPageSize() int {
-	if p, ok := s.blob.(ManifestPager); ok {
-		return p.ManifestPageSize()
-	}
-	return blob.ManifestPageSize
-}
-
 // writeManifest lists the committed outputs of stages and writes them once
 // to key, in pages (blob.ManifestWriter). It reads the tasks one bucket
 // at a time and holds one page of outputs, so its memory does not grow
@@ -484,7 +470,7 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 	if head.Failed, head.FailedTotal, err = s.failedPartitions(ctx, job, sp, stages, key == blob.JobManifestKey(job)); err != nil { // tolerate.go
 		return err
 	}
-	w := blob.NewManifestWriter(s.blob, key, head, s.manifestPageSize())
+	w := blob.NewManifestWriter(s.blob, key, head, s.cfg.ManifestPageSize)
 	if len(stages) == 1 {
 		if sh := sp.Stages[stages[0]].Shuffle; sh != nil && sh.Partitions > 1 {
 			// Its map tasks may have written one indexed object each

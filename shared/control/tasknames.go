@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -26,14 +25,6 @@ import (
 //
 // Names are never withdrawn: an executor that stops registering a task
 // does not make the control plane forget it (see dynamo/tasknames.go).
-
-// TaskCatalog stores the task names executors published (dynamo.Store).
-type TaskCatalog interface {
-	AddTaskNames(ctx context.Context, names []string) error
-	TaskNames(ctx context.Context) ([]string, error)
-}
-
-var _ TaskCatalog = (*dynamo.Store)(nil)
 
 // TaskNamesTTL is how long a submitter trusts the catalog it read. A name
 // missing from it is read again at once, so the TTL only bounds how often

@@ -17,11 +17,12 @@ import (
 
 // fakeCatalog is a task catalog that counts its reads and writes.
 type fakeCatalog struct {
-	mu     sync.Mutex
-	names  []string
-	reads  int
-	writes [][]string
-	err    error
+	mu       sync.Mutex
+	names    []string
+	programs []string
+	reads    int
+	writes   [][]string
+	err      error
 }
 
 func (f *fakeCatalog) AddTaskNames(_ context.Context, names []string) error {
@@ -47,6 +48,27 @@ func (f *fakeCatalog) TaskNames(context.Context) ([]string, error) {
 		return nil, f.err
 	}
 	return slices.Clone(f.names), nil // unsorted, as a fake may be
+}
+
+// AddPrograms and Programs keep programs as the store's catalog does;
+// fakePrograms counts them.
+func (f *fakeCatalog) AddPrograms(_ context.Context, names []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	f.programs = addNames(f.programs, names)
+	return nil
+}
+
+func (f *fakeCatalog) Programs(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	return slices.Clone(f.programs), nil
 }
 
 func (f *fakeCatalog) set(names ...string) {

@@ -104,11 +104,7 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 	if s.cfg.Queues.Timer == "" {
 		return 0, nil
 	}
-	ss, err := s.schedules()
-	if err != nil {
-		return 0, nil
-	}
-	if _, ok, err := ss.Watermark(ctx); err != nil || !ok {
+	if _, ok, err := s.store.Watermark(ctx); err != nil || !ok {
 		return 0, err // no schedule was ever created
 	}
 	until := now.Add(TimerWindow)
@@ -118,7 +114,7 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 			buckets = append(buckets, schedule.Bucket{Minute: m, Shard: sh})
 		}
 	}
-	res, errs := queryBuckets(ctx, ss, buckets, timerMaxPerSweep)
+	res, errs := queryBuckets(ctx, s.store, buckets, timerMaxPerSweep)
 	var sends []queue.Send
 	var ats []time.Time
 	for i, es := range res {
@@ -134,7 +130,7 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 			ats = append(ats, e.At)
 		}
 	}
-	err = errors.Join(errs...)
+	err := errors.Join(errs...)
 	// Sending a thousand messages takes seconds, so each group's delays
 	// are worked out just before it is sent: a delay computed at the
 	// start would make the last messages arrive that much late.
@@ -190,10 +186,6 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 	if err != nil {
 		return "", err
 	}
-	ss, err := s.schedules()
-	if err != nil {
-		return "", err
-	}
 	now := s.Now()
 	if left := at.Sub(now); left > timerMaxWait {
 		err := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: body, Delay: timerDelay(at, now)}})
@@ -202,7 +194,7 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 		}
 		return TimerHandedBack, nil
 	}
-	rec, err := ss.GetSchedule(ctx, m.Owner, id)
+	rec, err := s.store.GetSchedule(ctx, m.Owner, id)
 	if errors.Is(err, batch.ErrNotFound) {
 		return TimerDropped, nil // deleted; the sweep drops its index entry
 	}
@@ -238,7 +230,7 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 	defer turn.done()
 	var c FireCounts
 	e := dynamo.IndexEntry{Bucket: b, ScheduleID: id, Owner: m.Owner, At: at}
-	if err := s.fireEntry(ctx, ss, e, &rec, now, &c, 2); err != nil {
+	if err := s.fireEntry(ctx, e, &rec, now, &c, 2); err != nil {
 		return "", fmt.Errorf("fire timer %s: %w", m.Firing, err)
 	}
 	switch {

@@ -20,12 +20,6 @@ import (
 // when the allowance covers it, and concurrent failures never pass it.
 // Past the allowance the task fails the ordinary way, and its job with it.
 
-// tolerantStore is the store's side of tolerated failures; a Store
-// without it (a unit test's fake) tolerates none.
-type tolerantStore interface {
-	FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
-}
-
 // allowance is how many failed tasks the stage of ref tolerates (0:
 // none) and its counter count. It reads the stage only when the spec
 // has an allowance: a failure in a stage without one costs nothing more.
@@ -44,16 +38,12 @@ func (s *Service) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef
 // (and no error) means the stage tolerates no more (or none at all): the
 // caller fails the task the ordinary way.
 func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t batch.Task, ok bool, err error) {
-	ts, has := s.store.(tolerantStore)
-	if !has {
-		return batch.Task{}, false, nil
-	}
 	allowed, shards, err := s.allowance(ctx, sp, p.Ref)
 	if err != nil || allowed == 0 {
 		return batch.Task{}, false, err
 	}
 	p.Allowed, p.Shards = allowed, shards
-	t, err = ts.FailTolerated(ctx, p)
+	t, err = s.store.FailTolerated(ctx, p)
 	if errors.Is(err, dynamo.ErrNotTolerated) {
 		return batch.Task{}, false, nil
 	}

@@ -1,0 +1,357 @@
+// Package storetest is the conformance suite of the control plane's store
+// port: the same cases, run against every implementation (the unit tests'
+// in-memory fake in shared/control, dynamo.Store on DynamoDB Local in
+// integration), so that the fake cannot drift from the conditions the
+// real store enforces. Each case checks an outcome the control plane's
+// invariants stand on: submit idempotency, one live claim, heartbeats and
+// commits fenced by the claim token, a stage's countdown and completion
+// exactly once, a job that ends once, and transitions refused once their
+// job ended or was redriven.
+//
+// Nothing shipped imports this package.
+package storetest
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Store is the part of control.Store the suite exercises. It is declared
+// here rather than taken from shared/control so that shared/control's own
+// tests, which hold the fake, can import the suite; storetest_test.go
+// checks that control.Store includes it.
+type Store interface {
+	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	GetJob(context.Context, string) (batch.Job, error)
+	JobState(context.Context, string) (sm.JobState, error)
+	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
+	EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
+	GetStage(context.Context, string, int) (batch.Stage, error)
+	TransitionStage(context.Context, dynamo.StageTransitionParams) error
+	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	PutShards(ctx context.Context, job string, idx, total, shards int) error
+	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
+	PutTasks(context.Context, []batch.Task, time.Time) error
+	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
+	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+}
+
+// Run runs every case against a store newStore returns. Each case makes
+// its own job ids and keys, so one store may serve them all.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, &rig{t: t, s: newStore(t), ctx: context.Background(), now: time.Now().UTC().Truncate(time.Millisecond)})
+		})
+	}
+}
+
+const (
+	lease = time.Minute
+	owner = "conformance"
+)
+
+var cases = []struct {
+	name string
+	run  func(t *testing.T, r *rig)
+}{
+	{"submit is idempotent per owner and key", func(t *testing.T, r *rig) {
+		key := "k-" + randHex(4)
+		first := r.create(owner, key, 1)
+		again, created, err := r.s.CreateJob(r.ctx, r.jobParams(owner, key, 1))
+		if err != nil || created || again != first {
+			t.Fatalf("same key again: %s, created %v, %v; want %s, not created", again, created, err, first)
+		}
+		if _, _, err := r.s.CreateJob(r.ctx, r.jobParams(owner, key, 2)); !errors.Is(err, batch.ErrIdempotencyConflict) {
+			t.Fatalf("same key, another spec: %v; want batch.ErrIdempotencyConflict", err)
+		}
+		if id, found, err := r.s.IdempotentJob(r.ctx, owner, key); err != nil || !found || id != first {
+			t.Fatalf("IdempotentJob: %s, %v, %v; want %s", id, found, err, first)
+		}
+		if _, found, err := r.s.IdempotentJob(r.ctx, owner+"-other", key); err != nil || found {
+			t.Fatalf("another owner's key: found %v, %v; want none", found, err)
+		}
+		if other := r.create(owner+"-other", key, 1); other == first {
+			t.Fatalf("another owner's same key answered %s's job", owner)
+		}
+	}},
+	{"a live claim is the only one", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		a := r.claim(ref, "tok-a")
+		if a.State != sm.TaskClaimed || a.Attempt != 1 || a.Token != "tok-a" {
+			t.Fatalf("first claim: %s attempt %d token %q; want CLAIMED attempt 1 tok-a", a.State, a.Attempt, a.Token)
+		}
+		_, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: r.now, Lease: lease, Grace: lease})
+		var held *batch.ClaimHeldError
+		if !errors.As(err, &held) {
+			t.Fatalf("second claim under a live lease: %v; want *batch.ClaimHeldError", err)
+		}
+		if got := r.task(ref); got.Token != "tok-a" || got.Attempt != 1 {
+			t.Fatalf("after the refused claim: token %q attempt %d; want tok-a, 1", got.Token, got.Attempt)
+		}
+	}},
+	{"a claim whose answer was lost is recognised by its token", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		r.claim(ref, "tok-a")
+		again, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-a", Now: r.now, Lease: lease, Grace: lease})
+		if err != nil || again.Attempt != 1 || again.Token != "tok-a" {
+			t.Fatalf("retried claim: attempt %d token %q, %v; want its own claim, attempt 1", again.Attempt, again.Token, err)
+		}
+	}},
+	{"a claim whose lease expired is taken over with a new attempt", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		r.claim(ref, "tok-a")
+		later := r.now.Add(lease + sm.LeaseSkew + time.Second)
+		b, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: later, Lease: lease, Grace: lease})
+		if err != nil || b.Attempt != 2 || b.Token != "tok-b" {
+			t.Fatalf("takeover: attempt %d token %q, %v; want attempt 2 tok-b", b.Attempt, b.Token, err)
+		}
+		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: later}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+			t.Fatalf("old holder's heartbeat: %v; want batch.ErrStaleClaim", err)
+		}
+	}},
+	{"a heartbeat renews only with the holder's token", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		r.claim(ref, "tok-a")
+		at := r.now.Add(lease / 2)
+		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-x", Now: at}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+			t.Fatalf("heartbeat with another token: %v; want batch.ErrStaleClaim", err)
+		}
+		if got := r.task(ref); !got.LeaseUntil.Equal(r.now.Add(lease)) {
+			t.Fatalf("lease after a refused heartbeat: %s; want %s", got.LeaseUntil, r.now.Add(lease))
+		}
+		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: at}, lease, lease); err != nil {
+			t.Fatalf("holder's heartbeat: %v", err)
+		}
+		if got := r.task(ref); !got.LeaseUntil.Equal(at.Add(lease)) {
+			t.Fatalf("lease after the holder's heartbeat: %s; want %s", got.LeaseUntil, at.Add(lease))
+		}
+	}},
+	{"a commit is fenced by the claim token", func(t *testing.T, r *rig) {
+		refs := r.stage(2)
+		ref := refs[0]
+		a := r.claim(ref, "tok-a")
+		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrStaleClaim) {
+			t.Fatalf("commit with another token: %v; want batch.ErrStaleClaim", err)
+		}
+		if got := r.task(ref); got.State != sm.TaskClaimed {
+			t.Fatalf("task after a refused commit: %s; want CLAIMED", got.State)
+		}
+		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
+			t.Fatalf("holder's commit: %v", err)
+		}
+		shard := dynamo.ShardOf(ref.Partition, r.shards)
+		left := r.left(shard)
+		// A retry of the commit (its answer lost) is its own success,
+		// counted once.
+		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
+			t.Fatalf("retried commit: %v; want its own success", err)
+		}
+		if got := r.left(shard); got != left {
+			t.Fatalf("counter after a retried commit: %d; want %d (counted once)", got, left)
+		}
+		if got := r.task(ref); got.State != sm.TaskSucceeded || got.CommittedAttempt != a.Attempt {
+			t.Fatalf("task after commit: %s committed attempt %d; want SUCCEEDED %d", got.State, got.CommittedAttempt, a.Attempt)
+		}
+		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+			t.Fatalf("stale commit of a committed task: %v; want batch.ErrAlreadyDone or batch.ErrStaleClaim", err)
+		}
+	}},
+	{"a stage counts down to complete exactly once", func(t *testing.T, r *rig) {
+		refs := r.stage(5)
+		if err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now}); err != nil {
+			t.Fatalf("start stage: %v", err)
+		}
+		emptied := map[int]int{}
+		for i, ref := range refs {
+			tok := fmt.Sprintf("tok-%d", i)
+			c := r.claim(ref, tok)
+			done, err := r.s.CommitTask(r.ctx, r.commit(ref, tok, c.Attempt))
+			if err != nil {
+				t.Fatalf("commit %s: %v", ref, err)
+			}
+			if done {
+				emptied[dynamo.ShardOf(ref.Partition, r.shards)]++
+			}
+		}
+		for sh := range r.shards {
+			if emptied[sh] != 1 || r.left(sh) != 0 {
+				t.Errorf("shard %d: emptied by %d commits, %d left; want emptied by one, 0 left", sh, emptied[sh], r.left(sh))
+			}
+		}
+		complete := dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageComplete, Now: r.now}
+		if err := r.s.TransitionStage(r.ctx, complete); err != nil {
+			t.Fatalf("complete stage: %v", err)
+		}
+		if err := r.s.TransitionStage(r.ctx, complete); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("complete stage again: %v; want sm.ErrInvalidTransition", err)
+		}
+		if st, err := r.s.GetStage(r.ctx, r.job, 0); err != nil || st.State != sm.StageCompleted {
+			t.Fatalf("stage: %s, %v; want COMPLETED", st.State, err)
+		}
+	}},
+	{"a job ends once, and its state copies say so", func(t *testing.T, r *rig) {
+		r.stage(1)
+		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobRunning {
+			t.Fatalf("state of a new job: %s, %v; want RUNNING", st, err)
+		}
+		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobCancel, "cancelled by its owner", "", r.now); err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobCancelled {
+			t.Fatalf("state after cancel: %s, %v; want CANCELLED", st, err)
+		}
+		if j, err := r.s.GetJob(r.ctx, r.job); err != nil || j.State != sm.JobCancelled || j.Error != "cancelled by its owner" {
+			t.Fatalf("job after cancel: %s %q, %v; want CANCELLED with its reason", j.State, j.Error, err)
+		}
+		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobFail, "late failure", "", r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("fail a cancelled job: %v; want sm.ErrInvalidTransition", err)
+		}
+		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobCancelled {
+			t.Fatalf("state after the refused end: %s, %v; want CANCELLED", st, err)
+		}
+	}},
+	{"a cancelled job's stages cannot start or complete", func(t *testing.T, r *rig) {
+		r.stage(1)
+		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobCancel, "cancelled", "", r.now); err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+		err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now})
+		if !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("start a cancelled job's stage: %v; want sm.ErrInvalidTransition", err)
+		}
+		if st, err := r.s.GetStage(r.ctx, r.job, 0); err != nil || st.State != sm.StageBlocked {
+			t.Fatalf("stage: %s, %v; want BLOCKED", st.State, err)
+		}
+	}},
+	{"a stage transition decided at another redrive is refused", func(t *testing.T, r *rig) {
+		r.stage(1)
+		gen := 1 // the job was never redriven: its count is 0
+		err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen})
+		if !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("transition decided at redrive 1: %v; want sm.ErrInvalidTransition", err)
+		}
+		gen = 0
+		if err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen}); err != nil {
+			t.Fatalf("transition decided at redrive 0: %v", err)
+		}
+	}},
+}
+
+// rig is one case's store and job.
+type rig struct {
+	t      *testing.T
+	s      Store
+	ctx    context.Context
+	now    time.Time
+	job    string
+	shards int
+}
+
+func (r *rig) jobParams(owner, key string, variant int) dynamo.CreateJobParams {
+	r.t.Helper()
+	sp, err := spec.Parse(fmt.Appendf(nil, `{"name":"conformance-%d","stages":[{"name":"s","task":"x","partitions":{"count":1}}]}`, variant))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return dynamo.CreateJobParams{
+		Job:     batch.Job{ID: newJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.now},
+		IdemKey: key, IdemTTL: time.Hour, StageDue: r.now.Add(time.Hour),
+	}
+}
+
+func (r *rig) create(owner, key string, variant int) string {
+	r.t.Helper()
+	p := r.jobParams(owner, key, variant)
+	id, created, err := r.s.CreateJob(r.ctx, p)
+	if err != nil || !created || id != p.Job.ID {
+		r.t.Fatalf("create job: %s, created %v, %v; want %s created", id, created, err, p.Job.ID)
+	}
+	return id
+}
+
+// stage makes a job whose first stage is planned into n READY tasks with
+// their counters, and returns the tasks.
+func (r *rig) stage(n int) []batch.TaskRef {
+	r.t.Helper()
+	r.job = r.create(owner, "stage-"+randHex(4), 1)
+	st, err := r.s.SetStagePlan(r.ctx, r.job, 0, n)
+	if err != nil {
+		r.t.Fatalf("plan stage: %v", err)
+	}
+	if st.Shards < 1 {
+		r.t.Fatalf("plan stage: %d counter shards", st.Shards)
+	}
+	r.shards = st.Shards
+	if err := r.s.PutShards(r.ctx, r.job, 0, n, st.Shards); err != nil {
+		r.t.Fatalf("put counters: %v", err)
+	}
+	var refs []batch.TaskRef
+	var tasks []batch.Task
+	for p := range n {
+		ref := batch.TaskRef{Job: r.job, Stage: 0, Partition: p}
+		refs = append(refs, ref)
+		tasks = append(tasks, batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: 3, Updated: r.now})
+	}
+	if err := r.s.PutTasks(r.ctx, tasks, time.Time{}); err != nil {
+		r.t.Fatalf("put tasks: %v", err)
+	}
+	return refs
+}
+
+func (r *rig) claim(ref batch.TaskRef, token string) batch.Task {
+	r.t.Helper()
+	t, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: token, Now: r.now, Lease: lease, Grace: lease})
+	if err != nil {
+		r.t.Fatalf("claim %s: %v", ref, err)
+	}
+	return t
+}
+
+func (r *rig) commit(ref batch.TaskRef, token string, attempt int) dynamo.CommitParams {
+	return dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: token, Now: r.now},
+		Attempt: attempt, Outputs: 1, Shards: r.shards}
+}
+
+func (r *rig) task(ref batch.TaskRef) batch.Task {
+	r.t.Helper()
+	t, err := r.s.GetTask(r.ctx, ref)
+	if err != nil {
+		r.t.Fatalf("get task %s: %v", ref, err)
+	}
+	return t
+}
+
+func (r *rig) left(shard int) int {
+	r.t.Helper()
+	n, err := r.s.ShardLeft(r.ctx, r.job, 0, shard)
+	if err != nil {
+		r.t.Fatalf("read counter %d: %v", shard, err)
+	}
+	return n
+}
+
+// newJobID is a job id of control.NewJobID's form, which the routes check.
+func newJobID() string {
+	return fmt.Sprintf("j%011x%s", time.Now().UnixMilli(), randHex(5))
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}
