@@ -131,8 +131,12 @@ func (a *app) printStatus(w io.Writer, st control.JobStatus) {
 	if st.DataDeleted != nil {
 		fmt.Fprintf(tw, "Data:\tdeleted %s (its outputs are gone)\n", a.clock(st.DataDeleted))
 	}
+	oneLine := !strings.ContainsAny(st.Error, "\r\n")
+	if st.Error != "" && oneLine {
+		fmt.Fprintf(tw, "Error:\t%s\n", termText(st.Error))
+	}
 	tw.Flush()
-	if st.Error != "" {
+	if st.Error != "" && !oneLine {
 		// Outside the table: a multi-line error's lines would set its
 		// column's width.
 		fmt.Fprintf(w, "Error: %s\n", termBlock(st.Error, "  "))
