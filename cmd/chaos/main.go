@@ -42,7 +42,7 @@ func defaultOptions() Options {
 	return Options{
 		Jobs: 100, Executors: 4, Slots: 4, KillEvery: time.Second, Faults: "chaos",
 		Lease: 6 * time.Second, MaxAttempts: 8, Timeout: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000,
-		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second,
+		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second, SplitAfter: time.Second,
 	}
 }
 
@@ -61,6 +61,7 @@ func main() {
 	flag.Float64Var(&o.CancelFraction, "cancel", o.CancelFraction, "fraction of the jobs cancelled mid-run")
 	flag.DurationVar(&o.Sweep, "sweep", o.Sweep, "control plane sweep interval")
 	flag.DurationVar(&o.CheckEvery, "check-every", o.CheckEvery, "how often the sweep looks at a running stage, launching speculative copies (batchwork-local -check-every; deployed: a minute)")
+	flag.DurationVar(&o.SplitAfter, "split-after", o.SplitAfter, "how long an input task of a dynamicSplit stage runs before its executor offers to split it (BATCHWORK_SPLIT_AFTER, 100ms to 1h; deployed: a minute)")
 	flag.StringVar(&o.LogDir, "logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	flag.Parse()
 	if *small {
@@ -68,6 +69,10 @@ func main() {
 	}
 	if o.Jobs < 1 || o.Executors < 1 || o.Slots < 1 {
 		fmt.Fprintln(os.Stderr, "chaos: -jobs, -executors and -slots must be positive")
+		os.Exit(2)
+	}
+	if o.SplitAfter != 0 && (o.SplitAfter < 100*time.Millisecond || o.SplitAfter > time.Hour) {
+		fmt.Fprintf(os.Stderr, "chaos: -split-after %s: want 0 (the executors' default) or 100ms to 1h\n", o.SplitAfter)
 		os.Exit(2)
 	}
 	if o.LogDir == "" {

@@ -148,6 +148,15 @@ func normalizer(kind string) func([]byte) []byte {
 	return func(b []byte) []byte { return attemptField.ReplaceAll(b, []byte("attempt N")) }
 }
 
+// splitInput is the prefix of the input a kind's dynamicSplit stage reads
+// (the checker checks its tasks tile it); "" for the other kinds.
+func splitInput(kind string) string {
+	if kind == chaostasks.KindDynSplit {
+		return splitPrefix
+	}
+	return ""
+}
+
 // verifier says how to check each output of a kind on its own.
 func verifier(kind string) func([]byte) error {
 	if kind == chaostasks.KindCheckpoint {

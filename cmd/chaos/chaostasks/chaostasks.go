@@ -120,7 +120,7 @@ stages:
 		return fmt.Appendf(nil, `name: %s
 stages:
   - {name: copy, task: %s, partitions: {input: {prefix: %q, splitSize: %d, dynamicSplit: true}}}
-`, name, CopyTask, splitInput, DynSplitBytes), nil
+`, name, CopyTask, splitInput, 2*DynSplitBytes), nil
 	case KindCheckpoint:
 		// Each of the corpus's 8 KiB splits takes about 3 s, a
 		// checkpoint every 16 lines: executors are killed mid-task.

@@ -24,8 +24,9 @@ const (
 	copyPause = 40 * time.Millisecond
 )
 
-// The dynamic-split workload's input: DynSplitFiles objects of
-// DynSplitBytes each, read as one split each (splitSize DynSplitBytes),
+// The dynamic-split workload's input: DynSplitFiles objects of about
+// DynSplitBytes each (wordcount.Corpus ends on a whole line), read as
+// one split each (splitSize twice that),
 // large enough that the rest of a split read for a second is worth
 // giving away (the executor gives pieces of 64 KiB or more).
 const (

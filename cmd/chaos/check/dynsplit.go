@@ -18,8 +18,8 @@ import (
 // through the sinks as a whole, not task by task: the same lines,
 // whichever tasks wrote them, and the input's lines, each once.
 
-// splitKind is the timeline kind of a dynamic split (an attempt-end
-// record, re-declared from shared/dynamo/dynsplit.go).
+// splitKind is the timeline kind of a dynamic split (re-declared from
+// shared/dynamo/dynsplit.go).
 const splitKind = "split"
 
 // tiling checks that the input tasks of a dynamic-split job's stages tile
@@ -41,13 +41,7 @@ func (c *checker) tiling(ctx context.Context, rec *jobRec) error {
 		sizes[k] = int64(len(b))
 	}
 	for _, st := range rec.sortedStages() {
-		for _, ends := range st.Ends {
-			for _, e := range ends {
-				if e.Kind == splitKind {
-					c.res.Splits++
-				}
-			}
-		}
+		c.res.Splits += st.Splits
 		if !st.Materialized {
 			continue // its tasks are still being written
 		}

@@ -1,9 +1,6 @@
 package check
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // splitInput is the dynamic-split histories' input: one object of four
 // lines, 12 bytes.
@@ -22,7 +19,7 @@ func (h *history) dynsplit() {
 	st := h.rec.Stages[0]
 	st.Tasks[0].Input = &byteRange{Key: splitObject, Start: 0, End: 6}
 	st.Tasks[1].Input = &byteRange{Key: splitObject, Start: 6, End: 12}
-	st.Ends[0] = []attemptEnd{{Attempt: 1, Kind: splitKind, At: t0.Add(1500 * time.Millisecond)}}
+	st.Splits = 1
 	h.objects[outputKey(h.rec.ID, "map", 0, 1, 0)] = []byte("l1\nl2\n")
 	h.objects[outputKey(h.rec.ID, "map", 1, 1, 0)] = []byte("l3\nl4\n")
 	h.refMutate = func(r *history) {

@@ -24,6 +24,9 @@ const (
 	pkTask = "TASK#" // TASK#<job>#<stage>#<bucket>, sk <partition> (%06d)
 	pkCnt  = "CNT#"  // CNT#<job>#<stage>#<shard>, sk CNT
 	pkAtt  = "ATT#"  // ATT#<job>#<stage>#<bucket>, sk <partition>#<attempt>: how an attempt ended uncommitted
+	// pkEvent is a job's timeline: EVT#<job>#<shard>, a dynamic split
+	// among its entries (shared/dynamo/keys.go, dynsplit.go).
+	pkEvent = "EVT#"
 	// pkOutbox is an event waiting to be published (shared/events).
 	pkOutbox = "OBX#"
 	skJob    = "JOB"
@@ -62,6 +65,8 @@ const (
 	aInKey   = "ik"
 	aInStart = "is"
 	aInEnd   = "ie"
+	// A timeline entry's stage index.
+	aEventStage = "stg"
 )
 
 // States as the table spells them (statemachine/lifecycles.go).
@@ -156,10 +161,13 @@ type stageRec struct {
 	Tolerated int
 	// CopiesLaunched counts the speculative copies the stage launched.
 	CopiesLaunched int
-	Started        time.Time
-	Ended          time.Time
-	Tasks          map[int]*taskRec // by partition
-	Counters       map[int]*counterRec
+	// Splits counts the dynamic splits of the stage's tasks on the job's
+	// timeline.
+	Splits   int
+	Started  time.Time
+	Ended    time.Time
+	Tasks    map[int]*taskRec // by partition
+	Counters map[int]*counterRec
 	// Ends are the attempt-end records by partition: evidence for a
 	// failed job, not checked.
 	Ends map[int][]attemptEnd
@@ -360,6 +368,12 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 			}
 		}
 		stage(id, idx).Counters[shard] = cnt
+	case strings.HasPrefix(pk, pkEvent) && getS(it, aKind) == splitKind:
+		id, _, ok := strings.Cut(strings.TrimPrefix(pk, pkEvent), "#")
+		if !ok {
+			return fmt.Errorf("malformed key %q", pk)
+		}
+		stage(id, int(getN(it, aEventStage))).Splits++
 	case strings.HasPrefix(pk, pkAtt):
 		id, idx, _, err := splitKey(pk, pkAtt)
 		if err != nil {
