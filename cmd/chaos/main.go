@@ -2,8 +2,9 @@
 // local emulator it runs a mix of jobs (word count, the diamond and the
 // join DAG, and workloads of tolerated failures, bad records,
 // speculation (with the sweep's stage looks every -check-every, so that
-// copies launch), checkpoints, a deadline, deletion and redrive:
-// cmd/chaos/chaostasks)
+// copies launch), checkpoints, a deadline, deletion, redrive, a rerun
+// from a middle stage of a succeeded job, and dynamic splitting (with
+// the executors' split trigger at -split-after): cmd/chaos/chaostasks)
 // twice on separate deployments, once fault-free, and once with every
 // process injecting AWS faults (throttles, 500/503s, transaction
 // conflicts on transactions and single-item writes,
@@ -18,7 +19,12 @@
 // copy and its holder at most one committed, that manifests list only
 // committed attempts, and that every output is byte-identical to the
 // fault-free run's (and a checkpointing task's skips and repeats no
-// record). It prints a table (jobs, kills, faults by kind, wall
+// record); that a rerun reuses only the stages it does not run, with no
+// task of its own and its source's committed outputs in its manifests
+// (its outputs compared through its source's fault-free twin); and that
+// a dynamically split stage's tasks tile each input object exactly once,
+// its outputs holding the input's lines once each, as the fault-free
+// run's do. It prints a table (jobs, kills, faults by kind, wall
 // times, the time a killed executor's tasks took to be claimed again)
 // and exits 1 on any violation.
 //

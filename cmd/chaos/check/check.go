@@ -27,6 +27,13 @@
 //     a map's emission order is not part of its result), and passes its
 //     job's Verify (a checkpointing task's records: none skipped or
 //     repeated);
+//   - for a rerun: it reused exactly the stages before the one it ran
+//     from, each from its source, with no task records or counters of
+//     its own and its source's total; its manifests list the source's
+//     committed outputs for them, at the source's keys (rerun.go);
+//   - for a dynamically split stage: its tasks' byte ranges tile each
+//     input object exactly once, and its outputs together hold the same
+//     lines as the fault-free run's and as the input (dynsplit.go);
 //   - for a job that must miss its deadline: FAILED with the deadline
 //     error, and no job manifest;
 //   - for a deleted job: no item of the table names it, no object is
