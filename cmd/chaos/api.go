@@ -134,6 +134,30 @@ func (c *apiClient) deleteJob(ctx context.Context, id string) error {
 	return fmt.Errorf("delete %s: still incomplete after 100 calls", id)
 }
 
+// rerun submits the rerun of an ended job from stage from and returns the
+// new job's id; key is the request's Idempotency-Key, so that a retry
+// after a lost answer finds the job it made.
+func (c *apiClient) rerun(ctx context.Context, id, from, key string) (string, error) {
+	body, err := json.Marshal(map[string]string{"from": from})
+	if err != nil {
+		return "", err
+	}
+	status, out, err := c.do(ctx, http.MethodPost, "/jobs/"+id+"/rerun", key, body)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("rerun %s: %w", id, err)
+	case status != http.StatusCreated && status != http.StatusOK:
+		return "", fmt.Errorf("rerun %s: %d %s", id, status, bytes.TrimSpace(out))
+	}
+	var res struct {
+		JobID string `json:"jobId"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.JobID == "" {
+		return "", fmt.Errorf("rerun %s: answer %q: %v", id, out, err)
+	}
+	return res.JobID, nil
+}
+
 // redrive redrives a FAILED job. The body names the redrives the caller
 // saw (none), the request's token: a retry after a lost answer finds the
 // job redriven past it and does not redrive it again.

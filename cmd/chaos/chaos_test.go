@@ -11,13 +11,13 @@ import (
 	"github.com/batchwork/batchwork/internal/testtier"
 )
 
-// TestChaos is make chaos at the size make test affords: 10 jobs, the
-// same fault rates, a kill a second. It fails on any violation, and never
-// skips: an emulator that cannot start fails it.
+// TestChaos is make chaos at the size make test affords: one job of each
+// workload kind (12), the same fault rates, a kill a second. It fails on
+// any violation, and never skips: an emulator that cannot start fails it.
 func TestChaos(t *testing.T) {
 	testtier.SkipUnderShort(t, "the AWS emulator and a chaos run")
 	o := defaultOptions()
-	o.Jobs = 10
+	o.Jobs = len(kinds)
 	o.Timeout = 5 * time.Minute
 	dir, err := os.MkdirTemp("", "batchwork-chaos-test-")
 	if err != nil {
@@ -45,6 +45,9 @@ func TestChaos(t *testing.T) {
 	}
 	if rep.Kills == 0 || rep.Check.Compared == 0 || rep.Check.Commits == 0 {
 		t.Fatalf("the run proved nothing: %d kills, %d outputs compared, %d commits reported", rep.Kills, rep.Check.Compared, rep.Check.Commits)
+	}
+	if rep.Reran != rep.Check.Reruns {
+		t.Fatalf("the harness made %d reruns, the checker checked %d", rep.Reran, rep.Check.Reruns)
 	}
 }
 

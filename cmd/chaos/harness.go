@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,10 @@ type Options struct {
 	// CheckEvery is how often the control plane's sweep looks at a
 	// running stage, which is when it launches speculative copies.
 	CheckEvery time.Duration
+	// SplitAfter is how long an input task of a dynamicSplit stage runs
+	// before its executor offers to split it (BATCHWORK_SPLIT_AFTER); 0:
+	// the executors' default.
+	SplitAfter time.Duration
 	// LogDir receives every process's log lines (chaos.log).
 	LogDir string
 	// Progress receives a line per step; nil: none.
@@ -185,9 +190,11 @@ type phase struct {
 	// published its task names by then, so submits naming them pass.
 	running chan string
 
-	jobs  []*jobRun
-	kills []kill
-	wall  time.Duration
+	jobs []*jobRun
+	// reruns are the reruns of the chaos run's succeeded rerun jobs.
+	reruns []*jobRun
+	kills  []kill
+	wall   time.Duration
 }
 
 // jobRun is one job of a run.
@@ -203,6 +210,8 @@ type jobRun struct {
 	deleted bool
 	// redriven: the job failed and was redriven.
 	redriven bool
+	// rerun is the job's rerun (the rerun workload, once it succeeded).
+	rerun *jobRun
 }
 
 // kill is one SIGKILL of an executor and the tasks it held then.
@@ -411,6 +420,9 @@ func (h *harness) startExecutor(p *phase) (*proc, error) {
 		"BATCHWORK_TABLE="+d.Table, "BATCHWORK_BUCKET="+d.Bucket,
 		"BATCHWORK_QUEUE_HIGH="+d.High, "BATCHWORK_QUEUE_NORMAL="+d.Normal, "BATCHWORK_QUEUE_LOW="+d.Low,
 		"BATCHWORK_DLQ="+d.DLQ, "BATCHWORK_QUEUE_TIMER="+d.Timer, "BATCHWORK_SLOTS="+strconv.Itoa(h.o.Slots))
+	if h.o.SplitAfter > 0 {
+		env = append(env, "BATCHWORK_SPLIT_AFTER="+h.o.SplitAfter.String())
+	}
 	env = append(env, h.faultEnv(p, n)...)
 	return startProc(fmt.Sprintf("%s/exec-%d", p.name, n), h.execBin, nil, env, h.logw, p.onLine)
 }
@@ -714,7 +726,11 @@ func (h *harness) waitJobs(ctx context.Context, p *phase, start time.Time) error
 		if err != nil {
 			return err
 		}
-		running += redriven
+		reran, err := h.rerunSucceeded(ctx, p)
+		if err != nil {
+			return err
+		}
+		running += redriven + reran
 		if running == 0 {
 			p.wall = time.Since(start)
 			h.progress("%s run: every job ended after %s", p.name, p.wall.Round(time.Millisecond))
@@ -756,11 +772,39 @@ func (h *harness) redriveFailed(ctx context.Context, p *phase) (int, error) {
 	return n, nil
 }
 
+// rerunSucceeded reruns, from chaostasks.RerunFrom, the chaos run's jobs
+// of the rerun workload that succeeded, and returns how many it reran:
+// new jobs, running. The fault-free run reruns nothing: a rerun's outputs
+// are compared with its source's twin there.
+func (h *harness) rerunSucceeded(ctx context.Context, p *phase) (int, error) {
+	if !p.chaos {
+		return 0, nil
+	}
+	n := 0
+	for i, j := range p.jobs {
+		if j.w.Kind != chaostasks.KindRerun || j.state != check.Succeeded || j.rerun != nil {
+			continue
+		}
+		// The key makes a retried request (its answer lost to a fault)
+		// answer with the rerun it made.
+		id, err := p.api.rerun(ctx, j.id, chaostasks.RerunFrom, fmt.Sprintf("%s-%d-rerun", p.prefix, i))
+		if err != nil {
+			return n, fmt.Errorf("%s run: %w", p.name, err)
+		}
+		j.rerun = &jobRun{w: j.w, id: id}
+		p.reruns = append(p.reruns, j.rerun)
+		h.note("rerun", "job_id", id, "rerun_of", j.id, "from", chaostasks.RerunFrom)
+		n++
+	}
+	return n, nil
+}
+
 // refreshStates reads the state of every job not known to have ended.
 func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err error) {
 	byID := map[string]*jobRun{}
 	var keys []map[string]types.AttributeValue
-	for _, j := range p.jobs {
+	all := append(slices.Clone(p.jobs), p.reruns...)
+	for _, j := range all {
 		if j.state == "" || j.state == check.Running {
 			byID[j.id] = j
 			keys = append(keys, check.JobKey(j.id))
@@ -776,7 +820,7 @@ func (h *harness) refreshStates(ctx context.Context, p *phase) (running int, err
 			j.state = st
 		}
 	}
-	for _, j := range p.jobs {
+	for _, j := range all {
 		if j.state == "" || j.state == check.Running {
 			running++
 		}
@@ -793,7 +837,16 @@ func (h *harness) checkInput(ref, chaos *phase) check.Input {
 		in.Jobs = append(in.Jobs, check.Job{
 			ID: j.id, Reference: ref.jobs[i].id, Kind: j.w.Kind,
 			Cancelled: j.cancelled, CancelAccepted: j.cancelAt, Normalize: normalizer(j.w.Kind), Verify: verifier(j.w.Kind), WantError: wantError(j.w.Kind), Deleted: j.deleted,
+			SplitInput: splitInput(j.w.Kind),
 		})
+		if r := j.rerun; r != nil {
+			// Compared with the fault-free run through its source's twin.
+			in.Jobs = append(in.Jobs, check.Job{
+				ID: r.id, Reference: ref.jobs[i].id, Kind: j.w.Kind + " (the rerun)",
+				Normalize: normalizer(j.w.Kind), Verify: verifier(j.w.Kind),
+				RerunOf: j.id, RerunFrom: chaostasks.RerunFrom,
+			})
+		}
 	}
 	return in
 }

@@ -2,8 +2,9 @@
 // local emulator it runs a mix of jobs (word count, the diamond and the
 // join DAG, and workloads of tolerated failures, bad records,
 // speculation (with the sweep's stage looks every -check-every, so that
-// copies launch), checkpoints, a deadline, deletion and redrive:
-// cmd/chaos/chaostasks)
+// copies launch), checkpoints, a deadline, deletion, redrive, a rerun
+// from a middle stage of a succeeded job, and dynamic splitting (with
+// the executors' split trigger at -split-after): cmd/chaos/chaostasks)
 // twice on separate deployments, once fault-free, and once with every
 // process injecting AWS faults (throttles, 500/503s, transaction
 // conflicts on transactions and single-item writes,
@@ -18,7 +19,12 @@
 // copy and its holder at most one committed, that manifests list only
 // committed attempts, and that every output is byte-identical to the
 // fault-free run's (and a checkpointing task's skips and repeats no
-// record). It prints a table (jobs, kills, faults by kind, wall
+// record); that a rerun reuses only the stages it does not run, with no
+// task of its own and its source's committed outputs in its manifests
+// (its outputs compared through its source's fault-free twin); and that
+// a dynamically split stage's tasks tile each input object exactly once,
+// its outputs holding the input's lines once each, as the fault-free
+// run's do. It prints a table (jobs, kills, faults by kind, wall
 // times, the time a killed executor's tasks took to be claimed again)
 // and exits 1 on any violation.
 //
@@ -42,7 +48,7 @@ func defaultOptions() Options {
 	return Options{
 		Jobs: 100, Executors: 4, Slots: 4, KillEvery: time.Second, Faults: "chaos",
 		Lease: 6 * time.Second, MaxAttempts: 8, Timeout: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000,
-		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second,
+		CancelFraction: 0.05, Sweep: time.Second, CheckEvery: 2 * time.Second, SplitAfter: time.Second,
 	}
 }
 
@@ -61,6 +67,7 @@ func main() {
 	flag.Float64Var(&o.CancelFraction, "cancel", o.CancelFraction, "fraction of the jobs cancelled mid-run")
 	flag.DurationVar(&o.Sweep, "sweep", o.Sweep, "control plane sweep interval")
 	flag.DurationVar(&o.CheckEvery, "check-every", o.CheckEvery, "how often the sweep looks at a running stage, launching speculative copies (batchwork-local -check-every; deployed: a minute)")
+	flag.DurationVar(&o.SplitAfter, "split-after", o.SplitAfter, "how long an input task of a dynamicSplit stage runs before its executor offers to split it (BATCHWORK_SPLIT_AFTER, 100ms to 1h; deployed: a minute)")
 	flag.StringVar(&o.LogDir, "logs", "", "directory for the processes' logs (default: a new temporary directory)")
 	flag.Parse()
 	if *small {
@@ -68,6 +75,10 @@ func main() {
 	}
 	if o.Jobs < 1 || o.Executors < 1 || o.Slots < 1 {
 		fmt.Fprintln(os.Stderr, "chaos: -jobs, -executors and -slots must be positive")
+		os.Exit(2)
+	}
+	if o.SplitAfter != 0 && (o.SplitAfter < 100*time.Millisecond || o.SplitAfter > time.Hour) {
+		fmt.Fprintf(os.Stderr, "chaos: -split-after %s: want 0 (the executors' default) or 100ms to 1h\n", o.SplitAfter)
 		os.Exit(2)
 	}
 	if o.LogDir == "" {

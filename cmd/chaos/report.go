@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/cmd/chaos/chaostasks"
 	"github.com/batchwork/batchwork/cmd/chaos/check"
 )
 
@@ -28,8 +29,9 @@ type Report struct {
 	ChaosWall, ReferenceWall time.Duration
 	Kills                    int
 	// Redriven counts the chaos run's jobs that failed as planned and
-	// were redriven.
-	Redriven int
+	// were redriven, and Reran the reruns the harness made of its
+	// succeeded rerun jobs.
+	Redriven, Reran int
 	// Faults sums every process's last report by kind and by service.
 	Faults, FaultsByService map[string]int
 	Recovery                Recovery
@@ -96,6 +98,7 @@ func (h *harness) report(ref, chaos *phase, res check.Result) *Report {
 		ChaosWall: chaos.wall, ReferenceWall: ref.wall, Kills: len(chaos.kills),
 		Faults: map[string]int{}, FaultsByService: map[string]int{}, Check: res,
 	}
+	r.Reran = len(chaos.reruns)
 	for i, j := range chaos.jobs {
 		r.Kinds[j.w.Kind]++
 		if j.redriven {
@@ -196,7 +199,7 @@ func (h *harness) recovery(ctx context.Context, p *phase) (Recovery, error) {
 	// workload planned: past its deadline) leaves its tasks where they
 	// were: nothing claims them again.
 	cancelled := map[string]bool{}
-	for _, j := range p.jobs {
+	for _, j := range append(slices.Clone(p.jobs), p.reruns...) {
 		cancelled[j.id] = j.cancelled || (wantError(j.w.Kind) != "" && j.state == check.Failed)
 	}
 	var r Recovery
@@ -283,6 +286,8 @@ func (r *Report) Print(w io.Writer) {
 	if o.MaxAttempts > 0 {
 		budget = fmt.Sprint(o.MaxAttempts)
 	}
+	fmt.Fprintf(tw, "reruns made (from %s) and checked, stages they reused\t%d, %d, %d (no task run, the source's outputs listed)\t\n", chaostasks.RerunFrom, r.Reran, r.Check.Reruns, r.Check.ReusedStages)
+	fmt.Fprintf(tw, "dynamic splits made\t%d (input objects tiled by their tasks: %d)\t\n", r.Check.Splits, r.Check.TiledObjects)
 	fmt.Fprintf(tw, "speculative copies claimed\t%d (%d committed, their holders fenced)\t\n", r.Check.Copies, r.Check.CopiesWon)
 	fmt.Fprintf(tw, "most attempts of one task\t%d (budget %s)\t\n", r.Check.MaxAttempt, budget)
 	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d\t\n", r.Kills)

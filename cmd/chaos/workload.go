@@ -39,11 +39,17 @@ const (
 var inputPrefix = blob.InputsPrefix(principal.Key(owner)) + inputPath
 
 // inputPath is the corpus's path in the owner's inputs area, named in the
-// word-count spec as inputShorthand.
+// word-count spec as inputShorthand; splitPath is the dynamic-split
+// workload's input (chaostasks.DynSplitFiles larger objects).
 const (
 	inputPath      = "wordcount/"
 	inputShorthand = "inputs:" + inputPath
+	splitPath      = "dynsplit/"
+	splitShorthand = "inputs:" + splitPath
 )
+
+// splitPrefix is where the dynamic-split workload's input sits.
+var splitPrefix = blob.InputsPrefix(principal.Key(owner)) + splitPath
 
 // workload is one job of the run: the same spec in both runs.
 type workload struct {
@@ -77,7 +83,7 @@ func workloads(n int, bucket string, set settings) ([]workload, error) {
 		default:
 			w.Kind, w.Name = k, fmt.Sprintf("%s-%03d", k, i)
 			var spec []byte
-			if spec, err = chaostasks.Spec(k, w.Name, inputShorthand); err == nil {
+			if spec, err = chaostasks.Spec(k, w.Name, inputShorthand, splitShorthand); err == nil {
 				w.Spec = withYAML(spec, set, prio)
 			}
 		case "wordcount":
@@ -142,6 +148,15 @@ func normalizer(kind string) func([]byte) []byte {
 	return func(b []byte) []byte { return attemptField.ReplaceAll(b, []byte("attempt N")) }
 }
 
+// splitInput is the prefix of the input a kind's dynamicSplit stage reads
+// (the checker checks its tasks tile it); "" for the other kinds.
+func splitInput(kind string) string {
+	if kind == chaostasks.KindDynSplit {
+		return splitPrefix
+	}
+	return ""
+}
+
 // verifier says how to check each output of a kind on its own.
 func verifier(kind string) func([]byte) error {
 	if kind == chaostasks.KindCheckpoint {
@@ -152,13 +167,23 @@ func verifier(kind string) func([]byte) error {
 
 var attemptField = regexp.MustCompile(`attempt [0-9]+`)
 
-// uploadCorpus writes the word-count input, generated from a fixed seed.
+// uploadCorpus writes the word-count input and the dynamic-split
+// workload's, generated from fixed seeds.
 func uploadCorpus(ctx context.Context, cli *s3.Client, bucket string) error {
-	for i := range corpusFiles {
-		key := fmt.Sprintf("%spart-%d.txt", inputPrefix, i)
-		body := wordcount.Corpus(uint64(i+1), corpusBytes)
+	put := func(key string, body []byte) error {
 		if _, err := cli.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
 			return fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
+		}
+		return nil
+	}
+	for i := range corpusFiles {
+		if err := put(fmt.Sprintf("%spart-%d.txt", inputPrefix, i), wordcount.Corpus(uint64(i+1), corpusBytes)); err != nil {
+			return err
+		}
+	}
+	for i := range chaostasks.DynSplitFiles {
+		if err := put(fmt.Sprintf("%spart-%d.txt", splitPrefix, i), wordcount.Corpus(uint64(100+i), chaostasks.DynSplitBytes)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -159,6 +159,10 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	if err != nil {
 		return err
 	}
+	splitAfter, err := SplitAfter(os.Getenv) // splitafter.go
+	if err != nil {
+		return err
+	}
 	// Exec stages run programs from this directory only (executor/exec.go).
 	execDir, err := executor.ExecDirFromEnv()
 	if err != nil {
@@ -202,7 +206,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	go w.Faults.ReportEvery(ctx, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
 	p := &executor.Poller{
 		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
-			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem,
+			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem, SplitAfter: splitAfter,
 			// One line per attempt that starts: which executor ran what
 			// is otherwise only in the task record, and only until the
 			// next claim overwrites it.

@@ -1,6 +1,7 @@
 // Package chaostasks is the task function of the chaos workloads that
 // exercise the failure-tolerance mechanisms (tolerated failures, bad
-// records, speculation, deadlines, deletion) under kills and faults, and the specs
+// records, speculation, checkpoints, deadlines, deletion, redrive, rerun,
+// dynamic splitting) under kills and faults, and the specs
 // that use it. Its outputs depend on the stage and partition alone, so
 // the chaos run's outputs can be compared with the fault-free run's.
 package chaostasks
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/batchwork"
 )
 
@@ -39,6 +41,7 @@ var ErrFailsForGood = errors.New("chaos: this partition fails for good")
 func Register(reg *batchwork.Registry) {
 	reg.Register(Task, run)
 	reg.Register(NumberTask, number)
+	reg.Register(CopyTask, copyLines)
 }
 
 func run(ctx context.Context, t *batchwork.Task) error {
@@ -77,19 +80,47 @@ const (
 	KindRedrive = "redrive"
 	// KindCheckpoint is a job whose tasks checkpoint as they read.
 	KindCheckpoint = "checkpoint"
+	// KindRerun is a job that the harness reruns once it succeeded,
+	// from RerunFrom: the rerun reuses its other stages' outputs.
+	KindRerun = "rerun"
+	// KindDynSplit is a job whose input tasks split as they run.
+	KindDynSplit = "dynsplit"
 )
+
+// RerunFrom is the stage a rerun of a KindRerun job runs from: the
+// shuffle stage before it (map) and the independent stage (side) are
+// reused.
+const RerunFrom = "reduce"
 
 // Kinds are the workloads of this package, in the order a run cycles
 // through them.
-var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindCheckpoint, KindDeadline, KindDelete, KindRedrive}
+var Kinds = []string{KindTolerate, KindBadRecords, KindSpeculation, KindCheckpoint, KindDeadline, KindDelete, KindRedrive, KindRerun, KindDynSplit}
 
 // DeadlineError is what a job past its deadline fails with.
 const DeadlineError = "deadline exceeded"
 
 // Spec is the YAML spec of a workload kind; input is the prefix that
-// the kinds reading input read (the corpus, as "inputs:<path>").
-func Spec(kind, name, input string) ([]byte, error) {
+// the kinds reading input read (the corpus, as "inputs:<path>"), and
+// splitInput the dynamic-split workload's (DynSplitFiles objects).
+func Spec(kind, name, input, splitInput string) ([]byte, error) {
 	switch kind {
+	case KindRerun:
+		// A shuffle into reduce, and a stage beside them: a rerun from
+		// reduce reuses map (its stage manifest, which reduce reads) and
+		// side (its outputs, in the job manifest).
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: map, task: %s, partitions: {input: {prefix: %q, splitSize: 8192}}, shuffle: {partitions: 3}}
+  - {name: reduce, task: %s, after: [map]}
+  - {name: side, task: %s, partitions: {count: 2}}
+`, name, wordcount.MapTask, input, wordcount.ReduceTask, Task), nil
+	case KindDynSplit:
+		// One task per object, each running past the executors' split
+		// trigger: each gives the unread rest of its object away.
+		return fmt.Appendf(nil, `name: %s
+stages:
+  - {name: copy, task: %s, partitions: {input: {prefix: %q, splitSize: %d, dynamicSplit: true}}}
+`, name, CopyTask, splitInput, 2*DynSplitBytes), nil
 	case KindCheckpoint:
 		// Each of the corpus's 8 KiB splits takes about 3 s, a
 		// checkpoint every 16 lines: executors are killed mid-task.

@@ -27,6 +27,13 @@
 //     a map's emission order is not part of its result), and passes its
 //     job's Verify (a checkpointing task's records: none skipped or
 //     repeated);
+//   - for a rerun: it reused exactly the stages before the one it ran
+//     from, each from its source, with no task records or counters of
+//     its own and its source's total; its manifests list the source's
+//     committed outputs for them, at the source's keys (rerun.go);
+//   - for a dynamically split stage: its tasks' byte ranges tile each
+//     input object exactly once, and its outputs together hold the same
+//     lines as the fault-free run's and as the input (dynsplit.go);
 //   - for a job that must miss its deadline: FAILED with the deadline
 //     error, and no job manifest;
 //   - for a deleted job: no item of the table names it, no object is
@@ -74,6 +81,13 @@ type Job struct {
 	// checkpointing task's output numbers its records: none skipped or
 	// repeated by a resume).
 	Verify func([]byte) error
+	// RerunOf, when set, is the chaos job this job reran, from stage
+	// RerunFrom (rerun.go); Reference is then the fault-free run's twin
+	// of RerunOf.
+	RerunOf, RerunFrom string
+	// SplitInput, when set, is the prefix of the chaos bucket that the
+	// job's dynamicSplit stage reads (dynsplit.go).
+	SplitInput string
 }
 
 // Start is one attempt an executor started: its claim was granted with
@@ -168,6 +182,12 @@ type Result struct {
 	// attempt than their first (a checkpointing task resumed, or started
 	// over when it had saved no checkpoint yet).
 	Verified, VerifiedRetried int
+	// Reruns counts the reruns checked, and ReusedStages their reused
+	// stages that passed.
+	Reruns, ReusedStages int
+	// Splits counts the dynamic splits recorded, and TiledObjects the
+	// input objects whose tasks' byte ranges were checked to tile them.
+	Splits, TiledObjects int
 	// MaxAttempt is the highest attempt any task of the chaos run reached.
 	MaxAttempt int
 	// EndLag and ReferenceEndLag are, per succeeded job, the time from
@@ -334,8 +354,12 @@ func (c *checker) job(ctx context.Context, j Job) error {
 	c.tasks(rec)
 	c.commitHistory(rec)
 	c.speculation(rec)
+	c.reuse(rec)
 	c.counters(rec)
 	c.stageOrder(rec)
+	if err := c.tiling(ctx, rec); err != nil {
+		return err
+	}
 	switch {
 	case j.Cancelled:
 		return c.cancelled(ctx, rec, j)
@@ -370,6 +394,7 @@ func (c *checker) endState(rec *jobRec, j Job) bool {
 	c.tasks(rec) // still worth knowing whether the records are sound
 	c.commitHistory(rec)
 	c.speculation(rec)
+	c.reuse(rec)
 	c.counters(rec)
 	return false
 }
@@ -418,7 +443,8 @@ func shardOf(partition, shards int) int { return (partition / 64) % shards }
 // left = tasks - commits, never negative, zero once the stage completed.
 func (c *checker) counters(rec *jobRec) {
 	for _, st := range rec.sortedStages() {
-		if st.State == Completed && (!st.Materialized || len(st.Tasks) != st.Total) {
+		// A rerun's reused stage has no task records (rerun.go).
+		if _, reused := rec.Reused[st.Index]; st.State == Completed && (!st.Materialized || len(st.Tasks) != st.Total && !reused) {
 			c.fail("stage %s COMPLETED with %d task items of %d (materialized %v)", st.Name, len(st.Tasks), st.Total, st.Materialized)
 		}
 		if !st.Materialized || st.Shards == 0 {
@@ -654,7 +680,12 @@ func (c *checker) succeeded(ctx context.Context, rec *jobRec, j Job) error {
 		c.fail("fault-free run's job %s is %s: nothing to compare with", j.Reference, state)
 		return nil
 	}
-	if err := c.compare(ctx, rec, refRec, jobManifestKey(j.ID), jobManifestKey(j.Reference), rec.Spec.sinks(), j.Normalize); err != nil {
+	compare := c.compare
+	if j.SplitInput != "" {
+		// Splits depend on timing: the runs' partitions differ.
+		compare = c.compareSinks
+	}
+	if err := compare(ctx, rec, refRec, jobManifestKey(j.ID), jobManifestKey(j.Reference), rec.Spec.sinks(), j.Normalize); err != nil {
 		return err
 	}
 	for i, st := range rec.Spec.Stages {
@@ -759,19 +790,24 @@ func (c *checker) manifestSlots(rec *jobRec, key string, m manifest, stages []in
 	for _, o := range m.Outputs {
 		s := slot{o.Stage, o.Partition, o.Part}
 		idx := rec.Spec.index(o.Stage)
-		st, ok := rec.Stages[idx]
-		if !ok || !slices.Contains(stages, idx) {
+		if _, ok := rec.Stages[idx]; !ok || !slices.Contains(stages, idx) {
 			c.fail("%s lists %s, not an output of its stages", key, o.Key)
 			continue
 		}
-		t, ok := st.Tasks[o.Partition]
+		// A reused stage's outputs are its source's (rerun.go).
+		own := c.stageOwner(rec, idx)
+		var t *taskRec
+		ok := false
+		if st := own.Stages[idx]; st != nil {
+			t, ok = st.Tasks[o.Partition]
+		}
 		switch {
 		case !ok:
 			c.fail("%s lists %s of a task that does not exist", key, o.Key)
 		case t.State != Succeeded || o.Attempt != t.CommittedAttempt:
 			c.fail("%s lists attempt %d of task %s/%d, whose committed attempt is %d (%s)", key, o.Attempt, o.Stage, o.Partition, t.CommittedAttempt, t.State)
-		case o.Key != outputKey(rec.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part):
-			c.fail("%s lists key %s, want %s", key, o.Key, outputKey(rec.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part))
+		case o.Key != outputKey(own.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part):
+			c.fail("%s lists key %s, want %s", key, o.Key, outputKey(own.ID, o.Stage, o.Partition, t.CommittedAttempt, o.Part))
 		case o.Part < 0 || o.Part >= t.Outputs:
 			c.fail("%s lists part %d of task %s/%d, which committed %d", key, o.Part, o.Stage, o.Partition, t.Outputs)
 		}
@@ -781,7 +817,10 @@ func (c *checker) manifestSlots(rec *jobRec, key string, m manifest, stages []in
 		out[s] = o.Key
 	}
 	for _, idx := range stages {
-		st, ok := rec.Stages[idx]
+		if _, ok := rec.Stages[idx]; !ok {
+			continue
+		}
+		st, ok := c.stageOwner(rec, idx).Stages[idx]
 		if !ok {
 			continue
 		}
@@ -812,6 +851,10 @@ func (c *checker) uncommitted(ctx context.Context, rec *jobRec) error {
 		st, ok := rec.Stages[rec.Spec.index(stage)]
 		if !ok {
 			c.fail("object %s of an unknown stage", k)
+			continue
+		}
+		if _, reused := rec.Reused[st.Index]; reused {
+			c.fail("object %s of reused stage %s: a reused stage runs no task", k, stage)
 			continue
 		}
 		if t, ok := st.Tasks[part]; !ok || t.CommittedAttempt != att {

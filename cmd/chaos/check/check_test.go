@@ -46,6 +46,9 @@ func TestLayoutMatchesTheProduct(t *testing.T) {
 			t.Errorf("shardOf(%d, %d) = %d, dynamo.ShardOf = %d", c[0], c[1], got, want)
 		}
 	}
+	if splitKind != string(dynamo.SplitKind) {
+		t.Errorf("splitKind = %s, dynamo.SplitKind = %s", splitKind, dynamo.SplitKind)
+	}
 	stage, p, a, part, err := parseOutputKey("j1", blob.OutputKey("j1", "reduce", 7, 2, 1))
 	if err != nil || stage != "reduce" || p != 7 || a != 2 || part != 1 {
 		t.Errorf("parseOutputKey = %s %d %d %d %v", stage, p, a, part, err)

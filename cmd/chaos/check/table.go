@@ -24,6 +24,9 @@ const (
 	pkTask = "TASK#" // TASK#<job>#<stage>#<bucket>, sk <partition> (%06d)
 	pkCnt  = "CNT#"  // CNT#<job>#<stage>#<shard>, sk CNT
 	pkAtt  = "ATT#"  // ATT#<job>#<stage>#<bucket>, sk <partition>#<attempt>: how an attempt ended uncommitted
+	// pkEvent is a job's timeline: EVT#<job>#<shard>, a dynamic split
+	// among its entries (shared/dynamo/keys.go, dynsplit.go).
+	pkEvent = "EVT#"
 	// pkOutbox is an event waiting to be published (shared/events).
 	pkOutbox = "OBX#"
 	skJob    = "JOB"
@@ -55,6 +58,15 @@ const (
 	// set), and counted in its stage's tfl.
 	aTaskTolerated  = "tol"
 	aStageTolerated = "tfl"
+	// A rerun's job item maps each stage it reuses (by index) to the job
+	// whose committed outputs it reuses (shared/dynamo/redrive.go).
+	aReused = "rru"
+	// An input task's byte range of its object (shared/dynamo/tasks.go).
+	aInKey   = "ik"
+	aInStart = "is"
+	aInEnd   = "ie"
+	// A timeline entry's stage index.
+	aEventStage = "stg"
 )
 
 // States as the table spells them (statemachine/lifecycles.go).
@@ -76,6 +88,8 @@ type jobRec struct {
 	Ended    time.Time
 	Spec     specDoc
 	Stages   map[int]*stageRec
+	// Reused maps a rerun's reused stages to their source jobs.
+	Reused map[int]string
 }
 
 // specDoc is the part of a stored spec the checker needs.
@@ -147,10 +161,13 @@ type stageRec struct {
 	Tolerated int
 	// CopiesLaunched counts the speculative copies the stage launched.
 	CopiesLaunched int
-	Started        time.Time
-	Ended          time.Time
-	Tasks          map[int]*taskRec // by partition
-	Counters       map[int]*counterRec
+	// Splits counts the dynamic splits of the stage's tasks on the job's
+	// timeline.
+	Splits   int
+	Started  time.Time
+	Ended    time.Time
+	Tasks    map[int]*taskRec // by partition
+	Counters map[int]*counterRec
 	// Ends are the attempt-end records by partition: evidence for a
 	// failed job, not checked.
 	Ends map[int][]attemptEnd
@@ -175,6 +192,14 @@ type taskRec struct {
 	Executor         string
 	// Tolerated: FAILED within the stage's toleratedFailures.
 	Tolerated bool
+	// Input is an input task's byte range; nil for other tasks.
+	Input *byteRange
+}
+
+// byteRange is the part [Start, End) of object Key a task reads.
+type byteRange struct {
+	Key        string
+	Start, End int64
 }
 
 // counterRec is a completion counter: Done is the set of partitions it
@@ -288,6 +313,17 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		if err := json.Unmarshal([]byte(getS(it, aSpec)), &j.Spec); err != nil {
 			return fmt.Errorf("job %s: spec: %w", j.ID, err)
 		}
+		if m, ok := it[aReused].(*types.AttributeValueMemberM); ok {
+			j.Reused = map[int]string{}
+			for k, v := range m.Value {
+				idx, err := strconv.Atoi(k)
+				src, ok := v.(*types.AttributeValueMemberS)
+				if err != nil || !ok {
+					return fmt.Errorf("job %s: reused stage %q: not an index mapped to a job", j.ID, k)
+				}
+				j.Reused[idx] = src.Value
+			}
+		}
 	case strings.HasPrefix(pk, pkJob) && strings.HasPrefix(sk, skStg):
 		idx, err := strconv.Atoi(strings.TrimPrefix(sk, skStg))
 		if err != nil {
@@ -307,11 +343,15 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 		if err != nil {
 			return fmt.Errorf("task key %s/%s: %w", pk, sk, err)
 		}
-		stage(id, idx).Tasks[part] = &taskRec{
+		t := &taskRec{
 			Partition: part, State: getS(it, aState), Attempt: int(getN(it, aAttempt)), MaxAttempts: int(getN(it, aMax)),
 			CommittedAttempt: int(getN(it, aCommitAtt)), Outputs: int(getN(it, aOutputs)), Updated: getT(it, aUpdated),
 			Err: getS(it, aErr), Executor: getS(it, aExecutor), Tolerated: getB(it, aTaskTolerated),
 		}
+		if k := getS(it, aInKey); k != "" {
+			t.Input = &byteRange{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd)}
+		}
+		stage(id, idx).Tasks[part] = t
 	case strings.HasPrefix(pk, pkCnt):
 		id, idx, shard, err := splitKey(pk, pkCnt)
 		if err != nil {
@@ -328,6 +368,12 @@ func addItem(it map[string]types.AttributeValue, job func(string) *jobRec, stage
 			}
 		}
 		stage(id, idx).Counters[shard] = cnt
+	case strings.HasPrefix(pk, pkEvent) && getS(it, aKind) == splitKind:
+		id, _, ok := strings.Cut(strings.TrimPrefix(pk, pkEvent), "#")
+		if !ok {
+			return fmt.Errorf("malformed key %q", pk)
+		}
+		stage(id, int(getN(it, aEventStage))).Splits++
 	case strings.HasPrefix(pk, pkAtt):
 		id, idx, _, err := splitKey(pk, pkAtt)
 		if err != nil {

@@ -45,6 +45,8 @@ type history struct {
 	keys []string
 	// refMutate, when set, changes the fault-free run's twin too.
 	refMutate func(*history)
+	// others are the chaos run's other jobs (a rerun's source).
+	others map[string]*jobRec
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -81,8 +83,21 @@ func (h *history) reference() (*jobRec, memObjects) {
 
 func (h *history) check(t *testing.T) []Violation {
 	t.Helper()
+	c := h.checker(t)
+	if err := c.job(context.Background(), h.job); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	return c.res.Violations
+}
+
+// checker is a checker of the history and its fault-free twin.
+func (h *history) checker(t *testing.T) *checker {
+	t.Helper()
 	refRec, refObjects := h.reference()
 	chaos := map[string]*jobRec{h.rec.ID: h.rec}
+	for id, rec := range h.others {
+		chaos[id] = rec
+	}
 	if h.job.Deleted {
 		chaos = map[string]*jobRec{}
 	}
@@ -97,10 +112,7 @@ func (h *history) check(t *testing.T) []Violation {
 		c.starts[attemptRef{s.Job, s.Stage, s.Partition, s.Attempt}] = s
 	}
 	c.addCommits(h.commits)
-	if err := c.job(context.Background(), h.job); err != nil {
-		t.Fatalf("check: %v", err)
-	}
-	return c.res.Violations
+	return c
 }
 
 // cancelAt turns a sound history into a job cancelled at at, whose stage
@@ -199,11 +211,12 @@ func (h *history) numbered(body string) {
 // rule it claims to check, and one that breaks none: a checker that
 // cannot fail proves nothing.
 func TestCheckerSeesViolations(t *testing.T) {
-	for _, tc := range []struct {
+	type violationCase = struct {
 		name   string
 		mutate func(h *history)
 		want   string // in a violation; "" for none
-	}{
+	}
+	for _, tc := range append(append([]violationCase{
 		{"sound", func(*history) {}, ""},
 		{"sound cancel", func(h *history) { h.cancelAt(t0.Add(2500 * time.Millisecond)) }, ""},
 		{"sound tolerated failure", func(h *history) { h.tolerate(1) }, ""},
@@ -286,7 +299,7 @@ func TestCheckerSeesViolations(t *testing.T) {
 			h.cancelAt(t0.Add(2500 * time.Millisecond))
 			h.objects[stageManifestKey(h.rec.ID, "map")] = []byte(`{"job":"x","outputs":[]}`)
 		}, "cancelled job has a manifest jobs/j1/manifests/map.json of stage map"},
-	} {
+	}, rerunCases...), dynsplitCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := soundHistory("j1")
 			tc.mutate(h)
