@@ -525,12 +525,6 @@ func (o *Output) sealLocked(ctx context.Context, b Blob) (seq int, err error) {
 	return seq, nil
 }
 
-// segmentCopier copies one object to another within the bucket, server
-// side (blob.Store has it).
-type segmentCopier interface {
-	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error
-}
-
 // publishSegments seals what is left and writes each output object from
 // its partition's segments, in order. o.mu is held.
 func (o *Output) publishSegments(ctx context.Context, b Blob) error {
@@ -540,19 +534,23 @@ func (o *Output) publishSegments(ctx context.Context, b Blob) error {
 	s := o.segments
 	for r, segs := range s.parts {
 		final := s.final(r)
-		switch cp, ok := b.(segmentCopier); {
-		case len(segs) == 0:
+		if len(segs) == 0 {
 			if err := b.PutIfAbsent(ctx, final, nil); err != nil && !errors.Is(err, batch.ErrExists) {
 				return err
 			}
-		case len(segs) == 1 && ok:
-			if err := cp.CopyIfAbsent(ctx, segs[0], b.Bucket(), final); err != nil && !errors.Is(err, batch.ErrExists) {
+			continue
+		}
+		if len(segs) == 1 {
+			err := b.CopyIfAbsent(ctx, segs[0], b.Bucket(), final)
+			switch {
+			case err == nil, errors.Is(err, batch.ErrExists):
+				continue
+			case !errors.Is(err, ErrUnsupported): // unsupported: assembled below
 				return fmt.Errorf("output partition %d from its segment: %w", r, err)
 			}
-		default:
-			if err := o.assemble(ctx, b, final, segs); err != nil {
-				return fmt.Errorf("output partition %d from its %d segments: %w", r, len(segs), err)
-			}
+		}
+		if err := o.assemble(ctx, b, final, segs); err != nil {
+			return fmt.Errorf("output partition %d from its %d segments: %w", r, len(segs), err)
 		}
 	}
 	return nil
@@ -598,12 +596,6 @@ func (r *Rejects) resume(from *batch.Checkpoint) {
 	r.n += from.BadRecordCount
 }
 
-// uncommittedMarker tags objects for the bucket's expiry rule (blob.Store
-// has it).
-type uncommittedMarker interface {
-	MarkUncommitted(ctx context.Context, prefix string) (int, error)
-}
-
 // expire marks a committed task's checkpoints (records and segments, of
 // every attempt) for the bucket's lifecycle rule to expire: the task's
 // outputs are its committed attempt's objects now, and no attempt will
@@ -616,12 +608,12 @@ func (k *checkpointer) expire(ctx context.Context) {
 	k.mu.Lock()
 	used := k.seq > 0 || k.from != nil
 	k.mu.Unlock()
-	m, ok := k.r.Blob.(uncommittedMarker)
-	if !used || !ok {
+	if !used {
 		return
 	}
 	ref := k.c.Task.Ref
-	if _, err := m.MarkUncommitted(ctx, blob.TaskCheckpointsPrefix(ref.Job, k.c.StageName(), ref.Partition)); err != nil {
+	_, err := k.r.Blob.MarkUncommitted(ctx, blob.TaskCheckpointsPrefix(ref.Job, k.c.StageName(), ref.Partition))
+	if err != nil && !errors.Is(err, ErrUnsupported) {
 		k.log.Warn("mark a committed task's checkpoints for expiry", "err", err)
 	}
 }

@@ -18,6 +18,8 @@ type failPutBlob struct {
 	failed bool
 }
 
+var _ Blob = (*failPutBlob)(nil)
+
 func (b *failPutBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error {
 	b.mu.Lock()
 	fail := key == b.failAt && !b.failed

@@ -28,8 +28,9 @@ type ControlPlane interface {
 }
 
 // ErrUnsupported is returned, wrapped with what is unsupported, by a
-// control plane that lacks a capability; the runner runs without it.
-var ErrUnsupported = errors.New("not supported by this control plane")
+// control plane (ControlPlane) or a blob store (Blob) that lacks a
+// capability; the runner runs without it.
+var ErrUnsupported = errors.New("not supported")
 
 var _ ControlPlane = (*control.Service)(nil)
 

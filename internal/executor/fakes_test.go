@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -192,6 +193,57 @@ func (b *memBlob) Opener(bucket string) split.RangeOpener {
 	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
 		return b.Open(ctx, bucket, key, start)
 	}
+}
+
+// memBlob has only Objects: every other capability of the port is
+// unsupported, so the tests run the runner's fallbacks (mpBlob streams,
+// rangeBlob serves ranges).
+var _ Blob = (*memBlob)(nil)
+
+func blobUnsupported(what string) error {
+	return fmt.Errorf("fake blob store: %s: %w", what, ErrUnsupported)
+}
+
+func (b *memBlob) PinnedOpener(string, string) (split.RangeOpener, error) {
+	return nil, blobUnsupported("pinned reads")
+}
+
+func (b *memBlob) VersionOpener(string, string, string) (split.RangeOpener, error) {
+	return nil, blobUnsupported("version reads")
+}
+
+func (b *memBlob) OpenRange(context.Context, string, int64, int64) (io.ReadCloser, error) {
+	return nil, blobUnsupported("ranged reads")
+}
+
+func (b *memBlob) PutReaderIfAbsent(context.Context, string, io.ReadSeeker, int64) error {
+	return blobUnsupported("puts from a reader")
+}
+
+func (b *memBlob) CopyIfAbsent(context.Context, string, string, string) error {
+	return blobUnsupported("server-side copies")
+}
+
+func (b *memBlob) CanMultipart() error { return blobUnsupported("multipart uploads") }
+
+func (b *memBlob) CreateMultipart(context.Context, string) (string, error) {
+	return "", blobUnsupported("multipart uploads")
+}
+
+func (b *memBlob) UploadPart(context.Context, string, string, int32, []byte) (blob.CompletedPart, error) {
+	return blob.CompletedPart{}, blobUnsupported("multipart uploads")
+}
+
+func (b *memBlob) CompleteMultipartIfAbsent(context.Context, string, string, []blob.CompletedPart) error {
+	return blobUnsupported("multipart uploads")
+}
+
+func (b *memBlob) AbortMultipart(context.Context, string, string) error {
+	return blobUnsupported("multipart uploads")
+}
+
+func (b *memBlob) MarkUncommitted(context.Context, string) (int, error) {
+	return 0, blobUnsupported("expiry tags")
 }
 
 // memQueue is an in-memory queue for the poller: Receive hands out queued

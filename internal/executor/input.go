@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,12 +24,9 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 	if format == "" {
 		format = spec.FormatLines
 	}
-	open := r.Blob.Opener(bucket)
-	if p, ok := r.Blob.(pinnedOpener); ok && s.ETag != "" {
-		open = p.PinnedOpener(bucket, s.ETag) // every GET of the split If-Match its plan
-	}
-	if v, ok := r.Blob.(versionOpener); ok && s.Version != "" {
-		open = v.VersionOpener(bucket, s.ETag, s.Version) // the planned version, whatever the key holds now
+	open, err := r.inputOpener(bucket, s)
+	if err != nil {
+		return nil, err
 	}
 	rc, header, err := split.OpenFormat(ctx, open, s, split.Options{Format: format, Cut: t.cut})
 	if err != nil {
@@ -38,17 +36,32 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 	return rc, nil
 }
 
-// pinnedOpener is the blob store's reader of objects pinned to their
-// planned ETag (blob.Store.PinnedOpener). Test fakes without it read
-// unpinned.
-type pinnedOpener interface {
-	PinnedOpener(bucket, etag string) split.RangeOpener
-}
-
-// versionOpener is the blob store's reader of objects pinned to their
-// planned version on a versioned bucket (blob.Store.VersionOpener).
-type versionOpener interface {
-	VersionOpener(bucket, etag, version string) split.RangeOpener
+// inputOpener reads split s of bucket as planned: the planned version,
+// whatever the key holds now, or else every GET If-Match the planned
+// ETag. A store without pinned reads (ErrUnsupported) reads unpinned.
+func (r *Runner) inputOpener(bucket string, s split.Split) (split.RangeOpener, error) {
+	open := r.Blob.Opener(bucket)
+	pin := func(o split.RangeOpener, err error) error {
+		switch {
+		case errors.Is(err, ErrUnsupported):
+			return nil
+		case err != nil:
+			return fmt.Errorf("open input %q pinned to its plan: %w", s.Key, err)
+		}
+		open = o
+		return nil
+	}
+	if s.ETag != "" {
+		if err := pin(r.Blob.PinnedOpener(bucket, s.ETag)); err != nil {
+			return nil, err
+		}
+	}
+	if s.Version != "" {
+		if err := pin(r.Blob.VersionOpener(bucket, s.ETag, s.Version)); err != nil {
+			return nil, err
+		}
+	}
+	return open, nil
 }
 
 // csvCounter counts the CSV records in a stream as encoding/csv reads

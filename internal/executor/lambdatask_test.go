@@ -355,6 +355,8 @@ type openCounter struct {
 	opens map[string]int
 }
 
+var _ Blob = (*openCounter)(nil)
+
 func (b *openCounter) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
 	b.mu.Lock()
 	b.opens[key]++

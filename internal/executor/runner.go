@@ -14,19 +14,9 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
-	"github.com/batchwork/batchwork/shared/split"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// Blob is what the runner needs of S3.
-type Blob interface {
-	PutIfAbsent(ctx context.Context, key string, body []byte) error
-	Get(ctx context.Context, key string) ([]byte, error)
-	Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error)
-	Opener(bucket string) split.RangeOpener
-	Bucket() string
-}
 
 // Action is what a host does with a message after the runner handled it.
 type Action int

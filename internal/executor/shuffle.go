@@ -60,14 +60,6 @@ func indexedShuffle(sp *spec.Job, idx int) bool {
 	return true
 }
 
-// readerPutter writes an object from a seekable reader (blob.Store): the
-// indexed object is put from the partitions' buffers without a copy.
-type readerPutter interface {
-	PutReaderIfAbsent(ctx context.Context, key string, body io.ReadSeeker, size int64) error
-}
-
-var _ readerPutter = (*blob.Store)(nil)
-
 // indexOutputs makes o write its partitions as one indexed object; call
 // it before bind.
 func (o *Output) indexOutputs() {
@@ -106,10 +98,8 @@ func (o *Output) publishIndexed(ctx context.Context, b Blob) error {
 	}
 	key := o.key(0)
 	body, size := blob.ShuffleBody(bufs)
-	var err error
-	if rp, ok := b.(readerPutter); ok {
-		err = rp.PutReaderIfAbsent(ctx, key, body, size)
-	} else {
+	err := b.PutReaderIfAbsent(ctx, key, body, size)
+	if errors.Is(err, ErrUnsupported) {
 		raw := make([]byte, size)
 		if _, err := body.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
 			return err
@@ -310,18 +300,16 @@ func (s *shuffleReader) Close() error {
 	return nil
 }
 
-// rangeGetter is b's ranged GET (blob.Store's), or for a Blob without one
-// (tests' fakes) a read from start cut at end.
-func rangeGetter(b Blob) blob.RangeGetter {
-	if g, ok := b.(blob.RangeGetter); ok {
-		return g
-	}
-	return openRange{b}
-}
+// rangeGetter is b's ranged GET, or for a Blob without one
+// (ErrUnsupported) a read from start cut at end.
+func rangeGetter(b Blob) blob.RangeGetter { return openRange{b} }
 
 type openRange struct{ b Blob }
 
 func (o openRange) OpenRange(ctx context.Context, key string, start, end int64) (io.ReadCloser, error) {
+	if rc, err := o.b.OpenRange(ctx, key, start, end); !errors.Is(err, ErrUnsupported) {
+		return rc, err
+	}
 	rc, err := o.b.Open(ctx, o.b.Bucket(), key, start)
 	if err != nil {
 		return nil, err

@@ -62,6 +62,8 @@ type rangeBlob struct {
 	puts   int
 }
 
+var _ Blob = (*rangeBlob)(nil)
+
 func (b *rangeBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error {
 	b.mu.Lock()
 	b.puts++

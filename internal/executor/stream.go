@@ -20,18 +20,6 @@ import (
 // of it are 80 GB per partition, far more than one task writes.
 const DefaultPartSize = 8 << 20
 
-// Multipart is what streaming an output partition to S3 takes (blob.Store
-// has it). A Blob without it publishes every partition whole, from
-// memory, after the function returns.
-type Multipart interface {
-	CreateMultipart(ctx context.Context, key string) (string, error)
-	UploadPart(ctx context.Context, key, uploadID string, n int32, body []byte) (blob.CompletedPart, error)
-	CompleteMultipartIfAbsent(ctx context.Context, key, uploadID string, parts []blob.CompletedPart) error
-	AbortMultipart(ctx context.Context, key, uploadID string) error
-}
-
-var _ Multipart = (*blob.Store)(nil)
-
 // Output holds an attempt's output partitions. A stage with a shuffle has
 // one partition per downstream task; others have one.
 //
@@ -124,10 +112,10 @@ func (o *Output) bind(ctx context.Context, b Blob, key func(r int) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.key, o.ctx = key, ctx
-	if mp, ok := b.(Multipart); ok {
-		o.mp = mp
+	if b.CanMultipart() == nil {
+		o.mp = b
 		if !o.indexed {
-			o.sink = mp
+			o.sink = b
 		}
 	}
 }

@@ -48,6 +48,10 @@ func (b *mpBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error
 	return b.memBlob.PutIfAbsent(ctx, key, body)
 }
 
+var _ Blob = (*mpBlob)(nil)
+
+func (b *mpBlob) CanMultipart() error { return nil }
+
 func (b *mpBlob) CreateMultipart(ctx context.Context, key string) (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

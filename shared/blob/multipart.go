@@ -58,6 +58,10 @@ func (s *Store) multipart() (MultipartAPI, error) {
 	return m, nil
 }
 
+// CanMultipart is nil: a Store streams outputs in parts. (A client
+// without MultipartAPI fails each request instead, with the reason.)
+func (s *Store) CanMultipart() error { return nil }
+
 // CreateMultipart starts a multipart upload at key of the store's bucket
 // and returns its upload id.
 func (s *Store) CreateMultipart(ctx context.Context, key string) (string, error) {

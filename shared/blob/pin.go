@@ -119,9 +119,11 @@ func (s *Store) probeChange(ctx context.Context, bucket, key, etag string) error
 	return nil // the probe failed; the caller reports the read's error
 }
 
-// PinnedOpener is Opener for the splits of one pinned object.
-func (s *Store) PinnedOpener(bucket, etag string) split.RangeOpener {
+// PinnedOpener is Opener for the splits of one pinned object. It has an
+// error so that a store that cannot pin can say so (the executor's port);
+// a Store always can.
+func (s *Store) PinnedOpener(bucket, etag string) (split.RangeOpener, error) {
 	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
 		return s.OpenPinned(ctx, bucket, key, etag, start)
-	}
+	}, nil
 }

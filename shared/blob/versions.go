@@ -152,9 +152,9 @@ func (s *Store) OpenPinnedVersion(ctx context.Context, bucket, key, etag, versio
 }
 
 // VersionOpener is Opener for the splits of one object pinned to a
-// version (and its ETag).
-func (s *Store) VersionOpener(bucket, etag, version string) split.RangeOpener {
+// version (and its ETag); its error is PinnedOpener's, always nil here.
+func (s *Store) VersionOpener(bucket, etag, version string) (split.RangeOpener, error) {
 	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
 		return s.OpenPinnedVersion(ctx, bucket, key, etag, version, start)
-	}
+	}, nil
 }
