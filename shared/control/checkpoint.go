@@ -98,19 +98,3 @@ func (s *Service) NoteResumed(ctx context.Context, c Claim) {
 		s.logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
 	}
 }
-
-// CheckpointInfo is a task's last checkpoint as `batchwork tasks` shows
-// it: the attempt that saved it, the input offset it reached, and how
-// often the task continued in a new invocation.
-type CheckpointInfo struct {
-	Attempt       int   `json:"attempt"`
-	Offset        int64 `json:"offset"`
-	Continuations int   `json:"continuations,omitempty"`
-}
-
-func checkpointInfo(r batch.CheckpointRef) *CheckpointInfo {
-	if !r.Saved() {
-		return nil
-	}
-	return &CheckpointInfo{Attempt: r.Attempt, Offset: r.Offset, Continuations: r.Continuations}
-}

@@ -7,23 +7,15 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/readside"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// ErrDataDeleted means the job's data was deleted by its owner: its
-// outputs are gone for good (the API answers 410 Gone).
-var ErrDataDeleted = errors.New("the job's data was deleted")
+// ErrDataDeleted and DataDeletedError are what reads of a job's deleted
+// data answer (readside).
+var ErrDataDeleted = readside.ErrDataDeleted
 
-// DataDeletedError says whose data went, and when.
-type DataDeletedError struct {
-	ID string
-	At time.Time
-}
-
-func (e *DataDeletedError) Error() string {
-	return fmt.Sprintf("job %s's data was deleted at %s; its outputs are gone", e.ID, e.At.UTC().Format(time.RFC3339))
-}
-func (e *DataDeletedError) Unwrap() error { return ErrDataDeleted }
+type DataDeletedError = readside.DataDeletedError
 
 // ErrJobRunning means the job has not ended, so its data cannot be
 // deleted: its tasks may still be reading and writing it.

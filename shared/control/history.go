@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -56,7 +59,7 @@ type HistoryRequest struct {
 // of every transition: they are exact and cost no extra writes. Task
 // events (retries, expired leases, failures) are the attempt-end records.
 func (s *Service) History(ctx context.Context, req HistoryRequest) (History, error) {
-	limit, err := checkLimit(req.Limit)
+	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return History{}, err
 	}
@@ -64,10 +67,10 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 	if err != nil {
 		return History{}, err
 	}
-	q := queryHash("history", req.Owner, req.ID)
+	q := page.Query("history", req.Owner, req.ID)
 	after := ""
 	if req.Cursor != "" {
-		pos, err := decodeCursor(q, req.Cursor, 1)
+		pos, err := page.Decode(q, req.Cursor, 1)
 		if err != nil {
 			return History{}, err
 		}
@@ -85,29 +88,29 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 	for _, e := range stored {
 		evs = append(evs, taskEvent(j.Spec, e))
 	}
-	bad, err := s.badRecordCounts(ctx, j.Spec, j.ID)
+	bad, err := s.reads.BadRecordCounts(ctx, j.Spec, j.ID)
 	if err != nil {
 		return History{}, err
 	}
-	noteBadRecords(bad, j.Spec, nil, evs) // badrecords.go
+	noteBadRecordEvents(bad, j.Spec, evs)
 	evs = slices.DeleteFunc(evs, func(e Event) bool { return e.key <= after })
 	slices.SortFunc(evs, func(a, b Event) int { return strings.Compare(a.key, b.key) })
 	h := History{Events: evs[:min(len(evs), limit)]}
 	if len(evs) > limit {
-		h.NextCursor = encodeCursor(q, h.Events[limit-1].key)
+		h.NextCursor = page.Encode(q, h.Events[limit-1].key)
 	}
 	return h, nil
 }
 
 func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
 	evs := []Event{{At: j.Created, Type: EventJobSubmitted, key: dynamo.EventKey(j.Created, dynamo.EventClassSubmitted, ""),
-		Message: "job " + j.Spec.Name + " submitted with " + itoa(len(j.Spec.Stages)) + " stages"}}
+		Message: "job " + j.Spec.Name + " submitted with " + strconv.Itoa(len(j.Spec.Stages)) + " stages"}}
 	for _, st := range stages {
 		idx := padIndex(st.Index)
 		if !st.Started.IsZero() {
 			msg := ""
 			if st.Total > 0 {
-				msg = itoa(st.Total) + " tasks"
+				msg = strconv.Itoa(st.Total) + " tasks"
 			}
 			evs = append(evs, Event{At: st.Started, Type: EventStageStarted, Stage: st.Name, Message: msg,
 				key: dynamo.EventKey(st.Started, dynamo.EventClassStageStart, idx)})
@@ -126,9 +129,9 @@ func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
 
 func padIndex(i int) string {
 	if i < 10 {
-		return "0" + itoa(i)
+		return "0" + strconv.Itoa(i)
 	}
-	return itoa(i)
+	return strconv.Itoa(i)
 }
 
 func taskEvent(sp *spec.Job, e dynamo.TimelineEvent) Event {
@@ -193,5 +196,25 @@ func (s *Service) markUncommitted(ctx context.Context, ref batch.TaskRef, attemp
 	prefix := blob.AttemptPrefix(ref.Job, sp.Stages[ref.Stage].Name, ref.Partition, attempt)
 	if _, err := s.blob.MarkUncommitted(ctx, prefix); err != nil {
 		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
+	}
+}
+
+// noteBadRecordEvents adds each stage's bad-record count to the message
+// of its end in a history page.
+func noteBadRecordEvents(counts map[int]int64, sp *spec.Job, evs []Event) {
+	if len(counts) == 0 {
+		return
+	}
+	byName := readside.BadRecordsByName(counts, sp)
+	for i, e := range evs {
+		n := byName[e.Stage]
+		if n == 0 || e.Task != "" || !strings.HasPrefix(e.Type, "stage.") || e.Type == EventStageStarted {
+			continue
+		}
+		note := strconv.FormatInt(n, 10) + " bad records skipped (batchwork result --bad-records)"
+		if n == 1 {
+			note = "1 bad record skipped (batchwork result --bad-records)"
+		}
+		evs[i].Message = strings.TrimPrefix(e.Message+"; "+note, "; ")
 	}
 }

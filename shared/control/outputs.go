@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -57,7 +59,7 @@ type OutputList struct {
 // the cancel) or for one stage, the outputs of its committed tasks, read
 // from the task records.
 func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, error) {
-	limit, err := checkLimit(req.Limit)
+	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return OutputList{}, err
 	}
@@ -81,7 +83,7 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 		pre = s.blob
 	}
 	out := OutputList{Job: j.ID, State: string(j.State), Bucket: s.blob.Bucket(), Outputs: []OutputInfo{}}
-	q := queryHash("outputs", req.Owner, req.ID, req.Stage)
+	q := page.Query("outputs", req.Owner, req.ID, req.Stage)
 	if j.State == sm.JobSucceeded && only < 0 {
 		err = s.manifestPage(ctx, j, q, req.Cursor, limit, &out)
 	} else {
@@ -108,7 +110,7 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
 	from := 0
 	if cur != "" {
-		pos, err := cursorInts(q, cur, 1)
+		pos, err := page.Ints(q, cur, 1)
 		if err != nil {
 			return err
 		}
@@ -140,7 +142,7 @@ func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, 
 		}
 	}
 	if to < n {
-		out.NextCursor = encodeCursor(q, itoa(to))
+		out.NextCursor = page.Encode(q, strconv.Itoa(to))
 	}
 	return nil
 }
@@ -154,7 +156,7 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 		stage = only
 	}
 	if cur != "" {
-		pos, err := cursorInts(q, cur, 3)
+		pos, err := page.Ints(q, cur, 3)
 		if err != nil {
 			return err
 		}
@@ -175,13 +177,13 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 		st := stages[stage]
 		name := j.Spec.Stages[stage].Name
 		for after := part; after+1 < st.Total; {
-			if reads >= maxReadsPerPage {
-				out.NextCursor = encodeCursor(q, itoa(stage), itoa(after+1), "0")
+			if reads >= page.MaxReads {
+				out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(after+1), "0")
 				return nil
 			}
 			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
 				Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskSucceeded, After: after,
-				Limit: limit - len(out.Outputs), MaxReads: maxReadsPerPage - reads,
+				Limit: limit - len(out.Outputs), MaxReads: page.MaxReads - reads,
 			})
 			if err != nil {
 				return err
@@ -194,7 +196,7 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 				}
 				for r := first; r < t.Outputs; r++ {
 					if len(out.Outputs) == limit {
-						out.NextCursor = encodeCursor(q, itoa(stage), itoa(t.Ref.Partition), itoa(r))
+						out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(t.Ref.Partition), strconv.Itoa(r))
 						return nil
 					}
 					out.Outputs = append(out.Outputs, OutputInfo{Output: batch.Output{
@@ -206,7 +208,7 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 			after = pg.Next
 			lastStage := only >= 0 || stage == len(stages)-1
 			if len(out.Outputs) == limit && !(pg.Done && lastStage) {
-				out.NextCursor = encodeCursor(q, itoa(stage), itoa(after+1), "0")
+				out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(after+1), "0")
 				return nil
 			}
 		}

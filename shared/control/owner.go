@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/jobid"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -32,4 +34,27 @@ func (s *Service) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
 		return nil, fmt.Errorf("spec of job %s: %w", job, err)
 	}
 	return m.spec, nil
+}
+
+// JobIDPattern is the form of a job id (see NewJobID). Routes check ids
+// against it before any read.
+var JobIDPattern = jobid.Pattern
+
+// ownedJob reads a job for its owner. Another owner's job is reported as
+// not found, exactly like a job that does not exist, so that its existence
+// does not leak.
+func (s *Service) ownedJob(ctx context.Context, owner, id string) (batch.Job, error) {
+	if !JobIDPattern.MatchString(id) {
+		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
+	}
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return batch.Job{}, err
+	}
+	if j.Owner != owner || !j.Deleting.IsZero() {
+		// A job being deleted is gone to every route but its deletion's
+		// repeat (jobdelete.go).
+		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
+	}
+	return j, nil
 }

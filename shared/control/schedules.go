@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -134,7 +135,7 @@ type ScheduleList struct {
 // ListSchedules lists the owner's schedules. The cursor is the last id of
 // the previous page.
 func (s *Service) ListSchedules(ctx context.Context, owner string, limit int, cursor string) (ScheduleList, error) {
-	limit, err := checkLimit(limit)
+	limit, err := page.CheckLimit(limit)
 	if err != nil {
 		return ScheduleList{}, err
 	}
@@ -225,7 +226,7 @@ type RunList struct {
 // status read from the job. The cursor is the scheduled time (RFC 3339)
 // of the previous page's last entry.
 func (s *Service) ScheduleRuns(ctx context.Context, owner, id string, limit int, cursor string) (RunList, error) {
-	limit, err := checkLimit(limit)
+	limit, err := page.CheckLimit(limit)
 	if err != nil {
 		return RunList{}, err
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/jobid"
+	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -233,6 +235,9 @@ type Service struct {
 	// gate orders a burst of schedule firings (firinggate.go).
 	gate lazyFiringGate
 
+	// reads answers the read routes (reads.go).
+	reads *readside.Reader
+
 	// specLooks is when the sweep last listed a speculating stage's tasks
 	// ("job/stage"; speculationlook.go).
 	specLooks *lru.Cache[string, specLook]
@@ -265,6 +270,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 			return time.Duration(rand.Int64N(int64(d)))
 		},
 	}
+	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, readKernel{s}, func() time.Time { return s.Now() }, log)
 	if cfg.CountLinger > 0 {
 		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
 	}
@@ -272,11 +278,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 }
 
 // NewJobID returns a job id that sorts by creation time.
-func NewJobID() string {
-	var b [5]byte
-	_, _ = crand.Read(b[:])
-	return fmt.Sprintf("j%011x%s", time.Now().UnixMilli(), hex.EncodeToString(b[:]))
-}
+func NewJobID() string { return jobid.New() }
 
 func newToken() string {
 	var b [16]byte

@@ -1,12 +1,14 @@
-package control
+package readside
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -89,15 +91,15 @@ type TaskList struct {
 // ListTasks lists a job's tasks with their attempt history. It reads task
 // buckets in order, never more than the page needs plus a bounded number
 // of Queries when a filter matches little.
-func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList, error) {
-	limit, err := checkLimit(req.Limit)
+func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList, error) {
+	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return TaskList{}, err
 	}
 	if req.State != "" && !slices.Contains(sm.Tasks.States, sm.TaskState(req.State)) {
 		return TaskList{}, &spec.FieldError{Field: "state", Message: fmt.Sprintf("must be one of %v", sm.Tasks.States)}
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := r.kernel.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return TaskList{}, err
 	}
@@ -109,13 +111,13 @@ func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList
 		}
 		only = idx
 	}
-	q := queryHash("tasks", req.Owner, req.ID, req.Stage, req.State)
+	q := page.Query("tasks", req.Owner, req.ID, req.Stage, req.State)
 	stage, after := 0, -1
 	if only >= 0 {
 		stage = only
 	}
 	if req.Cursor != "" {
-		pos, err := cursorInts(q, req.Cursor, 2)
+		pos, err := page.Ints(q, req.Cursor, 2)
 		if err != nil {
 			return TaskList{}, err
 		}
@@ -124,7 +126,7 @@ func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList
 		}
 		stage, after = pos[0], pos[1]
 	}
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := r.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return TaskList{}, err
 	}
@@ -138,28 +140,28 @@ func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList
 		if st.Total == 0 {
 			continue
 		}
-		pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+		pg, err := r.store.ListTaskPage(ctx, dynamo.TaskPageParams{
 			Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskState(req.State), After: after,
 			Materialized: st.Enqueued, MaxAttempts: j.Spec.StageRetry(stage).MaxAttempts,
-			Limit: limit - len(out.Tasks), MaxReads: maxReadsPerPage - reads,
+			Limit: limit - len(out.Tasks), MaxReads: page.MaxReads - reads,
 		})
 		if err != nil {
 			return TaskList{}, err
 		}
 		reads += pg.Reads
-		infos, err := s.taskInfos(ctx, j.Spec, stage, pg.Rows)
+		infos, err := r.taskInfos(ctx, j.Spec, stage, pg.Rows)
 		if err != nil {
 			return TaskList{}, err
 		}
 		out.Tasks = append(out.Tasks, infos...)
 		if !pg.Done {
 			// The page is full or the read budget is spent: continue here.
-			out.NextCursor = encodeCursor(q, itoa(stage), itoa(pg.Next))
+			out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(pg.Next))
 			return out, nil
 		}
-		if len(out.Tasks) >= limit || reads >= maxReadsPerPage {
+		if len(out.Tasks) >= limit || reads >= page.MaxReads {
 			if next := stage + 1; next < len(stages) && only < 0 {
-				out.NextCursor = encodeCursor(q, itoa(next), "-1")
+				out.NextCursor = page.Encode(q, strconv.Itoa(next), "-1")
 			}
 			return out, nil
 		}
@@ -170,7 +172,7 @@ func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList
 // taskInfos renders task rows with their attempt histories. Attempt-end
 // records are read only for rows that had an attempt end without a
 // commit, with one Query per bucket of such rows.
-func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []batch.TaskRow) ([]TaskInfo, error) {
+func (r *Reader) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []batch.TaskRow) ([]TaskInfo, error) {
 	lo, hi := -1, -1
 	for _, r := range rows {
 		if r.Attempt > 1 || r.State == sm.TaskFailed || (r.State == sm.TaskReady && r.Attempt > 0) {
@@ -182,7 +184,7 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 	}
 	ends := map[[2]int]batch.AttemptEnd{}
 	if lo >= 0 {
-		recs, err := s.store.AttemptEnds(ctx, rows[0].Ref.Job, stage, lo, hi)
+		recs, err := r.store.AttemptEnds(ctx, rows[0].Ref.Job, stage, lo, hi)
 		if err != nil {
 			return nil, err
 		}
@@ -203,9 +205,9 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 			info.LeaseUntil = opt(t.LeaseUntil)
 		}
 		if t.Memory > 0 {
-			info.Memory = sizeString(t.Memory) // failclass.go
+			info.Memory = sizeString(t.Memory)
 		}
-		info.Checkpoint = checkpointInfo(t.Checkpoint) // checkpoint.go
+		info.Checkpoint = checkpointInfo(t.Checkpoint)
 		if t.State == sm.TaskReady {
 			info.NotBefore = opt(t.NotBefore)
 		}
@@ -239,4 +241,28 @@ func (s *Service) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows [
 		infos[i] = info
 	}
 	return infos, nil
+}
+
+// CheckpointInfo is a task's last checkpoint as `batchwork tasks` shows
+// it: the attempt that saved it, the input offset it reached, and how
+// often the task continued in a new invocation.
+type CheckpointInfo struct {
+	Attempt       int   `json:"attempt"`
+	Offset        int64 `json:"offset"`
+	Continuations int   `json:"continuations,omitempty"`
+}
+
+func checkpointInfo(r batch.CheckpointRef) *CheckpointInfo {
+	if !r.Saved() {
+		return nil
+	}
+	return &CheckpointInfo{Attempt: r.Attempt, Offset: r.Offset, Continuations: r.Continuations}
+}
+
+// sizeString renders an executor size as the spec spells it: 2GiB.
+func sizeString(z spec.Size) string {
+	if z%(1<<30) == 0 {
+		return strconv.FormatInt(int64(z)>>30, 10) + "GiB"
+	}
+	return strconv.FormatInt(int64(z)>>20, 10) + "MiB"
 }

@@ -1,40 +1,17 @@
-package control
+package readside
 
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/jobid"
+	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// JobIDPattern is the form of a job id (see NewJobID). Routes check ids
-// against it before any read.
-var JobIDPattern = regexp.MustCompile(`^j[0-9a-f]{11}[0-9a-f]{10}$`)
-
-// ownedJob reads a job for its owner. Another owner's job is reported as
-// not found, exactly like a job that does not exist, so that its existence
-// does not leak.
-func (s *Service) ownedJob(ctx context.Context, owner, id string) (batch.Job, error) {
-	if !JobIDPattern.MatchString(id) {
-		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
-	}
-	j, err := s.store.GetJob(ctx, id)
-	if err != nil {
-		return batch.Job{}, err
-	}
-	if j.Owner != owner || !j.Deleting.IsZero() {
-		// A job being deleted is gone to every route but its deletion's
-		// repeat (jobdelete.go).
-		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
-	}
-	return j, nil
-}
 
 // ListJobsRequest asks for a page of the caller's jobs, newest first.
 type ListJobsRequest struct {
@@ -64,8 +41,8 @@ type JobList struct {
 
 // ListJobs lists the owner's jobs from the per-owner index, which the
 // job's create and end transactions keep in step with the job.
-func (s *Service) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, error) {
-	limit, err := checkLimit(req.Limit)
+func (r *Reader) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, error) {
+	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return JobList{}, err
 	}
@@ -75,20 +52,20 @@ func (s *Service) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, e
 	if len(req.Name) > spec.MaxNameLen {
 		return JobList{}, &spec.FieldError{Field: "name", Message: fmt.Sprintf("is longer than %d characters", spec.MaxNameLen)}
 	}
-	q := queryHash("jobs", req.Owner, req.State, req.Name)
+	q := page.Query("jobs", req.Owner, req.State, req.Name)
 	after := ""
 	if req.Cursor != "" {
-		pos, err := decodeCursor(q, req.Cursor, 1)
+		pos, err := page.Decode(q, req.Cursor, 1)
 		if err != nil {
 			return JobList{}, err
 		}
-		if !JobIDPattern.MatchString(pos[0]) {
+		if !jobid.Pattern.MatchString(pos[0]) {
 			return JobList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
 		}
 		after = pos[0]
 	}
-	jobs, next, err := s.store.ListOwnerJobs(ctx, dynamo.ListJobsParams{
-		Owner: req.Owner, State: sm.JobState(req.State), Name: req.Name, After: after, Limit: limit, MaxReads: maxReadsPerPage,
+	jobs, next, err := r.store.ListOwnerJobs(ctx, dynamo.ListJobsParams{
+		Owner: req.Owner, State: sm.JobState(req.State), Name: req.Name, After: after, Limit: limit, MaxReads: page.MaxReads,
 	})
 	if err != nil {
 		return JobList{}, err
@@ -98,7 +75,7 @@ func (s *Service) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, e
 		out.Jobs[i] = JobSummary{ID: j.ID, Name: j.Name, State: string(j.State), Created: j.Created, Ended: opt(j.Ended)}
 	}
 	if next != "" {
-		out.NextCursor = encodeCursor(q, next)
+		out.NextCursor = page.Encode(q, next)
 	}
 	return out, nil
 }

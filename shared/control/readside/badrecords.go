@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"bufio"
@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -25,41 +25,36 @@ import (
 // commit never happened, so its count was never added and BadRecords
 // skips its object.
 
-// badRecordCounts is how many records each stage of a job rejected in
+// BadRecordCounts is how many records each stage of a job rejected in
 // committed attempts, by stage index; nil when no stage allows any (then
 // no commit can have added one, and nothing is read).
-func (s *Service) badRecordCounts(ctx context.Context, sp *spec.Job, job string) (map[int]int64, error) {
+func (r *Reader) BadRecordCounts(ctx context.Context, sp *spec.Job, job string) (map[int]int64, error) {
 	if sp == nil || !slices.ContainsFunc(sp.Stages, func(st spec.Stage) bool { return st.MaxBadRecords > 0 }) {
 		return nil, nil
 	}
-	return s.store.BadRecordCounts(ctx, job)
+	return r.store.BadRecordCounts(ctx, job)
 }
 
-// noteBadRecords adds each stage's bad-record count to its status, and to
-// the message of its end in a history page.
-func noteBadRecords(counts map[int]int64, sp *spec.Job, stages []StageStatus, evs []Event) {
-	if len(counts) == 0 {
-		return
-	}
+// BadRecordsByName keys a job's bad-record counts by stage name, as its
+// status and its history show them.
+func BadRecordsByName(counts map[int]int64, sp *spec.Job) map[string]int64 {
 	byName := map[string]int64{}
 	for i, n := range counts {
 		if i < len(sp.Stages) {
 			byName[sp.Stages[i].Name] = n
 		}
 	}
+	return byName
+}
+
+// noteBadRecords adds each stage's bad-record count to its status.
+func noteBadRecords(counts map[int]int64, sp *spec.Job, stages []StageStatus) {
+	if len(counts) == 0 {
+		return
+	}
+	byName := BadRecordsByName(counts, sp)
 	for i := range stages {
 		stages[i].BadRecords = byName[stages[i].Name]
-	}
-	for i, e := range evs {
-		n := byName[e.Stage]
-		if n == 0 || e.Task != "" || !strings.HasPrefix(e.Type, "stage.") || e.Type == EventStageStarted {
-			continue
-		}
-		note := strconv.FormatInt(n, 10) + " bad records skipped (batchwork result --bad-records)"
-		if n == 1 {
-			note = "1 bad record skipped (batchwork result --bad-records)"
-		}
-		evs[i].Message = strings.TrimPrefix(e.Message+"; "+note, "; ")
 	}
 }
 
@@ -84,14 +79,14 @@ type BadRecordPage struct {
 }
 
 // BadRecords lists the records a job's committed attempts rejected. Each
-// page reads at most maxReadsPerPage attempt objects and checks their
+// page reads at most page.MaxReads attempt objects and checks their
 // tasks, so a page may come back short, with a cursor.
-func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRecordPage, error) {
-	limit, err := checkLimit(req.Limit)
+func (r *Reader) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRecordPage, error) {
+	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return BadRecordPage{}, err
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := r.kernel.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return BadRecordPage{}, err
 	}
@@ -103,10 +98,10 @@ func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRec
 			return BadRecordPage{}, &spec.FieldError{Field: "stage", Message: fmt.Sprintf("job has no stage %q", req.Stage)}
 		}
 	}
-	q := queryHash("badrecords", req.Owner, req.ID, req.Stage)
+	q := page.Query("badrecords", req.Owner, req.ID, req.Stage)
 	afterKey, skip := "", 0
 	if req.Cursor != "" {
-		pos, err := decodeCursor(q, req.Cursor, 2)
+		pos, err := page.Decode(q, req.Cursor, 2)
 		if err != nil {
 			return BadRecordPage{}, err
 		}
@@ -115,20 +110,20 @@ func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRec
 		}
 		afterKey = pos[0]
 	}
-	page := BadRecordPage{Job: j.ID, Records: []batch.BadRecord{}, Counts: map[string]int64{}}
-	counts, err := s.badRecordCounts(ctx, j.Spec, j.ID)
+	out := BadRecordPage{Job: j.ID, Records: []batch.BadRecord{}, Counts: map[string]int64{}}
+	counts, err := r.BadRecordCounts(ctx, j.Spec, j.ID)
 	if err != nil {
 		return BadRecordPage{}, err
 	}
 	for i, n := range counts {
 		if i < len(j.Spec.Stages) && (req.Stage == "" || req.Stage == j.Spec.Stages[i].Name) {
-			page.Counts[j.Spec.Stages[i].Name] = n
+			out.Counts[j.Spec.Stages[i].Name] = n
 		}
 	}
 	if len(counts) == 0 {
-		return page, nil // no committed attempt rejected a record
+		return out, nil // no committed attempt rejected a record
 	}
-	objs, err := s.blob.List(ctx, s.blob.Bucket(), blob.BadRecordsPrefix(j.ID, req.Stage))
+	objs, err := r.blob.List(ctx, r.blob.Bucket(), blob.BadRecordsPrefix(j.ID, req.Stage))
 	if err != nil {
 		return BadRecordPage{}, fmt.Errorf("bad records of job %s: %w", j.ID, err)
 	}
@@ -144,30 +139,30 @@ func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRec
 		if k != afterKey {
 			skip = 0
 		}
-		if reads == maxReadsPerPage {
-			page.NextCursor = encodeCursor(q, k, "0")
-			return page, nil
+		if reads == page.MaxReads {
+			out.NextCursor = page.Encode(q, k, "0")
+			return out, nil
 		}
-		recs, err := s.committedBadRecords(ctx, j, k)
+		recs, err := r.committedBadRecords(ctx, j, k)
 		if err != nil {
 			return BadRecordPage{}, err
 		}
 		reads++
 		for i := skip; i < len(recs); i++ {
-			if len(page.Records) == limit {
-				page.NextCursor = encodeCursor(q, k, strconv.Itoa(i))
-				return page, nil
+			if len(out.Records) == limit {
+				out.NextCursor = page.Encode(q, k, strconv.Itoa(i))
+				return out, nil
 			}
-			page.Records = append(page.Records, recs[i])
+			out.Records = append(out.Records, recs[i])
 		}
 	}
-	return page, nil
+	return out, nil
 }
 
 // committedBadRecords reads the bad records at key when its attempt is
 // its task's committed one, and nothing otherwise: a failed or fenced
 // attempt's.
-func (s *Service) committedBadRecords(ctx context.Context, j batch.Job, key string) ([]batch.BadRecord, error) {
+func (r *Reader) committedBadRecords(ctx context.Context, j batch.Job, key string) ([]batch.BadRecord, error) {
 	name, part, att, ok := blob.ParseBadRecordsKey(j.ID, key)
 	if !ok {
 		return nil, nil
@@ -176,14 +171,14 @@ func (s *Service) committedBadRecords(ctx context.Context, j batch.Job, key stri
 	if !ok {
 		return nil, nil
 	}
-	t, err := s.store.GetTask(ctx, batch.TaskRef{Job: j.ID, Stage: idx, Partition: part})
+	t, err := r.store.GetTask(ctx, batch.TaskRef{Job: j.ID, Stage: idx, Partition: part})
 	if err != nil {
 		return nil, fmt.Errorf("bad records %s: %w", key, err)
 	}
 	if t.State != sm.TaskSucceeded || t.CommittedAttempt != att {
 		return nil, nil
 	}
-	body, err := s.blob.Get(ctx, key)
+	body, err := r.blob.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("bad records %s: %w", key, err)
 	}

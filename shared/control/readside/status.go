@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"context"
@@ -109,23 +109,23 @@ type StageStatus struct {
 // job is reported as not found. Its cost does not grow with the number of
 // tasks: one read of the job, one Query of its stages and a batch read of
 // at most 32 counters per stage.
-func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, error) {
-	j, err := s.ownedJob(ctx, owner, id)
+func (r *Reader) Status(ctx context.Context, owner, id string) (JobStatus, error) {
+	j, err := r.kernel.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
-	stats, err := s.store.StageStats(ctx, id)
+	stats, err := r.store.StageStats(ctx, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
-	js := s.status(ctx, j, stats)
-	bad, err := s.badRecordCounts(ctx, j.Spec, id)
+	js := r.status(ctx, j, stats)
+	bad, err := r.BadRecordCounts(ctx, j.Spec, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
-	noteBadRecords(bad, j.Spec, js.Stages, nil) // badrecords.go
+	noteBadRecords(bad, j.Spec, js.Stages) // badrecords.go
 	if j.State == sm.JobRunning {
-		if js.Limits, err = s.limitUse(ctx, j); err != nil {
+		if js.Limits, err = r.limitUse(ctx, j); err != nil {
 			return JobStatus{}, err
 		}
 	}
@@ -134,20 +134,20 @@ func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, erro
 
 // limitUse reads the slot maps of a job's limits: one consistent read per
 // limit, none for a job without limits.
-func (s *Service) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error) {
+func (r *Reader) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error) {
 	var out []LimitUse
-	for _, l := range s.limitsOf(batch.TaskRef{Job: j.ID}, jobMeta{spec: j.Spec, owner: j.Owner}) {
-		holders, err := s.store.SlotHolders(ctx, l.m)
+	for _, l := range r.kernel.JobLimits(j) {
+		holders, err := r.store.SlotHolders(ctx, l.Slots)
 		if err != nil && !errors.Is(err, batch.ErrNotFound) { // no map yet: none held
 			return nil, fmt.Errorf("status of job %s: %w", j.ID, err)
 		}
-		out = append(out, LimitUse{Kind: l.kind, Max: l.max, Running: len(holders)})
+		out = append(out, LimitUse{Kind: l.Kind, Max: l.Max, Running: len(holders)})
 	}
 	return out, nil
 }
 
-func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
-	now := s.Now()
+func (r *Reader) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
+	now := r.now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
 		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),
 		Redrives: len(j.Redrives), RerunOf: j.RerunOf}
@@ -179,7 +179,7 @@ func (s *Service) status(ctx context.Context, j batch.Job, stats []batch.StageSt
 			js.Started = opt(st.Started)
 		}
 		if j.State == sm.JobRunning && st.State == sm.StageRunning {
-			if r, ok := s.stageRate(ctx, st, now); ok {
+			if r, ok := r.stageRate(ctx, st, now); ok {
 				ss.TasksPerSec, ss.RecordsPerSec = &r.TaskRate, &r.RecordRate
 				taskRate += r.TaskRate
 				recRate += r.RecordRate

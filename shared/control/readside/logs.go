@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"context"
@@ -37,15 +37,15 @@ var ErrLogsUnavailable = errors.New("this installation cannot read its logs")
 // installation's log source on the owner's behalf. Another owner's job is
 // not found, so no caller reads another owner's lines, and callers need no
 // access to the logs themselves.
-func (s *Service) JobLogs(ctx context.Context, req LogsRequest) (logs.Page, error) {
+func (r *Reader) JobLogs(ctx context.Context, req LogsRequest) (logs.Page, error) {
 	if req.Limit < 0 || req.Limit > logs.MaxLimit {
 		return logs.Page{}, &spec.FieldError{Field: "limit", Message: fmt.Sprintf("must be 1 to %d", logs.MaxLimit)}
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := r.kernel.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return logs.Page{}, err
 	}
-	if s.cfg.Logs == nil {
+	if r.cfg.Logs == nil {
 		return logs.Page{}, ErrLogsUnavailable
 	}
 	q := logs.Query{Job: j.ID, Since: req.Since, Cursor: req.Cursor, Limit: req.Limit}
@@ -61,7 +61,7 @@ func (s *Service) JobLogs(ctx context.Context, req LogsRequest) (logs.Page, erro
 		}
 		q.Task = ref.String()
 	}
-	pg, err := s.cfg.Logs.Query(ctx, q)
+	pg, err := r.cfg.Logs.Query(ctx, q)
 	if errors.Is(err, logs.ErrBadCursor) {
 		return logs.Page{}, &spec.FieldError{Field: "cursor", Message: err.Error()}
 	}
@@ -92,4 +92,4 @@ func taskOf(j batch.Job, task string) (batch.TaskRef, error) {
 
 // SetLogSource sets where JobLogs reads lines (Config.Logs), for a main
 // that builds its source after the service; call it before serving.
-func (s *Service) SetLogSource(src logs.Source) { s.cfg.Logs = src }
+func (r *Reader) SetLogSource(src logs.Source) { r.cfg.Logs = src }

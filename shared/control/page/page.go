@@ -1,4 +1,6 @@
-package control
+// Package page is the control plane's paging of list routes: page sizes,
+// and cursors bound to the query that made them.
+package page
 
 import (
 	"crypto/sha256"
@@ -13,11 +15,11 @@ import (
 
 // Page sizes of the list routes.
 const (
-	DefaultPageSize = 50
-	MaxPageSize     = 200
-	// maxReadsPerPage bounds the Queries one page may take when a filter
+	DefaultSize = 50
+	MaxSize     = 200
+	// MaxReads bounds the Queries one page may take when a filter
 	// matches little: the page then comes back short, with a cursor.
-	maxReadsPerPage = 25
+	MaxReads = 25
 )
 
 // A cursor is opaque to clients: the position to continue from, bound to
@@ -32,9 +34,9 @@ type cursor struct {
 	P []string `json:"p"`
 }
 
-// queryHash identifies a query; parts are the route, owner, job and
+// Query identifies a query; parts are the route, owner, job and
 // filters in a fixed order.
-func queryHash(parts ...string) string {
+func Query(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write([]byte(p))
@@ -43,14 +45,15 @@ func queryHash(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func encodeCursor(query string, pos ...string) string {
+// Encode makes a cursor of query at pos.
+func Encode(query string, pos ...string) string {
 	raw, _ := json.Marshal(cursor{Q: query, P: pos})
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
-// decodeCursor returns the position of a cursor of query with n fields,
+// Decode returns the position of a cursor of query with n fields,
 // or a field error naming "cursor".
-func decodeCursor(query, s string, n int) ([]string, error) {
+func Decode(query, s string, n int) ([]string, error) {
 	bad := &spec.FieldError{Field: "cursor", Message: "is not a cursor of this query; start again without it"}
 	if len(s) > 512 {
 		return nil, bad
@@ -66,9 +69,9 @@ func decodeCursor(query, s string, n int) ([]string, error) {
 	return c.P, nil
 }
 
-// cursorInts decodes a cursor whose position is n non-negative integers.
-func cursorInts(query, s string, n int) ([]int, error) {
-	pos, err := decodeCursor(query, s, n)
+// Ints decodes a cursor whose position is n non-negative integers.
+func Ints(query, s string, n int) ([]int, error) {
+	pos, err := Decode(query, s, n)
 	if err != nil {
 		return nil, err
 	}
@@ -83,15 +86,13 @@ func cursorInts(query, s string, n int) ([]int, error) {
 	return out, nil
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// checkLimit validates a page size; 0 takes the default.
-func checkLimit(n int) (int, error) {
+// CheckLimit validates a page size; 0 takes the default.
+func CheckLimit(n int) (int, error) {
 	switch {
 	case n == 0:
-		return DefaultPageSize, nil
-	case n < 0 || n > MaxPageSize:
-		return 0, &spec.FieldError{Field: "limit", Message: "must be between 1 and " + strconv.Itoa(MaxPageSize)}
+		return DefaultSize, nil
+	case n < 0 || n > MaxSize:
+		return 0, &spec.FieldError{Field: "limit", Message: "must be between 1 and " + strconv.Itoa(MaxSize)}
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"context"
@@ -84,19 +84,19 @@ func nextSample(prev *batch.RateSample, started time.Time, committed int, record
 // interval is counted by the winner. A failed write is logged, never
 // returned: the status read must not fail because a cache could not be
 // refreshed.
-func (s *Service) stageRate(ctx context.Context, st batch.StageStats, now time.Time) (Rate, bool) {
+func (r *Reader) stageRate(ctx context.Context, st batch.StageStats, now time.Time) (Rate, bool) {
 	if !st.Materialized || st.Total == 0 || st.Counters.Missing > 0 {
 		return Rate{}, false
 	}
-	next, changed, r, ok := nextSample(st.Sample, st.Started, st.Counters.Committed, st.Counters.RecordsIn, now)
+	next, changed, rate, ok := nextSample(st.Sample, st.Started, st.Counters.Committed, st.Counters.RecordsIn, now)
 	if changed {
 		var prev time.Time
 		if st.Sample != nil {
 			prev = st.Sample.At
 		}
-		if _, err := s.store.PutRateSample(ctx, st.Job, st.Index, prev, next); err != nil {
-			s.log.Warn("store rate sample", "job_id", st.Job, "stage", st.Name, "err", err)
+		if _, err := r.store.PutRateSample(ctx, st.Job, st.Index, prev, next); err != nil {
+			r.log.Warn("store rate sample", "job_id", st.Job, "stage", st.Name, "err", err)
 		}
 	}
-	return r, ok
+	return rate, ok
 }
