@@ -78,8 +78,11 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	// Claim first, then check the job, as Claim does: a check before the
 	// claim's write lets a cancel that returns while the write is on its
 	// way (throttled and retried, seconds) start a copy after it. A copy
-	// of an ended job is refused, and its task cancelled, so it cannot
-	// commit.
+	// of an ended job is refused and only its own claim dropped, so it
+	// cannot commit; the task stays with its holder, whose own checks end
+	// it with the job. Cancelling the task here would also end it for a
+	// job that runs again: the state read may be a stale FAILED of a job
+	// redriven since.
 	state, err := s.cachedJobState(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		// Deleted: the deletion removes the task with its copy.
@@ -90,12 +93,26 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
 	}
 	if state != sm.JobRunning {
-		return Claim{}, s.refuseEnded(ctx, ref, sp, state)
+		return Claim{}, s.refuseCopy(ctx, t, state)
 	}
 	s.noteTaskEvent(ctx, ref, t.Attempt, speculationStarted,
 		fmt.Sprintf("speculative copy of attempt %d started", t.Copy.HolderAttempt))
 	s.taskLog(ctx, ref, t.Attempt).Info("speculative copy claimed", "holder_attempt", t.Copy.HolderAttempt)
 	return Claim{Task: t, Spec: sp, Lease: lease, Speculative: true}, nil
+}
+
+// refuseCopy drops a copy claimed for a job that is not running. A copy
+// no longer live (its holder yielded to it, or the task moved on) has
+// nothing to drop: the refusal stands, and the task's own path decides.
+func (s *Service) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState) error {
+	_, err := s.store.DropClaim(ctx, dynamo.DropParams{
+		HolderParams: dynamo.HolderParams{Ref: t.Ref, Token: t.Token, Now: s.Now()},
+		Event:        sm.TaskCopyFail, Err: "job " + string(state),
+	})
+	if err != nil && !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, sm.ErrInvalidTransition) {
+		return fmt.Errorf("claim copy %s: drop the copy of a %s job: %w", t.Ref, state, err)
+	}
+	return fmt.Errorf("claim copy %s: job is %s: %w", t.Ref, state, batch.ErrJobNotRunning)
 }
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
