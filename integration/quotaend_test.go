@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // A plan's charge that lands between a job's end reading its count and
@@ -44,6 +46,58 @@ func TestQuotaChargeRacingTheEndIsGivenBack(t *testing.T) {
 	}})
 	if _, err := e.r.Service.Cancel(ctx, "dora", id); err != nil {
 		t.Fatal(err)
+	}
+	u, err := e.r.Store.QuotaUse(ctx, "dora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Tasks != 0 || u.ActiveJobs != 0 {
+		t.Fatalf("dora's quota use after the cancel: %+v, want nothing counted", u)
+	}
+}
+
+// A job's end outlasts a stream of charges: every try of the end finds a
+// charge (a stage's plan, a split) landed after its read. The end gave up
+// after a few tries as if someone else had ended the job, so a cancel
+// answered 409 and a task's failure left its job RUNNING with its stages
+// ended.
+func TestJobEndOutlastsAStreamOfCharges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := testTimings
+	cfg.Quotas = control.Quotas{Tasks: control.OwnerLimits{Default: 1000}}
+	inj := faults.New(1)
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, faults: inj})
+	const charges = 12
+	stages := `{"name":"a","task":"none","partitions":{"count":1}}`
+	for i := range charges {
+		stages += fmt.Sprintf(`,{"name":"b%d","task":"none","after":["a"],"partitions":{"input":{"prefix":"inputs:later/"}}}`, i)
+	}
+	id := e.submitAs("dora", "stream", []byte(`{"name":"stream","stages":[`+stages+`]}`))
+	var mu sync.Mutex
+	charged := 0
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		tx, ok := in.(*dynamodb.TransactWriteItemsInput)
+		if !ok || len(tx.TransactItems) == 0 || tx.TransactItems[0].Update == nil ||
+			!strings.Contains(aws.ToString(tx.TransactItems[0].Update.UpdateExpression), "#end = :now") {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if charged < charges {
+			charged++
+			// Another stage planned just now, after the end read its count.
+			if err := e.r.Store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: id, Stage: charged, Tasks: 2, MaxTasks: 1000}); err != nil {
+				t.Errorf("charge %d: %v", charged, err)
+			}
+		}
+		return false
+	}})
+	if _, err := e.r.Service.Cancel(ctx, "dora", id); err != nil {
+		t.Fatalf("cancel during %d charges: %v", charges, err)
+	}
+	if st, err := e.r.Store.JobState(ctx, id); err != nil || st != sm.JobCancelled {
+		t.Fatalf("job after the cancel: %s %v, want CANCELLED", st, err)
 	}
 	u, err := e.r.Store.QuotaUse(ctx, "dora")
 	if err != nil {

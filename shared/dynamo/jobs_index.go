@@ -37,14 +37,17 @@ type jobHeader struct {
 	// Redrives is how many times the job was redriven (redrive.go): its
 	// ended event's id names it (events.JobEndedID).
 	Redrives int
+	// State is the job's state when the head was read (it moves; the
+	// fields above do not).
+	State sm.JobState
 }
 
 // jobHead reads the immutable fields of a job that its index item repeats.
 func (s *Store) jobHead(ctx context.Context, id string) (jobHeader, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
-		ProjectionExpression:     aws.String("#own, #nm, #crt, #qt, #rdl"),
-		ExpressionAttributeNames: map[string]string{"#own": aOwner, "#nm": aName, "#crt": aCreated, "#qt": aQuotaTasks, "#rdl": aRedrives},
+		ProjectionExpression:     aws.String("#own, #nm, #crt, #qt, #rdl, #st"),
+		ExpressionAttributeNames: map[string]string{"#own": aOwner, "#nm": aName, "#crt": aCreated, "#qt": aQuotaTasks, "#rdl": aRedrives, "#st": aState},
 	})
 	if err != nil {
 		return jobHeader{}, fmt.Errorf("read job %s: %w", id, err)
@@ -54,7 +57,7 @@ func (s *Store) jobHead(ctx context.Context, id string) (jobHeader, error) {
 	}
 	_, quota := out.Item[aQuotaTasks]
 	return jobHeader{Owner: getS(out.Item, aOwner), Name: getS(out.Item, aName), Created: getT(out.Item, aCreated),
-		Quota: quota, QuotaTasks: int(getN(out.Item, aQuotaTasks)), Redrives: len(decodeRedrives(out.Item))}, nil
+		Quota: quota, QuotaTasks: int(getN(out.Item, aQuotaTasks)), Redrives: len(decodeRedrives(out.Item)), State: sm.JobState(getS(out.Item, aState))}, nil
 }
 
 // ListJobsParams selects a page of an owner's jobs, newest first.

@@ -308,14 +308,44 @@ func (s *Store) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason,
 func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
 	for try := 0; ; try++ {
 		evID, qn, err := s.endJobOnce(ctx, id, ev, reason, manifest, now, gen)
-		if errors.Is(err, sm.ErrInvalidTransition) && qn >= 0 && try+1 < endQuotaTries {
-			// A charge (quotacharge.go) moved the count this end was to
-			// give back: read it again.
-			if h, herr := s.jobHead(ctx, id); herr == nil && h.QuotaTasks != qn {
-				continue
+		if !errors.Is(err, sm.ErrInvalidTransition) || qn < 0 {
+			return evID, err
+		}
+		// A charge (quotacharge.go) may have moved the count this end was
+		// to give back: then read it again. The end must not give up
+		// while the job still runs: refused, it reads to its callers as
+		// "someone else ended the job", and a failure would leave the job
+		// RUNNING with its stages ended. Charges are bounded (one per
+		// stage's plan, one per split) and each try loses only to one
+		// that landed inside it; past the first few tries, back off.
+		h, herr := s.jobHead(ctx, id)
+		if herr != nil || h.QuotaTasks == qn || h.State != sm.JobRunning {
+			return evID, err
+		}
+		if try+1 >= endQuotaTries {
+			if werr := sleepCtx(ctx, endBackoff(try+1-endQuotaTries)); werr != nil {
+				return "", fmt.Errorf("%s job %s: charges kept moving its count: %w", ev, id, werr)
 			}
 		}
-		return evID, err
+	}
+}
+
+// endBackoff is the wait before the n-th try past endQuotaTries: 20 ms
+// doubling to 1 s.
+func endBackoff(n int) time.Duration {
+	d := 20 * time.Millisecond << min(n, 6)
+	return min(d, time.Second)
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
