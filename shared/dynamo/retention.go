@@ -148,7 +148,14 @@ func (s *Store) PostponeExpiry(ctx context.Context, job, owner string, until tim
 // keyString.
 func (s *Store) ttls(ctx context.Context, keys []map[string]types.AttributeValue) (map[string]int64, error) {
 	out := map[string]int64{}
-	for len(keys) > 0 {
+	for try := 0; len(keys) > 0; try++ {
+		if try > 0 {
+			// Unprocessed keys come back under throttling: back off
+			// rather than spin.
+			if err := sleepCtx(ctx, endBackoff(try-1)); err != nil {
+				return nil, fmt.Errorf("read ttls: %w", err)
+			}
+		}
 		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 			s.table: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pk, sk, #ttl"),
 				ExpressionAttributeNames: map[string]string{"#ttl": aTTL}},
