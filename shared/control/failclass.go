@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -99,20 +98,6 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	return Decision{}, s.propagateFailure(ctx, t)
 }
 
-// escalate is the executor size an out-of-memory attempt's retry runs on
-// (the next size up, within the stage's maxMemory) and the note its
-// history gets: "out of memory at 2GiB; retrying at 4GiB".
-func escalate(c Claim) (spec.Size, string) {
-	cur := c.Task.Memory
-	if cur == 0 {
-		cur = c.Spec.StageMemory(c.Task.Ref.Stage)
-	}
-	if next, ok := spec.NextSize(cur); ok && next <= c.Spec.StageMaxMemory(c.Task.Ref.Stage) {
-		return next, fmt.Sprintf("out of memory at %s; retrying at %s", sizeString(cur), sizeString(next))
-	}
-	return cur, fmt.Sprintf("out of memory at %s, the stage's maxMemory; retrying at %s", sizeString(cur), sizeString(cur))
-}
-
 // failReason is the stage's and job's error for a task that failed for
 // good: which task, after how many attempts, and its error (whose message
 // already says a timeout or an out-of-memory end).
@@ -122,12 +107,4 @@ func failReason(sp *spec.Job, t batch.Task) string {
 		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)
 	}
 	return fmt.Sprintf("stage %q task %d failed after %d attempts: %s", name, t.Ref.Partition, t.Attempt, t.LastError)
-}
-
-// sizeString renders an executor size as the spec spells it: 2GiB.
-func sizeString(z spec.Size) string {
-	if z%(1<<30) == 0 {
-		return strconv.FormatInt(int64(z)>>30, 10) + "GiB"
-	}
-	return strconv.FormatInt(int64(z)>>20, 10) + "MiB"
 }

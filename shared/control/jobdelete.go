@@ -156,18 +156,6 @@ func (s *Service) settleBeforeRecords(ctx context.Context, j batch.Job) error {
 	return nil
 }
 
-// sleep is Service.Sleep's default.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // deleteStep calls DeleteStepHook, if set, after a step of a deletion.
 func (s *Service) deleteStep(id, step string) error {
 	if s.DeleteStepHook == nil {

@@ -346,3 +346,15 @@ func ignoreInvalid(err error) error {
 	}
 	return err
 }
+
+// sleep is Service.Sleep's default.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -196,3 +196,11 @@ func (s *Service) groupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes 
 	sort.Strings(urls)
 	return urls, groups
 }
+
+func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {
+	sp, err := s.jobSpec(ctx, ref.Job)
+	if err != nil {
+		return err
+	}
+	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
+}

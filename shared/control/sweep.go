@@ -14,30 +14,6 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// SweepCounts says what one sweep run did.
-type SweepCounts struct {
-	Examined     int `json:"examined"`
-	Requeued     int `json:"requeued"`
-	Expired      int `json:"expired"`
-	Exhausted    int `json:"exhausted"`
-	Cancelled    int `json:"cancelled"`
-	StagesFixed  int `json:"stagesFixed"`
-	Failures     int `json:"failuresPropagated"`
-	DeadLettered int `json:"deadLettered"`
-	Errors       int `json:"errors"`
-	Fired        int `json:"schedulesFired"`
-	HandedOff    int `json:"timersHandedOff"`
-	Deadlines    int `json:"deadlinesExceeded"`
-	// Events is how many outbox events the sweep published (events.go).
-	Events int `json:"eventsPublished"`
-	// Speculated is how many speculative copies the sweep launched
-	// (speculation.go).
-	Speculated int `json:"speculativeCopies"`
-	// Counted is how many committed tasks the sweep counted because their
-	// committer had not (dynamo/count.go).
-	Counted int `json:"counted"`
-}
-
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
 // claims, backoffs longer than SQS's delay, steps interrupted by a crash,
 // and dead-lettered messages. It looks at a bounded number of records per
@@ -337,14 +313,6 @@ func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *Sweep
 	return s.afterShardDone(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
 }
 
-func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {
-	sp, err := s.jobSpec(ctx, ref.Job)
-	if err != nil {
-		return err
-	}
-	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
-}
-
 func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
 	st, err := s.store.GetStage(ctx, it.Job, it.Stage)
 	if err != nil {
@@ -485,4 +453,52 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 		return nil
 	}
 	return s.queue.DeleteBatch(ctx, s.cfg.Queues.DLQ, done)
+}
+
+// sweepJob handles a job the sweep index says is due: a job with a
+// deadline is indexed at it from submission. Past it, a RUNNING job fails
+// with DeadlineReason and its stages are cancelled, and from then on the
+// job's state does the rest, as for a cancel: claims on it fail (within
+// JobStateTTL), running tasks are stopped by their runner's job watch
+// (within two JobStateTTLs and a read), and the sweep
+// cancels tasks it finds. Failing is a guarded transition, so two sweeps
+// (or a job finishing at the same moment) end it once.
+func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
+	j, err := s.store.GetJob(ctx, it.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sm.Jobs.IsTerminal(j.State) && s.cfg.Retention > 0 {
+		// Its retention's end (retention.go).
+		return s.expireJob(ctx, it, j, now)
+	}
+	if j.State != sm.JobRunning {
+		// Ending a job takes it out of the index; this is a leftover.
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
+	if err := s.sweepRedrive(ctx, j); err != nil { // redrive.go
+		return err
+	}
+	deadline := jobDeadline(j)
+	if deadline.IsZero() {
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
+	if now.Before(deadline) {
+		return s.store.SetDue(ctx, it, deadline)
+	}
+	err = s.endJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
+	switch {
+	case err == nil:
+		c.Deadlines++
+		s.log.Error("job failed", "job_id", j.ID, "reason", DeadlineReason, "deadline", deadline)
+	case errors.Is(err, sm.ErrInvalidTransition):
+		// It ended meanwhile; its stages are someone else's to cancel,
+		// but cancelling again is harmless.
+	default:
+		return err
+	}
+	return s.cancelStages(ctx, j.ID, -1)
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -16,19 +14,6 @@ import (
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// Claim is a granted claim: the task record and the job's spec.
-type Claim struct {
-	Task  batch.Task
-	Spec  *spec.Job
-	Lease time.Duration
-	// Speculative: the claim is a speculative copy's (speculation.go); its
-	// Task has the copy's token, attempt and lease.
-	Speculative bool
-}
-
-// StageName is the claimed task's stage name.
-func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name }
 
 // Claim claims a task for the executor that received its message. Outcomes
 // other than a claim: *batch.ClaimHeldError and *batch.NotDueError (keep
@@ -241,10 +226,6 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 	return s.CheckJob(ctx, c)
 }
 
-// MaxErrorLen bounds the error kept on a task record and its history, so
-// the record stays within one write unit (1 KB) with the longest input key.
-const MaxErrorLen = 256
-
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")
 
@@ -378,7 +359,7 @@ type Decision struct {
 	// Delay is the backoff before the next attempt.
 	Delay time.Duration
 	// Memory, when set, is the executor size the retry runs on (an
-	// out-of-memory attempt's escalation, failclass.go).
+	// out-of-memory attempt's escalation, taskmemory.go).
 	Memory spec.Size
 }
 
@@ -449,30 +430,4 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 		return err
 	}
 	return s.store.UnindexTask(ctx, t)
-}
-
-// truncate keeps s within n bytes, "…" marking where it was cut. It keeps
-// the end, where a failure's cause is (an exec program's traceback ends
-// with its exception; a wrapped error with its root), and the first line
-// when that is short (an exec failure's exit code, before its last stderr
-// lines). A cut never splits a UTF-8 sequence: the message is stored as a
-// DynamoDB string, which must be valid UTF-8.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	head := ""
-	if i := strings.IndexByte(s, '\n'); i >= 0 && i < n/2 {
-		head = s[:i+1]
-	}
-	keep := max(n-len(head)-len(mark), 0)
-	start := len(s) - keep
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	if n < len(mark) {
-		return s[start:]
-	}
-	return head + mark + s[start:]
 }
