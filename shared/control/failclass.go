@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -58,43 +59,43 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 		var mem spec.Size
 		if class == batch.ClassOutOfMemory {
 			var note string
-			mem, note = escalate(c)
+			mem, note = kernel.Escalate(c)
 			rp.Memory = mem
 			cause = note + ": " + cause
 		}
-		cause = truncate(cause, MaxErrorLen)
+		cause = kernel.Truncate(cause, MaxErrorLen)
 		rp.Err = cause
 		if _, err := s.store.ReleaseTask(ctx, rp); err != nil {
 			return Decision{}, err
 		}
-		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
-		s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
-		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
-		s.metrics().TaskRetried(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+		s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
+		s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
+		s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
+		s.Meter().TaskRetried(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
 		return Decision{Retry: true, Delay: delay, Memory: mem}, nil
 	}
-	cause = truncate(cause, MaxErrorLen)
+	cause = kernel.Truncate(cause, MaxErrorLen)
 	ev := sm.TaskFail
 	if class.Permanent() {
 		ev = sm.TaskFailPermanent
 	}
-	meta, err := s.jobMeta(ctx, ref.Job)
+	meta, err := s.Meta(ctx, ref.Job)
 	if err != nil {
 		return Decision{}, err
 	}
-	failed := taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now) // events.go
+	failed := kernel.TaskFailedEvent(ref, meta.Owner, c.Spec, c.Task.Attempt, cause, now) // events.go
 	t, err := s.releaseFailed(ctx, c.Spec, dynamo.ReleaseParams{HolderParams: hp, Event: ev, Err: cause, Class: class, Due: now,
 		Outbox: failed}) // tolerate.go
 	if err != nil {
 		return Decision{}, err
 	}
-	s.publishEvents(ctx, failed.ID)
-	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
-	s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
+	s.PublishEvents(ctx, failed.ID)
+	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
+	s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
 	// The claim's own attempt: a copy that ended beside it took the
 	// record's attempt number (speculation.go).
-	s.noteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
-	s.metrics().TaskFailed(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
+	s.Meter().TaskFailed(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
 	return Decision{}, s.propagateFailure(ctx, t)
 }
 

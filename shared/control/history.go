@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/page"
@@ -24,6 +25,19 @@ const (
 	// A stage's and a job's end events are "stage." and "job." followed by
 	// the lower-case end state: stage.completed, job.cancelled and so on.
 )
+
+// Event is one entry of a job's timeline.
+type Event struct {
+	At        time.Time `json:"at"`
+	Type      string    `json:"type"`
+	Stage     string    `json:"stage,omitempty"`
+	Task      string    `json:"task,omitempty"`
+	Partition *int      `json:"partition,omitempty"`
+	Attempt   int       `json:"attempt,omitempty"`
+	Message   string    `json:"message,omitempty"`
+
+	key string
+}
 
 // History is a page of a job's timeline, oldest first.
 type History struct {
@@ -47,7 +61,7 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 	if err != nil {
 		return History{}, err
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return History{}, err
 	}

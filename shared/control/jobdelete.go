@@ -70,7 +70,7 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	if !JobIDPattern.MatchString(id) {
 		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
-	// Not ownedJob: a job marked deleting is found here, and only here.
+	// Not OwnedJob: a job marked deleting is found here, and only here.
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
 		return JobDeletion{}, err

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -22,7 +23,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 		if i > 0 {
 			list += ", "
 		}
-		list += sizeString(d)
+		list += kernel.SizeString(d)
 	}
 	for i, st := range sp.Stages {
 		if st.Resources == nil {
@@ -30,7 +31,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 		}
 		if z := sp.StageMemory(i); !has(z) {
 			return &spec.ValidationError{Errors: []spec.FieldError{{Field: fmt.Sprintf("stages[%d].resources.memory", i),
-				Message: fmt.Sprintf("%s: this installation deploys executors of %s only (the construct's ExecutorSizes)", sizeString(z), list)}}}
+				Message: fmt.Sprintf("%s: this installation deploys executors of %s only (the construct's ExecutorSizes)", kernel.SizeString(z), list)}}}
 		}
 		// Every size an out-of-memory retry may climb to must be deployed.
 		for z := sp.StageMemory(i); z < sp.StageMaxMemory(i); {
@@ -40,7 +41,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 			}
 			if !has(next) {
 				return &spec.ValidationError{Errors: []spec.FieldError{{Field: fmt.Sprintf("stages[%d].resources.maxMemory", i),
-					Message: fmt.Sprintf("retries may climb to %s, but this installation deploys executors of %s only (the construct's ExecutorSizes)", sizeString(next), list)}}}
+					Message: fmt.Sprintf("retries may climb to %s, but this installation deploys executors of %s only (the construct's ExecutorSizes)", kernel.SizeString(next), list)}}}
 			}
 			z = next
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -50,7 +51,7 @@ func (s *Service) MarkExecutorKilled(ctx context.Context, id, reason string) err
 	if id == "" {
 		return errors.New("mark executor killed for memory: no executor id")
 	}
-	return s.store.MarkExecutorKilled(ctx, id, truncate(reason, 200), s.Now())
+	return s.store.MarkExecutorKilled(ctx, id, kernel.Truncate(reason, 200), s.Now())
 }
 
 // ecsExecutorPrefix starts the executor id of a Fargate (ECS) task:
@@ -75,15 +76,15 @@ func ExecutorIDForECSTask(arn string) string {
 }
 
 // killedForMemory says whether the dead holder of t was killed for memory,
-// and how its attempt ended, from its liveness record (judgeKilled). A
+// and how its attempt ended, from its liveness record (JudgeKilled). A
 // record that cannot be read judges no death as one for memory (the lease
 // expiry goes on as before).
 func (s *Service) killedForMemory(ctx context.Context, t batch.Task) (string, bool) {
-	m, ok := s.executorMemory(ctx, t)
+	m, ok := s.ExecutorMemory(ctx, t)
 	if !ok {
 		return "", false
 	}
-	return judgeKilled(m)
+	return kernel.JudgeKilled(m)
 }
 
 // errLostForMemory is the claim that found its task's holder killed for
@@ -93,7 +94,7 @@ var errLostForMemory = errors.New("holder killed for memory; the task retries on
 
 // loseForMemory is the takeover of a claim whose executor died for memory
 // (sm.TaskLostForMemory): the task goes back to READY at the next size up
-// (escalate), its attempt ends as out of memory, and a new message goes
+// (Escalate), its attempt ends as out of memory, and a new message goes
 // out for it. done is false when the holder died of anything else: the
 // takeover goes on.
 func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
@@ -101,12 +102,12 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	if !killed {
 		return false, nil
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return true, err
 	}
-	mem, note := escalate(Claim{Task: t, Spec: sp}) // taskmemory.go
-	cause := truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp}) // taskmemory.go
+	cause := kernel.Truncate(note+": "+why, MaxErrorLen)
 	_, err = s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
@@ -116,10 +117,10 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	if err != nil {
 		return true, err
 	}
-	s.lostForMemory(ctx, t, sp, cause)
-	if err := s.resend(ctx, t.Ref, 0); err != nil {
+	s.LostForMemory(ctx, t, sp, cause)
+	if err := s.Resend(ctx, t.Ref, 0); err != nil {
 		// The sweep resends it (the task is due at StuckAfter).
-		s.logger(t.Ref).Warn("resend a task lost for memory", "err", err)
+		s.Logger(t.Ref).Warn("resend a task lost for memory", "err", err)
 	}
 	return true, fmt.Errorf("claim %s: %w: %w", t.Ref, errLostForMemory, batch.ErrAlreadyDone)
 }
@@ -132,12 +133,12 @@ func (s *Service) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.S
 	if !killed {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
-	mem, note := escalate(Claim{Task: t, Spec: sp})
-	p.Err = truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp})
+	p.Err = kernel.Truncate(note+": "+why, MaxErrorLen)
 	p.Class, p.Memory = batch.ClassOutOfMemory, mem
 	return batch.AttemptOutOfMemory, p.Err
 }
@@ -151,9 +152,9 @@ func (s *Service) exhaustForMemory(ctx context.Context, t batch.Task, reason str
 		return reason, batch.ClassLeaseExpired
 	}
 	size := t.Memory
-	if sp, err := s.jobSpec(ctx, t.Ref.Job); err == nil && size == 0 {
+	if sp, err := s.CachedSpec(ctx, t.Ref.Job); err == nil && size == 0 {
 		size = sp.StageMemory(t.Ref.Stage)
 	}
-	return truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", sizeString(size), t.Attempt, t.MaxAttempts, why), MaxErrorLen),
+	return kernel.Truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", kernel.SizeString(size), t.Attempt, t.MaxAttempts, why), MaxErrorLen),
 		batch.ClassOutOfMemory
 }

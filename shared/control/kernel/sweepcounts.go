@@ -1,4 +1,4 @@
-package control
+package kernel
 
 // SweepCounts says what one sweep run did.
 type SweepCounts struct {
@@ -22,4 +22,23 @@ type SweepCounts struct {
 	// Counted is how many committed tasks the sweep counted because their
 	// committer had not (dynamo/count.go).
 	Counted int `json:"counted"`
+}
+
+// Add adds o's counts to c.
+func (c *SweepCounts) Add(o SweepCounts) {
+	c.Examined += o.Examined
+	c.Requeued += o.Requeued
+	c.Expired += o.Expired
+	c.Exhausted += o.Exhausted
+	c.Cancelled += o.Cancelled
+	c.StagesFixed += o.StagesFixed
+	c.Failures += o.Failures
+	c.DeadLettered += o.DeadLettered
+	c.Errors += o.Errors
+	c.Fired += o.Fired
+	c.HandedOff += o.HandedOff
+	c.Deadlines += o.Deadlines
+	c.Events += o.Events
+	c.Speculated += o.Speculated
+	c.Counted += o.Counted
 }

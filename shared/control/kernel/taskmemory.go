@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 // maxMemory is above its memory can have been raised, so only such a
 // stage's tasks cost a read of the task record (eventually consistent:
 // a raise not seen yet is seen when the message comes back).
-func (s *Service) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error) {
-	sp, err := s.jobSpec(ctx, ref.Job)
+func (s *Kernel) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error) {
+	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		return 0, err
 	}
@@ -60,15 +60,15 @@ func (s *Service) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size,
 // is left to its lease's exhaustion (exhaustForMemory). Only a message
 // that comes back while its task is claimed by another executor costs
 // the read of that executor's record.
-func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) spec.Size {
+func (s *Kernel) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) spec.Size {
 	if t.State != sm.TaskClaimed || t.Copy.Live() || t.Attempt >= t.MaxAttempts {
 		return 0
 	}
-	m, ok := s.executorMemory(ctx, t)
+	m, ok := s.ExecutorMemory(ctx, t)
 	if !ok {
 		return 0
 	}
-	why, killed := judgeKilled(m)
+	why, killed := JudgeKilled(m)
 	if !killed {
 		return 0
 	}
@@ -76,8 +76,8 @@ func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) s
 	view := t.View()
 	view.HolderAlive = m.Alive
 	in := sm.TaskInput{At: now}
-	mem, note := escalate(Claim{Task: t, Spec: sp})
-	cause := truncate(note+": "+why, MaxErrorLen)
+	mem, note := Escalate(Claim{Task: t, Spec: sp})
+	cause := Truncate(note+": "+why, MaxErrorLen)
 	switch {
 	case sm.Holds(sm.GuardLeaseExpired, view, in):
 		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: cause,
@@ -93,37 +93,37 @@ func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) s
 	default:
 		return 0 // alive: its attempt runs on
 	}
-	s.lostForMemory(ctx, t, sp, cause)
+	s.LostForMemory(ctx, t, sp, cause)
 	return mem
 }
 
-// lostForMemory follows a task put back for a larger executor: the dead
+// LostForMemory follows a task put back for a larger executor: the dead
 // claim's slots are freed and its attempt ends as out of memory.
-func (s *Service) lostForMemory(ctx context.Context, t batch.Task, sp *spec.Job, cause string) {
-	s.freeSlots(ctx, t.Ref, sp, t.SlotAt)
-	s.taskLog(ctx, t.Ref, t.Attempt).Warn("executor killed for memory; retrying on a larger executor", "executor", t.Executor, "err", cause)
-	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptOutOfMemory, cause, t)
-	s.metrics().TaskRetried(s.taskPriority(ctx, sp, t.Ref)) // metrics.go
+func (s *Kernel) LostForMemory(ctx context.Context, t batch.Task, sp *spec.Job, cause string) {
+	s.Slots.FreeSlots(ctx, t.Ref, sp, t.SlotAt)
+	s.TaskLog(ctx, t.Ref, t.Attempt).Warn("executor killed for memory; retrying on a larger executor", "executor", t.Executor, "err", cause)
+	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptOutOfMemory, cause, t)
+	s.Meter().TaskRetried(s.TaskPriority(ctx, sp, t.Ref)) // metrics.go
 }
 
-// executorMemory reads the liveness record of t's holder; false when
+// ExecutorMemory reads the liveness record of t's holder; false when
 // there is none to read.
-func (s *Service) executorMemory(ctx context.Context, t batch.Task) (dynamo.ExecutorMemory, bool) {
+func (s *Kernel) ExecutorMemory(ctx context.Context, t batch.Task) (dynamo.ExecutorMemory, bool) {
 	if t.Executor == "" {
 		return dynamo.ExecutorMemory{}, false
 	}
 	m, err := s.store.ReadExecutorMemory(ctx, t.Executor)
 	if err != nil {
-		s.logger(t.Ref).Warn("read the executor's memory", "executor", t.Executor, "err", err)
+		s.Logger(t.Ref).Warn("read the executor's memory", "executor", t.Executor, "err", err)
 		return dynamo.ExecutorMemory{}, false
 	}
 	return m, true
 }
 
-// judgeKilled says whether an executor whose liveness record is m, and
+// JudgeKilled says whether an executor whose liveness record is m, and
 // which died, was killed for memory: ECS marked it, or its last report
 // was at or above MemoryLostShare of its limit.
-func judgeKilled(m dynamo.ExecutorMemory) (string, bool) {
+func JudgeKilled(m dynamo.ExecutorMemory) (string, bool) {
 	if m.Killed != "" {
 		return "executor killed for memory (" + m.Killed + ")", true
 	}
@@ -148,22 +148,22 @@ func judgeKilled(m dynamo.ExecutorMemory) (string, bool) {
 // fail with that cause, not climb a size as out of memory.
 const MemoryLostShare = 0.92
 
-// escalate is the executor size an out-of-memory attempt's retry runs on
+// Escalate is the executor size an out-of-memory attempt's retry runs on
 // (the next size up, within the stage's maxMemory) and the note its
 // history gets: "out of memory at 2GiB; retrying at 4GiB".
-func escalate(c Claim) (spec.Size, string) {
+func Escalate(c Claim) (spec.Size, string) {
 	cur := c.Task.Memory
 	if cur == 0 {
 		cur = c.Spec.StageMemory(c.Task.Ref.Stage)
 	}
 	if next, ok := spec.NextSize(cur); ok && next <= c.Spec.StageMaxMemory(c.Task.Ref.Stage) {
-		return next, fmt.Sprintf("out of memory at %s; retrying at %s", sizeString(cur), sizeString(next))
+		return next, fmt.Sprintf("out of memory at %s; retrying at %s", SizeString(cur), SizeString(next))
 	}
-	return cur, fmt.Sprintf("out of memory at %s, the stage's maxMemory; retrying at %s", sizeString(cur), sizeString(cur))
+	return cur, fmt.Sprintf("out of memory at %s, the stage's maxMemory; retrying at %s", SizeString(cur), SizeString(cur))
 }
 
-// sizeString renders an executor size as the spec spells it: 2GiB.
-func sizeString(z spec.Size) string {
+// SizeString renders an executor size as the spec spells it: 2GiB.
+func SizeString(z spec.Size) string {
 	if z%(1<<30) == 0 {
 		return strconv.FormatInt(int64(z)>>30, 10) + "GiB"
 	}

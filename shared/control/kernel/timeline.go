@@ -1,10 +1,9 @@
-package control
+package kernel
 
 import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -12,20 +11,7 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
-// Event is one entry of a job's timeline.
-type Event struct {
-	At        time.Time `json:"at"`
-	Type      string    `json:"type"`
-	Stage     string    `json:"stage,omitempty"`
-	Task      string    `json:"task,omitempty"`
-	Partition *int      `json:"partition,omitempty"`
-	Attempt   int       `json:"attempt,omitempty"`
-	Message   string    `json:"message,omitempty"`
-
-	key string
-}
-
-// noteAttemptEnd records how an attempt ended without committing, for the
+// NoteAttemptEnd records how an attempt ended without committing, for the
 // task's attempt history, the job's timeline and the stage's failure count.
 // It runs after the transition that ended the attempt, by the caller that
 // won it; the record is history, not state, so a failure to write it is
@@ -34,44 +20,44 @@ type Event struct {
 // the caller has it (else zero): the record keeps its executor and claim
 // time, so the attempt's history says who ran it and since when without
 // a write of its own.
-func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string, holder batch.Task) {
+func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string, holder batch.Task) {
 	if attempt < 1 {
 		return
 	}
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
-		s.logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
+		s.Logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
 		shards = 0
 	}
 	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
-		End:    attemptEnd(ref, attempt, kind, s.Now(), truncate(msg, MaxErrorLen), holder),
+		End:    AttemptEnd(ref, attempt, kind, s.Now(), Truncate(msg, MaxErrorLen), holder),
 		Shards: shards,
 	})
 	if err != nil {
-		s.logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
+		s.Logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
 	}
 	// A job deleted under a late attempt (the store refuses its record)
 	// may still get its outputs, written after the deletion's data step:
 	// tagged, the lifecycle rule expires them (with the spec in this
 	// process's cache; best effort).
 	if first || errors.Is(err, batch.ErrNotFound) {
-		s.markUncommitted(ctx, ref, attempt)
+		s.MarkUncommitted(ctx, ref, attempt)
 	}
 }
 
-// markUncommitted tags an attempt's outputs for the bucket's lifecycle
+// MarkUncommitted tags an attempt's outputs for the bucket's lifecycle
 // rule to expire: the attempt ended without committing, so nothing will
 // ever read them. Best effort: an untagged leftover costs storage, never
 // correctness, since only a manifest makes outputs visible.
-func (s *Service) markUncommitted(ctx context.Context, ref batch.TaskRef, attempt int) {
-	sp, err := s.jobSpec(ctx, ref.Job)
+func (s *Kernel) MarkUncommitted(ctx context.Context, ref batch.TaskRef, attempt int) {
+	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
-		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
+		s.Logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
 		return
 	}
 	prefix := blob.AttemptPrefix(ref.Job, sp.Stages[ref.Stage].Name, ref.Partition, attempt)
 	if _, err := s.blob.MarkUncommitted(ctx, prefix); err != nil {
-		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
+		s.Logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
 	}
 }
 
@@ -79,13 +65,13 @@ func (s *Service) markUncommitted(ctx context.Context, ref batch.TaskRef, attemp
 // the record stays within one write unit (1 KB) with the longest input key.
 const MaxErrorLen = 256
 
-// truncate keeps s within n bytes, "…" marking where it was cut. It keeps
+// Truncate keeps s within n bytes, "…" marking where it was cut. It keeps
 // the end, where a failure's cause is (an exec program's traceback ends
 // with its exception; a wrapped error with its root), and the first line
 // when that is short (an exec failure's exit code, before its last stderr
 // lines). A cut never splits a UTF-8 sequence: the message is stored as a
 // DynamoDB string, which must be valid UTF-8.
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
