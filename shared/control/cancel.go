@@ -44,13 +44,13 @@ const cancelReason = "cancelled by its owner"
 // listed by Outputs. A task that was already past its last heartbeat may
 // still commit; its outputs are then listed too, never half-written.
 func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, error) {
-	j, err := s.ownedJob(ctx, owner, id)
+	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return JobStatus{}, err
 	}
 	state := j.State
 	if state == sm.JobRunning {
-		err := s.endJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
+		err := s.EndJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
 		switch {
 		case err == nil:
 			s.log.Info("job cancelled", "job_id", id)

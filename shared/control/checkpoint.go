@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -41,14 +42,14 @@ func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64
 			return fmt.Errorf("checkpoint copy of task %s: %w", ref, gerr)
 		}
 		if t.State == sm.TaskClaimed && t.Copy.Live() && t.Copy.Token == c.Task.Token {
-			s.taskLog(ctx, ref, c.Task.Attempt).Debug("copy's checkpoint not recorded beside its holder", "seq", seq, "offset", offset)
+			s.TaskLog(ctx, ref, c.Task.Attempt).Debug("copy's checkpoint not recorded beside its holder", "seq", seq, "offset", offset)
 			return nil
 		}
 	}
 	if err != nil {
 		return err
 	}
-	s.taskLog(ctx, ref, c.Task.Attempt).Debug("task checkpointed", "seq", seq, "offset", offset)
+	s.TaskLog(ctx, ref, c.Task.Attempt).Debug("task checkpointed", "seq", seq, "offset", offset)
 	return nil
 }
 
@@ -72,18 +73,18 @@ func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision
 	if err != nil {
 		return Decision{}, err
 	}
-	s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
-	s.taskLog(ctx, ref, c.Task.Attempt).Info("task continues in a new invocation", "offset", offset,
+	s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
+	s.TaskLog(ctx, ref, c.Task.Attempt).Info("task continues in a new invocation", "offset", offset,
 		"continuations", t.Checkpoint.Continuations)
 	// A fresh message, so that a task's continuations do not add up to
 	// its message's receive count and dead-letter it (tuning.MaxReceiveCount);
 	// when the send fails, the caller keeps the old message instead.
-	sent := s.resend(ctx, ref, 0) == nil // sweep.go
+	sent := s.Resend(ctx, ref, 0) == nil // sweep.go
 	// History, not a failure: no stage failure count (Shards 0).
 	if _, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
-		End: attemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
+		End: kernel.AttemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
 	}); err != nil {
-		s.logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", batch.AttemptContinued, "err", err)
+		s.Logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", batch.AttemptContinued, "err", err)
 	}
 	return Decision{Retry: !sent}, nil
 }
@@ -95,6 +96,6 @@ func (s *Service) NoteResumed(ctx context.Context, c Claim) {
 	ref := c.Task.Ref
 	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)
 	if err := s.store.RecordTimelineEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
-		s.logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
+		s.Logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
 	}
 }

@@ -30,7 +30,7 @@ func (s *Service) CheckpointRefused(ctx context.Context, c Claim, seq int) {
 	case errors.Is(err, batch.ErrNotFound):
 		prefixes = []string{blob.TaskCheckpointsPrefix(ref.Job, stage, ref.Partition)}
 	case err != nil:
-		s.logger(ref).Warn("tag a refused checkpoint's objects", "attempt", c.Task.Attempt, "seq", seq, "err", err)
+		s.Logger(ref).Warn("tag a refused checkpoint's objects", "attempt", c.Task.Attempt, "seq", seq, "err", err)
 		return
 	case t.Checkpoint.Attempt == c.Task.Attempt && t.Checkpoint.Seq == seq:
 		return // its write applied: a later attempt resumes from it
@@ -42,7 +42,7 @@ func (s *Service) CheckpointRefused(ctx context.Context, c Claim, seq int) {
 	}
 	for _, p := range prefixes {
 		if _, err := s.blob.MarkUncommitted(ctx, p); err != nil {
-			s.logger(ref).Warn("tag a refused checkpoint's objects", "attempt", c.Task.Attempt, "seq", seq, "err", err)
+			s.Logger(ref).Warn("tag a refused checkpoint's objects", "attempt", c.Task.Attempt, "seq", seq, "err", err)
 		}
 	}
 }

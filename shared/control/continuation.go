@@ -112,7 +112,7 @@ func (s *Service) ContinueMaterialize(ctx context.Context, c continuation) error
 	if state != sm.JobRunning {
 		return nil // the sweep cancels the stages of an ended job
 	}
-	sp, err := s.jobSpec(ctx, c.Job)
+	sp, err := s.CachedSpec(ctx, c.Job)
 	if err != nil {
 		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
 	}

@@ -60,7 +60,7 @@ type DataDeletion struct {
 // still publish its outputs before it notices (at its next heartbeat); a
 // later call deletes those too.
 func (s *Service) DeleteData(ctx context.Context, owner, id string) (DataDeletion, error) {
-	j, err := s.ownedJob(ctx, owner, id)
+	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return DataDeletion{}, err
 	}

@@ -59,7 +59,7 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 	if err := s.checkStraggler(ctx, ref, req.Ran); err != nil {
 		return SplitResult{}, fmt.Errorf("split task %s: %w", ref, refused(err))
 	}
-	m, err := s.jobMeta(ctx, ref.Job)
+	m, err := s.Meta(ctx, ref.Job)
 	if err != nil {
 		return SplitResult{}, fmt.Errorf("split task %s: %w", ref, refused(err))
 	}
@@ -69,7 +69,7 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 		Ref: ref, Token: c.Task.Token, Attempt: c.Task.Attempt,
 		Input: req.Input, At: req.At, Give: req.Give,
 		MaxAttempts: c.Spec.StageRetry(ref.Stage).MaxAttempts, MaxTotal: spec.MaxPartitions,
-		MaxQuotaTasks: s.cfg.Quotas.Tasks.For(m.owner), // quotas.go
+		MaxQuotaTasks: s.cfg.Quotas.Tasks.For(m.Owner), // quotas.go
 		Now:           now, Due: now.Add(s.cfg.StuckAfter),
 		Message: func(first, last int) string {
 			return fmt.Sprintf("split at byte %d of %s: gave %d bytes to tasks %d..%d", req.At, req.Input.Key, given, first, last)
@@ -85,10 +85,10 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 	}
 	// The tasks exist: a lost send is the sweep's to repair (their due
 	// entries), as for a materialization that crashed after its puts.
-	if err := s.queue.SendBatch(ctx, s.stageQueue(c.Spec, ref.Stage), msgs); err != nil {
-		s.logger(ref).Warn("split: send the new tasks' messages", "err", err)
+	if err := s.queue.SendBatch(ctx, s.StageQueue(c.Spec, ref.Stage), msgs); err != nil {
+		s.Logger(ref).Warn("split: send the new tasks' messages", "err", err)
 	}
-	s.logger(ref).Info("task split", "attempt", c.Task.Attempt, "at", req.At, "gave_bytes", given, "first", res.First, "last", res.Last)
+	s.Logger(ref).Info("task split", "attempt", c.Task.Attempt, "at", req.At, "gave_bytes", given, "first", res.First, "last", res.Last)
 	return res, nil
 }
 
@@ -144,7 +144,7 @@ const SplitMultiplier = 1.5
 // long as the executor waits before offering (executor.SplitAfter) with
 // nothing of its stage committed is behind by any measure.
 func (s *Service) checkStraggler(ctx context.Context, ref batch.TaskRef, ran time.Duration) error {
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err
 	}

@@ -232,7 +232,7 @@ func TestEventsOfTransitions(t *testing.T) {
 			id := r.submit(oneStage(1, 1, ""))
 			// Cancel's transition (Cancel itself goes on to Status, which
 			// the fakes do not serve).
-			if err := r.svc.endJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
+			if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
 				r.t.Fatal(err)
 			}
 			return id

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -59,58 +59,44 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 		var mem spec.Size
 		if class == batch.ClassOutOfMemory {
 			var note string
-			mem, note = escalate(c)
+			mem, note = kernel.Escalate(c)
 			rp.Memory = mem
 			cause = note + ": " + cause
 		}
-		cause = truncate(cause, MaxErrorLen)
+		cause = kernel.Truncate(cause, MaxErrorLen)
 		rp.Err = cause
 		if _, err := s.store.ReleaseTask(ctx, rp); err != nil {
 			return Decision{}, err
 		}
-		s.freeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
-		s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
-		s.noteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
-		s.metrics().TaskRetried(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+		s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
+		s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
+		s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
+		s.Meter().TaskRetried(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
 		return Decision{Retry: true, Delay: delay, Memory: mem}, nil
 	}
-	cause = truncate(cause, MaxErrorLen)
+	cause = kernel.Truncate(cause, MaxErrorLen)
 	ev := sm.TaskFail
 	if class.Permanent() {
 		ev = sm.TaskFailPermanent
 	}
-	meta, err := s.jobMeta(ctx, ref.Job)
+	meta, err := s.Meta(ctx, ref.Job)
 	if err != nil {
 		return Decision{}, err
 	}
-	failed := taskFailedEvent(ref, meta.owner, c.Spec, c.Task.Attempt, cause, now) // events.go
+	failed := kernel.TaskFailedEvent(ref, meta.Owner, c.Spec, c.Task.Attempt, cause, now) // events.go
 	t, err := s.releaseFailed(ctx, c.Spec, dynamo.ReleaseParams{HolderParams: hp, Event: ev, Err: cause, Class: class, Due: now,
 		Outbox: failed}) // tolerate.go
 	if err != nil {
 		return Decision{}, err
 	}
-	s.publishEvents(ctx, failed.ID)
-	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
-	s.taskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
+	s.PublishEvents(ctx, failed.ID)
+	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
+	s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
 	// The claim's own attempt: a copy that ended beside it took the
 	// record's attempt number (speculation.go).
-	s.noteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
-	s.metrics().TaskFailed(s.taskPriority(ctx, c.Spec, ref)) // metrics.go
+	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
+	s.Meter().TaskFailed(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
 	return Decision{}, s.propagateFailure(ctx, t)
-}
-
-// escalate is the executor size an out-of-memory attempt's retry runs on
-// (the next size up, within the stage's maxMemory) and the note its
-// history gets: "out of memory at 2GiB; retrying at 4GiB".
-func escalate(c Claim) (spec.Size, string) {
-	cur := c.Task.Memory
-	if cur == 0 {
-		cur = c.Spec.StageMemory(c.Task.Ref.Stage)
-	}
-	if next, ok := spec.NextSize(cur); ok && next <= c.Spec.StageMaxMemory(c.Task.Ref.Stage) {
-		return next, fmt.Sprintf("out of memory at %s; retrying at %s", sizeString(cur), sizeString(next))
-	}
-	return cur, fmt.Sprintf("out of memory at %s, the stage's maxMemory; retrying at %s", sizeString(cur), sizeString(cur))
 }
 
 // failReason is the stage's and job's error for a task that failed for
@@ -122,12 +108,4 @@ func failReason(sp *spec.Job, t batch.Task) string {
 		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)
 	}
 	return fmt.Sprintf("stage %q task %d failed after %d attempts: %s", name, t.Ref.Partition, t.Attempt, t.LastError)
-}
-
-// sizeString renders an executor size as the spec spells it: 2GiB.
-func sizeString(z spec.Size) string {
-	if z%(1<<30) == 0 {
-		return strconv.FormatInt(int64(z)>>30, 10) + "GiB"
-	}
-	return strconv.FormatInt(int64(z)>>20, 10) + "MiB"
 }

@@ -2,14 +2,12 @@ package control
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -63,7 +61,7 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 	if err != nil {
 		return History{}, err
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return History{}, err
 	}
@@ -147,56 +145,6 @@ func taskEvent(sp *spec.Job, e dynamo.TimelineEvent) Event {
 		ev.Stage = sp.Stages[e.Ref.Stage].Name
 	}
 	return ev
-}
-
-// noteAttemptEnd records how an attempt ended without committing, for the
-// task's attempt history, the job's timeline and the stage's failure count.
-// It runs after the transition that ended the attempt, by the caller that
-// won it; the record is history, not state, so a failure to write it is
-// logged and never fails the transition. Each attempt has at most one end
-// record: the first writer wins. holder is the attempt's claim record when
-// the caller has it (else zero): the record keeps its executor and claim
-// time, so the attempt's history says who ran it and since when without
-// a write of its own.
-func (s *Service) noteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string, holder batch.Task) {
-	if attempt < 1 {
-		return
-	}
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
-	if err != nil {
-		s.logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
-		shards = 0
-	}
-	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
-		End:    attemptEnd(ref, attempt, kind, s.Now(), truncate(msg, MaxErrorLen), holder),
-		Shards: shards,
-	})
-	if err != nil {
-		s.logger(ref).Warn("record attempt end", "attempt", attempt, "kind", kind, "err", err)
-	}
-	// A job deleted under a late attempt (the store refuses its record)
-	// may still get its outputs, written after the deletion's data step:
-	// tagged, the lifecycle rule expires them (with the spec in this
-	// process's cache; best effort).
-	if first || errors.Is(err, batch.ErrNotFound) {
-		s.markUncommitted(ctx, ref, attempt)
-	}
-}
-
-// markUncommitted tags an attempt's outputs for the bucket's lifecycle
-// rule to expire: the attempt ended without committing, so nothing will
-// ever read them. Best effort: an untagged leftover costs storage, never
-// correctness, since only a manifest makes outputs visible.
-func (s *Service) markUncommitted(ctx context.Context, ref batch.TaskRef, attempt int) {
-	sp, err := s.jobSpec(ctx, ref.Job)
-	if err != nil {
-		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
-		return
-	}
-	prefix := blob.AttemptPrefix(ref.Job, sp.Stages[ref.Stage].Name, ref.Partition, attempt)
-	if _, err := s.blob.MarkUncommitted(ctx, prefix); err != nil {
-		s.logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)
-	}
 }
 
 // noteBadRecordEvents adds each stage's bad-record count to the message

@@ -70,7 +70,7 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	if !JobIDPattern.MatchString(id) {
 		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
-	// Not ownedJob: a job marked deleting is found here, and only here.
+	// Not OwnedJob: a job marked deleting is found here, and only here.
 	j, err := s.store.GetJob(ctx, id)
 	if err != nil {
 		return JobDeletion{}, err
@@ -154,18 +154,6 @@ func (s *Service) settleBeforeRecords(ctx context.Context, j batch.Job) error {
 		return fmt.Errorf("delete the records of job %s: %w", j.ID, err)
 	}
 	return nil
-}
-
-// sleep is Service.Sleep's default.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // deleteStep calls DeleteStepHook, if set, after a step of a deletion.

@@ -226,7 +226,7 @@ func TestDeleteJob(t *testing.T) {
 				if !r.job(id).Deleting.IsZero() {
 					t.Errorf("a refused deletion marked the job")
 				}
-				if _, err := r.svc.ownedJob(r.ctx, "tester", id); err != nil {
+				if _, err := r.svc.OwnedJob(r.ctx, "tester", id); err != nil {
 					t.Errorf("status after a refused deletion: %v", err)
 				}
 				return
@@ -237,7 +237,7 @@ func TestDeleteJob(t *testing.T) {
 				}
 				// Marked before anything went: the job is gone to every
 				// route already, and to its owner's list.
-				if _, err := r.svc.ownedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
+				if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
 					t.Errorf("status of a job half deleted: %v, want not found", err)
 				}
 				if _, err := r.svc.Outputs(r.ctx, OutputsRequest{Owner: "tester", ID: id}); !errors.Is(err, batch.ErrNotFound) {
@@ -282,7 +282,7 @@ func TestDeleteJob(t *testing.T) {
 					t.Errorf("DELETE by %s after the deletion: %v, want not found", owner, err)
 				}
 			}
-			if _, err := r.svc.ownedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
+			if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
 				t.Errorf("status after the deletion: %v, want not found", err)
 			}
 		})

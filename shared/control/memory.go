@@ -1,54 +1,13 @@
 package control
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/spec"
-	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// TaskMemory is the executor size the next attempt of the task ref names
-// must run on: the size an out-of-memory retry raised it to, else its
-// stage's (spec Resources). Its messages go to that size's ready queue
-// (sizedqueues.go); an executor of another size that receives one anyway
-// forwards it there unclaimed (executor.Runner.Memory). Only a stage whose
-// maxMemory is above its memory can have been raised, so only such a
-// stage's tasks cost a read of the task record (eventually consistent:
-// a raise not seen yet is seen when the message comes back).
-func (s *Service) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error) {
-	sp, err := s.jobSpec(ctx, ref.Job)
-	if err != nil {
-		return 0, err
-	}
-	if ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
-		return 0, fmt.Errorf("task %s: no stage %d: %w", ref, ref.Stage, batch.ErrNotFound)
-	}
-	need := sp.StageMemory(ref.Stage)
-	if sp.StageMaxMemory(ref.Stage) <= need {
-		return need, nil
-	}
-	t, err := s.store.GetTask(ctx, ref)
-	if errors.Is(err, batch.ErrNotFound) {
-		return need, nil // unwritten (sm.TaskUnwritten): never raised
-	}
-	if err != nil {
-		return 0, err
-	}
-	if t.Memory > need {
-		need = t.Memory
-	}
-	if t.State == sm.TaskClaimed {
-		// A lapsed claim of an executor killed for memory retries one size
-		// up (oomkill.go).
-		need = max(need, s.raiseLapsed(ctx, t, sp))
-	}
-	return need, nil
-}
 
 // checkExecutorSizes refuses a spec whose stages ask for an executor size
 // this installation does not deploy (Config.ExecutorSizes; none set means
@@ -64,7 +23,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 		if i > 0 {
 			list += ", "
 		}
-		list += sizeString(d)
+		list += kernel.SizeString(d)
 	}
 	for i, st := range sp.Stages {
 		if st.Resources == nil {
@@ -72,7 +31,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 		}
 		if z := sp.StageMemory(i); !has(z) {
 			return &spec.ValidationError{Errors: []spec.FieldError{{Field: fmt.Sprintf("stages[%d].resources.memory", i),
-				Message: fmt.Sprintf("%s: this installation deploys executors of %s only (the construct's ExecutorSizes)", sizeString(z), list)}}}
+				Message: fmt.Sprintf("%s: this installation deploys executors of %s only (the construct's ExecutorSizes)", kernel.SizeString(z), list)}}}
 		}
 		// Every size an out-of-memory retry may climb to must be deployed.
 		for z := sp.StageMemory(i); z < sp.StageMaxMemory(i); {
@@ -82,7 +41,7 @@ func (s *Service) checkExecutorSizes(sp *spec.Job) error {
 			}
 			if !has(next) {
 				return &spec.ValidationError{Errors: []spec.FieldError{{Field: fmt.Sprintf("stages[%d].resources.maxMemory", i),
-					Message: fmt.Sprintf("retries may climb to %s, but this installation deploys executors of %s only (the construct's ExecutorSizes)", sizeString(next), list)}}}
+					Message: fmt.Sprintf("retries may climb to %s, but this installation deploys executors of %s only (the construct's ExecutorSizes)", kernel.SizeString(next), list)}}}
 			}
 			z = next
 		}

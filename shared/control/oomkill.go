@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -27,21 +27,6 @@ import (
 // (a takeover, the sweep's expiry of its lease, the expiry of its last
 // attempt), its attempt ends as out of memory, and the retry goes to the
 // next executor size up, within the stage's maxMemory.
-
-// MemoryLostShare is the share of its memory at or above which an
-// executor that died (its liveness record lapsed, its claims unrenewed)
-// is judged killed for memory. Its report is the peak since its previous
-// beat (tuning.ExecutorBeat), so memory that grows slower than about the
-// remaining share per beat is seen before the kill. An executor that came
-// this close to its limit and then died of something else has its task
-// retried one size up: harmless, it costs memory, never correctness. A
-// task whose memory grows faster than that is killed between two reports
-// below the mark and retried as a lease expiry on the same size. The mark
-// is above the Go runtime's soft limit (tuning.SoftMemoryLimit, 90%):
-// the collector holds a busy, healthy executor's heap just under that
-// limit, and such an executor dying of something else (a timeout) must
-// fail with that cause, not climb a size as out of memory.
-const MemoryLostShare = 0.92
 
 // MemoryReport is an executor's memory as it reports it with each beat.
 type MemoryReport struct {
@@ -66,7 +51,7 @@ func (s *Service) MarkExecutorKilled(ctx context.Context, id, reason string) err
 	if id == "" {
 		return errors.New("mark executor killed for memory: no executor id")
 	}
-	return s.store.MarkExecutorKilled(ctx, id, truncate(reason, 200), s.Now())
+	return s.store.MarkExecutorKilled(ctx, id, kernel.Truncate(reason, 200), s.Now())
 }
 
 // ecsExecutorPrefix starts the executor id of a Fargate (ECS) task:
@@ -91,42 +76,15 @@ func ExecutorIDForECSTask(arn string) string {
 }
 
 // killedForMemory says whether the dead holder of t was killed for memory,
-// and how its attempt ended, from its liveness record (judgeKilled). A
+// and how its attempt ended, from its liveness record (JudgeKilled). A
 // record that cannot be read judges no death as one for memory (the lease
 // expiry goes on as before).
 func (s *Service) killedForMemory(ctx context.Context, t batch.Task) (string, bool) {
-	m, ok := s.executorMemory(ctx, t)
+	m, ok := s.ExecutorMemory(ctx, t)
 	if !ok {
 		return "", false
 	}
-	return judgeKilled(m)
-}
-
-// executorMemory reads the liveness record of t's holder; false when
-// there is none to read.
-func (s *Service) executorMemory(ctx context.Context, t batch.Task) (dynamo.ExecutorMemory, bool) {
-	if t.Executor == "" {
-		return dynamo.ExecutorMemory{}, false
-	}
-	m, err := s.store.ReadExecutorMemory(ctx, t.Executor)
-	if err != nil {
-		s.logger(t.Ref).Warn("read the executor's memory", "executor", t.Executor, "err", err)
-		return dynamo.ExecutorMemory{}, false
-	}
-	return m, true
-}
-
-// judgeKilled says whether an executor whose liveness record is m, and
-// which died, was killed for memory: ECS marked it, or its last report
-// was at or above MemoryLostShare of its limit.
-func judgeKilled(m dynamo.ExecutorMemory) (string, bool) {
-	if m.Killed != "" {
-		return "executor killed for memory (" + m.Killed + ")", true
-	}
-	if m.LimitMiB > 0 && float64(m.UsedMiB) >= MemoryLostShare*float64(m.LimitMiB) {
-		return fmt.Sprintf("executor lost with its memory at %d MiB of %d MiB", m.UsedMiB, m.LimitMiB), true
-	}
-	return "", false
+	return kernel.JudgeKilled(m)
 }
 
 // errLostForMemory is the claim that found its task's holder killed for
@@ -136,7 +94,7 @@ var errLostForMemory = errors.New("holder killed for memory; the task retries on
 
 // loseForMemory is the takeover of a claim whose executor died for memory
 // (sm.TaskLostForMemory): the task goes back to READY at the next size up
-// (escalate), its attempt ends as out of memory, and a new message goes
+// (Escalate), its attempt ends as out of memory, and a new message goes
 // out for it. done is false when the holder died of anything else: the
 // takeover goes on.
 func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
@@ -144,12 +102,12 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	if !killed {
 		return false, nil
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return true, err
 	}
-	mem, note := escalate(Claim{Task: t, Spec: sp}) // failclass.go
-	cause := truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp}) // taskmemory.go
+	cause := kernel.Truncate(note+": "+why, MaxErrorLen)
 	_, err = s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
@@ -159,68 +117,12 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	if err != nil {
 		return true, err
 	}
-	s.lostForMemory(ctx, t, sp, cause)
-	if err := s.resend(ctx, t.Ref, 0); err != nil {
+	s.LostForMemory(ctx, t, sp, cause)
+	if err := s.Resend(ctx, t.Ref, 0); err != nil {
 		// The sweep resends it (the task is due at StuckAfter).
-		s.logger(t.Ref).Warn("resend a task lost for memory", "err", err)
+		s.Logger(t.Ref).Warn("resend a task lost for memory", "err", err)
 	}
 	return true, fmt.Errorf("claim %s: %w: %w", t.Ref, errLostForMemory, batch.ErrAlreadyDone)
-}
-
-// lostForMemory follows a task put back for a larger executor: the dead
-// claim's slots are freed and its attempt ends as out of memory.
-func (s *Service) lostForMemory(ctx context.Context, t batch.Task, sp *spec.Job, cause string) {
-	s.freeSlots(ctx, t.Ref, sp, t.SlotAt)
-	s.taskLog(ctx, t.Ref, t.Attempt).Warn("executor killed for memory; retrying on a larger executor", "executor", t.Executor, "err", cause)
-	s.noteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptOutOfMemory, cause, t)
-	s.metrics().TaskRetried(s.taskPriority(ctx, sp, t.Ref)) // metrics.go
-}
-
-// raiseLapsed is TaskMemory's look at a task still CLAIMED when an
-// executor of a known size receives its message: if the claim lapsed (its
-// lease expired, or its executor died) and its executor was killed for
-// memory, the task goes back to READY one size up, as the sweep or a
-// takeover would have done (an expired lease is otherwise reclaimed at
-// once, on the same size), and the raised size is returned; else 0. The
-// executor then hands the message on to the raised size. A last attempt
-// is left to its lease's exhaustion (exhaustForMemory). Only a message
-// that comes back while its task is claimed by another executor costs
-// the read of that executor's record.
-func (s *Service) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) spec.Size {
-	if t.State != sm.TaskClaimed || t.Copy.Live() || t.Attempt >= t.MaxAttempts {
-		return 0
-	}
-	m, ok := s.executorMemory(ctx, t)
-	if !ok {
-		return 0
-	}
-	why, killed := judgeKilled(m)
-	if !killed {
-		return 0
-	}
-	now := s.Now()
-	view := t.View()
-	view.HolderAlive = m.Alive
-	in := sm.TaskInput{At: now}
-	mem, note := escalate(Claim{Task: t, Spec: sp}) // failclass.go
-	cause := truncate(note+": "+why, MaxErrorLen)
-	switch {
-	case sm.Holds(sm.GuardLeaseExpired, view, in):
-		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: cause,
-			Class: batch.ClassOutOfMemory, Memory: mem, Due: now.Add(s.cfg.StuckAfter)})
-		if err != nil {
-			return 0
-		}
-	case sm.Holds(sm.GuardHolderDead, view, in):
-		if _, err := s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause,
-			Due: now.Add(s.cfg.StuckAfter)}); err != nil {
-			return 0
-		}
-	default:
-		return 0 // alive: its attempt runs on
-	}
-	s.lostForMemory(ctx, t, sp, cause)
-	return mem
 }
 
 // expiryForMemory fills in the sweep's expiry p of t's lapsed lease when
@@ -231,12 +133,12 @@ func (s *Service) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.S
 	if !killed {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
-	mem, note := escalate(Claim{Task: t, Spec: sp})
-	p.Err = truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp})
+	p.Err = kernel.Truncate(note+": "+why, MaxErrorLen)
 	p.Class, p.Memory = batch.ClassOutOfMemory, mem
 	return batch.AttemptOutOfMemory, p.Err
 }
@@ -250,9 +152,9 @@ func (s *Service) exhaustForMemory(ctx context.Context, t batch.Task, reason str
 		return reason, batch.ClassLeaseExpired
 	}
 	size := t.Memory
-	if sp, err := s.jobSpec(ctx, t.Ref.Job); err == nil && size == 0 {
+	if sp, err := s.CachedSpec(ctx, t.Ref.Job); err == nil && size == 0 {
 		size = sp.StageMemory(t.Ref.Stage)
 	}
-	return truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", sizeString(size), t.Attempt, t.MaxAttempts, why), MaxErrorLen),
+	return kernel.Truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", kernel.SizeString(size), t.Attempt, t.MaxAttempts, why), MaxErrorLen),
 		batch.ClassOutOfMemory
 }

@@ -63,7 +63,7 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 	if err != nil {
 		return OutputList{}, err
 	}
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return OutputList{}, err
 	}

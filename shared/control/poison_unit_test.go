@@ -200,8 +200,8 @@ func TestSweepCountsAdd(t *testing.T) {
 	for i := range v.NumField() {
 		v.Field(i).SetInt(int64(i + 1))
 	}
-	sum.add(one)
-	sum.add(one)
+	sum.Add(one)
+	sum.Add(one)
 	want := one
 	w := reflect.ValueOf(&want).Elem()
 	for i := range w.NumField() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -164,7 +165,7 @@ func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, mani
 	if state != sm.JobPublishing {
 		// Cancelled, failed or past its deadline before publishing
 		// started (nothing is published), or ended by another publisher.
-		s.jobStates.ended(job, state)
+		s.NoteJobEnded(job, state)
 		return nil
 	}
 	copied, err := s.publish(ctx, job, sp.Output, manifestKey)
@@ -178,17 +179,17 @@ func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, mani
 		return err
 	}
 	if pe != nil && !s.published(ctx, job, sp.Output) {
-		err := s.endJob(ctx, job, sm.JobPublishFail, pe.Error(), "", s.Now())
+		err := s.EndJob(ctx, job, sm.JobPublishFail, pe.Error(), "", s.Now())
 		if err == nil {
 			s.log.Error("job failed", "job_id", job, "reason", pe.Error())
 		}
-		return ignoreInvalid(err)
+		return kernel.IgnoreInvalid(err)
 	}
-	err = s.endJob(ctx, job, sm.JobPublished, "", manifestKey, s.Now())
+	err = s.EndJob(ctx, job, sm.JobPublished, "", manifestKey, s.Now())
 	if err == nil {
 		s.log.Info("job succeeded", "job_id", job, "manifest", manifestKey, "output", sp.Output)
 	}
-	return ignoreInvalid(err)
+	return kernel.IgnoreInvalid(err)
 }
 
 // published reports whether output has its _SUCCESS, written by job: a

@@ -114,11 +114,11 @@ func declaredTasks(sp *spec.Job) int {
 // would pass the owner's tasks quota fails the job with the quota's
 // error, and chargePlan says it handled the stage (done).
 func (s *Service) chargePlan(ctx context.Context, job string, idx, total int) (done bool, err error) {
-	m, err := s.jobMeta(ctx, job)
+	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return false, err
 	}
-	maxTasks := s.cfg.Quotas.Tasks.For(m.owner)
+	maxTasks := s.cfg.Quotas.Tasks.For(m.Owner)
 	err = s.store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
 	if !errors.Is(err, dynamo.ErrQuotaReached) {
 		return false, err

@@ -3,7 +3,7 @@ package control
 import (
 	"context"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/logs"
@@ -85,23 +85,7 @@ func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRec
 	return s.reads.BadRecords(ctx, req)
 }
 
-// readKernel is the read side's view of this package's job records and
-// limits, until they have a package of their own.
-type readKernel struct{ s *Service }
-
-var _ readside.Kernel = readKernel{}
-
-func (k readKernel) OwnedJob(ctx context.Context, owner, id string) (batch.Job, error) {
-	return k.s.ownedJob(ctx, owner, id)
-}
-
-func (k readKernel) JobLimits(j batch.Job) []readside.Limit {
-	var out []readside.Limit
-	for _, l := range k.s.limitsOf(batch.TaskRef{Job: j.ID}, jobMeta{spec: j.Spec, owner: j.Owner}) {
-		out = append(out, readside.Limit{Kind: l.kind, Max: l.max, Slots: l.m})
-	}
-	return out
-}
+var _ readside.Kernel = (*kernel.Kernel)(nil)
 
 var (
 	_ readside.Store = Store(nil)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -61,7 +62,7 @@ func (e *RedriveError) Error() string {
 
 // Redrive redrives a FAILED job and returns its status.
 func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, error) {
-	j, err := s.ownedJob(ctx, req.Owner, req.ID)
+	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return JobStatus{}, err
 	}
@@ -106,7 +107,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
 		quota = &dynamo.JobQuota{Tasks: declaredTasks(j.Spec), MaxJobs: maxJobs, MaxTasks: maxTasks}
 	}
-	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: truncate(j.Error, MaxErrorLen),
+	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, MaxErrorLen),
 		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		return JobStatus{}, fmt.Errorf("redrive: %w", s.quotaError(ctx, req.Owner, quota))
@@ -115,7 +116,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 		// Refused: or applied, and this is the SDK's retry of a write
 		// whose answer was lost, or the same request made twice at once.
 		// Either way a job now redriven count+1 times is this request's.
-		now, gerr := s.ownedJob(ctx, req.Owner, req.ID)
+		now, gerr := s.OwnedJob(ctx, req.Owner, req.ID)
 		if gerr != nil {
 			return JobStatus{}, gerr
 		}
@@ -127,7 +128,7 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	if err != nil {
 		return JobStatus{}, err
 	}
-	s.jobStates.ended(j.ID, "") // read it again here
+	s.NoteJobEnded(j.ID, "") // read it again here
 	s.log.Info("job redriven", "job_id", j.ID, "redrive", count+1, "was", j.Error)
 	j.State = sm.JobRunning
 	if err := s.finishRedrive(ctx, j); err != nil {
@@ -187,7 +188,7 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 		if st.Started.IsZero() {
 			ev, due = sm.StageRedriveBlocked, time.Time{}
 		}
-		if err := ignoreInvalid(s.store.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
+		if err := kernel.IgnoreInvalid(s.store.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
 			return err
 		}
 	}
@@ -200,7 +201,7 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 	// long, from now (after the job's write), before anyone may claim
 	// them.
 	now = s.Now()
-	notBefore := now.Add(s.jobStates.ttl + sm.LeaseSkew)
+	notBefore := now.Add(s.JobStateTTL() + sm.LeaseSkew)
 	for _, st := range stages {
 		if st.State != sm.StageRunning {
 			continue
@@ -308,7 +309,7 @@ func (s *Service) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage
 	if len(msgs) == 0 {
 		return nil
 	}
-	urls, groups := s.groupBySize(sp, st.Index, msgs, sizes)
+	urls, groups := s.GroupBySize(sp, st.Index, msgs, sizes)
 	for _, url := range urls {
 		if err := s.queue.SendBatch(ctx, url, groups[url]); err != nil {
 			return fmt.Errorf("redrive stage %s/%s: %w", st.Job, st.Name, err)

@@ -68,7 +68,7 @@ func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) err
 	if err != nil {
 		return err
 	}
-	sp, err := s.jobSpec(ctx, ref.Job)
+	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}

@@ -26,7 +26,7 @@ func (c *monoClock) advance(d time.Duration) {
 
 func withMonoClock(r *unitRig) *monoClock {
 	c := &monoClock{t: time.Unix(1_000_000, 0)}
-	r.svc.jobStates.now = c.now
+	r.svc.SetJobStateClock(c.now)
 	return c
 }
 
@@ -89,7 +89,7 @@ func TestClaimSeesAnEndedJobWithinTheTTL(t *testing.T) {
 			r.claim(taskRef(id, 0, 0)) // caches RUNNING
 			if tc.here {
 				// As Cancel, failJob, finishJob and the deadline do.
-				if err := r.svc.endJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
+				if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
 					t.Fatal(err)
 				}
 			} else if err := r.store.EndJob(r.ctx, id, sm.JobCancel, "by another process", "", r.clock.Now()); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -48,7 +49,7 @@ type RerunRequest struct {
 
 // Rerun submits the rerun of an ended job.
 func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, error) {
-	orig, err := s.ownedJob(ctx, req.Owner, req.ID)
+	orig, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -88,7 +89,7 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 		}
 		downstreamOf(sp, todo, run)
 	}
-	meta, err := s.jobMeta(ctx, orig.ID)
+	meta, err := s.Meta(ctx, orig.ID)
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -98,7 +99,7 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 			continue
 		}
 		reuse[i] = orig.ID
-		if src, ok := meta.reused[i]; ok {
+		if src, ok := meta.Reused[i]; ok {
 			reuse[i] = src // reused there too: from the job that committed it
 		}
 	}
@@ -181,7 +182,7 @@ func (s *Service) checkRerunSources(ctx context.Context, owner string, orig batc
 		j := orig
 		if src != orig.ID {
 			var err error
-			j, err = s.ownedJob(ctx, owner, src)
+			j, err = s.OwnedJob(ctx, owner, src)
 			if errors.Is(err, batch.ErrNotFound) {
 				return &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
 					Reason: fmt.Sprintf("its stage %q reuses the outputs of job %s, which was deleted; rerun from that stage", name, src)}
@@ -229,7 +230,7 @@ func (s *Service) checkRerunOutput(ctx context.Context, orig string, sp *spec.Jo
 // checkSameRerun checks that the job an idempotency key already made is
 // this rerun: of orig, reusing the same stages from the same jobs.
 func (s *Service) checkSameRerun(ctx context.Context, owner, id, orig string, reuse map[int]string) error {
-	j, err := s.ownedJob(ctx, owner, id)
+	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return fmt.Errorf("rerun %s: read job %s its idempotency key made: %w", orig, id, err)
 	}
@@ -254,9 +255,9 @@ func downstreamOf(sp *spec.Job, from []int, set map[int]bool) {
 }
 
 // withRerun is m with a rerun's reused stages.
-func withRerun(m jobMeta, p *dynamo.RerunParams) jobMeta {
+func withRerun(m kernel.JobMeta, p *dynamo.RerunParams) kernel.JobMeta {
 	if p != nil && len(p.Reuse) > 0 {
-		m.reused = maps.Clone(p.Reuse)
+		m.Reused = maps.Clone(p.Reuse)
 	}
 	return m
 }
@@ -265,11 +266,11 @@ func withRerun(m jobMeta, p *dynamo.RerunParams) jobMeta {
 // idx of job: the job itself, or for a rerun's reused stage, the job whose
 // tasks committed it.
 func (s *Service) stageSource(ctx context.Context, job string, idx int) (string, error) {
-	m, err := s.jobMeta(ctx, job)
+	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return "", err
 	}
-	if src, ok := m.reused[idx]; ok {
+	if src, ok := m.Reused[idx]; ok {
 		return src, nil
 	}
 	return job, nil
@@ -328,14 +329,14 @@ func (s *Service) ownOutput(ctx context.Context, job string, o batch.Output) boo
 	if o.Key == blob.OutputKey(job, o.Stage, o.Partition, o.Attempt, o.Part) {
 		return true
 	}
-	m, err := s.jobMeta(ctx, job)
-	if err != nil || m.spec == nil {
+	m, err := s.Meta(ctx, job)
+	if err != nil || m.Spec == nil {
 		return false
 	}
-	idx, ok := m.spec.StageIndex(o.Stage)
+	idx, ok := m.Spec.StageIndex(o.Stage)
 	if !ok {
 		return false
 	}
-	src, ok := m.reused[idx]
+	src, ok := m.Reused[idx]
 	return ok && o.Key == blob.OutputKey(src, o.Stage, o.Partition, o.Attempt, o.Part)
 }

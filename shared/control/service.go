@@ -4,46 +4,16 @@
 package control
 
 import (
-	"context"
-	crand "crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/jobid"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
-	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// Queues are the ready queues by priority class, and the dead-letter queue.
-// Timer is the schedule timer queue (timers.go); empty where this process
-// does not hand firings off (it then fires only from the sweep).
-type Queues struct {
-	High, Normal, Low, DLQ string
-	Timer                  string
-	// Sized are the ready queues of the executor sizes beyond the default,
-	// one per size, without priority classes (sizedqueues.go); a size
-	// missing here uses the priority queues.
-	Sized map[spec.Size]string
-}
-
-// For returns the ready queue of a priority class.
-func (q Queues) For(p spec.Priority) string {
-	switch p {
-	case spec.PriorityHigh:
-		return q.High
-	case spec.PriorityLow:
-		return q.Low
-	}
-	return q.Normal
-}
 
 // Config holds the control plane's timings. Zero values take defaults.
 type Config struct {
@@ -185,48 +155,30 @@ func (c Config) withDefaults() Config {
 
 // Service is the control plane.
 type Service struct {
+	// Kernel holds the ports, clock and caches every capability shares,
+	// and its exported fields (Now, Jitter, Sleep, Metrics, Events) are
+	// the service's.
+	*kernel.Kernel
+
 	cfg   Config
 	store Store
 	queue Queue
 	blob  Blob
 	log   *slog.Logger
 
-	// Now and NewID are injected so tests control time and ids.
-	Now   func() time.Time
+	// NewID is injected so tests control job ids.
 	NewID func() string
-	// Jitter returns a random duration in [0, d).
-	Jitter func(d time.Duration) time.Duration
+
 	// DeleteStepHook, when set, is called after each step of a job's
 	// deletion (jobdelete.go); an error stops the deletion there, as a
 	// crash would. For tests.
 	DeleteStepHook func(job, step string) error
-	// Sleep waits for d or until ctx is done; injected so tests on the
-	// fake clock do not wait (jobdelete.go).
-	Sleep func(ctx context.Context, d time.Duration) error
-
-	// Facts that never change once written, cached so the hot paths
-	// (claim, commit) read them once per job; bounded, because a Fargate
-	// executor or a local runner lives for weeks and sees every job.
-	specs  *lru.Cache[string, jobMeta] // job id
-	shards *lru.Cache[string, int]     // "job/stage", once planned
-	// jobStates is what this process knows of jobs' states, at most a TTL
-	// old (jobstate.go).
-	jobStates *jobStates
 
 	// Catalog is where executors publish their task names and programs,
 	// and submits look them up (tasknames.go, programs.go): the store,
 	// unless a test puts another in; nil keeps none.
 	Catalog   TaskCatalog
 	taskNames taskNameCache
-
-	// Metrics receives claims, commits, failures and repairs as they are
-	// decided (metrics.go); nil: none are recorded.
-	Metrics Metrics
-
-	// Events publishes the events this process's transitions wrote to the
-	// outbox, right after each transition, and the sweep's leftovers
-	// (events.go); nil: they wait in the outbox for a process that has one.
-	Events EventPublisher
 
 	// counts batches commit counts (countbatch.go); nil without
 	// Config.CountLinger.
@@ -243,34 +195,23 @@ type Service struct {
 	specLooks *lru.Cache[string, specLook]
 }
 
-// Cache sizes: a job's meta holds its spec (a few KB at most), so 4,096
-// jobs is a few MB; far more jobs than run at once in one process.
-const (
-	specCacheSize  = 4096
-	shardCacheSize = 16384
-)
-
 // New returns a control plane service.
 func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	cfg = cfg.withDefaults()
+	k := kernel.New(kernel.Config{
+		Queues:      cfg.Queues,
+		StuckAfter:  cfg.StuckAfter,
+		OwnerLimits: cfg.OwnerLimits,
+		JobStateTTL: cfg.JobStateTTL,
+	}, store, q, b, log)
 	s := &Service{
+		Kernel:  k,
 		Catalog: store,
 		cfg:     cfg, store: store, queue: q, blob: b, log: log,
-		specs:     lru.New[string, jobMeta](specCacheSize),
-		shards:    lru.New[string, int](shardCacheSize),
-		specLooks: lru.New[string, specLook](shardCacheSize),
-		jobStates: newJobStates(cfg.JobStateTTL),
-		Now:       func() time.Time { return time.Now().UTC() },
+		specLooks: lru.New[string, specLook](kernel.ShardCacheSize),
 		NewID:     NewJobID,
-		Sleep:     sleep,
-		Jitter: func(d time.Duration) time.Duration {
-			if d <= 0 {
-				return 0
-			}
-			return time.Duration(rand.Int64N(int64(d)))
-		},
 	}
-	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, readKernel{s}, func() time.Time { return s.Now() }, log)
+	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	if cfg.CountLinger > 0 {
 		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
 	}
@@ -279,70 +220,3 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 
 // NewJobID returns a job id that sorts by creation time.
 func NewJobID() string { return jobid.New() }
-
-func newToken() string {
-	var b [16]byte
-	_, _ = crand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// jobMeta is what a job's tasks need of the job record, none of which
-// ever changes: its spec, and its owner (for the owner's limit).
-type jobMeta struct {
-	spec  *spec.Job
-	owner string
-	// reused maps the stages of a rerun that reuse another job's
-	// committed outputs to that job (rerun.go).
-	reused map[int]string
-}
-
-// jobSpec returns a job's spec, cached: specs never change.
-func (s *Service) jobSpec(ctx context.Context, id string) (*spec.Job, error) {
-	m, err := s.jobMeta(ctx, id)
-	return m.spec, err
-}
-
-// jobMeta returns a job's spec and owner, cached: one read per job per
-// process.
-func (s *Service) jobMeta(ctx context.Context, id string) (jobMeta, error) {
-	if m, ok := s.specs.Get(id); ok {
-		return m, nil
-	}
-	j, err := s.store.GetJob(ctx, id)
-	if err != nil {
-		return jobMeta{}, err
-	}
-	m := jobMeta{spec: j.Spec, owner: j.Owner, reused: j.Reused}
-	s.specs.Put(id, m)
-	return m, nil
-}
-
-func (s *Service) stageShards(ctx context.Context, job string, idx int) (int, error) {
-	k := fmt.Sprintf("%s/%d", job, idx)
-	if n, ok := s.shards.Get(k); ok {
-		return n, nil
-	}
-	st, err := s.store.GetStage(ctx, job, idx)
-	if err != nil {
-		return 0, err
-	}
-	if st.Shards == 0 {
-		return 0, fmt.Errorf("stage %s/%d has no plan yet", job, idx)
-	}
-	s.shards.Put(k, st.Shards)
-	return st.Shards, nil
-}
-
-func (s *Service) logger(ref batch.TaskRef) *slog.Logger {
-	return s.log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
-}
-
-// ignoreInvalid treats "the record already moved on" as success: the step
-// was done by someone else, which is what makes concurrent and repeated
-// control-plane steps harmless.
-func ignoreInvalid(err error) error {
-	if errors.Is(err, sm.ErrInvalidTransition) {
-		return nil
-	}
-	return err
-}

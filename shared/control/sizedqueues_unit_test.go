@@ -110,17 +110,17 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	if err := r.svc.Forward(r.ctx, ref0.String(), d.Delay); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.resend(r.ctx, ref0, 0); err != nil {
+	if err := r.svc.Resend(r.ctx, ref0, 0); err != nil {
 		t.Fatal(err)
 	}
-	jsp, err := r.svc.jobSpec(r.ctx, job)
+	jsp, err := r.svc.CachedSpec(r.ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.svc.sendCopy(r.ctx, jsp, ref0); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.resend(r.ctx, ref1, 0); err != nil {
+	if err := r.svc.Resend(r.ctx, ref1, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{"q-4GiB": {ref0.String(), ref0.String(), ref0.String() + batch.CopyMarker}, "q-2GiB": {ref1.String()}}
@@ -132,7 +132,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	// by the size each was raised to: task 0 to 4GiB, task 1 (never
 	// raised) at its stage's 2GiB.
 	msgs := []queue.Send{{Body: ref0.String()}, {Body: ref1.String()}}
-	urls, groups := r.svc.groupBySize(jsp, 0, msgs, []spec.Size{r.task(ref0).Memory, r.task(ref1).Memory})
+	urls, groups := r.svc.GroupBySize(jsp, 0, msgs, []spec.Size{r.task(ref0).Memory, r.task(ref1).Memory})
 	if !cmp.Equal(urls, []string{"q-2GiB", "q-4GiB"}) || !cmp.Equal(groups, map[string][]queue.Send{"q-4GiB": msgs[:1], "q-2GiB": msgs[1:]}) {
 		t.Fatalf("redrive groups %v %v; want task 0 to q-4GiB, task 1 to q-2GiB", urls, groups)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -58,20 +59,20 @@ func IsCopyMessage(body string) (string, bool) {
 // task ended, or the copy was claimed by another delivery); drop the
 // message. batch.ErrJobNotRunning: the job ended.
 func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, error) {
-	meta, err := s.jobMeta(ctx, ref.Job)
+	meta, err := s.Meta(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
 	}
-	sp := meta.spec
+	sp := meta.Spec
 	if ref.Stage >= len(sp.Stages) {
 		return Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
-	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
+	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
 	if err != nil {
 		return Claim{}, err
 	}
@@ -83,7 +84,7 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	// it with the job. Cancelling the task here would also end it for a
 	// job that runs again: the state read may be a stale FAILED of a job
 	// redriven since.
-	state, err := s.cachedJobState(ctx, ref.Job)
+	state, err := s.CachedJobState(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		// Deleted: the deletion removes the task with its copy.
 		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
@@ -97,7 +98,7 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	}
 	s.noteTaskEvent(ctx, ref, t.Attempt, speculationStarted,
 		fmt.Sprintf("speculative copy of attempt %d started", t.Copy.HolderAttempt))
-	s.taskLog(ctx, ref, t.Attempt).Info("speculative copy claimed", "holder_attempt", t.Copy.HolderAttempt)
+	s.TaskLog(ctx, ref, t.Attempt).Info("speculative copy claimed", "holder_attempt", t.Copy.HolderAttempt)
 	return Claim{Task: t, Spec: sp, Lease: lease, Speculative: true}, nil
 }
 
@@ -119,7 +120,7 @@ func (s *Service) refuseCopy(ctx context.Context, t batch.Task, state sm.JobStat
 func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
 	err := s.store.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
-		s.logger(ref).Warn("record task event", "kind", kind, "err", err)
+		s.Logger(ref).Warn("record task event", "kind", kind, "err", err)
 	}
 }
 
@@ -151,7 +152,7 @@ func (s *Service) noteIfLost(ctx context.Context, c Claim, refusal error) {
 	if err != nil || t.State != sm.TaskSucceeded || t.CommittedAttempt == c.Task.Attempt || t.Copy == nil {
 		return
 	}
-	s.noteAttemptEnd(ctx, c.Task.Ref, c.Task.Attempt, AttemptSpeculationLost,
+	s.NoteAttemptEnd(ctx, c.Task.Ref, c.Task.Attempt, AttemptSpeculationLost,
 		fmt.Sprintf("attempt %d committed first", t.CommittedAttempt), c.Task)
 }
 
@@ -163,7 +164,7 @@ func (s *Service) afterCommit(ctx context.Context, c Claim) {
 	ref, holder := c.Task.Ref, c.Task.Copy.HolderAttempt
 	s.noteTaskEvent(ctx, ref, c.Task.Attempt, speculationWon,
 		fmt.Sprintf("speculative copy committed before attempt %d", holder))
-	s.noteAttemptEnd(ctx, ref, holder, AttemptSpeculationLost,
+	s.NoteAttemptEnd(ctx, ref, holder, AttemptSpeculationLost,
 		fmt.Sprintf("speculative copy attempt %d committed first", c.Task.Attempt), batch.Task{})
 }
 
@@ -177,7 +178,7 @@ func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d 
 		return Decision{}, false, nil
 	}
 	ref := c.Task.Ref
-	cause = truncate(cause, MaxErrorLen)
+	cause = kernel.Truncate(cause, MaxErrorLen)
 	p := dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()}, Err: cause}
 	if c.Speculative {
 		p.Event = sm.TaskCopyFail
@@ -200,8 +201,8 @@ func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d 
 	if err != nil {
 		return Decision{}, true, err
 	}
-	s.taskLog(ctx, ref, c.Task.Attempt).Warn("attempt failed beside its task's other claim; the task runs on", "event", p.Event, "err", cause)
-	s.noteAttemptEnd(ctx, ref, c.Task.Attempt, AttemptFailedBesideCopy, cause, c.Task)
+	s.TaskLog(ctx, ref, c.Task.Attempt).Warn("attempt failed beside its task's other claim; the task runs on", "event", p.Event, "err", cause)
+	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, AttemptFailedBesideCopy, cause, c.Task)
 	return Decision{}, true, nil
 }
 
@@ -215,7 +216,7 @@ func (s *Service) notePrevHolder(ctx context.Context, t, prev batch.Task) {
 	if t.Attempt <= 2 || t.Copy == nil || t.Copy.Started.IsZero() {
 		return
 	}
-	s.noteAttemptEnd(ctx, t.Ref, t.Attempt-2, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt-2, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 }
 
 // speculate launches speculative copies of a running stage's stragglers
@@ -299,14 +300,14 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 			return err // the next look resends it (StuckAfter)
 		}
 		c.Speculated++
-		s.taskLog(ctx, t.Ref, t.Attempt).Info("speculative copy requested", "ran", now.Sub(t.Claimed).String(), "median", median.String())
+		s.TaskLog(ctx, t.Ref, t.Attempt).Info("speculative copy requested", "ran", now.Sub(t.Claimed).String(), "median", median.String())
 	}
 	return nil
 }
 
 // sendCopy sends a copy's message to its task's ready queue.
 func (s *Service) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
-	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // sizedqueues.go
+	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // sizedqueues.go
 }
 
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the
@@ -315,9 +316,9 @@ func (s *Service) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time)
 	_, err := s.store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
 		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
 	if err != nil {
-		return ignoreInvalid(err)
+		return kernel.IgnoreInvalid(err)
 	}
-	s.noteAttemptEnd(ctx, t.Ref, t.Copy.Attempt, batch.AttemptLeaseExpired, "speculative copy's lease expired (executor lost)", dynamo.AsCopyClaim(t))
+	s.NoteAttemptEnd(ctx, t.Ref, t.Copy.Attempt, batch.AttemptLeaseExpired, "speculative copy's lease expired (executor lost)", dynamo.AsCopyClaim(t))
 	return nil
 }
 
@@ -329,7 +330,7 @@ func (s *Service) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batc
 	if now.After(t.Copy.LeaseUntil.Add(sm.LeaseSkew)) {
 		return s.dropDeadCopy(ctx, t, now)
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return err
 	}
@@ -359,7 +360,7 @@ func attemptDuration(c Claim, now time.Time) time.Duration {
 // Each commit adds to it in its own transaction, so it is exact for the
 // commits so far; the buckets are √2 wide (batch.Durations).
 func (s *Service) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
-	shards, err := s.stageShards(ctx, job, stage)
+	shards, err := s.StageShards(ctx, job, stage)
 	if err != nil {
 		return batch.Durations{}, err
 	}

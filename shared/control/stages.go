@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/aws/smithy-go"
 	"slices"
 	"time"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -108,7 +110,7 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 		}
 	}
 	retry := sp.StageRetry(idx)
-	url := s.stageQueue(sp, idx) // sizedqueues.go
+	url := s.StageQueue(sp, idx) // sizedqueues.go
 	var chunkTook time.Duration
 	for chunk := 0; stage.Enqueued < stage.Total; chunk++ {
 		// A call also stops while another chunk still fits in its
@@ -288,7 +290,7 @@ const PlanGiveUp = time.Hour
 
 // failMaterialize ends a job whose stage cannot be planned (bad input).
 func (s *Service) failMaterialize(ctx context.Context, job string, idx int, cause error) error {
-	sp, err := s.jobSpec(ctx, job)
+	sp, err := s.CachedSpec(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -340,11 +342,11 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	if !prog.Complete() {
 		return false, nil
 	}
-	meta, err := s.jobMeta(ctx, job)
+	meta, err := s.Meta(ctx, job)
 	if err != nil {
 		return false, err
 	}
-	sp := meta.spec
+	sp := meta.Spec
 	// A shuffle stage's manifest is written after the completion, which
 	// holds only while the job runs (afterStageCompleted): written
 	// before it, a cancelled job's stage had a manifest though it never
@@ -352,7 +354,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	now := s.Now()
 	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
-		Outbox: stageCompletedEvent(job, meta.owner, sp, idx, prog, now), // events.go
+		Outbox: kernel.StageCompletedEvent(job, meta.Owner, sp, idx, prog, now), // events.go
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
@@ -364,7 +366,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 		return false, err
 	}
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
-	s.publishEvents(ctx, events.StageCompletedID(job, idx))
+	s.PublishEvents(ctx, events.StageCompletedID(job, idx))
 	return true, s.afterStageCompleted(ctx, job, idx)
 }
 
@@ -381,7 +383,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 // (startStage, upstreamManifests). Every task of a completed stage committed, so any
 // writer writes the same list, and the first one's stays.
 func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) error {
-	sp, err := s.jobSpec(ctx, job)
+	sp, err := s.CachedSpec(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -563,11 +565,11 @@ func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, compl
 	if sp.Output != "" {
 		return s.publishJob(ctx, job, sp, key, completed)
 	}
-	err := s.endJob(ctx, job, sm.JobSucceed, "", key, s.Now())
+	err := s.EndJob(ctx, job, sm.JobSucceed, "", key, s.Now())
 	if err == nil {
 		s.log.Info("job succeeded", "job_id", job, "manifest", key)
 	}
-	return ignoreInvalid(err)
+	return kernel.IgnoreInvalid(err)
 }
 
 // failJob fails a stage and its job with reason, and cancels the job's
@@ -575,20 +577,20 @@ func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, compl
 // when the failure was decided (< 0: read here): every write holds only
 // while it is still the job's (jobgen.go).
 func (s *Service) failJob(ctx context.Context, job string, idx int, reason string, gen int) error {
-	gen, err := s.redriveGen(ctx, job, gen)
+	gen, err := s.RedriveGen(ctx, job, gen)
 	if err != nil {
 		return err
 	}
 	now := s.Now()
-	if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
-		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason, Redrives: genRef(gen),
+	if err := kernel.IgnoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason, Redrives: kernel.GenRef(gen),
 	})); err != nil {
 		return err
 	}
-	err = s.endJobGen(ctx, job, sm.JobFail, reason, "", now, gen)
+	err = s.EndJobGen(ctx, job, sm.JobFail, reason, "", now, gen)
 	if err == nil {
 		s.log.Error("job failed", "job_id", job, "reason", reason)
-	} else if err = ignoreInvalid(err); err != nil {
+	} else if err = kernel.IgnoreInvalid(err); err != nil {
 		return err
 	}
 	return s.cancelStages(ctx, job, gen)
@@ -597,7 +599,7 @@ func (s *Service) failJob(ctx context.Context, job string, idx int, reason strin
 // cancelStages cancels every stage of an ended job that has not ended,
 // while its redrive count is gen (< 0: read here; jobgen.go).
 func (s *Service) cancelStages(ctx context.Context, job string, gen int) error {
-	gen, err := s.redriveGen(ctx, job, gen)
+	gen, err := s.RedriveGen(ctx, job, gen)
 	if err != nil {
 		return err
 	}
@@ -609,8 +611,8 @@ func (s *Service) cancelStages(ctx context.Context, job string, gen int) error {
 		if sm.Stages.IsTerminal(st.State) {
 			continue
 		}
-		if err := ignoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
-			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(), Redrives: genRef(gen),
+		if err := kernel.IgnoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(), Redrives: kernel.GenRef(gen),
 		})); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -115,11 +116,11 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
-	s.specs.Put(id, withRerun(jobMeta{spec: sp, owner: req.Owner}, req.rerun)) // rerun.go
+	s.RememberMeta(id, withRerun(kernel.JobMeta{Spec: sp, Owner: req.Owner}, req.rerun)) // rerun.go
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
-		s.publishEvents(ctx, events.SubmittedID(id)) // events.go
+		s.PublishEvents(ctx, events.SubmittedID(id)) // events.go
 	}
 	// A repeated submission also tries the start: if the first submitter
 	// died after recording the job, this finishes its work sooner than the

@@ -9,34 +9,11 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// SweepCounts says what one sweep run did.
-type SweepCounts struct {
-	Examined     int `json:"examined"`
-	Requeued     int `json:"requeued"`
-	Expired      int `json:"expired"`
-	Exhausted    int `json:"exhausted"`
-	Cancelled    int `json:"cancelled"`
-	StagesFixed  int `json:"stagesFixed"`
-	Failures     int `json:"failuresPropagated"`
-	DeadLettered int `json:"deadLettered"`
-	Errors       int `json:"errors"`
-	Fired        int `json:"schedulesFired"`
-	HandedOff    int `json:"timersHandedOff"`
-	Deadlines    int `json:"deadlinesExceeded"`
-	// Events is how many outbox events the sweep published (events.go).
-	Events int `json:"eventsPublished"`
-	// Speculated is how many speculative copies the sweep launched
-	// (speculation.go).
-	Speculated int `json:"speculativeCopies"`
-	// Counted is how many committed tasks the sweep counted because their
-	// committer had not (dynamo/count.go).
-	Counted int `json:"counted"`
-}
 
 // Sweep repairs what SQS cannot: tasks whose message was lost, expired
 // claims, backoffs longer than SQS's delay, steps interrupted by a crash,
@@ -99,11 +76,11 @@ walk:
 	}
 	if len(pendingEvents) > 0 {
 		note(s.sweepStep(ctx, "events", &c, func(ctx context.Context, c *SweepCounts) error {
-			return s.sweepEvents(ctx, pendingEvents, now, c)
+			return s.SweepEvents(ctx, pendingEvents, now, c)
 		}))
 	}
 	s.log.Info("sweep", "counts", c)
-	s.sweepRepairs(c) // metrics.go
+	s.SweepRepairs(c) // metrics.go
 	if firstErr != nil {
 		return c, fmt.Errorf("sweep: %d errors, first: %w", c.Errors, firstErr)
 	}
@@ -190,27 +167,8 @@ func (s *Service) sweepStep(ctx context.Context, name string, c *SweepCounts, st
 			return fmt.Errorf("%s: %w (%v)", name, ErrStepOverBudget, budget)
 		}
 	}
-	c.add(r.counts)
+	c.Add(r.counts)
 	return r.err
-}
-
-// add adds o's counts to c.
-func (c *SweepCounts) add(o SweepCounts) {
-	c.Examined += o.Examined
-	c.Requeued += o.Requeued
-	c.Expired += o.Expired
-	c.Exhausted += o.Exhausted
-	c.Cancelled += o.Cancelled
-	c.StagesFixed += o.StagesFixed
-	c.Failures += o.Failures
-	c.DeadLettered += o.DeadLettered
-	c.Errors += o.Errors
-	c.Fired += o.Fired
-	c.HandedOff += o.HandedOff
-	c.Deadlines += o.Deadlines
-	c.Events += o.Events
-	c.Speculated += o.Speculated
-	c.Counted += o.Counted
 }
 
 // deferStage pushes a stage's next look back before the sweep works on it
@@ -245,7 +203,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 	if errors.Is(err, batch.ErrNotFound) {
 		// A record its job's deletion passed by (a marker's look wrote
 		// it meanwhile): out of the index, not an error every run.
-		s.logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
+		s.Logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
 		return s.store.SetDue(ctx, it, time.Time{})
 	}
 	if err != nil {
@@ -257,9 +215,9 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		if err == nil {
 			// A running task of an ended job stops at its next heartbeat
 			// without failing: its slots are freed here.
-			s.freeSlots(ctx, t.Ref, nil, time.Time{})
+			s.Slots.FreeSlots(ctx, t.Ref, nil, time.Time{})
 		}
-		return ignoreInvalid(err)
+		return kernel.IgnoreInvalid(err)
 	}
 	switch t.State {
 	case sm.TaskReady:
@@ -267,11 +225,11 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 		// delay: send one (a duplicate is rejected at claim) and look again
 		// later.
 		delay := max(t.NotBefore.Sub(now), 0)
-		if err := s.resend(ctx, t.Ref, delay); err != nil {
+		if err := s.Resend(ctx, t.Ref, delay); err != nil {
 			return err
 		}
 		c.Requeued++
-		s.metrics().Repaired(resent(t, now), 1) // metrics.go
+		s.Meter().Repaired(kernel.Resent(t, now), 1) // metrics.go
 		// A task that keeps waiting is more likely behind a backlog than
 		// lost again, so the next look waits as long as the task already
 		// has: a task queued for hours behind a small fleet is resent a
@@ -299,9 +257,9 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 			return err
 		}
 		c.Expired++
-		s.freeSlots(ctx, t.Ref, nil, t.SlotAt)
-		s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), kind, note, t) // speculation.go
-		return s.resend(ctx, t.Ref, 0)
+		s.Slots.FreeSlots(ctx, t.Ref, nil, t.SlotAt)
+		s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), kind, note, t) // speculation.go
+		return s.Resend(ctx, t.Ref, 0)
 	case sm.TaskFailed:
 		c.Failures++
 		return s.propagateFailure(ctx, t)
@@ -319,7 +277,7 @@ func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Tim
 // is empty runs the stage's follow-up (afterShardDone): after this count,
 // or after its committer's, who may have died before its follow-up.
 func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *SweepCounts) error {
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err
 	}
@@ -329,7 +287,7 @@ func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *Sweep
 	}
 	if counted {
 		c.Counted++
-		s.logger(ref).Warn("counted a committed task its committer had not counted")
+		s.Logger(ref).Warn("counted a committed task its committer had not counted")
 	}
 	if !shardDone {
 		return nil
@@ -337,26 +295,18 @@ func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *Sweep
 	return s.afterShardDone(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
 }
 
-func (s *Service) resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {
-	sp, err := s.jobSpec(ctx, ref.Job)
-	if err != nil {
-		return err
-	}
-	return s.queue.SendBatch(ctx, s.readyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
-}
-
 func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
 	st, err := s.store.GetStage(ctx, it.Job, it.Stage)
 	if err != nil {
 		return err
 	}
-	sp, err := s.jobSpec(ctx, it.Job)
+	sp, err := s.CachedSpec(ctx, it.Job)
 	if err != nil {
 		return err
 	}
 	// The redrive count first: a job seen ended is at that count or was
 	// redriven since, which the cancellations then leave alone.
-	gen, err := s.redriveGen(ctx, it.Job, -1) // jobgen.go
+	gen, err := s.RedriveGen(ctx, it.Job, -1) // jobgen.go
 	if err != nil {
 		return err
 	}
@@ -467,14 +417,14 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 		if errors.Is(err, batch.ErrNotFound) {
 			// Unwritten (sm.TaskUnwritten), its message never claimed,
 			// while its job runs; or its job is gone.
-			state, serr := s.cachedJobState(ctx, ref.Job)
+			state, serr := s.CachedJobState(ctx, ref.Job)
 			if serr != nil && !errors.Is(serr, batch.ErrNotFound) {
 				return serr
 			}
 			waiting = serr == nil && state == sm.JobRunning
 		}
 		if waiting {
-			if err := s.resend(ctx, ref, 0); err != nil {
+			if err := s.Resend(ctx, ref, 0); err != nil {
 				return err
 			}
 		}
@@ -485,4 +435,52 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 		return nil
 	}
 	return s.queue.DeleteBatch(ctx, s.cfg.Queues.DLQ, done)
+}
+
+// sweepJob handles a job the sweep index says is due: a job with a
+// deadline is indexed at it from submission. Past it, a RUNNING job fails
+// with DeadlineReason and its stages are cancelled, and from then on the
+// job's state does the rest, as for a cancel: claims on it fail (within
+// JobStateTTL), running tasks are stopped by their runner's job watch
+// (within two JobStateTTLs and a read), and the sweep
+// cancels tasks it finds. Failing is a guarded transition, so two sweeps
+// (or a job finishing at the same moment) end it once.
+func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
+	j, err := s.store.GetJob(ctx, it.Job)
+	if errors.Is(err, batch.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sm.Jobs.IsTerminal(j.State) && s.cfg.Retention > 0 {
+		// Its retention's end (retention.go).
+		return s.expireJob(ctx, it, j, now)
+	}
+	if j.State != sm.JobRunning {
+		// Ending a job takes it out of the index; this is a leftover.
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
+	if err := s.sweepRedrive(ctx, j); err != nil { // redrive.go
+		return err
+	}
+	deadline := jobDeadline(j)
+	if deadline.IsZero() {
+		return s.store.SetDue(ctx, it, time.Time{})
+	}
+	if now.Before(deadline) {
+		return s.store.SetDue(ctx, it, deadline)
+	}
+	err = s.EndJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
+	switch {
+	case err == nil:
+		c.Deadlines++
+		s.log.Error("job failed", "job_id", j.ID, "reason", DeadlineReason, "deadline", deadline)
+	case errors.Is(err, sm.ErrInvalidTransition):
+		// It ended meanwhile; its stages are someone else's to cancel,
+		// but cancelling again is harmless.
+	default:
+		return err
+	}
+	return s.cancelStages(ctx, j.ID, -1)
 }

@@ -5,30 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// Claim is a granted claim: the task record and the job's spec.
-type Claim struct {
-	Task  batch.Task
-	Spec  *spec.Job
-	Lease time.Duration
-	// Speculative: the claim is a speculative copy's (speculation.go); its
-	// Task has the copy's token, attempt and lease.
-	Speculative bool
-}
-
-// StageName is the claimed task's stage name.
-func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name }
 
 // Claim claims a task for the executor that received its message. Outcomes
 // other than a claim: *batch.ClaimHeldError and *batch.NotDueError (keep
@@ -40,8 +26,8 @@ func (c Claim) StageName() string { return c.Spec.Stages[c.Task.Ref.Stage].Name 
 // *OverLimitError (ErrOverLimit), which also wraps batch.ErrAlreadyDone
 // because a delayed copy of its message replaces it.
 func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err error) {
-	meta, err := s.jobMeta(ctx, ref.Job)
-	sp := meta.spec
+	meta, err := s.Meta(ctx, ref.Job)
+	sp := meta.Spec
 	if errors.Is(err, batch.ErrNotFound) {
 		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
@@ -69,7 +55,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// the one the check after the claim makes, cached; a redriven
 		// job reads RUNNING again within its TTL (a FAILED state is not
 		// final, jobstate.go).
-		state, err := s.cachedJobState(ctx, ref.Job)
+		state, err := s.CachedJobState(ctx, ref.Job)
 		switch {
 		case errors.Is(err, batch.ErrNotFound):
 			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
@@ -80,18 +66,18 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 			mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		}
 	}
-	slots, err := s.takeSlots(ctx, ref, meta, now)
+	slots, err := s.Slots.TakeSlots(ctx, ref, meta, now)
 	if err != nil {
 		return Claim{}, err
 	}
 	defer func() {
 		if err != nil {
-			s.returnSlots(ctx, ref, slots)
+			s.Slots.ReturnSlots(ctx, ref, slots)
 		}
 	}()
-	cp := dynamo.ClaimParams{Ref: ref, Token: newToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx), MaxAttempts: mayWrite}
-	if slots.any {
-		cp.SlotAt = slots.at
+	cp := dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx), MaxAttempts: mayWrite}
+	if slots.Any {
+		cp.SlotAt = slots.At
 	}
 	t, err := s.store.ClaimTask(ctx, cp)
 	var held *batch.ClaimHeldError
@@ -118,7 +104,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// those here (one read when it was counted and its shard is not
 		// empty) saves the stage the wait for the sweep's look.
 		if cerr := s.ensureCounted(ctx, ref, &SweepCounts{}); cerr != nil {
-			s.logger(ref).Warn("count of a committed task", "err", cerr)
+			s.Logger(ref).Warn("count of a committed task", "err", cerr)
 		}
 	}
 	if err != nil {
@@ -131,7 +117,7 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 	// most once per TTL per job per process (jobstate.go), from a small
 	// record, never the spec-bearing job item: the claim path has no
 	// per-job hot key.
-	state, err := s.cachedJobState(ctx, ref.Job)
+	state, err := s.CachedJobState(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) && cp.MaxAttempts > 0 {
 		// The job was deleted since the check above: a first claim may
 		// have written its task after the deletion's pass over the
@@ -153,11 +139,11 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// A retry or an expiry recorded how the previous attempt ended
 		// before its task could be claimed again; if neither did, this
 		// claim took over an expired lease or a dead executor's claim.
-		s.noteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+		s.NoteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 		s.notePrevHolder(ctx, t, prev) // speculation.go
 	}
-	s.taskLog(ctx, ref, t.Attempt).Debug("task claimed")
-	s.metrics().TaskClaimed(s.taskPriority(ctx, sp, ref)) // metrics.go
+	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
+	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // metrics.go
 	return Claim{Task: t, Spec: sp, Lease: lease}, nil
 }
 
@@ -166,12 +152,12 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 // cancel never writes an unwritten one: the sweep's look at its marker
 // ends those), and whatever slots its attempts held are freed.
 func (s *Service) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
-	if err := ignoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
+	if err := kernel.IgnoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
 		Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
 	})); err != nil {
 		return err
 	}
-	s.freeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
+	s.Slots.FreeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
 	return fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
 }
 
@@ -202,7 +188,7 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	if err != nil {
 		return t, err
 	}
-	s.taskLog(ctx, t.Ref, t.Attempt).Info("took over the task of a dead executor", "executor", t.Executor)
+	s.TaskLog(ctx, t.Ref, t.Attempt).Info("took over the task of a dead executor", "executor", t.Executor)
 	return nt, nil
 }
 
@@ -240,10 +226,6 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 	}
 	return s.CheckJob(ctx, c)
 }
-
-// MaxErrorLen bounds the error kept on a task record and its history, so
-// the record stays within one write unit (1 KB) with the longest input key.
-const MaxErrorLen = 256
 
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")
@@ -305,7 +287,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	start := time.Now() // the commit's latency, for metrics
 	outputs := r.Outputs
 	ref := c.Task.Ref
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
@@ -327,15 +309,15 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	if errors.Is(err, batch.ErrStaleClaim) {
 		// A fenced attempt's outputs were written after its takeover may
 		// already have marked the attempt's prefix: mark them again.
-		s.markUncommitted(ctx, ref, c.Task.Attempt)
+		s.MarkUncommitted(ctx, ref, c.Task.Attempt)
 	}
 	if err != nil {
 		return err
 	}
-	s.freeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
-	s.afterCommit(ctx, c)                      // speculation.go
-	s.countCommit(ctx, c, start)
-	s.taskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
+	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
+	s.afterCommit(ctx, c)                            // speculation.go
+	s.CountCommit(ctx, c, start)
+	s.TaskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
 	if p.DeferCount {
 		s.counts.add(p)
 		return nil
@@ -354,7 +336,7 @@ func (s *Service) afterShardDone(ctx context.Context, job string, stage, shard i
 	// Others stop, where each used to read all the counters (shards²
 	// reads a stage). Should the note fail, the read decides.
 	if all, err := s.store.ShardEmptied(ctx, job, stage, shard); err != nil {
-		s.logger(ref).Warn("stage follow-up: note the emptied shard", "err", err)
+		s.Logger(ref).Warn("stage follow-up: note the emptied shard", "err", err)
 	} else if !all {
 		return nil
 	}
@@ -364,7 +346,7 @@ func (s *Service) afterShardDone(ctx context.Context, job string, stage, shard i
 	// the steps are idempotent if the sweep overlaps it. A stage another
 	// committer has already completed stays out of the index.
 	if err := s.store.HurryStage(ctx, ref.Job, ref.Stage, s.Now().Add(s.cfg.FollowUpGrace)); err != nil {
-		s.logger(ref).Warn("stage follow-up: sweep index", "err", err)
+		s.Logger(ref).Warn("stage follow-up: sweep index", "err", err)
 	}
 	// This shard is done; the stage is done when all shards are. If two
 	// committers empty the last two shards at once, each reads the counters
@@ -378,7 +360,7 @@ type Decision struct {
 	// Delay is the backoff before the next attempt.
 	Delay time.Duration
 	// Memory, when set, is the executor size the retry runs on (an
-	// out-of-memory attempt's escalation, failclass.go).
+	// out-of-memory attempt's escalation, taskmemory.go).
 	Memory spec.Size
 }
 
@@ -404,7 +386,7 @@ func (s *Service) backoff(sp *spec.Job, stage, attempt int) time.Duration {
 
 // exhaust fails a task whose last attempt's lease expired.
 func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) error {
-	meta, err := s.jobMeta(ctx, t.Ref.Job)
+	meta, err := s.Meta(ctx, t.Ref.Job)
 	if err != nil {
 		return err
 	}
@@ -412,18 +394,18 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	// A last attempt whose executor was killed for memory fails as out
 	// of memory (oomkill.go).
 	reason, class := s.exhaustForMemory(ctx, t, reason)
-	failed := taskFailedEvent(t.Ref, meta.owner, meta.spec, t.Attempt, reason, now) // events.go
-	tolerated, err := s.sweepFailed(ctx, meta.spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: class, Due: now,
+	failed := kernel.TaskFailedEvent(t.Ref, meta.Owner, meta.Spec, t.Attempt, reason, now) // events.go
+	tolerated, err := s.sweepFailed(ctx, meta.Spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: class, Due: now,
 		Outbox: failed}) // tolerate.go
 	if err != nil {
-		return ignoreInvalid(err)
+		return kernel.IgnoreInvalid(err)
 	}
-	s.publishEvents(ctx, failed.ID)
-	s.freeSlots(ctx, t.Ref, nil, time.Time{})
+	s.PublishEvents(ctx, failed.ID)
+	s.Slots.FreeSlots(ctx, t.Ref, nil, time.Time{})
 	t.LastError, t.ErrorClass = reason, class
 	t.State, t.Tolerated, t.Updated = sm.TaskFailed, tolerated, now // as written
-	s.noteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
-	s.metrics().TaskFailed(s.taskPriority(ctx, nil, t.Ref)) // metrics.go
+	s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
+	s.Meter().TaskFailed(s.TaskPriority(ctx, nil, t.Ref)) // metrics.go
 	return s.propagateFailure(ctx, t)
 }
 
@@ -433,14 +415,14 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	if t.Tolerated {
 		return s.afterTolerated(ctx, t) // tolerate.go: its stage goes on
 	}
-	sp, err := s.jobSpec(ctx, t.Ref.Job)
+	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
 		return err
 	}
 	// The failure is about the job's generation in which the task failed:
 	// if a redrive has since put the task back (the job ended for another
 	// reason, and its owner redrove it), there is nothing to fail.
-	gen, current, err := s.failureGen(ctx, t) // jobgen.go
+	gen, current, err := s.FailureGen(ctx, t) // jobgen.go
 	if err != nil || !current {
 		return err
 	}
@@ -449,30 +431,4 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 		return err
 	}
 	return s.store.UnindexTask(ctx, t)
-}
-
-// truncate keeps s within n bytes, "…" marking where it was cut. It keeps
-// the end, where a failure's cause is (an exec program's traceback ends
-// with its exception; a wrapped error with its root), and the first line
-// when that is short (an exec failure's exit code, before its last stderr
-// lines). A cut never splits a UTF-8 sequence: the message is stored as a
-// DynamoDB string, which must be valid UTF-8.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	head := ""
-	if i := strings.IndexByte(s, '\n'); i >= 0 && i < n/2 {
-		head = s[:i+1]
-	}
-	keep := max(n-len(head)-len(mark), 0)
-	start := len(s) - keep
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	if n < len(mark) {
-		return s[start:]
-	}
-	return head + mark + s[start:]
 }

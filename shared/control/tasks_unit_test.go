@@ -11,6 +11,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -213,10 +214,10 @@ func TestClaim(t *testing.T) {
 			if !errors.Is(err, ErrOverLimit) || !errors.Is(err, batch.ErrAlreadyDone) || !errors.As(err, &ol) {
 				t.Fatalf("claim over the limit: %v, want an *OverLimitError", err)
 			}
-			if want := (OverLimitError{Limit: "job", Name: job, Max: 1, RetryIn: overLimitDelay}); *ol != want {
+			if want := (OverLimitError{Limit: "job", Name: job, Max: 1, RetryIn: kernel.OverLimitDelay}); *ol != want {
 				t.Errorf("refusal %+v, want %+v", *ol, want)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: ref1.String(), Delay: overLimitDelay}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: ref1.String(), Delay: kernel.OverLimitDelay}}, r.queue.drain()); diff != "" {
 				t.Errorf("messages sent (-want +got):\n%s", diff)
 			}
 			if got := r.task(ref1); got.State != sm.TaskReady || got.Attempt != 0 {

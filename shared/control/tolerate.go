@@ -50,7 +50,7 @@ func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateP
 	if err != nil {
 		return batch.Task{}, false, err
 	}
-	s.taskLog(ctx, p.Ref, t.Attempt).Warn("task failed; its stage tolerates the failure", "allowed", allowed, "err", p.Err)
+	s.TaskLog(ctx, p.Ref, t.Attempt).Warn("task failed; its stage tolerates the failure", "allowed", allowed, "err", p.Err)
 	return t, true, nil
 }
 
@@ -178,7 +178,7 @@ func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job
 // shards when it is empty (a path that counts down without learning
 // whether it emptied the shard).
 func (s *Service) noteIfEmptied(ctx context.Context, ref batch.TaskRef) error {
-	shards, err := s.stageShards(ctx, ref.Job, ref.Stage)
+	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err
 	}

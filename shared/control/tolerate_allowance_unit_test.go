@@ -15,7 +15,7 @@ func TestOverAllowanceOnlyForTolerableFailures(t *testing.T) {
 	t.Parallel()
 	r := newUnitRig(t)
 	job := r.submit(`{"name":"unit","stages":[{"name":"s","task":"work","partitions":{"count":4},"toleratedFailures":{"count":2}}]}`)
-	sp, err := r.svc.jobSpec(r.ctx, job)
+	sp, err := r.svc.CachedSpec(r.ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}

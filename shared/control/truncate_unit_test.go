@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/batchwork/batchwork/shared/control/kernel"
 )
 
 // A failure's message is kept within MaxErrorLen by its end, where an
@@ -36,7 +38,7 @@ func TestTruncateKeepsTheTail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := truncate(tc.in, tc.n)
+			got := kernel.Truncate(tc.in, tc.n)
 			if !utf8.ValidString(got) {
 				t.Fatalf("truncate gave invalid UTF-8: %q", got)
 			}

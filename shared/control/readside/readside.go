@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/split"
@@ -62,11 +63,7 @@ type Kernel interface {
 }
 
 // Limit is one concurrency limit and the slot map that holds its slots.
-type Limit struct {
-	Kind  string // "job" or "owner"
-	Max   int
-	Slots dynamo.SlotMap
-}
+type Limit = kernel.Limit
 
 // Reader answers the read routes.
 type Reader struct {

@@ -1,4 +1,4 @@
-package control
+package kernel
 
 // Per-size ready queues (issue 13.10). Each executor size beyond the
 // default has one ready queue of its own (Queues.Sized), polled only by
@@ -7,7 +7,7 @@ package control
 // wrong size. Every path that sends a task's message (materialization,
 // splits, redrive, the sweep's resends, speculative copies, an
 // out-of-memory retry, a hand-back) picks the queue of the size the task's
-// next attempt needs (readyQueue). A sized queue has no priority classes:
+// next attempt needs (ReadyQueue). A sized queue has no priority classes:
 // the few tasks that need a large executor share it in arrival order,
 // while the default size, which runs nearly everything, keeps its three
 // priority queues. A message that still lands on the wrong size (sent
@@ -74,7 +74,7 @@ func sortedSizes(m map[spec.Size]string) []spec.Size {
 func FormatSizedQueues(m map[spec.Size]string) string {
 	var parts []string
 	for _, z := range sortedSizes(m) {
-		parts = append(parts, sizeString(z)+"="+m[z])
+		parts = append(parts, SizeString(z)+"="+m[z])
 	}
 	return strings.Join(parts, ",")
 }
@@ -111,39 +111,39 @@ func ParseSizedQueues(s string) (map[spec.Size]string, error) {
 	return out, nil
 }
 
-// sizeOf is the size a task's next attempt needs given the size recorded
+// SizeOf is the size a task's next attempt needs given the size recorded
 // on it (batch.Task.Memory, raised by out-of-memory retries; 0: never
 // raised): the larger of that and its stage's.
-func sizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
+func SizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
 	return max(sp.StageMemory(stage), recorded)
 }
 
-// readyQueue is the ready queue of the task ref names: the queue of the
+// ReadyQueue is the ready queue of the task ref names: the queue of the
 // size its next attempt needs (TaskMemory, which reads the task only for a
 // stage that may climb). A size that cannot be read falls back to the
 // stage's: the executor that receives the message forwards it if the
 // task has been raised.
-func (s *Service) readyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRef) string {
+func (s *Kernel) ReadyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRef) string {
 	url, _ := s.readyQueueSize(ctx, sp, ref)
 	return url
 }
 
-// readyQueueSize is readyQueue and the size it sent by.
-func (s *Service) readyQueueSize(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (string, spec.Size) {
+// readyQueueSize is ReadyQueue and the size it sent by.
+func (s *Kernel) readyQueueSize(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (string, spec.Size) {
 	z := sp.StageMemory(ref.Stage)
 	if len(s.cfg.Queues.Sized) > 0 && sp.StageMaxMemory(ref.Stage) > z {
 		if m, err := s.TaskMemory(ctx, ref); err == nil {
 			z = m
 		} else {
-			s.logger(ref).Warn("task's executor size unread; sending to its stage's", "err", err)
+			s.Logger(ref).Warn("task's executor size unread; sending to its stage's", "err", err)
 		}
 	}
 	return s.cfg.Queues.ForTask(sp.StagePriority(ref.Stage), z), z
 }
 
-// stageQueue is the ready queue of a stage's tasks that were never raised
+// StageQueue is the ready queue of a stage's tasks that were never raised
 // (materialization, splits).
-func (s *Service) stageQueue(sp *spec.Job, stage int) string {
+func (s *Kernel) StageQueue(sp *spec.Job, stage int) string {
 	return s.cfg.Queues.ForTask(sp.StagePriority(stage), sp.StageMemory(stage))
 }
 
@@ -163,18 +163,18 @@ var ErrNoSizedQueue = errors.New("the size the task needs has no ready queue of 
 // It then deletes the message it received instead of handing it back to
 // executors of the same, wrong size; if Forward fails, it hands it back,
 // so nothing is lost.
-func (s *Service) Forward(ctx context.Context, body string, delay time.Duration) error {
+func (s *Kernel) Forward(ctx context.Context, body string, delay time.Duration) error {
 	ref, err := batch.ParseTaskRef(strings.TrimSuffix(body, batch.CopyMarker))
 	if err != nil {
 		return err
 	}
-	sp, err := s.jobSpec(ctx, ref.Job)
+	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		return err
 	}
 	url, z := s.readyQueueSize(ctx, sp, ref)
 	if z != spec.DefaultExecutorSize && s.cfg.Queues.Sized[z] == "" {
-		return fmt.Errorf("forward %s (%s): %w", ref, sizeString(z), ErrNoSizedQueue)
+		return fmt.Errorf("forward %s (%s): %w", ref, SizeString(z), ErrNoSizedQueue)
 	}
 	if err := s.queue.SendBatch(ctx, url, []queue.Send{{Body: body, Delay: min(max(delay, 0), queue.MaxDelay)}}); err != nil {
 		return fmt.Errorf("forward %s to its size's queue: %w", ref, err)
@@ -182,12 +182,12 @@ func (s *Service) Forward(ctx context.Context, body string, delay time.Duration)
 	return nil
 }
 
-// groupBySize splits a stage's messages by the ready queue of each task's
+// GroupBySize splits a stage's messages by the ready queue of each task's
 // size (sizes parallel to msgs), keeping their order within a queue.
-func (s *Service) groupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes []spec.Size) (urls []string, groups map[string][]queue.Send) {
+func (s *Kernel) GroupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes []spec.Size) (urls []string, groups map[string][]queue.Send) {
 	groups = map[string][]queue.Send{}
 	for i, m := range msgs {
-		url := s.cfg.Queues.ForTask(sp.StagePriority(stage), sizeOf(sp, stage, sizes[i]))
+		url := s.cfg.Queues.ForTask(sp.StagePriority(stage), SizeOf(sp, stage, sizes[i]))
 		if _, ok := groups[url]; !ok {
 			urls = append(urls, url)
 		}
@@ -195,4 +195,12 @@ func (s *Service) groupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes 
 	}
 	sort.Strings(urls)
 	return urls, groups
+}
+
+func (s *Kernel) Resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {
+	sp, err := s.CachedSpec(ctx, ref.Job)
+	if err != nil {
+		return err
+	}
+	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
 }

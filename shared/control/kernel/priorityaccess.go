@@ -1,4 +1,4 @@
-package control
+package kernel
 
 // NoHighPriorityOwners is the allow-list of priority "high" that names no
 // owner (Quotas.HighPriority, lambdaenv.EnvHighPriorityOwners): every

@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 // its event to the outbox in its own transaction (shared/dynamo,
 // outbox.go): a job's submission and its end, a stage's completion, a
 // task's failure after its last attempt. Right after the transaction the
-// process that made it publishes the event (publishEvents), best effort:
+// process that made it publishes the event (PublishEvents), best effort:
 // an error is logged and never fails the transition, which has happened.
-// The sweep publishes what is left (sweepEvents), so an event is never
+// The sweep publishes what is left (SweepEvents), so an event is never
 // lost, and may be delivered twice (its detail's eventId is stable).
 
 // EventPublisher puts pending outbox events on the bus and deletes their
@@ -31,9 +31,9 @@ var _ EventPublisher = (*events.Publisher)(nil)
 // bus never holds a commit or a submit for long: the sweep catches up.
 const eventPublishTimeout = 3 * time.Second
 
-// publishEvents publishes the events a transition of this process has
+// PublishEvents publishes the events a transition of this process has
 // just written, best effort.
-func (s *Service) publishEvents(ctx context.Context, ids ...string) {
+func (s *Kernel) PublishEvents(ctx context.Context, ids ...string) {
 	if s.Events == nil || len(ids) == 0 || ctx.Err() != nil {
 		return
 	}
@@ -48,10 +48,10 @@ func (s *Service) publishEvents(ctx context.Context, ids ...string) {
 // at a pending event again, so that events do not crowd its index shards.
 const noEventsRecheck = time.Hour
 
-// sweepEvents publishes the outbox records the sweep found due, in
+// SweepEvents publishes the outbox records the sweep found due, in
 // batches of events.MaxBatch. An event that fails stays due, for the next
 // run.
-func (s *Service) sweepEvents(ctx context.Context, ids []string, now time.Time, c *SweepCounts) error {
+func (s *Kernel) SweepEvents(ctx context.Context, ids []string, now time.Time, c *SweepCounts) error {
 	if s.Events == nil {
 		for _, id := range ids {
 			if err := s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(noEventsRecheck)); err != nil {
@@ -88,8 +88,8 @@ func (s *Service) sweepEvents(ctx context.Context, ids []string, now time.Time, 
 // eventRetryAfter is when the sweep tries again an event the bus refused.
 const eventRetryAfter = time.Minute
 
-// stageCompletedEvent is a stage's completion event.
-func stageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progress, now time.Time) *events.Event {
+// StageCompletedEvent is a stage's completion event.
+func StageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progress, now time.Time) *events.Event {
 	ev := events.New(events.StageCompletedID(job, idx), events.StageCompleted, now, events.Detail{
 		Owner: owner, JobID: job, JobName: sp.Name, Stage: sp.Stages[idx].Name, StageIndex: events.Int(idx),
 		Counts: &events.Counts{Tasks: p.Total, TasksCommitted: p.Committed},
@@ -97,9 +97,9 @@ func stageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progr
 	return &ev
 }
 
-// taskFailedEvent is a task's failure after its last attempt (attempts,
+// TaskFailedEvent is a task's failure after its last attempt (attempts,
 // the attempt that failed it, is part of its id: events.TaskFailedID).
-func taskFailedEvent(ref batch.TaskRef, owner string, sp *spec.Job, attempts int, cause string, now time.Time) *events.Event {
+func TaskFailedEvent(ref batch.TaskRef, owner string, sp *spec.Job, attempts int, cause string, now time.Time) *events.Event {
 	ev := events.New(events.TaskFailedID(ref.Job, ref.Stage, ref.Partition, attempts), events.TaskFailed, now, events.Detail{
 		Owner: owner, JobID: ref.Job, JobName: sp.Name, Stage: sp.Stages[ref.Stage].Name, StageIndex: events.Int(ref.Stage),
 		Partition: events.Int(ref.Partition), Attempts: attempts, Error: cause,

@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func final(st sm.JobState) bool { return sm.Jobs.IsTerminal(st) && st != sm.JobF
 
 // ended records that this process saw job end, with state st when it
 // knows it, so its own claims stop at once rather than after the TTL.
-func (c *jobStates) ended(job string, st sm.JobState) {
+func (c *jobStates) Ended(job string, st sm.JobState) {
 	e := c.entry(job)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -93,11 +93,11 @@ func (c *jobStates) ended(job string, st sm.JobState) {
 	e.readAt = time.Time{} // ended somehow: read again at the next ask
 }
 
-// cachedJobState is the job's state as this process knows it, at most the
+// CachedJobState is the job's state as this process knows it, at most the
 // TTL old, trying a failed read again: a transient error must not strand a
 // fresh claim for a whole lease (the SDK's own retries have already run
 // under each try).
-func (s *Service) cachedJobState(ctx context.Context, job string) (sm.JobState, error) {
+func (s *Kernel) CachedJobState(ctx context.Context, job string) (sm.JobState, error) {
 	var err error
 	for try, wait := 0, 50*time.Millisecond; try < 4; try, wait = try+1, wait*2 {
 		var state sm.JobState
@@ -118,8 +118,8 @@ func (s *Service) cachedJobState(ctx context.Context, job string) (sm.JobState, 
 // it every JobStateTTL while a task runs, so a task of an ended job stops
 // within two TTLs and a read, and a process makes at most one read per job
 // per TTL for all its tasks.
-func (s *Service) CheckJob(ctx context.Context, c Claim) error {
-	state, err := s.cachedJobState(ctx, c.Task.Ref.Job)
+func (s *Kernel) CheckJob(ctx context.Context, c Claim) error {
+	state, err := s.CachedJobState(ctx, c.Task.Ref.Job)
 	if err != nil {
 		return err
 	}
@@ -130,18 +130,18 @@ func (s *Service) CheckJob(ctx context.Context, c Claim) error {
 }
 
 // JobStateTTL is how often the runner should call CheckJob.
-func (s *Service) JobStateTTL() time.Duration { return s.jobStates.ttl }
+func (s *Kernel) JobStateTTL() time.Duration { return s.jobStates.ttl }
 
-// endJob ends a RUNNING job (Store.EndJobEvent) and notes in this process's
+// EndJob ends a RUNNING job (Store.EndJobEvent) and notes in this process's
 // cache that it ended: when this call ended it, as what; when it had
 // already ended (sm.ErrInvalidTransition), the next ask reads it again.
-func (s *Service) endJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
-	return s.endJobGen(ctx, id, ev, reason, manifest, now, -1)
+func (s *Kernel) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	return s.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
 }
 
-// endJobGen is endJob for a decision made at redrive count gen (< 0:
+// EndJobGen is EndJob for a decision made at redrive count gen (< 0:
 // the job's count now; jobgen.go).
-func (s *Service) endJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) error {
+func (s *Kernel) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) error {
 	// A redriven job's ended event has an id of its own per redrive
 	// (events.JobEndedID), which the store's write knows.
 	var eid string
@@ -153,13 +153,18 @@ func (s *Service) endJobGen(ctx context.Context, id string, ev sm.Event, reason,
 	}
 	switch {
 	case err == nil:
-		s.jobStates.ended(id, sm.Jobs.Transition(ev).To)
-		s.publishEvents(ctx, eid) // events.go
+		s.jobStates.Ended(id, sm.Jobs.Transition(ev).To)
+		s.PublishEvents(ctx, eid) // events.go
 		if ev == sm.JobFail {
-			s.metrics().JobFailed() // metrics.go
+			s.Meter().JobFailed() // metrics.go
 		}
 	case errors.Is(err, sm.ErrInvalidTransition):
-		s.jobStates.ended(id, "")
+		s.jobStates.Ended(id, "")
 	}
 	return err
 }
+
+// SetJobStateClock replaces the job-state cache's clock, which is the
+// monotonic wall clock and never Now, so that a test can age the cache's
+// entries without moving the service's time.
+func (s *Kernel) SetJobStateClock(now func() time.Time) { s.jobStates.now = now }

@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // Redrives, dynamo.Store.EndJobGen), so a late process never ends, or
 // cancels the stages of, the redriven job for a stale reason.
 
-// redriveGen is gen, or when gen < 0 the job's redrive count now.
-func (s *Service) redriveGen(ctx context.Context, job string, gen int) (int, error) {
+// RedriveGen is gen, or when gen < 0 the job's redrive count now.
+func (s *Kernel) RedriveGen(ctx context.Context, job string, gen int) (int, error) {
 	if gen >= 0 {
 		return gen, nil
 	}
@@ -28,20 +28,20 @@ func (s *Service) redriveGen(ctx context.Context, job string, gen int) (int, err
 	return n, nil
 }
 
-// genRef is the guard of a write decided at gen (nil: none).
-func genRef(gen int) *int {
+// GenRef is the guard of a write decided at gen (nil: none).
+func GenRef(gen int) *int {
 	if gen < 0 {
 		return nil
 	}
 	return &gen
 }
 
-// failureGen says at which redrive count the failure of t (FAILED, not
+// FailureGen says at which redrive count the failure of t (FAILED, not
 // tolerated) fails its job, and whether it still does: the count is read
 // first and the task after, so a redrive that put the task back before
 // the read is seen in the task, and one after it in the count.
-func (s *Service) failureGen(ctx context.Context, t batch.Task) (gen int, current bool, err error) {
-	gen, err = s.redriveGen(ctx, t.Ref.Job, -1)
+func (s *Kernel) FailureGen(ctx context.Context, t batch.Task) (gen int, current bool, err error) {
+	gen, err = s.RedriveGen(ctx, t.Ref.Job, -1)
 	if err != nil || gen < 0 {
 		return gen, true, err
 	}

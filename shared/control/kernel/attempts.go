@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
-// attemptEnd is the end record of an attempt; holder, when it is that
+// AttemptEnd is the end record of an attempt; holder, when it is that
 // attempt's claim record, tells who ran it and since when.
-func attemptEnd(ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, at time.Time, msg string, holder batch.Task) batch.AttemptEnd {
+func AttemptEnd(ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, at time.Time, msg string, holder batch.Task) batch.AttemptEnd {
 	e := batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: at, Err: msg}
 	if holder.Attempt == attempt {
 		e.Executor, e.Started = holder.Executor, holder.Claimed
@@ -18,11 +18,11 @@ func attemptEnd(ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, at ti
 	return e
 }
 
-// taskLog is the logger of a task's control-plane lines: the task's ids
+// TaskLog is the logger of a task's control-plane lines: the task's ids
 // plus the attempt and, when ctx carries one, the acting executor's id,
 // so that a task's lines can be found by any of them.
-func (s *Service) taskLog(ctx context.Context, ref batch.TaskRef, attempt int) *slog.Logger {
-	l := s.logger(ref).With("partition", ref.Partition, "attempt", attempt)
+func (s *Kernel) TaskLog(ctx context.Context, ref batch.TaskRef, attempt int) *slog.Logger {
+	l := s.Logger(ref).With("partition", ref.Partition, "attempt", attempt)
 	if id := ExecutorOf(ctx); id != "" {
 		l = l.With("executor_id", id)
 	}

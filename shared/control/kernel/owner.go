@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 // only the task's reference). Executors use it to keep owners' tasks apart
 // (executor.LambdaHandler). Cached with the spec, since it never changes;
 // batch.ErrNotFound when there is no such job.
-func (s *Service) JobOwner(ctx context.Context, job string) (string, error) {
-	m, err := s.jobMeta(ctx, job)
+func (s *Kernel) JobOwner(ctx context.Context, job string) (string, error) {
+	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return "", fmt.Errorf("owner of job %s: %w", job, err)
 	}
-	return m.owner, nil
+	return m.Owner, nil
 }
 
 // JobSpec returns a job's spec, from the cache Claim reads it from (one
@@ -28,22 +28,22 @@ func (s *Service) JobOwner(ctx context.Context, job string) (string, error) {
 // task it cannot run without spending an attempt on it
 // (executor.Runner.cannotRun). The spec is shared: callers must not
 // change it. batch.ErrNotFound when there is no such job.
-func (s *Service) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
-	m, err := s.jobMeta(ctx, job)
+func (s *Kernel) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
+	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return nil, fmt.Errorf("spec of job %s: %w", job, err)
 	}
-	return m.spec, nil
+	return m.Spec, nil
 }
 
 // JobIDPattern is the form of a job id (see NewJobID). Routes check ids
 // against it before any read.
 var JobIDPattern = jobid.Pattern
 
-// ownedJob reads a job for its owner. Another owner's job is reported as
+// OwnedJob reads a job for its owner. Another owner's job is reported as
 // not found, exactly like a job that does not exist, so that its existence
 // does not leak.
-func (s *Service) ownedJob(ctx context.Context, owner, id string) (batch.Job, error) {
+func (s *Kernel) OwnedJob(ctx context.Context, owner, id string) (batch.Job, error) {
 	if !JobIDPattern.MatchString(id) {
 		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}

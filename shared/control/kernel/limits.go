@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -22,6 +22,11 @@ import (
 // the queue's redrive threshold.
 var ErrOverLimit = errors.New("over a concurrency limit")
 
+// Slots takes, gives back and frees the concurrency slots of tasks under
+// a limit (their job's maxConcurrency, their owner's limit). It is the
+// kernel's own, apart so that the kernel's type stays small.
+type Slots struct{ *Kernel }
+
 // OverLimitError says which limit refused a claim.
 type OverLimitError struct {
 	// Limit is "job" (the spec's maxConcurrency) or "owner".
@@ -42,9 +47,9 @@ func (e *OverLimitError) Error() string {
 func (e *OverLimitError) Unwrap() []error { return []error{ErrOverLimit, batch.ErrAlreadyDone} }
 
 const (
-	// overLimitDelay is how long a task over a limit waits before its
+	// OverLimitDelay is how long a task over a limit waits before its
 	// message comes back (plus jitter, so waiting tasks spread out).
-	overLimitDelay = 2 * time.Second
+	OverLimitDelay = 2 * time.Second
 	// claimWindow bounds the time between taking a slot and claiming: a
 	// slot held this long by a task that is still READY was taken by an
 	// executor that died before its claim.
@@ -55,60 +60,60 @@ const (
 )
 
 // limit is one concurrency limit a task is subject to.
-type limit struct {
-	m    dynamo.SlotMap
-	kind string // "job" or "owner"
-	name string
-	max  int
+type Limit struct {
+	Slots dynamo.SlotMap
+	Kind  string // "job" or "owner"
+	name  string
+	Max   int
 }
 
 // limitsOf lists the limits a job's tasks are subject to: the job's, then
 // its owner's. The job's goes first because the owner's map is the busier
 // item (it spans jobs): a task of a full job then never touches it.
-func (s *Service) limitsOf(ref batch.TaskRef, m jobMeta) []limit {
-	var ls []limit
-	if n := m.spec.MaxConcurrency; n > 0 {
-		ls = append(ls, limit{m: dynamo.JobSlots(ref.Job), kind: "job", name: ref.Job, max: n})
+func (s *Slots) limitsOf(ref batch.TaskRef, m JobMeta) []Limit {
+	var ls []Limit
+	if n := m.Spec.MaxConcurrency; n > 0 {
+		ls = append(ls, Limit{Slots: dynamo.JobSlots(ref.Job), Kind: "job", name: ref.Job, Max: n})
 	}
-	if n := s.cfg.OwnerLimits.For(m.owner); n > 0 {
-		ls = append(ls, limit{m: dynamo.OwnerSlots(m.owner), kind: "owner", name: m.owner, max: n})
+	if n := s.cfg.OwnerLimits.For(m.Owner); n > 0 {
+		ls = append(ls, Limit{Slots: dynamo.OwnerSlots(m.Owner), Kind: "owner", name: m.Owner, Max: n})
 	}
 	return ls
 }
 
-// slotClaim is the slots a claim took and the ones it took over from an
+// SlotClaim is the slots a claim took and the ones it took over from an
 // earlier attempt of its task, so a refused claim gives back exactly
 // those. Every one is stamped at; the claim keeps the stamp on its task.
-type slotClaim struct {
+type SlotClaim struct {
 	taken []dynamo.SlotMap
-	moved []movedSlot
-	at    time.Time
-	any   bool // the task is under a limit
+	moved []MovedSlot
+	At    time.Time
+	Any   bool // the task is under a limit
 }
 
-// movedSlot is a held slot restamped from an earlier attempt's stamp.
-type movedSlot struct {
+// MovedSlot is a held slot restamped from an earlier attempt's stamp.
+type MovedSlot struct {
 	m    dynamo.SlotMap
 	from time.Time
 }
 
-// takeSlots takes the task's slot under each of its limits before its
+// TakeSlots takes the task's slot under each of its limits before its
 // claim. Without limits it does nothing (no request). If a limit is
 // reached, it gives back what it took, requeues the task and returns an
 // *OverLimitError.
-func (s *Service) takeSlots(ctx context.Context, ref batch.TaskRef, m jobMeta, now time.Time) (slotClaim, error) {
-	sc := slotClaim{at: now}
+func (s *Slots) TakeSlots(ctx context.Context, ref batch.TaskRef, m JobMeta, now time.Time) (SlotClaim, error) {
+	sc := SlotClaim{At: now}
 	for _, l := range s.limitsOf(ref, m) {
-		sc.any = true
+		sc.Any = true
 		took, from, err := s.takeSlot(ctx, ref, l, now)
 		if err != nil {
-			s.returnSlots(ctx, ref, sc)
-			return slotClaim{}, err
+			s.ReturnSlots(ctx, ref, sc)
+			return SlotClaim{}, err
 		}
 		if took {
-			sc.taken = append(sc.taken, l.m)
+			sc.taken = append(sc.taken, l.Slots)
 		} else {
-			sc.moved = append(sc.moved, movedSlot{m: l.m, from: from})
+			sc.moved = append(sc.moved, MovedSlot{m: l.Slots, from: from})
 		}
 	}
 	return sc, nil
@@ -122,10 +127,10 @@ func (s *Service) takeSlots(ctx context.Context, ref batch.TaskRef, m jobMeta, n
 // of the attempt this claim starts. At the limit it first frees the slots
 // of dead holders; if none, it requeues the task and returns an
 // *OverLimitError.
-func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now time.Time) (bool, time.Time, error) {
+func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now time.Time) (bool, time.Time, error) {
 	reaped := false
 	for {
-		out, held, err := s.store.AcquireSlot(ctx, l.m, ref, l.max, now)
+		out, held, err := s.store.AcquireSlot(ctx, l.Slots, ref, l.Max, now)
 		if err != nil {
 			return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 		}
@@ -136,7 +141,7 @@ func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now 
 			if held.Equal(now) {
 				return false, held, nil
 			}
-			moved, err := s.store.RestampSlot(ctx, l.m, ref, held, now)
+			moved, err := s.store.RestampSlot(ctx, l.Slots, ref, held, now)
 			if err != nil {
 				return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 			}
@@ -147,7 +152,7 @@ func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now 
 		}
 		if !reaped {
 			reaped = true
-			n, err := s.reapSlots(ctx, l.m, now)
+			n, err := s.reapSlots(ctx, l.Slots, now)
 			if err != nil {
 				return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 			}
@@ -155,34 +160,34 @@ func (s *Service) takeSlot(ctx context.Context, ref batch.TaskRef, l limit, now 
 				continue
 			}
 		}
-		delay := overLimitDelay + s.Jitter(overLimitDelay)
-		if err := s.resend(ctx, ref, delay); err != nil {
-			return false, time.Time{}, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.kind, err)
+		delay := OverLimitDelay + s.Jitter(OverLimitDelay)
+		if err := s.Resend(ctx, ref, delay); err != nil {
+			return false, time.Time{}, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.Kind, err)
 		}
-		s.logger(ref).Debug("task over a concurrency limit", "limit", l.kind, "max", l.max, "retry_in", delay.String())
-		return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, &OverLimitError{Limit: l.kind, Name: l.name, Max: l.max, RetryIn: delay})
+		s.Logger(ref).Debug("task over a concurrency limit", "limit", l.Kind, "max", l.Max, "retry_in", delay.String())
+		return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, &OverLimitError{Limit: l.Kind, Name: l.name, Max: l.Max, RetryIn: delay})
 	}
 }
 
-// returnSlots gives back the slots a refused claim took, and gives the
+// ReturnSlots gives back the slots a refused claim took, and gives the
 // ones it took over their earlier stamp back (a duplicate delivery of a
 // running task leaves the running attempt's slot as it was). Only those:
 // the condition on their stamp keeps a newer one safe.
-func (s *Service) returnSlots(ctx context.Context, ref batch.TaskRef, sc slotClaim) {
+func (s *Slots) ReturnSlots(ctx context.Context, ref batch.TaskRef, sc SlotClaim) {
 	for _, m := range sc.taken {
-		if err := s.store.ReleaseSlot(ctx, m, ref, sc.at); err != nil {
+		if err := s.store.ReleaseSlot(ctx, m, ref, sc.At); err != nil {
 			// Leaked until a refused claim reaps it (its task is not CLAIMED).
-			s.logger(ref).Warn("return concurrency slot", "slots", m.String(), "err", err)
+			s.Logger(ref).Warn("return concurrency slot", "slots", m.String(), "err", err)
 		}
 	}
 	for _, mv := range sc.moved {
-		if _, err := s.store.RestampSlot(ctx, mv.m, ref, sc.at, mv.from); err != nil {
-			s.logger(ref).Warn("restore concurrency slot", "slots", mv.m.String(), "err", err)
+		if _, err := s.store.RestampSlot(ctx, mv.m, ref, sc.At, mv.from); err != nil {
+			s.Logger(ref).Warn("restore concurrency slot", "slots", mv.m.String(), "err", err)
 		}
 	}
 }
 
-// freeSlots frees ref's slots when an attempt has ended (committed,
+// FreeSlots frees ref's slots when an attempt has ended (committed,
 // failed, expired), only if they still carry that attempt's stamp at
 // (batch.Task.SlotAt). A newer attempt that took the slot over has
 // restamped it and keeps it. Zero frees whatever the stamp: for a task
@@ -190,18 +195,18 @@ func (s *Service) returnSlots(ctx context.Context, ref batch.TaskRef, sc slotCla
 // spec if the caller has it. Without limits it does nothing, and costs no
 // request: the job and owner are cached. A failure only delays a slot: it
 // is reaped once a claim finds the map full.
-func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job, at time.Time) {
+func (s *Slots) FreeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job, at time.Time) {
 	if sp != nil && sp.MaxConcurrency <= 0 && !s.cfg.OwnerLimits.Any() {
 		return
 	}
-	m, err := s.jobMeta(ctx, ref.Job)
+	m, err := s.Meta(ctx, ref.Job)
 	if err != nil {
-		s.logger(ref).Warn("free concurrency slots", "err", err)
+		s.Logger(ref).Warn("free concurrency slots", "err", err)
 		return
 	}
 	for _, l := range s.limitsOf(ref, m) {
-		if err := s.store.ReleaseSlot(ctx, l.m, ref, at); err != nil {
-			s.logger(ref).Warn("free concurrency slot", "slots", l.m.String(), "err", err)
+		if err := s.store.ReleaseSlot(ctx, l.Slots, ref, at); err != nil {
+			s.Logger(ref).Warn("free concurrency slot", "slots", l.Slots.String(), "err", err)
 		}
 	}
 }
@@ -211,7 +216,7 @@ func (s *Service) freeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job
 // reclaim takes a slot again), and one still READY long after taking its
 // slot (its executor died before the claim). Each release is conditional
 // on the slot's time, so a slot taken again meanwhile is kept.
-func (s *Service) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) (int, error) {
+func (s *Slots) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) (int, error) {
 	holders, err := s.store.SlotHolders(ctx, m)
 	if err != nil {
 		return 0, err
@@ -237,8 +242,14 @@ func (s *Service) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time
 		if err := s.store.ReleaseSlot(ctx, m, ref, at); err != nil {
 			return n, err
 		}
-		s.logger(ref).Info("freed the concurrency slot of a task that no longer runs", "slots", m.String())
+		s.Logger(ref).Info("freed the concurrency slot of a task that no longer runs", "slots", m.String())
 		n++
 	}
 	return n, nil
+}
+
+// JobLimits are the concurrency limits j's tasks run under, as the read
+// side shows them: the job's own, then its owner's.
+func (s *Kernel) JobLimits(j batch.Job) []Limit {
+	return s.Slots.limitsOf(batch.TaskRef{Job: j.ID}, JobMeta{Spec: j.Spec, Owner: j.Owner})
 }

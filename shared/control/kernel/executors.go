@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -38,6 +38,6 @@ func ExecutorOf(ctx context.Context) string {
 
 // ExecutorAlive renews executor id's liveness record: it promises to live
 // tuning.ExecutorLease from now.
-func (s *Service) ExecutorAlive(ctx context.Context, id string) error {
+func (s *Kernel) ExecutorAlive(ctx context.Context, id string) error {
 	return s.store.RenewExecutor(ctx, id, s.Now().Add(tuning.ExecutorLease))
 }

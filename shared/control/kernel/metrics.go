@@ -1,4 +1,4 @@
-package control
+package kernel
 
 import (
 	"context"
@@ -75,23 +75,23 @@ func (noMetrics) TaskFailed(spec.Priority)                                  {}
 func (noMetrics) JobFailed()                                                {}
 func (noMetrics) Repaired(Repair, int)                                      {}
 
-// metrics is s.Metrics, or one that records nothing.
-func (s *Service) metrics() Metrics {
+// Meter is s.Metrics, or one that records nothing.
+func (s *Kernel) Meter() Metrics {
 	if s.Metrics == nil {
 		return noMetrics{}
 	}
 	return s.Metrics
 }
 
-// taskPriority is the priority class of a task's stage: the Priority
+// TaskPriority is the priority class of a task's stage: the Priority
 // dimension. Without the spec (not cached, unreadable) it is normal.
-func (s *Service) taskPriority(ctx context.Context, sp *spec.Job, ref batch.TaskRef) spec.Priority {
+func (s *Kernel) TaskPriority(ctx context.Context, sp *spec.Job, ref batch.TaskRef) spec.Priority {
 	if sp == nil {
 		if s.Metrics == nil {
 			return spec.PriorityNormal
 		}
 		var err error
-		if sp, err = s.jobSpec(ctx, ref.Job); err != nil {
+		if sp, err = s.CachedSpec(ctx, ref.Job); err != nil {
 			return spec.PriorityNormal
 		}
 	}
@@ -101,10 +101,10 @@ func (s *Service) taskPriority(ctx context.Context, sp *spec.Job, ref batch.Task
 	return sp.StagePriority(ref.Stage)
 }
 
-// sweepRepairs reports a sweep run's repairs, but those of a READY task
-// resent (lost message or backoff due), which sweepTask reports itself.
-func (s *Service) sweepRepairs(c SweepCounts) {
-	m := s.metrics()
+// SweepRepairs reports a sweep run's repairs, but those of a READY task
+// Resent (lost message or backoff due), which sweepTask reports itself.
+func (s *Kernel) SweepRepairs(c SweepCounts) {
+	m := s.Meter()
 	m.Repaired(RepairExpiredLease, c.Expired+c.Exhausted)
 	m.Repaired(RepairInterruptedStep, c.StagesFixed)
 	m.Repaired(RepairDeadLetter, c.DeadLettered)
@@ -114,21 +114,21 @@ func (s *Service) sweepRepairs(c SweepCounts) {
 	m.Repaired(RepairDeadline, c.Deadlines)
 }
 
-// resent is the kind of repair a READY task's resend is: one for a retry
+// Resent is the kind of repair a READY task's Resend is: one for a retry
 // whose backoff has not run out (it is sent with the rest as its delay:
 // a backoff longer than the message could be hidden for), or a lost
 // message (or one waiting behind a backlog).
-func resent(t batch.Task, now time.Time) Repair {
+func Resent(t batch.Task, now time.Time) Repair {
 	if t.NotBefore.After(now) {
 		return RepairBackoffDue
 	}
 	return RepairLostMessage
 }
 
-// countCommit records a commit that started at start: its latency, and
+// CountCommit records a commit that started at start: its latency, and
 // the attempt's duration from its claim when the claim says when (a
 // remote executor's commit does not).
-func (s *Service) countCommit(ctx context.Context, c Claim, start time.Time) {
+func (s *Kernel) CountCommit(ctx context.Context, c Claim, start time.Time) {
 	if s.Metrics == nil {
 		return
 	}
@@ -136,5 +136,5 @@ func (s *Service) countCommit(ctx context.Context, c Claim, start time.Time) {
 	if !c.Task.Updated.IsZero() {
 		duration = s.Now().Sub(c.Task.Updated)
 	}
-	s.Metrics.TaskCommitted(s.taskPriority(ctx, c.Spec, c.Task.Ref), duration, time.Since(start))
+	s.Metrics.TaskCommitted(s.TaskPriority(ctx, c.Spec, c.Task.Ref), duration, time.Since(start))
 }
