@@ -107,13 +107,17 @@ build:
 
 # Word count end to end on the emulator; INPUT=<dir> counts your own files,
 # SERVE=1 keeps its runner up on 127.0.0.1:8080 for the batchwork CLI.
+# Built, then run (not through go run, which exits 1 on Ctrl-C even when
+# the program stops cleanly).
 demo: venv dynamodb-local
-	$(GO) run ./cmd/demo $(if $(INPUT),-input $(INPUT)) $(if $(SERVE),-serve)
+	$(GO) build -o bin/demo ./cmd/demo
+	bin/demo $(if $(INPUT),-input $(INPUT)) $(if $(SERVE),-serve)
 
 # An emulator for manual use: prints AWS_ENDPOINT_URL=... (and
 # AWS_ENDPOINT_URL_DYNAMODB=... for DynamoDB Local) and runs until ^C.
 emulator: venv dynamodb-local
-	$(GO) run ./cmd/emulator
+	$(GO) build -o bin/emulator ./cmd/emulator
+	bin/emulator
 
 # Regenerate docs/lifecycles.md from the statemachine tables.
 docs:
