@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -30,8 +31,8 @@ func TestRefusedForGood(t *testing.T) {
 		{"none", nil, false},
 	}
 	for _, tc := range cases {
-		if got := refusedForGood(tc.err); got != tc.want {
-			t.Errorf("%s: refusedForGood(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		if got := schedules.RefusedForGood(tc.err); got != tc.want {
+			t.Errorf("%s: schedules.RefusedForGood(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/jobid"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/readside"
+	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -184,8 +185,8 @@ type Service struct {
 	// Config.CountLinger.
 	counts *countBatcher
 
-	// gate orders a burst of schedule firings (firinggate.go).
-	gate lazyFiringGate
+	// firer holds the schedules and fires them (schedules.go).
+	firer *schedules.Firer
 
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
@@ -212,6 +213,8 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		NewID:     NewJobID,
 	}
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
+	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
+		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)
 	if cfg.CountLinger > 0 {
 		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
 	}

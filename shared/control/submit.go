@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -112,7 +113,7 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
-	firingJobWritten(ctx) // a burst's job writes go first (firinggate.go)
+	schedules.JobWritten(ctx) // a burst's job writes go first (firinggate.go)
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.

@@ -42,7 +42,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepCounts, error) {
 		return s.sweepDeadLetters(ctx, c)
 	}))
 	note(s.sweepStep(ctx, "schedules", &c, func(ctx context.Context, c *SweepCounts) error {
-		return s.sweepSchedules(ctx, now, c)
+		return s.firer.Sweep(ctx, now, c)
 	}))
 	first := rand.IntN(dynamo.DueShards)
 	var pendingEvents []string // outbox records, published in batches after the walk (events.go)

@@ -1,4 +1,4 @@
-package control
+package schedules
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestFiringGateOrdersABurst(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := &Service{}
+			s := &Firer{gate: newFiringGate()}
 			var writing, following, maxWriting, maxFollowing atomic.Int64
 			var mu sync.Mutex
 			var lastWrite, firstFollow time.Time
@@ -67,8 +67,8 @@ func TestFiringGateOrdersABurst(t *testing.T) {
 						lastWrite = now
 					}
 					mu.Unlock()
-					firingJobWritten(ctx)
-					firingJobWritten(ctx) // a catch-up's second job: no second turn
+					JobWritten(ctx)
+					JobWritten(ctx) // a catch-up's second job: no second turn
 					mu.Lock()
 					if now := time.Now(); firstFollow.IsZero() || now.Before(firstFollow) {
 						firstFollow = now
@@ -92,7 +92,7 @@ func TestFiringGateOrdersABurst(t *testing.T) {
 			if m := maxFollowing.Load(); m > firingFollowers {
 				t.Errorf("%d follow-ups at once, want at most %d", m, firingFollowers)
 			}
-			g := s.firingGate()
+			g := s.gate
 			if p, w, f := g.pending.Load(), len(g.writers), len(g.followers); p != 0 || w != 0 || f != 0 {
 				t.Errorf("after the burst: %d pending, %d writer and %d follower slots held", p, w, f)
 			}
@@ -101,14 +101,14 @@ func TestFiringGateOrdersABurst(t *testing.T) {
 }
 
 // Outside a gated firing (a submit from the API, the sweep's own firing),
-// firingJobWritten does nothing.
+// JobWritten does nothing.
 func TestFiringJobWrittenOutsideAFiring(t *testing.T) {
 	t.Parallel()
 	done := make(chan struct{})
-	go func() { firingJobWritten(context.Background()); close(done) }()
+	go func() { JobWritten(context.Background()); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(time.Second):
-		t.Fatal("firingJobWritten blocked outside a firing")
+		t.Fatal("JobWritten blocked outside a firing")
 	}
 }

@@ -1,4 +1,4 @@
-package control
+package schedules
 
 import (
 	"context"
@@ -47,18 +47,6 @@ func newFiringGate() *firingGate {
 	return &firingGate{writers: make(chan struct{}, firingWriters), followers: make(chan struct{}, firingFollowers)}
 }
 
-// lazyFiringGate is a Service's gate, made on first use, so neither
-// New nor the services tests build as literals need to make it.
-type lazyFiringGate struct {
-	once sync.Once
-	g    *firingGate
-}
-
-func (s *Service) firingGate() *firingGate {
-	s.gate.once.Do(func() { s.gate.g = newFiringGate() })
-	return s.gate.g
-}
-
 // firingTurn is one firing's passage through the gate.
 type firingTurn struct {
 	g       *firingGate
@@ -71,7 +59,7 @@ type firingTurnKey struct{}
 
 // enterFiring registers a firing that reached its time and waits for a
 // writer slot; done must be called when the firing's handling ends.
-func (s *Service) enterFiring(ctx context.Context) (context.Context, *firingTurn, error) {
+func (s *Firer) enterFiring(ctx context.Context) (context.Context, *firingTurn, error) {
 	t := s.arriveFiring()
 	ctx, err := t.awaitWriter(ctx)
 	return ctx, t, err
@@ -81,8 +69,8 @@ func (s *Service) enterFiring(ctx context.Context) (context.Context, *firingTurn
 // written firings' follow-ups wait for its job write. The gate orders
 // only the firings registered so far; one that registers later (its
 // goroutine scheduled late) may find follow-ups already running.
-func (s *Service) arriveFiring() *firingTurn {
-	g := s.firingGate()
+func (s *Firer) arriveFiring() *firingTurn {
+	g := s.gate
 	g.pending.Add(1)
 	return &firingTurn{g: g}
 }
@@ -104,10 +92,10 @@ func (t *firingTurn) awaitWriter(ctx context.Context) (context.Context, error) {
 	return context.WithValue(ctx, firingTurnKey{}, t), nil
 }
 
-// firingJobWritten is called by submit once a firing's job is written (or
-// found written): the writer slot goes to the next firing, and the
-// follow-up waits its turn. Outside a gated firing it does nothing.
-func firingJobWritten(ctx context.Context) {
+// JobWritten is called by control's submit once a firing's job is
+// written (or found written): the writer slot goes to the next firing,
+// and the follow-up waits its turn. Outside a gated firing it does nothing.
+func JobWritten(ctx context.Context) {
 	t, ok := ctx.Value(firingTurnKey{}).(*firingTurn)
 	if !ok {
 		return

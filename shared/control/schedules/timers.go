@@ -1,11 +1,10 @@
-package control
+package schedules
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -100,8 +99,8 @@ func timerDelay(at, now time.Time) time.Duration {
 // HandOffTimers sends one delayed timer message per firing due after now
 // and within TimerWindow, at most timerMaxPerSweep of them. It Queries only
 // the index buckets of the window's minutes. It returns how many it sent.
-func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
-	if s.cfg.Queues.Timer == "" {
+func (s *Firer) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
+	if s.cfg.TimerQueue == "" {
 		return 0, nil
 	}
 	if _, ok, err := s.store.Watermark(ctx); err != nil || !ok {
@@ -136,11 +135,11 @@ func (s *Service) HandOffTimers(ctx context.Context, now time.Time) (int, error)
 	// start would make the last messages arrive that much late.
 	for lo := 0; lo < len(sends); lo += timerSendGroup {
 		hi := min(lo+timerSendGroup, len(sends))
-		now := s.Now()
+		now := s.now()
 		for i := lo; i < hi; i++ {
 			sends[i].Delay = timerDelay(ats[i], now)
 		}
-		if serr := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, sends[lo:hi]); serr != nil {
+		if serr := s.queue.SendBatch(ctx, s.cfg.TimerQueue, sends[lo:hi]); serr != nil {
 			return lo, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
 		}
 	}
@@ -181,14 +180,14 @@ const (
 // job's creation is guarded by that state (see fireEntry), so a pause
 // during the wait still stops the firing. A body that is not a timer
 // message returns ErrNotTimer.
-func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, error) {
+func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error) {
 	m, id, at, b, err := parseTimer(body)
 	if err != nil {
 		return "", err
 	}
-	now := s.Now()
+	now := s.now()
 	if left := at.Sub(now); left > timerMaxWait {
-		err := s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: body, Delay: timerDelay(at, now)}})
+		err := s.queue.SendBatch(ctx, s.cfg.TimerQueue, []queue.Send{{Body: body, Delay: timerDelay(at, now)}})
 		if err != nil {
 			return "", fmt.Errorf("hand back timer %s: %w", m.Firing, err)
 		}
@@ -217,7 +216,7 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 		}
 		// The wait was real time; an injected clock may lag it by a
 		// little, and the firing is due now either way.
-		now = s.Now()
+		now = s.now()
 		if now.Before(at) {
 			now = at
 		}
@@ -242,26 +241,9 @@ func (s *Service) FireTimer(ctx context.Context, body string) (TimerOutcome, err
 	return TimerFired, nil
 }
 
-// FireTimers handles a batch of timer messages at once, so one message's
-// wait does not delay another, and returns each one's error (nil: done
-// with, delete it; ErrNotTimer: never valid, delete it too).
-func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
-	errs := make([]error, len(bodies))
-	var wg sync.WaitGroup
-	for i, body := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.timerMessage(ctx, body) // a firing, or a continuation (continuation.go)
-		}()
-	}
-	wg.Wait()
-	return errs
-}
-
-// isTimerBody reports whether a (dead-lettered) message is a timer message.
-func isTimerBody(body string) bool {
+// IsTimerMessage reports whether body is a firing handed off to the timer
+// queue (the queue also carries control's materialization continuations).
+func IsTimerMessage(body string) bool {
 	_, _, _, _, err := parseTimer(body)
-	_, cont := parseContinuation(body) // the sweep materializes its stage anyway
-	return err == nil || cont
+	return err == nil
 }

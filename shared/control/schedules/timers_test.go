@@ -1,4 +1,4 @@
-package control
+package schedules
 
 import (
 	"errors"
@@ -42,8 +42,8 @@ func TestParseTimer(t *testing.T) {
 		if _, _, _, _, err := parseTimer(body); !errors.Is(err, ErrNotTimer) {
 			t.Errorf("parseTimer(%s) = %v, want ErrNotTimer", body, err)
 		}
-		if isTimerBody(body) {
-			t.Errorf("isTimerBody(%s) = true", body)
+		if IsTimerMessage(body) {
+			t.Errorf("IsTimerMessage(%s) = true", body)
 		}
 	}
 }
