@@ -201,11 +201,11 @@ func TestScheduleFiringOfUnknownTask(t *testing.T) {
 // retry changes that. As for a task no executor runs, the firing is
 // recorded as skipped, with why, and the schedule moves on: a firing that
 // kept erring would hold the sweep's shared watermark at that minute, and
-// after fireMinutes (30) minutes FireDue would no longer query the later
+// after fireMinutes (30, shared/control/schedules) minutes FireDue would no longer query the later
 // minutes, so every owner's schedules would stop firing from the sweep.
 // Any permanent refusal at firing (a field or validation error, an input
 // bucket no longer allowed, a job alone over its owner's quota) is
-// handled so (control.refusedForGood).
+// handled so (schedules.RefusedForGood).
 func TestScheduleOfDelistedFunctionIsSkipped(t *testing.T) {
 	t.Parallel()
 	r := newSchedRig(t)
