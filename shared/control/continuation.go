@@ -126,13 +126,3 @@ func (s *Service) ContinueMaterialize(ctx context.Context, c continuation) error
 	s.log.Info("stage materialization continued", "job_id", c.Job, "stage", sp.Stages[c.Stage].Name, "from", c.From, "took", time.Since(began))
 	return nil
 }
-
-// timerMessage handles one message of the timer queue: a continuation or
-// a handed-off firing (FireTimer).
-func (s *Service) timerMessage(ctx context.Context, body string) error {
-	if c, ok := parseContinuation(body); ok {
-		return s.ContinueMaterialize(ctx, c)
-	}
-	_, err := s.FireTimer(ctx, body)
-	return err
-}

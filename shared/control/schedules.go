@@ -174,3 +174,13 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 	}
 	return nil
 }
+
+// timerMessage handles one message of the timer queue: a continuation or
+// a handed-off firing (FireTimer).
+func (s *Service) timerMessage(ctx context.Context, body string) error {
+	if c, ok := parseContinuation(body); ok {
+		return s.ContinueMaterialize(ctx, c)
+	}
+	_, err := s.FireTimer(ctx, body)
+	return err
+}
