@@ -1,4 +1,4 @@
-package control
+package stages
 
 // The tolerated failures a manifest lists.
 
@@ -15,7 +15,7 @@ import (
 // of the job, for its job manifest), up to batch.MaxManifestFailed, and
 // counts them all. It reads tasks only of stages that tolerated a
 // failure, so a job without any costs one stage Query.
-func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job, stages []int, all bool) ([]batch.FailedPartition, int, error) {
+func (s *Lifecycle) failedPartitions(ctx context.Context, job string, sp *spec.Job, stages []int, all bool) ([]batch.FailedPartition, int, error) {
 	recs, err := s.store.ListStages(ctx, job)
 	if err != nil {
 		return nil, 0, err
@@ -32,7 +32,7 @@ func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job
 		}
 		total += st.Tolerated
 		// A rerun's reused stage: its failed tasks are the source job's.
-		src, err := s.stageSource(ctx, job, st.Index) // rerun.go
+		src, err := s.stageSource(ctx, job, st.Index) // reuse.go
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,4 +1,4 @@
-package control
+package stages
 
 // An input stage's plan, charged to its owner's tasks quota.
 
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -14,16 +15,16 @@ import (
 // submit counted one (declaredTasks), to its job's owner. A plan that
 // would pass the owner's tasks quota fails the job with the quota's
 // error, and chargePlan says it handled the stage (done).
-func (s *Service) chargePlan(ctx context.Context, job string, idx, total int) (done bool, err error) {
+func (s *Lifecycle) chargePlan(ctx context.Context, job string, idx, total int) (done bool, err error) {
 	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return false, err
 	}
-	maxTasks := s.cfg.Quotas.Tasks.For(m.Owner)
+	maxTasks := s.cfg.TaskQuota.For(m.Owner)
 	err = s.store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
 	if !errors.Is(err, dynamo.ErrQuotaReached) {
 		return false, err
 	}
-	qe := &QuotaError{Quota: "tasks", Max: maxTasks, Alone: total > maxTasks}
+	qe := &kernel.QuotaError{Quota: "tasks", Max: maxTasks, Alone: total > maxTasks}
 	return true, s.failMaterialize(ctx, job, idx, fmt.Errorf("the stage plans %d tasks: %w", total, qe))
 }

@@ -1,4 +1,4 @@
-package control
+package stages
 
 // A rerun's reused stages: where their records and outputs live, their
 // adoption, and their manifests.
@@ -17,7 +17,7 @@ import (
 // stageSource is the job whose task records and outputs stand for stage
 // idx of job: the job itself, or for a rerun's reused stage, the job whose
 // tasks committed it.
-func (s *Service) stageSource(ctx context.Context, job string, idx int) (string, error) {
+func (s *Lifecycle) stageSource(ctx context.Context, job string, idx int) (string, error) {
 	m, err := s.Meta(ctx, job)
 	if err != nil {
 		return "", err
@@ -29,7 +29,7 @@ func (s *Service) stageSource(ctx context.Context, job string, idx int) (string,
 }
 
 // adoptStage completes a rerun's reused stage without running it.
-func (s *Service) adoptStage(ctx context.Context, job string, idx int, src string) error {
+func (s *Lifecycle) adoptStage(ctx context.Context, job string, idx int, src string) error {
 	st, err := s.store.GetStage(ctx, src, idx)
 	if err != nil {
 		return fmt.Errorf("reuse stage %d of job %s: %w", idx, src, err)
@@ -48,12 +48,12 @@ func (s *Service) adoptStage(ctx context.Context, job string, idx int, src strin
 		return err
 	}
 	s.log.Info("stage reused", "job_id", job, "stage", st.Name, "from_job", src, "tasks", st.Total)
-	return s.checkStageComplete(ctx, job, idx)
+	return s.CheckStageComplete(ctx, job, idx)
 }
 
 // copyReusedManifest writes a reused shuffle stage's manifest: the source
 // stage's, copied. done is false for any other manifest.
-func (s *Service) copyReusedManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) (done bool, err error) {
+func (s *Lifecycle) copyReusedManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) (done bool, err error) {
 	if len(stages) != 1 {
 		return false, nil
 	}
@@ -77,7 +77,7 @@ func (s *Service) copyReusedManifest(ctx context.Context, job string, sp *spec.J
 
 // ownOutput reports whether o is an output of job: one of its attempts',
 // or of the job a rerun's reused stage comes from.
-func (s *Service) ownOutput(ctx context.Context, job string, o batch.Output) bool {
+func (s *Lifecycle) ownOutput(ctx context.Context, job string, o batch.Output) bool {
 	if o.Key == blob.OutputKey(job, o.Stage, o.Partition, o.Attempt, o.Part) {
 		return true
 	}
