@@ -22,7 +22,7 @@ import (
 //     full or as inputs:<path> (spec.InputsScheme), which submit resolves
 //     and records resolved;
 //   - the submitter's own outputs area, outputs/<owner key>/ (folders
-//     its jobs published to, publish.go); a folder whose publishing has
+//     its jobs published to, stages/publish.go); a folder whose publishing has
 //     not finished (a claim, no _SUCCESS) is refused when planned;
 //   - a bucket the operator allows (Config.InputBuckets), whose objects
 //     the operator has decided every owner may read; but in a bucket that
@@ -143,7 +143,7 @@ func (s *Service) notAllowed(bucket, owner string) string {
 // inputs area or outputs area.
 func (s *Service) checkDataPrefix(_ context.Context, owner, field, prefix string) error {
 	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) ||
-		strings.HasPrefix(prefix, blob.OutputsPrefix(principal.Key(owner))) { // published outputs (publish.go)
+		strings.HasPrefix(prefix, blob.OutputsPrefix(principal.Key(owner))) { // published outputs (stages/publish.go)
 		return nil
 	}
 	if prefix == "" {

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -96,22 +95,4 @@ func declaredTasks(sp *spec.Job) int {
 		}
 	}
 	return n
-}
-
-// chargePlan charges an input stage's plan of total tasks, for which
-// submit counted one (declaredTasks), to its job's owner. A plan that
-// would pass the owner's tasks quota fails the job with the quota's
-// error, and chargePlan says it handled the stage (done).
-func (s *Service) chargePlan(ctx context.Context, job string, idx, total int) (done bool, err error) {
-	m, err := s.Meta(ctx, job)
-	if err != nil {
-		return false, err
-	}
-	maxTasks := s.cfg.Quotas.Tasks.For(m.Owner)
-	err = s.store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
-	if !errors.Is(err, dynamo.ErrQuotaReached) {
-		return false, err
-	}
-	qe := &QuotaError{Quota: "tasks", Max: maxTasks, Alone: total > maxTasks}
-	return true, s.failMaterialize(ctx, job, idx, fmt.Errorf("the stage plans %d tasks: %w", total, qe))
 }

@@ -105,7 +105,7 @@ func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.timerMessage(ctx, body) // a firing, or a continuation (continuation.go)
+			errs[i] = s.timerMessage(ctx, body) // a firing, or a continuation (stages/continuation.go)
 		}()
 	}
 	wg.Wait()
@@ -155,7 +155,7 @@ func (a firingAdmission) CheckScheduleSpec(ctx context.Context, owner string, sp
 		return err
 	}
 	// Every firing would publish to the one folder, and all but the
-	// first would fail on the first's claim (publish.go).
+	// first would fail on the first's claim (stages/publish.go).
 	if sp.Output != "" {
 		return &spec.FieldError{Field: "spec.output", Message: "a schedule's jobs cannot publish to an output folder: each firing would need its own"}
 	}
@@ -173,4 +173,14 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 		return err
 	}
 	return nil
+}
+
+// timerMessage handles one message of the timer queue: a continuation or
+// a handed-off firing (FireTimer).
+func (s *Service) timerMessage(ctx context.Context, body string) error {
+	if c, ok := parseContinuation(body); ok {
+		return s.ContinueMaterialize(ctx, c)
+	}
+	_, err := s.FireTimer(ctx, body)
+	return err
 }

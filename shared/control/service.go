@@ -11,6 +11,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -66,7 +67,7 @@ type Config struct {
 	// sweep's schedule firings) must have the same list.
 	InputBuckets []string
 	// OutputBuckets are the buckets besides the data bucket that a job's
-	// output folder may name, under the owner's key (publish.go); the
+	// output folder may name, under the owner's key (stages/publish.go); the
 	// operator grants the roles that end jobs write access to them. Every
 	// process that submits must have the same list.
 	OutputBuckets []string
@@ -188,6 +189,10 @@ type Service struct {
 	// firer holds the schedules and fires them (schedules.go).
 	firer *schedules.Firer
 
+	// stages runs stages from start to completion and publishes their
+	// job's outputs (stagelife.go).
+	stages *stages.Lifecycle
+
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
 
@@ -212,6 +217,17 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		specLooks: lru.New[string, specLook](kernel.ShardCacheSize),
 		NewID:     NewJobID,
 	}
+	s.stages = stages.New(stages.Config{
+		Queues:           cfg.Queues,
+		StartGrace:       cfg.StartGrace,
+		CheckEvery:       cfg.CheckEvery,
+		StuckAfter:       cfg.StuckAfter,
+		ChunkTasks:       cfg.ChunkTasks,
+		ChunksPerCall:    cfg.ChunksPerCall,
+		ManifestPageSize: cfg.ManifestPageSize,
+		OutputBuckets:    cfg.OutputBuckets,
+		TaskQuota:        cfg.Quotas.Tasks,
+	}, k, store, q, b, log)
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)

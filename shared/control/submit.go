@@ -84,10 +84,10 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.resolveInputs(ctx, req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.resolveOutput(req.Owner, sp); err != nil { // publish.go
+	if err := s.resolveOutput(req.Owner, sp); err != nil { // stages/publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.checkOutputClaimed(ctx, req.Owner, req.IdempotencyKey, sp); err != nil { // outputclaimed.go
+	if err := s.checkOutputClaimed(ctx, req.Owner, req.IdempotencyKey, sp); err != nil { // stages/outputclaimed.go
 		return SubmitResult{}, time.Time{}, err
 	}
 	s.capDeadline(sp) // retention.go

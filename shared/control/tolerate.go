@@ -8,7 +8,6 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
-	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // Tolerated failures (spec Stage.ToleratedFailures, issue 13.3): a task
@@ -125,53 +124,6 @@ func attemptKind(t batch.Task, kind batch.AttemptEndKind) batch.AttemptEndKind {
 		return batch.AttemptTolerated
 	}
 	return kind
-}
-
-// failedPartitions lists the tolerated failures of stages (of every stage
-// of the job, for its job manifest), up to batch.MaxManifestFailed, and
-// counts them all. It reads tasks only of stages that tolerated a
-// failure, so a job without any costs one stage Query.
-func (s *Service) failedPartitions(ctx context.Context, job string, sp *spec.Job, stages []int, all bool) ([]batch.FailedPartition, int, error) {
-	recs, err := s.store.ListStages(ctx, job)
-	if err != nil {
-		return nil, 0, err
-	}
-	want := map[int]bool{}
-	for _, i := range stages {
-		want[i] = true
-	}
-	var out []batch.FailedPartition
-	total := 0
-	for _, st := range recs {
-		if st.Tolerated == 0 || (!all && !want[st.Index]) || st.Index >= len(sp.Stages) {
-			continue
-		}
-		total += st.Tolerated
-		// A rerun's reused stage: its failed tasks are the source job's.
-		src, err := s.stageSource(ctx, job, st.Index) // rerun.go
-		if err != nil {
-			return nil, 0, err
-		}
-		for after := -1; after+1 < st.Total && len(out) < batch.MaxManifestFailed; {
-			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
-				Job: src, Stage: st.Index, Total: st.Total, State: sm.TaskFailed, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
-			})
-			if err != nil {
-				return nil, 0, err
-			}
-			for _, row := range pg.Rows {
-				if t := row.Task; t.Tolerated && len(out) < batch.MaxManifestFailed {
-					out = append(out, batch.FailedPartition{Stage: sp.Stages[st.Index].Name, Partition: t.Ref.Partition,
-						Attempts: t.Attempt, Error: t.LastError, Class: string(t.ErrorClass)})
-				}
-			}
-			if pg.Done || pg.Next <= after {
-				break
-			}
-			after = pg.Next
-		}
-	}
-	return out, total, nil
 }
 
 // noteIfEmptied adds ref's counter shard to its stage's set of emptied

@@ -185,7 +185,7 @@ type Blob interface {
 	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
 	PinVersions(ctx context.Context, bucket, prefix string, objs []split.Object) ([]split.Object, error)
 
-	// Publishing into any granted bucket (publish.go): conditional
+	// Publishing into any granted bucket (stages/publish.go): conditional
 	// writes and copies, reads and paged listings.
 	PutIfAbsentIn(ctx context.Context, bucket, key string, body []byte) error
 	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error

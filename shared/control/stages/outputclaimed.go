@@ -1,4 +1,4 @@
-package control
+package stages
 
 import (
 	"context"
@@ -41,13 +41,13 @@ func (e *OutputClaimedError) Error() string {
 // is left to publishing, which checks the whole of it (checkNesting).
 const submitNestingPages = 4
 
-// checkOutputClaimed refuses at submit an output folder that a published
+// CheckOutputClaimed refuses at submit an output folder that a published
 // folder is, holds or lies in (OutputClaimedError), with the rule
 // publishing applies (claimFolder, checkNesting): its own claim, a claim
 // above it up to the owner's area, a claim under it. A read that fails
 // leaves the question to publishing. A retry of the submission whose job
 // made the claim is not refused: its idempotency key answers that job.
-func (s *Service) checkOutputClaimed(ctx context.Context, owner, idemKey string, sp *spec.Job) error {
+func (s *Lifecycle) CheckOutputClaimed(ctx context.Context, owner, idemKey string, sp *spec.Job) error {
 	err := s.findOutputClaim(ctx, sp)
 	if err == nil {
 		return nil
@@ -58,7 +58,7 @@ func (s *Service) checkOutputClaimed(ctx context.Context, owner, idemKey string,
 	return err
 }
 
-func (s *Service) findOutputClaim(ctx context.Context, sp *spec.Job) error {
+func (s *Lifecycle) findOutputClaim(ctx context.Context, sp *spec.Job) error {
 	if sp.Output == "" {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (s *Service) findOutputClaim(ctx context.Context, sp *spec.Job) error {
 	}
 	refuse := func(key string) error {
 		e := &OutputClaimedError{Output: sp.Output, Claimed: "s3://" + bucket + "/" + strings.TrimSuffix(key, blob.ClaimName)}
-		if c, err := readClaim(ctx, pub, bucket, key); err == nil {
+		if c, err := ReadClaim(ctx, pub, bucket, key); err == nil {
 			e.Job = c.Job
 		}
 		return e

@@ -1,4 +1,4 @@
-package control
+package stages
 
 import (
 	"context"
@@ -56,7 +56,7 @@ import (
 // outputs/<owner key>/<path>/ (outputs:<path>/ in a spec), or
 // <owner key>/<path>/ in a bucket the operator grants for outputs
 // (Config.OutputBuckets). Anything else is refused at submit with a 400 on
-// "output" (resolveOutput). The roles that end jobs may write exactly
+// "output" (ResolveOutput). The roles that end jobs may write exactly
 // there (infra/batchwork).
 
 // publishCopies is how many copies run at once: a copy is one request
@@ -70,14 +70,14 @@ type OutputClaim struct {
 }
 
 // OutputsURI is the owner's outputs area: s3://<data bucket>/outputs/<key>/.
-func (s *Service) OutputsURI(owner string) string {
+func (s *Lifecycle) OutputsURI(owner string) string {
 	return "s3://" + s.blob.Bucket() + "/" + blob.OutputsPrefix(principal.Key(owner))
 }
 
-// resolveOutput checks sp's output folder against where owner may publish
+// ResolveOutput checks sp's output folder against where owner may publish
 // and rewrites outputs:<path>/ into the owner's outputs area. A refusal is
 // a *spec.FieldError on "output".
-func (s *Service) resolveOutput(owner string, sp *spec.Job) error {
+func (s *Lifecycle) ResolveOutput(owner string, sp *spec.Job) error {
 	if sp.Output == "" {
 		return nil
 	}
@@ -154,7 +154,7 @@ const PublishGiveUp = 2 * time.Hour
 // cancelled before the move is found not PUBLISHING and nothing is
 // published. The step is repeated by the sweep (the last stage's entry in
 // its index stays due until this returns nil), each step idempotent.
-func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, manifestKey string, completed time.Time) error {
+func (s *Lifecycle) publishJob(ctx context.Context, job string, sp *spec.Job, manifestKey string, completed time.Time) error {
 	if err := s.store.StartPublishing(ctx, job, s.Now()); err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 		return err
 	}
@@ -197,20 +197,20 @@ func (s *Service) publishJob(ctx context.Context, job string, sp *spec.Job, mani
 // is still going) wrote it, so the job succeeded whatever this try met.
 // Another job's _SUCCESS (this job found the folder claimed) is not; an
 // error reading it counts as absent.
-func (s *Service) published(ctx context.Context, job, output string) bool {
+func (s *Lifecycle) published(ctx context.Context, job, output string) bool {
 	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
 		return false
 	}
-	got, err := readClaim(ctx, pub, bucket, folder+blob.SuccessName) // {"job": ...} as the claim
+	got, err := ReadClaim(ctx, pub, bucket, folder+blob.SuccessName) // {"job": ...} as the claim
 	return err == nil && got.Job == job
 }
 
 // publish copies the manifest's outputs into output and writes its
 // _SUCCESS; it says how many outputs this try copied. A failure no retry
 // changes is a *PublishError.
-func (s *Service) publish(ctx context.Context, job, output, manifestKey string) (int, error) {
+func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string) (int, error) {
 	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
@@ -237,7 +237,7 @@ func (s *Service) publish(ctx context.Context, job, output, manifestKey string) 
 	}
 	c := &copier{pub: pub, bucket: bucket, folder: folder}
 	err = blob.EachManifestOutput(ctx, s.blob, m, func(o batch.Output) error {
-		if !s.ownOutput(ctx, job, o) { // rerun.go: a rerun's reused stages' too
+		if !s.ownOutput(ctx, job, o) { // reuse.go: a rerun's reused stages' too
 			return &PublishError{Folder: output, Err: fmt.Errorf("manifest %s lists %q, which is not one of the job's attempt outputs", manifestKey, o.Key)}
 		}
 		return c.add(ctx, o)
@@ -259,7 +259,7 @@ func (s *Service) publish(ctx context.Context, job, output, manifestKey string) 
 // outputsRoot is the area of bucket that owners' published folders go
 // in, for the key prefix given: outputs/<owner key>/ of the data bucket,
 // <owner key>/ of an output bucket, or "" elsewhere.
-func (s *Service) outputsRoot(bucket, prefix string) string {
+func (s *Lifecycle) outputsRoot(bucket, prefix string) string {
 	n := 0
 	switch {
 	case bucket == s.blob.Bucket() && strings.HasPrefix(prefix, blob.OutputsArea):
@@ -313,7 +313,7 @@ func exists(ctx context.Context, pub Blob, bucket, key string) (bool, error) {
 // holding prefix (a claim in a folder above it, in an outputs area). Its
 // outputs are being copied, or stopped part way when its job failed, so a
 // reader would take part of the outputs for all of them.
-func (s *Service) checkPublishedInputs(ctx context.Context, bucket, prefix string, objs []split.Object) error {
+func (s *Lifecycle) checkPublishedInputs(ctx context.Context, bucket, prefix string, objs []split.Object) error {
 	listed := make(map[string]bool, len(objs))
 	for _, o := range objs {
 		if blob.IsPublishMarker(o.Key) {
@@ -363,10 +363,10 @@ func (s *Service) checkPublishedInputs(ctx context.Context, bucket, prefix strin
 // job's folder) and again after (two jobs claiming nested folders at once
 // each check after their own claim, so one of them at least sees the
 // other's).
-func (s *Service) checkNesting(ctx context.Context, pub Blob, job, output, bucket, folder string) error {
+func (s *Lifecycle) checkNesting(ctx context.Context, pub Blob, job, output, bucket, folder string) error {
 	other := func(key string) error {
 		who := "another job"
-		if c, err := readClaim(ctx, pub, bucket, key); err == nil && c.Job != "" {
+		if c, err := ReadClaim(ctx, pub, bucket, key); err == nil && c.Job != "" {
 			if c.Job == job {
 				return nil
 			}
@@ -407,7 +407,7 @@ func (s *Service) checkNesting(ctx context.Context, pub Blob, job, output, bucke
 	return nil
 }
 
-func readClaim(ctx context.Context, pub Blob, bucket, key string) (OutputClaim, error) {
+func ReadClaim(ctx context.Context, pub Blob, bucket, key string) (OutputClaim, error) {
 	var got OutputClaim
 	rc, err := pub.Open(ctx, bucket, key, 0)
 	if err != nil {
@@ -424,7 +424,7 @@ func readClaim(ctx context.Context, pub Blob, bucket, key string) (OutputClaim, 
 
 // claimFolder writes the folder's claim, or finds its own from an earlier
 // try; another job's is a PublishError.
-func (s *Service) claimFolder(ctx context.Context, pub Blob, job, output, bucket, folder, manifestKey string) error {
+func (s *Lifecycle) claimFolder(ctx context.Context, pub Blob, job, output, bucket, folder, manifestKey string) error {
 	key := folder + blob.ClaimName
 	body, _ := json.Marshal(OutputClaim{Job: job, Manifest: "s3://" + s.blob.Bucket() + "/" + manifestKey})
 	err := pub.PutIfAbsentIn(ctx, bucket, key, body)

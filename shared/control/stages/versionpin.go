@@ -1,4 +1,4 @@
-package control
+package stages
 
 import (
 	"context"
@@ -9,6 +9,6 @@ import (
 // pinVersions records the version each listed input object had, where its
 // bucket is versioned, so that the stage's tasks read the planned bytes
 // even if the key is overwritten while the job runs (blob/versions.go).
-func (s *Service) pinVersions(ctx context.Context, bucket, prefix string, objs []split.Object) ([]split.Object, error) {
+func (s *Lifecycle) pinVersions(ctx context.Context, bucket, prefix string, objs []split.Object) ([]split.Object, error) {
 	return s.blob.PinVersions(ctx, bucket, prefix, objs)
 }

@@ -1,4 +1,4 @@
-package control
+package stages
 
 import (
 	"strings"
@@ -27,12 +27,12 @@ import (
 // together, so a task record stays under 1 KB.
 const MaxInputKey = dynamo.MaxInputKeyBytes
 
-// startStage starts a BLOCKED stage whose upstream stages have completed
+// StartStage starts a BLOCKED stage whose upstream stages have completed
 // and, if this caller won the start, materializes its tasks. The
 // manifests of the shuffles it reads exist before it starts: their own
 // completers write them after completing, and may not have yet
-// (afterStageCompleted).
-func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
+// (AfterStageCompleted).
+func (s *Lifecycle) StartStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
 	if err := s.upstreamManifests(ctx, job, sp, idx); err != nil {
 		return err
 	}
@@ -46,13 +46,13 @@ func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx 
 		return err
 	}
 	s.log.Info("stage started", "job_id", job, "stage", sp.Stages[idx].Name)
-	return s.materialize(ctx, job, sp, idx)
+	return s.Materialize(ctx, job, sp, idx)
 }
 
 // materialize creates a running stage's counters and tasks and sends their
 // messages. Every step is idempotent (a fixed plan, conditional puts,
 // deterministic task ids), so the sweep can repeat it after a crash.
-func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx int) error {
+func (s *Lifecycle) Materialize(ctx context.Context, job string, sp *spec.Job, idx int) error {
 	return s.materializeStage(ctx, job, sp, idx, -1)
 }
 
@@ -60,8 +60,8 @@ func (s *Service) materialize(ctx context.Context, job string, sp *spec.Job, idx
 // passes the count it resumes from (others -1) and yields: it stops when
 // another materializer moved the count, which then owns the rest, rather
 // than carry on alongside it.
-func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) error {
-	if src, err := s.stageSource(ctx, job, idx); err != nil { // rerun.go
+func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) error {
+	if src, err := s.stageSource(ctx, job, idx); err != nil { // reuse.go
 		return err
 	} else if src != job {
 		return s.adoptStage(ctx, job, idx, src) // a rerun's reused stage runs no task
@@ -89,7 +89,7 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
-		if done, err := s.chargePlan(ctx, job, idx, total); done || err != nil { // quotas.go
+		if done, err := s.chargePlan(ctx, job, idx, total); done || err != nil { // plancharge.go
 			return err
 		}
 	default:
@@ -173,7 +173,7 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 	// Fast tasks may all have committed before the mark above, when their
 	// committers could not yet complete the stage; and a stage with no
 	// tasks has no committer at all. Either way, completing it is ours.
-	return s.checkStageComplete(ctx, job, idx)
+	return s.CheckStageComplete(ctx, job, idx)
 }
 
 // stageHasSplits says whether a stage's tasks each read a split of its
@@ -181,15 +181,15 @@ func (s *Service) materializeStage(ctx context.Context, job string, sp *spec.Job
 // materialization; the others are written by their first claim
 // (sm.TaskUnwritten).
 func stageHasSplits(sp *spec.Job, idx int) bool {
-	_, ok := unwrittenTotal(sp, idx)
+	_, ok := UnwrittenTotal(sp, idx)
 	return !ok
 }
 
-// unwrittenTotal is the number of tasks of a stage whose tasks are not
+// UnwrittenTotal is the number of tasks of a stage whose tasks are not
 // written at materialization (stageHasSplits): fixed by its spec, so a
 // claim tells a task of it from a partition it does not have without a
 // read.
-func unwrittenTotal(sp *spec.Job, idx int) (int, bool) {
+func UnwrittenTotal(sp *spec.Job, idx int) (int, bool) {
 	st := sp.Stages[idx]
 	if src, fromShuffle := sp.ShuffleSource(idx); fromShuffle {
 		return sp.Stages[src].Shuffle.Partitions, true
@@ -217,7 +217,7 @@ func timeLeft(ctx context.Context, d time.Duration) bool {
 // oversized plan would exhaust; a crash is no error, so the stage would
 // stay due and crash every sweep after it. Limits passed are bad input,
 // which fails the job with the field to change.
-func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) ([]split.Split, error) {
+func (s *Lifecycle) plan(ctx context.Context, job string, idx int, st spec.Stage) ([]split.Split, error) {
 	key := blob.PlanKey(job, st.Name)
 	if raw, err := s.blob.Get(ctx, key); err == nil {
 		var splits []split.Split
@@ -289,13 +289,13 @@ func (s *Service) plan(ctx context.Context, job string, idx int, st spec.Stage) 
 const PlanGiveUp = time.Hour
 
 // failMaterialize ends a job whose stage cannot be planned (bad input).
-func (s *Service) failMaterialize(ctx context.Context, job string, idx int, cause error) error {
+func (s *Lifecycle) failMaterialize(ctx context.Context, job string, idx int, cause error) error {
 	sp, err := s.CachedSpec(ctx, job)
 	if err != nil {
 		return err
 	}
 	reason := fmt.Sprintf("stage %q: plan input: %s", sp.Stages[idx].Name, publicError(cause))
-	return s.failJob(ctx, job, idx, reason, -1)
+	return s.FailJob(ctx, job, idx, reason, -1)
 }
 
 // publicError is an error as a job's owner may read it: an AWS error is
@@ -313,18 +313,18 @@ func publicError(err error) string {
 	return msg + ae.ErrorCode()
 }
 
-// checkStageComplete completes a running stage whose counters are all zero.
+// CheckStageComplete completes a running stage whose counters are all zero.
 // Exactly one caller wins the transition and does the follow-up work.
-func (s *Service) checkStageComplete(ctx context.Context, job string, idx int) error {
-	_, err := s.completeStage(ctx, job, idx)
+func (s *Lifecycle) CheckStageComplete(ctx context.Context, job string, idx int) error {
+	_, err := s.CompleteStage(ctx, job, idx)
 	return err
 }
 
-// completeStage is checkStageComplete that also says whether the stage has
+// CompleteStage is CheckStageComplete that also says whether the stage has
 // left RUNNING: this call completed it (and did the follow-up work), or a
 // concurrent caller did, or it ended otherwise. Either way the stage's
 // index entry is the business of whoever moved it.
-func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended bool, err error) {
+func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (ended bool, err error) {
 	st, err := s.store.GetStage(ctx, job, idx)
 	if err != nil {
 		return false, err
@@ -348,7 +348,7 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	}
 	sp := meta.Spec
 	// A shuffle stage's manifest is written after the completion, which
-	// holds only while the job runs (afterStageCompleted): written
+	// holds only while the job runs (AfterStageCompleted): written
 	// before it, a cancelled job's stage had a manifest though it never
 	// completed.
 	now := s.Now()
@@ -367,10 +367,10 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 	}
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
 	s.PublishEvents(ctx, events.StageCompletedID(job, idx))
-	return true, s.afterStageCompleted(ctx, job, idx)
+	return true, s.AfterStageCompleted(ctx, job, idx)
 }
 
-// afterStageCompleted writes a shuffle stage's manifest, starts
+// AfterStageCompleted writes a shuffle stage's manifest, starts
 // downstream stages whose upstream is complete, and ends the job when
 // every stage is complete. The completion winner runs it; the sweep
 // repeats it if the winner died, so each step is idempotent.
@@ -380,9 +380,9 @@ func (s *Service) completeStage(ctx context.Context, job string, idx int) (ended
 // completer the moment both are COMPLETED, before this stage's completer
 // (or the sweep, should it have died) writes the manifest: so whoever
 // starts a stage first writes the manifest of each shuffle it reads
-// (startStage, upstreamManifests). Every task of a completed stage committed, so any
+// (StartStage, upstreamManifests). Every task of a completed stage committed, so any
 // writer writes the same list, and the first one's stays.
-func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) error {
+func (s *Lifecycle) AfterStageCompleted(ctx context.Context, job string, idx int) error {
 	sp, err := s.CachedSpec(ctx, job)
 	if err != nil {
 		return err
@@ -398,10 +398,10 @@ func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) 
 	}
 	state := func(i int) sm.StageState { return stages[i].State }
 	for _, d := range sp.Downstream(idx) {
-		if state(d) != sm.StageBlocked || !upstreamCompleted(sp, d, state) {
+		if state(d) != sm.StageBlocked || !UpstreamCompleted(sp, d, state) {
 			continue
 		}
-		if err := s.startStage(ctx, job, sp, d); err != nil {
+		if err := s.StartStage(ctx, job, sp, d); err != nil {
 			return err
 		}
 	}
@@ -422,7 +422,7 @@ func (s *Service) afterStageCompleted(ctx context.Context, job string, idx int) 
 // upstreamManifests writes the manifests of the shuffle stages that
 // stage idx reads (its upstream stages, all completed when it starts)
 // where no one has yet: one read each when they exist.
-func (s *Service) upstreamManifests(ctx context.Context, job string, sp *spec.Job, idx int) error {
+func (s *Lifecycle) upstreamManifests(ctx context.Context, job string, sp *spec.Job, idx int) error {
 	for _, name := range sp.Stages[idx].After {
 		u, _ := sp.StageIndex(name)
 		if sp.Stages[u].Shuffle == nil {
@@ -435,7 +435,7 @@ func (s *Service) upstreamManifests(ctx context.Context, job string, sp *spec.Jo
 	return nil
 }
 
-func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) bool {
+func UpstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) bool {
 	for _, name := range sp.Stages[idx].After {
 		u, _ := sp.StageIndex(name)
 		if state(u) != sm.StageCompleted {
@@ -455,13 +455,13 @@ func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) boo
 // A writer that died or ran out of time (a sweep step has a budget) left
 // pages: the next one goes on after them, so a large manifest is finished
 // over several calls rather than started over by each.
-func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) error {
+func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) error {
 	if _, err := s.blob.Get(ctx, key); err == nil {
 		return nil
 	} else if !errors.Is(err, batch.ErrNotFound) {
 		return err
 	}
-	if done, err := s.copyReusedManifest(ctx, job, sp, stages, key); done || err != nil { // rerun.go
+	if done, err := s.copyReusedManifest(ctx, job, sp, stages, key); done || err != nil { // reuse.go
 		return err
 	}
 	head := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
@@ -469,7 +469,7 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 		head.Stage = sp.Stages[stages[0]].Name
 	}
 	var err error
-	if head.Failed, head.FailedTotal, err = s.failedPartitions(ctx, job, sp, stages, key == blob.JobManifestKey(job)); err != nil { // tolerate.go
+	if head.Failed, head.FailedTotal, err = s.failedPartitions(ctx, job, sp, stages, key == blob.JobManifestKey(job)); err != nil { // failedpartitions.go
 		return err
 	}
 	w := blob.NewManifestWriter(s.blob, key, head, s.cfg.ManifestPageSize)
@@ -497,7 +497,7 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 			resume = nil
 		}
 		// A rerun's reused stage: the tasks of the job that committed it.
-		src, err := s.stageSource(ctx, job, idx) // rerun.go
+		src, err := s.stageSource(ctx, job, idx) // reuse.go
 		if err != nil {
 			return err
 		}
@@ -557,7 +557,7 @@ func (s *Service) writeManifest(ctx context.Context, job string, sp *spec.Job, s
 // and ends it: SUCCEEDED, or, for a job with an output folder, through
 // PUBLISHING (publishJob), so the outputs are in their final folder
 // before the job succeeds.
-func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, completed time.Time) error {
+func (s *Lifecycle) finishJob(ctx context.Context, job string, sp *spec.Job, completed time.Time) error {
 	key := blob.JobManifestKey(job)
 	if err := s.writeManifest(ctx, job, sp, sp.Sinks(), key); err != nil {
 		return err
@@ -572,11 +572,11 @@ func (s *Service) finishJob(ctx context.Context, job string, sp *spec.Job, compl
 	return kernel.IgnoreInvalid(err)
 }
 
-// failJob fails a stage and its job with reason, and cancels the job's
+// FailJob fails a stage and its job with reason, and cancels the job's
 // other stages so nothing else starts. gen is the job's redrive count
 // when the failure was decided (< 0: read here): every write holds only
 // while it is still the job's (jobgen.go).
-func (s *Service) failJob(ctx context.Context, job string, idx int, reason string, gen int) error {
+func (s *Lifecycle) FailJob(ctx context.Context, job string, idx int, reason string, gen int) error {
 	gen, err := s.RedriveGen(ctx, job, gen)
 	if err != nil {
 		return err
@@ -593,12 +593,12 @@ func (s *Service) failJob(ctx context.Context, job string, idx int, reason strin
 	} else if err = kernel.IgnoreInvalid(err); err != nil {
 		return err
 	}
-	return s.cancelStages(ctx, job, gen)
+	return s.CancelStages(ctx, job, gen)
 }
 
-// cancelStages cancels every stage of an ended job that has not ended,
+// CancelStages cancels every stage of an ended job that has not ended,
 // while its redrive count is gen (< 0: read here; jobgen.go).
-func (s *Service) cancelStages(ctx context.Context, job string, gen int) error {
+func (s *Lifecycle) CancelStages(ctx context.Context, job string, gen int) error {
 	gen, err := s.RedriveGen(ctx, job, gen)
 	if err != nil {
 		return err

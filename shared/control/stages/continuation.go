@@ -1,4 +1,4 @@
-package control
+package stages
 
 import (
 	"context"
@@ -41,10 +41,10 @@ import (
 // continueMsg is a continuation's body on the timer queue. Its one field
 // tells it from a timer message (timerMsg), which has no "continue".
 type continueMsg struct {
-	Continue *continuation `json:"continue"`
+	Continue *Continuation `json:"continue"`
 }
 
-type continuation struct {
+type Continuation struct {
 	Job   string `json:"job"`
 	Stage int    `json:"stage"`
 	// From is the stage's Enqueued count at handoff.
@@ -56,11 +56,11 @@ type continuation struct {
 // queue's visibility (both tuning.SweepTimeout).
 const ContinueBudget = tuning.SweepTimeout * 2 / 3
 
-// parseContinuation says whether body is a continuation, and which.
-func parseContinuation(body string) (continuation, bool) {
+// ParseContinuation says whether body is a continuation, and which.
+func ParseContinuation(body string) (Continuation, bool) {
 	var m continueMsg
 	if json.Unmarshal([]byte(body), &m) != nil || m.Continue == nil || m.Continue.Job == "" || m.Continue.Stage < 0 {
-		return continuation{}, false
+		return Continuation{}, false
 	}
 	return *m.Continue, true
 }
@@ -69,7 +69,7 @@ func parseContinuation(body string) (continuation, bool) {
 // them on: a continuation on the timer queue, with the stage due a grace
 // later as the safety net; without a timer queue (or if the send fails),
 // the stage due now, for the next sweep.
-func (s *Service) leaveRest(ctx context.Context, job string, idx, enqueued int) error {
+func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int) error {
 	it := dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}
 	if s.cfg.Queues.Timer != "" {
 		// The safety net first: once the message is sent, a consumer may
@@ -77,7 +77,7 @@ func (s *Service) leaveRest(ctx context.Context, job string, idx, enqueued int) 
 		if err := s.store.SetDue(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
 			return err
 		}
-		body, err := json.Marshal(continueMsg{Continue: &continuation{Job: job, Stage: idx, From: enqueued}})
+		body, err := json.Marshal(continueMsg{Continue: &Continuation{Job: job, Stage: idx, From: enqueued}})
 		if err == nil {
 			err = s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: string(body)}})
 		}
@@ -92,7 +92,7 @@ func (s *Service) leaveRest(ctx context.Context, job string, idx, enqueued int) 
 // ContinueMaterialize handles a continuation: it materializes the next
 // chunks of the stage it names, if the stage is still running, not yet
 // materialized, and its count still where the continuation left it.
-func (s *Service) ContinueMaterialize(ctx context.Context, c continuation) error {
+func (s *Lifecycle) ContinueMaterialize(ctx context.Context, c Continuation) error {
 	ctx, cancel := context.WithTimeout(ctx, ContinueBudget)
 	defer cancel()
 	st, err := s.store.GetStage(ctx, c.Job, c.Stage)
@@ -125,14 +125,4 @@ func (s *Service) ContinueMaterialize(ctx context.Context, c continuation) error
 	}
 	s.log.Info("stage materialization continued", "job_id", c.Job, "stage", sp.Stages[c.Stage].Name, "from", c.From, "took", time.Since(began))
 	return nil
-}
-
-// timerMessage handles one message of the timer queue: a continuation or
-// a handed-off firing (FireTimer).
-func (s *Service) timerMessage(ctx context.Context, body string) error {
-	if c, ok := parseContinuation(body); ok {
-		return s.ContinueMaterialize(ctx, c)
-	}
-	_, err := s.FireTimer(ctx, body)
-	return err
 }
