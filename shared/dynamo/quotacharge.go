@@ -88,6 +88,7 @@ func endQuotaCond(c *cond, names map[string]string, qn int) string {
 	return " AND #qn = :qn"
 }
 
-// endQuotaTries bounds EndJob's re-reads of a count that charges keep
-// moving; each charge is one stage's plan or one split, so a few suffice.
+// endQuotaTries is how many times EndJob reads again at once a count that
+// charges keep moving; past them it backs off between tries (each charge
+// is one stage's plan or one split, so a few usually suffice).
 const endQuotaTries = 8

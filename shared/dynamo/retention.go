@@ -152,7 +152,7 @@ func (s *Store) ttls(ctx context.Context, keys []map[string]types.AttributeValue
 		if try > 0 {
 			// Unprocessed keys come back under throttling: back off
 			// rather than spin.
-			if err := sleepCtx(ctx, endBackoff(try-1)); err != nil {
+			if err := backoff(ctx, try); err != nil {
 				return nil, fmt.Errorf("read ttls: %w", err)
 			}
 		}

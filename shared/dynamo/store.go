@@ -323,29 +323,10 @@ func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, m
 			return evID, err
 		}
 		if try+1 >= endQuotaTries {
-			if werr := sleepCtx(ctx, endBackoff(try+1-endQuotaTries)); werr != nil {
+			if werr := backoff(ctx, try+2-endQuotaTries); werr != nil {
 				return "", fmt.Errorf("%s job %s: charges kept moving its count: %w", ev, id, werr)
 			}
 		}
-	}
-}
-
-// endBackoff is the wait before the n-th try past endQuotaTries: 20 ms
-// doubling to 1 s.
-func endBackoff(n int) time.Duration {
-	d := 20 * time.Millisecond << min(n, 6)
-	return min(d, time.Second)
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
