@@ -714,18 +714,27 @@ func (c *checker) succeeded(ctx context.Context, rec *jobRec, j Job) error {
 	return c.uncommitted(ctx, rec)
 }
 
+// manifests reads the chaos run's manifest at key and the fault-free
+// run's at refKey; ok is false (the failure noted) if either is missing.
+func (c *checker) manifests(ctx context.Context, key, refKey string) (got, want manifest, ok bool) {
+	got, err := c.chaosS3.manifest(ctx, key)
+	if err != nil {
+		c.fail("manifest: %v", err)
+		return got, want, false
+	}
+	if want, err = c.refS3.manifest(ctx, refKey); err != nil {
+		c.fail("fault-free run's manifest: %v", err)
+		return got, want, false
+	}
+	return got, want, true
+}
+
 // compare checks the chaos run's manifest at key lists exactly the
 // committed outputs of stages, and that each output equals the fault-free
 // run's (manifest refKey).
 func (c *checker) compare(ctx context.Context, rec, refRec *jobRec, key, refKey string, stages []int, norm func([]byte) []byte) error {
-	got, err := c.chaosS3.manifest(ctx, key)
-	if err != nil {
-		c.fail("manifest: %v", err)
-		return nil
-	}
-	want, err := c.refS3.manifest(ctx, refKey)
-	if err != nil {
-		c.fail("fault-free run's manifest: %v", err)
+	got, want, ok := c.manifests(ctx, key, refKey)
+	if !ok {
 		return nil
 	}
 	mine := c.manifestSlots(rec, key, got, stages)

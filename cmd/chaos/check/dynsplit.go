@@ -97,14 +97,8 @@ func tiles(rs []byteRange, size int64) string {
 // same lines as the fault-free run's (manifest refKey) and as the job's
 // input: each record once, whichever task read it.
 func (c *checker) compareSinks(ctx context.Context, rec, refRec *jobRec, key, refKey string, stages []int, norm func([]byte) []byte) error {
-	got, err := c.chaosS3.manifest(ctx, key)
-	if err != nil {
-		c.fail("manifest: %v", err)
-		return nil
-	}
-	want, err := c.refS3.manifest(ctx, refKey)
-	if err != nil {
-		c.fail("fault-free run's manifest: %v", err)
+	got, want, ok := c.manifests(ctx, key, refKey)
+	if !ok {
 		return nil
 	}
 	var keys, refKeys []string
