@@ -2,17 +2,13 @@ package integration
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/batchwork"
-	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -27,43 +23,13 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatalf("python3 is needed for the program: %v", err)
 	}
-	dir := t.TempDir()
 	prog := "#!/bin/sh\nexec python3 -c \"b = b'x' * (96 << 20); print(len(b))\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "prog"), []byte(prog), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testTimings
-	cfg.ExecutorSizes = []spec.Size{1 << 30, 2 << 30}
-	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, execDir: dir})
+	e, newRunner, handle := newSizedExecRig(t, prog)
 	ctx := context.Background()
-	if err := e.r.Service.PublishPrograms(ctx, []string{"prog"}); err != nil {
-		t.Fatal(err)
-	}
-	runner := func(size spec.Size) *executor.Runner {
-		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(),
-			ExecDir: dir, Memory: size, ExecMemoryDivisor: 16}
-	}
+	runner := func(size spec.Size) *executor.Runner { return newRunner(size, 16) }
 	id := e.submit("limit", []byte(`{"name":"limit","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id}
-	handle := func(r *executor.Runner, url string) executor.Result {
-		t.Helper()
-		var msgs []queue.Message
-		waitFor(t, 30*time.Second, "the task's message", func() bool {
-			msgs = receiveVisible(t, e, url)
-			return len(msgs) > 0
-		})
-		m := msgs[0]
-		res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, func(ctx context.Context, d time.Duration) error {
-			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
-		})
-		if res.Action == executor.Delete {
-			if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res
-	}
 
 	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != executor.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)

@@ -26,55 +26,16 @@ import (
 // memory at 1GiB; retrying at 2GiB".
 func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	prog := "#!/bin/sh\nif [ \"$BATCHWORK_ATTEMPT\" = 1 ]; then kill -9 $$; fi\necho \"ran attempt $BATCHWORK_ATTEMPT\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "prog"), []byte(prog), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testTimings
-	cfg.ExecutorSizes = []spec.Size{1 << 30, 2 << 30}
-	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, execDir: dir})
+	e, runner, handle := newSizedExecRig(t, prog)
 	ctx := context.Background()
-	if err := e.r.Service.PublishPrograms(ctx, []string{"prog"}); err != nil {
-		t.Fatal(err)
-	}
-	runner := func(size spec.Size) *executor.Runner {
-		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(),
-			ExecDir: dir, Memory: size}
-	}
-	small, big := runner(1<<30), runner(2<<30)
+	small, big := runner(1<<30, 0), runner(2<<30, 0)
 	id := e.submit("oom", []byte(`{"name":"oom","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id}
 	normal, sized := e.r.Resources.Queues.Normal, e.r.Resources.Queues.Sized[2<<30]
 	if sized == "" {
 		t.Fatalf("no 2GiB ready queue: %+v", e.r.Resources.Queues)
-	}
-
-	// handle receives the task's message from url and handles it with r.
-	handle := func(r *executor.Runner, url string) executor.Result {
-		t.Helper()
-		var msgs []queue.Message
-		waitFor(t, 30*time.Second, "the task's message", func() bool {
-			msgs = receiveVisible(t, e, url)
-			return len(msgs) > 0
-		})
-		m := msgs[0]
-		extend := func(ctx context.Context, d time.Duration) error {
-			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
-		}
-		res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
-		switch res.Action {
-		case executor.Hide:
-			if err := extend(ctx, 0); err != nil { // back at once: the test waits on state, not on delays
-				t.Fatal(err)
-			}
-		case executor.Delete:
-			if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return res
 	}
 
 	// The big executor does not run a 1GiB task: it forwards its message
@@ -173,4 +134,52 @@ func TestSubmitRefusesUndeployedExecutorSizes(t *testing.T) {
 	if ae := r.apiErr(t); ae.Field != "spec.stages[1].resources.memory" {
 		t.Errorf("schedule: error %+v, want one on spec.stages[1].resources.memory", ae)
 	}
+}
+
+// newSizedExecRig is an installation with executor sizes 1GiB and 2GiB and
+// prog as the exec program "prog"; runner makes an executor of a size (its
+// exec memory limit divided by divisor, 0 for none), and handle receives
+// the task's message from a queue and handles it with an executor.
+func newSizedExecRig(t *testing.T, prog string) (*env, func(size spec.Size, divisor int) *executor.Runner, func(r *executor.Runner, url string) executor.Result) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "prog"), []byte(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testTimings
+	cfg.ExecutorSizes = []spec.Size{1 << 30, 2 << 30}
+	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, execDir: dir})
+	ctx := context.Background()
+	if err := e.r.Service.PublishPrograms(ctx, []string{"prog"}); err != nil {
+		t.Fatal(err)
+	}
+	runner := func(size spec.Size, divisor int) *executor.Runner {
+		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(),
+			ExecDir: dir, Memory: size, ExecMemoryDivisor: divisor}
+	}
+	handle := func(r *executor.Runner, url string) executor.Result {
+		t.Helper()
+		var msgs []queue.Message
+		waitFor(t, 30*time.Second, "the task's message", func() bool {
+			msgs = receiveVisible(t, e, url)
+			return len(msgs) > 0
+		})
+		m := msgs[0]
+		extend := func(ctx context.Context, d time.Duration) error {
+			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
+		}
+		res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
+		switch res.Action {
+		case executor.Hide:
+			if err := extend(ctx, 0); err != nil { // back at once: the test waits on state, not on delays
+				t.Fatal(err)
+			}
+		case executor.Delete:
+			if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return res
+	}
+	return e, runner, handle
 }
