@@ -19,7 +19,7 @@ import (
 )
 
 // numberLinesSh is an exec program that checkpoints (the protocol of
-// internal/executor/execckpt.go): it numbers its stdin's lines (the
+// internal/executor/execstage/checkpoint.go): it numbers its stdin's lines (the
 // running count is its checkpoint state), writes each as line<TAB>number,
 // and checkpoints every 50 lines, waiting for the ack. Its first argument
 // says what else it does:

@@ -17,7 +17,7 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
 	"github.com/batchwork/batchwork/examples/wordcount"
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/internal/faultenv"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -45,8 +45,8 @@ func main() {
 		"buckets besides the data bucket that specs may read inputs from, comma-separated; default $"+lambdaenv.EnvInputBuckets+" (none: each owner's inputs and outputs areas only)")
 	outputBuckets := flag.String("output-buckets", os.Getenv(lambdaenv.EnvOutputBuckets),
 		"buckets besides the data bucket that jobs may publish outputs to (under each owner's key), comma-separated; default $"+lambdaenv.EnvOutputBuckets+" (none: each owner's outputs area only)")
-	execDir := flag.String("exec-dir", os.Getenv(executor.EnvExecDir),
-		"directory of the programs that exec stages may run, by bare name (published at start; submit refuses any other); default $"+executor.EnvExecDir+" (none: exec stages are refused)")
+	execDir := flag.String("exec-dir", os.Getenv(execstage.EnvExecDir),
+		"directory of the programs that exec stages may run, by bare name (published at start; submit refuses any other); default $"+execstage.EnvExecDir+" (none: exec stages are refused)")
 	logFile := flag.String("log-file", "",
 		"also write the JSON log lines to this file, from which GET /jobs/{id}/logs (batchwork logs) reads a job's lines; separate executor processes (-slots 0) may append theirs to it; default a new batchwork-local-*.log in the temporary directory")
 	flag.Parse()

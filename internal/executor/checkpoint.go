@@ -133,7 +133,7 @@ func (t *Task) Checkpoint(ctx context.Context, offset int64, state []byte) error
 	if t.ck == nil {
 		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
 	}
-	return t.ck.save(ctx, offset, state)
+	return t.ck.Save(ctx, offset, state)
 }
 
 // Resume returns the checkpoint the task resumes from: its offset (Input
@@ -250,7 +250,7 @@ func (k *checkpointer) resume() (int64, []byte, bool) {
 	return k.from.Offset, slices.Clone(k.from.State), true
 }
 
-func (k *checkpointer) save(ctx context.Context, offset int64, state []byte) error {
+func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.aware = true

@@ -124,7 +124,7 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 		return false, fmt.Errorf("response checkpoint: %w: offset %d and state are the last checkpoint's; a checkpoint must make progress", batch.ErrCheckpoint, ck.Offset)
 	}
 	if k.c.Speculative {
-		// A speculative copy's checkpoints are not saved (checkpointer.save),
+		// A speculative copy's checkpoints are not saved (checkpointer.Save),
 		// but it must still go on from them: its segments are sealed and
 		// its next invocation resumes here, in this attempt only.
 		k.mu.Lock()
@@ -142,7 +142,7 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 		k.seq, k.offset, k.state = seq, ck.Offset, slices.Clone(ck.State)
 		return true, nil
 	}
-	if err := k.save(ctx, ck.Offset, ck.State); err != nil {
+	if err := k.Save(ctx, ck.Offset, ck.State); err != nil {
 		return false, fmt.Errorf("response checkpoint: %w", err)
 	}
 	t.Log.Info("lambda function checkpointed; invoking it again from the checkpoint", "offset", ck.Offset)

@@ -36,6 +36,7 @@ package executor
 // its records in and out stay 0 in the job's status.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,7 +226,7 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	}
 	t.Log.Info("lambda invoked", "function", st.Lambda, "took_ms", time.Since(start).Milliseconds(), "function_error", fnErr)
 	if fnErr != "" {
-		return false, lambdaFunctionError(fnErr, raw) // execclass.go: out of memory or plain
+		return false, lambdaFunctionError(fnErr, raw) // errtext.go: out of memory or plain
 	}
 	var resp LambdaResponse
 	if err := json.Unmarshal(raw, &resp); err != nil {
@@ -234,7 +235,7 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	if resp.Error != "" {
 		msg := "function reported: " + truncate(resp.Error, 2000)
 		if resp.Permanent {
-			return false, &classedError{msg: msg, class: batch.ErrPermanent} // execclass.go
+			return false, &classedError{msg: msg, class: batch.ErrPermanent} // errtext.go
 		}
 		return false, errors.New(msg)
 	}
@@ -250,7 +251,7 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 	ev := &LambdaEvent{
 		Task:   LambdaTaskRef{Job: ref.Job, Stage: st.Name, Partition: ref.Partition, Attempt: c.Task.Attempt},
 		Params: t.Params,
-		Format: cmpOr(t.Format, "lines"),
+		Format: cmp.Or(t.Format, "lines"),
 		OutputPrefix: "s3://" + r.Blob.Bucket() + "/" +
 			blob.AttemptPrefix(ref.Job, st.Name, ref.Partition, c.Task.Attempt),
 	}

@@ -232,15 +232,3 @@ func (r *Runner) trackRejects(c control.Claim, t *Task) {
 		t.Input = in
 	}
 }
-
-// ExecRejectPrefix starts the control line (execcontrol.go) by which an
-// exec stage's program rejects a record: the prefix, the reason, a tab,
-// and the record as the rest of the line (it may hold tabs, not a
-// newline), as in
-//
-//	printf 'BATCHWORK_REJECT\tnot a number\t%s\n' "$line" >&"$BATCHWORK_CONTROL_FD"
-//
-// The record's offset in the input is found as for Task.Reject. A record
-// longer than batch.MaxBadRecordBytes is cut. A line with the prefix but
-// no tab after the reason rejects the empty record.
-const ExecRejectPrefix = "BATCHWORK_REJECT\t"

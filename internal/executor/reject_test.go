@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
@@ -88,7 +89,7 @@ func TestExecProgramRejects(t *testing.T) {
 done
 echo "a log line" >&2
 `})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0], execLimits{})
+	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[filter]", 1)).Stages[0], execstage.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

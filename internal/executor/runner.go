@@ -66,9 +66,9 @@ type Runner struct {
 	OnClaim func(c control.Claim, sentAt time.Time)
 	// MaxOutputBytes overrides tuning.MaxTaskOutput (tests).
 	MaxOutputBytes int64
-	// ExecDir is the directory of programs exec stages may run (exec.go);
+	// ExecDir is the directory of programs exec stages may run (execstage);
 	// empty: this host runs no exec stages. Set by the long-polling host
-	// (ExecDirFromEnv), never on Lambda.
+	// (execstage.ExecDirFromEnv), never on Lambda.
 	ExecDir string
 	// Lambda invokes lambda stages' functions (lambdatask.go); nil: this
 	// host runs no lambda stages.
@@ -85,7 +85,7 @@ type Runner struct {
 	MemoryLimit spec.Size
 	// ExecMemoryDivisor, when set, divides an exec program's memory limit
 	// (tests: a limit a test can pass cheaply, which still climbs with
-	// the attempt's size; execlimits.go).
+	// the attempt's size; execstage.LimitsOf).
 	ExecMemoryDivisor int
 	// SplitAfter overrides DefaultSplitAfter (tests): how long an input
 	// task of a dynamicSplit stage runs before it offers to split.

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -163,8 +164,8 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	if err != nil {
 		return err
 	}
-	// Exec stages run programs from this directory only (executor/exec.go).
-	execDir, err := executor.ExecDirFromEnv()
+	// Exec stages run programs from this directory only (executor/execstage).
+	execDir, err := execstage.ExecDirFromEnv()
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	}
 	// And the programs this host's exec stages can run, so that submit
 	// accepts exec stages naming them (and refuses any other).
-	programs, err := executor.Programs(execDir)
+	programs, err := execstage.Programs(execDir)
 	if err != nil {
 		return err
 	}

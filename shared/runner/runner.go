@@ -68,7 +68,7 @@ type Options struct {
 	// token stays in memory (Runner.Token), for callers in this process.
 	TokenFile, TokenDir string
 	// ExecDir is the directory of programs the executor's exec stages may
-	// run (executor.Runner.ExecDir; executor.ExecDirFromEnv reads
+	// run (executor.Runner.ExecDir; execstage.ExecDirFromEnv reads
 	// BATCHWORK_EXEC_DIR); empty: none.
 	ExecDir string
 	// LogFile is the JSON-lines file this run's logs go to (Log's, and any

@@ -3,7 +3,7 @@ package runner
 import (
 	"context"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/internal/iamrec"
 )
 
@@ -30,7 +30,7 @@ func (r *Runner) publishTaskNames(ctx context.Context) {
 			}
 		}
 	}
-	programs, err := executor.Programs(r.opts.ExecDir)
+	programs, err := execstage.Programs(r.opts.ExecDir)
 	if err != nil {
 		r.opts.Log.Warn("publish programs", "err", err, "exec_dir", r.opts.ExecDir)
 		return

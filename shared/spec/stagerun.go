@@ -19,7 +19,7 @@ import (
 // Limits on an exec stage's command line. The program is a bare name: the
 // executor looks it up only in its own programs directory, never on PATH
 // and never by path, so a spec can run only what the operator installed
-// there (internal/executor/exec.go).
+// there (internal/executor/execstage).
 const (
 	MaxExecArgs     = 64
 	MaxExecArgBytes = 1024

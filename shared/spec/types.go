@@ -47,7 +47,7 @@ type Stage struct {
 	// Exactly one of Task, Exec and Lambda says what runs: a function
 	// registered on the executor, a program (Exec: the program and its
 	// arguments; records on stdin, outputs on stdout, see
-	// internal/executor/exec.go) on an executor host that allows programs,
+	// internal/executor/execstage) on an executor host that allows programs,
 	// or an existing Lambda function (a name or ARN the operator allows;
 	// internal/executor/lambdatask.go).
 	Task       string      `json:"task,omitempty"`

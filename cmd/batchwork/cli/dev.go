@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/emulator"
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/internal/gobuild"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
@@ -82,7 +82,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(&usageError{err.Error()})
 	}
-	programs, err := executor.Programs(execDir)
+	programs, err := execstage.Programs(execDir)
 	if err != nil {
 		return a.fail(&usageError{fmt.Sprintf("--exec-dir: %v", err)})
 	}
@@ -100,7 +100,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.env.Stderr, "batchwork dev: %s is not a valid job spec\n", specFile)
 		return ExitInvalid
 	} else if len(programs) == 0 && usesExec(sp) {
-		return a.fail(&usageError{fmt.Sprintf("%s has exec stages: give the directory of their programs with --exec-dir DIR (or set %s)", specFile, executor.EnvExecDir)})
+		return a.fail(&usageError{fmt.Sprintf("%s has exec stages: give the directory of their programs with --exec-dir DIR (or set %s)", specFile, execstage.EnvExecDir)})
 	}
 	if err := findEmulatorServers(os.Getenv, os.Setenv, emulatorSearch(ctx, os.Getenv)); err != nil {
 		return a.fail(err)
@@ -295,7 +295,7 @@ func executorEnv(base []string, r *runner.Runner, emu *emulator.Emulator, execDi
 		"AWS_ENDPOINT_URL": emu.URL,
 	}
 	if execDir != "" {
-		set[executor.EnvExecDir] = execDir
+		set[execstage.EnvExecDir] = execDir
 	}
 	if emu.DynamoURL != emu.URL {
 		// Needed beside AWS_ENDPOINT_URL (see emulator.AWSConfig).

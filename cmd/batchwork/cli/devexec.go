@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -18,7 +18,7 @@ import (
 func devExecDir(flagValue string, getenv func(string) string) (string, error) {
 	dir, from := flagValue, "--exec-dir"
 	if dir == "" {
-		dir, from = getenv(executor.EnvExecDir), executor.EnvExecDir
+		dir, from = getenv(execstage.EnvExecDir), execstage.EnvExecDir
 	}
 	if dir == "" {
 		return "", nil
@@ -59,7 +59,7 @@ func devExecHint(errs []spec.FieldError, execDir string) string {
 	}
 	for _, fe := range errs {
 		if execField.MatchString(fe.Field) {
-			return "batchwork dev: exec stages run programs from a directory: give it with --exec-dir DIR (or set " + executor.EnvExecDir + ")"
+			return "batchwork dev: exec stages run programs from a directory: give it with --exec-dir DIR (or set " + execstage.EnvExecDir + ")"
 		}
 	}
 	return ""

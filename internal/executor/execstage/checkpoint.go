@@ -1,8 +1,8 @@
-package executor
+package execstage
 
 // Checkpoints of exec stages' programs: the protocol by which a program
 // saves its progress, as a Go function does with Task.Checkpoint, and
-// resumes from it on a retry, as with Task.Resume (checkpoint.go). The
+// resumes from it on a retry, as with Task.Resume (executor's checkpoint.go). The
 // semantics are the Go path's: the same limits (batch.CheckArgs), the
 // same fencing (only the holder of the task's claim can make a
 // checkpoint usable), the outputs so far sealed as segments before the
@@ -14,7 +14,7 @@ package executor
 //  1. flushes its stdout (everything it wrote so far belongs before the
 //     checkpoint; with a shuffle, it ends every line);
 //  2. writes one line to its control channel, file descriptor 3
-//     (BATCHWORK_CONTROL_FD; execcontrol.go), never to stderr:
+//     (BATCHWORK_CONTROL_FD; control.go), never to stderr:
 //
 //     BATCHWORK_CHECKPOINT<TAB><offset><TAB><state in base64>
 //
@@ -134,7 +134,7 @@ func parseCheckpointLine(rest string) (int64, []byte, error) {
 // channel hands it checkpoint lines, and it answers on the ack pipe.
 type execCheckpoints struct {
 	ctx  context.Context
-	t    *Task
+	t    *Attempt
 	pump *stdoutPump
 	ack  *os.File // write end; the program reads fd 3
 	// ackFailed: an ack could not be written (the program does not read
@@ -171,7 +171,7 @@ func (x *execCheckpoints) save(rest string) error {
 	if err != nil {
 		return err
 	}
-	if x.t.ck == nil {
+	if x.t.Checkpoints == nil {
 		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
 	}
 	// Everything the program wrote to stdout before the line is read
@@ -179,7 +179,7 @@ func (x *execCheckpoints) save(rest string) error {
 	if err := x.pump.sync(x.ctx); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	return x.t.ck.save(x.ctx, off, state)
+	return x.t.Checkpoints.Save(x.ctx, off, state)
 }
 
 func (x *execCheckpoints) reply(err error) {
@@ -201,19 +201,13 @@ func (x *execCheckpoints) reply(err error) {
 
 // resumeEnv is the environment saying where a resumed attempt starts:
 // none when it starts afresh.
-func resumeEnv(t *Task) []string {
-	if t.ck == nil {
-		return nil
-	}
-	k := t.ck
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.from == nil {
+func resumeEnv(t *Attempt) []string {
+	if t.Checkpoints == nil || t.Resume == nil {
 		return nil
 	}
 	return []string{
-		EnvResumeOffset + "=" + strconv.FormatInt(k.from.Offset, 10),
-		EnvResumeState + "=" + base64.StdEncoding.EncodeToString(k.from.State),
+		EnvResumeOffset + "=" + strconv.FormatInt(t.Resume.Offset, 10),
+		EnvResumeState + "=" + base64.StdEncoding.EncodeToString(t.Resume.State),
 	}
 }
 
@@ -360,14 +354,14 @@ func (p *stdoutPump) finish(wait time.Duration) bool {
 }
 
 // plumbExec wires a program's stdout through a pump (sinking into out),
-// its control channel as fd 3 (execcontrol.go) and, for a task that can
+// its control channel as fd 3 (control.go) and, for a task that can
 // checkpoint, its checkpoint protocol: the ack pipe as fd 4 and the resume
 // point in its environment. cmd.Env must be set. The returned func,
 // called once the program has been waited for, releases them and gives
 // the program's error, which is exec.ErrWaitDelay when stdout or the
 // control channel stayed open past execWaitDelay after the program
 // exited.
-func plumbExec(ctx context.Context, cmd *exec.Cmd, t *Task, out *stdoutSink) (func(runErr error) error, error) {
+func plumbExec(ctx context.Context, cmd *exec.Cmd, t *Attempt, out *stdoutSink) (func(runErr error) error, error) {
 	pump, err := newStdoutPump(out)
 	if err != nil {
 		return nil, fmt.Errorf("stdout: %w", err)
@@ -381,7 +375,7 @@ func plumbExec(ctx context.Context, cmd *exec.Cmd, t *Task, out *stdoutSink) (fu
 	cmd.ExtraFiles = []*os.File{ctl.w} // fd 3
 	cmd.Env = append(cmd.Env, EnvControlFD+"=3")
 	var ackR, ackW *os.File
-	if t.ck != nil {
+	if t.Checkpoints != nil {
 		if ackR, ackW, err = os.Pipe(); err != nil {
 			pump.r.Close()
 			pump.w.Close()

@@ -1,10 +1,10 @@
-package executor
+package execstage
 
 // Resource limits of exec stages' programs. A program runs under its
 // attempt's executor size (spec Resources: memory, raised after an
 // out-of-memory end) as its memory limit, and under the stage's
 // resources.cpuTime, when set, as its CPU time limit. The executor's own
-// memory limit (GOMEMLIMIT, the Lambda watchdog in memory.go) does not
+// memory limit (GOMEMLIMIT, the Lambda watchdog in executor's memory.go) does not
 // cover its children, and neither Lambda nor Fargate lets a task create
 // cgroups of its own, so the limits are the kernel's per-process ones and
 // a watchdog over the program's process group:
@@ -51,26 +51,27 @@ import (
 // CPU time.
 const execWatchEvery = 100 * time.Millisecond
 
-// execLimits are one program's limits; zero: none.
-type execLimits struct {
+// Limits are one program's limits; zero: none.
+type Limits struct {
 	Memory  spec.Size
 	CPUTime time.Duration
 }
 
-// execLimitsOf are the limits of claim c's program: the attempt's size
-// (its stage's, or the larger one an out-of-memory end raised it to) and
-// its stage's CPU time.
-func (r *Runner) execLimitsOf(c control.Claim) execLimits {
+// LimitsOf are the limits of claim c's program: the attempt's size (its
+// stage's, or the larger one an out-of-memory end raised it to), divided
+// by divisor when it is above 0 (tests: a limit a test can pass cheaply,
+// which still climbs with the attempt's size), and its stage's CPU time.
+func LimitsOf(c control.Claim, divisor int) Limits {
 	i := c.Task.Ref.Stage
 	mem := max(c.Spec.StageMemory(i), c.Task.Memory)
-	if r.ExecMemoryDivisor > 0 {
-		mem /= spec.Size(r.ExecMemoryDivisor)
+	if divisor > 0 {
+		mem /= spec.Size(divisor)
 	}
 	var cpu time.Duration
 	if res := c.Spec.Stages[i].Resources; res != nil {
 		cpu = time.Duration(res.CPUTime)
 	}
-	return execLimits{Memory: mem, CPUTime: cpu}
+	return Limits{Memory: mem, CPUTime: cpu}
 }
 
 // allocationFailures are what runtimes print when an allocation fails
@@ -86,11 +87,11 @@ var allocationFailures = []string{
 	"failed to allocate memory", // Ruby
 }
 
-// execGuard enforces one started program's limits (execlimits_*.go) and
+// execGuard enforces one started program's limits (limits_*.go) and
 // gives the verdict.
 type execGuard struct {
 	name string
-	lim  execLimits
+	lim  Limits
 
 	mu      sync.Mutex
 	verdict error // the watchdog's, once it killed the group

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package executor
+package execstage
 
 import "os/exec"
 

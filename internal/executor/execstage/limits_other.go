@@ -1,6 +1,6 @@
 //go:build !linux
 
-package executor
+package execstage
 
 import "syscall"
 
@@ -11,7 +11,7 @@ const dataLimited = false
 const cpuLimitSignal = syscall.Signal(-1)
 
 // startGuard: without prlimit(2) and /proc, a program runs without
-// limits (execlimits.go); Batchwork's executors run on Linux.
-func startGuard(name string, pid int, lim execLimits, kill func(error)) (*execGuard, func()) {
+// limits (limits.go); Batchwork's executors run on Linux.
+func startGuard(name string, pid int, lim Limits, kill func(error)) (*execGuard, func()) {
 	return &execGuard{name: name}, func() {}
 }

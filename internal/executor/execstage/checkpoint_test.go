@@ -1,6 +1,6 @@
 //go:build unix
 
-package executor
+package execstage
 
 import (
 	"bytes"
@@ -68,16 +68,17 @@ printf 'BATCHWORK_CHECKPOINT\t5\t` + long + `\n' >&3
 read -r ack <&4; echo "$ack"
 echo done
 `})
-	fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0], execLimits{})
+	prog, err := New(dir, mustSpec(t, execOne).Stages[0], Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &logRecords{}
-	task := &Task{Out: (&Runner{}).newOutput(1), Log: slog.New(h), ck: &checkpointer{}}
-	if err := fn(context.Background(), task); err != nil {
+	out := &memOut{}
+	task := &Attempt{Out: out, Log: slog.New(h), Checkpoints: noCheckpoints{t}}
+	if err := prog.Run(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
-	got := string(task.Out.parts[0].buf)
+	got := string(out.part())
 	want := []string{
 		`error checkpoint refused: checkpoint line: offset "lots" is not a whole number of bytes`,
 		"error checkpoint refused: checkpoint line: longer than",
@@ -100,7 +101,7 @@ echo done
 func TestStdoutPumpSync(t *testing.T) {
 	t.Parallel()
 	for _, before := range []int{0, 10, 32<<10 - 5, 32 << 10, 40 << 10} {
-		out := (&Runner{}).newOutput(1)
+		out := &memOut{}
 		sink := &stdoutSink{out: out, stop: func(error) {}}
 		p, err := newStdoutPump(sink)
 		if err != nil {
@@ -125,7 +126,7 @@ func TestStdoutPumpSync(t *testing.T) {
 		case <-time.After(10 * time.Second): // a bound on a failure, not synchronisation
 			t.Fatalf("%d bytes before: the marker never came through", before)
 		}
-		if got := out.parts[0].buf; !bytes.Equal(got, data) {
+		if got := out.part(); !bytes.Equal(got, data) {
 			t.Fatalf("%d bytes before: sink has %d bytes at the sync, want %d", before, len(got), len(data))
 		}
 		if _, err := p.w.Write([]byte("after\n")); err != nil {
@@ -134,10 +135,10 @@ func TestStdoutPumpSync(t *testing.T) {
 		if !p.finish(execWaitDelay) {
 			t.Fatal("pump did not end")
 		}
-		if got, want := out.parts[0].buf, append(bytes.Clone(data), "after\n"...); !bytes.Equal(got, want) {
+		if got, want := out.part(), append(bytes.Clone(data), "after\n"...); !bytes.Equal(got, want) {
 			t.Fatalf("%d bytes before: outputs %d bytes, want %d (marker kept?)", before, len(got), len(want))
 		}
-		if bytes.Contains(out.parts[0].buf, []byte("BATCHWORK-SYNC")) {
+		if bytes.Contains(out.part(), []byte("BATCHWORK-SYNC")) {
 			t.Fatal("marker in the outputs")
 		}
 	}

@@ -1,7 +1,7 @@
-package executor
+package execstage
 
 // The control channel of exec stages' programs: the lines by which a
-// program rejects records (reject.go) and checkpoints (execckpt.go). They
+// program rejects records (executor.Rejects) and checkpoints (checkpoint.go). They
 // travel on a pipe of their own, file descriptor 3 in the program
 // (EnvControlFD), never on stderr: a program that logs the data it reads
 // to stderr would otherwise let that data forge them, and a forged
@@ -25,6 +25,19 @@ import (
 	"time"
 )
 
+// ExecRejectPrefix starts the control line by which an
+// exec stage's program rejects a record: the prefix, the reason, a tab,
+// and the record as the rest of the line (it may hold tabs, not a
+// newline), as in
+//
+//	printf 'BATCHWORK_REJECT\tnot a number\t%s\n' "$line" >&"$BATCHWORK_CONTROL_FD"
+//
+// The record's offset in the input is found as for a Go function's
+// Task.Reject. A record
+// longer than batch.MaxBadRecordBytes is cut. A line with the prefix but
+// no tab after the reason rejects the empty record.
+const ExecRejectPrefix = "BATCHWORK_REJECT\t"
+
 // EnvControlFD is the file descriptor a program writes its control lines
 // to: always 3.
 const EnvControlFD = "BATCHWORK_CONTROL_FD"
@@ -39,12 +52,12 @@ var maxControlLine = maxCheckpointLine
 type execControl struct {
 	r, w    *os.File // the pipe: read end, and the runner's copy of the write end
 	log     *slog.Logger
-	rejects *Rejects         // nil: the task cannot reject records
+	rejects Rejects          // nil: the task cannot reject records
 	ckpt    *execCheckpoints // nil: the task cannot checkpoint
 	done    chan struct{}
 }
 
-func newExecControl(log *slog.Logger, rejects *Rejects) (*execControl, error) {
+func newExecControl(log *slog.Logger, rejects Rejects) (*execControl, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err

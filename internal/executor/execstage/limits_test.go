@@ -1,6 +1,6 @@
 //go:build linux
 
-package executor
+package execstage
 
 import (
 	"context"
@@ -27,11 +27,11 @@ func TestExecProgramLimits(t *testing.T) {
 		t.Fatalf("python3 is needed for the memory limit's programs: %v", err)
 	}
 	const mib = 1 << 20
-	lim := execLimits{Memory: 64 * mib}
+	lim := Limits{Memory: 64 * mib}
 	tests := []struct {
 		name      string
 		script    string
-		lim       execLimits
+		lim       Limits
 		wantClass batch.ErrorClass
 		wantCause []string
 	}{
@@ -57,7 +57,7 @@ signal.pause()
 done
 wait`,
 			wantCause: []string{"exec prog: out of memory: its processes' resident memory reached", "over its 64 MiB limit"}},
-		{name: "CPU time", lim: execLimits{CPUTime: time.Second}, wantClass: batch.ClassPermanent,
+		{name: "CPU time", lim: Limits{CPUTime: time.Second}, wantClass: batch.ClassPermanent,
 			script:    "while :; do :; done",
 			wantCause: []string{"exec prog: used", "of CPU time, its limit is 1s (resources.cpuTime)"}},
 	}
@@ -65,12 +65,12 @@ wait`,
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			dir := programs(t, map[string]string{"prog": tt.script})
-			fn, err := (&Runner{ExecDir: dir}).execFunc(mustSpec(t, execOne).Stages[0], tt.lim)
+			prog, err := New(dir, mustSpec(t, execOne).Stages[0], tt.lim)
 			if err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { done <- fn(context.Background(), &Task{Out: (&Runner{}).newOutput(1), Log: discard()}) }()
+			go func() { done <- prog.Run(context.Background(), &Attempt{Out: &memOut{}, Log: discard()}) }()
 			err = within(t, done, time.Minute, "the program to end")
 			if got := batch.ClassOf(err); got != tt.wantClass {
 				t.Fatalf("class %q (error %v), want %q", got, err, tt.wantClass)

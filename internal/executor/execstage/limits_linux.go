@@ -1,4 +1,4 @@
-package executor
+package execstage
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ const userHZ = 100
 // startGuard puts the started program pid (the leader of its own process
 // group) under lim: the kernel's limits, then the watchdog, which calls
 // kill with its verdict when the group passes one. stop ends the watchdog.
-func startGuard(name string, pid int, lim execLimits, kill func(error)) (g *execGuard, stop func()) {
+func startGuard(name string, pid int, lim Limits, kill func(error)) (g *execGuard, stop func()) {
 	g = &execGuard{name: name, lim: lim}
 	if lim.Memory > 0 {
 		// The limit is set just after the program started, which it may
@@ -35,7 +35,7 @@ func startGuard(name string, pid int, lim execLimits, kill func(error)) (g *exec
 		s := uint64((lim.CPUTime + time.Second - 1) / time.Second)
 		prlimit(pid, syscall.RLIMIT_CPU, s, s+1) // SIGXCPU, then SIGKILL
 	}
-	if lim == (execLimits{}) {
+	if lim == (Limits{}) {
 		return g, func() {}
 	}
 	done := make(chan struct{})

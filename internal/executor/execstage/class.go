@@ -1,7 +1,6 @@
-package executor
+package execstage
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -43,22 +42,3 @@ type classedError struct {
 
 func (e *classedError) Error() string { return e.msg }
 func (e *classedError) Unwrap() error { return e.class }
-
-// lambdaOutOfMemory is the errorType Lambda's runtimes report for an
-// invocation that ran out of its function's memory (the runtime was
-// killed; Lambda answers with FunctionError "Unhandled").
-const lambdaOutOfMemory = "Runtime.OutOfMemory"
-
-// lambdaFunctionError is the error of an invocation Lambda answered with a
-// function error (fnErr: "Unhandled", "Handled"), classed: the runtime
-// running out of memory is an out-of-memory end, anything else plain.
-func lambdaFunctionError(fnErr string, raw []byte) error {
-	msg := fmt.Sprintf("function error (%s): %s", fnErr, functionErrorMessage(raw))
-	var e struct {
-		Type string `json:"errorType"`
-	}
-	if json.Unmarshal(raw, &e) == nil && e.Type == lambdaOutOfMemory {
-		return &classedError{msg: msg, class: batch.ErrOutOfMemory}
-	}
-	return errors.New(msg)
-}
