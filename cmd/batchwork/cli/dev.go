@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/scaffold"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/gobuild"
@@ -203,8 +205,7 @@ func runDev(ctx context.Context, a *app, args []string) int {
 		}
 	}()
 	base, _ := url.Parse(r.URL)
-	a.api = &client{base: base, http: &http.Client{Timeout: a.g.timeout, CheckRedirect: noRedirects},
-		signer: localOwner{owner: a.g.owner, token: r.Token}, retries: 3, sleep: a.env.Sleep}
+	a.api = newClient(base, &http.Client{Timeout: a.g.timeout, CheckRedirect: noRedirects}, client.LocalOwner{Owner: a.g.owner, Token: r.Token}, "", a.env.Sleep)
 
 	if a.o.data != "" {
 		if st, err := os.Stat(a.o.data); err == nil && st.IsDir() {
@@ -260,7 +261,7 @@ func (a *app) submitSpec(ctx context.Context, file string, body []byte, execDir 
 	}
 	var res control.SubmitResult
 	if err := a.post(ctx, "/jobs", body, h, &res); err != nil {
-		var ae *APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {
 			for _, fe := range ae.Errors {
 				fmt.Fprintln(a.env.Stderr, specError(file, fe))
@@ -403,7 +404,7 @@ func emulatorInstallError(missing, dirs []string, modDir, cache string) error {
 	fmt.Fprintf(&b, "%s not found (looked in %s). Install into %s:\n", strings.Join(missing, " and "), strings.Join(dirs, ", "), cache)
 	src := modDir
 	if src == "" {
-		src = "<the Batchwork module's directory: go list -m -f '{{.Dir}}' " + BatchworkModule + ">"
+		src = "<the Batchwork module's directory: go list -m -f '{{.Dir}}' " + scaffold.Module + ">"
 	}
 	if slices.Contains(missing, "moto") {
 		fmt.Fprintf(&b, "  python3 -m venv %s/.venv && %s/.venv/bin/pip install -r %s/internal/emulator/requirements.txt\n", cache, cache, src)
@@ -445,7 +446,7 @@ func moduleRoot(dir string) string {
 // batchworkModuleDir is the directory of the Batchwork module the working
 // directory's module builds with ("" if go cannot say).
 func batchworkModuleDir(ctx context.Context) string {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", BatchworkModule)
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", scaffold.Module)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
