@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/shared/control"
 )
@@ -47,7 +48,7 @@ func fixtureAPI(t *testing.T) *httptest.Server {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if r.Header.Get(cli.OwnerHeader) != "alice" {
+		if r.Header.Get(client.OwnerHeader) != "alice" {
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprint(w, `{"code":"unauthenticated","message":"no caller identity","field":""}`)
 			return

@@ -111,13 +111,13 @@ stages:
 func TestSpecSchemaAcceptsExampleSpecs(t *testing.T) {
 	schema := specSchema(t)
 	cases := map[string][]byte{
-		"examples/wordcount":                       wordcount.Spec("wc", "s3://my-bucket/corpus/", 64<<20, 16),
-		"examples/wordcount inputs:":               wordcount.Spec("wc", "inputs:corpus/", 1<<20, 4),
-		"examples/diamond":                         diamond.Spec("diamond", 3),
-		"examples/join":                            join.Spec("join", 3, 2, 4),
-		"cmd/batchwork/cli/scaffold/job.json.tmpl": readRepoFile(t, "cmd/batchwork/cli/scaffold/job.json.tmpl"),
-		"cmd/batchwork/testdata/valid.yaml":        readRepoFile(t, "cmd/batchwork/testdata/valid.yaml"),
-		"every field":                              []byte(everyField),
+		"examples/wordcount":                             wordcount.Spec("wc", "s3://my-bucket/corpus/", 64<<20, 16),
+		"examples/wordcount inputs:":                     wordcount.Spec("wc", "inputs:corpus/", 1<<20, 4),
+		"examples/diamond":                               diamond.Spec("diamond", 3),
+		"examples/join":                                  join.Spec("join", 3, 2, 4),
+		"cmd/batchwork/scaffold/templates/job.json.tmpl": readRepoFile(t, "cmd/batchwork/scaffold/templates/job.json.tmpl"),
+		"cmd/batchwork/testdata/valid.yaml":              readRepoFile(t, "cmd/batchwork/testdata/valid.yaml"),
+		"every field":                                    []byte(everyField),
 	}
 	example, err := json.Marshal(schema.Example)
 	if err != nil || schema.Example == nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/batchwork/batchwork/client"
 )
 
 // Exit codes. They are documented in docs/cli.md and in
@@ -54,7 +56,7 @@ func OSEnv() Env {
 	return Env{
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
 		TTY: term.IsTerminal(int(os.Stdout.Fd())), Now: time.Now, Loc: time.Local,
-		HTTP: &http.Client{CheckRedirect: noRedirects}, Sleep: sleepCtx,
+		HTTP: &http.Client{CheckRedirect: noRedirects}, Sleep: client.Sleep,
 	}
 }
 
@@ -124,7 +126,7 @@ type app struct {
 	g   globals
 	o   opts
 	cmd *command
-	api *client
+	api *client.Client
 }
 
 var commands []*command
@@ -236,7 +238,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // client returns the API client, choosing how to authenticate.
-func (a *app) client(ctx context.Context) (*client, error) {
+func (a *app) client(ctx context.Context) (*client.Client, error) {
 	if a.api != nil {
 		return a.api, nil
 	}
@@ -247,26 +249,30 @@ func (a *app) client(ctx context.Context) (*client, error) {
 	mode := a.g.auth
 	if mode == "auto" {
 		mode = "sigv4"
-		if isLoopback(u) {
+		if client.IsLoopback(u) {
 			mode = "local"
 		}
 	}
-	var s signer
+	var s client.Signer
 	var hint string
 	switch mode {
 	case "local":
-		tok, h, err := localToken(a.env.Getenv, u)
+		tok, h, err := client.LocalToken(a.env.Getenv, u)
 		if err != nil {
 			return nil, err
 		}
-		s, hint = localOwner{owner: a.g.owner, token: tok}, h
+		s, hint = client.LocalOwner{Owner: a.g.owner, Token: tok}, h
 	case "sigv4":
-		if u.Scheme == "http" && !isLoopback(u) {
+		if u.Scheme == "http" && !client.IsLoopback(u) {
 			// A signed request in clear text shows its headers, body and
 			// signature to anyone on the path, and invites a replay.
 			return nil, &usageError{fmt.Sprintf("--endpoint %q: signed requests go to https:// endpoints only (or http:// on this machine)", a.g.endpoint)}
 		}
-		if s, err = newSigV4(ctx, u, a.g.region, a.g.profile, a.env.Now); err != nil {
+		s, err = client.NewSigV4(ctx, u, a.g.region, a.g.profile, a.env.Now)
+		if errors.Is(err, client.ErrNoRegion) {
+			return nil, &usageError{err.Error() + ": set --region or AWS_REGION"}
+		}
+		if err != nil {
 			return nil, err
 		}
 	default:
@@ -274,8 +280,14 @@ func (a *app) client(ctx context.Context) (*client, error) {
 	}
 	hc := *a.env.HTTP
 	hc.Timeout = a.g.timeout
-	a.api = &client{base: u, http: &hc, signer: s, authHint: hint, retries: 3, sleep: a.env.Sleep}
+	a.api = newClient(u, &hc, s, hint, a.env.Sleep)
 	return a.api, nil
+}
+
+// newClient is the client every command calls the API with.
+func newClient(endpoint *url.URL, hc *http.Client, s client.Signer, authHint string, sleep func(context.Context, time.Duration) error) *client.Client {
+	return &client.Client{Endpoint: endpoint, HTTP: hc, Signer: s, AuthHint: authHint, NetHint: "is the runner up? see --endpoint",
+		Retries: 3, Sleep: sleep, UserAgent: "batchwork-cli"}
 }
 
 type usageError struct{ msg string }
@@ -284,9 +296,9 @@ func (e *usageError) Error() string { return e.msg }
 
 // fail prints err and returns its exit code.
 func (a *app) fail(err error) int {
-	var ae *APIError
+	var ae *client.APIError
 	var ue *usageError
-	var au *authError
+	var au *client.AuthError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupt
@@ -329,7 +341,7 @@ func (a *app) get(ctx context.Context, path string, q url.Values, out any) error
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, http.MethodGet, path, q, nil, nil, out)
+	return c.Call(ctx, http.MethodGet, path, q, nil, nil, out)
 }
 
 func (a *app) post(ctx context.Context, path string, body []byte, h http.Header, out any) error {
@@ -337,7 +349,7 @@ func (a *app) post(ctx context.Context, path string, body []byte, h http.Header,
 	if err != nil {
 		return err
 	}
-	return c.call(ctx, http.MethodPost, path, nil, body, h, out)
+	return c.Call(ctx, http.MethodPost, path, nil, body, h, out)
 }
 
 func (a *app) json() bool { return a.g.output == "json" }

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -167,7 +168,7 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 	}
 	var res control.SubmitResult
 	if err := a.post(ctx, "/jobs", body, h, &res); err != nil {
-		var ae *APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {
 			for _, fe := range ae.Errors {
 				fmt.Fprintln(a.env.Stderr, specError(args[0], fe))

@@ -37,7 +37,7 @@ func runDeleteData(ctx context.Context, a *app, args []string) int {
 	var total control.DataDeletion
 	for {
 		var d control.DataDeletion
-		if err := c.call(ctx, http.MethodDelete, jobPath(args[0], "/data"), nil, nil, nil, &d); err != nil {
+		if err := c.Call(ctx, http.MethodDelete, jobPath(args[0], "/data"), nil, nil, nil, &d); err != nil {
 			return a.fail(err)
 		}
 		deleted := total.Deleted + d.Deleted

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/logs"
@@ -63,11 +64,11 @@ func hostileAPI(t *testing.T) *httptest.Server {
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/jobs":
 			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(APIError{Code: "invalid_spec", Message: hostile, Errors: []spec.FieldError{{Field: hostile, Message: hostile}}})
+			_ = json.NewEncoder(w).Encode(client.APIError{Code: "invalid_spec", Message: hostile, Errors: []spec.FieldError{{Field: hostile, Message: hostile}}})
 			return
 		case r.URL.Path == "/jobs/jmissing":
 			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(APIError{Code: hostile, Message: hostile, Field: hostile})
+			_ = json.NewEncoder(w).Encode(client.APIError{Code: hostile, Message: hostile, Field: hostile})
 			return
 		}
 		v, ok := routes[r.Method+" "+r.URL.Path]

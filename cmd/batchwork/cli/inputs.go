@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -213,15 +214,15 @@ func (a *app) s3Client(ctx context.Context, id control.Identity) (*s3.Client, er
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, &authError{fmt.Errorf("load AWS configuration: %w", err)}
+		return nil, &client.AuthError{Err: fmt.Errorf("load AWS configuration: %w", err)}
 	}
-	local := id.Endpoint != "" && isLoopback(a.api.base)
+	local := id.Endpoint != "" && client.IsLoopback(a.api.Endpoint)
 	if local {
 		// "On this machine" is no boundary (a port forward, another
 		// user's listener): the endpoint must be on this machine too, and
 		// it gets an emulator's dummy credentials, never the user's.
 		ep, err := url.Parse(id.Endpoint)
-		if err != nil || !isLoopback(ep) {
+		if err != nil || !client.IsLoopback(ep) {
 			return nil, &usageError{fmt.Sprintf("the local API names S3 endpoint %q, which is not on this machine: refusing to upload there", id.Endpoint)}
 		}
 		if cfg.Region == "" {
@@ -229,7 +230,7 @@ func (a *app) s3Client(ctx context.Context, id control.Identity) (*s3.Client, er
 		}
 		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 		cfg.BaseEndpoint = aws.String(id.Endpoint)
-	} else if r := regionOfHost(a.api.base.Hostname()); r != "" && a.g.region == "" {
+	} else if r := client.RegionOfHost(a.api.Endpoint.Hostname()); r != "" && a.g.region == "" {
 		// The data bucket is in the API's region.
 		cfg.Region = r
 	}

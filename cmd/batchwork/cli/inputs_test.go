@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -63,7 +64,7 @@ func TestUploadEndpointStaysOnThisMachine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := &app{api: &client{base: base}}
+			a := &app{api: &client.Client{Endpoint: base}}
 			cl, err := a.s3Client(t.Context(), control.Identity{Endpoint: c.endpoint})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
@@ -39,7 +39,7 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 	var total control.JobDeletion
 	for call := 0; ; call++ {
 		d, lost, err := deleteCall(ctx, c, args[0])
-		var ae *APIError
+		var ae *client.APIError
 		if (call > 0 || lost) && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			// Gone: another caller, or a try of this command whose answer
 			// was lost, finished the deletion.
@@ -77,18 +77,18 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 // gateway's 502 or 504): that try may have finished the deletion, so a
 // later 404 means the job is gone, not that there was none. The client
 // cannot tell, so this call does its own retries.
-func deleteCall(ctx context.Context, c *client, id string) (d control.JobDeletion, lost bool, err error) {
+func deleteCall(ctx context.Context, c *client.Client, id string) (d control.JobDeletion, lost bool, err error) {
 	once := *c
-	once.retries = 0
+	once.Retries = 0
 	for try := 0; ; try++ {
 		if try > 0 {
-			if err := c.sleep(ctx, time.Duration(200<<(try-1))*time.Millisecond); err != nil {
+			if err := c.Sleep(ctx, client.Backoff(try)); err != nil {
 				return d, lost, err
 			}
 		}
-		err = once.call(ctx, http.MethodDelete, jobPath(id), nil, nil, nil, &d)
-		var ae *APIError
-		var ne *netError
+		err = once.Call(ctx, http.MethodDelete, jobPath(id), nil, nil, nil, &d)
+		var ae *client.APIError
+		var ne *client.NetError
 		switch {
 		case err == nil:
 			return d, lost, nil
@@ -98,7 +98,7 @@ func deleteCall(ctx context.Context, c *client, id string) (d control.JobDeletio
 		default:
 			return d, lost, err
 		}
-		if try >= c.retries {
+		if try >= c.Retries {
 			return d, lost, err
 		}
 	}

@@ -69,7 +69,7 @@ func runSchedule(ctx context.Context, a *app, args []string) int {
 	case "delete":
 		c, err := a.client(ctx)
 		if err == nil {
-			err = c.call(ctx, http.MethodDelete, schedulePath(rest[0]), nil, nil, nil, nil)
+			err = c.Call(ctx, http.MethodDelete, schedulePath(rest[0]), nil, nil, nil, nil)
 		}
 		if err != nil {
 			return a.fail(err)

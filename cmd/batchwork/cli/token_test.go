@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/client"
 )
 
 // recorder answers every request with status and body, and keeps the
@@ -114,8 +116,8 @@ func TestLocalTokenIsSent(t *testing.T) {
 				if got := req.Header.Get("Authorization"); got != tc.want {
 					t.Errorf("%s: Authorization %q, want %q", req.URL.Path, got, tc.want)
 				}
-				if got := req.Header.Get(OwnerHeader); got != "alice" {
-					t.Errorf("%s: %s %q, want alice", req.URL.Path, OwnerHeader, got)
+				if got := req.Header.Get(client.OwnerHeader); got != "alice" {
+					t.Errorf("%s: %s %q, want alice", req.URL.Path, client.OwnerHeader, got)
 				}
 			}
 		})

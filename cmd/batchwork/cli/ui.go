@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/internal/console"
 )
 
@@ -47,7 +48,7 @@ func runUI(ctx context.Context, a *app, _ []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	srv, err := console.Start(ctx, a.o.listen, console.Options{API: a.g.endpoint, Upstream: c.upstream})
+	srv, err := console.Start(ctx, a.o.listen, console.Options{API: a.g.endpoint, Upstream: upstream(c)})
 	if errors.Is(err, console.ErrNotLoopback) {
 		return a.fail(&usageError{"--listen " + err.Error()})
 	}
@@ -62,19 +63,21 @@ func runUI(ctx context.Context, a *app, _ []string) int {
 	return ExitError
 }
 
-// upstream is the console's way to the API: one call with the client's
+// upstream is the console's way to the API: one call with c's
 // credentials and retries, its answer's status and JSON body. API errors
 // are answers (status and {"code","message","field"}).
-func (c *client) upstream(ctx context.Context, method, path string, query url.Values) (int, []byte, error) {
-	var raw json.RawMessage
-	err := c.call(ctx, method, path, query, nil, nil, &raw)
-	var ae *APIError
-	if errors.As(err, &ae) {
-		body, _ := json.Marshal(map[string]string{"code": ae.Code, "message": ae.Error(), "field": ae.Field})
-		return ae.Status, body, nil
+func upstream(c *client.Client) console.Upstream {
+	return func(ctx context.Context, method, path string, query url.Values) (int, []byte, error) {
+		var raw json.RawMessage
+		err := c.Call(ctx, method, path, query, nil, nil, &raw)
+		var ae *client.APIError
+		if errors.As(err, &ae) {
+			body, _ := json.Marshal(map[string]string{"code": ae.Code, "message": ae.Error(), "field": ae.Field})
+			return ae.Status, body, nil
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, raw, nil
 	}
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, raw, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/internal/console"
 )
 
@@ -62,7 +63,7 @@ func TestUIProxiesWithSigV4(t *testing.T) {
 	go func() {
 		code <- Main(ctx, []string{"ui", "--listen", "127.0.0.1:0", "--endpoint", api.URL, "--auth", "sigv4", "--region", "eu-west-1"}, Env{
 			Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return vars[k] },
-			Now: time.Now, Loc: time.UTC, HTTP: &http.Client{}, Sleep: sleepCtx,
+			Now: time.Now, Loc: time.UTC, HTTP: &http.Client{}, Sleep: client.Sleep,
 		})
 	}()
 	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/[0-9a-f]{32}/`)

@@ -1,4 +1,4 @@
-package cli
+package devrun
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
-// devExecDir is the programs directory dev's executor runs exec stages
-// from: --exec-dir, else the caller's BATCHWORK_EXEC_DIR (which dev does
+// ExecDir is the programs directory dev's executor runs exec stages
+// from: --exec-dir (flagValue), else the caller's BATCHWORK_EXEC_DIR (which dev does
 // not pass on as it is: it passes no BATCHWORK_* variable of the caller's),
 // made absolute. "" when neither is set: exec stages are refused. It is
 // checked before anything is built or started.
-func devExecDir(flagValue string, getenv func(string) string) (string, error) {
+func ExecDir(flagValue string, getenv func(string) string) (string, error) {
 	dir, from := flagValue, "--exec-dir"
 	if dir == "" {
 		dir, from = getenv(execstage.EnvExecDir), execstage.EnvExecDir
@@ -37,8 +37,8 @@ func devExecDir(flagValue string, getenv func(string) string) (string, error) {
 	return abs, nil
 }
 
-// usesExec reports a spec with an exec stage.
-func usesExec(sp *spec.Job) bool {
+// UsesExec reports a spec with an exec stage.
+func UsesExec(sp *spec.Job) bool {
 	for _, st := range sp.Stages {
 		if len(st.Exec) > 0 {
 			return true
@@ -50,10 +50,10 @@ func usesExec(sp *spec.Job) bool {
 // execField is the field of a spec error about an exec stage's program.
 var execField = regexp.MustCompile(`^stages\[\d+\]\.exec`)
 
-// devExecHint is what dev adds to a refused spec whose exec stage names a
+// ExecHint is what dev adds to a refused spec whose exec stage names a
 // program the executor does not have, when no programs directory was
 // given: the control plane's own message speaks of deployed executors.
-func devExecHint(errs []spec.FieldError, execDir string) string {
+func ExecHint(errs []spec.FieldError, execDir string) string {
 	if execDir != "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package cli
+package devrun
 
 import (
 	"os"
@@ -43,7 +43,7 @@ func TestDevExecDir(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := devExecDir(tc.flag, func(k string) string {
+			got, err := ExecDir(tc.flag, func(k string) string {
 				if k == "BATCHWORK_EXEC_DIR" {
 					return tc.env
 				}
@@ -56,7 +56,7 @@ func TestDevExecDir(t *testing.T) {
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("devExecDir = %q, %v; want %q", got, err, tc.want)
+				t.Fatalf("ExecDir = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}
@@ -67,13 +67,13 @@ func TestDevExecDir(t *testing.T) {
 func TestDevExecHint(t *testing.T) {
 	t.Parallel()
 	execErr := []spec.FieldError{{Field: "stages[1].exec[0]", Message: "no executor here runs programs"}}
-	if h := devExecHint(execErr, ""); !strings.Contains(h, "--exec-dir") {
+	if h := ExecHint(execErr, ""); !strings.Contains(h, "--exec-dir") {
 		t.Errorf("hint %q does not name --exec-dir", h)
 	}
-	if h := devExecHint(execErr, "/p"); h != "" {
+	if h := ExecHint(execErr, "/p"); h != "" {
 		t.Errorf("hint %q with a programs directory given", h)
 	}
-	if h := devExecHint([]spec.FieldError{{Field: "stages[0].task", Message: "unknown"}}, ""); h != "" {
+	if h := ExecHint([]spec.FieldError{{Field: "stages[0].task", Message: "unknown"}}, ""); h != "" {
 		t.Errorf("hint %q for a task error", h)
 	}
 }

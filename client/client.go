@@ -1,0 +1,239 @@
+// Package client calls Batchwork's HTTP API from Go: a deployed stack's
+// API Gateway, with requests signed by SigV4 from the AWS credential chain,
+// or the local runner, with the owner header and the runner's token.
+//
+// A Client sends one request and decodes its JSON answer (Call), retrying
+// throttling, gateway errors and network errors with backoff. Its errors
+// say what went wrong in types a caller can act on: *APIError (the API
+// answered with an error), *AuthError (no usable credentials or token) and
+// *NetError (no answer). The batchwork command is built on it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/spec"
+)
+
+// OwnerHeader is the identity header the local runner trusts on loopback.
+const OwnerHeader = "X-Batchwork-Owner"
+
+// APIError is an error answer of the API.
+type APIError struct {
+	Status  int
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field"`
+	// Errors lists every problem of an invalid spec.
+	Errors []spec.FieldError `json:"errors"`
+}
+
+func (e *APIError) Error() string {
+	// A bad parameter's message reads after its name ("limit: must be...").
+	if e.Code == "invalid_request" && e.Field != "" && !strings.HasPrefix(e.Message, e.Field) {
+		return e.Field + ": " + e.Message
+	}
+	return e.Message
+}
+
+// AuthError is a request that could not be authenticated before it was
+// sent: no AWS credentials or configuration, or a local token file that
+// is there but unusable.
+type AuthError struct{ Err error }
+
+func (e *AuthError) Error() string { return e.Err.Error() }
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// NetError is a request that got no answer from the API at Endpoint.
+type NetError struct {
+	Err      error
+	Endpoint string
+	// Hint, when set, ends the message: what the caller may check.
+	Hint string
+}
+
+func (e *NetError) Error() string {
+	msg := fmt.Sprintf("cannot reach the API at %s: %v", e.Endpoint, e.Err)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+func (e *NetError) Unwrap() error { return e.Err }
+
+// Client calls the API. Set its fields before the first call and leave
+// them alone after, as with http.Client.
+type Client struct {
+	// Endpoint is the API's base URL; a path in it prefixes every route.
+	Endpoint *url.URL
+	// HTTP sends the requests; nil is a client that follows no redirect.
+	HTTP *http.Client
+	// Signer authenticates each request; nil sends them as they are.
+	Signer Signer
+	// AuthHint, when set, is added to the message of a 401: how to give
+	// the credentials the caller did not find.
+	AuthHint string
+	// NetHint, when set, is added to the message of a NetError.
+	NetHint string
+	// Retries is how many times a request is sent again after a network
+	// error, throttling or a gateway error; 0 sends it once.
+	Retries int
+	// Sleep waits between tries; nil is Sleep.
+	Sleep func(context.Context, time.Duration) error
+	// UserAgent names the caller; "" is "batchwork-client".
+	UserAgent string
+}
+
+// Call sends one request and decodes a 2xx JSON answer into out (nil:
+// the answer is dropped). query and header may be nil; body, when not nil,
+// is JSON unless header names another Content-Type. Every request is
+// retried on network errors, throttling and 5xx gateway errors, with
+// Backoff, up to Retries times: send through Call only what the API treats
+// idempotently (every GET, a submission with its Idempotency-Key, a
+// cancel). An error answer is an *APIError.
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header, out any) error {
+	u := *c.Endpoint
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = query.Encode()
+	hc, sleep, agent := c.HTTP, c.Sleep, c.UserAgent
+	if hc == nil {
+		hc = &http.Client{CheckRedirect: noRedirects}
+	}
+	if sleep == nil {
+		sleep = Sleep
+	}
+	if agent == "" {
+		agent = "batchwork-client"
+	}
+	var lastErr error
+	for attempt := 0; attempt <= c.Retries; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, Backoff(attempt)); err != nil {
+				return err
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, vs := range header {
+			req.Header[k] = vs
+		}
+		if body != nil && req.Header.Get("Content-Type") == "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("User-Agent", agent)
+		if c.Signer != nil {
+			if err := c.Signer.Sign(ctx, req, body); err != nil {
+				return err
+			}
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			lastErr = c.netError(err)
+			continue
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err != nil {
+			lastErr = c.netError(err)
+			continue
+		}
+		switch {
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			if out == nil {
+				return nil
+			}
+			if err := json.Unmarshal(raw, out); err != nil {
+				return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
+			}
+			return nil
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway ||
+			resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
+			lastErr = decodeAPIError(resp.StatusCode, raw)
+			continue
+		}
+		e := decodeAPIError(resp.StatusCode, raw)
+		if e.Status == http.StatusUnauthorized && c.AuthHint != "" {
+			e.Message += " (" + c.AuthHint + ")"
+		}
+		return e
+	}
+	return lastErr
+}
+
+func (c *Client) netError(err error) *NetError {
+	return &NetError{Err: err, Endpoint: c.Endpoint.String(), Hint: c.NetHint}
+}
+
+func decodeAPIError(status int, raw []byte) *APIError {
+	e := &APIError{Status: status}
+	if err := json.Unmarshal(raw, e); err != nil || e.Message == "" {
+		// Not the API's error (a gateway's, a proxy's): say what came back.
+		msg := strings.TrimSpace(string(raw))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		e.Code, e.Message = "http_"+fmt.Sprint(status), fmt.Sprintf("%s: %s", http.StatusText(status), msg)
+	}
+	return e
+}
+
+// Backoff is the wait before the given try (1 for the first retry): 200
+// ms, doubling.
+func Backoff(attempt int) time.Duration {
+	return time.Duration(200<<(attempt-1)) * time.Millisecond
+}
+
+// Sleep waits d, or until ctx ends (then it returns ctx's error).
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// noRedirects keeps requests where the caller sent them: a redirect would
+// carry the owner header, a session token and the body to wherever the
+// server names, https or not. The API never redirects.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// IsLoopback reports whether the endpoint is on this machine: there the
+// local runner is, and it takes the owner header instead of signatures.
+func IsLoopback(u *url.URL) bool {
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// RegionOfHost reads the region of "<api>.execute-api.<region>.amazonaws.com"
+// ("" for any other host).
+func RegionOfHost(host string) string {
+	parts := strings.Split(host, ".")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "execute-api" {
+			return parts[i+1]
+		}
+	}
+	return ""
+}
