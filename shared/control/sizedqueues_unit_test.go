@@ -117,7 +117,8 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.sendCopy(r.ctx, jsp, ref0); err != nil {
+	// A copy's message, as the sweep sends it (tasks.Copies.Speculate).
+	if err := r.svc.queue.SendBatch(r.ctx, r.svc.ReadyQueue(r.ctx, jsp, ref0), []queue.Send{{Body: ref0.String() + batch.CopyMarker}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.svc.Resend(r.ctx, ref1, 0); err != nil {

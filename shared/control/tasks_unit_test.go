@@ -13,7 +13,6 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 	"github.com/google/go-cmp/cmp"
@@ -731,33 +730,6 @@ func TestFailFencedAndTruncated(t *testing.T) {
 			t.Errorf("stored error of %d bytes, want an ellipsis and the cause's last bytes, %d in all", len(got), MaxErrorLen)
 		}
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	sp, err := spec.Parse([]byte(oneStage(1, 3, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := New(Config{}, nil, nil, nil, nil)
-	svc.Jitter = func(time.Duration) time.Duration { return 0 }
-	for _, c := range []struct {
-		attempt int
-		want    time.Duration
-	}{
-		{1, 2 * time.Second},
-		{2, 4 * time.Second},
-		{5, 32 * time.Second},
-		{16, 65536 * time.Second},             // 18.2h, under the cap
-		{17, time.Duration(spec.MaxBackoff)},  // 36.4h, capped
-		{100, time.Duration(spec.MaxBackoff)}, // the shift itself is bounded
-	} {
-		t.Run(fmt.Sprint(c.attempt), func(t *testing.T) {
-			if got := svc.backoff(sp, 0, c.attempt); got != c.want {
-				t.Errorf("backoff after attempt %d = %v, want %v", c.attempt, got, c.want)
-			}
-		})
-	}
 }
 
 // A dead executor's messages come back just as the takeover guard allows

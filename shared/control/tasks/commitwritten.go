@@ -1,6 +1,10 @@
-package control
+package tasks
 
-import "context"
+import (
+	"context"
+
+	"github.com/batchwork/batchwork/shared/control/kernel"
+)
 
 // CommitWritten is CommitWith for the in-installation runner that has just
 // written the attempt's outputs itself: each of outputs 0..r.Outputs-1 was
@@ -10,6 +14,6 @@ import "context"
 // output). Only code in this process can call it; a remote executor's
 // commit (RemoteCommit, the commit function) is not trusted and is always
 // checked against S3.
-func (s *Service) CommitWritten(ctx context.Context, c Claim, r CommitResult) error {
+func (s *Lifecycle) CommitWritten(ctx context.Context, c kernel.Claim, r CommitResult) error {
 	return s.commit(ctx, c, r)
 }

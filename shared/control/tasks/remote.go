@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -34,15 +35,15 @@ type RemoteClaim struct {
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
-func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
+func (s *Lifecycle) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
 	body, isCopy := IsCopyMessage(req.Task)
 	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	var c Claim
+	var c kernel.Claim
 	if isCopy {
-		c, err = s.ClaimCopy(ctx, ref)
+		c, err = s.copies.ClaimCopy(ctx, ref)
 	} else {
 		c, err = s.Claim(ctx, ref)
 	}
@@ -63,7 +64,7 @@ type RemoteCommitRequest struct {
 
 // RemoteCommit commits for a remote executor (the commit Lambda). The
 // token is the fence, exactly as for an in-process executor.
-func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) error {
+func (s *Lifecycle) RemoteCommit(ctx context.Context, req RemoteCommitRequest) error {
 	ref, err := batch.ParseTaskRef(req.Claim.Task)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) err
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", ref, err)
 	}
-	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed, Watched: req.Claim.Watched},
+	c := kernel.Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed, Watched: req.Claim.Watched},
 		Speculative: req.Claim.Speculative}
 	return s.CommitWith(ctx, c, CommitResult{Outputs: req.Outputs, RecordsIn: req.RecordsIn, RecordsOut: req.RecordsOut})
 }
