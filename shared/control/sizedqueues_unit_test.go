@@ -103,7 +103,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 		t.Fatalf("materialization sent %v, want %v", got, want)
 	}
 
-	d, err := r.svc.FailClass(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: batch.ClassOutOfMemory})
+	d, err := r.svc.Fail(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: batch.ClassOutOfMemory})
 	if err != nil || !d.Retry || d.Memory != 4<<30 {
 		t.Fatalf("out of memory: %+v, %v; want a retry at 4GiB", d, err)
 	}

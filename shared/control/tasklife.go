@@ -34,8 +34,8 @@ type (
 	// RemoteClaim is a claim as a remote executor holds it
 	// (tasks.RemoteClaim).
 	RemoteClaim = tasks.RemoteClaim
-	// RemoteCommitRequest commits a remote executor's attempt
-	// (tasks.RemoteCommitRequest).
+	// RemoteCommitRequest is a remote executor's commit; CommitArgs is
+	// what it commits (tasks.RemoteCommitRequest).
 	RemoteCommitRequest = tasks.RemoteCommitRequest
 )
 
@@ -90,40 +90,17 @@ func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (Remo
 func (s *Service) Heartbeat(ctx context.Context, c Claim) error { return s.tasks.Heartbeat(ctx, c) }
 
 // Commit commits the holder's attempt (tasks.Lifecycle.Commit).
-func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
-	return s.tasks.Commit(ctx, c, outputs)
-}
-
-// CommitWith is Commit with record counts (tasks.Lifecycle.CommitWith).
-func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error {
-	return s.tasks.CommitWith(ctx, c, r)
-}
-
-// CommitWritten commits outputs this process wrote itself
-// (tasks.Lifecycle.CommitWritten).
-func (s *Service) CommitWritten(ctx context.Context, c Claim, r CommitResult) error {
-	return s.tasks.CommitWritten(ctx, c, r)
-}
-
-// RemoteCommit commits for a remote executor
-// (tasks.Lifecycle.RemoteCommit).
-func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) error {
-	return s.tasks.RemoteCommit(ctx, req)
+func (s *Service) Commit(ctx context.Context, c Claim, r CommitResult) error {
+	return s.tasks.Commit(ctx, c, r)
 }
 
 // FlushCounts writes the counts waiting for their batch
 // (tasks.Lifecycle.FlushCounts).
 func (s *Service) FlushCounts(ctx context.Context) error { return s.tasks.FlushCounts(ctx) }
 
-// Fail records a task function's error (tasks.Lifecycle.Fail).
-func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, error) {
-	return s.tasks.Fail(ctx, c, cause)
-}
-
-// FailClass records a failed attempt by its class
-// (tasks.Lifecycle.FailClass).
-func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decision, error) {
-	return s.tasks.FailClass(ctx, c, p)
+// Fail records the holder's failed attempt (tasks.Lifecycle.Fail).
+func (s *Service) Fail(ctx context.Context, c Claim, p FailParams) (Decision, error) {
+	return s.tasks.Fail(ctx, c, p)
 }
 
 // CanCheckpoint says whether checkpoints can be recorded

@@ -32,13 +32,13 @@ var attemptKinds = map[batch.ErrorClass]batch.AttemptEndKind{
 	batch.ClassOutOfMemory:  batch.AttemptOutOfMemory,
 }
 
-// FailClass records the holder's failed attempt by its class. A permanent
+// Fail records the holder's failed attempt by its class. A permanent
 // error fails the task, its stage and its job at once (sm.TaskFailPermanent),
 // whatever attempts are left. Otherwise, with attempts left, the task goes
 // back to READY after an exponential backoff with jitter (an out-of-memory
 // attempt's retry on the next executor size up, within the stage's
 // maxMemory); without, the task fails with its error.
-func (s *Lifecycle) FailClass(ctx context.Context, c kernel.Claim, p FailParams) (Decision, error) {
+func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Decision, error) {
 	if d, done, err := s.copies.failBesideCopy(ctx, c, p.Cause); done { // speculation.go
 		return d, err
 	}

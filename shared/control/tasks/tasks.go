@@ -231,15 +231,6 @@ func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")
 
-// Commit makes the holder's attempt authoritative: it checks the attempt's
-// outputs exist, then commits the task and counts its stage down in one
-// transaction, then completes the stage if this was its last task. A retry
-// after a lost response recognises its own success and finishes the
-// follow-up steps.
-func (s *Lifecycle) Commit(ctx context.Context, c kernel.Claim, outputs int) error {
-	return s.CommitWith(ctx, c, CommitResult{Outputs: outputs})
-}
-
 // CommitResult is what an executor reports when it commits: its output
 // count and, where it counted them, the records it read and wrote.
 type CommitResult struct {
@@ -248,13 +239,27 @@ type CommitResult struct {
 	// BadRecords is how many records the attempt rejected: added to its
 	// stage's count, within the stage's maxBadRecords (dynamo/badrecords.go).
 	BadRecords int64
+	// WrittenHere: this process wrote each of outputs 0..Outputs-1 itself,
+	// in this attempt, with If-None-Match: * at the attempt's own key, and
+	// the put succeeded or answered 412 (the object is there). S3 has then
+	// already said they exist, and the commit skips its listing (one
+	// ListObjectsV2 per task with output). Only code in this process sets
+	// it: a remote executor's commit (RemoteCommitRequest) is not trusted
+	// and is always checked against S3.
+	WrittenHere bool
 }
 
-// CommitWith is Commit with record counts, which are kept on the task and
-// summed on the stage's counters for the job's status.
-func (s *Lifecycle) CommitWith(ctx context.Context, c kernel.Claim, r CommitResult) error {
-	if err := s.checkOutputs(ctx, c, r.Outputs); err != nil {
-		return err
+// Commit makes the holder's attempt authoritative: it checks the attempt's
+// outputs exist (unless r.WrittenHere), then commits the task, keeping its
+// record counts and summing them on the stage's counters for the job's
+// status, and counts its stage down in one transaction, then completes
+// the stage if this was its last task. A retry after a lost response
+// recognises its own success and finishes the follow-up steps.
+func (s *Lifecycle) Commit(ctx context.Context, c kernel.Claim, r CommitResult) error {
+	if !r.WrittenHere {
+		if err := s.checkOutputs(ctx, c, r.Outputs); err != nil {
+			return err
+		}
 	}
 	return s.commit(ctx, c, r)
 }
@@ -283,7 +288,7 @@ func (s *Lifecycle) checkOutputs(ctx context.Context, c kernel.Claim, outputs in
 	return nil
 }
 
-// commit is CommitWith once the outputs are known to exist.
+// commit is Commit once the outputs are known to exist.
 func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) error {
 	start := time.Now() // the commit's latency, for metrics
 	outputs := r.Outputs
@@ -363,12 +368,6 @@ type Decision struct {
 	// Memory, when set, is the executor size the retry runs on (an
 	// out-of-memory attempt's escalation, kernel/taskmemory.go).
 	Memory spec.Size
-}
-
-// Fail records a task function's error, as an ordinary (retried) error:
-// FailClass with batch.ClassError.
-func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, cause string) (Decision, error) {
-	return s.FailClass(ctx, c, FailParams{Cause: cause, Class: batch.ClassError})
 }
 
 // backoff is base * 2^(attempt-1) plus up to half of that again as jitter,
