@@ -246,7 +246,7 @@ type fenceAtCommit struct {
 	t     *testing.T
 }
 
-func (f *fenceAtCommit) CommitWritten(ctx context.Context, c control.Claim, r control.CommitResult) error {
+func (f *fenceAtCommit) Commit(ctx context.Context, c control.Claim, r control.CommitResult) error {
 	f.once.Do(func() {
 		f.clk.Advance(f.lease + sm.LeaseSkew + time.Second)
 		if _, err := f.Service.Claim(ctx, c.Task.Ref); err != nil {
@@ -254,7 +254,7 @@ func (f *fenceAtCommit) CommitWritten(ctx context.Context, c control.Claim, r co
 		}
 		f.clk.Advance(f.lease + sm.LeaseSkew + time.Second) // and that claim's holder dies too
 	})
-	return f.Service.CommitWritten(ctx, c, r)
+	return f.Service.Commit(ctx, c, r)
 }
 
 // A fenced attempt's rejected records are written (before its commit) but
@@ -336,7 +336,7 @@ func TestBadRecordCountGuardUnderConcurrentCommits(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					errs[p] = e.r.Service.CommitWith(ctx, c, control.CommitResult{BadRecords: tc.perTask[p]})
+					errs[p] = e.r.Service.Commit(ctx, c, control.CommitResult{BadRecords: tc.perTask[p]})
 				}()
 			}
 			wg.Wait()

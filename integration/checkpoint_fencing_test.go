@@ -187,7 +187,7 @@ func TestResumeReadsOnlyTheTasksOwnSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.r.Service.Fail(ctx, c, "injected failure after a forged checkpoint"); err != nil {
+	if _, err := e.r.Service.Fail(ctx, c, control.FailParams{Cause: "injected failure after a forged checkpoint"}); err != nil {
 		t.Fatal(err)
 	}
 	run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()}
@@ -308,7 +308,7 @@ func TestFencedCheckpointObjectsTagged(t *testing.T) {
 	if err := e.r.Service.Checkpoint(ctx, c, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.r.Service.Fail(ctx, c, "lost"); err != nil {
+	if _, err := e.r.Service.Fail(ctx, c, control.FailParams{Cause: "lost"}); err != nil {
 		t.Fatal(err)
 	}
 	if c2 := mustClaim(t, e.r.Service, ref); c2.Task.Attempt != 2 {

@@ -234,11 +234,11 @@ func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 		t.Fatalf("second claim: got %v, want ClaimHeldError", err)
 	}
 	putOutput(t, e, c, "out\n")
-	if err := e.r.Service.Commit(ctx, c, 1); err != nil {
+	if err := e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	// A repeated commit (a retry) succeeds without counting twice.
-	if err := e.r.Service.Commit(ctx, c, 1); err != nil {
+	if err := e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatalf("repeated commit: %v", err)
 	}
 	if _, err := e.r.Service.Claim(ctx, ref); !errors.Is(err, batch.ErrAlreadyDone) {
@@ -293,7 +293,7 @@ func TestCrashedExecutorIsFenced(t *testing.T) {
 		t.Fatalf("job %s: %+v", st.State, st)
 	}
 	// The dead executor's late commit is fenced.
-	if err := e.r.Service.Commit(ctx, stale, 1); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("late commit: got %v, want a stale claim", err)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)

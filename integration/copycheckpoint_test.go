@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -42,7 +43,7 @@ func TestCopyCheckpointsFencedByItsOwnToken(t *testing.T) {
 
 	// The holder fails: it yields the task to the copy, whose next
 	// checkpoint is the task's.
-	if _, err := r.svc.Fail(ctx, orig, "holder boom"); err != nil {
+	if _, err := r.svc.Fail(ctx, orig, control.FailParams{Cause: "holder boom"}); err != nil {
 		t.Fatalf("holder's failure beside its copy: %v", err)
 	}
 	if err := r.svc.Checkpoint(ctx, orig, 3, 250); !errors.Is(err, batch.ErrStaleClaim) {
@@ -57,7 +58,7 @@ func TestCopyCheckpointsFencedByItsOwnToken(t *testing.T) {
 
 	// The copy fails too: the retry resumes from the copy's checkpoint,
 	// and the fenced copy's later checkpoint is refused.
-	if d, err := r.svc.Fail(ctx, cp, "copy boom"); err != nil || !d.Retry {
+	if d, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil || !d.Retry {
 		t.Fatalf("copy's failure as the task's holder: %+v %v, want a retry", d, err)
 	}
 	if err := r.svc.Checkpoint(ctx, cp, 3, 400); !errors.Is(err, batch.ErrStaleClaim) {

@@ -41,7 +41,7 @@ func TestStatusCountsSpeculativeCopies(t *testing.T) {
 	// One copy wins; the other's holder commits first.
 	r.commit(t, cp6)
 	r.commit(t, r.claims[7])
-	if err := r.svc.Commit(ctx, cp7, 1); err == nil {
+	if err := r.svc.Commit(ctx, cp7, control.CommitResult{Outputs: 1}); err == nil {
 		t.Fatal("the losing copy's commit was accepted")
 	}
 	r.clk.Advance(time.Second)

@@ -205,7 +205,7 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 						}
 					}
 				}
-				err = svc.Commit(ctx, c, 0)
+				err = svc.Commit(ctx, c, control.CommitResult{Outputs: 0})
 				if p == 0 && err == nil {
 					t.Fatal("the commit whose count failed succeeded")
 				}
@@ -301,7 +301,7 @@ func TestCountsLostWithTheirProcessAreCountedBySweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := dying.Commit(ctx, c, 0); err != nil {
+		if err := dying.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestRedeliveryFinishesTheFollowUpOfADeadLastCommitter(t *testing.T) {
 		if p == n-1 {
 			svc = dying
 		}
-		if err := svc.Commit(ctx, c, 0); err != nil && p != n-1 {
+		if err := svc.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil && p != n-1 {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -26,7 +27,7 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
 	for p := range 2 {
 		c := mustClaim(t, claimer, ref(p))
-		if err := claimer.Commit(ctx, c, 0); err != nil {
+		if err := claimer.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil {
 			t.Fatalf("commit %s: %v", ref(p), err)
 		}
 	}

@@ -56,7 +56,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.r.Service.Commit(ctx, c, 0); err != nil {
+		if err := e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 				Input: in, At: at, Give: give, MaxAttempts: 3, MaxTotal: 1000, Now: time.Now(), Due: time.Now().Add(time.Minute),
 			})
 			if between == nil {
-				between = e.r.Service.Commit(ctx, giver, 0)
+				between = e.r.Service.Commit(ctx, giver, control.CommitResult{Outputs: 0})
 			}
 			res := out.Result.(*dynamodb.BatchGetItemOutput)
 			res.UnprocessedKeys = map[string]types.KeysAndAttributes{table: {Keys: later, ConsistentRead: aws.Bool(true)}}

@@ -205,7 +205,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 	}
 
 	// The giver fails; its next attempt reads only what it kept.
-	if _, err := e.r.Service.Fail(ctx, c, "boom"); err != nil {
+	if _, err := e.r.Service.Fail(ctx, c, control.FailParams{Cause: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	var c2 control.Claim

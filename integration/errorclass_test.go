@@ -187,7 +187,7 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 	stale := first
 	mu.Unlock()
 	putOutput(t, e, stale, "stale\n")
-	if err := e.r.Service.Commit(ctx, stale, 1); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
 		t.Fatalf("late commit of the timed-out attempt: %v, want ErrStaleClaim", err)
 	}
 

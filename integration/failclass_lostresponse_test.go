@@ -53,7 +53,7 @@ func TestClassedFailureWithLostResponse(t *testing.T) {
 				}
 				return false
 			}})
-			d, err := e.r.Service.FailClass(ctx, c, control.FailParams{Cause: "timed out after 1s", Class: tt.class})
+			d, err := e.r.Service.Fail(ctx, c, control.FailParams{Cause: "timed out after 1s", Class: tt.class})
 			if inj.Total() != 1 {
 				t.Fatalf("%d faults injected, want 1", inj.Total())
 			}

@@ -57,7 +57,7 @@ func TestTransactionConflictsAreRetried(t *testing.T) {
 			id := e.submit("c", []byte(`{"name":"c","stages":[{"name":"s","task":"x","maxBadRecords":3,"partitions":{"count":1}}]}`))
 			c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id})
 			putOutput(t, e, c, "out\n")
-			if err := e.r.Service.CommitWith(context.Background(), c, control.CommitResult{Outputs: 1, BadRecords: 1}); err != nil {
+			if err := e.r.Service.Commit(context.Background(), c, control.CommitResult{Outputs: 1, BadRecords: 1}); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			assertCommittedOnce(t, e, id, 0, 1, 1)

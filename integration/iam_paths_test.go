@@ -26,7 +26,7 @@ import (
 // on a context tagged with the function, so the IAM check (iam_test.go)
 // sees every action each role needs. Setup and assertions use untagged
 // contexts and so are not counted. The claim and commit cases call what
-// functions/claim and functions/commit call (RemoteClaim, RemoteCommit).
+// functions/claim and functions/commit call (RemoteClaim; RemoteCommitRequest.CommitArgs and Commit).
 
 // iamRig is one case's installation with a hand-driven control plane on
 // a test clock.
@@ -35,6 +35,16 @@ type iamRig struct {
 	clk  *testClock
 	logs *logCounter
 	svc  *control.Service
+}
+
+// remoteCommit commits as the commit function does: the request's claim
+// and result, its outputs checked against S3.
+func remoteCommit(ctx context.Context, svc *control.Service, req control.RemoteCommitRequest) error {
+	c, res, err := req.CommitArgs(ctx, svc.CachedSpec)
+	if err != nil {
+		return err
+	}
+	return svc.Commit(ctx, c, res)
 }
 
 func newIAMRig(t *testing.T) *iamRig {
@@ -158,7 +168,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 				if err := r.e.r.Blob.PutIfAbsent(bg, key, []byte("out\n")); err != nil {
 					t.Fatal(err)
 				}
-				if err := r.svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
+				if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
 					t.Fatalf("commit %s: %v", ref, err)
 				}
 			}
@@ -170,7 +180,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			ref, lost := r.lostAttempt(t, 2)
 			mustClaim(t, r.svc, ref) // another executor's attempt 2
 			stale := control.RemoteClaim{Task: ref.String(), Token: lost.Task.Token, Attempt: lost.Task.Attempt, Lease: lost.Lease}
-			if err := r.svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
 				t.Fatalf("late commit: %v, want a stale claim", err)
 			}
 			r.wantTagged(t, lost)
@@ -207,7 +217,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			if err := r.e.r.Blob.PutIfAbsent(context.Background(), blob.OutputKey(id, "a", 0, c.Attempt, 0), []byte("out\n")); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
+			if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			if n := len(stageTasks(t, r.e, id, 1)); n != 1 {

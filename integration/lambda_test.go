@@ -81,7 +81,7 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 	// duplicate); task 3 is held by a live executor elsewhere.
 	c2 := mustClaim(t, e.r.Service, ref(2))
 	putOutput(t, e, c2, "two\n")
-	if err := e.r.Service.Commit(ctx, c2, 1); err != nil {
+	if err := e.r.Service.Commit(ctx, c2, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatal(err)
 	}
 	held := mustClaim(t, e.r.Service, ref(3))

@@ -170,7 +170,7 @@ func TestLateFailAfterJobDeletion(t *testing.T) {
 		}
 		claims = append(claims, c)
 	}
-	if _, err := svc.Fail(ctx, claims[0], "first"); err != nil {
+	if _, err := svc.Fail(ctx, claims[0], control.FailParams{Cause: "first"}); err != nil {
 		t.Fatalf("fail partition 0: %v", err)
 	}
 	if st := jobState(t, svc, id); st.State != string(sm.JobFailed) {
@@ -200,7 +200,7 @@ func TestLateFailAfterJobDeletion(t *testing.T) {
 	// A process that has not read the stage's plan: the sweep, or a
 	// fresh executor host.
 	late := newService(e, testTimings, ds, e.r.Queue, clk, logs.logger())
-	_, err := late.Fail(ctx, claims[1], "second")
+	_, err := late.Fail(ctx, claims[1], control.FailParams{Cause: "second"})
 	if !deleted {
 		t.Fatalf("the job was not deleted in the late release (fail: %v)", err)
 	}

@@ -160,7 +160,7 @@ func TestExecutorKilledForMemoryRetriesOnTheNextSize(t *testing.T) {
 				t.Fatalf("history %+v: want attempt 1 out_of_memory saying %q", historyOf(t, rig.e, id), tc.wantErr)
 			}
 			// The dead executor's late commit is fenced.
-			if err := rig.svc.Commit(ctx, first, 0); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
+			if err := rig.svc.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
 				t.Fatalf("the dead executor's commit: %v, want it fenced", err)
 			}
 			// The next claim (an executor of the raised size) runs attempt 2.
@@ -337,7 +337,7 @@ func TestDeadExecutorsHighMemoryTaskCommitsOnTheNextSize(t *testing.T) {
 	if len(tasks) != 1 || strings.Join(outcomes(tasks[0]), ",") != "out_of_memory,committed" || tasks[0].Memory != "2GiB" {
 		t.Fatalf("tasks %+v; want attempts out_of_memory, committed at 2GiB", tasks)
 	}
-	if err := e.r.Service.Commit(ctx, first, 0); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
 		t.Fatalf("the dead executor's late commit: %v, want it fenced", err)
 	}
 }

@@ -363,7 +363,7 @@ func TestPublishPathsOfEachFunction(t *testing.T) {
 			if err := e.r.Blob.PutIfAbsent(bg, blob.OutputKey(id, []string{"a", "b"}[stage], 0, c.Attempt, 0), []byte("out\n")); err != nil {
 				t.Fatal(err)
 			}
-			if err := svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
+			if err := remoteCommit(ctx, svc, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
 				t.Fatalf("commit %s: %v", ref, err)
 			}
 		}

@@ -228,7 +228,7 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 	wantHolders("after c/0's claim", owner, ref(c, 0))
 	wantHolders("after c/0's claim", dynamo.JobSlots(c), ref(c, 0))
 	// c/0 commits: both its slots are freed.
-	if err := rig.svc.Commit(ctx, cc, 0); err != nil {
+	if err := rig.svc.Commit(ctx, cc, control.CommitResult{Outputs: 0}); err != nil {
 		t.Fatalf("commit c/0: %v", err)
 	}
 	wantHolders("after c/0 committed", owner)

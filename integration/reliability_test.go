@@ -41,7 +41,7 @@ func TestLateCommitFencedByLiveNewerClaim(t *testing.T) {
 	if fresh.Task.Attempt != 2 {
 		t.Fatalf("takeover is attempt %d, want 2", fresh.Task.Attempt)
 	}
-	err := rig.svc.Commit(ctx, stale, 1)
+	err := rig.svc.Commit(ctx, stale, control.CommitResult{Outputs: 1})
 	if !errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("late commit against a live newer claim: got %v, want only ErrStaleClaim", err)
 	}
@@ -53,7 +53,7 @@ func TestLateCommitFencedByLiveNewerClaim(t *testing.T) {
 		t.Fatalf("task after the fenced commit: %s attempt %d; want CLAIMED by attempt 2", task.State, task.Attempt)
 	}
 	putOutput(t, e, fresh, "fresh\n")
-	if err := rig.svc.Commit(ctx, fresh, 1); err != nil {
+	if err := rig.svc.Commit(ctx, fresh, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatalf("commit of the live attempt: %v", err)
 	}
 	assertCommittedOnce(t, e, id, 0, 1, 2)
@@ -199,7 +199,7 @@ func TestLateCommitAfterCancelMovesNoStage(t *testing.T) {
 	if err := e.r.Store.EndJob(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	_ = rig.svc.Commit(ctx, c, 1) // a commit may land; what follows it must not
+	_ = rig.svc.Commit(ctx, c, control.CommitResult{Outputs: 1}) // a commit may land; what follows it must not
 	stages, err := e.r.Store.ListStages(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestCompletedStageLeavesTheSweepIndex(t *testing.T) {
 	id := submitTo(t, rig.svc, "idx", oneStage("idx", "work", 1))
 	c := mustClaim(t, dying, batch.TaskRef{Job: id})
 	putOutput(t, e, c, "x\n")
-	if err := dying.Commit(ctx, c, 1); !errors.Is(err, errCrash) {
+	if err := dying.Commit(ctx, c, control.CommitResult{Outputs: 1}); !errors.Is(err, errCrash) {
 		t.Fatalf("commit: %v, want the injected crash", err)
 	}
 	rig.clk.Advance(testTimings.CheckEvery + time.Second)
@@ -408,7 +408,7 @@ func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
 	}
 	assertCommittedOnce(t, e, id, 0, 1, 2)
-	if err := e.r.Service.Commit(ctx, first, 0); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
 		t.Fatalf("the dead executor's late commit: %v, want it fenced", err)
 	}
 }

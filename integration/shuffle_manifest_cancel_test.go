@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -26,14 +27,14 @@ func TestCancelledJobsShuffleStageHasNoManifest(t *testing.T) {
 		{"name":"reduce","task":"work","after":["map"]}]}`)
 	c0 := mustClaim(t, rig.svc, batch.TaskRef{Job: id, Partition: 0})
 	c1 := mustClaim(t, rig.svc, batch.TaskRef{Job: id, Partition: 1})
-	if err := rig.svc.Commit(ctx, c0, 0); err != nil {
+	if err := rig.svc.Commit(ctx, c0, control.CommitResult{Outputs: 0}); err != nil {
 		t.Fatal(err)
 	}
 	// The cancel's first write, and nothing after it.
 	if err := e.r.Store.EndJob(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	_ = rig.svc.Commit(ctx, c1, 0) // a commit may land; what follows it must not
+	_ = rig.svc.Commit(ctx, c1, control.CommitResult{Outputs: 0}) // a commit may land; what follows it must not
 	key := blob.StageManifestKey(id, "map")
 	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, batch.ErrNotFound) {
 		t.Fatalf("shuffle manifest of a cancelled job's stage after its late last commit: %v, want not found", err)

@@ -61,7 +61,7 @@ func TestCopyClaimedDuringCancelIsRefused(t *testing.T) {
 	cp.Task.Token = "the-refused-copy"
 	cp.Speculative = true
 	putOutput(t, r.e, cp, "copy after cancel\n")
-	if err := r.svc.Commit(ctx, cp, 1); err == nil {
+	if err := r.svc.Commit(ctx, cp, control.CommitResult{Outputs: 1}); err == nil {
 		t.Fatal("the refused copy committed")
 	}
 	if task := r.task(t, 3); task.State == sm.TaskSucceeded || task.CommittedAttempt != 0 {

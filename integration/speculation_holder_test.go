@@ -39,7 +39,7 @@ func TestHolderCheckpointsAndContinuesBesideCopy(t *testing.T) {
 			r.straggle(t, 1)
 			orig, cp := r.claims[3], r.claimCopy(t, 3)
 			if tc.copyFails {
-				if _, err := r.svc.FailClass(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
+				if _, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
 					t.Fatalf("copy's failure: %v", err)
 				}
 			}
@@ -107,13 +107,13 @@ func TestHolderFinalFailureAfterCopyIsItsOwn(t *testing.T) {
 			ctx := context.Background()
 			r.straggle(t, 1)
 			orig, cp := r.claims[3], r.claimCopy(t, 3)
-			if _, err := r.svc.FailClass(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
+			if _, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
 				t.Fatalf("copy's failure: %v", err)
 			}
 			if tc.expires {
 				r.clk.Advance(time.Hour)
 				mustSweep(t, r.svc)
-			} else if _, err := r.svc.FailClass(ctx, orig, control.FailParams{Cause: "holder boom"}); err != nil {
+			} else if _, err := r.svc.Fail(ctx, orig, control.FailParams{Cause: "holder boom"}); err != nil {
 				t.Fatalf("holder's failure: %v", err)
 			}
 			if task := r.task(t, 3); task.State != sm.TaskFailed {
@@ -153,7 +153,7 @@ func TestBadRecordCommitLostResponseCountsOnce(t *testing.T) {
 			inj.Once(faults.Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: faults.Lost})
 			var err error
 			for range 5 { // an executor repeats a call that got no answer
-				if err = e.r.Service.CommitWith(ctx, c, control.CommitResult{Outputs: 1, BadRecords: 3}); err == nil ||
+				if err = e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1, BadRecords: 3}); err == nil ||
 					errors.Is(err, batch.ErrTooManyBadRecords) || errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
 					break
 				}
@@ -216,7 +216,7 @@ func TestCancelStopsHolderAndCopy(t *testing.T) {
 	}
 	for _, c := range []control.Claim{orig, cp} {
 		putOutput(t, r.e, c, "late\n")
-		if err := r.svc.Commit(ctx, c, 1); err == nil {
+		if err := r.svc.Commit(ctx, c, control.CommitResult{Outputs: 1}); err == nil {
 			t.Fatalf("attempt %d of a cancelled task committed", c.Task.Attempt)
 		}
 	}
@@ -251,7 +251,7 @@ func TestVoidCopyRequestIsNotResent(t *testing.T) {
 	if got := r.copyMessages(t); len(got) != 1 {
 		t.Fatalf("copy messages %v, want one", got)
 	}
-	d, err := r.svc.FailClass(ctx, r.claims[3], control.FailParams{Cause: "boom"})
+	d, err := r.svc.Fail(ctx, r.claims[3], control.FailParams{Cause: "boom"})
 	if err != nil || !d.Retry {
 		t.Fatalf("holder's failure before its copy started: %+v, %v; want a retry", d, err)
 	}
@@ -276,7 +276,7 @@ func TestReclaimAfterCopyNotesHolderEnd(t *testing.T) {
 	ctx := context.Background()
 	r.straggle(t, 1)
 	orig, cp := r.claims[3], r.claimCopy(t, 3)
-	if _, err := r.svc.FailClass(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
+	if _, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil {
 		t.Fatalf("copy's failure: %v", err)
 	}
 	r.clk.Advance(time.Hour) // the holder's lease has long run out

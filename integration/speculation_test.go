@@ -48,7 +48,7 @@ func newSpeculationRig(t *testing.T, n, maxCopies int) *speculationRig {
 func (r *speculationRig) commit(t *testing.T, c control.Claim) {
 	t.Helper()
 	putOutput(t, r.e, c, fmt.Sprintf("attempt %d\n", c.Task.Attempt))
-	if err := r.svc.Commit(context.Background(), c, 1); err != nil {
+	if err := r.svc.Commit(context.Background(), c, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatalf("commit %s attempt %d: %v", c.Task.Ref, c.Task.Attempt, err)
 	}
 }
@@ -184,7 +184,7 @@ func TestSpeculativeCopyCommitsFirst(t *testing.T) {
 		t.Fatalf("job %s after the copy's commit, want SUCCEEDED", st.State)
 	}
 	putOutput(t, r.e, orig, "straggler\n")
-	if err := r.svc.Commit(ctx, orig, 1); !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := r.svc.Commit(ctx, orig, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("straggler's late commit: %v, want refused (ErrAlreadyDone)", err)
 	}
 	if err := r.svc.Heartbeat(ctx, orig); !errors.Is(err, batch.ErrStaleClaim) {
@@ -212,7 +212,7 @@ func TestSpeculativeCopyFencedWhenOriginalCommitsFirst(t *testing.T) {
 		t.Fatalf("copy heartbeat after the original committed: %v, want ErrStaleClaim", err)
 	}
 	putOutput(t, r.e, cp, "copy\n")
-	if err := r.svc.Commit(ctx, cp, 1); !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := r.svc.Commit(ctx, cp, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("copy's late commit: %v, want refused (ErrAlreadyDone)", err)
 	}
 	if st := jobState(t, r.svc, r.job); st.State != string(sm.JobSucceeded) {
@@ -247,7 +247,7 @@ func TestSpeculativeFailureBesideLiveCopy(t *testing.T) {
 			if tc.copyFails {
 				failing, winner = cp, orig
 			}
-			d, err := r.svc.FailClass(ctx, failing, control.FailParams{Cause: "boom", Class: batch.ClassError})
+			d, err := r.svc.Fail(ctx, failing, control.FailParams{Cause: "boom", Class: batch.ClassError})
 			if err != nil || d.Retry {
 				t.Fatalf("failure beside a live claim: %+v, %v; want no retry, no error", d, err)
 			}
@@ -300,7 +300,7 @@ func TestSpeculationRespectsMaxCopies(t *testing.T) {
 		t.Fatalf("%d tasks copied, want 2", len(copied))
 	}
 	cp := r.claimCopy(t, copied[0])
-	if _, err := r.svc.FailClass(ctx, cp, control.FailParams{Cause: "copy failed"}); err != nil {
+	if _, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy failed"}); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.Advance(time.Second)
@@ -339,7 +339,7 @@ func TestNoSpeculationBeforeQuantileOrWithoutSpec(t *testing.T) {
 	plain.clk.Advance(10 * time.Second)
 	for _, c := range claims[:3] {
 		putOutput(t, plain.e, c, "x\n")
-		if err := plain.svc.Commit(context.Background(), c, 1); err != nil {
+		if err := plain.svc.Commit(context.Background(), c, control.CommitResult{Outputs: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -388,7 +388,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 	}
 	clk.Advance(10 * time.Second)
 	for _, c := range claims[:n-slow] {
-		if err := persist(func() error { return svc.Commit(ctx, c, 1) }); err != nil {
+		if err := persist(func() error { return svc.Commit(ctx, c, control.CommitResult{Outputs: 1}) }); err != nil {
 			t.Fatalf("commit %s: %v", c.Task.Ref, err)
 		}
 	}
@@ -438,7 +438,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 		// Both claims commit at once.
 		wins := make(chan error, 2)
 		for _, c := range []control.Claim{claims[p], copies[0]} {
-			go func() { wins <- persist(func() error { return svc.Commit(ctx, c, 1) }) }()
+			go func() { wins <- persist(func() error { return svc.Commit(ctx, c, control.CommitResult{Outputs: 1}) }) }()
 		}
 		won := 0
 		for range 2 {

@@ -100,7 +100,7 @@ func TestLastCommitCompletesStage(t *testing.T) {
 		// Twice: a retried commit must neither count again nor miss the
 		// completion its first try may have won.
 		for try := 0; try < 2; try++ {
-			if err := e.r.Service.Commit(ctx, c, 1); err != nil {
+			if err := e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1}); err != nil {
 				t.Fatalf("commit %d try %d: %v", p, try, err)
 			}
 		}

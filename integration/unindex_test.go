@@ -43,7 +43,7 @@ func TestUnindexOfAFailedTaskKeepsARedrivesEntry(t *testing.T) {
 		return false
 	}})
 	c := mustClaim(t, failer, ref)
-	if _, err := failer.Fail(ctx, c, "boom"); err != nil {
+	if _, err := failer.Fail(ctx, c, control.FailParams{Cause: "boom"}); err != nil {
 		t.Fatalf("fail: %v", err)
 	}
 	if !redriven || redriveErr != nil {

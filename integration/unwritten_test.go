@@ -361,7 +361,7 @@ func TestStageCompletionReadsTheCountersOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("claim %d: %v", p, err)
 		}
-		if err := svc.Commit(ctx, c, 0); err != nil {
+		if err := svc.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil {
 			t.Fatalf("commit %d: %v", p, err)
 		}
 	}
@@ -390,7 +390,7 @@ func TestStaleFailedStateLeavesRedrivenTasksAlone(t *testing.T) {
 	id := submitTo(t, rig.svc, "stale", `{"name":"stale","stages":[{"name":"s","task":"work","partitions":{"count":2},"retry":{"maxAttempts":1}}]}`)
 	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
 	c := mustClaim(t, rig.svc, ref(0))
-	if _, err := rig.svc.Fail(ctx, c, "boom"); err != nil {
+	if _, err := rig.svc.Fail(ctx, c, control.FailParams{Cause: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := jobState(t, rig.svc, id).State; got != string(sm.JobFailed) {

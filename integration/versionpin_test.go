@@ -303,7 +303,7 @@ func TestInputVersionPinningPlanners(t *testing.T) {
 		if err := r.e.r.Blob.PutIfAbsent(bg, blob.OutputKey(id, "a", 0, c.Attempt, 0), []byte("out\n")); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.svc.RemoteCommit(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
+		if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {
 			t.Fatalf("commit %s: %v", ref, err)
 		}
 		wantPinned(t, r.e, id, 1, version)

@@ -18,6 +18,10 @@ func main() {
 func handler(w lambdaenv.Wired) func(context.Context, control.RemoteCommitRequest) error {
 	return func(ctx context.Context, req control.RemoteCommitRequest) error {
 		defer w.Metrics.Flush() // the process may be frozen after it returns
-		return w.Service.RemoteCommit(ctx, req)
+		c, res, err := req.CommitArgs(ctx, w.Service.CachedSpec)
+		if err != nil {
+			return err
+		}
+		return w.Service.Commit(ctx, c, res)
 	}
 }

@@ -44,17 +44,17 @@ type Claimer interface {
 
 // Committer commits an attempt whose outputs the runner published itself:
 // its own If-None-Match puts, or their 412s, prove the objects exist, so
-// CommitWritten skips listing them (a remote executor commits through the
-// commit function, which lists). FlushCounts may be unsupported (no counts are batched): messages are
+// its result says WrittenHere and the commit skips listing them (a remote
+// executor commits through the commit function, which lists). FlushCounts may be unsupported (no counts are batched): messages are
 // then deleted at once.
 type Committer interface {
-	CommitWritten(ctx context.Context, c control.Claim, r control.CommitResult) error
+	Commit(ctx context.Context, c control.Claim, r control.CommitResult) error
 	FlushCounts(ctx context.Context) error
 }
 
 // Failer records a failed attempt with its error's class.
 type Failer interface {
-	FailClass(ctx context.Context, c control.Claim, p control.FailParams) (control.Decision, error)
+	Fail(ctx context.Context, c control.Claim, p control.FailParams) (control.Decision, error)
 }
 
 // Checkpointer records checkpoints and continuations (checkpoint.go).

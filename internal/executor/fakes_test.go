@@ -71,7 +71,7 @@ func (f *fakeCP) Heartbeat(ctx context.Context, c control.Claim) error { return 
 
 var _ ControlPlane = (*fakeCP)(nil)
 
-func (f *fakeCP) CommitWritten(ctx context.Context, c control.Claim, _ control.CommitResult) error {
+func (f *fakeCP) Commit(ctx context.Context, c control.Claim, _ control.CommitResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (f *fakeCP) CommitWritten(ctx context.Context, c control.Claim, _ control.C
 	return nil
 }
 
-func (f *fakeCP) FailClass(ctx context.Context, c control.Claim, p control.FailParams) (control.Decision, error) {
+func (f *fakeCP) Fail(ctx context.Context, c control.Claim, p control.FailParams) (control.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return control.Decision{}, err
 	}

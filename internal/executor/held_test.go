@@ -31,7 +31,7 @@ func (l *liveCP) ExecutorAlive(ctx context.Context, id string) error {
 // retryCP fails every task with a retry, so its message is hidden.
 type retryCP struct{ *liveCP }
 
-func (r retryCP) FailClass(context.Context, control.Claim, control.FailParams) (control.Decision, error) {
+func (r retryCP) Fail(context.Context, control.Claim, control.FailParams) (control.Decision, error) {
 	return control.Decision{Retry: true, Delay: time.Minute}, nil
 }
 
@@ -174,7 +174,7 @@ type hangingHideCP struct {
 	*beatCountingCP
 }
 
-func (h hangingHideCP) FailClass(context.Context, control.Claim, control.FailParams) (control.Decision, error) {
+func (h hangingHideCP) Fail(context.Context, control.Claim, control.FailParams) (control.Decision, error) {
 	return control.Decision{Retry: true, Delay: time.Minute}, nil
 }
 

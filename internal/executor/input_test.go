@@ -76,11 +76,11 @@ func (f *inputCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, 
 	return c, err
 }
 
-func (f *inputCP) CommitWritten(ctx context.Context, c control.Claim, r control.CommitResult) error {
+func (f *inputCP) Commit(ctx context.Context, c control.Claim, r control.CommitResult) error {
 	f.mu.Lock()
 	f.result = &r
 	f.mu.Unlock()
-	return f.fakeCP.CommitWritten(ctx, c, r)
+	return f.fakeCP.Commit(ctx, c, r)
 }
 
 func gzipped(t *testing.T, s string) []byte {

@@ -2,7 +2,7 @@ package executor
 
 // Executor sizes (spec Resources): a stage names the memory its tasks
 // need, and an attempt that runs out of memory is retried on the next size
-// up (control.Service.FailClass). An executor knows its own size
+// up (control.Service.Fail). An executor knows its own size
 // (EnvExecutorMemory, which the construct sets on every executor it
 // deploys) and runs only tasks of that size: one of another size forwards
 // the task's message to its size's ready queue unclaimed, spending no

@@ -72,12 +72,14 @@ func countInput(t *Task) *lineCounter {
 // commit commits the attempt with its output count and the records read
 // and written (output lines).
 func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineCounter) error {
-	res := control.CommitResult{Outputs: r.objects(c, t)} // published.go
+	// Written here: the runner's own If-None-Match puts, or their 412s,
+	// proved each output exists (published.go).
+	res := control.CommitResult{Outputs: r.objects(c, t), WrittenHere: true}
 	if in != nil {
 		res.RecordsIn = in.records()
 	}
 	// Counted as written: a streamed partition is no longer in memory.
 	res.RecordsOut = t.Out.records()
 	res.BadRecords = t.Rejects.Count() // reject.go
-	return r.CP.CommitWritten(ctx, c, res)
+	return r.CP.Commit(ctx, c, res)
 }

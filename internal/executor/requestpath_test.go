@@ -12,7 +12,8 @@ import (
 )
 
 // commitRecorder is fakeCP that commits as control.Service does for its
-// own runner: it records how (CommitWritten) and with how many outputs.
+// own runner: it records how (written here or checked) and with how many
+// outputs.
 type commitRecorder struct {
 	*fakeCP
 	mu  sync.Mutex
@@ -27,14 +28,18 @@ func (c *commitRecorder) record(how string, r control.CommitResult) {
 	c.n = append(c.n, r.Outputs)
 }
 
-func (c *commitRecorder) CommitWritten(ctx context.Context, cl control.Claim, r control.CommitResult) error {
-	c.record("written", r)
-	return c.fakeCP.CommitWritten(ctx, cl, r)
+func (c *commitRecorder) Commit(ctx context.Context, cl control.Claim, r control.CommitResult) error {
+	how := "checked"
+	if r.WrittenHere {
+		how = "written"
+	}
+	c.record(how, r)
+	return c.fakeCP.Commit(ctx, cl, r)
 }
 
 // A task that writes nothing writes no object and commits no output; one
-// that writes commits what it put, through CommitWritten (no listing: its
-// own puts proved the objects exist).
+// that writes commits what it put, as written here (no listing: its own
+// puts proved the objects exist).
 func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -64,7 +69,7 @@ func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
 				t.Errorf("%d objects written, want %d", objects, tc.wantObjects)
 			}
 			if len(cp.how) != 1 || cp.how[0] != "written" || cp.n[0] != tc.wantOutputs {
-				t.Errorf("commits %v with outputs %v, want one CommitWritten of %d", cp.how, cp.n, tc.wantOutputs)
+				t.Errorf("commits %v with outputs %v, want one commit written here of %d", cp.how, cp.n, tc.wantOutputs)
 			}
 		})
 	}

@@ -303,7 +303,7 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 // retried while attempts are left (timeout.go).
 func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) Result {
 	cause := runErr.Error()
-	d, err := r.CP.FailClass(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
+	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
 	switch {
 	case errors.Is(err, batch.ErrStaleClaim):
 		return Result{Action: Leave, Err: err}

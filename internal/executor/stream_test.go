@@ -144,11 +144,11 @@ type recordsCP struct {
 	results []control.CommitResult
 }
 
-func (c *recordsCP) CommitWritten(ctx context.Context, cl control.Claim, res control.CommitResult) error {
+func (c *recordsCP) Commit(ctx context.Context, cl control.Claim, res control.CommitResult) error {
 	c.mu.Lock()
 	c.results = append(c.results, res)
 	c.mu.Unlock()
-	return c.fakeCP.CommitWritten(ctx, cl, res)
+	return c.fakeCP.Commit(ctx, cl, res)
 }
 
 const mib = 1 << 20

@@ -16,18 +16,18 @@ import (
 )
 
 // classCP is fakeCP that records failures with their class, as
-// control.Service.FailClass does.
+// control.Service.Fail does.
 type classCP struct {
 	*fakeCP
 	mu      sync.Mutex
 	classes []batch.ErrorClass
 }
 
-func (c *classCP) FailClass(ctx context.Context, cl control.Claim, p control.FailParams) (control.Decision, error) {
+func (c *classCP) Fail(ctx context.Context, cl control.Claim, p control.FailParams) (control.Decision, error) {
 	c.mu.Lock()
 	c.classes = append(c.classes, p.Class)
 	c.mu.Unlock()
-	return c.fakeCP.FailClass(ctx, cl, p)
+	return c.fakeCP.Fail(ctx, cl, p)
 }
 
 // An attempt's error reaches the control plane with its class: a stage's

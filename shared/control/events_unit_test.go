@@ -201,14 +201,14 @@ func TestEventsOfTransitions(t *testing.T) {
 		}},
 		{"a retried task has no event", func(r *unitRig) string {
 			id := r.submit(oneStage(1, 2, ""))
-			if d, err := r.svc.Fail(r.ctx, r.claim(taskRef(id, 0, 0)), "boom"); err != nil || !d.Retry {
+			if d, err := r.svc.Fail(r.ctx, r.claim(taskRef(id, 0, 0)), FailParams{Cause: "boom"}); err != nil || !d.Retry {
 				r.t.Fatalf("fail: %+v, %v; want a retry", d, err)
 			}
 			return id
 		}, []string{"Batchwork Job Submitted state=RUNNING counts=1/0/0/0"}},
 		{"a task fails after its last attempt", func(r *unitRig) string {
 			id := r.submit(oneStage(2, 1, ""))
-			if _, err := r.svc.Fail(r.ctx, r.claim(taskRef(id, 0, 1)), "boom"); err != nil {
+			if _, err := r.svc.Fail(r.ctx, r.claim(taskRef(id, 0, 1)), FailParams{Cause: "boom"}); err != nil {
 				r.t.Fatal(err)
 			}
 			return id

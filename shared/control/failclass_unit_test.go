@@ -60,14 +60,14 @@ func TestFailClassDecidesWhatFollows(t *testing.T) {
 			job := r.submit(sp)
 			ref := taskRef(job, 0, 0)
 			for _, cl := range c.earlier {
-				d, err := r.svc.FailClass(r.ctx, r.claim(ref), FailParams{Cause: "earlier", Class: cl})
+				d, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "earlier", Class: cl})
 				if err != nil || !d.Retry {
 					t.Fatalf("earlier failure: %+v, %v", d, err)
 				}
 				r.clock.Advance(d.Delay)
 			}
 			cl := r.claim(ref)
-			d, err := r.svc.FailClass(r.ctx, cl, FailParams{Cause: cause, Class: c.class})
+			d, err := r.svc.Fail(r.ctx, cl, FailParams{Cause: cause, Class: c.class})
 			if err != nil {
 				t.Fatalf("fail: %v", err)
 			}
@@ -114,13 +114,13 @@ func TestFailPermanentIsFenced(t *testing.T) {
 	cl := r.claim(ref)
 	stale := cl
 	stale.Task.Token = "not-the-token"
-	if _, err := r.svc.FailClass(r.ctx, stale, FailParams{Cause: "bad", Class: batch.ClassPermanent}); !errors.Is(err, batch.ErrStaleClaim) {
+	if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "bad", Class: batch.ClassPermanent}); !errors.Is(err, batch.ErrStaleClaim) {
 		t.Fatalf("stale permanent failure: %v, want a stale claim", err)
 	}
 	if got := r.task(ref); got.State != sm.TaskClaimed {
 		t.Fatalf("task %s after a stale permanent failure, want CLAIMED", got.State)
 	}
-	if _, err := r.svc.FailClass(r.ctx, cl, FailParams{Cause: "bad", Class: "bogus"}); err == nil {
+	if _, err := r.svc.Fail(r.ctx, cl, FailParams{Cause: "bad", Class: "bogus"}); err == nil {
 		t.Fatal("an unknown class was accepted")
 	}
 }

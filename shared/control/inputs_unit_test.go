@@ -259,7 +259,7 @@ func TestOwnJobAreaIsNotAnInput(t *testing.T) {
 	a := r.submit(oneStage(1, 2, ""))
 	first := r.claim(taskRef(a, 0, 0))
 	r.output(first, 1) // attempt 1 writes, then fails
-	if _, err := r.svc.Fail(r.ctx, first, "boom"); err != nil {
+	if _, err := r.svc.Fail(r.ctx, first, FailParams{Cause: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	r.clock.Advance(time.Minute)

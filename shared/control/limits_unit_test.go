@@ -175,7 +175,7 @@ func TestPagedManifests(t *testing.T) {
 				})
 			}
 			r.output(claims[6], 3)
-			if err := r.svc.Commit(r.ctx, claims[6], 3); (err != nil) != (c.failPut+c.perCall > 0) {
+			if err := r.svc.Commit(r.ctx, claims[6], CommitResult{Outputs: 3}); (err != nil) != (c.failPut+c.perCall > 0) {
 				t.Fatalf("last commit: %v", err)
 			}
 			for sweeps := 0; r.stage(job, 1).State == sm.StageBlocked; sweeps++ {

@@ -25,7 +25,7 @@ func TestAttemptsKeepExecutorAndStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.clock.Advance(3 * time.Second)
-	d, err := r.svc.Fail(WithExecutor(r.ctx, "exec-a"), c, "boom")
+	d, err := r.svc.Fail(WithExecutor(r.ctx, "exec-a"), c, FailParams{Cause: "boom"})
 	if err != nil || !d.Retry {
 		t.Fatalf("fail = %+v, %v; want a retry", d, err)
 	}

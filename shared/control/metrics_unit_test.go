@@ -63,12 +63,12 @@ func TestMetricsOfClaimCommitRetryFail(t *testing.T) {
 	r.commit(c, 1)
 
 	ref := taskRef(job, 0, 1)
-	d, err := r.svc.Fail(r.ctx, r.claim(ref), "boom")
+	d, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"})
 	if err != nil || !d.Retry {
 		t.Fatalf("first failure: %+v, %v; want a retry", d, err)
 	}
 	r.clock.Advance(d.Delay)
-	if d, err := r.svc.Fail(r.ctx, r.claim(ref), "boom again"); err != nil || d.Retry {
+	if d, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom again"}); err != nil || d.Retry {
 		t.Fatalf("last failure: %+v, %v; want no retry", d, err)
 	}
 	r.wantState(ref, sm.TaskFailed, sm.StageFailed, sm.JobFailed)

@@ -144,7 +144,7 @@ func TestPublishOutputs(t *testing.T) {
 				if p == 2 {
 					pb.setFault(c.fault)
 				}
-				err := r.svc.Commit(r.ctx, cl, 1)
+				err := r.svc.Commit(r.ctx, cl, CommitResult{Outputs: 1})
 				if err != nil && (c.fault == nil || p != 2) {
 					t.Fatalf("commit %d: %v", p, err)
 				}
@@ -312,7 +312,7 @@ func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
 				return nil
 			})
 		}
-		if err := r.svc.Commit(r.ctx, cl, 1); err != nil {
+		if err := r.svc.Commit(r.ctx, cl, CommitResult{Outputs: 1}); err != nil {
 			t.Fatalf("commit %d: %v", p, err)
 		}
 	}
@@ -423,7 +423,7 @@ func TestPublishThatNeverSucceedsEndsTheJob(t *testing.T) {
 	})
 	cl := r.claim(taskRef(job, 0, 0))
 	r.output(cl, 1)
-	_ = r.svc.Commit(r.ctx, cl, 1)
+	_ = r.svc.Commit(r.ctx, cl, CommitResult{Outputs: 1})
 	sweepErrs := 0
 	for range 48 { // a day of sweeps, every half hour
 		r.clock.Advance(30 * time.Minute)

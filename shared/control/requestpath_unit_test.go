@@ -134,13 +134,20 @@ func TestCommitListsOnlyWhatItMustCheck(t *testing.T) {
 		wantLists int
 		wantErr   error
 	}{
-		{"no outputs", 0, false, func(r *unitRig, c Claim, n int) error { return r.svc.CommitWith(r.ctx, c, CommitResult{Outputs: n}) }, 0, nil},
-		{"outputs, checked", 2, true, func(r *unitRig, c Claim, n int) error { return r.svc.CommitWith(r.ctx, c, CommitResult{Outputs: n}) }, 1, nil},
-		{"outputs missing, checked", 2, false, func(r *unitRig, c Claim, n int) error { return r.svc.CommitWith(r.ctx, c, CommitResult{Outputs: n}) }, 1, ErrOutputsMissing},
-		{"written by the runner", 2, true, func(r *unitRig, c Claim, n int) error { return r.svc.CommitWritten(r.ctx, c, CommitResult{Outputs: n}) }, 0, nil},
+		{"no outputs", 0, false, func(r *unitRig, c Claim, n int) error { return r.svc.Commit(r.ctx, c, CommitResult{Outputs: n}) }, 0, nil},
+		{"outputs, checked", 2, true, func(r *unitRig, c Claim, n int) error { return r.svc.Commit(r.ctx, c, CommitResult{Outputs: n}) }, 1, nil},
+		{"outputs missing, checked", 2, false, func(r *unitRig, c Claim, n int) error { return r.svc.Commit(r.ctx, c, CommitResult{Outputs: n}) }, 1, ErrOutputsMissing},
+		{"written by the runner", 2, true, func(r *unitRig, c Claim, n int) error {
+			return r.svc.Commit(r.ctx, c, CommitResult{WrittenHere: true, Outputs: n})
+		}, 0, nil},
 		{"remote executor, missing", 2, false, func(r *unitRig, c Claim, n int) error {
-			return r.svc.RemoteCommit(r.ctx, RemoteCommitRequest{Outputs: n, Claim: RemoteClaim{
-				Task: c.Task.Ref.String(), Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease}})
+			req := RemoteCommitRequest{Outputs: n, Claim: RemoteClaim{
+				Task: c.Task.Ref.String(), Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease}}
+			rc, res, err := req.CommitArgs(r.ctx, r.svc.CachedSpec)
+			if err != nil {
+				return err
+			}
+			return r.svc.Commit(r.ctx, rc, res)
 		}, 1, ErrOutputsMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -121,7 +121,7 @@ func (r *unitRig) output(c Claim, n int) {
 func (r *unitRig) commit(c Claim, n int) {
 	r.t.Helper()
 	r.output(c, n)
-	if err := r.svc.Commit(r.ctx, c, n); err != nil {
+	if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: n}); err != nil {
 		r.t.Fatalf("commit %s: %v", c.Task.Ref, err)
 	}
 }

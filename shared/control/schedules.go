@@ -105,7 +105,7 @@ func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.timerMessage(ctx, body) // a firing, or a continuation (stages/continuation.go)
+			errs[i] = s.timerMessage(ctx, body) // a firing, or a relay (stages/relay.go)
 		}()
 	}
 	wg.Wait()
@@ -115,7 +115,7 @@ func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
 // isTimerBody reports whether a (dead-lettered) message is a timer
 // queue's message.
 func isTimerBody(body string) bool {
-	_, cont := parseContinuation(body) // the sweep materializes its stage anyway
+	_, cont := parseRelay(body) // the sweep materializes its stage anyway
 	return schedules.IsTimerMessage(body) || cont
 }
 
@@ -175,11 +175,11 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 	return nil
 }
 
-// timerMessage handles one message of the timer queue: a continuation or
+// timerMessage handles one message of the timer queue: a relay or
 // a handed-off firing (FireTimer).
 func (s *Service) timerMessage(ctx context.Context, body string) error {
-	if c, ok := parseContinuation(body); ok {
-		return s.ContinueMaterialize(ctx, c)
+	if r, ok := parseRelay(body); ok {
+		return s.MaterializeRelay(ctx, r)
 	}
 	_, err := s.FireTimer(ctx, body)
 	return err

@@ -12,8 +12,8 @@ import (
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/control/tasks"
 	"github.com/batchwork/batchwork/shared/logs"
-	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -33,7 +33,7 @@ type Config struct {
 	FollowUpGrace time.Duration
 	// CountLinger, when set, batches this process's commit counts: a
 	// commit returns once its task is committed, and its count goes with
-	// the others of its counter within this long (countbatch.go). Zero:
+	// the others of its counter within this long (tasks/countbatch.go). Zero:
 	// every commit counts before it returns (processes that cannot flush
 	// after they answer).
 	CountLinger time.Duration
@@ -182,10 +182,6 @@ type Service struct {
 	Catalog   TaskCatalog
 	taskNames taskNameCache
 
-	// counts batches commit counts (countbatch.go); nil without
-	// Config.CountLinger.
-	counts *countBatcher
-
 	// firer holds the schedules and fires them (schedules.go).
 	firer *schedules.Firer
 
@@ -193,12 +189,11 @@ type Service struct {
 	// job's outputs (stagelife.go).
 	stages *stages.Lifecycle
 
+	// tasks claims, beats, commits and fails tasks (tasklife.go).
+	tasks *tasks.Lifecycle
+
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
-
-	// specLooks is when the sweep last listed a speculating stage's tasks
-	// ("job/stage"; speculationlook.go).
-	specLooks *lru.Cache[string, specLook]
 }
 
 // New returns a control plane service.
@@ -214,8 +209,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		Kernel:  k,
 		Catalog: store,
 		cfg:     cfg, store: store, queue: q, blob: b, log: log,
-		specLooks: lru.New[string, specLook](kernel.ShardCacheSize),
-		NewID:     NewJobID,
+		NewID: NewJobID,
 	}
 	s.stages = stages.New(stages.Config{
 		Queues:           cfg.Queues,
@@ -228,12 +222,15 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		OutputBuckets:    cfg.OutputBuckets,
 		TaskQuota:        cfg.Quotas.Tasks,
 	}, k, store, q, b, log)
+	s.tasks = tasks.New(tasks.Config{
+		StuckAfter:    cfg.StuckAfter,
+		FollowUpGrace: cfg.FollowUpGrace,
+		CountLinger:   cfg.CountLinger,
+		TaskQuota:     cfg.Quotas.Tasks,
+	}, k, store, q, b, s.stages, log)
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)
-	if cfg.CountLinger > 0 {
-		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
-	}
 	return s
 }
 

@@ -103,7 +103,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 		t.Fatalf("materialization sent %v, want %v", got, want)
 	}
 
-	d, err := r.svc.FailClass(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: batch.ClassOutOfMemory})
+	d, err := r.svc.Fail(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: batch.ClassOutOfMemory})
 	if err != nil || !d.Retry || d.Memory != 4<<30 {
 		t.Fatalf("out of memory: %+v, %v; want a retry at 4GiB", d, err)
 	}
@@ -117,7 +117,8 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.sendCopy(r.ctx, jsp, ref0); err != nil {
+	// A copy's message, as the sweep sends it (tasks.Copies.Speculate).
+	if err := r.svc.queue.SendBatch(r.ctx, r.svc.ReadyQueue(r.ctx, jsp, ref0), []queue.Send{{Body: ref0.String() + batch.CopyMarker}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.svc.Resend(r.ctx, ref1, 0); err != nil {

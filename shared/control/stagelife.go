@@ -28,19 +28,19 @@ const (
 	PlanGiveUp = stages.PlanGiveUp
 	// PublishGiveUp is how long publishing retries (stages.PublishGiveUp).
 	PublishGiveUp = stages.PublishGiveUp
-	// ContinueBudget bounds one continuation's materialization
-	// (stages.ContinueBudget).
-	ContinueBudget = stages.ContinueBudget
+	// RelayBudget bounds the materialization of one relay
+	// (stages.RelayBudget).
+	RelayBudget = stages.RelayBudget
 )
 
 // OutputsURI is where the owner's output folders may be
 // (stages.Lifecycle.OutputsURI).
 func (s *Service) OutputsURI(owner string) string { return s.stages.OutputsURI(owner) }
 
-// ContinueMaterialize handles a materialization continuation
-// (stages.Lifecycle.ContinueMaterialize).
-func (s *Service) ContinueMaterialize(ctx context.Context, c stages.Continuation) error {
-	return s.stages.ContinueMaterialize(ctx, c)
+// MaterializeRelay handles a materialization relay
+// (stages.Lifecycle.MaterializeRelay).
+func (s *Service) MaterializeRelay(ctx context.Context, r stages.Relay) error {
+	return s.stages.MaterializeRelay(ctx, r)
 }
 
 func (s *Service) startStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
@@ -85,8 +85,8 @@ func upstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) boo
 
 func unwrittenTotal(sp *spec.Job, idx int) (int, bool) { return stages.UnwrittenTotal(sp, idx) }
 
-func parseContinuation(body string) (stages.Continuation, bool) {
-	return stages.ParseContinuation(body)
+func parseRelay(body string) (stages.Relay, bool) {
+	return stages.ParseRelay(body)
 }
 
 var readClaim = stages.ReadClaim

@@ -219,7 +219,7 @@ func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 			r.output(m1, 3)
 			completed := fmt.Sprintf("stage %s/0 complete", job)
 			started := fmt.Sprintf("stage %s/1 start", job)
-			if err := r.svc.Commit(r.ctx, m1, 3); c.blobFault != nil {
+			if err := r.svc.Commit(r.ctx, m1, CommitResult{Outputs: 3}); c.blobFault != nil {
 				if !errors.Is(err, errInjected) {
 					t.Fatalf("commit with the manifest write failing: %v", err)
 				}
@@ -287,7 +287,7 @@ func TestConcurrentCompletions(t *testing.T) {
 			var wg sync.WaitGroup
 			for _, c := range cs {
 				wg.Go(func() {
-					if err := r.svc.Commit(r.ctx, c, 1); err != nil {
+					if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); err != nil {
 						t.Errorf("commit %s: %v", c.Task.Ref, err)
 					}
 				})

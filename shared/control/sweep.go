@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -90,7 +89,7 @@ walk:
 func (s *Service) sweepItem(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
 	switch it.Kind {
 	case dynamo.DueTask:
-		return s.sweepTask(ctx, it, now, c)
+		return s.tasks.RepairTask(ctx, it, now, c)
 	case dynamo.DueStage:
 		return s.sweepStage(ctx, it, now, c)
 	case dynamo.DueJob:
@@ -191,110 +190,6 @@ func (s *Service) deferStage(ctx context.Context, it dynamo.DueItem, now, since 
 	return s.store.SetDue(ctx, it, now.Add(min(wait, SweepBackoffMax)))
 }
 
-func (s *Service) sweepTask(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
-	t, err := s.store.GetTask(ctx, it.Task)
-	if errors.Is(err, batch.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	state, err := s.store.JobState(ctx, it.Job)
-	if errors.Is(err, batch.ErrNotFound) {
-		// A record its job's deletion passed by (a marker's look wrote
-		// it meanwhile): out of the index, not an error every run.
-		s.Logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
-		return s.store.SetDue(ctx, it, time.Time{})
-	}
-	if err != nil {
-		return err
-	}
-	if state != sm.JobRunning && !sm.Tasks.IsTerminal(t.State) {
-		c.Cancelled++
-		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskCancel, Now: now, Err: "job " + string(state)})
-		if err == nil {
-			// A running task of an ended job stops at its next heartbeat
-			// without failing: its slots are freed here.
-			s.Slots.FreeSlots(ctx, t.Ref, nil, time.Time{})
-		}
-		return kernel.IgnoreInvalid(err)
-	}
-	switch t.State {
-	case sm.TaskReady:
-		// Its message may be lost, or its backoff is longer than SQS can
-		// delay: send one (a duplicate is rejected at claim) and look again
-		// later.
-		delay := max(t.NotBefore.Sub(now), 0)
-		if err := s.Resend(ctx, t.Ref, delay); err != nil {
-			return err
-		}
-		c.Requeued++
-		s.Meter().Repaired(kernel.Resent(t, now), 1) // metrics.go
-		// A task that keeps waiting is more likely behind a backlog than
-		// lost again, so the next look waits as long as the task already
-		// has: a task queued for hours behind a small fleet is resent a
-		// logarithmic number of times, not once per StuckAfter.
-		wait := max(s.cfg.StuckAfter, now.Sub(t.Updated))
-		return s.store.SetDue(ctx, it, now.Add(min(delay, queue.MaxDelay)+wait))
-	case sm.TaskClaimed:
-		if t.Copy.Live() {
-			return s.sweepCopiedTask(ctx, it, t, now) // speculation.go
-		}
-		if !now.After(t.LeaseUntil) {
-			return nil // renewed since the index entry was written
-		}
-		if t.Attempt >= t.MaxAttempts {
-			c.Exhausted++
-			return s.exhaust(ctx, t, fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts))
-		}
-		p := dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: "lease expired", Due: now.Add(s.cfg.StuckAfter)}
-		kind, note := s.expiryForMemory(ctx, t, &p) // oomkill.go
-		err := s.store.SweepTask(ctx, p)
-		if errors.Is(err, sm.ErrInvalidTransition) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		c.Expired++
-		s.Slots.FreeSlots(ctx, t.Ref, nil, t.SlotAt)
-		s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), kind, note, t) // speculation.go
-		return s.Resend(ctx, t.Ref, 0)
-	case sm.TaskFailed:
-		c.Failures++
-		return s.propagateFailure(ctx, t)
-	case sm.TaskSucceeded:
-		// Its committer may have died between the commit and the count
-		// (dynamo/count.go): count it before its entry goes.
-		if err := s.ensureCounted(ctx, t.Ref, c); err != nil {
-			return err
-		}
-	}
-	return s.store.UnindexTask(ctx, t)
-}
-
-// ensureCounted counts a committed task that was not, and when its shard
-// is empty runs the stage's follow-up (afterShardDone): after this count,
-// or after its committer's, who may have died before its follow-up.
-func (s *Service) ensureCounted(ctx context.Context, ref batch.TaskRef, c *SweepCounts) error {
-	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
-	if err != nil {
-		return err
-	}
-	counted, shardDone, err := s.store.EnsureCounted(ctx, ref, shards)
-	if err != nil {
-		return err
-	}
-	if counted {
-		c.Counted++
-		s.Logger(ref).Warn("counted a committed task its committer had not counted")
-	}
-	if !shardDone {
-		return nil
-	}
-	return s.afterShardDone(ctx, ref.Job, ref.Stage, dynamo.ShardOf(ref.Partition, shards))
-}
-
 func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
 	st, err := s.store.GetStage(ctx, it.Job, it.Stage)
 	if err != nil {
@@ -348,7 +243,7 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 			// not put it back to be done again.
 			return err
 		}
-		if err := s.speculate(ctx, it.Job, sp, st, now, c); err != nil { // speculation.go
+		if err := s.tasks.Copies().Speculate(ctx, it.Job, sp, st, now, c); err != nil {
 			return err
 		}
 		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))
@@ -403,7 +298,7 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 			done = append(done, m.Receipt)
 			continue
 		}
-		body, _ := IsCopyMessage(m.Body) // a copy's: resent as its task's (speculation.go)
+		body, _ := IsCopyMessage(m.Body) // a copy's: resent as its task's
 		ref, err := batch.ParseTaskRef(body)
 		if err != nil {
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)

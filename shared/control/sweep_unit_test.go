@@ -115,7 +115,7 @@ func TestSweep(t *testing.T) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
 			r.store.setFaults(nil, failOnce("CommitTask"))
-			if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, errInjected) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
 				t.Fatalf("commit: %v", err)
 			}
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobRunning)
@@ -176,7 +176,7 @@ func TestSweep(t *testing.T) {
 			r.output(c, 1)
 			// The completer dies right after the complete transition.
 			r.store.setFaults(nil, failOnce("TransitionStage"))
-			if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, errInjected) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
 				t.Fatalf("commit: %v", err)
 			}
 			if s, down := r.stage(job, 0), r.stage(job, 1); s.State != sm.StageCompleted || down.State != sm.StageBlocked {
@@ -205,7 +205,7 @@ func TestSweep(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
 			r.store.setFaults(nil, failOnce("ReleaseTask"))
-			if _, err := r.svc.Fail(r.ctx, r.claim(ref), "boom"); !errors.Is(err, errInjected) {
+			if _, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"}); !errors.Is(err, errInjected) {
 				t.Fatalf("fail: %v", err)
 			}
 			r.wantState(ref, sm.TaskFailed, sm.StageRunning, sm.JobRunning)
@@ -337,7 +337,7 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 	c := r.claim(taskRef(job, 0, 0))
 	r.output(c, 1)
 	r.store.setFaults(nil, failOnce("CommitTask"))
-	if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, errInjected) {
+	if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
 		t.Fatalf("commit: %v", err)
 	}
 	// Just before the sweep's complete transition, the committer's retry
@@ -345,7 +345,7 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 	var raced atomic.Bool
 	r.store.setFaults(func(m string) error {
 		if m == "TransitionStage" && raced.CompareAndSwap(false, true) {
-			if err := r.svc.Commit(r.ctx, c, 1); err != nil {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); err != nil {
 				t.Errorf("the racing commit: %v", err)
 			}
 		}

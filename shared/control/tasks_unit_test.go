@@ -13,7 +13,6 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 	"github.com/google/go-cmp/cmp"
@@ -130,7 +129,7 @@ func TestClaim(t *testing.T) {
 		spec: oneStage(1, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
-			d, err := r.svc.Fail(r.ctx, r.claim(ref), "boom")
+			d, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"})
 			if err != nil || !d.Retry {
 				t.Fatalf("fail = %+v, %v; want a retry", d, err)
 			}
@@ -390,7 +389,7 @@ func TestCommit(t *testing.T) {
 			ref := taskRef(job, 0, 0)
 			c := r.claim(ref)
 			r.output(c, 1)
-			if err := r.svc.Commit(r.ctx, c, 2); !errors.Is(err, ErrOutputsMissing) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 2}); !errors.Is(err, ErrOutputsMissing) {
 				t.Fatalf("commit naming a missing output: %v, want ErrOutputsMissing", err)
 			}
 			if n := r.store.callCount("CommitTask"); n != 0 {
@@ -458,7 +457,7 @@ func TestCommit(t *testing.T) {
 				}
 				return nil
 			}, nil)
-			if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, errInjected) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
 				t.Fatalf("commit: %v, want the follow-up's injected failure", err)
 			}
 			r.store.setFaults(nil, nil)
@@ -477,7 +476,7 @@ func TestCommit(t *testing.T) {
 			r.output(stale, 1)
 			r.clock.Advance(unitLease + sm.LeaseSkew + time.Millisecond)
 			cur := r.claim(ref)
-			if err := r.svc.Commit(r.ctx, stale, 1); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Commit(r.ctx, stale, CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
 				t.Fatalf("commit of the fenced attempt: %v, want ErrStaleClaim", err)
 			}
 			if got := r.task(ref); got.State != sm.TaskClaimed || got.Attempt != 2 || got.Token != cur.Task.Token {
@@ -502,7 +501,7 @@ func TestCommit(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			c0, c1 := r.claim(taskRef(job, 0, 0)), r.claim(taskRef(job, 0, 1))
 			r.commit(c0, 1)
-			if err := r.svc.Commit(r.ctx, c0, 1); err != nil {
+			if err := r.svc.Commit(r.ctx, c0, CommitResult{Outputs: 1}); err != nil {
 				t.Fatalf("repeated commit: %v", err)
 			}
 			if left := r.shardLeft(job, 0, 0); left != 1 {
@@ -510,12 +509,12 @@ func TestCommit(t *testing.T) {
 			}
 			r.output(c1, 1)
 			r.store.setFaults(nil, failOnce("CommitTask"))
-			if err := r.svc.Commit(r.ctx, c1, 1); !errors.Is(err, errInjected) {
+			if err := r.svc.Commit(r.ctx, c1, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
 				t.Fatalf("commit with a lost response: %v", err)
 			}
 			// The commit applied; the follow-up (completing the stage) did not run.
 			r.wantState(c1.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobRunning)
-			if err := r.svc.Commit(r.ctx, c1, 1); err != nil {
+			if err := r.svc.Commit(r.ctx, c1, CommitResult{Outputs: 1}); err != nil {
 				t.Fatalf("commit retried after a lost response: %v", err)
 			}
 			if left := r.shardLeft(job, 0, 0); left != 0 {
@@ -530,11 +529,11 @@ func TestCommit(t *testing.T) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
 			r.store.setFaults(failOnceWith("CommitTask", dynamo.ErrContention), nil)
-			if err := r.svc.Commit(r.ctx, c, 1); !errors.Is(err, dynamo.ErrContention) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, dynamo.ErrContention) {
 				t.Fatalf("commit: %v, want ErrContention", err)
 			}
 			r.wantState(c.Task.Ref, sm.TaskClaimed, sm.StageRunning, sm.JobRunning)
-			if err := r.svc.Commit(r.ctx, c, 1); err != nil {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); err != nil {
 				t.Fatalf("retried commit: %v", err)
 			}
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageCompleted, sm.JobSucceeded)
@@ -568,7 +567,7 @@ func TestCommit(t *testing.T) {
 			if err := r.store.SweepTask(r.ctx, dynamo.SweepTaskParams{Ref: c.Task.Ref, Event: sm.TaskCancel, Now: r.clock.Now(), Err: "job CANCELLED"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.svc.Commit(r.ctx, c, 0); !errors.Is(err, batch.ErrAlreadyDone) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) {
 				t.Fatalf("commit: %v, want ErrAlreadyDone", err)
 			}
 		},
@@ -655,7 +654,7 @@ func TestFail(t *testing.T) {
 			job := r.submit(twoStages(1, c.maxAttempts))
 			ref := taskRef(job, 0, 0)
 			for range c.retried {
-				d, err := r.svc.Fail(r.ctx, r.claim(ref), "earlier")
+				d, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "earlier"})
 				if err != nil || !d.Retry {
 					t.Fatalf("earlier failure: %+v, %v", d, err)
 				}
@@ -663,7 +662,7 @@ func TestFail(t *testing.T) {
 			}
 			cl := r.claim(ref)
 			now := r.clock.Now()
-			d, err := r.svc.Fail(r.ctx, cl, cause)
+			d, err := r.svc.Fail(r.ctx, cl, FailParams{Cause: cause})
 			if err != nil {
 				t.Fatalf("fail: %v", err)
 			}
@@ -713,7 +712,7 @@ func TestFailFencedAndTruncated(t *testing.T) {
 		stale := r.claim(ref)
 		r.clock.Advance(unitLease + sm.LeaseSkew + time.Millisecond)
 		cur := r.claim(ref)
-		if _, err := r.svc.Fail(r.ctx, stale, "late"); !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "late"}); !errors.Is(err, batch.ErrStaleClaim) {
 			t.Fatalf("fail: %v, want ErrStaleClaim", err)
 		}
 		if got := r.task(ref); got.State != sm.TaskClaimed || got.Token != cur.Task.Token {
@@ -724,40 +723,13 @@ func TestFailFencedAndTruncated(t *testing.T) {
 		t.Parallel()
 		r := newUnitRig(t)
 		ref := taskRef(r.submit(oneStage(1, 3, "")), 0, 0)
-		if _, err := r.svc.Fail(r.ctx, r.claim(ref), strings.Repeat("x", 4*MaxErrorLen)); err != nil {
+		if _, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: strings.Repeat("x", 4*MaxErrorLen)}); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.task(ref).LastError; got != "…"+strings.Repeat("x", MaxErrorLen-len("…")) {
 			t.Errorf("stored error of %d bytes, want an ellipsis and the cause's last bytes, %d in all", len(got), MaxErrorLen)
 		}
 	})
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	sp, err := spec.Parse([]byte(oneStage(1, 3, "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := New(Config{}, nil, nil, nil, nil)
-	svc.Jitter = func(time.Duration) time.Duration { return 0 }
-	for _, c := range []struct {
-		attempt int
-		want    time.Duration
-	}{
-		{1, 2 * time.Second},
-		{2, 4 * time.Second},
-		{5, 32 * time.Second},
-		{16, 65536 * time.Second},             // 18.2h, under the cap
-		{17, time.Duration(spec.MaxBackoff)},  // 36.4h, capped
-		{100, time.Duration(spec.MaxBackoff)}, // the shift itself is bounded
-	} {
-		t.Run(fmt.Sprint(c.attempt), func(t *testing.T) {
-			if got := svc.backoff(sp, 0, c.attempt); got != c.want {
-				t.Errorf("backoff after attempt %d = %v, want %v", c.attempt, got, c.want)
-			}
-		})
-	}
 }
 
 // A dead executor's messages come back just as the takeover guard allows

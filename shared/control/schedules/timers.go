@@ -242,7 +242,7 @@ func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error
 }
 
 // IsTimerMessage reports whether body is a firing handed off to the timer
-// queue (the queue also carries control's materialization continuations).
+// queue (the queue also carries control's materialization relays).
 func IsTimerMessage(body string) bool {
 	_, _, _, _, err := parseTimer(body)
 	return err == nil

@@ -1,5 +1,5 @@
 // Package stages is the control plane's stage lifecycle: a stage's start,
-// plan and materialization (and its continuation on the timer queue), its
+// plan and materialization (and its relay through the timer queue), its
 // completion, its manifests, a rerun's reused stages, the job's end, and
 // the publishing of a job's outputs to its output folder. It stands on
 // kernel only; the capabilities above it (tasks, admission, operations,
@@ -62,7 +62,7 @@ type Store interface {
 }
 
 // Queue is the call the stage lifecycle makes on the queues: sending a
-// materialized chunk's ready messages and a continuation.
+// materialized chunk's ready messages and a relay.
 type Queue interface {
 	SendBatch(ctx context.Context, url string, msgs []queue.Send) error
 }

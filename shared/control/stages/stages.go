@@ -56,7 +56,7 @@ func (s *Lifecycle) Materialize(ctx context.Context, job string, sp *spec.Job, i
 	return s.materializeStage(ctx, job, sp, idx, -1)
 }
 
-// materializeStage is materialize. A continuation (continuation.go)
+// materializeStage is materialize. A relay (relay.go)
 // passes the count it resumes from (others -1) and yields: it stops when
 // another materializer moved the count, which then owns the rest, rather
 // than carry on alongside it.
@@ -118,8 +118,8 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		// stopping between chunks leaves the count right, while running
 		// out of time inside one leaves it for the next run to repeat.
 		if chunk == s.cfg.ChunksPerCall || !timeLeft(ctx, 2*chunkTook) {
-			// Hand the rest on: a continuation on the timer queue, or
-			// the sweep (continuation.go).
+			// Hand the rest on: a relay on the timer queue, or the
+			// sweep (relay.go).
 			s.log.Info("stage partly materialized", "job_id", job, "stage", st.Name, "enqueued", stage.Enqueued, "tasks", stage.Total)
 			return s.leaveRest(ctx, job, idx, stage.Enqueued)
 		}

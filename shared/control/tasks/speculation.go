@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"cmp"
@@ -58,23 +58,23 @@ func IsCopyMessage(body string) (string, bool) {
 // holder's claim. batch.ErrAlreadyDone: there is no copy to claim (the
 // task ended, or the copy was claimed by another delivery); drop the
 // message. batch.ErrJobNotRunning: the job ended.
-func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, error) {
+func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim, error) {
 	meta, err := s.Meta(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
-		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
 	}
 	sp := meta.Spec
 	if ref.Stage >= len(sp.Stages) {
-		return Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
-	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx)})
+	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx)})
 	if err != nil {
-		return Claim{}, err
+		return kernel.Claim{}, err
 	}
 	// Claim first, then check the job, as Claim does: a check before the
 	// claim's write lets a cancel that returns while the write is on its
@@ -87,25 +87,25 @@ func (s *Service) ClaimCopy(ctx context.Context, ref batch.TaskRef) (Claim, erro
 	state, err := s.CachedJobState(ctx, ref.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		// Deleted: the deletion removes the task with its copy.
-		return Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if err != nil {
 		// The copy's lease runs out, and the sweep drops it.
-		return Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
 	}
 	if state != sm.JobRunning {
-		return Claim{}, s.refuseCopy(ctx, t, state)
+		return kernel.Claim{}, s.refuseCopy(ctx, t, state)
 	}
 	s.noteTaskEvent(ctx, ref, t.Attempt, speculationStarted,
 		fmt.Sprintf("speculative copy of attempt %d started", t.Copy.HolderAttempt))
 	s.TaskLog(ctx, ref, t.Attempt).Info("speculative copy claimed", "holder_attempt", t.Copy.HolderAttempt)
-	return Claim{Task: t, Spec: sp, Lease: lease, Speculative: true}, nil
+	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Speculative: true}, nil
 }
 
 // refuseCopy drops a copy claimed for a job that is not running. A copy
 // no longer live (its holder yielded to it, or the task moved on) has
 // nothing to drop: the refusal stands, and the task's own path decides.
-func (s *Service) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState) error {
+func (s *Copies) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState) error {
 	_, err := s.store.DropClaim(ctx, dynamo.DropParams{
 		HolderParams: dynamo.HolderParams{Ref: t.Ref, Token: t.Token, Now: s.Now()},
 		Event:        sm.TaskCopyFail, Err: "job " + string(state),
@@ -117,7 +117,7 @@ func (s *Service) refuseCopy(ctx context.Context, t batch.Task, state sm.JobStat
 }
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
-func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
+func (s *Copies) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
 	err := s.store.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
 		s.Logger(ref).Warn("record task event", "kind", kind, "err", err)
@@ -126,7 +126,7 @@ func (s *Service) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt 
 
 // copyHeartbeat extends a copy's lease. A copy whose holder yielded to it
 // holds the task's main claim now, and beats as the holder.
-func (s *Service) copyHeartbeat(ctx context.Context, c Claim) error {
+func (s *Copies) copyHeartbeat(ctx context.Context, c kernel.Claim) error {
 	hp := dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}
 	err := s.store.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
 	if errors.Is(err, batch.ErrStaleClaim) {
@@ -136,7 +136,7 @@ func (s *Service) copyHeartbeat(ctx context.Context, c Claim) error {
 }
 
 // speculates says whether the claim's stage runs speculative copies.
-func speculates(c Claim) bool {
+func speculates(c kernel.Claim) bool {
 	return c.Spec != nil && c.Task.Ref.Stage < len(c.Spec.Stages) && c.Spec.StageSpeculation(c.Task.Ref.Stage) != nil
 }
 
@@ -144,7 +144,7 @@ func speculates(c Claim) bool {
 // was refused, that it lost to the task's other claim: the task
 // committed with another attempt. The winner's commit usually recorded it
 // first (first writer wins).
-func (s *Service) noteIfLost(ctx context.Context, c Claim, refusal error) {
+func (s *Copies) noteIfLost(ctx context.Context, c kernel.Claim, refusal error) {
 	if !speculates(c) || !(errors.Is(refusal, batch.ErrStaleClaim) || errors.Is(refusal, batch.ErrAlreadyDone)) {
 		return
 	}
@@ -157,7 +157,7 @@ func (s *Service) noteIfLost(ctx context.Context, c Claim, refusal error) {
 }
 
 // afterCommit records a copy's win: the holder it ran beside lost.
-func (s *Service) afterCommit(ctx context.Context, c Claim) {
+func (s *Copies) afterCommit(ctx context.Context, c kernel.Claim) {
 	if !c.Speculative || c.Task.Copy == nil {
 		return
 	}
@@ -173,12 +173,12 @@ func (s *Service) afterCommit(ctx context.Context, c Claim) {
 // neither retried nor failed (statemachine TaskYield, TaskCopyFail).
 // done is false when the task has no other live claim: the caller fails
 // the attempt as usual.
-func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d Decision, done bool, err error) {
+func (s *Copies) failBesideCopy(ctx context.Context, c kernel.Claim, cause string) (d Decision, done bool, err error) {
 	if !speculates(c) {
 		return Decision{}, false, nil
 	}
 	ref := c.Task.Ref
-	cause = kernel.Truncate(cause, MaxErrorLen)
+	cause = kernel.Truncate(cause, kernel.MaxErrorLen)
 	p := dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()}, Err: cause}
 	if c.Speculative {
 		p.Event = sm.TaskCopyFail
@@ -212,20 +212,20 @@ func (s *Service) failBesideCopy(ctx context.Context, c Claim, cause string) (d 
 // (whose end was recorded when it failed or expired) and the replaced
 // holder's the one before that. The first end recorded for an attempt
 // stands, so an attempt that ended otherwise keeps its end.
-func (s *Service) notePrevHolder(ctx context.Context, t, prev batch.Task) {
+func (s *Copies) notePrevHolder(ctx context.Context, t, prev batch.Task) {
 	if t.Attempt <= 2 || t.Copy == nil || t.Copy.Started.IsZero() {
 		return
 	}
 	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt-2, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 }
 
-// speculate launches speculative copies of a running stage's stragglers
+// Speculate launches speculative copies of a running stage's stragglers
 // (the sweep's look at the stage): once Quantile of its tasks committed,
 // every task whose claim has run longer than Multiplier times the median
 // committed duration gets one copy, longest-running first, while fewer
 // than MaxCopies copies of the stage run. It also drops copies whose
 // lease ran out, which frees their place.
-func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st batch.Stage, now time.Time, c *SweepCounts) error {
+func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st batch.Stage, now time.Time, c *kernel.SweepCounts) error {
 	sc := sp.StageSpeculation(st.Index)
 	if sc == nil || !st.Materialized || st.Total == 0 {
 		return nil
@@ -306,13 +306,13 @@ func (s *Service) speculate(ctx context.Context, job string, sp *spec.Job, st ba
 }
 
 // sendCopy sends a copy's message to its task's ready queue.
-func (s *Service) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
-	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // sizedqueues.go
+func (s *Copies) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
+	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // kernel/sizedqueues.go
 }
 
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the
 // task runs on under its holder.
-func (s *Service) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
+func (s *Copies) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
 	_, err := s.store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
 		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
 	if err != nil {
@@ -326,7 +326,7 @@ func (s *Service) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time)
 // dead copy is dropped (the next look judges the holder as usual); while
 // the copy lives, neither claim is expired, and the task is looked at
 // again when the later lease has passed.
-func (s *Service) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batch.Task, now time.Time) error {
+func (s *Copies) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batch.Task, now time.Time) error {
 	if now.After(t.Copy.LeaseUntil.Add(sm.LeaseSkew)) {
 		return s.dropDeadCopy(ctx, t, now)
 	}
@@ -347,7 +347,7 @@ func later(a, b time.Time) time.Time {
 
 // attemptDuration is how long the claim's attempt has run, for the stage's
 // duration histogram; 0 (not counted) when its claim time is unknown.
-func attemptDuration(c Claim, now time.Time) time.Duration {
+func attemptDuration(c kernel.Claim, now time.Time) time.Duration {
 	if c.Task.Claimed.IsZero() {
 		return 0
 	}
@@ -359,7 +359,7 @@ func attemptDuration(c Claim, now time.Time) time.Duration {
 // speculation judges stragglers by, and what dynamic splitting may read.
 // Each commit adds to it in its own transaction, so it is exact for the
 // commits so far; the buckets are √2 wide (batch.Durations).
-func (s *Service) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
+func (s *Copies) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
 	shards, err := s.StageShards(ctx, job, stage)
 	if err != nil {
 		return batch.Durations{}, err

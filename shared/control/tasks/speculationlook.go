@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -47,21 +47,21 @@ type specLook struct {
 
 // speculationLookDue says whether the sweep lists a speculating stage's
 // tasks now (committed counts its commits so far).
-func (s *Service) speculationLookDue(job string, st batch.Stage, committed int, median time.Duration, multiplier float64, now time.Time) bool {
+func (s *Copies) speculationLookDue(job string, st batch.Stage, committed int, median time.Duration, multiplier float64, now time.Time) bool {
 	if committed >= st.Total {
 		return false
 	}
-	if s.specLooks == nil {
+	if s.looks == nil {
 		return true
 	}
-	last, ok := s.specLooks.Get(specLookKey(job, st.Index))
+	last, ok := s.looks.Get(specLookKey(job, st.Index))
 	return !ok || last.busy || sm.IsStraggler(now.Sub(last.earliest), median, multiplier)
 }
 
 // noteSpeculationLook keeps what a look found for the next one.
-func (s *Service) noteSpeculationLook(job string, st batch.Stage, l specLook) {
-	if s.specLooks != nil {
-		s.specLooks.Put(specLookKey(job, st.Index), l)
+func (s *Copies) noteSpeculationLook(job string, st batch.Stage, l specLook) {
+	if s.looks != nil {
+		s.looks.Put(specLookKey(job, st.Index), l)
 	}
 }
 
@@ -70,7 +70,7 @@ func specLookKey(job string, stage int) string { return job + "/" + strconv.Itoa
 // noteCopiesRunning records, for status, the copies of a stage that run
 // after this look (those it found and those it launches), when the count
 // changed. Best effort: status, never state.
-func (s *Service) noteCopiesRunning(ctx context.Context, st batch.Stage, n int) {
+func (s *Copies) noteCopiesRunning(ctx context.Context, st batch.Stage, n int) {
 	if n == st.CopiesRunning {
 		return
 	}

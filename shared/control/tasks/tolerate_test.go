@@ -1,6 +1,7 @@
-package control
+package tasks
 
 import (
+	"context"
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/batch"
@@ -13,12 +14,8 @@ import (
 // allowance had been passed (or the failure tolerated) when it was not.
 func TestOverAllowanceOnlyForTolerableFailures(t *testing.T) {
 	t.Parallel()
-	r := newUnitRig(t)
-	job := r.submit(`{"name":"unit","stages":[{"name":"s","task":"work","partitions":{"count":4},"toleratedFailures":{"count":2}}]}`)
-	sp, err := r.svc.CachedSpec(r.ctx, job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := parseSpec(t, `{"name":"unit","stages":[{"name":"s","task":"work","partitions":{"count":4},"toleratedFailures":{"count":2}}]}`)
+	s := newStubLifecycle(Config{}, stubStore{stage: batch.Stage{Job: "j", Total: 4}})
 	const reason = "the input changed"
 	for _, c := range []struct {
 		class batch.ErrorClass
@@ -27,8 +24,8 @@ func TestOverAllowanceOnlyForTolerableFailures(t *testing.T) {
 		{batch.ClassInputChanged, reason},
 		{batch.ClassError, `stage "s": 1 tasks failed, 2 tolerated; ` + reason},
 	} {
-		tk := batch.Task{Ref: taskRef(job, 0, 1), State: sm.TaskFailed, ErrorClass: c.class}
-		if got := r.svc.overAllowance(r.ctx, sp, tk, reason); got != c.want {
+		tk := batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 1}, State: sm.TaskFailed, ErrorClass: c.class}
+		if got := s.overAllowance(context.Background(), sp, tk, reason); got != c.want {
 			t.Errorf("class %s: job error %q, want %q", c.class, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ func TestSpeculationLookDue(t *testing.T) {
 		{name: "earliest claim a straggler now", last: &specLook{earliest: t0}, committed: 8, at: 15*time.Second + time.Millisecond, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := &Service{specLooks: lru.New[string, specLook](4)}
+			s := &Copies{looks: lru.New[string, specLook](4)}
 			if c.last != nil {
 				s.noteSpeculationLook("j", st, *c.last)
 			}

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"cmp"
@@ -32,14 +32,14 @@ var attemptKinds = map[batch.ErrorClass]batch.AttemptEndKind{
 	batch.ClassOutOfMemory:  batch.AttemptOutOfMemory,
 }
 
-// FailClass records the holder's failed attempt by its class. A permanent
+// Fail records the holder's failed attempt by its class. A permanent
 // error fails the task, its stage and its job at once (sm.TaskFailPermanent),
 // whatever attempts are left. Otherwise, with attempts left, the task goes
 // back to READY after an exponential backoff with jitter (an out-of-memory
 // attempt's retry on the next executor size up, within the stage's
 // maxMemory); without, the task fails with its error.
-func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decision, error) {
-	if d, done, err := s.failBesideCopy(ctx, c, p.Cause); done { // speculation.go
+func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Decision, error) {
+	if d, done, err := s.copies.failBesideCopy(ctx, c, p.Cause); done { // speculation.go
 		return d, err
 	}
 	class := cmp.Or(p.Class, batch.ClassError)
@@ -63,7 +63,7 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 			rp.Memory = mem
 			cause = note + ": " + cause
 		}
-		cause = kernel.Truncate(cause, MaxErrorLen)
+		cause = kernel.Truncate(cause, kernel.MaxErrorLen)
 		rp.Err = cause
 		if _, err := s.store.ReleaseTask(ctx, rp); err != nil {
 			return Decision{}, err
@@ -71,10 +71,10 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 		s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
 		s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
 		s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
-		s.Meter().TaskRetried(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
+		s.Meter().TaskRetried(s.TaskPriority(ctx, c.Spec, ref)) // kernel/metrics.go
 		return Decision{Retry: true, Delay: delay, Memory: mem}, nil
 	}
-	cause = kernel.Truncate(cause, MaxErrorLen)
+	cause = kernel.Truncate(cause, kernel.MaxErrorLen)
 	ev := sm.TaskFail
 	if class.Permanent() {
 		ev = sm.TaskFailPermanent
@@ -83,7 +83,7 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	if err != nil {
 		return Decision{}, err
 	}
-	failed := kernel.TaskFailedEvent(ref, meta.Owner, c.Spec, c.Task.Attempt, cause, now) // events.go
+	failed := kernel.TaskFailedEvent(ref, meta.Owner, c.Spec, c.Task.Attempt, cause, now) // kernel/events.go
 	t, err := s.releaseFailed(ctx, c.Spec, dynamo.ReleaseParams{HolderParams: hp, Event: ev, Err: cause, Class: class, Due: now,
 		Outbox: failed}) // tolerate.go
 	if err != nil {
@@ -95,7 +95,7 @@ func (s *Service) FailClass(ctx context.Context, c Claim, p FailParams) (Decisio
 	// The claim's own attempt: a copy that ended beside it took the
 	// record's attempt number (speculation.go).
 	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
-	s.Meter().TaskFailed(s.TaskPriority(ctx, c.Spec, ref)) // metrics.go
+	s.Meter().TaskFailed(s.TaskPriority(ctx, c.Spec, ref)) // kernel/metrics.go
 	return Decision{}, s.propagateFailure(ctx, t)
 }
 

@@ -14,59 +14,61 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// Materialization continuations. One materialize call queues at most
+// Materialization relays. One materialize call queues at most
 // ChunksPerCall chunks (or what fits in its deadline), so a 100,000-task
 // stage takes several calls. Left to the sweep, which runs once a minute,
 // that is ten minutes of waiting; instead the call that stops with tasks
-// left puts a continuation on the timer queue, which the sweep function
+// left relays the rest through the timer queue, which the sweep function
 // consumes at once (the local runner's RunTimers too), and the consumer
 // materializes the next ChunksPerCall chunks, and so on: the stage is
 // queued in one continuous run.
 //
 // The sweep stays the safety net. The stage stays in its index, due a
 // StartGrace after the last chunk recorded (every chunk pushes it on), so
-// a continuation lost, failed or dead-lettered is picked up by the sweep
+// a relay lost, failed or dead-lettered is picked up by the sweep
 // as before. A process without the timer queue (the api and commit
 // functions on AWS) leaves the rest to the sweep as before, and the
 // sweep's own materialization hands on from there.
 //
-// A continuation is idempotent: it names the stage and the Enqueued count
-// at handoff, and resumes from the stage's recorded count. One that finds
+// A relay is idempotent: it names the stage and the Enqueued count
+// when it is sent, and resumes from the stage's recorded count. One that finds
 // the count moved on (a duplicate delivered after the first ran, or the
 // sweep stepped in) does nothing: whoever moved it owns the rest. Two
 // delivered at once both write the next chunk (conditional puts; the
 // duplicate messages are dropped at claim) and the one that loses the
 // count's conditional update stops, so duplicates never multiply.
 
-// continueMsg is a continuation's body on the timer queue. Its one field
-// tells it from a timer message (timerMsg), which has no "continue".
-type continueMsg struct {
-	Continue *Continuation `json:"continue"`
+// relayMsg is a relay's body on the timer queue. Its one field
+// ("continue", kept on the wire) tells it from a timer message
+// (timerMsg), which has none.
+type relayMsg struct {
+	Relay *Relay `json:"continue"`
 }
 
-type Continuation struct {
+// Relay names the stage whose materialization goes on, and where.
+type Relay struct {
 	Job   string `json:"job"`
 	Stage int    `json:"stage"`
-	// From is the stage's Enqueued count at handoff.
+	// From is the stage's Enqueued count when the relay is sent.
 	From int `json:"from"`
 }
 
-// ContinueBudget bounds one continuation's materialization: it then hands
+// RelayBudget bounds the materialization of one relay: it then hands
 // on again. It is well inside the sweep function's timeout and the timer
 // queue's visibility (both tuning.SweepTimeout).
-const ContinueBudget = tuning.SweepTimeout * 2 / 3
+const RelayBudget = tuning.SweepTimeout * 2 / 3
 
-// ParseContinuation says whether body is a continuation, and which.
-func ParseContinuation(body string) (Continuation, bool) {
-	var m continueMsg
-	if json.Unmarshal([]byte(body), &m) != nil || m.Continue == nil || m.Continue.Job == "" || m.Continue.Stage < 0 {
-		return Continuation{}, false
+// ParseRelay says whether body is a relay, and which.
+func ParseRelay(body string) (Relay, bool) {
+	var m relayMsg
+	if json.Unmarshal([]byte(body), &m) != nil || m.Relay == nil || m.Relay.Job == "" || m.Relay.Stage < 0 {
+		return Relay{}, false
 	}
-	return *m.Continue, true
+	return *m.Relay, true
 }
 
 // leaveRest is how a materialize call that stops with tasks left hands
-// them on: a continuation on the timer queue, with the stage due a grace
+// them on: a relay on the timer queue, with the stage due a grace
 // later as the safety net; without a timer queue (or if the send fails),
 // the stage due now, for the next sweep.
 func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int) error {
@@ -77,23 +79,23 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 		if err := s.store.SetDue(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
 			return err
 		}
-		body, err := json.Marshal(continueMsg{Continue: &Continuation{Job: job, Stage: idx, From: enqueued}})
+		body, err := json.Marshal(relayMsg{Relay: &Relay{Job: job, Stage: idx, From: enqueued}})
 		if err == nil {
 			err = s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: string(body)}})
 		}
 		if err == nil {
 			return nil
 		}
-		s.log.Warn("materialization continuation not sent; the sweep carries on", "job_id", job, "stage", idx, "err", err)
+		s.log.Warn("materialization relay not sent; the sweep carries on", "job_id", job, "stage", idx, "err", err)
 	}
 	return s.store.SetDue(ctx, it, s.Now())
 }
 
-// ContinueMaterialize handles a continuation: it materializes the next
+// MaterializeRelay handles a relay: it materializes the next
 // chunks of the stage it names, if the stage is still running, not yet
-// materialized, and its count still where the continuation left it.
-func (s *Lifecycle) ContinueMaterialize(ctx context.Context, c Continuation) error {
-	ctx, cancel := context.WithTimeout(ctx, ContinueBudget)
+// materialized, and its count still where the relay left it.
+func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
+	ctx, cancel := context.WithTimeout(ctx, RelayBudget)
 	defer cancel()
 	st, err := s.store.GetStage(ctx, c.Job, c.Stage)
 	if errors.Is(err, batch.ErrNotFound) {

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -34,15 +36,15 @@ type RemoteClaim struct {
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
-func (s *Service) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
+func (s *Lifecycle) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
 	body, isCopy := IsCopyMessage(req.Task)
 	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	var c Claim
+	var c kernel.Claim
 	if isCopy {
-		c, err = s.ClaimCopy(ctx, ref)
+		c, err = s.copies.ClaimCopy(ctx, ref)
 	} else {
 		c, err = s.Claim(ctx, ref)
 	}
@@ -61,18 +63,21 @@ type RemoteCommitRequest struct {
 	RecordsOut int64 `json:"recordsOut,omitempty"`
 }
 
-// RemoteCommit commits for a remote executor (the commit Lambda). The
-// token is the fence, exactly as for an in-process executor.
-func (s *Service) RemoteCommit(ctx context.Context, req RemoteCommitRequest) error {
-	ref, err := batch.ParseTaskRef(req.Claim.Task)
+// CommitArgs is what the commit route commits for a remote executor
+// (the commit function): its claim, from the wire, and its result, which
+// never says WrittenHere, so its outputs are checked against S3. specOf
+// is the job's spec (kernel.Kernel.CachedSpec). The token is the fence,
+// exactly as for an in-process executor.
+func (r RemoteCommitRequest) CommitArgs(ctx context.Context, specOf func(context.Context, string) (*spec.Job, error)) (kernel.Claim, CommitResult, error) {
+	ref, err := batch.ParseTaskRef(r.Claim.Task)
 	if err != nil {
-		return err
+		return kernel.Claim{}, CommitResult{}, err
 	}
-	sp, err := s.CachedSpec(ctx, ref.Job)
+	sp, err := specOf(ctx, ref.Job)
 	if err != nil {
-		return fmt.Errorf("commit %s: %w", ref, err)
+		return kernel.Claim{}, CommitResult{}, fmt.Errorf("commit %s: %w", ref, err)
 	}
-	c := Claim{Spec: sp, Lease: req.Claim.Lease, Task: batch.Task{Ref: ref, Token: req.Claim.Token, Attempt: req.Claim.Attempt, Claimed: req.Claim.Claimed, Watched: req.Claim.Watched},
-		Speculative: req.Claim.Speculative}
-	return s.CommitWith(ctx, c, CommitResult{Outputs: req.Outputs, RecordsIn: req.RecordsIn, RecordsOut: req.RecordsOut})
+	c := kernel.Claim{Spec: sp, Lease: r.Claim.Lease, Task: batch.Task{Ref: ref, Token: r.Claim.Token, Attempt: r.Claim.Attempt, Claimed: r.Claim.Claimed, Watched: r.Claim.Watched},
+		Speculative: r.Claim.Speculative}
+	return c, CommitResult{Outputs: r.Outputs, RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut}, nil
 }

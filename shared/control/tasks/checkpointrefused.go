@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 )
 
 // CheckpointRefused tags for the bucket's expiry rule what checkpoint seq
@@ -21,7 +22,7 @@ import (
 // What the pointer names is never tagged: a refusal may follow a write
 // that applied (its response lost, the claim taken over before the
 // retry), and then a later attempt resumes from it.
-func (s *Service) CheckpointRefused(ctx context.Context, c Claim, seq int) {
+func (s *Lifecycle) CheckpointRefused(ctx context.Context, c kernel.Claim, seq int) {
 	ref := c.Task.Ref
 	stage := c.StageName()
 	t, err := s.store.GetTask(ctx, ref)

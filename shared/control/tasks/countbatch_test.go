@@ -1,6 +1,7 @@
-package control
+package tasks
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -14,14 +15,15 @@ import (
 // stay (their claims count the tasks when they come back). Reported once.
 func TestFlushCountsReportsATimersFailedWrite(t *testing.T) {
 	t.Parallel()
-	r := newUnitRig(t, func(c *Config) { c.CountLinger = time.Hour })
-	// The fake store refuses every batched count.
-	r.svc.counts.add(dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: batch.TaskRef{Job: "j1", Partition: 3}}, Shards: 1})
-	r.svc.counts.flushBackground() // the timer's flush, as if it fired now
-	if err := r.svc.FlushCounts(r.ctx); err == nil {
+	ctx := context.Background()
+	// The stub store refuses every batched count.
+	s := newStubLifecycle(Config{CountLinger: time.Hour}, stubStore{})
+	s.counts.add(dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: batch.TaskRef{Job: "j1", Partition: 3}}, Shards: 1})
+	s.counts.flushBackground() // the timer's flush, as if it fired now
+	if err := s.FlushCounts(ctx); err == nil {
 		t.Fatal("FlushCounts after the timer's failed write: nil, want its error")
 	}
-	if err := r.svc.FlushCounts(r.ctx); err != nil {
+	if err := s.FlushCounts(ctx); err != nil {
 		t.Fatalf("FlushCounts again: %v, want nil (reported once)", err)
 	}
 }

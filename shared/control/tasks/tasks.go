@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -22,27 +23,27 @@ import (
 // batch.ErrJobNotRunning (drop the message).
 //
 // A task under a concurrency limit (its job's, its owner's) takes a slot
-// under each before the claim (see limits.go); a task over a limit gets an
+// under each before the claim (see kernel/limits.go); a task over a limit gets an
 // *OverLimitError (ErrOverLimit), which also wraps batch.ErrAlreadyDone
 // because a delayed copy of its message replaces it.
-func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err error) {
+func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Claim, err error) {
 	meta, err := s.Meta(ctx, ref.Job)
 	sp := meta.Spec
 	if errors.Is(err, batch.ErrNotFound) {
-		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+		return kernel.Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 	}
 	if ref.Stage >= len(sp.Stages) {
-		return Claim{}, fmt.Errorf("claim %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
 	// Its task may be unwritten (sm.TaskUnwritten), and then the claim
 	// writes it. A partition the stage does not have is never written.
 	mayWrite := 0
-	if total, ok := unwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
+	if total, ok := stages.UnwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
 		// Nor is a task of a job this process does not know as RUNNING:
 		// only a running job has tasks to write. The sweep ends a
 		// cancelled or failed job's unwritten tasks, and a job that
@@ -54,28 +55,28 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// whose tasks a refusal here must not touch. The state read is
 		// the one the check after the claim makes, cached; a redriven
 		// job reads RUNNING again within its TTL (a FAILED state is not
-		// final, jobstate.go).
+		// final, kernel/jobstate.go).
 		state, err := s.CachedJobState(ctx, ref.Job)
 		switch {
 		case errors.Is(err, batch.ErrNotFound):
-			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 		case err != nil:
 			// Not a refusal: the message comes back and is claimed again.
-			return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+			return kernel.Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 		case state == sm.JobRunning:
 			mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		}
 	}
 	slots, err := s.Slots.TakeSlots(ctx, ref, meta, now)
 	if err != nil {
-		return Claim{}, err
+		return kernel.Claim{}, err
 	}
 	defer func() {
 		if err != nil {
 			s.Slots.ReturnSlots(ctx, ref, slots)
 		}
 	}()
-	cp := dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: ExecutorOf(ctx), MaxAttempts: mayWrite}
+	cp := dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx), MaxAttempts: mayWrite}
 	if slots.Any {
 		cp.SlotAt = slots.At
 	}
@@ -90,12 +91,12 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// The lease of the last attempt ran out: the executor died or hung.
 		reason := fmt.Sprintf("lease expired on attempt %d of %d (executor lost)", t.Attempt, t.MaxAttempts)
 		if xerr := s.exhaust(ctx, t, reason); xerr != nil {
-			return Claim{}, xerr
+			return kernel.Claim{}, xerr
 		}
-		return Claim{}, fmt.Errorf("claim %s: %s: %w", ref, reason, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: %s: %w", ref, reason, batch.ErrAlreadyDone)
 	}
 	if errors.Is(err, batch.ErrNotFound) {
-		return Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if errors.Is(err, dynamo.ErrCommitted) {
 		// A committed task's message came back: its committer may have
@@ -103,18 +104,18 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// follow-up, as well as before it deleted the message. Doing
 		// those here (one read when it was counted and its shard is not
 		// empty) saves the stage the wait for the sweep's look.
-		if cerr := s.ensureCounted(ctx, ref, &SweepCounts{}); cerr != nil {
+		if cerr := s.ensureCounted(ctx, ref, &kernel.SweepCounts{}); cerr != nil {
 			s.Logger(ref).Warn("count of a committed task", "err", cerr)
 		}
 	}
 	if err != nil {
-		return Claim{}, err
+		return kernel.Claim{}, err
 	}
 	// Claim first, then check the job, as this process knows it: a job
 	// that ended more than JobStateTTL before this claim is seen here, so
 	// no task of it starts later than that; one claimed within it is
 	// stopped by its runner's job watch (CheckJob). The state is read at
-	// most once per TTL per job per process (jobstate.go), from a small
+	// most once per TTL per job per process (kernel/jobstate.go), from a small
 	// record, never the spec-bearing job item: the claim path has no
 	// per-job hot key.
 	state, err := s.CachedJobState(ctx, ref.Job)
@@ -123,35 +124,35 @@ func (s *Service) Claim(ctx context.Context, ref batch.TaskRef) (_ Claim, err er
 		// have written its task after the deletion's pass over the
 		// job's tasks, and only this claim knows of the record.
 		if derr := s.store.ForgetClaim(ctx, ref, cp.Token); derr != nil {
-			return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, derr)
+			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, derr)
 		}
-		return Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
 	}
 	if err != nil {
 		// The claim stands and its lease runs out; the attempt is lost
 		// only if DynamoDB stayed unreadable through every try.
-		return Claim{}, fmt.Errorf("claim %s: %w", ref, err)
+		return kernel.Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 	}
 	if state != sm.JobRunning {
-		return Claim{}, s.refuseEnded(ctx, ref, sp, state)
+		return kernel.Claim{}, s.refuseEnded(ctx, ref, sp, state)
 	}
 	if t.Attempt > 1 {
 		// A retry or an expiry recorded how the previous attempt ended
 		// before its task could be claimed again; if neither did, this
 		// claim took over an expired lease or a dead executor's claim.
 		s.NoteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
-		s.notePrevHolder(ctx, t, prev) // speculation.go
+		s.copies.notePrevHolder(ctx, t, prev) // speculation.go
 	}
 	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
-	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // metrics.go
-	return Claim{Task: t, Spec: sp, Lease: lease}, nil
+	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // kernel/metrics.go
+	return kernel.Claim{Task: t, Spec: sp, Lease: lease}, nil
 }
 
 // refuseEnded refuses a claim of a task whose job is in state, not
 // RUNNING: the task is cancelled if it has a record to cancel (the
 // cancel never writes an unwritten one: the sweep's look at its marker
 // ends those), and whatever slots its attempts held are freed.
-func (s *Service) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
+func (s *Lifecycle) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
 	if err := kernel.IgnoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
 		Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
 	})); err != nil {
@@ -166,7 +167,7 @@ func (s *Service) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.J
 // to its lease: liveness may speed recovery up, but a slow or partitioned
 // executor misjudged dead must never fail a job. While the holder lives,
 // it returns held again.
-func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.Task, held error) (batch.Task, error) {
+func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.Task, held error) (batch.Task, error) {
 	alive, err := s.store.ExecutorAlive(ctx, t.Executor)
 	if err != nil {
 		return t, held
@@ -176,7 +177,7 @@ func (s *Service) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.T
 	if _, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: cp.Now}); err != nil {
 		return t, &batch.ClaimHeldError{LeaseUntil: heldUntil(t, alive, cp.Now)}
 	}
-	if done, err := s.loseForMemory(ctx, cp.Now, t); done { // oomkill.go
+	if done, err := s.kills.loseForMemory(ctx, cp.Now, t); done { // oomkill.go
 		return t, err
 	}
 	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{ClaimParams: cp, Holder: t})
@@ -213,15 +214,15 @@ func heldUntil(t batch.Task, alive, now time.Time) time.Time {
 // Heartbeat extends the holder's lease. batch.ErrStaleClaim means the lease
 // is lost; batch.ErrJobNotRunning means the job ended. Either way the
 // executor stops the task.
-func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
+func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 	var err error
 	if c.Speculative {
-		err = s.copyHeartbeat(ctx, c) // speculation.go
+		err = s.copies.copyHeartbeat(ctx, c) // speculation.go
 	} else {
 		err = s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease)
 	}
 	if err != nil {
-		s.noteIfLost(ctx, c, err) // speculation.go
+		s.copies.noteIfLost(ctx, c, err) // speculation.go
 		return err
 	}
 	return s.CheckJob(ctx, c)
@@ -230,37 +231,42 @@ func (s *Service) Heartbeat(ctx context.Context, c Claim) error {
 // ErrOutputsMissing means a commit named outputs that are not in S3.
 var ErrOutputsMissing = errors.New("outputs missing")
 
-// Commit makes the holder's attempt authoritative: it checks the attempt's
-// outputs exist, then commits the task and counts its stage down in one
-// transaction, then completes the stage if this was its last task. A retry
-// after a lost response recognises its own success and finishes the
-// follow-up steps.
-func (s *Service) Commit(ctx context.Context, c Claim, outputs int) error {
-	return s.CommitWith(ctx, c, CommitResult{Outputs: outputs})
-}
-
 // CommitResult is what an executor reports when it commits: its output
 // count and, where it counted them, the records it read and wrote.
 type CommitResult struct {
 	Outputs               int
 	RecordsIn, RecordsOut int64
 	// BadRecords is how many records the attempt rejected: added to its
-	// stage's count, within the stage's maxBadRecords (badrecords.go).
+	// stage's count, within the stage's maxBadRecords (dynamo/badrecords.go).
 	BadRecords int64
+	// WrittenHere: this process wrote each of outputs 0..Outputs-1 itself,
+	// in this attempt, with If-None-Match: * at the attempt's own key, and
+	// the put succeeded or answered 412 (the object is there). S3 has then
+	// already said they exist, and the commit skips its listing (one
+	// ListObjectsV2 per task with output). Only code in this process sets
+	// it: a remote executor's commit (RemoteCommitRequest) is not trusted
+	// and is always checked against S3.
+	WrittenHere bool
 }
 
-// CommitWith is Commit with record counts, which are kept on the task and
-// summed on the stage's counters for the job's status.
-func (s *Service) CommitWith(ctx context.Context, c Claim, r CommitResult) error {
-	if err := s.checkOutputs(ctx, c, r.Outputs); err != nil {
-		return err
+// Commit makes the holder's attempt authoritative: it checks the attempt's
+// outputs exist (unless r.WrittenHere), then commits the task, keeping its
+// record counts and summing them on the stage's counters for the job's
+// status, and counts its stage down in one transaction, then completes
+// the stage if this was its last task. A retry after a lost response
+// recognises its own success and finishes the follow-up steps.
+func (s *Lifecycle) Commit(ctx context.Context, c kernel.Claim, r CommitResult) error {
+	if !r.WrittenHere {
+		if err := s.checkOutputs(ctx, c, r.Outputs); err != nil {
+			return err
+		}
 	}
 	return s.commit(ctx, c, r)
 }
 
 // checkOutputs checks that the attempt's outputs 0..outputs-1 are in S3:
 // one listing of the attempt's prefix, none when it has no outputs.
-func (s *Service) checkOutputs(ctx context.Context, c Claim, outputs int) error {
+func (s *Lifecycle) checkOutputs(ctx context.Context, c kernel.Claim, outputs int) error {
 	if outputs <= 0 {
 		return nil
 	}
@@ -282,8 +288,8 @@ func (s *Service) checkOutputs(ctx context.Context, c Claim, outputs int) error 
 	return nil
 }
 
-// commit is CommitWith once the outputs are known to exist.
-func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
+// commit is Commit once the outputs are known to exist.
+func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) error {
 	start := time.Now() // the commit's latency, for metrics
 	outputs := r.Outputs
 	ref := c.Task.Ref
@@ -304,7 +310,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 	}
 	shardDone, err := s.store.CommitTask(ctx, p)
 	if err != nil {
-		s.noteIfLost(ctx, c, err) // speculation.go
+		s.copies.noteIfLost(ctx, c, err) // speculation.go
 	}
 	if errors.Is(err, batch.ErrStaleClaim) {
 		// A fenced attempt's outputs were written after its takeover may
@@ -315,7 +321,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 		return err
 	}
 	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
-	s.afterCommit(ctx, c)                            // speculation.go
+	s.copies.afterCommit(ctx, c)                     // speculation.go
 	s.CountCommit(ctx, c, start)
 	s.TaskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
 	if p.DeferCount {
@@ -329,7 +335,7 @@ func (s *Service) commit(ctx context.Context, c Claim, r CommitResult) error {
 }
 
 // afterShardDone is the follow-up of a count that emptied a counter shard.
-func (s *Service) afterShardDone(ctx context.Context, job string, stage, shard int) error {
+func (s *Lifecycle) afterShardDone(ctx context.Context, job string, stage, shard int) error {
 	ref := batch.TaskRef{Job: job, Stage: stage}
 	// Reading every counter is worth it once the shards are all empty:
 	// the count that empties the last one sees that here (ShardEmptied).
@@ -351,7 +357,7 @@ func (s *Service) afterShardDone(ctx context.Context, job string, stage, shard i
 	// This shard is done; the stage is done when all shards are. If two
 	// committers empty the last two shards at once, each reads the counters
 	// after its own write, so at least one of them sees both at zero.
-	return s.checkStageComplete(ctx, ref.Job, ref.Stage)
+	return s.stages.CheckStageComplete(ctx, ref.Job, ref.Stage)
 }
 
 // Decision is what the executor does with a failed task's message.
@@ -360,19 +366,13 @@ type Decision struct {
 	// Delay is the backoff before the next attempt.
 	Delay time.Duration
 	// Memory, when set, is the executor size the retry runs on (an
-	// out-of-memory attempt's escalation, taskmemory.go).
+	// out-of-memory attempt's escalation, kernel/taskmemory.go).
 	Memory spec.Size
-}
-
-// Fail records a task function's error, as an ordinary (retried) error:
-// FailClass with batch.ClassError.
-func (s *Service) Fail(ctx context.Context, c Claim, cause string) (Decision, error) {
-	return s.FailClass(ctx, c, FailParams{Cause: cause, Class: batch.ClassError})
 }
 
 // backoff is base * 2^(attempt-1) plus up to half of that again as jitter,
 // capped at the spec's maximum backoff.
-func (s *Service) backoff(sp *spec.Job, stage, attempt int) time.Duration {
+func (s *Lifecycle) backoff(sp *spec.Job, stage, attempt int) time.Duration {
 	base := time.Duration(sp.StageRetry(stage).Backoff)
 	d := base << min(attempt-1, 30)
 	if d <= 0 || d > time.Duration(spec.MaxBackoff) {
@@ -385,7 +385,7 @@ func (s *Service) backoff(sp *spec.Job, stage, attempt int) time.Duration {
 }
 
 // exhaust fails a task whose last attempt's lease expired.
-func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) error {
+func (s *Lifecycle) exhaust(ctx context.Context, t batch.Task, reason string) error {
 	meta, err := s.Meta(ctx, t.Ref.Job)
 	if err != nil {
 		return err
@@ -393,8 +393,8 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	now := s.Now()
 	// A last attempt whose executor was killed for memory fails as out
 	// of memory (oomkill.go).
-	reason, class := s.exhaustForMemory(ctx, t, reason)
-	failed := kernel.TaskFailedEvent(t.Ref, meta.Owner, meta.Spec, t.Attempt, reason, now) // events.go
+	reason, class := s.kills.exhaustForMemory(ctx, t, reason)
+	failed := kernel.TaskFailedEvent(t.Ref, meta.Owner, meta.Spec, t.Attempt, reason, now) // kernel/events.go
 	tolerated, err := s.sweepFailed(ctx, meta.Spec, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExhaust, Now: now, Err: reason, Class: class, Due: now,
 		Outbox: failed}) // tolerate.go
 	if err != nil {
@@ -405,13 +405,13 @@ func (s *Service) exhaust(ctx context.Context, t batch.Task, reason string) erro
 	t.LastError, t.ErrorClass = reason, class
 	t.State, t.Tolerated, t.Updated = sm.TaskFailed, tolerated, now // as written
 	s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
-	s.Meter().TaskFailed(s.TaskPriority(ctx, nil, t.Ref)) // metrics.go
+	s.Meter().TaskFailed(s.TaskPriority(ctx, nil, t.Ref)) // kernel/metrics.go
 	return s.propagateFailure(ctx, t)
 }
 
 // propagateFailure fails the stage and job of a FAILED task, then takes the
 // task out of the sweep index. Until then the sweep repeats it.
-func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
+func (s *Lifecycle) propagateFailure(ctx context.Context, t batch.Task) error {
 	if t.Tolerated {
 		return s.afterTolerated(ctx, t) // tolerate.go: its stage goes on
 	}
@@ -422,12 +422,12 @@ func (s *Service) propagateFailure(ctx context.Context, t batch.Task) error {
 	// The failure is about the job's generation in which the task failed:
 	// if a redrive has since put the task back (the job ended for another
 	// reason, and its owner redrove it), there is nothing to fail.
-	gen, current, err := s.FailureGen(ctx, t) // jobgen.go
+	gen, current, err := s.FailureGen(ctx, t) // kernel/jobgen.go
 	if err != nil || !current {
 		return err
 	}
 	reason := s.overAllowance(ctx, sp, t, failReason(sp, t)) // failclass.go, tolerate.go
-	if err := s.failJob(ctx, t.Ref.Job, t.Ref.Stage, reason, gen); err != nil {
+	if err := s.stages.FailJob(ctx, t.Ref.Job, t.Ref.Stage, reason, gen); err != nil {
 		return err
 	}
 	return s.store.UnindexTask(ctx, t)

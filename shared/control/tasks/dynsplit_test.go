@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -21,21 +22,21 @@ func TestCheckSplit(t *testing.T) {
 		return &spec.Job{Stages: []spec.Stage{{Name: "s", Lambda: lambda, Partitions: &spec.Partitions{
 			Input: &spec.Input{Prefix: "s3://b/p/", DynamicSplit: dynamic}}}}}
 	}
-	claim := Claim{Spec: job(true, ""), Task: batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 0}, Input: in}}
+	claim := kernel.Claim{Spec: job(true, ""), Task: batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 0}, Input: in}}
 	good := SplitRequest{Input: *in, At: 400, Give: []split.Split{
 		{Key: "k.txt", Start: 400, End: 700, ETag: "e", Version: "v1"}, {Key: "k.txt", Start: 700, End: 1000, ETag: "e", Version: "v1"}}}
 	tests := []struct {
 		name    string
-		claim   func(c Claim) Claim
+		claim   func(c kernel.Claim) kernel.Claim
 		req     func(r SplitRequest) SplitRequest
 		refused bool
 		msg     string
 	}{
 		{name: "a good offer"},
-		{name: "dynamicSplit off", claim: func(c Claim) Claim { c.Spec = job(false, ""); return c }, refused: true, msg: "dynamicSplit is not set"},
-		{name: "a lambda stage", claim: func(c Claim) Claim { c.Spec = job(true, "fn"); return c }, refused: true, msg: "lambda"},
-		{name: "a speculative copy", claim: func(c Claim) Claim { c.Speculative = true; return c }, refused: true, msg: "speculative"},
-		{name: "a compressed input", claim: func(c Claim) Claim {
+		{name: "dynamicSplit off", claim: func(c kernel.Claim) kernel.Claim { c.Spec = job(false, ""); return c }, refused: true, msg: "dynamicSplit is not set"},
+		{name: "a lambda stage", claim: func(c kernel.Claim) kernel.Claim { c.Spec = job(true, "fn"); return c }, refused: true, msg: "lambda"},
+		{name: "a speculative copy", claim: func(c kernel.Claim) kernel.Claim { c.Speculative = true; return c }, refused: true, msg: "speculative"},
+		{name: "a compressed input", claim: func(c kernel.Claim) kernel.Claim {
 			c.Task.Input = &split.Split{Key: "k.gz", End: 1000, ETag: "e", Version: "v1"}
 			return c
 		}, req: func(r SplitRequest) SplitRequest {

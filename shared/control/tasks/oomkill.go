@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type MemoryReport struct {
 
 // ExecutorAliveMemory renews executor id's liveness record with its
 // memory report: one write, as ExecutorAlive.
-func (s *Service) ExecutorAliveMemory(ctx context.Context, id string, m MemoryReport) error {
+func (s *Kills) ExecutorAliveMemory(ctx context.Context, id string, m MemoryReport) error {
 	if m.Limit == 0 {
 		return s.ExecutorAlive(ctx, id)
 	}
@@ -47,7 +47,7 @@ func (s *Service) ExecutorAliveMemory(ctx context.Context, id string, m MemoryRe
 // MarkExecutorKilled records that executor id was killed for memory, for
 // reason (ECS's stopped reason): its claims, when they lapse, end as out
 // of memory.
-func (s *Service) MarkExecutorKilled(ctx context.Context, id, reason string) error {
+func (s *Kills) MarkExecutorKilled(ctx context.Context, id, reason string) error {
 	if id == "" {
 		return errors.New("mark executor killed for memory: no executor id")
 	}
@@ -79,7 +79,7 @@ func ExecutorIDForECSTask(arn string) string {
 // and how its attempt ended, from its liveness record (JudgeKilled). A
 // record that cannot be read judges no death as one for memory (the lease
 // expiry goes on as before).
-func (s *Service) killedForMemory(ctx context.Context, t batch.Task) (string, bool) {
+func (s *Kills) killedForMemory(ctx context.Context, t batch.Task) (string, bool) {
 	m, ok := s.ExecutorMemory(ctx, t)
 	if !ok {
 		return "", false
@@ -97,7 +97,7 @@ var errLostForMemory = errors.New("holder killed for memory; the task retries on
 // (Escalate), its attempt ends as out of memory, and a new message goes
 // out for it. done is false when the holder died of anything else: the
 // takeover goes on.
-func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
+func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
 		return false, nil
@@ -106,8 +106,8 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 	if err != nil {
 		return true, err
 	}
-	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp}) // taskmemory.go
-	cause := kernel.Truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(kernel.Claim{Task: t, Spec: sp}) // kernel/taskmemory.go
+	cause := kernel.Truncate(note+": "+why, kernel.MaxErrorLen)
 	_, err = s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
@@ -128,7 +128,7 @@ func (s *Service) loseForMemory(ctx context.Context, now time.Time, t batch.Task
 // expiryForMemory fills in the sweep's expiry p of t's lapsed lease when
 // its executor was killed for memory (class, error, next size), and
 // returns how the attempt ended for its history.
-func (s *Service) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.SweepTaskParams) (batch.AttemptEndKind, string) {
+func (s *Kills) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.SweepTaskParams) (batch.AttemptEndKind, string) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
@@ -137,8 +137,8 @@ func (s *Service) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.S
 	if err != nil {
 		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
-	mem, note := kernel.Escalate(Claim{Task: t, Spec: sp})
-	p.Err = kernel.Truncate(note+": "+why, MaxErrorLen)
+	mem, note := kernel.Escalate(kernel.Claim{Task: t, Spec: sp})
+	p.Err = kernel.Truncate(note+": "+why, kernel.MaxErrorLen)
 	p.Class, p.Memory = batch.ClassOutOfMemory, mem
 	return batch.AttemptOutOfMemory, p.Err
 }
@@ -146,7 +146,7 @@ func (s *Service) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.S
 // exhaustForMemory is the reason and class of a last attempt whose lease
 // lapsed: out of memory, with its size, when its executor was killed for
 // memory; else reason as given and lease_expired.
-func (s *Service) exhaustForMemory(ctx context.Context, t batch.Task, reason string) (string, batch.ErrorClass) {
+func (s *Kills) exhaustForMemory(ctx context.Context, t batch.Task, reason string) (string, batch.ErrorClass) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
 		return reason, batch.ClassLeaseExpired
@@ -155,6 +155,6 @@ func (s *Service) exhaustForMemory(ctx context.Context, t batch.Task, reason str
 	if sp, err := s.CachedSpec(ctx, t.Ref.Job); err == nil && size == 0 {
 		size = sp.StageMemory(t.Ref.Stage)
 	}
-	return kernel.Truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", kernel.SizeString(size), t.Attempt, t.MaxAttempts, why), MaxErrorLen),
+	return kernel.Truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", kernel.SizeString(size), t.Attempt, t.MaxAttempts, why), kernel.MaxErrorLen),
 		batch.ClassOutOfMemory
 }

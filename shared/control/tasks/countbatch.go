@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 // before they return. An executor Lambda flushes before its invocation
 // ends (FlushCounts).
 type countBatcher struct {
-	svc    *Service
+	svc    *Lifecycle
 	linger time.Duration
 
 	mu      sync.Mutex
@@ -130,7 +130,7 @@ func (b *countBatcher) write(ctx context.Context, report bool) (zero []dynamo.Sh
 // FlushCounts writes the counts of this process's commits that wait for
 // their batch (Config.CountLinger), and completes the stages they finish.
 // An executor calls it before it stops or freezes.
-func (s *Service) FlushCounts(ctx context.Context) error {
+func (s *Lifecycle) FlushCounts(ctx context.Context) error {
 	if s.counts == nil {
 		return nil
 	}

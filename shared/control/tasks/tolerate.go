@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // allowance is how many failed tasks the stage of ref tolerates (0:
 // none) and its counter count. It reads the stage only when the spec
 // has an allowance: a failure in a stage without one costs nothing more.
-func (s *Service) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (allowed, shards int, err error) {
+func (s *Lifecycle) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (allowed, shards int, err error) {
 	if sp == nil || ref.Stage >= len(sp.Stages) || sp.Stages[ref.Stage].ToleratedFailures == nil {
 		return 0, 0, nil
 	}
@@ -36,7 +36,7 @@ func (s *Service) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef
 // tolerate tries to fail the task within its stage's allowance. ok=false
 // (and no error) means the stage tolerates no more (or none at all): the
 // caller fails the task the ordinary way.
-func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t batch.Task, ok bool, err error) {
+func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t batch.Task, ok bool, err error) {
 	allowed, shards, err := s.allowance(ctx, sp, p.Ref)
 	if err != nil || allowed == 0 {
 		return batch.Task{}, false, err
@@ -56,7 +56,7 @@ func (s *Service) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateP
 // releaseFailed is store.ReleaseTask for the holder's final failure
 // (sm.TaskFail, sm.TaskFailPermanent), tolerated by the task's stage when
 // its allowance has room.
-func (s *Service) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
+func (s *Lifecycle) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
 	if !p.Class.Tolerable() {
 		return s.store.ReleaseTask(ctx, p)
 	}
@@ -72,7 +72,7 @@ func (s *Service) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.Rele
 // sweepFailed is store.SweepTask for a task whose last lease expired
 // (sm.TaskExhaust), tolerated by its stage when its allowance has room.
 // tolerated says which happened.
-func (s *Service) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.SweepTaskParams) (tolerated bool, err error) {
+func (s *Lifecycle) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.SweepTaskParams) (tolerated bool, err error) {
 	_, ok, err := s.tolerate(ctx, sp, dynamo.TolerateParams{
 		Ref: p.Ref, Event: p.Event, Now: p.Now, Err: p.Err, Class: p.Class, Due: p.Due, Outbox: p.Outbox,
 	})
@@ -86,7 +86,7 @@ func (s *Service) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.SweepT
 // the stage completes if this was its last unfinished task. The task
 // stays in the sweep index until this is done, so a crash before it is
 // finished by the sweep.
-func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
+func (s *Lifecycle) afterTolerated(ctx context.Context, t batch.Task) error {
 	// A tolerated failure counts its shard down as a commit does: when
 	// that emptied it, the stage's set of emptied shards must say so, or
 	// the count that empties the last shard would not see the set full
@@ -94,7 +94,7 @@ func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
 	if err := s.noteIfEmptied(ctx, t.Ref); err != nil {
 		return err
 	}
-	if err := s.checkStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
+	if err := s.stages.CheckStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
 		return err
 	}
 	return s.store.UnindexTask(ctx, t)
@@ -103,7 +103,7 @@ func (s *Service) afterTolerated(ctx context.Context, t batch.Task) error {
 // overAllowance prefixes the job's error for a failure its stage did not
 // tolerate (past its allowance) with the stage's count: "stage "b": 3 tasks failed, 2
 // tolerated; ...". A stage without an allowance keeps the plain reason.
-func (s *Service) overAllowance(ctx context.Context, sp *spec.Job, t batch.Task, reason string) string {
+func (s *Lifecycle) overAllowance(ctx context.Context, sp *spec.Job, t batch.Task, reason string) string {
 	// A failure no allowance covers (an input that changed) did not pass
 	// the allowance: counting it against it would say it had.
 	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil || !t.ErrorClass.Tolerable() {
@@ -129,7 +129,7 @@ func attemptKind(t batch.Task, kind batch.AttemptEndKind) batch.AttemptEndKind {
 // noteIfEmptied adds ref's counter shard to its stage's set of emptied
 // shards when it is empty (a path that counts down without learning
 // whether it emptied the shard).
-func (s *Service) noteIfEmptied(ctx context.Context, ref batch.TaskRef) error {
+func (s *Lifecycle) noteIfEmptied(ctx context.Context, ref batch.TaskRef) error {
 	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -11,8 +11,9 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// ErrNoCheckpoints: a control plane cannot record checkpoints. Service
-// always can; a ControlPlane that is not a Service (a test's) answers it.
+// ErrNoCheckpoints: a control plane cannot record checkpoints. The
+// Lifecycle always can; a ControlPlane that is not control.Service (a
+// test's) answers it.
 var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints")
 
 // Checkpoint points c's task at checkpoint seq of c's attempt, whose
@@ -30,7 +31,7 @@ var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints"
 // beside it: sm.TaskYield), the copy's token is the task's, and its
 // checkpoints are recorded as any holder's: a retry after the copy fails
 // resumes from them. A copy that lost its claim gets batch.ErrStaleClaim.
-func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64) error {
+func (s *Lifecycle) Checkpoint(ctx context.Context, c kernel.Claim, seq int, offset int64) error {
 	ref := c.Task.Ref
 	err := s.store.CheckpointTask(ctx, dynamo.CheckpointParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
@@ -61,7 +62,7 @@ func (s *Service) Checkpoint(ctx context.Context, c Claim, seq int, offset int64
 // of c's own attempt and a continuation left (sm.MaxContinuations);
 // otherwise the error wraps sm.ErrInvalidTransition and the caller fails
 // the attempt as any other (a retry resumes from the last checkpoint).
-func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision, error) {
+func (s *Lifecycle) Continue(ctx context.Context, c kernel.Claim, offset int64) (Decision, error) {
 	ref := c.Task.Ref
 	now := s.Now()
 	msg := fmt.Sprintf("continued in a new invocation at offset %d", offset)
@@ -79,7 +80,7 @@ func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision
 	// A fresh message, so that a task's continuations do not add up to
 	// its message's receive count and dead-letter it (tuning.MaxReceiveCount);
 	// when the send fails, the caller keeps the old message instead.
-	sent := s.Resend(ctx, ref, 0) == nil // sweep.go
+	sent := s.Resend(ctx, ref, 0) == nil // kernel/sizedqueues.go
 	// History, not a failure: no stage failure count (Shards 0).
 	if _, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
 		End: kernel.AttemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
@@ -91,7 +92,7 @@ func (s *Service) Continue(ctx context.Context, c Claim, offset int64) (Decision
 
 // NoteResumed puts on the job's timeline that c's attempt resumed from
 // its task's checkpoint. Best effort: history, never state.
-func (s *Service) NoteResumed(ctx context.Context, c Claim) {
+func (s *Lifecycle) NoteResumed(ctx context.Context, c kernel.Claim) {
 	ck := c.Task.Checkpoint
 	ref := c.Task.Ref
 	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -48,7 +49,7 @@ type SplitResult struct{ First, Last int }
 // SplitTask records a split offered by the holder of claim c, then sends
 // the new tasks' messages. A refusal (ErrSplitRefused) leaves the holder
 // to read its whole range; bad requests are errors naming the problem.
-func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (SplitResult, error) {
+func (s *Lifecycle) SplitTask(ctx context.Context, c kernel.Claim, req SplitRequest) (SplitResult, error) {
 	ref := c.Task.Ref
 	// Nothing is written before the store's transaction, so a failure up
 	// to it (a bad offer, a failed read) is a refusal: any other error
@@ -69,7 +70,7 @@ func (s *Service) SplitTask(ctx context.Context, c Claim, req SplitRequest) (Spl
 		Ref: ref, Token: c.Task.Token, Attempt: c.Task.Attempt,
 		Input: req.Input, At: req.At, Give: req.Give,
 		MaxAttempts: c.Spec.StageRetry(ref.Stage).MaxAttempts, MaxTotal: spec.MaxPartitions,
-		MaxQuotaTasks: s.cfg.Quotas.Tasks.For(m.Owner), // quotas.go
+		MaxQuotaTasks: s.cfg.TaskQuota.For(m.Owner),
 		Now:           now, Due: now.Add(s.cfg.StuckAfter),
 		Message: func(first, last int) string {
 			return fmt.Sprintf("split at byte %d of %s: gave %d bytes to tasks %d..%d", req.At, req.Input.Key, given, first, last)
@@ -101,7 +102,7 @@ func refused(err error) error {
 }
 
 // checkSplit checks a split request against the claim and the spec.
-func checkSplit(c Claim, req SplitRequest) error {
+func checkSplit(c kernel.Claim, req SplitRequest) error {
 	st := c.Spec.Stages[c.Task.Ref.Stage]
 	in := c.Task.Input
 	switch {
@@ -143,7 +144,7 @@ const SplitMultiplier = 1.5
 // with no committed attempts yet has no median: a task that has run as
 // long as the executor waits before offering (executor.SplitAfter) with
 // nothing of its stage committed is behind by any measure.
-func (s *Service) checkStraggler(ctx context.Context, ref batch.TaskRef, ran time.Duration) error {
+func (s *Lifecycle) checkStraggler(ctx context.Context, ref batch.TaskRef, ran time.Duration) error {
 	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package control
+package tasks
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func (ev ECSTaskStateChange) OutOfMemory() string {
 // memory as killed for memory, so its claims end as out of memory when
 // they lapse (oomkill.go) and retry one size up. Any other event is
 // ignored (false).
-func (s *Service) ECSTaskStopped(ctx context.Context, ev ECSTaskStateChange) (bool, error) {
+func (s *Kills) ECSTaskStopped(ctx context.Context, ev ECSTaskStateChange) (bool, error) {
 	why := ev.OutOfMemory()
 	if why == "" {
 		return false, nil

@@ -1,0 +1,176 @@
+// Package tasks is the control plane's task lifecycle: a task's claim
+// (and a dead holder's takeover), its heartbeat, its commit and count,
+// its failure, retry and tolerated failure, its checkpoints and their
+// resumption, its dynamic split, the executors killed for memory whose
+// claims end as out of memory, speculative copies, and the sweep's repair
+// of one task. It stands on kernel and stages only; what it asks of the
+// stage lifecycle is its Stages port, and the facade, control.Service,
+// wires it.
+package tasks
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/lru"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Config is what the task lifecycle needs of the control plane's
+// configuration (control.Config documents each field).
+type Config struct {
+	StuckAfter    time.Duration
+	FollowUpGrace time.Duration
+	// CountLinger: zero counts every commit before it returns.
+	CountLinger time.Duration
+	// TaskQuota caps the tasks each owner's job has, splits included
+	// (control.Quotas.Tasks).
+	TaskQuota kernel.OwnerLimits
+}
+
+// Store is the calls the task lifecycle makes on the state store.
+type Store interface {
+	// Jobs.
+	JobState(context.Context, string) (sm.JobState, error)
+	// Stages and their completion counters.
+	GetStage(context.Context, string, int) (batch.Stage, error)
+	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
+	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
+	SetCopiesRunning(ctx context.Context, job string, idx, n int) error
+	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
+	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
+	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
+	// Tasks: claims fenced by their token and every way an attempt ends.
+	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
+	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
+	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
+	FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+	SweepTask(context.Context, dynamo.SweepTaskParams) error
+	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
+	LoseTaskForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
+	UnindexTask(context.Context, batch.Task) error
+	CheckpointTask(context.Context, dynamo.CheckpointParams) error
+	ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	SplitTask(context.Context, dynamo.SplitTaskParams) (int, error)
+	// Speculative copies.
+	RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error
+	ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	DropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	// Attempt ends and the job's timeline.
+	RecordAttemptEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
+	RecordTimelineEvent(context.Context, batch.AttemptEnd) error
+	RecordSpeculationEvent(context.Context, batch.AttemptEnd) error
+	// The sweep's due index.
+	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	// Executors: liveness, memory and kills.
+	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
+	RenewExecutorMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
+	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
+}
+
+// Queue is the call the task lifecycle makes on the queues: a split's
+// new tasks and a speculative copy's message.
+type Queue interface {
+	SendBatch(ctx context.Context, url string, msgs []queue.Send) error
+}
+
+// Blob is the calls the task lifecycle makes on S3: a commit's check of
+// its outputs and the tagging of a refused checkpoint's objects.
+type Blob interface {
+	Bucket() string
+	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
+	MarkUncommitted(ctx context.Context, prefix string) (int, error)
+}
+
+// Stages is what the task lifecycle asks of the stage lifecycle
+// (stages.Lifecycle): a stage's completion once its last task finished,
+// and the job's failure with a task that failed for good.
+type Stages interface {
+	CheckStageComplete(ctx context.Context, job string, idx int) error
+	FailJob(ctx context.Context, job string, idx int, reason string, gen int) error
+}
+
+var (
+	_ Store = kernel.Store(nil)
+	_ Queue = kernel.Queue(nil)
+	_ Blob  = kernel.Blob(nil)
+)
+
+// Lifecycle claims, beats, commits and fails tasks, and repairs them for
+// the sweep. Its speculative copies are Copies' and its executors killed
+// for memory Kills': a task's path asks them where it meets theirs.
+type Lifecycle struct {
+	// Kernel is the control plane's, shared: its clock, caches and job
+	// state are the ones every capability reads.
+	*kernel.Kernel
+
+	cfg    Config
+	store  Store
+	queue  Queue
+	blob   Blob
+	stages Stages
+	log    *slog.Logger
+
+	// counts batches commit counts (countbatch.go); nil without
+	// Config.CountLinger.
+	counts *countBatcher
+
+	copies *Copies
+	kills  *Kills
+}
+
+// Copies runs speculative copies of a speculating stage's stragglers
+// (speculation.go).
+type Copies struct {
+	*kernel.Kernel
+
+	cfg   Config
+	store Store
+	queue Queue
+	log   *slog.Logger
+
+	// looks is when the sweep last listed a speculating stage's tasks
+	// ("job/stage"; speculationlook.go).
+	looks *lru.Cache[string, specLook]
+}
+
+// Kills judges executors killed for memory, so that their claims end as
+// out of memory and retry one size up (oomkill.go).
+type Kills struct {
+	*kernel.Kernel
+
+	cfg   Config
+	store Store
+	log   *slog.Logger
+}
+
+// New returns a task lifecycle on k; cfg has its defaults already.
+func New(cfg Config, k *kernel.Kernel, store Store, q Queue, b Blob, st Stages, log *slog.Logger) *Lifecycle {
+	s := &Lifecycle{
+		Kernel: k, cfg: cfg, store: store, queue: q, blob: b, stages: st, log: log,
+		copies: &Copies{Kernel: k, cfg: cfg, store: store, queue: q, log: log, looks: lru.New[string, specLook](kernel.ShardCacheSize)},
+		kills:  &Kills{Kernel: k, cfg: cfg, store: store, log: log},
+	}
+	if cfg.CountLinger > 0 {
+		s.counts = &countBatcher{svc: s, linger: cfg.CountLinger}
+	}
+	return s
+}
+
+// Copies is the lifecycle's speculative copies.
+func (s *Lifecycle) Copies() *Copies { return s.copies }
+
+// Kills is the lifecycle's judge of executors killed for memory.
+func (s *Lifecycle) Kills() *Kills { return s.kills }
