@@ -102,15 +102,11 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	// A redriven job runs again, so it counts in its owner's quotas again,
 	// under the limits a submission meets now: its end gave its place
 	// back, and an owner at its limit waits as a submitter would.
-	var quota *dynamo.JobQuota
-	q := s.cfg.Quotas
-	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
-		quota = &dynamo.JobQuota{Tasks: declaredTasks(j.Spec), MaxJobs: maxJobs, MaxTasks: maxTasks}
-	}
+	quota := s.admit.JobQuota(req.Owner, j.Spec)
 	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, MaxErrorLen),
 		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
 	if errors.Is(err, dynamo.ErrQuotaReached) {
-		return JobStatus{}, fmt.Errorf("redrive: %w", s.quotaError(ctx, req.Owner, quota))
+		return JobStatus{}, fmt.Errorf("redrive: %w", s.admit.QuotaError(ctx, req.Owner, quota))
 	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// Refused: or applied, and this is the SDK's retry of a write

@@ -10,7 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -107,7 +107,7 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	// the checks below look at the present, which that job may have
 	// changed (its published output folder).
 	if req.IdempotencyKey != "" {
-		if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
+		if err := admission.CheckKey("idempotencyKey", req.IdempotencyKey); err != nil {
 			return SubmitResult{}, err
 		}
 		id, found, err := s.store.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
@@ -135,8 +135,8 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	if key == "" {
 		key = "rerun-" + s.NewID()
 	}
-	res, _, err := s.submit(ctx, SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body,
-		rerun: &dynamo.RerunParams{Of: orig.ID, Reuse: reuse}}, nil)
+	res, err := s.admit.SubmitRerun(ctx, SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body},
+		&dynamo.RerunParams{Of: orig.ID, Reuse: reuse})
 	if errors.Is(err, dynamo.ErrSourceGone) {
 		// A deletion of a source (or its data) won the race with this
 		// rerun's link to it (dynamo/reuselinks.go): nothing was created.
@@ -252,12 +252,4 @@ func downstreamOf(sp *spec.Job, from []int, set map[int]bool) {
 		set[i] = true
 		from = append(from, sp.Downstream(i)...)
 	}
-}
-
-// withRerun is m with a rerun's reused stages.
-func withRerun(m kernel.JobMeta, p *dynamo.RerunParams) kernel.JobMeta {
-	if p != nil && len(p.Reuse) > 0 {
-		m.Reused = maps.Clone(p.Reuse)
-	}
-	return m
 }

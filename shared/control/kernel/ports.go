@@ -125,7 +125,7 @@ type Store interface {
 	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
 	ReadExecutorMemory(ctx context.Context, id string) (dynamo.ExecutorMemory, error)
 
-	// Owners' quotas (quotas.go).
+	// Owners' quotas (admission/quotas.go).
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 
 	// Schedules, their due index and their runs (schedules.go, timers.go).
@@ -143,7 +143,7 @@ type Store interface {
 	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
 
 	// The catalog of task names and exec programs executors published
-	// (tasknames.go, programs.go).
+	// (admission/tasknames.go, admission/programs.go).
 	AddTaskNames(ctx context.Context, names []string) error
 	TaskNames(ctx context.Context) ([]string, error)
 	AddPrograms(ctx context.Context, names []string) error
