@@ -10,6 +10,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/jobid"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
@@ -173,7 +174,7 @@ type Service struct {
 	NewID func() string
 
 	// DeleteStepHook, when set, is called after each step of a job's
-	// deletion (jobdelete.go); an error stops the deletion there, as a
+	// deletion (operations/jobdelete.go); an error stops the deletion there, as a
 	// crash would. For tests.
 	DeleteStepHook func(job, step string) error
 
@@ -195,6 +196,10 @@ type Service struct {
 
 	// admit admits jobs (admission.go).
 	admit *admission.Admitter
+
+	// ops carries out cancels, redrives, reruns, deletions and expiries
+	// (operations.go).
+	ops *operations.Operator
 
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
@@ -238,6 +243,16 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		CheckTaskNames: cfg.CheckTaskNames, StaticTaskNames: cfg.StaticTaskNames, StaticPrograms: cfg.StaticPrograms,
 		Retention: cfg.Retention,
 	}, k, s.stages, store, b, func() TaskCatalog { return s.Catalog }, func() string { return s.NewID() }, log)
+	s.ops = operations.New(operations.Config{
+		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, StuckAfter: cfg.StuckAfter,
+		JobStateTTL: cfg.JobStateTTL, Retention: cfg.Retention,
+	}, k, s.stages, s.admit, store, q, b, func() string { return s.NewID() },
+		func(job, step string) error {
+			if s.DeleteStepHook == nil {
+				return nil
+			}
+			return s.DeleteStepHook(job, step)
+		}, log)
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)

@@ -51,7 +51,7 @@ func (s *Admitter) SubmitFiring(ctx context.Context, req SubmitRequest, guard *d
 	return s.submit(ctx, req, guard, nil)
 }
 
-// SubmitRerun is Submit for a rerun (operations' rerun.go): the job
+// SubmitRerun is Submit for a rerun (operations/rerun.go): the job
 // reuses the committed stages rerun names from other jobs.
 func (s *Admitter) SubmitRerun(ctx context.Context, req SubmitRequest, rerun *dynamo.RerunParams) (SubmitResult, error) {
 	res, _, err := s.submit(ctx, req, nil, rerun)
@@ -121,7 +121,7 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
-	schedules.JobWritten(ctx) // a burst's job writes go first (firinggate.go)
+	schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
@@ -129,7 +129,7 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
-		s.PublishEvents(ctx, events.SubmittedID(id)) // events.go
+		s.PublishEvents(ctx, events.SubmittedID(id)) // kernel/events.go
 	}
 	// A repeated submission also tries the start: if the first submitter
 	// died after recording the job, this finishes its work sooner than the

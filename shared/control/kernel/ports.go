@@ -36,7 +36,7 @@ type Store interface {
 	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
 	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
 
-	// Job deletion and retention (jobdelete.go, retention.go).
+	// Job deletion and retention (operations/jobdelete.go, operations/retention.go).
 	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
 	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
 	DeleteJobItem(ctx context.Context, job string) (int, error)
@@ -44,7 +44,7 @@ type Store interface {
 	// the TTL of its records with it, in one write.
 	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
 
-	// Redrives and reruns (redrive.go, rerun.go).
+	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
 	RedriveJob(context.Context, dynamo.RedriveJobParams) error
 	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
 	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error

@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // expired job whose outputs a living rerun reuses.
 const reusedRecheck = time.Hour
 
-// expireJob deletes an ended job whose retention is over, from the sweep:
+// ExpireJob deletes an ended job whose retention is over, from the sweep:
 // a job ended with a retention is in the sweep index at its end plus the
 // retention (dynamo/retention.go). The steps are DeleteJob's but the
 // data: its objects are the bucket's lifecycle rule's, which expires each
@@ -21,7 +21,7 @@ const reusedRecheck = time.Hour
 // the day S3 rounds to). A job whose retention is not over yet goes back
 // in the index at its end; one that takes more than a call is looked at
 // again at the next sweep.
-func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
+func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
 	at := j.Ended.Add(s.cfg.Retention)
 	if now.Before(at) {
 		return s.store.SetDue(ctx, it, at)
