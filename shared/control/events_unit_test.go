@@ -16,6 +16,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -232,7 +233,7 @@ func TestEventsOfTransitions(t *testing.T) {
 			id := r.submit(oneStage(1, 1, ""))
 			// Cancel's transition (Cancel itself goes on to Status, which
 			// the fakes do not serve).
-			if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
+			if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, operations.CancelReason, "", r.clock.Now()); err != nil {
 				r.t.Fatal(err)
 			}
 			return id

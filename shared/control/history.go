@@ -122,7 +122,7 @@ func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
 		evs = append(evs, Event{At: j.Ended, Type: "job." + strings.ToLower(string(j.State)), Message: j.Error,
 			key: dynamo.EventKey(j.Ended, dynamo.EventClassJobEnd, "")})
 	}
-	return append(evs, redriveEvents(j)...) // redrive.go
+	return append(evs, redriveEvents(j)...)
 }
 
 func padIndex(i int) string {
@@ -165,4 +165,15 @@ func noteBadRecordEvents(counts map[int]int64, sp *spec.Job, evs []Event) {
 		}
 		evs[i].Message = strings.TrimPrefix(e.Message+"; "+note, "; ")
 	}
+}
+
+// redriveEvents are the redrives of a job in its timeline: "job.redriven",
+// with the error the job had failed with.
+func redriveEvents(j batch.Job) []Event {
+	var evs []Event
+	for i, r := range j.Redrives {
+		evs = append(evs, Event{At: r.At, Type: "job.redriven", Message: "redrive " + strconv.Itoa(i+1) + " after the job failed: " + r.Error,
+			key: dynamo.EventKey(r.At, dynamo.EventClassJobEnd, "redrive"+strconv.Itoa(i))})
+	}
+	return evs
 }

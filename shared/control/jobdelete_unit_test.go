@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -301,10 +302,10 @@ func TestDeleteJobLetsClaimsSeeTheEnd(t *testing.T) {
 		after    time.Duration // from the job's end to the DELETE
 		wantWait time.Duration
 	}{
-		{name: "at once", ttl: DefaultJobStateTTL, wantWait: DefaultJobStateTTL + deleteSettle},
-		{name: "a second after", ttl: DefaultJobStateTTL, after: time.Second, wantWait: DefaultJobStateTTL + deleteSettle - time.Second},
-		{name: "a longer TTL", ttl: 10 * time.Second, wantWait: 10*time.Second + deleteSettle},
-		{name: "settled", ttl: DefaultJobStateTTL, after: DefaultJobStateTTL + deleteSettle},
+		{name: "at once", ttl: DefaultJobStateTTL, wantWait: DefaultJobStateTTL + operations.DeleteSettle},
+		{name: "a second after", ttl: DefaultJobStateTTL, after: time.Second, wantWait: DefaultJobStateTTL + operations.DeleteSettle - time.Second},
+		{name: "a longer TTL", ttl: 10 * time.Second, wantWait: 10*time.Second + operations.DeleteSettle},
+		{name: "settled", ttl: DefaultJobStateTTL, after: DefaultJobStateTTL + operations.DeleteSettle},
 		{name: "long ago", ttl: DefaultJobStateTTL, after: time.Hour},
 	}
 	for _, c := range cases {
@@ -325,8 +326,8 @@ func TestDeleteJobLetsClaimsSeeTheEnd(t *testing.T) {
 			if d, err := r.svc.DeleteJob(r.ctx, "tester", id); err != nil || !d.Complete {
 				t.Fatalf("DeleteJob = %+v, %v", d, err)
 			}
-			if earliest := ended.Add(c.ttl + deleteSettle); recordsAt.Before(earliest) {
-				t.Errorf("records deleted %v after the end, want at least %v", recordsAt.Sub(ended), c.ttl+deleteSettle)
+			if earliest := ended.Add(c.ttl + operations.DeleteSettle); recordsAt.Before(earliest) {
+				t.Errorf("records deleted %v after the end, want at least %v", recordsAt.Sub(ended), c.ttl+operations.DeleteSettle)
 			}
 			var want []time.Duration
 			if c.wantWait > 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -299,7 +300,7 @@ func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
 			pb.setFault(func(m string) error {
 				if m == "CopyIfAbsent" {
 					once.Do(func() {
-						if err := r.store.EndJob(r.ctx, job, sm.JobCancel, cancelReason, "", r.clock.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+						if err := r.store.EndJob(r.ctx, job, sm.JobCancel, operations.CancelReason, "", r.clock.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
 							t.Errorf("cancel of a PUBLISHING job in the store: %v, want it refused", err)
 						}
 						_, err := r.svc.Cancel(r.ctx, "tester", job)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -89,7 +90,7 @@ func TestClaimSeesAnEndedJobWithinTheTTL(t *testing.T) {
 			r.claim(taskRef(id, 0, 0)) // caches RUNNING
 			if tc.here {
 				// As Cancel, failJob, finishJob and the deadline do.
-				if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, cancelReason, "", r.clock.Now()); err != nil {
+				if err := r.svc.EndJob(r.ctx, id, sm.JobCancel, operations.CancelReason, "", r.clock.Now()); err != nil {
 					t.Fatal(err)
 				}
 			} else if err := r.store.EndJob(r.ctx, id, sm.JobCancel, "by another process", "", r.clock.Now()); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -120,7 +121,7 @@ func isTimerBody(body string) bool {
 }
 
 // firingAdmission is what the schedules ask of admission, answered by
-// the service's submit, checks and cancel.
+// admission's submit and checks, and the service's cancel.
 type firingAdmission struct{ s *Service }
 
 var _ schedules.Admission = firingAdmission{}
@@ -129,42 +130,15 @@ var _ schedules.Store = Store(nil)
 
 var _ schedules.Queue = Queue(nil)
 
-func (a firingAdmission) CheckOwner(owner string) error { return checkOwner(owner) }
+func (a firingAdmission) CheckOwner(owner string) error { return admission.CheckOwner(owner) }
 
 func (a firingAdmission) CheckScheduleSpec(ctx context.Context, owner string, sp *spec.Job) error {
-	s := a.s
-	if err := s.checkPriority(owner, sp); err != nil {
-		return err
-	}
-	if err := s.checkTaskNames(ctx, sp); err != nil {
-		return underSpec(err)
-	}
-	if err := s.checkPrograms(ctx, sp); err != nil {
-		return underSpec(err)
-	}
-	if err := s.checkExecutorSizes(sp); err != nil { // memory.go
-		return underSpec(err)
-	}
-	if err := s.checkTaskFunctions(sp); err != nil {
-		err.Field = "spec." + err.Field // the spec is the body's "spec"
-		return err
-	}
-	// The stored spec keeps its inputs:<path> prefixes: each firing
-	// resolves them for the schedule's owner, as a submission does.
-	if err := s.resolveInputs(ctx, owner, sp); err != nil {
-		return err
-	}
-	// Every firing would publish to the one folder, and all but the
-	// first would fail on the first's claim (stages/publish.go).
-	if sp.Output != "" {
-		return &spec.FieldError{Field: "spec.output", Message: "a schedule's jobs cannot publish to an output folder: each firing would need its own"}
-	}
-	return nil
+	return a.s.admit.CheckScheduleSpec(ctx, owner, sp)
 }
 
 func (a firingAdmission) SubmitFiring(ctx context.Context, f schedules.Firing) (schedules.Submitted, error) {
 	guard := f.Guard
-	res, created, err := a.s.submit(ctx, SubmitRequest{Owner: f.Owner, IdempotencyKey: f.IdempotencyKey, Spec: f.Spec}, &guard)
+	res, created, err := a.s.admit.SubmitFiring(ctx, SubmitRequest{Owner: f.Owner, IdempotencyKey: f.IdempotencyKey, Spec: f.Spec}, &guard)
 	return schedules.Submitted{JobID: res.JobID, Created: res.Created, CreatedAt: created}, err
 }
 

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/jobid"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
@@ -58,10 +60,10 @@ type Config struct {
 	// must have the same limits: one without them neither takes nor
 	// frees owner slots (a slot left behind is reaped, later).
 	OwnerLimits OwnerLimits
-	// Quotas are the owners' admission limits (quotas.go).
+	// Quotas are the owners' admission limits (admission/quotas.go).
 	Quotas Quotas
 	// InputBuckets are the buckets besides the data bucket that a spec's
-	// input prefix may name (ParseInputBuckets; inputs.go); the operator
+	// input prefix may name (ParseInputBuckets; admission/inputs.go); the operator
 	// grants the roles read access to the same buckets. Empty: inputs come
 	// from the data bucket only. Every process that submits (the API, the
 	// sweep's schedule firings) must have the same list.
@@ -75,18 +77,18 @@ type Config struct {
 	// upload their inputs through (the local runner's emulator).
 	InputsEndpoint string
 	// TaskFunctions are the Lambda functions (names or ARNs) that lambda
-	// stages may invoke (ParseTaskFunctions; taskfunctions.go); the
+	// stages may invoke (ParseTaskFunctions; admission/taskfunctions.go); the
 	// operator grants the executor roles lambda:InvokeFunction on them.
 	// Empty: none. Every process that submits must have the same list.
 	TaskFunctions []string
 	// ExecutorSizes are the executor memory sizes this installation
 	// deploys (lambdaenv.EnvExecutorSizes, from the construct's
 	// ExecutorSizes); empty means the default size only. Submit refuses a
-	// stage asking for any other (memory.go).
+	// stage asking for any other (admission/memory.go).
 	ExecutorSizes []spec.Size
 	// CheckTaskNames makes Submit and CreateSchedule reject a stage whose
 	// task is neither in StaticTaskNames nor published by an executor
-	// (tasknames.go). The processes that submit (the API, the sweep, the
+	// (admission/tasknames.go). The processes that submit (the API, the sweep, the
 	// local runner) set it.
 	CheckTaskNames bool
 	// StaticTaskNames are task names known without being published: the
@@ -97,7 +99,7 @@ type Config struct {
 	// those the deployed Fargate image installs, which the construct
 	// lists at deploy (lambdaenv.EnvExecPrograms), since the Fargate
 	// service scales from zero and publishes only once it runs
-	// (programs.go).
+	// (admission/programs.go).
 	StaticPrograms []string
 	// JobStateTTL is how long this process trusts a job's state it read
 	// (jobstate.go): default DefaultJobStateTTL; negative reads it for
@@ -107,7 +109,7 @@ type Config struct {
 	// jobs: their objects under jobs/ expire that long after they were
 	// written (the bucket's lifecycle rule), so a job submitted without a
 	// deadline gets the longest (spec.MaxDeadline) and none runs long
-	// enough to lose its own objects (retention.go). Every process that
+	// enough to lose its own objects (admission/deadline.go). Every process that
 	// submits must have the same.
 	Retention time.Duration
 	// ManifestPageSize is how many outputs a manifest page holds; zero:
@@ -172,15 +174,14 @@ type Service struct {
 	NewID func() string
 
 	// DeleteStepHook, when set, is called after each step of a job's
-	// deletion (jobdelete.go); an error stops the deletion there, as a
+	// deletion (operations/jobdelete.go); an error stops the deletion there, as a
 	// crash would. For tests.
 	DeleteStepHook func(job, step string) error
 
 	// Catalog is where executors publish their task names and programs,
-	// and submits look them up (tasknames.go, programs.go): the store,
+	// and submits look them up (admission/tasknames.go, admission/programs.go): the store,
 	// unless a test puts another in; nil keeps none.
-	Catalog   TaskCatalog
-	taskNames taskNameCache
+	Catalog TaskCatalog
 
 	// firer holds the schedules and fires them (schedules.go).
 	firer *schedules.Firer
@@ -191,6 +192,13 @@ type Service struct {
 
 	// tasks claims, beats, commits and fails tasks (tasklife.go).
 	tasks *tasks.Lifecycle
+
+	// admit admits jobs (admission.go).
+	admit *admission.Admitter
+
+	// ops carries out cancels, redrives, reruns, deletions and expiries
+	// (operations.go).
+	ops *operations.Operator
 
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
@@ -228,6 +236,23 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		CountLinger:   cfg.CountLinger,
 		TaskQuota:     cfg.Quotas.Tasks,
 	}, k, store, q, b, s.stages, log)
+	s.admit = admission.New(admission.Config{
+		StartGrace: cfg.StartGrace, IdemTTL: cfg.IdemTTL, Quotas: cfg.Quotas,
+		InputBuckets: cfg.InputBuckets, OutputBuckets: cfg.OutputBuckets, InputsEndpoint: cfg.InputsEndpoint,
+		TaskFunctions: cfg.TaskFunctions, ExecutorSizes: cfg.ExecutorSizes,
+		CheckTaskNames: cfg.CheckTaskNames, StaticTaskNames: cfg.StaticTaskNames, StaticPrograms: cfg.StaticPrograms,
+		Retention: cfg.Retention,
+	}, k, s.stages, store, b, func() TaskCatalog { return s.Catalog }, func() string { return s.NewID() }, log)
+	s.ops = operations.New(operations.Config{
+		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, StuckAfter: cfg.StuckAfter,
+		JobStateTTL: cfg.JobStateTTL, Retention: cfg.Retention,
+	}, k, s.stages, s.admit, store, q, b, func() string { return s.NewID() },
+		func(job, step string) error {
+			if s.DeleteStepHook == nil {
+				return nil
+			}
+			return s.DeleteStepHook(job, step)
+		}, log)
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)

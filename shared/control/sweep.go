@@ -349,14 +349,14 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 		return err
 	}
 	if sm.Jobs.IsTerminal(j.State) && s.cfg.Retention > 0 {
-		// Its retention's end (retention.go).
-		return s.expireJob(ctx, it, j, now)
+		// Its retention's end (operations/retention.go).
+		return s.ops.ExpireJob(ctx, it, j, now)
 	}
 	if j.State != sm.JobRunning {
 		// Ending a job takes it out of the index; this is a leftover.
 		return s.store.SetDue(ctx, it, time.Time{})
 	}
-	if err := s.sweepRedrive(ctx, j); err != nil { // redrive.go
+	if err := s.ops.SweepRedrive(ctx, j); err != nil { // operations/redrive.go
 		return err
 	}
 	deadline := jobDeadline(j)

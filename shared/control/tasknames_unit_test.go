@@ -159,19 +159,6 @@ func TestSubmitChecksTaskNames(t *testing.T) {
 	}
 }
 
-// A long catalog is listed up to maxListedNames names.
-func TestUnknownTaskListIsBounded(t *testing.T) {
-	t.Parallel()
-	var names []string
-	for i := range maxListedNames + 3 {
-		names = append(names, fmt.Sprintf("t%03d", i))
-	}
-	msg := (&Service{}).taskList().unknownMessage("x", names)
-	if !strings.HasSuffix(msg, fmt.Sprintf("t%03d and 3 more", maxListedNames-1)) || strings.Contains(msg, fmt.Sprintf("t%03d", maxListedNames)) {
-		t.Fatalf("message %q: want the first %d names and \"and 3 more\"", msg, maxListedNames)
-	}
-}
-
 // Stages that run a program or a Lambda function name no task: they are
 // not checked, and a spec of only such stages does not read the catalog.
 func TestExecAndLambdaStagesAreNotChecked(t *testing.T) {
@@ -192,7 +179,7 @@ func TestExecAndLambdaStagesAreNotChecked(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			if err := r.svc.checkTaskNames(r.ctx, sp); err != nil {
+			if err := r.svc.admit.CheckTaskNames(r.ctx, sp); err != nil {
 				t.Fatalf("check: %v, want none", err)
 			}
 			if n := cat.readCount(); n != 0 {
@@ -250,7 +237,7 @@ func TestTaskNameCache(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err = r.svc.checkTaskNames(r.ctx, sp)
+				err = r.svc.admit.CheckTaskNames(r.ctx, sp)
 				if (err == nil) != s.wantOK {
 					t.Fatalf("step %d (%s): check = %v, want ok %v", i, s.task, err, s.wantOK)
 				}

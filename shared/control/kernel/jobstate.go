@@ -76,7 +76,7 @@ func (c *jobStates) get(ctx context.Context, job string, read func(context.Conte
 }
 
 // final says a cached state never changes again: an ended job's, but a
-// FAILED job's, which its owner's redrive can reopen (redrive.go), so
+// FAILED job's, which its owner's redrive can reopen (operations/redrive.go), so
 // that one is trusted for the TTL like a running job's.
 func final(st sm.JobState) bool { return sm.Jobs.IsTerminal(st) && st != sm.JobFailed }
 

@@ -52,7 +52,7 @@ type Kernel struct {
 	// Jitter returns a random duration in [0, d).
 	Jitter func(d time.Duration) time.Duration
 	// Sleep waits for d or until ctx is done; injected so tests on the
-	// fake clock do not wait (control's jobdelete.go).
+	// fake clock do not wait (operations/jobdelete.go).
 	Sleep func(ctx context.Context, d time.Duration) error
 
 	// Metrics receives claims, commits, failures and repairs as they are
@@ -149,7 +149,7 @@ type JobMeta struct {
 	Spec  *spec.Job
 	Owner string
 	// reused maps the stages of a rerun that reuse another job's
-	// committed outputs to that job (rerun.go).
+	// committed outputs to that job (operations/rerun.go).
 	Reused map[int]string
 }
 

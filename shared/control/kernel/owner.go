@@ -53,7 +53,7 @@ func (s *Kernel) OwnedJob(ctx context.Context, owner, id string) (batch.Job, err
 	}
 	if j.Owner != owner || !j.Deleting.IsZero() {
 		// A job being deleted is gone to every route but its deletion's
-		// repeat (jobdelete.go).
+		// repeat (operations/jobdelete.go).
 		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
 	}
 	return j, nil

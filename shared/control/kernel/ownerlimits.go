@@ -82,7 +82,7 @@ func ParseOwnerLimits(s string) (OwnerLimits, error) {
 	return parseOwnerValues(s, MaxOwnerConcurrency)
 }
 
-// MaxQuota bounds a quota's value (quotas.go).
+// MaxQuota bounds a quota's value (admission/quotas.go).
 const MaxQuota = 100_000_000
 
 // ParseOwnerQuota reads one of the owners' quotas, in ParseOwnerLimits's

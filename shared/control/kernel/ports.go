@@ -36,7 +36,7 @@ type Store interface {
 	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
 	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
 
-	// Job deletion and retention (jobdelete.go, retention.go).
+	// Job deletion and retention (operations/jobdelete.go, operations/retention.go).
 	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
 	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
 	DeleteJobItem(ctx context.Context, job string) (int, error)
@@ -44,7 +44,7 @@ type Store interface {
 	// the TTL of its records with it, in one write.
 	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
 
-	// Redrives and reruns (redrive.go, rerun.go).
+	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
 	RedriveJob(context.Context, dynamo.RedriveJobParams) error
 	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
 	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
@@ -125,7 +125,7 @@ type Store interface {
 	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
 	ReadExecutorMemory(ctx context.Context, id string) (dynamo.ExecutorMemory, error)
 
-	// Owners' quotas (quotas.go).
+	// Owners' quotas (admission/quotas.go).
 	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 
 	// Schedules, their due index and their runs (schedules.go, timers.go).
@@ -143,7 +143,7 @@ type Store interface {
 	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
 
 	// The catalog of task names and exec programs executors published
-	// (tasknames.go, programs.go).
+	// (admission/tasknames.go, admission/programs.go).
 	AddTaskNames(ctx context.Context, names []string) error
 	TaskNames(ctx context.Context) ([]string, error)
 	AddPrograms(ctx context.Context, names []string) error

@@ -37,7 +37,7 @@ type JobStatus struct {
 	// stages' toleratedFailures allowances: a SUCCEEDED job "succeeded
 	// with N failed partitions", listed in its manifest.
 	FailedPartitions int `json:"failedPartitions,omitempty"`
-	// Redrives counts its owner's redrives of it (redrive.go): the count
+	// Redrives counts its owner's redrives of it (operations/redrive.go): the count
 	// a redrive request names. RerunOf is the job it reruns, if any.
 	Redrives int    `json:"redrives,omitempty"`
 	RerunOf  string `json:"rerunOf,omitempty"`

@@ -541,3 +541,9 @@ func (c *copier) flush(ctx context.Context) error {
 	wg.Wait()
 	return first
 }
+
+// ReadClaim reads the claim at key in bucket, an output folder's
+// (blob.ClaimName): a rerun refuses a folder its original claimed.
+func (s *Lifecycle) ReadClaim(ctx context.Context, bucket, key string) (OutputClaim, error) {
+	return ReadClaim(ctx, s.blob, bucket, key)
+}

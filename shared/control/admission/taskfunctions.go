@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"fmt"
@@ -42,7 +42,7 @@ func ParseTaskFunctions(s string) ([]string, error) {
 // checkTaskFunctions refuses a lambda stage whose function the operator
 // does not allow. A version or alias (name:qualifier) is allowed when its
 // function is: the grant covers the function's qualifiers too.
-func (s *Service) checkTaskFunctions(sp *spec.Job) *spec.FieldError {
+func (s *Admitter) checkTaskFunctions(sp *spec.Job) *spec.FieldError {
 	for i, st := range sp.Stages {
 		if st.Lambda == "" || slices.Contains(s.cfg.TaskFunctions, unqualified(st.Lambda)) {
 			continue

@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -7,27 +7,13 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
-	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // reusedRecheck is how long the sweep waits before it looks again at an
 // expired job whose outputs a living rerun reuses.
 const reusedRecheck = time.Hour
 
-// capDeadline gives a job without a deadline the longest one when the
-// installation keeps ended jobs for a limited time (Config.Retention): the
-// bucket's lifecycle rule expires objects under jobs/ by their age, so a
-// job must end before its first objects expire. The construct refuses a
-// retention shorter than the longest deadline and a day
-// (lambdaenv.MinRetentionDays). The deadline is set before the spec is
-// hashed and stored, so the job's status shows it.
-func (s *Service) capDeadline(sp *spec.Job) {
-	if s.cfg.Retention > 0 && sp.Deadline == 0 {
-		sp.Deadline = spec.MaxDeadline
-	}
-}
-
-// expireJob deletes an ended job whose retention is over, from the sweep:
+// ExpireJob deletes an ended job whose retention is over, from the sweep:
 // a job ended with a retention is in the sweep index at its end plus the
 // retention (dynamo/retention.go). The steps are DeleteJob's but the
 // data: its objects are the bucket's lifecycle rule's, which expires each
@@ -35,7 +21,7 @@ func (s *Service) capDeadline(sp *spec.Job) {
 // the day S3 rounds to). A job whose retention is not over yet goes back
 // in the index at its end; one that takes more than a call is looked at
 // again at the next sweep.
-func (s *Service) expireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
+func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
 	at := j.Ended.Add(s.cfg.Retention)
 	if now.Before(at) {
 		return s.store.SetDue(ctx, it, at)

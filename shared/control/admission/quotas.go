@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"context"
@@ -12,28 +12,22 @@ import (
 
 // Quotas are an operator's admission limits per owner, so no one owner can
 // fill the installation: jobs running at once, tasks those jobs declare,
-// and schedules. Each is owner=limit entries (ParseOwnerLimits's format,
+// and schedules. Each is owner=limit entries (kernel.ParseOwnerLimits's format,
 // 0 = no limit). An owner cannot raise its own.
 type Quotas struct {
-	ActiveJobs OwnerLimits
+	ActiveJobs kernel.OwnerLimits
 	// Tasks counts the tasks a job plans, while it runs: at submit a
 	// stage's count, its upstream shuffle's partitions, and one task for a
 	// stage over an input prefix; when that stage is planned, its number
 	// of splits in place of the one (chargePlan); and the tasks each
 	// dynamic split adds. A plan or a split that would pass the quota
 	// fails the job or is refused.
-	Tasks     OwnerLimits
-	Schedules OwnerLimits
+	Tasks     kernel.OwnerLimits
+	Schedules kernel.OwnerLimits
 	// HighPriority lists the owners that may use priority "high" ("*":
 	// every owner). Empty: every owner, as before quotas existed.
 	HighPriority []string
 }
-
-// ErrQuota means an owner is at one of its quotas; nothing was written.
-var ErrQuota = kernel.ErrQuota
-
-// QuotaError says which quota refused a submission or a schedule.
-type QuotaError = kernel.QuotaError
 
 // mayUseHigh says whether owner may give a job priority "high".
 func (q Quotas) mayUseHigh(owner string) bool {
@@ -56,7 +50,7 @@ func ParseHighPriorityOwners(s string) []string {
 
 // checkPriority refuses a spec that asks for priority "high" on behalf of
 // an owner the operator has not allowed it.
-func (s *Service) checkPriority(owner string, sp *spec.Job) error {
+func (s *Admitter) checkPriority(owner string, sp *spec.Job) error {
 	if s.cfg.Quotas.mayUseHigh(owner) {
 		return nil
 	}
@@ -71,12 +65,25 @@ func (s *Service) checkPriority(owner string, sp *spec.Job) error {
 	return nil
 }
 
-// quotaError says which of an owner's job quotas refused a submission,
-// from its counters (the transaction only says one did).
-func (s *Service) quotaError(ctx context.Context, owner string, q *dynamo.JobQuota) error {
-	e := &QuotaError{Quota: "active jobs", Max: q.MaxJobs}
+// JobQuota is the job quotas owner's job of spec sp is written under
+// (dynamo.CreateJobParams.Quota), or nil when the owner has none: a
+// submission's, and a redriven job's, which counts again.
+func (s *Admitter) JobQuota(owner string, sp *spec.Job) *dynamo.JobQuota {
+	q := s.cfg.Quotas
+	maxJobs, maxTasks := q.ActiveJobs.For(owner), q.Tasks.For(owner)
+	if maxJobs == 0 && maxTasks == 0 {
+		return nil
+	}
+	return &dynamo.JobQuota{Tasks: declaredTasks(sp), MaxJobs: maxJobs, MaxTasks: maxTasks}
+}
+
+// QuotaError says which of an owner's job quotas refused a job
+// (dynamo.ErrQuotaReached), from its counters: the transaction only says
+// one did.
+func (s *Admitter) QuotaError(ctx context.Context, owner string, q *dynamo.JobQuota) error {
+	e := &kernel.QuotaError{Quota: "active jobs", Max: q.MaxJobs}
 	if use, err := s.store.QuotaUse(ctx, owner); err == nil && (q.MaxJobs == 0 || use.ActiveJobs < q.MaxJobs) {
-		e = &QuotaError{Quota: "tasks", Max: q.MaxTasks}
+		e = &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks}
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -48,36 +48,36 @@ type RerunRequest struct {
 }
 
 // Rerun submits the rerun of an ended job.
-func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, error) {
+func (s *Operator) Rerun(ctx context.Context, req RerunRequest) (admission.SubmitResult, error) {
 	orig, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	refuse := func(code, reason string) error {
 		return &RedriveError{ID: orig.ID, Code: code, Reason: reason, Rerun: true}
 	}
 	switch {
 	case !sm.Jobs.IsTerminal(orig.State):
-		return SubmitResult{}, refuse("job_running", "it is "+string(orig.State)+"; only an ended job can be rerun")
+		return admission.SubmitResult{}, refuse("job_running", "it is "+string(orig.State)+"; only an ended job can be rerun")
 	case !orig.DataDeleted.IsZero():
-		return SubmitResult{}, refuse("data_deleted", "its data was deleted: there are no outputs to reuse; submit its spec again")
+		return admission.SubmitResult{}, refuse("data_deleted", "its data was deleted: there are no outputs to reuse; submit its spec again")
 	}
 	sp := orig.Spec
 	stages, err := s.store.ListStages(ctx, orig.ID)
 	if err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	completed := func(i int) bool { return i < len(stages) && stages[i].State == sm.StageCompleted }
 	run := map[int]bool{}
 	if req.From != "" {
 		idx, ok := sp.StageIndex(req.From)
 		if !ok {
-			return SubmitResult{}, &spec.FieldError{Field: "from", Message: fmt.Sprintf("job %s has no stage %q", orig.ID, req.From)}
+			return admission.SubmitResult{}, &spec.FieldError{Field: "from", Message: fmt.Sprintf("job %s has no stage %q", orig.ID, req.From)}
 		}
 		downstreamOf(sp, []int{idx}, run)
 		for i := range sp.Stages {
 			if !run[i] && !completed(i) {
-				return SubmitResult{}, refuse("stage_not_completed", fmt.Sprintf("stage %q did not complete in it, so it cannot be reused; rerun from it or from a stage before it", sp.Stages[i].Name))
+				return admission.SubmitResult{}, refuse("stage_not_completed", fmt.Sprintf("stage %q did not complete in it, so it cannot be reused; rerun from it or from a stage before it", sp.Stages[i].Name))
 			}
 		}
 	} else {
@@ -91,7 +91,7 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	}
 	meta, err := s.Meta(ctx, orig.ID)
 	if err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	reuse := map[int]string{}
 	for i := range sp.Stages {
@@ -107,44 +107,44 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 	// the checks below look at the present, which that job may have
 	// changed (its published output folder).
 	if req.IdempotencyKey != "" {
-		if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
-			return SubmitResult{}, err
+		if err := admission.CheckKey("idempotencyKey", req.IdempotencyKey); err != nil {
+			return admission.SubmitResult{}, err
 		}
 		id, found, err := s.store.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
 		if err != nil {
-			return SubmitResult{}, fmt.Errorf("rerun %s: %w", orig.ID, err)
+			return admission.SubmitResult{}, fmt.Errorf("rerun %s: %w", orig.ID, err)
 		}
 		if found {
-			return SubmitResult{JobID: id}, s.checkSameRerun(ctx, req.Owner, id, orig.ID, reuse)
+			return admission.SubmitResult{JobID: id}, s.checkSameRerun(ctx, req.Owner, id, orig.ID, reuse)
 		}
 	}
 	// A rerun of a rerun reuses stages from the jobs that committed them:
 	// each must still have its data, or the new job would read outputs
 	// that are gone (the check above covers orig only).
 	if err := s.checkRerunSources(ctx, req.Owner, orig, sp, reuse); err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	if err := s.checkRerunOutput(ctx, orig.ID, sp); err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	body, err := json.Marshal(sp)
 	if err != nil {
-		return SubmitResult{}, err
+		return admission.SubmitResult{}, err
 	}
 	key := req.IdempotencyKey
 	if key == "" {
-		key = "rerun-" + s.NewID()
+		key = "rerun-" + s.newID()
 	}
-	res, _, err := s.submit(ctx, SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body,
-		rerun: &dynamo.RerunParams{Of: orig.ID, Reuse: reuse}}, nil)
+	res, err := s.admit.SubmitRerun(ctx, admission.SubmitRequest{Owner: req.Owner, IdempotencyKey: key, Spec: body},
+		&dynamo.RerunParams{Of: orig.ID, Reuse: reuse})
 	if errors.Is(err, dynamo.ErrSourceGone) {
 		// A deletion of a source (or its data) won the race with this
 		// rerun's link to it (dynamo/reuselinks.go): nothing was created.
-		return SubmitResult{}, &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
+		return admission.SubmitResult{}, &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
 			Reason: "a job whose outputs it would reuse is being deleted, or its data is; rerun from an earlier stage or submit its spec again"}
 	}
 	if errors.Is(err, dynamo.ErrTooManySources) {
-		return SubmitResult{}, &spec.FieldError{Field: "from", Message: fmt.Sprintf(
+		return admission.SubmitResult{}, &spec.FieldError{Field: "from", Message: fmt.Sprintf(
 			"a rerun of job %s from here reuses outputs committed by too many jobs (a long chain of reruns) to link them all; rerun from an earlier stage, or submit its spec again", orig.ID)}
 	}
 	if err == nil && !res.Created {
@@ -165,7 +165,7 @@ func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, er
 // rerun's deadline: the bucket's lifecycle rule expires each object the
 // retention after it was written (from its job's creation on), whoever
 // reuses it.
-func (s *Service) checkRerunSources(ctx context.Context, owner string, orig batch.Job, sp *spec.Job, reuse map[int]string) error {
+func (s *Operator) checkRerunSources(ctx context.Context, owner string, orig batch.Job, sp *spec.Job, reuse map[int]string) error {
 	deadline := time.Duration(sp.Deadline)
 	if deadline == 0 {
 		deadline = time.Duration(spec.MaxDeadline) // capDeadline's, with a retention
@@ -209,16 +209,15 @@ func (s *Service) checkRerunSources(ctx context.Context, owner string, orig batc
 // same folder, and a claimed folder belongs to its job for good, so the
 // rerun would do all its work and then fail publishing. A read that
 // fails leaves the question to publishing.
-func (s *Service) checkRerunOutput(ctx context.Context, orig string, sp *spec.Job) error {
+func (s *Operator) checkRerunOutput(ctx context.Context, orig string, sp *spec.Job) error {
 	if sp.Output == "" {
 		return nil
 	}
-	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(sp.Output)
 	if err != nil {
 		return nil
 	}
-	c, err := readClaim(ctx, pub, bucket, folder+blob.ClaimName)
+	c, err := s.stages.ReadClaim(ctx, bucket, folder+blob.ClaimName)
 	if err != nil || c.Job == "" {
 		return nil
 	}
@@ -229,7 +228,7 @@ func (s *Service) checkRerunOutput(ctx context.Context, orig string, sp *spec.Jo
 
 // checkSameRerun checks that the job an idempotency key already made is
 // this rerun: of orig, reusing the same stages from the same jobs.
-func (s *Service) checkSameRerun(ctx context.Context, owner, id, orig string, reuse map[int]string) error {
+func (s *Operator) checkSameRerun(ctx context.Context, owner, id, orig string, reuse map[int]string) error {
 	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return fmt.Errorf("rerun %s: read job %s its idempotency key made: %w", orig, id, err)
@@ -252,12 +251,4 @@ func downstreamOf(sp *spec.Job, from []int, set map[int]bool) {
 		set[i] = true
 		from = append(from, sp.Downstream(i)...)
 	}
-}
-
-// withRerun is m with a rerun's reused stages.
-func withRerun(m kernel.JobMeta, p *dynamo.RerunParams) kernel.JobMeta {
-	if p != nil && len(p.Reuse) > 0 {
-		m.Reused = maps.Clone(p.Reuse)
-	}
-	return m
 }

@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -24,7 +25,8 @@ func (e *JobNotEndedError) Error() string {
 }
 func (e *JobNotEndedError) Unwrap() error { return ErrJobRunning }
 
-// Deletion steps, in order, as DeleteStepHook sees them.
+// Deletion steps, in order, as the step hook (control.Service.DeleteStepHook)
+// sees them.
 const (
 	DeleteStepMarked  = "marked"  // the job is marked deleting and out of its owner's list
 	DeleteStepData    = "data"    // its objects are gone
@@ -66,8 +68,8 @@ type JobDeletion struct {
 // failed or stopped half-way (a crash, a lost answer, the budget) is
 // finished by a repeat: a repeat finds the marked job by its job item,
 // which still names its owner.
-func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion, error) {
-	if !JobIDPattern.MatchString(id) {
+func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion, error) {
+	if !kernel.JobIDPattern.MatchString(id) {
 		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
 	// Not OwnedJob: a job marked deleting is found here, and only here.
@@ -131,22 +133,22 @@ func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion,
 	return res, nil
 }
 
-// deleteSettle is how long past a job's end plus JobStateTTL its records
+// DeleteSettle is how long past a job's end plus JobStateTTL its records
 // stay: the margin for clock skew between the process that ended the job
 // and the one deleting it, and for a request on its way.
-const deleteSettle = 2 * time.Second
+const DeleteSettle = 2 * time.Second
 
 // settleBeforeRecords waits, when the job ended moments ago, until no
 // process can still be acting on a RUNNING state it read: a claim trusts
-// such a state for JobStateTTL (jobstate.go), and a first claim of an
-// unwritten task writes its task record (tasks.go). A record written after
+// such a state for JobStateTTL (kernel/jobstate.go), and a first claim of an
+// unwritten task writes its task record (control's tasks.go). A record written after
 // the deletion's pass over the job's records would outlive the job. The
-// wait is at most JobStateTTL and deleteSettle, inside the API's time.
-func (s *Service) settleBeforeRecords(ctx context.Context, j batch.Job) error {
+// wait is at most JobStateTTL and DeleteSettle, inside the API's time.
+func (s *Operator) settleBeforeRecords(ctx context.Context, j batch.Job) error {
 	if j.Ended.IsZero() {
 		return nil
 	}
-	wait := j.Ended.Add(s.cfg.JobStateTTL + deleteSettle).Sub(s.Now())
+	wait := j.Ended.Add(s.cfg.JobStateTTL + DeleteSettle).Sub(s.Now())
 	if wait <= 0 {
 		return nil
 	}
@@ -156,10 +158,11 @@ func (s *Service) settleBeforeRecords(ctx context.Context, j batch.Job) error {
 	return nil
 }
 
-// deleteStep calls DeleteStepHook, if set, after a step of a deletion.
-func (s *Service) deleteStep(id, step string) error {
-	if s.DeleteStepHook == nil {
+// deleteStep calls the step hook (control.Service.DeleteStepHook), if
+// any, after a step of a deletion.
+func (s *Operator) deleteStep(id, step string) error {
+	if s.stepHook == nil {
 		return nil
 	}
-	return s.DeleteStepHook(id, step)
+	return s.stepHook(id, step)
 }

@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"context"
@@ -90,17 +90,17 @@ type catalogList struct {
 
 // taskList is the catalog's task names (static ones only without a
 // catalog).
-func (s *Service) taskList() *catalogList {
+func (s *Admitter) taskList() *catalogList {
 	l := &catalogList{
 		what: "task names", noun: "task", valid: spec.ValidTaskName,
 		rule:  fmt.Sprintf("cannot be named by a stage's task (a letter or digit, then letters, digits, '.', '_' and '-', at most %d characters)", spec.MaxNameLen),
-		cache: &s.taskNames.nameCache, static: s.cfg.StaticTaskNames,
+		cache: &s.names.nameCache, static: s.cfg.StaticTaskNames,
 		stageName: func(st spec.Stage) string { return st.Task }, field: "stages[%d].task",
 		none: "no executor has published its task names yet " +
 			"(executors publish them when they start; the operator can also list them at deploy, as " + EnvTaskNamesHint + ")",
 	}
-	if s.Catalog != nil {
-		l.read, l.add = s.Catalog.TaskNames, s.Catalog.AddTaskNames
+	if c := s.catalog(); c != nil {
+		l.read, l.add = c.TaskNames, c.AddTaskNames
 	}
 	return l
 }
@@ -110,7 +110,7 @@ func (s *Service) taskList() *catalogList {
 // by hundreds of cold starts) then costs reads of the one item, never a
 // burst of writes to it. Names l cannot hold are an ErrInvalidTaskNames
 // and nothing is written; no catalog is ErrNoTaskCatalog.
-func (s *Service) publishNames(ctx context.Context, l *catalogList, names []string) error {
+func (s *Admitter) publishNames(ctx context.Context, l *catalogList, names []string) error {
 	if l == nil || l.add == nil {
 		return ErrNoTaskCatalog
 	}
@@ -157,14 +157,14 @@ func (s *Service) publishNames(ctx context.Context, l *catalogList, names []stri
 // accepted). It is idempotent and costs one read, and one write only when
 // a name is new. Names no stage could hold (spec.ValidTaskName) are an
 // ErrInvalidTaskNames and nothing is written.
-func (s *Service) PublishTaskNames(ctx context.Context, names []string) error {
+func (s *Admitter) PublishTaskNames(ctx context.Context, names []string) error {
 	return s.publishNames(ctx, s.taskList(), names)
 }
 
 // KnownTaskNames returns the names a submit accepts, sorted: the static
 // ones and the catalog's. refresh reads the catalog even if the cached
 // copy is recent.
-func (s *Service) KnownTaskNames(ctx context.Context, refresh bool) ([]string, error) {
+func (s *Admitter) KnownTaskNames(ctx context.Context, refresh bool) ([]string, error) {
 	l := s.taskList()
 	published, _, err := s.cachedNames(ctx, l.cache, l.read, refresh)
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Service) KnownTaskNames(ctx context.Context, refresh bool) ([]string, e
 // cachedNames returns c's list, read with read when refresh is set or the
 // copy is older than TaskNamesTTL, and whether this call read it. A nil
 // read (no catalog) has nothing.
-func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(context.Context) ([]string, error), refresh bool) ([]string, bool, error) {
+func (s *Admitter) cachedNames(ctx context.Context, c *nameCache, read func(context.Context) ([]string, error), refresh bool) ([]string, bool, error) {
 	if read == nil {
 		return nil, false, nil
 	}
@@ -210,7 +210,7 @@ func (s *Service) cachedNames(ctx context.Context, c *nameCache, read func(conte
 // listing the known names. It reads the catalog again once when the
 // cached copy misses a name, so an executor that started a moment ago
 // counts. Off unless Config.CheckTaskNames, and without a list.
-func (s *Service) check(ctx context.Context, l *catalogList, sp *spec.Job) error {
+func (s *Admitter) check(ctx context.Context, l *catalogList, sp *spec.Job) error {
 	if !s.cfg.CheckTaskNames || l == nil {
 		return nil
 	}
@@ -259,9 +259,9 @@ func (s *Service) check(ctx context.Context, l *catalogList, sp *spec.Job) error
 	return &UnknownTaskError{Spec: ve}
 }
 
-// checkTaskNames is check on the task names: stages that run a program or
+// CheckTaskNames is check on the task names: stages that run a program or
 // a Lambda function name no task and are not checked.
-func (s *Service) checkTaskNames(ctx context.Context, sp *spec.Job) error {
+func (s *Admitter) CheckTaskNames(ctx context.Context, sp *spec.Job) error {
 	return s.check(ctx, s.taskList(), sp)
 }
 

@@ -1,14 +1,14 @@
-package control
+package operations
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -60,17 +60,18 @@ func (e *RedriveError) Error() string {
 	return fmt.Sprintf("job %s cannot be %s: %s", e.ID, what, e.Reason)
 }
 
-// Redrive redrives a FAILED job and returns its status.
-func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, error) {
+// Redrive redrives a FAILED job; a repeated request (its Redrives one
+// behind the job's) finishes the redrive it made instead.
+func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
-		return JobStatus{}, err
+		return err
 	}
 	count := len(j.Redrives)
 	want := count
 	if req.Redrives != nil {
 		if want = *req.Redrives; want < 0 {
-			return JobStatus{}, &spec.FieldError{Field: "redrives", Message: "must not be negative"}
+			return &spec.FieldError{Field: "redrives", Message: "must not be negative"}
 		}
 	}
 	switch {
@@ -79,16 +80,16 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 		// finish its steps if the job still runs, never redrive again.
 		if j.State == sm.JobRunning {
 			if err := s.finishRedrive(ctx, j); err != nil {
-				return JobStatus{}, err
+				return err
 			}
 		}
-		return s.Status(ctx, req.Owner, req.ID)
+		return nil
 	case want != count:
-		return JobStatus{}, &RedriveError{ID: j.ID, Code: "redrive_count",
+		return &RedriveError{ID: j.ID, Code: "redrive_count",
 			Reason: fmt.Sprintf("the request names redrive count %d but the job has been redriven %d times; look at its status again", want, count)}
 	}
 	if err := s.checkRedrivable(ctx, j); err != nil {
-		return JobStatus{}, err
+		return err
 	}
 	// First, while the job is still FAILED (so nothing acts on it), give
 	// every unfinished task of its reopening stages its fresh attempt
@@ -96,21 +97,17 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 	// (whose lease the sweep then expires) or one that fails late must
 	// retry, not fail the job again on an old budget.
 	if err := s.raiseAttempts(ctx, j); err != nil {
-		return JobStatus{}, err
+		return err
 	}
 	now := s.Now()
 	// A redriven job runs again, so it counts in its owner's quotas again,
 	// under the limits a submission meets now: its end gave its place
 	// back, and an owner at its limit waits as a submitter would.
-	var quota *dynamo.JobQuota
-	q := s.cfg.Quotas
-	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
-		quota = &dynamo.JobQuota{Tasks: declaredTasks(j.Spec), MaxJobs: maxJobs, MaxTasks: maxTasks}
-	}
-	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, MaxErrorLen),
+	quota := s.admit.JobQuota(req.Owner, j.Spec)
+	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, kernel.MaxErrorLen),
 		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
 	if errors.Is(err, dynamo.ErrQuotaReached) {
-		return JobStatus{}, fmt.Errorf("redrive: %w", s.quotaError(ctx, req.Owner, quota))
+		return fmt.Errorf("redrive: %w", s.admit.QuotaError(ctx, req.Owner, quota))
 	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// Refused: or applied, and this is the SDK's retry of a write
@@ -118,27 +115,24 @@ func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, e
 		// Either way a job now redriven count+1 times is this request's.
 		now, gerr := s.OwnedJob(ctx, req.Owner, req.ID)
 		if gerr != nil {
-			return JobStatus{}, gerr
+			return gerr
 		}
 		if len(now.Redrives) != count+1 || now.State != sm.JobRunning {
-			return JobStatus{}, &RedriveError{ID: j.ID, Code: "redrive_conflict", Reason: "the job changed meanwhile (another redrive, or its data's deletion); look at its status again"}
+			return &RedriveError{ID: j.ID, Code: "redrive_conflict", Reason: "the job changed meanwhile (another redrive, or its data's deletion); look at its status again"}
 		}
 		err = nil
 	}
 	if err != nil {
-		return JobStatus{}, err
+		return err
 	}
 	s.NoteJobEnded(j.ID, "") // read it again here
 	s.log.Info("job redriven", "job_id", j.ID, "redrive", count+1, "was", j.Error)
 	j.State = sm.JobRunning
-	if err := s.finishRedrive(ctx, j); err != nil {
-		return JobStatus{}, err
-	}
-	return s.Status(ctx, req.Owner, req.ID)
+	return s.finishRedrive(ctx, j)
 }
 
 // checkRedrivable refuses a job a redrive cannot help, saying why.
-func (s *Service) checkRedrivable(ctx context.Context, j batch.Job) error {
+func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
 	refuse := func(code, reason string) error { return &RedriveError{ID: j.ID, Code: code, Reason: reason} }
 	switch j.State {
 	case sm.JobFailed:
@@ -154,7 +148,7 @@ func (s *Service) checkRedrivable(ctx context.Context, j batch.Job) error {
 	if !j.DataDeleted.IsZero() {
 		return refuse("data_deleted", "its data was deleted; rerun it")
 	}
-	if d := jobDeadline(j); !d.IsZero() && !s.Now().Before(d) {
+	if d := kernel.JobDeadline(j); !d.IsZero() && !s.Now().Before(d) {
 		return refuse("deadline_passed", "its deadline passed at "+d.UTC().Format(time.RFC3339)+"; rerun it")
 	}
 	stages, err := s.store.ListStages(ctx, j.ID)
@@ -173,14 +167,14 @@ func (s *Service) checkRedrivable(ctx context.Context, j batch.Job) error {
 // step is a conditional write that a repeat skips, so a redrive cut
 // short (a crash, a timeout) is finished by the request's retry, which
 // names the same redrive count.
-func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
+func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 	sp := j.Spec
 	now := s.Now()
-	stages, err := s.store.ListStages(ctx, j.ID)
+	list, err := s.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return err
 	}
-	for _, st := range stages {
+	for _, st := range list {
 		if st.State != sm.StageFailed && st.State != sm.StageCancelled {
 			continue
 		}
@@ -192,7 +186,7 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 			return err
 		}
 	}
-	if stages, err = s.store.ListStages(ctx, j.ID); err != nil {
+	if list, err = s.store.ListStages(ctx, j.ID); err != nil {
 		return err
 	}
 	// Every process trusts a job state it read for JobStateTTL: one that
@@ -202,7 +196,7 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 	// them.
 	now = s.Now()
 	notBefore := now.Add(s.JobStateTTL() + sm.LeaseSkew)
-	for _, st := range stages {
+	for _, st := range list {
 		if st.State != sm.StageRunning {
 			continue
 		}
@@ -213,21 +207,21 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 			// Its job ended while it was being materialized: finish that
 			// (every step of it is idempotent), which also completes it
 			// if nothing is left to run.
-			if err := s.materialize(ctx, j.ID, sp, st.Index); err != nil {
+			if err := s.stages.Materialize(ctx, j.ID, sp, st.Index); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := s.checkStageComplete(ctx, j.ID, st.Index); err != nil {
+		if err := s.stages.CheckStageComplete(ctx, j.ID, st.Index); err != nil {
 			return err
 		}
 	}
 	// Stages the job's end cancelled before they started wait for their
 	// upstream again; those whose upstream has completed start now.
-	state := func(i int) sm.StageState { return stages[i].State }
-	for _, st := range stages {
-		if st.State == sm.StageBlocked && upstreamCompleted(sp, st.Index, state) {
-			if err := s.startStage(ctx, j.ID, sp, st.Index); err != nil {
+	state := func(i int) sm.StageState { return list[i].State }
+	for _, st := range list {
+		if st.State == sm.StageBlocked && stages.UpstreamCompleted(sp, st.Index, state) {
+			if err := s.stages.StartStage(ctx, j.ID, sp, st.Index); err != nil {
 				return err
 			}
 		}
@@ -237,7 +231,7 @@ func (s *Service) finishRedrive(ctx context.Context, j batch.Job) error {
 
 // raiseAttempts gives the unfinished tasks of a FAILED job's failed and
 // cancelled stages their stage's attempts again.
-func (s *Service) raiseAttempts(ctx context.Context, j batch.Job) error {
+func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
 	stages, err := s.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return err
@@ -264,12 +258,12 @@ func (s *Service) raiseAttempts(ctx context.Context, j batch.Job) error {
 	return nil
 }
 
-// redriveTasks puts the unfinished tasks of a reopened stage back to
+// redriveTasks puts the unfinished tasks of a list stage back to
 // READY with a fresh budget of the stage's attempts and sends their
 // messages, delayed until notBefore. A running task (its attempt was
 // stopped by the job's end, and the sweep takes it back when its lease
 // runs out) gets the budget too.
-func (s *Service) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
+func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
 	if st.Total == 0 {
 		return nil
 	}
@@ -280,7 +274,7 @@ func (s *Service) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage
 	budget := sp.StageRetry(st.Index).MaxAttempts
 	tasks = dynamo.WithUnwritten(tasks, st.Job, st.Index, st.Enqueued, budget)
 	var msgs []queue.Send
-	var sizes []spec.Size // parallel to msgs: each task's raised size (sizedqueues.go)
+	var sizes []spec.Size // parallel to msgs: each task's raised size (kernel/sizedqueues.go)
 	for _, t := range tasks {
 		switch {
 		case t.Unwritten:
@@ -319,22 +313,11 @@ func (s *Service) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage
 	return nil
 }
 
-// sweepRedrive finishes the steps of a redrive whose caller stopped
+// SweepRedrive finishes the steps of a redrive whose caller stopped
 // short (the sweep's look at a redriven job, StartGrace after it).
-func (s *Service) sweepRedrive(ctx context.Context, j batch.Job) error {
+func (s *Operator) SweepRedrive(ctx context.Context, j batch.Job) error {
 	if len(j.Redrives) == 0 || j.State != sm.JobRunning {
 		return nil
 	}
 	return s.finishRedrive(ctx, j)
-}
-
-// redriveEvents are the redrives of a job in its timeline: "job.redriven",
-// with the error the job had failed with.
-func redriveEvents(j batch.Job) []Event {
-	var evs []Event
-	for i, r := range j.Redrives {
-		evs = append(evs, Event{At: r.At, Type: "job.redriven", Message: "redrive " + strconv.Itoa(i+1) + " after the job failed: " + r.Error,
-			key: dynamo.EventKey(r.At, dynamo.EventClassJobEnd, "redrive"+strconv.Itoa(i))})
-	}
-	return evs
 }

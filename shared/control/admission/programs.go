@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"context"
@@ -38,15 +38,15 @@ func ParsePrograms(s string) ([]string, error) {
 
 // programList is the catalog's exec programs; nil when the service has
 // no catalog (exec stages are then not checked).
-func (s *Service) programList() *catalogList {
-	pc := s.Catalog
+func (s *Admitter) programList() *catalogList {
+	pc := s.catalog()
 	if pc == nil {
 		return nil
 	}
 	return &catalogList{
 		what: "programs", noun: "program", valid: spec.ValidProgramName,
 		rule:  fmt.Sprintf("cannot be named by an exec stage (letters, digits, '.', '_', '+' and '-', at most %d characters)", spec.MaxNameLen),
-		cache: &s.taskNames.programs, read: pc.Programs, add: pc.AddPrograms, static: s.cfg.StaticPrograms,
+		cache: &s.names.programs, read: pc.Programs, add: pc.AddPrograms, static: s.cfg.StaticPrograms,
 		stageName: func(st spec.Stage) string {
 			if len(st.Exec) == 0 {
 				return ""
@@ -67,15 +67,15 @@ func (s *Service) programList() *catalogList {
 // A name no exec stage could hold (spec.ValidProgramName) is an
 // ErrInvalidTaskNames and nothing is written; a service without a
 // catalog answers ErrNoTaskCatalog.
-func (s *Service) PublishPrograms(ctx context.Context, names []string) error {
+func (s *Admitter) PublishPrograms(ctx context.Context, names []string) error {
 	return s.publishNames(ctx, s.programList(), names)
 }
 
-// checkPrograms rejects the exec stages whose program is neither static
+// CheckPrograms rejects the exec stages whose program is neither static
 // (Config.StaticPrograms) nor published by an executor, with an
 // *UnknownTaskError whose *spec.ValidationError names each stage's
 // exec[0] and lists the known programs. Off unless Config.CheckTaskNames,
 // and when the service has no catalog.
-func (s *Service) checkPrograms(ctx context.Context, sp *spec.Job) error {
+func (s *Admitter) CheckPrograms(ctx context.Context, sp *spec.Job) error {
 	return s.check(ctx, s.programList(), sp)
 }

@@ -1,9 +1,10 @@
-package control
+package admission
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -22,9 +23,6 @@ type SubmitRequest struct {
 	// returns the same job and never creates a second one.
 	IdempotencyKey string
 	Spec           []byte
-	// rerun, set by Rerun (rerun.go), makes the job a rerun that reuses
-	// other jobs' committed stages.
-	rerun *dynamo.RerunParams
 }
 
 // SubmitResult says which job the submission maps to.
@@ -39,21 +37,34 @@ const MaxIdempotencyKey = 128
 // Submit validates a spec and records the job exactly once, then starts its
 // root stages. Validation errors are *spec.ValidationError (or a
 // spec.FieldError for request fields); nothing is written for them.
-func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
-	res, _, err := s.submit(ctx, req, nil)
+func (s *Admitter) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	res, _, err := s.submit(ctx, req, nil, nil)
 	return res, err
 }
 
-// submit is Submit for a schedule's firing too: with firing set the job is
-// created only if the schedule is as the firing read it (otherwise
+// SubmitFiring is Submit for a schedule's firing: the job is created only
+// if the schedule is as the firing read it (guard; otherwise
 // dynamo.ErrCursorMoved). It also returns the job's creation time when
-// this call created it, so a firing records its run without reading the
+// this call created it, so the firing records its run without reading the
 // job back.
-func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.FiringGuard) (SubmitResult, time.Time, error) {
-	if err := checkKey("idempotencyKey", req.IdempotencyKey); err != nil {
+func (s *Admitter) SubmitFiring(ctx context.Context, req SubmitRequest, guard *dynamo.FiringGuard) (SubmitResult, time.Time, error) {
+	return s.submit(ctx, req, guard, nil)
+}
+
+// SubmitRerun is Submit for a rerun (operations/rerun.go): the job
+// reuses the committed stages rerun names from other jobs.
+func (s *Admitter) SubmitRerun(ctx context.Context, req SubmitRequest, rerun *dynamo.RerunParams) (SubmitResult, error) {
+	res, _, err := s.submit(ctx, req, nil, rerun)
+	return res, err
+}
+
+// submit is every submission's: a firing's guard and a rerun's reuse are
+// written with the job, in its one transaction.
+func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo.FiringGuard, rerun *dynamo.RerunParams) (SubmitResult, time.Time, error) {
+	if err := CheckKey("idempotencyKey", req.IdempotencyKey); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := checkOwner(req.Owner); err != nil {
+	if err := CheckOwner(req.Owner); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	sp, err := spec.Parse(req.Spec)
@@ -64,11 +75,11 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 		return SubmitResult{}, time.Time{}, err
 	}
 	// A task no executor runs would fail every attempt (tasknames.go).
-	if err := s.checkTaskNames(ctx, sp); err != nil {
+	if err := s.CheckTaskNames(ctx, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	// Likewise an exec program no executor has (programs.go).
-	if err := s.checkPrograms(ctx, sp); err != nil {
+	if err := s.CheckPrograms(ctx, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	// A stage's executor size must be one the stack deploys (memory.go).
@@ -84,50 +95,47 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 	if err := s.resolveInputs(ctx, req.Owner, sp); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.resolveOutput(req.Owner, sp); err != nil { // stages/publish.go
+	if err := s.stages.ResolveOutput(req.Owner, sp); err != nil { // stages/publish.go
 		return SubmitResult{}, time.Time{}, err
 	}
-	if err := s.checkOutputClaimed(ctx, req.Owner, req.IdempotencyKey, sp); err != nil { // stages/outputclaimed.go
+	if err := s.stages.CheckOutputClaimed(ctx, req.Owner, req.IdempotencyKey, sp); err != nil { // stages/outputclaimed.go
 		return SubmitResult{}, time.Time{}, err
 	}
-	s.capDeadline(sp) // retention.go
+	s.capDeadline(sp) // deadline.go
 	now := s.Now()
-	job := batch.Job{ID: s.NewID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
+	job := batch.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
-		JobDue: jobDeadline(job), Firing: firing, Rerun: req.rerun,
+		JobDue: kernel.JobDeadline(job), Firing: firing, Rerun: rerun,
 	}
-	q := s.cfg.Quotas
-	if maxJobs, maxTasks := q.ActiveJobs.For(req.Owner), q.Tasks.For(req.Owner); maxJobs > 0 || maxTasks > 0 {
-		params.Quota = &dynamo.JobQuota{Tasks: declaredTasks(sp), MaxJobs: maxJobs, MaxTasks: maxTasks}
-		if maxTasks > 0 && params.Quota.Tasks > maxTasks {
-			// Alone over the quota: the counter's condition would pass an
-			// owner whose counter does not exist yet.
-			return SubmitResult{}, time.Time{}, &QuotaError{Quota: "tasks", Max: maxTasks, Alone: true}
-		}
+	params.Quota = s.JobQuota(req.Owner, sp)
+	if q := params.Quota; q != nil && q.MaxTasks > 0 && q.Tasks > q.MaxTasks {
+		// Alone over the quota: the counter's condition would pass an
+		// owner whose counter does not exist yet.
+		return SubmitResult{}, time.Time{}, &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks, Alone: true}
 	}
 	id, created, err := s.store.CreateJob(ctx, params)
 	if errors.Is(err, dynamo.ErrQuotaReached) {
-		err = s.quotaError(ctx, req.Owner, params.Quota)
+		err = s.QuotaError(ctx, req.Owner, params.Quota)
 	}
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
-	schedules.JobWritten(ctx) // a burst's job writes go first (firinggate.go)
+	schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
-	s.RememberMeta(id, withRerun(kernel.JobMeta{Spec: sp, Owner: req.Owner}, req.rerun)) // rerun.go
+	s.RememberMeta(id, withRerun(kernel.JobMeta{Spec: sp, Owner: req.Owner}, rerun))
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
-		s.PublishEvents(ctx, events.SubmittedID(id)) // events.go
+		s.PublishEvents(ctx, events.SubmittedID(id)) // kernel/events.go
 	}
 	// A repeated submission also tries the start: if the first submitter
 	// died after recording the job, this finishes its work sooner than the
 	// sweep would. Starting is a guarded transition, so it happens once.
 	for _, idx := range sp.Roots() {
-		if err := s.startStage(ctx, id, sp, idx); err != nil {
+		if err := s.stages.StartStage(ctx, id, sp, idx); err != nil {
 			// The job is recorded; the sweep starts the stage later.
 			log.Warn("start root stage", "stage", idx, "err", err)
 		}
@@ -142,7 +150,9 @@ func (s *Service) submit(ctx context.Context, req SubmitRequest, firing *dynamo.
 // Keys hold a hash of the owner, so its length costs nothing there.
 const MaxOwner = 2048
 
-func checkOwner(owner string) error {
+// CheckOwner refuses an owner no submission may have, with a
+// *spec.FieldError.
+func CheckOwner(owner string) error {
 	switch {
 	case owner == "":
 		return &spec.FieldError{Field: "owner", Message: "is required (the caller's IAM principal)"}
@@ -154,7 +164,9 @@ func checkOwner(owner string) error {
 	return nil
 }
 
-func checkKey(field, v string) error {
+// CheckKey refuses an idempotency key (named field) that cannot be part
+// of a key, with a *spec.FieldError.
+func CheckKey(field, v string) error {
 	switch {
 	case v == "":
 		return &spec.FieldError{Field: field, Message: "is required"}
@@ -164,4 +176,12 @@ func checkKey(field, v string) error {
 		return &spec.FieldError{Field: field, Message: "must not contain '#' or NUL"}
 	}
 	return nil
+}
+
+// withRerun is m with a rerun's reused stages.
+func withRerun(m kernel.JobMeta, p *dynamo.RerunParams) kernel.JobMeta {
+	if p != nil && len(p.Reuse) > 0 {
+		m.Reused = maps.Clone(p.Reuse)
+	}
+	return m
 }

@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // checkExecutorSizes refuses a spec whose stages ask for an executor size
 // this installation does not deploy (Config.ExecutorSizes; none set means
 // only the default size): its tasks would wait for an executor forever.
-func (s *Service) checkExecutorSizes(sp *spec.Job) error {
+func (s *Admitter) checkExecutorSizes(sp *spec.Job) error {
 	deployed := s.cfg.ExecutorSizes
 	if len(deployed) == 0 {
 		deployed = []spec.Size{spec.DefaultExecutorSize}

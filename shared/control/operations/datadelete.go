@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -7,15 +7,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/control/readside"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// ErrDataDeleted and DataDeletedError are what reads of a job's deleted
-// data answer (readside).
-var ErrDataDeleted = readside.ErrDataDeleted
-
-type DataDeletedError = readside.DataDeletedError
 
 // ErrJobRunning means the job has not ended, so its data cannot be
 // deleted: its tasks may still be reading and writing it.
@@ -50,7 +43,7 @@ type DataDeletion struct {
 
 // DeleteData deletes every object of an ended job of owner's (its plans,
 // outputs and manifests: blob.JobPrefix) and records the deletion on the
-// job, so its outputs answer ErrDataDeleted from then on. Another owner's
+// job, so its outputs answer readside.ErrDataDeleted from then on. Another owner's
 // job is not found, as on every route; a running job is a
 // *JobRunningError. It is idempotent: a call repeated after a failure, a
 // lost answer or an incomplete call deletes what is left and keeps the
@@ -59,7 +52,7 @@ type DataDeletion struct {
 // An attempt that was running when its job was cancelled or failed may
 // still publish its outputs before it notices (at its next heartbeat); a
 // later call deletes those too.
-func (s *Service) DeleteData(ctx context.Context, owner, id string) (DataDeletion, error) {
+func (s *Operator) DeleteData(ctx context.Context, owner, id string) (DataDeletion, error) {
 	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return DataDeletion{}, err

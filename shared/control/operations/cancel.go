@@ -1,4 +1,4 @@
-package control
+package operations
 
 import (
 	"context"
@@ -27,30 +27,30 @@ func (e *JobEndedError) Error() string {
 }
 func (e *JobEndedError) Unwrap() error { return ErrJobEnded }
 
-// cancelReason is the error a cancelled job carries.
-const cancelReason = "cancelled by its owner"
+// CancelReason is the error a cancelled job carries.
+const CancelReason = "cancelled by its owner"
 
 // Cancel ends a running job as CANCELLED. Cancelling is idempotent: a
-// cancelled job answers as if cancelled now. A job that succeeded or
-// failed, or is publishing its outputs, gives a *JobEndedError (409).
+// cancelled job answers as if cancelled now (nil). A job that succeeded
+// or failed, or is publishing its outputs, gives a *JobEndedError (409).
 //
 // What follows from the job's state, checked where each step happens:
 // claims on a cancelled job fail and cancel their task, so queued messages
 // are dropped when received (a process that read the job RUNNING less than
-// JobStateTTL ago may still grant a claim: jobstate.go); running tasks see
+// JobStateTTL ago may still grant a claim: kernel/jobstate.go); running tasks see
 // their context cancelled by their runner's job watch within two
 // JobStateTTLs and a read (a remote executor's at their next heartbeat);
 // outputs committed before the cancel are kept and
 // listed by Outputs. A task that was already past its last heartbeat may
 // still commit; its outputs are then listed too, never half-written.
-func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, error) {
+func (s *Operator) Cancel(ctx context.Context, owner, id string) error {
 	j, err := s.OwnedJob(ctx, owner, id)
 	if err != nil {
-		return JobStatus{}, err
+		return err
 	}
 	state := j.State
 	if state == sm.JobRunning {
-		err := s.EndJob(ctx, id, sm.JobCancel, cancelReason, "", s.Now())
+		err := s.EndJob(ctx, id, sm.JobCancel, CancelReason, "", s.Now())
 		switch {
 		case err == nil:
 			s.log.Info("job cancelled", "job_id", id)
@@ -58,19 +58,16 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, erro
 		case errors.Is(err, sm.ErrInvalidTransition):
 			// It ended meanwhile: by another cancel, or by finishing.
 			if state, err = s.store.JobState(ctx, id); err != nil {
-				return JobStatus{}, err
+				return err
 			}
 		default:
-			return JobStatus{}, err
+			return err
 		}
 	}
 	if state != sm.JobCancelled {
-		return JobStatus{}, &JobEndedError{ID: id, State: state}
+		return &JobEndedError{ID: id, State: state}
 	}
 	// Repeated on every cancel, so a cancel interrupted here is finished by
 	// the next one (and by the sweep for stages it has in its index).
-	if err := s.cancelStages(ctx, id, -1); err != nil {
-		return JobStatus{}, err
-	}
-	return s.Status(ctx, owner, id)
+	return s.stages.CancelStages(ctx, id, -1)
 }

@@ -1,4 +1,4 @@
-package control
+package admission
 
 import (
 	"context"
@@ -55,8 +55,8 @@ type Identity struct {
 }
 
 // WhoAmI returns the caller's identity and inputs area.
-func (s *Service) WhoAmI(_ context.Context, owner string) (Identity, error) {
-	if err := checkOwner(owner); err != nil {
+func (s *Admitter) WhoAmI(_ context.Context, owner string) (Identity, error) {
+	if err := CheckOwner(owner); err != nil {
 		return Identity{}, err
 	}
 	buckets := s.cfg.InputBuckets
@@ -70,7 +70,7 @@ func (s *Service) WhoAmI(_ context.Context, owner string) (Identity, error) {
 }
 
 // InputsURI is the owner's inputs area: s3://<data bucket>/inputs/<key>/.
-func (s *Service) InputsURI(owner string) string {
+func (s *Admitter) InputsURI(owner string) string {
 	return "s3://" + s.blob.Bucket() + "/" + blob.InputsPrefix(principal.Key(owner))
 }
 
@@ -93,7 +93,7 @@ func ParseInputBuckets(s string) ([]string, error) {
 // resolveInputs checks every input prefix of sp against where owner may
 // read (see above) and rewrites each inputs:<path> prefix into the
 // owner's inputs area. A refusal is a *spec.FieldError on the prefix.
-func (s *Service) resolveInputs(ctx context.Context, owner string, sp *spec.Job) error {
+func (s *Admitter) resolveInputs(ctx context.Context, owner string, sp *spec.Job) error {
 	for i := range sp.Stages {
 		st := &sp.Stages[i]
 		if st.Partitions == nil || st.Partitions.Input == nil {
@@ -130,7 +130,7 @@ func (s *Service) resolveInputs(ctx context.Context, owner string, sp *spec.Job)
 	return nil
 }
 
-func (s *Service) notAllowed(bucket, owner string) string {
+func (s *Admitter) notAllowed(bucket, owner string) string {
 	msg := fmt.Sprintf("bucket %q is not one this installation reads inputs from; upload your inputs to %s (or write %s<path>)",
 		bucket, s.InputsURI(owner), spec.InputsScheme)
 	if len(s.cfg.InputBuckets) > 0 {
@@ -141,20 +141,20 @@ func (s *Service) notAllowed(bucket, owner string) string {
 
 // checkDataPrefix checks a prefix of the data bucket: within the owner's
 // inputs area or outputs area.
-func (s *Service) checkDataPrefix(_ context.Context, owner, field, prefix string) error {
+func (s *Admitter) checkDataPrefix(_ context.Context, owner, field, prefix string) error {
 	if strings.HasPrefix(prefix, blob.InputsPrefix(principal.Key(owner))) ||
 		strings.HasPrefix(prefix, blob.OutputsPrefix(principal.Key(owner))) { // published outputs (stages/publish.go)
 		return nil
 	}
 	if prefix == "" {
 		return &spec.FieldError{Field: field, Message: fmt.Sprintf("names the whole data bucket; name your inputs area (%s, or %s<path>) or a folder of your outputs area (%s<path>/)",
-			s.InputsURI(owner), spec.InputsScheme, s.OutputsURI(owner))}
+			s.InputsURI(owner), spec.InputsScheme, s.stages.OutputsURI(owner))}
 	}
 	if strings.HasPrefix(prefix, blob.JobsArea) || strings.HasPrefix(blob.JobsArea, prefix) {
 		return &spec.FieldError{Field: field, Message: fmt.Sprintf("reads a job's working area (jobs/), which holds every attempt's outputs, failed ones included; "+
 			"to read a job's outputs, give that job an output folder (\"output\": \"%s<path>/\") and name the folder here (%s<path>/)",
-			spec.OutputsScheme, s.OutputsURI(owner))}
+			spec.OutputsScheme, s.stages.OutputsURI(owner))}
 	}
 	return &spec.FieldError{Field: field, Message: fmt.Sprintf("is outside your inputs area (%s) and your outputs area (%s); upload inputs there, or write %s<path>",
-		s.InputsURI(owner), s.OutputsURI(owner), spec.InputsScheme)}
+		s.InputsURI(owner), s.stages.OutputsURI(owner), spec.InputsScheme)}
 }

@@ -1,0 +1,16 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+)
+
+// JobDeadline is when j's deadline passes, or zero without one: submit
+// indexes the job at it, a redrive past it is refused.
+func JobDeadline(j batch.Job) time.Time {
+	if j.Spec == nil || j.Spec.Deadline <= 0 {
+		return time.Time{}
+	}
+	return j.Created.Add(time.Duration(j.Spec.Deadline))
+}

@@ -1,0 +1,106 @@
+// Package operations is what an owner does to a job once it is
+// submitted, and the sweep's share of it: cancel, redrive (retrying a
+// FAILED job in place), rerun (a new job reusing an ended one's committed
+// stages), deleting a job or its data, and expiring ended jobs by the
+// installation's retention. It stands on kernel, stages and admission
+// (a rerun is a submission); the facade, control.Service, answers with
+// the job's status where a route does.
+package operations
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/admission"
+	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// Config is what operations need of the control plane's configuration
+// (control.Config documents each field).
+type Config struct {
+	StartGrace time.Duration
+	CheckEvery time.Duration
+	StuckAfter time.Duration
+	// JobStateTTL is how long a process trusts a job's state it read: a
+	// deletion lets it pass after the job's end (jobdelete.go).
+	JobStateTTL time.Duration
+	Retention   time.Duration
+}
+
+// Store is the calls operations make on the state store.
+type Store interface {
+	// Jobs.
+	GetJob(context.Context, string) (batch.Job, error)
+	JobState(context.Context, string) (sm.JobState, error)
+	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
+	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
+	// Job deletion and retention.
+	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
+	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
+	DeleteJobItem(ctx context.Context, job string) (int, error)
+	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
+	// Redrives.
+	RedriveJob(context.Context, dynamo.RedriveJobParams) error
+	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
+	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
+	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	// Stages and tasks.
+	ListStages(context.Context, string) ([]batch.Stage, error)
+	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	// The sweep's due index.
+	SetDue(context.Context, dynamo.DueItem, time.Time) error
+}
+
+// Queue is the call operations make on the queues: a redriven stage's
+// ready messages.
+type Queue interface {
+	SendBatch(ctx context.Context, url string, msgs []queue.Send) error
+}
+
+// Blob is the call operations make on S3: deleting a job's objects.
+type Blob interface {
+	DeletePrefix(ctx context.Context, prefix string, maxPages int) (blob.DeleteResult, error)
+}
+
+var (
+	_ Store = kernel.Store(nil)
+	_ Queue = kernel.Queue(nil)
+	_ Blob  = kernel.Blob(nil)
+)
+
+// Operator carries out the owners' operations on their jobs.
+type Operator struct {
+	// Kernel is the control plane's, shared: its clock, sleep, caches and
+	// job state.
+	*kernel.Kernel
+
+	cfg    Config
+	store  Store
+	queue  Queue
+	blob   Blob
+	stages *stages.Lifecycle
+	admit  *admission.Admitter
+	log    *slog.Logger
+
+	// newID names a rerun's idempotency key when its request has none;
+	// stepHook, if set, is called after each step of a job's deletion.
+	// Both read the facade's fields, which tests replace after New
+	// (control.Service.NewID, DeleteStepHook).
+	newID    func() string
+	stepHook func(job, step string) error
+}
+
+// New returns an operator on k that drives stages with lc and submits
+// reruns with adm; cfg has its defaults already.
+func New(cfg Config, k *kernel.Kernel, lc *stages.Lifecycle, adm *admission.Admitter, store Store, q Queue, b Blob,
+	newID func() string, stepHook func(job, step string) error, log *slog.Logger) *Operator {
+	return &Operator{Kernel: k, cfg: cfg, store: store, queue: q, blob: b, stages: lc, admit: adm, log: log,
+		newID: newID, stepHook: stepHook}
+}
