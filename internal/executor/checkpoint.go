@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -50,20 +51,6 @@ import (
 // resumed task's outputs are byte for byte those of an uninterrupted
 // run: the segments before the checkpoint, then what the function wrote
 // after it. What a task costs for this: its outputs are copied once more.
-
-// DefaultContinueMargin is how long before its invocation's deadline the
-// Lambda host asks a checkpointing task to checkpoint and return
-// (batch.ErrContinue): time to seal its outputs and hand the task on.
-const DefaultContinueMargin = 60 * time.Second
-
-type continueMarginKey struct{}
-
-// WithContinueMargin makes the runner ask checkpointing tasks to
-// continue in a new invocation margin before ctx's deadline (the Lambda
-// host sets it; a context without a deadline never continues).
-func WithContinueMargin(ctx context.Context, margin time.Duration) context.Context {
-	return context.WithValue(ctx, continueMarginKey{}, margin)
-}
 
 // checkpointTimeout bounds one checkpoint's writes, which run on even
 // when the task's context was cancelled to make it checkpoint.
@@ -328,11 +315,11 @@ func (k *checkpointer) progressed() bool {
 
 // armContinue asks the task to checkpoint and return (cancelling its
 // context with batch.ErrContinue) when ctx's deadline is within the
-// continuation margin, if the host set one (WithContinueMargin). A task
+// continuation margin, if the host set one (feed.WithContinueMargin). A task
 // that never called Resume or Checkpoint is left alone: it cannot
 // continue, and stopping it early would only fail it sooner.
 func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
-	margin, ok := ctx.Value(continueMarginKey{}).(time.Duration)
+	margin, ok := feed.ContinueMarginFrom(ctx)
 	dl, has := ctx.Deadline()
 	if k == nil || !ok || !has || time.Until(dl) <= margin {
 		// An invocation that starts the task inside its margin (a host
@@ -358,7 +345,7 @@ func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
 // a rule): with progress checkpointed, the task is handed on to a new
 // invocation at once, spending no attempt; without, the attempt fails
 // like any other, and its retry resumes from the last checkpoint.
-func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpointer, runErr error, log *slog.Logger) Result {
+func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpointer, runErr error, log *slog.Logger) feed.Result {
 	if !k.progressed() {
 		return r.fail(ctx, c, fmt.Errorf("invocation time limit near and no progress checkpointed in this invocation: %w", runErr), log)
 	}
@@ -370,12 +357,12 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 	case err == nil && d.Retry:
 		// No fresh message was sent: this one comes back at once.
 		log.Info("task continues in a new invocation", "offset", offset)
-		return Result{Action: Hide, Delay: 0, Err: batch.ErrContinue}
+		return feed.Result{Action: feed.Hide, Delay: 0, Err: batch.ErrContinue}
 	case err == nil:
 		log.Info("task continues in a new invocation", "offset", offset)
-		return Result{Action: Delete, Err: batch.ErrContinue}
+		return feed.Result{Action: feed.Delete, Err: batch.ErrContinue}
 	case errors.Is(err, batch.ErrStaleClaim):
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	case errors.Is(err, control.ErrNoCheckpoints), errors.Is(err, ErrUnsupported):
 		return r.fail(ctx, c, runErr, log)
 	}
@@ -384,7 +371,7 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 		// failure, which spends an attempt.
 		return r.fail(ctx, c, fmt.Errorf("cannot continue in a new invocation: %w", err), log)
 	}
-	return Result{Action: Leave, Err: err}
+	return feed.Result{Action: feed.Leave, Err: err}
 }
 
 // askedToContinue reports whether the runner asked the attempt to

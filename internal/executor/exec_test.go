@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -134,7 +135,7 @@ echo "$#"`,
 			cp := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
 			b := &memBlob{}
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
 			if tt.failWith != nil {
 				if len(fails) != 1 || len(commits) != 0 {
@@ -205,7 +206,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 				cp = noSpecsCP{fake}
 			}
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			claims, _, fails := fake.snapshot()
 			if tt.noSpecs {
 				if len(claims) != 1 || len(fails) != 1 || !strings.Contains(fake.causes[0], tt.want) {
@@ -217,7 +218,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 				t.Fatalf("a host that cannot run the program claimed %d and failed %d attempt(s) (%v; result %+v)",
 					len(claims), len(fails), fake.causes, res)
 			}
-			if res.Action != Hide || res.Delay != handBackDelay || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
+			if res.Action != feed.Hide || res.Delay != handBackDelay || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
 				t.Errorf("result %+v; want the message hidden for %v with %q", res, handBackDelay, tt.want)
 			}
 		})
@@ -242,7 +243,7 @@ func TestExecEnvironment(t *testing.T) {
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 	b := &memBlob{}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
 	if err != nil {
 		t.Fatalf("output: %v (causes %v)", err, cp.causes)
@@ -287,7 +288,7 @@ env | cut -d= -f1 | grep '^AWS_' | sort`})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 	b := &memBlob{}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
 	if err != nil {
 		t.Fatalf("output: %v (causes %v)", err, cp.causes)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -90,13 +91,13 @@ func TestOutputCap(t *testing.T) {
 				return writeErr
 			})
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MaxOutputBytes: limit}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			if buffered > limit {
 				t.Errorf("%d bytes buffered, want at most the cap (%d)", buffered, limit)
 			}
 			_, commits, fails := cp.snapshot()
 			if tc.wantParts != nil {
-				if res.Action != Delete || res.Err != nil || writeErr != nil {
+				if res.Action != feed.Delete || res.Err != nil || writeErr != nil {
 					t.Fatalf("result %+v, write error %v; want the attempt committed", res, writeErr)
 				}
 				got := committedParts(t, b, "s", len(tc.wantParts))
@@ -114,7 +115,7 @@ func TestOutputCap(t *testing.T) {
 			if diff := cmp.Diff([]string{wantCause}, cp.causes); diff != "" {
 				t.Errorf("recorded cause (-want +got):\n%s", diff)
 			}
-			if res.Action != Hide || res.Err == nil || res.Err.Error() != wantCause {
+			if res.Action != feed.Hide || res.Err == nil || res.Err.Error() != wantCause {
 				t.Errorf("result %+v, want the retry's hide with the cause", res)
 			}
 			if n := len(b.objs); n != 0 {
@@ -157,7 +158,7 @@ func TestOutputPartOutOfRangeFailsTheAttempt(t *testing.T) {
 				return nil // ignores the error
 			})
 			rn := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			rn.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			rn.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			want := fmt.Sprintf("output partition %d: the task has 4 (0 to 3)", r)
 			if writeErr == nil || writeErr.Error() != want {
 				t.Errorf("write to partition %d: %v, want %q", r, writeErr, want)

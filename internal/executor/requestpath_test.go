@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -59,7 +60,7 @@ func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
 			cp := &commitRecorder{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}
 			b := &memBlob{}
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			if res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil); res.Action != Delete || res.Err != nil {
+			if res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil); res.Action != feed.Delete || res.Err != nil {
 				t.Fatalf("result %+v, want a commit", res)
 			}
 			b.mu.Lock()
@@ -121,6 +122,6 @@ func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
 		hidden[c.receipt] = true
 	}
 	if n := cp.beatsSoFar(); n > 1 {
-		t.Fatalf("the claimed messages were hidden after %d beats; want within %s of their claims", n, holdLinger)
+		t.Fatalf("the claimed messages were hidden after %d beats; want within feed's holdLinger of their claims", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -328,7 +329,7 @@ func TestStreamedOutputs(t *testing.T) {
 				return err
 			})
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MaxOutputBytes: tc.limit}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			calls, open := b.state()
 			if tc.wantCalls != nil {
 				if diff := gocmp.Diff(tc.wantCalls, calls); diff != "" {
@@ -353,7 +354,7 @@ func TestStreamedOutputs(t *testing.T) {
 				}
 				return
 			}
-			if res.Action != Delete || res.Err != nil || len(commits) != 1 {
+			if res.Action != feed.Delete || res.Err != nil || len(commits) != 1 {
 				t.Fatalf("result %+v, commits %v; want the attempt committed", res, commits)
 			}
 			if tc.wantObjects != nil {
