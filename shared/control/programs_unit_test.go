@@ -106,7 +106,7 @@ func TestSubmitChecksPrograms(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ve.Errors); diff != "" {
 				t.Errorf("field errors (-want +got):\n%s", diff)
 			}
-			if n := r.store.callCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("CreateJob"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})

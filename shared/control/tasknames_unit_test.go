@@ -58,7 +58,11 @@ func (f *fakeCatalog) AddPrograms(_ context.Context, names []string) error {
 	if f.err != nil {
 		return f.err
 	}
-	f.programs = addNames(f.programs, names)
+	for _, n := range names {
+		if !slices.Contains(f.programs, n) {
+			f.programs = append(f.programs, n)
+		}
+	}
 	return nil
 }
 
@@ -152,7 +156,7 @@ func TestSubmitChecksTaskNames(t *testing.T) {
 			}
 			// Refused before anything is written: no job, no idempotency
 			// record.
-			if n := r.store.callCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("CreateJob"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})
