@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/storetest"
@@ -16,7 +17,7 @@ var (
 	_ kernel.Queue    = (*testdouble.Queue)(nil)
 	_ kernel.Blob     = (*testdouble.Blob)(nil)
 	_ executor.Blob   = (*testdouble.Blob)(nil)
-	_ executor.Queue  = (*testdouble.Queue)(nil)
+	_ feed.Queue      = (*testdouble.Queue)(nil)
 	_ storetest.Store = (*testdouble.Store)(nil)
 )
 
