@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -97,7 +98,7 @@ echo "$#"`,
 			want: func() map[int]string {
 				m := map[int]string{0: "", 1: "", 2: ""}
 				for _, kv := range [][2]string{{"apple", "1"}, {"banana", "2"}, {"cherry", "x\ty"}, {"date", "4"}} {
-					m[PartitionOf(kv[0], 3)] += kv[0] + "\t" + kv[1] + "\n"
+					m[output.PartitionOf(kv[0], 3)] += kv[0] + "\t" + kv[1] + "\n"
 				}
 				return m
 			}(),
