@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -82,11 +83,11 @@ func TestLambdaStageIsNeverNoOutput(t *testing.T) {
 	t.Parallel()
 	r := &Runner{}
 	c := control.Claim{Spec: mustSpec(t, lambdaOne)}
-	if r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+	if r.noOutput(c, &Task{Out: output.New(1, 0)}) {
 		t.Fatal("a lambda stage's attempt counted as writing no output")
 	}
 	c = control.Claim{Spec: mustSpec(t, oneTask)}
-	if !r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+	if !r.noOutput(c, &Task{Out: output.New(1, 0)}) {
 		t.Fatal("an empty Go task's attempt not counted as writing no output")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -151,7 +152,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 		return r.fail(ctx, c, fmt.Errorf("prepare input: %w", err), log)
 	}
 	// Uploads a failed, fenced or stopped attempt left open are aborted.
-	defer t.Out.abort(ctx, log)
+	defer t.Out.Abort(ctx, log)
 	in := countInput(t)
 	r.trackRejects(c, t) // reject.go
 	// After the input's wrappers: a resume skips records as read.
@@ -183,7 +184,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 			runErr = err // past maxBadRecords: permanent, whatever the function returned
 		}
 	}
-	if err := t.Out.refused(); err != nil {
+	if err := t.Out.Refused(); err != nil {
 		// Whatever the function made of the refusal, its outputs are
 		// incomplete: this attempt must not commit.
 		runErr = err
@@ -215,7 +216,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	case runErr != nil:
 		return r.fail(ctx, c, runErr, log)
 	}
-	// Every partition's object is complete before the commit (stream.go),
+	// Every partition's object is complete before the commit (output.Output.Publish),
 	// and so are its rejected records (reject.go).
 	if err := r.publish(ctx, c, t); err != nil { // published.go
 		return feed.Result{Action: feed.Leave, Err: err}
@@ -314,8 +315,8 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Ext
 	}
 }
 
-func (r *Runner) newOutput(parts int) *Output {
-	return newOutput(parts, cmp.Or(r.MaxOutputBytes, tuning.MaxTaskOutput))
+func (r *Runner) newOutput(parts int) *output.Output {
+	return output.New(parts, cmp.Or(r.MaxOutputBytes, tuning.MaxTaskOutput))
 }
 
 // prepare builds the task's input and outputs.
@@ -328,9 +329,9 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	}
 	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
 	if indexedShuffle(c.Spec, ref.Stage) {
-		t.Out.indexOutputs() // one PUT for all partitions: shuffle.go
+		t.Out.Index() // one PUT for all partitions: shuffle.go
 	}
-	t.Out.bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
+	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]

@@ -14,6 +14,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -239,7 +240,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 		}
 		for i := range 200 {
 			k := fmt.Sprintf("w%d", (i*7+m)%150)
-			out[PartitionOf(k, parts)] += fmt.Sprintf("%s\t%d\n", k, m)
+			out[output.PartitionOf(k, parts)] += fmt.Sprintf("%s\t%d\n", k, m)
 		}
 		return out
 	}
