@@ -9,6 +9,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -113,13 +114,6 @@ func (s *Service) FireTimers(ctx context.Context, bodies []string) []error {
 	return errs
 }
 
-// isTimerBody reports whether a (dead-lettered) message is a timer
-// queue's message.
-func isTimerBody(body string) bool {
-	_, cont := parseRelay(body) // the sweep materializes its stage anyway
-	return schedules.IsTimerMessage(body) || cont
-}
-
 // firingAdmission is what the schedules ask of admission, answered by
 // admission's submit and checks, and the service's cancel.
 type firingAdmission struct{ s *Service }
@@ -152,7 +146,7 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 // timerMessage handles one message of the timer queue: a relay or
 // a handed-off firing (FireTimer).
 func (s *Service) timerMessage(ctx context.Context, body string) error {
-	if r, ok := parseRelay(body); ok {
+	if r, ok := stages.ParseRelay(body); ok {
 		return s.MaterializeRelay(ctx, r)
 	}
 	_, err := s.FireTimer(ctx, body)

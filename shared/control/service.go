@@ -14,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/control/sweep"
 	"github.com/batchwork/batchwork/shared/control/tasks"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -202,6 +203,9 @@ type Service struct {
 
 	// reads answers the read routes (reads.go).
 	reads *readside.Reader
+
+	// sweeper runs the sweep (sweep.go).
+	sweeper *sweep.Sweeper
 }
 
 // New returns a control plane service.
@@ -256,6 +260,10 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
 	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)
+	s.sweeper = sweep.New(sweep.Config{
+		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, SweepLimit: cfg.SweepLimit,
+		Retention: cfg.Retention, DLQ: cfg.Queues.DLQ,
+	}, k, s.stages, s.tasks, s.ops, s.firer, store, q, log)
 	return s
 }
 
