@@ -274,7 +274,7 @@ func TestExpireJob(t *testing.T) {
 			ended := r.job(id).Ended
 			r.clock.Advance(c.after)
 			var counts SweepCounts
-			if err := r.svc.sweepJob(r.ctx, dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, r.clock.Now(), &counts); err != nil {
+			if err := r.svc.sweeper.SweepItem(r.ctx, dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, r.clock.Now(), &counts); err != nil {
 				t.Fatal(err)
 			}
 			if gone := r.store.JobRecords(id) == 0; gone != c.wantGone {

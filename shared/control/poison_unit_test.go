@@ -158,40 +158,6 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 	}
 }
 
-// The wait before a stage's next look grows with the time its step has
-// been pending, between StartGrace and SweepBackoffMax.
-func TestDeferStage(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name  string
-		since time.Duration // before now; 0: not known
-		want  time.Duration
-	}{
-		{"not known", 0, unitTimings.StartGrace},
-		{"just started", time.Millisecond, unitTimings.StartGrace},
-		{"pending a minute", time.Minute, time.Minute},
-		{"pending a day", 24 * time.Hour, SweepBackoffMax},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			r := newUnitRig(t)
-			job := r.submit(oneStage(1, 3, ""))
-			now := r.clock.Now()
-			var since time.Time
-			if c.since > 0 {
-				since = now.Add(-c.since)
-			}
-			if err := r.svc.deferStage(r.ctx, stageItem(job, 0), now, since); err != nil {
-				t.Fatal(err)
-			}
-			if got := r.store.DueOf(stageItem(job, 0)); !got.Equal(now.Add(c.want)) {
-				t.Errorf("due %v, want now+%v", got.Sub(now), c.want)
-			}
-		})
-	}
-}
-
 // A step's counts reach the run's only through add, which must not drop
 // any.
 func TestSweepCountsAdd(t *testing.T) {

@@ -183,7 +183,7 @@ func TestExecAndLambdaStagesAreNotChecked(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			if err := r.svc.admit.CheckTaskNames(r.ctx, sp); err != nil {
+			if err := r.svc.Admitter.CheckTaskNames(r.ctx, sp); err != nil {
 				t.Fatalf("check: %v, want none", err)
 			}
 			if n := cat.readCount(); n != 0 {
@@ -241,7 +241,7 @@ func TestTaskNameCache(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err = r.svc.admit.CheckTaskNames(r.ctx, sp)
+				err = r.svc.Admitter.CheckTaskNames(r.ctx, sp)
 				if (err == nil) != s.wantOK {
 					t.Fatalf("step %d (%s): check = %v, want ok %v", i, s.task, err, s.wantOK)
 				}
