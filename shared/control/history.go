@@ -74,12 +74,12 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 		}
 		after = pos[0]
 	}
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return History{}, err
 	}
 	evs := lifecycleEvents(j, stages)
-	stored, err := s.store.JobEvents(ctx, j.ID, after, limit+1)
+	stored, err := s.store.TimelineEvents(ctx, j.ID, after, limit+1)
 	if err != nil {
 		return History{}, err
 	}

@@ -54,7 +54,7 @@ walk:
 		}
 		// A record that cannot be read is an error beside the others'
 		// items, which are handled all the same.
-		items, err := s.store.DueItems(ctx, shard, now, s.cfg.SweepLimit)
+		items, err := s.store.DueList(ctx, shard, now, s.cfg.SweepLimit)
 		if err != nil {
 			note(err)
 		}
@@ -95,7 +95,7 @@ func (s *Service) sweepItem(ctx context.Context, it dynamo.DueItem, now time.Tim
 	case dynamo.DueJob:
 		return s.sweepJob(ctx, it, now, c)
 	}
-	return s.store.SetDue(ctx, it, time.Time{})
+	return s.store.DueSet(ctx, it, time.Time{})
 }
 
 func dueName(it dynamo.DueItem) string {
@@ -187,11 +187,11 @@ func (s *Service) deferStage(ctx context.Context, it dynamo.DueItem, now, since 
 	if !since.IsZero() {
 		wait = max(wait, now.Sub(since))
 	}
-	return s.store.SetDue(ctx, it, now.Add(min(wait, SweepBackoffMax)))
+	return s.store.DueSet(ctx, it, now.Add(min(wait, SweepBackoffMax)))
 }
 
 func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
-	st, err := s.store.GetStage(ctx, it.Job, it.Stage)
+	st, err := s.store.StageGet(ctx, it.Job, it.Stage)
 	if err != nil {
 		return err
 	}
@@ -213,11 +213,11 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		if err := s.cancelStages(ctx, it.Job, gen); err != nil {
 			return err
 		}
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	switch st.State {
 	case sm.StageBlocked:
-		stages, err := s.store.ListStages(ctx, it.Job)
+		stages, err := s.store.StageList(ctx, it.Job)
 		if err != nil {
 			return err
 		}
@@ -228,7 +228,7 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 			}
 			return s.startStage(ctx, it.Job, sp, it.Stage)
 		}
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	case sm.StageRunning:
 		if err := s.deferStage(ctx, it, now, st.Started); err != nil {
 			return err
@@ -246,7 +246,7 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		if err := s.tasks.Copies().Speculate(ctx, it.Job, sp, st, now, c); err != nil {
 			return err
 		}
-		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))
+		return s.store.DueSet(ctx, it, now.Add(s.cfg.CheckEvery))
 	case sm.StageCompleted:
 		c.StagesFixed++
 		if err := s.deferStage(ctx, it, now, st.Ended); err != nil {
@@ -254,7 +254,7 @@ func (s *Service) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		}
 		return s.afterStageCompleted(ctx, it.Job, it.Stage)
 	}
-	return s.store.SetDue(ctx, it, time.Time{})
+	return s.store.DueSet(ctx, it, time.Time{})
 }
 
 // sweepDeadLetters looks at a bounded batch of dead-lettered messages. A
@@ -304,7 +304,7 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)
 			continue
 		}
-		t, err := s.store.GetTask(ctx, ref)
+		t, err := s.store.TaskGet(ctx, ref)
 		if err != nil && !errors.Is(err, batch.ErrNotFound) {
 			return err
 		}
@@ -341,7 +341,7 @@ func (s *Service) redrive(ctx context.Context, msgs []queue.Message, c *SweepCou
 // cancels tasks it finds. Failing is a guarded transition, so two sweeps
 // (or a job finishing at the same moment) end it once.
 func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *SweepCounts) error {
-	j, err := s.store.GetJob(ctx, it.Job)
+	j, err := s.store.JobGet(ctx, it.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil
 	}
@@ -354,17 +354,17 @@ func (s *Service) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	}
 	if j.State != sm.JobRunning {
 		// Ending a job takes it out of the index; this is a leftover.
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	if err := s.ops.SweepRedrive(ctx, j); err != nil { // operations/redrive.go
 		return err
 	}
 	deadline := jobDeadline(j)
 	if deadline.IsZero() {
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	if now.Before(deadline) {
-		return s.store.SetDue(ctx, it, deadline)
+		return s.store.DueSet(ctx, it, deadline)
 	}
 	err = s.EndJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
 	switch {
