@@ -21,7 +21,8 @@ func TestAbandonedFunctionKeepsUsingItsTask(t *testing.T) {
 	t.Parallel()
 	sp := mustSpec(t, "name: j\nstages:\n  - name: s\n    task: work\n    timeout: 1s\n    partitions:\n      input: {prefix: s3://bucket/in/}\n")
 	data := []byte("a\nb\nc\n")
-	blob := &memBlob{objs: map[string][]byte{"in/x": data}}
+	blob := newBlob()
+	blob.Put("bucket", "in/x", data)
 	cp := &inputCP{fakeCP: fakeCP{spec: sp, lease: time.Minute}, input: split.Split{Key: "in/x", Start: 0, End: int64(len(data))}}
 	var stop atomic.Bool
 	t.Cleanup(func() { stop.Store(true) })
@@ -73,7 +74,7 @@ func TestMemoryWatchdogReturnsFreedMemoryBeforeStopping(t *testing.T) {
 		return ctx.Err()
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, "name: j\nstages:\n  - name: s\n    task: fn\n    partitions: {count: 1}\n"), lease: time.Minute}}
-	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
+	r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
 	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	_, commits, fails := cp.snapshot()
 	if len(commits) != 1 || len(fails) != 0 {

@@ -30,10 +30,10 @@ func TestPollerTellsActivityOfEachTask(t *testing.T) {
 		_, err := t.Out.Write([]byte("done\n"))
 		return err
 	})
-	q := newMemQueue()
-	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	q := newQueue()
+	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	p := &feed.Poller{
-		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Handler: &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard()},
 		CP:      cp,
 		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: time.Minute, Log: discard(),
 		Activity: act,

@@ -119,7 +119,7 @@ func TestPollerHighBeatsLowFlood(t *testing.T) {
 	})
 	cp := &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}
 	p := &feed.Poller{
-		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Handler: &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard()},
 		CP:      cp,
 		Queue:   q, Queues: []string{"high", "normal", "low"}, Slots: slots, Wait: 5 * time.Second, Log: discard(),
 	}
@@ -191,7 +191,7 @@ func TestPollerWeightedShares(t *testing.T) {
 			})
 			cp := &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}
 			p := &feed.Poller{
-				Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+				Handler: &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard()},
 				CP:      cp,
 				Queue:   q, Queues: []string{"high", "normal", "low"}, Weights: tc.weights, Slots: 8, Wait: time.Second, Log: discard(),
 			}

@@ -39,10 +39,10 @@ func TestLambdaFlushesCountsBeforeItsMessagesGo(t *testing.T) {
 			reg.Register("work", func(context.Context, *Task) error { return nil })
 			cp := &flushingCP{fakeCP: &fakeCP{spec: &spec.Job{Stages: []spec.Stage{{Name: "s", Task: "work"}}}, lease: time.Minute}, fail: fail}
 			h := &feed.LambdaHandler{
-				Handler:   &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
+				Handler:   &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
 				CP:        cp,
 				Log:       discard(),
-				Queue:     newMemQueue(),
+				Queue:     newQueue(),
 				QueueURLs: map[string]string{"ready": "https://sqs/ready"},
 			}
 			resp, err := h.Handle(context.Background(), lambdaEvent([]lambdaMsg{{"ja/0/0", 1}, {"ja/0/1", 1}}))

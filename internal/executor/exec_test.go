@@ -141,7 +141,7 @@ echo "$#"`,
 				dir = ""
 			}
 			cp := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
-			b := &memBlob{}
+			b := newBlob()
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
@@ -213,7 +213,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 			if tt.noSpecs {
 				cp = noSpecsCP{fake}
 			}
-			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
+			r := &Runner{CP: cp, Blob: newBlob(), Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			claims, _, fails := fake.snapshot()
 			if tt.noSpecs {
@@ -249,7 +249,7 @@ func TestExecEnvironment(t *testing.T) {
 	t.Setenv("LANG", "C.UTF-8")
 	dir := programs(t, map[string]string{"prog": "env | cut -d= -f1 | sort"})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
-	b := &memBlob{}
+	b := newBlob()
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
 	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
@@ -294,7 +294,7 @@ func TestExecHomeIsWorkingDirectory(t *testing.T) {
 [ -e "$HOME/.aws/credentials" ] && echo "host credentials found through HOME"
 env | cut -d= -f1 | grep '^AWS_' | sort`})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
-	b := &memBlob{}
+	b := newBlob()
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
 	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))

@@ -1,22 +1,20 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
-	"github.com/batchwork/batchwork/shared/split"
 )
 
 // These fakes stand in for the control plane, S3 and SQS in tests of the
@@ -150,191 +148,40 @@ func (f *fakeCP) snapshot() (claims, commits, fails []batch.TaskRef) {
 	return append([]batch.TaskRef(nil), f.claims...), append([]batch.TaskRef(nil), f.commits...), append([]batch.TaskRef(nil), f.fails...)
 }
 
-// memBlob is an in-memory object store.
-type memBlob struct {
-	mu   sync.Mutex
-	objs map[string][]byte
-}
+// refusable are the blob port's optional capabilities: a test's blob
+// has none but those it asks for, so tests run the runner's fallbacks.
+var refusable = []testdouble.Capability{testdouble.PinnedReads, testdouble.RangeReads, testdouble.ReaderPuts,
+	testdouble.Copies, testdouble.Multipart, testdouble.Expiry}
 
-func (b *memBlob) Bucket() string { return "bucket" }
+// newBlob is S3 with objects only.
+func newBlob() *testdouble.Blob { return blobWith(nil, nil) }
 
-func (b *memBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.objs == nil {
-		b.objs = map[string][]byte{}
-	}
-	if _, ok := b.objs[key]; ok {
-		return batch.ErrExists
-	}
-	b.objs[key] = bytes.Clone(body)
-	return nil
-}
-
-func (b *memBlob) Get(ctx context.Context, key string) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	v, ok := b.objs[key]
-	if !ok {
-		return nil, batch.ErrNotFound
-	}
-	return v, nil
-}
-
-func (b *memBlob) Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error) {
-	v, err := b.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(v[start:])), nil
-}
-
-func (b *memBlob) Opener(bucket string) split.RangeOpener {
-	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
-		return b.Open(ctx, bucket, key, start)
-	}
-}
-
-// memBlob has only Objects: every other capability of the port is
-// unsupported, so the tests run the runner's fallbacks (mpBlob streams,
-// rangeBlob serves ranges).
-var _ Blob = (*memBlob)(nil)
-
-func blobUnsupported(what string) error {
-	return fmt.Errorf("fake blob store: %s: %w", what, ErrUnsupported)
-}
-
-func (b *memBlob) PinnedOpener(string, string) (split.RangeOpener, error) {
-	return nil, blobUnsupported("pinned reads")
-}
-
-func (b *memBlob) VersionOpener(string, string, string) (split.RangeOpener, error) {
-	return nil, blobUnsupported("version reads")
-}
-
-func (b *memBlob) OpenRange(context.Context, string, int64, int64) (io.ReadCloser, error) {
-	return nil, blobUnsupported("ranged reads")
-}
-
-func (b *memBlob) PutReaderIfAbsent(context.Context, string, io.ReadSeeker, int64) error {
-	return blobUnsupported("puts from a reader")
-}
-
-func (b *memBlob) CopyIfAbsent(context.Context, string, string, string) error {
-	return blobUnsupported("server-side copies")
-}
-
-func (b *memBlob) CanMultipart() error { return blobUnsupported("multipart uploads") }
-
-func (b *memBlob) CreateMultipart(context.Context, string) (string, error) {
-	return "", blobUnsupported("multipart uploads")
-}
-
-func (b *memBlob) UploadPart(context.Context, string, string, int32, []byte) (blob.CompletedPart, error) {
-	return blob.CompletedPart{}, blobUnsupported("multipart uploads")
-}
-
-func (b *memBlob) CompleteMultipartIfAbsent(context.Context, string, string, []blob.CompletedPart) error {
-	return blobUnsupported("multipart uploads")
-}
-
-func (b *memBlob) AbortMultipart(context.Context, string, string) error {
-	return blobUnsupported("multipart uploads")
-}
-
-func (b *memBlob) MarkUncommitted(context.Context, string) (int, error) {
-	return 0, blobUnsupported("expiry tags")
-}
-
-// memQueue is an in-memory queue for the poller: Receive hands out queued
-// messages and otherwise blocks, as a long poll does, until a message is
-// pushed or ctx ends. Every call is recorded.
-type memQueue struct {
-	mu       sync.Mutex
-	msgs     []queue.Message
-	wake     chan struct{}
-	receives int
-	// entered and left receive the call number of each Receive as it
-	// starts and as it returns.
-	entered, left chan int
-	deleted       []string
-	visibility    map[string][]time.Duration
-}
-
-func newMemQueue() *memQueue {
-	return &memQueue{wake: make(chan struct{}, 1), entered: make(chan int, 100), left: make(chan int, 100), visibility: map[string][]time.Duration{}}
-}
-
-func (q *memQueue) push(m queue.Message) {
-	q.mu.Lock()
-	q.msgs = append(q.msgs, m)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *memQueue) Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error) {
-	q.mu.Lock()
-	q.receives++
-	n := q.receives
-	q.mu.Unlock()
-	q.entered <- n
-	defer func() { q.left <- n }()
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("receive from %s: %w", url, err)
-		}
-		q.mu.Lock()
-		if len(q.msgs) > 0 {
-			k := min(maxN, len(q.msgs))
-			out := append([]queue.Message(nil), q.msgs[:k]...)
-			q.msgs = q.msgs[k:]
-			q.mu.Unlock()
-			return out, nil
-		}
-		q.mu.Unlock()
-		select {
-		case <-ctx.Done():
-		case <-q.wake:
+// blobWith is S3 with objects and the capabilities allowed, its writes
+// journaled to log (nil: none). Every bucket name reads as its own.
+func blobWith(log *testdouble.Journal, allowed []testdouble.Capability, opts ...testdouble.BlobOption) *testdouble.Blob {
+	var refused []testdouble.Capability
+	for _, c := range refusable {
+		if !slices.Contains(allowed, c) {
+			refused = append(refused, c)
 		}
 	}
+	opts = append([]testdouble.BlobOption{testdouble.WithBucket("bucket"), testdouble.OneBucket(),
+		testdouble.Refusing(ErrUnsupported, refused...)}, opts...)
+	return testdouble.NewBlob(log, opts...)
 }
 
-func (q *memQueue) ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.visibility[receipt] = append(q.visibility[receipt], d)
-	return nil
+// streamBlob is S3 with objects and multipart uploads, held to S3's rules
+// with parts of at least minPart bytes (0: blob.MinPartSize); its
+// requests are journaled to log.
+func streamBlob(log *testdouble.Journal, minPart int) *testdouble.Blob {
+	return blobWith(log, []testdouble.Capability{testdouble.Multipart}, testdouble.MinPartSize(minPart))
 }
 
-func (q *memQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
-	for _, r := range receipts {
-		if err := q.ChangeVisibility(ctx, url, r, d); err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
-}
-
-func (q *memQueue) DeleteBatch(ctx context.Context, url string, receipts []string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.deleted = append(q.deleted, receipts...)
-	return nil
-}
-
-func (q *memQueue) state() (receives int, deleted []string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.receives, append([]string(nil), q.deleted...)
+// newQueue is one SQS queue whose Receive hands out pushed messages and
+// otherwise waits, as a long poll does, until a message is pushed or its
+// context ends.
+func newQueue() *testdouble.Queue {
+	return testdouble.NewQueue(testdouble.LongPoll(), testdouble.OneQueue())
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

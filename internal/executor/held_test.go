@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -36,10 +37,10 @@ func (r retryCP) Fail(context.Context, control.Claim, control.FailParams) (contr
 	return control.Decision{Retry: true, Delay: time.Minute}, nil
 }
 
-// stuckQueue is memQueue whose single-message visibility changes (a
+// stuckQueue is a queue whose single-message visibility changes (a
 // task's hide) hang until released, as a throttled SQS can.
 type stuckQueue struct {
-	*memQueue
+	*testdouble.Queue
 	stuck   chan struct{}
 	release chan struct{}
 }
@@ -60,10 +61,10 @@ func TestSlowHideDoesNotStopLiveness(t *testing.T) {
 	cp := &liveCP{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}, renewed: make(chan struct{})}
 	reg := NewRegistry()
 	reg.Register("work", func(ctx context.Context, t *Task) error { return errors.New("fails") })
-	q := &stuckQueue{memQueue: newMemQueue(), stuck: make(chan struct{}, 1), release: make(chan struct{})}
-	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	q := &stuckQueue{Queue: newQueue(), stuck: make(chan struct{}, 1), release: make(chan struct{})}
+	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	p := &feed.Poller{
-		Handler: &Runner{CP: retryCP{cp}, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Handler: &Runner{CP: retryCP{cp}, Blob: newBlob(), Registry: reg, Log: discard()},
 		CP:      retryCP{cp},
 		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Log: discard(),
 	}
@@ -113,8 +114,8 @@ func TestClaimedMessageHiddenAtOnce(t *testing.T) {
 		<-release
 		return nil
 	})
-	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 100)}
-	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	q := &visQueue{Queue: newQueue(), changed: make(chan visChange, 100)}
+	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	heldPoller(t, cp, q, reg, 1)
 	t.Cleanup(func() { close(release) })
 	for {
@@ -158,8 +159,8 @@ func TestSlowClaimKeepsItsMessageHidden(t *testing.T) {
 	cp := &slowClaimCP{beatCountingCP: &beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}, release: make(chan struct{})}
 	reg := NewRegistry()
 	reg.Register("work", func(ctx context.Context, t *Task) error { return nil })
-	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 100)}
-	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
+	q := &visQueue{Queue: newQueue(), changed: make(chan visChange, 100)}
+	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	heldPoller(t, cp, q, reg, 1)
 	defer close(cp.release)
 	for {
@@ -195,9 +196,9 @@ func TestHangingHideDoesNotStopRenewals(t *testing.T) {
 		<-release
 		return nil
 	})
-	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 1000), hang: time.Minute}
-	q.push(queue.Message{Queue: "q", ID: "m0", Receipt: "r0", Body: "j1/0/0"})
-	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/1"})
+	q := &visQueue{Queue: newQueue(), changed: make(chan visChange, 1000), hang: time.Minute}
+	q.Push("", queue.Message{Queue: "q", ID: "m0", Receipt: "r0", Body: "j1/0/0"})
+	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/1"})
 	heldPoller(t, cp, q, reg, 2)
 	t.Cleanup(func() { close(release) })
 	hideSeen := false
@@ -218,7 +219,7 @@ const twoTasks = `{"name":"two","stages":[{"name":"s","task":"work","partitions"
 func heldPoller(t *testing.T, cp ControlPlane, q feed.Queue, reg *Registry, slots int) {
 	t.Helper()
 	runPoller(t, &feed.Poller{
-		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		Handler: &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard()},
 		CP:      cp,
 		Queue:   q, Queues: []string{"q"}, Slots: slots, Wait: time.Second, Log: discard(),
 	})
@@ -230,10 +231,10 @@ type visChange struct {
 	batch   bool
 }
 
-// visQueue is memQueue that reports every visibility change; a single
+// visQueue is a queue that reports every visibility change; a single
 // change for the hang duration hangs until its context ends.
 type visQueue struct {
-	*memQueue
+	*testdouble.Queue
 	changed chan visChange
 	hang    time.Duration
 }
@@ -244,12 +245,12 @@ func (q *visQueue) ChangeVisibility(ctx context.Context, url, receipt string, d 
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return q.memQueue.ChangeVisibility(ctx, url, receipt, d)
+	return q.Queue.ChangeVisibility(ctx, url, receipt, d)
 }
 
 func (q *visQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
 	for _, r := range receipts {
 		q.changed <- visChange{receipt: r, d: d, batch: true}
 	}
-	return q.memQueue.ChangeVisibilityBatch(ctx, url, receipts, d)
+	return q.Queue.ChangeVisibilityBatch(ctx, url, receipts, d)
 }

@@ -153,9 +153,9 @@ func TestRunnerInputFormats(t *testing.T) {
 				format = fmt.Sprintf(", format: %s", tc.format)
 			}
 			sp := mustSpec(t, fmt.Sprintf("name: j\nstages:\n  - name: s\n    task: work\n    partitions:\n      input: {prefix: s3://bucket/in/%s}\n", format))
-			blob := &memBlob{objs: map[string][]byte{}}
+			blob := newBlob()
 			for k, v := range objects {
-				blob.objs[k] = v
+				blob.Put("bucket", k, v)
 			}
 			cp := &inputCP{fakeCP: fakeCP{spec: sp, lease: time.Minute}, input: split.Split{Key: tc.key, Start: 0, End: int64(len(objects[tc.key]))}}
 			var seen *Task

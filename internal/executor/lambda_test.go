@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -106,7 +107,7 @@ func (c *ownersCP) JobOwner(ctx context.Context, job string) (string, error) {
 
 // journalQueue journals every visibility change.
 type journalQueue struct {
-	*memQueue
+	*testdouble.Queue
 	j *lambdaJournal
 }
 
@@ -158,10 +159,10 @@ func newLambdaRig(j *lambdaJournal, sp *spec.Job, reg *Registry, owners bool) *f
 		cp = &ownersCP{journalCP: base, owners: lambdaOwners, errs: map[string]error{"jbroken": errors.New("ProvisionedThroughputExceededException")}}
 	}
 	return &feed.LambdaHandler{
-		Handler:   &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
+		Handler:   &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
 		CP:        cp,
 		Log:       discard(),
-		Queue:     &journalQueue{memQueue: newMemQueue(), j: j},
+		Queue:     &journalQueue{Queue: newQueue(), j: j},
 		QueueURLs: map[string]string{"ready": "https://sqs/ready"},
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -43,7 +44,7 @@ func (f *fakeInvoker) Invoke(ctx context.Context, function string, payload []byt
 
 // respond is a function that writes the given parts (part -> body) where
 // the event says and answers with keys made by key.
-func respond(b *memBlob, parts map[int]string, key func(ev LambdaEvent, part int) string) func(context.Context, LambdaEvent) ([]byte, string, error) {
+func respond(b *testdouble.Blob, parts map[int]string, key func(ev LambdaEvent, part int) string) func(context.Context, LambdaEvent) ([]byte, string, error) {
 	return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
 		var resp LambdaResponse
 		for p, body := range parts {
@@ -93,58 +94,58 @@ func TestLambdaTask(t *testing.T) {
 	tests := []struct {
 		name     string
 		spec     string
-		fn       func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error)
+		fn       func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error)
 		noClient bool
 		want     map[int]string // committed parts
 		failWith string
 	}{
 		{name: "outputs committed", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "a\nb\n"}, ownKey)
 			},
 			want: map[int]string{0: "a\nb\n"}},
 		{name: "an output named by its s3:// URI", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x\n"}, func(ev LambdaEvent, p int) string { return "s3://bucket/" + ev.Outputs[p] })
 			},
 			want: map[int]string{0: "x\n"}},
 		{name: "parts not written are published empty", spec: lambdaShuffle,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{1: "k\t1\n"}, ownKey)
 			},
 			want: map[int]string{0: "", 1: "k\t1\n", 2: ""}},
 		{name: "no outputs at all", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`{"outputs": []}`, "", nil)
 			},
 			want: map[int]string{0: ""}},
 		{name: "another attempt's key", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("j1", "s", 0, 2, p) })
 			},
 			failWith: `lambda my-fn: response outputs[0]: key "` + blob.OutputKey("j1", "s", 0, 2, 0) + `" is not this attempt's part 0`},
 		{name: "another job's key", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("other", "s", 0, 1, p) })
 			},
 			failWith: `key "` + blob.OutputKey("other", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another bucket's URI", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return "s3://elsewhere/" + ev.Outputs[p] })
 			},
 			failWith: `key "s3://elsewhere/` + blob.OutputKey("j1", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another part's key", spec: lambdaShuffle,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return ev.Outputs[2] })
 			},
 			failWith: "is not this attempt's part 0"},
 		{name: "a part out of range", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`{"outputs": [{"part": 1, "key": "k"}]}`, "", nil)
 			},
 			failWith: "response outputs[0]: part 1 is not one of this task's 1 output partitions"},
 		{name: "a part twice", spec: lambdaOne,
-			fn: func(b *memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
 					b.PutIfAbsent(ctx, ev.Outputs[0], nil)
 					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}, {"part": 0, "key": %q}]}`, ev.Outputs[0], ev.Outputs[0]), "", nil
@@ -152,29 +153,29 @@ func TestLambdaTask(t *testing.T) {
 			},
 			failWith: "response outputs[1]: part 0 is listed twice"},
 		{name: "an output listed but not written", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
 					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}]}`, ev.Outputs[0]), "", nil
 				}
 			},
 			failWith: "response outputs[0]: part 0 (" + blob.OutputKey("j1", "s", 0, 1, 0) + ") cannot be read"},
 		{name: "the function reports an error", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`{"error": "bad input on line 3"}`, "", nil)
 			},
 			failWith: "lambda my-fn: function reported: bad input on line 3"},
 		{name: "a function error", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`{"errorMessage": "division by zero", "errorType": "ZeroDivisionError"}`, "Unhandled", nil)
 			},
 			failWith: "lambda my-fn: function error (Unhandled): ZeroDivisionError: division by zero"},
 		{name: "the invocation fails", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer("", "", errors.New("AccessDeniedException: not authorized to perform lambda:InvokeFunction"))
 			},
 			failWith: "lambda my-fn: invoke: AccessDeniedException"},
 		{name: "a response that is not JSON", spec: lambdaOne,
-			fn: func(*memBlob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return answer(`"done"`, "", nil)
 			},
 			failWith: `lambda my-fn: response "done" is not {"outputs"`},
@@ -185,7 +186,7 @@ func TestLambdaTask(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cp := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
-			b := &memBlob{}
+			b := newBlob()
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour}
 			inv := &fakeInvoker{}
 			if !tt.noClient {
@@ -248,7 +249,7 @@ func TestLambdaEvent(t *testing.T) {
 		spec string
 		task string // the message body
 		cp   func(f *fakeCP) ControlPlane
-		prep func(t *testing.T, b *memBlob)
+		prep func(t *testing.T, b *testdouble.Blob)
 		want LambdaEvent // Deadline aside
 	}{
 		{name: "a partition with params", spec: lambdaOne, task: "j1/0/0",
@@ -263,7 +264,7 @@ func TestLambdaEvent(t *testing.T) {
 			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"input": {"prefix": "s3://data-bucket/in/"}}}]}`,
 			task: "j1/0/0",
 			cp:   func(f *fakeCP) ControlPlane { return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9}} },
-			prep: func(t *testing.T, b *memBlob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
+			prep: func(t *testing.T, b *testdouble.Blob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
 			want: LambdaEvent{
 				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{},
@@ -278,7 +279,7 @@ func TestLambdaEvent(t *testing.T) {
 			cp: func(f *fakeCP) ControlPlane {
 				return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", Version: "v1"}}
 			},
-			prep: func(t *testing.T, b *memBlob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
+			prep: func(t *testing.T, b *testdouble.Blob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
 			want: LambdaEvent{
 				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{},
@@ -291,7 +292,7 @@ func TestLambdaEvent(t *testing.T) {
 			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +
 				`{"name": "r", "lambda": "reducer", "after": ["m"]}]}`,
 			task: "j1/1/1",
-			prep: func(t *testing.T, b *memBlob) {
+			prep: func(t *testing.T, b *testdouble.Blob) {
 				key := blob.StageManifestKey("j1", "m")
 				w := blob.NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "m", Bucket: "bucket"}, 100)
 				for p := range 2 {
@@ -323,7 +324,7 @@ func TestLambdaEvent(t *testing.T) {
 			if tt.cp != nil {
 				cp = tt.cp(f)
 			}
-			b := &memBlob{}
+			b := newBlob()
 			if tt.prep != nil {
 				tt.prep(t, b)
 			}
@@ -349,9 +350,9 @@ func TestLambdaEvent(t *testing.T) {
 	}
 }
 
-// openCounter is a memBlob that counts the opens of each key.
+// openCounter is a blob that counts the opens of each key.
 type openCounter struct {
-	*memBlob
+	*testdouble.Blob
 	mu    sync.Mutex
 	opens map[string]int
 }
@@ -362,7 +363,7 @@ func (b *openCounter) Open(ctx context.Context, bucket, key string, start int64)
 	b.mu.Lock()
 	b.opens[key]++
 	b.mu.Unlock()
-	return b.memBlob.Open(ctx, bucket, key, start)
+	return b.Blob.Open(ctx, bucket, key, start)
 }
 
 func (b *openCounter) Opener(bucket string) split.RangeOpener {
@@ -381,7 +382,7 @@ func TestLambdaStageOpensNoInput(t *testing.T) {
 	f := &fakeCP{spec: mustSpec(t, `{"name": "j", "stages": [{"name": "s", "lambda": "f", `+
 		`"partitions": {"input": {"prefix": "s3://data-bucket/in/", "format": "csv"}}}]}`), lease: time.Minute}
 	cp := lambdaInputCP{f, split.Split{Key: "in/a.csv", Start: 6, End: 20}}
-	b := &openCounter{memBlob: &memBlob{}, opens: map[string]int{}}
+	b := &openCounter{Blob: newBlob(), opens: map[string]int{}}
 	b.PutIfAbsent(ctx, "in/a.csv", []byte("a,b,c\n1,2,3\n4,5,6\n7,8,9\n"))
 	inv := &fakeInvoker{fn: answer(`{"outputs": []}`, "", nil)}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
@@ -418,7 +419,7 @@ func TestLambdaLeaseLost(t *testing.T) {
 		<-ctx.Done() // a function that runs until the executor gives up
 		return nil, "", ctx.Err()
 	}}
-	r := &Runner{CP: staleCP{f}, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Millisecond, Lambda: inv}
+	r := &Runner{CP: staleCP{f}, Blob: newBlob(), Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Millisecond, Lambda: inv}
 	done := make(chan feed.Result, 1)
 	go func() { done <- r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil) }()
 	within(t, invoked, 10*time.Second, "the invocation")

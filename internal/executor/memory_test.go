@@ -35,7 +35,7 @@ stages:
 		return ctx.Err()
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, job), lease: time.Minute}}
-	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
+	r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
 	done := make(chan feed.Result, 1)
 	go func() { done <- r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil) }()
 	select {

@@ -31,7 +31,7 @@ stages:
 		return Records(t.Input, func(k, v string) error { return nil })
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, counted), lease: time.Minute}}
-	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
+	r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	_, commits, fails := cp.snapshot()
 	if len(fails) != 1 || len(commits) != 0 {

@@ -79,7 +79,7 @@ func TestOutputCap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cp := &fakeCP{spec: mustSpec(t, tc.spec), lease: time.Minute}
-			b := &memBlob{}
+			b := newBlob()
 			var writeErr error
 			buffered := -1
 			reg := NewRegistry()
@@ -119,7 +119,7 @@ func TestOutputCap(t *testing.T) {
 			if res.Action != feed.Hide || res.Err == nil || res.Err.Error() != wantCause {
 				t.Errorf("result %+v, want the retry's hide with the cause", res)
 			}
-			if n := len(b.objs); n != 0 {
+			if n := len(b.Keys("")); n != 0 {
 				t.Errorf("%d objects published, want none from a failed attempt", n)
 			}
 		})
@@ -146,7 +146,7 @@ func TestOutputPartOutOfRangeFailsTheAttempt(t *testing.T) {
 		t.Run(fmt.Sprint(r), func(t *testing.T) {
 			t.Parallel()
 			cp := &fakeCP{spec: mustSpec(t, shuffleOneTask), lease: time.Minute}
-			b := &memBlob{}
+			b := newBlob()
 			reg := NewRegistry()
 			var writeErr error
 			reg.Register("work", func(ctx context.Context, t *Task) error {

@@ -59,14 +59,12 @@ func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
 			reg := NewRegistry()
 			reg.Register("work", func(ctx context.Context, t *Task) error { return tc.write(t) })
 			cp := &commitRecorder{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}
-			b := &memBlob{}
+			b := newBlob()
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 			if res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil); res.Action != feed.Delete || res.Err != nil {
 				t.Fatalf("result %+v, want a commit", res)
 			}
-			b.mu.Lock()
-			objects := len(b.objs)
-			b.mu.Unlock()
+			objects := len(b.Keys(""))
 			if objects != tc.wantObjects {
 				t.Errorf("%d objects written, want %d", objects, tc.wantObjects)
 			}
@@ -104,10 +102,10 @@ func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
 		<-release
 		return nil
 	})
-	q := &visQueue{memQueue: newMemQueue(), changed: make(chan visChange, 1000)}
+	q := &visQueue{Queue: newQueue(), changed: make(chan visChange, 1000)}
 	for i := range 10 {
 		r := string(rune('a' + i))
-		q.push(queue.Message{Queue: "q", ID: "m" + r, Receipt: "r" + r, Body: "j1/0/" + string(rune('0'+i))})
+		q.Push("", queue.Message{Queue: "q", ID: "m" + r, Receipt: "r" + r, Body: "j1/0/" + string(rune('0'+i))})
 	}
 	heldPoller(t, cp, q, reg, 10)
 	t.Cleanup(func() { close(release) })

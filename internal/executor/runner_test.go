@@ -58,7 +58,7 @@ func TestHandleSetsVisibilityToLease(t *testing.T) {
 				seenByTask = slices.Clone(extends)
 				return nil
 			})
-			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
+			r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now(), Visibility: tc.received}, extend)
 			if res.Action != feed.Delete || res.Err != nil {
 				t.Fatalf("result %+v, want feed.Delete without error", res)

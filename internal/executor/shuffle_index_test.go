@@ -15,6 +15,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -24,7 +25,7 @@ import (
 // one indexed object, or one object per partition; "" for a partition
 // with nothing, including every partition of an attempt that wrote no
 // object.
-func committedParts(t *testing.T, b *memBlob, stage string, parts int) []string {
+func committedParts(t *testing.T, b *testdouble.Blob, stage string, parts int) []string {
 	t.Helper()
 	ctx := context.Background()
 	out := make([]string, parts)
@@ -55,36 +56,34 @@ func committedParts(t *testing.T, b *memBlob, stage string, parts int) []string 
 	return out
 }
 
-// rangeBlob is a memBlob that serves ranged GETs and counts them, as S3
-// does: a range past the end is cut at the end.
-type rangeBlob struct {
-	memBlob
-	mu     sync.Mutex
-	ranges []string // "key start-end" as asked
-	puts   int
+// rangedBlob is S3 with objects and ranged GETs, as S3 serves them: a
+// range past the end is cut at the end. Its journal shows the GETs and
+// puts asked for.
+func rangedBlob(log *testdouble.Journal) *testdouble.Blob {
+	return blobWith(log, []testdouble.Capability{testdouble.RangeReads})
 }
 
-var _ Blob = (*rangeBlob)(nil)
-
-func (b *rangeBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error {
-	b.mu.Lock()
-	b.puts++
-	b.mu.Unlock()
-	return b.memBlob.PutIfAbsent(ctx, key, body)
+// ranges are the ranged GETs journaled in log from entry from on, each
+// "key start-end".
+func ranges(log *testdouble.Journal, from int) []string {
+	var out []string
+	for _, e := range log.All()[from:] {
+		if r, ok := strings.CutPrefix(e, "range "); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
-func (b *rangeBlob) OpenRange(ctx context.Context, key string, start, end int64) (io.ReadCloser, error) {
-	b.mu.Lock()
-	b.ranges = append(b.ranges, fmt.Sprintf("%s %d-%d", key, start, end))
-	b.mu.Unlock()
-	v, err := b.Get(ctx, key)
-	if err != nil {
-		return nil, err
+// puts counts the objects put, as journaled in log.
+func puts(log *testdouble.Journal) int {
+	n := 0
+	for _, e := range log.All() {
+		if strings.HasPrefix(e, "put ") {
+			n++
+		}
 	}
-	if start >= int64(len(v)) {
-		return nil, fmt.Errorf("range %d- of %d bytes: not satisfiable", start, len(v))
-	}
-	return io.NopCloser(bytes.NewReader(v[start:min(end, int64(len(v)))])), nil
+	return n
 }
 
 // The indexed object holds each partition at the range its index gives,
@@ -153,13 +152,14 @@ func TestShuffleObjectRanges(t *testing.T) {
 					t.Fatalf("partition %d from its index prefix: [%d, %d) %v", r, s2, e2, err)
 				}
 			}
-			b := &rangeBlob{}
+			log := &testdouble.Journal{}
+			b := rangedBlob(log)
 			const key = "obj"
 			if err := b.PutIfAbsent(ctx, key, raw); err != nil {
 				t.Fatal(err)
 			}
 			for r, p := range tc.parts {
-				b.ranges = nil
+				from := len(log.All())
 				rc, err := blob.OpenShuffleSlice(ctx, b, key, P, r, tc.readAhead)
 				if err != nil {
 					t.Fatal(err)
@@ -175,7 +175,7 @@ func TestShuffleObjectRanges(t *testing.T) {
 				if e > first && e > s {
 					wantRanges = append(wantRanges, fmt.Sprintf("%s %d-%d", key, max(s, min(first, size)), e))
 				}
-				if diff := gocmp.Diff(wantRanges, b.ranges); diff != "" {
+				if diff := gocmp.Diff(wantRanges, ranges(log, from)); diff != "" {
 					t.Errorf("partition %d: GETs (-want +got):\n%s", r, diff)
 				}
 			}
@@ -191,7 +191,8 @@ func TestShuffleObjectMalformed(t *testing.T) {
 	body, size := blob.ShuffleBody([][]byte{[]byte("a\t1\n"), []byte("b\t2\n"), []byte("c\t3\n")})
 	raw := make([]byte, size)
 	body.ReadAt(raw, 0)
-	b := &rangeBlob{}
+	log := &testdouble.Journal{}
+	b := rangedBlob(log)
 	b.PutIfAbsent(ctx, "plain", []byte("a\t1\nb\t2\n"+strings.Repeat("x", 100)))
 	b.PutIfAbsent(ctx, "three", raw)
 	b.PutIfAbsent(ctx, "cut", raw[:len(raw)-2])
@@ -248,7 +249,8 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 		t.Run(fmt.Sprintf("pages of %d", pageSize), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := &rangeBlob{}
+			log := &testdouble.Journal{}
+			b := rangedBlob(log)
 			reg := NewRegistry()
 			reg.Register("m", func(ctx context.Context, task *Task) error {
 				for i := range 200 {
@@ -279,8 +281,8 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 					t.Fatalf("map %d: %+v", m, res)
 				}
 			}
-			if b.puts != maps-1 {
-				t.Errorf("%d PUTs by %d map tasks, one of which wrote nothing; want %d", b.puts, maps, maps-1)
+			if puts(log) != maps-1 {
+				t.Errorf("%d PUTs by %d map tasks, one of which wrote nothing; want %d", puts(log), maps, maps-1)
 			}
 			// The manifest the control plane writes from the commits.
 			w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, pageSize)
@@ -301,7 +303,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 			if err := w.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			b.ranges = nil
+			from := len(log.All())
 			for p := range parts {
 				if res := r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, nop); res.Action != feed.Delete {
 					t.Fatalf("reduce %d: %+v", p, res)
@@ -318,7 +320,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 			}
 			// The objects are small: every slice lies in the first GET's
 			// read-ahead, one GET per (map that wrote, reducer).
-			if got, want := len(b.ranges), (maps-1)*parts; got != want {
+			if got, want := len(ranges(log, from)), (maps-1)*parts; got != want {
 				t.Errorf("%d ranged GETs, want %d", got, want)
 			}
 		})
@@ -332,7 +334,8 @@ func TestShuffleReadsPerPartLayout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const parts = 3
-	b := &rangeBlob{}
+	log := &testdouble.Journal{}
+	b := rangedBlob(log)
 	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, 2)
 	add := func(m, p int, body []byte) {
 		k := blob.OutputKey("j1", "map", m, 1, p)
@@ -407,7 +410,8 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const maps, parts = 3, 64
-	b := &rangeBlob{}
+	log := &testdouble.Journal{}
+	b := rangedBlob(log)
 	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, 0)
 	nonEmpty := 0
 	for m := range maps {
@@ -445,7 +449,7 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 	}
 	// Reducer 0 reads every index (one GET a map); the others only their
 	// non-empty slices.
-	if got, want := len(b.ranges), maps+nonEmpty; got != want {
+	if got, want := len(ranges(log, 0)), maps+nonEmpty; got != want {
 		t.Errorf("%d ranged GETs, want %d: %d indexes and %d non-empty slices", got, want, maps, nonEmpty)
 	}
 	for p := range parts {
@@ -460,11 +464,11 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 		}
 	}
 	// A fresh runner has no indexes: one GET per map object and reducer.
-	b.ranges = nil
+	from := len(log.All())
 	fresh := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 	fresh.Handle(ctx, feed.Delivery{Body: "j1/1/1"}, nop)
-	if len(b.ranges) != maps {
-		t.Errorf("a fresh runner made %d ranged GETs for one reducer, want %d", len(b.ranges), maps)
+	if len(ranges(log, from)) != maps {
+		t.Errorf("a fresh runner made %d ranged GETs for one reducer, want %d", len(ranges(log, from)), maps)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -29,20 +30,20 @@ func TestShuffleInputFollowsManifestPages(t *testing.T) {
 		name      string
 		pageSize  int
 		wantPages int
-		breakIt   func(b *memBlob)
+		breakIt   func(b *testdouble.Blob)
 		wantFail  bool
 	}{
 		{name: "one object", pageSize: 100},
 		{name: "pages of four", pageSize: 4, wantPages: 4},
 		{name: "pages of one", pageSize: 1, wantPages: maps * parts},
 		{name: "a page missing", pageSize: 4, wantPages: 4, wantFail: true,
-			breakIt: func(b *memBlob) { delete(b.objs, blob.ManifestPageKey(key, 3)) }},
+			breakIt: func(b *testdouble.Blob) { b.Delete(blob.ManifestPageKey(key, 3)) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := &memBlob{}
+			b := newBlob()
 			w := blob.NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "map", Bucket: "bucket"}, tt.pageSize)
 			for p := range maps {
 				for r := range parts {

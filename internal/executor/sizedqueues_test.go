@@ -50,7 +50,7 @@ func TestWrongSizeIsForwardedElseHandedBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCP{spec: mustSpec(t, sp), lease: time.Minute}
 			cp := tt.cp(f)
-			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
+			r := &Runner{CP: cp, Blob: newBlob(), Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
 			res := r.Handle(context.Background(), feed.Delivery{Body: body}, func(context.Context, time.Duration) error { return nil })
 			if res.Action != tt.wantAction || !errors.Is(res.Err, errWrongSize) {
 				t.Fatalf("result %+v, want %v with a wrong-size error", res, tt.wantAction)
@@ -68,7 +68,7 @@ func TestWrongSizeIsForwardedElseHandedBack(t *testing.T) {
 	}
 	// An executor of the task's size runs it.
 	f := &fakeCP{spec: mustSpec(t, strings.Replace(sp, "4GiB", "1GiB", 1)), lease: time.Minute}
-	r := &Runner{CP: &forwardingCP{fakeCP: f}, Blob: &memBlob{}, Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
+	r := &Runner{CP: &forwardingCP{fakeCP: f}, Blob: newBlob(), Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
 	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		t.Fatal(err)

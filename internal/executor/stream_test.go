@@ -2,12 +2,12 @@ package executor
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,128 +15,23 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
-// mpBlob is memBlob with multipart uploads, held to S3's rules: every part
-// but the last holds at least blob.MinPartSize bytes, a completion with
-// If-None-Match fails on an existing key, and an object appears only when
-// its upload completes. It records every request.
-type mpBlob struct {
-	memBlob
-	mu      sync.Mutex
-	next    int
-	uploads map[string]map[int32][]byte // upload id -> part number -> body
-	keys    map[string]string           // upload id -> key
-	calls   []string                    // "create k", "part k n size", "complete k n", "abort k", "put k"
-	// partErr fails UploadPart number n (from 1, over all uploads).
-	partErr   error
-	failPartN int
-	parts     int
-	// minPart is S3's minimum size of a part but the last (0: blob.MinPartSize).
-	minPart int
-}
-
-func (b *mpBlob) log(format string, a ...any) {
-	b.calls = append(b.calls, fmt.Sprintf(format, a...))
-}
-
-func (b *mpBlob) PutIfAbsent(ctx context.Context, key string, body []byte) error {
-	b.mu.Lock()
-	b.log("put %s %d", key, len(body))
-	b.mu.Unlock()
-	return b.memBlob.PutIfAbsent(ctx, key, body)
-}
-
-var _ Blob = (*mpBlob)(nil)
-
-func (b *mpBlob) CanMultipart() error { return nil }
-
-func (b *mpBlob) CreateMultipart(ctx context.Context, key string) (string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	b.next++
-	id := fmt.Sprintf("u%d", b.next)
-	if b.uploads == nil {
-		b.uploads, b.keys = map[string]map[int32][]byte{}, map[string]string{}
-	}
-	b.uploads[id], b.keys[id] = map[int32][]byte{}, key
-	b.log("create %s", key)
-	return id, nil
-}
-
-func (b *mpBlob) UploadPart(ctx context.Context, key, id string, n int32, body []byte) (blob.CompletedPart, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return blob.CompletedPart{}, err
-	}
-	b.parts++
-	if b.parts == b.failPartN {
-		return blob.CompletedPart{}, b.partErr
-	}
-	if b.keys[id] != key {
-		return blob.CompletedPart{}, fmt.Errorf("no upload %s at %s", id, key)
-	}
-	b.uploads[id][n] = bytes.Clone(body)
-	b.log("part %s %d %d", key, n, len(body))
-	return blob.CompletedPart{Number: n, ETag: fmt.Sprintf("e%d", n)}, nil
-}
-
-func (b *mpBlob) CompleteMultipartIfAbsent(ctx context.Context, key, id string, parts []blob.CompletedPart) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log("complete %s %d", key, len(parts))
-	up, ok := b.uploads[id]
-	if !ok || b.keys[id] != key {
-		return fmt.Errorf("NoSuchUpload %s", id)
-	}
-	var body []byte
-	for i, p := range parts {
-		part, ok := up[p.Number]
-		if !ok || p.Number != int32(i+1) {
-			return fmt.Errorf("InvalidPart %d", p.Number)
+// requests are the blob requests journaled in log, each put with the
+// size of the object it wrote (objects never change once written).
+func requests(b *testdouble.Blob, log *testdouble.Journal) []string {
+	var out []string
+	for _, e := range log.All() {
+		if key, ok := strings.CutPrefix(e, "put "); ok {
+			body, _ := b.Object(key)
+			e = fmt.Sprintf("put %s %d", key, len(body))
 		}
-		if i < len(parts)-1 && len(part) < cmp.Or(b.minPart, blob.MinPartSize) {
-			return fmt.Errorf("EntityTooSmall: part %d holds %d bytes", p.Number, len(part))
-		}
-		body = append(body, part...)
+		out = append(out, e)
 	}
-	b.memBlob.mu.Lock()
-	defer b.memBlob.mu.Unlock()
-	if b.objs == nil {
-		b.objs = map[string][]byte{}
-	}
-	if _, exists := b.objs[key]; exists {
-		return batch.ErrExists // the upload stays open, as on S3
-	}
-	b.objs[key] = body
-	delete(b.uploads, id)
-	return nil
-}
-
-func (b *mpBlob) AbortMultipart(ctx context.Context, key, id string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.log("abort %s", key)
-	delete(b.uploads, id)
-	return nil
-}
-
-// state is the requests made (with the part sizes) and the uploads left
-// open.
-func (b *mpBlob) state() (calls []string, open int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.calls...), len(b.uploads)
+	return out
 }
 
 // recordsCP is fakeCP taking record counts at commit, as control.Service does.
@@ -313,11 +208,17 @@ func TestStreamedOutputs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cp := &recordsCP{fakeCP: &fakeCP{spec: mustSpec(t, tc.spec), lease: time.Minute}}
-			b := &mpBlob{failPartN: tc.failPart, partErr: errors.New("part two lost")}
-			for k, v := range tc.existing {
-				if err := b.memBlob.PutIfAbsent(context.Background(), k, v); err != nil {
-					t.Fatal(err)
+			log := &testdouble.Journal{}
+			b := streamBlob(log, 0)
+			var parts atomic.Int32
+			b.SetFault(func(method string) error {
+				if method == "UploadPart" && int(parts.Add(1)) == tc.failPart {
+					return errors.New("part two lost")
 				}
+				return nil
+			})
+			for k, v := range tc.existing {
+				b.Put(b.Bucket(), k, v)
 			}
 			var peak int64
 			reg := NewRegistry()
@@ -331,7 +232,7 @@ func TestStreamedOutputs(t *testing.T) {
 			})
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MaxOutputBytes: tc.limit}
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
-			calls, open := b.state()
+			calls, open := requests(b, log), b.OpenUploads()
 			if tc.wantCalls != nil {
 				if diff := gocmp.Diff(tc.wantCalls, calls); diff != "" {
 					t.Errorf("requests (-want +got):\n%s", diff)
@@ -348,7 +249,7 @@ func TestStreamedOutputs(t *testing.T) {
 				if len(commits) != 0 {
 					t.Fatalf("commits %v, want none", commits)
 				}
-				for k := range b.objs {
+				for _, k := range b.Keys("") {
 					if _, pre := tc.existing[k]; !pre {
 						t.Errorf("object %s published by a failed attempt", k)
 					}
@@ -360,7 +261,8 @@ func TestStreamedOutputs(t *testing.T) {
 			}
 			if tc.wantObjects != nil {
 				got := map[string]int{}
-				for k, v := range b.objs {
+				for _, k := range b.Keys("") {
+					v, _ := b.Object(k)
 					got[k] = len(v)
 				}
 				if diff := gocmp.Diff(tc.wantObjects, got); diff != "" {
@@ -380,29 +282,3 @@ func TestStreamedOutputs(t *testing.T) {
 const shuffleTwo = `{"name":"out","stages":[` +
 	`{"name":"s","task":"work","partitions":{"count":1},"shuffle":{"partitions":2}},` +
 	`{"name":"r","task":"sink","after":["s"]}]}`
-
-// A streamed object holds exactly the bytes written, in order.
-func TestStreamedOutputContent(t *testing.T) {
-	t.Parallel()
-	b := &mpBlob{minPart: 1}
-	o := output.New(1, 0)
-	o.SetPartSizes(10, 1)
-	o.Bind(context.Background(), b, func(int) string { return "k" })
-	var want []byte
-	for i := range 50 {
-		w := []byte(fmt.Sprintf("line %d\n", i))
-		want = append(want, w...)
-		if _, err := o.Write(w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := o.Publish(context.Background(), b); err != nil {
-		t.Fatal(err)
-	}
-	if got := b.objs["k"]; !bytes.Equal(got, want) {
-		t.Fatalf("object %q, want %q", got, want)
-	}
-	if o.UploadedParts() < 30 || o.Records() != 50 {
-		t.Fatalf("%d parts, %d records; want the 10-byte parts and 50 records", o.UploadedParts(), o.Records())
-	}
-}

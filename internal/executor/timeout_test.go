@@ -100,7 +100,7 @@ stages:
 				reg.Register("fn", tt.fn)
 			}
 			cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}}
-			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour,
+			r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour,
 				TimeoutGrace: 300 * time.Millisecond, ExecDir: programs(t, map[string]string{"prog": tt.script})}
 			start := time.Now()
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
@@ -149,7 +149,7 @@ func TestLambdaErrorClasses(t *testing.T) {
 			inv := &fakeInvoker{fn: func(context.Context, LambdaEvent) ([]byte, string, error) {
 				return []byte(tt.resp), tt.fnErr, nil
 			}}
-			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
+			r := &Runner{CP: cp, Blob: newBlob(), Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
 			r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
 			if len(fails) != 1 || len(commits) != 0 {

@@ -22,6 +22,8 @@ type Sent struct {
 // lost or duplicated, instead of a scheduler.
 type Queue struct {
 	longPoll bool
+	// timed ends a long poll when the wait its caller asked for passes.
+	timed    bool
 	oneQueue bool
 
 	mu         sync.Mutex
@@ -31,7 +33,10 @@ type Queue struct {
 	deleted    []string
 	visibility map[string][]time.Duration
 	receives   int
-	wake       chan struct{}
+	waits      []time.Duration
+	// wake is closed, and replaced, by each push: every waiting Receive
+	// looks again.
+	wake chan struct{}
 	// entered and left get the number of each Receive as it starts and
 	// as it returns.
 	entered, left chan int
@@ -44,13 +49,18 @@ type QueueOption func(*Queue)
 // pushed or its context ends; without it Receive returns at once.
 func LongPoll() QueueOption { return func(q *Queue) { q.longPoll = true } }
 
+// TimedPoll makes Receive wait as SQS's long poll does: until a message
+// is pushed, its context ends or the wait it asked for passes, when it
+// returns nothing. It implies LongPoll.
+func TimedPoll() QueueOption { return func(q *Queue) { q.longPoll, q.timed = true, true } }
+
 // OneQueue reads every URL as one queue, for a receiver of one queue.
 func OneQueue() QueueOption { return func(q *Queue) { q.oneQueue = true } }
 
 // NewQueue is an empty queue.
 func NewQueue(opts ...QueueOption) *Queue {
 	q := &Queue{pushed: map[string][]queue.Message{}, visibility: map[string][]time.Duration{},
-		wake: make(chan struct{}, 1), entered: make(chan int, 100), left: make(chan int, 100)}
+		wake: make(chan struct{}), entered: make(chan int, 100), left: make(chan int, 100)}
 	for _, o := range opts {
 		o(q)
 	}
@@ -86,16 +96,23 @@ func (q *Queue) SendBatch(_ context.Context, url string, msgs []queue.Send) erro
 	return nil
 }
 
-func (q *Queue) Receive(ctx context.Context, url string, maxN int, _, _ time.Duration) ([]queue.Message, error) {
+func (q *Queue) Receive(ctx context.Context, url string, maxN int, wait, _ time.Duration) ([]queue.Message, error) {
 	if err := q.hook("Receive"); err != nil {
 		return nil, err
 	}
 	q.mu.Lock()
 	q.receives++
 	n := q.receives
+	q.waits = append(q.waits, wait)
 	q.mu.Unlock()
 	note(q.entered, n)
 	defer note(q.left, n)
+	var timeout <-chan time.Time
+	if q.timed {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("receive from %s: %w", url, err)
@@ -108,10 +125,13 @@ func (q *Queue) Receive(ctx context.Context, url string, maxN int, _, _ time.Dur
 			q.mu.Unlock()
 			return ms[:k:k], nil
 		}
+		wake := q.wake
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
-		case <-q.wake:
+		case <-timeout:
+			return nil, nil
+		case <-wake:
 		}
 	}
 }
@@ -175,11 +195,9 @@ func (q *Queue) SetFault(before Hook) {
 func (q *Queue) Push(url string, msgs ...queue.Message) {
 	q.mu.Lock()
 	q.pushed[q.url(url)] = append(q.pushed[q.url(url)], msgs...)
+	close(q.wake)
+	q.wake = make(chan struct{})
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Drain returns the messages sent since the last drain and forgets them:
@@ -218,6 +236,13 @@ func (q *Queue) Receives() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.receives
+}
+
+// Waits is the wait each Receive asked for, in order.
+func (q *Queue) Waits() []time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.waits)
 }
 
 // Entered and Left yield the number of each Receive as it starts and as

@@ -1,15 +1,12 @@
 package feed
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/internal/testdouble"
 )
 
 // Finished messages are deleted only once their tasks' batched counts are
@@ -30,14 +27,14 @@ func TestDeleterKeepsMessagesWhoseCountsFailed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := &deleteQueue{}
+			q := testdouble.NewQueue()
 			flushes := 0
 			d := newDeleter(q, discard(), func() bool { flushes++; return tc.countsOK })
 			for i := range tc.n {
 				d.add("q", string(rune('a'+i)))
 			}
 			d.close()
-			deleted := q.state()
+			deleted := q.Deleted()
 			if len(deleted) != tc.wantDeleted {
 				t.Fatalf("deleted %v, want %d messages", deleted, tc.wantDeleted)
 			}
@@ -49,37 +46,6 @@ func TestDeleterKeepsMessagesWhoseCountsFailed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// deleteQueue records the receipts deleted; the deleter calls nothing else.
-type deleteQueue struct {
-	mu      sync.Mutex
-	deleted []string
-}
-
-func (q *deleteQueue) Receive(context.Context, string, int, time.Duration, time.Duration) ([]queue.Message, error) {
-	return nil, nil
-}
-
-func (q *deleteQueue) ChangeVisibility(context.Context, string, string, time.Duration) error {
-	return nil
-}
-
-func (q *deleteQueue) ChangeVisibilityBatch(context.Context, string, []string, time.Duration) ([]string, error) {
-	return nil, nil
-}
-
-func (q *deleteQueue) DeleteBatch(ctx context.Context, url string, receipts []string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.deleted = append(q.deleted, receipts...)
-	return nil
-}
-
-func (q *deleteQueue) state() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return append([]string(nil), q.deleted...)
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
