@@ -87,12 +87,16 @@ func (f *fakeStore) RedriveStage(context.Context, string, int, sm.Event, time.Ti
 	return errFakeUnsupported("RedriveStage")
 }
 
-func (f *fakeStore) RedriveTask(context.Context, batch.TaskRef, int, time.Time, time.Time, time.Time) error {
+func (f *fakeStore) RedriveTask(context.Context, batch.TaskRef, int, int, time.Time, time.Time, time.Time) error {
 	return errFakeUnsupported("RedriveTask")
 }
 
-func (f *fakeStore) RaiseAttempts(context.Context, batch.TaskRef, int) error {
+func (f *fakeStore) RaiseAttempts(context.Context, batch.TaskRef, int, int) error {
 	return errFakeUnsupported("RaiseAttempts")
+}
+
+func (f *fakeStore) MarkTaskRedrive(context.Context, batch.TaskRef, int) error {
+	return errFakeUnsupported("MarkTaskRedrive")
 }
 
 func (f *fakeStore) AdoptStage(context.Context, string, int, int) error {

@@ -47,8 +47,9 @@ type Store interface {
 	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
 	RedriveJob(context.Context, dynamo.RedriveJobParams) error
 	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	RedriveTask(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
+	MarkTaskRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
 	AdoptStage(ctx context.Context, job string, idx, total int) error
 	AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 

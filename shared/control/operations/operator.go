@@ -49,8 +49,9 @@ type Store interface {
 	// Redrives.
 	RedriveJob(context.Context, dynamo.RedriveJobParams) error
 	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	RedriveTask(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
+	MarkTaskRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
 	// Stages and tasks.
 	ListStages(context.Context, string) ([]batch.Stage, error)
 	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
