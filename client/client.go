@@ -1,12 +1,3 @@
-// Package client calls Batchwork's HTTP API from Go: a deployed stack's
-// API Gateway, with requests signed by SigV4 from the AWS credential chain,
-// or the local runner, with the owner header and the runner's token.
-//
-// A Client sends one request and decodes its JSON answer (Call), retrying
-// throttling, gateway errors and network errors with backoff. Its errors
-// say what went wrong in types a caller can act on: *APIError (the API
-// answered with an error), *AuthError (no usable credentials or token) and
-// *NetError (no answer). The batchwork command is built on it.
 package client
 
 import (
@@ -20,55 +11,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // OwnerHeader is the identity header the local runner trusts on loopback.
 const OwnerHeader = "X-Batchwork-Owner"
-
-// APIError is an error answer of the API.
-type APIError struct {
-	Status  int
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
-	// Errors lists every problem of an invalid spec.
-	Errors []spec.FieldError `json:"errors"`
-}
-
-func (e *APIError) Error() string {
-	// A bad parameter's message reads after its name ("limit: must be...").
-	if e.Code == "invalid_request" && e.Field != "" && !strings.HasPrefix(e.Message, e.Field) {
-		return e.Field + ": " + e.Message
-	}
-	return e.Message
-}
-
-// AuthError is a request that could not be authenticated before it was
-// sent: no AWS credentials or configuration, or a local token file that
-// is there but unusable.
-type AuthError struct{ Err error }
-
-func (e *AuthError) Error() string { return e.Err.Error() }
-func (e *AuthError) Unwrap() error { return e.Err }
-
-// NetError is a request that got no answer from the API at Endpoint.
-type NetError struct {
-	Err      error
-	Endpoint string
-	// Hint, when set, ends the message: what the caller may check.
-	Hint string
-}
-
-func (e *NetError) Error() string {
-	msg := fmt.Sprintf("cannot reach the API at %s: %v", e.Endpoint, e.Err)
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
-	}
-	return msg
-}
-func (e *NetError) Unwrap() error { return e.Err }
 
 // Client calls the API. Set its fields before the first call and leave
 // them alone after, as with http.Client.
@@ -100,16 +46,26 @@ type Client struct {
 // Backoff, up to Retries times: send through Call only what the API treats
 // idempotently (every GET, a submission with its Idempotency-Key, a
 // cancel). An error answer is an *APIError.
+//
+// The typed methods (Submit, Status, Jobs, ...) call every route the API
+// has; Call is for a caller that forwards routes it does not know, as the
+// batchwork command's web console does.
 func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header, out any) error {
+	_, err := c.call(ctx, method, path, query, body, header, out)
+	return err
+}
+
+// call is Call that also says whether a try's answer may have been lost
+// after the API acted on it: a network error, or a gateway's 502 or 504
+// (the API may have finished after the gateway gave up). A DELETE that
+// then answers 404 may have been done by that try (DeleteJob).
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header, out any) (lost bool, err error) {
 	u := *c.Endpoint
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawQuery = query.Encode()
-	hc, sleep, agent := c.HTTP, c.Sleep, c.UserAgent
+	hc, sleep, agent := c.HTTP, c.sleep(), c.UserAgent
 	if hc == nil {
 		hc = &http.Client{CheckRedirect: noRedirects}
-	}
-	if sleep == nil {
-		sleep = Sleep
 	}
 	if agent == "" {
 		agent = "batchwork-client"
@@ -118,12 +74,12 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 	for attempt := 0; attempt <= c.Retries; attempt++ {
 		if attempt > 0 {
 			if err := sleep(ctx, Backoff(attempt)); err != nil {
-				return err
+				return lost, err
 			}
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(body))
 		if err != nil {
-			return err
+			return lost, err
 		}
 		for k, vs := range header {
 			req.Header[k] = vs
@@ -135,34 +91,36 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 		req.Header.Set("User-Agent", agent)
 		if c.Signer != nil {
 			if err := c.Signer.Sign(ctx, req, body); err != nil {
-				return err
+				return lost, err
 			}
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return lost, ctx.Err()
 			}
-			lastErr = c.netError(err)
+			lastErr, lost = c.netError(err), true
 			continue
 		}
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		resp.Body.Close()
 		if err != nil {
-			lastErr = c.netError(err)
+			lastErr, lost = c.netError(err), true
 			continue
 		}
 		switch {
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			if out == nil {
-				return nil
+				return lost, nil
 			}
 			if err := json.Unmarshal(raw, out); err != nil {
-				return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
+				return lost, fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
 			}
-			return nil
-		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway ||
-			resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
+			return lost, nil
+		case resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout:
+			lastErr, lost = decodeAPIError(resp.StatusCode, raw), true
+			continue
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 			lastErr = decodeAPIError(resp.StatusCode, raw)
 			continue
 		}
@@ -170,9 +128,16 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 		if e.Status == http.StatusUnauthorized && c.AuthHint != "" {
 			e.Message += " (" + c.AuthHint + ")"
 		}
-		return e
+		return lost, e
 	}
-	return lastErr
+	return lost, lastErr
+}
+
+func (c *Client) sleep() func(context.Context, time.Duration) error {
+	if c.Sleep == nil {
+		return Sleep
+	}
+	return c.Sleep
 }
 
 func (c *Client) netError(err error) *NetError {

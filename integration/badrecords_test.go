@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -271,12 +272,12 @@ func TestBadRecordsOfFencedAttemptNeverShown(t *testing.T) {
 	ref := batch.TaskRef{Job: id}
 	stale := &executor.Runner{CP: &fenceAtCommit{Service: svc, clk: clk, lease: 10 * time.Second, t: t},
 		Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
-	res := stale.Handle(ctx, executor.Delivery{Body: ref.String()}, nil)
+	res := stale.Handle(ctx, feed.Delivery{Body: ref.String()}, nil)
 	if !errors.Is(res.Err, batch.ErrStaleClaim) {
 		t.Fatalf("stale attempt: %+v, want its commit fenced", res)
 	}
 	fresh := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
-	if res := fresh.Handle(ctx, executor.Delivery{Body: ref.String()}, nil); res.Err != nil || res.Action != executor.Delete {
+	if res := fresh.Handle(ctx, feed.Delivery{Body: ref.String()}, nil); res.Err != nil || res.Action != feed.Delete {
 		t.Fatalf("fresh attempt: %+v", res)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -246,8 +247,8 @@ func TestLateCheckpointAfterJobDeletionIsTagged(t *testing.T) {
 	}
 	run := &executor.Runner{CP: noJobWatch{e.r.Service}, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg),
 		Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
-	res := make(chan executor.Result, 1)
-	go func() { res <- run.Handle(ctx, executor.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}, nil) }()
+	res := make(chan feed.Result, 1)
+	go func() { res <- run.Handle(ctx, feed.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}, nil) }()
 	<-saved
 	if _, err := e.r.Service.Cancel(ctx, "tester", id); err != nil {
 		t.Fatal(err)

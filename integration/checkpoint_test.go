@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -339,12 +340,12 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg),
 			Log: newLogCounter().logger(), HeartbeatEvery: every}
 	}
-	d := executor.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}
+	d := feed.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}
 
 	// Attempt 1, on an executor that has no liveness record: any other
 	// executor may take its task over. It beats rarely, so it learns of
 	// the takeover from its checkpoint.
-	resA := make(chan executor.Result, 1)
+	resA := make(chan feed.Result, 1)
 	go func() { resA <- newRunner(time.Hour).Handle(control.WithExecutor(ctx, "ghost-executor"), d, nil) }()
 	off1 := <-saved
 	if task, err := e.r.Store.GetTask(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
@@ -352,7 +353,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	}
 
 	// Attempt 2 takes over and resumes from attempt 1's checkpoint.
-	resB := make(chan executor.Result, 1)
+	resB := make(chan feed.Result, 1)
 	go func() { resB <- newRunner(0).Handle(ctx, d, nil) }()
 	if got := <-started; got != off1 {
 		t.Fatalf("attempt 2 resumed at %d, want attempt 1's checkpoint at %d", got, off1)
@@ -366,7 +367,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	if cause := <-stopped; cause == nil {
 		t.Fatal("fenced attempt's context was not cancelled")
 	}
-	if res := <-resA; res.Action != executor.Leave {
+	if res := <-resA; res.Action != feed.Leave {
 		t.Fatalf("fenced attempt ended with %v (%v), want leave", res.Action, res.Err)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -384,7 +385,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 
 	// Attempt 2 fails; attempt 3 resumes from the same checkpoint.
 	close(failNow)
-	if res := <-resB; res.Action != executor.Hide {
+	if res := <-resB; res.Action != feed.Hide {
 		t.Fatalf("attempt 2 ended with %v (%v), want a retry", res.Action, res.Err)
 	}
 	if err := e.r.Queue.ChangeVisibility(ctx, url, msgs[0].Receipt, 0); err != nil {
@@ -462,9 +463,10 @@ func invokeUntilDone(t *testing.T, e *env, reg *batchwork.Registry, id string, i
 	t.Helper()
 	ctx := context.Background()
 	url := e.r.Resources.Queues.Normal
-	h := &executor.LambdaHandler{
-		Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()},
-		Queue:  e.r.Queue,
+	run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()}
+	h := &feed.LambdaHandler{
+		Handler: run, CP: run.CP, Log: run.Log,
+		Queue: e.r.Queue,
 		QueueURLs: map[string]string{
 			queueName(e.r.Resources.Queues.High): e.r.Resources.Queues.High,
 			queueName(url):                       url,

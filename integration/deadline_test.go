@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -50,10 +50,10 @@ func TestJobDeadlineFailsJobAndCancelsTasks(t *testing.T) {
 	}
 	exec := rig.executor(rig.svc)
 	exec.HeartbeatEvery = 100 * time.Millisecond
-	results := make(chan executor.Result, 2)
+	results := make(chan feed.Result, 2)
 	for _, m := range msgs {
 		go func() {
-			results <- exec.Handle(context.Background(), executor.Delivery{Body: m.Body, SentAt: m.SentAt}, nil)
+			results <- exec.Handle(context.Background(), feed.Delivery{Body: m.Body, SentAt: m.SentAt}, nil)
 		}()
 	}
 	for range 2 {
@@ -94,7 +94,7 @@ func TestJobDeadlineFailsJobAndCancelsTasks(t *testing.T) {
 			t.Errorf("task %d ended with cause %v, want the job-stopped cancel", s.partition, s.cause)
 		}
 		r := recvWithin(t, results, 30*time.Second, "the handler to return")
-		if r.Action != executor.Delete {
+		if r.Action != feed.Delete {
 			t.Errorf("handler result %+v, want Delete", r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -157,17 +158,17 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 	extend := func(ctx context.Context, d time.Duration) error {
 		return e.r.Queue.ChangeVisibility(ctx, url, msgs[0].Receipt, d)
 	}
-	handled := make(chan executor.Result, 1)
+	handled := make(chan feed.Result, 1)
 	go func() {
-		handled <- exec.Handle(ctx, executor.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}, extend)
+		handled <- exec.Handle(ctx, feed.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}, extend)
 	}()
-	var res executor.Result
+	var res feed.Result
 	select {
 	case res = <-handled:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the hung attempt is still running 15s after its 1s timeout")
 	}
-	if res.Action != executor.Hide {
+	if res.Action != feed.Hide {
 		t.Fatalf("hung attempt: result %+v; want hidden for a retry", res)
 	}
 	if err := extend(ctx, res.Delay); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -31,7 +32,7 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id}
 
-	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != executor.Delete {
+	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -43,7 +44,7 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 		t.Fatalf("task after attempt 1: %s class %q memory %d error %q; want READY at 2GiB after an out-of-memory end over 64 MiB",
 			task.State, task.ErrorClass, task.Memory, task.LastError)
 	}
-	if res := handle(runner(2<<30), e.r.Resources.Queues.Sized[2<<30]); res.Action != executor.Delete || res.Err != nil {
+	if res := handle(runner(2<<30), e.r.Resources.Queues.Sized[2<<30]); res.Action != feed.Delete || res.Err != nil {
 		t.Fatalf("attempt 2: %+v, want committed under the 128 MiB limit", res)
 	}
 	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -200,7 +201,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(),
 			Log: newLogCounter().logger(), HeartbeatEvery: every, ExecDir: progs}
 	}
-	d := executor.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}
+	d := feed.Delivery{Body: msgs[0].Body, SentAt: msgs[0].SentAt}
 	file := func(name string) string { return waitFile(t, filepath.Join(sync, name), time.Minute) }
 	touch := func(name string) {
 		if err := os.WriteFile(filepath.Join(sync, name), nil, 0o644); err != nil {
@@ -211,7 +212,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	// Attempt 1, on an executor without a liveness record: any other
 	// executor may take its task over. It beats rarely, so it learns of
 	// the takeover from its checkpoint.
-	resA := make(chan executor.Result, 1)
+	resA := make(chan feed.Result, 1)
 	go func() { resA <- newRunner(time.Hour).Handle(control.WithExecutor(ctx, "ghost-executor"), d, nil) }()
 	off1, err := strconv.ParseInt(file("saved-1"), 10, 64)
 	if err != nil {
@@ -222,7 +223,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	}
 
 	// Attempt 2 takes over and resumes from attempt 1's checkpoint.
-	resB := make(chan executor.Result, 1)
+	resB := make(chan feed.Result, 1)
 	go func() { resB <- newRunner(0).Handle(ctx, d, nil) }()
 	if got := file("started-2"); got != strconv.FormatInt(off1, 10) {
 		t.Fatalf("attempt 2 resumed at %s, want attempt 1's checkpoint at %d", got, off1)
@@ -232,7 +233,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	// (whether its program reads the error ack before it is killed is a
 	// race, so the test does not look).
 	touch("goon")
-	if res := <-resA; res.Action != executor.Leave {
+	if res := <-resA; res.Action != feed.Leave {
 		t.Fatalf("fenced attempt ended with %v (%v), want leave", res.Action, res.Err)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -250,7 +251,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 
 	// Attempt 2 fails; attempt 3 resumes from the same checkpoint.
 	touch("failnow")
-	if res := <-resB; res.Action != executor.Hide {
+	if res := <-resB; res.Action != feed.Hide {
 		t.Fatalf("attempt 2 ended with %v (%v), want a retry", res.Action, res.Err)
 	}
 	if err := e.r.Queue.ChangeVisibility(ctx, url, msgs[0].Receipt, 0); err != nil {

@@ -10,6 +10,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -62,9 +63,9 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	received := time.Now()
 	m := msgs[0]
 	r := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
-	result := make(chan executor.Result, 1)
+	result := make(chan feed.Result, 1)
 	go func() {
-		result <- r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, func(ctx context.Context, d time.Duration) error {
+		result <- r.Handle(ctx, feed.Delivery{Body: m.Body, SentAt: m.SentAt}, func(ctx context.Context, d time.Duration) error {
 			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
 		})
 	}()
@@ -96,10 +97,10 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	}
 
 	// The next executor reclaims the task from the returned message.
-	res := r.Handle(ctx, executor.Delivery{Body: again[0].Body, SentAt: again[0].SentAt}, func(ctx context.Context, d time.Duration) error {
+	res := r.Handle(ctx, feed.Delivery{Body: again[0].Body, SentAt: again[0].SentAt}, func(ctx context.Context, d time.Duration) error {
 		return e.r.Queue.ChangeVisibility(ctx, url, again[0].Receipt, d)
 	})
-	if res.Action != executor.Delete || res.Err != nil {
+	if res.Action != feed.Delete || res.Err != nil {
 		t.Fatalf("second executor: %+v, want committed", res)
 	}
 	close(release)

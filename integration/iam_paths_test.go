@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -325,9 +326,10 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"%sin/lambda/"}}}]}`, e.inputsURI("tester"))))
 			held := e.submit("held", []byte(iamSpec(2)))
 			mustClaim(t, e.r.Service, batch.TaskRef{Job: held, Stage: 0, Partition: 0}) // by a live executor elsewhere
-			h := &executor.LambdaHandler{
-				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(e.reg), Log: r.logs.logger()},
-				Queue:  e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
+			run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(e.reg), Log: r.logs.logger()}
+			h := &feed.LambdaHandler{
+				Handler: run, CP: run.CP, Log: run.Log,
+				Queue: e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
 			}
 			kept := 0
 			for round := 0; jobState(t, e.r.Service, id).State == string(sm.JobRunning); round++ {

@@ -17,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -106,9 +107,10 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 		idOf[m.Body] = m.ID
 	}
 
-	h := &executor.LambdaHandler{
-		Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()},
-		Queue:  e.r.Queue,
+	run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()}
+	h := &feed.LambdaHandler{
+		Handler: run, CP: run.CP, Log: run.Log,
+		Queue: e.r.Queue,
 		QueueURLs: map[string]string{
 			queueName(e.r.Resources.Queues.High): e.r.Resources.Queues.High,
 			queueName(url):                       url,
@@ -242,9 +244,10 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 			slices.SortFunc(msgs, func(a, b queue.Message) int {
 				return cmp.Compare(boolInt(a.Body != aliceTask.String()), boolInt(b.Body != aliceTask.String()))
 			})
-			h := &executor.LambdaHandler{
-				Runner: &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), MaxOutputBytes: 1 << 10},
-				Queue:  e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
+			run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), MaxOutputBytes: 1 << 10}
+			h := &feed.LambdaHandler{
+				Handler: run, CP: run.CP, Log: run.Log,
+				Queue: e.r.Queue, QueueURLs: map[string]string{queueName(url): url},
 			}
 			resp, err := h.Handle(ctx, sqsEvent(t, e, url, msgs))
 			if err != nil {

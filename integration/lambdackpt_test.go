@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -218,8 +219,8 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 	ref := batch.TaskRef{Job: id}
 	stale := &executor.Runner{CP: &fenceAtCheckpoint{Service: svc, clk: clk, lease: 10 * time.Second, at: 2, t: t},
 		Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour, Lambda: fn}
-	res := stale.Handle(ctx, executor.Delivery{Body: ref.String()}, nil)
-	if res.Action != executor.Leave || res.Err == nil {
+	res := stale.Handle(ctx, feed.Delivery{Body: ref.String()}, nil)
+	if res.Action != feed.Leave || res.Err == nil {
 		t.Fatalf("fenced attempt: %+v, want it left", res)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -237,7 +238,7 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 		t.Fatalf("fenced attempt invoked its function %d times, want 2 (none after the refused checkpoint)", n)
 	}
 	fresh := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour, Lambda: fn}
-	if res := fresh.Handle(ctx, executor.Delivery{Body: ref.String()}, nil); res.Err != nil || res.Action != executor.Delete {
+	if res := fresh.Handle(ctx, feed.Delivery{Body: ref.String()}, nil); res.Err != nil || res.Action != feed.Delete {
 		t.Fatalf("fresh attempt: %+v", res)
 	}
 	evs := fn.jobEvents(id)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -40,12 +41,12 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 
 	// The big executor does not run a 1GiB task: it forwards its message
 	// (to the same queue, the 1GiB one) unclaimed.
-	if res := handle(big, normal); res.Action != executor.Delete || !strings.Contains(errString(res.Err), "another size") {
+	if res := handle(big, normal); res.Action != feed.Delete || !strings.Contains(errString(res.Err), "another size") {
 		t.Fatalf("2GiB executor on a 1GiB task: %+v, want it forwarded", res)
 	}
 	// Attempt 1 runs on the small executor and is OOM-killed; its retry's
 	// message moves to the 2GiB queue.
-	if res := handle(small, normal); res.Action != executor.Delete {
+	if res := handle(small, normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -58,14 +59,14 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	}
 	// A 1GiB executor that receives the raised task anyway forwards it,
 	// unclaimed.
-	if res := handle(small, sized); res.Action != executor.Delete || !strings.Contains(errString(res.Err), "another size") {
+	if res := handle(small, sized); res.Action != feed.Delete || !strings.Contains(errString(res.Err), "another size") {
 		t.Fatalf("1GiB executor on the raised task: %+v, want it forwarded", res)
 	}
 	if task, _ := e.r.Store.GetTask(ctx, ref); task.Attempt != 1 {
 		t.Fatalf("the hand-back spent an attempt: attempt %d", task.Attempt)
 	}
 	// The big executor runs attempt 2, which commits.
-	if res := handle(big, sized); res.Action != executor.Delete || res.Err != nil {
+	if res := handle(big, sized); res.Action != feed.Delete || res.Err != nil {
 		t.Fatalf("attempt 2: %+v, want committed", res)
 	}
 	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {
@@ -140,7 +141,7 @@ func TestSubmitRefusesUndeployedExecutorSizes(t *testing.T) {
 // prog as the exec program "prog"; runner makes an executor of a size (its
 // exec memory limit divided by divisor, 0 for none), and handle receives
 // the task's message from a queue and handles it with an executor.
-func newSizedExecRig(t *testing.T, prog string) (*env, func(size spec.Size, divisor int) *executor.Runner, func(r *executor.Runner, url string) executor.Result) {
+func newSizedExecRig(t *testing.T, prog string) (*env, func(size spec.Size, divisor int) *executor.Runner, func(r *executor.Runner, url string) feed.Result) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "prog"), []byte(prog), 0o755); err != nil {
@@ -157,7 +158,7 @@ func newSizedExecRig(t *testing.T, prog string) (*env, func(size spec.Size, divi
 		return &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(),
 			ExecDir: dir, Memory: size, ExecMemoryDivisor: divisor}
 	}
-	handle := func(r *executor.Runner, url string) executor.Result {
+	handle := func(r *executor.Runner, url string) feed.Result {
 		t.Helper()
 		var msgs []queue.Message
 		waitFor(t, 30*time.Second, "the task's message", func() bool {
@@ -168,13 +169,13 @@ func newSizedExecRig(t *testing.T, prog string) (*env, func(size spec.Size, divi
 		extend := func(ctx context.Context, d time.Duration) error {
 			return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
 		}
-		res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
+		res := r.Handle(ctx, feed.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
 		switch res.Action {
-		case executor.Hide:
+		case feed.Hide:
 			if err := extend(ctx, 0); err != nil { // back at once: the test waits on state, not on delays
 				t.Fatal(err)
 			}
-		case executor.Delete:
+		case feed.Delete:
 			if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
 				t.Fatal(err)
 			}

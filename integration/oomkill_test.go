@@ -319,7 +319,7 @@ func TestDeadExecutorsHighMemoryTaskCommitsOnTheNextSize(t *testing.T) {
 	claims := make(chan control.Claim, 8)
 	for _, size := range []spec.Size{1 << 30, 2 << 30} {
 		p := e.r.Poller()
-		p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log,
+		p.Handler = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log,
 			Memory: size, OnClaim: func(c control.Claim, _ time.Time) { claims <- c }}
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})

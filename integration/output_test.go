@@ -20,6 +20,7 @@ import (
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batch"
@@ -112,8 +113,8 @@ func TestStreamedOutputToS3(t *testing.T) {
 		t.Errorf("object holds %d bytes that differ from the %d written", len(got), len(body))
 	}
 	mu.Lock()
-	if peak > executor.DefaultPartSize || parts != 2 {
-		t.Errorf("peak buffered %d bytes with %d parts uploaded while running; want at most one part (%d) and 2 parts", peak, parts, executor.DefaultPartSize)
+	if peak > output.DefaultPartSize || parts != 2 {
+		t.Errorf("peak buffered %d bytes with %d parts uploaded while running; want at most one part (%d) and 2 parts", peak, parts, output.DefaultPartSize)
 	}
 	mu.Unlock()
 	if m := readManifest(t, e, jobState(t, svc, ok).Manifest); len(m.Outputs) != 1 || m.Outputs[0].Key != key {

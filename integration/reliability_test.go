@@ -346,7 +346,7 @@ func TestControlPlaneWithoutExecutors(t *testing.T) {
 	})
 	id := e.submit("split", []byte(`{"name":"split","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`))
 	p := e.r.Poller()
-	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log}
+	p.Handler = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(ctx) }()
@@ -390,7 +390,7 @@ func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 
 	claims := make(chan control.Claim, 4)
 	p := e.r.Poller()
-	p.Runner = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log,
+	p.Handler = &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: e.r.Executor.Log,
 		OnClaim: func(c control.Claim, _ time.Time) { claims <- c }}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -56,7 +57,7 @@ func queueCounts(t *testing.T, e *env) (priority int, sized map[spec.Size]int) {
 // handleFrom receives one message from url and handles it with r, as a
 // host does (deleting, or making it visible again at once for a hide: the
 // test waits on state, not on delays).
-func handleFrom(t *testing.T, e *env, r *executor.Runner, url string) executor.Result {
+func handleFrom(t *testing.T, e *env, r *executor.Runner, url string) feed.Result {
 	t.Helper()
 	ctx := context.Background()
 	var msgs []string
@@ -75,13 +76,13 @@ func handleFrom(t *testing.T, e *env, r *executor.Runner, url string) executor.R
 	extend := func(ctx context.Context, d time.Duration) error {
 		return e.r.Queue.ChangeVisibility(ctx, url, receipts[0], d)
 	}
-	res := r.Handle(ctx, executor.Delivery{Body: msgs[0]}, extend)
+	res := r.Handle(ctx, feed.Delivery{Body: msgs[0]}, extend)
 	switch res.Action {
-	case executor.Hide:
+	case feed.Hide:
 		if err := extend(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
-	case executor.Delete:
+	case feed.Delete:
 		if err := e.r.Queue.DeleteBatch(ctx, url, []string{receipts[0]}); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +106,7 @@ func TestSizedStageMessagesGoToItsSizesQueue(t *testing.T) {
 	}
 	big := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(e.reg), Log: newLogCounter().logger(), Memory: 4 << 30}
 	for i := 0; i < 3; i++ {
-		if res := handleFrom(t, e, big, e.r.Resources.Queues.Sized[4<<30]); res.Action != executor.Delete || res.Err != nil {
+		if res := handleFrom(t, e, big, e.r.Resources.Queues.Sized[4<<30]); res.Action != feed.Delete || res.Err != nil {
 			t.Fatalf("task %d on the 4GiB executor: %+v, want committed", i, res)
 		}
 	}
@@ -138,7 +139,7 @@ func TestRaisedTaskMessagesGoToTheRaisedSizesQueue(t *testing.T) {
 		`"resources":{"memory":"1GiB","maxMemory":"4GiB"},"partitions":{"count":1}}]}`))
 	ref := batch.TaskRef{Job: id}
 
-	if res := handleFrom(t, e, runner(1<<30), q.Normal); res.Action != executor.Delete {
+	if res := handleFrom(t, e, runner(1<<30), q.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1 on 1GiB: %+v, want its message moved to the 2GiB queue", res)
 	}
 	if task, err := e.r.Store.GetTask(ctx, ref); err != nil || task.State != sm.TaskReady || task.Memory != 2<<30 {
@@ -172,7 +173,7 @@ func TestRaisedTaskMessagesGoToTheRaisedSizesQueue(t *testing.T) {
 	if priority, sized := queueCounts(t, e); priority != 0 || sized[4<<30] != 0 {
 		t.Fatalf("after the resend: %d messages on the priority queues, %v on the sized ones; want them on the 2GiB queue only", priority, sized)
 	}
-	if res := handleFrom(t, e, runner(2<<30), q.Sized[2<<30]); res.Action != executor.Delete || res.Err != nil {
+	if res := handleFrom(t, e, runner(2<<30), q.Sized[2<<30]); res.Action != feed.Delete || res.Err != nil {
 		t.Fatalf("attempt 2 on 2GiB: %+v, want committed", res)
 	}
 	if st := e.waitJob(id, 30*time.Second); st.State != string(sm.JobSucceeded) {

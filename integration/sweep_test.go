@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
@@ -351,7 +352,7 @@ func TestSweepFinishesInterruptedMaterialization(t *testing.T) {
 			}
 			committedEarly := map[string]bool{}
 			for _, h := range early {
-				if h.Result.Action != executor.Delete || h.Result.Err != nil {
+				if h.Result.Action != feed.Delete || h.Result.Err != nil {
 					t.Fatalf("early message %s: %+v, want committed", h.Body, h.Result)
 				}
 				committedEarly[h.Body] = true
@@ -425,8 +426,8 @@ func TestSweepMovesDeadLetters(t *testing.T) {
 		}
 		// Task 1 runs and commits; a stray copy of its message is
 		// dead-lettered below.
-		res := rig.exec.Handle(ctx, executor.Delivery{Body: m.Body}, nil)
-		if res.Action != executor.Delete || res.Err != nil {
+		res := rig.exec.Handle(ctx, feed.Delivery{Body: m.Body}, nil)
+		if res.Action != feed.Delete || res.Err != nil {
 			t.Fatalf("task 1: %+v, want committed", res)
 		}
 		if err := e.r.Queue.DeleteBatch(ctx, q.Normal, []string{m.Receipt}); err != nil {
@@ -491,7 +492,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 	// Attempt 1 fails; the executor hides its message for the backoff,
 	// as the poller does.
 	hs := work(t, e, rig.exec)
-	if len(hs) != 1 || hs[0].Result.Action != executor.Hide || hs[0].Result.Delay != backoff {
+	if len(hs) != 1 || hs[0].Result.Action != feed.Hide || hs[0].Result.Delay != backoff {
 		t.Fatalf("first attempt: %+v, want Hide for %s", hs, backoff)
 	}
 	task, err := e.r.Store.GetTask(ctx, ref)
@@ -523,7 +524,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 		t.Fatalf("sweep after the backoff requeued %d, want 1: %+v", c.Requeued, c)
 	}
 	hs = work(t, e, rig.exec)
-	if len(hs) != 1 || hs[0].Result.Action != executor.Delete || hs[0].Result.Err != nil {
+	if len(hs) != 1 || hs[0].Result.Action != feed.Delete || hs[0].Result.Err != nil {
 		t.Fatalf("second attempt: %+v, want committed", hs)
 	}
 	if n := messagesIn(t, e, ready); n != 1 {
@@ -603,7 +604,7 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 		switch {
 		case errors.Is(h.Result.Err, errCrash):
 			commits++
-		case h.Result.Action != executor.Delete || !errors.Is(h.Result.Err, batch.ErrAlreadyDone):
+		case h.Result.Action != feed.Delete || !errors.Is(h.Result.Err, batch.ErrAlreadyDone):
 			t.Errorf("message %s: %+v, want a commit or a dropped duplicate", h.Body, h.Result)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -127,7 +128,7 @@ func submitTo(t *testing.T, svc *control.Service, key, body string) string {
 // handled is one message an executor handled, and what it decided.
 type handled struct {
 	Body   string
-	Result executor.Result
+	Result feed.Result
 }
 
 // receiveVisible receives every message visible on url now, hiding each for
@@ -177,13 +178,13 @@ func workIn(t *testing.T, ctx context.Context, e *env, r *executor.Runner) []han
 			extend := func(ctx context.Context, d time.Duration) error {
 				return e.r.Queue.ChangeVisibility(ctx, url, m.Receipt, d)
 			}
-			res := r.Handle(ctx, executor.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
+			res := r.Handle(ctx, feed.Delivery{Body: m.Body, SentAt: m.SentAt}, extend)
 			switch res.Action {
-			case executor.Delete:
+			case feed.Delete:
 				if err := e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
 					t.Fatal(err)
 				}
-			case executor.Hide:
+			case feed.Hide:
 				if err := extend(ctx, res.Delay); err != nil {
 					t.Fatal(err)
 				}

@@ -36,7 +36,7 @@ import (
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
-// EnvExecutorMemory is executor.EnvExecutorMemory: an executor's size.
+// EnvExecutorMemory is procmem.EnvExecutorMemory: an executor's size.
 const EnvExecutorMemory = "BATCHWORK_EXECUTOR_MEMORY"
 
 // executorSizes is Props.ExecutorSizes, checked and sorted, with the

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/infra/batchwork"
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/procmem"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 )
 
@@ -20,8 +20,8 @@ import (
 // sizes. Without the prop the stack is as before: one executor, no size
 // anywhere.
 func TestExecutorSizesDeployAnExecutorPerSize(t *testing.T) {
-	if batchwork.EnvExecutorMemory != executor.EnvExecutorMemory {
-		t.Fatalf("the construct sets %s, the executor reads %s", batchwork.EnvExecutorMemory, executor.EnvExecutorMemory)
+	if batchwork.EnvExecutorMemory != procmem.EnvExecutorMemory {
+		t.Fatalf("the construct sets %s, the executor reads %s", batchwork.EnvExecutorMemory, procmem.EnvExecutorMemory)
 	}
 	s := synth(t, "sizes", batchwork.Props{Executor: batchwork.ExecutorBoth, ExecutorSizes: []string{"4GiB", "2GiB"}}, nil)
 	ids := s.functionIDs(t)

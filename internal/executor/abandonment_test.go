@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -35,9 +36,9 @@ func TestAbandonedFunctionKeepsUsingItsTask(t *testing.T) {
 		return nil
 	})
 	r := &Runner{CP: cp, Blob: blob, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, TimeoutGrace: 100 * time.Millisecond}
-	res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+	res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 	_, commits, fails := cp.snapshot()
-	if len(fails) != 1 || len(commits) != 0 || res.Action != Hide {
+	if len(fails) != 1 || len(commits) != 0 || res.Action != feed.Hide {
 		t.Fatalf("commits %v, fails %v, result %+v; want the attempt failed and retried", commits, fails, res)
 	}
 	// Let the abandoned function run on past the runner's teardown.
@@ -73,7 +74,7 @@ func TestMemoryWatchdogReturnsFreedMemoryBeforeStopping(t *testing.T) {
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, "name: j\nstages:\n  - name: s\n    task: fn\n    partitions: {count: 1}\n"), lease: time.Minute}}
 	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	_, commits, fails := cp.snapshot()
 	if len(commits) != 1 || len(fails) != 0 {
 		t.Fatalf("commits %v, fails %v (%v %v); want the attempt committed", commits, fails, cp.classes, cp.causes)

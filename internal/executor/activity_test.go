@@ -5,16 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/queue"
 )
 
-// activityLog records the Activity calls in order.
+// activityLog records the feed.Activity calls in order.
 type activityLog chan string
 
 func (a activityLog) TaskStarted() { a <- "started" }
 func (a activityLog) TaskEnded()   { a <- "ended" }
 
-// The poller tells its Activity (the host's scale-in protection) when a
+// The poller tells its feed.Activity (the host's scale-in protection) when a
 // slot starts a task and when it ends: started before the task runs,
 // ended only once it has finished.
 func TestPollerTellsActivityOfEachTask(t *testing.T) {
@@ -31,9 +32,10 @@ func TestPollerTellsActivityOfEachTask(t *testing.T) {
 	})
 	q := newMemQueue()
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: time.Minute, Log: discard(),
+	p := &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: time.Minute, Log: discard(),
 		Activity: act,
 	}
 	sigterm, runDone := startPoller(t, p, q, started)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/queue"
 )
 
@@ -89,7 +90,7 @@ func (q *classQueues) received() []string {
 	return append([]string(nil), q.order...)
 }
 
-func runPoller(t *testing.T, p *Poller) {
+func runPoller(t *testing.T, p *feed.Poller) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -116,9 +117,11 @@ func TestPollerHighBeatsLowFlood(t *testing.T) {
 		time.Sleep(time.Millisecond) // a task takes time; not synchronisation
 		return nil
 	})
-	p := &Poller{
-		Runner: &Runner{CP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"high", "normal", "low"}, Slots: slots, Wait: 5 * time.Second, Log: discard(),
+	cp := &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}
+	p := &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"high", "normal", "low"}, Slots: slots, Wait: 5 * time.Second, Log: discard(),
 	}
 	go func() {
 		// Watch the sample until the flood is running steadily.
@@ -186,9 +189,11 @@ func TestPollerWeightedShares(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 				return nil
 			})
-			p := &Poller{
-				Runner: &Runner{CP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}, Blob: &memBlob{}, Registry: reg, Log: discard()},
-				Queue:  q, Queues: []string{"high", "normal", "low"}, Weights: tc.weights, Slots: 8, Wait: time.Second, Log: discard(),
+			cp := &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}
+			p := &feed.Poller{
+				Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+				CP:      cp,
+				Queue:   q, Queues: []string{"high", "normal", "low"}, Weights: tc.weights, Slots: 8, Wait: time.Second, Log: discard(),
 			}
 			runPoller(t, p)
 			within(t, q.filled, 30*time.Second, "the sample to be received")
@@ -205,68 +210,5 @@ func TestPollerWeightedShares(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// The arbiter alone: with all receivers waiting and slots freed one at a
-// time, the grants follow the weights exactly, and a low class waits at
-// most a bounded number of grants.
-func TestArbiterStride(t *testing.T) {
-	t.Parallel()
-	a := newArbiter(0, 1, []int{6, 3, 1})
-	counts := make([]int, 3)
-	lowGap, maxLowGap := 0, 0
-	ctx := context.Background()
-	type grant struct{ i, n int }
-	grants := make(chan grant, 3)
-	wait := func(i int) {
-		go func() {
-			n, err := a.acquire(ctx, i, 1)
-			if err != nil {
-				panic(err)
-			}
-			grants <- grant{i, n}
-		}()
-	}
-	// All three wait before the first slot frees.
-	for i := range 3 {
-		wait(i)
-	}
-	for {
-		a.mu.Lock()
-		all := a.want[0] > 0 && a.want[1] > 0 && a.want[2] > 0
-		a.mu.Unlock()
-		if all {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	for range 1000 {
-		a.release(1)
-		g := within(t, grants, 5*time.Second, "a grant")
-		counts[g.i] += g.n
-		if g.i == 2 {
-			lowGap = 0
-		} else {
-			lowGap++
-			maxLowGap = max(maxLowGap, lowGap)
-		}
-		wait(g.i) // back in line at once, as a backlogged receiver is
-		a.release(0)
-		for {
-			a.mu.Lock()
-			in := a.want[g.i] > 0
-			a.mu.Unlock()
-			if in {
-				break
-			}
-			time.Sleep(10 * time.Microsecond)
-		}
-	}
-	if counts[0] != 600 || counts[1] != 300 || counts[2] != 100 {
-		t.Errorf("grants %v, want [600 300 100]", counts)
-	}
-	if maxLowGap > 10 {
-		t.Errorf("low waited %d grants, want at most 10 (the weights' sum)", maxLowGap)
 	}
 }

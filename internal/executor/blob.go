@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -19,9 +20,7 @@ type Blob interface {
 	Objects
 	PinnedReads
 	RangeReads
-	ReaderPuts
-	Copies
-	Multipart
+	output.Blob // the outputs' writes: puts from a reader, copies, multipart
 	Expiry
 }
 
@@ -50,32 +49,6 @@ type PinnedReads interface {
 // slice is read with Open from start and cut at end.
 type RangeReads interface {
 	OpenRange(ctx context.Context, key string, start, end int64) (io.ReadCloser, error)
-}
-
-// ReaderPuts is PutIfAbsent from a seekable reader, so the indexed shuffle
-// object is put from the partitions' buffers without a copy; unsupported,
-// the body is copied into one buffer and put with PutIfAbsent.
-type ReaderPuts interface {
-	PutReaderIfAbsent(ctx context.Context, key string, body io.ReadSeeker, size int64) error
-}
-
-// Copies copies an object server side, if the destination is absent (a
-// checkpointed partition of one segment to its output key); unsupported,
-// the segment is streamed to the output key as several segments are.
-type Copies interface {
-	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error
-}
-
-// Multipart streams an output partition to S3 in parts (stream.go).
-// CanMultipart is asked before an attempt writes: unsupported, every
-// partition is published whole, from memory, after the function returns,
-// and the other methods are not called.
-type Multipart interface {
-	CanMultipart() error
-	CreateMultipart(ctx context.Context, key string) (string, error)
-	UploadPart(ctx context.Context, key, uploadID string, n int32, body []byte) (blob.CompletedPart, error)
-	CompleteMultipartIfAbsent(ctx context.Context, key, uploadID string, parts []blob.CompletedPart) error
-	AbortMultipart(ctx context.Context, key, uploadID string) error
 }
 
 // Expiry tags objects for the bucket's lifecycle rule to expire (a

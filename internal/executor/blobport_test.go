@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"testing"
+
+	"github.com/batchwork/batchwork/internal/executor/output"
 )
 
 // A wrapper of the blob store that only forwards the port keeps every
@@ -19,13 +21,13 @@ func TestWrappedBlobKeepsItsCapabilities(t *testing.T) {
 	}{
 		{"multipart streaming", func(t *testing.T) bool {
 			b := &mpBlob{minPart: 1}
-			o := newOutput(1, 0)
-			o.partSize, o.minPart = 10, 1
-			o.bind(ctx, wrapped{b}, func(int) string { return "k" })
+			o := output.New(1, 0)
+			o.SetPartSizes(10, 1)
+			o.Bind(ctx, wrapped{b}, func(int) string { return "k" })
 			if _, err := o.Write([]byte("twenty bytes of it.\n")); err != nil {
 				t.Fatal(err)
 			}
-			if err := o.publish(ctx, wrapped{b}); err != nil {
+			if err := o.Publish(ctx, wrapped{b}); err != nil {
 				t.Fatal(err)
 			}
 			return o.UploadedParts() > 0

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -50,20 +51,6 @@ import (
 // resumed task's outputs are byte for byte those of an uninterrupted
 // run: the segments before the checkpoint, then what the function wrote
 // after it. What a task costs for this: its outputs are copied once more.
-
-// DefaultContinueMargin is how long before its invocation's deadline the
-// Lambda host asks a checkpointing task to checkpoint and return
-// (batch.ErrContinue): time to seal its outputs and hand the task on.
-const DefaultContinueMargin = 60 * time.Second
-
-type continueMarginKey struct{}
-
-// WithContinueMargin makes the runner ask checkpointing tasks to
-// continue in a new invocation margin before ctx's deadline (the Lambda
-// host sets it; a context without a deadline never continues).
-func WithContinueMargin(ctx context.Context, margin time.Duration) context.Context {
-	return context.WithValue(ctx, continueMarginKey{}, margin)
-}
 
 // checkpointTimeout bounds one checkpoint's writes, which run on even
 // when the task's context was cancelled to make it checkpoint.
@@ -174,7 +161,7 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	seg := func(seq, p int) string {
 		return blob.SegmentKey(ref.Job, stage, ref.Partition, c.Task.Attempt, seq, p)
 	}
-	t.Out.segments = &segments{seg: seg, next: 1}
+	t.Out.AllowSegments(seg)
 	ck := c.Task.Checkpoint
 	if !ck.Saved() || ck.Attempt >= c.Task.Attempt {
 		return nil
@@ -190,7 +177,7 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	if err := checkRecord(&from, ck, blob.TaskCheckpointsPrefix(ref.Job, stage, ref.Partition)); err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
-	if err := t.Out.enterSegments(seg, &from); err != nil {
+	if err := t.Out.EnterSegments(&from); err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
 	t.Rejects.resume(&from)
@@ -238,10 +225,10 @@ func (k *checkpointer) resume() (int64, []byte, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.aware = true
-	if k.t.Out.segments == nil {
+	if !k.t.Out.CanSegment() {
 		return 0, nil, false
 	}
-	if err := k.t.Out.enterSegments(k.t.Out.segments.seg, nil); err != nil {
+	if err := k.t.Out.EnterSegments(nil); err != nil {
 		k.log.Warn("outputs stream before Resume: checkpoints will be refused", "err", err)
 	}
 	if k.from == nil {
@@ -272,13 +259,13 @@ func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) err
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointTimeout)
 	defer cancel()
 	o := k.t.Out
-	if o.segments == nil {
+	if !o.CanSegment() {
 		return fmt.Errorf("%w: this task's outputs cannot be checkpointed", batch.ErrCheckpoint)
 	}
-	if err := o.enterSegments(o.segments.seg, nil); err != nil {
+	if err := o.EnterSegments(nil); err != nil {
 		return err
 	}
-	seq, outs, err := o.seal(ctx, k.r.Blob)
+	seq, outs, err := o.Seal(ctx, k.r.Blob)
 	if err != nil {
 		return fmt.Errorf("checkpoint: seal outputs: %w", err)
 	}
@@ -328,11 +315,11 @@ func (k *checkpointer) progressed() bool {
 
 // armContinue asks the task to checkpoint and return (cancelling its
 // context with batch.ErrContinue) when ctx's deadline is within the
-// continuation margin, if the host set one (WithContinueMargin). A task
+// continuation margin, if the host set one (feed.WithContinueMargin). A task
 // that never called Resume or Checkpoint is left alone: it cannot
 // continue, and stopping it early would only fail it sooner.
 func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
-	margin, ok := ctx.Value(continueMarginKey{}).(time.Duration)
+	margin, ok := feed.ContinueMarginFrom(ctx)
 	dl, has := ctx.Deadline()
 	if k == nil || !ok || !has || time.Until(dl) <= margin {
 		// An invocation that starts the task inside its margin (a host
@@ -358,7 +345,7 @@ func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
 // a rule): with progress checkpointed, the task is handed on to a new
 // invocation at once, spending no attempt; without, the attempt fails
 // like any other, and its retry resumes from the last checkpoint.
-func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpointer, runErr error, log *slog.Logger) Result {
+func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpointer, runErr error, log *slog.Logger) feed.Result {
 	if !k.progressed() {
 		return r.fail(ctx, c, fmt.Errorf("invocation time limit near and no progress checkpointed in this invocation: %w", runErr), log)
 	}
@@ -370,12 +357,12 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 	case err == nil && d.Retry:
 		// No fresh message was sent: this one comes back at once.
 		log.Info("task continues in a new invocation", "offset", offset)
-		return Result{Action: Hide, Delay: 0, Err: batch.ErrContinue}
+		return feed.Result{Action: feed.Hide, Delay: 0, Err: batch.ErrContinue}
 	case err == nil:
 		log.Info("task continues in a new invocation", "offset", offset)
-		return Result{Action: Delete, Err: batch.ErrContinue}
+		return feed.Result{Action: feed.Delete, Err: batch.ErrContinue}
 	case errors.Is(err, batch.ErrStaleClaim):
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	case errors.Is(err, control.ErrNoCheckpoints), errors.Is(err, ErrUnsupported):
 		return r.fail(ctx, c, runErr, log)
 	}
@@ -384,7 +371,7 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 		// failure, which spends an attempt.
 		return r.fail(ctx, c, fmt.Errorf("cannot continue in a new invocation: %w", err), log)
 	}
-	return Result{Action: Leave, Err: err}
+	return feed.Result{Action: feed.Leave, Err: err}
 }
 
 // askedToContinue reports whether the runner asked the attempt to
@@ -397,192 +384,6 @@ func (k *checkpointer) askedToContinue() bool {
 	defer k.mu.Unlock()
 	return k.asked
 }
-
-// segments is an Output's state once its attempt checkpoints: its
-// output partitions are written as sealed segments, one per checkpoint
-// that found new bytes, and assembled into the attempt's output objects
-// when it publishes.
-type segments struct {
-	seg    func(seq, r int) string // segment keys of this attempt
-	next   int                     // the seq the open segments will have
-	active bool                    // writes go to segments now
-	final  func(r int) string      // the attempt's output objects
-	parts  [][]string              // per partition, its segments in order
-}
-
-// enterSegments switches the outputs to segments (from is the checkpoint
-// resumed from, whose segments and counts they start with; nil: none).
-// Once a partition streams to its output object it cannot switch: the
-// function must call Resume (or Checkpoint) before writing a part's worth
-// (8 MiB) to one partition.
-func (o *Output) enterSegments(seg func(seq, r int) string, from *batch.Checkpoint) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := o.segments
-	if s == nil {
-		return fmt.Errorf("%w: outputs cannot be checkpointed", batch.ErrCheckpoint)
-	}
-	if s.active {
-		return nil
-	}
-	for r, p := range o.parts {
-		if p.up != nil {
-			return fmt.Errorf("%w: output partition %d streamed to its object before the task's first checkpoint; call Resume before writing outputs", batch.ErrCheckpoint, r)
-		}
-	}
-	if from != nil && len(from.Outputs) != len(o.parts) {
-		return fmt.Errorf("%w: the checkpoint has %d output partitions, the task %d", batch.ErrCheckpoint, len(from.Outputs), len(o.parts))
-	}
-	// Segments are per partition: an indexed shuffle output falls back
-	// to one object per partition, as when it outgrows memory.
-	if o.indexed {
-		o.indexed = false
-		o.sink = o.mp
-	}
-	s.active, s.final, s.parts = true, o.key, make([][]string, len(o.parts))
-	o.key = func(r int) string { return s.seg(s.next, r) }
-	if from != nil {
-		for r, p := range o.parts {
-			out := from.Outputs[r]
-			s.parts[r] = slices.Clone(out.Segments)
-			p.size, p.lines, p.last = out.Size, out.Lines, out.Last
-		}
-	}
-	return nil
-}
-
-// seal writes every partition's bytes since the last seal as a segment
-// (completing its open upload, or putting its buffer) and returns the
-// seal's seq and the partitions' segments so far. A failed seal can be
-// retried: what it sealed stays sealed.
-func (o *Output) seal(ctx context.Context, b Blob) (int, []batch.CheckpointOutput, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	seq, err := o.sealLocked(ctx, b)
-	if err != nil {
-		return 0, nil, err
-	}
-	outs := make([]batch.CheckpointOutput, len(o.parts))
-	for r, p := range o.parts {
-		outs[r] = batch.CheckpointOutput{Segments: slices.Clone(o.segments.parts[r]), Size: p.size, Lines: p.lines, Last: p.last}
-	}
-	return seq, outs, nil
-}
-
-func (o *Output) sealLocked(ctx context.Context, b Blob) (seq int, err error) {
-	if o.err != nil {
-		return 0, o.err
-	}
-	s := o.segments
-	seq = s.next
-	sealed := false
-	defer func() {
-		if err != nil && sealed {
-			// Part sealed: a later seal would reuse this seq, and a
-			// partition sealed here would put its new bytes at the key
-			// its segment holds (write-once: lost, the old segment listed
-			// twice). The outputs are refused instead; a retry resumes
-			// from the last checkpoint recorded.
-			err = fmt.Errorf("%w (after sealing part of the outputs: the attempt's outputs are refused)", err)
-			o.err = err
-		}
-	}()
-	for r, p := range o.parts {
-		key := o.key(r)
-		switch {
-		case p.up != nil:
-			if len(p.buf) > 0 || len(p.up.done) == 0 {
-				part, err := o.sink.UploadPart(ctx, key, p.up.id, int32(len(p.up.done)+1), p.buf)
-				if err != nil {
-					return 0, fmt.Errorf("last part of output partition %d's segment: %w", r, err)
-				}
-				p.up.done = append(p.up.done, part)
-				o.uploaded++
-				o.buffered -= int64(len(p.buf))
-				p.buf = nil
-			}
-			err := o.sink.CompleteMultipartIfAbsent(ctx, key, p.up.id, p.up.done)
-			if errors.Is(err, batch.ErrExists) {
-				err = o.sink.AbortMultipart(ctx, key, p.up.id)
-			}
-			if err != nil {
-				return 0, fmt.Errorf("complete output partition %d's segment: %w", r, err)
-			}
-			p.up = nil
-		case len(p.buf) > 0:
-			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, batch.ErrExists) {
-				return 0, fmt.Errorf("put output partition %d's segment: %w", r, err)
-			}
-			o.buffered -= int64(len(p.buf))
-			p.buf = nil
-		default:
-			continue // nothing new in this partition
-		}
-		s.parts[r] = append(s.parts[r], key)
-		sealed = true
-	}
-	s.next++
-	return seq, nil
-}
-
-// publishSegments seals what is left and writes each output object from
-// its partition's segments, in order. o.mu is held.
-func (o *Output) publishSegments(ctx context.Context, b Blob) error {
-	if _, err := o.sealLocked(ctx, b); err != nil {
-		return err
-	}
-	s := o.segments
-	for r, segs := range s.parts {
-		final := s.final(r)
-		if len(segs) == 0 {
-			if err := b.PutIfAbsent(ctx, final, nil); err != nil && !errors.Is(err, batch.ErrExists) {
-				return err
-			}
-			continue
-		}
-		if len(segs) == 1 {
-			err := b.CopyIfAbsent(ctx, segs[0], b.Bucket(), final)
-			switch {
-			case err == nil, errors.Is(err, batch.ErrExists):
-				continue
-			case !errors.Is(err, ErrUnsupported): // unsupported: assembled below
-				return fmt.Errorf("output partition %d from its segment: %w", r, err)
-			}
-		}
-		if err := o.assemble(ctx, b, final, segs); err != nil {
-			return fmt.Errorf("output partition %d from its %d segments: %w", r, len(segs), err)
-		}
-	}
-	return nil
-}
-
-// assemble streams segs, in order, into the object final, a part at a
-// time (an Output of its own, which streams as the task's does).
-func (o *Output) assemble(ctx context.Context, b Blob, final string, segs []string) error {
-	w := newOutput(1, o.limit)
-	w.partSize, w.minPart = o.partSize, o.minPart
-	w.bind(ctx, b, func(int) string { return final })
-	for _, key := range segs {
-		rc, err := b.Open(ctx, b.Bucket(), key, 0)
-		if err != nil {
-			w.abortQuiet(ctx)
-			return err
-		}
-		_, err = io.Copy(w.Part(0), rc)
-		rc.Close()
-		if err != nil {
-			w.abortQuiet(ctx)
-			return err
-		}
-	}
-	if err := w.publish(ctx, b); err != nil {
-		w.abortQuiet(ctx)
-		return err
-	}
-	return nil
-}
-
-func (o *Output) abortQuiet(ctx context.Context) { o.abort(ctx, slog.New(slog.DiscardHandler)) }
 
 // resume starts an attempt's rejections with those of the checkpoint it
 // resumes from (reject.go): they are committed with the attempt's own.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/batchwork/batchwork/internal/executor/output"
 )
 
 // failPutBlob is mpBlob whose PutIfAbsent of one key fails once (a
@@ -53,11 +55,11 @@ func TestPartlyFailedSealNeverPublishesWrongBytes(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := &failPutBlob{mpBlob: &mpBlob{minPart: 1}, failAt: "a1/seg-1/1"}
-			o := newOutput(2, 0)
-			o.partSize, o.minPart = tc.partSize, 1
-			o.bind(ctx, b, func(r int) string { return fmt.Sprintf("a1/part-%d", r) })
-			o.segments = &segments{next: 1, seg: func(seq, r int) string { return fmt.Sprintf("a1/seg-%d/%d", seq, r) }}
-			if err := o.enterSegments(o.segments.seg, nil); err != nil {
+			o := output.New(2, 0)
+			o.SetPartSizes(tc.partSize, 1)
+			o.Bind(ctx, b, func(r int) string { return fmt.Sprintf("a1/part-%d", r) })
+			o.AllowSegments(func(seq, r int) string { return fmt.Sprintf("a1/seg-%d/%d", seq, r) })
+			if err := o.EnterSegments(nil); err != nil {
 				t.Fatal(err)
 			}
 			want := [][]byte{nil, nil}
@@ -70,16 +72,16 @@ func TestPartlyFailedSealNeverPublishesWrongBytes(t *testing.T) {
 			}
 			write(0, "before the failed checkpoint, partition 0\n")
 			write(1, "p1 early\n") // buffered: put at the seal, which fails
-			if _, _, err := o.seal(ctx, b); err == nil {
+			if _, _, err := o.Seal(ctx, b); err == nil {
 				t.Fatal("the seal succeeded: the injected failure did not happen")
 			}
 			// The function ignores the failed checkpoint and goes on.
 			write(0, "after the failed checkpoint, partition 0\n")
 			write(1, "p1 late\n")
-			if err := o.refused(); err != nil {
+			if err := o.Refused(); err != nil {
 				return // the attempt fails: nothing is published
 			}
-			if err := o.publish(ctx, b); err != nil {
+			if err := o.Publish(ctx, b); err != nil {
 				return // not published: the attempt does not commit
 			}
 			for r := range 2 {

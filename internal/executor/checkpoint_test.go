@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
@@ -26,14 +27,14 @@ func TestSegmentedOutputsPublishWhatWasWritten(t *testing.T) {
 			ctx := context.Background()
 			b := &mpBlob{minPart: 1}
 			const parts = 3
-			newOut := func(attempt int) *Output {
-				o := newOutput(parts, 0)
-				o.partSize, o.minPart = tc.partSize, 1
-				o.bind(ctx, b, func(r int) string { return fmt.Sprintf("a%d/part-%d", attempt, r) })
-				o.segments = &segments{next: 1, seg: func(seq, r int) string { return fmt.Sprintf("a%d/seg-%d/%d", attempt, seq, r) }}
+			newOut := func(attempt int) *output.Output {
+				o := output.New(parts, 0)
+				o.SetPartSizes(tc.partSize, 1)
+				o.Bind(ctx, b, func(r int) string { return fmt.Sprintf("a%d/part-%d", attempt, r) })
+				o.AllowSegments(func(seq, r int) string { return fmt.Sprintf("a%d/seg-%d/%d", attempt, seq, r) })
 				return o
 			}
-			write := func(o *Output, from, to int) {
+			write := func(o *output.Output, from, to int) {
 				for i := from; i < to; i++ {
 					if _, err := fmt.Fprintf(o.Part(i%parts), "record %03d\n", i); err != nil {
 						t.Fatal(err)
@@ -47,28 +48,28 @@ func TestSegmentedOutputsPublishWhatWasWritten(t *testing.T) {
 
 			// Attempt 1 checkpoints twice, writes on, and stops.
 			o1 := newOut(1)
-			if err := o1.enterSegments(o1.segments.seg, nil); err != nil {
+			if err := o1.EnterSegments(nil); err != nil {
 				t.Fatal(err)
 			}
 			write(o1, 0, 30)
-			if _, _, err := o1.seal(ctx, b); err != nil {
+			if _, _, err := o1.Seal(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 			write(o1, 30, 60)
-			_, ck, err := o1.seal(ctx, b)
+			_, ck, err := o1.Seal(ctx, b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(o1.Part(0), "lost after the checkpoint\n")
-			o1.abort(ctx, discard()) // as the runner does when an attempt fails
+			o1.Abort(ctx, discard()) // as the runner does when an attempt fails
 
 			// Attempt 2 resumes from the second checkpoint.
 			o2 := newOut(2)
-			if err := o2.enterSegments(o2.segments.seg, &batch.Checkpoint{Outputs: ck}); err != nil {
+			if err := o2.EnterSegments(&batch.Checkpoint{Outputs: ck}); err != nil {
 				t.Fatal(err)
 			}
 			write(o2, 60, 90)
-			if err := o2.publish(ctx, b); err != nil {
+			if err := o2.Publish(ctx, b); err != nil {
 				t.Fatal(err)
 			}
 			for r := range parts {
@@ -76,7 +77,7 @@ func TestSegmentedOutputsPublishWhatWasWritten(t *testing.T) {
 					t.Fatalf("partition %d: %q, want %q", r, got, want[r])
 				}
 			}
-			if got := o2.records(); got != 90 {
+			if got := o2.Records(); got != 90 {
 				t.Fatalf("resumed attempt counts %d records, want 90 (its checkpoint's and its own)", got)
 			}
 			if _, open := b.state(); open != 0 {
@@ -95,12 +96,12 @@ func TestSegmentsRefusedAfterStreaming(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := &mpBlob{minPart: 1}
-	o := newOutput(1, 0)
-	o.partSize, o.minPart = 10, 1
-	o.bind(ctx, b, func(int) string { return "out" })
-	o.segments = &segments{next: 1, seg: func(seq, r int) string { return fmt.Sprintf("seg-%d/%d", seq, r) }}
+	o := output.New(1, 0)
+	o.SetPartSizes(10, 1)
+	o.Bind(ctx, b, func(int) string { return "out" })
+	o.AllowSegments(func(seq, r int) string { return fmt.Sprintf("seg-%d/%d", seq, r) })
 	fmt.Fprintf(o, "more than a part's worth\n")
-	if err := o.enterSegments(o.segments.seg, nil); !errors.Is(err, batch.ErrCheckpoint) {
+	if err := o.EnterSegments(nil); !errors.Is(err, batch.ErrCheckpoint) {
 		t.Fatalf("entering segments after streaming: %v, want a refused checkpoint", err)
 	}
 }

@@ -2,9 +2,9 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -23,14 +23,15 @@ type ControlPlane interface {
 	Checkpointer
 	Splitter
 	Sizer
-	Liveness
 	Jobs
+	feed.ControlPlane // the hosts': liveness, batched counts, owners
 }
 
 // ErrUnsupported is returned, wrapped with what is unsupported, by a
 // control plane (ControlPlane) or a blob store (Blob) that lacks a
-// capability; the runner runs without it.
-var ErrUnsupported = errors.New("not supported")
+// capability; the runner runs without it. One value with the hosts'
+// (feed.ErrUnsupported), which check it too.
+var ErrUnsupported = feed.ErrUnsupported
 
 var _ ControlPlane = (*control.Service)(nil)
 
@@ -45,11 +46,9 @@ type Claimer interface {
 // Committer commits an attempt whose outputs the runner published itself:
 // its own If-None-Match puts, or their 412s, prove the objects exist, so
 // its result says WrittenHere and the commit skips listing them (a remote
-// executor commits through the commit function, which lists). FlushCounts may be unsupported (no counts are batched): messages are
-// then deleted at once.
+// executor commits through the commit function, which lists).
 type Committer interface {
 	Commit(ctx context.Context, c control.Claim, r control.CommitResult) error
-	FlushCounts(ctx context.Context) error
 }
 
 // Failer records a failed attempt with its error's class.
@@ -88,25 +87,13 @@ type Sizer interface {
 	Forward(ctx context.Context, body string, delay time.Duration) error
 }
 
-// Liveness keeps the executor's liveness record, which lets the sweep
-// recover a dead executor's claims before their leases end (held.go,
-// memreport.go). ExecutorAlive may be unsupported: the host runs without
-// a record, its claims recovered by their leases. ExecutorAliveMemory may
-// be unsupported: the beat then carries no memory report.
-type Liveness interface {
-	ExecutorAlive(ctx context.Context, id string) error
-	ExecutorAliveMemory(ctx context.Context, id string, m control.MemoryReport) error
-}
-
-// Jobs reads a job's record without a claim. JobSpec and JobOwner may be
-// unsupported: the claim then decides whether this host can run a task,
-// and each job of a Lambda batch counts as an owner of its own. CheckJob
+// Jobs reads a job's record without a claim. JobSpec may be unsupported:
+// the claim then decides whether this host can run a task. CheckJob
 // is called every JobStateTTL while a task runs; a TTL of 0 means the
 // control plane cannot check jobs cheaply, and tasks of a job that ended
 // stop at their next heartbeat instead (jobwatch.go).
 type Jobs interface {
 	JobSpec(ctx context.Context, job string) (*spec.Job, error)
-	JobOwner(ctx context.Context, job string) (string, error)
 	CheckJob(ctx context.Context, c control.Claim) error
 	JobStateTTL() time.Duration
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,18 +14,26 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // programs writes executable shell scripts into a fresh programs
-// directory and returns it.
+// directory and returns it. A child process writes each one, never this
+// one: a script this process held open for writing while a parallel test
+// forked would stay open in that child until it execs, and running the
+// script in that window fails with ETXTBSY ("text file busy"). The
+// child's write fd is closed when it exits, before the script runs.
 func programs(t *testing.T, scripts map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range scripts {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-			t.Fatal(err)
+		cmd := exec.Command("/bin/sh", "-c", `cat >"$1" && chmod 755 "$1"`, "sh", filepath.Join(dir, name))
+		cmd.Stdin = strings.NewReader("#!/bin/sh\n" + body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("write program %s: %v: %s", name, err, out)
 		}
 	}
 	return dir
@@ -96,7 +105,7 @@ echo "$#"`,
 			want: func() map[int]string {
 				m := map[int]string{0: "", 1: "", 2: ""}
 				for _, kv := range [][2]string{{"apple", "1"}, {"banana", "2"}, {"cherry", "x\ty"}, {"date", "4"}} {
-					m[PartitionOf(kv[0], 3)] += kv[0] + "\t" + kv[1] + "\n"
+					m[output.PartitionOf(kv[0], 3)] += kv[0] + "\t" + kv[1] + "\n"
 				}
 				return m
 			}(),
@@ -134,7 +143,7 @@ echo "$#"`,
 			cp := &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}
 			b := &memBlob{}
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
 			if tt.failWith != nil {
 				if len(fails) != 1 || len(commits) != 0 {
@@ -205,7 +214,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 				cp = noSpecsCP{fake}
 			}
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			claims, _, fails := fake.snapshot()
 			if tt.noSpecs {
 				if len(claims) != 1 || len(fails) != 1 || !strings.Contains(fake.causes[0], tt.want) {
@@ -217,7 +226,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 				t.Fatalf("a host that cannot run the program claimed %d and failed %d attempt(s) (%v; result %+v)",
 					len(claims), len(fails), fake.causes, res)
 			}
-			if res.Action != Hide || res.Delay != handBackDelay || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
+			if res.Action != feed.Hide || res.Delay != handBackDelay || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want) {
 				t.Errorf("result %+v; want the message hidden for %v with %q", res, handBackDelay, tt.want)
 			}
 		})
@@ -242,7 +251,7 @@ func TestExecEnvironment(t *testing.T) {
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 	b := &memBlob{}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
 	if err != nil {
 		t.Fatalf("output: %v (causes %v)", err, cp.causes)
@@ -287,7 +296,7 @@ env | cut -d= -f1 | grep '^AWS_' | sort`})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 	b := &memBlob{}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	got, err := b.Get(context.Background(), blob.OutputKey("j1", "s", 0, 1, 0))
 	if err != nil {
 		t.Fatalf("output: %v (causes %v)", err, cp.causes)

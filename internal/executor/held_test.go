@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -61,9 +62,10 @@ func TestSlowHideDoesNotStopLiveness(t *testing.T) {
 	reg.Register("work", func(ctx context.Context, t *Task) error { return errors.New("fails") })
 	q := &stuckQueue{memQueue: newMemQueue(), stuck: make(chan struct{}, 1), release: make(chan struct{})}
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
-	p := &Poller{
-		Runner: &Runner{CP: retryCP{cp}, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Log: discard(),
+	p := &feed.Poller{
+		Handler: &Runner{CP: retryCP{cp}, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      retryCP{cp},
+		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Log: discard(),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -213,11 +215,12 @@ func TestHangingHideDoesNotStopRenewals(t *testing.T) {
 const twoTasks = `{"name":"two","stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`
 
 // heldPoller runs a poller of slots over queue "q" until the test ends.
-func heldPoller(t *testing.T, cp ControlPlane, q Queue, reg *Registry, slots int) {
+func heldPoller(t *testing.T, cp ControlPlane, q feed.Queue, reg *Registry, slots int) {
 	t.Helper()
-	runPoller(t, &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: slots, Wait: time.Second, Log: discard(),
+	runPoller(t, &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"q"}, Slots: slots, Wait: time.Second, Log: discard(),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -166,7 +167,7 @@ func TestRunnerInputFormats(t *testing.T) {
 				return nil
 			})
 			r := &Runner{CP: cp, Blob: blob, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			if seen == nil {
 				t.Fatalf("the task did not run: %+v", res)
 			}

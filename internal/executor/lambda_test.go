@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -147,7 +148,7 @@ func lambdaEvent(msgs []lambdaMsg) events.SQSEvent {
 // has no record, and jbroken's cannot be read.
 var lambdaOwners = map[string]string{"ja": "alice", "ja2": "alice", "jb": "bob", "jc": "carol"}
 
-func newLambdaRig(j *lambdaJournal, sp *spec.Job, reg *Registry, owners bool) *LambdaHandler {
+func newLambdaRig(j *lambdaJournal, sp *spec.Job, reg *Registry, owners bool) *feed.LambdaHandler {
 	base := &journalCP{fakeCP: &fakeCP{spec: sp, lease: time.Minute}, j: j, known: func(job string) bool {
 		_, ok := lambdaOwners[job]
 		return ok
@@ -156,8 +157,10 @@ func newLambdaRig(j *lambdaJournal, sp *spec.Job, reg *Registry, owners bool) *L
 	if owners {
 		cp = &ownersCP{journalCP: base, owners: lambdaOwners, errs: map[string]error{"jbroken": errors.New("ProvisionedThroughputExceededException")}}
 	}
-	return &LambdaHandler{
-		Runner:    &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
+	return &feed.LambdaHandler{
+		Handler:   &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour},
+		CP:        cp,
+		Log:       discard(),
 		Queue:     &journalQueue{memQueue: newMemQueue(), j: j},
 		QueueURLs: map[string]string{"ready": "https://sqs/ready"},
 	}

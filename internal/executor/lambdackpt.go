@@ -70,18 +70,12 @@ func lambdaCheckpointEvent(ev *LambdaEvent, t *Task) {
 		}
 	}
 	k.mu.Unlock()
-	o := t.Out
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := o.segments
-	if s == nil {
+	keys, active := t.Out.SegmentKeys()
+	if keys == nil {
 		return
 	}
-	ev.CheckpointOutputs = make([]string, len(o.parts))
-	for p := range o.parts {
-		ev.CheckpointOutputs[p] = s.seg(s.next, p)
-	}
-	if s.active {
+	ev.CheckpointOutputs = keys
+	if active {
 		ev.Outputs = ev.CheckpointOutputs
 	}
 }
@@ -105,7 +99,11 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 		return false, fmt.Errorf("response checkpoint: the outputs of an invocation that checkpoints go to the event's checkpointOutputs, not its outputs")
 	}
 	if toSegments && len(resp.Outputs) > 0 {
-		if err := t.Out.takeSegments(resp.Outputs); err != nil {
+		parts := make([]int, len(resp.Outputs))
+		for i, out := range resp.Outputs {
+			parts[i] = out.Part
+		}
+		if err := t.Out.TakeSegments(parts); err != nil {
 			return false, err
 		}
 	}
@@ -132,10 +130,10 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 		if err := batch.CheckArgs(ck.Offset, k.offset, ck.State); err != nil {
 			return false, fmt.Errorf("response checkpoint: %w", err)
 		}
-		if err := t.Out.enterSegments(t.Out.segments.seg, nil); err != nil {
+		if err := t.Out.EnterSegments(nil); err != nil {
 			return false, fmt.Errorf("response checkpoint: %w", err)
 		}
-		seq, _, err := t.Out.seal(ctx, r.Blob)
+		seq, _, err := t.Out.Seal(ctx, r.Blob)
 		if err != nil {
 			return false, fmt.Errorf("response checkpoint: seal outputs: %w", err)
 		}
@@ -147,20 +145,4 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 	}
 	t.Log.Info("lambda function checkpointed; invoking it again from the checkpoint", "offset", ck.Offset)
 	return true, nil
-}
-
-// takeSegments makes the objects a function wrote (its response's
-// outputs, at this seal's segment keys) the open segments of their
-// partitions, sealed by the next checkpoint or publish.
-func (o *Output) takeSegments(outs []LambdaOutput) error {
-	if err := o.enterSegments(o.segments.seg, nil); err != nil {
-		return err
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	s := o.segments
-	for _, out := range slices.SortedFunc(slices.Values(outs), func(a, b LambdaOutput) int { return a.Part - b.Part }) {
-		s.parts[out.Part] = append(s.parts[out.Part], s.seg(s.next, out.Part))
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
@@ -108,7 +109,7 @@ func TestLambdaCheckpoint(t *testing.T) {
 				return []byte(tt.fn(b, i, ev)), "", nil
 			}}
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
-			r.Handle(ctx, Delivery{Body: "j1/0/0"}, nil)
+			r.Handle(ctx, feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, _ := f.snapshot()
 			if tt.failWith != "" {
 				if len(commits) != 0 || len(f.causes) != 1 || !strings.Contains(f.causes[0], tt.failWith) {

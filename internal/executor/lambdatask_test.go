@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -191,7 +192,7 @@ func TestLambdaTask(t *testing.T) {
 				inv.fn = tt.fn(b)
 				r.Lambda = inv
 			}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
 			if tt.failWith != "" {
 				if len(fails) != 1 || len(commits) != 0 {
@@ -328,7 +329,7 @@ func TestLambdaEvent(t *testing.T) {
 			}
 			inv := &fakeInvoker{fn: answer(`{"outputs": []}`, "", nil)}
 			r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
-			r.Handle(ctx, Delivery{Body: tt.task}, nil)
+			r.Handle(ctx, feed.Delivery{Body: tt.task}, nil)
 			if len(inv.events) != 1 {
 				t.Fatalf("%d invocations, want 1 (failures: %v)", len(inv.events), f.causes)
 			}
@@ -384,7 +385,7 @@ func TestLambdaStageOpensNoInput(t *testing.T) {
 	b.PutIfAbsent(ctx, "in/a.csv", []byte("a,b,c\n1,2,3\n4,5,6\n7,8,9\n"))
 	inv := &fakeInvoker{fn: answer(`{"outputs": []}`, "", nil)}
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
-	r.Handle(ctx, Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(ctx, feed.Delivery{Body: "j1/0/0"}, nil)
 	if len(inv.events) != 1 {
 		t.Fatalf("%d invocations, want 1 (failures: %v)", len(inv.events), f.causes)
 	}
@@ -418,12 +419,12 @@ func TestLambdaLeaseLost(t *testing.T) {
 		return nil, "", ctx.Err()
 	}}
 	r := &Runner{CP: staleCP{f}, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Millisecond, Lambda: inv}
-	done := make(chan Result, 1)
-	go func() { done <- r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil) }()
+	done := make(chan feed.Result, 1)
+	go func() { done <- r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil) }()
 	within(t, invoked, 10*time.Second, "the invocation")
 	res := within(t, done, 10*time.Second, "the runner to stop waiting")
-	if res.Action != Leave || !errors.Is(res.Err, errLeaseLost) {
-		t.Errorf("result %+v, want Leave with the lost lease", res)
+	if res.Action != feed.Leave || !errors.Is(res.Err, errLeaseLost) {
+		t.Errorf("result %+v, want feed.Leave with the lost lease", res)
 	}
 	if _, commits, fails := f.snapshot(); len(commits)+len(fails) != 0 {
 		t.Errorf("commits %v, fails %v; want neither", commits, fails)

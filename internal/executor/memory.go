@@ -3,7 +3,7 @@ package executor
 // Executor sizes (spec Resources): a stage names the memory its tasks
 // need, and an attempt that runs out of memory is retried on the next size
 // up (control.Service.Fail). An executor knows its own size
-// (EnvExecutorMemory, which the construct sets on every executor it
+// (procmem.EnvExecutorMemory, which the construct sets on every executor it
 // deploys) and runs only tasks of that size: one of another size forwards
 // the task's message to its size's ready queue unclaimed, spending no
 // attempt, or hands it back if the forward fails (sizedqueues.go). An
@@ -13,37 +13,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
-	"runtime/metrics"
-	"strconv"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/procmem"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/spec"
 )
-
-// EnvExecutorMemory is the executor's memory size ("4GiB", or bytes): one
-// of spec.ExecutorSizes. Unset: the executor runs tasks of any size.
-const EnvExecutorMemory = "BATCHWORK_EXECUTOR_MEMORY"
-
-// MemoryFromEnv reads the executor's size from EnvExecutorMemory.
-func MemoryFromEnv() (spec.Size, error) {
-	v := os.Getenv(EnvExecutorMemory)
-	if v == "" {
-		return 0, nil
-	}
-	z, err := spec.ParseSize(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s=%q: %w", EnvExecutorMemory, v, err)
-	}
-	for _, s := range spec.ExecutorSizes {
-		if s == z {
-			return z, nil
-		}
-	}
-	return 0, fmt.Errorf("%s=%q: not one of the executor sizes %v", EnvExecutorMemory, v, spec.ExecutorSizes)
-}
 
 // errWrongSize is a task handed back for an executor of its size.
 var errWrongSize = errors.New("task needs an executor of another size")
@@ -82,16 +58,9 @@ const (
 	memoryWatchShare = 0.95
 )
 
-// processMemory is the memory the Go runtime holds from the OS (mapped and
-// not released); a variable so tests can inject a reading.
-var processMemory = func() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64() - s[1].Value.Uint64()
-}
+// processMemory is the memory the Go runtime holds from the OS; a
+// variable so tests can inject a reading.
+var processMemory = procmem.Held
 
 // freeOSMemory returns the heap's free memory to the OS; a variable so
 // tests can see it called.
@@ -136,15 +105,4 @@ func (r *Runner) watchMemory(ctx context.Context, cancel context.CancelCauseFunc
 			}
 		}
 	}()
-}
-
-// LambdaMemoryLimit is the Lambda function's memory, from the runtime's
-// AWS_LAMBDA_FUNCTION_MEMORY_SIZE (MiB): the limit the memory watchdog
-// keeps the process under (Runner.MemoryLimit). 0 off Lambda.
-func LambdaMemoryLimit(getenv func(string) string) spec.Size {
-	mb, err := strconv.ParseInt(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
-	if err != nil || mb <= 0 {
-		return 0
-	}
-	return spec.Size(mb << 20)
 }

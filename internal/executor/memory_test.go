@@ -7,30 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/spec"
 )
-
-func TestMemoryFromEnv(t *testing.T) {
-	tests := []struct {
-		env     string
-		want    spec.Size
-		wantErr string
-	}{
-		{"", 0, ""},
-		{"4GiB", 4 << 30, ""},
-		{"1073741824", 1 << 30, ""},
-		{"3GiB", 0, "not one of the executor sizes"},
-		{"lots", 0, EnvExecutorMemory},
-	}
-	for _, tt := range tests {
-		t.Setenv(EnvExecutorMemory, tt.env)
-		got, err := MemoryFromEnv()
-		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("%q: %d, %v; want %d, error with %q", tt.env, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
 
 // The watchdog of an executor of a known size stops the attempts running
 // once the process nears its size, as out of memory, so the attempt
@@ -57,8 +36,8 @@ stages:
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, job), lease: time.Minute}}
 	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MemoryLimit: 1 << 30}
-	done := make(chan Result, 1)
-	go func() { done <- r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil) }()
+	done := make(chan feed.Result, 1)
+	go func() { done <- r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -66,19 +45,5 @@ stages:
 	}
 	if len(cp.classes) != 1 || cp.classes[0] != batch.ClassOutOfMemory || !strings.Contains(cp.causes[0], "of its 1024 MiB") {
 		t.Fatalf("classes %v causes %v; want one out-of-memory failure", cp.classes, cp.causes)
-	}
-}
-
-func TestLambdaMemoryLimit(t *testing.T) {
-	for env, want := range map[string]spec.Size{"": 0, "1024": 1 << 30, "10240": 10 << 30, "x": 0} {
-		got := LambdaMemoryLimit(func(k string) string {
-			if k == "AWS_LAMBDA_FUNCTION_MEMORY_SIZE" {
-				return env
-			}
-			return ""
-		})
-		if got != want {
-			t.Errorf("%q: %d, want %d", env, got, want)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
@@ -31,7 +32,7 @@ stages:
 	})
 	cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, counted), lease: time.Minute}}
 	r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-	r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+	r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 	_, commits, fails := cp.snapshot()
 	if len(fails) != 1 || len(commits) != 0 {
 		t.Fatalf("commits %v, fails %v; want one failure", commits, fails)

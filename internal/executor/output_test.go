@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -32,31 +34,31 @@ func TestOutputCap(t *testing.T) {
 	cases := []struct {
 		name  string
 		spec  string
-		write func(o *Output) error // what the task does; its error is returned unless ignore
+		write func(o *output.Output) error // what the task does; its error is returned unless ignore
 		// ignore: the task returns nil whatever its writes returned.
 		ignore    bool
 		wantParts []string // committed outputs; nil: the attempt fails
 	}{
-		{"exactly the cap", oneTask, func(o *Output) error {
+		{"exactly the cap", oneTask, func(o *output.Output) error {
 			_, err := o.Write([]byte(strings.Repeat("x", limit)))
 			return err
 		}, false, []string{strings.Repeat("x", limit)}},
-		{"one write past the cap", oneTask, func(o *Output) error {
+		{"one write past the cap", oneTask, func(o *output.Output) error {
 			if _, err := o.Write([]byte(strings.Repeat("x", limit-1))); err != nil {
 				return err
 			}
 			_, err := o.Write([]byte("yz"))
 			return err
 		}, false, nil},
-		{"the function ignores the refusal", oneTask, func(o *Output) error {
+		{"the function ignores the refusal", oneTask, func(o *output.Output) error {
 			_, err := o.Write([]byte(strings.Repeat("x", limit+1)))
 			return err
 		}, true, nil},
-		{"a partition's writer", shuffleOneTask, func(o *Output) error {
+		{"a partition's writer", shuffleOneTask, func(o *output.Output) error {
 			_, err := o.Part(3).Write([]byte(strings.Repeat("x", limit+1)))
 			return err
 		}, false, nil},
-		{"records spread over partitions add up", shuffleOneTask, func(o *Output) error {
+		{"records spread over partitions add up", shuffleOneTask, func(o *output.Output) error {
 			for i := range 20 { // "kN\tv\n": 5 or 6 bytes each, 110 in all
 				if err := o.Emit(fmt.Sprintf("k%d", i), "v"); err != nil {
 					return err
@@ -64,7 +66,7 @@ func TestOutputCap(t *testing.T) {
 			}
 			return nil
 		}, false, nil},
-		{"records under the cap", shuffleOneTask, func(o *Output) error {
+		{"records under the cap", shuffleOneTask, func(o *output.Output) error {
 			for i := range 10 { // 50 bytes
 				if err := o.Emit(fmt.Sprintf("k%d", i), "v"); err != nil {
 					return err
@@ -83,20 +85,20 @@ func TestOutputCap(t *testing.T) {
 			reg := NewRegistry()
 			reg.Register("work", func(ctx context.Context, t *Task) error {
 				writeErr = tc.write(t.Out)
-				buffered = int(t.Out.bufferedBytes())
+				buffered = int(t.Out.Buffered())
 				if tc.ignore {
 					return nil
 				}
 				return writeErr
 			})
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MaxOutputBytes: limit}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			if buffered > limit {
 				t.Errorf("%d bytes buffered, want at most the cap (%d)", buffered, limit)
 			}
 			_, commits, fails := cp.snapshot()
 			if tc.wantParts != nil {
-				if res.Action != Delete || res.Err != nil || writeErr != nil {
+				if res.Action != feed.Delete || res.Err != nil || writeErr != nil {
 					t.Fatalf("result %+v, write error %v; want the attempt committed", res, writeErr)
 				}
 				got := committedParts(t, b, "s", len(tc.wantParts))
@@ -105,7 +107,7 @@ func TestOutputCap(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(writeErr, ErrOutputTooLarge) {
+			if !errors.Is(writeErr, output.ErrOutputTooLarge) {
 				t.Errorf("the refused write returned %v, want ErrOutputTooLarge", writeErr)
 			}
 			if len(commits) != 0 || !cmp.Equal(fails, []batch.TaskRef{{Job: "j1"}}) {
@@ -114,7 +116,7 @@ func TestOutputCap(t *testing.T) {
 			if diff := cmp.Diff([]string{wantCause}, cp.causes); diff != "" {
 				t.Errorf("recorded cause (-want +got):\n%s", diff)
 			}
-			if res.Action != Hide || res.Err == nil || res.Err.Error() != wantCause {
+			if res.Action != feed.Hide || res.Err == nil || res.Err.Error() != wantCause {
 				t.Errorf("result %+v, want the retry's hide with the cause", res)
 			}
 			if n := len(b.objs); n != 0 {
@@ -127,8 +129,8 @@ func TestOutputCap(t *testing.T) {
 // The default cap is the one sized for the Lambda executor's memory.
 func TestOutputCapDefault(t *testing.T) {
 	t.Parallel()
-	if o := (&Runner{}).newOutput(1); o.limit != tuning.MaxTaskOutput {
-		t.Fatalf("default output cap %d, want tuning.MaxTaskOutput (%d)", o.limit, tuning.MaxTaskOutput)
+	if o := (&Runner{}).newOutput(1); o.Limit() != tuning.MaxTaskOutput {
+		t.Fatalf("default output cap %d, want tuning.MaxTaskOutput (%d)", o.Limit(), tuning.MaxTaskOutput)
 	}
 }
 
@@ -157,7 +159,7 @@ func TestOutputPartOutOfRangeFailsTheAttempt(t *testing.T) {
 				return nil // ignores the error
 			})
 			rn := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			rn.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			rn.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			want := fmt.Sprintf("output partition %d: the task has 4 (0 to 3)", r)
 			if writeErr == nil || writeErr.Error() != want {
 				t.Errorf("write to partition %d: %v, want %q", r, writeErr, want)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/queue"
 )
 
@@ -17,7 +18,7 @@ const oneTask = `{"name":"drain","stages":[{"name":"s","task":"work","partitions
 // the first message to be handed to a slot and the receiver to be back in
 // its long poll, so the test cancels a poller that is both running a task
 // and receiving.
-func startPoller(t *testing.T, p *Poller, q *memQueue, started <-chan struct{}) (cancel func(), runDone <-chan error) {
+func startPoller(t *testing.T, p *feed.Poller, q *memQueue, started <-chan struct{}) (cancel func(), runDone <-chan error) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -58,9 +59,10 @@ func TestPollerDrainLetsRunningTaskFinish(t *testing.T) {
 	})
 	q := newMemQueue()
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: time.Minute, Log: discard(),
+	p := &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: time.Minute, Log: discard(),
 	}
 	sigterm, runDone := startPoller(t, p, q, started)
 
@@ -116,9 +118,10 @@ func TestPollerDrainTimeoutCancelsTask(t *testing.T) {
 	q := newMemQueue()
 	q.push(queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	const drain = 200 * time.Millisecond
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: drain, Log: discard(),
+	p := &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"q"}, Slots: 2, Wait: time.Second, Drain: drain, Log: discard(),
 	}
 	sigterm, runDone := startPoller(t, p, q, started)
 
@@ -206,9 +209,10 @@ func TestPollerFewerSlotsThanQueues(t *testing.T) {
 		return nil
 	})
 	q := &urlQueue{msgs: map[string][]queue.Message{}, wake: make(chan struct{}), memQueue: newMemQueue()}
-	p := &Poller{
-		Runner: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
-		Queue:  q, Queues: []string{"high", "normal", "low"}, Slots: 1, Wait: 20 * time.Second, Log: discard(),
+	p := &feed.Poller{
+		Handler: &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard()},
+		CP:      cp,
+		Queue:   q, Queues: []string{"high", "normal", "low"}, Slots: 1, Wait: 20 * time.Second, Log: discard(),
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -219,6 +223,9 @@ func TestPollerFewerSlotsThanQueues(t *testing.T) {
 	within(t, ran, 10*time.Second, "the low queue's task to run")
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	// feed's idleWaitShared: the idle long poll when slots are fewer than
+	// queues.
+	const idleWaitShared = time.Second
 	for _, w := range q.waits {
 		if w > idleWaitShared {
 			t.Fatalf("a receive waited %v with 1 slot for 3 queues; want at most %v", w, idleWaitShared)

@@ -12,19 +12,12 @@ import (
 // task costs no PutObject (and, committed by a remote executor, no
 // listing). Not for a lambda stage: its function writes its objects
 // itself, and the runner's empty puts are what find them (publish).
-// Shuffle outputs have their own rule (shuffle.go's Objects).
+// Shuffle outputs have their own rule (output.Output.Objects).
 func (r *Runner) noOutput(c control.Claim, t *Task) bool {
 	if c.Spec.Stages[c.Task.Ref.Stage].Lambda != "" {
 		return false
 	}
-	o := t.Out
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.parts) != 1 {
-		return false
-	}
-	p := o.parts[0]
-	return p.size == 0 && p.up == nil && len(p.buf) == 0
+	return t.Out.Unwritten()
 }
 
 // publish writes the attempt's outputs, unless it has none.
@@ -32,7 +25,7 @@ func (r *Runner) publish(ctx context.Context, c control.Claim, t *Task) error {
 	if r.noOutput(c, t) {
 		return nil
 	}
-	return t.Out.publish(ctx, r.Blob)
+	return t.Out.Publish(ctx, r.Blob)
 }
 
 // objects is the number of outputs the attempt commits.

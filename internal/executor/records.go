@@ -79,7 +79,7 @@ func (r *Runner) commit(ctx context.Context, c control.Claim, t *Task, in *lineC
 		res.RecordsIn = in.records()
 	}
 	// Counted as written: a streamed partition is no longer in memory.
-	res.RecordsOut = t.Out.records()
+	res.RecordsOut = t.Out.Records()
 	res.BadRecords = t.Rejects.Count() // reject.go
 	return r.CP.Commit(ctx, c, res)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -59,7 +61,7 @@ func TestTaskWithoutOutputWritesNoObject(t *testing.T) {
 			cp := &commitRecorder{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}
 			b := &memBlob{}
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			if res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil); res.Action != Delete || res.Err != nil {
+			if res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil); res.Action != feed.Delete || res.Err != nil {
 				t.Fatalf("result %+v, want a commit", res)
 			}
 			b.mu.Lock()
@@ -81,11 +83,11 @@ func TestLambdaStageIsNeverNoOutput(t *testing.T) {
 	t.Parallel()
 	r := &Runner{}
 	c := control.Claim{Spec: mustSpec(t, lambdaOne)}
-	if r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+	if r.noOutput(c, &Task{Out: output.New(1, 0)}) {
 		t.Fatal("a lambda stage's attempt counted as writing no output")
 	}
 	c = control.Claim{Spec: mustSpec(t, oneTask)}
-	if !r.noOutput(c, &Task{Out: newOutput(1, 0)}) {
+	if !r.noOutput(c, &Task{Out: output.New(1, 0)}) {
 		t.Fatal("an empty Go task's attempt not counted as writing no output")
 	}
 }
@@ -121,6 +123,6 @@ func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
 		hidden[c.receipt] = true
 	}
 	if n := cp.beatsSoFar(); n > 1 {
-		t.Fatalf("the claimed messages were hidden after %d beats; want within %s of their claims", n, holdLinger)
+		t.Fatalf("the claimed messages were hidden after %d beats; want within feed's holdLinger of their claims", n)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -17,40 +19,6 @@ import (
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// Action is what a host does with a message after the runner handled it.
-type Action int
-
-const (
-	// Delete: the task is done (or will never run); delete the message.
-	Delete Action = iota
-	// Hide: keep the message and make it visible again after Delay (a
-	// retry's backoff, a live claim's remaining lease).
-	Hide
-	// Leave: do nothing; the message returns when its visibility lapses.
-	// Used when this executor lost its lease: the message is not its own
-	// to delete any more.
-	Leave
-)
-
-func (a Action) String() string {
-	switch a {
-	case Delete:
-		return "delete"
-	case Hide:
-		return "hide"
-	case Leave:
-		return "leave"
-	}
-	return fmt.Sprintf("action(%d)", int(a))
-}
-
-// Result is the runner's verdict on one message.
-type Result struct {
-	Action Action
-	Delay  time.Duration
-	Err    error
-}
 
 // Runner handles one task message end to end.
 type Runner struct {
@@ -76,11 +44,11 @@ type Runner struct {
 	// TimeoutGrace overrides DefaultTimeoutGrace (tests): how long a
 	// timed-out task function may take to return (timeout.go).
 	TimeoutGrace time.Duration
-	// Memory is this executor's size (EnvExecutorMemory): it runs only
+	// Memory is this executor's size (procmem.EnvExecutorMemory): it runs only
 	// tasks that need that size, handing others back (memory.go). 0: any.
 	Memory spec.Size
 	// MemoryLimit, when set, is the process's memory (a Lambda function's,
-	// LambdaMemoryLimit): near it, the watchdog stops the attempts running
+	// procmem.LambdaLimit): near it, the watchdog stops the attempts running
 	// as out of memory (memory.go). 0: not watched.
 	MemoryLimit spec.Size
 	// ExecMemoryDivisor, when set, divides an exec program's memory limit
@@ -95,28 +63,13 @@ type Runner struct {
 	indexes   indexCache // of indexed shuffle objects read (shuffle.go)
 }
 
-// Extender extends the message's visibility by d from now.
-type Extender func(ctx context.Context, d time.Duration) error
-
-// Delivery is a received task message.
-type Delivery struct {
-	Body   string
-	SentAt time.Time
-	// Visibility is what the message was received with, if the host set
-	// it (0: the queue's default, unknown here).
-	Visibility time.Duration
-	// Claimed, if set, runs once the claim is granted, before the task
-	// runs: a host that keeps its messages hidden itself hides this one.
-	Claimed func(context.Context)
-}
-
 // Handle runs the task a message names.
-func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result {
+func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extender) feed.Result {
 	body, isCopy := control.IsCopyMessage(d.Body) // a speculative copy's (speculation.go)
 	ref, err := batch.ParseTaskRef(body)
 	if err != nil {
 		// Not a task message: leave it for the dead-letter queue.
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	log := taskLogger(ctx, r.Log, ref)
 	if err := r.cannotRun(ctx, ref); err != nil {
@@ -127,7 +80,7 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 			return res
 		}
 		log.Info("handing back a task this executor cannot run", "err", err)
-		return Result{Action: Hide, Delay: handBackDelay, Err: err}
+		return feed.Result{Action: feed.Hide, Delay: handBackDelay, Err: err}
 	}
 	c, err := r.claim(ctx, ref, isCopy)
 	var held *batch.ClaimHeldError
@@ -136,13 +89,13 @@ func (r *Runner) Handle(ctx context.Context, d Delivery, extend Extender) Result
 	case errors.As(err, &held):
 		// Back just after the claim can be taken over (a margin for the
 		// clocks; the time already includes the skew margin).
-		return Result{Action: Hide, Delay: time.Until(held.LeaseUntil) + 250*time.Millisecond, Err: err}
+		return feed.Result{Action: feed.Hide, Delay: time.Until(held.LeaseUntil) + 250*time.Millisecond, Err: err}
 	case errors.As(err, &notDue):
-		return Result{Action: Hide, Delay: time.Until(notDue.At), Err: err}
+		return feed.Result{Action: feed.Hide, Delay: time.Until(notDue.At), Err: err}
 	case errors.Is(err, batch.ErrAlreadyDone), errors.Is(err, batch.ErrJobNotRunning):
-		return Result{Action: Delete, Err: err}
+		return feed.Result{Action: feed.Delete, Err: err}
 	case err != nil:
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	if d.Claimed != nil {
 		d.Claimed(ctx)
@@ -178,7 +131,7 @@ var (
 	errJobStopped = errors.New("job no longer running")
 )
 
-func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log *slog.Logger) Result {
+func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender, log *slog.Logger) feed.Result {
 	// The attempt's stage timeout counts from here (timeout.go).
 	start := time.Now()
 	fn, err := r.taskFunc(c) // a registered function, a program or a Lambda function: exec.go
@@ -199,7 +152,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 		return r.fail(ctx, c, fmt.Errorf("prepare input: %w", err), log)
 	}
 	// Uploads a failed, fenced or stopped attempt left open are aborted.
-	defer t.Out.abort(ctx, log)
+	defer t.Out.Abort(ctx, log)
 	in := countInput(t)
 	r.trackRejects(c, t) // reject.go
 	// After the input's wrappers: a resume skips records as read.
@@ -231,7 +184,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 			runErr = err // past maxBadRecords: permanent, whatever the function returned
 		}
 	}
-	if err := t.Out.refused(); err != nil {
+	if err := t.Out.Refused(); err != nil {
 		// Whatever the function made of the refusal, its outputs are
 		// incomplete: this attempt must not commit.
 		runErr = err
@@ -243,10 +196,10 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost; abandoning attempt")
-		return Result{Action: Leave, Err: cause}
+		return feed.Result{Action: feed.Leave, Err: cause}
 	case errors.Is(cause, errJobStopped):
 		log.Info("job ended; task stopped")
-		return Result{Action: Delete, Err: cause}
+		return feed.Result{Action: feed.Delete, Err: cause}
 	case errors.Is(cause, batch.ErrTimedOut), errors.Is(cause, batch.ErrOutOfMemory):
 		// Whatever the function returned after the cancel, the attempt
 		// ran out its time (or its executor's memory): fail it as such,
@@ -263,30 +216,30 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend Extender, log 
 	case runErr != nil:
 		return r.fail(ctx, c, runErr, log)
 	}
-	// Every partition's object is complete before the commit (stream.go),
+	// Every partition's object is complete before the commit (output.Output.Publish),
 	// and so are its rejected records (reject.go).
 	if err := r.publish(ctx, c, t); err != nil { // published.go
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	if err := r.saveRejects(ctx, c, t); err != nil {
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	err = r.commit(ctx, c, t, in)
 	switch {
 	case err == nil:
 		t.ck.expire(ctx) // checkpoint.go
-		return Result{Action: Delete}
+		return feed.Result{Action: feed.Delete}
 	case errors.Is(err, batch.ErrTooManyBadRecords):
 		// The stage's other tasks used up its maxBadRecords.
 		return r.fail(ctx, c, err, log)
 	case errors.Is(err, batch.ErrAlreadyDone):
-		return Result{Action: Delete, Err: err}
+		return feed.Result{Action: feed.Delete, Err: err}
 	case errors.Is(err, batch.ErrStaleClaim):
 		log.Warn("commit fenced: a newer attempt holds the task", "err", err)
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	log.Error("commit", "err", err)
-	return Result{Action: Leave, Err: err}
+	return feed.Result{Action: feed.Leave, Err: err}
 }
 
 func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
@@ -301,28 +254,28 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 // fail records the attempt's failure with its error's class
 // (batch.ClassOf): a permanent error fails the task at once, others are
 // retried while attempts are left (timeout.go).
-func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) Result {
+func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) feed.Result {
 	cause := runErr.Error()
 	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
 	switch {
 	case errors.Is(err, batch.ErrStaleClaim):
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	case err != nil:
 		log.Error("record task failure", "err", err)
-		return Result{Action: Leave, Err: err}
+		return feed.Result{Action: feed.Leave, Err: err}
 	case d.Retry && r.forwardRaised(ctx, c.Task.Ref.String(), d.Memory, d.Delay): // sizedqueues.go
 		// Its retry runs on a larger executor, which polls another queue.
-		return Result{Action: Delete, Err: errors.New(cause)}
+		return feed.Result{Action: feed.Delete, Err: errors.New(cause)}
 	case d.Retry:
-		return Result{Action: Hide, Delay: d.Delay, Err: errors.New(cause)}
+		return feed.Result{Action: feed.Hide, Delay: d.Delay, Err: errors.New(cause)}
 	}
-	return Result{Action: Delete, Err: errors.New(cause)}
+	return feed.Result{Action: feed.Delete, Err: errors.New(cause)}
 }
 
 // heartbeat renews the lease (DynamoDB and the message's visibility) every
 // lease/3 until ctx ends, and cancels the task when the lease is lost or
 // the job ends.
-func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
+func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
 	every := r.HeartbeatEvery
 	if every == 0 {
 		every = c.Lease / 3
@@ -362,8 +315,8 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend Extender
 	}
 }
 
-func (r *Runner) newOutput(parts int) *Output {
-	return newOutput(parts, cmp.Or(r.MaxOutputBytes, tuning.MaxTaskOutput))
+func (r *Runner) newOutput(parts int) *output.Output {
+	return output.New(parts, cmp.Or(r.MaxOutputBytes, tuning.MaxTaskOutput))
 }
 
 // prepare builds the task's input and outputs.
@@ -376,9 +329,9 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	}
 	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
 	if indexedShuffle(c.Spec, ref.Stage) {
-		t.Out.indexOutputs() // one PUT for all partitions: shuffle.go
+		t.Out.Index() // one PUT for all partitions: shuffle.go
 	}
-	t.Out.bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
+	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]

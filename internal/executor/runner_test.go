@@ -2,11 +2,13 @@ package executor
 
 import (
 	"context"
-	sm "github.com/batchwork/batchwork/statemachine"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // TestHandleSetsVisibilityToLease checks that the message's visibility is
@@ -57,9 +59,9 @@ func TestHandleSetsVisibilityToLease(t *testing.T) {
 				return nil
 			})
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now(), Visibility: tc.received}, extend)
-			if res.Action != Delete || res.Err != nil {
-				t.Fatalf("result %+v, want Delete without error", res)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now(), Visibility: tc.received}, extend)
+			if res.Action != feed.Delete || res.Err != nil {
+				t.Fatalf("result %+v, want feed.Delete without error", res)
 			}
 			if !slices.Equal(seenByTask, tc.want) {
 				t.Errorf("visibility changes before the task ran: %v, want %v", seenByTask, tc.want)

@@ -19,7 +19,7 @@ package executor
 //   - a lambda stage's own outputs: its function writes one object per
 //     partition itself;
 //   - a map task whose buffered outputs would pass the cap: rather than
-//     fail, it switches to streaming each partition as in stream.go (a
+//     fail, it switches to streaming each partition as output.Output does (a
 //     task that writes over 256 MiB pays P PUTs or multipart uploads on
 //     that much data, where they are cheap). Only a shuffle of many
 //     partitions, each under S3's 5 MiB minimum part, is then refused, as
@@ -58,58 +58,6 @@ func indexedShuffle(sp *spec.Job, idx int) bool {
 		}
 	}
 	return true
-}
-
-// indexOutputs makes o write its partitions as one indexed object; call
-// it before bind.
-func (o *Output) indexOutputs() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.indexed = len(o.parts) > 1
-}
-
-// Objects is the number of output objects the attempt commits: one per
-// partition, or for an indexed shuffle one, or none if it wrote nothing.
-func (o *Output) Objects() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.indexed {
-		return len(o.parts)
-	}
-	for _, p := range o.parts {
-		if p.size > 0 {
-			return 1
-		}
-	}
-	return 0
-}
-
-// publishIndexed puts the indexed object: one PUT, nothing if the
-// partitions are all empty. o.mu is held.
-func (o *Output) publishIndexed(ctx context.Context, b Blob) error {
-	bufs := make([][]byte, len(o.parts))
-	var total int64
-	for r, p := range o.parts {
-		bufs[r] = p.buf
-		total += int64(len(p.buf))
-	}
-	if total == 0 {
-		return nil
-	}
-	key := o.key(0)
-	body, size := blob.ShuffleBody(bufs)
-	err := b.PutReaderIfAbsent(ctx, key, body, size)
-	if errors.Is(err, ErrUnsupported) {
-		raw := make([]byte, size)
-		if _, err := body.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		err = b.PutIfAbsent(ctx, key, raw)
-	}
-	if err != nil && !errors.Is(err, batch.ErrExists) {
-		return fmt.Errorf("put the indexed shuffle output: %w", err)
-	}
-	return nil
 }
 
 // shuffleSource is one object a reducer reads: a whole object of the

@@ -13,6 +13,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -238,7 +240,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 		}
 		for i := range 200 {
 			k := fmt.Sprintf("w%d", (i*7+m)%150)
-			out[PartitionOf(k, parts)] += fmt.Sprintf("%s\t%d\n", k, m)
+			out[output.PartitionOf(k, parts)] += fmt.Sprintf("%s\t%d\n", k, m)
 		}
 		return out
 	}
@@ -273,7 +275,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 			nop := func(context.Context, time.Duration) error { return nil }
 			for m := range maps {
-				if res := r.Handle(ctx, Delivery{Body: fmt.Sprintf("j1/0/%d", m)}, nop); res.Action != Delete {
+				if res := r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/0/%d", m)}, nop); res.Action != feed.Delete {
 					t.Fatalf("map %d: %+v", m, res)
 				}
 			}
@@ -301,7 +303,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 			}
 			b.ranges = nil
 			for p := range parts {
-				if res := r.Handle(ctx, Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, nop); res.Action != Delete {
+				if res := r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, nop); res.Action != feed.Delete {
 					t.Fatalf("reduce %d: %+v", p, res)
 				}
 			}
@@ -365,7 +367,7 @@ func TestShuffleReadsPerPartLayout(t *testing.T) {
 	cp := &fakeCP{spec: mustSpec(t, shuffleSpec), lease: time.Minute}
 	r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 	for p := range parts {
-		r.Handle(ctx, Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, func(context.Context, time.Duration) error { return nil })
+		r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, func(context.Context, time.Duration) error { return nil })
 	}
 	want := map[int]string{0: "old 0\nnew 0\n", 1: "old 1\n", 2: "old 2\nnew 2\n"}
 	if diff := gocmp.Diff(want, read); diff != "" {
@@ -439,7 +441,7 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 	r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
 	nop := func(context.Context, time.Duration) error { return nil }
 	for p := range parts {
-		r.Handle(ctx, Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, nop)
+		r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/1/%d", p)}, nop)
 	}
 	// Reducer 0 reads every index (one GET a map); the others only their
 	// non-empty slices.
@@ -460,7 +462,7 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 	// A fresh runner has no indexes: one GET per map object and reducer.
 	b.ranges = nil
 	fresh := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour}
-	fresh.Handle(ctx, Delivery{Body: "j1/1/1"}, nop)
+	fresh.Handle(ctx, feed.Delivery{Body: "j1/1/1"}, nop)
 	if len(b.ranges) != maps {
 		t.Errorf("a fresh runner made %d ranged GETs for one reducer, want %d", len(b.ranges), maps)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
@@ -81,7 +82,7 @@ func TestShuffleInputFollowsManifestPages(t *testing.T) {
 			// One runner for every part: the second and third reuse the
 			// manifest it read for the first.
 			for part := range parts {
-				r.Handle(ctx, Delivery{Body: fmt.Sprintf("j1/1/%d", part), SentAt: time.Now()}, func(context.Context, time.Duration) error { return nil })
+				r.Handle(ctx, feed.Delivery{Body: fmt.Sprintf("j1/1/%d", part), SentAt: time.Now()}, func(context.Context, time.Duration) error { return nil })
 			}
 			_, commits, fails := cp.snapshot()
 			if tt.wantFail {

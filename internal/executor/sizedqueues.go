@@ -15,6 +15,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -34,11 +35,11 @@ func (r *Runner) forward(ctx context.Context, body string, delay time.Duration) 
 
 // forwardWrongSize turns the hand-back of a task of another size (err from
 // cannotRun) into a forward to that size's queue.
-func (r *Runner) forwardWrongSize(ctx context.Context, body string, err error) (Result, bool) {
+func (r *Runner) forwardWrongSize(ctx context.Context, body string, err error) (feed.Result, bool) {
 	if !errors.Is(err, errWrongSize) || !r.forward(ctx, body, 0) {
-		return Result{}, false
+		return feed.Result{}, false
 	}
-	return Result{Action: Delete, Err: err}, true
+	return feed.Result{Action: feed.Delete, Err: err}, true
 }
 
 // forwardRaised moves the retry of an attempt that ran out of memory (a

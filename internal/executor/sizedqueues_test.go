@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 )
 
@@ -38,19 +39,19 @@ func TestWrongSizeIsForwardedElseHandedBack(t *testing.T) {
 	tests := []struct {
 		name       string
 		cp         func(*fakeCP) ControlPlane
-		wantAction Action
+		wantAction feed.Action
 		forwarded  bool
 	}{
-		{"forwarded", func(f *fakeCP) ControlPlane { return &forwardingCP{fakeCP: f} }, Delete, true},
-		{"forward fails", func(f *fakeCP) ControlPlane { return &forwardingCP{fakeCP: f, err: errors.New("throttled")} }, Hide, false},
-		{"no forwarder", func(f *fakeCP) ControlPlane { return f }, Hide, false},
+		{"forwarded", func(f *fakeCP) ControlPlane { return &forwardingCP{fakeCP: f} }, feed.Delete, true},
+		{"forward fails", func(f *fakeCP) ControlPlane { return &forwardingCP{fakeCP: f, err: errors.New("throttled")} }, feed.Hide, false},
+		{"no forwarder", func(f *fakeCP) ControlPlane { return f }, feed.Hide, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeCP{spec: mustSpec(t, sp), lease: time.Minute}
 			cp := tt.cp(f)
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
-			res := r.Handle(context.Background(), Delivery{Body: body}, func(context.Context, time.Duration) error { return nil })
+			res := r.Handle(context.Background(), feed.Delivery{Body: body}, func(context.Context, time.Duration) error { return nil })
 			if res.Action != tt.wantAction || !errors.Is(res.Err, errWrongSize) {
 				t.Fatalf("result %+v, want %v with a wrong-size error", res, tt.wantAction)
 			}
@@ -60,7 +61,7 @@ func TestWrongSizeIsForwardedElseHandedBack(t *testing.T) {
 			if fc, ok := cp.(*forwardingCP); ok && (len(fc.forwarded) == 1) != tt.forwarded {
 				t.Errorf("forwarded %v, want forwarded %v", fc.forwarded, tt.forwarded)
 			}
-			if res.Action == Hide && res.Delay != handBackDelay {
+			if res.Action == feed.Hide && res.Delay != handBackDelay {
 				t.Errorf("handed back for %s, want %s", res.Delay, handBackDelay)
 			}
 		})

@@ -13,6 +13,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -172,7 +174,7 @@ func TestStreamedOutputs(t *testing.T) {
 		name  string
 		spec  string
 		limit int64 // the cap; 0: the default
-		write func(o *Output) error
+		write func(o *output.Output) error
 		// failPart fails the n-th UploadPart (from 1).
 		failPart int
 		// existing objects before the attempt publishes.
@@ -188,12 +190,12 @@ func TestStreamedOutputs(t *testing.T) {
 	}{
 		{
 			name: "a small output is one put", spec: oneTask,
-			write:     func(o *Output) error { _, err := o.Write(lines(1000)); return err },
+			write:     func(o *output.Output) error { _, err := o.Write(lines(1000)); return err },
 			wantCalls: []string{"put " + k0 + " 1000"}, wantObjects: map[string]int{k0: 1000}, wantRecords: 10, wantPeak: 1000,
 		},
 		{
 			name: "20 MiB in small writes streams three parts", spec: oneTask,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				chunk := lines(64 << 10)
 				for range 20 * mib / len(chunk) {
 					if _, err := o.Write(chunk); err != nil {
@@ -204,27 +206,27 @@ func TestStreamedOutputs(t *testing.T) {
 			},
 			wantCalls: []string{"create " + k0, "part " + k0 + " 1 8388608", "part " + k0 + " 2 8388608",
 				"part " + k0 + " 3 4182784", "complete " + k0 + " 3"},
-			wantObjects: map[string]int{k0: 20 * mib / 65500 * 65500}, wantRecords: 20 * mib / 65500 * 655, wantPeak: DefaultPartSize,
+			wantObjects: map[string]int{k0: 20 * mib / 65500 * 65500}, wantRecords: 20 * mib / 65500 * 655, wantPeak: output.DefaultPartSize,
 		},
 		{
 			name: "one 20 MiB write is taken a part at a time", spec: oneTask,
-			write: func(o *Output) error { _, err := o.Write(bytes.Repeat([]byte("y"), 20*mib)); return err },
+			write: func(o *output.Output) error { _, err := o.Write(bytes.Repeat([]byte("y"), 20*mib)); return err },
 			wantCalls: []string{"create " + k0, "part " + k0 + " 1 8388608", "part " + k0 + " 2 8388608",
 				"part " + k0 + " 3 4194304", "complete " + k0 + " 3"},
-			wantObjects: map[string]int{k0: 20 * mib}, wantRecords: 1, wantPeak: DefaultPartSize,
+			wantObjects: map[string]int{k0: 20 * mib}, wantRecords: 1, wantPeak: output.DefaultPartSize,
 		},
 		{
 			name: "a part exactly full leaves no empty last part", spec: oneTask,
-			write:       func(o *Output) error { _, err := o.Write(bytes.Repeat([]byte("z\n"), 8*mib)); return err },
+			write:       func(o *output.Output) error { _, err := o.Write(bytes.Repeat([]byte("z\n"), 8*mib)); return err },
 			wantCalls:   []string{"create " + k0, "part " + k0 + " 1 8388608", "part " + k0 + " 2 8388608", "complete " + k0 + " 2"},
-			wantObjects: map[string]int{k0: 16 * mib}, wantRecords: 8 * mib, wantPeak: DefaultPartSize,
+			wantObjects: map[string]int{k0: 16 * mib}, wantRecords: 8 * mib, wantPeak: output.DefaultPartSize,
 		},
 		{
 			// A shuffle's partitions under the cap are one indexed object
 			// (shuffle.go), put once after the function returns, whatever
 			// their sizes: nothing streams.
 			name: "emitted records under the cap: one indexed object", spec: shuffleTwo,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				v := strings.Repeat("v", 1000)
 				for range 9 * mib / 1000 { // 1,003-byte records
 					if err := o.Emit("a", v); err != nil { // "a" hashes to partition 0 of 2
@@ -241,7 +243,7 @@ func TestStreamedOutputs(t *testing.T) {
 			// layout and streams. A record is buffered whole: the part
 			// that passes 8 MiB ends with the record that took it there.
 			name: "emitted records past the cap stream", spec: shuffleTwo, limit: 9 * mib,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				v := strings.Repeat("v", 1000)
 				for range 10 * mib / 1000 { // 1,003-byte records
 					if err := o.Emit("a", v); err != nil { // "a" hashes to partition 0 of 2
@@ -256,7 +258,7 @@ func TestStreamedOutputs(t *testing.T) {
 		},
 		{
 			name: "the cap streams the fullest buffer S3 takes as a part", spec: shuffleTwo, limit: 12 * mib,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				if _, err := o.Part(0).Write(lines(4 * mib)); err != nil {
 					return err
 				}
@@ -271,7 +273,7 @@ func TestStreamedOutputs(t *testing.T) {
 		},
 		{
 			name: "buffers under a part's minimum cannot stream: the cap refuses", spec: shuffleTwo, limit: 8 * mib,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				if _, err := o.Part(0).Write(lines(4 * mib)); err != nil {
 					return err
 				}
@@ -283,7 +285,7 @@ func TestStreamedOutputs(t *testing.T) {
 		},
 		{
 			name: "a failed task aborts its upload", spec: oneTask,
-			write: func(o *Output) error {
+			write: func(o *output.Output) error {
 				if _, err := o.Write(lines(10 * mib)); err != nil {
 					return err
 				}
@@ -294,17 +296,17 @@ func TestStreamedOutputs(t *testing.T) {
 		},
 		{
 			name: "a failed part fails the attempt even if the function ignores it", spec: oneTask, failPart: 2, ignore: true,
-			write:     func(o *Output) error { _, err := o.Write(lines(20 * mib)); return err },
+			write:     func(o *output.Output) error { _, err := o.Write(lines(20 * mib)); return err },
 			wantCalls: []string{"create " + k0, "part " + k0 + " 1 8388608", "abort " + k0},
 			wantErr:   "stream output partition 0: part two lost",
 		},
 		{
 			name: "an existing object is this attempt's earlier write: the upload is aborted", spec: oneTask,
 			existing: map[string][]byte{k0: []byte("earlier")},
-			write:    func(o *Output) error { _, err := o.Write(lines(9 * mib)); return err },
+			write:    func(o *output.Output) error { _, err := o.Write(lines(9 * mib)); return err },
 			wantCalls: []string{"create " + k0, "part " + k0 + " 1 8388608", "part " + k0 + " 2 1048492",
 				"complete " + k0 + " 2", "abort " + k0},
-			wantObjects: map[string]int{k0: len("earlier")}, wantRecords: 9 * mib / 100, wantPeak: DefaultPartSize,
+			wantObjects: map[string]int{k0: len("earlier")}, wantRecords: 9 * mib / 100, wantPeak: output.DefaultPartSize,
 		},
 	}
 	for _, tc := range cases {
@@ -328,7 +330,7 @@ func TestStreamedOutputs(t *testing.T) {
 				return err
 			})
 			r := &Runner{CP: cp, Blob: b, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour, MaxOutputBytes: tc.limit}
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0", SentAt: time.Now()}, nil)
 			calls, open := b.state()
 			if tc.wantCalls != nil {
 				if diff := gocmp.Diff(tc.wantCalls, calls); diff != "" {
@@ -353,7 +355,7 @@ func TestStreamedOutputs(t *testing.T) {
 				}
 				return
 			}
-			if res.Action != Delete || res.Err != nil || len(commits) != 1 {
+			if res.Action != feed.Delete || res.Err != nil || len(commits) != 1 {
 				t.Fatalf("result %+v, commits %v; want the attempt committed", res, commits)
 			}
 			if tc.wantObjects != nil {
@@ -383,9 +385,9 @@ const shuffleTwo = `{"name":"out","stages":[` +
 func TestStreamedOutputContent(t *testing.T) {
 	t.Parallel()
 	b := &mpBlob{minPart: 1}
-	o := newOutput(1, 0)
-	o.partSize, o.minPart = 10, 1
-	o.bind(context.Background(), b, func(int) string { return "k" })
+	o := output.New(1, 0)
+	o.SetPartSizes(10, 1)
+	o.Bind(context.Background(), b, func(int) string { return "k" })
 	var want []byte
 	for i := range 50 {
 		w := []byte(fmt.Sprintf("line %d\n", i))
@@ -394,13 +396,13 @@ func TestStreamedOutputContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := o.publish(context.Background(), b); err != nil {
+	if err := o.Publish(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.objs["k"]; !bytes.Equal(got, want) {
 		t.Fatalf("object %q, want %q", got, want)
 	}
-	if o.UploadedParts() < 30 || o.records() != 50 {
-		t.Fatalf("%d parts, %d records; want the 10-byte parts and 50 records", o.UploadedParts(), o.records())
+	if o.UploadedParts() < 30 || o.Records() != 50 {
+		t.Fatalf("%d parts, %d records; want the 10-byte parts and 50 records", o.UploadedParts(), o.Records())
 	}
 }

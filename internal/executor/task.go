@@ -7,13 +7,12 @@ package executor
 import (
 	"bufio"
 	"context"
-	"errors"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -69,7 +68,7 @@ type Task struct {
 	Header []string
 	// Out collects the task's outputs; they are published only if the
 	// attempt commits.
-	Out *Output
+	Out *output.Output
 	Log *slog.Logger
 	// ck saves and resumes the attempt's checkpoints (checkpoint.go); nil
 	// when the task cannot checkpoint.
@@ -79,17 +78,6 @@ type Task struct {
 	// cut lets the runner give away the unread rest of the input split
 	// (dynsplit.go); nil when the split cannot be cut.
 	cut *split.Cut
-}
-
-// ErrOutputTooLarge is returned by an Output's writers once an attempt's
-// outputs would pass the runner's cap (tuning.MaxTaskOutput).
-var ErrOutputTooLarge = errors.New("task output too large")
-
-// PartitionOf is the shuffle partition of key among n.
-func PartitionOf(key string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
 }
 
 // Records reads "key\tvalue" records from r, calling fn for each. A nil r

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
 )
@@ -102,12 +103,12 @@ stages:
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: reg, Log: discard(), HeartbeatEvery: time.Hour,
 				TimeoutGrace: 300 * time.Millisecond, ExecDir: programs(t, map[string]string{"prog": tt.script})}
 			start := time.Now()
-			res := r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			if took := time.Since(start); took > tt.within {
 				t.Errorf("the attempt took %v, want under %v", took, tt.within)
 			}
 			_, commits, fails := cp.snapshot()
-			if len(fails) != 1 || len(commits) != 0 || res.Action != Hide {
+			if len(fails) != 1 || len(commits) != 0 || res.Action != feed.Hide {
 				t.Fatalf("commits %v, fails %v, result %+v; want one failure, retried", commits, fails, res)
 			}
 			if cp.classes[0] != tt.wantClass {
@@ -149,7 +150,7 @@ func TestLambdaErrorClasses(t *testing.T) {
 				return []byte(tt.resp), tt.fnErr, nil
 			}}
 			r := &Runner{CP: cp, Blob: &memBlob{}, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}
-			r.Handle(context.Background(), Delivery{Body: "j1/0/0"}, nil)
+			r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			_, commits, fails := cp.snapshot()
 			if len(fails) != 1 || len(commits) != 0 {
 				t.Fatalf("commits %v, fails %v; want one failure", commits, fails)

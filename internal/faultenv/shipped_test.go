@@ -8,13 +8,14 @@ import (
 
 // What users and deployments run (the public SDK, the Lambda functions,
 // the CLI) links no test machinery in a default build: no fault injector,
-// no testcontainers, nothing under integration/. The binaries of chaos
+// no test doubles, no testcontainers, nothing under integration/. The binaries of chaos
 // runs, built with -tags faults, do link the injector.
 func TestShippedBinariesCarryNoTestMachinery(t *testing.T) {
 	forbidden := []string{
 		"github.com/batchwork/batchwork/internal/faults",
 		"github.com/batchwork/batchwork/integration/",
 		"github.com/batchwork/batchwork/internal/testtier",
+		"github.com/batchwork/batchwork/internal/testdouble",
 		"github.com/testcontainers/",
 	}
 	for _, tc := range []struct {

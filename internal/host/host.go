@@ -21,6 +21,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/execstage"
+	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/procmem"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -121,7 +123,7 @@ func SoftMemoryLimit(getenv func(string) string) (int64, bool) {
 // LambdaHandler builds the SQS handler running reg's functions. SQS
 // events name their queue by ARN; the URLs it needs for visibility
 // changes come from the environment, keyed by queue name.
-func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHandler {
+func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *feed.LambdaHandler {
 	urls := map[string]string{}
 	all := []string{os.Getenv(lambdaenv.EnvQueueHigh), os.Getenv(lambdaenv.EnvQueueNormal), os.Getenv(lambdaenv.EnvQueueLow)}
 	if sized, err := control.ParseSizedQueues(os.Getenv(lambdaenv.EnvQueueSized)); err == nil { // a sized executor's own queue
@@ -132,16 +134,16 @@ func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *executor.LambdaHa
 	for _, u := range all {
 		urls[u[strings.LastIndex(u, "/")+1:]] = u
 	}
-	// The size the construct deployed this executor as (executor/memory.go).
-	mem, err := executor.MemoryFromEnv()
+	// The size the construct deployed this executor as (executor/procmem).
+	mem, err := procmem.SizeFromEnv()
 	if err != nil {
 		w.Log.Error("executor size: running tasks of any size", "err", err)
 	}
-	return &executor.LambdaHandler{
+	return &feed.LambdaHandler{
 		// Lambda stages run here too; exec stages never do (no ExecDir).
-		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS),
-			Memory: mem, MemoryLimit: executor.LambdaMemoryLimit(os.Getenv), OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
-		Queue: w.Queue, QueueURLs: urls,
+		Handler: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS),
+			Memory: mem, MemoryLimit: procmem.LambdaLimit(os.Getenv), OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
+		CP: w.Service, Queue: w.Queue, Log: w.Log, QueueURLs: urls,
 	}
 }
 
@@ -169,8 +171,8 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	if err != nil {
 		return err
 	}
-	// Only tasks of its size, when the construct gave it one (executor/memory.go).
-	mem, err := executor.MemoryFromEnv()
+	// Only tasks of its size, when the construct gave it one (executor/procmem).
+	mem, err := procmem.SizeFromEnv()
 	if err != nil {
 		return err
 	}
@@ -205,8 +207,8 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	// A chaos run (BATCHWORK_FAULTS) sums every process's injected faults
 	// from these lines; without faults nothing is logged.
 	go w.Faults.ReportEvery(ctx, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
-	p := &executor.Poller{
-		Runner: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
+	p := &feed.Poller{
+		Handler: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
 			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem, SplitAfter: splitAfter,
 			// One line per attempt that starts: which executor ran what
 			// is otherwise only in the task record, and only until the
@@ -216,6 +218,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 					"partition", c.Task.Ref.Partition, "task", c.Task.Ref.String(), "attempt", c.Task.Attempt,
 					"executor_id", c.Task.Executor, "claimed_at", c.Task.Updated.UnixMilli())
 			})},
+		CP:         w.Service,
 		Queue:      w.Queue,
 		Queues:     cfg.Queues.Polled(mem), // its size's own queue, if it has one
 		Slots:      slots,

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 )
 
 // EnvECSAgentURI is the ECS agent endpoint's address, which the agent
@@ -58,7 +58,7 @@ const (
 )
 
 // protector keeps the container protected from scale-in while any slot
-// runs a task. TaskStarted and TaskEnded (executor.Poller's Activity) only
+// runs a task. TaskStarted and TaskEnded (feed.Poller's Activity) only
 // count and wake run, which makes the requests.
 type protector struct {
 	url    string // $ECS_AGENT_URI/task-protection/v1/state
@@ -79,7 +79,7 @@ type protector struct {
 
 // startProtection protects the container from scale-in while a slot runs
 // a task, on ECS, until stop; outside ECS it returns a nil Activity.
-func startProtection(log *slog.Logger) (a executor.Activity, stop func()) {
+func startProtection(log *slog.Logger) (a feed.Activity, stop func()) {
 	p := newProtector(os.Getenv, &http.Client{Timeout: protectTimeout}, log, time.Now)
 	if p == nil {
 		return nil, func() {}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -96,7 +97,7 @@ func (o *Output) Emit(key, value string) error { return o.s.Emit(key, value) }
 
 // PartitionOf is the shuffle partition of key among n (n > 0): the one
 // Emit writes the key's records to.
-func PartitionOf(key string, n int) int { return executor.PartitionOf(key, n) }
+func PartitionOf(key string, n int) int { return output.PartitionOf(key, n) }
 
 // Records reads "key\tvalue" lines from r (a shuffle partition) and calls
 // fn for each, stopping at fn's first error. A line without a tab is a key

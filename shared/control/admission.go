@@ -4,8 +4,6 @@ package control
 // spelling.
 
 import (
-	"context"
-
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -68,36 +66,3 @@ func ParseExecutorSizes(s string) ([]spec.Size, error) { return admission.ParseE
 
 // ParseHighPriorityOwners reads the owners allowed priority "high".
 func ParseHighPriorityOwners(s string) []string { return admission.ParseHighPriorityOwners(s) }
-
-// Submit validates a spec and records the job exactly once, then starts
-// its root stages (admission.Admitter.Submit).
-func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
-	return s.admit.Submit(ctx, req)
-}
-
-// WhoAmI returns the caller's identity and inputs area.
-func (s *Service) WhoAmI(ctx context.Context, owner string) (Identity, error) {
-	return s.admit.WhoAmI(ctx, owner)
-}
-
-// InputsURI is the owner's inputs area: s3://<data bucket>/inputs/<key>/.
-func (s *Service) InputsURI(owner string) string { return s.admit.InputsURI(owner) }
-
-// PublishTaskNames adds the names of the tasks an executor can run to the
-// catalog submits are checked against
-// (admission.Admitter.PublishTaskNames).
-func (s *Service) PublishTaskNames(ctx context.Context, names []string) error {
-	return s.admit.PublishTaskNames(ctx, names)
-}
-
-// PublishPrograms adds the programs an executor can run to the catalog
-// exec stages are checked against (admission.Admitter.PublishPrograms).
-func (s *Service) PublishPrograms(ctx context.Context, names []string) error {
-	return s.admit.PublishPrograms(ctx, names)
-}
-
-// KnownTaskNames returns the names a submit accepts, sorted
-// (admission.Admitter.KnownTaskNames).
-func (s *Service) KnownTaskNames(ctx context.Context, refresh bool) ([]string, error) {
-	return s.admit.KnownTaskNames(ctx, refresh)
-}

@@ -1,72 +1,16 @@
 package control
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// MarkDataDeleted: sm.ErrInvalidTransition for a running job; the first
-// time is kept.
-func (f *fakeStore) MarkDataDeleted(_ context.Context, id string, now time.Time) (time.Time, error) {
-	return fakeCall(f, "MarkDataDeleted", func() (time.Time, error) {
-		j, ok := f.jobs[id]
-		if !ok {
-			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, batch.ErrNotFound)
-		}
-		if !sm.Jobs.IsTerminal(j.job.State) {
-			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, sm.ErrInvalidTransition)
-		}
-		if j.job.DataDeleted.IsZero() {
-			j.job.DataDeleted = msTime(now)
-		}
-		return j.job.DataDeleted, nil
-	})
-}
-
-// DeletePrefix deletes up to maxPages pages of blob.DeleteBatch keys.
-func (b *fakeBlob) DeletePrefix(_ context.Context, prefix string, maxPages int) (blob.DeleteResult, error) {
-	if err := b.hook("DeletePrefix"); err != nil {
-		return blob.DeleteResult{}, err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var keys []string
-	for k := range b.objs[fakeBucket] {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	budget := maxPages * blob.DeleteBatch
-	n := min(len(keys), budget)
-	for _, k := range keys[:n] {
-		delete(b.objs[fakeBucket], k)
-	}
-	return blob.DeleteResult{Deleted: n, Complete: len(keys) < budget}, nil
-}
-
-func (b *fakeBlob) keysUnder(prefix string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var keys []string
-	for k := range b.objs[fakeBucket] {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // DeleteData: only the owner, only an ended job; every object of the job
 // goes and no other job's; the job records it first, so its outputs
@@ -98,15 +42,15 @@ func TestDeleteData(t *testing.T) {
 			finishUnitJob(r, other)
 			c.end(r, id)
 			// Outputs of the job however it ended, and a plan, as S3 holds them.
-			r.blob.put(fakeBucket, blob.PlanKey(id, "s"), []byte("{}"))
-			r.blob.put(fakeBucket, blob.OutputKey(id, "s", 1, 1, 0), []byte("x"))
-			before, otherKeys := r.blob.keysUnder(blob.JobPrefix(id)), r.blob.keysUnder(blob.JobPrefix(other))
+			r.blob.Put(testdouble.DefaultBucket, blob.PlanKey(id, "s"), []byte("{}"))
+			r.blob.Put(testdouble.DefaultBucket, blob.OutputKey(id, "s", 1, 1, 0), []byte("x"))
+			before, otherKeys := r.blob.Keys(blob.JobPrefix(id)), r.blob.Keys(blob.JobPrefix(other))
 			if c.failFirst {
 				calls := 0
-				r.blob.setFault(func(m string) error {
+				r.blob.SetFault(func(m string) error {
 					if m == "DeletePrefix" {
 						if calls++; calls == 1 {
-							return errInjected
+							return testdouble.ErrInjected
 						}
 					}
 					return nil
@@ -118,7 +62,7 @@ func TestDeleteData(t *testing.T) {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("DeleteData: %v, want %v", err, c.wantErr)
 				}
-				if got := r.blob.keysUnder(blob.JobPrefix(id)); !slices.Equal(got, before) {
+				if got := r.blob.Keys(blob.JobPrefix(id)); !slices.Equal(got, before) {
 					t.Errorf("objects %v after a refused deletion, were %v", got, before)
 				}
 				if !r.job(id).DataDeleted.IsZero() {
@@ -127,7 +71,7 @@ func TestDeleteData(t *testing.T) {
 				return
 			}
 			if c.failFirst {
-				if !errors.Is(err, errInjected) {
+				if !errors.Is(err, testdouble.ErrInjected) {
 					t.Fatalf("DeleteData with S3 failing: %v, want the injected fault", err)
 				}
 				// Recorded before any object went: the outputs say so.
@@ -145,10 +89,10 @@ func TestDeleteData(t *testing.T) {
 			if d != want {
 				t.Errorf("DeleteData = %+v, want %+v", d, want)
 			}
-			if got := r.blob.keysUnder(blob.JobPrefix(id)); len(got) != 0 {
+			if got := r.blob.Keys(blob.JobPrefix(id)); len(got) != 0 {
 				t.Errorf("objects left: %v", got)
 			}
-			if got := r.blob.keysUnder(blob.JobPrefix(other)); !slices.Equal(got, otherKeys) {
+			if got := r.blob.Keys(blob.JobPrefix(other)); !slices.Equal(got, otherKeys) {
 				t.Errorf("the other job's objects: %v, were %v", got, otherKeys)
 			}
 			if _, err := r.svc.Outputs(r.ctx, OutputsRequest{Owner: "tester", ID: id, Stage: "s"}); !errors.Is(err, ErrDataDeleted) {

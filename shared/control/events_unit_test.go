@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -22,19 +23,19 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// outboxStore is the fake store with the event outbox of shared/dynamo:
+// outboxStore is the in-memory store with the event outbox of shared/dynamo:
 // each transition that has an event writes it when (and only when) the
 // transition applies, as the store's transactions do; the sweep's index
 // lists it from dynamo.OutboxGrace on.
 type outboxStore struct {
-	*fakeStore
+	*testdouble.Store
 	mu      sync.Mutex
 	pending map[string]events.Event
 	written []string
 }
 
-func newOutboxStore(f *fakeStore) *outboxStore {
-	return &outboxStore{fakeStore: f, pending: map[string]events.Event{}}
+func newOutboxStore(f *testdouble.Store) *outboxStore {
+	return &outboxStore{Store: f, pending: map[string]events.Event{}}
 }
 
 func (s *outboxStore) write(ev events.Event) {
@@ -45,7 +46,7 @@ func (s *outboxStore) write(ev events.Event) {
 }
 
 func (s *outboxStore) CreateJob(ctx context.Context, p dynamo.CreateJobParams) (string, bool, error) {
-	id, created, err := s.fakeStore.CreateJob(ctx, p)
+	id, created, err := s.Store.CreateJob(ctx, p)
 	if err == nil && created {
 		s.write(dynamo.SubmittedEvent(p.Job))
 	}
@@ -57,9 +58,9 @@ func (s *outboxStore) EndJobEvent(ctx context.Context, id string, ev sm.Event, r
 }
 
 func (s *outboxStore) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
-	j, jerr := s.fakeStore.GetJob(ctx, id)
-	stages, serr := s.fakeStore.ListStages(ctx, id)
-	eid, err := s.fakeStore.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
+	j, jerr := s.Store.GetJob(ctx, id)
+	stages, serr := s.Store.ListStages(ctx, id)
+	eid, err := s.Store.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
 	if err == nil && jerr == nil && serr == nil {
 		s.write(dynamo.JobEndedEvent(id, j.Owner, j.Spec.Name, sm.Jobs.Transition(ev).To, reason, manifest, stages, now))
 	}
@@ -67,7 +68,7 @@ func (s *outboxStore) EndJobGen(ctx context.Context, id string, ev sm.Event, rea
 }
 
 func (s *outboxStore) TransitionStage(ctx context.Context, p dynamo.StageTransitionParams) error {
-	err := s.fakeStore.TransitionStage(ctx, p)
+	err := s.Store.TransitionStage(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
@@ -75,7 +76,7 @@ func (s *outboxStore) TransitionStage(ctx context.Context, p dynamo.StageTransit
 }
 
 func (s *outboxStore) ReleaseTask(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
-	t, err := s.fakeStore.ReleaseTask(ctx, p)
+	t, err := s.Store.ReleaseTask(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
@@ -83,7 +84,7 @@ func (s *outboxStore) ReleaseTask(ctx context.Context, p dynamo.ReleaseParams) (
 }
 
 func (s *outboxStore) SweepTask(ctx context.Context, p dynamo.SweepTaskParams) error {
-	err := s.fakeStore.SweepTask(ctx, p)
+	err := s.Store.SweepTask(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
@@ -91,7 +92,7 @@ func (s *outboxStore) SweepTask(ctx context.Context, p dynamo.SweepTaskParams) e
 }
 
 func (s *outboxStore) DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
-	items, err := s.fakeStore.DueItems(ctx, shard, now, limit)
+	items, err := s.Store.DueItems(ctx, shard, now, limit)
 	if err != nil || shard != 0 {
 		return items, err
 	}

@@ -82,7 +82,7 @@ func TestFailClassDecidesWhatFollows(t *testing.T) {
 			if got.ErrorClass != wantClass || got.LastError != c.wantErr || got.Memory != c.wantMemory {
 				t.Errorf("task class %q error %q memory %d; want %q %q %d", got.ErrorClass, got.LastError, got.Memory, wantClass, c.wantErr, c.wantMemory)
 			}
-			end, _ := r.store.attemptEnd(ref, cl.Task.Attempt)
+			end, _ := r.store.AttemptEnd(ref, cl.Task.Attempt)
 			if end.Kind != c.wantKind || end.Err != c.wantErr {
 				t.Errorf("attempt end %+v, want kind %s error %q", end, c.wantKind, c.wantErr)
 			}

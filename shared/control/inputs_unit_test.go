@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -21,8 +22,8 @@ import (
 func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
 	t.Parallel()
 	const allowed = "corp-data"
-	alice := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key("alice"))
-	bob := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key("bob"))
+	alice := "s3://" + testdouble.DefaultBucket + "/" + blob.InputsPrefix(principal.Key("alice"))
+	bob := "s3://" + testdouble.DefaultBucket + "/" + blob.InputsPrefix(principal.Key("bob"))
 	oneInput := func(prefix string) string {
 		return fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, prefix)
 	}
@@ -42,21 +43,21 @@ func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
 
 		{name: "another owner's inputs area", spec: oneInput(bob + "corpus/"),
 			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
-		{name: "every owner's inputs", spec: oneInput("s3://" + fakeBucket + "/inputs/"),
+		{name: "every owner's inputs", spec: oneInput("s3://" + testdouble.DefaultBucket + "/inputs/"),
 			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
 		{name: "own key without its slash", spec: oneInput(strings.TrimSuffix(alice, "/")),
 			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
-		{name: "another prefix of the data bucket", spec: oneInput("s3://" + fakeBucket + "/uploads/"),
+		{name: "another prefix of the data bucket", spec: oneInput("s3://" + testdouble.DefaultBucket + "/uploads/"),
 			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
-		{name: "the whole data bucket", spec: oneInput("s3://" + fakeBucket),
+		{name: "the whole data bucket", spec: oneInput("s3://" + testdouble.DefaultBucket),
 			field: "stages[0].partitions.input.prefix", msg: "names the whole data bucket"},
-		{name: "the job area", spec: oneInput("s3://" + fakeBucket + "/jobs/"),
+		{name: "the job area", spec: oneInput("s3://" + testdouble.DefaultBucket + "/jobs/"),
 			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
-		{name: "part of the job area's name", spec: oneInput("s3://" + fakeBucket + "/jo"),
+		{name: "part of the job area's name", spec: oneInput("s3://" + testdouble.DefaultBucket + "/jo"),
 			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
-		{name: "another owner's job", spec: oneInput("s3://" + fakeBucket + "/jobs/j00000000000000000000/out/"),
+		{name: "another owner's job", spec: oneInput("s3://" + testdouble.DefaultBucket + "/jobs/j00000000000000000000/out/"),
 			field: "stages[0].partitions.input.prefix", msg: "reads a job's working area (jobs/)"},
-		{name: "another owner's outputs area", spec: oneInput("s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"),
+		{name: "another owner's outputs area", spec: oneInput("s3://" + testdouble.DefaultBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"),
 			field: "stages[0].partitions.input.prefix", msg: "outside your inputs area"},
 		{name: "a bucket not allowed", spec: oneInput("s3://elsewhere/data/"),
 			field: "stages[0].partitions.input.prefix", msg: `bucket "elsewhere" is not one this installation reads inputs from`},
@@ -77,7 +78,7 @@ func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
 				if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.msg) {
 					t.Fatalf("submit: %v, want a field error on %s containing %q", err, c.field, c.msg)
 				}
-				if n := len(r.store.jobs) + len(r.store.idem); n != 0 {
+				if n := r.store.JobItems(); n != 0 {
 					t.Fatalf("%d records written for a refused spec", n)
 				}
 				return
@@ -120,7 +121,7 @@ func TestInputShorthandResolvesPerOwner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "s3://" + fakeBucket + "/" + blob.InputsPrefix(principal.Key(owner)) + "corpus/"
+		want := "s3://" + testdouble.DefaultBucket + "/" + blob.InputsPrefix(principal.Key(owner)) + "corpus/"
 		if got := j.Spec.Stages[0].Partitions.Input.Prefix; got != want {
 			t.Fatalf("%s's job reads %q, want %q", owner, got, want)
 		}
@@ -177,11 +178,11 @@ func TestIncompletePublishedFolderIsNotReadAsInput(t *testing.T) {
 	t.Parallel()
 	r, pb := newPublishRig(t)
 	folder := blob.OutputsPrefix(principal.Key("tester")) + "wc/"
-	pb.put(fakeBucket, folder+blob.ClaimName, []byte(`{"job":"jA"}`))
-	pb.put(fakeBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
+	pb.Put(testdouble.DefaultBucket, folder+blob.ClaimName, []byte(`{"job":"jA"}`))
+	pb.Put(testdouble.DefaultBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
 	// part-00001 is not copied yet, and there is no _SUCCESS.
 	spec := fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
-		"s3://"+fakeBucket+"/"+folder)
+		"s3://"+testdouble.DefaultBucket+"/"+folder)
 	res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k", Spec: []byte(spec)})
 	if err != nil {
 		return // refused at submit: fine
@@ -198,7 +199,7 @@ func TestIncompletePublishedFolderIsNotReadAsInput(t *testing.T) {
 	}
 	// A prefix inside the folder: its claim is above the listing.
 	spec = fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
-		"s3://"+fakeBucket+"/"+folder+"reduce/")
+		"s3://"+testdouble.DefaultBucket+"/"+folder+"reduce/")
 	res, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k2", Spec: []byte(spec)})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestIncompletePublishedFolderIsNotReadAsInput(t *testing.T) {
 		t.Fatalf("job reading inside the folder: %s (%q), want FAILED naming %s", j.State, j.Error, folder)
 	}
 	// Once published, it reads.
-	pb.put(fakeBucket, folder+blob.SuccessName, []byte(`{}`))
+	pb.Put(testdouble.DefaultBucket, folder+blob.SuccessName, []byte(`{}`))
 	res, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "k3", Spec: []byte(spec)})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +269,7 @@ func TestOwnJobAreaIsNotAnInput(t *testing.T) {
 		t.Fatalf("job A %s", st)
 	}
 	sp := fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`,
-		"s3://"+fakeBucket+"/jobs/"+a+"/out/")
+		"s3://"+testdouble.DefaultBucket+"/jobs/"+a+"/out/")
 	res, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "b", Spec: []byte(sp)})
 	var fe *spec.FieldError
 	if errors.As(err, &fe) && fe.Field == "stages[0].partitions.input.prefix" && strings.Contains(fe.Message, "output folder") {

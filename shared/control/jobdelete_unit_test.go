@@ -3,11 +3,11 @@ package control
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/operations"
@@ -15,137 +15,6 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
-
-// The fake store's JobDeleter, as dynamo's: marking is guarded on the job
-// having ended; records go children first, counted against the budget;
-// the job item goes last, with the idempotency records naming it.
-func (f *fakeStore) MarkJobDeleting(_ context.Context, id, owner string, now time.Time) error {
-	_, err := fakeCall(f, "MarkJobDeleting", func() (struct{}, error) {
-		j, ok := f.jobs[id]
-		if !ok {
-			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, batch.ErrNotFound)
-		}
-		if !sm.Jobs.IsTerminal(j.job.State) {
-			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, sm.ErrInvalidTransition)
-		}
-		if j.job.Deleting.IsZero() {
-			j.job.Deleting = msTime(now)
-		}
-		return struct{}{}, nil
-	})
-	return err
-}
-
-func (f *fakeStore) DeleteJobRecords(_ context.Context, job string, budget int) (int, bool, error) {
-	type res struct {
-		n        int
-		complete bool
-	}
-	r, err := fakeCall(f, "DeleteJobRecords", func() (res, error) {
-		n := 0
-		full := func() bool { return budget > 0 && n >= budget }
-		for k := range f.counters {
-			if k.job == job && !full() {
-				delete(f.counters, k)
-				n++
-			}
-		}
-		for k := range f.tasks {
-			if k.Job == job && !full() {
-				delete(f.tasks, k)
-				n++
-			}
-		}
-		for k := range f.ends {
-			if k.ref.Job == job && !full() {
-				delete(f.ends, k)
-				n++
-			}
-		}
-		for k := range f.slots {
-			if k == dynamo.JobSlots(job) && !full() {
-				delete(f.slots, k)
-				n++
-			}
-		}
-		if full() {
-			return res{n, false}, nil
-		}
-		for k := range f.stages {
-			if k.job == job {
-				delete(f.stages, k)
-				n++
-			}
-		}
-		return res{n, true}, nil
-	})
-	return r.n, r.complete, err
-}
-
-// PostponeExpiry moves the job's turn; the fake keeps no TTL.
-func (f *fakeStore) PostponeExpiry(_ context.Context, job, _ string, until time.Time) error {
-	return fakeDo(f, "PostponeExpiry", func() error {
-		j, ok := f.jobs[job]
-		if !ok || !sm.Jobs.IsTerminal(j.job.State) || !j.job.Deleting.IsZero() {
-			return fmt.Errorf("postpone expiry of job %s: %w", job, sm.ErrInvalidTransition)
-		}
-		j.due = msTime(until)
-		return nil
-	})
-}
-
-func (f *fakeStore) DeleteJobItem(_ context.Context, job string) (int, error) {
-	return fakeCall(f, "DeleteJobItem", func() (int, error) {
-		n := 0
-		for k, v := range f.idem {
-			if v.job == job {
-				delete(f.idem, k)
-				n++
-			}
-		}
-		if _, ok := f.jobs[job]; ok {
-			delete(f.jobs, job)
-			n++
-		}
-		return n, nil
-	})
-}
-
-// jobRecords counts what the fake store holds of a job.
-func (f *fakeStore) jobRecords(job string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	if _, ok := f.jobs[job]; ok {
-		n++
-	}
-	for _, v := range f.idem {
-		if v.job == job {
-			n++
-		}
-	}
-	for k := range f.stages {
-		if k.job == job {
-			n++
-		}
-	}
-	for k := range f.counters {
-		if k.job == job {
-			n++
-		}
-	}
-	for k := range f.tasks {
-		if k.Job == job {
-			n++
-		}
-	}
-	for k := range f.ends {
-		if k.ref.Job == job {
-			n++
-		}
-	}
-	return n
-}
 
 // DeleteJob: only the owner, only an ended job; every record and object
 // of the job goes and nothing of another job's; a deletion stopped after
@@ -182,10 +51,10 @@ func TestDeleteJob(t *testing.T) {
 			id, other := r.submit(oneStage(3, 3, "")), r.submit(oneStage(1, 3, ""))
 			finishUnitJob(r, other)
 			c.end(r, id)
-			r.blob.put(fakeBucket, blob.PlanKey(id, "s"), []byte("{}"))
-			r.blob.put(fakeBucket, blob.OutputKey(id, "s", 1, 1, 0), []byte("x"))
-			before, otherKeys := r.blob.keysUnder(blob.JobPrefix(id)), r.blob.keysUnder(blob.JobPrefix(other))
-			records, otherRecords := r.store.jobRecords(id), r.store.jobRecords(other)
+			r.blob.Put(testdouble.DefaultBucket, blob.PlanKey(id, "s"), []byte("{}"))
+			r.blob.Put(testdouble.DefaultBucket, blob.OutputKey(id, "s", 1, 1, 0), []byte("x"))
+			before, otherKeys := r.blob.Keys(blob.JobPrefix(id)), r.blob.Keys(blob.JobPrefix(other))
+			records, otherRecords := r.store.JobRecords(id), r.store.JobRecords(other)
 			if records < 6 {
 				t.Fatalf("the job has %d records, want its job, idempotency, stage, counter and task records", records)
 			}
@@ -194,7 +63,7 @@ func TestDeleteJob(t *testing.T) {
 				r.svc.DeleteStepHook = func(job, step string) error {
 					if job == id && step == c.stopAt && !stopped {
 						stopped = true
-						return errInjected
+						return testdouble.ErrInjected
 					}
 					return nil
 				}
@@ -203,14 +72,14 @@ func TestDeleteJob(t *testing.T) {
 				fault := func(m string) error {
 					if m == c.faultAt && !stopped {
 						stopped = true
-						return errInjected
+						return testdouble.ErrInjected
 					}
 					return nil
 				}
 				if c.faultAt == "DeletePrefix" {
-					r.blob.setFault(fault)
+					r.blob.SetFault(fault)
 				} else {
-					r.store.setFaults(fault, nil)
+					r.store.SetFaults(fault, nil)
 				}
 			}
 			d, err := r.svc.DeleteJob(r.ctx, c.owner, id)
@@ -218,10 +87,10 @@ func TestDeleteJob(t *testing.T) {
 				if !errors.Is(err, c.wantErr) {
 					t.Fatalf("DeleteJob: %v, want %v", err, c.wantErr)
 				}
-				if got := r.blob.keysUnder(blob.JobPrefix(id)); !slices.Equal(got, before) {
+				if got := r.blob.Keys(blob.JobPrefix(id)); !slices.Equal(got, before) {
 					t.Errorf("objects %v after a refused deletion, were %v", got, before)
 				}
-				if n := r.store.jobRecords(id); n != records {
+				if n := r.store.JobRecords(id); n != records {
 					t.Errorf("%d records after a refused deletion, were %d", n, records)
 				}
 				if !r.job(id).Deleting.IsZero() {
@@ -233,7 +102,7 @@ func TestDeleteJob(t *testing.T) {
 				return
 			}
 			if c.stopAt != "" || c.faultAt != "" {
-				if !errors.Is(err, errInjected) {
+				if !errors.Is(err, testdouble.ErrInjected) {
 					t.Fatalf("DeleteJob stopped at %s%s: %v, want the injected fault", c.stopAt, c.faultAt, err)
 				}
 				// Marked before anything went: the job is gone to every
@@ -266,16 +135,16 @@ func TestDeleteJob(t *testing.T) {
 			if c.stopAt == "" && c.faultAt == "" && d.Records != records+1 {
 				t.Errorf("DeleteJob deleted %d records, want %d", d.Records, records+1)
 			}
-			if n := r.store.jobRecords(id); n != 0 {
+			if n := r.store.JobRecords(id); n != 0 {
 				t.Errorf("%d records of the job left", n)
 			}
-			if got := r.blob.keysUnder(blob.JobPrefix(id)); len(got) != 0 {
+			if got := r.blob.Keys(blob.JobPrefix(id)); len(got) != 0 {
 				t.Errorf("objects left: %v", got)
 			}
-			if got := r.blob.keysUnder(blob.JobPrefix(other)); !slices.Equal(got, otherKeys) {
+			if got := r.blob.Keys(blob.JobPrefix(other)); !slices.Equal(got, otherKeys) {
 				t.Errorf("the other job's objects: %v, were %v", got, otherKeys)
 			}
-			if n := r.store.jobRecords(other); n != otherRecords {
+			if n := r.store.JobRecords(other); n != otherRecords {
 				t.Errorf("the other job has %d records, had %d", n, otherRecords)
 			}
 			for _, owner := range []string{"tester", "mallory"} {
@@ -317,7 +186,7 @@ func TestDeleteJobLetsClaimsSeeTheEnd(t *testing.T) {
 			ended := r.job(id).Ended
 			r.clock.Advance(c.after)
 			var recordsAt time.Time
-			r.store.setFaults(func(m string) error {
+			r.store.SetFaults(func(m string) error {
 				if m == "DeleteJobRecords" && recordsAt.IsZero() {
 					recordsAt = r.clock.Now()
 				}
@@ -347,7 +216,7 @@ func TestDeleteJobOverCalls(t *testing.T) {
 	r := newUnitRig(t)
 	id := r.submit(oneStage(3, 3, ""))
 	finishUnitJob(r, id)
-	budget := &budgetStore{fakeStore: r.store, budget: 2}
+	budget := &budgetStore{Store: r.store, budget: 2}
 	svc := New(unitTimings, budget, r.queue, r.blob, testLogger(t))
 	svc.Now, svc.Sleep = r.clock.Now, r.sleep
 	calls, total := 0, 0
@@ -361,19 +230,19 @@ func TestDeleteJobOverCalls(t *testing.T) {
 			break
 		}
 	}
-	if calls < 2 || r.store.jobRecords(id) != 0 {
-		t.Errorf("deleted in %d calls, %d records left; want several calls and none left", calls+1, r.store.jobRecords(id))
+	if calls < 2 || r.store.JobRecords(id) != 0 {
+		t.Errorf("deleted in %d calls, %d records left; want several calls and none left", calls+1, r.store.JobRecords(id))
 	}
 }
 
 // budgetStore caps the budget DeleteJobRecords is given.
 type budgetStore struct {
-	*fakeStore
+	*testdouble.Store
 	budget int
 }
 
 func (b *budgetStore) DeleteJobRecords(ctx context.Context, job string, budget int) (int, bool, error) {
-	return b.fakeStore.DeleteJobRecords(ctx, job, min(budget, b.budget))
+	return b.Store.DeleteJobRecords(ctx, job, min(budget, b.budget))
 }
 
 // With a retention, the sweep deletes an ended job's records once the
@@ -405,16 +274,14 @@ func TestExpireJob(t *testing.T) {
 			ended := r.job(id).Ended
 			r.clock.Advance(c.after)
 			var counts SweepCounts
-			if err := r.svc.sweepJob(r.ctx, dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, r.clock.Now(), &counts); err != nil {
+			if err := r.svc.sweeper.SweepItem(r.ctx, dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, r.clock.Now(), &counts); err != nil {
 				t.Fatal(err)
 			}
-			if gone := r.store.jobRecords(id) == 0; gone != c.wantGone {
+			if gone := r.store.JobRecords(id) == 0; gone != c.wantGone {
 				t.Fatalf("records gone %v, want %v", gone, c.wantGone)
 			}
 			if !c.wantGone && c.retention > 0 {
-				r.store.mu.Lock()
-				due := r.store.jobs[id].due
-				r.store.mu.Unlock()
+				due := r.store.DueOf(dynamo.DueItem{Kind: dynamo.DueJob, Job: id})
 				if !due.Equal(ended.Add(c.retention)) {
 					t.Errorf("due %s, want the end plus the retention %s", due, ended.Add(c.retention))
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -73,9 +74,9 @@ func TestPlanLimits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newUnitRig(t)
-			r.blob.listLimit = c.listLimit
+			r.blob.SetListLimit(c.listLimit)
 			for i, size := range c.objects {
-				r.blob.put("in-bucket", fmt.Sprintf("data/%03d", i), make([]byte, size))
+				r.blob.Put("in-bucket", fmt.Sprintf("data/%03d", i), make([]byte, size))
 			}
 			r.storeOldJob("jold", c.splitSize)
 			var before, after runtime.MemStats
@@ -91,7 +92,7 @@ func TestPlanLimits(t *testing.T) {
 				if j.State != sm.JobFailed || !strings.Contains(j.Error, c.wantErr) || !strings.Contains(j.Error, `stage "s": plan input: bad input`) {
 					t.Fatalf("job %s (%q), want FAILED by bad input with %q", j.State, j.Error, c.wantErr)
 				}
-				if _, ok := r.blob.object(blob.PlanKey("jold", "s")); ok {
+				if _, ok := r.blob.Object(blob.PlanKey("jold", "s")); ok {
 					t.Error("a plan was written for a refused stage")
 				}
 				// A split is 32 bytes: ten million of them were 320 MiB.
@@ -117,7 +118,7 @@ func TestSubmitRefusesTinySplits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stages[0].partitions.input.splitSize: must be at least 4096 (bytes)") {
 		t.Fatalf("submit: %v, want the split size refused", err)
 	}
-	if r.store.callCount("CreateJob") != 0 {
+	if r.store.CallCount("CreateJob") != 0 {
 		t.Error("a refused spec was recorded")
 	}
 }
@@ -160,14 +161,14 @@ func TestPagedManifests(t *testing.T) {
 			var puts atomic.Int32
 			switch {
 			case c.failPut > 0:
-				r.blob.setFault(func(m string) error {
+				r.blob.SetFault(func(m string) error {
 					if m == "PutIfAbsent" && puts.Add(1) == int32(c.failPut) {
-						return errInjected
+						return testdouble.ErrInjected
 					}
 					return nil
 				})
 			case c.perCall > 0:
-				r.blob.setFault(func(m string) error {
+				r.blob.SetFault(func(m string) error {
 					if m == "PutIfAbsent" && puts.Add(1) > int32(c.perCall) {
 						return context.DeadlineExceeded
 					}
@@ -186,12 +187,12 @@ func TestPagedManifests(t *testing.T) {
 				if c.perCall > 0 {
 					puts.Store(0)
 				}
-				r.clock.Advance(r.store.dueOf(stageItem(job, 0)).Sub(r.clock.Now()))
+				r.clock.Advance(r.store.DueOf(stageItem(job, 0)).Sub(r.clock.Now()))
 				if _, err := r.svc.Sweep(r.ctx); err != nil && c.perCall == 0 {
 					t.Fatalf("sweep: %v", err)
 				}
 			}
-			r.blob.setFault(nil)
+			r.blob.SetFault(nil)
 			key := blob.StageManifestKey(job, "map")
 			m, err := blob.ReadManifest(r.ctx, r.blob, key)
 			if err != nil {
@@ -206,10 +207,10 @@ func TestPagedManifests(t *testing.T) {
 					want = append(want, blob.OutputKey(job, "map", p, 1, part))
 				}
 			}
-			completed := r.log.index(fmt.Sprintf("stage %s/0 complete", job))
-			done := r.log.index(fmt.Sprintf("stage %s/1 start", job)) // its downstream
+			completed := r.log.Index(fmt.Sprintf("stage %s/0 complete", job))
+			done := r.log.Index(fmt.Sprintf("stage %s/1 start", job)) // its downstream
 			for i, pk := range m.Pages {
-				raw, _ := r.blob.object(pk)
+				raw, _ := r.blob.Object(pk)
 				var pg batch.ManifestPage
 				if err := json.Unmarshal(raw, &pg); err != nil || len(pg.Outputs) > pageSize {
 					t.Errorf("page %s: %d outputs (%v), want at most %d", pk, len(pg.Outputs), err, pageSize)
@@ -217,22 +218,22 @@ func TestPagedManifests(t *testing.T) {
 				for _, o := range pg.Outputs {
 					got = append(got, o.Key)
 				}
-				if put := r.log.index("put " + pk); put < 0 || put > r.log.index("put "+key) || (i == 0 && (put > done || put < completed)) {
-					t.Errorf("page %s written at %d, the manifest at %d, the stage completed at %d, its downstream started at %d", pk, put, r.log.index("put "+key), completed, done)
+				if put := r.log.Index("put " + pk); put < 0 || put > r.log.Index("put "+key) || (i == 0 && (put > done || put < completed)) {
+					t.Errorf("page %s written at %d, the manifest at %d, the stage completed at %d, its downstream started at %d", pk, put, r.log.Index("put "+key), completed, done)
 				}
 			}
-			if put := r.log.index("put " + key); put < 0 || done < 0 || put > done || put < completed {
+			if put := r.log.Index("put " + key); put < 0 || done < 0 || put > done || put < completed {
 				t.Errorf("manifest written at %d, stage completed at %d, its downstream started at %d: want it after the completion, before the start", put, completed, done)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("manifest outputs (-want +got):\n%s", diff)
 			}
-			if n := r.store.callCount("ListStageTasks"); n != 0 {
+			if n := r.store.CallCount("ListStageTasks"); n != 0 {
 				t.Errorf("the whole stage was read at once %d times; the manifest reads it bucket by bucket", n)
 			}
-			for _, e := range r.log.all() {
-				if strings.HasPrefix(e, "put "+strings.TrimSuffix(key, ".json")) && r.log.count(e) != 1 {
-					t.Errorf("%q happened %d times, want once", e, r.log.count(e))
+			for _, e := range r.log.All() {
+				if strings.HasPrefix(e, "put "+strings.TrimSuffix(key, ".json")) && r.log.Count(e) != 1 {
+					t.Errorf("%q happened %d times, want once", e, r.log.Count(e))
 				}
 			}
 			// The reduce tasks exist and the job completes through them.
@@ -275,7 +276,7 @@ func TestOutputsOfPagedManifest(t *testing.T) {
 					t.Fatal("no end of pages")
 				}
 				var reads atomic.Int32
-				counting := &countingGets{fakeBlob: r.blob, gets: &reads}
+				counting := &countingGets{Blob: r.blob, gets: &reads}
 				svc := New(unitTimings, r.store, r.queue, counting, testLogger(t))
 				out, err := svc.Outputs(r.ctx, OutputsRequest{Owner: "tester", ID: job, Limit: limit, Cursor: cur})
 				if err != nil {
@@ -304,11 +305,11 @@ func TestOutputsOfPagedManifest(t *testing.T) {
 
 // countingGets counts the objects a service reads.
 type countingGets struct {
-	*fakeBlob
+	*testdouble.Blob
 	gets *atomic.Int32
 }
 
 func (c *countingGets) Get(ctx context.Context, key string) ([]byte, error) {
 	c.gets.Add(1)
-	return c.fakeBlob.Get(ctx, key)
+	return c.Blob.Get(ctx, key)
 }

@@ -34,7 +34,7 @@ func TestAttemptsKeepExecutorAndStart(t *testing.T) {
 	if _, err := r.svc.Claim(WithExecutor(r.ctx, "exec-b"), ref); err != nil {
 		t.Fatal(err)
 	}
-	e, ok := r.store.attemptEnd(ref, 1)
+	e, ok := r.store.AttemptEnd(ref, 1)
 	if !ok || e.Executor != "exec-a" || !e.Started.Equal(first) {
 		t.Fatalf("end record of attempt 1 = %+v; want executor exec-a, started %v", e, first)
 	}

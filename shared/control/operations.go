@@ -51,7 +51,7 @@ var (
 // Cancel ends a running job as CANCELLED and returns its status
 // (operations.Operator.Cancel).
 func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, error) {
-	if err := s.ops.Cancel(ctx, owner, id); err != nil {
+	if err := s.Operator.Cancel(ctx, owner, id); err != nil {
 		return JobStatus{}, err
 	}
 	return s.Status(ctx, owner, id)
@@ -60,25 +60,8 @@ func (s *Service) Cancel(ctx context.Context, owner, id string) (JobStatus, erro
 // Redrive redrives a FAILED job and returns its status
 // (operations.Operator.Redrive).
 func (s *Service) Redrive(ctx context.Context, req RedriveRequest) (JobStatus, error) {
-	if err := s.ops.Redrive(ctx, req); err != nil {
+	if err := s.Operator.Redrive(ctx, req); err != nil {
 		return JobStatus{}, err
 	}
 	return s.Status(ctx, req.Owner, req.ID)
-}
-
-// Rerun submits the rerun of an ended job (operations.Operator.Rerun).
-func (s *Service) Rerun(ctx context.Context, req RerunRequest) (SubmitResult, error) {
-	return s.ops.Rerun(ctx, req)
-}
-
-// DeleteJob deletes an ended job of owner's, its objects and its records
-// (operations.Operator.DeleteJob).
-func (s *Service) DeleteJob(ctx context.Context, owner, id string) (JobDeletion, error) {
-	return s.ops.DeleteJob(ctx, owner, id)
-}
-
-// DeleteData deletes every object of an ended job of owner's
-// (operations.Operator.DeleteData).
-func (s *Service) DeleteData(ctx context.Context, owner, id string) (DataDeletion, error) {
-	return s.ops.DeleteData(ctx, owner, id)
 }

@@ -32,8 +32,8 @@ func TestPlanningErrorsEndJobsWithPublicErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newUnitRig(t)
-			r.blob.put("in-bucket", "data/a", make([]byte, 8192))
-			r.blob.setFault(func(m string) error {
+			r.blob.Put("in-bucket", "data/a", make([]byte, 8192))
+			r.blob.SetFault(func(m string) error {
 				if m == "List" {
 					return tc.err
 				}

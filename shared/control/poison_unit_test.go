@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/split"
@@ -21,7 +22,7 @@ import (
 // out-of-memory crash no handler sees), hangs until its context ends, or
 // is stuck whatever its context says, until released.
 type poisonBlob struct {
-	*fakeBlob
+	*testdouble.Blob
 	prefix string
 
 	mu      sync.Mutex
@@ -46,7 +47,7 @@ func (p *poisonBlob) poisonedCalls() int {
 
 func (p *poisonBlob) List(ctx context.Context, bucket, prefix string) ([]split.Object, error) {
 	if !strings.HasPrefix(prefix, p.prefix) {
-		return p.fakeBlob.List(ctx, bucket, prefix)
+		return p.Blob.List(ctx, bucket, prefix)
 	}
 	p.mu.Lock()
 	mode := p.mode
@@ -64,7 +65,7 @@ func (p *poisonBlob) List(ctx context.Context, bucket, prefix string) ([]split.O
 		<-p.release
 		return nil, errors.New("released")
 	}
-	return p.fakeBlob.List(ctx, bucket, prefix)
+	return p.Blob.List(ctx, bucket, prefix)
 }
 
 // One poisoned record must not cost every other owner their sweep: with a
@@ -85,7 +86,7 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 		t.Run(c.mode, func(t *testing.T) {
 			t.Parallel()
 			r := newUnitRig(t, func(cfg *Config) { cfg.Queues.DLQ = "q-dlq" })
-			poison := &poisonBlob{fakeBlob: r.blob, prefix: "poison/", mode: "fail", release: make(chan struct{})}
+			poison := &poisonBlob{Blob: r.blob, prefix: "poison/", mode: "fail", release: make(chan struct{})}
 			t.Cleanup(func() { close(poison.release) }) // before the rig checks the records
 			svc := New(r.svc.cfg, r.store, r.queue, poison, testLogger(t))
 			svc.Now, svc.Jitter = r.clock.Now, r.svc.Jitter
@@ -93,7 +94,7 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 
 			// The poisoned job's planning is throttled at submit, so its
 			// stage waits for the sweep, which finds the poison.
-			r.blob.put("in-bucket", "poison/a", []byte("line\n"))
+			r.blob.Put("in-bucket", "poison/a", []byte("line\n"))
 			bad := r.submit(`{"name":"bad","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":"s3://in-bucket/poison/"}}}]}`)
 			if st := r.stage(bad, 0); st.State != sm.StageRunning || st.Materialized {
 				t.Fatalf("poisoned stage %+v, want RUNNING and not materialized", st)
@@ -102,9 +103,9 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			// Another owner's job: its message is lost, and a copy sits in
 			// the dead-letter queue.
 			good := r.submit(oneStage(2, 3, ""))
-			r.queue.drain()
+			r.queue.Drain()
 			lost, dead := taskRef(good, 0, 0), taskRef(good, 0, 1)
-			r.queue.plant("q-dlq", queue.Message{ID: "m1", Receipt: "r1", Body: dead.String()})
+			r.queue.Push("q-dlq", queue.Message{ID: "m1", Receipt: "r1", Body: dead.String()})
 			r.clock.Advance(unitTimings.StuckAfter)
 
 			now := r.clock.Now()
@@ -120,13 +121,13 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			if counts.DeadLettered != 1 || counts.Requeued < 1 {
 				t.Errorf("counts %+v: want the dead letter redriven and the lost message resent", counts)
 			}
-			sent := bodyCounts(r.queue.drain())
+			sent := bodyCounts(r.queue.Drain())
 			if sent[lost.String()] == 0 || sent[dead.String()] == 0 {
 				t.Errorf("messages sent %v, want both of the good job's tasks", sent)
 			}
 			// The stage started at the submit, StuckAfter ago: its next look
 			// is as far off.
-			first := r.store.dueOf(stageItem(bad, 0))
+			first := r.store.DueOf(stageItem(bad, 0))
 			if want := now.Add(unitTimings.StuckAfter); !first.Equal(want) {
 				t.Errorf("poisoned stage due %v, want %v", first, want)
 			}
@@ -146,46 +147,12 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			if _, err := r.svc.Sweep(ctx2); !errors.Is(err, c.wantErr) {
 				t.Fatalf("sweep of the poisoned stage again: %v", err)
 			}
-			second := r.store.dueOf(stageItem(bad, 0))
+			second := r.store.DueOf(stageItem(bad, 0))
 			if gap, prev := second.Sub(r.clock.Now()), first.Sub(now); gap <= prev {
 				t.Errorf("the poisoned stage's wait went from %v to %v; want it to grow", prev, gap)
 			}
 			if j := r.job(bad); j.State != sm.JobRunning {
 				t.Errorf("poisoned job %s, want RUNNING: a crash is no verdict on its input", j.State)
-			}
-		})
-	}
-}
-
-// The wait before a stage's next look grows with the time its step has
-// been pending, between StartGrace and SweepBackoffMax.
-func TestDeferStage(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name  string
-		since time.Duration // before now; 0: not known
-		want  time.Duration
-	}{
-		{"not known", 0, unitTimings.StartGrace},
-		{"just started", time.Millisecond, unitTimings.StartGrace},
-		{"pending a minute", time.Minute, time.Minute},
-		{"pending a day", 24 * time.Hour, SweepBackoffMax},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			r := newUnitRig(t)
-			job := r.submit(oneStage(1, 3, ""))
-			now := r.clock.Now()
-			var since time.Time
-			if c.since > 0 {
-				since = now.Add(-c.since)
-			}
-			if err := r.svc.deferStage(r.ctx, stageItem(job, 0), now, since); err != nil {
-				t.Fatal(err)
-			}
-			if got := r.store.dueOf(stageItem(job, 0)); !got.Equal(now.Add(c.want)) {
-				t.Errorf("due %v, want now+%v", got.Sub(now), c.want)
 			}
 		})
 	}
@@ -221,9 +188,9 @@ func TestMaterializeStopsWithinItsBudget(t *testing.T) {
 	const n = 40
 	r := newUnitRig(t, func(cfg *Config) { cfg.ChunkTasks = 2 })
 	// The submit's start is lost, so the sweep starts the stage.
-	r.store.setFaults(failOnceWith("TransitionStage", dynamo.ErrContention), nil)
+	r.store.SetFaults(testdouble.FailOnceWith("TransitionStage", dynamo.ErrContention), nil)
 	job := r.submit(oneStage(n, 3, ""))
-	r.store.setFaults(func(m string) error {
+	r.store.SetFaults(func(m string) error {
 		if m == "PutTasks" {
 			time.Sleep(20 * time.Millisecond) // a slow table
 		}
@@ -239,15 +206,15 @@ func TestMaterializeStopsWithinItsBudget(t *testing.T) {
 	if st.Materialized || st.Enqueued == 0 || st.Enqueued >= n || st.Enqueued%2 != 0 {
 		t.Fatalf("stage after a short run: %+v; want some whole chunks enqueued", st)
 	}
-	if due := r.store.dueOf(stageItem(job, 0)); !due.Equal(r.clock.Now()) {
+	if due := r.store.DueOf(stageItem(job, 0)); !due.Equal(r.clock.Now()) {
 		t.Errorf("partly materialized stage due %v, want now (%v)", due, r.clock.Now())
 	}
-	r.store.setFaults(nil, nil)
+	r.store.SetFaults(nil, nil)
 	r.sweep()
 	if st := r.stage(job, 0); !st.Materialized || st.Enqueued != n {
 		t.Fatalf("stage after the next run: %+v, want all %d tasks", st, n)
 	}
-	if counts := bodyCounts(r.queue.drain()); len(counts) != n {
+	if counts := bodyCounts(r.queue.Drain()); len(counts) != n {
 		t.Errorf("%d tasks have messages, want %d", len(counts), n)
 	}
 }

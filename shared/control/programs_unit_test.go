@@ -106,7 +106,7 @@ func TestSubmitChecksPrograms(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ve.Errors); diff != "" {
 				t.Errorf("field errors (-want +got):\n%s", diff)
 			}
-			if n := r.store.callCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("CreateJob"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})
@@ -124,7 +124,7 @@ func TestProgramCatalogReadsAreCached(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r.svc.admit.CheckPrograms(r.ctx, sp)
+		return r.svc.Admitter.CheckPrograms(r.ctx, sp)
 	}
 	if err := check(stagesSpec("a")); err != nil || cat.reads() != 0 {
 		t.Fatalf("a spec without exec stages: %v after %d reads, want accepted without a read", err, cat.reads())
@@ -182,13 +182,13 @@ func TestPublishPrograms(t *testing.T) {
 	// A process's own publication counts at once, within the TTL.
 	r, _ := setupPrograms(t, true, nil, "a.sh")
 	sp, _ := spec.Parse([]byte(`{"name":"j","stages":[{"name":"s","exec":["b.sh"],"partitions":{"count":1}}]}`))
-	if err := r.svc.admit.CheckPrograms(r.ctx, sp); err == nil {
+	if err := r.svc.Admitter.CheckPrograms(r.ctx, sp); err == nil {
 		t.Fatal("b.sh accepted before it was published")
 	}
 	if err := r.svc.PublishPrograms(r.ctx, []string{"b.sh"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.admit.CheckPrograms(r.ctx, sp); err != nil {
+	if err := r.svc.Admitter.CheckPrograms(r.ctx, sp); err != nil {
 		t.Fatalf("b.sh refused after this process published it: %v", err)
 	}
 	// A service without a catalog: nothing to publish to, nothing checked.
@@ -197,7 +197,7 @@ func TestPublishPrograms(t *testing.T) {
 	if err := r2.svc.PublishPrograms(r2.ctx, []string{"a.sh"}); !errors.Is(err, ErrNoTaskCatalog) {
 		t.Fatalf("publish without a catalog: %v, want ErrNoTaskCatalog", err)
 	}
-	if err := r2.svc.admit.CheckPrograms(r2.ctx, sp); err != nil {
+	if err := r2.svc.Admitter.CheckPrograms(r2.ctx, sp); err != nil {
 		t.Fatalf("check without a catalog: %v, want none", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/principal"
@@ -15,17 +16,17 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// pubBlob is the rig's fakeBlob, which publishes (Blob's publishing
+// pubBlob is the rig's blob, which publishes (Blob's publishing
 // methods): conditional puts and copies into any bucket, reads and paged
 // listings. Its listing pages hold two keys, so a publish reads several.
 type pubBlob struct {
-	*fakeBlob
+	*testdouble.Blob
 }
 
 // newPublishRig is a unit rig whose blob store publishes.
 func newPublishRig(t *testing.T, opts ...func(*Config)) (*unitRig, *pubBlob) {
 	r := newUnitRig(t, opts...)
-	pb := &pubBlob{fakeBlob: r.blob}
+	pb := &pubBlob{Blob: r.blob}
 	cfg := unitTimings
 	for _, o := range opts {
 		o(&cfg)
@@ -44,8 +45,8 @@ func TestOutputFolderIsScopedToTheOwner(t *testing.T) {
 	t.Parallel()
 	const allowed = "corp-results"
 	key := principal.Key("tester")
-	own := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(key)
-	other := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob"))
+	own := "s3://" + testdouble.DefaultBucket + "/" + blob.OutputsPrefix(key)
+	other := "s3://" + testdouble.DefaultBucket + "/" + blob.OutputsPrefix(principal.Key("bob"))
 	cases := []struct {
 		name, output string
 		want         string // recorded; "" when refused
@@ -57,9 +58,9 @@ func TestOutputFolderIsScopedToTheOwner(t *testing.T) {
 
 		{name: "another owner's outputs area", output: other + "wc/", msg: "is not a folder in your outputs area"},
 		{name: "the whole outputs area", output: own, msg: "is not a folder in your outputs area"},
-		{name: "every owner's outputs", output: "s3://" + fakeBucket + "/outputs/", msg: "is not a folder in your outputs area"},
-		{name: "the job area", output: "s3://" + fakeBucket + "/jobs/x/", msg: "is not a folder in your outputs area"},
-		{name: "own inputs area", output: "s3://" + fakeBucket + "/" + blob.InputsPrefix(key), msg: "is not a folder in your outputs area"},
+		{name: "every owner's outputs", output: "s3://" + testdouble.DefaultBucket + "/outputs/", msg: "is not a folder in your outputs area"},
+		{name: "the job area", output: "s3://" + testdouble.DefaultBucket + "/jobs/x/", msg: "is not a folder in your outputs area"},
+		{name: "own inputs area", output: "s3://" + testdouble.DefaultBucket + "/" + blob.InputsPrefix(key), msg: "is not a folder in your outputs area"},
 		{name: "allowed bucket under another key", output: "s3://" + allowed + "/" + principal.Key("bob") + "/wc/", msg: "your outputs go in folders under your owner key"},
 		{name: "allowed bucket, own key alone", output: "s3://" + allowed + "/" + key + "/", msg: "your outputs go in folders under your owner key"},
 		{name: "a bucket not allowed", output: "s3://elsewhere/" + key + "/wc/", msg: `bucket "elsewhere" is not one this installation publishes outputs to`},
@@ -77,7 +78,7 @@ func TestOutputFolderIsScopedToTheOwner(t *testing.T) {
 				if !errors.As(err, &fe) || fe.Field != "output" || !strings.Contains(fe.Message, c.msg) {
 					t.Fatalf("submit: %v, want a field error on output containing %q", err, c.msg)
 				}
-				if n := len(r.store.jobs) + len(r.store.idem); n != 0 {
+				if n := r.store.JobItems(); n != 0 {
 					t.Fatalf("%d records written for a refused spec", n)
 				}
 				return
@@ -100,13 +101,13 @@ func TestOutputFolderIsScopedToTheOwner(t *testing.T) {
 // the folder.
 func TestPublishOutputs(t *testing.T) {
 	t.Parallel()
-	const folder = "s3://" + fakeBucket + "/outputs/"
+	const folder = "s3://" + testdouble.DefaultBucket + "/outputs/"
 	cases := []struct {
 		name string
 		// before runs after submit, before the tasks commit.
 		before func(r *unitRig, pb *pubBlob, job, folder string)
 		// fault is set on the blob before the last commit.
-		fault faultHook
+		fault testdouble.Hook
 		// sweeps after the last commit.
 		sweep bool
 
@@ -119,13 +120,13 @@ func TestPublishOutputs(t *testing.T) {
 		{name: "an interrupted publish is finished by the sweep, copying only what is missing",
 			fault: failNth("CopyIfAbsent", 2), sweep: true, wantState: sm.JobSucceeded, wantCopies: 3},
 		{name: "a retry finds its own claim", before: func(r *unitRig, pb *pubBlob, job, folder string) {
-			pb.put(fakeBucket, strings.TrimPrefix(folder, "s3://"+fakeBucket+"/")+blob.ClaimName, []byte(`{"job":"`+job+`"}`))
+			pb.Put(testdouble.DefaultBucket, strings.TrimPrefix(folder, "s3://"+testdouble.DefaultBucket+"/")+blob.ClaimName, []byte(`{"job":"`+job+`"}`))
 		}, wantState: sm.JobSucceeded, wantCopies: 3},
 		{name: "another job's claim fails the job", before: func(r *unitRig, pb *pubBlob, job, folder string) {
-			pb.put(fakeBucket, strings.TrimPrefix(folder, "s3://"+fakeBucket+"/")+blob.ClaimName, []byte(`{"job":"jOTHER"}`))
+			pb.Put(testdouble.DefaultBucket, strings.TrimPrefix(folder, "s3://"+testdouble.DefaultBucket+"/")+blob.ClaimName, []byte(`{"job":"jOTHER"}`))
 		}, wantState: sm.JobFailed, wantErr: "already holds the outputs of job jOTHER", wantCopies: 0},
 		{name: "a refusal fails the job", before: func(r *unitRig, pb *pubBlob, job, folder string) {
-			pb.refused[fakeBucket] = true
+			pb.Refuse(testdouble.DefaultBucket)
 		}, wantState: sm.JobFailed, wantErr: "publish outputs to " + folder, wantCopies: 0},
 	}
 	for _, c := range cases {
@@ -134,23 +135,23 @@ func TestPublishOutputs(t *testing.T) {
 			r, pb := newPublishRig(t)
 			out := folder + principal.Key("tester") + "/wc/"
 			job := r.submit(oneStage(3, 1, `,"output":"outputs:wc/"`))
-			area := strings.TrimPrefix(out, "s3://"+fakeBucket+"/")
+			area := strings.TrimPrefix(out, "s3://"+testdouble.DefaultBucket+"/")
 			if c.before != nil {
 				c.before(r, pb, job, out)
 			}
 			for p := range 3 {
 				cl := r.claim(taskRef(job, 0, p))
 				r.output(cl, 1)
-				pb.put(fakeBucket, blob.OutputKey(job, "s", p, cl.Task.Attempt, 0), []byte(fmt.Sprintf("part %d\n", p)))
+				pb.Put(testdouble.DefaultBucket, blob.OutputKey(job, "s", p, cl.Task.Attempt, 0), []byte(fmt.Sprintf("part %d\n", p)))
 				if p == 2 {
-					pb.setFault(c.fault)
+					pb.SetFault(c.fault)
 				}
 				err := r.svc.Commit(r.ctx, cl, CommitResult{Outputs: 1})
 				if err != nil && (c.fault == nil || p != 2) {
 					t.Fatalf("commit %d: %v", p, err)
 				}
 			}
-			pb.setFault(nil)
+			pb.SetFault(nil)
 			if c.sweep {
 				if st := r.job(job).State; st != sm.JobPublishing {
 					t.Fatalf("job %s after an interrupted publish, want PUBLISHING until it is finished", st)
@@ -162,7 +163,7 @@ func TestPublishOutputs(t *testing.T) {
 			if j.State != c.wantState || !strings.Contains(j.Error, c.wantErr) {
 				t.Fatalf("job %s (%q), want %s with an error containing %q", j.State, j.Error, c.wantState, c.wantErr)
 			}
-			entries := r.log.all()
+			entries := r.log.All()
 			copies := 0
 			for _, e := range entries {
 				if strings.HasPrefix(e, "copy ") {
@@ -173,15 +174,15 @@ func TestPublishOutputs(t *testing.T) {
 				t.Errorf("%d copies, want %d:\n%s", copies, c.wantCopies, strings.Join(entries, "\n"))
 			}
 			success := area + blob.SuccessName
-			_, hasSuccess := pb.object(success)
+			_, hasSuccess := pb.Object(success)
 			if c.wantState != sm.JobSucceeded {
 				if hasSuccess {
 					t.Errorf("%s written for a failed job", success)
 				}
 				return
 			}
-			claim := r.log.index("publish put s3://" + fakeBucket + "/" + area + blob.ClaimName)
-			last := r.log.index("publish put s3://" + fakeBucket + "/" + success)
+			claim := r.log.Index("publish put s3://" + testdouble.DefaultBucket + "/" + area + blob.ClaimName)
+			last := r.log.Index("publish put s3://" + testdouble.DefaultBucket + "/" + success)
 			if c.before == nil && claim < 0 {
 				t.Errorf("no claim written")
 			}
@@ -194,7 +195,7 @@ func TestPublishOutputs(t *testing.T) {
 				}
 			}
 			for p := range 3 {
-				got, ok := pb.object(blob.PublishedKey(area, "s", p, 0))
+				got, ok := pb.Object(blob.PublishedKey(area, "s", p, 0))
 				if want := fmt.Sprintf("part %d\n", p); !ok || string(got) != want {
 					t.Errorf("published part %d: %q, want %q", p, got, want)
 				}
@@ -204,7 +205,7 @@ func TestPublishOutputs(t *testing.T) {
 }
 
 // failNth fails the n-th call (from 1) of method.
-func failNth(method string, n int) faultHook {
+func failNth(method string, n int) testdouble.Hook {
 	var mu sync.Mutex // copies run at once
 	calls := 0
 	return func(m string) error {
@@ -215,7 +216,7 @@ func failNth(method string, n int) faultHook {
 		defer mu.Unlock()
 		calls++
 		if calls == n {
-			return errInjected
+			return testdouble.ErrInjected
 		}
 		return nil
 	}
@@ -230,7 +231,7 @@ func TestNoOutputPublishesNothing(t *testing.T) {
 	if st := r.job(job).State; st != sm.JobSucceeded {
 		t.Fatalf("job %s, want SUCCEEDED", st)
 	}
-	for _, e := range r.log.all() {
+	for _, e := range r.log.All() {
 		if strings.HasPrefix(e, "publish") || strings.HasPrefix(e, "copy") {
 			t.Errorf("%q for a job without an output", e)
 		}
@@ -252,14 +253,14 @@ func TestPublishedFolderIsAnInput(t *testing.T) {
 	t.Parallel()
 	r, pb := newPublishRig(t)
 	folder := blob.OutputsPrefix(principal.Key("tester")) + "wc/"
-	pb.put(fakeBucket, folder+blob.ClaimName, []byte(`{"job":"j"}`))
-	pb.put(fakeBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
-	pb.put(fakeBucket, folder+"reduce/part-00001", []byte("b\t2\n"))
-	pb.put(fakeBucket, folder+blob.SuccessName, []byte(`{}`))
+	pb.Put(testdouble.DefaultBucket, folder+blob.ClaimName, []byte(`{"job":"j"}`))
+	pb.Put(testdouble.DefaultBucket, folder+"reduce/part-00000", []byte("a\t1\n"))
+	pb.Put(testdouble.DefaultBucket, folder+"reduce/part-00001", []byte("b\t2\n"))
+	pb.Put(testdouble.DefaultBucket, folder+blob.SuccessName, []byte(`{}`))
 	in := func(prefix string) string {
 		return fmt.Sprintf(`{"name":"in","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"input":{"prefix":%q}}}]}`, prefix)
 	}
-	job := r.submit(in("s3://" + fakeBucket + "/" + folder))
+	job := r.submit(in("s3://" + testdouble.DefaultBucket + "/" + folder))
 	st := r.stage(job, 0)
 	if st.Total != 2 {
 		t.Fatalf("stage planned into %d tasks, want 2 (the two parts, not the markers)", st.Total)
@@ -269,7 +270,7 @@ func TestPublishedFolderIsAnInput(t *testing.T) {
 			t.Errorf("task %d reads %s", p, k)
 		}
 	}
-	bob := "s3://" + fakeBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"
+	bob := "s3://" + testdouble.DefaultBucket + "/" + blob.OutputsPrefix(principal.Key("bob")) + "wc/"
 	_, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "bob", Spec: []byte(in(bob))})
 	var fe *spec.FieldError
 	if !errors.As(err, &fe) || fe.Field != "stages[0].partitions.input.prefix" {
@@ -297,7 +298,7 @@ func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
 			// The owner cancels the job while the first output is copied.
 			// (Service.Cancel's own write: its Status read is not faked.)
 			var once sync.Once
-			pb.setFault(func(m string) error {
+			pb.SetFault(func(m string) error {
 				if m == "CopyIfAbsent" {
 					once.Do(func() {
 						if err := r.store.EndJob(r.ctx, job, sm.JobCancel, operations.CancelReason, "", r.clock.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
@@ -317,9 +318,9 @@ func TestCancelDuringPublishingLeavesNoSuccessMarker(t *testing.T) {
 			t.Fatalf("commit %d: %v", p, err)
 		}
 	}
-	pb.setFault(nil)
+	pb.SetFault(nil)
 	j := r.job(job)
-	_, hasSuccess := pb.object(area + blob.SuccessName)
+	_, hasSuccess := pb.Object(area + blob.SuccessName)
 	if j.State != sm.JobSucceeded && hasSuccess {
 		t.Fatalf("job is %s (%q) but its output folder holds %s: a reader takes the folder as a succeeded job's complete output",
 			j.State, j.Error, blob.SuccessName)
@@ -346,24 +347,22 @@ func TestNestedOutputFolderIsRefused(t *testing.T) {
 	if st := r.job(a).State; st != sm.JobSucceeded {
 		t.Fatalf("job A %s", st)
 	}
-	before := pb.keysUnder(area + "wc/")
+	before := pb.Keys(area + "wc/")
 	// Refused at submit: A's claim is above B's folder.
 	_, err := r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "nested", Spec: []byte(oneStage(1, 1, `,"output":"outputs:wc/s/"`))})
 	var oc *OutputClaimedError
-	if !errors.As(err, &oc) || oc.Job != a || !strings.Contains(oc.Error(), "is inside s3://"+fakeBucket+"/"+area+"wc/, the output folder of job "+a) {
+	if !errors.As(err, &oc) || oc.Job != a || !strings.Contains(oc.Error(), "is inside s3://"+testdouble.DefaultBucket+"/"+area+"wc/, the output folder of job "+a) {
 		t.Errorf("submit of B: %v, want output_claimed naming job A's folder", err)
 	}
 	// And at publish, for a job submitted before A claimed its folder (or
 	// that got past the submit check).
 	claimKey := area + "wc/" + blob.ClaimName
-	claim, _ := pb.object(claimKey)
-	pb.mu.Lock()
-	delete(pb.objs[fakeBucket], claimKey)
-	pb.mu.Unlock()
+	claim, _ := pb.Object(claimKey)
+	pb.Delete(claimKey)
 	b := r.submit(oneStage(1, 1, `,"output":"outputs:wc/s/"`))
-	pb.put(fakeBucket, claimKey, claim)
+	pb.Put(testdouble.DefaultBucket, claimKey, claim)
 	r.commit(r.claim(taskRef(b, 0, 0)), 1)
-	after := pb.keysUnder(area + "wc/")
+	after := pb.Keys(area + "wc/")
 	if st := r.job(b).State; st == sm.JobSucceeded && len(after) != len(before) {
 		t.Fatalf("job B published into job A's completed folder; A's folder held %d objects at its _SUCCESS, now %d:\nbefore %v\nafter  %v",
 			len(before), len(after), before, after)
@@ -381,28 +380,16 @@ func TestNestedOutputFolderIsRefused(t *testing.T) {
 	b2 := r.submit(oneStage(1, 1, `,"output":"outputs:up/b/"`))
 	r.commit(r.claim(taskRef(b2, 0, 0)), 1)
 	_, err = r.svc.Submit(r.ctx, SubmitRequest{Owner: "tester", IdempotencyKey: "holding", Spec: []byte(oneStage(1, 1, `,"output":"outputs:up/"`))})
-	if !errors.As(err, &oc) || oc.Job != b2 || !strings.Contains(oc.Error(), "holds s3://"+fakeBucket+"/"+area+"up/b/, the output folder of job "+b2) {
+	if !errors.As(err, &oc) || oc.Job != b2 || !strings.Contains(oc.Error(), "holds s3://"+testdouble.DefaultBucket+"/"+area+"up/b/, the output folder of job "+b2) {
 		t.Errorf("submit of a folder holding B2's: %v, want output_claimed naming job B2's folder", err)
 	}
 	r.commit(r.claim(taskRef(c, 0, 0)), 1)
 	if j := r.job(c); j.State != sm.JobFailed || !strings.Contains(j.Error, "up/b/ of job "+b2) {
 		t.Fatalf("job C %s (%q), want FAILED naming job B2's folder", j.State, j.Error)
 	}
-	if _, ok := pb.object(area + "up/" + blob.ClaimName); ok {
+	if _, ok := pb.Object(area + "up/" + blob.ClaimName); ok {
 		t.Fatalf("job C claimed a folder holding another job's published folder")
 	}
-}
-
-func (b *pubBlob) keysUnder(prefix string) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var keys []string
-	for k := range b.objs[fakeBucket] {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
 }
 
 // A publish failure that no retry changes but that is not classified as
@@ -416,7 +403,7 @@ func TestPublishThatNeverSucceedsEndsTheJob(t *testing.T) {
 	r, pb := newPublishRig(t)
 	job := r.submit(oneStage(1, 1, `,"output":"outputs:wc/"`))
 	redirect := errors.New("copy: api error PermanentRedirect: The bucket you are attempting to access must be addressed using the specified endpoint")
-	pb.setFault(func(m string) error {
+	pb.SetFault(func(m string) error {
 		if m == "CopyIfAbsent" {
 			return redirect
 		}

@@ -1,8 +1,6 @@
 package control
 
 import (
-	"context"
-
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/page"
 	"github.com/batchwork/batchwork/shared/control/readside"
@@ -30,7 +28,25 @@ type (
 	LogsRequest       = readside.LogsRequest
 	BadRecordsRequest = readside.BadRecordsRequest
 	BadRecordPage     = readside.BadRecordPage
+	Event             = readside.Event
+	History           = readside.History
+	HistoryRequest    = readside.HistoryRequest
+	OutputsRequest    = readside.OutputsRequest
+	OutputInfo        = readside.OutputInfo
+	OutputList        = readside.OutputList
 )
+
+// Timeline event types (readside.Event).
+const (
+	EventJobSubmitted    = readside.EventJobSubmitted
+	EventStageStarted    = readside.EventStageStarted
+	EventTaskRetried     = readside.EventTaskRetried
+	EventTaskLeaseExpire = readside.EventTaskLeaseExpire
+	EventTaskFailed      = readside.EventTaskFailed
+)
+
+// PresignTTL is how long a presigned output URL stays valid.
+const PresignTTL = readside.PresignTTL
 
 // Outcomes of a task's attempts as ListTasks shows them.
 const (
@@ -49,40 +65,18 @@ const (
 	MaxPageSize     = page.MaxSize
 )
 
-// ErrLogsUnavailable means this installation has no log source.
-var ErrLogsUnavailable = readside.ErrLogsUnavailable
-
-// Status reads a job's status (readside.Reader.Status).
-func (s *Service) Status(ctx context.Context, owner, id string) (JobStatus, error) {
-	return s.reads.Status(ctx, owner, id)
-}
-
-// ListJobs lists the owner's jobs, newest first.
-func (s *Service) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, error) {
-	return s.reads.ListJobs(ctx, req)
-}
-
-// ListTasks lists a job's tasks with their attempts.
-func (s *Service) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList, error) {
-	return s.reads.ListTasks(ctx, req)
-}
-
-// JobLogs returns a page of the caller's job's log lines.
-func (s *Service) JobLogs(ctx context.Context, req LogsRequest) (logs.Page, error) {
-	return s.reads.JobLogs(ctx, req)
-}
+var (
+	// ErrLogsUnavailable means this installation has no log source.
+	ErrLogsUnavailable = readside.ErrLogsUnavailable
+	// ErrPresignUnavailable: this installation cannot presign URLs.
+	ErrPresignUnavailable = readside.ErrPresignUnavailable
+)
 
 // SetLogSource sets where JobLogs reads lines (Config.Logs), for a main
 // that builds its source after the service; call it before serving.
 func (s *Service) SetLogSource(src logs.Source) {
 	s.cfg.Logs = src
-	s.reads.SetLogSource(src)
-}
-
-// BadRecords returns a page of the records a job's committed attempts
-// rejected.
-func (s *Service) BadRecords(ctx context.Context, req BadRecordsRequest) (BadRecordPage, error) {
-	return s.reads.BadRecords(ctx, req)
+	s.Reader.SetLogSource(src)
 }
 
 var _ readside.Kernel = (*kernel.Kernel)(nil)

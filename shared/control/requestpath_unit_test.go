@@ -51,14 +51,14 @@ func TestClaimsReadTheJobStateOncePerTTL(t *testing.T) {
 			r := newUnitRig(t, func(c *Config) { c.JobStateTTL = tc.ttl })
 			withMonoClock(r)
 			id := r.submit(oneStage(20, 1, ""))
-			before := r.store.callCount("JobState")
+			before := r.store.CallCount("JobState")
 			for p := 0; p < 20; p++ {
 				c := r.claim(taskRef(id, 0, p))
 				if err := r.svc.Heartbeat(r.ctx, c); err != nil {
 					t.Fatalf("heartbeat: %v", err)
 				}
 			}
-			if got := r.store.callCount("JobState") - before; got != tc.wantReads {
+			if got := r.store.CallCount("JobState") - before; got != tc.wantReads {
 				t.Fatalf("20 claims and heartbeats read the job state %d times, want %d", got, tc.wantReads)
 			}
 		})
@@ -161,14 +161,14 @@ func TestCommitListsOnlyWhatItMustCheck(t *testing.T) {
 			}
 			var mu sync.Mutex
 			lists := 0
-			r.blob.before = func(method string) error {
+			r.blob.SetFault(func(method string) error {
 				if method == "List" {
 					mu.Lock()
 					lists++
 					mu.Unlock()
 				}
 				return nil
-			}
+			})
 			err := tc.commit(r, c, tc.outputs)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("commit: %v, want %v", err, tc.wantErr)

@@ -3,17 +3,20 @@ package control
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// The unit tests' rig: a Service over the fakes of fakes_test.go, on a
+// The unit tests' rig: a Service over internal/testdouble's doubles, on a
 // test clock, with helpers for the steps an executor takes.
 
 // unitLease is the lease of the tests' specs: the sweep takes a claim
@@ -35,11 +38,11 @@ var unitTimings = Config{
 type unitRig struct {
 	t     *testing.T
 	ctx   context.Context
-	clock *fakeClock
-	log   *journal
-	store *fakeStore
-	queue *fakeQueue
-	blob  *fakeBlob
+	clock *testdouble.Clock
+	log   *testdouble.Journal
+	store *testdouble.Store
+	queue *testdouble.Queue
+	blob  *testdouble.Blob
 	svc   *Service
 	keys  int
 
@@ -53,14 +56,15 @@ func newUnitRig(t *testing.T, opts ...func(*Config)) *unitRig {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	log := &journal{}
-	r := &unitRig{t: t, ctx: t.Context(), clock: newFakeClock(), log: log,
-		store: newFakeStore(log), queue: &fakeQueue{}, blob: newFakeBlob(log)}
+	log := &testdouble.Journal{}
+	r := &unitRig{t: t, ctx: t.Context(), clock: testdouble.NewClock(), log: log,
+		store: testdouble.NewStore(log), queue: testdouble.NewQueue(),
+		blob: testdouble.NewBlob(log, testdouble.PresignRefused(ErrPresignUnavailable))}
 	r.svc = New(cfg, r.store, r.queue, r.blob, testLogger(t))
 	r.svc.Now = r.clock.Now
 	r.svc.Jitter = func(time.Duration) time.Duration { return 0 }
 	r.svc.Sleep = r.sleep
-	t.Cleanup(func() { r.store.checkInvariants(t) })
+	t.Cleanup(func() { r.store.CheckInvariants(t) })
 	return r
 }
 
@@ -113,7 +117,7 @@ func (r *unitRig) claim(ref batch.TaskRef) Claim {
 func (r *unitRig) output(c Claim, n int) {
 	for p := 0; p < n; p++ {
 		k := blob.OutputKey(c.Task.Ref.Job, c.StageName(), c.Task.Ref.Partition, c.Task.Attempt, p)
-		r.blob.put(fakeBucket, k, []byte("out"))
+		r.blob.Put(testdouble.DefaultBucket, k, []byte("out"))
 	}
 }
 
@@ -185,7 +189,7 @@ func (r *unitRig) sweep() SweepCounts {
 // manifestKeys reads a manifest and returns the keys it lists.
 func (r *unitRig) manifestKeys(key string) []string {
 	r.t.Helper()
-	if _, ok := r.blob.object(key); !ok {
+	if _, ok := r.blob.Object(key); !ok {
 		r.t.Fatalf("manifest %s not written", key)
 	}
 	// As readers read it: a shuffle stage's lists its outputs under
@@ -220,10 +224,19 @@ func (r *unitRig) wantState(ref batch.TaskRef, task sm.TaskState, stage sm.Stage
 }
 
 // bodyCounts counts messages by body.
-func bodyCounts(msgs []sentMsg) map[string]int {
+func bodyCounts(msgs []testdouble.Sent) map[string]int {
 	n := map[string]int{}
 	for _, m := range msgs {
 		n[m.Body]++
 	}
 	return n
+}
+
+// testLogger writes to the test's output, shown for failures and -v only.
+func testLogger(t testing.TB) *slog.Logger {
+	var w io.Writer = io.Discard
+	if tt, ok := t.(interface{ Output() io.Writer }); ok {
+		w = tt.Output()
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

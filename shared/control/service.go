@@ -14,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/control/sweep"
 	"github.com/batchwork/batchwork/shared/control/tasks"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -157,12 +158,37 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Service is the control plane.
+// Service is the control plane: the capabilities built from one Config
+// over one kernel. It embeds them, so their routes are its own methods
+// under the names its callers use. It declares a method only where
+// embedding cannot promote one: two capabilities have the same name
+// (Sweep), a route answers more than its capability does (Cancel and
+// Redrive answer with the status, SetLogSource keeps the Config's copy),
+// the stage lifecycle shares its type's name with the task lifecycle's
+// (OutputsURI, MaterializeRelay), or a route spans two capabilities
+// (FireTimers).
 type Service struct {
 	// Kernel holds the ports, clock and caches every capability shares,
 	// and its exported fields (Now, Jitter, Sleep, Metrics, Events) are
-	// the service's.
+	// the service's. Embedded here, one level above the capabilities'
+	// own, so its methods and fields are the ones the service promotes.
 	*kernel.Kernel
+
+	// The task lifecycle (claim, heartbeat, commit, fail, checkpoints,
+	// splits), its speculative copies and its judge of executors killed
+	// for memory (tasklife.go).
+	*tasks.Lifecycle
+	*tasks.Copies
+	*tasks.Kills
+	// Admission: submit, identity, the task catalog (admission.go).
+	*admission.Admitter
+	// Operations on submitted jobs: cancel, redrive, rerun, deletion
+	// (operations.go).
+	*operations.Operator
+	// The read routes: status, lists, timeline, outputs, logs (reads.go).
+	*readside.Reader
+	// The schedule routes and their firings (schedules.go).
+	*schedules.Firer
 
 	cfg   Config
 	store Store
@@ -183,25 +209,13 @@ type Service struct {
 	// unless a test puts another in; nil keeps none.
 	Catalog TaskCatalog
 
-	// firer holds the schedules and fires them (schedules.go).
-	firer *schedules.Firer
-
 	// stages runs stages from start to completion and publishes their
-	// job's outputs (stagelife.go).
+	// job's outputs (stagelife.go); not embedded, as its type's name is
+	// the task lifecycle's too.
 	stages *stages.Lifecycle
 
-	// tasks claims, beats, commits and fails tasks (tasklife.go).
-	tasks *tasks.Lifecycle
-
-	// admit admits jobs (admission.go).
-	admit *admission.Admitter
-
-	// ops carries out cancels, redrives, reruns, deletions and expiries
-	// (operations.go).
-	ops *operations.Operator
-
-	// reads answers the read routes (reads.go).
-	reads *readside.Reader
+	// sweeper runs the sweep (sweep.go).
+	sweeper *sweep.Sweeper
 }
 
 // New returns a control plane service.
@@ -230,32 +244,37 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		OutputBuckets:    cfg.OutputBuckets,
 		TaskQuota:        cfg.Quotas.Tasks,
 	}, k, store, q, b, log)
-	s.tasks = tasks.New(tasks.Config{
+	s.Lifecycle = tasks.New(tasks.Config{
 		StuckAfter:    cfg.StuckAfter,
 		FollowUpGrace: cfg.FollowUpGrace,
 		CountLinger:   cfg.CountLinger,
 		TaskQuota:     cfg.Quotas.Tasks,
 	}, k, store, q, b, s.stages, log)
-	s.admit = admission.New(admission.Config{
+	s.Admitter = admission.New(admission.Config{
 		StartGrace: cfg.StartGrace, IdemTTL: cfg.IdemTTL, Quotas: cfg.Quotas,
 		InputBuckets: cfg.InputBuckets, OutputBuckets: cfg.OutputBuckets, InputsEndpoint: cfg.InputsEndpoint,
 		TaskFunctions: cfg.TaskFunctions, ExecutorSizes: cfg.ExecutorSizes,
 		CheckTaskNames: cfg.CheckTaskNames, StaticTaskNames: cfg.StaticTaskNames, StaticPrograms: cfg.StaticPrograms,
 		Retention: cfg.Retention,
 	}, k, s.stages, store, b, func() TaskCatalog { return s.Catalog }, func() string { return s.NewID() }, log)
-	s.ops = operations.New(operations.Config{
+	s.Operator = operations.New(operations.Config{
 		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, StuckAfter: cfg.StuckAfter,
 		JobStateTTL: cfg.JobStateTTL, Retention: cfg.Retention,
-	}, k, s.stages, s.admit, store, q, b, func() string { return s.NewID() },
+	}, k, s.stages, s.Admitter, store, q, b, func() string { return s.NewID() },
 		func(job, step string) error {
 			if s.DeleteStepHook == nil {
 				return nil
 			}
 			return s.DeleteStepHook(job, step)
 		}, log)
-	s.reads = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
-	s.firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
+	s.Reader = readside.New(readside.Config{Logs: cfg.Logs}, store, b, k, func() time.Time { return s.Now() }, log)
+	s.Firer = schedules.New(schedules.Config{ScheduleQuota: cfg.Quotas.Schedules, TimerQueue: cfg.Queues.Timer},
 		store, q, firingAdmission{s}, func() time.Time { return s.Now() }, log)
+	s.sweeper = sweep.New(sweep.Config{
+		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, SweepLimit: cfg.SweepLimit,
+		Retention: cfg.Retention, DLQ: cfg.Queues.DLQ,
+	}, k, s.stages, s.Lifecycle, s.Operator, s.Firer, store, q, log)
+	s.Copies, s.Kills = s.Lifecycle.Copies(), s.Lifecycle.Kills()
 	return s
 }
 

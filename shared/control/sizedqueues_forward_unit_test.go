@@ -32,20 +32,17 @@ func TestForwardRefusesASizeWithoutItsQueue(t *testing.T) {
 				cfg.Queues.Sized = tt.sized
 			})
 			job := r.submit(strings.Replace(oneStage(1, 2, ""), `"task":"work",`, `"task":"work","resources":{"memory":"4GiB"},`, 1))
-			r.queue.mu.Lock()
-			r.queue.sent = nil
-			r.queue.mu.Unlock()
+			r.queue.Drain()
 			err := r.svc.Forward(r.ctx, taskRef(job, 0, 0).String(), 0)
-			r.queue.mu.Lock()
-			defer r.queue.mu.Unlock()
+			sent := r.queue.Drain()
 			if !tt.wantErr {
-				if err != nil || len(r.queue.sent) != 1 || r.queue.sent[0].URL != "q-4GiB" {
-					t.Fatalf("Forward = %v, sent %+v; want one message to q-4GiB", err, r.queue.sent)
+				if err != nil || len(sent) != 1 || sent[0].URL != "q-4GiB" {
+					t.Fatalf("Forward = %v, sent %+v; want one message to q-4GiB", err, sent)
 				}
 				return
 			}
-			if !errors.Is(err, ErrNoSizedQueue) || len(r.queue.sent) != 0 {
-				t.Fatalf("Forward = %v, sent %+v; want ErrNoSizedQueue and nothing sent", err, r.queue.sent)
+			if !errors.Is(err, ErrNoSizedQueue) || len(sent) != 0 {
+				t.Fatalf("Forward = %v, sent %+v; want ErrNoSizedQueue and nothing sent", err, sent)
 			}
 		})
 	}

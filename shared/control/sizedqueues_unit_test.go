@@ -89,13 +89,10 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	sp := strings.Replace(oneStage(2, 2, ""), `"task":"work",`, `"task":"work","resources":{"memory":"2GiB","maxMemory":"4GiB"},`, 1)
 	job := r.submit(sp)
 	sent := func() map[string][]string { // url -> bodies, since the last look
-		r.queue.mu.Lock()
-		defer r.queue.mu.Unlock()
 		out := map[string][]string{}
-		for _, m := range r.queue.sent {
+		for _, m := range r.queue.Drain() {
 			out[m.URL] = append(out[m.URL], m.Body)
 		}
-		r.queue.sent = nil
 		return out
 	}
 	ref0, ref1 := taskRef(job, 0, 0), taskRef(job, 0, 1)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/split"
@@ -24,17 +25,17 @@ func TestMaterialize(t *testing.T) {
 	const n = 7
 	cases := []struct {
 		name                      string
-		storeBefore, storeAfter   faultHook
-		queueBefore               faultHook
+		storeBefore, storeAfter   testdouble.Hook
+		queueBefore               testdouble.Hook
 		claimBetween              bool // claim a task of the faulty chunk before it is repeated
 		wantDuplicates, maxSweeps int
 	}{
 		{name: "no faults: one chunk per call, the sweep does the rest", maxSweeps: 3},
-		{name: "the count's write fails: the chunk is sent again", storeBefore: failOnce("AdvanceEnqueued"), wantDuplicates: 2, maxSweeps: 4},
-		{name: "the count's response is lost: the next chunk waits a grace", storeAfter: failOnce("AdvanceEnqueued"), maxSweeps: 5},
-		{name: "the task write fails: the chunk is written again", storeBefore: failOnce("PutTasks"), maxSweeps: 4},
-		{name: "the send fails: the chunk is sent again", queueBefore: failOnce("SendBatch"), maxSweeps: 4},
-		{name: "a repeated chunk does not reset a task claimed meanwhile", storeBefore: failOnce("AdvanceEnqueued"), claimBetween: true, wantDuplicates: 2, maxSweeps: 4},
+		{name: "the count's write fails: the chunk is sent again", storeBefore: testdouble.FailOnce("AdvanceEnqueued"), wantDuplicates: 2, maxSweeps: 4},
+		{name: "the count's response is lost: the next chunk waits a grace", storeAfter: testdouble.FailOnce("AdvanceEnqueued"), maxSweeps: 5},
+		{name: "the task write fails: the chunk is written again", storeBefore: testdouble.FailOnce("PutTasks"), maxSweeps: 4},
+		{name: "the send fails: the chunk is sent again", queueBefore: testdouble.FailOnce("SendBatch"), maxSweeps: 4},
+		{name: "a repeated chunk does not reset a task claimed meanwhile", storeBefore: testdouble.FailOnce("AdvanceEnqueued"), claimBetween: true, wantDuplicates: 2, maxSweeps: 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,23 +49,23 @@ func TestMaterialize(t *testing.T) {
 			if st.State != sm.StageRunning || st.Materialized || st.Total != n || st.Enqueued != 2 {
 				t.Fatalf("after the submit's one chunk: %+v", st)
 			}
-			if due := r.store.dueOf(stageItem(job, 0)); due.IsZero() || due.After(r.clock.Now()) {
+			if due := r.store.DueOf(stageItem(job, 0)); due.IsZero() || due.After(r.clock.Now()) {
 				t.Fatalf("partly materialized stage due %v, want now (%v)", due, r.clock.Now())
 			}
-			r.store.setFaults(c.storeBefore, c.storeAfter)
-			r.queue.setFault(c.queueBefore)
+			r.store.SetFaults(c.storeBefore, c.storeAfter)
+			r.queue.SetFault(c.queueBefore)
 			var claimed *Claim
 			sweeps := 0
 			for ; !r.stage(job, 0).Materialized; sweeps++ {
 				if sweeps == 10 {
 					t.Fatalf("not materialized after %d sweeps: %+v", sweeps, r.stage(job, 0))
 				}
-				if r.store.dueOf(stageItem(job, 0)).After(r.clock.Now()) {
+				if r.store.DueOf(stageItem(job, 0)).After(r.clock.Now()) {
 					// A chunk was recorded: the sweep waits a grace before
 					// it suspects the materializer.
 					r.clock.Advance(unitTimings.StartGrace)
 				}
-				if _, err := r.svc.Sweep(r.ctx); err != nil && !errors.Is(err, errInjected) {
+				if _, err := r.svc.Sweep(r.ctx); err != nil && !errors.Is(err, testdouble.ErrInjected) {
 					t.Fatalf("sweep: %v", err)
 				}
 				if c.claimBetween && claimed == nil {
@@ -94,7 +95,7 @@ func TestMaterialize(t *testing.T) {
 					t.Errorf("task %d: %s %s, want partition %d %s", p, task.Ref, task.State, p, want)
 				}
 			}
-			msgs := r.queue.drain()
+			msgs := r.queue.Drain()
 			counts := bodyCounts(msgs)
 			for p := range n {
 				if counts[taskRef(job, 0, p).String()] == 0 {
@@ -142,7 +143,7 @@ func TestMaterializeInput(t *testing.T) {
 					t.Errorf("task %d input %v, want %v", i, task.Input, want[i])
 				}
 			}
-			raw, ok := r.blob.object(blob.PlanKey(job, "s"))
+			raw, ok := r.blob.Object(blob.PlanKey(job, "s"))
 			var plan []split.Split
 			if !ok || json.Unmarshal(raw, &plan) != nil || !cmp.Equal(plan, want) {
 				t.Errorf("plan object %s = %s, want the splits", blob.PlanKey(job, "s"), raw)
@@ -180,7 +181,7 @@ func TestMaterializeInput(t *testing.T) {
 			t.Parallel()
 			r := newUnitRig(t)
 			for k, size := range c.objects {
-				r.blob.put("in-bucket", k, make([]byte, size))
+				r.blob.Put("in-bucket", k, make([]byte, size))
 			}
 			sp := inputSpec
 			if c.spec != "" {
@@ -202,10 +203,10 @@ func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 		`{"name":"reduce","task":"r","after":["map"]}]}`
 	cases := []struct {
 		name      string
-		blobFault faultHook
+		blobFault testdouble.Hook
 	}{
 		{name: "the last commit completes the stage, writes the manifest, then starts the downstream"},
-		{name: "the manifest write fails: the downstream stays BLOCKED until the sweep writes it", blobFault: failOnce("PutIfAbsent")},
+		{name: "the manifest write fails: the downstream stays BLOCKED until the sweep writes it", blobFault: testdouble.FailOnce("PutIfAbsent")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,28 +215,28 @@ func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 			job := r.submit(shuffleSpec)
 			m0, m1 := r.claim(taskRef(job, 0, 0)), r.claim(taskRef(job, 0, 1))
 			r.commit(m0, 3)
-			r.queue.drain()
-			r.blob.setFault(c.blobFault)
+			r.queue.Drain()
+			r.blob.SetFault(c.blobFault)
 			r.output(m1, 3)
 			completed := fmt.Sprintf("stage %s/0 complete", job)
 			started := fmt.Sprintf("stage %s/1 start", job)
 			if err := r.svc.Commit(r.ctx, m1, CommitResult{Outputs: 3}); c.blobFault != nil {
-				if !errors.Is(err, errInjected) {
+				if !errors.Is(err, testdouble.ErrInjected) {
 					t.Fatalf("commit with the manifest write failing: %v", err)
 				}
-				if st := r.stage(job, 1); st.State != sm.StageBlocked || r.log.index(started) >= 0 {
+				if st := r.stage(job, 1); st.State != sm.StageBlocked || r.log.Index(started) >= 0 {
 					t.Fatalf("downstream stage %s without its upstream's manifest, want BLOCKED", st.State)
 				}
-				r.clock.Advance(r.store.dueOf(stageItem(job, 0)).Sub(r.clock.Now()))
+				r.clock.Advance(r.store.DueOf(stageItem(job, 0)).Sub(r.clock.Now()))
 				r.sweep()
 			} else if err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			key := blob.StageManifestKey(job, "map")
-			put := r.log.index("put " + key)
-			done, start := r.log.index(completed), r.log.index(started)
+			put := r.log.Index("put " + key)
+			done, start := r.log.Index(completed), r.log.Index(started)
 			if put < 0 || done < 0 || start < 0 || put < done || put > start {
-				t.Fatalf("manifest written at %d, stage completed at %d, downstream started at %d: want the manifest between them (journal %v)", put, done, start, r.log.all())
+				t.Fatalf("manifest written at %d, stage completed at %d, downstream started at %d: want the manifest between them (journal %v)", put, done, start, r.log.All())
 			}
 			var want []string
 			for p := range 2 {
@@ -250,7 +251,7 @@ func TestShuffleManifestBeforeDownstreamStarts(t *testing.T) {
 			if reduce.State != sm.StageRunning || !reduce.Materialized || reduce.Total != 3 {
 				t.Fatalf("reduce %+v, want RUNNING with one task per shuffle partition", reduce)
 			}
-			if counts := bodyCounts(r.queue.drain()); len(counts) != 3 {
+			if counts := bodyCounts(r.queue.Drain()); len(counts) != 3 {
 				t.Errorf("reduce messages %v, want one per task", counts)
 			}
 			for p := range 3 {
@@ -283,7 +284,7 @@ func TestConcurrentCompletions(t *testing.T) {
 			for _, c := range cs {
 				r.output(c, 1)
 			}
-			r.queue.drain()
+			r.queue.Drain()
 			var wg sync.WaitGroup
 			for _, c := range cs {
 				wg.Go(func() {
@@ -294,15 +295,15 @@ func TestConcurrentCompletions(t *testing.T) {
 			}
 			wg.Wait()
 			for _, e := range []string{"stage %s/0 complete", "stage %s/1 complete", "stage %s/2 start"} {
-				if n := r.log.count(fmt.Sprintf(e, job)); n != 1 {
+				if n := r.log.Count(fmt.Sprintf(e, job)); n != 1 {
 					t.Errorf("%q happened %d times, want once", fmt.Sprintf(e, job), n)
 				}
 			}
-			if counts := bodyCounts(r.queue.drain()); len(counts) != 1 || counts[taskRef(job, 2, 0).String()] != 1 {
+			if counts := bodyCounts(r.queue.Drain()); len(counts) != 1 || counts[taskRef(job, 2, 0).String()] != 1 {
 				t.Errorf("messages %v, want one for c's task", counts)
 			}
 			r.commit(r.claim(taskRef(job, 2, 0)), 1)
-			if n := r.log.count(fmt.Sprintf("job %s succeed", job)); n != 1 || r.job(job).State != sm.JobSucceeded {
+			if n := r.log.Count(fmt.Sprintf("job %s succeed", job)); n != 1 || r.job(job).State != sm.JobSucceeded {
 				t.Errorf("job succeeded %d times, state %s", n, r.job(job).State)
 			}
 		})

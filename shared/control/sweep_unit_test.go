@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -23,7 +24,7 @@ func TestSweep(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
 			first := r.claim(ref)
-			r.queue.drain()
+			r.queue.Drain()
 			r.clock.Advance(2*unitLease - time.Millisecond)
 			if c := r.sweep(); c.Expired != 0 {
 				t.Fatalf("expired %d within the grace", c.Expired)
@@ -36,13 +37,13 @@ func TestSweep(t *testing.T) {
 			if got.State != sm.TaskReady || got.Attempt != 1 || got.LastError != "lease expired" {
 				t.Errorf("task %s attempt %d (%q), want READY", got.State, got.Attempt, got.LastError)
 			}
-			if due, want := r.store.dueOf(taskItem(ref)), r.clock.Now().Add(unitTimings.StuckAfter); !due.Equal(want) {
+			if due, want := r.store.DueOf(taskItem(ref)), r.clock.Now().Add(unitTimings.StuckAfter); !due.Equal(want) {
 				t.Errorf("task due %v, want %v", due, want)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: ref.String()}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: ref.String()}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
-			if end, ok := r.store.attemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end %+v (%v), want lease_expired", end, ok)
 			}
 			if c := r.claim(ref); c.Task.Attempt != 2 {
@@ -76,7 +77,7 @@ func TestSweep(t *testing.T) {
 		spec: oneStage(2, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref0, ref1 := taskRef(job, 0, 0), taskRef(job, 0, 1)
-			r.queue.drain() // lost
+			r.queue.Drain() // lost
 			r.clock.Advance(unitTimings.StuckAfter - time.Millisecond)
 			if c := r.sweep(); c.Requeued != 0 {
 				t.Fatalf("requeued %d before StuckAfter", c.Requeued)
@@ -86,10 +87,10 @@ func TestSweep(t *testing.T) {
 				t.Fatalf("sweep counts %+v, want two requeued", c)
 			}
 			want := map[string]int{ref0.String(): 1, ref1.String(): 1}
-			if diff := cmp.Diff(want, bodyCounts(r.queue.drain())); diff != "" {
+			if diff := cmp.Diff(want, bodyCounts(r.queue.Drain())); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
-			if due, want := r.store.dueOf(taskItem(ref0)), r.clock.Now().Add(unitTimings.StuckAfter); !due.Equal(want) {
+			if due, want := r.store.DueOf(taskItem(ref0)), r.clock.Now().Add(unitTimings.StuckAfter); !due.Equal(want) {
 				t.Errorf("task due %v, want %v", due, want)
 			}
 			if c := r.sweep(); c.Requeued != 0 {
@@ -101,7 +102,7 @@ func TestSweep(t *testing.T) {
 			if c := r.sweep(); c.Requeued != 2 {
 				t.Fatalf("second resend: %+v", c)
 			}
-			if due, want := r.store.dueOf(taskItem(ref0)), r.clock.Now().Add(2*unitTimings.StuckAfter); !due.Equal(want) {
+			if due, want := r.store.DueOf(taskItem(ref0)), r.clock.Now().Add(2*unitTimings.StuckAfter); !due.Equal(want) {
 				t.Errorf("task due %v, want %v", due, want)
 			}
 			if c := r.claim(ref0); c.Task.Attempt != 1 {
@@ -114,15 +115,15 @@ func TestSweep(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
-			r.store.setFaults(nil, failOnce("CommitTask"))
-			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
+			r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit: %v", err)
 			}
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobRunning)
 			r.clock.Advance(unitTimings.CheckEvery)
 			r.sweep()
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageCompleted, sm.JobSucceeded)
-			if due := r.store.dueOf(stageItem(job, 0)); !due.IsZero() {
+			if due := r.store.DueOf(stageItem(job, 0)); !due.IsZero() {
 				t.Errorf("completed stage put back in the sweep index at %v", due)
 			}
 			if n := r.sweep().Examined; n != 0 {
@@ -137,24 +138,19 @@ func TestSweep(t *testing.T) {
 		spec: oneStage(1, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
-			r.queue.drain()
-			r.store.mu.Lock()
-			delete(r.store.jobs, job) // and everything but the task
-			delete(r.store.stages, fakeStageKey{job, 0})
-			r.store.mu.Unlock()
+			r.queue.Drain()
+			r.store.LoseJob(job, 0) // and everything but the task
 			r.clock.Advance(unitTimings.StuckAfter)
 			r.sweep()
-			if due := r.store.dueOf(taskItem(ref)); !due.IsZero() {
+			if due := r.store.DueOf(taskItem(ref)); !due.IsZero() {
 				t.Errorf("task still due at %v", due)
 			}
-			if msgs := r.queue.drain(); len(msgs) != 0 {
+			if msgs := r.queue.Drain(); len(msgs) != 0 {
 				t.Errorf("sent %v for a deleted job", msgs)
 			}
 			// The record itself stays, unindexed (README, Status); the
 			// invariants at cleanup are about jobs that exist.
-			r.store.mu.Lock()
-			delete(r.store.tasks, ref)
-			r.store.mu.Unlock()
+			r.store.LoseTask(ref)
 		},
 	}, {
 		name: "a running stage that is not complete is checked again later",
@@ -163,7 +159,7 @@ func TestSweep(t *testing.T) {
 			r.commit(r.claim(taskRef(job, 0, 0)), 1)
 			r.clock.Advance(unitTimings.CheckEvery)
 			r.sweep()
-			if due, want := r.store.dueOf(stageItem(job, 0)), r.clock.Now().Add(unitTimings.CheckEvery); !due.Equal(want) {
+			if due, want := r.store.DueOf(stageItem(job, 0)), r.clock.Now().Add(unitTimings.CheckEvery); !due.Equal(want) {
 				t.Errorf("stage due %v, want %v", due, want)
 			}
 			r.wantState(taskRef(job, 0, 1), sm.TaskReady, sm.StageRunning, sm.JobRunning)
@@ -175,14 +171,14 @@ func TestSweep(t *testing.T) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
 			// The completer dies right after the complete transition.
-			r.store.setFaults(nil, failOnce("TransitionStage"))
-			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
+			r.store.SetFaults(nil, testdouble.FailOnce("TransitionStage"))
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit: %v", err)
 			}
 			if s, down := r.stage(job, 0), r.stage(job, 1); s.State != sm.StageCompleted || down.State != sm.StageBlocked {
 				t.Fatalf("stages %s, %s; want COMPLETED, BLOCKED", s.State, down.State)
 			}
-			r.queue.drain()
+			r.queue.Drain()
 			r.clock.Advance(unitTimings.StartGrace)
 			if n := r.sweep().StagesFixed; n != 1 {
 				t.Errorf("stages fixed %d, want 1", n)
@@ -190,10 +186,10 @@ func TestSweep(t *testing.T) {
 			if down := r.stage(job, 1); down.State != sm.StageRunning || !down.Materialized {
 				t.Fatalf("downstream %+v, want started and materialized", down)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: taskRef(job, 1, 0).String()}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: taskRef(job, 1, 0).String()}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
-			if due := r.store.dueOf(stageItem(job, 0)); !due.IsZero() {
+			if due := r.store.DueOf(stageItem(job, 0)); !due.IsZero() {
 				t.Errorf("completed stage still in the sweep index at %v", due)
 			}
 			r.commit(r.claim(taskRef(job, 1, 0)), 1)
@@ -204,8 +200,8 @@ func TestSweep(t *testing.T) {
 		spec: oneStage(1, 1, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
-			r.store.setFaults(nil, failOnce("ReleaseTask"))
-			if _, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"}); !errors.Is(err, errInjected) {
+			r.store.SetFaults(nil, testdouble.FailOnce("ReleaseTask"))
+			if _, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("fail: %v", err)
 			}
 			r.wantState(ref, sm.TaskFailed, sm.StageRunning, sm.JobRunning)
@@ -246,7 +242,7 @@ func TestSweep(t *testing.T) {
 		name: "a root stage whose start was lost is started by the sweep",
 		spec: oneStage(2, 3, ""),
 		setup: func(r *unitRig) {
-			r.store.setFaults(failOnceWith("TransitionStage", dynamo.ErrContention), nil)
+			r.store.SetFaults(testdouble.FailOnceWith("TransitionStage", dynamo.ErrContention), nil)
 		},
 		run: func(t *testing.T, r *unitRig, job string) {
 			// The submit recorded the job; its start failed and was logged.
@@ -264,7 +260,7 @@ func TestSweep(t *testing.T) {
 			if st := r.stage(job, 0); st.State != sm.StageRunning || !st.Materialized {
 				t.Fatalf("stage %+v, want started and materialized", st)
 			}
-			if counts := bodyCounts(r.queue.drain()); len(counts) != 2 {
+			if counts := bodyCounts(r.queue.Drain()); len(counts) != 2 {
 				t.Errorf("messages %v, want one per task", counts)
 			}
 		},
@@ -306,19 +302,19 @@ func TestSweep(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			live, done := taskRef(job, 0, 0), taskRef(job, 0, 1)
 			r.commit(r.claim(done), 0)
-			r.queue.drain()
-			r.queue.plant("q-dlq",
+			r.queue.Drain()
+			r.queue.Push("q-dlq",
 				queue.Message{ID: "m1", Receipt: "r1", Body: live.String()},
 				queue.Message{ID: "m2", Receipt: "r2", Body: done.String()},
 				queue.Message{ID: "m3", Receipt: "r3", Body: "not a task"})
 			if c := r.sweep(); c.DeadLettered != 2 {
 				t.Errorf("sweep counts %+v, want two dead letters handled", c)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: live.String()}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: live.String()}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
 			// The one naming no task stays for an operator.
-			if diff := cmp.Diff([]string{"r1", "r2"}, r.queue.deleted); diff != "" {
+			if diff := cmp.Diff([]string{"r1", "r2"}, r.queue.Deleted()); diff != "" {
 				t.Errorf("deleted receipts (-want +got):\n%s", diff)
 			}
 		},
@@ -336,14 +332,14 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 	job := r.submit(oneStage(1, 3, ""))
 	c := r.claim(taskRef(job, 0, 0))
 	r.output(c, 1)
-	r.store.setFaults(nil, failOnce("CommitTask"))
-	if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
+	r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+	if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 		t.Fatalf("commit: %v", err)
 	}
 	// Just before the sweep's complete transition, the committer's retry
 	// completes the stage (and finishes the job).
 	var raced atomic.Bool
-	r.store.setFaults(func(m string) error {
+	r.store.SetFaults(func(m string) error {
 		if m == "TransitionStage" && raced.CompareAndSwap(false, true) {
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); err != nil {
 				t.Errorf("the racing commit: %v", err)
@@ -357,7 +353,7 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 		t.Fatal("the sweep never tried to complete the stage")
 	}
 	r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageCompleted, sm.JobSucceeded)
-	if due := r.store.dueOf(stageItem(job, 0)); !due.IsZero() {
+	if due := r.store.DueOf(stageItem(job, 0)); !due.IsZero() {
 		t.Errorf("the sweep put the completed stage back in the index at %v", due)
 	}
 }

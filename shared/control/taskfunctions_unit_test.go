@@ -65,7 +65,7 @@ func TestLambdaStagesInvokeOnlyAllowedFunctions(t *testing.T) {
 			if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.msg) {
 				t.Fatalf("submit: %v, want a field error on %s containing %q", err, c.field, c.msg)
 			}
-			if n := len(r.store.jobs) + len(r.store.idem); n != 0 {
+			if n := r.store.JobItems(); n != 0 {
 				t.Fatalf("%d records written for a refused spec", n)
 			}
 		})

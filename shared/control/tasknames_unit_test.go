@@ -58,7 +58,11 @@ func (f *fakeCatalog) AddPrograms(_ context.Context, names []string) error {
 	if f.err != nil {
 		return f.err
 	}
-	f.programs = addNames(f.programs, names)
+	for _, n := range names {
+		if !slices.Contains(f.programs, n) {
+			f.programs = append(f.programs, n)
+		}
+	}
 	return nil
 }
 
@@ -152,7 +156,7 @@ func TestSubmitChecksTaskNames(t *testing.T) {
 			}
 			// Refused before anything is written: no job, no idempotency
 			// record.
-			if n := r.store.callCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("CreateJob"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})
@@ -179,7 +183,7 @@ func TestExecAndLambdaStagesAreNotChecked(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			if err := r.svc.admit.CheckTaskNames(r.ctx, sp); err != nil {
+			if err := r.svc.Admitter.CheckTaskNames(r.ctx, sp); err != nil {
 				t.Fatalf("check: %v, want none", err)
 			}
 			if n := cat.readCount(); n != 0 {
@@ -237,7 +241,7 @@ func TestTaskNameCache(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err = r.svc.admit.CheckTaskNames(r.ctx, sp)
+				err = r.svc.Admitter.CheckTaskNames(r.ctx, sp)
 				if (err == nil) != s.wantOK {
 					t.Fatalf("step %d (%s): check = %v, want ok %v", i, s.task, err, s.wantOK)
 				}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
@@ -18,8 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Claim, Commit and Fail against in-memory fakes of the store, queue and
-// bucket (fakes_test.go). The integration tests run the same paths
+// Claim, Commit and Fail against the in-memory store, queue and bucket of
+// internal/testdouble. The integration tests run the same paths
 // against an emulator; these pin each outcome down in milliseconds.
 
 // taskCase is one scenario: a spec to submit, then steps and checks.
@@ -67,7 +68,7 @@ func TestClaim(t *testing.T) {
 				t.Errorf("stored task %s token %q; want the claim's", got.State, got.Token)
 			}
 			// The sweep takes the claim back a grace (one lease) after it ends.
-			if due := r.store.dueOf(taskItem(ref)); !due.Equal(now.Add(2 * unitLease)) {
+			if due := r.store.DueOf(taskItem(ref)); !due.Equal(now.Add(2 * unitLease)) {
 				t.Errorf("task due %v, want %v", due, now.Add(2*unitLease))
 			}
 			if other := r.claim(taskRef(job, 0, 1)); other.Task.Token == c.Task.Token {
@@ -111,11 +112,11 @@ func TestClaim(t *testing.T) {
 			if second.Task.Attempt != 2 || second.Task.Token == first.Task.Token {
 				t.Fatalf("reclaim = attempt %d token %q; want attempt 2 with a new token", second.Task.Attempt, second.Task.Token)
 			}
-			if end, ok := r.store.attemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end = %+v (%v), want lease_expired", end, ok)
 			}
-			if p := blob.AttemptPrefix(job, "s", 0, 1); !slices.Contains(r.blob.markedPrefixes(), p) {
-				t.Errorf("outputs of the lost attempt under %s not marked uncommitted: %v", p, r.blob.markedPrefixes())
+			if p := blob.AttemptPrefix(job, "s", 0, 1); !slices.Contains(r.blob.MarkedPrefixes(), p) {
+				t.Errorf("outputs of the lost attempt under %s not marked uncommitted: %v", p, r.blob.MarkedPrefixes())
 			}
 			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, batch.ErrStaleClaim) {
 				t.Errorf("heartbeat of the fenced holder: %v, want ErrStaleClaim", err)
@@ -165,10 +166,10 @@ func TestClaim(t *testing.T) {
 					t.Errorf("job error %q does not name %q", reason, want)
 				}
 			}
-			if end, ok := r.store.attemptEnd(ref, 1); !ok || end.Kind != batch.AttemptFailed {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptFailed {
 				t.Errorf("attempt 1 end = %+v (%v), want failed", end, ok)
 			}
-			if due := r.store.dueOf(taskItem(ref)); !due.IsZero() {
+			if due := r.store.DueOf(taskItem(ref)); !due.IsZero() {
 				t.Errorf("failed task still in the sweep index at %v after its failure reached the job", due)
 			}
 		},
@@ -207,7 +208,7 @@ func TestClaim(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref0, ref1 := taskRef(job, 0, 0), taskRef(job, 0, 1)
 			c0 := r.claim(ref0)
-			r.queue.drain()
+			r.queue.Drain()
 			_, err := r.svc.Claim(r.ctx, ref1)
 			var ol *OverLimitError
 			if !errors.Is(err, ErrOverLimit) || !errors.Is(err, batch.ErrAlreadyDone) || !errors.As(err, &ol) {
@@ -216,7 +217,7 @@ func TestClaim(t *testing.T) {
 			if want := (OverLimitError{Limit: "job", Name: job, Max: 1, RetryIn: kernel.OverLimitDelay}); *ol != want {
 				t.Errorf("refusal %+v, want %+v", *ol, want)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: ref1.String(), Delay: kernel.OverLimitDelay}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: ref1.String(), Delay: kernel.OverLimitDelay}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages sent (-want +got):\n%s", diff)
 			}
 			if got := r.task(ref1); got.State != sm.TaskReady || got.Attempt != 0 {
@@ -301,7 +302,7 @@ func TestClaim(t *testing.T) {
 			if second.Task.LeaseUntil.After(first.Task.LeaseUntil.Add(unitLease)) || !second.Task.LeaseUntil.After(first.Task.LeaseUntil) {
 				t.Errorf("new lease until %v", second.Task.LeaseUntil)
 			}
-			if end, ok := r.store.attemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end %+v (%v), want lease_expired", end, ok)
 			}
 			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, batch.ErrStaleClaim) {
@@ -392,7 +393,7 @@ func TestCommit(t *testing.T) {
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 2}); !errors.Is(err, ErrOutputsMissing) {
 				t.Fatalf("commit naming a missing output: %v, want ErrOutputsMissing", err)
 			}
-			if n := r.store.callCount("CommitTask"); n != 0 {
+			if n := r.store.CallCount("CommitTask"); n != 0 {
 				t.Errorf("CommitTask called %d times", n)
 			}
 			if got := r.task(ref); got.State != sm.TaskClaimed || got.Token != c.Task.Token {
@@ -412,7 +413,7 @@ func TestCommit(t *testing.T) {
 			if got.State != sm.TaskSucceeded || got.CommittedAttempt != 1 || got.Outputs != 2 || !got.LeaseUntil.IsZero() {
 				t.Errorf("committed task %s attempt %d outputs %d lease %v", got.State, got.CommittedAttempt, got.Outputs, got.LeaseUntil)
 			}
-			if due := r.store.dueOf(taskItem(got.Ref)); !due.IsZero() {
+			if due := r.store.DueOf(taskItem(got.Ref)); !due.IsZero() {
 				t.Errorf("committed task in the sweep index at %v", due)
 			}
 			if left := r.shardLeft(job, 0, 0); left != 2 {
@@ -432,7 +433,7 @@ func TestCommit(t *testing.T) {
 			if diff := cmp.Diff(want, r.manifestKeys(j.Manifest)); diff != "" {
 				t.Errorf("manifest (-want +got):\n%s", diff)
 			}
-			if due := r.store.dueOf(stageItem(job, 0)); !due.IsZero() {
+			if due := r.store.DueOf(stageItem(job, 0)); !due.IsZero() {
 				t.Errorf("completed stage in the sweep index at %v", due)
 			}
 		},
@@ -444,26 +445,26 @@ func TestCommit(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			r.clock.Advance(10 * time.Second)
 			r.sweep()
-			if due, limit := r.store.dueOf(stageItem(job, 0)), r.clock.Now().Add(r.svc.cfg.FollowUpGrace); !due.After(limit) {
+			if due, limit := r.store.DueOf(stageItem(job, 0)), r.clock.Now().Add(r.svc.cfg.FollowUpGrace); !due.After(limit) {
 				t.Fatalf("stage due at %v before the commit; the test needs it after %v", due, limit)
 			}
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
 			// The committer "dies" right after its commit applied: the
 			// follow-up's first read fails.
-			r.store.setFaults(func(method string) error {
-				if method == "GetStage" && r.store.callCount("CommitTask") > 0 {
-					return errInjected
+			r.store.SetFaults(func(method string) error {
+				if method == "GetStage" && r.store.CallCount("CommitTask") > 0 {
+					return testdouble.ErrInjected
 				}
 				return nil
 			}, nil)
-			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit: %v, want the follow-up's injected failure", err)
 			}
-			r.store.setFaults(nil, nil)
+			r.store.SetFaults(nil, nil)
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobRunning)
 			limit := r.clock.Now().Add(r.svc.cfg.FollowUpGrace)
-			if due := r.store.dueOf(stageItem(job, 0)); due.IsZero() || due.After(limit) {
+			if due := r.store.DueOf(stageItem(job, 0)); due.IsZero() || due.After(limit) {
 				t.Fatalf("stage due at %v; want by %v, so the sweep finishes it soon", due, limit)
 			}
 		},
@@ -485,8 +486,8 @@ func TestCommit(t *testing.T) {
 			if left := r.shardLeft(job, 0, 0); left != 2 {
 				t.Errorf("stale commit counted: %d left, want 2", left)
 			}
-			if p := blob.AttemptPrefix(job, "s", 0, 1); !slices.Contains(r.blob.markedPrefixes(), p) {
-				t.Errorf("stale outputs under %s not marked: %v", p, r.blob.markedPrefixes())
+			if p := blob.AttemptPrefix(job, "s", 0, 1); !slices.Contains(r.blob.MarkedPrefixes(), p) {
+				t.Errorf("stale outputs under %s not marked: %v", p, r.blob.MarkedPrefixes())
 			}
 			r.commit(cur, 1)
 			r.commit(r.claim(taskRef(job, 0, 1)), 1)
@@ -508,8 +509,8 @@ func TestCommit(t *testing.T) {
 				t.Fatalf("%d left after a repeated commit, want 1", left)
 			}
 			r.output(c1, 1)
-			r.store.setFaults(nil, failOnce("CommitTask"))
-			if err := r.svc.Commit(r.ctx, c1, CommitResult{Outputs: 1}); !errors.Is(err, errInjected) {
+			r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+			if err := r.svc.Commit(r.ctx, c1, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit with a lost response: %v", err)
 			}
 			// The commit applied; the follow-up (completing the stage) did not run.
@@ -528,7 +529,7 @@ func TestCommit(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
-			r.store.setFaults(failOnceWith("CommitTask", dynamo.ErrContention), nil)
+			r.store.SetFaults(testdouble.FailOnceWith("CommitTask", dynamo.ErrContention), nil)
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, dynamo.ErrContention) {
 				t.Fatalf("commit: %v, want ErrContention", err)
 			}
@@ -550,7 +551,7 @@ func TestCommit(t *testing.T) {
 			// sm.GuardJobRunning refused the completion: no downstream
 			// start, no job manifest for a cancelled job.
 			r.wantState(c.Task.Ref, sm.TaskSucceeded, sm.StageRunning, sm.JobCancelled)
-			if _, ok := r.blob.object(blob.JobManifestKey(job)); ok {
+			if _, ok := r.blob.Object(blob.JobManifestKey(job)); ok {
 				t.Error("a cancelled job got a manifest")
 			}
 			r.clock.Advance(unitTimings.CheckEvery)
@@ -579,13 +580,13 @@ func TestCommit(t *testing.T) {
 			`{"name":"c","task":"work","after":["a","b"],"partitions":{"count":1}}]}`,
 		run: func(t *testing.T, r *unitRig, job string) {
 			a0, a1, b0 := r.claim(taskRef(job, 0, 0)), r.claim(taskRef(job, 0, 1)), r.claim(taskRef(job, 1, 0))
-			r.queue.drain()
+			r.queue.Drain()
 			r.commit(a0, 1)
 			r.commit(a1, 1)
 			if a, c := r.stage(job, 0), r.stage(job, 2); a.State != sm.StageCompleted || c.State != sm.StageBlocked {
 				t.Fatalf("after a: a %s, c %s; want COMPLETED, BLOCKED", a.State, c.State)
 			}
-			if sent := r.queue.drain(); len(sent) != 0 {
+			if sent := r.queue.Drain(); len(sent) != 0 {
 				t.Fatalf("messages before c's second upstream completed: %v", sent)
 			}
 			r.commit(b0, 1)
@@ -593,7 +594,7 @@ func TestCommit(t *testing.T) {
 			if c.State != sm.StageRunning || !c.Materialized || c.Total != 1 {
 				t.Fatalf("c after both upstreams: %+v", c)
 			}
-			if diff := cmp.Diff([]sentMsg{{URL: "q-normal", Body: taskRef(job, 2, 0).String()}}, r.queue.drain()); diff != "" {
+			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: taskRef(job, 2, 0).String()}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
 			r.commit(r.claim(taskRef(job, 2, 0)), 2)
@@ -670,13 +671,13 @@ func TestFail(t *testing.T) {
 				t.Fatalf("decision %+v, want %+v", d, want)
 			}
 			got := r.task(ref)
-			end, _ := r.store.attemptEnd(ref, cl.Task.Attempt)
+			end, _ := r.store.AttemptEnd(ref, cl.Task.Attempt)
 			if c.wantRetry {
 				if got.State != sm.TaskReady || got.Attempt != c.retried+1 || !got.NotBefore.Equal(now.Add(c.wantDelay)) || got.LastError != cause {
 					t.Errorf("task %s attempt %d not before %v error %q; want READY not before %v", got.State, got.Attempt, got.NotBefore, got.LastError, now.Add(c.wantDelay))
 				}
 				// The sweep looks again once the backoff and StuckAfter passed.
-				if due, want := r.store.dueOf(taskItem(ref)), now.Add(c.wantDelay+unitTimings.StuckAfter); !due.Equal(want) {
+				if due, want := r.store.DueOf(taskItem(ref)), now.Add(c.wantDelay+unitTimings.StuckAfter); !due.Equal(want) {
 					t.Errorf("task due %v, want %v", due, want)
 				}
 				if end.Kind != batch.AttemptRetried || end.Err != cause {
@@ -696,7 +697,7 @@ func TestFail(t *testing.T) {
 			if end.Kind != batch.AttemptFailed {
 				t.Errorf("attempt end %+v, want failed", end)
 			}
-			if due := r.store.dueOf(taskItem(ref)); !due.IsZero() {
+			if due := r.store.DueOf(taskItem(ref)); !due.IsZero() {
 				t.Errorf("failed task in the sweep index at %v after its failure reached the job", due)
 			}
 		})

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/awsconf"
@@ -256,7 +257,7 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // Poller returns an executor host over the runner's queues.
-func (r *Runner) Poller() *executor.Poller {
+func (r *Runner) Poller() *feed.Poller {
 	q := r.Resources.Queues
 	// Its executor has no size: it polls every size's queue too, each
 	// weighted as the normal priority (control.Queues.Polled).
@@ -264,8 +265,8 @@ func (r *Runner) Poller() *executor.Poller {
 	for len(weights) < len(queues) {
 		weights = append(weights, 3)
 	}
-	return &executor.Poller{
-		Runner: r.Executor, Queue: executorQueue{r.Queue}, Queues: queues, Weights: weights,
+	return &feed.Poller{
+		Handler: r.Executor, CP: r.Executor.CP, Queue: executorQueue{r.Queue}, Queues: queues, Weights: weights,
 		Slots: r.opts.Slots, Wait: r.opts.PollWait, Log: r.opts.Log,
 		// The same receive visibility the deployed executors use.
 		Visibility: tuning.ReceiveVisibility,

@@ -153,7 +153,7 @@ const (
 	// ExecutorBatchSize is how many messages one executor invocation
 	// takes. Only one owner's tasks run in an invocation, concurrently; the
 	// handler hands the other owners' messages back at once (see
-	// executor.LambdaHandler), so batching saves invocations for an owner
+	// feed.LambdaHandler), so batching saves invocations for an owner
 	// with many tasks queued and never puts two owners in one process.
 	ExecutorBatchSize = 10
 

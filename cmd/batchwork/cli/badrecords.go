@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strconv"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/control"
 )
 
 // runBadRecords is `batchwork result ID --bad-records`: every record the
@@ -20,10 +19,12 @@ func runBadRecords(ctx context.Context, a *app, args []string) int {
 		fmt.Fprintf(a.env.Stderr, "batchwork result: --bad-records lists the rejected records; it takes neither --list nor --download\n")
 		return ExitUsage
 	}
-	all := control.BadRecordPage{}
+	all := client.BadRecordPage{}
 	a.o.all = true
-	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage) }
-	err := listPages(ctx, a, jobPath(args[0], "/bad-records"), query, &all, func(all, p *control.BadRecordPage) string {
+	fetch := func(c *client.Client, p client.Page) (client.BadRecordPage, error) {
+		return c.ListBadRecords(ctx, args[0], client.BadRecordsOptions{Stage: a.o.stage, Page: p})
+	}
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.BadRecordPage) string {
 		recs := append(all.Records, p.Records...)
 		*all = *p
 		all.Records = recs

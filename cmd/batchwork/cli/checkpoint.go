@@ -3,13 +3,13 @@ package cli
 import (
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 // withCheckpoint adds a task's last checkpoint to its STATE cell in
 // `batchwork tasks`: where in its input it reached, and how often it
 // continued in a new invocation.
-func withCheckpoint(t control.TaskInfo, state string) string {
+func withCheckpoint(t client.Task, state string) string {
 	ck := t.Checkpoint
 	if ck == nil {
 		return state

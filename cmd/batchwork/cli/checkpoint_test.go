@@ -3,7 +3,7 @@ package cli
 import (
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 // `batchwork tasks` shows a task's last checkpoint and continuations in
@@ -12,13 +12,13 @@ func TestTaskStateShowsCheckpoint(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		task control.TaskInfo
+		task client.Task
 		want string
 	}{
-		{"none", control.TaskInfo{State: "CLAIMED"}, "CLAIMED"},
-		{"checkpointed", control.TaskInfo{State: "READY", Checkpoint: &control.CheckpointInfo{Attempt: 2, Offset: 4096}},
+		{"none", client.Task{State: "CLAIMED"}, "CLAIMED"},
+		{"checkpointed", client.Task{State: "READY", Checkpoint: &client.TaskCheckpoint{Attempt: 2, Offset: 4096}},
 			"READY, checkpoint at byte 4096 (attempt 2)"},
-		{"continued", control.TaskInfo{State: "SUCCEEDED", Checkpoint: &control.CheckpointInfo{Attempt: 4, Offset: 9000, Continuations: 3}},
+		{"continued", client.Task{State: "SUCCEEDED", Checkpoint: &client.TaskCheckpoint{Attempt: 4, Offset: 9000, Continuations: 3}},
 			"SUCCEEDED, checkpoint at byte 9000 (attempt 4), continued 3×"},
 	} {
 		if got := withCheckpoint(tc.task, taskState(tc.task)); got != tc.want {

@@ -313,7 +313,7 @@ func (a *app) fail(err error) int {
 			fmt.Fprintf(a.env.Stderr, "  %s\n", termText(fe.Error()))
 		}
 		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s (%s)\n", a.cmd.name, termText(ae.Error()), termText(ae.Code))
-		return exitForStatus(ae.Status)
+		return exitForAPI(ae)
 	}
 	// Multi-line on purpose (dev's emulator instructions), and may carry
 	// an executor's or the server's text.
@@ -321,35 +321,19 @@ func (a *app) fail(err error) int {
 	return ExitError
 }
 
-func exitForStatus(status int) int {
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+// exitForAPI is the exit code of an error answer, by its kind.
+func exitForAPI(ae *client.APIError) int {
+	switch {
+	case errors.Is(ae, client.ErrInvalid):
 		return ExitInvalid
-	case http.StatusNotFound:
+	case errors.Is(ae, client.ErrNotFound):
 		return ExitNotFound
-	case http.StatusConflict:
+	case errors.Is(ae, client.ErrConflict):
 		return ExitConflict
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case errors.Is(ae, client.ErrUnauthorized):
 		return ExitAuth
 	}
 	return ExitError
-}
-
-// get calls a GET route.
-func (a *app) get(ctx context.Context, path string, q url.Values, out any) error {
-	c, err := a.client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Call(ctx, http.MethodGet, path, q, nil, nil, out)
-}
-
-func (a *app) post(ctx context.Context, path string, body []byte, h http.Header, out any) error {
-	c, err := a.client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Call(ctx, http.MethodPost, path, nil, body, h, out)
 }
 
 func (a *app) json() bool { return a.g.output == "json" }

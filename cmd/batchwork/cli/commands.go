@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -147,10 +145,6 @@ func readSpec(env Env, file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-func jobPath(id string, rest ...string) string {
-	return "/jobs/" + url.PathEscape(id) + strings.Join(rest, "")
-}
-
 func runSubmit(ctx context.Context, a *app, args []string) int {
 	body, err := readSpec(a.env, args[0])
 	if err != nil {
@@ -162,12 +156,12 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 		_, _ = rand.Read(b[:])
 		key = "cli-" + hex.EncodeToString(b[:])
 	}
-	h := http.Header{"Idempotency-Key": {key}}
-	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-		h.Set("Content-Type", "application/yaml")
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
 	}
-	var res control.SubmitResult
-	if err := a.post(ctx, "/jobs", body, h, &res); err != nil {
+	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key})
+	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {
 			for _, fe := range ae.Errors {
@@ -197,10 +191,12 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 	return a.watch(ctx, res.JobID)
 }
 
-func (a *app) status(ctx context.Context, id string) (control.JobStatus, error) {
-	var st control.JobStatus
-	err := a.get(ctx, jobPath(id), nil, &st)
-	return st, err
+func (a *app) status(ctx context.Context, id string) (client.JobStatus, error) {
+	c, err := a.client(ctx)
+	if err != nil {
+		return client.JobStatus{}, err
+	}
+	return c.Status(ctx, id)
 }
 
 func runStatus(ctx context.Context, a *app, args []string) int {
@@ -250,39 +246,29 @@ func (a *app) pages(fetch func(cursor string) (string, error)) error {
 	}
 }
 
-// listPages fetches a list route into *list: one page, or every page
-// with --all. add appends a page to the list (items and next cursor) and
-// returns the page's next cursor.
-func listPages[L any](ctx context.Context, a *app, path string, query func(cursor string) url.Values, list *L, add func(list, page *L) string) error {
+// listPages fetches a list into *list: one page, or every page with
+// --all, of --limit items. add appends a page to the list (items and next
+// cursor) and returns the page's next cursor.
+func listPages[L any](ctx context.Context, a *app, list *L, fetch func(c *client.Client, p client.Page) (L, error), add func(list, page *L) string) error {
+	c, err := a.client(ctx)
+	if err != nil {
+		return err
+	}
 	return a.pages(func(cursor string) (string, error) {
-		var page L
-		if err := a.get(ctx, path, query(cursor), &page); err != nil {
+		page, err := fetch(c, client.Page{Limit: a.o.limit, Cursor: cursor})
+		if err != nil {
 			return "", err
 		}
 		return add(list, &page), nil
 	})
 }
 
-func pageQuery(o opts, cursor string, kv ...string) url.Values {
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			q.Set(kv[i], kv[i+1])
-		}
-	}
-	if o.limit != 0 {
-		q.Set("limit", strconv.Itoa(o.limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
-	return q
-}
-
 func runList(ctx context.Context, a *app, _ []string) int {
-	all := control.JobList{Jobs: []control.JobSummary{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c, "status", a.o.status, "name", a.o.name) }
-	err := listPages(ctx, a, "/jobs", query, &all, func(all, p *control.JobList) string {
+	all := client.JobList{Jobs: []client.JobSummary{}}
+	fetch := func(c *client.Client, p client.Page) (client.JobList, error) {
+		return c.ListJobs(ctx, client.JobsOptions{State: a.o.status, Name: a.o.name, Page: p})
+	}
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.JobList) string {
 		all.Jobs, all.NextCursor = append(all.Jobs, p.Jobs...), p.NextCursor
 		return p.NextCursor
 	})
@@ -318,10 +304,12 @@ func runList(ctx context.Context, a *app, _ []string) int {
 
 // listTasks reads a job's tasks, of one state when state is set, page by
 // page (as far as a.o allows), filtered by a.o.stage.
-func listTasks(ctx context.Context, a *app, job, state string) (control.TaskList, error) {
-	all := control.TaskList{Tasks: []control.TaskInfo{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c, "stage", a.o.stage, "state", state) }
-	err := listPages(ctx, a, jobPath(job, "/tasks"), query, &all, func(all, p *control.TaskList) string {
+func listTasks(ctx context.Context, a *app, job, state string) (client.TaskList, error) {
+	all := client.TaskList{Tasks: []client.Task{}}
+	fetch := func(c *client.Client, p client.Page) (client.TaskList, error) {
+		return c.ListTasks(ctx, job, client.TasksOptions{Stage: a.o.stage, State: state, Page: p})
+	}
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.TaskList) string {
 		all.Tasks, all.NextCursor = append(all.Tasks, p.Tasks...), p.NextCursor
 		return p.NextCursor
 	})
@@ -382,9 +370,9 @@ func oneLine(s string, n int) string {
 }
 
 func runHistory(ctx context.Context, a *app, args []string) int {
-	all := control.History{Events: []control.Event{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c) }
-	err := listPages(ctx, a, jobPath(args[0], "/history"), query, &all, func(all, p *control.History) string {
+	all := client.History{Events: []client.Event{}}
+	fetch := func(c *client.Client, p client.Page) (client.History, error) { return c.ListHistory(ctx, args[0], p) }
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.History) string {
 		all.Events, all.NextCursor = append(all.Events, p.Events...), p.NextCursor
 		return p.NextCursor
 	})
@@ -408,8 +396,12 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 }
 
 func runCancel(ctx context.Context, a *app, args []string) int {
-	var st control.JobStatus
-	if err := a.post(ctx, jobPath(args[0], "/cancel"), nil, nil, &st); err != nil {
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	st, err := c.Cancel(ctx, args[0])
+	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() {
@@ -425,26 +417,14 @@ func runResult(ctx context.Context, a *app, args []string) int {
 	if a.o.badRecords {
 		return runBadRecords(ctx, a, args) // badrecords.go
 	}
-	all := control.OutputList{Outputs: []control.OutputInfo{}}
-	presign := !a.o.list || a.o.download != ""
-	a.o.all = true
-	query := func(c string) url.Values {
-		q := pageQuery(a.o, c, "stage", a.o.stage)
-		if presign {
-			q.Set("presign", "true")
-		}
-		return q
-	}
-	err := listPages(ctx, a, jobPath(args[0], "/manifest"), query, &all, func(all, p *control.OutputList) string {
-		outs := append(all.Outputs, p.Outputs...)
-		*all = *p
-		all.Outputs = outs
-		return p.NextCursor
-	})
+	c, err := a.client(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
-	all.NextCursor = ""
+	all, err := c.Result(ctx, args[0], client.OutputsOptions{Stage: a.o.stage, Presign: !a.o.list || a.o.download != ""})
+	if err != nil {
+		return a.fail(err)
+	}
 	if !all.Complete {
 		fmt.Fprintf(a.env.Stderr, "note: job %s is %s; these are the %d outputs committed so far\n", termText(all.Job), termText(all.State), len(all.Outputs))
 	}
@@ -488,7 +468,7 @@ func runResult(ctx context.Context, a *app, args []string) int {
 // could name "../x" or an absolute path: every name must be a stage name
 // (spec.ValidName, which admits no separator, "." or ".."), checked for all
 // outputs before any file is written.
-func downloadPaths(dir string, outs []control.OutputInfo) ([]string, error) {
+func downloadPaths(dir string, outs []client.Output) ([]string, error) {
 	dsts := make([]string, len(outs))
 	for i, o := range outs {
 		rel := filepath.Join(o.Stage, fmt.Sprintf("p%06d-part-%05d", o.Partition, o.Part))

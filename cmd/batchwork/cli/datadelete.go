@@ -2,11 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-
-	"github.com/batchwork/batchwork/shared/control"
 )
 
 // deleteDataCommand is `batchwork delete-data ID`.
@@ -25,29 +21,14 @@ there when you no longer want it.`,
 	minArgs:  1, maxArgs: 1, run: runDeleteData,
 }
 
-// errNoProgress: the API says data is left but deleted none of it, so
-// calling again would loop.
-var errNoProgress = errors.New("the API deleted nothing more but says some is left; try again later")
-
 func runDeleteData(ctx context.Context, a *app, args []string) int {
 	c, err := a.client(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
-	var total control.DataDeletion
-	for {
-		var d control.DataDeletion
-		if err := c.Call(ctx, http.MethodDelete, jobPath(args[0], "/data"), nil, nil, nil, &d); err != nil {
-			return a.fail(err)
-		}
-		deleted := total.Deleted + d.Deleted
-		total, total.Deleted = d, deleted
-		if d.Complete {
-			break
-		}
-		if d.Deleted == 0 {
-			return a.fail(fmt.Errorf("job %s: %w", args[0], errNoProgress))
-		}
+	total, err := c.DeleteData(ctx, args[0])
+	if err != nil {
+		return a.fail(err)
 	}
 	if a.json() {
 		_ = writeJSON(a.env.Stdout, total)

@@ -8,13 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/cmd/batchwork/devrun"
 	"github.com/batchwork/batchwork/internal/executor/execstage"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -148,12 +146,13 @@ func (a *app) devExit(jobCtx context.Context, code int) int {
 // submitSpec submits body and returns the job id, printing a spec's
 // field errors like submit does.
 func (a *app) submitSpec(ctx context.Context, file string, body []byte, execDir string) (string, int) {
-	h := http.Header{"Idempotency-Key": {fmt.Sprintf("dev-%d", time.Now().UnixNano())}}
-	if !strings.HasPrefix(strings.TrimSpace(string(body)), "{") {
-		h.Set("Content-Type", "application/yaml")
+	key := fmt.Sprintf("dev-%d", time.Now().UnixNano())
+	c, err := a.client(ctx)
+	if err != nil {
+		return "", a.fail(err)
 	}
-	var res control.SubmitResult
-	if err := a.post(ctx, "/jobs", body, h, &res); err != nil {
+	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key})
+	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {
 			for _, fe := range ae.Errors {

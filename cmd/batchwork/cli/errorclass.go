@@ -1,14 +1,14 @@
 package cli
 
 import (
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/batch"
-	"github.com/batchwork/batchwork/shared/control"
 )
 
 // taskState is the STATE cell of `batchwork tasks`: a FAILED task's state
 // says what ended it (its error class), "FAILED (permanent error)", and a
 // task an out-of-memory retry moved to a larger executor says which size.
-func taskState(t control.TaskInfo) string {
+func taskState(t client.Task) string {
 	s := t.State
 	if t.State == "FAILED" && t.ErrorClass != "" {
 		s += " (" + batch.ErrorClass(t.ErrorClass).Ended() + ")"

@@ -3,22 +3,22 @@ package cli
 import (
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 func TestTaskStateShowsWhatEndedIt(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		task control.TaskInfo
+		task client.Task
 		want string
 	}{
-		{control.TaskInfo{State: "FAILED", ErrorClass: "permanent"}, "FAILED (permanent error)"},
-		{control.TaskInfo{State: "FAILED", ErrorClass: "error"}, "FAILED (retries exhausted)"},
-		{control.TaskInfo{State: "FAILED", ErrorClass: "timed_out"}, "FAILED (timed out)"},
-		{control.TaskInfo{State: "FAILED", ErrorClass: "out_of_memory", Memory: "4GiB"}, "FAILED (out of memory)"},
-		{control.TaskInfo{State: "FAILED"}, "FAILED"},
-		{control.TaskInfo{State: "READY", ErrorClass: "out_of_memory", Memory: "4GiB"}, "READY @4GiB"},
-		{control.TaskInfo{State: "SUCCEEDED", ErrorClass: "error"}, "SUCCEEDED"},
+		{client.Task{State: "FAILED", ErrorClass: "permanent"}, "FAILED (permanent error)"},
+		{client.Task{State: "FAILED", ErrorClass: "error"}, "FAILED (retries exhausted)"},
+		{client.Task{State: "FAILED", ErrorClass: "timed_out"}, "FAILED (timed out)"},
+		{client.Task{State: "FAILED", ErrorClass: "out_of_memory", Memory: "4GiB"}, "FAILED (out of memory)"},
+		{client.Task{State: "FAILED"}, "FAILED"},
+		{client.Task{State: "READY", ErrorClass: "out_of_memory", Memory: "4GiB"}, "READY @4GiB"},
+		{client.Task{State: "SUCCEEDED", ErrorClass: "error"}, "SUCCEEDED"},
 	}
 	for _, tt := range tests {
 		if got := taskState(tt.task); got != tt.want {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/batchwork/batchwork/shared/batch"
-	"net/http"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/shared/batch"
+
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -110,8 +109,11 @@ func runRedrive(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	body, _ := json.Marshal(map[string]int{"redrives": st.Redrives})
-	if err := a.post(ctx, jobPath(args[0], "/redrive"), body, http.Header{"Content-Type": {"application/json"}}, &st); err != nil {
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	if st, err = c.Redrive(ctx, args[0], st.Redrives); err != nil {
 		return a.fail(err)
 	}
 	if a.json() && !a.o.wait {
@@ -137,14 +139,12 @@ func runRerun(ctx context.Context, a *app, args []string) int {
 		_, _ = rand.Read(b[:])
 		key = "cli-rerun-" + hex.EncodeToString(b[:])
 	}
-	req := map[string]string{}
-	if a.o.stage != "" {
-		req["from"] = a.o.stage
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
 	}
-	body, _ := json.Marshal(req)
-	var res control.SubmitResult
-	h := http.Header{"Idempotency-Key": {key}, "Content-Type": {"application/json"}}
-	if err := a.post(ctx, jobPath(args[0], "/rerun"), body, h, &res); err != nil {
+	res, err := c.Rerun(ctx, args[0], client.RerunOptions{From: a.o.stage, IdempotencyKey: key})
+	if err != nil {
 		return a.fail(err)
 	}
 	if a.json() && !a.o.wait {
@@ -168,7 +168,7 @@ func runRerun(ctx context.Context, a *app, args []string) int {
 
 // failedNote is what the status's State line adds for a job with failed
 // partitions its stages tolerated: "succeeded with 2 failed partitions".
-func failedNote(st control.JobStatus) string {
+func failedNote(st client.JobStatus) string {
 	var note string
 	if n := st.FailedPartitions; n > 0 {
 		noun := "partitions"

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
@@ -113,8 +114,8 @@ func TestPrintStatusFailedPartitions(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	a := &app{env: Env{Now: func() time.Time { return now }, Loc: time.UTC}}
 	var out bytes.Buffer
-	a.printStatus(&out, control.JobStatus{ID: "j1", Name: "wc", State: "SUCCEEDED", Created: now, FailedPartitions: 2,
-		Stages: []control.StageStatus{{Name: "map", State: "COMPLETED", Total: 6, Committed: 4, FailedTasks: 2}}})
+	a.printStatus(&out, client.JobStatus{ID: "j1", Name: "wc", State: "SUCCEEDED", Created: now, FailedPartitions: 2,
+		Stages: []client.StageStatus{{Name: "map", State: "COMPLETED", Total: 6, Committed: 4, FailedTasks: 2}}})
 	for _, w := range []string{`(?m)^State:\s+SUCCEEDED \(succeeded with 2 failed partitions\)$`, `stage map: 2 failed tasks tolerated \(batchwork failed j1 lists them\)`} {
 		if !regexp.MustCompile(w).MatchString(out.String()) {
 			t.Errorf("status lacks %s:\n%s", w, out.String())

@@ -18,7 +18,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -48,10 +47,12 @@ not replace the inputs of a job that is running.`,
 	},
 	minArgs: 1, maxArgs: 2, run: runUpload}
 
-func (a *app) whoami(ctx context.Context) (control.Identity, error) {
-	var id control.Identity
-	err := a.get(ctx, "/whoami", nil, &id)
-	return id, err
+func (a *app) whoami(ctx context.Context) (client.Identity, error) {
+	c, err := a.client(ctx)
+	if err != nil {
+		return client.Identity{}, err
+	}
+	return c.WhoAmI(ctx)
 }
 
 func runWhoAmI(ctx context.Context, a *app, _ []string) int {
@@ -204,7 +205,7 @@ func uploadError(err error, bucket, area string) error {
 // and only if that endpoint is on this machine; an endpoint named by an
 // API that is not on this machine is ignored. So no API can direct the
 // user's signed requests, or files, elsewhere.
-func (a *app) s3Client(ctx context.Context, id control.Identity) (*s3.Client, error) {
+func (a *app) s3Client(ctx context.Context, id client.Identity) (*s3.Client, error) {
 	var opts []func(*config.LoadOptions) error
 	if a.g.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.g.profile))

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -65,7 +64,7 @@ func TestUploadEndpointStaysOnThisMachine(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := &app{api: &client.Client{Endpoint: base}}
-			cl, err := a.s3Client(t.Context(), control.Identity{Endpoint: c.endpoint})
+			cl, err := a.s3Client(t.Context(), client.Identity{Endpoint: c.endpoint})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("s3Client: %v, want an error containing %q", err, c.wantErr)

@@ -2,12 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-
-	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/control"
 )
 
 // deleteCommand is `batchwork delete ID`.
@@ -36,27 +31,9 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	var total control.JobDeletion
-	for call := 0; ; call++ {
-		d, lost, err := deleteCall(ctx, c, args[0])
-		var ae *client.APIError
-		if (call > 0 || lost) && errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			// Gone: another caller, or a try of this command whose answer
-			// was lost, finished the deletion.
-			total.Job, total.Complete = args[0], true
-			break
-		}
-		if err != nil {
-			return a.fail(err)
-		}
-		objects, records := total.Objects+d.Objects, total.Records+d.Records
-		total, total.Objects, total.Records = d, objects, records
-		if d.Complete {
-			break
-		}
-		if d.Objects == 0 && d.Records == 0 {
-			return a.fail(fmt.Errorf("job %s: %w", args[0], errNoProgress))
-		}
+	total, err := c.DeleteJob(ctx, args[0])
+	if err != nil {
+		return a.fail(err)
 	}
 	if a.json() {
 		_ = writeJSON(a.env.Stdout, total)
@@ -69,37 +46,4 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 	fmt.Fprintf(a.env.Stdout, "Deleted job %s (%s): %s records and %s objects.\n",
 		termText(args[0]), termText(total.State), count(int64(total.Records)), count(int64(total.Objects)))
 	return ExitOK
-}
-
-// deleteCall sends one DELETE of job id, retrying what the client retries
-// (network errors, throttling, gateway errors), and says whether a try's
-// answer may have been lost after the API acted on it (a network error, a
-// gateway's 502 or 504): that try may have finished the deletion, so a
-// later 404 means the job is gone, not that there was none. The client
-// cannot tell, so this call does its own retries.
-func deleteCall(ctx context.Context, c *client.Client, id string) (d control.JobDeletion, lost bool, err error) {
-	once := *c
-	once.Retries = 0
-	for try := 0; ; try++ {
-		if try > 0 {
-			if err := c.Sleep(ctx, client.Backoff(try)); err != nil {
-				return d, lost, err
-			}
-		}
-		err = once.Call(ctx, http.MethodDelete, jobPath(id), nil, nil, nil, &d)
-		var ae *client.APIError
-		var ne *client.NetError
-		switch {
-		case err == nil:
-			return d, lost, nil
-		case errors.As(err, &ne), errors.As(err, &ae) && (ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout):
-			lost = true
-		case errors.As(err, &ae) && (ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable):
-		default:
-			return d, lost, err
-		}
-		if try >= c.Retries {
-			return d, lost, err
-		}
-	}
 }

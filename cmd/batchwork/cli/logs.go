@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/logs"
+	"github.com/batchwork/batchwork/client"
 )
 
 // logsCommand is `batchwork logs ID`.
@@ -77,23 +75,21 @@ func runLogs(ctx context.Context, a *app, args []string) int {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	q := url.Values{"limit": {strconv.Itoa(logsPage)}}
-	if a.o.task != "" {
-		q.Set("task", a.o.task)
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
 	}
-	if !since.IsZero() {
-		q.Set("since", since.UTC().Format(time.RFC3339Nano))
-	}
+	q := client.LogsOptions{Task: a.o.task, Since: since, Page: client.Page{Limit: logsPage}}
 	ended := 0 // polls since the job was seen ended
 	for {
-		var pg logs.Page
-		if err := a.get(ctx, jobPath(id, "/logs"), q, &pg); err != nil {
+		pg, err := c.ListLogs(ctx, id, q)
+		if err != nil {
 			return a.fail(err)
 		}
 		for _, l := range pg.Lines {
 			a.printLogLine(st, l)
 		}
-		q.Set("cursor", pg.Next)
+		q.Cursor = pg.Next
 		if len(pg.Lines) >= logsPage {
 			continue // more to read now
 		}
@@ -138,7 +134,7 @@ var logKnown = []string{"time", "level", "msg", "job_id", "stage", "stage_name",
 
 // printLogLine prints a line as TIME LEVEL TASK MSG key=value...: the task
 // as stage/partition#attempt@executor, "-" for a line of no task.
-func (a *app) printLogLine(st control.JobStatus, l logs.Line) {
+func (a *app) printLogLine(st client.JobStatus, l client.LogLine) {
 	if a.json() {
 		var buf bytes.Buffer
 		if json.Compact(&buf, l.Fields) == nil {
@@ -150,7 +146,7 @@ func (a *app) printLogLine(st control.JobStatus, l logs.Line) {
 	fmt.Fprintln(a.env.Stdout, formatLogLine(st, l, a.env.Loc))
 }
 
-func formatLogLine(st control.JobStatus, l logs.Line, loc *time.Location) string {
+func formatLogLine(st client.JobStatus, l client.LogLine, loc *time.Location) string {
 	var f map[string]json.RawMessage
 	_ = json.Unmarshal(l.Fields, &f)
 	str := func(k string) string {
@@ -190,7 +186,7 @@ func formatLogLine(st control.JobStatus, l logs.Line, loc *time.Location) string
 
 // taskTag names a line's task by its stage's name: "count/3#2@0af3..."
 // for partition 3 of stage count, attempt 2, on executor 0af3...
-func taskTag(st control.JobStatus, task, attempt, executor string) string {
+func taskTag(st client.JobStatus, task, attempt, executor string) string {
 	parts := strings.Split(task, "/")
 	if len(parts) != 3 {
 		return "-"
@@ -212,7 +208,7 @@ func taskTag(st control.JobStatus, task, attempt, executor string) string {
 // attemptExecutors is the EXECUTOR column of `batchwork tasks`: the
 // executor of each attempt, in order ("-" where unknown), and one id when
 // every attempt ran on the same executor.
-func attemptExecutors(atts []control.AttemptInfo) string {
+func attemptExecutors(atts []client.Attempt) string {
 	ids := make([]string, len(atts))
 	same := true
 	for i, at := range atts {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 const logsJob = "j0123456789a0123456789"
@@ -166,15 +166,15 @@ func TestLogsCommand(t *testing.T) {
 func TestAttemptExecutors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		atts []control.AttemptInfo
+		atts []client.Attempt
 		want string
 	}{
 		{nil, "-"},
-		{[]control.AttemptInfo{{Executor: "a1"}}, "a1"},
-		{[]control.AttemptInfo{{Executor: "a1"}, {Executor: "a1"}}, "a1"},
-		{[]control.AttemptInfo{{Executor: "a1"}, {Executor: "b2"}}, "a1, b2"},
-		{[]control.AttemptInfo{{}, {Executor: "b2"}}, "-, b2"},
-		{[]control.AttemptInfo{{}}, "-"},
+		{[]client.Attempt{{Executor: "a1"}}, "a1"},
+		{[]client.Attempt{{Executor: "a1"}, {Executor: "a1"}}, "a1"},
+		{[]client.Attempt{{Executor: "a1"}, {Executor: "b2"}}, "a1, b2"},
+		{[]client.Attempt{{}, {Executor: "b2"}}, "-, b2"},
+		{[]client.Attempt{{}}, "-"},
 	} {
 		if got := attemptExecutors(tc.atts); got != tc.want {
 			t.Errorf("attemptExecutors(%+v) = %q, want %q", tc.atts, got, tc.want)

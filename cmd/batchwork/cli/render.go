@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -93,7 +93,7 @@ func percent(done, total int) string {
 }
 
 // printStatus writes a job's status for people.
-func (a *app) printStatus(w io.Writer, st control.JobStatus) {
+func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 	tw := table(w)
 	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", termText(st.ID), termText(st.Name))
 	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, termText(st.State)), failedNote(st)) // failed.go

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 // A running job's status shows each concurrency limit's use, and says
@@ -17,19 +17,19 @@ func TestPrintStatusLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		state  string
-		limits []control.LimitUse
+		limits []client.LimitUse
 		want   []string // regexps, each matching one line
 		absent string
 	}{
 		{"no limits", "RUNNING", nil, nil, `Limit`},
 		{"job limit full, owner limit with room", "RUNNING",
-			[]control.LimitUse{{Kind: "job", Max: 4, Running: 4}, {Kind: "owner", Max: 200, Running: 17}},
+			[]client.LimitUse{{Kind: "job", Max: 4, Running: 4}, {Kind: "owner", Max: 200, Running: 17}},
 			[]string{`(?m)^Limit \(job\):\s+4 of 4 running \(full: tasks wait for a slot\)$`, `(?m)^Limit \(owner\):\s+17 of 200 running$`}, ""},
-		{"an ended job shows none", "SUCCEEDED", []control.LimitUse{{Kind: "job", Max: 4, Running: 0}}, nil, `Limit`},
+		{"an ended job shows none", "SUCCEEDED", []client.LimitUse{{Kind: "job", Max: 4, Running: 0}}, nil, `Limit`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			a.printStatus(&out, control.JobStatus{ID: "j1", Name: "wc", State: tc.state, Created: now, Limits: tc.limits})
+			a.printStatus(&out, client.JobStatus{ID: "j1", Name: "wc", State: tc.state, Created: now, Limits: tc.limits})
 			for _, w := range tc.want {
 				if !regexp.MustCompile(w).Match(out.Bytes()) {
 					t.Errorf("output lacks %s:\n%s", w, out.String())

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
@@ -66,12 +64,13 @@ func runSchedule(ctx context.Context, a *app, args []string) int {
 		return scheduleList(ctx, a)
 	case "runs":
 		return scheduleRuns(ctx, a, rest[0])
-	case "delete":
-		c, err := a.client(ctx)
-		if err == nil {
-			err = c.Call(ctx, http.MethodDelete, schedulePath(rest[0]), nil, nil, nil, nil)
-		}
-		if err != nil {
+	}
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	if action == "delete" {
+		if err := c.DeleteSchedule(ctx, rest[0]); err != nil {
 			return a.fail(err)
 		}
 		if a.json() {
@@ -81,25 +80,14 @@ func runSchedule(ctx context.Context, a *app, args []string) int {
 		}
 		return ExitOK
 	}
-	var v control.ScheduleView
-	var err error
-	if action == "get" {
-		err = a.get(ctx, schedulePath(rest[0]), nil, &v)
-	} else {
-		err = a.post(ctx, schedulePath(rest[0], "/"+action), nil, nil, &v)
-	}
+	op := map[string]func(context.Context, string) (client.Schedule, error){
+		"get": c.GetSchedule, "pause": c.PauseSchedule, "resume": c.ResumeSchedule,
+	}[action]
+	v, err := op(ctx, rest[0])
 	if err != nil {
 		return a.fail(err)
 	}
 	return a.printSchedule(v)
-}
-
-func schedulePath(id string, rest ...string) string {
-	p := "/schedules/" + url.PathEscape(id)
-	for _, r := range rest {
-		p += r
-	}
-	return p
 }
 
 func scheduleCreate(ctx context.Context, a *app, file string) int {
@@ -113,14 +101,18 @@ func scheduleCreate(ctx context.Context, a *app, file string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	var v control.ScheduleView
-	if err := a.post(ctx, "/schedules", body, nil, &v); err != nil {
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
+	}
+	v, err := c.CreateSchedule(ctx, body)
+	if err != nil {
 		return a.fail(err)
 	}
 	return a.printSchedule(v)
 }
 
-func (a *app) printSchedule(v control.ScheduleView) int {
+func (a *app) printSchedule(v client.Schedule) int {
 	if a.json() {
 		_ = writeJSON(a.env.Stdout, v)
 		return ExitOK
@@ -150,9 +142,9 @@ func (a *app) printSchedule(v control.ScheduleView) int {
 }
 
 func scheduleList(ctx context.Context, a *app) int {
-	all := control.ScheduleList{Schedules: []control.ScheduleView{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c) }
-	err := listPages(ctx, a, "/schedules", query, &all, func(all, p *control.ScheduleList) string {
+	all := client.ScheduleList{Schedules: []client.Schedule{}}
+	fetch := func(c *client.Client, p client.Page) (client.ScheduleList, error) { return c.ListSchedules(ctx, p) }
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.ScheduleList) string {
 		all.Schedules, all.NextCursor = append(all.Schedules, p.Schedules...), p.NextCursor
 		return p.NextCursor
 	})
@@ -185,9 +177,9 @@ func scheduleList(ctx context.Context, a *app) int {
 }
 
 func scheduleRuns(ctx context.Context, a *app, id string) int {
-	all := control.RunList{Runs: []control.ScheduleRun{}}
-	query := func(c string) url.Values { return pageQuery(a.o, c) }
-	err := listPages(ctx, a, schedulePath(id, "/runs"), query, &all, func(all, p *control.RunList) string {
+	all := client.RunList{Runs: []client.ScheduleRun{}}
+	fetch := func(c *client.Client, p client.Page) (client.RunList, error) { return c.ListScheduleRuns(ctx, id, p) }
+	err := listPages(ctx, a, &all, fetch, func(all, p *client.RunList) string {
 		all.Runs, all.NextCursor = append(all.Runs, p.Runs...), p.NextCursor
 		return p.NextCursor
 	})

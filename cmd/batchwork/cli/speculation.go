@@ -3,13 +3,13 @@ package cli
 import (
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 // withCopy adds a task's speculative copy to its STATE cell in `batchwork
 // tasks`: a copy running beside its holder, or which attempt the copy
 // was.
-func withCopy(t control.TaskInfo, state string) string {
+func withCopy(t client.Task, state string) string {
 	c := t.Copy
 	switch {
 	case c == nil:

@@ -4,27 +4,28 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/client"
 )
 
 // watch follows a job until it ends and returns the exit code of its end
 // state. Transient errors (the API briefly unreachable) are retried by the
 // client; a persistent one ends the watch with its exit code.
 func (a *app) watch(ctx context.Context, id string) int {
-	interval := a.o.interval
-	if interval <= 0 {
-		interval = time.Second
+	c, err := a.client(ctx)
+	if err != nil {
+		return a.fail(err)
 	}
 	drawn := 0 // lines of the live display to redraw
 	last := ""
-	for {
-		st, err := a.status(ctx, id)
+	// Every poll: the live display redraws its rates and ETAs.
+	for st, err := range c.Watch(ctx, id, client.WatchOptions{Interval: a.o.interval, EveryPoll: true}) {
 		if err != nil {
+			if ctx.Err() != nil { // interrupted, between polls or during one
+				return ExitInterrupt
+			}
 			return a.fail(err)
 		}
-		done := st.State != "RUNNING" && st.State != "PUBLISHING" // PUBLISHING ends by itself
 		switch {
 		case a.json():
 			if line := progressLine(st); line != last {
@@ -39,21 +40,19 @@ func (a *app) watch(ctx context.Context, id string) int {
 				fmt.Fprintf(a.env.Stdout, "%s  %s\n", a.env.Now().In(a.env.Loc).Format("15:04:05"), line)
 			}
 		}
-		if done {
+		if st.Done() {
 			if !a.json() {
 				a.printEnd(st)
 			}
 			return exitForJob(st.State)
 		}
-		if err := a.env.Sleep(ctx, interval); err != nil {
-			return ExitInterrupt
-		}
 	}
+	return ExitInterrupt // not reached: Watch ends with the job's end or an error
 }
 
 // progressLine is the plain one-line progress of a job: what a log or a
 // CI run shows, one line per change.
-func progressLine(st control.JobStatus) string {
+func progressLine(st client.JobStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d/%d tasks", termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
 	for _, s := range st.Stages {
@@ -67,7 +66,7 @@ func progressLine(st control.JobStatus) string {
 
 // drawLive redraws the terminal display: a header line and a bar per
 // stage, in place.
-func (a *app) drawLive(st control.JobStatus, drawn int) int {
+func (a *app) drawLive(st client.JobStatus, drawn int) int {
 	var b strings.Builder
 	if drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA", drawn)
@@ -102,7 +101,7 @@ func (a *app) drawLive(st control.JobStatus, drawn int) int {
 	return 1 + len(st.Stages)
 }
 
-func (a *app) printEnd(st control.JobStatus) {
+func (a *app) printEnd(st client.JobStatus) {
 	took := ""
 	if st.Ended != nil {
 		took = " in " + elapsed(st.Created, st.Ended)

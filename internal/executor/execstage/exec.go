@@ -247,7 +247,7 @@ type Attempt struct {
 	Resume *Resume
 }
 
-// Output is the attempt's outputs (executor.Output): plain stdout goes to
+// Output is the attempt's outputs (output.Output): plain stdout goes to
 // partition 0 through Write, a shuffle's key<TAB>value lines through
 // Emit.
 type Output interface {

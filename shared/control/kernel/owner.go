@@ -12,7 +12,7 @@ import (
 // JobOwner returns the owner of a job, from its record: the principal that
 // submitted it, which a task message cannot name or change (its body is
 // only the task's reference). Executors use it to keep owners' tasks apart
-// (executor.LambdaHandler). Cached with the spec, since it never changes;
+// (feed.LambdaHandler). Cached with the spec, since it never changes;
 // batch.ErrNotFound when there is no such job.
 func (s *Kernel) JobOwner(ctx context.Context, job string) (string, error) {
 	m, err := s.Meta(ctx, job)

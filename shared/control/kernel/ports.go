@@ -178,7 +178,7 @@ type Blob interface {
 	MarkUncommitted(ctx context.Context, prefix string) (int, error)
 	DeletePrefix(ctx context.Context, prefix string, maxPages int) (blob.DeleteResult, error)
 	// PresignGet makes a time-limited GET URL of an object of the data
-	// bucket (outputs.go).
+	// bucket (readside/outputs.go).
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 
 	// Inputs in any granted bucket: listing, and pinning each listed

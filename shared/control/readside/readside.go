@@ -1,7 +1,7 @@
 // Package readside is what the control plane shows its callers of their
-// jobs: status, job and task lists, logs, rates and bad records. It only
-// reads, except for the rate sample a status read may refresh, and
-// nothing else in the control plane calls it.
+// jobs: status, job and task lists, the timeline, committed outputs, logs,
+// rates and bad records. It only reads, except for the rate sample a
+// status read may refresh, and nothing else in the control plane calls it.
 package readside
 
 import (
@@ -36,6 +36,8 @@ type Store interface {
 	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
 	PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
 	BadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
+	// The timeline's stored events (attempt ends).
+	JobEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 	// Tasks and their attempt ends.
 	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
 	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
@@ -49,6 +51,8 @@ type Blob interface {
 	Bucket() string
 	Get(ctx context.Context, key string) ([]byte, error)
 	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
+	// PresignGet makes an output's time-limited GET URL.
+	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
 
 // Kernel is what the read side asks of the control plane's job records

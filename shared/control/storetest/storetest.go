@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of the control plane's store
-// port: the same cases, run against every implementation (the unit tests'
-// in-memory fake in shared/control, dynamo.Store on DynamoDB Local in
+// port: the same cases, run against every implementation (the tests'
+// in-memory testdouble.Store, dynamo.Store on DynamoDB Local in
 // integration), so that the fake cannot drift from the conditions the
 // real store enforces. Each case checks an outcome the control plane's
 // invariants stand on: submit idempotency, one live claim, heartbeats and
@@ -27,9 +27,9 @@ import (
 )
 
 // Store is the part of control.Store the suite exercises. It is declared
-// here rather than taken from shared/control so that shared/control's own
-// tests, which hold the fake, can import the suite; storetest_test.go
-// checks that control.Store includes it.
+// here rather than taken from shared/control so that the suite imports
+// nothing of the code it checks, and any package's tests can run it;
+// storetest_test.go checks that control.Store includes it.
 type Store interface {
 	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
 	GetJob(context.Context, string) (batch.Job, error)

@@ -18,7 +18,7 @@ import (
 // sent another; a lapsed claim is expired (or, on its last attempt,
 // exhausted) and retried; a FAILED one's failure is propagated; a
 // committed one is counted if its committer died before it counted. The
-// sweep's walk of its index stays with the sweep (control/sweep.go).
+// walk of the sweep's index is the sweep's own (sweep/sweep.go).
 func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
 	t, err := s.store.GetTask(ctx, it.Task)
 	if errors.Is(err, batch.ErrNotFound) {

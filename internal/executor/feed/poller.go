@@ -1,4 +1,4 @@
-package executor
+package feed
 
 import (
 	"context"
@@ -11,22 +11,15 @@ import (
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
-// Queue is what the hosts need of SQS.
-type Queue interface {
-	Receive(ctx context.Context, url string, maxN int, wait, visibility time.Duration) ([]queue.Message, error)
-	ChangeVisibility(ctx context.Context, url, receipt string, d time.Duration) error
-	// ChangeVisibilityBatch returns the receipts that can never change
-	// again (their message was received anew, or deleted).
-	ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) (gone []string, err error)
-	DeleteBatch(ctx context.Context, url string, receipts []string) error
-}
-
 // Poller is the long-running host: Slots concurrent tasks fed by long
 // polling the ready queues. It receives only as many messages as it has
 // free slots, so no message waits in this process while its lease runs.
 type Poller struct {
-	Runner *Runner
-	Queue  Queue
+	// Handler runs each received task (executor.Runner).
+	Handler Handler
+	// CP keeps the executor's liveness record and writes batched counts.
+	CP    ControlPlane
+	Queue Queue
 	// Queues are polled each by their own receiver, highest priority
 	// first. Free slots go to the waiting receivers by weighted fairness
 	// (see arbiter), so a backlogged high queue runs first and a
@@ -48,12 +41,6 @@ type Poller struct {
 	// ExecutorID, when set, is the executor's id (a Fargate task's, from
 	// its ARN: host/ecsid.go); else one is made up.
 	ExecutorID string
-}
-
-// Activity hears the slots' tasks start and end.
-type Activity interface {
-	TaskStarted()
-	TaskEnded()
 }
 
 // Run polls until ctx is cancelled (SIGTERM), then stops receiving, lets
@@ -86,18 +73,18 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	// Alive before the first claim, so no claim of ours looks dead:
 	// nothing is received until the record is written.
-	alive, err := aliveBeforeWork(ctx, p.Runner.CP, id, p.Log)
+	alive, err := aliveBeforeWork(ctx, p.CP, id, p.Log)
 	if err != nil {
 		return nil // stopped before any work
 	}
 	if alive {
 		taskCtx = control.WithExecutor(taskCtx, id)
 		held = newHeldMessages(p.Queue, p.Log)
-		stop := held.start(context.WithoutCancel(ctx), p.Runner.CP, id)
+		stop := held.start(context.WithoutCancel(ctx), p.CP, id)
 		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}
-	del := newDeleter(p.Queue, p.Log, countFlush(p.Runner.CP, p.Log))
+	del := newDeleter(p.Queue, p.Log, countFlush(p.CP, p.Log))
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
 	// An idle receiver long-polls holding one slot, so every class has a
@@ -196,9 +183,9 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 		// on, not from its receipt: a message this executor dies holding
 		// unclaimed comes back after the short receive visibility.
 		claimed := func(ctx context.Context) { held.hold(ctx, m) }
-		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis, Claimed: claimed}, nil)
+		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis, Claimed: claimed}, nil)
 	} else {
-		res = p.Runner.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
+		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
 	}
 	hide := func() {
 		if res.Action == Hide {

@@ -1,4 +1,4 @@
-package executor
+package feed
 
 import (
 	"context"

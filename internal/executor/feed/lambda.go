@@ -1,9 +1,10 @@
-package executor
+package feed
 
 import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,14 +30,19 @@ import (
 // own, running out of memory, the invocation's timeout) can cost other
 // owners nothing.
 type LambdaHandler struct {
-	Runner *Runner
-	Queue  Queue
+	// Handler runs each task of the batch (executor.Runner).
+	Handler Handler
+	// CP keeps the invocation's liveness record, writes batched counts
+	// and says the owners of the batch's jobs.
+	CP    ControlPlane
+	Queue Queue
+	Log   *slog.Logger
 	// QueueURLs maps queue names to URLs (from the environment), since SQS
 	// events carry the queue's ARN.
 	QueueURLs map[string]string
 	// ContinueMargin is how long before the invocation's deadline a task
 	// that checkpoints is asked to checkpoint and continue in a new
-	// invocation (checkpoint.go); 0: DefaultContinueMargin.
+	// invocation (executor's checkpoint.go); 0: DefaultContinueMargin.
 	ContinueMargin time.Duration
 }
 
@@ -50,7 +56,7 @@ type LambdaHandler struct {
 func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var mu sync.Mutex
 	var resp events.SQSEventResponse
-	// Tasks longer than an invocation continue in the next (checkpoint.go).
+	// Tasks longer than an invocation continue in the next (executor's checkpoint.go).
 	ctx = WithContinueMargin(ctx, cmp.Or(h.ContinueMargin, DefaultContinueMargin))
 	run, back, later := h.splitByOwner(ctx, ev.Records)
 	// Before anything runs, so that a crash cannot keep them: a message
@@ -67,14 +73,14 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	// are then recovered by their lease, as on a control plane without
 	// liveness records (ErrUnsupported).
 	id := control.NewExecutorID()
-	switch err := h.Runner.CP.ExecutorAlive(ctx, id); {
+	switch err := h.CP.ExecutorAlive(ctx, id); {
 	case errors.Is(err, ErrUnsupported):
 	case err != nil:
-		h.Runner.Log.Warn("executor liveness: running without", "err", err)
+		h.Log.Warn("executor liveness: running without", "err", err)
 	default:
 		ctx = control.WithExecutor(ctx, id)
-		held = newHeldMessages(h.Queue, h.Runner.Log)
-		stop := held.start(ctx, h.Runner.CP, id)
+		held = newHeldMessages(h.Queue, h.Log)
+		stop := held.start(ctx, h.CP, id)
 		defer stop()
 	}
 	for _, rec := range run {
@@ -104,10 +110,10 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 				held.add(m)
 				// The batch arrived with the queue's long visibility: the
 				// beat shortens it to the held visibility from now on.
-				res = h.Runner.Handle(ctx, d, nil)
+				res = h.Handler.Handle(ctx, d, nil)
 				held.remove(m, hide)
 			} else {
-				res = h.Runner.Handle(ctx, d, extend)
+				res = h.Handler.Handle(ctx, d, extend)
 				hide()
 			}
 			if res.Action == Delete {
@@ -122,7 +128,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 	// The event source deletes the batch's messages when this returns:
 	// their tasks' batched counts go first (countflush.go), and when they
 	// could not be written, every message of the batch stays.
-	if !countFlush(h.Runner.CP, h.Runner.Log)() {
+	if !countFlush(h.CP, h.Log)() {
 		resp.BatchItemFailures = resp.BatchItemFailures[:0]
 		for _, rec := range ev.Records {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
@@ -181,7 +187,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 		var wg sync.WaitGroup
 		for _, job := range refs {
 			wg.Go(func() {
-				owner, err := h.Runner.CP.JobOwner(ctx, job)
+				owner, err := h.CP.JobOwner(ctx, job)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -190,7 +196,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 				case errors.Is(err, batch.ErrNotFound):
 					jobs[job] = noCode
 				case err != nil:
-					h.Runner.Log.Warn("owner of a batch's job: handing its messages back", "job_id", job, "err", err)
+					h.Log.Warn("owner of a batch's job: handing its messages back", "job_id", job, "err", err)
 					if unknown == nil {
 						unknown = map[string]bool{}
 					}
@@ -227,7 +233,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 		}
 	}
 	if len(back) > 0 || len(later) > 0 {
-		h.Runner.Log.Info("batch of several owners: running one owner's tasks, handing the rest back",
+		h.Log.Info("batch of several owners: running one owner's tasks, handing the rest back",
 			"run", len(run), "handed_back", len(back), "owner_unknown", len(later))
 	}
 	return run, back, later
@@ -245,7 +251,7 @@ func (h *LambdaHandler) handBack(ctx context.Context, recs []events.SQSMessage, 
 	}
 	for url, receipts := range byURL {
 		if _, err := h.Queue.ChangeVisibilityBatch(ctx, url, receipts, d); err != nil {
-			h.Runner.Log.Warn("hand messages back", "queue", url, "messages", len(receipts), "err", err)
+			h.Log.Warn("hand messages back", "queue", url, "messages", len(receipts), "err", err)
 		}
 	}
 }

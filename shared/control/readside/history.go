@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/page"
-	"github.com/batchwork/batchwork/shared/control/readside"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -56,12 +55,12 @@ type HistoryRequest struct {
 // the job and its stages are read from their records, which carry the time
 // of every transition: they are exact and cost no extra writes. Task
 // events (retries, expired leases, failures) are the attempt-end records.
-func (s *Service) History(ctx context.Context, req HistoryRequest) (History, error) {
+func (r *Reader) History(ctx context.Context, req HistoryRequest) (History, error) {
 	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return History{}, err
 	}
-	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
+	j, err := r.kernel.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return History{}, err
 	}
@@ -74,19 +73,19 @@ func (s *Service) History(ctx context.Context, req HistoryRequest) (History, err
 		}
 		after = pos[0]
 	}
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := r.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return History{}, err
 	}
 	evs := lifecycleEvents(j, stages)
-	stored, err := s.store.JobEvents(ctx, j.ID, after, limit+1)
+	stored, err := r.store.JobEvents(ctx, j.ID, after, limit+1)
 	if err != nil {
 		return History{}, err
 	}
 	for _, e := range stored {
 		evs = append(evs, taskEvent(j.Spec, e))
 	}
-	bad, err := s.reads.BadRecordCounts(ctx, j.Spec, j.ID)
+	bad, err := r.BadRecordCounts(ctx, j.Spec, j.ID)
 	if err != nil {
 		return History{}, err
 	}
@@ -153,7 +152,7 @@ func noteBadRecordEvents(counts map[int]int64, sp *spec.Job, evs []Event) {
 	if len(counts) == 0 {
 		return
 	}
-	byName := readside.BadRecordsByName(counts, sp)
+	byName := BadRecordsByName(counts, sp)
 	for i, e := range evs {
 		n := byName[e.Stage]
 		if n == 0 || e.Task != "" || !strings.HasPrefix(e.Type, "stage.") || e.Type == EventStageStarted {

@@ -1,4 +1,4 @@
-package control
+package readside
 
 import (
 	"context"
@@ -58,12 +58,12 @@ type OutputList struct {
 // manifest; for any other job (a cancelled job keeps what committed before
 // the cancel) or for one stage, the outputs of its committed tasks, read
 // from the task records.
-func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, error) {
+func (r *Reader) Outputs(ctx context.Context, req OutputsRequest) (OutputList, error) {
 	limit, err := page.CheckLimit(req.Limit)
 	if err != nil {
 		return OutputList{}, err
 	}
-	j, err := s.OwnedJob(ctx, req.Owner, req.ID)
+	j, err := r.kernel.OwnedJob(ctx, req.Owner, req.ID)
 	if err != nil {
 		return OutputList{}, err
 	}
@@ -80,20 +80,20 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 	}
 	var pre Blob
 	if req.Presign {
-		pre = s.blob
+		pre = r.blob
 	}
-	out := OutputList{Job: j.ID, State: string(j.State), Bucket: s.blob.Bucket(), Outputs: []OutputInfo{}}
+	out := OutputList{Job: j.ID, State: string(j.State), Bucket: r.blob.Bucket(), Outputs: []OutputInfo{}}
 	q := page.Query("outputs", req.Owner, req.ID, req.Stage)
 	if j.State == sm.JobSucceeded && only < 0 {
-		err = s.manifestPage(ctx, j, q, req.Cursor, limit, &out)
+		err = r.manifestPage(ctx, j, q, req.Cursor, limit, &out)
 	} else {
-		err = s.committedPage(ctx, j, only, q, req.Cursor, limit, &out)
+		err = r.committedPage(ctx, j, only, q, req.Cursor, limit, &out)
 	}
 	if err != nil {
 		return OutputList{}, err
 	}
 	if pre != nil {
-		exp := s.Now().Add(PresignTTL).Truncate(time.Second)
+		exp := r.now().Add(PresignTTL).Truncate(time.Second)
 		out.URLExpires = &exp
 		for i := range out.Outputs {
 			if out.Outputs[i].URL, err = pre.PresignGet(ctx, out.Outputs[i].Key, PresignTTL); err != nil {
@@ -107,7 +107,7 @@ func (s *Service) Outputs(ctx context.Context, req OutputsRequest) (OutputList, 
 // manifestPage pages through a succeeded job's manifest. Of a paged
 // manifest it reads only the pages the requested range falls on (one or
 // two, as a page of the API is smaller than one of a manifest).
-func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
+func (r *Reader) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
 	from := 0
 	if cur != "" {
 		pos, err := page.Ints(q, cur, 1)
@@ -116,7 +116,7 @@ func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, 
 		}
 		from = pos[0]
 	}
-	m, err := blob.ReadManifest(ctx, s.blob, j.Manifest)
+	m, err := blob.ReadManifest(ctx, r.blob, j.Manifest)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, 
 		}
 	}
 	for i := from / max(m.PageSize, 1); len(m.Pages) > 0 && i*m.PageSize < to; i++ {
-		outs, err := blob.ManifestPage(ctx, s.blob, m, i)
+		outs, err := blob.ManifestPage(ctx, r.blob, m, i)
 		if err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func (s *Service) manifestPage(ctx context.Context, j batch.Job, q, cur string, 
 // committedPage lists the outputs of committed tasks, stage by stage. The
 // position is the next output to list: stage, partition and part, since
 // one task of a shuffle stage may have thousands of parts.
-func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, cur string, limit int, out *OutputList) error {
+func (r *Reader) committedPage(ctx context.Context, j batch.Job, only int, q, cur string, limit int, out *OutputList) error {
 	stage, part, skip := 0, -1, 0
 	if only >= 0 {
 		stage = only
@@ -165,7 +165,7 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 		}
 		stage, part, skip = pos[0], pos[1]-1, pos[2]
 	}
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := r.store.ListStages(ctx, j.ID)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 				out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(after+1), "0")
 				return nil
 			}
-			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+			pg, err := r.store.ListTaskPage(ctx, dynamo.TaskPageParams{
 				Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskSucceeded, After: after,
 				Limit: limit - len(out.Outputs), MaxReads: page.MaxReads - reads,
 			})
@@ -194,14 +194,14 @@ func (s *Service) committedPage(ctx context.Context, j batch.Job, only int, q, c
 				if t.Ref.Partition == part+1 {
 					first = skip
 				}
-				for r := first; r < t.Outputs; r++ {
+				for p := first; p < t.Outputs; p++ {
 					if len(out.Outputs) == limit {
-						out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(t.Ref.Partition), strconv.Itoa(r))
+						out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(t.Ref.Partition), strconv.Itoa(p))
 						return nil
 					}
 					out.Outputs = append(out.Outputs, OutputInfo{Output: batch.Output{
-						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
-						Key: blob.OutputKey(j.ID, name, t.Ref.Partition, t.CommittedAttempt, r),
+						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: p,
+						Key: blob.OutputKey(j.ID, name, t.Ref.Partition, t.CommittedAttempt, p),
 					}})
 				}
 			}

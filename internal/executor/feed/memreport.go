@@ -1,25 +1,23 @@
-package executor
+package feed
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/procmem"
 	"github.com/batchwork/batchwork/shared/control"
 )
 
 // The memory report: each liveness beat carries the peak memory the
 // executor held since the previous beat, and its limit, in the same write
 // (control.Service.ExecutorAliveMemory). If the runtime is killed for
-// memory before the watchdog (memory.go) fails its attempts (a Lambda
-// runtime exit, a container's OOM kill), the last report is what tells
-// the control plane that its claims lapsed for memory, and their retries
-// climb a size (control.MemoryLostShare).
+// memory before the runner's watchdog (executor's memory.go) fails its
+// attempts (a Lambda runtime exit, a container's OOM kill), the last
+// report is what tells the control plane that its claims lapsed for
+// memory, and their retries climb a size (control.MemoryLostShare).
 
 // memorySampleEvery is how often the sampler reads the process's memory
 // between beats: a spike shorter than a beat is still reported.
@@ -91,38 +89,10 @@ func beatFunc(ctx context.Context, live Liveness, id string) func(context.Contex
 	}
 }
 
-// memoryLimit is the memory the executor may use before it is killed:
-// its Lambda function's, else its container's (the cgroup's limit), else
-// its size (EnvExecutorMemory); 0 when unknown (no report). A variable so
-// tests can set it.
-var memoryLimit = func() uint64 {
-	if l := LambdaMemoryLimit(os.Getenv); l > 0 {
-		return uint64(l)
-	}
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		// "max" (v2) or a huge number (v1) is no limit.
-		if b, err := os.ReadFile(f); err == nil {
-			if v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && v > 0 && v < 1<<50 {
-				return v
-			}
-		}
-	}
-	if z, err := MemoryFromEnv(); err == nil && z > 0 {
-		return uint64(z)
-	}
-	return 0
-}
-
-// memoryUsed is the process's resident memory (/proc/self/statm), or what
-// the Go runtime holds from the OS where /proc is not there. A variable so
-// tests can inject a reading.
-var memoryUsed = func() uint64 {
-	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
-		if f := bytes.Fields(b); len(f) > 1 {
-			if pages, err := strconv.ParseUint(string(f[1]), 10, 64); err == nil {
-				return pages * uint64(os.Getpagesize())
-			}
-		}
-	}
-	return processMemory()
-}
+// memoryLimit is the memory the executor may use before it is killed (0:
+// unknown, no report), and memoryUsed what it holds now: variables so
+// tests can set them.
+var (
+	memoryLimit = procmem.Limit
+	memoryUsed  = procmem.Resident
+)

@@ -1,18 +1,81 @@
-package executor
+// Package output holds one task attempt's output partitions: buffered
+// under a cap, streamed to S3 in multipart uploads once a partition holds
+// a part, written as checkpoint segments once the attempt checkpoints, or
+// as one indexed object for a shuffle read by Go or exec stages; and
+// published, once, after the function returns. The runner
+// (internal/executor) owns when each step happens; this package owns what
+// the objects hold.
+package output
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 )
+
+// Blob is what an Output calls on S3. Every implementation has every
+// method: one that lacks a capability says so by returning an error
+// wrapping ErrUnsupported, and the Output does without it as each
+// capability's comment describes.
+type Blob interface {
+	PutIfAbsent(ctx context.Context, key string, body []byte) error
+	Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error)
+	Bucket() string
+	ReaderPuts
+	Copies
+	Multipart
+}
+
+// ErrUnsupported is the runner's (feed.ErrUnsupported): one value, so a
+// store says "unsupported" the same way to every package that asks it.
+var ErrUnsupported = feed.ErrUnsupported
+
+// ReaderPuts is PutIfAbsent from a seekable reader, so the indexed shuffle
+// object is put from the partitions' buffers without a copy; unsupported,
+// the body is copied into one buffer and put with PutIfAbsent.
+type ReaderPuts interface {
+	PutReaderIfAbsent(ctx context.Context, key string, body io.ReadSeeker, size int64) error
+}
+
+// Copies copies an object server side, if the destination is absent (a
+// checkpointed partition of one segment to its output key); unsupported,
+// the segment is streamed to the output key as several segments are.
+type Copies interface {
+	CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey string) error
+}
+
+// Multipart streams an output partition to S3 in parts. CanMultipart is
+// asked before an attempt writes: unsupported, every partition is
+// published whole, from memory, after the function returns, and the other
+// methods are not called.
+type Multipart interface {
+	CanMultipart() error
+	CreateMultipart(ctx context.Context, key string) (string, error)
+	UploadPart(ctx context.Context, key, uploadID string, n int32, body []byte) (blob.CompletedPart, error)
+	CompleteMultipartIfAbsent(ctx context.Context, key, uploadID string, parts []blob.CompletedPart) error
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}
+
+// ErrOutputTooLarge is returned by an Output's writers once an attempt's
+// outputs would pass its cap (the runner's is tuning.MaxTaskOutput).
+var ErrOutputTooLarge = errors.New("task output too large")
+
+// PartitionOf is the shuffle partition of key among n.
+func PartitionOf(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
 
 // DefaultPartSize is the size at which an output partition's buffer is
 // uploaded as one part of a multipart upload. 8 MiB: above S3's 5 MiB
@@ -46,7 +109,7 @@ const DefaultPartSize = 8 << 20
 // after a day).
 //
 // A shuffle of more than one partition read by Go or exec stages is
-// published differently (indexOutputs, shuffle.go): nothing streams, and
+// published differently (Index, indexed.go): nothing streams, and
 // all partitions are put as one indexed object, unless the cap would be
 // passed, when the attempt falls back to the streaming above.
 //
@@ -59,11 +122,11 @@ type Output struct {
 	minPart  int   // S3's minimum part size (tests lower it)
 
 	// key names partition r's object; sink, when set, streams to it
-	// (bind). Without either, publish cannot name the objects.
+	// (Bind). Without either, Publish cannot name the objects.
 	key  func(r int) string
 	sink Multipart
 	// indexed: the partitions are published as one indexed object
-	// (shuffle.go) and none streams, until the cap would be passed: then
+	// (indexed.go) and none streams, until the cap would be passed: then
 	// the attempt falls back to the per-part layout, streaming with mp.
 	indexed bool
 	mp      Multipart
@@ -76,7 +139,7 @@ type Output struct {
 	uploaded int   // parts uploaded, all partitions
 	err      error // the first refusal or failed upload
 	// segments, when active, holds the partitions as checkpoint segments
-	// (checkpoint.go).
+	// (segments.go).
 	segments *segments
 }
 
@@ -98,7 +161,9 @@ type openUpload struct {
 	done []blob.CompletedPart
 }
 
-func newOutput(n int, limit int64) *Output {
+// New returns the outputs of an attempt with n partitions (at least one),
+// buffering at most limit bytes (0: no cap).
+func New(n int, limit int64) *Output {
 	o := &Output{parts: make([]*outPart, max(n, 1)), limit: limit, partSize: DefaultPartSize, minPart: blob.MinPartSize}
 	for i := range o.parts {
 		o.parts[i] = &outPart{}
@@ -106,9 +171,9 @@ func newOutput(n int, limit int64) *Output {
 	return o
 }
 
-// bind names the attempt's output objects and, when b can upload in
+// Bind names the attempt's output objects and, when b can upload in
 // parts, lets partitions stream while the task runs; ctx is the task's.
-func (o *Output) bind(ctx context.Context, b Blob, key func(r int) string) {
+func (o *Output) Bind(ctx context.Context, b Blob, key func(r int) string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.key, o.ctx = key, ctx
@@ -229,7 +294,7 @@ func (o *Output) reserve(n int) error {
 	for o.limit > 0 && o.buffered+int64(n) > o.limit {
 		if o.indexed && o.mp != nil {
 			// Too much for one object in memory: the per-part layout,
-			// streamed (shuffle.go).
+			// streamed (indexed.go).
 			o.indexed, o.sink = false, o.mp
 		}
 		ok, err := o.streamFullest()
@@ -312,17 +377,17 @@ func (o *Output) stream(r int) error {
 	return nil
 }
 
-// publish writes every partition's object after the function returned
+// Publish writes every partition's object after the function returned
 // without error: a streamed partition uploads what is left as its last
 // part and completes its upload, with If-None-Match: *; the others are
 // put whole, with the same condition. An existing object is this
 // attempt's own earlier write (the key names the attempt), so it counts
 // as written.
-func (o *Output) publish(ctx context.Context, b Blob) error {
+func (o *Output) Publish(ctx context.Context, b Blob) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.segments != nil && o.segments.active {
-		return o.publishSegments(ctx, b) // checkpoint.go
+		return o.publishSegments(ctx, b) // segments.go
 	}
 	if o.indexed {
 		return o.publishIndexed(ctx, b)
@@ -362,11 +427,11 @@ func (o *Output) publish(ctx context.Context, b Blob) error {
 // the host is shutting down.
 const abortTimeout = 10 * time.Second
 
-// abort aborts the uploads still open: those of an attempt that failed,
+// Abort aborts the uploads still open: those of an attempt that failed,
 // lost its lease or ended with its job, or whose publishing failed.
 // Completed uploads are not touched. A failed abort is only logged: the
 // bucket's lifecycle rule aborts incomplete uploads after a day.
-func (o *Output) abort(ctx context.Context, log *slog.Logger) {
+func (o *Output) Abort(ctx context.Context, log *slog.Logger) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
@@ -382,18 +447,18 @@ func (o *Output) abort(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// refused is the first write refused, or upload failed, if any: the
+// Refused is the first write refused, or upload failed, if any: the
 // attempt's outputs are incomplete and it must not commit.
-func (o *Output) refused() error {
+func (o *Output) Refused() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
 }
 
-// records is the number of lines written to all partitions, counted as
+// Records is the number of lines written to all partitions, counted as
 // they were written (streamed parts are no longer in memory); a final
 // line without a newline counts too.
-func (o *Output) records() int64 {
+func (o *Output) Records() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var n int64
@@ -421,9 +486,32 @@ func (o *Output) UploadedParts() int {
 	return o.uploaded
 }
 
-// buffered is the bytes the outputs hold in memory now.
-func (o *Output) bufferedBytes() int64 {
+// Buffered is the bytes the outputs hold in memory now.
+func (o *Output) Buffered() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buffered
+}
+
+// Limit is the cap on buffered bytes (0: none).
+func (o *Output) Limit() int64 { return o.limit }
+
+// SetPartSizes sets the size at which a buffer streams and S3's minimum
+// part: tests lower them to stream a few bytes at a time.
+func (o *Output) SetPartSizes(part, minPart int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.partSize, o.minPart = part, minPart
+}
+
+// Unwritten reports an output of one partition that was never written to
+// and started no upload: an attempt with nothing to publish.
+func (o *Output) Unwritten() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.parts) != 1 {
+		return false
+	}
+	p := o.parts[0]
+	return p.size == 0 && p.up == nil && len(p.buf) == 0
 }

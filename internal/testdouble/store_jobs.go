@@ -1,0 +1,315 @@
+package testdouble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/events"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+func (f *jobRecords) CreateJob(_ context.Context, p dynamo.CreateJobParams) (string, bool, error) {
+	type res struct {
+		id      string
+		created bool
+	}
+	r, err := call(f.state, "CreateJob", func() (res, error) {
+		if p.Firing != nil {
+			panic("testdouble.Store: schedule firings are not faked")
+		}
+		j := p.Job
+		ik := j.Owner + "#" + p.IdemKey
+		if prev, ok := f.idem[ik]; ok {
+			if prev.specHash != j.SpecHash {
+				return res{id: prev.job}, batch.ErrIdempotencyConflict
+			}
+			return res{id: prev.job}, nil
+		}
+		if _, ok := f.jobs[j.ID]; ok {
+			return res{}, fmt.Errorf("create job %s: id taken", j.ID)
+		}
+		f.idem[ik] = idemRow{job: j.ID, specHash: j.SpecHash}
+		j.State = sm.JobRunning
+		j.Created, j.Updated = msTime(j.Created), msTime(j.Created)
+		f.jobs[j.ID] = &jobRow{job: j, due: msTime(p.JobDue)}
+		roots := j.Spec.Roots()
+		for i, st := range j.Spec.Stages {
+			s := &stageRow{st: batch.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked}}
+			if slices.Contains(roots, i) {
+				s.due = msTime(p.StageDue)
+			}
+			f.stages[stageKey{j.ID, i}] = s
+		}
+		if j.Spec.MaxConcurrency > 0 {
+			f.slots[dynamo.JobSlots(j.ID)] = map[batch.TaskRef]time.Time{}
+		}
+		return res{id: j.ID, created: true}, nil
+	})
+	return r.id, r.created, err
+}
+
+func (f *jobRecords) GetJob(_ context.Context, id string) (batch.Job, error) {
+	return call(f.state, "GetJob", func() (batch.Job, error) {
+		j, ok := f.jobs[id]
+		if !ok {
+			return batch.Job{}, fmt.Errorf("get job %s: %w", id, batch.ErrNotFound)
+		}
+		return j.job, nil
+	})
+}
+
+func (f *jobRecords) JobState(_ context.Context, id string) (sm.JobState, error) {
+	return call(f.state, "JobState", func() (sm.JobState, error) {
+		j, ok := f.jobs[id]
+		if !ok {
+			return "", fmt.Errorf("read job %s status: %w", id, batch.ErrNotFound)
+		}
+		return j.job.State, nil
+	})
+}
+
+func (f *jobRecords) IdempotentJob(_ context.Context, owner, idemKey string) (string, bool, error) {
+	type res struct {
+		id    string
+		found bool
+	}
+	r, err := call(f.state, "IdempotentJob", func() (res, error) {
+		prev, ok := f.idem[owner+"#"+idemKey]
+		return res{prev.job, ok}, nil
+	})
+	return r.id, r.found, err
+}
+
+// EndJob: sm.ErrInvalidTransition when the job already ended.
+func (f *jobRecords) EndJob(_ context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	return do(f.state, "EndJob", func() error {
+		j, ok := f.jobs[id]
+		if !ok {
+			return fmt.Errorf("%s job %s: %w", ev, id, batch.ErrNotFound)
+		}
+		tr := sm.Jobs.Transition(ev)
+		if !slices.Contains(tr.From, j.job.State) {
+			return fmt.Errorf("%s job %s (%s): %w", ev, id, j.job.State, sm.ErrInvalidTransition)
+		}
+		j.job.State = tr.To
+		j.job.Updated, j.job.Ended = msTime(now), msTime(now)
+		if reason != "" {
+			j.job.Error = reason
+		}
+		if manifest != "" {
+			j.job.Manifest = manifest
+		}
+		j.due = time.Time{}
+		f.log.Add("job %s %s", id, ev)
+		return nil
+	})
+}
+
+// EndJobEvent is EndJob naming the ended event of the job's redrive
+// generation (events.JobEndedID), as the adapter's outbox does.
+func (f *jobRecords) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return f.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+}
+
+// EndJobGen: sm.ErrInvalidTransition when the job was redriven since gen
+// (gen >= 0) or already ended.
+func (f *jobRecords) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
+	f.mu.Lock()
+	j, ok := f.jobs[id]
+	n := 0
+	if ok {
+		n = len(j.job.Redrives)
+	}
+	f.mu.Unlock()
+	if ok && gen >= 0 && n != gen {
+		return "", fmt.Errorf("%s job %s: decided at redrive %d, the job is at %d: %w", ev, id, gen, n, sm.ErrInvalidTransition)
+	}
+	if err := f.EndJob(ctx, id, ev, reason, manifest, now); err != nil {
+		return "", err
+	}
+	return events.JobEndedID(id, n), nil
+}
+
+func (f *jobRecords) RedriveCount(_ context.Context, id string) (int, error) {
+	return call(f.state, "RedriveCount", func() (int, error) {
+		j, ok := f.jobs[id]
+		if !ok {
+			return 0, fmt.Errorf("read job %s: %w", id, batch.ErrNotFound)
+		}
+		return len(j.job.Redrives), nil
+	})
+}
+
+// StartPublishing: RUNNING to PUBLISHING, sm.ErrInvalidTransition
+// otherwise; the job keeps no deadline entry.
+func (f *jobRecords) StartPublishing(_ context.Context, id string, now time.Time) error {
+	return do(f.state, "StartPublishing", func() error {
+		j, ok := f.jobs[id]
+		if !ok {
+			return fmt.Errorf("publish job %s: %w", id, batch.ErrNotFound)
+		}
+		tr := sm.Jobs.Transition(sm.JobPublish)
+		if !slices.Contains(tr.From, j.job.State) {
+			return fmt.Errorf("publish job %s (%s): %w", id, j.job.State, sm.ErrInvalidTransition)
+		}
+		j.job.State = tr.To
+		j.job.Updated = msTime(now)
+		j.due = time.Time{}
+		f.log.Add("job %s %s", id, sm.JobPublish)
+		return nil
+	})
+}
+
+// QuotaUse: the fake counts no quotas.
+func (f *jobRecords) QuotaUse(context.Context, string) (dynamo.QuotaUse, error) {
+	return dynamo.QuotaUse{}, errUnsupported("QuotaUse")
+}
+
+func (f *jobRecords) ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error) {
+	panic("testdouble.Store: ListOwnerJobs is not faked (read-side routes are out of these tests' scope)")
+}
+
+func (f *jobRecords) RedriveJob(context.Context, dynamo.RedriveJobParams) error {
+	return errUnsupported("RedriveJob")
+}
+
+func (f *jobRecords) RedriveStage(context.Context, string, int, sm.Event, time.Time, time.Time) error {
+	return errUnsupported("RedriveStage")
+}
+
+func (f *jobRecords) RedriveTask(context.Context, batch.TaskRef, int, int, time.Time, time.Time, time.Time) error {
+	return errUnsupported("RedriveTask")
+}
+
+func (f *jobRecords) RaiseAttempts(context.Context, batch.TaskRef, int, int) error {
+	return errUnsupported("RaiseAttempts")
+}
+
+func (f *jobRecords) MarkTaskRedrive(context.Context, batch.TaskRef, int) error {
+	return errUnsupported("MarkTaskRedrive")
+}
+
+func (f *jobRecords) AdoptStage(context.Context, string, int, int) error {
+	return errUnsupported("AdoptStage")
+}
+
+func (f *jobRecords) AdoptTolerated(context.Context, string, int, int) error {
+	return errUnsupported("AdoptTolerated")
+}
+
+// MarkDataDeleted: sm.ErrInvalidTransition for a running job; the first
+// time is kept.
+func (f *jobRecords) MarkDataDeleted(_ context.Context, id string, now time.Time) (time.Time, error) {
+	return call(f.state, "MarkDataDeleted", func() (time.Time, error) {
+		j, ok := f.jobs[id]
+		if !ok {
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, batch.ErrNotFound)
+		}
+		if !sm.Jobs.IsTerminal(j.job.State) {
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, sm.ErrInvalidTransition)
+		}
+		if j.job.DataDeleted.IsZero() {
+			j.job.DataDeleted = msTime(now)
+		}
+		return j.job.DataDeleted, nil
+	})
+}
+
+// The fake store's JobDeleter, as dynamo's: marking is guarded on the job
+// having ended; records go children first, counted against the budget;
+// the job item goes last, with the idempotency records naming it.
+func (f *jobRecords) MarkJobDeleting(_ context.Context, id, owner string, now time.Time) error {
+	_, err := call(f.state, "MarkJobDeleting", func() (struct{}, error) {
+		j, ok := f.jobs[id]
+		if !ok {
+			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, batch.ErrNotFound)
+		}
+		if !sm.Jobs.IsTerminal(j.job.State) {
+			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, sm.ErrInvalidTransition)
+		}
+		if j.job.Deleting.IsZero() {
+			j.job.Deleting = msTime(now)
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func (f *jobRecords) DeleteJobRecords(_ context.Context, job string, budget int) (int, bool, error) {
+	type res struct {
+		n        int
+		complete bool
+	}
+	r, err := call(f.state, "DeleteJobRecords", func() (res, error) {
+		n := 0
+		full := func() bool { return budget > 0 && n >= budget }
+		for k := range f.counters {
+			if k.job == job && !full() {
+				delete(f.counters, k)
+				n++
+			}
+		}
+		for k := range f.tasks {
+			if k.Job == job && !full() {
+				delete(f.tasks, k)
+				n++
+			}
+		}
+		for k := range f.ends {
+			if k.ref.Job == job && !full() {
+				delete(f.ends, k)
+				n++
+			}
+		}
+		for k := range f.slots {
+			if k == dynamo.JobSlots(job) && !full() {
+				delete(f.slots, k)
+				n++
+			}
+		}
+		if full() {
+			return res{n, false}, nil
+		}
+		for k := range f.stages {
+			if k.job == job {
+				delete(f.stages, k)
+				n++
+			}
+		}
+		return res{n, true}, nil
+	})
+	return r.n, r.complete, err
+}
+
+// PostponeExpiry moves the job's turn; the fake keeps no TTL.
+func (f *jobRecords) PostponeExpiry(_ context.Context, job, _ string, until time.Time) error {
+	return do(f.state, "PostponeExpiry", func() error {
+		j, ok := f.jobs[job]
+		if !ok || !sm.Jobs.IsTerminal(j.job.State) || !j.job.Deleting.IsZero() {
+			return fmt.Errorf("postpone expiry of job %s: %w", job, sm.ErrInvalidTransition)
+		}
+		j.due = msTime(until)
+		return nil
+	})
+}
+
+func (f *jobRecords) DeleteJobItem(_ context.Context, job string) (int, error) {
+	return call(f.state, "DeleteJobItem", func() (int, error) {
+		n := 0
+		for k, v := range f.idem {
+			if v.job == job {
+				delete(f.idem, k)
+				n++
+			}
+		}
+		if _, ok := f.jobs[job]; ok {
+			delete(f.jobs, job)
+			n++
+		}
+		return n, nil
+	})
+}
