@@ -61,10 +61,10 @@ func TestRepeatedRedriveGivesNoMoreAttempts(t *testing.T) {
 	// redriven generation's, not one for this redrive to put back.
 	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
 	now := time.Now()
-	if err := e.r.Store.RedriveTask(ctx, ref, 1, 1, now, now, now); !errors.Is(err, sm.ErrInvalidTransition) {
+	if err := e.r.Store.TaskRedrive(ctx, ref, 1, 1, now, now, now); !errors.Is(err, sm.ErrInvalidTransition) {
 		t.Fatalf("redrive 1 putting back attempt 2's failure: %v, want %v", err, sm.ErrInvalidTransition)
 	}
-	if tk, err := e.r.Store.GetTask(ctx, ref); err != nil || tk.State != sm.TaskFailed || tk.Attempt != 2 {
+	if tk, err := e.r.Store.TaskGet(ctx, ref); err != nil || tk.State != sm.TaskFailed || tk.Attempt != 2 {
 		t.Fatalf("task after its second failure: %s attempt %d (%v); want FAILED at attempt 2", tk.State, tk.Attempt, err)
 	}
 	// A second redrive, after the fix, puts it back.
