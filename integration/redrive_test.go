@@ -346,7 +346,7 @@ func TestStoreRedriveConditionsAgreeWithGuards(t *testing.T) {
 					set(t, fmt.Sprintf("TASK#%s#0#0", job), fmt.Sprintf("%06d", ref.Partition), "SET tol = :t", map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}})
 				}
 				_, decErr := sm.Decide(view, sm.TaskRedrive, sm.TaskInput{At: now})
-				err := store.TaskRedrive(ctx, ref, 3, now, now, now)
+				err := store.TaskRedrive(ctx, ref, 3, 1, now, now, now)
 				if err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 					t.Fatal(err)
 				}

@@ -27,7 +27,7 @@ func TestRedriveRestoresContinuations(t *testing.T) {
 	putTaskRecord(t, db, e.r.Resources.Table, ref, sm.TaskView{State: sm.TaskFailed, Attempt: 3, MaxAttempts: 3, Token: "tok",
 		CheckpointAttempt: 3, Continuations: sm.MaxContinuations})
 	for _, due := range []time.Time{{}, now.Add(time.Minute)} { // both forms of the sweep index clause
-		if err := e.r.Store.TaskRedrive(ctx, ref, 3, now, now, due); err != nil {
+		if err := e.r.Store.TaskRedrive(ctx, ref, 3, 1, now, now, due); err != nil {
 			t.Fatalf("redrive (due %v): %v", due, err)
 		}
 		tk, err := e.r.Store.TaskGet(ctx, ref)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -99,6 +102,112 @@ func TestStaleFailureDoesNotEndRedrivenJob(t *testing.T) {
 	}
 	if st.State != string(sm.JobSucceeded) || st.Redrives != 1 {
 		t.Fatalf("redriven job %s (%s) with %d redrives; want SUCCEEDED after 1 redrive: the late process's failure of the first generation ended the redriven one",
+			st.State, st.Error, st.Redrives)
+	}
+}
+
+// A redrive reopens the job (its redrive count goes up) before it puts
+// the failed tasks back, so a process deciding about a failure in between
+// finds the new count and the task still FAILED: that failure is the
+// ended generation's, and it must not end the redriven job. Here the
+// failing process is held before it looks, another failure ends the job,
+// and the owner's redrive is held just before it puts the task back
+// while the failing process decides.
+// taskFailedEvent finds the job in the detail of the event of its first
+// task's first failed attempt (events.TaskFailedID).
+var taskFailedEvent = regexp.MustCompile(`"eventId":"([^"]+)\.task\.0\.0\.a1\.failed"`)
+
+func TestFailureSeenMidRedriveDoesNotEndRedrivenJob(t *testing.T) {
+	t.Parallel()
+	var broken atomic.Bool
+	broken.Store(true)
+	reg := batchwork.NewRegistry()
+	reg.Register("pf", func(_ context.Context, tk *batchwork.Task) error {
+		if broken.Load() {
+			return batchwork.Permanent(errors.New("bad data"))
+		}
+		_, err := fmt.Fprintf(tk.Out, "%d\n", tk.Partition)
+		return err
+	})
+	inj := faults.New(1)
+	e := newEnv(t, reg, envOptions{faults: inj})
+	ctx := context.Background()
+	var (
+		held, putBack, deleted atomic.Bool
+		hookErr, redriveErr    error
+		window                 = make(chan struct{}) // the redrive is about to put the task back
+		decided                = make(chan struct{}) // the failing process is done with the failure
+		redriven               = make(chan struct{})
+	)
+	// The failing process, after writing its task FAILED and before it
+	// decides about the job: publishing the task's failed event.
+	inj.Add(faults.Rule{Service: "EventBridge", Operation: "PutEvents", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		pe, ok := in.(*eventbridge.PutEventsInput)
+		if !ok {
+			return false
+		}
+		job := ""
+		for _, en := range pe.Entries {
+			if m := taskFailedEvent.FindStringSubmatch(aws.ToString(en.Detail)); m != nil {
+				job = m[1]
+			}
+		}
+		if job == "" || !held.CompareAndSwap(false, true) {
+			return false
+		}
+		other := "stage \"s\": another failure"
+		if err := e.r.Store.StageTransition(ctx, dynamo.StageTransitionParams{Job: job, Stage: 0, Event: sm.StageFail, Now: time.Now(), Reason: other}); err != nil {
+			hookErr = err
+			return false
+		}
+		if err := e.r.Store.JobEnd(ctx, job, sm.JobFail, other, "", time.Now()); err != nil {
+			hookErr = err
+			return false
+		}
+		broken.Store(false)
+		go func() {
+			defer close(redriven)
+			_, redriveErr = e.r.Service.Redrive(ctx, control.RedriveRequest{Owner: "tester", ID: job})
+		}()
+		select {
+		case <-window:
+		case <-redriven:
+		}
+		return false
+	}})
+	// The redrive, about to put the task back (RedriveTask): it waits
+	// until the failing process has decided and let go of its message.
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		u, ok := in.(*dynamodb.UpdateItemInput)
+		if !ok || !held.Load() || !strings.Contains(aws.ToString(u.UpdateExpression), "nb = :nb") || !putBack.CompareAndSwap(false, true) {
+			return false
+		}
+		close(window)
+		select {
+		case <-decided:
+		case <-time.After(time.Minute):
+			hookErr = errors.New("the failing process did not let go of its message within a minute")
+		}
+		return false
+	}})
+	inj.Add(faults.Rule{Service: "SQS", Operation: "DeleteMessageBatch", Kind: faults.Throttle, Match: func(string, any) bool {
+		if putBack.Load() && deleted.CompareAndSwap(false, true) {
+			close(decided)
+		}
+		return false
+	}})
+	id := e.submit("mid-redrive", []byte(`{"name":"mid","stages":[{"name":"s","task":"pf","partitions":{"count":1}}]}`))
+	select {
+	case <-redriven:
+	case <-time.After(time.Minute):
+		t.Fatal("the task's failure was not published within a minute")
+	}
+	if hookErr != nil || redriveErr != nil {
+		t.Fatalf("the other failure: %v; the redrive: %v", hookErr, redriveErr)
+	}
+	st := e.waitJob(id, time.Minute)
+	if st.State != string(sm.JobSucceeded) || st.Redrives != 1 {
+		t.Fatalf("redriven job %s (%s) with %d redrives; want SUCCEEDED after 1 redrive: the first generation's failure, seen mid-redrive, ended the redriven one",
 			st.State, st.Error, st.Redrives)
 	}
 }

@@ -181,12 +181,16 @@ func (f *jobRecords) StageRedrive(context.Context, string, int, sm.Event, time.T
 	return errUnsupported("StageRedrive")
 }
 
-func (f *jobRecords) TaskRedrive(context.Context, batch.TaskRef, int, time.Time, time.Time, time.Time) error {
+func (f *jobRecords) TaskRedrive(context.Context, batch.TaskRef, int, int, time.Time, time.Time, time.Time) error {
 	return errUnsupported("TaskRedrive")
 }
 
-func (f *jobRecords) TaskRaiseAttempts(context.Context, batch.TaskRef, int) error {
+func (f *jobRecords) TaskRaiseAttempts(context.Context, batch.TaskRef, int, int) error {
 	return errUnsupported("TaskRaiseAttempts")
+}
+
+func (f *jobRecords) TaskMarkRedrive(context.Context, batch.TaskRef, int) error {
+	return errUnsupported("TaskMarkRedrive")
 }
 
 func (f *jobRecords) StageAdopt(context.Context, string, int, int) error {

@@ -147,6 +147,9 @@ type Task struct {
 	// Unwritten: the task has no record yet (statemachine.TaskUnwritten);
 	// a reader filled it in, READY at attempt 0.
 	Unwritten bool
+	// RedrivePending, on a FAILED task, is the count of the redrive that
+	// is to put it back (0: none): its failure is an earlier generation's.
+	RedrivePending int
 }
 
 // View is the task as the lifecycle rules see it.

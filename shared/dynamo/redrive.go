@@ -24,7 +24,26 @@ const (
 	aRedrives = "rdl"
 	// aRerunOf is, on a job item, the job it reruns.
 	aRerunOf = "rro"
+	// aRedriveGen is, on a task item, the redrive (its count) whose steps
+	// the task has had: a redrive's steps are repeated (its request's
+	// retry, the sweep's look StartGrace after it) when its tasks may
+	// already run again, and what a redriven task did since is the new
+	// generation's, not for the same redrive to put back or raise again.
+	aRedriveGen = "rdg"
+	// aRedrivePending is, on a FAILED task item, the redrive that is to
+	// put it back: written while the job is still FAILED, before its
+	// count goes up, so that whoever reads the new count and then this
+	// task still FAILED knows the failure is the ended generation's
+	// (kernel.FailureGen).
+	aRedrivePending = "rdp"
 )
+
+// redriveGenCond is the condition (" AND ...") that a task has not had
+// the steps of redrive gen.
+func redriveGenCond(c *cond, gen int) string {
+	c.values[":gen"] = nv(int64(gen))
+	return " AND (attribute_not_exists(" + aRedriveGen + ") OR " + aRedriveGen + " < :gen)"
+}
 
 func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
 	l, ok := item[aRedrives].(*types.AttributeValueMemberL)
@@ -195,25 +214,28 @@ func (s *Store) StageRedrive(ctx context.Context, job string, idx int, ev sm.Eve
 // its stage's allowance), was cancelled or never ran back to READY
 // (sm.TaskRedrive) with budget attempts more than it has used, not to
 // be claimed before notBefore. A committed task is never touched.
-// sm.ErrInvalidTransition: the task is in no state the redrive leaves.
-func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error {
+// gen is the redrive's count: a task it already put back or raised is
+// the new generation's and stays as it is.
+// sm.ErrInvalidTransition: the task is in no state the redrive leaves,
+// or it has had redrive gen.
+func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error {
 	tr := sm.Tasks.Transition(sm.TaskRedrive)
 	c := newCond()
-	expr := transition(c, tr)
+	expr := transition(c, tr) + redriveGenCond(c, gen)
 	to(c, tr)
 	c.values[":now"] = ms(now)
 	c.values[":nb"] = ms(notBefore)
 	c.values[":budget"] = nv(int64(budget))
 	pk := taskPK(ref)
-	upd := "SET #st = :to, mx = att + :budget, nb = :nb, upd = :now" + s.dueClause(c, pk+taskSK(ref.Partition), due)
+	upd := "SET #st = :to, mx = att + :budget, nb = :nb, upd = :now, " + aRedriveGen + " = :gen" + s.dueClause(c, pk+taskSK(ref.Partition), due)
 	// Its continuations start again too (checkpoint.go): the redriven
 	// attempts are new work after a fix, and each would otherwise be cut
 	// off at its first invocation's limit. The checkpoint stays: a
 	// redriven attempt resumes from it as any retry does.
 	if strings.Contains(upd, " REMOVE ") {
-		upd += ", " + aCont
+		upd += ", " + aCont + ", " + aRedrivePending
 	} else {
-		upd += " REMOVE " + aCont
+		upd += " REMOVE " + aCont + ", " + aRedrivePending
 	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, taskSK(ref.Partition)),
@@ -233,17 +255,44 @@ func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, 
 // budget attempts more than it has used: an attempt stopped by the job's
 // end is taken back by the sweep when its lease runs out, and without
 // more attempts a last one would fail the job again. Its claim is left
-// alone.
-func (s *Store) TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error {
+// alone. gen is the redrive's count once the job runs again (0 while it
+// is still FAILED, when no attempt can start): a task that already had
+// redrive gen's steps is left alone, as its attempt may be one the
+// redrive started.
+func (s *Store) TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error {
+	c := newCond()
+	c.values[":budget"], c.values[":claimed"], c.values[":ready"] = nv(int64(budget)), sv(string(sm.TaskClaimed)), sv(string(sm.TaskReady))
+	upd, expr := "SET mx = att + :budget", "#st IN (:claimed, :ready)"
+	if gen > 0 {
+		upd += ", " + aRedriveGen + " = :gen"
+		expr += redriveGenCond(c, gen)
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
-		UpdateExpression:          aws.String("SET mx = att + :budget"),
-		ConditionExpression:       aws.String("#st IN (:claimed, :ready)"),
+		UpdateExpression:          aws.String(upd),
+		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":budget": nv(int64(budget)), ":claimed": sv(string(sm.TaskClaimed)), ":ready": sv(string(sm.TaskReady))},
+		ExpressionAttributeValues: c.values,
 	})
 	if err != nil && !isCondFailed(err) {
 		return fmt.Errorf("raise attempts of task %s: %w", ref, err)
+	}
+	return nil
+}
+
+// MarkTaskRedrive records on a FAILED task that redrive gen is to put it
+// back (aRedrivePending), while its job is still FAILED. A task no longer
+// FAILED is left alone.
+func (s *Store) TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
+		UpdateExpression:          aws.String("SET " + aRedrivePending + " = :gen"),
+		ConditionExpression:       aws.String("#st = :failed"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":gen": nv(int64(gen)), ":failed": sv(string(sm.TaskFailed))},
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("mark task %s for redrive %d: %w", ref, gen, err)
 	}
 	return nil
 }

@@ -74,10 +74,11 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
 		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor), Claimed: getT(it, aClaimed),
 		ErrorClass: batch.ErrorClass(getS(it, aErrClass)), Memory: spec.Size(getN(it, aMemory)),
-		Tolerated:  getB(it, aTaskTolerated),
-		Checkpoint: decodeCheckpointRef(it), // checkpoint.go
-		Copy:       decodeCopy(it),          // speculation.go
-		Watched:    getS(it, attrGPK) != "",
+		Tolerated:      getB(it, aTaskTolerated),
+		Checkpoint:     decodeCheckpointRef(it), // checkpoint.go
+		Copy:           decodeCopy(it),          // speculation.go
+		Watched:        getS(it, attrGPK) != "",
+		RedrivePending: int(getN(it, aRedrivePending)), // redrive.go
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion)}

@@ -39,7 +39,10 @@ func GenRef(gen int) *int {
 // FailureGen says at which redrive count the failure of t (FAILED, not
 // tolerated) fails its job, and whether it still does: the count is read
 // first and the task after, so a redrive that put the task back before
-// the read is seen in the task, and one after it in the count.
+// the read is seen in the task, and one after it in the count. A redrive
+// raises the count before it puts its tasks back, so between the two a
+// failure of the ended generation is still FAILED under the new count:
+// the redrive marked it before raising the count (its RedrivePending).
 func (s *Kernel) FailureGen(ctx context.Context, t batch.Task) (gen int, current bool, err error) {
 	gen, err = s.RedriveGen(ctx, t.Ref.Job, -1)
 	if err != nil || gen < 0 {
@@ -49,8 +52,8 @@ func (s *Kernel) FailureGen(ctx context.Context, t batch.Task) (gen int, current
 	if err != nil {
 		return 0, false, err
 	}
-	if now.State != sm.TaskFailed || now.Attempt != t.Attempt {
-		s.log.Info("task failure overtaken by a redrive; the job is left alone", "task", t.Ref.String(), "attempt", t.Attempt, "state", string(now.State), "now_attempt", now.Attempt)
+	if now.State != sm.TaskFailed || now.Attempt != t.Attempt || (gen > 0 && now.RedrivePending == gen) {
+		s.log.Info("task failure overtaken by a redrive; the job is left alone", "task", t.Ref.String(), "attempt", t.Attempt, "state", string(now.State), "now_attempt", now.Attempt, "redrive_pending", now.RedrivePending)
 		return gen, false, nil
 	}
 	return gen, true, nil

@@ -47,8 +47,9 @@ type Store interface {
 	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
 	StageAdopt(ctx context.Context, job string, idx, total int) error
 	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 

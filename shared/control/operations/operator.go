@@ -49,8 +49,9 @@ type Store interface {
 	// Redrives.
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
 	// Stages and tasks.
 	StageList(context.Context, string) ([]batch.Stage, error)
 	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)

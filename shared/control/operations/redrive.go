@@ -79,7 +79,7 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 		// This request's redrive happened (a retry after a lost answer):
 		// finish its steps if the job still runs, never redrive again.
 		if j.State == sm.JobRunning {
-			if err := s.finishRedrive(ctx, j); err != nil {
+			if err := s.finishRedrive(ctx, j, count); err != nil {
 				return err
 			}
 		}
@@ -96,7 +96,7 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 	// budget: once the job runs again, an attempt stopped by its end
 	// (whose lease the sweep then expires) or one that fails late must
 	// retry, not fail the job again on an old budget.
-	if err := s.raiseAttempts(ctx, j); err != nil {
+	if err := s.raiseAttempts(ctx, j, count+1); err != nil {
 		return err
 	}
 	now := s.Now()
@@ -128,7 +128,7 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 	s.NoteJobEnded(j.ID, "") // read it again here
 	s.log.Info("job redriven", "job_id", j.ID, "redrive", count+1, "was", j.Error)
 	j.State = sm.JobRunning
-	return s.finishRedrive(ctx, j)
+	return s.finishRedrive(ctx, j, count+1)
 }
 
 // checkRedrivable refuses a job a redrive cannot help, saying why.
@@ -163,11 +163,13 @@ func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
 	return refuse("nothing_to_redrive", "every stage completed (it failed publishing its outputs); rerun it")
 }
 
-// finishRedrive reopens the stages and tasks of a redriven job. Every
-// step is a conditional write that a repeat skips, so a redrive cut
-// short (a crash, a timeout) is finished by the request's retry, which
-// names the same redrive count.
-func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
+// finishRedrive reopens the stages and tasks of a job's redrive gen (its
+// redrive count after it). Every step is a conditional write that a
+// repeat skips, so a redrive cut short (a crash, a timeout) is finished
+// by the request's retry, which names the same redrive count, or by the
+// sweep; a task that had the redrive's steps is not touched again, as
+// what it did since is the new generation's.
+func (s *Operator) finishRedrive(ctx context.Context, j batch.Job, gen int) error {
 	sp := j.Spec
 	now := s.Now()
 	list, err := s.store.StageList(ctx, j.ID)
@@ -200,7 +202,7 @@ func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 		if st.State != sm.StageRunning {
 			continue
 		}
-		if err := s.redriveTasks(ctx, sp, st, now, notBefore); err != nil {
+		if err := s.redriveTasks(ctx, sp, st, gen, now, notBefore); err != nil {
 			return err
 		}
 		if !st.Materialized {
@@ -230,14 +232,17 @@ func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 }
 
 // raiseAttempts gives the unfinished tasks of a FAILED job's failed and
-// cancelled stages their stage's attempts again.
-func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
+// cancelled stages their stage's attempts again, and marks the failed
+// tasks of every stage redrive gen reopens or finds running as its to
+// put back.
+func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job, gen int) error {
 	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
 	}
 	for _, st := range stages {
-		if (st.State != sm.StageFailed && st.State != sm.StageCancelled) || st.Total == 0 {
+		reopens := st.State == sm.StageFailed || st.State == sm.StageCancelled
+		if (!reopens && st.State != sm.StageRunning) || st.Total == 0 {
 			continue
 		}
 		tasks, err := s.store.TaskListStage(ctx, j.ID, st.Index, st.Total)
@@ -248,8 +253,13 @@ func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
 		// first claim writes it with the stage's attempts.
 		budget := j.Spec.StageRetry(st.Index).MaxAttempts
 		for _, t := range tasks {
-			if t.State == sm.TaskClaimed || t.State == sm.TaskReady {
-				if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget); err != nil {
+			switch {
+			case reopens && (t.State == sm.TaskClaimed || t.State == sm.TaskReady):
+				if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget, 0); err != nil {
+					return err
+				}
+			case t.State == sm.TaskFailed && !t.Tolerated:
+				if err := s.store.TaskMarkRedrive(ctx, t.Ref, gen); err != nil {
 					return err
 				}
 			}
@@ -263,7 +273,7 @@ func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
 // messages, delayed until notBefore. A running task (its attempt was
 // stopped by the job's end, and the sweep takes it back when its lease
 // runs out) gets the budget too.
-func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, now, notBefore time.Time) error {
+func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, gen int, now, notBefore time.Time) error {
 	if st.Total == 0 {
 		return nil
 	}
@@ -285,13 +295,13 @@ func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stag
 			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
 			sizes = append(sizes, t.Memory)
 		case t.State == sm.TaskClaimed:
-			if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget); err != nil {
+			if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget, gen); err != nil {
 				return err
 			}
 		case t.State == sm.TaskReady || t.State == sm.TaskCancelled || (t.State == sm.TaskFailed && !t.Tolerated):
-			err := s.store.TaskRedrive(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
+			err := s.store.TaskRedrive(ctx, t.Ref, budget, gen, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
 			if errors.Is(err, sm.ErrInvalidTransition) {
-				continue // it moved on meanwhile
+				continue // it moved on meanwhile, or it had this redrive
 			}
 			if err != nil {
 				return err
@@ -319,5 +329,5 @@ func (s *Operator) SweepRedrive(ctx context.Context, j batch.Job) error {
 	if len(j.Redrives) == 0 || j.State != sm.JobRunning {
 		return nil
 	}
-	return s.finishRedrive(ctx, j)
+	return s.finishRedrive(ctx, j, len(j.Redrives))
 }
