@@ -544,7 +544,7 @@ func TestCancelWhileTasksRun(t *testing.T) {
 	// running ones once their leases lapse, the queued ones when received).
 	ctx := context.Background()
 	waitFor(t, time.Minute, "every task to end", func() bool {
-		tasks, err := e.r.Store.ListStageTasks(ctx, id, 0, 8)
+		tasks, err := e.r.Store.TaskListStage(ctx, id, 0, 8)
 		if err != nil {
 			t.Fatal(err)
 		}

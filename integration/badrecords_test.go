@@ -280,7 +280,7 @@ func TestBadRecordsOfFencedAttemptNeverShown(t *testing.T) {
 	if res := fresh.Handle(ctx, feed.Delivery{Body: ref.String()}, nil); res.Err != nil || res.Action != feed.Delete {
 		t.Fatalf("fresh attempt: %+v", res)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestBadRecordCountGuardUnderConcurrentCommits(t *testing.T) {
 					t.Errorf("task %d: %v, want committed or ErrTooManyBadRecords", p, err)
 				}
 			}
-			counts, err := e.r.Store.BadRecordCounts(ctx, id)
+			counts, err := e.r.Store.StageBadRecordCounts(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func TestCheckpointPastInputReadIsRefused(t *testing.T) {
 	wantSucceeded(t, e.r.Service, id)
 	ctx := context.Background()
 	for idx, want := range []int64{100, 0} {
-		task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: id, Stage: idx, Partition: 0})
+		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: idx, Partition: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestContinueLostResponseIsRecognised(t *testing.T) {
 	if inj.Total() != 1 {
 		t.Fatalf("%d faults injected, want the continuation's one", inj.Total())
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestResumeReadsOnlyTheTasksOwnSegments(t *testing.T) {
 	}
 	run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger()}
 	work(t, e, run)
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

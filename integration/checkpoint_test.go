@@ -106,7 +106,7 @@ func collect(ctx context.Context, t *batchwork.Task) error {
 // committedOutput reads output part r of the committed attempt of a task.
 func committedOutput(t *testing.T, e *env, job, stage string, stageIdx, partition, r int) []byte {
 	t.Helper()
-	task, err := e.r.Store.GetTask(context.Background(), batch.TaskRef{Job: job, Stage: stageIdx, Partition: partition})
+	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: job, Stage: stageIdx, Partition: partition})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	wantSucceeded(t, e.r.Service, through)
 
 	ctx := context.Background()
-	task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	resA := make(chan feed.Result, 1)
 	go func() { resA <- newRunner(time.Hour).Handle(control.WithExecutor(ctx, "ghost-executor"), d, nil) }()
 	off1 := <-saved
-	if task, err := e.r.Store.GetTask(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
+	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
 		t.Fatalf("after attempt 1's checkpoint the task points at %+v (err %v), want attempt 1's checkpoint 1 at %d", task.Checkpoint, err, off1)
 	}
 
@@ -370,7 +370,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	if res := <-resA; res.Action != feed.Leave {
 		t.Fatalf("fenced attempt ended with %v (%v), want leave", res.Action, res.Err)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	// end: about 1s of work, a quarter of the task, each.
 	invocations, receives := invokeUntilDone(t, e, reg, id, 3*time.Second, 2*time.Second)
 	wantSucceeded(t, e.r.Service, id)
-	task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func TestLambdaTaskWithoutProgressFails(t *testing.T) {
 	if st.State != string(sm.JobFailed) || !strings.Contains(st.Error, "no progress checkpointed") {
 		t.Fatalf("job %s (%s), want FAILED for want of progress", st.State, st.Error)
 	}
-	task, err := e.r.Store.GetTask(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

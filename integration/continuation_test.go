@@ -141,7 +141,7 @@ func TestContinuationIsIdempotent(t *testing.T) {
 
 func stageOf(t *testing.T, e *env, id string) stageView {
 	t.Helper()
-	st, err := e.r.Store.GetStage(context.Background(), id, 0)
+	st, err := e.r.Store.StageGet(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

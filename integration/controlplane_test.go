@@ -129,7 +129,7 @@ func TestDiamondRunsInDependencyOrder(t *testing.T) {
 			return nil
 		}
 		// D runs only after both B and C have committed: read their state.
-		stages, err := e.r.Store.ListStages(ctx, t.Job)
+		stages, err := e.r.Store.StageList(ctx, t.Job)
 		if err != nil {
 			return err
 		}
@@ -244,11 +244,11 @@ func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 	if _, err := e.r.Service.Claim(ctx, ref); !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("claim after commit: got %v, want ErrAlreadyDone", err)
 	}
-	st, err := e.r.Store.GetStage(ctx, id, 0)
+	st, err := e.r.Store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.r.Store.Progress(ctx, st)
+	p, err := e.r.Store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestCrashedExecutorIsFenced(t *testing.T) {
 	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("late commit: got %v, want a stale claim", err)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestFailingTaskRetriesThenFailsJob(t *testing.T) {
 	// The failer ends the job, then cancels its other stages (the sweep
 	// finishes that if the failer dies), so the stage may lag the job.
 	waitFor(t, 10*time.Second, "the downstream stage to be CANCELLED", func() bool {
-		after, err := e.r.Store.GetStage(context.Background(), id, 1)
+		after, err := e.r.Store.StageGet(context.Background(), id, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,18 +441,18 @@ func TestCommitRetriedAfterLostResponse(t *testing.T) {
 		t.Fatalf("job %s: %+v", st.State, st)
 	}
 	ctx := context.Background()
-	stage, err := e.r.Store.GetStage(ctx, id, 0)
+	stage, err := e.r.Store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.r.Store.Progress(ctx, stage)
+	p, err := e.r.Store.StageProgress(ctx, stage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Committed != 4 || p.Left != 0 {
 		t.Fatalf("progress %+v: want exactly one commit per task", p)
 	}
-	tasks, err := e.r.Store.ListStageTasks(ctx, id, 0, 4)
+	tasks, err := e.r.Store.TaskListStage(ctx, id, 0, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

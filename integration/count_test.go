@@ -47,7 +47,7 @@ func TestCommitIsTwoSingleItemWrites(t *testing.T) {
 	claimReady(t, e.r.Store, job, n, func(p int) string { return fmt.Sprint("tok", p) }, now)
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now},
+		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now},
 			Attempt: 1, Shards: shards, RecordsIn: 3, RecordsOut: 2, Duration: time.Second}); err != nil {
 			t.Fatal(err)
 		}
@@ -118,13 +118,13 @@ func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
 					inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: tc.match})
 				}
 				p := dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, RecordsIn: 10}
-				done, err := store.CommitTask(ctx, p)
+				done, err := store.TaskCommit(ctx, p)
 				if err != nil {
 					t.Fatal(err)
 				}
 				// An application-level repeat of the same commit, as an
 				// executor that lost the answer altogether sends it.
-				again, err := store.CommitTask(ctx, p)
+				again, err := store.TaskCommit(ctx, p)
 				if err != nil {
 					t.Fatalf("repeated commit: %v", err)
 				}
@@ -200,7 +200,7 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 				if p == 0 {
 					svc = dying
 					if tc.indexed {
-						if err := rig.e.r.Store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: id, Task: c.Task.Ref}, rig.clk.Now().Add(time.Hour)); err != nil {
+						if err := rig.e.r.Store.DueSet(ctx, dynamo.DueItem{Kind: dynamo.DueTask, Job: id, Task: c.Task.Ref}, rig.clk.Now().Add(time.Hour)); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -346,13 +346,13 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := store.GetStage(ctx, job, 0); err != nil || st.Shards != 1 {
+	if st, err := store.StageGet(ctx, job, 0); err != nil || st.Shards != 1 {
 		t.Fatalf("stage %+v, %v", st, err)
 	}
 	claimReady(t, store, job, n, sameToken, now)
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, Watched: true}); err != nil {
+		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, Watched: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +367,7 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 		t.Fatalf("the chunk's last look put committed tasks %v in the index to be counted again", due)
 	}
 	for p := range n {
-		counted, _, err := store.EnsureCounted(ctx, batch.TaskRef{Job: job, Partition: p}, 1)
+		counted, _, err := store.ShardEnsureCounted(ctx, batch.TaskRef{Job: job, Partition: p}, 1)
 		if err != nil || counted {
 			t.Fatalf("EnsureCounted of task %d: counted %v, err %v; want nothing counted", p, counted, err)
 		}
@@ -391,7 +391,7 @@ func TestCountRetriedAfterTransactionConflict(t *testing.T) {
 	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Conflict, Count: 2, Match: countWrite})
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1}); err != nil {
+		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1}); err != nil {
 			t.Fatalf("commit of %d: %v", p, err)
 		}
 	}

@@ -38,16 +38,16 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 	// The deletion, one record at a time, until its pass over the stage
 	// is done: the job's state still reads SUCCEEDED.
 	store := rig.e.r.Store
-	if err := store.MarkJobDeleting(ctx, id, "tester", rig.clk.Now()); err != nil {
+	if err := store.JobMarkDeleting(ctx, id, "tester", rig.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := store.GetStage(ctx, id, 0); errors.Is(err, batch.ErrNotFound) {
+		if _, err := store.StageGet(ctx, id, 0); errors.Is(err, batch.ErrNotFound) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if _, complete, err := store.DeleteJobRecords(ctx, id, 1); err != nil || complete {
+		if _, complete, err := store.JobDeleteRecords(ctx, id, 1); err != nil || complete {
 			t.Fatalf("deletion before the stage item was gone: complete %v, %v", complete, err)
 		}
 	}
@@ -65,7 +65,7 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 		}
 		done = d.Complete
 	}
-	if _, err := store.GetTask(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := store.TaskGet(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
 		t.Fatalf("task 1 of the deleted job: %v, want no record", err)
 	}
 	if left := recordsOf(t, rig.e, id); len(left) != 0 {

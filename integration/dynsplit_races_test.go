@@ -44,7 +44,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, inputBuckets: []string{bucket}})
 	id := e.submitAs("tester", "torn", fmt.Appendf(nil, `{"name":"torn","stages":[
 		{"name":"s","task":"none","partitions":{"input":{"prefix":"s3://%s/data/","splitSize":"1MiB","dynamicSplit":true}}}]}`, bucket))
-	st, err := e.r.Store.GetStage(ctx, id, 0)
+	st, err := e.r.Store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 				return out, md, err
 			}
 			// Between the two reads: the split, then the giver's commit.
-			_, between = e.r.Store.SplitTask(ctx, dynamo.SplitTaskParams{
+			_, between = e.r.Store.TaskSplit(ctx, dynamo.SplitTaskParams{
 				Ref: giver.Task.Ref, Token: giver.Task.Token, Attempt: giver.Task.Attempt,
 				Input: in, At: at, Give: give, MaxAttempts: 3, MaxTotal: 1000, Now: time.Now(), Due: time.Now().Add(time.Minute),
 			})
@@ -118,14 +118,14 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 	})
 	store := dynamo.New(dynamodb.NewFromConfig(cfg), table)
 
-	p, err := store.Progress(ctx, st)
+	p, err := store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if between != nil || !torn.Load() {
 		t.Fatalf("split and commit between the reads: %v (torn %v)", between, torn.Load())
 	}
-	tk, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: st.Total})
+	tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: st.Total})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,11 +167,11 @@ func TestDynamicSplitReadErrorRefuses(t *testing.T) {
 	if !errors.Is(err, control.ErrSplitRefused) {
 		t.Fatalf("split whose durations read failed: %v, want refused", err)
 	}
-	tk, err := e.r.Store.GetTask(ctx, ref)
+	tk, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.r.Store.GetStage(ctx, id, 0)
+	st, err := e.r.Store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +214,13 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 	cfg.APIOptions = append(cfg.APIOptions, func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("raceSplit", func(ctx context.Context, mi middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			if awsmiddleware.GetOperationName(ctx) == "TransactWriteItems" && !raced.Swap(true) {
-				first0, err0 = e.r.Store.SplitTask(ctx, params[0])
+				first0, err0 = e.r.Store.TaskSplit(ctx, params[0])
 			}
 			return next.HandleInitialize(ctx, mi)
 		}), middleware.After)
 	})
 	store := dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
-	first1, err := store.SplitTask(ctx, params[1])
+	first1, err := store.TaskSplit(ctx, params[1])
 	if err != nil || err0 != nil {
 		t.Fatalf("splits: %v, %v", err0, err)
 	}
@@ -228,11 +228,11 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 	if first0 != 2 || first1 != 2+n0 {
 		t.Fatalf("pieces numbered from %d and %d, want 2 and %d", first0, first1, 2+n0)
 	}
-	st, err := e.r.Store.GetStage(ctx, id, 0)
+	st, err := e.r.Store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.r.Store.Progress(ctx, st)
+	p, err := e.r.Store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 		if k >= n0 {
 			want, i = params[1].Give, k-n0
 		}
-		tk, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 2 + k})
+		tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 2 + k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 		}
 	}
 	for p := range 2 {
-		tk, err := e.r.Store.GetTask(ctx, claims[p].Ref)
+		tk, err := e.r.Store.TaskGet(ctx, claims[p].Ref)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -154,11 +154,11 @@ func TestDynamicSplitGuards(t *testing.T) {
 	req := control.SplitRequest{Input: in, At: at, Give: give, Ran: time.Minute}
 	totals := func() (int, int) {
 		t.Helper()
-		st, err := e.r.Store.GetStage(ctx, id, 0)
+		st, err := e.r.Store.StageGet(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := e.r.Store.Progress(ctx, st)
+		p, err := e.r.Store.StageProgress(ctx, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 		t.Fatalf("split: tasks %d..%d, stage %d tasks with %d left; want 1..3, 4 and 4", res.First, res.Last, total, left)
 	}
 	for k, p := range give {
-		tk, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 1 + k})
+		tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 1 + k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.r.Store.RequestCopy(ctx, other.Task.Ref, time.Now()); err != nil {
+	if err := e.r.Store.CopyRequest(ctx, other.Task.Ref, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	oin := *other.Task.Input

@@ -174,7 +174,7 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 	if err := extend(ctx, res.Delay); err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

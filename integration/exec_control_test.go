@@ -81,7 +81,7 @@ func TestExecForgedControlLinesOnStderrAreLogText(t *testing.T) {
 	workUntilEnded(t, e, run, 2*time.Minute, id)
 	wantSucceeded(t, e.r.Service, id)
 
-	task, err := e.r.Store.GetTask(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func TestExecCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	wantSucceeded(t, e.r.Service, through)
 
 	ctx := context.Background()
-	task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestExecCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	if !timelineHas(t, e, resumed, "task.resumed", "resumed from the checkpoint of attempt 1 at offset") {
 		t.Fatal("history does not say the task resumed from attempt 1's checkpoint")
 	}
-	if task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: through, Stage: 0, Partition: 0}); err != nil || task.CommittedAttempt != 1 {
+	if task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: through, Stage: 0, Partition: 0}); err != nil || task.CommittedAttempt != 1 {
 		t.Fatalf("uninterrupted job's map task committed attempt %d (%v), want 1", task.CommittedAttempt, err)
 	}
 	for r := range 3 {
@@ -218,7 +218,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, err := e.r.Store.GetTask(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
+	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
 		t.Fatalf("after attempt 1's checkpoint the task points at %+v (err %v), want attempt 1's checkpoint 2 at %d", task.Checkpoint, err, off1)
 	}
 
@@ -236,7 +236,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	if res := <-resA; res.Action != feed.Leave {
 		t.Fatalf("fenced attempt ended with %v (%v), want leave", res.Action, res.Err)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first attempt never finished")
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

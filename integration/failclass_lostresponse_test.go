@@ -60,7 +60,7 @@ func TestClassedFailureWithLostResponse(t *testing.T) {
 			if err != nil || d.Retry != tt.wantRetry {
 				t.Fatalf("fail with a lost response: %+v, %v; want retry %v and no error", d, err, tt.wantRetry)
 			}
-			task, err := e.r.Store.GetTask(ctx, c.Task.Ref)
+			task, err := e.r.Store.TaskGet(ctx, c.Task.Ref)
 			if err != nil {
 				t.Fatal(err)
 			}

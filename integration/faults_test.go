@@ -115,7 +115,7 @@ func TestClaimWithLostResponseIsGranted(t *testing.T) {
 	if inj.Total() != 1 {
 		t.Fatalf("%d faults injected, want 1", inj.Total())
 	}
-	task, err := e.r.Store.GetTask(context.Background(), c.Task.Ref)
+	task, err := e.r.Store.TaskGet(context.Background(), c.Task.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	store := e.r.Store
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	const job, tok, other, copyTok = "jguards", "tokA", "tokB", "tokC"
-	if err := store.PutShards(ctx, job, 0, 1000, 1); err != nil {
+	if err := store.ShardPut(ctx, job, 0, 1000, 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -89,62 +89,62 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	holder := func(tk string) dynamo.HolderParams { return dynamo.HolderParams{Token: tk, Now: now} }
 	ops := []op{
 		{"claim", "", "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			_, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute})
+			_, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute})
 			return err
 		}},
 		{"heartbeat by holder", sm.TaskHeartbeat, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			return store.Heartbeat(ctx, p, time.Minute, time.Minute)
+			return store.TaskHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
 		{"heartbeat by stale executor", sm.TaskHeartbeat, other, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
-			return store.Heartbeat(ctx, p, time.Minute, time.Minute)
+			return store.TaskHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
 		{"commit by holder", sm.TaskCommit, tok, func(ref batch.TaskRef, v sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
+			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
 			return err
 		}},
 		{"commit by stale executor", sm.TaskCommit, other, func(ref batch.TaskRef, v sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
-			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
+			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
 			return err
 		}},
 		{"retry by holder", sm.TaskRetry, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskRetry, NotBefore: now, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskRetry, NotBefore: now, Due: now})
 			return err
 		}},
 		{"fail by holder", sm.TaskFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFail, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFail, Due: now})
 			return err
 		}},
 		{"permanent failure by holder", sm.TaskFailPermanent, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
 			return err
 		}},
 		{"permanent failure by stale executor", sm.TaskFailPermanent, other, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
-			_, err := store.ReleaseTask(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
 			return err
 		}},
 	}
 	ops = append(ops,
 		op{"speculate", sm.TaskSpeculate, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			return store.RequestCopy(ctx, ref, now)
+			return store.CopyRequest(ctx, ref, now)
 		}},
 		op{"claim copy", sm.TaskClaimCopy, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			_, err := store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: "freshcopy", Now: now, Lease: time.Minute})
+			_, err := store.CopyClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "freshcopy", Now: now, Lease: time.Minute})
 			return err
 		}},
 		op{"copy heartbeat by copy", sm.TaskCopyHeartbeat, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
@@ -160,29 +160,29 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 		op{"commit by copy", sm.TaskCommit, copyTok, func(ref batch.TaskRef, v sm.TaskView) error {
 			p := holder(copyTok)
 			p.Ref = ref
-			_, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1, Duration: time.Second})
+			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1, Duration: time.Second})
 			return err
 		}},
 		op{"yield by holder", sm.TaskYield, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskYield, Copy: batch.CopyState{Token: copyTok}})
+			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskYield, Copy: batch.CopyState{Token: copyTok}})
 			return err
 		}},
 		op{"copy fail by copy", sm.TaskCopyFail, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(copyTok)
 			p.Ref = ref
-			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
+			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
 			return err
 		}},
 		op{"copy fail by holder", sm.TaskCopyFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
+			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
 			return err
 		}},
 		op{"copy expire", sm.TaskCopyExpire, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			_, err := store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Now: now}, Event: sm.TaskCopyExpire})
+			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Now: now}, Event: sm.TaskCopyExpire})
 			return err
 		}},
 	)
@@ -191,19 +191,19 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 			op{"checkpoint by " + tk.name, sm.TaskCheckpoint, tk.tok, func(ref batch.TaskRef, v sm.TaskView) error {
 				p := holder(tk.tok)
 				p.Ref = ref
-				return store.CheckpointTask(ctx, dynamo.CheckpointParams{HolderParams: p, Attempt: v.Attempt, Seq: 1, Offset: 10})
+				return store.TaskCheckpoint(ctx, dynamo.CheckpointParams{HolderParams: p, Attempt: v.Attempt, Seq: 1, Offset: 10})
 			}},
 			op{"continue by " + tk.name, sm.TaskContinue, tk.tok, func(ref batch.TaskRef, _ sm.TaskView) error {
 				p := holder(tk.tok)
 				p.Ref = ref
-				_, err := store.ContinueTask(ctx, dynamo.ContinueParams{HolderParams: p, Due: now})
+				_, err := store.TaskContinue(ctx, dynamo.ContinueParams{HolderParams: p, Due: now})
 				return err
 			}})
 	}
 	holderOf := map[int]time.Time{} // op index -> the holder's liveness
 	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
 		ops = append(ops, op{string(ev), ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			return store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: ref, Event: ev, Now: now, Due: now})
+			return store.TaskSweep(ctx, dynamo.SweepTaskParams{Ref: ref, Event: ev, Now: now, Due: now})
 		}})
 	}
 
@@ -215,12 +215,12 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	for i, h := range holders {
 		ex := fmt.Sprintf("exguard%d", i)
 		if !h.alive.IsZero() {
-			if err := store.RenewExecutor(ctx, ex, h.alive); err != nil {
+			if err := store.ExecutorRenew(ctx, ex, h.alive); err != nil {
 				t.Fatal(err)
 			}
 		}
 		ops = append(ops, op{"takeover from " + h.name, sm.TaskTakeover, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			_, err := store.TakeoverTask(ctx, dynamo.TakeoverParams{
+			_, err := store.TaskTakeover(ctx, dynamo.TakeoverParams{
 				ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
 				Holder:      batch.Task{Ref: ref, Token: tok, Executor: ex},
 			})
@@ -230,7 +230,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 		// A holder killed for memory goes back to READY one size up
 		// (statemachine/oomkill.go), on the takeover's guards.
 		ops = append(ops, op{"lost for memory from " + h.name, sm.TaskLostForMemory, "", func(ref batch.TaskRef, _ sm.TaskView) error {
-			_, err := store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{
+			_, err := store.TaskLoseForMemory(ctx, dynamo.LostForMemoryParams{
 				Holder: batch.Task{Ref: ref, Token: tok, Executor: ex}, Now: now, Memory: 2 << 30, Err: "out of memory", Due: now,
 			})
 			return err
@@ -349,7 +349,7 @@ func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
 		t.Fatal("the running stage is not in the sweep index")
 	}
 	// Never pushed back.
-	if err := store.HurryStage(ctx, job, 0, running.Add(time.Hour)); err != nil {
+	if err := store.StageHurry(ctx, job, 0, running.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got := due(job, 0); !got.Equal(running) {
@@ -357,7 +357,7 @@ func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
 	}
 	// Pulled forward.
 	sooner := running.Add(-time.Second).Truncate(time.Millisecond)
-	if err := store.HurryStage(ctx, job, 0, sooner); err != nil {
+	if err := store.StageHurry(ctx, job, 0, sooner); err != nil {
 		t.Fatal(err)
 	}
 	if got := due(job, 0); !got.Equal(sooner) {
@@ -365,7 +365,7 @@ func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
 	}
 	// A stage that is not running is left alone.
 	blocked := due(job, 1)
-	if err := store.HurryStage(ctx, job, 1, time.Now()); err != nil {
+	if err := store.StageHurry(ctx, job, 1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := due(job, 1); !got.Equal(blocked) {
@@ -375,7 +375,7 @@ func TestHurryStageOnlyPullsRunningStagesForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := due(job, 0)
-	if err := store.HurryStage(ctx, job, 0, time.Now()); err != nil {
+	if err := store.StageHurry(ctx, job, 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := due(job, 0); !got.Equal(ended) {

@@ -188,7 +188,7 @@ func TestInputsAreOwnerScoped(t *testing.T) {
 
 	t.Run("one's own inputs by shorthand", func(t *testing.T) {
 		id := e.submitAs("alice", "own", wordcount.Spec("own", "inputs:corpus/", 1<<20, 1))
-		j, err := e.r.Store.GetJob(context.Background(), id)
+		j, err := e.r.Store.JobGet(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

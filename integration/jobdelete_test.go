@@ -302,7 +302,7 @@ func TestJobEndSetsTTLWithRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := control.NewJobID()
-		if _, _, err := plain.CreateJob(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: time.Now()},
+		if _, _, err := plain.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: time.Now()},
 			IdemKey: name, IdemTTL: time.Hour, StageDue: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -311,11 +311,11 @@ func TestJobEndSetsTTLWithRetention(t *testing.T) {
 	kept, expiring := create("kept"), create("expiring")
 	end := time.Now().UTC().Truncate(time.Second)
 	const retention = 30 * 24 * time.Hour
-	retaining.SetRetention(retention)
-	if err := plain.EndJob(ctx, kept, sm.JobCancel, "test", "", end); err != nil {
+	retaining.JobSetRetention(retention)
+	if err := plain.JobEnd(ctx, kept, sm.JobCancel, "test", "", end); err != nil {
 		t.Fatal(err)
 	}
-	if err := retaining.EndJob(ctx, expiring, sm.JobCancel, "test", "", end); err != nil {
+	if err := retaining.JobEnd(ctx, expiring, sm.JobCancel, "test", "", end); err != nil {
 		t.Fatal(err)
 	}
 	ttls := func(id string) map[string]string {
@@ -390,38 +390,38 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 	}
 	id := control.NewJobID()
 	now := time.Now()
-	if _, _, err := store.CreateJob(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "big", IdemTTL: time.Hour, StageDue: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.SetStagePlan(ctx, id, 0, 250)
+	st, err := store.StageSetPlan(ctx, id, 0, 250)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutShards(ctx, id, 0, 250, st.Shards); err != nil {
+	if err := store.ShardPut(ctx, id, 0, 250, st.Shards); err != nil {
 		t.Fatal(err)
 	}
 	var tasks []batch.Task
 	for p := range 250 {
 		tasks = append(tasks, batch.Task{Ref: batch.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
 	}
-	if err := store.PutTasks(ctx, tasks, time.Time{}); err != nil {
+	if err := store.TaskPutMany(ctx, tasks, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []int{7, 150} {
-		if _, err := store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
+		if _, err := store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
 			Ref: batch.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: batch.AttemptRetried, At: now, Err: "boom"}, Shards: st.Shards}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := store.EndJob(ctx, id, sm.JobCancel, "test", "", now); err != nil {
+	if err := store.JobEnd(ctx, id, sm.JobCancel, "test", "", now); err != nil {
 		t.Fatal(err)
 	}
 	all := recordsOf(t, e, id)
 	if len(all) < 250+4+dynamo.JobStateShards {
 		t.Fatalf("%d records, want the tasks, counters, attempt ends, stages and state copies", len(all))
 	}
-	if err := store.MarkJobDeleting(ctx, id, "tester", time.Now()); err != nil {
+	if err := store.JobMarkDeleting(ctx, id, "tester", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	const budget = 40
@@ -430,7 +430,7 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 		if calls > 30 {
 			t.Fatalf("still not done after %d calls", calls)
 		}
-		n, complete, err := store.DeleteJobRecords(ctx, id, budget)
+		n, complete, err := store.JobDeleteRecords(ctx, id, budget)
 		if err != nil {
 			t.Fatalf("call %d: %v", calls+1, err)
 		}
@@ -442,7 +442,7 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 			break
 		}
 	}
-	n, err := store.DeleteJobItem(ctx, id)
+	n, err := store.JobDeleteItem(ctx, id)
 	if err != nil || n != 2 {
 		t.Fatalf("DeleteJobItem: %d, %v; want the job item and its idempotency record", n, err)
 	}
@@ -454,10 +454,10 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 		t.Errorf("records left: %v", left)
 	}
 	// Repeats of finished steps are no-ops.
-	if n, complete, err := store.DeleteJobRecords(ctx, id, budget); n != 0 || !complete || err != nil {
+	if n, complete, err := store.JobDeleteRecords(ctx, id, budget); n != 0 || !complete || err != nil {
 		t.Errorf("DeleteJobRecords again: %d, %v, %v", n, complete, err)
 	}
-	if n, err := store.DeleteJobItem(ctx, id); n != 0 || err != nil {
+	if n, err := store.JobDeleteItem(ctx, id); n != 0 || err != nil {
 		t.Errorf("DeleteJobItem again: %d, %v", n, err)
 	}
 }

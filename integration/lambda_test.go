@@ -137,7 +137,7 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 		attempt   int
 		committed int
 	}{{sm.TaskSucceeded, 1, 1}, {sm.TaskReady, 1, 0}, {sm.TaskSucceeded, 1, 1}, {sm.TaskClaimed, 1, 0}} {
-		task, err := e.r.Store.GetTask(ctx, ref(p))
+		task, err := e.r.Store.TaskGet(ctx, ref(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +263,7 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 			if !slices.Equal(failed, want) {
 				t.Errorf("batch item failures %v, want both messages %v kept", failed, want)
 			}
-			task, err := e.r.Store.GetTask(ctx, aliceTask)
+			task, err := e.r.Store.TaskGet(ctx, aliceTask)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +271,7 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 				t.Errorf("alice's task: %s attempt %d error %q; want READY for its retry after attempt 1 failed with %q",
 					task.State, task.Attempt, task.LastError, tc.wantError)
 			}
-			if task, err = e.r.Store.GetTask(ctx, bobTask); err != nil {
+			if task, err = e.r.Store.TaskGet(ctx, bobTask); err != nil {
 				t.Fatal(err)
 			}
 			if task.State != sm.TaskReady || task.Attempt != 0 {
@@ -285,7 +285,7 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 			if resp, err = h.Handle(ctx, sqsEvent(t, e, url, again)); err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("bob's batch: %+v, %v; want his task done", resp, err)
 			}
-			if task, err = e.r.Store.GetTask(ctx, bobTask); err != nil {
+			if task, err = e.r.Store.TaskGet(ctx, bobTask); err != nil {
 				t.Fatal(err)
 			}
 			if task.State != sm.TaskSucceeded || task.Attempt != 1 || task.CommittedAttempt != 1 {

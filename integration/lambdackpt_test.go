@@ -133,7 +133,7 @@ func TestLambdaStageCheckpointsAndResumes(t *testing.T) {
 		invocations int
 	}{{through, 1, 1}, {steps, 1, 6}, {resumed, 2, 4 + 3}} {
 		wantSucceeded(t, e.r.Service, tc.job)
-		task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: tc.job})
+		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: tc.job})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 	if res.Action != feed.Leave || res.Err == nil {
 		t.Fatalf("fenced attempt: %+v, want it left", res)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,36 +41,36 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 	}
 	id := control.NewJobID()
 	now := time.Now()
-	if _, _, err := store.CreateJob(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "late", IdemTTL: time.Hour, StageDue: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.SetStagePlan(ctx, id, 0, 4)
+	st, err := store.StageSetPlan(ctx, id, 0, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutShards(ctx, id, 0, 4, st.Shards); err != nil {
+	if err := store.ShardPut(ctx, id, 0, 4, st.Shards); err != nil {
 		t.Fatal(err)
 	}
 	var tasks []batch.Task
 	for p := range 4 {
 		tasks = append(tasks, batch.Task{Ref: batch.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
 	}
-	if err := store.PutTasks(ctx, tasks, time.Time{}); err != nil {
+	if err := store.TaskPutMany(ctx, tasks, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	end := func(p, shards int) (bool, error) {
-		return store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
+		return store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
 			Ref: batch.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: batch.AttemptFailed, At: time.Now(), Err: "late"}, Shards: shards})
 	}
 	// Before the deletion: recorded, and deleted with the job below.
 	if ok, err := end(0, st.Shards); !ok || err != nil {
 		t.Fatalf("attempt end of a live job: %v, %v", ok, err)
 	}
-	if err := store.EndJob(ctx, id, sm.JobCancel, "test", "", now); err != nil {
+	if err := store.JobEnd(ctx, id, sm.JobCancel, "test", "", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.MarkJobDeleting(ctx, id, "tester", time.Now()); err != nil {
+	if err := store.JobMarkDeleting(ctx, id, "tester", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	before := recordsOf(t, e, id)
@@ -93,7 +93,7 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 	// The timeline-only writers (a resume from a checkpoint, a
 	// speculative copy's start or win) likewise.
 	for name, write := range map[string]func(context.Context, batch.AttemptEnd) error{
-		"timeline event": store.RecordTimelineEvent, "speculation event": store.RecordSpeculationEvent,
+		"timeline event": store.TimelineRecord, "speculation event": store.TimelineRecordSpeculation,
 	} {
 		err := write(ctx, batch.AttemptEnd{Ref: batch.TaskRef{Job: id, Partition: 1}, Attempt: 2, Kind: "late", At: time.Now()})
 		if !errors.Is(err, batch.ErrNotFound) {
@@ -103,10 +103,10 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 			t.Errorf("%s: a late write re-created %v", name, diffKeys(got, before))
 		}
 	}
-	if _, complete, err := store.DeleteJobRecords(ctx, id, 0); err != nil || !complete {
+	if _, complete, err := store.JobDeleteRecords(ctx, id, 0); err != nil || !complete {
 		t.Fatalf("delete records: %v, %v", complete, err)
 	}
-	if _, err := store.DeleteJobItem(ctx, id); err != nil {
+	if _, err := store.JobDeleteItem(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	for _, shards := range []int{st.Shards, 0} {
@@ -142,8 +142,8 @@ type deletingStore struct {
 	del func()
 }
 
-func (s *deletingStore) ReleaseTask(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
-	t, err := s.Store.ReleaseTask(ctx, p)
+func (s *deletingStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
+	t, err := s.Store.TaskRelease(ctx, p)
 	if err == nil {
 		s.del()
 	}

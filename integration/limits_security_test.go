@@ -67,7 +67,7 @@ func TestTinySplitSizeFailsWithoutBuildingSplits(t *testing.T) {
 	}
 	sp.Stages[0].Partitions.Input.SplitSize = 1
 	id, now := control.NewJobID(), rig.clk.Now()
-	if _, _, err := e.r.Store.CreateJob(ctx, dynamo.CreateJobParams{
+	if _, _, err := e.r.Store.JobCreate(ctx, dynamo.CreateJobParams{
 		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "stored-before-the-floor", StageDue: now, IdemTTL: time.Hour,
 	}); err != nil {
@@ -129,7 +129,7 @@ func TestInputPrefixOverListLimitFails(t *testing.T) {
 	if js := jobState(t, svc, at); js.State != string(sm.JobRunning) {
 		t.Fatalf("job at the budget: %s (%q), want RUNNING", js.State, js.Error)
 	}
-	if st, err := e.r.Store.GetStage(ctx, at, 0); err != nil || st.Total != 5 || !st.Materialized {
+	if st, err := e.r.Store.StageGet(ctx, at, 0); err != nil || st.Total != 5 || !st.Materialized {
 		t.Fatalf("stage at the budget: %+v (%v), want 5 tasks materialized", st, err)
 	}
 }
@@ -335,7 +335,7 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 			}
 			rig.clk.Advance(2 * time.Minute)
 
-			st, err := e.r.Store.GetStage(ctx, bad, 0)
+			st, err := e.r.Store.StageGet(ctx, bad, 0)
 			if err != nil || st.State != sm.StageRunning || st.Materialized {
 				t.Fatalf("poisoned stage %+v (%v), want RUNNING and not materialized", st, err)
 			}

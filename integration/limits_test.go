@@ -142,7 +142,7 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	}
 
 	// An executor takes a slot for task 1 and dies before claiming.
-	if out, _, err := store.AcquireSlot(ctx, dynamo.JobSlots(id), ref(1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
+	if out, _, err := store.SlotAcquire(ctx, dynamo.JobSlots(id), ref(1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
 		t.Fatalf("acquire for task 1: %v, %v", out, err)
 	}
 	overLimit(2)

@@ -49,7 +49,7 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	if res := handle(small, normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	if res := handle(small, sized); res.Action != feed.Delete || !strings.Contains(errString(res.Err), "another size") {
 		t.Fatalf("1GiB executor on the raised task: %+v, want it forwarded", res)
 	}
-	if task, _ := e.r.Store.GetTask(ctx, ref); task.Attempt != 1 {
+	if task, _ := e.r.Store.TaskGet(ctx, ref); task.Attempt != 1 {
 		t.Fatalf("the hand-back spent an attempt: attempt %d", task.Attempt)
 	}
 	// The big executor runs attempt 2, which commits.

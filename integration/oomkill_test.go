@@ -56,7 +56,7 @@ func dieHolding(t *testing.T, rig *sweepRig, id string, report control.MemoryRep
 
 func getTask(t *testing.T, rig *sweepRig, ref batch.TaskRef) batch.Task {
 	t.Helper()
-	task, err := rig.e.r.Store.GetTask(context.Background(), ref)
+	task, err := rig.e.r.Store.TaskGet(context.Background(), ref)
 	if err != nil {
 		t.Fatal(err)
 	}

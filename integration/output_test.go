@@ -452,10 +452,10 @@ func TestCancelRacingPublishIsRefused(t *testing.T) {
 		_, cancelErr = svc.Cancel(context.Background(), "tester", id)
 		resp := e.call("tester", "POST", "/jobs/"+id+"/cancel", nil)
 		apiStatus, apiBody = resp.Status, string(resp.Body)
-		if err := e.r.Store.EndJob(context.Background(), id, sm.JobCancel, "cancelled", "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+		if err := e.r.Store.JobEnd(context.Background(), id, sm.JobCancel, "cancelled", "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
 			apiErr = fmt.Errorf("store cancel of a PUBLISHING job: %v, want refused", err)
 		}
-		if err := e.r.Store.EndJob(context.Background(), id, sm.JobFail, control.DeadlineReason, "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+		if err := e.r.Store.JobEnd(context.Background(), id, sm.JobFail, control.DeadlineReason, "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
 			apiErr = errors.Join(apiErr, fmt.Errorf("store deadline fail of a PUBLISHING job: %v, want refused", err))
 		}
 	}

@@ -204,7 +204,7 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 
 	// An executor takes the owner slot for a/1 and dies before claiming:
 	// b/0 waits until the claim window has passed, then reaps it.
-	if out, _, err := store.AcquireSlot(ctx, owner, ref(a, 1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
+	if out, _, err := store.SlotAcquire(ctx, owner, ref(a, 1), 1, rig.clk.Now()); err != nil || out != dynamo.SlotTaken {
 		t.Fatalf("acquire for a/1: %v, %v", out, err)
 	}
 	overLimit(ref(b, 0))

@@ -37,7 +37,7 @@ func TestQuotaChargeRacingTheEndIsGivenBack(t *testing.T) {
 			strings.Contains(aws.ToString(tx.TransactItems[0].Update.UpdateExpression), "#end = :now") {
 			once.Do(func() {
 				// Stage b planned 5 tasks just now, after the end read.
-				if err := e.r.Store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: id, Stage: 1, Tasks: 4, MaxTasks: 100}); err != nil {
+				if err := e.r.Store.StageChargePlan(ctx, dynamo.PlanChargeParams{Job: id, Stage: 1, Tasks: 4, MaxTasks: 100}); err != nil {
 					t.Errorf("charge: %v", err)
 				}
 			})
@@ -47,7 +47,7 @@ func TestQuotaChargeRacingTheEndIsGivenBack(t *testing.T) {
 	if _, err := e.r.Service.Cancel(ctx, "dora", id); err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.r.Store.QuotaUse(ctx, "dora")
+	u, err := e.r.Store.OwnerQuotaUse(ctx, "dora")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestJobEndOutlastsAStreamOfCharges(t *testing.T) {
 		if charged < charges {
 			charged++
 			// Another stage planned just now, after the end read its count.
-			if err := e.r.Store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: id, Stage: charged, Tasks: 2, MaxTasks: 1000}); err != nil {
+			if err := e.r.Store.StageChargePlan(ctx, dynamo.PlanChargeParams{Job: id, Stage: charged, Tasks: 2, MaxTasks: 1000}); err != nil {
 				t.Errorf("charge %d: %v", charged, err)
 			}
 		}
@@ -99,7 +99,7 @@ func TestJobEndOutlastsAStreamOfCharges(t *testing.T) {
 	if st, err := e.r.Store.JobState(ctx, id); err != nil || st != sm.JobCancelled {
 		t.Fatalf("job after the cancel: %s %v, want CANCELLED", st, err)
 	}
-	u, err := e.r.Store.QuotaUse(ctx, "dora")
+	u, err := e.r.Store.OwnerQuotaUse(ctx, "dora")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestTasksQuotaChargesPlannedAndSplitTasks(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, control: &cfg, inputBuckets: []string{bucket}})
 	use := func(owner string) int {
 		t.Helper()
-		u, err := e.r.Store.QuotaUse(ctx, owner)
+		u, err := e.r.Store.OwnerQuotaUse(ctx, owner)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,10 +49,10 @@ func inputTasks(job string, n int) []batch.Task {
 // its first n tasks, READY, their chunk's marker due at due.
 func putReadyStage(t *testing.T, store *dynamo.Store, job string, total, shards, n int, due time.Time) {
 	t.Helper()
-	if err := store.PutShards(context.Background(), job, 0, total, shards); err != nil {
+	if err := store.ShardPut(context.Background(), job, 0, total, shards); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutTasks(context.Background(), readyTasks(job, n), due); err != nil {
+	if err := store.TaskPutMany(context.Background(), readyTasks(job, n), due); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -63,7 +63,7 @@ func claimReady(t *testing.T, store *dynamo.Store, job string, n int, tok func(p
 	t.Helper()
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.ClaimTask(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
+		if _, err := store.TaskClaim(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func dueTasks(t *testing.T, store *dynamo.Store, job string, at time.Time) []int
 	t.Helper()
 	var ps []int
 	for shard := range dynamo.DueShards {
-		items, err := store.DueItems(context.Background(), shard, at, 1000)
+		items, err := store.DueList(context.Background(), shard, at, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,21 +170,21 @@ func TestClaimsAndCommitsWriteNoSweepIndexEntry(t *testing.T) {
 	for p := range n {
 		ref := batch.TaskRef{Job: job, Partition: p}
 		tok := fmt.Sprintf("tok%d", p)
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
+		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if p == first.Partition {
 			if indexed(t, e, first) {
 				t.Fatalf("task %s is in the sweep index after its claim", first)
 			}
-			if err := store.Heartbeat(ctx, dynamo.HolderParams{Ref: ref, Token: tok, Now: now.Add(time.Second)}, time.Minute, time.Minute); err != nil {
+			if err := store.TaskHeartbeat(ctx, dynamo.HolderParams{Ref: ref, Token: tok, Now: now.Add(time.Second)}, time.Minute, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			if indexed(t, e, first) {
 				t.Fatalf("task %s is in the sweep index after a heartbeat", first)
 			}
 		}
-		if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: tok, Now: now}, Attempt: 1, Shards: shards}); err != nil {
+		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: tok, Now: now}, Attempt: 1, Shards: shards}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -214,21 +214,21 @@ func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
 	const job, n, claimed, committed = "jreadyexpand0001", 150, 10, 4
 	shards := dynamo.ShardCount(n)
-	if err := store.PutShards(ctx, job, 0, n, shards); err != nil {
+	if err := store.ShardPut(ctx, job, 0, n, shards); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+	if err := store.TaskPutMany(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	lease := time.Minute
 	for p := range claimed {
 		ref := batch.TaskRef{Job: job, Partition: p}
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3}); err != nil {
+		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if p < committed {
-			if _, err := store.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "t", Now: now}, Attempt: 1, Shards: shards}); err != nil {
+			if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "t", Now: now}, Attempt: 1, Shards: shards}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -275,7 +275,7 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 	clean, store, inj := hookedStores(e)
 	const job, n, raced = "jreadyraced00001", 20, 7
 	now := time.Now()
-	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+	if err := store.TaskPutMany(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	lease := time.Minute
@@ -287,7 +287,7 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 			return false
 		}
 		if sk, _ := u.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == fmt.Sprintf("%06d", raced) && fired.CompareAndSwap(false, true) {
-			_, claimErr = clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3})
+			_, claimErr = clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3})
 		}
 		return false // a hook, never a fault
 	}})
@@ -323,14 +323,14 @@ func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
 		}
 		return false // a hook, never a fault
 	}})
-	if err := store.PutTasks(ctx, inputTasks(job, n), now.Add(-time.Second)); err != nil {
+	if err := store.TaskPutMany(ctx, inputTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if !fired.Load() {
 		t.Fatal("no look ran while the chunk was written")
 	}
 	lease := time.Minute
-	if _, err := clean.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 0}, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
+	if _, err := clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 0}, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dueTasks(t, clean, job, now.Add(2*lease+time.Second)); !slices.Contains(got, 0) {
@@ -359,7 +359,7 @@ func TestBadMarkerLeavesItsShardToTheSweep(t *testing.T) {
 	db := dynamodb.NewFromConfig(e.cfg)
 	const job = "jbadmarker000001"
 	now := time.Now()
-	if err := e.r.Store.PutTasks(ctx, readyTasks(job, 3), now); err != nil {
+	if err := e.r.Store.TaskPutMany(ctx, readyTasks(job, 3), now); err != nil {
 		t.Fatal(err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -383,7 +383,7 @@ func TestBadMarkerLeavesItsShardToTheSweep(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	items, err := e.r.Store.DueItems(ctx, shard, now.Add(time.Second), 1000)
+	items, err := e.r.Store.DueList(ctx, shard, now.Add(time.Second), 1000)
 	if err == nil || !strings.Contains(err.Error(), "RDY#not-a-marker") {
 		t.Fatalf("DueItems error %v, want one naming the bad marker", err)
 	}
@@ -398,7 +398,7 @@ func TestBadMarkerLeavesItsShardToTheSweep(t *testing.T) {
 		t.Fatalf("due tasks %v beside the bad marker, want [0 1 2]", ps)
 	}
 	// Reported once a day, not on every run.
-	if _, err := e.r.Store.DueItems(ctx, shard, now.Add(time.Hour), 1000); err != nil {
+	if _, err := e.r.Store.DueList(ctx, shard, now.Add(time.Hour), 1000); err != nil {
 		t.Fatalf("the next run reported %v again", err)
 	}
 }

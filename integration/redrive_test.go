@@ -346,7 +346,7 @@ func TestStoreRedriveConditionsAgreeWithGuards(t *testing.T) {
 					set(t, fmt.Sprintf("TASK#%s#0#0", job), fmt.Sprintf("%06d", ref.Partition), "SET tol = :t", map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}})
 				}
 				_, decErr := sm.Decide(view, sm.TaskRedrive, sm.TaskInput{At: now})
-				err := store.RedriveTask(ctx, ref, 3, now, now, now)
+				err := store.TaskRedrive(ctx, ref, 3, now, now, now)
 				if err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 					t.Fatal(err)
 				}
@@ -384,7 +384,7 @@ func TestStoreRedriveConditionsAgreeWithGuards(t *testing.T) {
 						if allowed && slices.Contains(tr.Guards, sm.GuardStageNeverStarted) {
 							allowed = !started
 						}
-						err := store.RedriveStage(ctx, job, idx, ev, now, now)
+						err := store.StageRedrive(ctx, job, idx, ev, now, now)
 						if err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 							t.Fatal(err)
 						}
@@ -416,7 +416,7 @@ func TestStoreRedriveConditionsAgreeWithGuards(t *testing.T) {
 				set(t, "JOB#"+job, "JOB", upd, vals)
 				_, lookErr := sm.Jobs.Lookup(state, sm.JobRedrive)
 				allowed := lookErr == nil && c.had == c.count // sm.GuardRedriveCount
-				err := store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: job, Count: c.count, Now: now, FollowUp: now})
+				err := store.JobRedrive(ctx, dynamo.RedriveJobParams{ID: job, Count: c.count, Now: now, FollowUp: now})
 				if err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 					t.Fatal(err)
 				}

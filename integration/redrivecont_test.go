@@ -27,10 +27,10 @@ func TestRedriveRestoresContinuations(t *testing.T) {
 	putTaskRecord(t, db, e.r.Resources.Table, ref, sm.TaskView{State: sm.TaskFailed, Attempt: 3, MaxAttempts: 3, Token: "tok",
 		CheckpointAttempt: 3, Continuations: sm.MaxContinuations})
 	for _, due := range []time.Time{{}, now.Add(time.Minute)} { // both forms of the sweep index clause
-		if err := e.r.Store.RedriveTask(ctx, ref, 3, now, now, due); err != nil {
+		if err := e.r.Store.TaskRedrive(ctx, ref, 3, now, now, due); err != nil {
 			t.Fatalf("redrive (due %v): %v", due, err)
 		}
-		tk, err := e.r.Store.GetTask(ctx, ref)
+		tk, err := e.r.Store.TaskGet(ctx, ref)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestRedriveMeetsOwnerQuota(t *testing.T) {
 	ctx := context.Background()
 	use := func() int {
 		t.Helper()
-		u, err := e.r.Store.QuotaUse(ctx, "tester")
+		u, err := e.r.Store.OwnerQuotaUse(ctx, "tester")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,7 +45,7 @@ func TestLateCommitFencedByLiveNewerClaim(t *testing.T) {
 	if !errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("late commit against a live newer claim: got %v, want only ErrStaleClaim", err)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +101,8 @@ type spyStore struct {
 	spy *orderSpy
 }
 
-func (s *spyStore) TransitionStage(ctx context.Context, p dynamo.StageTransitionParams) error {
-	err := s.Store.TransitionStage(ctx, p)
+func (s *spyStore) StageTransition(ctx context.Context, p dynamo.StageTransitionParams) error {
+	err := s.Store.StageTransition(ctx, p)
 	if err == nil {
 		s.spy.add(fmt.Sprintf("%s stage %d", p.Event, p.Stage))
 	}
@@ -196,11 +196,11 @@ func TestLateCommitAfterCancelMovesNoStage(t *testing.T) {
 	c := mustClaim(t, rig.svc, batch.TaskRef{Job: id})
 	putOutput(t, e, c, "late\n")
 	// The cancel's first write, and nothing after it.
-	if err := e.r.Store.EndJob(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
+	if err := e.r.Store.JobEnd(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_ = rig.svc.Commit(ctx, c, control.CommitResult{Outputs: 1}) // a commit may land; what follows it must not
-	stages, err := e.r.Store.ListStages(ctx, id)
+	stages, err := e.r.Store.StageList(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestLateCommitAfterCancelMovesNoStage(t *testing.T) {
 	// The sweep finishes the cancel.
 	rig.clk.Advance(time.Hour)
 	mustSweep(t, rig.svc)
-	stages, err = e.r.Store.ListStages(ctx, id)
+	stages, err = e.r.Store.StageList(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,8 +232,8 @@ type expireHook struct {
 	fn   func()
 }
 
-func (h *expireHook) SweepTask(ctx context.Context, p dynamo.SweepTaskParams) error {
-	err := h.Store.SweepTask(ctx, p)
+func (h *expireHook) TaskSweep(ctx context.Context, p dynamo.SweepTaskParams) error {
+	err := h.Store.TaskSweep(ctx, p)
 	if err == nil && p.Event == sm.TaskExpire {
 		h.once.Do(h.fn)
 	}
@@ -280,7 +280,7 @@ func TestCompletedStageLeavesTheSweepIndex(t *testing.T) {
 	t.Parallel()
 	rig := newSweepRig(t, testTimings)
 	e, ctx := rig.e, context.Background()
-	crash := &crasher{op: "CommitTask", n: 1}
+	crash := &crasher{op: "TaskCommit", n: 1}
 	dying := rig.service(&faultStore{Store: e.r.Store, c: crash}, e.r.Queue)
 	id := submitTo(t, rig.svc, "idx", oneStage("idx", "work", 1))
 	c := mustClaim(t, dying, batch.TaskRef{Job: id})
@@ -295,7 +295,7 @@ func TestCompletedStageLeavesTheSweepIndex(t *testing.T) {
 	if c := mustSweep(t, rig.svc); c.Examined != 0 {
 		t.Fatalf("a later sweep examined %d records of a finished job, want 0: %+v", c.Examined, c)
 	}
-	if err := e.r.Store.MarkMaterialized(ctx, id, 0, rig.clk.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+	if err := e.r.Store.StageMarkMaterialized(ctx, id, 0, rig.clk.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
 		t.Fatalf("mark a completed stage materialized: %v, want ErrInvalidTransition", err)
 	}
 	if c := mustSweep(t, rig.svc); c.Examined != 0 {
@@ -434,7 +434,7 @@ func TestLiveExecutorsTaskIsNotTakenOver(t *testing.T) {
 	if !errors.As(err, &held) {
 		t.Fatalf("claim of a live executor's task: %v, want ClaimHeldError", err)
 	}
-	task, err := rig.e.r.Store.GetTask(ctx, first.Task.Ref)
+	task, err := rig.e.r.Store.TaskGet(ctx, first.Task.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +465,7 @@ func TestClaimWithoutExecutorClearsDeadHolder(t *testing.T) {
 	if err != nil || c.Task.Attempt != 2 {
 		t.Fatalf("takeover without an executor id: attempt %d, %v", c.Task.Attempt, err)
 	}
-	task, err := rig.e.r.Store.GetTask(ctx, c.Task.Ref)
+	task, err := rig.e.r.Store.TaskGet(ctx, c.Task.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,11 +105,11 @@ func TestJobStateRecordsEndWithTheJob(t *testing.T) {
 			}
 		}
 		copies(sm.JobRunning)
-		if err := e.r.Store.EndJob(ctx, id, tc.ev, "test", "", time.Now()); err != nil {
+		if err := e.r.Store.JobEnd(ctx, id, tc.ev, "test", "", time.Now()); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		copies(tc.want)
-		if err := e.r.Store.EndJob(ctx, id, tc.again, "again", "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
+		if err := e.r.Store.JobEnd(ctx, id, tc.again, "again", "", time.Now()); !errors.Is(err, sm.ErrInvalidTransition) {
 			t.Fatalf("%s: second end %v, want ErrInvalidTransition", tc.name, err)
 		}
 		copies(tc.want)
@@ -179,7 +179,7 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 	}
 	const job = "jmaterialize0001"
 	due := time.Now().Add(time.Minute)
-	if err := store.PutTasks(ctx, mk(job, 0, 250), due); err != nil {
+	if err := store.TaskPutMany(ctx, mk(job, 0, 250), due); err != nil {
 		t.Fatal(err)
 	}
 	// Chunks of 99, 99 and 52: a marker each, and 4 + 4 + 3 batches.
@@ -187,17 +187,17 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 		t.Fatalf("250 tasks: %d transactions, %d puts and %d batches, want 0, 3 (markers) and 11", tx, puts, batches)
 	}
 	// Task 5 is claimed; a repeat of its chunk must not reset it.
-	claimed, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 5}, Token: "t5", Now: time.Now(), Lease: time.Minute, Grace: time.Minute})
+	claimed, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 5}, Token: "t5", Now: time.Now(), Lease: time.Minute, Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PutTasks(ctx, mk(job, 0, 120), due); err != nil { // 0..99 exist; 100..119 exist
+	if err := store.TaskPutMany(ctx, mk(job, 0, 120), due); err != nil { // 0..99 exist; 100..119 exist
 		t.Fatal(err)
 	}
-	if err := store.PutTasks(ctx, mk(job, 240, 300), due); err != nil { // 240..249 exist, 250..299 new
+	if err := store.TaskPutMany(ctx, mk(job, 240, 300), due); err != nil { // 240..249 exist, 250..299 new
 		t.Fatal(err)
 	}
-	got, err := store.GetTask(ctx, claimed.Ref)
+	got, err := store.TaskGet(ctx, claimed.Ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 		t.Fatalf("claimed task after a repeated materialization: %s token %q attempt %d; want it kept", got.State, got.Token, got.Attempt)
 	}
 	for _, p := range []int{0, 249, 250, 299} {
-		if tk, err := store.GetTask(ctx, batch.TaskRef{Job: job, Partition: p}); err != nil || tk.State != sm.TaskReady {
+		if tk, err := store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p}); err != nil || tk.State != sm.TaskReady {
 			t.Fatalf("task %d: %s, %v; want READY", p, tk.State, err)
 		}
 	}

@@ -267,7 +267,7 @@ func TestRetentionWaitsForReruns(t *testing.T) {
 	e := rig.e
 	ctx := context.Background()
 	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
-	store.SetRetention(retention)
+	store.JobSetRetention(retention)
 	svc := rig.service(store, e.r.Queue)
 	exec := rig.executor(svc)
 	orig := submitTo(t, svc, "orig", `{"name":"ret","deadline":"10m","stages":[
@@ -327,7 +327,7 @@ func TestRerunWithTooManySourcesIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "jmanysources000000000"
-	_, _, err = e.r.Store.CreateJob(ctx, dynamo.CreateJobParams{
+	_, _, err = e.r.Store.JobCreate(ctx, dynamo.CreateJobParams{
 		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: "h", Created: time.Now()},
 		IdemKey: "many-sources", IdemTTL: time.Hour, StageDue: time.Now(),
 		Rerun: &dynamo.RerunParams{Of: "jsource00", Reuse: reuse},

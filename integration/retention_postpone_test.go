@@ -30,7 +30,7 @@ func TestPostponedExpiryMovesTheTTL(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(e.cfg)
 	store := dynamo.New(db, e.r.Resources.Table)
-	store.SetRetention(retention)
+	store.JobSetRetention(retention)
 	svc := rig.service(store, e.r.Queue)
 	exec := rig.executor(svc)
 	orig := submitTo(t, svc, "orig", `{"name":"ret","deadline":"10m","stages":[

@@ -36,7 +36,7 @@ func TestSweepExpiresEndedJobs(t *testing.T) {
 	// Every process of an installation with a retention has it on its
 	// store too (lambdaenv): the end of a job indexes it for the sweep.
 	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
-	store.SetRetention(retention)
+	store.JobSetRetention(retention)
 	svc := rig.service(store, e.r.Queue)
 	exec := rig.executor(svc)
 

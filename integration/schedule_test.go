@@ -84,7 +84,7 @@ func (r *schedRig) fireUntilCaughtUp() {
 	want := r.clk.Now().Truncate(time.Minute).Add(-time.Minute)
 	for i := 0; ; i++ {
 		r.fire()
-		wm, _, err := r.e.r.Store.Watermark(context.Background())
+		wm, _, err := r.e.r.Store.ScheduleWatermark(context.Background())
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -543,7 +543,7 @@ func TestFiringGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			owner := "guard-" + strings.ReplaceAll(tc.name, " ", "-")
 			sc := r.create(owner, "")
-			read, err := store.GetSchedule(ctx, owner, sc.ID)
+			read, err := store.ScheduleGet(ctx, owner, sc.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -553,20 +553,20 @@ func TestFiringGuard(t *testing.T) {
 			job := batch.Job{ID: control.NewJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.clk.Now()}
 			params := dynamo.CreateJobParams{Job: job, IdemKey: "firing", StageDue: r.clk.Now(), IdemTTL: time.Hour,
 				Firing: &dynamo.FiringGuard{Owner: owner, ScheduleID: sc.ID, Cursor: read.Cursor}}
-			id, created, err := store.CreateJob(ctx, params)
+			id, created, err := store.JobCreate(ctx, params)
 			if !errors.Is(err, tc.want) || created != (tc.want == nil) {
 				t.Fatalf("CreateJob = %q, created %v, %v; want err %v", id, created, err, tc.want)
 			}
 			if tc.want == nil {
 				return
 			}
-			if _, err := store.GetJob(ctx, job.ID); !errors.Is(err, batch.ErrNotFound) {
+			if _, err := store.JobGet(ctx, job.ID); !errors.Is(err, batch.ErrNotFound) {
 				t.Fatalf("job of a refused firing: %v, want not found", err)
 			}
 			// The idempotency key was not taken: an unguarded create with
 			// it makes a new job.
 			params.Firing = nil
-			if _, created, err := store.CreateJob(ctx, params); err != nil || !created {
+			if _, created, err := store.JobCreate(ctx, params); err != nil || !created {
 				t.Fatalf("CreateJob without the guard: created %v, %v", created, err)
 			}
 		})

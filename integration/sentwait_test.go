@@ -15,7 +15,7 @@ import (
 // messages and before recording the chunk as enqueued.
 type noAdvance struct{ control.Store }
 
-func (noAdvance) AdvanceEnqueued(context.Context, string, int, int, int, time.Time) (bool, error) {
+func (noAdvance) StageAdvanceEnqueued(context.Context, string, int, int, int, time.Time) (bool, error) {
 	return false, errors.New("injected crash after the send")
 }
 

@@ -31,7 +31,7 @@ func TestCancelledJobsShuffleStageHasNoManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cancel's first write, and nothing after it.
-	if err := e.r.Store.EndJob(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
+	if err := e.r.Store.JobEnd(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	_ = rig.svc.Commit(ctx, c1, control.CommitResult{Outputs: 0}) // a commit may land; what follows it must not
@@ -44,7 +44,7 @@ func TestCancelledJobsShuffleStageHasNoManifest(t *testing.T) {
 	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, batch.ErrNotFound) {
 		t.Fatalf("shuffle manifest of a cancelled job's stage after the sweep: %v, want not found", err)
 	}
-	if st, err := e.r.Store.GetStage(ctx, id, 0); err != nil || st.State != sm.StageCancelled {
+	if st, err := e.r.Store.StageGet(ctx, id, 0); err != nil || st.State != sm.StageCancelled {
 		t.Fatalf("shuffle stage %s, %v after the sweep; want CANCELLED", st.State, err)
 	}
 }
@@ -58,8 +58,8 @@ type diesAfterComplete struct {
 	once sync.Once
 }
 
-func (d *diesAfterComplete) TransitionStage(ctx context.Context, p dynamo.StageTransitionParams) error {
-	err := d.Store.TransitionStage(ctx, p)
+func (d *diesAfterComplete) StageTransition(ctx context.Context, p dynamo.StageTransitionParams) error {
+	err := d.Store.StageTransition(ctx, p)
 	died := false
 	if err == nil && p.Event == sm.StageComplete && p.Stage == 0 {
 		d.once.Do(func() { died = true })

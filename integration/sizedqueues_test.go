@@ -142,7 +142,7 @@ func TestRaisedTaskMessagesGoToTheRaisedSizesQueue(t *testing.T) {
 	if res := handleFrom(t, e, runner(1<<30), q.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1 on 1GiB: %+v, want its message moved to the 2GiB queue", res)
 	}
-	if task, err := e.r.Store.GetTask(ctx, ref); err != nil || task.State != sm.TaskReady || task.Memory != 2<<30 {
+	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.State != sm.TaskReady || task.Memory != 2<<30 {
 		t.Fatalf("task after the OOM: %+v, %v; want READY at 2GiB", task, err)
 	}
 	if priority, sized := queueCounts(t, e); priority != 0 || sized[2<<30] != 1 || sized[4<<30] != 0 {

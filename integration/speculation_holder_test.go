@@ -161,11 +161,11 @@ func TestBadRecordCommitLostResponseCountsOnce(t *testing.T) {
 			if err != nil {
 				t.Fatalf("commit whose response was lost: %v, want its own success recognised", err)
 			}
-			counts, err := e.r.Store.BadRecordCounts(ctx, id)
+			counts, err := e.r.Store.StageBadRecordCounts(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			task, err := e.r.Store.GetTask(ctx, c.Task.Ref)
+			task, err := e.r.Store.TaskGet(ctx, c.Task.Ref)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,11 +220,11 @@ func TestCancelStopsHolderAndCopy(t *testing.T) {
 			t.Fatalf("attempt %d of a cancelled task committed", c.Task.Attempt)
 		}
 	}
-	st, err := r.e.r.Store.GetStage(ctx, r.job, 0)
+	st, err := r.e.r.Store.StageGet(ctx, r.job, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.e.r.Store.Progress(ctx, st)
+	p, err := r.e.r.Store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}

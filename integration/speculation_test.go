@@ -92,7 +92,7 @@ func (r *speculationRig) claimCopy(t *testing.T, p int) control.Claim {
 
 func (r *speculationRig) task(t *testing.T, p int) batch.Task {
 	t.Helper()
-	task, err := r.e.r.Store.GetTask(context.Background(), batch.TaskRef{Job: r.job, Partition: p})
+	task, err := r.e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: r.job, Partition: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func (r *speculationRig) attemptEnd(t *testing.T, p, a int) batch.AttemptEndKind
 func (r *speculationRig) assertCountedOnce(t *testing.T, n int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := r.e.r.Store.GetStage(ctx, r.job, 0)
+	st, err := r.e.r.Store.StageGet(ctx, r.job, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := r.e.r.Store.Progress(ctx, st)
+	p, err := r.e.r.Store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 	}
 	inj.SetEnabled(false)
 	for p := range n {
-		task, err := e.r.Store.GetTask(ctx, batch.TaskRef{Job: job, Partition: p})
+		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -514,7 +514,7 @@ func TestSpeculationEndToEnd(t *testing.T) {
 	if st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
 	}
-	task, err := e.r.Store.GetTask(context.Background(), batch.TaskRef{Job: id})
+	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestMaterializationInChunks(t *testing.T) {
 				t.Fatalf("sweep %d: %v", i, err)
 			}
 		}
-		st, err := e.r.Store.GetStage(ctx, id, 0)
+		st, err := e.r.Store.StageGet(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestLastCommitCompletesStage(t *testing.T) {
 				t.Fatalf("commit %d try %d: %v", p, try, err)
 			}
 		}
-		st, err := e.r.Store.GetStage(ctx, id, 0)
+		st, err := e.r.Store.StageGet(ctx, id, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,9 +123,9 @@ type markHook struct {
 	hook func()
 }
 
-func (m *markHook) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
+func (m *markHook) StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
 	m.hook()
-	return m.Store.MarkMaterialized(ctx, job, idx, due)
+	return m.Store.StageMarkMaterialized(ctx, job, idx, due)
 }
 
 // Fast tasks can all commit between their messages going out and their
@@ -188,13 +188,13 @@ type slowChunks struct {
 	after func(to int)
 }
 
-func (a *slowChunks) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (a *slowChunks) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
 	a.clk.Advance(a.slow)
-	return a.Store.PutTasks(ctx, tasks, due)
+	return a.Store.TaskPutMany(ctx, tasks, due)
 }
 
-func (a *slowChunks) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
-	ok, err := a.Store.AdvanceEnqueued(ctx, job, idx, from, to, due)
+func (a *slowChunks) StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
+	ok, err := a.Store.StageAdvanceEnqueued(ctx, job, idx, from, to, due)
 	a.after(to)
 	return ok, err
 }

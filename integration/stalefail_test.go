@@ -75,11 +75,11 @@ func TestStaleFailureDoesNotEndRedrivenJob(t *testing.T) {
 		// Another process fails the job first (its own failure, another
 		// reason), then the owner fixes the cause and redrives it.
 		other := "stage \"s\": another failure"
-		if err := e.r.Store.TransitionStage(ctx, dynamo.StageTransitionParams{Job: id, Stage: 0, Event: sm.StageFail, Now: time.Now(), Reason: other}); err != nil {
+		if err := e.r.Store.StageTransition(ctx, dynamo.StageTransitionParams{Job: id, Stage: 0, Event: sm.StageFail, Now: time.Now(), Reason: other}); err != nil {
 			hookErr = err
 			return false
 		}
-		if err := e.r.Store.EndJob(ctx, id, sm.JobFail, other, "", time.Now()); err != nil {
+		if err := e.r.Store.JobEnd(ctx, id, sm.JobFail, other, "", time.Now()); err != nil {
 			hookErr = err
 			return false
 		}

@@ -228,42 +228,42 @@ type faultStore struct {
 	c *crasher
 }
 
-func (f *faultStore) SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
-	if f.c.crashes("SetStagePlan") {
+func (f *faultStore) StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
+	if f.c.crashes("StageSetPlan") {
 		return batch.Stage{}, errCrash
 	}
-	return f.Store.SetStagePlan(ctx, job, idx, total)
+	return f.Store.StageSetPlan(ctx, job, idx, total)
 }
 
-func (f *faultStore) PutShards(ctx context.Context, job string, idx, total, shards int) error {
-	if f.c.crashes("PutShards") {
+func (f *faultStore) ShardPut(ctx context.Context, job string, idx, total, shards int) error {
+	if f.c.crashes("ShardPut") {
 		return errCrash
 	}
-	return f.Store.PutShards(ctx, job, idx, total, shards)
+	return f.Store.ShardPut(ctx, job, idx, total, shards)
 }
 
-func (f *faultStore) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
-	if f.c.crashes("PutTasks") {
-		if err := f.Store.PutTasks(ctx, tasks[:min(f.c.keep, len(tasks))], due); err != nil {
+func (f *faultStore) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
+	if f.c.crashes("TaskPutMany") {
+		if err := f.Store.TaskPutMany(ctx, tasks[:min(f.c.keep, len(tasks))], due); err != nil {
 			return err
 		}
 		return errCrash
 	}
-	return f.Store.PutTasks(ctx, tasks, due)
+	return f.Store.TaskPutMany(ctx, tasks, due)
 }
 
-func (f *faultStore) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
-	if f.c.crashes("MarkMaterialized") {
+func (f *faultStore) StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
+	if f.c.crashes("StageMarkMaterialized") {
 		return errCrash
 	}
-	return f.Store.MarkMaterialized(ctx, job, idx, due)
+	return f.Store.StageMarkMaterialized(ctx, job, idx, due)
 }
 
 // CommitTask crashes after the commit transaction: the task is committed
 // and counted, but its committer never runs the completion check.
-func (f *faultStore) CommitTask(ctx context.Context, p dynamo.CommitParams) (bool, error) {
-	done, err := f.Store.CommitTask(ctx, p)
-	if err == nil && f.c.crashes("CommitTask") {
+func (f *faultStore) TaskCommit(ctx context.Context, p dynamo.CommitParams) (bool, error) {
+	done, err := f.Store.TaskCommit(ctx, p)
+	if err == nil && f.c.crashes("TaskCommit") {
 		return false, errCrash
 	}
 	return done, err
@@ -271,11 +271,11 @@ func (f *faultStore) CommitTask(ctx context.Context, p dynamo.CommitParams) (boo
 
 // EnsureCounted crashes before it reads anything: a refused claim of a
 // committed task neither counts it nor runs its stage's follow-up.
-func (f *faultStore) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (bool, bool, error) {
-	if f.c.crashes("EnsureCounted") {
+func (f *faultStore) ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (bool, bool, error) {
+	if f.c.crashes("ShardEnsureCounted") {
 		return false, false, errCrash
 	}
-	return f.Store.EnsureCounted(ctx, ref, shards)
+	return f.Store.ShardEnsureCounted(ctx, ref, shards)
 }
 
 // faultQueue is the real queue with SendBatch crashing after sending keep
@@ -313,15 +313,15 @@ func TestSweepFinishesInterruptedMaterialization(t *testing.T) {
 		call, keep int    // on which call, after how many tasks or messages
 		sentBefore int    // messages on the queue when the process died
 	}{
-		{"plan not recorded", "SetStagePlan", 1, 0, 0},
-		{"counters not created", "PutShards", 1, 0, 0},
-		{"no task written", "PutTasks", 1, 0, 0},
-		{"first chunk half written", "PutTasks", 1, 1, 0},
-		{"second chunk half written", "PutTasks", 2, 1, 2},
+		{"plan not recorded", "StageSetPlan", 1, 0, 0},
+		{"counters not created", "ShardPut", 1, 0, 0},
+		{"no task written", "TaskPutMany", 1, 0, 0},
+		{"first chunk half written", "TaskPutMany", 1, 1, 0},
+		{"second chunk half written", "TaskPutMany", 2, 1, 2},
 		{"second chunk written, not sent", "SendBatch", 2, 0, 2},
 		{"second chunk half sent", "SendBatch", 2, 1, 3},
 		{"last chunk sent, not recorded", "SendBatch", 3, 1, 5},
-		{"all sent, not marked materialized", "MarkMaterialized", 1, 0, 5},
+		{"all sent, not marked materialized", "StageMarkMaterialized", 1, 0, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -335,7 +335,7 @@ func TestSweepFinishesInterruptedMaterialization(t *testing.T) {
 			if crash.firedCount() != 1 {
 				t.Fatalf("the crash in %s call %d did not happen", crash.op, crash.n)
 			}
-			st, err := e.r.Store.GetStage(ctx, id, 0)
+			st, err := e.r.Store.StageGet(ctx, id, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +363,7 @@ func TestSweepFinishesInterruptedMaterialization(t *testing.T) {
 			if c.StagesFixed == 0 {
 				t.Fatalf("sweep fixed no stage: %+v", c)
 			}
-			st, err = e.r.Store.GetStage(ctx, id, 0)
+			st, err = e.r.Store.StageGet(ctx, id, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,7 +495,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 	if len(hs) != 1 || hs[0].Result.Action != feed.Hide || hs[0].Result.Delay != backoff {
 		t.Fatalf("first attempt: %+v, want Hide for %s", hs, backoff)
 	}
-	task, err := e.r.Store.GetTask(ctx, ref)
+	task, err := e.r.Store.TaskGet(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 	if c := mustSweep(t, rig.svc); c.Requeued != 0 {
 		t.Fatalf("sweep during the backoff requeued %d", c.Requeued)
 	}
-	if after, err := e.r.Store.GetTask(ctx, ref); err != nil || after.State != sm.TaskReady || after.Attempt != 1 {
+	if after, err := e.r.Store.TaskGet(ctx, ref); err != nil || after.State != sm.TaskReady || after.Attempt != 1 {
 		t.Fatalf("task after an early claim and sweep: %+v %v; want unchanged, READY attempt 1", after, err)
 	}
 
@@ -577,7 +577,7 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 	// Executors whose process dies right after each commit transaction,
 	// and on each refused claim of a committed task (which would finish
 	// the stage's follow-up), so stage completion is left to the sweeps.
-	dying := rig.executor(rig.service(&faultStore{Store: e.r.Store, c: &crasher{op: "CommitTask", also: []string{"EnsureCounted"}}}, e.r.Queue))
+	dying := rig.executor(rig.service(&faultStore{Store: e.r.Store, c: &crasher{op: "TaskCommit", also: []string{"ShardEnsureCounted"}}}, e.r.Queue))
 	id := submitTo(t, rig.svc, "twice", `{"name":"twice","stages":[
 	  {"name":"a","task":"work","partitions":{"count":3}},
 	  {"name":"b","task":"work","after":["a"],"partitions":{"count":2}}]}`)

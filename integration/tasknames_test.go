@@ -132,7 +132,7 @@ func TestRunnerPublishesTaskNames(t *testing.T) {
 		reg.Register(n, func(context.Context, *batchwork.Task) error { return nil })
 	}
 	e := newEnv(t, reg, envOptions{noRun: true, control: checkedTimings()})
-	got, err := e.r.Store.TaskNames(context.Background())
+	got, err := e.r.Store.CatalogTaskNames(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,8 +179,8 @@ type scheduleReads struct {
 	read chan struct{}
 }
 
-func (s scheduleReads) GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error) {
-	r, err := s.Store.GetSchedule(ctx, owner, id)
+func (s scheduleReads) ScheduleGet(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error) {
+	r, err := s.Store.ScheduleGet(ctx, owner, id)
 	s.read <- struct{}{}
 	return r, err
 }

@@ -177,7 +177,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 	id := e.submit("race", []byte(fmt.Sprintf(`{"name":"race","stages":[{"name":"a","task":"work","partitions":{"count":%d},
 		"retry":{"maxAttempts":1},"toleratedFailures":{"count":%d}}]}`, n, allowed)))
 	store := e.r.Store
-	st, err := store.GetStage(ctx, id, 0)
+	st, err := store.StageGet(ctx, id, 0)
 	if err != nil || st.Enqueued != n {
 		t.Fatalf("stage %+v, %v; want %d tasks", st, err, n)
 	}
@@ -185,7 +185,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 	tokens := make([]string, n)
 	for p := range n {
 		tokens[p] = fmt.Sprintf("tok%d", p)
-		if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: id, Stage: 0, Partition: p}, Token: tokens[p], Now: now, Lease: time.Minute, MaxAttempts: 1}); err != nil {
+		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: id, Stage: 0, Partition: p}, Token: tokens[p], Now: now, Lease: time.Minute, MaxAttempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := store.FailTolerated(ctx, dynamo.TolerateParams{
+			_, err := store.TaskFailTolerated(ctx, dynamo.TolerateParams{
 				Ref: batch.TaskRef{Job: id, Stage: 0, Partition: p}, Event: sm.TaskFail, Token: tokens[p], Now: now,
 				Err: "boom", Due: now, Shards: st.Shards, Allowed: allowed,
 			})
@@ -241,11 +241,11 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 			t.Errorf("task %s: %s (tolerated %v)", tk.Ref, tk.State, tk.Tolerated)
 		}
 	}
-	st, err = store.GetStage(ctx, id, 0)
+	st, err = store.StageGet(ctx, id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := store.Progress(ctx, st)
+	prog, err := store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestStoreToleranceConditionAgreesWithGuards(t *testing.T) {
 	store := e.r.Store
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	const job, tok = "jtolguards", "tokA"
-	if err := store.PutShards(ctx, job, 0, 1000, 1); err != nil {
+	if err := store.ShardPut(ctx, job, 0, 1000, 1); err != nil {
 		t.Fatal(err)
 	}
 	partition := 0
@@ -293,7 +293,7 @@ func TestStoreToleranceConditionAgreesWithGuards(t *testing.T) {
 				putTaskRecord(t, db, e.r.Resources.Table, ref, sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 1, Token: tok, LeaseUntil: now.Add(time.Minute)})
 				_, lookErr := sm.Stages.Lookup(state, sm.StageTolerate)
 				allowed := lookErr == nil && sm.Tolerates(max(c.failed, 0), c.allowed)
-				_, err := store.FailTolerated(ctx, dynamo.TolerateParams{Ref: ref, Event: sm.TaskFail, Token: tok, Now: now, Err: "x", Shards: 1, Allowed: c.allowed})
+				_, err := store.TaskFailTolerated(ctx, dynamo.TolerateParams{Ref: ref, Event: sm.TaskFail, Token: tok, Now: now, Err: "x", Shards: 1, Allowed: c.allowed})
 				if err != nil && !errors.Is(err, dynamo.ErrNotTolerated) {
 					t.Fatal(err)
 				}

@@ -51,14 +51,14 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	clean, store, inj := hookedStores(e)
 	const job, n = "junwritten000001", 40
 	now := time.Now()
-	if err := clean.PutTasks(ctx, readyTasks(job, n), now.Add(time.Hour)); err != nil {
+	if err := clean.TaskPutMany(ctx, readyTasks(job, n), now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if got := taskItems(t, e, job); got != 0 {
 		t.Fatalf("%d task records after materialization, want none", got)
 	}
 	claim := func(s *dynamo.Store, p int, tok string, mx int) (batch.Task, error) {
-		return s.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: p}, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: mx})
+		return s.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: p}, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: mx})
 	}
 
 	// No definition, no write.
@@ -94,7 +94,7 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d of %d racing first claims won, want exactly 1", won, racers)
 	}
-	got, err := clean.GetTask(ctx, batch.TaskRef{Job: job, Partition: 1})
+	got, err := clean.TaskGet(ctx, batch.TaskRef{Job: job, Partition: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 
 	// A written task keeps the rules: its commit fences, and a stale
 	// message's claim of the committed task is refused.
-	if _, err := clean.CommitTask(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: "lostanswer", Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
+	if _, err := clean.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: "lostanswer", Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := claim(clean, 2, "late", 3); !errors.Is(err, batch.ErrAlreadyDone) {
@@ -134,7 +134,7 @@ func TestCountStageMaterializesMarkersOnly(t *testing.T) {
 	db := newCountingDB(e)
 	store := dynamo.New(db, e.r.Resources.Table)
 	const job = "junwrittenmat001"
-	if err := store.PutTasks(ctx, readyTasks(job, 250), time.Now().Add(time.Minute)); err != nil {
+	if err := store.TaskPutMany(ctx, readyTasks(job, 250), time.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if tx, puts, batches := db.count("TransactWriteItems"), db.count("PutItem"), db.count("BatchExecuteStatement"); tx != 0 || puts != 1 || batches != 0 {
@@ -156,7 +156,7 @@ func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
 	store := dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table)
 	const job, n, claimed = "junwrittenlook01", 30, 4
 	now := time.Now()
-	if err := store.PutTasks(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
+	if err := store.TaskPutMany(ctx, readyTasks(job, n), now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	claimReady(t, store, job, claimed, func(int) string { return "t" }, now)
@@ -165,7 +165,7 @@ func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
 		t.Fatalf("due tasks from the marker: %v, want the unclaimed %v", got, want)
 	}
 	for p := range n {
-		tk, err := store.GetTask(ctx, batch.TaskRef{Job: job, Partition: p})
+		tk, err := store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p})
 		if err != nil {
 			t.Fatalf("task %d after the look: %v", p, err)
 		}
@@ -178,7 +178,7 @@ func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
 		}
 	}
 	// A written waiting task is claimed as any READY task.
-	if _, err := store.ClaimTask(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: n - 1}, Token: "u", Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
+	if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: n - 1}, Token: "u", Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 		t.Fatalf("claim of a task the look wrote: %v", err)
 	}
 }
@@ -206,7 +206,7 @@ func TestUnwrittenTasksThroughTheControlPlane(t *testing.T) {
 	if _, err := rig.svc.Claim(ctx, ref(n)); !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("claim of partition %d of a %d-task stage: %v, want ErrAlreadyDone", n, n, err)
 	}
-	if _, err := rig.e.r.Store.GetTask(ctx, ref(n)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := rig.e.r.Store.TaskGet(ctx, ref(n)); !errors.Is(err, batch.ErrNotFound) {
 		t.Fatalf("task %d after its refused claim: %v, want no record", n, err)
 	}
 
@@ -322,7 +322,7 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 	if !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("claim of a task of a job deleted during it: %v, want ErrAlreadyDone", err)
 	}
-	if _, err := clean.GetTask(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := clean.TaskGet(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
 		t.Fatalf("task 1 of the deleted job: %v, want no record", err)
 	}
 	// Known gone: no write at all.
@@ -330,7 +330,7 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 	if _, err := claimer.Claim(ctx, ref(2)); !errors.Is(err, batch.ErrAlreadyDone) {
 		t.Fatalf("claim of a task of a deleted job: %v, want ErrAlreadyDone", err)
 	}
-	if _, err := clean.GetTask(ctx, ref(2)); !errors.Is(err, batch.ErrNotFound) || inj.Total() != before {
+	if _, err := clean.TaskGet(ctx, ref(2)); !errors.Is(err, batch.ErrNotFound) || inj.Total() != before {
 		t.Fatalf("task 2 of the deleted job: %v, want no record", err)
 	}
 }
@@ -351,7 +351,7 @@ func TestStageCompletionReadsTheCountersOnce(t *testing.T) {
 	svc := newService(rig.e, rig.cfg, store, rig.e.r.Queue, rig.clk, rig.logs.logger())
 	const n = 640 // ten counter shards of 64
 	id := submitTo(t, svc, "reads", fmt.Sprintf(`{"name":"reads","stages":[{"name":"s","task":"work","partitions":{"count":%d}}]}`, n))
-	st, err := rig.e.r.Store.GetStage(ctx, id, 0)
+	st, err := rig.e.r.Store.StageGet(ctx, id, 0)
 	if err != nil || st.Shards != 10 || !st.Materialized {
 		t.Fatalf("stage %+v, %v: want 10 shards, materialized", st, err)
 	}

@@ -244,15 +244,15 @@ func jobState(t *testing.T, svc *control.Service, id string) control.JobStatus {
 func stageTasks(t *testing.T, e *env, job string, stage int) []batch.Task {
 	t.Helper()
 	ctx := context.Background()
-	st, err := e.r.Store.GetStage(ctx, job, stage)
+	st, err := e.r.Store.StageGet(ctx, job, stage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := e.r.Store.ListStageTasks(ctx, job, stage, st.Total)
+	tasks, err := e.r.Store.TaskListStage(ctx, job, stage, st.Total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := e.r.Store.GetJob(ctx, job)
+	j, err := e.r.Store.JobGet(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +264,11 @@ func stageTasks(t *testing.T, e *env, job string, stage int) []batch.Task {
 func assertCommittedOnce(t *testing.T, e *env, job string, stage, n, attempt int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := e.r.Store.GetStage(ctx, job, stage)
+	st, err := e.r.Store.StageGet(ctx, job, stage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.r.Store.Progress(ctx, st)
+	p, err := e.r.Store.StageProgress(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -313,7 +313,7 @@ func printResult(ctx context.Context, r *runner.Runner, st control.JobStatus) er
 	fmt.Println("\n==> timeline")
 	for i, s := range st.Stages {
 		attempts, retried := 0, 0
-		tasks, err := r.Store.ListStageTasks(ctx, st.ID, i, s.Total)
+		tasks, err := r.Store.TaskListStage(ctx, st.ID, i, s.Total)
 		if err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func TestHandlerMarksAnExecutorStoppedForMemory(t *testing.T) {
 	if err != nil || out != nil {
 		t.Fatalf("handler: %v, %v; want nothing (no sweep)", out, err)
 	}
-	m, err := dynamo.New(dynamodb.NewFromConfig(w.AWS), res.Table).ReadExecutorMemory(ctx, control.ExecutorIDForECSTask("arn:aws:ecs:us-east-1:123456789012:task/bw/feedc0de0042"))
+	m, err := dynamo.New(dynamodb.NewFromConfig(w.AWS), res.Table).ExecutorMemory(ctx, control.ExecutorIDForECSTask("arn:aws:ecs:us-east-1:123456789012:task/bw/feedc0de0042"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // RecordAttemptEnd records an attempt's end once: a repeat reports false.
-func (f *attemptRecords) RecordAttemptEnd(_ context.Context, p dynamo.AttemptEndParams) (bool, error) {
-	return call(f.state, "RecordAttemptEnd", func() (bool, error) {
+func (f *attemptRecords) AttemptRecordEnd(_ context.Context, p dynamo.AttemptEndParams) (bool, error) {
+	return call(f.state, "AttemptRecordEnd", func() (bool, error) {
 		k := attemptKey{p.End.Ref, p.End.Attempt}
 		if _, ok := f.ends[k]; ok {
 			return false, nil
@@ -46,28 +46,28 @@ func (f *attemptRecords) AttemptEnds(_ context.Context, job string, stage, from,
 
 // RecordTimelineEvent and RecordSpeculationEvent keep the task events in
 // the order written (JobEvents is not faked: tests read them here).
-func (f *attemptRecords) RecordTimelineEvent(_ context.Context, e batch.AttemptEnd) error {
-	return do(f.state, "RecordTimelineEvent", func() error {
+func (f *attemptRecords) TimelineRecord(_ context.Context, e batch.AttemptEnd) error {
+	return do(f.state, "TimelineRecord", func() error {
 		f.timeline = append(f.timeline, e)
 		return nil
 	})
 }
 
-func (f *attemptRecords) RecordSpeculationEvent(_ context.Context, e batch.AttemptEnd) error {
-	return do(f.state, "RecordSpeculationEvent", func() error {
+func (f *attemptRecords) TimelineRecordSpeculation(_ context.Context, e batch.AttemptEnd) error {
+	return do(f.state, "TimelineRecordSpeculation", func() error {
 		f.timeline = append(f.timeline, e)
 		return nil
 	})
 }
 
-func (f *attemptRecords) JobEvents(context.Context, string, string, int) ([]dynamo.TimelineEvent, error) {
+func (f *attemptRecords) TimelineEvents(context.Context, string, string, int) ([]dynamo.TimelineEvent, error) {
 	panic("testdouble.Store: JobEvents is not faked (read-side routes are out of these tests' scope)")
 }
 
 // RenewExecutor records that executor id lives until until; a promise is
 // never moved back.
-func (f *attemptRecords) RenewExecutor(_ context.Context, id string, until time.Time) error {
-	return do(f.state, "RenewExecutor", func() error {
+func (f *attemptRecords) ExecutorRenew(_ context.Context, id string, until time.Time) error {
+	return do(f.state, "ExecutorRenew", func() error {
 		if cur, ok := f.alive[id]; !ok || !cur.After(msTime(until)) {
 			f.alive[id] = msTime(until)
 		}
@@ -83,8 +83,8 @@ func (f *attemptRecords) ExecutorAlive(_ context.Context, id string) (time.Time,
 
 // RenewExecutorMemory is RenewExecutor with the memory report, in the same
 // write: a report with an older promise is dropped with it.
-func (f *attemptRecords) RenewExecutorMemory(_ context.Context, id string, until time.Time, usedMiB, limitMiB int64) error {
-	return do(f.state, "RenewExecutorMemory", func() error {
+func (f *attemptRecords) ExecutorRenewMemory(_ context.Context, id string, until time.Time, usedMiB, limitMiB int64) error {
+	return do(f.state, "ExecutorRenewMemory", func() error {
 		if cur, ok := f.alive[id]; ok && cur.After(msTime(until)) {
 			return nil
 		}
@@ -97,8 +97,8 @@ func (f *attemptRecords) RenewExecutorMemory(_ context.Context, id string, until
 }
 
 // MarkExecutorKilled marks the record, never reviving the executor.
-func (f *attemptRecords) MarkExecutorKilled(_ context.Context, id, reason string, _ time.Time) error {
-	return do(f.state, "MarkExecutorKilled", func() error {
+func (f *attemptRecords) ExecutorMarkKilled(_ context.Context, id, reason string, _ time.Time) error {
+	return do(f.state, "ExecutorMarkKilled", func() error {
 		m := f.mem[id]
 		m.Killed = reason
 		f.mem[id] = m
@@ -107,8 +107,8 @@ func (f *attemptRecords) MarkExecutorKilled(_ context.Context, id, reason string
 }
 
 // ReadExecutorMemory: the zero record for an executor never seen.
-func (f *attemptRecords) ReadExecutorMemory(_ context.Context, id string) (dynamo.ExecutorMemory, error) {
-	return call(f.state, "ReadExecutorMemory", func() (dynamo.ExecutorMemory, error) {
+func (f *attemptRecords) ExecutorMemory(_ context.Context, id string) (dynamo.ExecutorMemory, error) {
+	return call(f.state, "ExecutorMemory", func() (dynamo.ExecutorMemory, error) {
 		m := f.mem[id]
 		m.Alive = f.alive[id]
 		return m, nil

@@ -24,8 +24,8 @@ func ownerMap(m dynamo.SlotMap) bool { return strings.HasPrefix(m.String(), "own
 
 // DueItems returns up to limit records of one shard due at now, earliest
 // first.
-func (f *indexRecords) DueItems(_ context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
-	return call(f.state, "DueItems", func() ([]dynamo.DueItem, error) {
+func (f *indexRecords) DueList(_ context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
+	return call(f.state, "DueList", func() ([]dynamo.DueItem, error) {
 		type entry struct {
 			it  dynamo.DueItem
 			due time.Time
@@ -61,8 +61,8 @@ func (f *indexRecords) DueItems(_ context.Context, shard int, now time.Time, lim
 
 // SetDue puts a record in the index at due, or takes it out (zero). A
 // record that does not exist is left alone.
-func (f *indexRecords) SetDue(_ context.Context, it dynamo.DueItem, due time.Time) error {
-	return do(f.state, "SetDue", func() error {
+func (f *indexRecords) DueSet(_ context.Context, it dynamo.DueItem, due time.Time) error {
+	return do(f.state, "DueSet", func() error {
 		due = msTime(due)
 		switch it.Kind {
 		case dynamo.DueJob:
@@ -85,12 +85,12 @@ func (f *indexRecords) SetDue(_ context.Context, it dynamo.DueItem, due time.Tim
 // AcquireSlot takes a slot for ref if the map has room: SlotTaken, or
 // SlotHeld with the held stamp, or SlotsFull. An owner's map is created by
 // its first acquire; a job's exists from the job's creation.
-func (f *indexRecords) AcquireSlot(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error) {
+func (f *indexRecords) SlotAcquire(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error) {
 	type res struct {
 		out  dynamo.SlotOutcome
 		held time.Time
 	}
-	r, err := call(f.state, "AcquireSlot", func() (res, error) {
+	r, err := call(f.state, "SlotAcquire", func() (res, error) {
 		sl, ok := f.slots[m]
 		if !ok {
 			if !ownerMap(m) {
@@ -113,8 +113,8 @@ func (f *indexRecords) AcquireSlot(_ context.Context, m dynamo.SlotMap, ref batc
 
 // RestampSlot moves ref's slot from stamp from to stamp to; false if it no
 // longer has stamp from.
-func (f *indexRecords) RestampSlot(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
-	return call(f.state, "RestampSlot", func() (bool, error) {
+func (f *indexRecords) SlotRestamp(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
+	return call(f.state, "SlotRestamp", func() (bool, error) {
 		sl := f.slots[m]
 		if held, ok := sl[ref]; !ok || !held.Equal(msTime(from)) {
 			return false, nil
@@ -126,8 +126,8 @@ func (f *indexRecords) RestampSlot(_ context.Context, m dynamo.SlotMap, ref batc
 
 // ReleaseSlot frees ref's slot (only the one stamped at, if at is set).
 // Releasing a free slot is a no-op.
-func (f *indexRecords) ReleaseSlot(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error {
-	return do(f.state, "ReleaseSlot", func() error {
+func (f *indexRecords) SlotRelease(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error {
+	return do(f.state, "SlotRelease", func() error {
 		sl := f.slots[m]
 		if held, ok := sl[ref]; ok && (at.IsZero() || held.Equal(msTime(at))) {
 			delete(sl, ref)

@@ -12,12 +12,12 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func (f *jobRecords) CreateJob(_ context.Context, p dynamo.CreateJobParams) (string, bool, error) {
+func (f *jobRecords) JobCreate(_ context.Context, p dynamo.CreateJobParams) (string, bool, error) {
 	type res struct {
 		id      string
 		created bool
 	}
-	r, err := call(f.state, "CreateJob", func() (res, error) {
+	r, err := call(f.state, "JobCreate", func() (res, error) {
 		if p.Firing != nil {
 			panic("testdouble.Store: schedule firings are not faked")
 		}
@@ -52,8 +52,8 @@ func (f *jobRecords) CreateJob(_ context.Context, p dynamo.CreateJobParams) (str
 	return r.id, r.created, err
 }
 
-func (f *jobRecords) GetJob(_ context.Context, id string) (batch.Job, error) {
-	return call(f.state, "GetJob", func() (batch.Job, error) {
+func (f *jobRecords) JobGet(_ context.Context, id string) (batch.Job, error) {
+	return call(f.state, "JobGet", func() (batch.Job, error) {
 		j, ok := f.jobs[id]
 		if !ok {
 			return batch.Job{}, fmt.Errorf("get job %s: %w", id, batch.ErrNotFound)
@@ -72,12 +72,12 @@ func (f *jobRecords) JobState(_ context.Context, id string) (sm.JobState, error)
 	})
 }
 
-func (f *jobRecords) IdempotentJob(_ context.Context, owner, idemKey string) (string, bool, error) {
+func (f *jobRecords) JobByIdemKey(_ context.Context, owner, idemKey string) (string, bool, error) {
 	type res struct {
 		id    string
 		found bool
 	}
-	r, err := call(f.state, "IdempotentJob", func() (res, error) {
+	r, err := call(f.state, "JobByIdemKey", func() (res, error) {
 		prev, ok := f.idem[owner+"#"+idemKey]
 		return res{prev.job, ok}, nil
 	})
@@ -86,7 +86,7 @@ func (f *jobRecords) IdempotentJob(_ context.Context, owner, idemKey string) (st
 
 // EndJob: sm.ErrInvalidTransition when the job already ended.
 func (f *jobRecords) EndJob(_ context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
-	return do(f.state, "EndJob", func() error {
+	return do(f.state, "JobEnd", func() error {
 		j, ok := f.jobs[id]
 		if !ok {
 			return fmt.Errorf("%s job %s: %w", ev, id, batch.ErrNotFound)
@@ -111,13 +111,13 @@ func (f *jobRecords) EndJob(_ context.Context, id string, ev sm.Event, reason, m
 
 // EndJobEvent is EndJob naming the ended event of the job's redrive
 // generation (events.JobEndedID), as the adapter's outbox does.
-func (f *jobRecords) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
-	return f.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+func (f *jobRecords) JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return f.JobEndGen(ctx, id, ev, reason, manifest, now, -1)
 }
 
 // EndJobGen: sm.ErrInvalidTransition when the job was redriven since gen
 // (gen >= 0) or already ended.
-func (f *jobRecords) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
+func (f *jobRecords) JobEndGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
 	f.mu.Lock()
 	j, ok := f.jobs[id]
 	n := 0
@@ -134,8 +134,8 @@ func (f *jobRecords) EndJobGen(ctx context.Context, id string, ev sm.Event, reas
 	return events.JobEndedID(id, n), nil
 }
 
-func (f *jobRecords) RedriveCount(_ context.Context, id string) (int, error) {
-	return call(f.state, "RedriveCount", func() (int, error) {
+func (f *jobRecords) JobRedriveCount(_ context.Context, id string) (int, error) {
+	return call(f.state, "JobRedriveCount", func() (int, error) {
 		j, ok := f.jobs[id]
 		if !ok {
 			return 0, fmt.Errorf("read job %s: %w", id, batch.ErrNotFound)
@@ -146,8 +146,8 @@ func (f *jobRecords) RedriveCount(_ context.Context, id string) (int, error) {
 
 // StartPublishing: RUNNING to PUBLISHING, sm.ErrInvalidTransition
 // otherwise; the job keeps no deadline entry.
-func (f *jobRecords) StartPublishing(_ context.Context, id string, now time.Time) error {
-	return do(f.state, "StartPublishing", func() error {
+func (f *jobRecords) JobStartPublishing(_ context.Context, id string, now time.Time) error {
+	return do(f.state, "JobStartPublishing", func() error {
 		j, ok := f.jobs[id]
 		if !ok {
 			return fmt.Errorf("publish job %s: %w", id, batch.ErrNotFound)
@@ -165,42 +165,42 @@ func (f *jobRecords) StartPublishing(_ context.Context, id string, now time.Time
 }
 
 // QuotaUse: the fake counts no quotas.
-func (f *jobRecords) QuotaUse(context.Context, string) (dynamo.QuotaUse, error) {
-	return dynamo.QuotaUse{}, errUnsupported("QuotaUse")
+func (f *jobRecords) OwnerQuotaUse(context.Context, string) (dynamo.QuotaUse, error) {
+	return dynamo.QuotaUse{}, errUnsupported("OwnerQuotaUse")
 }
 
-func (f *jobRecords) ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error) {
+func (f *jobRecords) JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error) {
 	panic("testdouble.Store: ListOwnerJobs is not faked (read-side routes are out of these tests' scope)")
 }
 
-func (f *jobRecords) RedriveJob(context.Context, dynamo.RedriveJobParams) error {
-	return errUnsupported("RedriveJob")
+func (f *jobRecords) JobRedrive(context.Context, dynamo.RedriveJobParams) error {
+	return errUnsupported("JobRedrive")
 }
 
-func (f *jobRecords) RedriveStage(context.Context, string, int, sm.Event, time.Time, time.Time) error {
-	return errUnsupported("RedriveStage")
+func (f *jobRecords) StageRedrive(context.Context, string, int, sm.Event, time.Time, time.Time) error {
+	return errUnsupported("StageRedrive")
 }
 
-func (f *jobRecords) RedriveTask(context.Context, batch.TaskRef, int, time.Time, time.Time, time.Time) error {
-	return errUnsupported("RedriveTask")
+func (f *jobRecords) TaskRedrive(context.Context, batch.TaskRef, int, time.Time, time.Time, time.Time) error {
+	return errUnsupported("TaskRedrive")
 }
 
-func (f *jobRecords) RaiseAttempts(context.Context, batch.TaskRef, int) error {
-	return errUnsupported("RaiseAttempts")
+func (f *jobRecords) TaskRaiseAttempts(context.Context, batch.TaskRef, int) error {
+	return errUnsupported("TaskRaiseAttempts")
 }
 
-func (f *jobRecords) AdoptStage(context.Context, string, int, int) error {
-	return errUnsupported("AdoptStage")
+func (f *jobRecords) StageAdopt(context.Context, string, int, int) error {
+	return errUnsupported("StageAdopt")
 }
 
-func (f *jobRecords) AdoptTolerated(context.Context, string, int, int) error {
-	return errUnsupported("AdoptTolerated")
+func (f *jobRecords) StageAdoptTolerated(context.Context, string, int, int) error {
+	return errUnsupported("StageAdoptTolerated")
 }
 
 // MarkDataDeleted: sm.ErrInvalidTransition for a running job; the first
 // time is kept.
-func (f *jobRecords) MarkDataDeleted(_ context.Context, id string, now time.Time) (time.Time, error) {
-	return call(f.state, "MarkDataDeleted", func() (time.Time, error) {
+func (f *jobRecords) JobMarkDataDeleted(_ context.Context, id string, now time.Time) (time.Time, error) {
+	return call(f.state, "JobMarkDataDeleted", func() (time.Time, error) {
 		j, ok := f.jobs[id]
 		if !ok {
 			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, batch.ErrNotFound)
@@ -218,8 +218,8 @@ func (f *jobRecords) MarkDataDeleted(_ context.Context, id string, now time.Time
 // The fake store's JobDeleter, as dynamo's: marking is guarded on the job
 // having ended; records go children first, counted against the budget;
 // the job item goes last, with the idempotency records naming it.
-func (f *jobRecords) MarkJobDeleting(_ context.Context, id, owner string, now time.Time) error {
-	_, err := call(f.state, "MarkJobDeleting", func() (struct{}, error) {
+func (f *jobRecords) JobMarkDeleting(_ context.Context, id, owner string, now time.Time) error {
+	_, err := call(f.state, "JobMarkDeleting", func() (struct{}, error) {
 		j, ok := f.jobs[id]
 		if !ok {
 			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, batch.ErrNotFound)
@@ -235,12 +235,12 @@ func (f *jobRecords) MarkJobDeleting(_ context.Context, id, owner string, now ti
 	return err
 }
 
-func (f *jobRecords) DeleteJobRecords(_ context.Context, job string, budget int) (int, bool, error) {
+func (f *jobRecords) JobDeleteRecords(_ context.Context, job string, budget int) (int, bool, error) {
 	type res struct {
 		n        int
 		complete bool
 	}
-	r, err := call(f.state, "DeleteJobRecords", func() (res, error) {
+	r, err := call(f.state, "JobDeleteRecords", func() (res, error) {
 		n := 0
 		full := func() bool { return budget > 0 && n >= budget }
 		for k := range f.counters {
@@ -282,8 +282,8 @@ func (f *jobRecords) DeleteJobRecords(_ context.Context, job string, budget int)
 }
 
 // PostponeExpiry moves the job's turn; the fake keeps no TTL.
-func (f *jobRecords) PostponeExpiry(_ context.Context, job, _ string, until time.Time) error {
-	return do(f.state, "PostponeExpiry", func() error {
+func (f *jobRecords) JobPostponeExpiry(_ context.Context, job, _ string, until time.Time) error {
+	return do(f.state, "JobPostponeExpiry", func() error {
 		j, ok := f.jobs[job]
 		if !ok || !sm.Jobs.IsTerminal(j.job.State) || !j.job.Deleting.IsZero() {
 			return fmt.Errorf("postpone expiry of job %s: %w", job, sm.ErrInvalidTransition)
@@ -293,8 +293,8 @@ func (f *jobRecords) PostponeExpiry(_ context.Context, job, _ string, until time
 	})
 }
 
-func (f *jobRecords) DeleteJobItem(_ context.Context, job string) (int, error) {
-	return call(f.state, "DeleteJobItem", func() (int, error) {
+func (f *jobRecords) JobDeleteItem(_ context.Context, job string) (int, error) {
+	return call(f.state, "JobDeleteItem", func() (int, error) {
 		n := 0
 		for k, v := range f.idem {
 			if v.job == job {

@@ -13,8 +13,8 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func (f *stageRecords) ListStages(_ context.Context, job string) ([]batch.Stage, error) {
-	return call(f.state, "ListStages", func() ([]batch.Stage, error) {
+func (f *stageRecords) StageList(_ context.Context, job string) ([]batch.Stage, error) {
+	return call(f.state, "StageList", func() ([]batch.Stage, error) {
 		var out []batch.Stage
 		for k, s := range f.stages {
 			if k.job == job {
@@ -26,8 +26,8 @@ func (f *stageRecords) ListStages(_ context.Context, job string) ([]batch.Stage,
 	})
 }
 
-func (f *stageRecords) GetStage(_ context.Context, job string, idx int) (batch.Stage, error) {
-	return call(f.state, "GetStage", func() (batch.Stage, error) {
+func (f *stageRecords) StageGet(_ context.Context, job string, idx int) (batch.Stage, error) {
+	return call(f.state, "StageGet", func() (batch.Stage, error) {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok {
 			return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
@@ -39,8 +39,8 @@ func (f *stageRecords) GetStage(_ context.Context, job string, idx int) (batch.S
 // TransitionStage: exactly one caller wins; the others get
 // sm.ErrInvalidTransition, which also wraps batch.ErrJobNotRunning when
 // the transition is guarded by sm.GuardJobRunning and the job has ended.
-func (f *stageRecords) TransitionStage(_ context.Context, p dynamo.StageTransitionParams) error {
-	return do(f.state, "TransitionStage", func() error {
+func (f *stageRecords) StageTransition(_ context.Context, p dynamo.StageTransitionParams) error {
+	return do(f.state, "StageTransition", func() error {
 		tr := sm.Stages.Transition(p.Event)
 		if slices.Contains(tr.Guards, sm.GuardJobRunning) {
 			if j, ok := f.jobs[p.Job]; !ok || j.job.State != sm.JobRunning {
@@ -73,11 +73,11 @@ func (f *stageRecords) TransitionStage(_ context.Context, p dynamo.StageTransiti
 }
 
 // ChargeStagePlan: the fake counts no quota.
-func (f *stageRecords) ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error { return nil }
+func (f *stageRecords) StageChargePlan(context.Context, dynamo.PlanChargeParams) error { return nil }
 
 // SetStagePlan records the plan once; a second call keeps the first.
-func (f *stageRecords) SetStagePlan(_ context.Context, job string, idx, total int) (batch.Stage, error) {
-	return call(f.state, "SetStagePlan", func() (batch.Stage, error) {
+func (f *stageRecords) StageSetPlan(_ context.Context, job string, idx, total int) (batch.Stage, error) {
+	return call(f.state, "StageSetPlan", func() (batch.Stage, error) {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok {
 			return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
@@ -91,8 +91,8 @@ func (f *stageRecords) SetStagePlan(_ context.Context, job string, idx, total in
 }
 
 // MarkMaterialized: sm.ErrInvalidTransition unless the stage is RUNNING.
-func (f *stageRecords) MarkMaterialized(_ context.Context, job string, idx int, due time.Time) error {
-	return do(f.state, "MarkMaterialized", func() error {
+func (f *stageRecords) StageMarkMaterialized(_ context.Context, job string, idx int, due time.Time) error {
+	return do(f.state, "StageMarkMaterialized", func() error {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok || s.st.State != sm.StageRunning {
 			return fmt.Errorf("mark stage %s/%d materialized: %w", job, idx, sm.ErrInvalidTransition)
@@ -105,8 +105,8 @@ func (f *stageRecords) MarkMaterialized(_ context.Context, job string, idx int, 
 
 // AdvanceEnqueued moves the count from from to to, and says whether it
 // did: a stale from is not an error.
-func (f *stageRecords) AdvanceEnqueued(_ context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
-	return call(f.state, "AdvanceEnqueued", func() (bool, error) {
+func (f *stageRecords) StageAdvanceEnqueued(_ context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
+	return call(f.state, "StageAdvanceEnqueued", func() (bool, error) {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok || s.st.Enqueued != from {
 			return false, nil
@@ -117,8 +117,8 @@ func (f *stageRecords) AdvanceEnqueued(_ context.Context, job string, idx, from,
 	})
 }
 
-func (f *stageRecords) HurryStage(_ context.Context, job string, stage int, due time.Time) error {
-	return do(f.state, "HurryStage", func() error {
+func (f *stageRecords) StageHurry(_ context.Context, job string, stage int, due time.Time) error {
+	return do(f.state, "StageHurry", func() error {
 		due = msTime(due)
 		if s, ok := f.stages[stageKey{job, stage}]; ok && s.st.State == sm.StageRunning && (s.due.IsZero() || s.due.After(due)) {
 			s.due = due
@@ -127,8 +127,8 @@ func (f *stageRecords) HurryStage(_ context.Context, job string, stage int, due 
 	})
 }
 
-func (f *stageRecords) Progress(_ context.Context, st batch.Stage) (batch.Progress, error) {
-	return call(f.state, "Progress", func() (batch.Progress, error) {
+func (f *stageRecords) StageProgress(_ context.Context, st batch.Stage) (batch.Progress, error) {
+	return call(f.state, "StageProgress", func() (batch.Progress, error) {
 		p := batch.Progress{Total: st.Total}
 		for k := 0; k < st.Shards; k++ {
 			c, ok := f.counters[shardKey{st.Job, st.Index, k}]
@@ -155,14 +155,14 @@ func (f *stageRecords) StageDurations(context.Context, string, int, int) (batch.
 	return batch.Durations{}, errUnsupported("StageDurations")
 }
 
-func (f *stageRecords) PutRateSample(context.Context, string, int, time.Time, batch.RateSample) (bool, error) {
+func (f *stageRecords) StagePutRateSample(context.Context, string, int, time.Time, batch.RateSample) (bool, error) {
 	panic("testdouble.Store: PutRateSample is not faked (read-side routes are out of these tests' scope)")
 }
 
 // SetCopiesRunning records the count on a RUNNING stage; nothing on any
 // other, as the adapter's conditional update.
-func (f *stageRecords) SetCopiesRunning(_ context.Context, job string, idx, n int) error {
-	return do(f.state, "SetCopiesRunning", func() error {
+func (f *stageRecords) StageSetCopiesRunning(_ context.Context, job string, idx, n int) error {
+	return do(f.state, "StageSetCopiesRunning", func() error {
 		if s, ok := f.stages[stageKey{job, idx}]; ok && s.st.State == sm.StageRunning {
 			s.st.CopiesRunning = n
 		}
@@ -171,14 +171,14 @@ func (f *stageRecords) SetCopiesRunning(_ context.Context, job string, idx, n in
 }
 
 // BadRecordCounts: the fake's commits count no bad records.
-func (f *stageRecords) BadRecordCounts(context.Context, string) (map[int]int64, error) {
-	return nil, errUnsupported("BadRecordCounts")
+func (f *stageRecords) StageBadRecordCounts(context.Context, string) (map[int]int64, error) {
+	return nil, errUnsupported("StageBadRecordCounts")
 }
 
 // PutShards creates the counters that do not exist, each starting at the
 // number of tasks that count it down.
-func (f *stageRecords) PutShards(_ context.Context, job string, idx, total, shards int) error {
-	return do(f.state, "PutShards", func() error {
+func (f *stageRecords) ShardPut(_ context.Context, job string, idx, total, shards int) error {
+	return do(f.state, "ShardPut", func() error {
 		for k, n := range dynamo.ShardSizes(total, shards) {
 			key := shardKey{job, idx, k}
 			if _, ok := f.counters[key]; ok {
@@ -208,11 +208,11 @@ func (f *stageRecords) ShardEmptied(context.Context, string, int, int) (bool, er
 
 // EnsureCounted finds every committed task counted: the fake's commit
 // counts in the same step.
-func (f *stageRecords) EnsureCounted(context.Context, batch.TaskRef, int) (bool, bool, error) {
+func (f *stageRecords) ShardEnsureCounted(context.Context, batch.TaskRef, int) (bool, bool, error) {
 	return false, false, nil
 }
 
 // CountCommits is not used: the fake's services count as they commit.
-func (f *stageRecords) CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
+func (f *stageRecords) ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
 	return nil, errors.New("testdouble.Store: no batched counts")
 }

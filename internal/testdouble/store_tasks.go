@@ -14,8 +14,8 @@ import (
 
 // PutTasks creates the tasks that do not exist; an existing one (claimed,
 // committed) is never reset. Only the fields the adapter writes are kept.
-func (f *taskRecords) PutTasks(_ context.Context, tasks []batch.Task, due time.Time) error {
-	return do(f.state, "PutTasks", func() error {
+func (f *taskRecords) TaskPutMany(_ context.Context, tasks []batch.Task, due time.Time) error {
+	return do(f.state, "TaskPutMany", func() error {
 		for _, t := range tasks {
 			if _, ok := f.tasks[t.Ref]; ok {
 				continue
@@ -29,8 +29,8 @@ func (f *taskRecords) PutTasks(_ context.Context, tasks []batch.Task, due time.T
 	})
 }
 
-func (f *taskRecords) GetTask(_ context.Context, ref batch.TaskRef) (batch.Task, error) {
-	return call(f.state, "GetTask", func() (batch.Task, error) {
+func (f *taskRecords) TaskGet(_ context.Context, ref batch.TaskRef) (batch.Task, error) {
+	return call(f.state, "TaskGet", func() (batch.Task, error) {
 		t, ok := f.tasks[ref]
 		if !ok {
 			return batch.Task{}, fmt.Errorf("get task %s: %w", ref, batch.ErrNotFound)
@@ -41,8 +41,8 @@ func (f *taskRecords) GetTask(_ context.Context, ref batch.TaskRef) (batch.Task,
 
 // ListStageTasks lists a stage's tasks bucket by bucket, as the adapter's
 // Queries do: every task in the buckets that total spans, by partition.
-func (f *taskRecords) ListStageTasks(_ context.Context, job string, stage, total int) ([]batch.Task, error) {
-	return call(f.state, "ListStageTasks", func() ([]batch.Task, error) {
+func (f *taskRecords) TaskListStage(_ context.Context, job string, stage, total int) ([]batch.Task, error) {
+	return call(f.state, "TaskListStage", func() ([]batch.Task, error) {
 		limit := (total + dynamo.TaskBucket - 1) / dynamo.TaskBucket * dynamo.TaskBucket
 		out := make([]batch.Task, 0, total)
 		for ref, t := range f.tasks {
@@ -59,8 +59,8 @@ func (f *taskRecords) ListStageTasks(_ context.Context, job string, stage, total
 // the adapter's Queries do: each read evaluates at most the rows the page
 // still wants (before the state filter, like a Query's Limit) and stops at
 // its bucket's end.
-func (f *taskRecords) ListTaskPage(_ context.Context, p dynamo.TaskPageParams) (dynamo.TaskPage, error) {
-	return call(f.state, "ListTaskPage", func() (dynamo.TaskPage, error) {
+func (f *taskRecords) TaskListPage(_ context.Context, p dynamo.TaskPageParams) (dynamo.TaskPage, error) {
+	return call(f.state, "TaskListPage", func() (dynamo.TaskPage, error) {
 		pg := dynamo.TaskPage{Next: p.After}
 		for pg.Next+1 < p.Total && len(pg.Rows) < p.Limit && pg.Reads < max(p.MaxReads, 1) {
 			b := (pg.Next + 1) / dynamo.TaskBucket
@@ -95,8 +95,8 @@ func (f *taskRecords) ListTaskPage(_ context.Context, p dynamo.TaskPageParams) (
 // returns the task with *batch.ClaimHeldError, *batch.NotDueError,
 // batch.ErrAlreadyDone, or sm.ErrInvalidTransition (an expired claim
 // with no attempts left).
-func (f *taskRecords) ClaimTask(_ context.Context, p dynamo.ClaimParams) (batch.Task, error) {
-	return call(f.state, "ClaimTask", func() (batch.Task, error) {
+func (f *taskRecords) TaskClaim(_ context.Context, p dynamo.ClaimParams) (batch.Task, error) {
+	return call(f.state, "TaskClaim", func() (batch.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
 			return batch.Task{}, fmt.Errorf("claim task %s: get task %s: %w", p.Ref, p.Ref, batch.ErrNotFound)
@@ -128,8 +128,8 @@ func (f *taskRecords) ClaimTask(_ context.Context, p dynamo.ClaimParams) (batch.
 
 // ForgetClaim deletes the task's record while the claim with token holds
 // it; a record that moved on is left alone.
-func (f *taskRecords) ForgetClaim(_ context.Context, ref batch.TaskRef, token string) error {
-	return do(f.state, "ForgetClaim", func() error {
+func (f *taskRecords) TaskForgetClaim(_ context.Context, ref batch.TaskRef, token string) error {
+	return do(f.state, "TaskForgetClaim", func() error {
 		if ft, ok := f.tasks[ref]; ok && ft.t.State == sm.TaskClaimed && ft.t.Token == token {
 			delete(f.tasks, ref)
 		}
@@ -138,8 +138,8 @@ func (f *taskRecords) ForgetClaim(_ context.Context, ref batch.TaskRef, token st
 }
 
 // Heartbeat extends the holder's lease; batch.ErrStaleClaim otherwise.
-func (f *taskRecords) Heartbeat(_ context.Context, p dynamo.HolderParams, lease, grace time.Duration) error {
-	return do(f.state, "Heartbeat", func() error {
+func (f *taskRecords) TaskHeartbeat(_ context.Context, p dynamo.HolderParams, lease, grace time.Duration) error {
+	return do(f.state, "TaskHeartbeat", func() error {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
 			return fmt.Errorf("heartbeat task %s: %w", p.Ref, batch.ErrStaleClaim)
@@ -159,8 +159,8 @@ func (f *taskRecords) Heartbeat(_ context.Context, p dynamo.HolderParams, lease,
 // together, and says whether that emptied the shard. A repeat of a
 // commit that applied recognises its own success (and counts nothing);
 // any other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
-func (f *taskRecords) CommitTask(_ context.Context, p dynamo.CommitParams) (bool, error) {
-	return call(f.state, "CommitTask", func() (bool, error) {
+func (f *taskRecords) TaskCommit(_ context.Context, p dynamo.CommitParams) (bool, error) {
+	return call(f.state, "TaskCommit", func() (bool, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
 			return false, fmt.Errorf("commit task %s: get task %s: %w", p.Ref, p.Ref, batch.ErrNotFound)
@@ -201,8 +201,8 @@ func (f *taskRecords) CommitTask(_ context.Context, p dynamo.CommitParams) (bool
 
 // ReleaseTask applies the holder's retry or fail; batch.ErrStaleClaim if
 // the rules refuse it.
-func (f *taskRecords) ReleaseTask(_ context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
-	return call(f.state, "ReleaseTask", func() (batch.Task, error) {
+func (f *taskRecords) TaskRelease(_ context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
+	return call(f.state, "TaskRelease", func() (batch.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
 			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
@@ -228,14 +228,14 @@ func (f *taskRecords) ReleaseTask(_ context.Context, p dynamo.ReleaseParams) (ba
 	})
 }
 
-func (f *taskRecords) FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("FailTolerated")
+func (f *taskRecords) TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error) {
+	return batch.Task{}, errUnsupported("TaskFailTolerated")
 }
 
 // SweepTask applies a non-holder event; sm.ErrInvalidTransition means the
 // task moved on.
-func (f *taskRecords) SweepTask(_ context.Context, p dynamo.SweepTaskParams) error {
-	return do(f.state, "SweepTask", func() error {
+func (f *taskRecords) TaskSweep(_ context.Context, p dynamo.SweepTaskParams) error {
+	return do(f.state, "TaskSweep", func() error {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
 			return fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
@@ -257,8 +257,8 @@ func (f *taskRecords) SweepTask(_ context.Context, p dynamo.SweepTaskParams) err
 // TakeoverTask applies a takeover if the holder's claim is still the
 // task's and the rules, given the holder's liveness record, allow it;
 // sm.ErrInvalidTransition otherwise.
-func (f *taskRecords) TakeoverTask(_ context.Context, p dynamo.TakeoverParams) (batch.Task, error) {
-	return call(f.state, "TakeoverTask", func() (batch.Task, error) {
+func (f *taskRecords) TaskTakeover(_ context.Context, p dynamo.TakeoverParams) (batch.Task, error) {
+	return call(f.state, "TaskTakeover", func() (batch.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok || ft.t.Token != p.Holder.Token {
 			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
@@ -283,14 +283,14 @@ func (f *taskRecords) TakeoverTask(_ context.Context, p dynamo.TakeoverParams) (
 	})
 }
 
-func (f *taskRecords) LoseTaskForMemory(context.Context, dynamo.LostForMemoryParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("LoseTaskForMemory")
+func (f *taskRecords) TaskLoseForMemory(context.Context, dynamo.LostForMemoryParams) (batch.Task, error) {
+	return batch.Task{}, errUnsupported("TaskLoseForMemory")
 }
 
 // UnindexTask takes a task out of the index unless it changed since t
 // was read (state or update time).
-func (f *taskRecords) UnindexTask(_ context.Context, t batch.Task) error {
-	return do(f.state, "UnindexTask", func() error {
+func (f *taskRecords) TaskUnindex(_ context.Context, t batch.Task) error {
+	return do(f.state, "TaskUnindex", func() error {
 		if ft, ok := f.tasks[t.Ref]; ok && ft.t.State == t.State && ft.t.Updated.Equal(msTime(t.Updated)) {
 			ft.due = time.Time{}
 		}
@@ -298,32 +298,32 @@ func (f *taskRecords) UnindexTask(_ context.Context, t batch.Task) error {
 	})
 }
 
-func (f *taskRecords) CheckpointTask(context.Context, dynamo.CheckpointParams) error {
-	return errUnsupported("CheckpointTask")
+func (f *taskRecords) TaskCheckpoint(context.Context, dynamo.CheckpointParams) error {
+	return errUnsupported("TaskCheckpoint")
 }
 
-func (f *taskRecords) ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("ContinueTask")
+func (f *taskRecords) TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error) {
+	return batch.Task{}, errUnsupported("TaskContinue")
 }
 
-func (f *taskRecords) SplitTask(context.Context, dynamo.SplitTaskParams) (int, error) {
-	return 0, errUnsupported("SplitTask")
+func (f *taskRecords) TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error) {
+	return 0, errUnsupported("TaskSplit")
 }
 
-func (f *taskRecords) RequestCopy(context.Context, batch.TaskRef, time.Time) error {
-	return errUnsupported("RequestCopy")
+func (f *taskRecords) CopyRequest(context.Context, batch.TaskRef, time.Time) error {
+	return errUnsupported("CopyRequest")
 }
 
-func (f *taskRecords) ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("ClaimCopy")
+func (f *taskRecords) CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error) {
+	return batch.Task{}, errUnsupported("CopyClaim")
 }
 
 func (f *taskRecords) CopyHeartbeat(context.Context, dynamo.HolderParams, time.Duration, time.Duration) error {
 	return errUnsupported("CopyHeartbeat")
 }
 
-func (f *taskRecords) DropClaim(context.Context, dynamo.DropParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("DropClaim")
+func (f *taskRecords) TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error) {
+	return batch.Task{}, errUnsupported("TaskDropClaim")
 }
 
 // explainClaim is the adapter's explainClaim: the refusal's outcome,

@@ -45,54 +45,54 @@ func (s *outboxStore) write(ev events.Event) {
 	s.written = append(s.written, ev.ID)
 }
 
-func (s *outboxStore) CreateJob(ctx context.Context, p dynamo.CreateJobParams) (string, bool, error) {
-	id, created, err := s.Store.CreateJob(ctx, p)
+func (s *outboxStore) JobCreate(ctx context.Context, p dynamo.CreateJobParams) (string, bool, error) {
+	id, created, err := s.Store.JobCreate(ctx, p)
 	if err == nil && created {
 		s.write(dynamo.SubmittedEvent(p.Job))
 	}
 	return id, created, err
 }
 
-func (s *outboxStore) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
-	return s.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+func (s *outboxStore) JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return s.JobEndGen(ctx, id, ev, reason, manifest, now, -1)
 }
 
-func (s *outboxStore) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
-	j, jerr := s.Store.GetJob(ctx, id)
-	stages, serr := s.Store.ListStages(ctx, id)
-	eid, err := s.Store.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
+func (s *outboxStore) JobEndGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
+	j, jerr := s.Store.JobGet(ctx, id)
+	stages, serr := s.Store.StageList(ctx, id)
+	eid, err := s.Store.JobEndGen(ctx, id, ev, reason, manifest, now, gen)
 	if err == nil && jerr == nil && serr == nil {
 		s.write(dynamo.JobEndedEvent(id, j.Owner, j.Spec.Name, sm.Jobs.Transition(ev).To, reason, manifest, stages, now))
 	}
 	return eid, err
 }
 
-func (s *outboxStore) TransitionStage(ctx context.Context, p dynamo.StageTransitionParams) error {
-	err := s.Store.TransitionStage(ctx, p)
+func (s *outboxStore) StageTransition(ctx context.Context, p dynamo.StageTransitionParams) error {
+	err := s.Store.StageTransition(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
 	return err
 }
 
-func (s *outboxStore) ReleaseTask(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
-	t, err := s.Store.ReleaseTask(ctx, p)
+func (s *outboxStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
+	t, err := s.Store.TaskRelease(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
 	return t, err
 }
 
-func (s *outboxStore) SweepTask(ctx context.Context, p dynamo.SweepTaskParams) error {
-	err := s.Store.SweepTask(ctx, p)
+func (s *outboxStore) TaskSweep(ctx context.Context, p dynamo.SweepTaskParams) error {
+	err := s.Store.TaskSweep(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)
 	}
 	return err
 }
 
-func (s *outboxStore) DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
-	items, err := s.Store.DueItems(ctx, shard, now, limit)
+func (s *outboxStore) DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
+	items, err := s.Store.DueList(ctx, shard, now, limit)
 	if err != nil || shard != 0 {
 		return items, err
 	}
@@ -113,7 +113,7 @@ func (s *outboxStore) OutboxEvent(_ context.Context, id string) (events.Event, b
 	return ev, ok, nil
 }
 
-func (s *outboxStore) DeleteOutboxEvent(_ context.Context, id string) error {
+func (s *outboxStore) OutboxDelete(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pending, id)

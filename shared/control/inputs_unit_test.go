@@ -86,7 +86,7 @@ func TestInputPrefixesAreScopedToTheOwner(t *testing.T) {
 			if err != nil {
 				t.Fatalf("submit: %v", err)
 			}
-			j, err := r.store.GetJob(r.ctx, res.JobID)
+			j, err := r.store.JobGet(r.ctx, res.JobID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestInputShorthandResolvesPerOwner(t *testing.T) {
 			t.Fatalf("%s's repeated submission: %+v, want job %s again", owner, res, prev)
 		}
 		jobs[owner] = res.JobID
-		j, err := r.store.GetJob(r.ctx, res.JobID)
+		j, err := r.store.JobGet(r.ctx, res.JobID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,8 +41,8 @@ func TestDeleteJob(t *testing.T) {
 		{name: "stopped after the data", end: finishUnitJob, owner: "tester", stopAt: DeleteStepData, wantState: sm.JobSucceeded},
 		{name: "stopped after the records", end: finishUnitJob, owner: "tester", stopAt: DeleteStepRecords, wantState: sm.JobSucceeded},
 		{name: "objects failed", end: finishUnitJob, owner: "tester", faultAt: "DeletePrefix", wantState: sm.JobSucceeded},
-		{name: "records failed", end: finishUnitJob, owner: "tester", faultAt: "DeleteJobRecords", wantState: sm.JobSucceeded},
-		{name: "job item failed", end: finishUnitJob, owner: "tester", faultAt: "DeleteJobItem", wantState: sm.JobSucceeded},
+		{name: "records failed", end: finishUnitJob, owner: "tester", faultAt: "JobDeleteRecords", wantState: sm.JobSucceeded},
+		{name: "job item failed", end: finishUnitJob, owner: "tester", faultAt: "JobDeleteItem", wantState: sm.JobSucceeded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestDeleteJobLetsClaimsSeeTheEnd(t *testing.T) {
 			r.clock.Advance(c.after)
 			var recordsAt time.Time
 			r.store.SetFaults(func(m string) error {
-				if m == "DeleteJobRecords" && recordsAt.IsZero() {
+				if m == "JobDeleteRecords" && recordsAt.IsZero() {
 					recordsAt = r.clock.Now()
 				}
 				return nil
@@ -241,8 +241,8 @@ type budgetStore struct {
 	budget int
 }
 
-func (b *budgetStore) DeleteJobRecords(ctx context.Context, job string, budget int) (int, bool, error) {
-	return b.Store.DeleteJobRecords(ctx, job, min(budget, b.budget))
+func (b *budgetStore) JobDeleteRecords(ctx context.Context, job string, budget int) (int, bool, error) {
+	return b.Store.JobDeleteRecords(ctx, job, min(budget, b.budget))
 }
 
 // With a retention, the sweep deletes an ended job's records once the

@@ -31,7 +31,7 @@ func (r *unitRig) storeOldJob(id string, splitSize spec.Size) {
 	}
 	sp.Stages[0].Partitions.Input.SplitSize = splitSize
 	now := r.clock.Now()
-	if _, _, err := r.store.CreateJob(r.ctx, dynamo.CreateJobParams{
+	if _, _, err := r.store.JobCreate(r.ctx, dynamo.CreateJobParams{
 		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: id, StageDue: now, IdemTTL: time.Hour,
 	}); err != nil {
@@ -118,7 +118,7 @@ func TestSubmitRefusesTinySplits(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stages[0].partitions.input.splitSize: must be at least 4096 (bytes)") {
 		t.Fatalf("submit: %v, want the split size refused", err)
 	}
-	if r.store.CallCount("CreateJob") != 0 {
+	if r.store.CallCount("JobCreate") != 0 {
 		t.Error("a refused spec was recorded")
 	}
 }
@@ -228,7 +228,7 @@ func TestPagedManifests(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("manifest outputs (-want +got):\n%s", diff)
 			}
-			if n := r.store.CallCount("ListStageTasks"); n != 0 {
+			if n := r.store.CallCount("TaskListStage"); n != 0 {
 				t.Errorf("the whole stage was read at once %d times; the manifest reads it bucket by bucket", n)
 			}
 			for _, e := range r.log.All() {

@@ -188,10 +188,10 @@ func TestMaterializeStopsWithinItsBudget(t *testing.T) {
 	const n = 40
 	r := newUnitRig(t, func(cfg *Config) { cfg.ChunkTasks = 2 })
 	// The submit's start is lost, so the sweep starts the stage.
-	r.store.SetFaults(testdouble.FailOnceWith("TransitionStage", dynamo.ErrContention), nil)
+	r.store.SetFaults(testdouble.FailOnceWith("StageTransition", dynamo.ErrContention), nil)
 	job := r.submit(oneStage(n, 3, ""))
 	r.store.SetFaults(func(m string) error {
-		if m == "PutTasks" {
+		if m == "TaskPutMany" {
 			time.Sleep(20 * time.Millisecond) // a slow table
 		}
 		return nil

@@ -22,7 +22,7 @@ type fakePrograms struct {
 	pwrites  [][]string
 }
 
-func (f *fakePrograms) AddPrograms(_ context.Context, names []string) error {
+func (f *fakePrograms) CatalogAddPrograms(_ context.Context, names []string) error {
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	f.pwrites = append(f.pwrites, slices.Clone(names))
@@ -34,7 +34,7 @@ func (f *fakePrograms) AddPrograms(_ context.Context, names []string) error {
 	return nil
 }
 
-func (f *fakePrograms) Programs(context.Context) ([]string, error) {
+func (f *fakePrograms) CatalogPrograms(context.Context) ([]string, error) {
 	f.pmu.Lock()
 	defer f.pmu.Unlock()
 	f.preads++
@@ -106,7 +106,7 @@ func TestSubmitChecksPrograms(t *testing.T) {
 			if diff := cmp.Diff(tc.want, ve.Errors); diff != "" {
 				t.Errorf("field errors (-want +got):\n%s", diff)
 			}
-			if n := r.store.CallCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("JobCreate"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})
@@ -142,7 +142,7 @@ func TestProgramCatalogReadsAreCached(t *testing.T) {
 		t.Fatalf("a miss: %v after %d reads, want refused after one more read", err, cat.reads())
 	}
 	// Published meanwhile by another executor: the miss's read sees it.
-	cat.AddPrograms(r.ctx, []string{"new.sh"})
+	cat.CatalogAddPrograms(r.ctx, []string{"new.sh"})
 	if err := check(missing); err != nil || cat.reads() != 3 {
 		t.Fatalf("after publishing: %v after %d reads, want accepted after one more read", err, cat.reads())
 	}

@@ -132,7 +132,7 @@ func (r *unitRig) commit(c Claim, n int) {
 
 func (r *unitRig) task(ref batch.TaskRef) batch.Task {
 	r.t.Helper()
-	t, err := r.store.GetTask(r.ctx, ref)
+	t, err := r.store.TaskGet(r.ctx, ref)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (r *unitRig) task(ref batch.TaskRef) batch.Task {
 
 func (r *unitRig) stage(job string, idx int) batch.Stage {
 	r.t.Helper()
-	st, err := r.store.GetStage(r.ctx, job, idx)
+	st, err := r.store.StageGet(r.ctx, job, idx)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func (r *unitRig) stage(job string, idx int) batch.Stage {
 
 func (r *unitRig) job(id string) batch.Job {
 	r.t.Helper()
-	j, err := r.store.GetJob(r.ctx, id)
+	j, err := r.store.JobGet(r.ctx, id)
 	if err != nil {
 		r.t.Fatal(err)
 	}

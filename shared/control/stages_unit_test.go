@@ -31,11 +31,11 @@ func TestMaterialize(t *testing.T) {
 		wantDuplicates, maxSweeps int
 	}{
 		{name: "no faults: one chunk per call, the sweep does the rest", maxSweeps: 3},
-		{name: "the count's write fails: the chunk is sent again", storeBefore: testdouble.FailOnce("AdvanceEnqueued"), wantDuplicates: 2, maxSweeps: 4},
-		{name: "the count's response is lost: the next chunk waits a grace", storeAfter: testdouble.FailOnce("AdvanceEnqueued"), maxSweeps: 5},
-		{name: "the task write fails: the chunk is written again", storeBefore: testdouble.FailOnce("PutTasks"), maxSweeps: 4},
+		{name: "the count's write fails: the chunk is sent again", storeBefore: testdouble.FailOnce("StageAdvanceEnqueued"), wantDuplicates: 2, maxSweeps: 4},
+		{name: "the count's response is lost: the next chunk waits a grace", storeAfter: testdouble.FailOnce("StageAdvanceEnqueued"), maxSweeps: 5},
+		{name: "the task write fails: the chunk is written again", storeBefore: testdouble.FailOnce("TaskPutMany"), maxSweeps: 4},
 		{name: "the send fails: the chunk is sent again", queueBefore: testdouble.FailOnce("SendBatch"), maxSweeps: 4},
-		{name: "a repeated chunk does not reset a task claimed meanwhile", storeBefore: testdouble.FailOnce("AdvanceEnqueued"), claimBetween: true, wantDuplicates: 2, maxSweeps: 4},
+		{name: "a repeated chunk does not reset a task claimed meanwhile", storeBefore: testdouble.FailOnce("StageAdvanceEnqueued"), claimBetween: true, wantDuplicates: 2, maxSweeps: 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestMaterialize(t *testing.T) {
 			if st := r.stage(job, 0); st.Enqueued != n || st.Total != n {
 				t.Errorf("materialized stage %+v", st)
 			}
-			tasks, err := r.store.ListStageTasks(r.ctx, job, 0, n)
+			tasks, err := r.store.TaskListStage(r.ctx, job, 0, n)
 			if err != nil || len(tasks) != n {
 				t.Fatalf("%d tasks (%v), want %d", len(tasks), err, n)
 			}
@@ -134,7 +134,7 @@ func TestMaterializeInput(t *testing.T) {
 		objects: map[string]int{"data/a": 4096, "data/b": 2*4096 + 1, "other/c": 10},
 		check: func(t *testing.T, r *unitRig, job string) {
 			want := split.Plan([]split.Object{{Key: "data/a", Size: 4096}, {Key: "data/b", Size: 2*4096 + 1}}, 4096)
-			tasks, err := r.store.ListStageTasks(r.ctx, job, 0, len(want))
+			tasks, err := r.store.TaskListStage(r.ctx, job, 0, len(want))
 			if err != nil || len(tasks) != len(want) || r.stage(job, 0).Total != len(want) {
 				t.Fatalf("%d tasks (%v), want %d", len(tasks), err, len(want))
 			}

@@ -115,7 +115,7 @@ func TestSweep(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
-			r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+			r.store.SetFaults(nil, testdouble.FailOnce("TaskCommit"))
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit: %v", err)
 			}
@@ -171,7 +171,7 @@ func TestSweep(t *testing.T) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
 			// The completer dies right after the complete transition.
-			r.store.SetFaults(nil, testdouble.FailOnce("TransitionStage"))
+			r.store.SetFaults(nil, testdouble.FailOnce("StageTransition"))
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit: %v", err)
 			}
@@ -200,7 +200,7 @@ func TestSweep(t *testing.T) {
 		spec: oneStage(1, 1, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			ref := taskRef(job, 0, 0)
-			r.store.SetFaults(nil, testdouble.FailOnce("ReleaseTask"))
+			r.store.SetFaults(nil, testdouble.FailOnce("TaskRelease"))
 			if _, err := r.svc.Fail(r.ctx, r.claim(ref), FailParams{Cause: "boom"}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("fail: %v", err)
 			}
@@ -242,7 +242,7 @@ func TestSweep(t *testing.T) {
 		name: "a root stage whose start was lost is started by the sweep",
 		spec: oneStage(2, 3, ""),
 		setup: func(r *unitRig) {
-			r.store.SetFaults(testdouble.FailOnceWith("TransitionStage", dynamo.ErrContention), nil)
+			r.store.SetFaults(testdouble.FailOnceWith("StageTransition", dynamo.ErrContention), nil)
 		},
 		run: func(t *testing.T, r *unitRig, job string) {
 			// The submit recorded the job; its start failed and was logged.
@@ -332,7 +332,7 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 	job := r.submit(oneStage(1, 3, ""))
 	c := r.claim(taskRef(job, 0, 0))
 	r.output(c, 1)
-	r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+	r.store.SetFaults(nil, testdouble.FailOnce("TaskCommit"))
 	if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 		t.Fatalf("commit: %v", err)
 	}
@@ -340,7 +340,7 @@ func TestSweepLosingCompletionRace(t *testing.T) {
 	// completes the stage (and finishes the job).
 	var raced atomic.Bool
 	r.store.SetFaults(func(m string) error {
-		if m == "TransitionStage" && raced.CompareAndSwap(false, true) {
+		if m == "StageTransition" && raced.CompareAndSwap(false, true) {
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); err != nil {
 				t.Errorf("the racing commit: %v", err)
 			}

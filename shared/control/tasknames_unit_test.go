@@ -25,7 +25,7 @@ type fakeCatalog struct {
 	err      error
 }
 
-func (f *fakeCatalog) AddTaskNames(_ context.Context, names []string) error {
+func (f *fakeCatalog) CatalogAddTaskNames(_ context.Context, names []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -40,7 +40,7 @@ func (f *fakeCatalog) AddTaskNames(_ context.Context, names []string) error {
 	return nil
 }
 
-func (f *fakeCatalog) TaskNames(context.Context) ([]string, error) {
+func (f *fakeCatalog) CatalogTaskNames(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
@@ -52,7 +52,7 @@ func (f *fakeCatalog) TaskNames(context.Context) ([]string, error) {
 
 // AddPrograms and Programs keep programs as the store's catalog does;
 // fakePrograms counts them.
-func (f *fakeCatalog) AddPrograms(_ context.Context, names []string) error {
+func (f *fakeCatalog) CatalogAddPrograms(_ context.Context, names []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -66,7 +66,7 @@ func (f *fakeCatalog) AddPrograms(_ context.Context, names []string) error {
 	return nil
 }
 
-func (f *fakeCatalog) Programs(context.Context) ([]string, error) {
+func (f *fakeCatalog) CatalogPrograms(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -156,7 +156,7 @@ func TestSubmitChecksTaskNames(t *testing.T) {
 			}
 			// Refused before anything is written: no job, no idempotency
 			// record.
-			if n := r.store.CallCount("CreateJob"); n != 0 {
+			if n := r.store.CallCount("JobCreate"); n != 0 {
 				t.Errorf("CreateJob called %d times for a refused spec", n)
 			}
 		})

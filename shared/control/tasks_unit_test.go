@@ -393,7 +393,7 @@ func TestCommit(t *testing.T) {
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 2}); !errors.Is(err, ErrOutputsMissing) {
 				t.Fatalf("commit naming a missing output: %v, want ErrOutputsMissing", err)
 			}
-			if n := r.store.CallCount("CommitTask"); n != 0 {
+			if n := r.store.CallCount("TaskCommit"); n != 0 {
 				t.Errorf("CommitTask called %d times", n)
 			}
 			if got := r.task(ref); got.State != sm.TaskClaimed || got.Token != c.Task.Token {
@@ -453,7 +453,7 @@ func TestCommit(t *testing.T) {
 			// The committer "dies" right after its commit applied: the
 			// follow-up's first read fails.
 			r.store.SetFaults(func(method string) error {
-				if method == "GetStage" && r.store.CallCount("CommitTask") > 0 {
+				if method == "StageGet" && r.store.CallCount("TaskCommit") > 0 {
 					return testdouble.ErrInjected
 				}
 				return nil
@@ -509,7 +509,7 @@ func TestCommit(t *testing.T) {
 				t.Fatalf("%d left after a repeated commit, want 1", left)
 			}
 			r.output(c1, 1)
-			r.store.SetFaults(nil, testdouble.FailOnce("CommitTask"))
+			r.store.SetFaults(nil, testdouble.FailOnce("TaskCommit"))
 			if err := r.svc.Commit(r.ctx, c1, CommitResult{Outputs: 1}); !errors.Is(err, testdouble.ErrInjected) {
 				t.Fatalf("commit with a lost response: %v", err)
 			}
@@ -529,7 +529,7 @@ func TestCommit(t *testing.T) {
 		run: func(t *testing.T, r *unitRig, job string) {
 			c := r.claim(taskRef(job, 0, 0))
 			r.output(c, 1)
-			r.store.SetFaults(testdouble.FailOnceWith("CommitTask", dynamo.ErrContention), nil)
+			r.store.SetFaults(testdouble.FailOnceWith("TaskCommit", dynamo.ErrContention), nil)
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 1}); !errors.Is(err, dynamo.ErrContention) {
 				t.Fatalf("commit: %v, want ErrContention", err)
 			}
@@ -565,7 +565,7 @@ func TestCommit(t *testing.T) {
 		spec: oneStage(1, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
 			c := r.claim(taskRef(job, 0, 0))
-			if err := r.store.SweepTask(r.ctx, dynamo.SweepTaskParams{Ref: c.Task.Ref, Event: sm.TaskCancel, Now: r.clock.Now(), Err: "job CANCELLED"}); err != nil {
+			if err := r.store.TaskSweep(r.ctx, dynamo.SweepTaskParams{Ref: c.Task.Ref, Event: sm.TaskCancel, Now: r.clock.Now(), Err: "job CANCELLED"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) {

@@ -73,7 +73,7 @@ func tooManyBadRecords(p CommitParams) error {
 // BadRecordCounts reads how many records each stage of a job rejected in
 // committed attempts, by stage index; a stage without any is absent. One
 // Query of the job's partition, whatever the number of tasks.
-func (s *Store) BadRecordCounts(ctx context.Context, job string) (map[int]int64, error) {
+func (s *Store) StageBadRecordCounts(ctx context.Context, job string) (map[int]int64, error) {
 	out := map[int]int64{}
 	var start map[string]types.AttributeValue
 	for {

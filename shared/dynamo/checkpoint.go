@@ -55,7 +55,7 @@ type CheckpointParams struct {
 // S3), fenced by the claim token (sm.TaskCheckpoint): a stale attempt's
 // write is refused with batch.ErrStaleClaim, so no later attempt ever
 // resumes from a checkpoint saved after its saver lost the task.
-func (s *Store) CheckpointTask(ctx context.Context, p CheckpointParams) error {
+func (s *Store) TaskCheckpoint(ctx context.Context, p CheckpointParams) error {
 	c := newCond()
 	expr := transition(c, sm.Tasks.Transition(sm.TaskCheckpoint))
 	c.values[":tok"] = sv(p.Token)
@@ -106,7 +106,7 @@ type ContinueParams struct {
 // sm.ErrInvalidTransition wrapped in the error says which guard failed is
 // not known here: the caller reads the task to tell a stale claim
 // (batch.ErrStaleClaim) from a refused continuation.
-func (s *Store) ContinueTask(ctx context.Context, p ContinueParams) (batch.Task, error) {
+func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (batch.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskContinue)
 	expr := transition(c, tr)
@@ -128,7 +128,7 @@ func (s *Store) ContinueTask(ctx context.Context, p ContinueParams) (batch.Task,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if isCondFailed(err) {
-		t, gerr := s.GetTask(ctx, p.Ref)
+		t, gerr := s.TaskGet(ctx, p.Ref)
 		if gerr != nil {
 			return batch.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, gerr)
 		}
@@ -154,7 +154,7 @@ func (s *Store) ContinueTask(ctx context.Context, p ContinueParams) (batch.Task,
 // RecordTimelineEvent writes a task event to the job's timeline only (no
 // attempt-end record, no failure count): a resume from a checkpoint.
 // Best effort history: the caller logs a failure.
-func (s *Store) RecordTimelineEvent(ctx context.Context, e batch.AttemptEnd) error {
+func (s *Store) TimelineRecord(ctx context.Context, e batch.AttemptEnd) error {
 	ref := e.Ref
 	it := map[string]types.AttributeValue{
 		attrPK: sv(eventPK(ref.Job, ref.Partition%EventShards)),

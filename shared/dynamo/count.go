@@ -153,7 +153,7 @@ func inNumberSet(v types.AttributeValue, n int) bool {
 // too, since its committer may have died between its count and the
 // follow-up; the follow-up's steps are idempotent. A task not SUCCEEDED is
 // left alone.
-func (s *Store) EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error) {
+func (s *Store) ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error) {
 	have, left, err := s.shardCounted(ctx, ref, shards)
 	if errors.Is(err, batch.ErrNotFound) {
 		return false, false, nil // the job's records are being deleted
@@ -196,7 +196,7 @@ func (s *Store) uncounted(ctx context.Context, job string, stage int, committed 
 	if len(committed) == 0 {
 		return nil, nil
 	}
-	st, err := s.GetStage(ctx, job, stage)
+	st, err := s.StageGet(ctx, job, stage)
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil, nil // the job's records are being deleted
 	}
@@ -263,7 +263,7 @@ type ShardRef struct {
 // (a retry of a lost answer, the sweep's recovery) is done again a task at
 // a time, each idempotent. On an error, the tasks it did not count are
 // the sweep's to count (count.go's recovery).
-func (s *Store) CountCommits(ctx context.Context, ps []CommitParams) (zero []ShardRef, err error) {
+func (s *Store) ShardCountCommits(ctx context.Context, ps []CommitParams) (zero []ShardRef, err error) {
 	groups := map[ShardRef][]CommitParams{}
 	var order []ShardRef
 	for _, p := range ps {

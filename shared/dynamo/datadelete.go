@@ -23,7 +23,7 @@ const aDataDeleted = "ddel"
 // otherwise it reports sm.ErrInvalidTransition, and batch.ErrNotFound for
 // no such job. The job's state does not change: the record only says its
 // objects are gone.
-func (s *Store) MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error) {
+func (s *Store) JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error) {
 	vals := map[string]types.AttributeValue{":now": ms(now)}
 	ended := make([]string, len(sm.Jobs.Terminal))
 	for i, st := range sm.Jobs.Terminal {

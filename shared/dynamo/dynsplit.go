@@ -65,7 +65,7 @@ const splitTries = 4
 // the count until then) and at the count read before (a concurrent split
 // of another task retries with the new count). It returns the first new
 // partition.
-func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, err error) {
+func (s *Store) TaskSplit(ctx context.Context, p SplitTaskParams) (first int, err error) {
 	if len(p.Give) == 0 || p.At <= p.Input.Start || p.At >= p.Input.End {
 		return 0, fmt.Errorf("split task %s at %d: %w: nothing to give", p.Ref, p.At, ErrSplitRefused)
 	}
@@ -77,7 +77,7 @@ func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, er
 		// Before the transaction nothing is written (and a cancelled
 		// one wrote nothing): a failure here is a refusal, not an
 		// unknown outcome.
-		st, err := s.GetStage(ctx, p.Ref.Job, p.Ref.Stage)
+		st, err := s.StageGet(ctx, p.Ref.Job, p.Ref.Stage)
 		if err != nil {
 			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, err, ErrSplitRefused)
 		}
@@ -125,7 +125,7 @@ func (s *Store) SplitTask(ctx context.Context, p SplitTaskParams) (first int, er
 // numbered first (the stage's total when the transaction was built) is
 // p.Give's first piece. Only this holder moves its end.
 func (s *Store) splitApplied(ctx context.Context, p SplitTaskParams, first int) (bool, error) {
-	t, err := s.GetTask(ctx, p.Ref)
+	t, err := s.TaskGet(ctx, p.Ref)
 	if err != nil {
 		return false, fmt.Errorf("split task %s: read back: %w", p.Ref, err)
 	}
@@ -134,7 +134,7 @@ func (s *Store) splitApplied(ctx context.Context, p SplitTaskParams, first int) 
 	}
 	// The same cut made by an earlier call (a repeated offer) numbered
 	// its tasks from another total: not this call's split.
-	n, err := s.GetTask(ctx, batch.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: first})
+	n, err := s.TaskGet(ctx, batch.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: first})
 	if errors.Is(err, batch.ErrNotFound) {
 		return false, nil
 	}

@@ -41,7 +41,7 @@ type ExecutorMemory struct {
 
 // RenewExecutorMemory is RenewExecutor with the executor's memory report:
 // the same single write.
-func (s *Store) RenewExecutorMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error {
+func (s *Store) ExecutorRenewMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(executorPK(id), executorSK),
 		UpdateExpression:          aws.String("SET alive = :a, #ttl = :ttl, " + aMemUsed + " = :mu, " + aMemLimit + " = :ml"),
@@ -59,7 +59,7 @@ func (s *Store) RenewExecutorMemory(ctx context.Context, id string, until time.T
 // (reason: ECS's stopped reason). The mark never revives the executor:
 // its promise (alive) is left as it is. A record that expired through its
 // TTL, or never existed, gets one with the mark alone.
-func (s *Store) MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error {
+func (s *Store) ExecutorMarkKilled(ctx context.Context, id, reason string, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(executorPK(id), executorSK),
 		UpdateExpression:          aws.String("SET " + aOOMKill + " = :k, #ttl = if_not_exists(#ttl, :ttl)"),
@@ -73,7 +73,7 @@ func (s *Store) MarkExecutorKilled(ctx context.Context, id, reason string, now t
 }
 
 // ReadExecutorMemory reads executor id's liveness record with its memory.
-func (s *Store) ReadExecutorMemory(ctx context.Context, id string) (ExecutorMemory, error) {
+func (s *Store) ExecutorMemory(ctx context.Context, id string) (ExecutorMemory, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(executorPK(id), executorSK), ConsistentRead: aws.Bool(true),
 	})
@@ -108,7 +108,7 @@ type LostForMemoryParams struct {
 // the check that the holder's liveness record has lapsed
 // (sm.GuardHolderDead), as TakeoverTask does. sm.ErrInvalidTransition
 // means the task or the holder moved on.
-func (s *Store) LoseTaskForMemory(ctx context.Context, p LostForMemoryParams) (batch.Task, error) {
+func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (batch.Task, error) {
 	ref := p.Holder.Ref
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskLostForMemory)
@@ -139,7 +139,7 @@ func (s *Store) LoseTaskForMemory(ctx context.Context, p LostForMemoryParams) (b
 	}}}})
 	if err != nil {
 		// A write whose response was lost, retried, finds its own work.
-		if t, gerr := s.GetTask(ctx, ref); gerr == nil && t.State == sm.TaskReady && t.Token == p.Holder.Token &&
+		if t, gerr := s.TaskGet(ctx, ref); gerr == nil && t.State == sm.TaskReady && t.Token == p.Holder.Token &&
 			t.LastError == p.Err && t.ErrorClass == batch.ClassOutOfMemory {
 			return t, nil
 		}

@@ -25,7 +25,7 @@ import (
 const executorTTL = 24 * time.Hour
 
 // RenewExecutor records that executor id lives until until.
-func (s *Store) RenewExecutor(ctx context.Context, id string, until time.Time) error {
+func (s *Store) ExecutorRenew(ctx context.Context, id string, until time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(executorPK(id), executorSK),
 		UpdateExpression: aws.String("SET alive = :a, #ttl = :ttl"),
@@ -70,7 +70,7 @@ type TakeoverParams struct {
 // holder that renewed meanwhile keeps its task. sm.ErrInvalidTransition
 // means the task or the holder moved on (renewed, committed, taken over by
 // another). A takeover whose response was lost recognises its own token.
-func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task, error) {
+func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (batch.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskTakeover)
 	expr := transition(c, tr)
@@ -93,7 +93,7 @@ func (s *Store) TakeoverTask(ctx context.Context, p TakeoverParams) (batch.Task,
 	if err != nil {
 		// A write whose response was lost (and whose retry found its own
 		// work done) holds the task with our token.
-		if t, gerr := s.GetTask(ctx, p.Ref); gerr == nil && t.State == sm.TaskClaimed && t.Token == p.Token {
+		if t, gerr := s.TaskGet(ctx, p.Ref); gerr == nil && t.State == sm.TaskClaimed && t.Token == p.Token {
 			return t, nil
 		}
 	}

@@ -39,7 +39,7 @@ type AttemptEndParams struct {
 // counts it as a failure of its stage, in one transaction. The by-task
 // record is conditional, so each attempt ends at most once: a repeated or
 // racing write changes nothing and reports recorded=false.
-func (s *Store) RecordAttemptEnd(ctx context.Context, p AttemptEndParams) (recorded bool, err error) {
+func (s *Store) AttemptRecordEnd(ctx context.Context, p AttemptEndParams) (recorded bool, err error) {
 	e := p.End
 	ref := e.Ref
 	common := func(pk, sk string) map[string]types.AttributeValue {
@@ -141,7 +141,7 @@ type TimelineEvent struct {
 // key is after after ("" for the start), in key order. It reads each
 // shard once: any record among the first limit overall is among the first
 // limit of its own shard.
-func (s *Store) JobEvents(ctx context.Context, job, after string, limit int) ([]TimelineEvent, error) {
+func (s *Store) TimelineEvents(ctx context.Context, job, after string, limit int) ([]TimelineEvent, error) {
 	var evs []TimelineEvent
 	for k := 0; k < EventShards; k++ {
 		in := &dynamodb.QueryInput{
@@ -201,7 +201,7 @@ type TaskPage struct {
 // evaluating no more task records than the page needs. The state filter
 // is applied here rather than in the Query, as unwritten tasks have no
 // record to filter.
-func (s *Store) ListTaskPage(ctx context.Context, p TaskPageParams) (TaskPage, error) {
+func (s *Store) TaskListPage(ctx context.Context, p TaskPageParams) (TaskPage, error) {
 	pg := TaskPage{Next: p.After}
 	for pg.Next+1 < p.Total && len(pg.Rows) < p.Limit && pg.Reads < max(p.MaxReads, 1) {
 		b := (pg.Next + 1) / TaskBucket
@@ -345,7 +345,7 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats,
 // prev (zero: no sample yet). Two readers sampling at once both compute
 // from the same prev; one write wins and the other is dropped
 // (updated=false), so the average never counts an interval twice.
-func (s *Store) PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (updated bool, err error) {
+func (s *Store) StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (updated bool, err error) {
 	vals := map[string]types.AttributeValue{
 		":t": ms(smp.At), ":n": nv(int64(smp.Committed)), ":r": nv(smp.RecordsIn),
 	}

@@ -47,7 +47,7 @@ const (
 // call keeps the first time. It reports sm.ErrInvalidTransition for a job
 // that has not ended (RUNNING or PUBLISHING), and batch.ErrNotFound for no
 // such job.
-func (s *Store) MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error {
+func (s *Store) JobMarkDeleting(ctx context.Context, id, owner string, now time.Time) error {
 	vals := map[string]types.AttributeValue{":now": ms(now)}
 	ended := make([]string, len(sm.Jobs.Terminal))
 	for i, st := range sm.Jobs.Terminal {
@@ -131,12 +131,12 @@ func jobLevelPlan(job string) jobRecordPlan {
 // must be marked deleting (MarkJobDeleting) first: nothing else then
 // writes its records, but for an attempt that was still running when the
 // job ended and records its end late (docs/security.md, Deleting a job).
-func (s *Store) DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error) {
+func (s *Store) JobDeleteRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error) {
 	if budget <= 0 {
 		budget = int(^uint(0) >> 1)
 	}
 	del := &deleter{s: s, budget: budget}
-	stages, err := s.ListStages(ctx, job)
+	stages, err := s.StageList(ctx, job)
 	if err != nil {
 		return 0, false, err
 	}
@@ -177,7 +177,7 @@ func (s *Store) DeleteJobRecords(ctx context.Context, job string, budget int) (d
 // names its key and the record still names this job, and then the job
 // item, the last of its records, and says how many records it deleted. A
 // job already gone is no error.
-func (s *Store) DeleteJobItem(ctx context.Context, job string) (int, error) {
+func (s *Store) JobDeleteItem(ctx context.Context, job string) (int, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(job), jobSK), ConsistentRead: aws.Bool(true),
 		ProjectionExpression: aws.String("#own, " + aIdemKey), ExpressionAttributeNames: map[string]string{"#own": aOwner},

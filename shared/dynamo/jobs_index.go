@@ -77,7 +77,7 @@ type ListJobsParams struct {
 // ListOwnerJobs returns up to p.Limit of the owner's jobs, newest first,
 // and the id to continue after ("" at the end). The index is read
 // consistently, so a job is listed as soon as its submission returns.
-func (s *Store) ListOwnerJobs(ctx context.Context, p ListJobsParams) ([]batch.JobSummary, string, error) {
+func (s *Store) JobListByOwner(ctx context.Context, p ListJobsParams) ([]batch.JobSummary, string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              &s.table,
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),

@@ -86,7 +86,7 @@ func (s *Store) OutboxEvent(ctx context.Context, id string) (events.Event, bool,
 // DeleteOutboxEvent deletes a published event's record (a missing one is
 // no error). It is a transaction's Delete part, as the other deletes of
 // the store are (the dynamodb:DeleteItem action).
-func (s *Store) DeleteOutboxEvent(ctx context.Context, id string) error {
+func (s *Store) OutboxDelete(ctx context.Context, id string) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: &s.table, Key: key(outboxPK(id), outboxSK),
 	}}}})

@@ -21,7 +21,7 @@ import (
 // ends it (its publishing is retried through its last stage's entry).
 // The owner's job index and every copy of the job's state record change
 // in the same transaction, as EndJob's do.
-func (s *Store) StartPublishing(ctx context.Context, id string, now time.Time) error {
+func (s *Store) JobStartPublishing(ctx context.Context, id string, now time.Time) error {
 	const ev = sm.JobPublish
 	head, err := s.jobHead(ctx, id)
 	if err != nil {

@@ -40,7 +40,7 @@ const MaxTxItems = 100
 // count, or reading a shuffle) are not written at all: one marker stands
 // for them (sm.TaskUnwritten). A single one is written as before, with
 // its own entry: its marker would save nothing.
-func (s *Store) PutTasks(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (s *Store) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
 	if def, ok := unwrittenChunk(tasks); ok && len(tasks) > 1 && !due.IsZero() {
 		if lo, hi, one := stageRange(tasks); one {
 			marker := readyMarkerItem(tasks[0].Ref.Job, tasks[0].Ref.Stage, lo, hi, due)

@@ -40,7 +40,7 @@ type PlanChargeParams struct {
 // nothing, when the owner's counter would pass p.MaxTasks. A job that is
 // not counted, has ended, or whose stage was charged already, is left
 // alone.
-func (s *Store) ChargeStagePlan(ctx context.Context, p PlanChargeParams) error {
+func (s *Store) StageChargePlan(ctx context.Context, p PlanChargeParams) error {
 	head, err := s.jobHead(ctx, p.Job)
 	if err != nil {
 		return fmt.Errorf("charge the plan of stage %s/%d: %w", p.Job, p.Stage, err)

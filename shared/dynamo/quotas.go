@@ -64,7 +64,7 @@ type QuotaUse struct {
 }
 
 // QuotaUse reads owner's quota counters consistently (zero if none).
-func (s *Store) QuotaUse(ctx context.Context, owner string) (QuotaUse, error) {
+func (s *Store) OwnerQuotaUse(ctx context.Context, owner string) (QuotaUse, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(ownerPK(owner), quotaSK), ConsistentRead: aws.Bool(true),
 	})

@@ -237,7 +237,7 @@ const SentWait = time.Hour
 // (the stage's enqueued count, which a materializer advances only after
 // SendMessageBatch succeeded, covers it) and its job is running.
 func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error) {
-	st, err := s.GetStage(ctx, m.job, m.stage)
+	st, err := s.StageGet(ctx, m.job, m.stage)
 	if errors.Is(err, batch.ErrNotFound) {
 		return false, nil
 	}

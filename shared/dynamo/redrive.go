@@ -46,7 +46,7 @@ func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
 // been redriven n times.
 // RedriveCount reads how many times the job was redriven, consistently:
 // the generation a caller's decision about the job is about.
-func (s *Store) RedriveCount(ctx context.Context, id string) (int, error) {
+func (s *Store) JobRedriveCount(ctx context.Context, id string) (int, error) {
 	head, err := s.jobHead(ctx, id)
 	if err != nil {
 		return 0, err
@@ -93,7 +93,7 @@ type RedriveJobParams struct {
 // tasks p.Quota says, so that its end counts it off.
 // sm.ErrInvalidTransition: the job is not FAILED or its redrive count is
 // not p.Count.
-func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
+func (s *Store) JobRedrive(ctx context.Context, p RedriveJobParams) error {
 	head, err := s.jobHead(ctx, p.ID)
 	if err != nil {
 		return fmt.Errorf("redrive job %s: %w", p.ID, err)
@@ -160,7 +160,7 @@ func (s *Store) RedriveJob(ctx context.Context, p RedriveJobParams) error {
 // plan are kept: its committed tasks stay counted.
 // sm.ErrInvalidTransition: the stage is not in a state ev leaves, or
 // the job is not RUNNING.
-func (s *Store) RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error {
+func (s *Store) StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error {
 	tr := sm.Stages.Transition(ev)
 	c := newCond()
 	expr := transition(c, tr)
@@ -196,7 +196,7 @@ func (s *Store) RedriveStage(ctx context.Context, job string, idx int, ev sm.Eve
 // (sm.TaskRedrive) with budget attempts more than it has used, not to
 // be claimed before notBefore. A committed task is never touched.
 // sm.ErrInvalidTransition: the task is in no state the redrive leaves.
-func (s *Store) RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error {
+func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error {
 	tr := sm.Tasks.Transition(sm.TaskRedrive)
 	c := newCond()
 	expr := transition(c, tr)
@@ -234,7 +234,7 @@ func (s *Store) RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, 
 // end is taken back by the sweep when its lease runs out, and without
 // more attempts a last one would fail the job again. Its claim is left
 // alone.
-func (s *Store) RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error {
+func (s *Store) TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
 		UpdateExpression:          aws.String("SET mx = att + :budget"),
@@ -292,7 +292,7 @@ func decodeReused(item map[string]types.AttributeValue) map[int]string {
 // committed outputs: total tasks (the source stage's), none to run, no
 // counters (so its completion check finds it complete). A repeat finds
 // it planned and changes nothing.
-func (s *Store) AdoptStage(ctx context.Context, job string, idx, total int) error {
+func (s *Store) StageAdopt(ctx context.Context, job string, idx, total int) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:         aws.String("SET tot = :t, nsh = :zero, enq = :t, mat = :true"),

@@ -17,7 +17,7 @@ import (
 // is written before AdoptStage plans the stage (same condition: running,
 // not planned yet), so a stage that completes always carries it; a
 // repeat after the stage was planned changes nothing.
-func (s *Store) AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error {
+func (s *Store) StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:         aws.String("SET " + aTolerated + " = :n"),
@@ -37,7 +37,7 @@ func (s *Store) AdoptTolerated(ctx context.Context, job string, idx, tolerated i
 // any (read consistently). A rerun asks it before its checks of the
 // present (an output folder claimed, a source deleted), which the job
 // the key made may itself have changed since the request's first try.
-func (s *Store) IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error) {
+func (s *Store) JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(idemPK(owner, idemKey), idemSK), ConsistentRead: aws.Bool(true),
 	})

@@ -35,7 +35,7 @@ const ExpiryGrace = 24 * time.Hour
 // SetRetention makes EndJob schedule the job's deletion at its end plus
 // d, and give the records it writes a TTL ExpiryGrace later; zero (the
 // default) keeps them.
-func (s *Store) SetRetention(d time.Duration) { s.retention = max(d, 0) }
+func (s *Store) JobSetRetention(d time.Duration) { s.retention = max(d, 0) }
 
 // expiry is the TTL value of a record of a job ended at end, or nil when
 // records are kept.
@@ -88,7 +88,7 @@ func (s *Store) expiring(items []types.TransactWriteItem, end time.Time) []types
 // concurrent postponement or deletion cancels it (an error; the sweep
 // looks at the job again). sm.ErrInvalidTransition: the job is gone, not
 // ended or being deleted.
-func (s *Store) PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error {
+func (s *Store) JobPostponeExpiry(ctx context.Context, job, owner string, until time.Time) error {
 	ttl := until.Add(ExpiryGrace).Unix()
 	head := key(jobPK(job), jobSK)
 	others := []map[string]types.AttributeValue{key(ownerPK(owner), ownerJobSK(job))}

@@ -79,7 +79,7 @@ func (p *RerunParams) linkItems(table, job string) []types.TransactWriteItem {
 
 // ReusedBy lists the jobs linked as reusing job's outputs that still
 // exist with their data, and the reuse version they were read at.
-func (s *Store) ReusedBy(ctx context.Context, job string) (ver int64, living []string, err error) {
+func (s *Store) JobReusedBy(ctx context.Context, job string) (ver int64, living []string, err error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(job), jobSK), ConsistentRead: aws.Bool(true),
 		ProjectionExpression: aws.String(aReuseVer),
@@ -129,7 +129,7 @@ func (s *Store) ReusedBy(ctx context.Context, job string) (ver int64, living []s
 // rerun linked itself since (to AND with the mark's), adding its value to
 // vals.
 func (s *Store) reuseGuard(ctx context.Context, job string, vals map[string]types.AttributeValue) (string, int64, error) {
-	ver, living, err := s.ReusedBy(ctx, job)
+	ver, living, err := s.JobReusedBy(ctx, job)
 	if err != nil {
 		return "", 0, err
 	}
@@ -147,7 +147,7 @@ func (s *Store) reuseGuard(ctx context.Context, job string, vals map[string]type
 // linked itself to job since the guard read version ver (the caller
 // tries again), or answers the refusal if that rerun lives.
 func (s *Store) reuseRaced(ctx context.Context, job string, ver int64) (bool, error) {
-	now, living, err := s.ReusedBy(ctx, job)
+	now, living, err := s.JobReusedBy(ctx, job)
 	if err != nil {
 		return false, err
 	}

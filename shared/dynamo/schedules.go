@@ -108,7 +108,7 @@ func bucketItem(owner, id string, at, now time.Time) map[string]types.AttributeV
 // The owner's schedule count (its quota item) moves in the same
 // transaction; with maxSchedules > 0, an owner at that many gets
 // ErrQuotaReached and nothing is written.
-func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error {
+func (s *Store) ScheduleCreate(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error {
 	doc := sc
 	doc.Paused = false
 	raw, err := json.Marshal(doc)
@@ -146,7 +146,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc schedule.Schedule, now ti
 }
 
 // GetSchedule reads an owner's schedule consistently.
-func (s *Store) GetSchedule(ctx context.Context, owner, id string) (ScheduleRecord, error) {
+func (s *Store) ScheduleGet(ctx context.Context, owner, id string) (ScheduleRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(schedulePK(owner), id), ConsistentRead: aws.Bool(true),
 	})
@@ -161,7 +161,7 @@ func (s *Store) GetSchedule(ctx context.Context, owner, id string) (ScheduleReco
 
 // ListSchedules lists an owner's schedules by id, at most limit of them,
 // after the id `after`. It returns the last id when there may be more.
-func (s *Store) ListSchedules(ctx context.Context, owner, after string, limit int) ([]ScheduleRecord, string, error) {
+func (s *Store) ScheduleList(ctx context.Context, owner, after string, limit int) ([]ScheduleRecord, string, error) {
 	in := &dynamodb.QueryInput{
 		TableName: &s.table, KeyConditionExpression: aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(schedulePK(owner))},
@@ -192,7 +192,7 @@ func (s *Store) ListSchedules(ctx context.Context, owner, after string, limit in
 // SetPaused pauses or resumes a schedule. Resuming moves the cursor to
 // now, so the paused stretch is not caught up as downtime, and puts the
 // schedule back in the index. It reports whether the state changed.
-func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error) {
+func (s *Store) ScheduleSetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error) {
 	upd := &types.Update{
 		TableName: &s.table, Key: key(schedulePK(owner), id),
 		ConditionExpression:       aws.String("attribute_exists(pk) AND pz <> :pz"),
@@ -207,7 +207,7 @@ func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, no
 	}
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		if _, gerr := s.GetSchedule(ctx, owner, id); gerr != nil {
+		if _, gerr := s.ScheduleGet(ctx, owner, id); gerr != nil {
 			return false, gerr
 		}
 		return false, nil // already in that state
@@ -220,7 +220,7 @@ func (s *Store) SetPaused(ctx context.Context, owner, id string, paused bool, no
 
 // DeleteSchedule deletes a schedule. Its index entry is dropped by the
 // sweep, which finds no schedule behind it; its run history stays.
-func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
+func (s *Store) ScheduleDelete(ctx context.Context, owner, id string) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
 		Delete: &types.Delete{TableName: &s.table, Key: key(schedulePK(owner), id), ConditionExpression: aws.String("attribute_exists(pk)")},
 	}, quotaUpdate(s.table, owner, quotaScheds, -1, 0)}})
@@ -240,7 +240,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, owner, id string) error {
 // schedule is not paused; otherwise ErrCursorMoved and nothing changes.
 // One request per firing, and never a cursor advanced with its entry
 // left behind.
-func (s *Store) AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, now time.Time) error {
+func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, now time.Time) error {
 	vals := map[string]types.AttributeValue{":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
 	cond := cursorCondition(old, vals)
 	// A zero cursor (nothing handled yet) and a zero next (no more
@@ -292,7 +292,7 @@ type IndexEntry struct {
 }
 
 // DueEntries lists up to limit index entries of one bucket.
-func (s *Store) DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]IndexEntry, error) {
+func (s *Store) ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]IndexEntry, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName: &s.table, KeyConditionExpression: aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(bucketPK(b))},
@@ -310,7 +310,7 @@ func (s *Store) DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([
 
 // MoveEntry puts the schedule's entry for its next firing (none when next
 // is zero) and removes the old one, unless both are the same bucket.
-func (s *Store) MoveEntry(ctx context.Context, old IndexEntry, next, now time.Time) error {
+func (s *Store) ScheduleMoveEntry(ctx context.Context, old IndexEntry, next, now time.Time) error {
 	items := s.moveItems(old, next, now)
 	if err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}); err != nil {
 		return fmt.Errorf("move schedule %s index entry: %w", old.ScheduleID, err)
@@ -339,7 +339,7 @@ func (s *Store) moveItems(old IndexEntry, next, now time.Time) []types.TransactW
 
 // Watermark reads the firing watermark; ok is false when no schedule was
 // ever created.
-func (s *Store) Watermark(ctx context.Context) (time.Time, bool, error) {
+func (s *Store) ScheduleWatermark(ctx context.Context) (time.Time, bool, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: key(watermarkKey, watermarkKey), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("read schedule watermark: %w", err)
@@ -352,7 +352,7 @@ func (s *Store) Watermark(ctx context.Context) (time.Time, bool, error) {
 
 // AdvanceWatermark moves the watermark forward from old to to; a sweep
 // that lost the race leaves it alone.
-func (s *Store) AdvanceWatermark(ctx context.Context, old, to time.Time) error {
+func (s *Store) ScheduleAdvanceWatermark(ctx context.Context, old, to time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(watermarkKey, watermarkKey),
 		ConditionExpression: aws.String("wm = :old"), UpdateExpression: aws.String("SET wm = :to"),
@@ -389,7 +389,7 @@ type Run struct {
 // that a started run replaces a skipped one: of two racing sweeps one may
 // see the previous run still going and the other not, and the history must
 // name the job that exists.
-func (s *Store) PutRun(ctx context.Context, id string, r Run) error {
+func (s *Store) SchedulePutRun(ctx context.Context, id string, r Run) error {
 	item := map[string]types.AttributeValue{
 		attrPK: sv(runPK(id)), attrSK: sv(runSK(r.Scheduled)),
 		aSchedAt: nsv(r.Scheduled), aAction: sv(string(r.Action)),
@@ -429,7 +429,7 @@ func (s *Store) PutRun(ctx context.Context, id string, r Run) error {
 
 // Runs lists a schedule's history, newest first, at most limit entries
 // before the scheduled time `before` (zero: from the newest).
-func (s *Store) Runs(ctx context.Context, id string, before time.Time, limit int) ([]Run, error) {
+func (s *Store) ScheduleRuns(ctx context.Context, id string, before time.Time, limit int) ([]Run, error) {
 	in := &dynamodb.QueryInput{
 		TableName: &s.table, KeyConditionExpression: aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(runPK(id))},

@@ -84,7 +84,7 @@ const (
 // not exist yet is created holding ref's slot.
 //
 // For SlotHeld it also returns the held slot's stamp.
-func (s *Store) AcquireSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, limit int, at time.Time) (SlotOutcome, time.Time, error) {
+func (s *Store) SlotAcquire(ctx context.Context, m SlotMap, ref batch.TaskRef, limit int, at time.Time) (SlotOutcome, time.Time, error) {
 	for try := 0; ; try++ {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: key(m.pk, slotsSK),
@@ -123,7 +123,7 @@ func (s *Store) AcquireSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, l
 // a new attempt taking over its task's slot owns it: the earlier attempt's
 // release names the old stamp and then leaves the slot alone. False if the
 // slot no longer has stamp from (freed or restamped meanwhile).
-func (s *Store) RestampSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
+func (s *Store) SlotRestamp(ctx context.Context, m SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(m.pk, slotsSK),
 		UpdateExpression:          aws.String("SET sl." + slotNames + " = :to"),
@@ -164,7 +164,7 @@ func (s *Store) createSlots(ctx context.Context, m SlotMap, ref batch.TaskRef, a
 // that time is freed (a claim that took a slot and then was refused gives
 // back its own, never a newer one). Releasing a free slot, or one of a
 // map that does not exist, is a no-op.
-func (s *Store) ReleaseSlot(ctx context.Context, m SlotMap, ref batch.TaskRef, at time.Time) error {
+func (s *Store) SlotRelease(ctx context.Context, m SlotMap, ref batch.TaskRef, at time.Time) error {
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(m.pk, slotsSK),
 		UpdateExpression:         aws.String("REMOVE sl." + slotNames),

@@ -71,7 +71,7 @@ func AsCopyClaim(t batch.Task) batch.Task {
 
 // RequestCopy asks for a copy of a claimed task (sm.TaskSpeculate).
 // sm.ErrInvalidTransition: the task moved on or was copied already.
-func (s *Store) RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error {
+func (s *Store) CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error {
 	c := newCond()
 	expr := transition(c, sm.Tasks.Transition(sm.TaskSpeculate))
 	c.values[":now"] = ms(now)
@@ -86,7 +86,7 @@ func (s *Store) RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Tim
 		// A write whose response was lost, and whose retry found its own
 		// request, stamped with its time: the copy's message is still to
 		// be sent.
-		t, gerr := s.GetTask(ctx, ref)
+		t, gerr := s.TaskGet(ctx, ref)
 		if gerr == nil && t.State == sm.TaskClaimed && t.Copy != nil && t.Copy.Started.IsZero() &&
 			t.Copy.Requested.Equal(getT(map[string]types.AttributeValue{"t": ms(now)}, "t")) {
 			return nil
@@ -104,7 +104,7 @@ func (s *Store) RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Tim
 // concurrency slot: the task holds one for both of its claims. Refusals:
 // batch.ErrAlreadyDone (the task ended, or its copy was claimed, or it was
 // never requested), as explained by a consistent read.
-func (s *Store) ClaimCopy(ctx context.Context, p ClaimParams) (batch.Task, error) {
+func (s *Store) CopyClaim(ctx context.Context, p ClaimParams) (batch.Task, error) {
 	c := newCond()
 	expr := transition(c, sm.Tasks.Transition(sm.TaskClaimCopy))
 	lease := p.Now.Add(p.Lease)
@@ -152,7 +152,7 @@ func (s *Store) ClaimCopy(ctx context.Context, p ClaimParams) (batch.Task, error
 	if err != nil {
 		return batch.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, err)
 	}
-	t, gerr := s.GetTask(ctx, p.Ref)
+	t, gerr := s.TaskGet(ctx, p.Ref)
 	if gerr != nil {
 		return batch.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, gerr)
 	}
@@ -206,7 +206,7 @@ type DropParams struct {
 // DropClaim applies p.Event. The task stays CLAIMED under the other claim
 // and spends no attempt. batch.ErrStaleClaim (holder events) or
 // sm.ErrInvalidTransition (TaskCopyExpire): the task moved on.
-func (s *Store) DropClaim(ctx context.Context, p DropParams) (batch.Task, error) {
+func (s *Store) TaskDropClaim(ctx context.Context, p DropParams) (batch.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	expr := transition(c, tr)
@@ -298,7 +298,7 @@ func later(a, b time.Time) time.Time {
 // RecordSpeculationEvent writes a task event of speculation (a copy
 // started, a copy won) to the job's timeline only: no attempt-end record,
 // no failure count. History, best effort: the caller logs a failure.
-func (s *Store) RecordSpeculationEvent(ctx context.Context, e batch.AttemptEnd) error {
+func (s *Store) TimelineRecordSpeculation(ctx context.Context, e batch.AttemptEnd) error {
 	ref := e.Ref
 	it := map[string]types.AttributeValue{
 		attrPK: sv(eventPK(ref.Job, ref.Partition%EventShards)),

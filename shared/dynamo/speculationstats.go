@@ -50,7 +50,7 @@ func decodeCopyCounts(st *batch.Stage, it map[string]types.AttributeValue) {
 
 // SetCopiesRunning records the copies of a RUNNING stage that run, as the
 // sweep counted them (nothing when the stage ended meanwhile).
-func (s *Store) SetCopiesRunning(ctx context.Context, job string, idx, n int) error {
+func (s *Store) StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:         aws.String("SET " + aCopiesRunning + " = :n"),

@@ -123,7 +123,7 @@ func cursorCondition(old time.Time, vals map[string]types.AttributeValue) string
 // CreateJob writes the idempotency record, the job and its stages in one
 // transaction, so a job exists exactly when its idempotency record does.
 // A repeated key returns the original job id and created=false.
-func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string, created bool, err error) {
+func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string, created bool, err error) {
 	j := p.Job
 	specJSON, err := j.Spec.Encode()
 	if err != nil {
@@ -246,7 +246,7 @@ func (s *Store) CreateJob(ctx context.Context, p CreateJobParams) (jobID string,
 }
 
 // GetJob reads a job consistently, with its spec.
-func (s *Store) GetJob(ctx context.Context, id string) (batch.Job, error) {
+func (s *Store) JobGet(ctx context.Context, id string) (batch.Job, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
 	})
@@ -281,8 +281,8 @@ func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, erro
 // cancel). It reports sm.ErrInvalidTransition when the job already ended.
 // The owner's job index item changes in the same transaction, so a job
 // list never disagrees with the job.
-func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
-	_, err := s.EndJobEvent(ctx, id, ev, reason, manifest, now)
+func (s *Store) JobEnd(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) error {
+	_, err := s.JobEndEvent(ctx, id, ev, reason, manifest, now)
 	return err
 }
 
@@ -297,15 +297,15 @@ func (s *Store) EndJob(ctx context.Context, id string, ev sm.Event, reason, mani
 // so it neither ends the redriven job for a stale reason nor writes one
 // generation's id for another's ending (which would overwrite or repeat
 // its event).
-func (s *Store) EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
-	return s.EndJobGen(ctx, id, ev, reason, manifest, now, -1)
+func (s *Store) JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {
+	return s.JobEndGen(ctx, id, ev, reason, manifest, now, -1)
 }
 
 // EndJobGen is EndJobEvent for a caller that decided to end the job when
 // its redrive count was gen (< 0: the count read here): a job redriven
 // since is not the one the decision was about, and is left alone
 // (sm.ErrInvalidTransition).
-func (s *Store) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
+func (s *Store) JobEndGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error) {
 	for try := 0; ; try++ {
 		evID, qn, err := s.endJobOnce(ctx, id, ev, reason, manifest, now, gen)
 		if !errors.Is(err, sm.ErrInvalidTransition) || qn < 0 {
@@ -384,7 +384,7 @@ func (s *Store) endJobOnce(ctx context.Context, id string, ev sm.Event, reason, 
 	items = append(items, s.expiring(s.jobStatePuts(id, tr.To, now), now)...)
 	// The job's ended event, in its outbox, with its stages' counts
 	// (outbox.go).
-	stages, err := s.ListStages(ctx, id)
+	stages, err := s.StageList(ctx, id)
 	if err != nil {
 		return "", qn, fmt.Errorf("%s job %s: %w", ev, id, err)
 	}
@@ -407,7 +407,7 @@ func (s *Store) endJobOnce(ctx context.Context, id string, ev sm.Event, reason, 
 // ---- stages --------------------------------------------------------------
 
 // ListStages reads every stage of a job with one consistent Query.
-func (s *Store) ListStages(ctx context.Context, job string) ([]batch.Stage, error) {
+func (s *Store) StageList(ctx context.Context, job string) ([]batch.Stage, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &s.table,
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),
@@ -431,7 +431,7 @@ func (s *Store) ListStages(ctx context.Context, job string) ([]batch.Stage, erro
 }
 
 // GetStage reads one stage consistently.
-func (s *Store) GetStage(ctx context.Context, job string, idx int) (batch.Stage, error) {
+func (s *Store) StageGet(ctx context.Context, job string, idx int) (batch.Stage, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)), ConsistentRead: aws.Bool(true),
 	})
@@ -486,7 +486,7 @@ type StageTransitionParams struct {
 
 // TransitionStage applies one stage event as a conditional write. Exactly
 // one caller wins a race; the others get sm.ErrInvalidTransition.
-func (s *Store) TransitionStage(ctx context.Context, p StageTransitionParams) error {
+func (s *Store) StageTransition(ctx context.Context, p StageTransitionParams) error {
 	tr := sm.Stages.Transition(p.Event)
 	c := newCond()
 	expr := transition(c, tr)
@@ -592,7 +592,7 @@ func (s *Store) dueClause(c *cond, pk string, due time.Time) string {
 }
 
 // SetDue puts any record in the sweep index at due, or removes it (zero).
-func (s *Store) SetDue(ctx context.Context, it DueItem, due time.Time) error {
+func (s *Store) DueSet(ctx context.Context, it DueItem, due time.Time) error {
 	pk, sk := dueItemKey(it)
 	c := newCond()
 	upd := s.dueClause(c, pk+sk, due)
@@ -617,7 +617,7 @@ func (s *Store) SetDue(ctx context.Context, it DueItem, due time.Time) error {
 // entry of its own, which is what finds its message if it is lost) must
 // keep that entry. Both the state and the update time are checked, so a
 // task redriven and finished again since keeps its new entry too.
-func (s *Store) UnindexTask(ctx context.Context, t batch.Task) error {
+func (s *Store) TaskUnindex(ctx context.Context, t batch.Task) error {
 	vals := map[string]types.AttributeValue{":st": sv(string(t.State))}
 	unchanged := "#st = :st AND attribute_not_exists(upd)"
 	if !t.Updated.IsZero() {
@@ -639,7 +639,7 @@ func (s *Store) UnindexTask(ctx context.Context, t batch.Task) error {
 // HurryStage brings a RUNNING stage's next sweep look forward to due; it
 // never pushes a look back, and never puts a stage that left RUNNING (its
 // follow-up done, it is out of the index) back in the index.
-func (s *Store) HurryStage(ctx context.Context, job string, stage int, due time.Time) error {
+func (s *Store) StageHurry(ctx context.Context, job string, stage int, due time.Time) error {
 	pk, sk := jobPK(job), stageSK(stage)
 	c := newCond()
 	upd := "SET " + s.dueClause(c, pk+sk, due)[2:]
@@ -703,7 +703,7 @@ func dueItemKey(it DueItem) (pk, sk string) {
 // SetStagePlan records a stage's task count and shard count once. A second
 // call (a materialization retried after a crash) keeps the first values and
 // returns the stage as stored.
-func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
+func (s *Store) StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:    aws.String("SET tot = :t, nsh = :n"),
@@ -715,7 +715,7 @@ func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (b
 	if err != nil && !isCondFailed(err) {
 		return batch.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
 	}
-	return s.GetStage(ctx, job, idx)
+	return s.StageGet(ctx, job, idx)
 }
 
 // AdvanceEnqueued records that a stage's tasks before partition to are
@@ -727,7 +727,7 @@ func (s *Store) SetStagePlan(ctx context.Context, job string, idx, total int) (b
 // due moves the stage's sweep check on with the progress, so a
 // materialization that is slow but alive is not repeated alongside by
 // the sweep; only one that stalls for a whole grace period is.
-func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
+func (s *Store) StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error) {
 	cond := "#enq = :from"
 	if from == 0 {
 		cond = "attribute_not_exists(#enq) OR #enq = :from"
@@ -754,7 +754,7 @@ func (s *Store) AdvanceEnqueued(ctx context.Context, job string, idx, from, to i
 
 // MarkMaterialized records that all of a stage's tasks and counters exist
 // and their messages were sent; due is the stage's next completion check.
-func (s *Store) MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
+func (s *Store) StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error {
 	c := newCond()
 	c.values[":t"] = bv(true)
 	c.values[":run"] = sv(string(sm.StageRunning))
@@ -779,7 +779,7 @@ func (s *Store) MarkMaterialized(ctx context.Context, job string, idx int, due t
 
 // PutShards creates a stage's completion counters if they do not exist.
 // Each counter starts at the number of tasks that count it down.
-func (s *Store) PutShards(ctx context.Context, job string, idx, total, shards int) error {
+func (s *Store) ShardPut(ctx context.Context, job string, idx, total, shards int) error {
 	for k, n := range ShardSizes(total, shards) {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &s.table,
@@ -820,13 +820,13 @@ func (s *Store) ShardLeft(ctx context.Context, job string, idx, shard int) (int,
 // they were read for: no split happened while they were read, they were
 // only counted down, and each was at zero when the read ended. Otherwise
 // the counters are read again for the new total.
-func (s *Store) Progress(ctx context.Context, st batch.Stage) (batch.Progress, error) {
+func (s *Store) StageProgress(ctx context.Context, st batch.Stage) (batch.Progress, error) {
 	for {
 		p, err := s.progressOnce(ctx, st)
 		if err != nil || !p.Complete() {
 			return p, err
 		}
-		now, err := s.GetStage(ctx, st.Job, st.Index)
+		now, err := s.StageGet(ctx, st.Job, st.Index)
 		if err != nil {
 			return batch.Progress{}, fmt.Errorf("progress of stage %s/%d: %w", st.Job, st.Index, err)
 		}

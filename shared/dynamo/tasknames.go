@@ -32,13 +32,13 @@ const (
 
 // AddTaskNames adds names to the task catalog. An empty list writes
 // nothing (an empty string set is not a DynamoDB value).
-func (s *Store) AddTaskNames(ctx context.Context, names []string) error {
+func (s *Store) CatalogAddTaskNames(ctx context.Context, names []string) error {
 	return s.addToCatalog(ctx, aNames, "task names", names)
 }
 
 // AddPrograms adds exec programs' names to the catalog, beside the task
 // names. An empty list writes nothing.
-func (s *Store) AddPrograms(ctx context.Context, names []string) error {
+func (s *Store) CatalogAddPrograms(ctx context.Context, names []string) error {
 	return s.addToCatalog(ctx, aPrograms, "programs", names)
 }
 
@@ -64,13 +64,13 @@ func (s *Store) addToCatalog(ctx context.Context, attr, what string, names []str
 // TaskNames reads the task catalog, sorted; empty when no executor has
 // published yet. The read is strongly consistent: a submitter reads it
 // again on a miss precisely to see names published a moment ago.
-func (s *Store) TaskNames(ctx context.Context) ([]string, error) {
+func (s *Store) CatalogTaskNames(ctx context.Context) ([]string, error) {
 	return s.readCatalog(ctx, aNames, "task names")
 }
 
 // Programs reads the exec programs published, sorted, as TaskNames does
 // the task names.
-func (s *Store) Programs(ctx context.Context) ([]string, error) {
+func (s *Store) CatalogPrograms(ctx context.Context) ([]string, error) {
 	return s.readCatalog(ctx, aPrograms, "programs")
 }
 

@@ -116,7 +116,7 @@ func (s *Store) putTasksEach(ctx context.Context, tasks []batch.Task, due time.T
 const putConcurrency = 16
 
 // GetTask reads a task consistently.
-func (s *Store) GetTask(ctx context.Context, ref batch.TaskRef) (batch.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, ref batch.TaskRef) (batch.Task, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)), ConsistentRead: aws.Bool(true),
 	})
@@ -131,7 +131,7 @@ func (s *Store) GetTask(ctx context.Context, ref batch.TaskRef) (batch.Task, err
 
 // ListStageTasks reads every task of a stage of total tasks, bucket by
 // bucket, consistently.
-func (s *Store) ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error) {
+func (s *Store) TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error) {
 	tasks := make([]batch.Task, 0, total)
 	for b := 0; b*TaskBucket < total; b++ {
 		var start map[string]types.AttributeValue
@@ -212,7 +212,7 @@ type ClaimParams struct {
 // error: *batch.ClaimHeldError, *batch.NotDueError, batch.ErrAlreadyDone,
 // or sm.ErrInvalidTransition for an expired claim with no attempts left
 // (the caller exhausts it).
-func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error) {
+func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (batch.Task, error) {
 	c := newCond()
 	claim := transition(c, sm.Tasks.Transition(sm.TaskClaim))
 	reclaim := transition(c, sm.Tasks.Transition(sm.TaskReclaim))
@@ -248,7 +248,7 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 	// Read the task back to tell the caller why: moto ignores
 	// ReturnValuesOnConditionCheckFailure on UpdateItem, and a consistent
 	// read is as good on AWS.
-	t, gerr := s.GetTask(ctx, p.Ref)
+	t, gerr := s.TaskGet(ctx, p.Ref)
 	if gerr != nil {
 		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, gerr)
 	}
@@ -267,7 +267,7 @@ func (s *Store) ClaimTask(ctx context.Context, p ClaimParams) (batch.Task, error
 // job's tasks, and nothing else would ever delete it. A record that moved
 // on is left alone. (A transaction of one delete: the store deletes
 // nothing else on its own, and this path is rare.)
-func (s *Store) ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error {
+func (s *Store) TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
 		ConditionExpression:      aws.String("#st = :st AND tok = :tok"),
@@ -360,7 +360,7 @@ type HolderParams struct {
 }
 
 // Heartbeat extends the holder's lease to now+lease.
-func (s *Store) Heartbeat(ctx context.Context, p HolderParams, lease, grace time.Duration) error {
+func (s *Store) TaskHeartbeat(ctx context.Context, p HolderParams, lease, grace time.Duration) error {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskHeartbeat)
 	expr := transition(c, tr)
@@ -425,7 +425,7 @@ type CommitParams struct {
 // its own token: it recognises its own success and counts (once: the
 // count is idempotent). Any other refusal is batch.ErrStaleClaim or
 // batch.ErrAlreadyDone.
-func (s *Store) CommitTask(ctx context.Context, p CommitParams) (shardDone bool, err error) {
+func (s *Store) TaskCommit(ctx context.Context, p CommitParams) (shardDone bool, err error) {
 	if err := checkBadRecords(p); err != nil { // badrecords.go
 		return false, err
 	}
@@ -480,7 +480,7 @@ func commitUpdate(c *cond, p CommitParams) (expr, set string) {
 // is SUCCEEDED by this very attempt (a retry after a lost answer), else
 // why not.
 func (s *Store) explainCommit(ctx context.Context, p CommitParams) error {
-	t, err := s.GetTask(ctx, p.Ref)
+	t, err := s.TaskGet(ctx, p.Ref)
 	if err != nil {
 		return err
 	}
@@ -594,7 +594,7 @@ type ReleaseParams struct {
 }
 
 // ReleaseTask applies the holder's retry or fail event.
-func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, error) {
+func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (batch.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	expr := transition(c, tr)
@@ -628,7 +628,7 @@ func (s *Store) ReleaseTask(ctx context.Context, p ReleaseParams) (batch.Task, e
 		// The SDK's retry of a write whose response was lost finds the
 		// condition false: if the record holds this very release, it was
 		// the caller's own (failclass_lostresponse_test.go).
-		if t, gerr := s.GetTask(ctx, p.Ref); gerr == nil && ownRelease(t, tr.To, p) {
+		if t, gerr := s.TaskGet(ctx, p.Ref); gerr == nil && ownRelease(t, tr.To, p) {
 			return t, nil
 		}
 		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
@@ -668,7 +668,7 @@ type SweepTaskParams struct {
 
 // SweepTask applies p.Event; sm.ErrInvalidTransition means the task moved
 // on (it was claimed, committed or renewed) and there is nothing to do.
-func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
+func (s *Store) TaskSweep(ctx context.Context, p SweepTaskParams) error {
 	c := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	expr := transition(c, tr)
@@ -712,7 +712,7 @@ func (s *Store) SweepTask(ctx context.Context, p SweepTaskParams) error {
 // before acting, and every action is a conditional write. A due ready
 // marker is expanded into its tasks that still wait (ready.go), so the
 // answer may hold more than limit records, and from other shards.
-func (s *Store) DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]DueItem, error) {
+func (s *Store) DueList(ctx context.Context, shard int, now time.Time, limit int) ([]DueItem, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &s.table,
 		IndexName:              aws.String(DueIndex),

@@ -60,7 +60,7 @@ type TolerateParams struct {
 // ErrNotTolerated: the stage's guard refused, the task is unchanged.
 // batch.ErrStaleClaim (holder events) or sm.ErrInvalidTransition (the
 // sweep's): the task moved on.
-func (s *Store) FailTolerated(ctx context.Context, p TolerateParams) (batch.Task, error) {
+func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (batch.Task, error) {
 	tc := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	texpr := transition(tc, tr)
@@ -129,7 +129,7 @@ func (s *Store) FailTolerated(ctx context.Context, p TolerateParams) (batch.Task
 	case err != nil:
 		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
-	return s.GetTask(ctx, p.Ref)
+	return s.TaskGet(ctx, p.Ref)
 }
 
 // StageTolerated reads how many of a stage's tasks failed within its

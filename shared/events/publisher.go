@@ -22,7 +22,7 @@ type Outbox interface {
 	// published (its record deleted).
 	OutboxEvent(ctx context.Context, id string) (ev Event, found bool, err error)
 	// DeleteOutboxEvent deletes a published event's record.
-	DeleteOutboxEvent(ctx context.Context, id string) error
+	OutboxDelete(ctx context.Context, id string) error
 }
 
 // MaxBatch is how many entries one PutEvents takes.
@@ -98,7 +98,7 @@ func (p *Publisher) Publish(ctx context.Context, ids ...string) (int, error) {
 				continue
 			}
 			put++
-			if err := p.outbox.DeleteOutboxEvent(ctx, ev.ID); err != nil {
+			if err := p.outbox.OutboxDelete(ctx, ev.ID); err != nil {
 				// Put but not deleted: the sweep puts it again (at least once).
 				errs = append(errs, err)
 			}

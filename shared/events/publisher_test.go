@@ -27,7 +27,7 @@ func (o *memOutbox) OutboxEvent(_ context.Context, id string) (Event, bool, erro
 	return ev, ok, nil
 }
 
-func (o *memOutbox) DeleteOutboxEvent(_ context.Context, id string) error {
+func (o *memOutbox) OutboxDelete(_ context.Context, id string) error {
 	delete(o.evs, id)
 	o.deleted = append(o.deleted, id)
 	return nil

@@ -197,7 +197,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	store := dynamo.New(dynamodb.NewFromConfig(cfg), c.Table)
-	store.SetRetention(c.Retention) // records of a job that ends expire
+	store.JobSetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
 		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger}, store, q, b, log)

@@ -44,8 +44,8 @@ type Config struct {
 // Store is the calls admission makes on the state store: the job's
 // record, and the quota counters a refusal names.
 type Store interface {
-	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
+	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	OwnerQuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 }
 
 // Blob is the call admission makes on S3: the data bucket's name, which

@@ -46,7 +46,7 @@ func (s *Admitter) programList() *catalogList {
 	return &catalogList{
 		what: "programs", noun: "program", valid: spec.ValidProgramName,
 		rule:  fmt.Sprintf("cannot be named by an exec stage (letters, digits, '.', '_', '+' and '-', at most %d characters)", spec.MaxNameLen),
-		cache: &s.names.programs, read: pc.Programs, add: pc.AddPrograms, static: s.cfg.StaticPrograms,
+		cache: &s.names.programs, read: pc.CatalogPrograms, add: pc.CatalogAddPrograms, static: s.cfg.StaticPrograms,
 		stageName: func(st spec.Stage) string {
 			if len(st.Exec) == 0 {
 				return ""

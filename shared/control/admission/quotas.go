@@ -82,7 +82,7 @@ func (s *Admitter) JobQuota(owner string, sp *spec.Job) *dynamo.JobQuota {
 // one did.
 func (s *Admitter) QuotaError(ctx context.Context, owner string, q *dynamo.JobQuota) error {
 	e := &kernel.QuotaError{Quota: "active jobs", Max: q.MaxJobs}
-	if use, err := s.store.QuotaUse(ctx, owner); err == nil && (q.MaxJobs == 0 || use.ActiveJobs < q.MaxJobs) {
+	if use, err := s.store.OwnerQuotaUse(ctx, owner); err == nil && (q.MaxJobs == 0 || use.ActiveJobs < q.MaxJobs) {
 		e = &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks}
 	}
 	return e

@@ -114,7 +114,7 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 		// owner whose counter does not exist yet.
 		return SubmitResult{}, time.Time{}, &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks, Alone: true}
 	}
-	id, created, err := s.store.CreateJob(ctx, params)
+	id, created, err := s.store.JobCreate(ctx, params)
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		err = s.QuotaError(ctx, req.Owner, params.Quota)
 	}

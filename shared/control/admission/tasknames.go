@@ -100,7 +100,7 @@ func (s *Admitter) taskList() *catalogList {
 			"(executors publish them when they start; the operator can also list them at deploy, as " + EnvTaskNamesHint + ")",
 	}
 	if c := s.catalog(); c != nil {
-		l.read, l.add = c.TaskNames, c.AddTaskNames
+		l.read, l.add = c.CatalogTaskNames, c.CatalogAddTaskNames
 	}
 	return l
 }

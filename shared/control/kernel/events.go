@@ -54,7 +54,7 @@ const noEventsRecheck = time.Hour
 func (s *Kernel) SweepEvents(ctx context.Context, ids []string, now time.Time, c *SweepCounts) error {
 	if s.Events == nil {
 		for _, id := range ids {
-			if err := s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(noEventsRecheck)); err != nil {
+			if err := s.store.DueSet(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(noEventsRecheck)); err != nil {
 				return err
 			}
 		}
@@ -77,7 +77,7 @@ func (s *Kernel) SweepEvents(ctx context.Context, ids []string, now time.Time, c
 		// would hide every task behind them. They wait their turn again.
 		// (The batch's published events are gone: SetDue skips them.)
 		for _, id := range batch {
-			if err := s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(eventRetryAfter)); err != nil && first == nil {
+			if err := s.store.DueSet(ctx, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id}, now.Add(eventRetryAfter)); err != nil && first == nil {
 				first = err
 			}
 		}

@@ -39,5 +39,5 @@ func ExecutorOf(ctx context.Context) string {
 // ExecutorAlive renews executor id's liveness record: it promises to live
 // tuning.ExecutorLease from now.
 func (s *Kernel) ExecutorAlive(ctx context.Context, id string) error {
-	return s.store.RenewExecutor(ctx, id, s.Now().Add(tuning.ExecutorLease))
+	return s.store.ExecutorRenew(ctx, id, s.Now().Add(tuning.ExecutorLease))
 }

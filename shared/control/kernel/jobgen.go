@@ -21,7 +21,7 @@ func (s *Kernel) RedriveGen(ctx context.Context, job string, gen int) (int, erro
 	if gen >= 0 {
 		return gen, nil
 	}
-	n, err := s.store.RedriveCount(ctx, job)
+	n, err := s.store.JobRedriveCount(ctx, job)
 	if err != nil {
 		return 0, fmt.Errorf("job %s: %w", job, err)
 	}
@@ -45,7 +45,7 @@ func (s *Kernel) FailureGen(ctx context.Context, t batch.Task) (gen int, current
 	if err != nil || gen < 0 {
 		return gen, true, err
 	}
-	now, err := s.store.GetTask(ctx, t.Ref)
+	now, err := s.store.TaskGet(ctx, t.Ref)
 	if err != nil {
 		return 0, false, err
 	}

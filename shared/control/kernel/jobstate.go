@@ -147,9 +147,9 @@ func (s *Kernel) EndJobGen(ctx context.Context, id string, ev sm.Event, reason, 
 	var eid string
 	var err error
 	if gen >= 0 {
-		eid, err = s.store.EndJobGen(ctx, id, ev, reason, manifest, now, gen)
+		eid, err = s.store.JobEndGen(ctx, id, ev, reason, manifest, now, gen)
 	} else {
-		eid, err = s.store.EndJobEvent(ctx, id, ev, reason, manifest, now)
+		eid, err = s.store.JobEndEvent(ctx, id, ev, reason, manifest, now)
 	}
 	switch {
 	case err == nil:

@@ -165,7 +165,7 @@ func (s *Kernel) Meta(ctx context.Context, id string) (JobMeta, error) {
 	if m, ok := s.specs.Get(id); ok {
 		return m, nil
 	}
-	j, err := s.store.GetJob(ctx, id)
+	j, err := s.store.JobGet(ctx, id)
 	if err != nil {
 		return JobMeta{}, err
 	}
@@ -181,7 +181,7 @@ func (s *Kernel) StageShards(ctx context.Context, job string, idx int) (int, err
 	if n, ok := s.shards.Get(k); ok {
 		return n, nil
 	}
-	st, err := s.store.GetStage(ctx, job, idx)
+	st, err := s.store.StageGet(ctx, job, idx)
 	if err != nil {
 		return 0, err
 	}

@@ -130,7 +130,7 @@ func (s *Slots) TakeSlots(ctx context.Context, ref batch.TaskRef, m JobMeta, now
 func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now time.Time) (bool, time.Time, error) {
 	reaped := false
 	for {
-		out, held, err := s.store.AcquireSlot(ctx, l.Slots, ref, l.Max, now)
+		out, held, err := s.store.SlotAcquire(ctx, l.Slots, ref, l.Max, now)
 		if err != nil {
 			return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 		}
@@ -141,7 +141,7 @@ func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now ti
 			if held.Equal(now) {
 				return false, held, nil
 			}
-			moved, err := s.store.RestampSlot(ctx, l.Slots, ref, held, now)
+			moved, err := s.store.SlotRestamp(ctx, l.Slots, ref, held, now)
 			if err != nil {
 				return false, time.Time{}, fmt.Errorf("claim %s: %w", ref, err)
 			}
@@ -175,13 +175,13 @@ func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now ti
 // the condition on their stamp keeps a newer one safe.
 func (s *Slots) ReturnSlots(ctx context.Context, ref batch.TaskRef, sc SlotClaim) {
 	for _, m := range sc.taken {
-		if err := s.store.ReleaseSlot(ctx, m, ref, sc.At); err != nil {
+		if err := s.store.SlotRelease(ctx, m, ref, sc.At); err != nil {
 			// Leaked until a refused claim reaps it (its task is not CLAIMED).
 			s.Logger(ref).Warn("return concurrency slot", "slots", m.String(), "err", err)
 		}
 	}
 	for _, mv := range sc.moved {
-		if _, err := s.store.RestampSlot(ctx, mv.m, ref, sc.At, mv.from); err != nil {
+		if _, err := s.store.SlotRestamp(ctx, mv.m, ref, sc.At, mv.from); err != nil {
 			s.Logger(ref).Warn("restore concurrency slot", "slots", mv.m.String(), "err", err)
 		}
 	}
@@ -205,7 +205,7 @@ func (s *Slots) FreeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job, 
 		return
 	}
 	for _, l := range s.limitsOf(ref, m) {
-		if err := s.store.ReleaseSlot(ctx, l.Slots, ref, at); err != nil {
+		if err := s.store.SlotRelease(ctx, l.Slots, ref, at); err != nil {
 			s.Logger(ref).Warn("free concurrency slot", "slots", l.Slots.String(), "err", err)
 		}
 	}
@@ -224,7 +224,7 @@ func (s *Slots) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) 
 	n := 0
 	for _, ref := range dynamo.OldestHolders(holders, reapBatch) {
 		at := holders[ref]
-		t, err := s.store.GetTask(ctx, ref)
+		t, err := s.store.TaskGet(ctx, ref)
 		switch {
 		case errors.Is(err, batch.ErrNotFound) && now.Sub(at) > claimWindow:
 			// Unwritten (sm.TaskUnwritten) as long after its slot as a
@@ -239,7 +239,7 @@ func (s *Slots) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) 
 		default:
 			continue // running
 		}
-		if err := s.store.ReleaseSlot(ctx, m, ref, at); err != nil {
+		if err := s.store.SlotRelease(ctx, m, ref, at); err != nil {
 			return n, err
 		}
 		s.Logger(ref).Info("freed the concurrency slot of a task that no longer runs", "slots", m.String())

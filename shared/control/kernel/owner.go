@@ -47,7 +47,7 @@ func (s *Kernel) OwnedJob(ctx context.Context, owner, id string) (batch.Job, err
 	if !JobIDPattern.MatchString(id) {
 		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
-	j, err := s.store.GetJob(ctx, id)
+	j, err := s.store.JobGet(ctx, id)
 	if err != nil {
 		return batch.Job{}, err
 	}

@@ -22,142 +22,142 @@ import (
 // with an error rather than switching the feature off.
 type Store interface {
 	// Jobs: the job record, its state, its end and its owner's list.
-	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	GetJob(context.Context, string) (batch.Job, error)
+	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	JobGet(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
-	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
+	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	// EndJobEvent ends a RUNNING job and names the ended event it wrote;
 	// EndJobGen does so only while the job's redrive count is gen
 	// (jobgen.go).
-	EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
-	EndJobGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error)
-	RedriveCount(ctx context.Context, id string) (int, error)
-	StartPublishing(ctx context.Context, id string, now time.Time) error
-	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
-	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
+	JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
+	JobEndGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error)
+	JobRedriveCount(ctx context.Context, id string) (int, error)
+	JobStartPublishing(ctx context.Context, id string, now time.Time) error
+	JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
+	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
 
 	// Job deletion and retention (operations/jobdelete.go, operations/retention.go).
-	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
-	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
-	DeleteJobItem(ctx context.Context, job string) (int, error)
+	JobMarkDeleting(ctx context.Context, id, owner string, now time.Time) error
+	JobDeleteRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
+	JobDeleteItem(ctx context.Context, job string) (int, error)
 	// PostponeExpiry moves an ended job's turn in the sweep to until and
 	// the TTL of its records with it, in one write.
-	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
+	JobPostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
 
 	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
-	RedriveJob(context.Context, dynamo.RedriveJobParams) error
-	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
-	AdoptStage(ctx context.Context, job string, idx, total int) error
-	AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
+	JobRedrive(context.Context, dynamo.RedriveJobParams) error
+	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
+	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	StageAdopt(ctx context.Context, job string, idx, total int) error
+	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 
 	// Stages: state, plan, materialization and what status shows of them.
-	ListStages(context.Context, string) ([]batch.Stage, error)
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	TransitionStage(context.Context, dynamo.StageTransitionParams) error
-	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
-	ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error
-	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
-	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
-	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
-	Progress(context.Context, batch.Stage) (batch.Progress, error)
+	StageList(context.Context, string) ([]batch.Stage, error)
+	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageTransition(context.Context, dynamo.StageTransitionParams) error
+	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
+	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
+	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
+	StageHurry(ctx context.Context, job string, stage int, due time.Time) error
+	StageProgress(context.Context, batch.Stage) (batch.Progress, error)
 	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
 	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
-	PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
-	SetCopiesRunning(ctx context.Context, job string, idx, n int) error
-	BadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
+	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
+	StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error
+	StageBadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
 
 	// Completion counters: a stage's shards of uncommitted tasks.
-	PutShards(ctx context.Context, job string, idx, total, shards int) error
+	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
-	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
-	CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
+	ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 
 	// Tasks: records, claims fenced by their token, and every way an
 	// attempt ends.
-	PutTasks(context.Context, []batch.Task, time.Time) error
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
-	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
-	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
-	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
-	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
-	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
-	FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
-	SweepTask(context.Context, dynamo.SweepTaskParams) error
-	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
-	LoseTaskForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
-	UnindexTask(context.Context, batch.Task) error
-	CheckpointTask(context.Context, dynamo.CheckpointParams) error
-	ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error)
-	SplitTask(context.Context, dynamo.SplitTaskParams) (int, error)
+	TaskPutMany(context.Context, []batch.Task, time.Time) error
+	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
+	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
+	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	TaskRelease(context.Context, dynamo.ReleaseParams) (batch.Task, error)
+	TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+	TaskSweep(context.Context, dynamo.SweepTaskParams) error
+	TaskTakeover(context.Context, dynamo.TakeoverParams) (batch.Task, error)
+	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
+	TaskUnindex(context.Context, batch.Task) error
+	TaskCheckpoint(context.Context, dynamo.CheckpointParams) error
+	TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error)
 
 	// Speculative copies of a running task (speculation.go).
-	RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error
-	ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error
+	CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
 	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	DropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
 
 	// Attempt ends and the job's timeline.
-	RecordAttemptEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
+	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
 	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
-	RecordTimelineEvent(context.Context, batch.AttemptEnd) error
-	RecordSpeculationEvent(context.Context, batch.AttemptEnd) error
-	JobEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
+	TimelineRecord(context.Context, batch.AttemptEnd) error
+	TimelineRecordSpeculation(context.Context, batch.AttemptEnd) error
+	TimelineEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 
 	// The sweep's index of due records.
-	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	DueSet(context.Context, dynamo.DueItem, time.Time) error
 
 	// Concurrency slots (limits.go, ownerlimits.go).
-	AcquireSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
-	RestampSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error)
-	ReleaseSlot(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
+	SlotAcquire(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
+	SlotRestamp(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error)
+	SlotRelease(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
 
 	// Executors: liveness, memory and kills (executors.go, oomkill.go).
-	RenewExecutor(ctx context.Context, id string, until time.Time) error
+	ExecutorRenew(ctx context.Context, id string, until time.Time) error
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
-	RenewExecutorMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
-	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
-	ReadExecutorMemory(ctx context.Context, id string) (dynamo.ExecutorMemory, error)
+	ExecutorRenewMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
+	ExecutorMarkKilled(ctx context.Context, id, reason string, now time.Time) error
+	ExecutorMemory(ctx context.Context, id string) (dynamo.ExecutorMemory, error)
 
 	// Owners' quotas (admission/quotas.go).
-	QuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
+	OwnerQuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 
 	// Schedules, their due index and their runs (schedules.go, timers.go).
-	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
-	GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
-	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
-	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
-	DeleteSchedule(ctx context.Context, owner, id string) error
-	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
-	DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
-	MoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
-	Watermark(ctx context.Context) (time.Time, bool, error)
-	AdvanceWatermark(ctx context.Context, old, to time.Time) error
-	PutRun(ctx context.Context, id string, r dynamo.Run) error
-	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
+	ScheduleCreate(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
+	ScheduleGet(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
+	ScheduleList(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
+	ScheduleSetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
+	ScheduleDelete(ctx context.Context, owner, id string) error
+	ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
+	ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
+	ScheduleMoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
+	ScheduleWatermark(ctx context.Context) (time.Time, bool, error)
+	ScheduleAdvanceWatermark(ctx context.Context, old, to time.Time) error
+	SchedulePutRun(ctx context.Context, id string, r dynamo.Run) error
+	ScheduleRuns(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
 
 	// The catalog of task names and exec programs executors published
 	// (admission/tasknames.go, admission/programs.go).
-	AddTaskNames(ctx context.Context, names []string) error
-	TaskNames(ctx context.Context) ([]string, error)
-	AddPrograms(ctx context.Context, names []string) error
-	Programs(ctx context.Context) ([]string, error)
+	CatalogAddTaskNames(ctx context.Context, names []string) error
+	CatalogTaskNames(ctx context.Context) ([]string, error)
+	CatalogAddPrograms(ctx context.Context, names []string) error
+	CatalogPrograms(ctx context.Context) ([]string, error)
 }
 
 // TaskCatalog stores the task names and exec programs executors
 // published (dynamo.Store: one item). Service.Catalog is the store's
 // unless a test puts another in.
 type TaskCatalog interface {
-	AddTaskNames(ctx context.Context, names []string) error
-	TaskNames(ctx context.Context) ([]string, error)
-	AddPrograms(ctx context.Context, names []string) error
-	Programs(ctx context.Context) ([]string, error)
+	CatalogAddTaskNames(ctx context.Context, names []string) error
+	CatalogTaskNames(ctx context.Context) ([]string, error)
+	CatalogAddPrograms(ctx context.Context, names []string) error
+	CatalogPrograms(ctx context.Context) ([]string, error)
 }
 
 // Queue is what the control plane needs of SQS.

@@ -32,7 +32,7 @@ func (s *Kernel) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, 
 	if sp.StageMaxMemory(ref.Stage) <= need {
 		return need, nil
 	}
-	t, err := s.store.GetTask(ctx, ref)
+	t, err := s.store.TaskGet(ctx, ref)
 	if errors.Is(err, batch.ErrNotFound) {
 		return need, nil // unwritten (sm.TaskUnwritten): never raised
 	}
@@ -80,13 +80,13 @@ func (s *Kernel) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) sp
 	cause := Truncate(note+": "+why, MaxErrorLen)
 	switch {
 	case sm.Holds(sm.GuardLeaseExpired, view, in):
-		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: cause,
+		err := s.store.TaskSweep(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: cause,
 			Class: batch.ClassOutOfMemory, Memory: mem, Due: now.Add(s.cfg.StuckAfter)})
 		if err != nil {
 			return 0
 		}
 	case sm.Holds(sm.GuardHolderDead, view, in):
-		if _, err := s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause,
+		if _, err := s.store.TaskLoseForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause,
 			Due: now.Add(s.cfg.StuckAfter)}); err != nil {
 			return 0
 		}
@@ -112,7 +112,7 @@ func (s *Kernel) ExecutorMemory(ctx context.Context, t batch.Task) (dynamo.Execu
 	if t.Executor == "" {
 		return dynamo.ExecutorMemory{}, false
 	}
-	m, err := s.store.ReadExecutorMemory(ctx, t.Executor)
+	m, err := s.store.ExecutorMemory(ctx, t.Executor)
 	if err != nil {
 		s.Logger(t.Ref).Warn("read the executor's memory", "executor", t.Executor, "err", err)
 		return dynamo.ExecutorMemory{}, false

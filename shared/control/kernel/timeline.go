@@ -29,7 +29,7 @@ func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt 
 		s.Logger(ref).Warn("record attempt end: no stage plan", "attempt", attempt, "err", err)
 		shards = 0
 	}
-	first, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
+	first, err := s.store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{
 		End:    AttemptEnd(ref, attempt, kind, s.Now(), Truncate(msg, MaxErrorLen), holder),
 		Shards: shards,
 	})

@@ -64,7 +64,7 @@ func (s *Operator) DeleteData(ctx context.Context, owner, id string) (DataDeleti
 	if at.IsZero() {
 		// Recorded before any object goes: once one is gone, the outputs
 		// route must say why, whatever becomes of this call.
-		at, err = s.store.MarkDataDeleted(ctx, id, s.Now())
+		at, err = s.store.JobMarkDataDeleted(ctx, id, s.Now())
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			return DataDeletion{}, &JobRunningError{ID: id}
 		}

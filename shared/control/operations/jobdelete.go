@@ -73,7 +73,7 @@ func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion
 		return JobDeletion{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
 	// Not OwnedJob: a job marked deleting is found here, and only here.
-	j, err := s.store.GetJob(ctx, id)
+	j, err := s.store.JobGet(ctx, id)
 	if err != nil {
 		return JobDeletion{}, err
 	}
@@ -86,7 +86,7 @@ func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion
 	res := JobDeletion{Job: id, State: string(j.State)}
 	log := s.log.With("job_id", id, "owner", owner)
 	if j.Deleting.IsZero() {
-		err := s.store.MarkJobDeleting(ctx, id, owner, s.Now())
+		err := s.store.JobMarkDeleting(ctx, id, owner, s.Now())
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			return JobDeletion{}, &JobNotEndedError{ID: id, State: j.State}
 		}
@@ -114,7 +114,7 @@ func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion
 	if err := s.settleBeforeRecords(ctx, j); err != nil {
 		return res, err
 	}
-	n, complete, err := s.store.DeleteJobRecords(ctx, id, recordsPerCall)
+	n, complete, err := s.store.JobDeleteRecords(ctx, id, recordsPerCall)
 	res.Records += n
 	if err != nil || !complete {
 		log.Info("job deletion in progress", "objects", res.Objects, "records", n)
@@ -123,7 +123,7 @@ func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion
 	if err := s.deleteStep(id, DeleteStepRecords); err != nil {
 		return res, err
 	}
-	n, err = s.store.DeleteJobItem(ctx, id)
+	n, err = s.store.JobDeleteItem(ctx, id)
 	res.Records += n
 	if err != nil {
 		return res, err

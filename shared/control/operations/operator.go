@@ -37,25 +37,25 @@ type Config struct {
 // Store is the calls operations make on the state store.
 type Store interface {
 	// Jobs.
-	GetJob(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
-	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
-	MarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
+	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
+	JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
 	// Job deletion and retention.
-	MarkJobDeleting(ctx context.Context, id, owner string, now time.Time) error
-	DeleteJobRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
-	DeleteJobItem(ctx context.Context, job string) (int, error)
-	PostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
+	JobMarkDeleting(ctx context.Context, id, owner string, now time.Time) error
+	JobDeleteRecords(ctx context.Context, job string, budget int) (deleted int, complete bool, err error)
+	JobDeleteItem(ctx context.Context, job string) (int, error)
+	JobPostponeExpiry(ctx context.Context, job, owner string, until time.Time) error
 	// Redrives.
-	RedriveJob(context.Context, dynamo.RedriveJobParams) error
-	RedriveStage(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	RedriveTask(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
-	RaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
+	JobRedrive(context.Context, dynamo.RedriveJobParams) error
+	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
+	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget int) error
 	// Stages and tasks.
-	ListStages(context.Context, string) ([]batch.Stage, error)
-	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	StageList(context.Context, string) ([]batch.Stage, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
 	// The sweep's due index.
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	DueSet(context.Context, dynamo.DueItem, time.Time) error
 }
 
 // Queue is the call operations make on the queues: a redriven stage's

@@ -104,7 +104,7 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 	// under the limits a submission meets now: its end gave its place
 	// back, and an owner at its limit waits as a submitter would.
 	quota := s.admit.JobQuota(req.Owner, j.Spec)
-	err = s.store.RedriveJob(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, kernel.MaxErrorLen),
+	err = s.store.JobRedrive(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, kernel.MaxErrorLen),
 		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		return fmt.Errorf("redrive: %w", s.admit.QuotaError(ctx, req.Owner, quota))
@@ -151,7 +151,7 @@ func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
 	if d := kernel.JobDeadline(j); !d.IsZero() && !s.Now().Before(d) {
 		return refuse("deadline_passed", "its deadline passed at "+d.UTC().Format(time.RFC3339)+"; rerun it")
 	}
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
 func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 	sp := j.Spec
 	now := s.Now()
-	list, err := s.store.ListStages(ctx, j.ID)
+	list, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
 	}
@@ -182,11 +182,11 @@ func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 		if st.Started.IsZero() {
 			ev, due = sm.StageRedriveBlocked, time.Time{}
 		}
-		if err := kernel.IgnoreInvalid(s.store.RedriveStage(ctx, j.ID, st.Index, ev, now, due)); err != nil {
+		if err := kernel.IgnoreInvalid(s.store.StageRedrive(ctx, j.ID, st.Index, ev, now, due)); err != nil {
 			return err
 		}
 	}
-	if list, err = s.store.ListStages(ctx, j.ID); err != nil {
+	if list, err = s.store.StageList(ctx, j.ID); err != nil {
 		return err
 	}
 	// Every process trusts a job state it read for JobStateTTL: one that
@@ -232,7 +232,7 @@ func (s *Operator) finishRedrive(ctx context.Context, j batch.Job) error {
 // raiseAttempts gives the unfinished tasks of a FAILED job's failed and
 // cancelled stages their stage's attempts again.
 func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
-	stages, err := s.store.ListStages(ctx, j.ID)
+	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
 		if (st.State != sm.StageFailed && st.State != sm.StageCancelled) || st.Total == 0 {
 			continue
 		}
-		tasks, err := s.store.ListStageTasks(ctx, j.ID, st.Index, st.Total)
+		tasks, err := s.store.TaskListStage(ctx, j.ID, st.Index, st.Total)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job) error {
 		budget := j.Spec.StageRetry(st.Index).MaxAttempts
 		for _, t := range tasks {
 			if t.State == sm.TaskClaimed || t.State == sm.TaskReady {
-				if err := s.store.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+				if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget); err != nil {
 					return err
 				}
 			}
@@ -267,7 +267,7 @@ func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stag
 	if st.Total == 0 {
 		return nil
 	}
-	tasks, err := s.store.ListStageTasks(ctx, st.Job, st.Index, st.Total)
+	tasks, err := s.store.TaskListStage(ctx, st.Job, st.Index, st.Total)
 	if err != nil {
 		return err
 	}
@@ -285,11 +285,11 @@ func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stag
 			msgs = append(msgs, queue.Send{Body: t.Ref.String(), Delay: notBefore.Sub(now)})
 			sizes = append(sizes, t.Memory)
 		case t.State == sm.TaskClaimed:
-			if err := s.store.RaiseAttempts(ctx, t.Ref, budget); err != nil {
+			if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget); err != nil {
 				return err
 			}
 		case t.State == sm.TaskReady || t.State == sm.TaskCancelled || (t.State == sm.TaskFailed && !t.Tolerated):
-			err := s.store.RedriveTask(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
+			err := s.store.TaskRedrive(ctx, t.Ref, budget, now, notBefore, notBefore.Add(s.cfg.StuckAfter))
 			if errors.Is(err, sm.ErrInvalidTransition) {
 				continue // it moved on meanwhile
 			}

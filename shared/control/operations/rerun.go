@@ -63,7 +63,7 @@ func (s *Operator) Rerun(ctx context.Context, req RerunRequest) (admission.Submi
 		return admission.SubmitResult{}, refuse("data_deleted", "its data was deleted: there are no outputs to reuse; submit its spec again")
 	}
 	sp := orig.Spec
-	stages, err := s.store.ListStages(ctx, orig.ID)
+	stages, err := s.store.StageList(ctx, orig.ID)
 	if err != nil {
 		return admission.SubmitResult{}, err
 	}
@@ -110,7 +110,7 @@ func (s *Operator) Rerun(ctx context.Context, req RerunRequest) (admission.Submi
 		if err := admission.CheckKey("idempotencyKey", req.IdempotencyKey); err != nil {
 			return admission.SubmitResult{}, err
 		}
-		id, found, err := s.store.IdempotentJob(ctx, req.Owner, req.IdempotencyKey)
+		id, found, err := s.store.JobByIdemKey(ctx, req.Owner, req.IdempotencyKey)
 		if err != nil {
 			return admission.SubmitResult{}, fmt.Errorf("rerun %s: %w", orig.ID, err)
 		}

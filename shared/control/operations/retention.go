@@ -24,11 +24,11 @@ const reusedRecheck = time.Hour
 func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
 	at := j.Ended.Add(s.cfg.Retention)
 	if now.Before(at) {
-		return s.store.SetDue(ctx, it, at)
+		return s.store.DueSet(ctx, it, at)
 	}
 	log := s.log.With("job_id", j.ID, "owner", j.Owner)
 	if j.Deleting.IsZero() {
-		err := s.store.MarkJobDeleting(ctx, j.ID, j.Owner, now)
+		err := s.store.JobMarkDeleting(ctx, j.ID, j.Owner, now)
 		var reused *batch.ReusedError
 		if errors.As(err, &reused) {
 			// A living rerun reuses this job's outputs in place (its
@@ -38,21 +38,21 @@ func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job
 			// rerun reusing it is gone (each expires by its own retention).
 			// Its records' TTL, the backstop, moves with its turn.
 			log.Info("job expiry postponed: its outputs are reused", "reused_by", reused.By)
-			return s.store.PostponeExpiry(ctx, j.ID, j.Owner, now.Add(reusedRecheck))
+			return s.store.JobPostponeExpiry(ctx, j.ID, j.Owner, now.Add(reusedRecheck))
 		}
 		if err != nil {
 			return err
 		}
 	}
-	n, complete, err := s.store.DeleteJobRecords(ctx, j.ID, recordsPerCall)
+	n, complete, err := s.store.JobDeleteRecords(ctx, j.ID, recordsPerCall)
 	if err != nil {
 		return err
 	}
 	if !complete {
 		log.Info("expiring job", "records", n)
-		return s.store.SetDue(ctx, it, now)
+		return s.store.DueSet(ctx, it, now)
 	}
-	if _, err := s.store.DeleteJobItem(ctx, j.ID); err != nil {
+	if _, err := s.store.JobDeleteItem(ctx, j.ID); err != nil {
 		return err
 	}
 	log.Info("job expired", "retention", s.cfg.Retention, "ended", j.Ended)

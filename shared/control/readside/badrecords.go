@@ -32,7 +32,7 @@ func (r *Reader) BadRecordCounts(ctx context.Context, sp *spec.Job, job string) 
 	if sp == nil || !slices.ContainsFunc(sp.Stages, func(st spec.Stage) bool { return st.MaxBadRecords > 0 }) {
 		return nil, nil
 	}
-	return r.store.BadRecordCounts(ctx, job)
+	return r.store.StageBadRecordCounts(ctx, job)
 }
 
 // BadRecordsByName keys a job's bad-record counts by stage name, as its
@@ -171,7 +171,7 @@ func (r *Reader) committedBadRecords(ctx context.Context, j batch.Job, key strin
 	if !ok {
 		return nil, nil
 	}
-	t, err := r.store.GetTask(ctx, batch.TaskRef{Job: j.ID, Stage: idx, Partition: part})
+	t, err := r.store.TaskGet(ctx, batch.TaskRef{Job: j.ID, Stage: idx, Partition: part})
 	if err != nil {
 		return nil, fmt.Errorf("bad records %s: %w", key, err)
 	}

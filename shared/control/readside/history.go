@@ -73,12 +73,12 @@ func (r *Reader) History(ctx context.Context, req HistoryRequest) (History, erro
 		}
 		after = pos[0]
 	}
-	stages, err := r.store.ListStages(ctx, j.ID)
+	stages, err := r.store.StageList(ctx, j.ID)
 	if err != nil {
 		return History{}, err
 	}
 	evs := lifecycleEvents(j, stages)
-	stored, err := r.store.JobEvents(ctx, j.ID, after, limit+1)
+	stored, err := r.store.TimelineEvents(ctx, j.ID, after, limit+1)
 	if err != nil {
 		return History{}, err
 	}

@@ -64,7 +64,7 @@ func (r *Reader) ListJobs(ctx context.Context, req ListJobsRequest) (JobList, er
 		}
 		after = pos[0]
 	}
-	jobs, next, err := r.store.ListOwnerJobs(ctx, dynamo.ListJobsParams{
+	jobs, next, err := r.store.JobListByOwner(ctx, dynamo.ListJobsParams{
 		Owner: req.Owner, State: sm.JobState(req.State), Name: req.Name, After: after, Limit: limit, MaxReads: page.MaxReads,
 	})
 	if err != nil {

@@ -165,7 +165,7 @@ func (r *Reader) committedPage(ctx context.Context, j batch.Job, only int, q, cu
 		}
 		stage, part, skip = pos[0], pos[1]-1, pos[2]
 	}
-	stages, err := r.store.ListStages(ctx, j.ID)
+	stages, err := r.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (r *Reader) committedPage(ctx context.Context, j batch.Job, only int, q, cu
 				out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(after+1), "0")
 				return nil
 			}
-			pg, err := r.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+			pg, err := r.store.TaskListPage(ctx, dynamo.TaskPageParams{
 				Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskSucceeded, After: after,
 				Limit: limit - len(out.Outputs), MaxReads: page.MaxReads - reads,
 			})

@@ -94,7 +94,7 @@ func (r *Reader) stageRate(ctx context.Context, st batch.StageStats, now time.Ti
 		if st.Sample != nil {
 			prev = st.Sample.At
 		}
-		if _, err := r.store.PutRateSample(ctx, st.Job, st.Index, prev, next); err != nil {
+		if _, err := r.store.StagePutRateSample(ctx, st.Job, st.Index, prev, next); err != nil {
 			r.log.Warn("store rate sample", "job_id", st.Job, "stage", st.Name, "err", err)
 		}
 	}

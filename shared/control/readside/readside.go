@@ -30,17 +30,17 @@ type Config struct {
 // the control plane's store, grouped as it groups them.
 type Store interface {
 	// Jobs.
-	ListOwnerJobs(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
+	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
 	// Stages.
-	ListStages(context.Context, string) ([]batch.Stage, error)
+	StageList(context.Context, string) ([]batch.Stage, error)
 	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
-	PutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
-	BadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
+	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
+	StageBadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
 	// The timeline's stored events (attempt ends).
-	JobEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
+	TimelineEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 	// Tasks and their attempt ends.
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
-	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
+	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
 	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
 	// Concurrency slots.
 	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)

@@ -126,7 +126,7 @@ func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList,
 		}
 		stage, after = pos[0], pos[1]
 	}
-	stages, err := r.store.ListStages(ctx, j.ID)
+	stages, err := r.store.StageList(ctx, j.ID)
 	if err != nil {
 		return TaskList{}, err
 	}
@@ -140,7 +140,7 @@ func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList,
 		if st.Total == 0 {
 			continue
 		}
-		pg, err := r.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+		pg, err := r.store.TaskListPage(ctx, dynamo.TaskPageParams{
 			Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskState(req.State), After: after,
 			Materialized: st.Enqueued, MaxAttempts: j.Spec.StageRetry(stage).MaxAttempts,
 			Limit: limit - len(out.Tasks), MaxReads: page.MaxReads - reads,

@@ -33,21 +33,21 @@ type Config struct {
 // firing's overlap policy and run record need.
 type Store interface {
 	// Jobs.
-	GetJob(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	// Schedules, their due index and their runs.
-	CreateSchedule(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
-	GetSchedule(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
-	ListSchedules(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
-	SetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
-	DeleteSchedule(ctx context.Context, owner, id string) error
-	AdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
-	DueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
-	MoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
-	Watermark(ctx context.Context) (time.Time, bool, error)
-	AdvanceWatermark(ctx context.Context, old, to time.Time) error
-	PutRun(ctx context.Context, id string, r dynamo.Run) error
-	Runs(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
+	ScheduleCreate(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error
+	ScheduleGet(ctx context.Context, owner, id string) (dynamo.ScheduleRecord, error)
+	ScheduleList(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
+	ScheduleSetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
+	ScheduleDelete(ctx context.Context, owner, id string) error
+	ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
+	ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
+	ScheduleMoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
+	ScheduleWatermark(ctx context.Context) (time.Time, bool, error)
+	ScheduleAdvanceWatermark(ctx context.Context, old, to time.Time) error
+	SchedulePutRun(ctx context.Context, id string, r dynamo.Run) error
+	ScheduleRuns(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
 }
 
 // Queue is the call the schedules make on the queues: the timer queue's

@@ -76,7 +76,7 @@ func (s *Firer) CreateSchedule(ctx context.Context, owner string, body []byte) (
 		}
 	}
 	limit := s.cfg.ScheduleQuota.For(owner)
-	if err := s.store.CreateSchedule(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {
+	if err := s.store.ScheduleCreate(ctx, *sc, now, limit); errors.Is(err, dynamo.ErrQuotaReached) {
 		return ScheduleView{}, &kernel.QuotaError{Quota: "schedules", Max: limit}
 	} else if err != nil {
 		return ScheduleView{}, err
@@ -91,7 +91,7 @@ func (s *Firer) ownedSchedule(ctx context.Context, owner, id string) (dynamo.Sch
 	}
 	// Schedules are keyed by owner, so another owner's schedule is simply
 	// not found: its existence does not leak.
-	r, err := s.store.GetSchedule(ctx, owner, id)
+	r, err := s.store.ScheduleGet(ctx, owner, id)
 	return r, err
 }
 
@@ -120,7 +120,7 @@ func (s *Firer) ListSchedules(ctx context.Context, owner string, limit int, curs
 	if cursor != "" && !ScheduleIDPattern.MatchString(cursor) {
 		return ScheduleList{}, &spec.FieldError{Field: "cursor", Message: "is not a cursor of this list"}
 	}
-	recs, next, err := s.store.ListSchedules(ctx, owner, cursor, limit)
+	recs, next, err := s.store.ScheduleList(ctx, owner, cursor, limit)
 	if err != nil {
 		return ScheduleList{}, err
 	}
@@ -149,7 +149,7 @@ func (s *Firer) setPaused(ctx context.Context, owner, id string, paused bool) (S
 	if err != nil {
 		return ScheduleView{}, err
 	}
-	changed, err := s.store.SetPaused(ctx, owner, id, paused, s.now())
+	changed, err := s.store.ScheduleSetPaused(ctx, owner, id, paused, s.now())
 	if err != nil {
 		return ScheduleView{}, err
 	}
@@ -166,7 +166,7 @@ func (s *Firer) DeleteSchedule(ctx context.Context, owner, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteSchedule(ctx, owner, id); err != nil {
+	if err := s.store.ScheduleDelete(ctx, owner, id); err != nil {
 		return err
 	}
 	s.log.Info("schedule deleted", "schedule_id", id)
@@ -217,7 +217,7 @@ func (s *Firer) ScheduleRuns(ctx context.Context, owner, id string, limit int, c
 	if _, err := s.ownedSchedule(ctx, owner, id); err != nil {
 		return RunList{}, err
 	}
-	runs, err := s.store.Runs(ctx, id, before, limit)
+	runs, err := s.store.ScheduleRuns(ctx, id, before, limit)
 	if err != nil {
 		return RunList{}, err
 	}
@@ -279,7 +279,7 @@ type FireCounts struct {
 // into the current minute is still found.
 func (s *Firer) FireDue(ctx context.Context, now time.Time) (FireCounts, error) {
 	var c FireCounts
-	wm, ok, err := s.store.Watermark(ctx)
+	wm, ok, err := s.store.ScheduleWatermark(ctx)
 	if err != nil || !ok {
 		return c, err
 	}
@@ -328,7 +328,7 @@ func (s *Firer) FireDue(ctx context.Context, now time.Time) (FireCounts, error) 
 		drained = limit
 	}
 	if drained.After(wm) {
-		note(s.store.AdvanceWatermark(ctx, wm, drained))
+		note(s.store.ScheduleAdvanceWatermark(ctx, wm, drained))
 	}
 	if c.Examined > 0 || c.Errors > 0 {
 		s.log.Info("schedules fired", "counts", c)
@@ -352,7 +352,7 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			entries[i], errs[i] = ss.DueEntries(ctx, b, limit)
+			entries[i], errs[i] = ss.ScheduleDueEntries(ctx, b, limit)
 		}()
 	}
 	wg.Wait()
@@ -369,10 +369,10 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 // job, and a read that went stale is simply read again.
 func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
 	if rec == nil {
-		r, err := s.store.GetSchedule(ctx, e.Owner, e.ScheduleID)
+		r, err := s.store.ScheduleGet(ctx, e.Owner, e.ScheduleID)
 		if errors.Is(err, batch.ErrNotFound) {
 			c.Dropped++
-			return s.store.MoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
+			return s.store.ScheduleMoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
 		}
 		if err != nil {
 			return err
@@ -392,7 +392,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 	sc := rec.Schedule
 	if sc.Paused {
 		c.Dropped++
-		return s.store.MoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
+		return s.store.ScheduleMoveEntry(ctx, e, time.Time{}, now) // resuming puts it back
 	}
 	plan, err := sc.Plan(schedule.PlanParams{LastFired: rec.Cursor, Now: now})
 	if err != nil {
@@ -403,7 +403,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 	started := ""
 	if plan.Missed.Count > 0 && sc.CatchUp == schedule.CatchUpSkipMissed {
 		c.Missed++
-		if err := s.store.PutRun(ctx, sc.ID, dynamo.Run{
+		if err := s.store.SchedulePutRun(ctx, sc.ID, dynamo.Run{
 			Scheduled: plan.Missed.First, Through: plan.Missed.Last, Missed: plan.Missed.Count, Action: dynamo.RunMissed,
 			Note: fmt.Sprintf("%d scheduled times missed during downtime; skipped by catchUp=skipMissed", plan.Missed.Count),
 		}); err != nil {
@@ -429,7 +429,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			c.Skipped++
 			run.Action = dynamo.RunSkipped
 			run.Note = "previous run " + lastJob + " still running (overlap=skip)"
-			if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
+			if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
 				return err
 			}
 			continue
@@ -459,7 +459,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			}
 			run.Action, run.Note = dynamo.RunSkipped, note
 			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", err)
-			if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
+			if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
 				return err
 			}
 			continue
@@ -469,14 +469,14 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 		}
 		created := res.CreatedAt
 		if !res.Created { // an earlier firer's job: its own creation time
-			job, err := s.store.GetJob(ctx, res.JobID)
+			job, err := s.store.JobGet(ctx, res.JobID)
 			if err != nil {
 				return err
 			}
 			created = job.Created
 		}
 		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, created
-		if err := s.store.PutRun(ctx, sc.ID, run); err != nil {
+		if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
 			return err
 		}
 		if res.Created {
@@ -485,7 +485,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 		}
 		lastJob, started = res.JobID, res.JobID
 	}
-	err = s.store.AdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
+	err = s.store.ScheduleAdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
 	if errors.Is(err, dynamo.ErrCursorMoved) {
 		// Another sweep handled these times (or the schedule was paused,
 		// resumed or deleted).

@@ -103,7 +103,7 @@ func (s *Firer) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
 	if s.cfg.TimerQueue == "" {
 		return 0, nil
 	}
-	if _, ok, err := s.store.Watermark(ctx); err != nil || !ok {
+	if _, ok, err := s.store.ScheduleWatermark(ctx); err != nil || !ok {
 		return 0, err // no schedule was ever created
 	}
 	until := now.Add(TimerWindow)
@@ -193,7 +193,7 @@ func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error
 		}
 		return TimerHandedBack, nil
 	}
-	rec, err := s.store.GetSchedule(ctx, m.Owner, id)
+	rec, err := s.store.ScheduleGet(ctx, m.Owner, id)
 	if errors.Is(err, batch.ErrNotFound) {
 		return TimerDropped, nil // deleted; the sweep drops its index entry
 	}

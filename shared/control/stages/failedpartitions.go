@@ -16,7 +16,7 @@ import (
 // counts them all. It reads tasks only of stages that tolerated a
 // failure, so a job without any costs one stage Query.
 func (s *Lifecycle) failedPartitions(ctx context.Context, job string, sp *spec.Job, stages []int, all bool) ([]batch.FailedPartition, int, error) {
-	recs, err := s.store.ListStages(ctx, job)
+	recs, err := s.store.StageList(ctx, job)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -37,7 +37,7 @@ func (s *Lifecycle) failedPartitions(ctx context.Context, job string, sp *spec.J
 			return nil, 0, err
 		}
 		for after := -1; after+1 < st.Total && len(out) < batch.MaxManifestFailed; {
-			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+			pg, err := s.store.TaskListPage(ctx, dynamo.TaskPageParams{
 				Job: src, Stage: st.Index, Total: st.Total, State: sm.TaskFailed, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
 			})
 			if err != nil {

@@ -40,25 +40,25 @@ type Config struct {
 type Store interface {
 	// Jobs.
 	JobState(context.Context, string) (sm.JobState, error)
-	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
-	StartPublishing(ctx context.Context, id string, now time.Time) error
+	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
+	JobStartPublishing(ctx context.Context, id string, now time.Time) error
 	// Stages.
-	ListStages(context.Context, string) ([]batch.Stage, error)
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	TransitionStage(context.Context, dynamo.StageTransitionParams) error
-	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
-	ChargeStagePlan(context.Context, dynamo.PlanChargeParams) error
-	MarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
-	AdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
-	AdoptStage(ctx context.Context, job string, idx, total int) error
-	AdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
-	Progress(context.Context, batch.Stage) (batch.Progress, error)
-	PutShards(ctx context.Context, job string, idx, total, shards int) error
+	StageList(context.Context, string) ([]batch.Stage, error)
+	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageTransition(context.Context, dynamo.StageTransitionParams) error
+	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
+	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
+	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
+	StageAdopt(ctx context.Context, job string, idx, total int) error
+	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
+	StageProgress(context.Context, batch.Stage) (batch.Progress, error)
+	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	// Tasks.
-	PutTasks(context.Context, []batch.Task, time.Time) error
-	ListTaskPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
+	TaskPutMany(context.Context, []batch.Task, time.Time) error
+	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
 	// The sweep's due index.
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	DueSet(context.Context, dynamo.DueItem, time.Time) error
 }
 
 // Queue is the call the stage lifecycle makes on the queues: sending a

@@ -52,7 +52,7 @@ func (s *Lifecycle) CheckOutputClaimed(ctx context.Context, owner, idemKey strin
 	if err == nil {
 		return nil
 	}
-	if _, found, lerr := s.store.IdempotentJob(ctx, owner, idemKey); lerr == nil && found {
+	if _, found, lerr := s.store.JobByIdemKey(ctx, owner, idemKey); lerr == nil && found {
 		return nil
 	}
 	return err

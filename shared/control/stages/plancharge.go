@@ -21,7 +21,7 @@ func (s *Lifecycle) chargePlan(ctx context.Context, job string, idx, total int) 
 		return false, err
 	}
 	maxTasks := s.cfg.TaskQuota.For(m.Owner)
-	err = s.store.ChargeStagePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
+	err = s.store.StageChargePlan(ctx, dynamo.PlanChargeParams{Job: job, Stage: idx, Tasks: total - 1, MaxTasks: maxTasks})
 	if !errors.Is(err, dynamo.ErrQuotaReached) {
 		return false, err
 	}

@@ -155,7 +155,7 @@ const PublishGiveUp = 2 * time.Hour
 // published. The step is repeated by the sweep (the last stage's entry in
 // its index stays due until this returns nil), each step idempotent.
 func (s *Lifecycle) publishJob(ctx context.Context, job string, sp *spec.Job, manifestKey string, completed time.Time) error {
-	if err := s.store.StartPublishing(ctx, job, s.Now()); err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
+	if err := s.store.JobStartPublishing(ctx, job, s.Now()); err != nil && !errors.Is(err, sm.ErrInvalidTransition) {
 		return err
 	}
 	state, err := s.store.JobState(ctx, job)

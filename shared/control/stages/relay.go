@@ -76,7 +76,7 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 	if s.cfg.Queues.Timer != "" {
 		// The safety net first: once the message is sent, a consumer may
 		// already be recording chunks, each of which pushes the due on.
-		if err := s.store.SetDue(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
+		if err := s.store.DueSet(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
 			return err
 		}
 		body, err := json.Marshal(relayMsg{Relay: &Relay{Job: job, Stage: idx, From: enqueued}})
@@ -88,7 +88,7 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 		}
 		s.log.Warn("materialization relay not sent; the sweep carries on", "job_id", job, "stage", idx, "err", err)
 	}
-	return s.store.SetDue(ctx, it, s.Now())
+	return s.store.DueSet(ctx, it, s.Now())
 }
 
 // MaterializeRelay handles a relay: it materializes the next
@@ -97,7 +97,7 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
 	ctx, cancel := context.WithTimeout(ctx, RelayBudget)
 	defer cancel()
-	st, err := s.store.GetStage(ctx, c.Job, c.Stage)
+	st, err := s.store.StageGet(ctx, c.Job, c.Stage)
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil // the job was deleted
 	}

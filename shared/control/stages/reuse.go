@@ -30,7 +30,7 @@ func (s *Lifecycle) stageSource(ctx context.Context, job string, idx int) (strin
 
 // adoptStage completes a rerun's reused stage without running it.
 func (s *Lifecycle) adoptStage(ctx context.Context, job string, idx int, src string) error {
-	st, err := s.store.GetStage(ctx, src, idx)
+	st, err := s.store.StageGet(ctx, src, idx)
 	if err != nil {
 		return fmt.Errorf("reuse stage %d of job %s: %w", idx, src, err)
 	}
@@ -40,11 +40,11 @@ func (s *Lifecycle) adoptStage(ctx context.Context, job string, idx int, src str
 	// Its tolerated failures first: the adopted stage completes at once,
 	// and its missing partitions must count in the rerun too.
 	if st.Tolerated > 0 {
-		if err := s.store.AdoptTolerated(ctx, job, idx, st.Tolerated); err != nil {
+		if err := s.store.StageAdoptTolerated(ctx, job, idx, st.Tolerated); err != nil {
 			return err
 		}
 	}
-	if err := s.store.AdoptStage(ctx, job, idx, st.Total); err != nil {
+	if err := s.store.StageAdopt(ctx, job, idx, st.Total); err != nil {
 		return err
 	}
 	s.log.Info("stage reused", "job_id", job, "stage", st.Name, "from_job", src, "tasks", st.Total)

@@ -36,7 +36,7 @@ func (s *Lifecycle) StartStage(ctx context.Context, job string, sp *spec.Job, id
 	if err := s.upstreamManifests(ctx, job, sp, idx); err != nil {
 		return err
 	}
-	err := s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+	err := s.store.StageTransition(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageStart, Now: s.Now(), Due: s.Now().Add(s.cfg.StartGrace),
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
@@ -83,7 +83,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 			// an error that outlasts PlanGiveUp (an input in another
 			// region, a key the roles cannot use): the job then fails
 			// with it rather than run on with no error to show.
-			if started, gerr := s.store.GetStage(ctx, job, idx); gerr == nil && s.Now().Sub(started.Started) > PlanGiveUp {
+			if started, gerr := s.store.StageGet(ctx, job, idx); gerr == nil && s.Now().Sub(started.Started) > PlanGiveUp {
 				return s.failMaterialize(ctx, job, idx, fmt.Errorf("still failing after %s: %w", PlanGiveUp, err))
 			}
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
@@ -95,7 +95,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	default:
 		total = st.Partitions.Count
 	}
-	stage, err := s.store.SetStagePlan(ctx, job, idx, total)
+	stage, err := s.store.StageSetPlan(ctx, job, idx, total)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	if stage.Enqueued == 0 {
 		// Counters come before the first task, so no commit can find its
 		// counter missing; a resumed materialization already has them.
-		if err := s.store.PutShards(ctx, job, idx, stage.Total, stage.Shards); err != nil {
+		if err := s.store.ShardPut(ctx, job, idx, stage.Total, stage.Shards); err != nil {
 			return err
 		}
 	}
@@ -140,13 +140,13 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		// Write before send, and count after both: a crash in between
 		// repeats the chunk, whose puts are conditional and whose duplicate
 		// messages are dropped at claim.
-		if err := s.store.PutTasks(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
+		if err := s.store.TaskPutMany(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
 			return err
 		}
 		if err := s.queue.SendBatch(ctx, url, msgs); err != nil {
 			return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
 		}
-		advanced, err := s.store.AdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace))
+		advanced, err := s.store.StageAdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace))
 		if err != nil {
 			return err
 		}
@@ -160,11 +160,11 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		if yield {
 			return nil
 		}
-		if stage, err = s.store.GetStage(ctx, job, idx); err != nil {
+		if stage, err = s.store.StageGet(ctx, job, idx); err != nil {
 			return err
 		}
 	}
-	if err := s.store.MarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); errors.Is(err, sm.ErrInvalidTransition) {
+	if err := s.store.StageMarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); errors.Is(err, sm.ErrInvalidTransition) {
 		return nil // the stage ended (its job was cancelled or failed) meanwhile
 	} else if err != nil {
 		return err
@@ -325,7 +325,7 @@ func (s *Lifecycle) CheckStageComplete(ctx context.Context, job string, idx int)
 // concurrent caller did, or it ended otherwise. Either way the stage's
 // index entry is the business of whoever moved it.
 func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (ended bool, err error) {
-	st, err := s.store.GetStage(ctx, job, idx)
+	st, err := s.store.StageGet(ctx, job, idx)
 	if err != nil {
 		return false, err
 	}
@@ -335,7 +335,7 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	if !st.Materialized {
 		return false, nil
 	}
-	prog, err := s.store.Progress(ctx, st)
+	prog, err := s.store.StageProgress(ctx, st)
 	if err != nil {
 		return false, err
 	}
@@ -352,14 +352,14 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	// before it, a cancelled job's stage had a manifest though it never
 	// completed.
 	now := s.Now()
-	err = s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+	err = s.store.StageTransition(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
 		Outbox: kernel.StageCompletedEvent(job, meta.Owner, sp, idx, prog, now), // events.go
 	})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
 		// is then still RUNNING, for the sweep to cancel with its job).
-		st, err := s.store.GetStage(ctx, job, idx)
+		st, err := s.store.StageGet(ctx, job, idx)
 		return err == nil && st.State != sm.StageRunning, err
 	}
 	if err != nil {
@@ -392,7 +392,7 @@ func (s *Lifecycle) AfterStageCompleted(ctx context.Context, job string, idx int
 			return err
 		}
 	}
-	stages, err := s.store.ListStages(ctx, job)
+	stages, err := s.store.StageList(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -416,7 +416,7 @@ func (s *Lifecycle) AfterStageCompleted(ctx context.Context, job string, idx int
 			return err
 		}
 	}
-	return s.store.SetDue(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, time.Time{})
+	return s.store.DueSet(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}, time.Time{})
 }
 
 // upstreamManifests writes the manifests of the shuffle stages that
@@ -501,13 +501,13 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 		if err != nil {
 			return err
 		}
-		st, err := s.store.GetStage(ctx, src, idx)
+		st, err := s.store.StageGet(ctx, src, idx)
 		if err != nil {
 			return err
 		}
 		listed, first := 0, after+1
 		for after+1 < st.Total {
-			pg, err := s.store.ListTaskPage(ctx, dynamo.TaskPageParams{
+			pg, err := s.store.TaskListPage(ctx, dynamo.TaskPageParams{
 				Job: src, Stage: idx, Total: st.Total, After: after, Limit: dynamo.TaskBucket, MaxReads: 1,
 			})
 			if err != nil {
@@ -582,7 +582,7 @@ func (s *Lifecycle) FailJob(ctx context.Context, job string, idx int, reason str
 		return err
 	}
 	now := s.Now()
-	if err := kernel.IgnoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+	if err := kernel.IgnoreInvalid(s.store.StageTransition(ctx, dynamo.StageTransitionParams{
 		Job: job, Stage: idx, Event: sm.StageFail, Now: now, Reason: reason, Redrives: kernel.GenRef(gen),
 	})); err != nil {
 		return err
@@ -603,7 +603,7 @@ func (s *Lifecycle) CancelStages(ctx context.Context, job string, gen int) error
 	if err != nil {
 		return err
 	}
-	stages, err := s.store.ListStages(ctx, job)
+	stages, err := s.store.StageList(ctx, job)
 	if err != nil {
 		return err
 	}
@@ -611,7 +611,7 @@ func (s *Lifecycle) CancelStages(ctx context.Context, job string, gen int) error
 		if sm.Stages.IsTerminal(st.State) {
 			continue
 		}
-		if err := kernel.IgnoreInvalid(s.store.TransitionStage(ctx, dynamo.StageTransitionParams{
+		if err := kernel.IgnoreInvalid(s.store.StageTransition(ctx, dynamo.StageTransitionParams{
 			Job: job, Stage: st.Index, Event: sm.StageCancel, Now: s.Now(), Redrives: kernel.GenRef(gen),
 		})); err != nil {
 			return err

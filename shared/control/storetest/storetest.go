@@ -31,21 +31,21 @@ import (
 // nothing of the code it checks, and any package's tests can run it;
 // storetest_test.go checks that control.Store includes it.
 type Store interface {
-	CreateJob(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	GetJob(context.Context, string) (batch.Job, error)
+	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	JobGet(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
-	IdempotentJob(ctx context.Context, owner, idemKey string) (string, bool, error)
-	EndJobEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	TransitionStage(context.Context, dynamo.StageTransitionParams) error
-	SetStagePlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
-	PutShards(ctx context.Context, job string, idx, total, shards int) error
+	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
+	JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
+	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageTransition(context.Context, dynamo.StageTransitionParams) error
+	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
-	PutTasks(context.Context, []batch.Task, time.Time) error
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
-	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	TaskPutMany(context.Context, []batch.Task, time.Time) error
+	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 }
 
 // Run runs every case against a store newStore returns. Each case makes
@@ -72,17 +72,17 @@ var cases = []struct {
 	{"submit is idempotent per owner and key", func(t *testing.T, r *rig) {
 		key := "k-" + randHex(4)
 		first := r.create(owner, key, 1)
-		again, created, err := r.s.CreateJob(r.ctx, r.jobParams(owner, key, 1))
+		again, created, err := r.s.JobCreate(r.ctx, r.jobParams(owner, key, 1))
 		if err != nil || created || again != first {
 			t.Fatalf("same key again: %s, created %v, %v; want %s, not created", again, created, err, first)
 		}
-		if _, _, err := r.s.CreateJob(r.ctx, r.jobParams(owner, key, 2)); !errors.Is(err, batch.ErrIdempotencyConflict) {
+		if _, _, err := r.s.JobCreate(r.ctx, r.jobParams(owner, key, 2)); !errors.Is(err, batch.ErrIdempotencyConflict) {
 			t.Fatalf("same key, another spec: %v; want batch.ErrIdempotencyConflict", err)
 		}
-		if id, found, err := r.s.IdempotentJob(r.ctx, owner, key); err != nil || !found || id != first {
+		if id, found, err := r.s.JobByIdemKey(r.ctx, owner, key); err != nil || !found || id != first {
 			t.Fatalf("IdempotentJob: %s, %v, %v; want %s", id, found, err, first)
 		}
-		if _, found, err := r.s.IdempotentJob(r.ctx, owner+"-other", key); err != nil || found {
+		if _, found, err := r.s.JobByIdemKey(r.ctx, owner+"-other", key); err != nil || found {
 			t.Fatalf("another owner's key: found %v, %v; want none", found, err)
 		}
 		if other := r.create(owner+"-other", key, 1); other == first {
@@ -95,7 +95,7 @@ var cases = []struct {
 		if a.State != sm.TaskClaimed || a.Attempt != 1 || a.Token != "tok-a" {
 			t.Fatalf("first claim: %s attempt %d token %q; want CLAIMED attempt 1 tok-a", a.State, a.Attempt, a.Token)
 		}
-		_, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: r.now, Lease: lease, Grace: lease})
+		_, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: r.now, Lease: lease, Grace: lease})
 		var held *batch.ClaimHeldError
 		if !errors.As(err, &held) {
 			t.Fatalf("second claim under a live lease: %v; want *batch.ClaimHeldError", err)
@@ -107,7 +107,7 @@ var cases = []struct {
 	{"a claim whose answer was lost is recognised by its token", func(t *testing.T, r *rig) {
 		ref := r.stage(1)[0]
 		r.claim(ref, "tok-a")
-		again, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-a", Now: r.now, Lease: lease, Grace: lease})
+		again, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-a", Now: r.now, Lease: lease, Grace: lease})
 		if err != nil || again.Attempt != 1 || again.Token != "tok-a" {
 			t.Fatalf("retried claim: attempt %d token %q, %v; want its own claim, attempt 1", again.Attempt, again.Token, err)
 		}
@@ -116,11 +116,11 @@ var cases = []struct {
 		ref := r.stage(1)[0]
 		r.claim(ref, "tok-a")
 		later := r.now.Add(lease + sm.LeaseSkew + time.Second)
-		b, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: later, Lease: lease, Grace: lease})
+		b, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: later, Lease: lease, Grace: lease})
 		if err != nil || b.Attempt != 2 || b.Token != "tok-b" {
 			t.Fatalf("takeover: attempt %d token %q, %v; want attempt 2 tok-b", b.Attempt, b.Token, err)
 		}
-		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: later}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: later}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
 			t.Fatalf("old holder's heartbeat: %v; want batch.ErrStaleClaim", err)
 		}
 	}},
@@ -128,13 +128,13 @@ var cases = []struct {
 		ref := r.stage(1)[0]
 		r.claim(ref, "tok-a")
 		at := r.now.Add(lease / 2)
-		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-x", Now: at}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-x", Now: at}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
 			t.Fatalf("heartbeat with another token: %v; want batch.ErrStaleClaim", err)
 		}
 		if got := r.task(ref); !got.LeaseUntil.Equal(r.now.Add(lease)) {
 			t.Fatalf("lease after a refused heartbeat: %s; want %s", got.LeaseUntil, r.now.Add(lease))
 		}
-		if err := r.s.Heartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: at}, lease, lease); err != nil {
+		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: at}, lease, lease); err != nil {
 			t.Fatalf("holder's heartbeat: %v", err)
 		}
 		if got := r.task(ref); !got.LeaseUntil.Equal(at.Add(lease)) {
@@ -145,20 +145,20 @@ var cases = []struct {
 		refs := r.stage(2)
 		ref := refs[0]
 		a := r.claim(ref, "tok-a")
-		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrStaleClaim) {
 			t.Fatalf("commit with another token: %v; want batch.ErrStaleClaim", err)
 		}
 		if got := r.task(ref); got.State != sm.TaskClaimed {
 			t.Fatalf("task after a refused commit: %s; want CLAIMED", got.State)
 		}
-		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
 			t.Fatalf("holder's commit: %v", err)
 		}
 		shard := dynamo.ShardOf(ref.Partition, r.shards)
 		left := r.left(shard)
 		// A retry of the commit (its answer lost) is its own success,
 		// counted once.
-		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
 			t.Fatalf("retried commit: %v; want its own success", err)
 		}
 		if got := r.left(shard); got != left {
@@ -167,20 +167,20 @@ var cases = []struct {
 		if got := r.task(ref); got.State != sm.TaskSucceeded || got.CommittedAttempt != a.Attempt {
 			t.Fatalf("task after commit: %s committed attempt %d; want SUCCEEDED %d", got.State, got.CommittedAttempt, a.Attempt)
 		}
-		if _, err := r.s.CommitTask(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
 			t.Fatalf("stale commit of a committed task: %v; want batch.ErrAlreadyDone or batch.ErrStaleClaim", err)
 		}
 	}},
 	{"a stage counts down to complete exactly once", func(t *testing.T, r *rig) {
 		refs := r.stage(5)
-		if err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now}); err != nil {
+		if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now}); err != nil {
 			t.Fatalf("start stage: %v", err)
 		}
 		emptied := map[int]int{}
 		for i, ref := range refs {
 			tok := fmt.Sprintf("tok-%d", i)
 			c := r.claim(ref, tok)
-			done, err := r.s.CommitTask(r.ctx, r.commit(ref, tok, c.Attempt))
+			done, err := r.s.TaskCommit(r.ctx, r.commit(ref, tok, c.Attempt))
 			if err != nil {
 				t.Fatalf("commit %s: %v", ref, err)
 			}
@@ -194,13 +194,13 @@ var cases = []struct {
 			}
 		}
 		complete := dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageComplete, Now: r.now}
-		if err := r.s.TransitionStage(r.ctx, complete); err != nil {
+		if err := r.s.StageTransition(r.ctx, complete); err != nil {
 			t.Fatalf("complete stage: %v", err)
 		}
-		if err := r.s.TransitionStage(r.ctx, complete); !errors.Is(err, sm.ErrInvalidTransition) {
+		if err := r.s.StageTransition(r.ctx, complete); !errors.Is(err, sm.ErrInvalidTransition) {
 			t.Fatalf("complete stage again: %v; want sm.ErrInvalidTransition", err)
 		}
-		if st, err := r.s.GetStage(r.ctx, r.job, 0); err != nil || st.State != sm.StageCompleted {
+		if st, err := r.s.StageGet(r.ctx, r.job, 0); err != nil || st.State != sm.StageCompleted {
 			t.Fatalf("stage: %s, %v; want COMPLETED", st.State, err)
 		}
 	}},
@@ -209,16 +209,16 @@ var cases = []struct {
 		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobRunning {
 			t.Fatalf("state of a new job: %s, %v; want RUNNING", st, err)
 		}
-		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobCancel, "cancelled by its owner", "", r.now); err != nil {
+		if _, err := r.s.JobEndEvent(r.ctx, r.job, sm.JobCancel, "cancelled by its owner", "", r.now); err != nil {
 			t.Fatalf("cancel: %v", err)
 		}
 		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobCancelled {
 			t.Fatalf("state after cancel: %s, %v; want CANCELLED", st, err)
 		}
-		if j, err := r.s.GetJob(r.ctx, r.job); err != nil || j.State != sm.JobCancelled || j.Error != "cancelled by its owner" {
+		if j, err := r.s.JobGet(r.ctx, r.job); err != nil || j.State != sm.JobCancelled || j.Error != "cancelled by its owner" {
 			t.Fatalf("job after cancel: %s %q, %v; want CANCELLED with its reason", j.State, j.Error, err)
 		}
-		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobFail, "late failure", "", r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+		if _, err := r.s.JobEndEvent(r.ctx, r.job, sm.JobFail, "late failure", "", r.now); !errors.Is(err, sm.ErrInvalidTransition) {
 			t.Fatalf("fail a cancelled job: %v; want sm.ErrInvalidTransition", err)
 		}
 		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobCancelled {
@@ -227,26 +227,26 @@ var cases = []struct {
 	}},
 	{"a cancelled job's stages cannot start or complete", func(t *testing.T, r *rig) {
 		r.stage(1)
-		if _, err := r.s.EndJobEvent(r.ctx, r.job, sm.JobCancel, "cancelled", "", r.now); err != nil {
+		if _, err := r.s.JobEndEvent(r.ctx, r.job, sm.JobCancel, "cancelled", "", r.now); err != nil {
 			t.Fatalf("cancel: %v", err)
 		}
-		err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now})
+		err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now})
 		if !errors.Is(err, sm.ErrInvalidTransition) {
 			t.Fatalf("start a cancelled job's stage: %v; want sm.ErrInvalidTransition", err)
 		}
-		if st, err := r.s.GetStage(r.ctx, r.job, 0); err != nil || st.State != sm.StageBlocked {
+		if st, err := r.s.StageGet(r.ctx, r.job, 0); err != nil || st.State != sm.StageBlocked {
 			t.Fatalf("stage: %s, %v; want BLOCKED", st.State, err)
 		}
 	}},
 	{"a stage transition decided at another redrive is refused", func(t *testing.T, r *rig) {
 		r.stage(1)
 		gen := 1 // the job was never redriven: its count is 0
-		err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen})
+		err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen})
 		if !errors.Is(err, sm.ErrInvalidTransition) {
 			t.Fatalf("transition decided at redrive 1: %v; want sm.ErrInvalidTransition", err)
 		}
 		gen = 0
-		if err := r.s.TransitionStage(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen}); err != nil {
+		if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now, Redrives: &gen}); err != nil {
 			t.Fatalf("transition decided at redrive 0: %v", err)
 		}
 	}},
@@ -277,7 +277,7 @@ func (r *rig) jobParams(owner, key string, variant int) dynamo.CreateJobParams {
 func (r *rig) create(owner, key string, variant int) string {
 	r.t.Helper()
 	p := r.jobParams(owner, key, variant)
-	id, created, err := r.s.CreateJob(r.ctx, p)
+	id, created, err := r.s.JobCreate(r.ctx, p)
 	if err != nil || !created || id != p.Job.ID {
 		r.t.Fatalf("create job: %s, created %v, %v; want %s created", id, created, err, p.Job.ID)
 	}
@@ -289,7 +289,7 @@ func (r *rig) create(owner, key string, variant int) string {
 func (r *rig) stage(n int) []batch.TaskRef {
 	r.t.Helper()
 	r.job = r.create(owner, "stage-"+randHex(4), 1)
-	st, err := r.s.SetStagePlan(r.ctx, r.job, 0, n)
+	st, err := r.s.StageSetPlan(r.ctx, r.job, 0, n)
 	if err != nil {
 		r.t.Fatalf("plan stage: %v", err)
 	}
@@ -297,7 +297,7 @@ func (r *rig) stage(n int) []batch.TaskRef {
 		r.t.Fatalf("plan stage: %d counter shards", st.Shards)
 	}
 	r.shards = st.Shards
-	if err := r.s.PutShards(r.ctx, r.job, 0, n, st.Shards); err != nil {
+	if err := r.s.ShardPut(r.ctx, r.job, 0, n, st.Shards); err != nil {
 		r.t.Fatalf("put counters: %v", err)
 	}
 	var refs []batch.TaskRef
@@ -307,7 +307,7 @@ func (r *rig) stage(n int) []batch.TaskRef {
 		refs = append(refs, ref)
 		tasks = append(tasks, batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: 3, Updated: r.now})
 	}
-	if err := r.s.PutTasks(r.ctx, tasks, time.Time{}); err != nil {
+	if err := r.s.TaskPutMany(r.ctx, tasks, time.Time{}); err != nil {
 		r.t.Fatalf("put tasks: %v", err)
 	}
 	return refs
@@ -315,7 +315,7 @@ func (r *rig) stage(n int) []batch.TaskRef {
 
 func (r *rig) claim(ref batch.TaskRef, token string) batch.Task {
 	r.t.Helper()
-	t, err := r.s.ClaimTask(r.ctx, dynamo.ClaimParams{Ref: ref, Token: token, Now: r.now, Lease: lease, Grace: lease})
+	t, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: token, Now: r.now, Lease: lease, Grace: lease})
 	if err != nil {
 		r.t.Fatalf("claim %s: %v", ref, err)
 	}
@@ -329,7 +329,7 @@ func (r *rig) commit(ref batch.TaskRef, token string, attempt int) dynamo.Commit
 
 func (r *rig) task(ref batch.TaskRef) batch.Task {
 	r.t.Helper()
-	t, err := r.s.GetTask(r.ctx, ref)
+	t, err := r.s.TaskGet(r.ctx, ref)
 	if err != nil {
 		r.t.Fatalf("get task %s: %v", ref, err)
 	}

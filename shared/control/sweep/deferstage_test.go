@@ -15,7 +15,7 @@ type dueStore struct {
 	due map[dynamo.DueItem]time.Time
 }
 
-func (d *dueStore) SetDue(_ context.Context, it dynamo.DueItem, at time.Time) error {
+func (d *dueStore) DueSet(_ context.Context, it dynamo.DueItem, at time.Time) error {
 	d.due[it] = at
 	return nil
 }

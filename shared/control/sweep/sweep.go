@@ -58,7 +58,7 @@ walk:
 		}
 		// A record that cannot be read is an error beside the others'
 		// items, which are handled all the same.
-		items, err := s.store.DueItems(ctx, shard, now, s.cfg.SweepLimit)
+		items, err := s.store.DueList(ctx, shard, now, s.cfg.SweepLimit)
 		if err != nil {
 			note(err)
 		}
@@ -102,7 +102,7 @@ func (s *Sweeper) SweepItem(ctx context.Context, it dynamo.DueItem, now time.Tim
 	case dynamo.DueJob:
 		return s.sweepJob(ctx, it, now, c)
 	}
-	return s.store.SetDue(ctx, it, time.Time{})
+	return s.store.DueSet(ctx, it, time.Time{})
 }
 
 func dueName(it dynamo.DueItem) string {
@@ -194,11 +194,11 @@ func (s *Sweeper) deferStage(ctx context.Context, it dynamo.DueItem, now, since 
 	if !since.IsZero() {
 		wait = max(wait, now.Sub(since))
 	}
-	return s.store.SetDue(ctx, it, now.Add(min(wait, SweepBackoffMax)))
+	return s.store.DueSet(ctx, it, now.Add(min(wait, SweepBackoffMax)))
 }
 
 func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
-	st, err := s.store.GetStage(ctx, it.Job, it.Stage)
+	st, err := s.store.StageGet(ctx, it.Job, it.Stage)
 	if err != nil {
 		return err
 	}
@@ -220,11 +220,11 @@ func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		if err := s.stages.CancelStages(ctx, it.Job, gen); err != nil {
 			return err
 		}
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	switch st.State {
 	case sm.StageBlocked:
-		all, err := s.store.ListStages(ctx, it.Job)
+		all, err := s.store.StageList(ctx, it.Job)
 		if err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 			}
 			return s.stages.StartStage(ctx, it.Job, sp, it.Stage)
 		}
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	case sm.StageRunning:
 		if err := s.deferStage(ctx, it, now, st.Started); err != nil {
 			return err
@@ -253,7 +253,7 @@ func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		if err := s.tasks.Copies().Speculate(ctx, it.Job, sp, st, now, c); err != nil {
 			return err
 		}
-		return s.store.SetDue(ctx, it, now.Add(s.cfg.CheckEvery))
+		return s.store.DueSet(ctx, it, now.Add(s.cfg.CheckEvery))
 	case sm.StageCompleted:
 		c.StagesFixed++
 		if err := s.deferStage(ctx, it, now, st.Ended); err != nil {
@@ -261,7 +261,7 @@ func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 		}
 		return s.stages.AfterStageCompleted(ctx, it.Job, it.Stage)
 	}
-	return s.store.SetDue(ctx, it, time.Time{})
+	return s.store.DueSet(ctx, it, time.Time{})
 }
 
 // sweepDeadLetters looks at a bounded batch of dead-lettered messages. A
@@ -311,7 +311,7 @@ func (s *Sweeper) redrive(ctx context.Context, msgs []queue.Message, c *kernel.S
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)
 			continue
 		}
-		t, err := s.store.GetTask(ctx, ref)
+		t, err := s.store.TaskGet(ctx, ref)
 		if err != nil && !errors.Is(err, batch.ErrNotFound) {
 			return err
 		}
@@ -351,7 +351,7 @@ const DeadlineReason = "deadline exceeded"
 // cancels tasks it finds. Failing is a guarded transition, so two sweeps
 // (or a job finishing at the same moment) end it once.
 func (s *Sweeper) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
-	j, err := s.store.GetJob(ctx, it.Job)
+	j, err := s.store.JobGet(ctx, it.Job)
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil
 	}
@@ -364,17 +364,17 @@ func (s *Sweeper) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	}
 	if j.State != sm.JobRunning {
 		// Ending a job takes it out of the index; this is a leftover.
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	if err := s.ops.SweepRedrive(ctx, j); err != nil { // operations/redrive.go
 		return err
 	}
 	deadline := kernel.JobDeadline(j)
 	if deadline.IsZero() {
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	if now.Before(deadline) {
-		return s.store.SetDue(ctx, it, deadline)
+		return s.store.DueSet(ctx, it, deadline)
 	}
 	err = s.EndJob(ctx, j.ID, sm.JobFail, DeadlineReason, "", now)
 	switch {

@@ -37,14 +37,14 @@ type Config struct {
 // Store is the calls the sweep makes on the state store.
 type Store interface {
 	// The due index.
-	DueItems(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// Jobs, stages and tasks.
-	GetJob(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (batch.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	ListStages(context.Context, string) ([]batch.Stage, error)
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
+	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageList(context.Context, string) ([]batch.Stage, error)
+	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
 }
 
 // Queue is the calls the sweep makes on the queues: reading and deleting

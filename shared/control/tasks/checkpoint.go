@@ -33,12 +33,12 @@ var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints"
 // resumes from them. A copy that lost its claim gets batch.ErrStaleClaim.
 func (s *Lifecycle) Checkpoint(ctx context.Context, c kernel.Claim, seq int, offset int64) error {
 	ref := c.Task.Ref
-	err := s.store.CheckpointTask(ctx, dynamo.CheckpointParams{
+	err := s.store.TaskCheckpoint(ctx, dynamo.CheckpointParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Seq: seq, Offset: offset,
 	})
 	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
-		t, gerr := s.store.GetTask(ctx, ref)
+		t, gerr := s.store.TaskGet(ctx, ref)
 		if gerr != nil {
 			return fmt.Errorf("checkpoint copy of task %s: %w", ref, gerr)
 		}
@@ -66,7 +66,7 @@ func (s *Lifecycle) Continue(ctx context.Context, c kernel.Claim, offset int64) 
 	ref := c.Task.Ref
 	now := s.Now()
 	msg := fmt.Sprintf("continued in a new invocation at offset %d", offset)
-	t, err := s.store.ContinueTask(ctx, dynamo.ContinueParams{
+	t, err := s.store.TaskContinue(ctx, dynamo.ContinueParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now},
 		Msg:          msg, Due: now.Add(s.cfg.StuckAfter),
 		Attempt: c.Task.Attempt, Continuations: c.Task.Checkpoint.Continuations,
@@ -82,7 +82,7 @@ func (s *Lifecycle) Continue(ctx context.Context, c kernel.Claim, offset int64) 
 	// when the send fails, the caller keeps the old message instead.
 	sent := s.Resend(ctx, ref, 0) == nil // kernel/sizedqueues.go
 	// History, not a failure: no stage failure count (Shards 0).
-	if _, err := s.store.RecordAttemptEnd(ctx, dynamo.AttemptEndParams{
+	if _, err := s.store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{
 		End: kernel.AttemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
 	}); err != nil {
 		s.Logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", batch.AttemptContinued, "err", err)
@@ -96,7 +96,7 @@ func (s *Lifecycle) NoteResumed(ctx context.Context, c kernel.Claim) {
 	ck := c.Task.Checkpoint
 	ref := c.Task.Ref
 	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)
-	if err := s.store.RecordTimelineEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
+	if err := s.store.TimelineRecord(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
 		s.Logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
 	}
 }

@@ -25,7 +25,7 @@ import (
 func (s *Lifecycle) CheckpointRefused(ctx context.Context, c kernel.Claim, seq int) {
 	ref := c.Task.Ref
 	stage := c.StageName()
-	t, err := s.store.GetTask(ctx, ref)
+	t, err := s.store.TaskGet(ctx, ref)
 	var prefixes []string
 	switch {
 	case errors.Is(err, batch.ErrNotFound):

@@ -66,7 +66,7 @@ func (s *Lifecycle) SplitTask(ctx context.Context, c kernel.Claim, req SplitRequ
 	}
 	now := s.Now()
 	given := req.Input.End - req.At
-	first, err := s.store.SplitTask(ctx, dynamo.SplitTaskParams{
+	first, err := s.store.TaskSplit(ctx, dynamo.SplitTaskParams{
 		Ref: ref, Token: c.Task.Token, Attempt: c.Task.Attempt,
 		Input: req.Input, At: req.At, Give: req.Give,
 		MaxAttempts: c.Spec.StageRetry(ref.Stage).MaxAttempts, MaxTotal: spec.MaxPartitions,

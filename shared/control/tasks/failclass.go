@@ -65,7 +65,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 		}
 		cause = kernel.Truncate(cause, kernel.MaxErrorLen)
 		rp.Err = cause
-		if _, err := s.store.ReleaseTask(ctx, rp); err != nil {
+		if _, err := s.store.TaskRelease(ctx, rp); err != nil {
 			return Decision{}, err
 		}
 		s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)

@@ -39,45 +39,45 @@ type Store interface {
 	// Jobs.
 	JobState(context.Context, string) (sm.JobState, error)
 	// Stages and their completion counters.
-	GetStage(context.Context, string, int) (batch.Stage, error)
-	HurryStage(ctx context.Context, job string, stage int, due time.Time) error
+	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageHurry(ctx context.Context, job string, stage int, due time.Time) error
 	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
-	SetCopiesRunning(ctx context.Context, job string, idx, n int) error
+	StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
-	EnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
-	CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
+	ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 	// Tasks: claims fenced by their token and every way an attempt ends.
-	GetTask(context.Context, batch.TaskRef) (batch.Task, error)
-	ListStageTasks(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
-	ClaimTask(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	ForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
-	Heartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	CommitTask(context.Context, dynamo.CommitParams) (shardDone bool, err error)
-	ReleaseTask(context.Context, dynamo.ReleaseParams) (batch.Task, error)
-	FailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
-	SweepTask(context.Context, dynamo.SweepTaskParams) error
-	TakeoverTask(context.Context, dynamo.TakeoverParams) (batch.Task, error)
-	LoseTaskForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
-	UnindexTask(context.Context, batch.Task) error
-	CheckpointTask(context.Context, dynamo.CheckpointParams) error
-	ContinueTask(context.Context, dynamo.ContinueParams) (batch.Task, error)
-	SplitTask(context.Context, dynamo.SplitTaskParams) (int, error)
+	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
+	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
+	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	TaskRelease(context.Context, dynamo.ReleaseParams) (batch.Task, error)
+	TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+	TaskSweep(context.Context, dynamo.SweepTaskParams) error
+	TaskTakeover(context.Context, dynamo.TakeoverParams) (batch.Task, error)
+	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
+	TaskUnindex(context.Context, batch.Task) error
+	TaskCheckpoint(context.Context, dynamo.CheckpointParams) error
+	TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error)
 	// Speculative copies.
-	RequestCopy(ctx context.Context, ref batch.TaskRef, now time.Time) error
-	ClaimCopy(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error
+	CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
 	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	DropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
 	// Attempt ends and the job's timeline.
-	RecordAttemptEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
-	RecordTimelineEvent(context.Context, batch.AttemptEnd) error
-	RecordSpeculationEvent(context.Context, batch.AttemptEnd) error
+	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
+	TimelineRecord(context.Context, batch.AttemptEnd) error
+	TimelineRecordSpeculation(context.Context, batch.AttemptEnd) error
 	// The sweep's due index.
-	SetDue(context.Context, dynamo.DueItem, time.Time) error
+	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// Executors: liveness, memory and kills.
 	ExecutorAlive(ctx context.Context, id string) (time.Time, error)
-	RenewExecutorMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
-	MarkExecutorKilled(ctx context.Context, id, reason string, now time.Time) error
+	ExecutorRenewMemory(ctx context.Context, id string, until time.Time, usedMiB, limitMiB int64) error
+	ExecutorMarkKilled(ctx context.Context, id, reason string, now time.Time) error
 }
 
 // Queue is the call the task lifecycle makes on the queues: a split's

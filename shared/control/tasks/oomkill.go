@@ -41,7 +41,7 @@ func (s *Kills) ExecutorAliveMemory(ctx context.Context, id string, m MemoryRepo
 	if m.Limit == 0 {
 		return s.ExecutorAlive(ctx, id)
 	}
-	return s.store.RenewExecutorMemory(ctx, id, s.Now().Add(tuning.ExecutorLease), int64(m.Used>>20), int64(m.Limit>>20))
+	return s.store.ExecutorRenewMemory(ctx, id, s.Now().Add(tuning.ExecutorLease), int64(m.Used>>20), int64(m.Limit>>20))
 }
 
 // MarkExecutorKilled records that executor id was killed for memory, for
@@ -51,7 +51,7 @@ func (s *Kills) MarkExecutorKilled(ctx context.Context, id, reason string) error
 	if id == "" {
 		return errors.New("mark executor killed for memory: no executor id")
 	}
-	return s.store.MarkExecutorKilled(ctx, id, kernel.Truncate(reason, 200), s.Now())
+	return s.store.ExecutorMarkKilled(ctx, id, kernel.Truncate(reason, 200), s.Now())
 }
 
 // ecsExecutorPrefix starts the executor id of a Fargate (ECS) task:
@@ -108,7 +108,7 @@ func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t batch.Task) 
 	}
 	mem, note := kernel.Escalate(kernel.Claim{Task: t, Spec: sp}) // kernel/taskmemory.go
 	cause := kernel.Truncate(note+": "+why, kernel.MaxErrorLen)
-	_, err = s.store.LoseTaskForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
+	_, err = s.store.TaskLoseForMemory(ctx, dynamo.LostForMemoryParams{Holder: t, Now: now, Memory: mem, Err: cause, Due: now.Add(s.cfg.StuckAfter)})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
 		// shortly.

@@ -20,7 +20,7 @@ import (
 // committed one is counted if its committer died before it counted. The
 // walk of the sweep's index is the sweep's own (sweep/sweep.go).
 func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
-	t, err := s.store.GetTask(ctx, it.Task)
+	t, err := s.store.TaskGet(ctx, it.Task)
 	if errors.Is(err, batch.ErrNotFound) {
 		return nil
 	}
@@ -32,14 +32,14 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 		// A record its job's deletion passed by (a marker's look wrote
 		// it meanwhile): out of the index, not an error every run.
 		s.Logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
-		return s.store.SetDue(ctx, it, time.Time{})
+		return s.store.DueSet(ctx, it, time.Time{})
 	}
 	if err != nil {
 		return err
 	}
 	if state != sm.JobRunning && !sm.Tasks.IsTerminal(t.State) {
 		c.Cancelled++
-		err := s.store.SweepTask(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskCancel, Now: now, Err: "job " + string(state)})
+		err := s.store.TaskSweep(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskCancel, Now: now, Err: "job " + string(state)})
 		if err == nil {
 			// A running task of an ended job stops at its next heartbeat
 			// without failing: its slots are freed here.
@@ -63,7 +63,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 		// has: a task queued for hours behind a small fleet is resent a
 		// logarithmic number of times, not once per StuckAfter.
 		wait := max(s.cfg.StuckAfter, now.Sub(t.Updated))
-		return s.store.SetDue(ctx, it, now.Add(min(delay, queue.MaxDelay)+wait))
+		return s.store.DueSet(ctx, it, now.Add(min(delay, queue.MaxDelay)+wait))
 	case sm.TaskClaimed:
 		if t.Copy.Live() {
 			return s.copies.sweepCopiedTask(ctx, it, t, now) // speculation.go
@@ -77,7 +77,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 		}
 		p := dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: "lease expired", Due: now.Add(s.cfg.StuckAfter)}
 		kind, note := s.kills.expiryForMemory(ctx, t, &p) // oomkill.go
-		err := s.store.SweepTask(ctx, p)
+		err := s.store.TaskSweep(ctx, p)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			return nil
 		}
@@ -98,7 +98,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 			return err
 		}
 	}
-	return s.store.UnindexTask(ctx, t)
+	return s.store.TaskUnindex(ctx, t)
 }
 
 // ensureCounted counts a committed task that was not, and when its shard
@@ -109,7 +109,7 @@ func (s *Lifecycle) ensureCounted(ctx context.Context, ref batch.TaskRef, c *ker
 	if err != nil {
 		return err
 	}
-	counted, shardDone, err := s.store.EnsureCounted(ctx, ref, shards)
+	counted, shardDone, err := s.store.ShardEnsureCounted(ctx, ref, shards)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,9 @@ type stubStore struct {
 	stage batch.Stage
 }
 
-func (f stubStore) GetStage(context.Context, string, int) (batch.Stage, error) { return f.stage, nil }
+func (f stubStore) StageGet(context.Context, string, int) (batch.Stage, error) { return f.stage, nil }
 
-func (stubStore) CountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
+func (stubStore) ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
 	return nil, errors.New("stub store: counts refused")
 }
 

@@ -72,7 +72,7 @@ func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
-	t, err := s.store.ClaimCopy(ctx, dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx)})
+	t, err := s.store.CopyClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx)})
 	if err != nil {
 		return kernel.Claim{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim
 // no longer live (its holder yielded to it, or the task moved on) has
 // nothing to drop: the refusal stands, and the task's own path decides.
 func (s *Copies) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState) error {
-	_, err := s.store.DropClaim(ctx, dynamo.DropParams{
+	_, err := s.store.TaskDropClaim(ctx, dynamo.DropParams{
 		HolderParams: dynamo.HolderParams{Ref: t.Ref, Token: t.Token, Now: s.Now()},
 		Event:        sm.TaskCopyFail, Err: "job " + string(state),
 	})
@@ -118,7 +118,7 @@ func (s *Copies) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
 func (s *Copies) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
-	err := s.store.RecordSpeculationEvent(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
+	err := s.store.TimelineRecordSpeculation(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
 		s.Logger(ref).Warn("record task event", "kind", kind, "err", err)
 	}
@@ -130,7 +130,7 @@ func (s *Copies) copyHeartbeat(ctx context.Context, c kernel.Claim) error {
 	hp := dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}
 	err := s.store.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
 	if errors.Is(err, batch.ErrStaleClaim) {
-		err = s.store.Heartbeat(ctx, hp, c.Lease, c.Lease)
+		err = s.store.TaskHeartbeat(ctx, hp, c.Lease, c.Lease)
 	}
 	return err
 }
@@ -148,7 +148,7 @@ func (s *Copies) noteIfLost(ctx context.Context, c kernel.Claim, refusal error) 
 	if !speculates(c) || !(errors.Is(refusal, batch.ErrStaleClaim) || errors.Is(refusal, batch.ErrAlreadyDone)) {
 		return
 	}
-	t, err := s.store.GetTask(ctx, c.Task.Ref)
+	t, err := s.store.TaskGet(ctx, c.Task.Ref)
 	if err != nil || t.State != sm.TaskSucceeded || t.CommittedAttempt == c.Task.Attempt || t.Copy == nil {
 		return
 	}
@@ -183,7 +183,7 @@ func (s *Copies) failBesideCopy(ctx context.Context, c kernel.Claim, cause strin
 	if c.Speculative {
 		p.Event = sm.TaskCopyFail
 	} else {
-		t, err := s.store.GetTask(ctx, ref)
+		t, err := s.store.TaskGet(ctx, ref)
 		if err != nil {
 			return Decision{}, true, err
 		}
@@ -192,7 +192,7 @@ func (s *Copies) failBesideCopy(ctx context.Context, c kernel.Claim, cause strin
 		}
 		p.Event, p.Copy = sm.TaskYield, *t.Copy
 	}
-	_, err = s.store.DropClaim(ctx, p)
+	_, err = s.store.TaskDropClaim(ctx, p)
 	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
 		// Not the copy any more: its holder yielded to it, or the task
 		// ended. The usual failure path judges which.
@@ -245,7 +245,7 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st bat
 	// become a straggler (uncopied, not one yet): the next look is due
 	// when it is one.
 	earliest := now
-	tasks, err := s.store.ListStageTasks(ctx, job, st.Index, st.Total)
+	tasks, err := s.store.TaskListStage(ctx, job, st.Index, st.Total)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st bat
 	// stragglers the cap held back need the next sweep's look.
 	s.noteSpeculationLook(job, st, specLook{earliest: earliest, busy: running+len(stragglers) > 0})
 	for _, t := range launch {
-		err := s.store.RequestCopy(ctx, t.Ref, now)
+		err := s.store.CopyRequest(ctx, t.Ref, now)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			continue // it committed, failed or was copied meanwhile
 		}
@@ -313,7 +313,7 @@ func (s *Copies) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) 
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the
 // task runs on under its holder.
 func (s *Copies) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
-	_, err := s.store.DropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
+	_, err := s.store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
 		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
 	if err != nil {
 		return kernel.IgnoreInvalid(err)
@@ -335,7 +335,7 @@ func (s *Copies) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batch
 		return err
 	}
 	lease := time.Duration(sp.StageLease(t.Ref.Stage))
-	return s.store.SetDue(ctx, it, later(t.LeaseUntil, t.Copy.LeaseUntil).Add(lease))
+	return s.store.DueSet(ctx, it, later(t.LeaseUntil, t.Copy.LeaseUntil).Add(lease))
 }
 
 func later(a, b time.Time) time.Time {

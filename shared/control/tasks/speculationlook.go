@@ -74,7 +74,7 @@ func (s *Copies) noteCopiesRunning(ctx context.Context, st batch.Stage, n int) {
 	if n == st.CopiesRunning {
 		return
 	}
-	if err := s.store.SetCopiesRunning(ctx, st.Job, st.Index, n); err != nil {
+	if err := s.store.StageSetCopiesRunning(ctx, st.Job, st.Index, n); err != nil {
 		s.log.Warn("record running copies", "job_id", st.Job, "stage", st.Index, "err", err)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 	if slots.Any {
 		cp.SlotAt = slots.At
 	}
-	t, err := s.store.ClaimTask(ctx, cp)
+	t, err := s.store.TaskClaim(ctx, cp)
 	var held *batch.ClaimHeldError
 	var prev batch.Task // the claim a takeover replaced, for its attempt's history
 	if errors.As(err, &held) && t.Executor != "" && t.Executor != cp.Executor {
@@ -123,7 +123,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 		// The job was deleted since the check above: a first claim may
 		// have written its task after the deletion's pass over the
 		// job's tasks, and only this claim knows of the record.
-		if derr := s.store.ForgetClaim(ctx, ref, cp.Token); derr != nil {
+		if derr := s.store.TaskForgetClaim(ctx, ref, cp.Token); derr != nil {
 			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, derr)
 		}
 		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
@@ -153,7 +153,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 // cancel never writes an unwritten one: the sweep's look at its marker
 // ends those), and whatever slots its attempts held are freed.
 func (s *Lifecycle) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
-	if err := kernel.IgnoreInvalid(s.store.SweepTask(ctx, dynamo.SweepTaskParams{
+	if err := kernel.IgnoreInvalid(s.store.TaskSweep(ctx, dynamo.SweepTaskParams{
 		Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
 	})); err != nil {
 		return err
@@ -180,7 +180,7 @@ func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch
 	if done, err := s.kills.loseForMemory(ctx, cp.Now, t); done { // oomkill.go
 		return t, err
 	}
-	nt, err := s.store.TakeoverTask(ctx, dynamo.TakeoverParams{ClaimParams: cp, Holder: t})
+	nt, err := s.store.TaskTakeover(ctx, dynamo.TakeoverParams{ClaimParams: cp, Holder: t})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, committed, or another executor took over
 		// first: look again shortly.
@@ -219,7 +219,7 @@ func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 	if c.Speculative {
 		err = s.copies.copyHeartbeat(ctx, c) // speculation.go
 	} else {
-		err = s.store.Heartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease)
+		err = s.store.TaskHeartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease)
 	}
 	if err != nil {
 		s.copies.noteIfLost(ctx, c, err) // speculation.go
@@ -308,7 +308,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 		DeferCount: s.counts != nil && r.BadRecords == 0 && !c.Task.Watched,
 		Watched:    c.Task.Watched,
 	}
-	shardDone, err := s.store.CommitTask(ctx, p)
+	shardDone, err := s.store.TaskCommit(ctx, p)
 	if err != nil {
 		s.copies.noteIfLost(ctx, c, err) // speculation.go
 	}
@@ -351,7 +351,7 @@ func (s *Lifecycle) afterShardDone(ctx context.Context, job string, stage, shard
 	// stage's next check (a minute); a live committer finishes first, and
 	// the steps are idempotent if the sweep overlaps it. A stage another
 	// committer has already completed stays out of the index.
-	if err := s.store.HurryStage(ctx, ref.Job, ref.Stage, s.Now().Add(s.cfg.FollowUpGrace)); err != nil {
+	if err := s.store.StageHurry(ctx, ref.Job, ref.Stage, s.Now().Add(s.cfg.FollowUpGrace)); err != nil {
 		s.Logger(ref).Warn("stage follow-up: sweep index", "err", err)
 	}
 	// This shard is done; the stage is done when all shards are. If two
@@ -430,5 +430,5 @@ func (s *Lifecycle) propagateFailure(ctx context.Context, t batch.Task) error {
 	if err := s.stages.FailJob(ctx, t.Ref.Job, t.Ref.Stage, reason, gen); err != nil {
 		return err
 	}
-	return s.store.UnindexTask(ctx, t)
+	return s.store.TaskUnindex(ctx, t)
 }

@@ -26,7 +26,7 @@ func (s *Lifecycle) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskR
 	if sp == nil || ref.Stage >= len(sp.Stages) || sp.Stages[ref.Stage].ToleratedFailures == nil {
 		return 0, 0, nil
 	}
-	st, err := s.store.GetStage(ctx, ref.Job, ref.Stage)
+	st, err := s.store.StageGet(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return 0, 0, fmt.Errorf("tolerate failure of %s: %w", ref, err)
 	}
@@ -42,7 +42,7 @@ func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.Tolerat
 		return batch.Task{}, false, err
 	}
 	p.Allowed, p.Shards = allowed, shards
-	t, err = s.store.FailTolerated(ctx, p)
+	t, err = s.store.TaskFailTolerated(ctx, p)
 	if errors.Is(err, dynamo.ErrNotTolerated) {
 		return batch.Task{}, false, nil
 	}
@@ -58,7 +58,7 @@ func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.Tolerat
 // its allowance has room.
 func (s *Lifecycle) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
 	if !p.Class.Tolerable() {
-		return s.store.ReleaseTask(ctx, p)
+		return s.store.TaskRelease(ctx, p)
 	}
 	t, ok, err := s.tolerate(ctx, sp, dynamo.TolerateParams{
 		Ref: p.Ref, Event: p.Event, Token: p.Token, Now: p.Now, Err: p.Err, Class: p.Class, Due: p.Due, Outbox: p.Outbox,
@@ -66,7 +66,7 @@ func (s *Lifecycle) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.Re
 	if ok || err != nil {
 		return t, err
 	}
-	return s.store.ReleaseTask(ctx, p)
+	return s.store.TaskRelease(ctx, p)
 }
 
 // sweepFailed is store.SweepTask for a task whose last lease expired
@@ -79,7 +79,7 @@ func (s *Lifecycle) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.Swee
 	if ok || err != nil {
 		return ok, err
 	}
-	return false, s.store.SweepTask(ctx, p)
+	return false, s.store.TaskSweep(ctx, p)
 }
 
 // afterTolerated is the follow-up of a tolerated failure: like a commit's,
@@ -97,7 +97,7 @@ func (s *Lifecycle) afterTolerated(ctx context.Context, t batch.Task) error {
 	if err := s.stages.CheckStageComplete(ctx, t.Ref.Job, t.Ref.Stage); err != nil {
 		return err
 	}
-	return s.store.UnindexTask(ctx, t)
+	return s.store.TaskUnindex(ctx, t)
 }
 
 // overAllowance prefixes the job's error for a failure its stage did not
@@ -109,7 +109,7 @@ func (s *Lifecycle) overAllowance(ctx context.Context, sp *spec.Job, t batch.Tas
 	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil || !t.ErrorClass.Tolerable() {
 		return reason
 	}
-	st, err := s.store.GetStage(ctx, t.Ref.Job, t.Ref.Stage)
+	st, err := s.store.StageGet(ctx, t.Ref.Job, t.Ref.Stage)
 	if err != nil {
 		return reason
 	}
