@@ -19,6 +19,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -29,15 +30,37 @@ import (
 //go:embed openapi.yaml
 var OpenAPI []byte
 
-// Service is what the API needs of the control plane.
+// Service is the control plane as the API's routes need it: every method
+// a route calls, so a handler never asks whether a capability exists.
 type Service interface {
+	// Jobs: submit, read, and the reads a job's owner pages through.
 	Submit(context.Context, control.SubmitRequest) (control.SubmitResult, error)
 	Status(ctx context.Context, owner, id string) (control.JobStatus, error)
 	ListJobs(context.Context, control.ListJobsRequest) (control.JobList, error)
 	ListTasks(context.Context, control.ListTasksRequest) (control.TaskList, error)
 	History(context.Context, control.HistoryRequest) (control.History, error)
-	Cancel(ctx context.Context, owner, id string) (control.JobStatus, error)
 	Outputs(context.Context, control.OutputsRequest) (control.OutputList, error)
+	BadRecords(context.Context, control.BadRecordsRequest) (control.BadRecordPage, error)
+	JobLogs(context.Context, control.LogsRequest) (logs.Page, error)
+
+	// Operations on a job: stop it, run it again, delete it.
+	Cancel(ctx context.Context, owner, id string) (control.JobStatus, error)
+	Redrive(context.Context, control.RedriveRequest) (control.JobStatus, error)
+	Rerun(context.Context, control.RerunRequest) (control.SubmitResult, error)
+	DeleteData(ctx context.Context, owner, id string) (control.DataDeletion, error)
+	DeleteJob(ctx context.Context, owner, id string) (control.JobDeletion, error)
+
+	// Schedules: an owner's recurring submissions and their runs.
+	CreateSchedule(ctx context.Context, owner string, body []byte) (control.ScheduleView, error)
+	GetSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
+	ListSchedules(ctx context.Context, owner string, limit int, cursor string) (control.ScheduleList, error)
+	PauseSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
+	ResumeSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
+	DeleteSchedule(ctx context.Context, owner, id string) error
+	ScheduleRuns(ctx context.Context, owner, id string, limit int, cursor string) (control.RunList, error)
+
+	// Identity: the caller's owner and inputs area.
+	WhoAmI(ctx context.Context, owner string) (control.Identity, error)
 }
 
 var _ Service = (*control.Service)(nil)

@@ -15,12 +15,16 @@ import (
 // are about the HTTP layer (routing, parameters, status codes, error
 // bodies, the document), and drive it into outcomes the real control plane
 // only reaches under failure (an internal error). The control plane itself
-// is tested against the emulator in package integration.
+// is tested against the emulator in package integration. It answers every
+// route (its methods are beside each route's tests), so every test runs on
+// the whole API.
 type scripted struct {
 	err error // returned by every call when set
 	// last records the last request, to check parameters reach it.
 	last any
 }
+
+var _ Service = (*scripted)(nil)
 
 const fakeID = "j0123456789a0123456789"
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,16 +13,6 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
 )
-
-// RedriveService is what POST /jobs/{id}/redrive and POST
-// /jobs/{id}/rerun need of the control plane. Separate from Service, like
-// BadRecordService, so a control plane without it still serves the rest.
-type RedriveService interface {
-	Redrive(ctx context.Context, req control.RedriveRequest) (control.JobStatus, error)
-	Rerun(ctx context.Context, req control.RerunRequest) (control.SubmitResult, error)
-}
-
-var _ RedriveService = (*control.Service)(nil)
 
 // redriveRoutes are registered with the job routes in New.
 var redriveRoutes = []Route{
@@ -39,8 +28,6 @@ func (h *Handler) redriveHandlers() map[string]func(http.ResponseWriter, *http.R
 		"POST /jobs/{id}/rerun":   h.rerun,
 	}
 }
-
-var errNoRedriveService = errors.New("the control plane behind this API cannot redrive or rerun jobs")
 
 // maxRedriveBody bounds the small JSON bodies of redrive and rerun.
 const maxRedriveBody = 4096
@@ -114,11 +101,6 @@ func (h *Handler) redriveConflict(w http.ResponseWriter, r *http.Request, err er
 // redrive retries a FAILED job in place: body {"redrives": N}, the
 // redrive count the caller saw (optional), which makes a repeat safe.
 func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, owner string) {
-	rs, ok := h.svc.(RedriveService)
-	if !ok {
-		h.fail(w, r, errNoRedriveService)
-		return
-	}
 	var body struct {
 		Redrives *int `json:"redrives"`
 	}
@@ -126,7 +108,7 @@ func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, owner string) 
 		h.fail(w, r, err)
 		return
 	}
-	st, err := rs.Redrive(r.Context(), control.RedriveRequest{Owner: owner, ID: r.PathValue("id"), Redrives: body.Redrives})
+	st, err := h.svc.Redrive(r.Context(), control.RedriveRequest{Owner: owner, ID: r.PathValue("id"), Redrives: body.Redrives})
 	if err != nil {
 		h.redriveConflict(w, r, err)
 		return
@@ -138,11 +120,6 @@ func (h *Handler) redrive(w http.ResponseWriter, r *http.Request, owner string) 
 // committed outputs of the stages it does not run: body {"from": STAGE}
 // (optional); the Idempotency-Key header as for POST /jobs.
 func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, owner string) {
-	rs, ok := h.svc.(RedriveService)
-	if !ok {
-		h.fail(w, r, errNoRedriveService)
-		return
-	}
 	// Sent, a key must be one, as submit's (an empty one would make a new
 	// job on every retry); not sent, every rerun is a new job.
 	if k, sent := r.Header["Idempotency-Key"]; sent && strings.TrimSpace(strings.Join(k, "")) == "" {
@@ -156,7 +133,7 @@ func (h *Handler) rerun(w http.ResponseWriter, r *http.Request, owner string) {
 		h.fail(w, r, err)
 		return
 	}
-	res, err := rs.Rerun(r.Context(), control.RerunRequest{
+	res, err := h.svc.Rerun(r.Context(), control.RerunRequest{
 		Owner: owner, ID: r.PathValue("id"), From: body.From, IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
 	if err != nil {

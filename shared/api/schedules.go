@@ -11,21 +11,6 @@ import (
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
-// ScheduleService is what the /schedules routes need of the control
-// plane. It is separate from Service so that a control plane without
-// schedules still serves the job routes; those routes then answer 500.
-type ScheduleService interface {
-	CreateSchedule(ctx context.Context, owner string, body []byte) (control.ScheduleView, error)
-	GetSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
-	ListSchedules(ctx context.Context, owner string, limit int, cursor string) (control.ScheduleList, error)
-	PauseSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
-	ResumeSchedule(ctx context.Context, owner, id string) (control.ScheduleView, error)
-	DeleteSchedule(ctx context.Context, owner, id string) error
-	ScheduleRuns(ctx context.Context, owner, id string, limit int, cursor string) (control.RunList, error)
-}
-
-var _ ScheduleService = (*control.Service)(nil)
-
 // scheduleRoutes are registered with the job routes in New.
 var scheduleRoutes = []Route{
 	{"POST", "/schedules", nil},
@@ -49,16 +34,6 @@ func (h *Handler) scheduleHandlers() map[string]func(http.ResponseWriter, *http.
 	}
 }
 
-var errNoScheduleService = errors.New("the control plane behind this API keeps no schedules")
-
-func (h *Handler) sched(w http.ResponseWriter, r *http.Request) (ScheduleService, bool) {
-	ss, ok := h.svc.(ScheduleService)
-	if !ok {
-		h.fail(w, r, errNoScheduleService)
-	}
-	return ss, ok
-}
-
 // failSchedule is fail with the not-found message naming a schedule.
 func (h *Handler) failSchedule(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, batch.ErrNotFound) {
@@ -72,10 +47,6 @@ func (h *Handler) failSchedule(w http.ResponseWriter, r *http.Request, err error
 const maxScheduleBody = schedule.MaxScheduleBytes + 1
 
 func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request, owner string) {
-	ss, ok := h.sched(w, r)
-	if !ok {
-		return
-	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxScheduleBody))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: "could not read body", Field: "body"})
@@ -85,7 +56,7 @@ func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request, owner s
 		writeJSON(w, http.StatusRequestEntityTooLarge, Error{Code: "too_large", Message: "schedule is too large", Field: "body"})
 		return
 	}
-	v, err := ss.CreateSchedule(r.Context(), owner, body)
+	v, err := h.svc.CreateSchedule(r.Context(), owner, body)
 	if err != nil {
 		h.failSchedule(w, r, err)
 		return
@@ -94,17 +65,13 @@ func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request, owner s
 }
 
 func (h *Handler) listSchedules(w http.ResponseWriter, r *http.Request, owner string) {
-	ss, ok := h.sched(w, r)
-	if !ok {
-		return
-	}
 	q := r.URL.Query()
 	limit, err := intParam(q, "limit")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	res, err := ss.ListSchedules(r.Context(), owner, limit, q.Get("cursor"))
+	res, err := h.svc.ListSchedules(r.Context(), owner, limit, q.Get("cursor"))
 	if err != nil {
 		h.failSchedule(w, r, err)
 		return
@@ -112,13 +79,9 @@ func (h *Handler) listSchedules(w http.ResponseWriter, r *http.Request, owner st
 	writeJSON(w, http.StatusOK, res)
 }
 
-func (h *Handler) oneSchedule(fn func(ScheduleService, context.Context, string, string) (control.ScheduleView, error)) func(http.ResponseWriter, *http.Request, string) {
+func (h *Handler) oneSchedule(fn func(context.Context, string, string) (control.ScheduleView, error)) func(http.ResponseWriter, *http.Request, string) {
 	return func(w http.ResponseWriter, r *http.Request, owner string) {
-		ss, ok := h.sched(w, r)
-		if !ok {
-			return
-		}
-		v, err := fn(ss, r.Context(), owner, r.PathValue("id"))
+		v, err := fn(r.Context(), owner, r.PathValue("id"))
 		if err != nil {
 			h.failSchedule(w, r, err)
 			return
@@ -128,23 +91,19 @@ func (h *Handler) oneSchedule(fn func(ScheduleService, context.Context, string, 
 }
 
 func (h *Handler) getSchedule(w http.ResponseWriter, r *http.Request, owner string) {
-	h.oneSchedule(ScheduleService.GetSchedule)(w, r, owner)
+	h.oneSchedule(h.svc.GetSchedule)(w, r, owner)
 }
 
 func (h *Handler) pauseSchedule(w http.ResponseWriter, r *http.Request, owner string) {
-	h.oneSchedule(ScheduleService.PauseSchedule)(w, r, owner)
+	h.oneSchedule(h.svc.PauseSchedule)(w, r, owner)
 }
 
 func (h *Handler) resumeSchedule(w http.ResponseWriter, r *http.Request, owner string) {
-	h.oneSchedule(ScheduleService.ResumeSchedule)(w, r, owner)
+	h.oneSchedule(h.svc.ResumeSchedule)(w, r, owner)
 }
 
 func (h *Handler) deleteSchedule(w http.ResponseWriter, r *http.Request, owner string) {
-	ss, ok := h.sched(w, r)
-	if !ok {
-		return
-	}
-	if err := ss.DeleteSchedule(r.Context(), owner, r.PathValue("id")); err != nil {
+	if err := h.svc.DeleteSchedule(r.Context(), owner, r.PathValue("id")); err != nil {
 		h.failSchedule(w, r, err)
 		return
 	}
@@ -152,17 +111,13 @@ func (h *Handler) deleteSchedule(w http.ResponseWriter, r *http.Request, owner s
 }
 
 func (h *Handler) scheduleRuns(w http.ResponseWriter, r *http.Request, owner string) {
-	ss, ok := h.sched(w, r)
-	if !ok {
-		return
-	}
 	q := r.URL.Query()
 	limit, err := intParam(q, "limit")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	res, err := ss.ScheduleRuns(r.Context(), owner, r.PathValue("id"), limit, q.Get("cursor"))
+	res, err := h.svc.ScheduleRuns(r.Context(), owner, r.PathValue("id"), limit, q.Get("cursor"))
 	if err != nil {
 		h.failSchedule(w, r, err)
 		return
