@@ -127,7 +127,7 @@ def local_token(endpoint: str, environ: Optional[Mapping[str, str]] = None) -> T
     if not loopback:
         return "", (f"set {TOKEN_ENV} (or {TOKEN_FILE_ENV}) to the token of the runner at {parts.netloc}, "
                     "or address it as 127.0.0.1")
-    port = str(parts.port or {"http": 80, "https": 443}.get(parts.scheme, ""))
+    port = str(parts.port or {"http": "80", "https": "443"}.get(parts.scheme, ""))
     try:
         path = os.path.join(_config_dir(env), f"local-{port}.token")
     except ValueError as e:
@@ -162,7 +162,7 @@ class SigV4:
 
     def __init__(self, endpoint: str, region: str = "", profile: str = "", session: Any = None) -> None:
         try:
-            import botocore.session
+            import botocore.session  # type: ignore
         except ImportError as e:
             raise AuthError("signing for a deployed stack needs botocore: pip install 'batchwork[aws]'") from e
         if session is None:
@@ -173,8 +173,8 @@ class SigV4:
             raise AuthError("no AWS region to sign for: pass region= or set AWS_REGION")
 
     def sign(self, method: str, url: str, headers: Dict[str, str], body: bytes) -> None:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
+        from botocore.auth import SigV4Auth  # type: ignore
+        from botocore.awsrequest import AWSRequest  # type: ignore
 
         creds = self._session.get_credentials()
         if creds is None:

@@ -106,7 +106,7 @@ def _query(**kv: Any) -> Dict[str, str]:
 
 def _backoff(attempt: int) -> float:
     """The wait in seconds before the given try (1 for the first retry)."""
-    return 0.2 * 2 ** (attempt - 1)
+    return 0.2 * float(1 << (attempt - 1))
 
 
 def _key(prefix: str) -> str:
@@ -276,7 +276,8 @@ class Client:
         req = urllib.request.Request(output.url, method="GET")
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
-                return resp.read()
+                data: bytes = resp.read()
+                return data
         except urllib.error.HTTPError as e:
             raise BatchworkError(f"download {output.key}: HTTP {e.code}", status=e.code) from None
         except (urllib.error.URLError, OSError) as e:
@@ -457,7 +458,8 @@ class Client:
             req = urllib.request.Request(url, data=body, headers=h, method=method)
             try:
                 with self._opener.open(req, timeout=self.timeout) as resp:
-                    return resp.read(_MAX_ANSWER)
+                    answer: bytes = resp.read(_MAX_ANSWER)
+                    return answer
             except urllib.error.HTTPError as e:
                 err = error_from_answer(e.code, e.read(_MAX_ANSWER))
                 e.close()

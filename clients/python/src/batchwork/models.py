@@ -14,7 +14,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar, Union, get_type_hints
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union, get_type_hints
 
 __all__ = [
     "FieldError", "Identity", "SubmitResult", "JobStatus", "Progress", "StageStatus", "StageCopies",
@@ -425,7 +425,7 @@ def decode(cls: Type[M], data: Mapping[str, Any]) -> M:
 
 def _value(hint: Any, v: Any) -> Any:
     origin = getattr(hint, "__origin__", None)
-    args = getattr(hint, "__args__", ())
+    args: Tuple[Any, ...] = getattr(hint, "__args__", ())
     if origin is Union:  # Optional[X]
         inner = [a for a in args if a is not type(None)]
         return _value(inner[0], v)
@@ -437,6 +437,6 @@ def _value(hint: Any, v: Any) -> Any:
         return parse_time(v)
     if hint is float:
         return float(v)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return decode(hint, v)
     return v
