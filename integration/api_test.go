@@ -21,9 +21,9 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/api"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -763,7 +763,7 @@ func TestExpiredLeaseInAttemptHistory(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("receive: %v %v", msgs, err)
 	}
-	mustClaim(t, e.r.Service, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	mustClaim(t, e.r.Service, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.r.Poller().Run(runCtx) }()

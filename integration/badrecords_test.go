@@ -14,9 +14,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -119,7 +119,7 @@ func TestBadRecordsWithinLimitAreListed(t *testing.T) {
 		}
 	}
 	// Another owner sees nothing of it.
-	if _, err := e.r.Service.BadRecords(context.Background(), control.BadRecordsRequest{Owner: "mallory", ID: id}); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Service.BadRecords(context.Background(), control.BadRecordsRequest{Owner: "mallory", ID: id}); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("another owner's request: %v, want not found", err)
 	}
 
@@ -269,11 +269,11 @@ func TestBadRecordsOfFencedAttemptNeverShown(t *testing.T) {
 	ctx := context.Background()
 	id := submitTo(t, svc, "fenced", `{"name":"fenced","lease":"10s","retry":{"maxAttempts":5},"stages":[{"name":"gen","task":"bad.n",`+
 		`"maxBadRecords":2,"partitions":{"count":1,"params":[{"n":"2"}]}}]}`)
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 	stale := &executor.Runner{CP: &fenceAtCommit{Service: svc, clk: clk, lease: 10 * time.Second, t: t},
 		Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
 	res := stale.Handle(ctx, feed.Delivery{Body: ref.String()}, nil)
-	if !errors.Is(res.Err, batch.ErrStaleClaim) {
+	if !errors.Is(res.Err, domain.ErrStaleClaim) {
 		t.Fatalf("stale attempt: %+v, want its commit fenced", res)
 	}
 	fresh := &executor.Runner{CP: svc, Blob: e.r.Blob, Registry: executor.PublicRegistry(reg), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour}
@@ -329,7 +329,7 @@ func TestBadRecordCountGuardUnderConcurrentCommits(t *testing.T) {
 				tc.max, len(tc.perTask)))
 			claims := make([]control.Claim, len(tc.perTask))
 			for p := range tc.perTask {
-				claims[p] = mustClaim(t, e.r.Service, batch.TaskRef{Job: id, Partition: p})
+				claims[p] = mustClaim(t, e.r.Service, domain.TaskRef{Job: id, Partition: p})
 			}
 			errs := make([]error, len(claims))
 			var wg sync.WaitGroup
@@ -346,7 +346,7 @@ func TestBadRecordCountGuardUnderConcurrentCommits(t *testing.T) {
 				switch {
 				case err == nil:
 					fit++
-				case !errors.Is(err, batch.ErrTooManyBadRecords) || !errors.Is(err, batch.ErrPermanent):
+				case !errors.Is(err, domain.ErrTooManyBadRecords) || !errors.Is(err, domain.ErrPermanent):
 					t.Errorf("task %d: %v, want committed or ErrTooManyBadRecords", p, err)
 				}
 			}

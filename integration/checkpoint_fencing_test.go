@@ -17,10 +17,10 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -80,14 +80,14 @@ func TestCheckpointPastInputReadIsRefused(t *testing.T) {
 		mu.Lock()
 		err := got[stage]
 		mu.Unlock()
-		if !errors.Is(err, batch.ErrCheckpoint) || !strings.Contains(err.Error(), "offset") {
+		if !errors.Is(err, domain.ErrCheckpoint) || !strings.Contains(err.Error(), "offset") {
 			t.Errorf("stage %s: a checkpoint past the input read: %v, want it refused (ErrCheckpoint) naming the offset", stage, err)
 		}
 	}
 	wantSucceeded(t, e.r.Service, id)
 	ctx := context.Background()
 	for idx, want := range []int64{100, 0} {
-		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: idx, Partition: 0})
+		task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: idx, Partition: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestContinueLostResponseIsRecognised(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, faults: inj})
 	ctx := context.Background()
 	id := e.submit("lost-continue", []byte(`{"name":"lc","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"x","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id, Partition: 0}
+	ref := domain.TaskRef{Job: id, Partition: 0}
 	c := mustClaim(t, e.r.Service, ref)
 	if err := e.r.Service.Checkpoint(ctx, c, 1, 0); err != nil {
 		t.Fatal(err)
@@ -168,14 +168,14 @@ func TestResumeReadsOnlyTheTasksOwnSegments(t *testing.T) {
 	in := e.putInput("tester", "review8/forge/in.txt", []byte("line 1\nline 2\n"))
 	id := e.submit("forge", []byte(fmt.Sprintf(`{"name":"forge","retry":{"maxAttempts":2,"backoff":"1ms"},
 	  "stages":[{"name":"m","task":"copy","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	ref := batch.TaskRef{Job: id, Partition: 0}
+	ref := domain.TaskRef{Job: id, Partition: 0}
 	c := mustClaim(t, e.r.Service, ref)
 	for _, tc := range []struct {
 		seq int
-		rec batch.Checkpoint
+		rec domain.Checkpoint
 	}{
 		// A record naming a key outside the task's checkpoints.
-		{1, batch.Checkpoint{Attempt: 1, Seq: 1, Outputs: []batch.CheckpointOutput{{Segments: []string{otherKey}, Size: int64(len(secret)), Lines: 1, Last: '\n'}}}},
+		{1, domain.Checkpoint{Attempt: 1, Seq: 1, Outputs: []domain.CheckpointOutput{{Segments: []string{otherKey}, Size: int64(len(secret)), Lines: 1, Last: '\n'}}}},
 	} {
 		body, err := json.Marshal(tc.rec)
 		if err != nil {
@@ -266,7 +266,7 @@ func TestLateCheckpointAfterJobDeletionIsTagged(t *testing.T) {
 		}
 	}
 	close(goOn)
-	if err := <-refused; !errors.Is(err, batch.ErrStaleClaim) {
+	if err := <-refused; !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("checkpoint after the job's deletion: %v, want a stale claim", err)
 	}
 	<-res
@@ -294,7 +294,7 @@ func TestFencedCheckpointObjectsTagged(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("fenced-tags", []byte(`{"name":"ft","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","task":"x","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id, Partition: 0}
+	ref := domain.TaskRef{Job: id, Partition: 0}
 	c := mustClaim(t, e.r.Service, ref)
 	objs := func(seq int) []string {
 		return []string{blob.CheckpointKey(id, "s", 0, 1, seq), blob.SegmentKey(id, "s", 0, 1, seq, 0)}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -106,7 +106,7 @@ func collect(ctx context.Context, t *batchwork.Task) error {
 // committedOutput reads output part r of the committed attempt of a task.
 func committedOutput(t *testing.T, e *env, job, stage string, stageIdx, partition, r int) []byte {
 	t.Helper()
-	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: job, Stage: stageIdx, Partition: partition})
+	task, err := e.r.Store.TaskGet(context.Background(), domain.TaskRef{Job: job, Stage: stageIdx, Partition: partition})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	wantSucceeded(t, e.r.Service, through)
 
 	ctx := context.Background()
-	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: resumed, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	}
 	// The records rejected before the checkpoint were committed with the
 	// attempt that resumed from it.
-	bad := func(job string) []batch.BadRecord {
+	bad := func(job string) []domain.BadRecord {
 		page, err := e.r.Service.BadRecords(ctx, control.BadRecordsRequest{Owner: "tester", ID: job, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
@@ -330,7 +330,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	in := e.putInput("tester", "ckpt/fence/in.txt", data)
 	id := e.submit("fence", []byte(fmt.Sprintf(`{"name":"fence","retry":{"maxAttempts":3,"backoff":"1ms"},
 	  "stages":[{"name":"m","task":"fence","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	url := e.r.Resources.Queues.Normal
 	msgs := receiveVisible(t, e, url)
 	if len(msgs) != 1 {
@@ -348,7 +348,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	resA := make(chan feed.Result, 1)
 	go func() { resA <- newRunner(time.Hour).Handle(control.WithExecutor(ctx, "ghost-executor"), d, nil) }()
 	off1 := <-saved
-	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
+	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (domain.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
 		t.Fatalf("after attempt 1's checkpoint the task points at %+v (err %v), want attempt 1's checkpoint 1 at %d", task.Checkpoint, err, off1)
 	}
 
@@ -361,7 +361,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 
 	// Attempt 1 goes on, and its next checkpoint is refused.
 	close(goOn)
-	if err := <-refused; !errors.Is(err, batch.ErrStaleClaim) {
+	if err := <-refused; !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("fenced attempt's checkpoint: %v, want a stale claim", err)
 	}
 	if cause := <-stopped; cause == nil {
@@ -374,7 +374,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
+	if task.Checkpoint != (domain.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
 		t.Fatalf("after the refused checkpoint the task points at %+v, want attempt 1's checkpoint 1", task.Checkpoint)
 	}
 	// The refused checkpoint's record was written before the fence
@@ -426,7 +426,7 @@ func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	// end: about 1s of work, a quarter of the task, each.
 	invocations, receives := invokeUntilDone(t, e, reg, id, 3*time.Second, 2*time.Second)
 	wantSucceeded(t, e.r.Service, id)
-	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +547,7 @@ func TestLambdaTaskWithoutProgressFails(t *testing.T) {
 	if st.State != string(sm.JobFailed) || !strings.Contains(st.Error, "no progress checkpointed") {
 		t.Fatalf("job %s (%s), want FAILED for want of progress", st.State, st.Error)
 	}
-	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(context.Background(), domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

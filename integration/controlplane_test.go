@@ -23,22 +23,22 @@ import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func readManifest(t *testing.T, e *env, key string) batch.Manifest {
+func readManifest(t *testing.T, e *env, key string) domain.Manifest {
 	t.Helper()
 	raw, err := e.r.Blob.Get(context.Background(), key)
 	if err != nil {
 		t.Fatalf("read manifest: %v", err)
 	}
-	var m batch.Manifest
+	var m domain.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("decode manifest: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestIdempotentSubmit(t *testing.T) {
 	}
 	// The same key with another spec is a conflict, and writes nothing.
 	req.Spec = diamond.Spec("other", 1)
-	if _, err := e.r.Service.Submit(ctx, req); !errors.Is(err, batch.ErrIdempotencyConflict) {
+	if _, err := e.r.Service.Submit(ctx, req); !errors.Is(err, domain.ErrIdempotencyConflict) {
 		t.Fatalf("reused key with another spec: got %v, want ErrIdempotencyConflict", err)
 	}
 	// Exactly one job's root stage was materialized: one message queued.
@@ -203,7 +203,7 @@ func TestIdempotentSubmit(t *testing.T) {
 }
 
 // claimOne claims a task through the control plane, as an executor would.
-func mustClaim(t *testing.T, svc *control.Service, ref batch.TaskRef) control.Claim {
+func mustClaim(t *testing.T, svc *control.Service, ref domain.TaskRef) control.Claim {
 	t.Helper()
 	c, err := svc.Claim(context.Background(), ref)
 	if err != nil {
@@ -225,11 +225,11 @@ func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("dup", []byte(`{"name":"dup","stages":[{"name":"s","task":"x","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	c := mustClaim(t, e.r.Service, ref)
 	// The second delivery of the same task is rejected with a typed outcome.
 	_, err := e.r.Service.Claim(ctx, ref)
-	var held *batch.ClaimHeldError
+	var held *domain.ClaimHeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("second claim: got %v, want ClaimHeldError", err)
 	}
@@ -241,7 +241,7 @@ func TestDuplicateDeliveryCommitsOnce(t *testing.T) {
 	if err := e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1}); err != nil {
 		t.Fatalf("repeated commit: %v", err)
 	}
-	if _, err := e.r.Service.Claim(ctx, ref); !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := e.r.Service.Claim(ctx, ref); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim after commit: got %v, want ErrAlreadyDone", err)
 	}
 	st, err := e.r.Store.StageGet(ctx, id, 0)
@@ -274,7 +274,7 @@ func TestCrashedExecutorIsFenced(t *testing.T) {
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("crash", []byte(`{"name":"crash","lease":"2s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	// The first executor receives the message, claims, writes its output,
 	// then dies: no heartbeat, no commit, its message hidden for the lease.
 	msgs, err := e.r.Queue.Receive(ctx, e.r.Resources.Queues.Normal, 1, 2*time.Second, 2*time.Second)
@@ -293,7 +293,7 @@ func TestCrashedExecutorIsFenced(t *testing.T) {
 		t.Fatalf("job %s: %+v", st.State, st)
 	}
 	// The dead executor's late commit is fenced.
-	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, domain.ErrStaleClaim) && !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("late commit: got %v, want a stale claim", err)
 	}
 	task, err := e.r.Store.TaskGet(ctx, ref)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -46,7 +46,7 @@ func TestCopyCheckpointsFencedByItsOwnToken(t *testing.T) {
 	if _, err := r.svc.Fail(ctx, orig, control.FailParams{Cause: "holder boom"}); err != nil {
 		t.Fatalf("holder's failure beside its copy: %v", err)
 	}
-	if err := r.svc.Checkpoint(ctx, orig, 3, 250); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := r.svc.Checkpoint(ctx, orig, 3, 250); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("the yielded holder's checkpoint: %v, want ErrStaleClaim", err)
 	}
 	if err := r.svc.Checkpoint(ctx, cp, 2, 300); err != nil {
@@ -61,11 +61,11 @@ func TestCopyCheckpointsFencedByItsOwnToken(t *testing.T) {
 	if d, err := r.svc.Fail(ctx, cp, control.FailParams{Cause: "copy boom"}); err != nil || !d.Retry {
 		t.Fatalf("copy's failure as the task's holder: %+v %v, want a retry", d, err)
 	}
-	if err := r.svc.Checkpoint(ctx, cp, 3, 400); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := r.svc.Checkpoint(ctx, cp, 3, 400); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("the failed copy's checkpoint: %v, want ErrStaleClaim", err)
 	}
 	r.clk.Advance(r.svc.JobStateTTL() + sm.LeaseSkew + 10*testTimings.StuckAfter) // past any backoff
-	next := mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: 3})
+	next := mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: 3})
 	if next.Task.Attempt <= cp.Task.Attempt || next.Task.Checkpoint.Attempt != cp.Task.Attempt || next.Task.Checkpoint.Offset != 300 {
 		t.Fatalf("retry is attempt %d resuming from %+v; want past %d, from the copy's checkpoint at offset 300",
 			next.Task.Attempt, next.Task.Checkpoint, cp.Task.Attempt)

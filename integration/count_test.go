@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -46,7 +46,7 @@ func TestCommitIsTwoSingleItemWrites(t *testing.T) {
 	now := time.Now()
 	claimReady(t, e.r.Store, job, n, func(p int) string { return fmt.Sprint("tok", p) }, now)
 	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: fmt.Sprint("tok", p), Now: now},
 			Attempt: 1, Shards: shards, RecordsIn: 3, RecordsOut: 2, Duration: time.Second}); err != nil {
 			t.Fatal(err)
@@ -70,9 +70,9 @@ func TestCommitIsTwoSingleItemWrites(t *testing.T) {
 
 // progressOf sums a stage's counters (without the stage record that
 // Progress reads too).
-func progressOf(t *testing.T, e *env, job string, total, shards int) batch.Progress {
+func progressOf(t *testing.T, e *env, job string, total, shards int) domain.Progress {
 	t.Helper()
-	p := batch.Progress{Total: total}
+	p := domain.Progress{Total: total}
 	for k := range shards {
 		left, err := e.r.Store.ShardLeft(context.Background(), job, 0, k)
 		if err != nil {
@@ -113,7 +113,7 @@ func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
 			now, lost := time.Now(), inj.Total()
 			claimReady(t, e.r.Store, job, n, sameToken, now)
 			for p := range n {
-				ref := batch.TaskRef{Job: job, Partition: p}
+				ref := domain.TaskRef{Job: job, Partition: p}
 				if p == 1 {
 					inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: tc.match})
 				}
@@ -192,7 +192,7 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 			inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.ServerError, Rate: 1, Match: countWrite})
 			id := submitTo(t, rig.svc, "uncounted", oneStage("uncounted", "work", tc.tasks))
 			for p := range tc.tasks {
-				c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+				c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: p})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -213,7 +213,7 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if task := getTask(t, rig, batch.TaskRef{Job: id, Partition: 0}); task.State != sm.TaskSucceeded {
+			if task := getTask(t, rig, domain.TaskRef{Job: id, Partition: 0}); task.State != sm.TaskSucceeded {
 				t.Fatalf("the task whose count failed is %s, want SUCCEEDED", task.State)
 			}
 			mustSweep(t, rig.svc)
@@ -221,8 +221,8 @@ func TestSweepCountsACommitItsCommitterDidNot(t *testing.T) {
 				t.Fatalf("job %s with an uncounted task before the sweep's look, want RUNNING", st)
 			}
 			if tc.byClaim {
-				_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: 0})
-				if !errors.Is(err, batch.ErrAlreadyDone) {
+				_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: 0})
+				if !errors.Is(err, domain.ErrAlreadyDone) {
 					t.Fatalf("claim of the committed task: %v, want ErrAlreadyDone", err)
 				}
 			} else {
@@ -297,7 +297,7 @@ func TestCountsLostWithTheirProcessAreCountedBySweep(t *testing.T) {
 	dying := newService(rig.e, cfg, rig.e.r.Store, rig.e.r.Queue, rig.clk, rig.logs.logger())
 	id := submitTo(t, rig.svc, "pending", oneStage("pending", "work", 3))
 	for p := range 3 {
-		c, err := dying.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+		c, err := dying.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +351,7 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 	}
 	claimReady(t, store, job, n, sameToken, now)
 	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, Watched: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -367,7 +367,7 @@ func TestRecoveryNeverRecountsATransactionalCommit(t *testing.T) {
 		t.Fatalf("the chunk's last look put committed tasks %v in the index to be counted again", due)
 	}
 	for p := range n {
-		counted, _, err := store.ShardEnsureCounted(ctx, batch.TaskRef{Job: job, Partition: p}, 1)
+		counted, _, err := store.ShardEnsureCounted(ctx, domain.TaskRef{Job: job, Partition: p}, 1)
 		if err != nil || counted {
 			t.Fatalf("EnsureCounted of task %d: counted %v, err %v; want nothing counted", p, counted, err)
 		}
@@ -390,7 +390,7 @@ func TestCountRetriedAfterTransactionConflict(t *testing.T) {
 	claimReady(t, e.r.Store, job, n, sameToken, now)
 	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Conflict, Count: 2, Match: countWrite})
 	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		if _, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1}); err != nil {
 			t.Fatalf("commit of %d: %v", p, err)
 		}
@@ -430,7 +430,7 @@ func TestRedeliveryFinishesTheFollowUpOfADeadLastCommitter(t *testing.T) {
 	const n = 3
 	id := submitTo(t, rig.svc, "followup", oneStage("followup", "work", n))
 	for p := range n {
-		c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+		c, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -448,8 +448,8 @@ func TestRedeliveryFinishesTheFollowUpOfADeadLastCommitter(t *testing.T) {
 	if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobRunning {
 		t.Fatalf("job %s before the redelivery, want RUNNING (the follow-up died)", st)
 	}
-	_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: n - 1})
-	if !errors.Is(err, batch.ErrAlreadyDone) {
+	_, err := rig.svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: n - 1})
+	if !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of the committed task: %v, want ErrAlreadyDone", err)
 	}
 	if st := sm.JobState(jobState(t, rig.svc, id).State); st != sm.JobSucceeded {

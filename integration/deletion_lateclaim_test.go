@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -24,7 +24,7 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 	cfg.JobStateTTL = -1 // read the job's state at each check
 	claimer := newService(rig.e, cfg, rig.e.r.Store, rig.e.r.Queue, rig.clk, rig.logs.logger())
 	id := submitTo(t, rig.svc, "late", `{"name":"late","stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`)
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
 	for p := range 2 {
 		c := mustClaim(t, claimer, ref(p))
 		if err := claimer.Commit(ctx, c, control.CommitResult{Outputs: 0}); err != nil {
@@ -42,7 +42,7 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := store.StageGet(ctx, id, 0); errors.Is(err, batch.ErrNotFound) {
+		if _, err := store.StageGet(ctx, id, 0); errors.Is(err, domain.ErrNotFound) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func TestLateClaimDuringDeletionWritesNoRecord(t *testing.T) {
 		}
 		done = d.Complete
 	}
-	if _, err := store.TaskGet(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := store.TaskGet(ctx, ref(1)); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("task 1 of the deleted job: %v, want no record", err)
 	}
 	if left := recordsOf(t, rig.e, id); len(left) != 0 {

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -52,7 +52,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 		t.Fatalf("stage %+v, want 65 materialized tasks on 2 counters", st)
 	}
 	for p := 1; p < 65; p++ {
-		c, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		c, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	giver, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	giver, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestDynamicSplitProgressTornRead(t *testing.T) {
 	if between != nil || !torn.Load() {
 		t.Fatalf("split and commit between the reads: %v (torn %v)", between, torn.Load())
 	}
-	tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: st.Total})
+	tk, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: st.Total})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDynamicSplitReadErrorRefuses(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, inputBuckets: []string{bucket}, faults: inj})
 	id := e.submitAs("tester", "prewrite", fmt.Appendf(nil, `{"name":"prewrite","stages":[
 		{"name":"s","task":"none","partitions":{"input":{"prefix":"s3://%s/data/","splitSize":"1MiB","dynamicSplit":true}}}]}`, bucket))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	c, err := e.r.Service.Claim(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -193,10 +193,10 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, inputBuckets: []string{bucket}})
 	id := e.submitAs("tester", "concurrent", fmt.Appendf(nil, `{"name":"concurrent","stages":[
 		{"name":"s","task":"none","partitions":{"input":{"prefix":"s3://%s/data/","splitSize":"1MiB","dynamicSplit":true}}}]}`, bucket))
-	var claims [2]batch.Task
+	var claims [2]domain.Task
 	var params [2]dynamo.SplitTaskParams
 	for p := range 2 {
-		c, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		c, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestDynamicSplitConcurrentSplitsRenumber(t *testing.T) {
 		if k >= n0 {
 			want, i = params[1].Give, k-n0
 		}
-		tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 2 + k})
+		tk, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 2 + k})
 		if err != nil {
 			t.Fatal(err)
 		}

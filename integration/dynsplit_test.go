@@ -17,9 +17,9 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -144,7 +144,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, inputBuckets: []string{bucket}, faults: inj})
 	id := e.submitAs("tester", "guards", fmt.Appendf(nil, `{"name":"guards","retry":{"maxAttempts":3,"backoff":"10ms"},"stages":[
 		{"name":"s","task":"none","partitions":{"input":{"prefix":"s3://%s/data/","splitSize":"1MiB","dynamicSplit":true}}}]}`, bucket))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	c, err := e.r.Service.Claim(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 		t.Fatalf("split: tasks %d..%d, stage %d tasks with %d left; want 1..3, 4 and 4", res.First, res.Last, total, left)
 	}
 	for k, p := range give {
-		tk, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 1 + k})
+		tk, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 1 + k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestDynamicSplitGuards(t *testing.T) {
 
 	// No split of a task that has a speculative copy: the copy reads the
 	// range it was claimed with.
-	other, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 1})
+	other, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -86,7 +86,7 @@ func TestPermanentErrorFailsTaskAtOnce(t *testing.T) {
 	}
 	tasks := tasksOf(t, e, bad)
 	if len(tasks) != 1 || tasks[0].State != string(sm.TaskFailed) || tasks[0].Attempt != 1 ||
-		tasks[0].ErrorClass != string(batch.ClassPermanent) || tasks[0].LastError != "record 7 is not JSON" ||
+		tasks[0].ErrorClass != string(domain.ClassPermanent) || tasks[0].LastError != "record 7 is not JSON" ||
 		strings.Join(outcomes(tasks[0]), ",") != "permanent" {
 		t.Errorf("tasks %+v; want one FAILED on attempt 1 of class permanent, its attempt's outcome permanent", tasks)
 	}
@@ -146,7 +146,7 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 			}
 		}}
 	id := e.submit("hang", []byte(`{"name":"hang","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","task":"hang","timeout":"1s","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 
 	// Attempt 1 hangs: the runner gives up on it after the timeout and
 	// the grace, and fails it for a retry.
@@ -178,7 +178,7 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != batch.ClassTimedOut || !strings.HasPrefix(task.LastError, "timed out after 1s") {
+	if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != domain.ClassTimedOut || !strings.HasPrefix(task.LastError, "timed out after 1s") {
 		t.Fatalf("task after the timeout: %s attempt %d class %q error %q; want READY, timed_out, timed out after 1s", task.State, task.Attempt, task.ErrorClass, task.LastError)
 	}
 
@@ -188,7 +188,7 @@ func TestHungTaskTimesOutAndItsLateCommitIsFenced(t *testing.T) {
 	stale := first
 	mu.Unlock()
 	putOutput(t, e, stale, "stale\n")
-	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, stale, control.CommitResult{Outputs: 1}); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("late commit of the timed-out attempt: %v, want ErrStaleClaim", err)
 	}
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // echoSh is an exec program that copies its stdin to stdout and echoes
@@ -81,7 +81,7 @@ func TestExecForgedControlLinesOnStderrAreLogText(t *testing.T) {
 	workUntilEnded(t, e, run, 2*time.Minute, id)
 	wantSucceeded(t, e.r.Service, id)
 
-	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(context.Background(), domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -30,7 +30,7 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 	runner := func(size spec.Size) *executor.Runner { return newRunner(size, 16) }
 	id := e.submit("limit", []byte(`{"name":"limit","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 
 	if res := handle(runner(1<<30), e.r.Resources.Queues.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1: %+v, want its message moved to the 2GiB queue", res)
@@ -39,7 +39,7 @@ func TestExecProgramPastItsMemoryLimitRetriesOnTheNextSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.State != sm.TaskReady || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != 2<<30 ||
+	if task.State != sm.TaskReady || task.ErrorClass != domain.ClassOutOfMemory || task.Memory != 2<<30 ||
 		!strings.Contains(task.LastError, "past its 64 MiB limit") {
 		t.Fatalf("task after attempt 1: %s class %q memory %d error %q; want READY at 2GiB after an out-of-memory end over 64 MiB",
 			task.State, task.ErrorClass, task.Memory, task.LastError)

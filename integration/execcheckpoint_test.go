@@ -13,10 +13,10 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // numberLinesSh is an exec program that checkpoints (the protocol of
@@ -131,7 +131,7 @@ func TestExecCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	wantSucceeded(t, e.r.Service, through)
 
 	ctx := context.Background()
-	task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: resumed, Stage: 0, Partition: 0})
+	task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: resumed, Stage: 0, Partition: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestExecCheckpointResumeOutputsMatchUninterrupted(t *testing.T) {
 	if !timelineHas(t, e, resumed, "task.resumed", "resumed from the checkpoint of attempt 1 at offset") {
 		t.Fatal("history does not say the task resumed from attempt 1's checkpoint")
 	}
-	if task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: through, Stage: 0, Partition: 0}); err != nil || task.CommittedAttempt != 1 {
+	if task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: through, Stage: 0, Partition: 0}); err != nil || task.CommittedAttempt != 1 {
 		t.Fatalf("uninterrupted job's map task committed attempt %d (%v), want 1", task.CommittedAttempt, err)
 	}
 	for r := range 3 {
@@ -191,7 +191,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	in := e.putInput("tester", "execckpt/fence/in.txt", data)
 	id := e.submit("fence", []byte(fmt.Sprintf(`{"name":"fence","retry":{"maxAttempts":3,"backoff":"1ms"},
 	  "stages":[{"name":"m","exec":["numberlines","fence=%s"],"partitions":{"input":{"prefix":%q}}}]}`, sync, in)))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	url := e.r.Resources.Queues.Normal
 	msgs := receiveVisible(t, e, url)
 	if len(msgs) != 1 {
@@ -218,7 +218,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
+	if task, err := e.r.Store.TaskGet(ctx, ref); err != nil || task.Checkpoint != (domain.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
 		t.Fatalf("after attempt 1's checkpoint the task points at %+v (err %v), want attempt 1's checkpoint 2 at %d", task.Checkpoint, err, off1)
 	}
 
@@ -240,7 +240,7 @@ func TestExecFencedCheckpointIsNeverUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
+	if task.Checkpoint != (domain.CheckpointRef{Attempt: 1, Seq: 2, Offset: off1}) {
 		t.Fatalf("after the refused checkpoint the task points at %+v, want attempt 1's checkpoint 2", task.Checkpoint)
 	}
 	// The refused checkpoint's record was written before the fence

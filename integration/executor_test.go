@@ -11,8 +11,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -47,7 +47,7 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 		t.Fatalf("the queue's visibility timeout is %d s; the test needs one longer than %s to tell it from the lease", queueVis, within)
 	}
 	id := e.submit("vis", []byte(`{"name":"vis","lease":"2s","stages":[{"name":"s","task":"hang","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 
 	// Received as Lambda's event source receives: with the queue's own
 	// visibility timeout (0 asks for the queue default).
@@ -111,7 +111,7 @@ func TestCrashedExecutorMessageReturnsAfterLease(t *testing.T) {
 		// end (attempt 2's commit ended it); which one depends on timing.
 		// Either way it must not commit, which the task's record shows.
 		stopped := res.Err != nil && res.Err.Error() == "job no longer running"
-		if !errors.Is(res.Err, batch.ErrStaleClaim) && !errors.Is(res.Err, batch.ErrAlreadyDone) && !stopped {
+		if !errors.Is(res.Err, domain.ErrStaleClaim) && !errors.Is(res.Err, domain.ErrAlreadyDone) && !stopped {
 			t.Errorf("crashed executor's late commit: %+v, want it refused", res)
 		}
 	case <-time.After(30 * time.Second):

@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -24,13 +24,13 @@ func TestClassedFailureWithLostResponse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		class     batch.ErrorClass
+		class     domain.ErrorClass
 		op        string // the write whose response is lost
 		wantRetry bool
 		wantState sm.TaskState
 	}{
-		{name: "timed out, retried", class: batch.ClassTimedOut, op: "UpdateItem", wantRetry: true, wantState: sm.TaskReady},
-		{name: "permanent", class: batch.ClassPermanent, op: "TransactWriteItems", wantState: sm.TaskFailed},
+		{name: "timed out, retried", class: domain.ClassTimedOut, op: "UpdateItem", wantRetry: true, wantState: sm.TaskReady},
+		{name: "permanent", class: domain.ClassPermanent, op: "TransactWriteItems", wantState: sm.TaskFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestClassedFailureWithLostResponse(t *testing.T) {
 			e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, faults: inj})
 			id := e.submit("lost", []byte(oneStage("lost", "x", 1)))
 			ctx := context.Background()
-			c, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id})
+			c, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id})
 			if err != nil {
 				t.Fatal(err)
 			}

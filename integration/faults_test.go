@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -55,7 +55,7 @@ func TestTransactionConflictsAreRetried(t *testing.T) {
 		// a transaction (the stage's bad-record guard must refuse it).
 		{"commit", txFirst("catt = :att"), func(t *testing.T, e *env) {
 			id := e.submit("c", []byte(`{"name":"c","stages":[{"name":"s","task":"x","maxBadRecords":3,"partitions":{"count":1}}]}`))
-			c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id})
+			c := mustClaim(t, e.r.Service, domain.TaskRef{Job: id})
 			putOutput(t, e, c, "out\n")
 			if err := e.r.Service.Commit(context.Background(), c, control.CommitResult{Outputs: 1, BadRecords: 1}); err != nil {
 				t.Fatalf("commit: %v", err)
@@ -108,7 +108,7 @@ func TestClaimWithLostResponseIsGranted(t *testing.T) {
 		u, ok := in.(*dynamodb.UpdateItemInput)
 		return ok && u.UpdateExpression != nil && strings.Contains(*u.UpdateExpression, "tok = :tok, lease = :lease")
 	}})
-	c, err := e.r.Service.Claim(context.Background(), batch.TaskRef{Job: id})
+	c, err := e.r.Service.Claim(context.Background(), domain.TaskRef{Job: id})
 	if err != nil {
 		t.Fatalf("claim with a lost response: %v", err)
 	}
@@ -140,7 +140,7 @@ func TestSubmitRetriedByTheClient(t *testing.T) {
 		t.Fatalf("resubmit: %+v %v; want job %s, not created", again, err, first.JobID)
 	}
 	_, err = e.r.Service.Submit(ctx, control.SubmitRequest{Owner: "tester", IdempotencyKey: "k", Spec: []byte(oneStage("b", "x", 1))})
-	if !errors.Is(err, batch.ErrIdempotencyConflict) {
+	if !errors.Is(err, domain.ErrIdempotencyConflict) {
 		t.Fatalf("same key, other spec: %v, want ErrIdempotencyConflict", err)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -84,116 +84,116 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 		name  string
 		ev    sm.Event
 		token string
-		apply func(ref batch.TaskRef, v sm.TaskView) error
+		apply func(ref domain.TaskRef, v sm.TaskView) error
 	}
 	holder := func(tk string) dynamo.HolderParams { return dynamo.HolderParams{Token: tk, Now: now} }
 	ops := []op{
-		{"claim", "", "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"claim", "", "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			_, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute})
 			return err
 		}},
-		{"heartbeat by holder", sm.TaskHeartbeat, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"heartbeat by holder", sm.TaskHeartbeat, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			return store.TaskHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
-		{"heartbeat by stale executor", sm.TaskHeartbeat, other, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"heartbeat by stale executor", sm.TaskHeartbeat, other, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
 			return store.TaskHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
-		{"commit by holder", sm.TaskCommit, tok, func(ref batch.TaskRef, v sm.TaskView) error {
+		{"commit by holder", sm.TaskCommit, tok, func(ref domain.TaskRef, v sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
 			return err
 		}},
-		{"commit by stale executor", sm.TaskCommit, other, func(ref batch.TaskRef, v sm.TaskView) error {
+		{"commit by stale executor", sm.TaskCommit, other, func(ref domain.TaskRef, v sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
 			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1})
 			return err
 		}},
-		{"retry by holder", sm.TaskRetry, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"retry by holder", sm.TaskRetry, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskRetry, NotBefore: now, Due: now})
 			return err
 		}},
-		{"fail by holder", sm.TaskFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"fail by holder", sm.TaskFail, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFail, Due: now})
 			return err
 		}},
-		{"permanent failure by holder", sm.TaskFailPermanent, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"permanent failure by holder", sm.TaskFailPermanent, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: domain.ClassPermanent, Due: now})
 			return err
 		}},
-		{"permanent failure by stale executor", sm.TaskFailPermanent, other, func(ref batch.TaskRef, _ sm.TaskView) error {
+		{"permanent failure by stale executor", sm.TaskFailPermanent, other, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(other)
 			p.Ref = ref
-			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: batch.ClassPermanent, Due: now})
+			_, err := store.TaskRelease(ctx, dynamo.ReleaseParams{HolderParams: p, Event: sm.TaskFailPermanent, Class: domain.ClassPermanent, Due: now})
 			return err
 		}},
 	}
 	ops = append(ops,
-		op{"speculate", sm.TaskSpeculate, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"speculate", sm.TaskSpeculate, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			return store.CopyRequest(ctx, ref, now)
 		}},
-		op{"claim copy", sm.TaskClaimCopy, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"claim copy", sm.TaskClaimCopy, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			_, err := store.CopyClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "freshcopy", Now: now, Lease: time.Minute})
 			return err
 		}},
-		op{"copy heartbeat by copy", sm.TaskCopyHeartbeat, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"copy heartbeat by copy", sm.TaskCopyHeartbeat, copyTok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(copyTok)
 			p.Ref = ref
 			return store.CopyHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
-		op{"copy heartbeat by holder", sm.TaskCopyHeartbeat, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"copy heartbeat by holder", sm.TaskCopyHeartbeat, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			return store.CopyHeartbeat(ctx, p, time.Minute, time.Minute)
 		}},
-		op{"commit by copy", sm.TaskCommit, copyTok, func(ref batch.TaskRef, v sm.TaskView) error {
+		op{"commit by copy", sm.TaskCommit, copyTok, func(ref domain.TaskRef, v sm.TaskView) error {
 			p := holder(copyTok)
 			p.Ref = ref
 			_, err := store.TaskCommit(ctx, dynamo.CommitParams{HolderParams: p, Attempt: v.Attempt, Shards: 1, Duration: time.Second})
 			return err
 		}},
-		op{"yield by holder", sm.TaskYield, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"yield by holder", sm.TaskYield, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
-			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskYield, Copy: batch.CopyState{Token: copyTok}})
+			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskYield, Copy: domain.CopyState{Token: copyTok}})
 			return err
 		}},
-		op{"copy fail by copy", sm.TaskCopyFail, copyTok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"copy fail by copy", sm.TaskCopyFail, copyTok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(copyTok)
 			p.Ref = ref
 			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
 			return err
 		}},
-		op{"copy fail by holder", sm.TaskCopyFail, tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"copy fail by holder", sm.TaskCopyFail, tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 			p := holder(tok)
 			p.Ref = ref
 			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: p, Event: sm.TaskCopyFail})
 			return err
 		}},
-		op{"copy expire", sm.TaskCopyExpire, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		op{"copy expire", sm.TaskCopyExpire, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			_, err := store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: ref, Now: now}, Event: sm.TaskCopyExpire})
 			return err
 		}},
 	)
 	for _, tk := range []struct{ name, tok string }{{"holder", tok}, {"stale executor", other}} {
 		ops = append(ops,
-			op{"checkpoint by " + tk.name, sm.TaskCheckpoint, tk.tok, func(ref batch.TaskRef, v sm.TaskView) error {
+			op{"checkpoint by " + tk.name, sm.TaskCheckpoint, tk.tok, func(ref domain.TaskRef, v sm.TaskView) error {
 				p := holder(tk.tok)
 				p.Ref = ref
 				return store.TaskCheckpoint(ctx, dynamo.CheckpointParams{HolderParams: p, Attempt: v.Attempt, Seq: 1, Offset: 10})
 			}},
-			op{"continue by " + tk.name, sm.TaskContinue, tk.tok, func(ref batch.TaskRef, _ sm.TaskView) error {
+			op{"continue by " + tk.name, sm.TaskContinue, tk.tok, func(ref domain.TaskRef, _ sm.TaskView) error {
 				p := holder(tk.tok)
 				p.Ref = ref
 				_, err := store.TaskContinue(ctx, dynamo.ContinueParams{HolderParams: p, Due: now})
@@ -202,7 +202,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	}
 	holderOf := map[int]time.Time{} // op index -> the holder's liveness
 	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
-		ops = append(ops, op{string(ev), ev, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		ops = append(ops, op{string(ev), ev, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			return store.TaskSweep(ctx, dynamo.SweepTaskParams{Ref: ref, Event: ev, Now: now, Due: now})
 		}})
 	}
@@ -219,19 +219,19 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ops = append(ops, op{"takeover from " + h.name, sm.TaskTakeover, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		ops = append(ops, op{"takeover from " + h.name, sm.TaskTakeover, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			_, err := store.TaskTakeover(ctx, dynamo.TakeoverParams{
 				ClaimParams: dynamo.ClaimParams{Ref: ref, Token: "fresh", Now: now, Lease: time.Minute},
-				Holder:      batch.Task{Ref: ref, Token: tok, Executor: ex},
+				Holder:      domain.Task{Ref: ref, Token: tok, Executor: ex},
 			})
 			return err
 		}})
 		holderOf[len(ops)-1] = h.alive
 		// A holder killed for memory goes back to READY one size up
 		// (statemachine/oomkill.go), on the takeover's guards.
-		ops = append(ops, op{"lost for memory from " + h.name, sm.TaskLostForMemory, "", func(ref batch.TaskRef, _ sm.TaskView) error {
+		ops = append(ops, op{"lost for memory from " + h.name, sm.TaskLostForMemory, "", func(ref domain.TaskRef, _ sm.TaskView) error {
 			_, err := store.TaskLoseForMemory(ctx, dynamo.LostForMemoryParams{
-				Holder: batch.Task{Ref: ref, Token: tok, Executor: ex}, Now: now, Memory: 2 << 30, Err: "out of memory", Due: now,
+				Holder: domain.Task{Ref: ref, Token: tok, Executor: ex}, Now: now, Memory: 2 << 30, Err: "out of memory", Due: now,
 			})
 			return err
 		}})
@@ -241,7 +241,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 	partition := 0
 	for _, rec := range records {
 		for i, o := range ops {
-			ref := batch.TaskRef{Job: job, Stage: 0, Partition: partition}
+			ref := domain.TaskRef{Job: job, Stage: 0, Partition: partition}
 			view := rec.view
 			view.HolderAlive = holderOf[i]
 			partition++
@@ -267,7 +267,7 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 
 // putTaskRecord writes a task record as it is stored, with the attribute
 // names of shared/dynamo's codec, whatever state it is in.
-func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref batch.TaskRef, v sm.TaskView) {
+func putTaskRecord(t *testing.T, db *dynamodb.Client, table string, ref domain.TaskRef, v sm.TaskView) {
 	t.Helper()
 	n := func(x int64) types.AttributeValue {
 		return &types.AttributeValueMemberN{Value: strconv.FormatInt(x, 10)}

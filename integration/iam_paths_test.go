@@ -11,10 +11,10 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/iamrec"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -70,10 +70,10 @@ const iamLease = 10 * time.Second
 
 // lostAttempt submits a one-task job, claims its task as an executor that
 // then dies after writing its output, and moves the clock past the lease.
-func (r *iamRig) lostAttempt(t *testing.T, attempts int) (batch.TaskRef, control.Claim) {
+func (r *iamRig) lostAttempt(t *testing.T, attempts int) (domain.TaskRef, control.Claim) {
 	t.Helper()
 	id := submitTo(t, r.svc, "lost", iamSpec(attempts))
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	c := mustClaim(t, r.svc, ref)
 	putOutput(t, r.e, c, "lost\n")
 	r.clk.Advance(iamLease + sm.LeaseSkew + time.Second)
@@ -106,7 +106,7 @@ func (r *iamRig) publishedFolder(t *testing.T, owner, name string) (outputs stri
 	return "s3://" + r.e.r.Resources.Bucket + "/" + folder + "s/"
 }
 
-func (r *iamRig) remoteClaim(t *testing.T, ctx context.Context, ref batch.TaskRef) control.RemoteClaim {
+func (r *iamRig) remoteClaim(t *testing.T, ctx context.Context, ref domain.TaskRef) control.RemoteClaim {
 	t.Helper()
 	c, err := r.svc.RemoteClaim(ctx, control.RemoteClaimRequest{Task: ref.String()})
 	if err != nil {
@@ -131,7 +131,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"claim takes over the task of a dead executor", iamrec.FnClaim, func(t *testing.T, r *iamRig, ctx context.Context) {
 			id := submitTo(t, r.svc, "dead", iamSpec(2))
-			ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+			ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 			// The holder never renews its liveness record: it is dead at
 			// once, while its lease still runs.
 			if _, err := r.svc.Claim(control.WithExecutor(context.Background(), control.NewExecutorID()), ref); err != nil {
@@ -144,7 +144,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 		}},
 		{"claim fails the job when the last attempt's lease expired", iamrec.FnClaim, func(t *testing.T, r *iamRig, ctx context.Context) {
 			ref, _ := r.lostAttempt(t, 1)
-			if _, err := r.svc.RemoteClaim(ctx, control.RemoteClaimRequest{Task: ref.String()}); !errors.Is(err, batch.ErrAlreadyDone) {
+			if _, err := r.svc.RemoteClaim(ctx, control.RemoteClaimRequest{Task: ref.String()}); !errors.Is(err, domain.ErrAlreadyDone) {
 				t.Fatalf("claim after the last attempt's lease: %v, want ErrAlreadyDone", err)
 			}
 			if js := jobState(t, r.svc, ref.Job); js.State != string(sm.JobFailed) {
@@ -159,7 +159,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			r.e.putInput("tester", "in/iam/b.txt", []byte("three\n"))
 			id := submitTo(t, r.svc, "commit", `{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"inputs:in/iam/"}}}]}`)
-			for _, ref := range []batch.TaskRef{{Job: id, Stage: 0, Partition: 0}, {Job: id, Stage: 1, Partition: 0}, {Job: id, Stage: 1, Partition: 1}} {
+			for _, ref := range []domain.TaskRef{{Job: id, Stage: 0, Partition: 0}, {Job: id, Stage: 1, Partition: 0}, {Job: id, Stage: 1, Partition: 1}} {
 				stage := ref.Stage
 				c, err := r.svc.RemoteClaim(bg, control.RemoteClaimRequest{Task: ref.String()})
 				if err != nil {
@@ -181,7 +181,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			ref, lost := r.lostAttempt(t, 2)
 			mustClaim(t, r.svc, ref) // another executor's attempt 2
 			stale := control.RemoteClaim{Task: ref.String(), Token: lost.Task.Token, Attempt: lost.Task.Attempt, Lease: lost.Lease}
-			if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := remoteCommit(ctx, r.svc, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Fatalf("late commit: %v, want a stale claim", err)
 			}
 			r.wantTagged(t, lost)
@@ -214,7 +214,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			in := r.publishedFolder(t, "tester", "pub")
 			id := submitTo(t, r.svc, "published", fmt.Sprintf(`{"name":"iam","stages":[{"name":"a","task":"work","partitions":{"count":1}},
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":%q}}}]}`, in))
-			c := r.remoteClaim(t, context.Background(), batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+			c := r.remoteClaim(t, context.Background(), domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 			if err := r.e.r.Blob.PutIfAbsent(context.Background(), blob.OutputKey(id, "a", 0, c.Attempt, 0), []byte("out\n")); err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			if msgs := receiveVisible(t, r.e, q.Normal); len(msgs) != 1 {
 				t.Fatalf("%d messages after submit, want 1", len(msgs))
 			}
-			body := batch.TaskRef{Job: id, Stage: 0, Partition: 0}.String()
+			body := domain.TaskRef{Job: id, Stage: 0, Partition: 0}.String()
 			if err := r.e.r.Queue.SendBatch(context.Background(), q.DLQ, []queue.Send{{Body: body}}); err != nil {
 				t.Fatal(err)
 			}
@@ -325,7 +325,7 @@ func TestIAMPathsOfEachFunction(t *testing.T) {
 			id := e.submit("lambda", []byte(fmt.Sprintf(`{"name":"lambda","stages":[{"name":"a","task":"work","partitions":{"count":1}},
 			  {"name":"b","task":"work","after":["a"],"partitions":{"input":{"prefix":"%sin/lambda/"}}}]}`, e.inputsURI("tester"))))
 			held := e.submit("held", []byte(iamSpec(2)))
-			mustClaim(t, e.r.Service, batch.TaskRef{Job: held, Stage: 0, Partition: 0}) // by a live executor elsewhere
+			mustClaim(t, e.r.Service, domain.TaskRef{Job: held, Stage: 0, Partition: 0}) // by a live executor elsewhere
 			run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.PublicRegistry(e.reg), Log: r.logs.logger()}
 			h := &feed.LambdaHandler{
 				Handler: run, CP: run.CP, Log: run.Log,

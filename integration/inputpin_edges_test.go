@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Pins as the planner takes them (from the listing) on the objects that
@@ -100,7 +100,7 @@ func TestInputPinEdges(t *testing.T) {
 	} {
 		_, err := store.OpenPinned(ctx, bucket, tc.key, pins[tc.key], tc.start)
 		var ch *blob.InputChangedError
-		if !errors.As(err, &ch) || !errors.Is(err, batch.ErrPermanent) || ch.Key != tc.key || !strings.Contains(err.Error(), tc.key) {
+		if !errors.As(err, &ch) || !errors.Is(err, domain.ErrPermanent) || ch.Key != tc.key || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("pinned read of changed %s from %d: %v; want a permanent InputChangedError naming it", tc.key, tc.start, err)
 		}
 	}

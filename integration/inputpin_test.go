@@ -16,8 +16,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -104,7 +104,7 @@ func TestInputSnapshotPinning(t *testing.T) {
 		for _, start := range []int64{0, 4096} {
 			_, err := e.r.Blob.OpenPinned(ctx, bucket, "data/b.txt", planned["data/b.txt"], start)
 			var ch *blob.InputChangedError
-			if !errors.As(err, &ch) || !errors.Is(err, batch.ErrPermanent) || ch.Now != now {
+			if !errors.As(err, &ch) || !errors.Is(err, domain.ErrPermanent) || ch.Now != now {
 				t.Errorf("read from %d: %v, want a permanent InputChangedError naming ETag %s", start, err, now)
 			}
 		}
@@ -128,7 +128,7 @@ func TestInputSnapshotPinning(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := e.r.Blob.OpenPinned(ctx, bucket, "data/gone.txt", tag, 0)
-		if !errors.Is(err, batch.ErrPermanent) || !strings.Contains(err.Error(), "now deleted") {
+		if !errors.Is(err, domain.ErrPermanent) || !strings.Contains(err.Error(), "now deleted") {
 			t.Fatalf("read of a deleted input: %v, want a permanent error saying it was deleted", err)
 		}
 	})

@@ -23,10 +23,10 @@ import (
 
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -302,7 +302,7 @@ func TestJobEndSetsTTLWithRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := control.NewJobID()
-		if _, _, err := plain.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: time.Now()},
+		if _, _, err := plain.JobCreate(ctx, dynamo.CreateJobParams{Job: domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: time.Now()},
 			IdemKey: name, IdemTTL: time.Hour, StageDue: time.Now().Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +390,7 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 	}
 	id := control.NewJobID()
 	now := time.Now()
-	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "big", IdemTTL: time.Hour, StageDue: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,16 +401,16 @@ func TestDeleteJobRecordsInBudgets(t *testing.T) {
 	if err := store.ShardPut(ctx, id, 0, 250, st.Shards); err != nil {
 		t.Fatal(err)
 	}
-	var tasks []batch.Task
+	var tasks []domain.Task
 	for p := range 250 {
-		tasks = append(tasks, batch.Task{Ref: batch.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
+		tasks = append(tasks, domain.Task{Ref: domain.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
 	}
 	if err := store.TaskPutMany(ctx, tasks, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []int{7, 150} {
-		if _, err := store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
-			Ref: batch.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: batch.AttemptRetried, At: now, Err: "boom"}, Shards: st.Shards}); err != nil {
+		if _, err := store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: domain.AttemptEnd{
+			Ref: domain.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: domain.AttemptRetried, At: now, Err: "boom"}, Shards: st.Shards}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,9 +18,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -76,7 +76,7 @@ func TestLambdaHandlerReportsBatchItemFailures(t *testing.T) {
 	url := e.r.Resources.Queues.Normal
 	id := e.submit("lambda", []byte(`{"name":"lambda","stages":[{"name":"s","task":"work","partitions":{"count":4},
 	  "retry":{"maxAttempts":3,"backoff":"10m"}}]}`))
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
 
 	// Task 2 finished before this batch (its message is a stale
 	// duplicate); task 3 is held by a live executor elsewhere.
@@ -214,13 +214,13 @@ func TestLambdaIsolatesOwners(t *testing.T) {
 			e := newEnv(t, reg, envOptions{noRun: true})
 			ctx := context.Background()
 			url := e.r.Resources.Queues.Normal
-			submit := func(owner, who string) batch.TaskRef {
+			submit := func(owner, who string) domain.TaskRef {
 				res, err := e.r.Service.Submit(ctx, control.SubmitRequest{Owner: owner, IdempotencyKey: who, Spec: []byte(`{"name":"` + who +
 					`","stages":[{"name":"s","task":"work","partitions":{"count":1,"params":[{"who":"` + who + `"}]},"retry":{"maxAttempts":3,"backoff":"10m"}}]}`)})
 				if err != nil {
 					t.Fatalf("submit as %s: %v", who, err)
 				}
-				return batch.TaskRef{Job: res.JobID}
+				return domain.TaskRef{Job: res.JobID}
 			}
 			aliceTask, bobTask := submit(alice, "alice"), submit(bob, "bob")
 			receive := func(n int) []queue.Message {

@@ -12,10 +12,10 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -133,7 +133,7 @@ func TestLambdaStageCheckpointsAndResumes(t *testing.T) {
 		invocations int
 	}{{through, 1, 1}, {steps, 1, 6}, {resumed, 2, 4 + 3}} {
 		wantSucceeded(t, e.r.Service, tc.job)
-		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: tc.job})
+		task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: tc.job})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 	fn := &numberingFunction{e: e, in: ckptInput(300), events: map[string][]executor.LambdaEvent{}}
 	id := submitTo(t, svc, "fenced", `{"name":"fenced","lease":"10s","retry":{"maxAttempts":5},"stages":[{"name":"l","lambda":"numberer",`+
 		`"maxBadRecords":20,"partitions":{"count":1,"params":[{"step":"50"}]}}]}`)
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 	stale := &executor.Runner{CP: &fenceAtCheckpoint{Service: svc, clk: clk, lease: 10 * time.Second, at: 2, t: t},
 		Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(), HeartbeatEvery: time.Hour, Lambda: fn}
 	res := stale.Handle(ctx, feed.Delivery{Body: ref.String()}, nil)
@@ -228,7 +228,7 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	off1 := int64(50 * 13)
-	if task.Checkpoint != (batch.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
+	if task.Checkpoint != (domain.CheckpointRef{Attempt: 1, Seq: 1, Offset: off1}) {
 		t.Fatalf("after the refused checkpoint the task points at %+v, want attempt 1's checkpoint 1 at %d", task.Checkpoint, off1)
 	}
 	if _, err := e.r.Blob.Get(ctx, blob.CheckpointKey(id, "l", 0, 1, 2)); err != nil {

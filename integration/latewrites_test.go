@@ -8,10 +8,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -41,7 +41,7 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 	}
 	id := control.NewJobID()
 	now := time.Now()
-	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+	if _, _, err := store.JobCreate(ctx, dynamo.CreateJobParams{Job: domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "late", IdemTTL: time.Hour, StageDue: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -52,16 +52,16 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 	if err := store.ShardPut(ctx, id, 0, 4, st.Shards); err != nil {
 		t.Fatal(err)
 	}
-	var tasks []batch.Task
+	var tasks []domain.Task
 	for p := range 4 {
-		tasks = append(tasks, batch.Task{Ref: batch.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
+		tasks = append(tasks, domain.Task{Ref: domain.TaskRef{Job: id, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now})
 	}
 	if err := store.TaskPutMany(ctx, tasks, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	end := func(p, shards int) (bool, error) {
-		return store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: batch.AttemptEnd{
-			Ref: batch.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: batch.AttemptFailed, At: time.Now(), Err: "late"}, Shards: shards})
+		return store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{End: domain.AttemptEnd{
+			Ref: domain.TaskRef{Job: id, Partition: p}, Attempt: 1, Kind: domain.AttemptFailed, At: time.Now(), Err: "late"}, Shards: shards})
 	}
 	// Before the deletion: recorded, and deleted with the job below.
 	if ok, err := end(0, st.Shards); !ok || err != nil {
@@ -92,11 +92,11 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 	}
 	// The timeline-only writers (a resume from a checkpoint, a
 	// speculative copy's start or win) likewise.
-	for name, write := range map[string]func(context.Context, batch.AttemptEnd) error{
+	for name, write := range map[string]func(context.Context, domain.AttemptEnd) error{
 		"timeline event": store.TimelineRecord, "speculation event": store.TimelineRecordSpeculation,
 	} {
-		err := write(ctx, batch.AttemptEnd{Ref: batch.TaskRef{Job: id, Partition: 1}, Attempt: 2, Kind: "late", At: time.Now()})
-		if !errors.Is(err, batch.ErrNotFound) {
+		err := write(ctx, domain.AttemptEnd{Ref: domain.TaskRef{Job: id, Partition: 1}, Attempt: 2, Kind: "late", At: time.Now()})
+		if !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("%s of a job being deleted: %v, want not found", name, err)
 		}
 		if got := recordsOf(t, e, id); len(got) != len(before) {
@@ -142,7 +142,7 @@ type deletingStore struct {
 	del func()
 }
 
-func (s *deletingStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
+func (s *deletingStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (domain.Task, error) {
 	t, err := s.Store.TaskRelease(ctx, p)
 	if err == nil {
 		s.del()
@@ -164,7 +164,7 @@ func TestLateFailAfterJobDeletion(t *testing.T) {
 	id := submitTo(t, svc, "late", `{"name":"late","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"x","partitions":{"count":2}}]}`)
 	var claims []control.Claim
 	for p := range 2 {
-		c, err := svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), batch.TaskRef{Job: id, Partition: p})
+		c, err := svc.Claim(control.WithExecutor(ctx, control.NewExecutorID()), domain.TaskRef{Job: id, Partition: p})
 		if err != nil {
 			t.Fatalf("claim %d: %v", p, err)
 		}
@@ -204,7 +204,7 @@ func TestLateFailAfterJobDeletion(t *testing.T) {
 	if !deleted {
 		t.Fatalf("the job was not deleted in the late release (fail: %v)", err)
 	}
-	if err != nil && !errors.Is(err, batch.ErrNotFound) {
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("late fail: %v, want success or not found", err)
 	}
 	if left := recordsOf(t, e, id); len(left) != 0 {

@@ -24,10 +24,10 @@ import (
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -68,7 +68,7 @@ func TestTinySplitSizeFailsWithoutBuildingSplits(t *testing.T) {
 	sp.Stages[0].Partitions.Input.SplitSize = 1
 	id, now := control.NewJobID(), rig.clk.Now()
 	if _, _, err := e.r.Store.JobCreate(ctx, dynamo.CreateJobParams{
-		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+		Job:     domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: "stored-before-the-floor", StageDue: now, IdemTTL: time.Hour,
 	}); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestTinySplitSizeFailsWithoutBuildingSplits(t *testing.T) {
 	if js.State != string(sm.JobFailed) || !strings.Contains(js.Error, want) {
 		t.Fatalf("job %s (%q), want FAILED with %q", js.State, js.Error, want)
 	}
-	if _, err := e.r.Blob.Get(ctx, blob.PlanKey(id, "s")); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Blob.Get(ctx, blob.PlanKey(id, "s")); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("plan object of the refused stage: %v, want none", err)
 	}
 	// Ten million 32-byte splits were 320 MiB.
@@ -323,7 +323,7 @@ func TestSweepSurvivesPoisonedStage(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			dead := batch.TaskRef{Job: good, Stage: 0, Partition: 0}
+			dead := domain.TaskRef{Job: good, Stage: 0, Partition: 0}
 			if err := e.r.Queue.SendBatch(ctx, e.r.Resources.Queues.DLQ, []queue.Send{{Body: dead.String()}}); err != nil {
 				t.Fatal(err)
 			}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -98,8 +98,8 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	ctx := context.Background()
 	store := rig.e.r.Store
 	id := submitTo(t, rig.svc, "slots", `{"name":"slots","maxConcurrency":1,"lease":"10s","stages":[{"name":"s","task":"work","partitions":{"count":3}}]}`)
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
-	holders := func() []batch.TaskRef {
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
+	holders := func() []domain.TaskRef {
 		t.Helper()
 		h, err := store.SlotHolders(ctx, dynamo.JobSlots(id))
 		if err != nil {
@@ -110,7 +110,7 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	overLimit := func(p int) {
 		t.Helper()
 		_, err := rig.svc.Claim(ctx, ref(p))
-		if !errors.Is(err, control.ErrOverLimit) || !errors.Is(err, batch.ErrAlreadyDone) {
+		if !errors.Is(err, control.ErrOverLimit) || !errors.Is(err, domain.ErrAlreadyDone) {
 			t.Fatalf("claim of task %d: %v, want ErrOverLimit (wrapping ErrAlreadyDone)", p, err)
 		}
 		if tk := stageTasks(t, rig.e, id, 0)[p]; tk.State != sm.TaskReady || tk.Attempt != 0 {
@@ -124,7 +124,7 @@ func TestConcurrencySlotsOfDeadHoldersAreFreed(t *testing.T) {
 	}
 	overLimit(1)
 	// A duplicate delivery of task 0 finds its claim held; its slot stays.
-	var held *batch.ClaimHeldError
+	var held *domain.ClaimHeldError
 	if _, err := rig.svc.Claim(ctx, ref(0)); !errors.As(err, &held) {
 		t.Fatalf("duplicate claim of task 0: %v, want ClaimHeldError", err)
 	}

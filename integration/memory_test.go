@@ -11,8 +11,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -33,7 +33,7 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 	small, big := runner(1<<30, 0), runner(2<<30, 0)
 	id := e.submit("oom", []byte(`{"name":"oom","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"2GiB"},"partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 	normal, sized := e.r.Resources.Queues.Normal, e.r.Resources.Queues.Sized[2<<30]
 	if sized == "" {
 		t.Fatalf("no 2GiB ready queue: %+v", e.r.Resources.Queues)
@@ -54,7 +54,7 @@ func TestOutOfMemoryRetriesOnTheNextSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	const note = "out of memory at 1GiB; retrying at 2GiB"
-	if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != 2<<30 || !strings.HasPrefix(task.LastError, note) {
+	if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != domain.ClassOutOfMemory || task.Memory != 2<<30 || !strings.HasPrefix(task.LastError, note) {
 		t.Fatalf("task after the OOM: %s attempt %d class %q memory %d error %q; want READY at 2GiB, %q", task.State, task.Attempt, task.ErrorClass, task.Memory, task.LastError, note)
 	}
 	// A 1GiB executor that receives the raised task anyway forwards it,

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -41,7 +41,7 @@ func oomSpec(name, memory, maxMemory string, attempts int) string {
 
 // dieHolding has executor id beat once with report (zero: a plain beat),
 // claim ref's task, and never beat again.
-func dieHolding(t *testing.T, rig *sweepRig, id string, report control.MemoryReport, ref batch.TaskRef) control.Claim {
+func dieHolding(t *testing.T, rig *sweepRig, id string, report control.MemoryReport, ref domain.TaskRef) control.Claim {
 	t.Helper()
 	ctx := context.Background()
 	if err := rig.svc.ExecutorAliveMemory(ctx, id, report); err != nil {
@@ -54,7 +54,7 @@ func dieHolding(t *testing.T, rig *sweepRig, id string, report control.MemoryRep
 	return c
 }
 
-func getTask(t *testing.T, rig *sweepRig, ref batch.TaskRef) batch.Task {
+func getTask(t *testing.T, rig *sweepRig, ref domain.TaskRef) domain.Task {
 	t.Helper()
 	task, err := rig.e.r.Store.TaskGet(context.Background(), ref)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestExecutorKilledForMemoryRetriesOnTheNextSize(t *testing.T) {
 			rig := oomRig(t)
 			ctx := context.Background()
 			id := submitTo(t, rig.svc, "oom", oomSpec("oom", tc.memory, tc.max, 3))
-			ref := batch.TaskRef{Job: id}
+			ref := domain.TaskRef{Job: id}
 			first := dieHolding(t, rig, tc.executor, tc.report, ref)
 			if tc.ecsKill {
 				ev := fmt.Sprintf(`{"source":"aws.ecs","detail-type":"ECS Task State Change","detail":{"taskArn":%q,"lastStatus":"STOPPED",`+
@@ -139,7 +139,7 @@ func TestExecutorKilledForMemoryRetriesOnTheNextSize(t *testing.T) {
 			second, err := rig.svc.Claim(control.WithExecutor(ctx, "0ther00000000000"), ref)
 			task := getTask(t, rig, ref)
 			if !tc.oom {
-				if err != nil || second.Task.Attempt != 2 || task.Memory > 1<<30 || task.ErrorClass == batch.ClassOutOfMemory {
+				if err != nil || second.Task.Attempt != 2 || task.Memory > 1<<30 || task.ErrorClass == domain.ClassOutOfMemory {
 					t.Fatalf("claim after the death: attempt %d, %v; task memory %d class %q; want a takeover on the same size",
 						second.Task.Attempt, err, task.Memory, task.ErrorClass)
 				}
@@ -148,10 +148,10 @@ func TestExecutorKilledForMemoryRetriesOnTheNextSize(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, batch.ErrAlreadyDone) {
+			if !errors.Is(err, domain.ErrAlreadyDone) {
 				t.Fatalf("claim after the death: %+v, %v; want the claim dropped (the task retries on a larger executor)", second, err)
 			}
-			if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != tc.wantMem ||
+			if task.State != sm.TaskReady || task.Attempt != 1 || task.ErrorClass != domain.ClassOutOfMemory || task.Memory != tc.wantMem ||
 				!strings.Contains(task.LastError, tc.wantErr) {
 				t.Fatalf("task: %s attempt %d class %q memory %d error %q; want READY attempt 1, out_of_memory at %d, %q",
 					task.State, task.Attempt, task.ErrorClass, task.Memory, task.LastError, tc.wantMem, tc.wantErr)
@@ -160,7 +160,7 @@ func TestExecutorKilledForMemoryRetriesOnTheNextSize(t *testing.T) {
 				t.Fatalf("history %+v: want attempt 1 out_of_memory saying %q", historyOf(t, rig.e, id), tc.wantErr)
 			}
 			// The dead executor's late commit is fenced.
-			if err := rig.svc.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, batch.ErrAlreadyDone) {
+			if err := rig.svc.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, domain.ErrStaleClaim) && !errors.Is(err, domain.ErrAlreadyDone) {
 				t.Fatalf("the dead executor's commit: %v, want it fenced", err)
 			}
 			// The next claim (an executor of the raised size) runs attempt 2.
@@ -187,15 +187,15 @@ func TestSweepExpiryOfExecutorKilledForMemory(t *testing.T) {
 		used     uint64
 		// want
 		state   sm.TaskState
-		class   batch.ErrorClass
+		class   domain.ErrorClass
 		mem     spec.Size
 		wantErr string
 		event   string
 	}{
-		{"high memory", 3, 1000 << 20, sm.TaskReady, batch.ClassOutOfMemory, 2 << 30,
+		{"high memory", 3, 1000 << 20, sm.TaskReady, domain.ClassOutOfMemory, 2 << 30,
 			"out of memory at 1GiB; retrying at 2GiB: executor lost with its memory at 1000 MiB of 1024 MiB", "task.out_of_memory"},
 		{"low memory", 3, 100 << 20, sm.TaskReady, "", 0, "lease expired", control.EventTaskLeaseExpire},
-		{"high memory, last attempt", 1, 1000 << 20, sm.TaskFailed, batch.ClassOutOfMemory, 0,
+		{"high memory, last attempt", 1, 1000 << 20, sm.TaskFailed, domain.ClassOutOfMemory, 0,
 			"ran out of memory at 1GiB on attempt 1 of 1: executor lost with its memory at 1000 MiB of 1024 MiB", "task.out_of_memory"},
 	}
 	for _, tc := range tests {
@@ -204,11 +204,11 @@ func TestSweepExpiryOfExecutorKilledForMemory(t *testing.T) {
 			rig := oomRig(t)
 			ctx := context.Background()
 			id := submitTo(t, rig.svc, "oomsweep", oomSpec("oomsweep", "1GiB", "2GiB", tc.attempts))
-			ref := batch.TaskRef{Job: id}
+			ref := domain.TaskRef{Job: id}
 			dieHolding(t, rig, "5eeb000000000001", control.MemoryReport{Used: tc.used, Limit: 1 << 30}, ref)
 			// Past the lease and its grace: the sweep's expiry.
 			rig.clk.Advance(3 * time.Minute)
-			var task batch.Task
+			var task domain.Task
 			waitFor(t, 30*time.Second, "the sweep to expire the lease", func() bool {
 				if _, err := rig.svc.Sweep(ctx); err != nil {
 					t.Fatal(err)
@@ -255,7 +255,7 @@ func TestLapsedClaimOfExecutorKilledForMemoryIsRaisedBeforeItsReclaim(t *testing
 			rig := oomRig(t)
 			ctx := context.Background()
 			id := submitTo(t, rig.svc, "oomlapsed", oomSpec("oomlapsed", "1GiB", "2GiB", 3))
-			ref := batch.TaskRef{Job: id}
+			ref := domain.TaskRef{Job: id}
 			dieHolding(t, rig, "1a95ed0000000001", control.MemoryReport{Used: tc.used, Limit: 1 << 30}, ref)
 			rig.clk.Advance(61 * time.Second) // past the 60 s lease, within its grace: no sweep yet
 			got, err := rig.svc.TaskMemory(ctx, ref)
@@ -274,7 +274,7 @@ func TestLapsedClaimOfExecutorKilledForMemoryIsRaisedBeforeItsReclaim(t *testing
 				return
 			}
 			const want = "out of memory at 1GiB; retrying at 2GiB: executor lost with its memory at 1000 MiB of 1024 MiB"
-			if task.State != sm.TaskReady || task.ErrorClass != batch.ClassOutOfMemory || task.Memory != 2<<30 || task.LastError != want {
+			if task.State != sm.TaskReady || task.ErrorClass != domain.ClassOutOfMemory || task.Memory != 2<<30 || task.LastError != want {
 				t.Fatalf("task %s class %q memory %d error %q; want READY at 2GiB, %q", task.State, task.ErrorClass, task.Memory, task.LastError, want)
 			}
 			if !hasEvent(t, rig, id, "task.out_of_memory", 1, want) {
@@ -301,7 +301,7 @@ func TestDeadExecutorsHighMemoryTaskCommitsOnTheNextSize(t *testing.T) {
 	e := newEnv(t, reg, envOptions{noRun: true, control: &cfg})
 	ctx := context.Background()
 	id := e.submit("oome2e", []byte(oomSpec("oome2e", "1GiB", "2GiB", 3)))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 
 	const dead = "dead0000000000a1"
 	if err := e.r.Service.ExecutorAliveMemory(ctx, dead, control.MemoryReport{Used: 1000 << 20, Limit: 1 << 30}); err != nil {
@@ -337,7 +337,7 @@ func TestDeadExecutorsHighMemoryTaskCommitsOnTheNextSize(t *testing.T) {
 	if len(tasks) != 1 || strings.Join(outcomes(tasks[0]), ",") != "out_of_memory,committed" || tasks[0].Memory != "2GiB" {
 		t.Fatalf("tasks %+v; want attempts out_of_memory, committed at 2GiB", tasks)
 	}
-	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, domain.ErrAlreadyDone) && !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("the dead executor's late commit: %v, want it fenced", err)
 	}
 }

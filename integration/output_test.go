@@ -23,10 +23,10 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/principal"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -131,7 +131,7 @@ func TestStreamedOutputToS3(t *testing.T) {
 	if len(ups.Uploads) != 0 {
 		t.Errorf("%d uploads left open by the failed attempt, want it aborted", len(ups.Uploads))
 	}
-	if _, err := e.r.Blob.Get(ctx, blob.OutputKey(failed, "s", 0, 1, 0)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Blob.Get(ctx, blob.OutputKey(failed, "s", 0, 1, 0)); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("failed attempt's object: %v, want none", err)
 	}
 }
@@ -356,7 +356,7 @@ func TestPublishPathsOfEachFunction(t *testing.T) {
 		}
 		ctx := iamrec.WithFunction(bg, iamrec.FnCommit)
 		for stage := range 2 {
-			ref := batch.TaskRef{Job: id, Stage: stage, Partition: 0}
+			ref := domain.TaskRef{Job: id, Stage: stage, Partition: 0}
 			c, err := svc.RemoteClaim(bg, control.RemoteClaimRequest{Task: ref.String()})
 			if err != nil {
 				t.Fatalf("claim %s: %v", ref, err)

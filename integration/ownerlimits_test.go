@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -73,7 +73,7 @@ func TestOwnerLimitSpansTheOwnersJobs(t *testing.T) {
 	assertCommittedOnce(t, e, b, 0, free, 1)
 	assertNoSlotsHeld(t, e, dynamo.OwnerSlots("alice"))
 	// An owner without a limit costs nothing: no slot item at all.
-	if h, err := e.r.Store.SlotHolders(context.Background(), dynamo.OwnerSlots("bob")); !errors.Is(err, batch.ErrNotFound) {
+	if h, err := e.r.Store.SlotHolders(context.Background(), dynamo.OwnerSlots("bob")); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("bob (no limit) has a slot item: %v, %v", h, err)
 	}
 }
@@ -125,8 +125,8 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 	a := submitTo(t, rig.svc, "a", `{"name":"a","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`)
 	b := submitTo(t, rig.svc, "b", `{"name":"b","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`)
 	c := submitTo(t, rig.svc, "c", `{"name":"c","maxConcurrency":5,"lease":"10s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`)
-	ref := func(job string, p int) batch.TaskRef { return batch.TaskRef{Job: job, Stage: 0, Partition: p} }
-	holders := func(m dynamo.SlotMap) []batch.TaskRef {
+	ref := func(job string, p int) domain.TaskRef { return domain.TaskRef{Job: job, Stage: 0, Partition: p} }
+	holders := func(m dynamo.SlotMap) []domain.TaskRef {
 		t.Helper()
 		h, err := store.SlotHolders(ctx, m)
 		if err != nil {
@@ -134,18 +134,18 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 		}
 		return dynamo.OldestHolders(h, len(h))
 	}
-	wantHolders := func(when string, m dynamo.SlotMap, want ...batch.TaskRef) {
+	wantHolders := func(when string, m dynamo.SlotMap, want ...domain.TaskRef) {
 		t.Helper()
 		got := holders(m)
 		if len(got) != len(want) || (len(want) == 1 && got[0] != want[0]) {
 			t.Fatalf("%s slots %s: %v, want %v", m, when, got, want)
 		}
 	}
-	overLimit := func(r batch.TaskRef) {
+	overLimit := func(r domain.TaskRef) {
 		t.Helper()
 		_, err := rig.svc.Claim(ctx, r)
 		var ol *control.OverLimitError
-		if !errors.As(err, &ol) || !errors.Is(err, control.ErrOverLimit) || !errors.Is(err, batch.ErrAlreadyDone) {
+		if !errors.As(err, &ol) || !errors.Is(err, control.ErrOverLimit) || !errors.Is(err, domain.ErrAlreadyDone) {
 			t.Fatalf("claim of %s: %v, want an OverLimitError (wrapping ErrOverLimit and ErrAlreadyDone)", r, err)
 		}
 		if ol.Limit != "owner" || ol.Name != "tester" || ol.Max != 1 {
@@ -158,7 +158,7 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 	}
 
 	// The owner's slot item does not exist until its first claim creates it.
-	if _, err := store.SlotHolders(ctx, owner); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := store.SlotHolders(ctx, owner); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("owner slots before any claim: %v, want none yet", err)
 	}
 	// a/0 is claimed and its executor dies: no heartbeat, no commit.
@@ -189,7 +189,7 @@ func TestOwnerSlotsOfDeadHoldersAreFreed(t *testing.T) {
 		}
 	}
 	// A duplicate delivery of a/0 finds its claim held; its slot stays.
-	var held *batch.ClaimHeldError
+	var held *domain.ClaimHeldError
 	if _, err := rig.svc.Claim(ctx, ref(a, 0)); !errors.As(err, &held) {
 		t.Fatalf("duplicate claim of a/0: %v, want ClaimHeldError", err)
 	}

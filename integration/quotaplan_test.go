@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -74,7 +74,7 @@ func TestTasksQuotaChargesPlannedAndSplitTasks(t *testing.T) {
 	})
 	t.Run("a dynamic split is charged, and refused past the quota", func(t *testing.T) {
 		id := e.submitAs("carol", "split", input("split", "big/", `,"splitSize":"1MiB","dynamicSplit":true`))
-		c, err := e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 0})
+		c, err := e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestTasksQuotaChargesPlannedAndSplitTasks(t *testing.T) {
 		if n := use("carol"); n != 1+len(give) {
 			t.Fatalf("carol's counted tasks after a split adding %d: %d, want %d", len(give), n, 1+len(give))
 		}
-		c, err = e.r.Service.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: 1})
+		c, err = e.r.Service.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/internal/loadmodel"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -26,18 +26,18 @@ import (
 // readyTasks are n tasks of job's stage 0 as materialization makes them
 // for a stage partitioned by count: unwritten until claimed
 // (sm.TaskUnwritten), their chunks' markers only.
-func readyTasks(job string, n int) []batch.Task {
-	ts := make([]batch.Task, n)
+func readyTasks(job string, n int) []domain.Task {
+	ts := make([]domain.Task, n)
 	now := time.Now()
 	for p := range ts {
-		ts[p] = batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now}
+		ts[p] = domain.Task{Ref: domain.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: now}
 	}
 	return ts
 }
 
 // inputTasks are readyTasks that each read a split of an input, as a
 // stage over an input prefix has them: written at materialization.
-func inputTasks(job string, n int) []batch.Task {
+func inputTasks(job string, n int) []domain.Task {
 	ts := readyTasks(job, n)
 	for p := range ts {
 		ts[p].Input = &split.Split{Key: fmt.Sprintf("in/%d", p), End: 10}
@@ -62,7 +62,7 @@ func putReadyStage(t *testing.T, store *dynamo.Store, job string, total, shards,
 func claimReady(t *testing.T, store *dynamo.Store, job string, n int, tok func(p int) string, now time.Time) {
 	t.Helper()
 	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		if _, err := store.TaskClaim(context.Background(), dynamo.ClaimParams{Ref: ref, Token: tok(p), Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func recordedStore(t *testing.T, e *env) (*dynamo.Store, *loadmodel.Recorder) {
 }
 
 // indexed says whether a task item carries a sweep index entry.
-func indexed(t *testing.T, e *env, ref batch.TaskRef) bool {
+func indexed(t *testing.T, e *env, ref domain.TaskRef) bool {
 	t.Helper()
 	out, err := dynamodb.NewFromConfig(e.cfg).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: &e.r.Resources.Table, ConsistentRead: aws.Bool(true),
@@ -165,10 +165,10 @@ func TestClaimsAndCommitsWriteNoSweepIndexEntry(t *testing.T) {
 	const job, n = "jreadyindex00001", 200
 	shards := dynamo.ShardCount(n)
 	putReadyStage(t, store, job, n, shards, n, time.Now().Add(time.Hour))
-	first := batch.TaskRef{Job: job, Partition: 3}
+	first := domain.TaskRef{Job: job, Partition: 3}
 	now := time.Now()
 	for p := range n {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		tok := fmt.Sprintf("tok%d", p)
 		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
@@ -223,7 +223,7 @@ func TestReadyMarkerWatchesItsChunk(t *testing.T) {
 	}
 	lease := time.Minute
 	for p := range claimed {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: ref, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3}); err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestReadyMarkerKeepsATaskClaimedDuringItsLook(t *testing.T) {
 			return false
 		}
 		if sk, _ := u.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == fmt.Sprintf("%06d", raced) && fired.CompareAndSwap(false, true) {
-			_, claimErr = clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3})
+			_, claimErr = clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: job, Partition: raced}, Token: "t", Now: now, Lease: lease, Grace: lease, MaxAttempts: 3})
 		}
 		return false // a hook, never a fault
 	}})
@@ -330,7 +330,7 @@ func TestReadyMarkerWrittenAfterItsTasks(t *testing.T) {
 		t.Fatal("no look ran while the chunk was written")
 	}
 	lease := time.Minute
-	if _, err := clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 0}, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
+	if _, err := clean.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: job, Partition: 0}, Token: "t", Now: now, Lease: lease, Grace: lease}); err != nil {
 		t.Fatal(err)
 	}
 	if got := dueTasks(t, clean, job, now.Add(2*lease+time.Second)); !slices.Contains(got, 0) {

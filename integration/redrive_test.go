@@ -19,10 +19,10 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -107,7 +107,7 @@ func redriveJobLines(t *testing.T, e *env, job string) []string {
 		t.Fatal(err)
 	}
 	var lines []string
-	err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o batch.Output) error {
+	err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o domain.Output) error {
 		raw, err := e.r.Blob.Get(ctx, o.Key)
 		lines = append(lines, strings.Fields(string(raw))...)
 		return err
@@ -224,7 +224,7 @@ func TestRedriveRetriesOnlyUnfinishedTasks(t *testing.T) {
 	if _, err := e.r.Service.Redrive(ctx, control.RedriveRequest{Owner: "tester", ID: hang, Redrives: &one}); !isRedriveCode(err, "redrive_count") {
 		t.Fatalf("redrive with a count the job never had: %v", err)
 	}
-	if _, err := e.r.Service.Redrive(ctx, control.RedriveRequest{Owner: "mallory", ID: id}); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Service.Redrive(ctx, control.RedriveRequest{Owner: "mallory", ID: id}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another owner's redrive: %v, want not found", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestRerunReusesCommittedStages(t *testing.T) {
 	if _, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "tester", ID: orig, From: "nope"}); err == nil || !strings.Contains(err.Error(), `no stage "nope"`) {
 		t.Fatalf("rerun from a missing stage: %v", err)
 	}
-	if _, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "mallory", ID: orig}); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "mallory", ID: orig}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another owner's rerun: %v, want not found", err)
 	}
 }
@@ -338,7 +338,7 @@ func TestStoreRedriveConditionsAgreeWithGuards(t *testing.T) {
 		p := 0
 		for _, state := range sm.Tasks.States {
 			for _, tolerated := range []bool{false, true} {
-				ref := batch.TaskRef{Job: job, Stage: 0, Partition: p}
+				ref := domain.TaskRef{Job: job, Stage: 0, Partition: p}
 				p++
 				view := sm.TaskView{State: state, Attempt: 2, MaxAttempts: 2, Token: "tok", LeaseUntil: now.Add(time.Minute), Tolerated: tolerated}
 				putTaskRecord(t, db, table, ref, view)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -59,7 +59,7 @@ func TestRepeatedRedriveGivesNoMoreAttempts(t *testing.T) {
 	}
 	// The sweep's look at the redrive, late: attempt 2's failure is the
 	// redriven generation's, not one for this redrive to put back.
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	now := time.Now()
 	if err := e.r.Store.TaskRedrive(ctx, ref, 1, 1, now, now, now); !errors.Is(err, sm.ErrInvalidTransition) {
 		t.Fatalf("redrive 1 putting back attempt 2's failure: %v, want %v", err, sm.ErrInvalidTransition)

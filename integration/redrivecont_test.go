@@ -7,8 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -23,7 +23,7 @@ func TestRedriveRestoresContinuations(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(e.cfg)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	ref := batch.TaskRef{Job: "jredrivecont", Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: "jredrivecont", Stage: 0, Partition: 0}
 	putTaskRecord(t, db, e.r.Resources.Table, ref, sm.TaskView{State: sm.TaskFailed, Attempt: 3, MaxAttempts: 3, Token: "tok",
 		CheckpointAttempt: 3, Continuations: sm.MaxContinuations})
 	for _, due := range []time.Time{{}, now.Add(time.Minute)} { // both forms of the sweep index clause

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/split"
@@ -33,7 +33,7 @@ func TestLateCommitFencedByLiveNewerClaim(t *testing.T) {
 	rig := newSweepRig(t, testTimings)
 	e, ctx := rig.e, context.Background()
 	id := submitTo(t, rig.svc, "live", `{"name":"live","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`)
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 	stale := mustClaim(t, rig.svc, ref)
 	putOutput(t, e, stale, "stale\n")
 	rig.clk.Advance(10*time.Second + sm.LeaseSkew + time.Second)
@@ -42,7 +42,7 @@ func TestLateCommitFencedByLiveNewerClaim(t *testing.T) {
 		t.Fatalf("takeover is attempt %d, want 2", fresh.Task.Attempt)
 	}
 	err := rig.svc.Commit(ctx, stale, control.CommitResult{Outputs: 1})
-	if !errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
+	if !errors.Is(err, domain.ErrStaleClaim) || errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("late commit against a live newer claim: got %v, want only ErrStaleClaim", err)
 	}
 	task, err := e.r.Store.TaskGet(ctx, ref)
@@ -193,7 +193,7 @@ func TestLateCommitAfterCancelMovesNoStage(t *testing.T) {
 	id := submitTo(t, rig.svc, "cancel", `{"name":"cancel","stages":[
 		{"name":"a","task":"work","partitions":{"count":1}},
 		{"name":"b","task":"work","after":["a"],"partitions":{"count":1}}]}`)
-	c := mustClaim(t, rig.svc, batch.TaskRef{Job: id})
+	c := mustClaim(t, rig.svc, domain.TaskRef{Job: id})
 	putOutput(t, e, c, "late\n")
 	// The cancel's first write, and nothing after it.
 	if err := e.r.Store.JobEnd(ctx, id, sm.JobCancel, "cancelled by tester", "", rig.clk.Now()); err != nil {
@@ -207,7 +207,7 @@ func TestLateCommitAfterCancelMovesNoStage(t *testing.T) {
 	if stages[0].State == sm.StageCompleted || stages[1].State != sm.StageBlocked {
 		t.Fatalf("after a late commit of a cancelled job: stage a %s, b %s; want a not COMPLETED, b BLOCKED", stages[0].State, stages[1].State)
 	}
-	if _, err := e.r.Blob.Get(ctx, blob.JobManifestKey(id)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Blob.Get(ctx, blob.JobManifestKey(id)); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("job manifest of a cancelled job: %v, want not found", err)
 	}
 	// The sweep finishes the cancel.
@@ -249,7 +249,7 @@ func TestExpiredAttemptDoesNotFreeNewAttemptsSlot(t *testing.T) {
 	rig := newSweepRig(t, testTimings)
 	e, ctx := rig.e, context.Background()
 	id := submitTo(t, rig.svc, "slots", `{"name":"slots","lease":"10s","maxConcurrency":1,"stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`)
-	ref0, ref1 := batch.TaskRef{Job: id, Partition: 0}, batch.TaskRef{Job: id, Partition: 1}
+	ref0, ref1 := domain.TaskRef{Job: id, Partition: 0}, domain.TaskRef{Job: id, Partition: 1}
 	first := mustClaim(t, rig.svc, ref0)
 	rig.clk.Advance(2*10*time.Second + sm.LeaseSkew + time.Second) // past the lease and its grace
 	var second control.Claim
@@ -283,7 +283,7 @@ func TestCompletedStageLeavesTheSweepIndex(t *testing.T) {
 	crash := &crasher{op: "TaskCommit", n: 1}
 	dying := rig.service(&faultStore{Store: e.r.Store, c: crash}, e.r.Queue)
 	id := submitTo(t, rig.svc, "idx", oneStage("idx", "work", 1))
-	c := mustClaim(t, dying, batch.TaskRef{Job: id})
+	c := mustClaim(t, dying, domain.TaskRef{Job: id})
 	putOutput(t, e, c, "x\n")
 	if err := dying.Commit(ctx, c, control.CommitResult{Outputs: 1}); !errors.Is(err, errCrash) {
 		t.Fatalf("commit: %v, want the injected crash", err)
@@ -326,7 +326,7 @@ func TestClaimSurvivesTransientJobStateError(t *testing.T) {
 	rig := newSweepRig(t, testTimings)
 	id := submitTo(t, rig.svc, "js", oneStage("js", "work", 1))
 	svc := rig.service(&jobStateFails{Store: rig.e.r.Store}, rig.e.r.Queue)
-	c := mustClaim(t, svc, batch.TaskRef{Job: id})
+	c := mustClaim(t, svc, domain.TaskRef{Job: id})
 	if c.Task.Attempt != 1 {
 		t.Fatalf("claim attempt %d, want 1", c.Task.Attempt)
 	}
@@ -371,7 +371,7 @@ func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 	e := newEnv(t, reg, envOptions{noRun: true})
 	ctx := context.Background()
 	id := e.submit("dead", []byte(`{"name":"dead","lease":"60s","stages":[{"name":"s","task":"work","partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 
 	// The executor that dies: alive once, receives the message with the
 	// held visibility, claims, and is never heard of again.
@@ -408,7 +408,7 @@ func TestDeadExecutorsTaskIsTakenOver(t *testing.T) {
 		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
 	}
 	assertCommittedOnce(t, e, id, 0, 1, 2)
-	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+	if err := e.r.Service.Commit(ctx, first, control.CommitResult{Outputs: 0}); !errors.Is(err, domain.ErrAlreadyDone) && !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("the dead executor's late commit: %v, want it fenced", err)
 	}
 }
@@ -424,13 +424,13 @@ func TestLiveExecutorsTaskIsNotTakenOver(t *testing.T) {
 	if err := rig.svc.ExecutorAlive(ctx, alive); err != nil {
 		t.Fatal(err)
 	}
-	first, err := rig.svc.Claim(control.WithExecutor(ctx, alive), batch.TaskRef{Job: id})
+	first, err := rig.svc.Claim(control.WithExecutor(ctx, alive), domain.TaskRef{Job: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rig.clk.Advance(tuning.ExecutorLease / 2) // within the promise
-	_, err = rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), batch.TaskRef{Job: id})
-	var held *batch.ClaimHeldError
+	_, err = rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), domain.TaskRef{Job: id})
+	var held *domain.ClaimHeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("claim of a live executor's task: %v, want ClaimHeldError", err)
 	}
@@ -443,7 +443,7 @@ func TestLiveExecutorsTaskIsNotTakenOver(t *testing.T) {
 	}
 	// Once the promise has lapsed (and the skew margin), it is taken over.
 	rig.clk.Advance(tuning.ExecutorLease + sm.LeaseSkew)
-	second, err := rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), batch.TaskRef{Job: id})
+	second, err := rig.svc.Claim(control.WithExecutor(ctx, "0ther0000000000e"), domain.TaskRef{Job: id})
 	if err != nil || second.Task.Attempt != 2 {
 		t.Fatalf("claim after the promise lapsed: attempt %d, %v; want attempt 2", second.Task.Attempt, err)
 	}
@@ -457,11 +457,11 @@ func TestClaimWithoutExecutorClearsDeadHolder(t *testing.T) {
 	rig := newSweepRig(t, testTimings)
 	ctx := context.Background()
 	id := submitTo(t, rig.svc, "clear", oneStage("clear", "work", 1))
-	if _, err := rig.svc.Claim(control.WithExecutor(ctx, "deadbeefdeadbeef"), batch.TaskRef{Job: id}); err != nil {
+	if _, err := rig.svc.Claim(control.WithExecutor(ctx, "deadbeefdeadbeef"), domain.TaskRef{Job: id}); err != nil {
 		t.Fatal(err)
 	}
 	rig.clk.Advance(tuning.ExecutorLease + sm.LeaseSkew + time.Second)
-	c, err := rig.svc.Claim(ctx, batch.TaskRef{Job: id})
+	c, err := rig.svc.Claim(ctx, domain.TaskRef{Job: id})
 	if err != nil || c.Task.Attempt != 2 {
 		t.Fatalf("takeover without an executor id: attempt %d, %v", c.Task.Attempt, err)
 	}
@@ -496,13 +496,13 @@ func TestDeadLettersNamingNoTaskDoNotCrowdOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ...and a copy of it sits in the dead-letter queue behind the junk.
-	if err := e.r.Queue.SendBatch(ctx, dlq, []queue.Send{{Body: batch.TaskRef{Job: id}.String()}}); err != nil {
+	if err := e.r.Queue.SendBatch(ctx, dlq, []queue.Send{{Body: domain.TaskRef{Job: id}.String()}}); err != nil {
 		t.Fatal(err)
 	}
 	if c := mustSweep(t, rig.svc); c.DeadLettered != 1 {
 		t.Fatalf("sweep handled %d dead letters, want the task's 1: %+v", c.DeadLettered, c)
 	}
-	if got := bodies(handledAll(receiveVisible(t, e, ready))); len(got) != 1 || got[0] != (batch.TaskRef{Job: id}).String() {
+	if got := bodies(handledAll(receiveVisible(t, e, ready))); len(got) != 1 || got[0] != (domain.TaskRef{Job: id}).String() {
 		t.Fatalf("ready queue after the sweep: %v, want the task's message", got)
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -151,7 +151,7 @@ func TestJobStateIsNotReadFromTheJobItem(t *testing.T) {
 	if st, err := e.r.Store.JobState(ctx, id); err != nil || st != "FROM-JOB-ITEM" {
 		t.Fatalf("JobState of a job without copies = %q, %v; want its job item's", st, err)
 	}
-	if _, err := e.r.Store.JobState(ctx, "jnosuchjob"); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Store.JobState(ctx, "jnosuchjob"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("JobState of no job: %v, want ErrNotFound", err)
 	}
 }
@@ -167,12 +167,12 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 	ctx := context.Background()
 	db := newCountingDB(e)
 	store := dynamo.New(db, e.r.Resources.Table)
-	mk := func(job string, lo, hi int) []batch.Task {
-		var ts []batch.Task
+	mk := func(job string, lo, hi int) []domain.Task {
+		var ts []domain.Task
 		for p := lo; p < hi; p++ {
 			// Tasks over an input are written at materialization (the
 			// others are not: unwritten_test.go).
-			ts = append(ts, batch.Task{Ref: batch.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: time.Now(),
+			ts = append(ts, domain.Task{Ref: domain.TaskRef{Job: job, Partition: p}, State: sm.TaskReady, MaxAttempts: 3, Updated: time.Now(),
 				Input: &split.Split{Key: fmt.Sprintf("in/%d", p), End: 10}})
 		}
 		return ts
@@ -187,7 +187,7 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 		t.Fatalf("250 tasks: %d transactions, %d puts and %d batches, want 0, 3 (markers) and 11", tx, puts, batches)
 	}
 	// Task 5 is claimed; a repeat of its chunk must not reset it.
-	claimed, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: 5}, Token: "t5", Now: time.Now(), Lease: time.Minute, Grace: time.Minute})
+	claimed, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: job, Partition: 5}, Token: "t5", Now: time.Now(), Lease: time.Minute, Grace: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestMaterializationWritesTasksAsConditionalInserts(t *testing.T) {
 		t.Fatalf("claimed task after a repeated materialization: %s token %q attempt %d; want it kept", got.State, got.Token, got.Attempt)
 	}
 	for _, p := range []int{0, 249, 250, 299} {
-		if tk, err := store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p}); err != nil || tk.State != sm.TaskReady {
+		if tk, err := store.TaskGet(ctx, domain.TaskRef{Job: job, Partition: p}); err != nil || tk.State != sm.TaskReady {
 			t.Fatalf("task %d: %s, %v; want READY", p, tk.State, err)
 		}
 	}

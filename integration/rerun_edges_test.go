@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -49,7 +49,7 @@ func TestRerunIdempotencyKeyNamesOneRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := e.r.Service.Rerun(ctx, control.RerunRequest{Owner: "tester", ID: tc.id, From: tc.from, IdempotencyKey: key})
-			if !errors.Is(err, batch.ErrIdempotencyConflict) {
+			if !errors.Is(err, domain.ErrIdempotencyConflict) {
 				t.Fatalf("rerun of %s from %q under the key of %s's rerun: %+v, %v; want an idempotency conflict", tc.id, tc.from, a, res, err)
 			}
 		})

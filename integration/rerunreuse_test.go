@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -195,7 +195,7 @@ func TestRerunAndDeletionRace(t *testing.T) {
 			if !fired.Load() || rerunErr != nil || !rerun.Created {
 				t.Fatalf("the rerun run before the mark: fired %v, %+v, %v", fired.Load(), rerun, rerunErr)
 			}
-			var re *batch.ReusedError
+			var re *domain.ReusedError
 			if !errors.As(err, &re) || !slices.Contains(re.By, rerun.JobID) {
 				t.Fatalf("deletion after a rerun linked itself: %v; want reused_by naming %s", err, rerun.JobID)
 			}
@@ -328,7 +328,7 @@ func TestRerunWithTooManySourcesIsRefused(t *testing.T) {
 	}
 	id := "jmanysources000000000"
 	_, _, err = e.r.Store.JobCreate(ctx, dynamo.CreateJobParams{
-		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: "h", Created: time.Now()},
+		Job:     domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: "h", Created: time.Now()},
 		IdemKey: "many-sources", IdemTTL: time.Hour, StageDue: time.Now(),
 		Rerun: &dynamo.RerunParams{Of: "jsource00", Reuse: reuse},
 	})

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/internal/iamrec"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -86,7 +86,7 @@ func TestSweepExpiresEndedJobs(t *testing.T) {
 		sweep()
 	}
 	for _, id := range []string{ok, failed} {
-		if _, err := svc.Status(ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
+		if _, err := svc.Status(ctx, "tester", id); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("status of expired job %s: %v, want not found", id, err)
 		}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -550,7 +550,7 @@ func TestFiringGuard(t *testing.T) {
 			if err := tc.change(owner, sc.ID); err != nil {
 				t.Fatal(err)
 			}
-			job := batch.Job{ID: control.NewJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.clk.Now()}
+			job := domain.Job{ID: control.NewJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.clk.Now()}
 			params := dynamo.CreateJobParams{Job: job, IdemKey: "firing", StageDue: r.clk.Now(), IdemTTL: time.Hour,
 				Firing: &dynamo.FiringGuard{Owner: owner, ScheduleID: sc.ID, Cursor: read.Cursor}}
 			id, created, err := store.JobCreate(ctx, params)
@@ -560,7 +560,7 @@ func TestFiringGuard(t *testing.T) {
 			if tc.want == nil {
 				return
 			}
-			if _, err := store.JobGet(ctx, job.ID); !errors.Is(err, batch.ErrNotFound) {
+			if _, err := store.JobGet(ctx, job.ID); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("job of a refused firing: %v, want not found", err)
 			}
 			// The idempotency key was not taken: an unguarded create with

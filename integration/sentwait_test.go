@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -79,7 +79,7 @@ func TestSweepCancelsQueuedTasksOfEndedJobAtFirstLook(t *testing.T) {
 	rig.clk.Advance(testTimings.StuckAfter + time.Second)
 	mustSweep(t, rig.svc)
 	for p := range 3 {
-		task := getTask(t, rig, batch.TaskRef{Job: id, Partition: p})
+		task := getTask(t, rig, domain.TaskRef{Job: id, Partition: p})
 		if task.State != sm.TaskCancelled {
 			t.Fatalf("task %d of the cancelled job is %s after its chunk's first look, want CANCELLED", p, task.State)
 		}

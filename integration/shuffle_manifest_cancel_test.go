@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -25,8 +25,8 @@ func TestCancelledJobsShuffleStageHasNoManifest(t *testing.T) {
 	id := submitTo(t, rig.svc, "cancel", `{"name":"cancel","stages":[
 		{"name":"map","task":"work","partitions":{"count":2},"shuffle":{"partitions":2}},
 		{"name":"reduce","task":"work","after":["map"]}]}`)
-	c0 := mustClaim(t, rig.svc, batch.TaskRef{Job: id, Partition: 0})
-	c1 := mustClaim(t, rig.svc, batch.TaskRef{Job: id, Partition: 1})
+	c0 := mustClaim(t, rig.svc, domain.TaskRef{Job: id, Partition: 0})
+	c1 := mustClaim(t, rig.svc, domain.TaskRef{Job: id, Partition: 1})
 	if err := rig.svc.Commit(ctx, c0, control.CommitResult{Outputs: 0}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +36,12 @@ func TestCancelledJobsShuffleStageHasNoManifest(t *testing.T) {
 	}
 	_ = rig.svc.Commit(ctx, c1, control.CommitResult{Outputs: 0}) // a commit may land; what follows it must not
 	key := blob.StageManifestKey(id, "map")
-	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("shuffle manifest of a cancelled job's stage after its late last commit: %v, want not found", err)
 	}
 	rig.clk.Advance(time.Hour)
 	mustSweep(t, rig.svc)
-	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := e.r.Blob.Get(ctx, key); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("shuffle manifest of a cancelled job's stage after the sweep: %v, want not found", err)
 	}
 	if st, err := e.r.Store.StageGet(ctx, id, 0); err != nil || st.State != sm.StageCancelled {

@@ -15,9 +15,9 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -81,7 +81,7 @@ func TestShuffleOnePutPerMapTask(t *testing.T) {
 	if m.Len() != maps {
 		t.Fatalf("map manifest lists %d outputs, want one per map task (%d)", m.Len(), maps)
 	}
-	err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o batch.Output) error {
+	err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o domain.Output) error {
 		objs, err := e.r.Blob.List(ctx, e.r.Resources.Bucket, blob.AttemptPrefix(id, "map", o.Partition, o.Attempt))
 		if err != nil {
 			return err
@@ -118,7 +118,7 @@ func TestShuffleOnePutPerMapTask(t *testing.T) {
 		t.Fatalf("job manifest lists %d outputs, want %d", jm.Len(), reducers)
 	}
 	got := map[string]int{}
-	err = blob.EachManifestOutput(ctx, e.r.Blob, jm, func(o batch.Output) error {
+	err = blob.EachManifestOutput(ctx, e.r.Blob, jm, func(o domain.Output) error {
 		raw, err := e.r.Blob.Get(ctx, o.Key)
 		if err != nil {
 			return err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -137,7 +137,7 @@ func TestRaisedTaskMessagesGoToTheRaisedSizesQueue(t *testing.T) {
 	q := e.r.Resources.Queues
 	id := e.submit("oom", []byte(`{"name":"oom","retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"s","exec":["prog"],`+
 		`"resources":{"memory":"1GiB","maxMemory":"4GiB"},"partitions":{"count":1}}]}`))
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 
 	if res := handleFrom(t, e, runner(1<<30), q.Normal); res.Action != feed.Delete {
 		t.Fatalf("attempt 1 on 1GiB: %+v, want its message moved to the 2GiB queue", res)

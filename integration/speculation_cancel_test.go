@@ -7,8 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -38,12 +38,12 @@ func TestCopyClaimedDuringCancelIsRefused(t *testing.T) {
 		_, cancelErr = r.svc.Cancel(ctx, "tester", r.job)
 		return false // a hook, never a fault
 	}})
-	ref := batch.TaskRef{Job: r.job, Partition: 3}
+	ref := domain.TaskRef{Job: r.job, Partition: 3}
 	_, err := claimer.ClaimCopy(ctx, ref)
 	if !cancelled || cancelErr != nil {
 		t.Fatalf("the job was not cancelled during the copy's claim: %v %v", cancelled, cancelErr)
 	}
-	if !errors.Is(err, batch.ErrJobNotRunning) {
+	if !errors.Is(err, domain.ErrJobNotRunning) {
 		t.Fatalf("copy claimed while its job was cancelled: %v, want ErrJobNotRunning", err)
 	}
 	// The copy's claim is dropped; the task stays with its holder, which
@@ -93,8 +93,8 @@ func TestCopyRefusedOnAStaleStateLeavesItsTaskRunning(t *testing.T) {
 	cfg := r.cfg
 	cfg.JobStateTTL = -1
 	stale := newService(r.e, cfg, staleStateStore{Store: r.e.r.Store, state: sm.JobFailed}, r.e.r.Queue, r.clk, r.logs.logger())
-	ref := batch.TaskRef{Job: r.job, Partition: 3}
-	if _, err := stale.ClaimCopy(ctx, ref); !errors.Is(err, batch.ErrJobNotRunning) {
+	ref := domain.TaskRef{Job: r.job, Partition: 3}
+	if _, err := stale.ClaimCopy(ctx, ref); !errors.Is(err, domain.ErrJobNotRunning) {
 		t.Fatalf("copy claimed on a FAILED state: %v, want ErrJobNotRunning", err)
 	}
 	task := r.task(t, 3)

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -67,7 +67,7 @@ func TestHolderCheckpointsAndContinuesBesideCopy(t *testing.T) {
 			if task.State != sm.TaskReady || task.Copy.Live() {
 				t.Fatalf("task %s (copy live %v) after the continuation, want READY", task.State, task.Copy.Live())
 			}
-			next := mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: 3})
+			next := mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: 3})
 			if next.Task.Attempt <= cp.Task.Attempt || next.Task.Checkpoint.Attempt != orig.Task.Attempt {
 				t.Fatalf("next claim is attempt %d resuming from attempt %d's checkpoint; want past the copy's %d, from the holder's %d",
 					next.Task.Attempt, next.Task.Checkpoint.Attempt, cp.Task.Attempt, orig.Task.Attempt)
@@ -102,7 +102,7 @@ func TestHolderFinalFailureAfterCopyIsItsOwn(t *testing.T) {
 			r.job = submitTo(t, r.svc, "spec1", `{"name":"spec1","lease":"10m","retry":{"maxAttempts":1},"stages":[{"name":"s","task":"work",
 				"partitions":{"count":4},"speculation":{"quantile":0.75,"multiplier":1.5,"maxCopies":4}}]}`)
 			for p := range 4 {
-				r.claims = append(r.claims, mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: p}))
+				r.claims = append(r.claims, mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: p}))
 			}
 			ctx := context.Background()
 			r.straggle(t, 1)
@@ -119,8 +119,8 @@ func TestHolderFinalFailureAfterCopyIsItsOwn(t *testing.T) {
 			if task := r.task(t, 3); task.State != sm.TaskFailed {
 				t.Fatalf("task %s after its last attempt ended, want FAILED", task.State)
 			}
-			if k := r.attemptEnd(t, 3, orig.Task.Attempt); k != batch.AttemptFailed {
-				t.Fatalf("holder attempt %d's end %q, want %q", orig.Task.Attempt, k, batch.AttemptFailed)
+			if k := r.attemptEnd(t, 3, orig.Task.Attempt); k != domain.AttemptFailed {
+				t.Fatalf("holder attempt %d's end %q, want %q", orig.Task.Attempt, k, domain.AttemptFailed)
 			}
 			if k := r.attemptEnd(t, 3, cp.Task.Attempt); k != control.AttemptFailedBesideCopy {
 				t.Fatalf("copy attempt %d's end %q, want %q", cp.Task.Attempt, k, control.AttemptFailedBesideCopy)
@@ -148,13 +148,13 @@ func TestBadRecordCommitLostResponseCountsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := e.submit("lost-"+tc.name, fmt.Appendf(nil, `{"name":"lost","stages":[{"name":"s","task":"x","maxBadRecords":5,"partitions":{"count":%d}}]}`, tc.tasks))
-			c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id, Partition: 0})
+			c := mustClaim(t, e.r.Service, domain.TaskRef{Job: id, Partition: 0})
 			putOutput(t, e, c, "ok\n")
 			inj.Once(faults.Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: faults.Lost})
 			var err error
 			for range 5 { // an executor repeats a call that got no answer
 				if err = e.r.Service.Commit(ctx, c, control.CommitResult{Outputs: 1, BadRecords: 3}); err == nil ||
-					errors.Is(err, batch.ErrTooManyBadRecords) || errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
+					errors.Is(err, domain.ErrTooManyBadRecords) || errors.Is(err, domain.ErrStaleClaim) || errors.Is(err, domain.ErrAlreadyDone) {
 					break
 				}
 			}
@@ -194,7 +194,7 @@ func TestCancelStopsHolderAndCopy(t *testing.T) {
 		t.Fatal("a copy was claimed after the job was cancelled")
 	}
 	for _, c := range []control.Claim{orig, cp} {
-		if err := r.svc.Heartbeat(ctx, c); !errors.Is(err, batch.ErrJobNotRunning) && !errors.Is(err, batch.ErrStaleClaim) {
+		if err := r.svc.Heartbeat(ctx, c); !errors.Is(err, domain.ErrJobNotRunning) && !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("heartbeat of attempt %d after the cancel: %v, want the job ended or the claim gone", c.Task.Attempt, err)
 		}
 	}
@@ -256,7 +256,7 @@ func TestVoidCopyRequestIsNotResent(t *testing.T) {
 		t.Fatalf("holder's failure before its copy started: %+v, %v; want a retry", d, err)
 	}
 	r.clk.Advance(d.Delay + time.Second)
-	next := mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: 3})
+	next := mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: 3})
 	r.clk.Advance(testTimings.StuckAfter + time.Second) // past StuckAfter, well under 1.5x the median
 	mustSweep(t, r.svc)
 	if got := r.copyMessages(t); len(got) != 0 {
@@ -280,12 +280,12 @@ func TestReclaimAfterCopyNotesHolderEnd(t *testing.T) {
 		t.Fatalf("copy's failure: %v", err)
 	}
 	r.clk.Advance(time.Hour) // the holder's lease has long run out
-	next := mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: 3})
+	next := mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: 3})
 	if next.Task.Attempt != cp.Task.Attempt+1 {
 		t.Fatalf("reclaim is attempt %d, want %d", next.Task.Attempt, cp.Task.Attempt+1)
 	}
-	if k := r.attemptEnd(t, 3, orig.Task.Attempt); k != batch.AttemptLeaseExpired {
-		t.Fatalf("dead holder attempt %d's end %q, want %q", orig.Task.Attempt, k, batch.AttemptLeaseExpired)
+	if k := r.attemptEnd(t, 3, orig.Task.Attempt); k != domain.AttemptLeaseExpired {
+		t.Fatalf("dead holder attempt %d's end %q, want %q", orig.Task.Attempt, k, domain.AttemptLeaseExpired)
 	}
 	if k := r.attemptEnd(t, 3, cp.Task.Attempt); k != control.AttemptFailedBesideCopy {
 		t.Fatalf("copy attempt %d's end %q, want %q", cp.Task.Attempt, k, control.AttemptFailedBesideCopy)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -38,7 +38,7 @@ func newSpeculationRig(t *testing.T, n, maxCopies int) *speculationRig {
 	r := &speculationRig{sweepRig: newSweepRig(t, testTimings)}
 	r.job = submitTo(t, r.svc, "spec", specJob("spec", n, maxCopies))
 	for p := range n {
-		r.claims = append(r.claims, mustClaim(t, r.svc, batch.TaskRef{Job: r.job, Partition: p}))
+		r.claims = append(r.claims, mustClaim(t, r.svc, domain.TaskRef{Job: r.job, Partition: p}))
 	}
 	return r
 }
@@ -71,7 +71,7 @@ func (r *speculationRig) copyMessages(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, m := range receiveVisible(t, r.e, r.e.r.Resources.Queues.Normal) {
-		if strings.HasSuffix(m.Body, batch.CopyMarker) {
+		if strings.HasSuffix(m.Body, domain.CopyMarker) {
 			out = append(out, m.Body)
 		}
 	}
@@ -80,7 +80,7 @@ func (r *speculationRig) copyMessages(t *testing.T) []string {
 
 func (r *speculationRig) claimCopy(t *testing.T, p int) control.Claim {
 	t.Helper()
-	c, err := r.svc.ClaimCopy(context.Background(), batch.TaskRef{Job: r.job, Partition: p})
+	c, err := r.svc.ClaimCopy(context.Background(), domain.TaskRef{Job: r.job, Partition: p})
 	if err != nil {
 		t.Fatalf("claim copy of %d: %v", p, err)
 	}
@@ -90,9 +90,9 @@ func (r *speculationRig) claimCopy(t *testing.T, p int) control.Claim {
 	return c
 }
 
-func (r *speculationRig) task(t *testing.T, p int) batch.Task {
+func (r *speculationRig) task(t *testing.T, p int) domain.Task {
 	t.Helper()
-	task, err := r.e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: r.job, Partition: p})
+	task, err := r.e.r.Store.TaskGet(context.Background(), domain.TaskRef{Job: r.job, Partition: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func (r *speculationRig) task(t *testing.T, p int) batch.Task {
 }
 
 // attemptEnd is the recorded end of attempt a of partition p ("" if none).
-func (r *speculationRig) attemptEnd(t *testing.T, p, a int) batch.AttemptEndKind {
+func (r *speculationRig) attemptEnd(t *testing.T, p, a int) domain.AttemptEndKind {
 	t.Helper()
 	ends, err := r.e.r.Store.AttemptEnds(context.Background(), r.job, 0, p, p)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestSpeculativeCopyCommitsFirst(t *testing.T) {
 	if c := r.straggle(t, 1); c.Speculated != 1 {
 		t.Fatalf("sweep launched %d copies, want 1 (counts %+v)", c.Speculated, c)
 	}
-	if got := r.copyMessages(t); len(got) != 1 || got[0] != fmt.Sprintf("%s/0/3%s", r.job, batch.CopyMarker) {
+	if got := r.copyMessages(t); len(got) != 1 || got[0] != fmt.Sprintf("%s/0/3%s", r.job, domain.CopyMarker) {
 		t.Fatalf("copy messages %v, want one for partition 3", got)
 	}
 	if c := mustSweep(t, r.svc); c.Speculated != 0 {
@@ -169,7 +169,7 @@ func TestSpeculativeCopyCommitsFirst(t *testing.T) {
 		t.Fatalf("copy is attempt %d (token shared: %v), want attempt 2 with its own token", cp.Task.Attempt, cp.Task.Token == orig.Task.Token)
 	}
 	// A second delivery of the copy message finds the copy taken.
-	if _, err := r.svc.ClaimCopy(ctx, cp.Task.Ref); !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := r.svc.ClaimCopy(ctx, cp.Task.Ref); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("second copy claim: %v, want ErrAlreadyDone", err)
 	}
 	// Both claims live: both heartbeat.
@@ -184,10 +184,10 @@ func TestSpeculativeCopyCommitsFirst(t *testing.T) {
 		t.Fatalf("job %s after the copy's commit, want SUCCEEDED", st.State)
 	}
 	putOutput(t, r.e, orig, "straggler\n")
-	if err := r.svc.Commit(ctx, orig, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := r.svc.Commit(ctx, orig, control.CommitResult{Outputs: 1}); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("straggler's late commit: %v, want refused (ErrAlreadyDone)", err)
 	}
-	if err := r.svc.Heartbeat(ctx, orig); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := r.svc.Heartbeat(ctx, orig); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("straggler's heartbeat after the copy won: %v, want ErrStaleClaim", err)
 	}
 	if task := r.task(t, 3); task.CommittedAttempt != 2 || task.Copy.Live() {
@@ -208,11 +208,11 @@ func TestSpeculativeCopyFencedWhenOriginalCommitsFirst(t *testing.T) {
 	r.straggle(t, 1)
 	orig, cp := r.claims[3], r.claimCopy(t, 3)
 	r.commit(t, orig)
-	if err := r.svc.Heartbeat(ctx, cp); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := r.svc.Heartbeat(ctx, cp); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("copy heartbeat after the original committed: %v, want ErrStaleClaim", err)
 	}
 	putOutput(t, r.e, cp, "copy\n")
-	if err := r.svc.Commit(ctx, cp, control.CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrAlreadyDone) {
+	if err := r.svc.Commit(ctx, cp, control.CommitResult{Outputs: 1}); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("copy's late commit: %v, want refused (ErrAlreadyDone)", err)
 	}
 	if st := jobState(t, r.svc, r.job); st.State != string(sm.JobSucceeded) {
@@ -247,7 +247,7 @@ func TestSpeculativeFailureBesideLiveCopy(t *testing.T) {
 			if tc.copyFails {
 				failing, winner = cp, orig
 			}
-			d, err := r.svc.Fail(ctx, failing, control.FailParams{Cause: "boom", Class: batch.ClassError})
+			d, err := r.svc.Fail(ctx, failing, control.FailParams{Cause: "boom", Class: domain.ClassError})
 			if err != nil || d.Retry {
 				t.Fatalf("failure beside a live claim: %+v, %v; want no retry, no error", d, err)
 			}
@@ -259,7 +259,7 @@ func TestSpeculativeFailureBesideLiveCopy(t *testing.T) {
 				t.Fatalf("%d attempts left after the failure (attempt %d of %d), want %d", left, task.Attempt, task.MaxAttempts, tc.budgetLeft)
 			}
 			// The failed claim is fenced; the other beats and commits.
-			if err := r.svc.Heartbeat(ctx, failing); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Heartbeat(ctx, failing); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Fatalf("failed claim's heartbeat: %v, want ErrStaleClaim", err)
 			}
 			if err := r.svc.Heartbeat(ctx, winner); err != nil {
@@ -334,7 +334,7 @@ func TestNoSpeculationBeforeQuantileOrWithoutSpec(t *testing.T) {
 	id := submitTo(t, plain.svc, "plain", `{"name":"plain","lease":"10m","stages":[{"name":"s","task":"work","partitions":{"count":4}}]}`)
 	var claims []control.Claim
 	for p := range 4 {
-		claims = append(claims, mustClaim(t, plain.svc, batch.TaskRef{Job: id, Partition: p}))
+		claims = append(claims, mustClaim(t, plain.svc, domain.TaskRef{Job: id, Partition: p}))
 	}
 	plain.clk.Advance(10 * time.Second)
 	for _, c := range claims[:3] {
@@ -366,7 +366,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 	job := submitTo(t, svc, "faulty", specJob("faulty", n, n))
 	var claims []control.Claim
 	for p := range n {
-		claims = append(claims, mustClaim(t, svc, batch.TaskRef{Job: job, Partition: p}))
+		claims = append(claims, mustClaim(t, svc, domain.TaskRef{Job: job, Partition: p}))
 		putOutput(t, e, claims[p], "original\n")
 	}
 	inj.Add(
@@ -380,7 +380,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 	persist := func(f func() error) error {
 		var err error
 		for range 10 {
-			if err = f(); err == nil || errors.Is(err, batch.ErrStaleClaim) || errors.Is(err, batch.ErrAlreadyDone) {
+			if err = f(); err == nil || errors.Is(err, domain.ErrStaleClaim) || errors.Is(err, domain.ErrAlreadyDone) {
 				return err
 			}
 		}
@@ -407,7 +407,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 		err error
 	}
 	for p := n - slow; p < n; p++ {
-		ref := batch.TaskRef{Job: job, Partition: p}
+		ref := domain.TaskRef{Job: job, Partition: p}
 		// Two deliveries of the copy's message at once.
 		got := make(chan result, 2)
 		for range 2 {
@@ -427,7 +427,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 			switch {
 			case r.err == nil:
 				copies = append(copies, r.c)
-			case !errors.Is(r.err, batch.ErrAlreadyDone):
+			case !errors.Is(r.err, domain.ErrAlreadyDone):
 				t.Fatalf("copy claim of %s: %v", ref, r.err)
 			}
 		}
@@ -445,7 +445,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 			switch err := <-wins; {
 			case err == nil:
 				won++
-			case !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim):
+			case !errors.Is(err, domain.ErrAlreadyDone) && !errors.Is(err, domain.ErrStaleClaim):
 				t.Fatalf("commit of %s: %v", ref, err)
 			}
 		}
@@ -455,7 +455,7 @@ func TestSpeculationUnderFaults(t *testing.T) {
 	}
 	inj.SetEnabled(false)
 	for p := range n {
-		task, err := e.r.Store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p})
+		task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: job, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -514,7 +514,7 @@ func TestSpeculationEndToEnd(t *testing.T) {
 	if st.State != string(sm.JobSucceeded) {
 		t.Fatalf("job %s (%s), want SUCCEEDED", st.State, st.Error)
 	}
-	task, err := e.r.Store.TaskGet(context.Background(), batch.TaskRef{Job: id})
+	task, err := e.r.Store.TaskGet(context.Background(), domain.TaskRef{Job: id})
 	if err != nil {
 		t.Fatal(err)
 	}

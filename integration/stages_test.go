@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -95,7 +95,7 @@ func TestLastCommitCompletesStage(t *testing.T) {
 	ctx := context.Background()
 	id := e.submit("last", []byte(`{"name":"last","stages":[{"name":"s","task":"x","partitions":{"count":3}}]}`))
 	for p, want := range []sm.StageState{sm.StageRunning, sm.StageRunning, sm.StageCompleted} {
-		c := mustClaim(t, e.r.Service, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		c := mustClaim(t, e.r.Service, domain.TaskRef{Job: id, Stage: 0, Partition: p})
 		putOutput(t, e, c, "out\n")
 		// Twice: a retried commit must neither count again nor miss the
 		// completion its first try may have won.
@@ -188,7 +188,7 @@ type slowChunks struct {
 	after func(to int)
 }
 
-func (a *slowChunks) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (a *slowChunks) TaskPutMany(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	a.clk.Advance(a.slow)
 	return a.Store.TaskPutMany(ctx, tasks, due)
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -114,7 +114,7 @@ func bodies(hs []handled) []string {
 func taskIDs(job string, stage, n int) []string {
 	var out []string
 	for p := 0; p < n; p++ {
-		out = append(out, batch.TaskRef{Job: job, Stage: stage, Partition: p}.String())
+		out = append(out, domain.TaskRef{Job: job, Stage: stage, Partition: p}.String())
 	}
 	sort.Strings(out)
 	return out
@@ -228,9 +228,9 @@ type faultStore struct {
 	c *crasher
 }
 
-func (f *faultStore) StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
+func (f *faultStore) StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error) {
 	if f.c.crashes("StageSetPlan") {
-		return batch.Stage{}, errCrash
+		return domain.Stage{}, errCrash
 	}
 	return f.Store.StageSetPlan(ctx, job, idx, total)
 }
@@ -242,7 +242,7 @@ func (f *faultStore) ShardPut(ctx context.Context, job string, idx, total, shard
 	return f.Store.ShardPut(ctx, job, idx, total, shards)
 }
 
-func (f *faultStore) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (f *faultStore) TaskPutMany(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	if f.c.crashes("TaskPutMany") {
 		if err := f.Store.TaskPutMany(ctx, tasks[:min(f.c.keep, len(tasks))], due); err != nil {
 			return err
@@ -271,7 +271,7 @@ func (f *faultStore) TaskCommit(ctx context.Context, p dynamo.CommitParams) (boo
 
 // EnsureCounted crashes before it reads anything: a refused claim of a
 // committed task neither counts it nor runs its stage's follow-up.
-func (f *faultStore) ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (bool, bool, error) {
+func (f *faultStore) ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (bool, bool, error) {
 	if f.c.crashes("ShardEnsureCounted") {
 		return false, false, errCrash
 	}
@@ -412,7 +412,7 @@ func TestSweepMovesDeadLetters(t *testing.T) {
 	e, q := rig.e, rig.e.r.Resources.Queues
 	ctx := context.Background()
 	id := submitTo(t, rig.svc, "dlq", oneStage("dlq", "work", 2))
-	live, done := batch.TaskRef{Job: id, Stage: 0, Partition: 0}, batch.TaskRef{Job: id, Stage: 0, Partition: 1}
+	live, done := domain.TaskRef{Job: id, Stage: 0, Partition: 0}, domain.TaskRef{Job: id, Stage: 0, Partition: 1}
 
 	msgs := receiveVisible(t, e, q.Normal)
 	if len(msgs) != 2 {
@@ -486,7 +486,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 	const backoff = 40 * time.Minute
 	id := submitTo(t, rig.svc, "slow", `{"name":"slow","stages":[{"name":"s","task":"flaky","partitions":{"count":1},
 	  "retry":{"maxAttempts":2,"backoff":"40m"}}]}`)
-	ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+	ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 	failedAt := rig.clk.Now()
 
 	// Attempt 1 fails; the executor hides its message for the backoff,
@@ -507,7 +507,7 @@ func TestSweepResendsAfterLongBackoff(t *testing.T) {
 	// Past SQS's longest delay, before the backoff ends: not runnable.
 	rig.clk.Advance(queue.MaxDelay + 5*time.Minute)
 	_, err = rig.svc.Claim(ctx, ref)
-	var notDue *batch.NotDueError
+	var notDue *domain.NotDueError
 	if !errors.As(err, &notDue) || !notDue.At.Equal(task.NotBefore) {
 		t.Fatalf("claim 20 minutes into a 40-minute backoff: %v, want not due until %s", err, task.NotBefore)
 	}
@@ -584,7 +584,7 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 
 	// Every task of a is claimed by an executor that then vanishes.
 	for p := 0; p < 3; p++ {
-		mustClaim(t, rig.svc, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		mustClaim(t, rig.svc, domain.TaskRef{Job: id, Stage: 0, Partition: p})
 	}
 	rig.clk.Advance(2*time.Minute + time.Second) // lease and grace, 60 s each
 	if c := sweepConcurrently(t, sweepA, sweepB); c.Expired != 3 {
@@ -604,7 +604,7 @@ func TestConcurrentSweepsAreHarmless(t *testing.T) {
 		switch {
 		case errors.Is(h.Result.Err, errCrash):
 			commits++
-		case h.Result.Action != feed.Delete || !errors.Is(h.Result.Err, batch.ErrAlreadyDone):
+		case h.Result.Action != feed.Delete || !errors.Is(h.Result.Err, domain.ErrAlreadyDone):
 			t.Errorf("message %s: %+v, want a commit or a dropped duplicate", h.Body, h.Result)
 		}
 	}

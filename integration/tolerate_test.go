@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -139,7 +139,7 @@ func TestToleratedFailures(t *testing.T) {
 			// The reducers read every committed map task's output and
 			// nothing of the failed ones.
 			var lines []string
-			err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o batch.Output) error {
+			err = blob.EachManifestOutput(ctx, e.r.Blob, m, func(o domain.Output) error {
 				raw, err := e.r.Blob.Get(ctx, o.Key)
 				lines = append(lines, strings.Fields(strings.ReplaceAll(string(raw), "from ", "from_"))...)
 				return err
@@ -185,7 +185,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 	tokens := make([]string, n)
 	for p := range n {
 		tokens[p] = fmt.Sprintf("tok%d", p)
-		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: id, Stage: 0, Partition: p}, Token: tokens[p], Now: now, Lease: time.Minute, MaxAttempts: 1}); err != nil {
+		if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: id, Stage: 0, Partition: p}, Token: tokens[p], Now: now, Lease: time.Minute, MaxAttempts: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, err := store.TaskFailTolerated(ctx, dynamo.TolerateParams{
-				Ref: batch.TaskRef{Job: id, Stage: 0, Partition: p}, Event: sm.TaskFail, Token: tokens[p], Now: now,
+				Ref: domain.TaskRef{Job: id, Stage: 0, Partition: p}, Event: sm.TaskFail, Token: tokens[p], Now: now,
 				Err: "boom", Due: now, Shards: st.Shards, Allowed: allowed,
 			})
 			mu.Lock()
@@ -213,7 +213,7 @@ func TestToleratedFailuresRaceNeverPassAllowance(t *testing.T) {
 				outcomes["tolerated"]++
 			case errors.Is(err, dynamo.ErrNotTolerated):
 				outcomes["refused"]++
-			case errors.Is(err, batch.ErrStaleClaim):
+			case errors.Is(err, domain.ErrStaleClaim):
 				// A lost response whose retry found its own write applied.
 				outcomes["applied, response lost"]++
 			default:
@@ -288,7 +288,7 @@ func TestStoreToleranceConditionAgreesWithGuards(t *testing.T) {
 				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.r.Resources.Table), Item: stageItem}); err != nil {
 					t.Fatal(err)
 				}
-				ref := batch.TaskRef{Job: job, Stage: 0, Partition: partition}
+				ref := domain.TaskRef{Job: job, Stage: 0, Partition: partition}
 				partition++
 				putTaskRecord(t, db, e.r.Resources.Table, ref, sm.TaskView{State: sm.TaskClaimed, Attempt: 1, MaxAttempts: 1, Token: tok, LeaseUntil: now.Add(time.Minute)})
 				_, lookErr := sm.Stages.Lookup(state, sm.StageTolerate)

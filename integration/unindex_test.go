@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -27,7 +27,7 @@ func TestUnindexOfAFailedTaskKeepsARedrivesEntry(t *testing.T) {
 	_, hooked, inj := hookedStores(rig.e)
 	failer := rig.service(hooked, rig.e.r.Queue)
 	id := submitTo(t, rig.svc, "unindex", `{"name":"unindex","stages":[{"name":"s","task":"work","retry":{"maxAttempts":1},"partitions":{"count":1}}]}`)
-	ref := batch.TaskRef{Job: id}
+	ref := domain.TaskRef{Job: id}
 	var once sync.Once
 	var redriveErr error
 	redriven := false

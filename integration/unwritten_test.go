@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/batchwork/batchwork/internal/faults"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -57,12 +57,12 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	if got := taskItems(t, e, job); got != 0 {
 		t.Fatalf("%d task records after materialization, want none", got)
 	}
-	claim := func(s *dynamo.Store, p int, tok string, mx int) (batch.Task, error) {
-		return s.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: p}, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: mx})
+	claim := func(s *dynamo.Store, p int, tok string, mx int) (domain.Task, error) {
+		return s.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: job, Partition: p}, Token: tok, Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: mx})
 	}
 
 	// No definition, no write.
-	if _, err := claim(clean, 0, "nodef", 0); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := claim(clean, 0, "nodef", 0); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("claim without a definition: %v, want ErrNotFound", err)
 	}
 	if got := taskItems(t, e, job); got != 0 {
@@ -83,7 +83,7 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	wg.Wait()
 	won := 0
 	for _, err := range errs {
-		var held *batch.ClaimHeldError
+		var held *domain.ClaimHeldError
 		switch {
 		case err == nil:
 			won++
@@ -94,7 +94,7 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d of %d racing first claims won, want exactly 1", won, racers)
 	}
-	got, err := clean.TaskGet(ctx, batch.TaskRef{Job: job, Partition: 1})
+	got, err := clean.TaskGet(ctx, domain.TaskRef{Job: job, Partition: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 	if _, err := clean.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: "lostanswer", Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := claim(clean, 2, "late", 3); !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := claim(clean, 2, "late", 3); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of a committed task: %v, want ErrAlreadyDone", err)
 	}
 	if got := taskItems(t, e, job); got != 2 {
@@ -165,7 +165,7 @@ func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
 		t.Fatalf("due tasks from the marker: %v, want the unclaimed %v", got, want)
 	}
 	for p := range n {
-		tk, err := store.TaskGet(ctx, batch.TaskRef{Job: job, Partition: p})
+		tk, err := store.TaskGet(ctx, domain.TaskRef{Job: job, Partition: p})
 		if err != nil {
 			t.Fatalf("task %d after the look: %v", p, err)
 		}
@@ -178,7 +178,7 @@ func TestReadyMarkerWritesTheUnwrittenTasksItHandsToTheSweep(t *testing.T) {
 		}
 	}
 	// A written waiting task is claimed as any READY task.
-	if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: batch.TaskRef{Job: job, Partition: n - 1}, Token: "u", Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
+	if _, err := store.TaskClaim(ctx, dynamo.ClaimParams{Ref: domain.TaskRef{Job: job, Partition: n - 1}, Token: "u", Now: now, Lease: time.Minute, Grace: time.Minute, MaxAttempts: 3}); err != nil {
 		t.Fatalf("claim of a task the look wrote: %v", err)
 	}
 }
@@ -197,16 +197,16 @@ func TestUnwrittenTasksThroughTheControlPlane(t *testing.T) {
 	if got := taskItems(t, rig.e, id); got != 0 {
 		t.Fatalf("%d task records after submit, want none", got)
 	}
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
 	for _, p := range []int{0, 7} {
 		if _, err := rig.svc.Claim(ctx, ref(p)); err != nil {
 			t.Fatalf("claim task %d: %v", p, err)
 		}
 	}
-	if _, err := rig.svc.Claim(ctx, ref(n)); !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := rig.svc.Claim(ctx, ref(n)); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of partition %d of a %d-task stage: %v, want ErrAlreadyDone", n, n, err)
 	}
-	if _, err := rig.e.r.Store.TaskGet(ctx, ref(n)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := rig.e.r.Store.TaskGet(ctx, ref(n)); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("task %d after its refused claim: %v, want no record", n, err)
 	}
 
@@ -293,7 +293,7 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 	cfg.JobStateTTL = -1 // read the job's state at each check, as after the TTL
 	claimer := newService(rig.e, cfg, store, rig.e.r.Queue, rig.clk, rig.logs.logger())
 	id := submitTo(t, rig.svc, "deleted", `{"name":"deleted","stages":[{"name":"s","task":"work","partitions":{"count":4}}]}`)
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
 	if _, err := claimer.Claim(ctx, ref(0)); err != nil { // the claimer caches the job's spec
 		t.Fatal(err)
 	}
@@ -319,18 +319,18 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 	if !deleted || delErr != nil {
 		t.Fatalf("the job was not deleted during the claim: %v %v", deleted, delErr)
 	}
-	if !errors.Is(err, batch.ErrAlreadyDone) {
+	if !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of a task of a job deleted during it: %v, want ErrAlreadyDone", err)
 	}
-	if _, err := clean.TaskGet(ctx, ref(1)); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := clean.TaskGet(ctx, ref(1)); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("task 1 of the deleted job: %v, want no record", err)
 	}
 	// Known gone: no write at all.
 	before := inj.Total()
-	if _, err := claimer.Claim(ctx, ref(2)); !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := claimer.Claim(ctx, ref(2)); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of a task of a deleted job: %v, want ErrAlreadyDone", err)
 	}
-	if _, err := clean.TaskGet(ctx, ref(2)); !errors.Is(err, batch.ErrNotFound) || inj.Total() != before {
+	if _, err := clean.TaskGet(ctx, ref(2)); !errors.Is(err, domain.ErrNotFound) || inj.Total() != before {
 		t.Fatalf("task 2 of the deleted job: %v, want no record", err)
 	}
 }
@@ -357,7 +357,7 @@ func TestStageCompletionReadsTheCountersOnce(t *testing.T) {
 	}
 	before := db.count("BatchGetItem")
 	for p := range n {
-		c, err := svc.Claim(ctx, batch.TaskRef{Job: id, Stage: 0, Partition: p})
+		c, err := svc.Claim(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: p})
 		if err != nil {
 			t.Fatalf("claim %d: %v", p, err)
 		}
@@ -388,7 +388,7 @@ func TestStaleFailedStateLeavesRedrivenTasksAlone(t *testing.T) {
 	cfg.JobStateTTL = time.Hour // its FAILED stays cached through the redrive
 	stale := newService(rig.e, cfg, rig.e.r.Store, rig.e.r.Queue, rig.clk, rig.logs.logger())
 	id := submitTo(t, rig.svc, "stale", `{"name":"stale","stages":[{"name":"s","task":"work","partitions":{"count":2},"retry":{"maxAttempts":1}}]}`)
-	ref := func(p int) batch.TaskRef { return batch.TaskRef{Job: id, Stage: 0, Partition: p} }
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
 	c := mustClaim(t, rig.svc, ref(0))
 	if _, err := rig.svc.Fail(ctx, c, control.FailParams{Cause: "boom"}); err != nil {
 		t.Fatal(err)
@@ -397,7 +397,7 @@ func TestStaleFailedStateLeavesRedrivenTasksAlone(t *testing.T) {
 		t.Fatalf("job %s after its task failed, want FAILED", got)
 	}
 	// The stale process learns FAILED from a message of the other task.
-	if _, err := stale.Claim(ctx, ref(1)); !errors.Is(err, batch.ErrJobNotRunning) && !errors.Is(err, batch.ErrAlreadyDone) {
+	if _, err := stale.Claim(ctx, ref(1)); !errors.Is(err, domain.ErrJobNotRunning) && !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of a FAILED job's task: %v, want refused", err)
 	}
 	if _, err := rig.svc.Redrive(ctx, control.RedriveRequest{Owner: "tester", ID: id}); err != nil {
@@ -405,7 +405,7 @@ func TestStaleFailedStateLeavesRedrivenTasksAlone(t *testing.T) {
 	}
 	// An old message of the redriven task reaches the stale process.
 	_, err := stale.Claim(ctx, ref(0))
-	var notDue *batch.NotDueError
+	var notDue *domain.NotDueError
 	if !errors.As(err, &notDue) {
 		t.Fatalf("stale claim of a redriven task: %v, want NotDueError", err)
 	}

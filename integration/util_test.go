@@ -17,8 +17,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -241,7 +241,7 @@ func jobState(t *testing.T, svc *control.Service, id string) control.JobStatus {
 }
 
 // stageTasks reads every task of a stage from the table.
-func stageTasks(t *testing.T, e *env, job string, stage int) []batch.Task {
+func stageTasks(t *testing.T, e *env, job string, stage int) []domain.Task {
 	t.Helper()
 	ctx := context.Background()
 	st, err := e.r.Store.StageGet(ctx, job, stage)

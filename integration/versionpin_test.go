@@ -20,10 +20,10 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/iamrec"
 	"github.com/batchwork/batchwork/shared/awsconf"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -161,7 +161,7 @@ func TestInputVersionPinning(t *testing.T) {
 				continue
 			}
 			failed++
-			if tk.Attempt != 1 || tk.ErrorClass != batch.ClassInputChanged || !strings.Contains(tk.LastError, want) {
+			if tk.Attempt != 1 || tk.ErrorClass != domain.ClassInputChanged || !strings.Contains(tk.LastError, want) {
 				t.Errorf("task %s: attempt %d, class %q, error %q; want attempt 1, class input_changed, the error naming the version", tk.Ref, tk.Attempt, tk.ErrorClass, tk.LastError)
 			}
 		}
@@ -177,7 +177,7 @@ func TestInputVersionPinning(t *testing.T) {
 		}
 		_, err := e.r.Blob.OpenPinnedVersion(ctx, bucket, "data/b.txt", "", v2, 0)
 		var ch *blob.InputChangedError
-		if !errors.As(err, &ch) || !ch.Deleted || ch.Version != v2 || !errors.Is(err, batch.ErrPermanent) {
+		if !errors.As(err, &ch) || !ch.Deleted || ch.Version != v2 || !errors.Is(err, domain.ErrPermanent) {
 			t.Fatalf("read of a deleted version: %v, want a permanent InputChangedError naming version %s", err, v2)
 		}
 	})
@@ -295,7 +295,7 @@ func TestInputVersionPinningPlanners(t *testing.T) {
 		r, bucket, version := rig(t)
 		ctx, bg := iamrec.WithFunction(context.Background(), iamrec.FnCommit), context.Background()
 		id := submitTo(t, r.svc, "commit", twoStage(bucket))
-		ref := batch.TaskRef{Job: id, Stage: 0, Partition: 0}
+		ref := domain.TaskRef{Job: id, Stage: 0, Partition: 0}
 		c, err := r.svc.RemoteClaim(bg, control.RemoteClaimRequest{Task: ref.String()})
 		if err != nil {
 			t.Fatalf("claim %s: %v", ref, err)

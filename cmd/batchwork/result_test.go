@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/cmd/batchwork/cli"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // outputsAPI answers the manifest route with one output of the given
@@ -31,7 +31,7 @@ func outputsAPI(t *testing.T, stage string) *httptest.Server {
 			_ = json.NewEncoder(w).Encode(control.OutputList{
 				Job: "j19aa5e7c2a1f3b9d0e4c7", State: "SUCCEEDED", Complete: true, Bucket: "b",
 				Outputs: []control.OutputInfo{{
-					Output: batch.Output{Stage: stage, Partition: 0, Attempt: 1, Part: 0, Key: "jobs/j/out/x"},
+					Output: domain.Output{Stage: stage, Partition: 0, Attempt: 1, Part: 0, Key: "jobs/j/out/x"},
 					URL:    srv.URL + "/object",
 				}},
 			})

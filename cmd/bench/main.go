@@ -42,9 +42,9 @@ import (
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
 	"github.com/batchwork/batchwork/internal/loadmodel"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -268,10 +268,10 @@ func run(o benchOptions) error {
 	txFull, upFull := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 	fmt.Printf("  emulator write cost: 2-item TransactWriteItems %.1f ms with an empty table, %.1f ms with %d items; UpdateItem %.1f ms, %.1f ms\n",
 		ms(txEmpty), ms(txFull), items, ms(upEmpty), ms(upFull))
-	sample := batch.Task{Ref: batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
+	sample := domain.Task{Ref: domain.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
 		Input: &split.Split{Key: string(make([]byte, control.MaxInputKey)), Start: 1 << 40, End: 1 << 40}}
 	fmt.Printf("  task item size: %d bytes max (with a %d-byte input key and a %d-byte error); %d bytes without input\n",
-		dynamo.TaskItemSize(sample, control.MaxErrorLen+3), control.MaxInputKey, control.MaxErrorLen, dynamo.TaskItemSize(batch.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
+		dynamo.TaskItemSize(sample, control.MaxErrorLen+3), control.MaxInputKey, control.MaxErrorLen, dynamo.TaskItemSize(domain.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
 
 	if o.outputs > 0 {
 		c, err := oneOutput(ctx, r, watcher, &rec, o.outputs, o.rate, o.lm)

@@ -27,10 +27,10 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/provision"
@@ -279,7 +279,7 @@ func printResult(ctx context.Context, r *runner.Runner, st control.JobStatus) er
 	if err != nil {
 		return err
 	}
-	var m batch.Manifest
+	var m domain.Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return err
 	}

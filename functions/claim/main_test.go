@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/integration/fntest"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func TestMain(m *testing.M) { fntest.Main(m, main) }
@@ -41,7 +41,7 @@ func TestHandlerGrantsClaims(t *testing.T) {
 		t.Fatalf("claim %+v, want attempt 1 of %s with a token and a 30s lease", c, task)
 	}
 	_, err = h(ctx, control.RemoteClaimRequest{Task: task})
-	var held *batch.ClaimHeldError
+	var held *domain.ClaimHeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("second claim of a held task: %v, want ClaimHeldError", err)
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/integration/fntest"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func TestMain(m *testing.M) { fntest.Main(m, main) }
@@ -40,7 +40,7 @@ func TestHandlerCommitsRemoteAttempts(t *testing.T) {
 	}
 	stale := c
 	stale.Token = "0123456789abcdef0123456789abcdef"
-	if err := h(ctx, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
+	if err := h(ctx, control.RemoteCommitRequest{Claim: stale, Outputs: 1}); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("commit with a wrong token: %v, want ErrStaleClaim", err)
 	}
 	if err := h(ctx, control.RemoteCommitRequest{Claim: c, Outputs: 1}); err != nil {

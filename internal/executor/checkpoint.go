@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -67,14 +67,14 @@ type checkpointer struct {
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	from  *batch.Checkpoint // resumed from; nil: the task started afresh
-	aware bool              // the function called Resume or Checkpoint
-	seq   int               // checkpoints this attempt saved
+	from  *domain.Checkpoint // resumed from; nil: the task started afresh
+	aware bool               // the function called Resume or Checkpoint
+	seq   int                // checkpoints this attempt saved
 	// offset and state are the last checkpoint's (resumed or saved).
 	offset int64
 	state  []byte
 	// asked: the continuation deadline passed and the task was asked to
-	// continue (batch.ErrContinue).
+	// continue (domain.ErrContinue).
 	asked bool
 	// read counts the input read so far (nil: the task has no input);
 	// lambda: a lambda stage's function reads its input itself.
@@ -102,23 +102,23 @@ func (k *checkpointer) checkRead(offset int64) error {
 	case k.lambda || offset == 0:
 		return nil
 	case k.read == nil:
-		return fmt.Errorf("%w: offset %d, but the task has no input; a task without input checkpoints at offset 0", batch.ErrCheckpoint, offset)
+		return fmt.Errorf("%w: offset %d, but the task has no input; a task without input checkpoints at offset 0", domain.ErrCheckpoint, offset)
 	case offset > k.read.n.Load():
-		return fmt.Errorf("%w: offset %d is past the %d bytes of input read so far", batch.ErrCheckpoint, offset, k.read.n.Load())
+		return fmt.Errorf("%w: offset %d is past the %d bytes of input read so far", domain.ErrCheckpoint, offset, k.read.n.Load())
 	}
 	return nil
 }
 
 // Checkpoint saves the task's progress: offset bytes of Input consumed
-// (on a record boundary), state (at most batch.MaxCheckpointState bytes)
+// (on a record boundary), state (at most domain.MaxCheckpointState bytes)
 // and the outputs written so far. A retry or continuation of the task
 // starts from the last checkpoint saved. It may be called after the
-// task's context was cancelled with batch.ErrContinue, and must be, to
-// continue. An error wrapping batch.ErrStaleClaim means the attempt lost
+// task's context was cancelled with domain.ErrContinue, and must be, to
+// continue. An error wrapping domain.ErrStaleClaim means the attempt lost
 // its claim: its checkpoint will never be used and the task must stop.
 func (t *Task) Checkpoint(ctx context.Context, offset int64, state []byte) error {
 	if t.ck == nil {
-		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
+		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", domain.ErrCheckpoint)
 	}
 	return t.ck.Save(ctx, offset, state)
 }
@@ -170,7 +170,7 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	if err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
-	var from batch.Checkpoint
+	var from domain.Checkpoint
 	if err := json.Unmarshal(body, &from); err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
@@ -206,15 +206,15 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 // planted by anything else that may write the job area must not make
 // the executor copy arbitrary keys, with its own read access, into the
 // job's outputs.
-func checkRecord(from *batch.Checkpoint, ck batch.CheckpointRef, prefix string) error {
+func checkRecord(from *domain.Checkpoint, ck domain.CheckpointRef, prefix string) error {
 	if from.Attempt != ck.Attempt || from.Seq != ck.Seq || from.Offset != ck.Offset {
 		return fmt.Errorf("%w: the record is checkpoint %d of attempt %d at offset %d, the task's pointer names checkpoint %d of attempt %d at offset %d",
-			batch.ErrCheckpoint, from.Seq, from.Attempt, from.Offset, ck.Seq, ck.Attempt, ck.Offset)
+			domain.ErrCheckpoint, from.Seq, from.Attempt, from.Offset, ck.Seq, ck.Attempt, ck.Offset)
 	}
 	for r, out := range from.Outputs {
 		for _, key := range out.Segments {
 			if !strings.HasPrefix(key, prefix) {
-				return fmt.Errorf("%w: output partition %d's segment %q is not under the task's checkpoints (%s)", batch.ErrCheckpoint, r, truncate(key, 200), prefix)
+				return fmt.Errorf("%w: output partition %d's segment %q is not under the task's checkpoints (%s)", domain.ErrCheckpoint, r, truncate(key, 200), prefix)
 			}
 		}
 	}
@@ -241,7 +241,7 @@ func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) err
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.aware = true
-	if err := batch.CheckArgs(offset, k.offset, state); err != nil {
+	if err := domain.CheckArgs(offset, k.offset, state); err != nil {
 		return err
 	}
 	if err := k.checkRead(offset); err != nil {
@@ -251,7 +251,7 @@ func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) err
 	// token: the control plane records them once its holder yielded the
 	// task to it, and while the holder runs beside it leaves the task's
 	// checkpoint the holder's (control.Service.Checkpoint).
-	if cause := context.Cause(k.taskCtx); cause != nil && !errors.Is(cause, batch.ErrContinue) {
+	if cause := context.Cause(k.taskCtx); cause != nil && !errors.Is(cause, domain.ErrContinue) {
 		return fmt.Errorf("checkpoint: the attempt is stopping: %w", cause)
 	}
 	// The writes run on when the task's context was cancelled to make it
@@ -260,7 +260,7 @@ func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) err
 	defer cancel()
 	o := k.t.Out
 	if !o.CanSegment() {
-		return fmt.Errorf("%w: this task's outputs cannot be checkpointed", batch.ErrCheckpoint)
+		return fmt.Errorf("%w: this task's outputs cannot be checkpointed", domain.ErrCheckpoint)
 	}
 	if err := o.EnterSegments(nil); err != nil {
 		return err
@@ -270,25 +270,25 @@ func (k *checkpointer) Save(ctx context.Context, offset int64, state []byte) err
 		return fmt.Errorf("checkpoint: seal outputs: %w", err)
 	}
 	ref := k.c.Task.Ref
-	rec := batch.Checkpoint{Attempt: k.c.Task.Attempt, Seq: seq, Offset: offset, State: state, Outputs: outs,
+	rec := domain.Checkpoint{Attempt: k.c.Task.Attempt, Seq: seq, Offset: offset, State: state, Outputs: outs,
 		BadRecords: k.t.Rejects.Records(), BadRecordCount: k.t.Rejects.Count()}
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	key := blob.CheckpointKey(ref.Job, k.c.StageName(), ref.Partition, rec.Attempt, seq)
-	if err := k.r.Blob.PutIfAbsent(ctx, key, body); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := k.r.Blob.PutIfAbsent(ctx, key, body); err != nil && !errors.Is(err, domain.ErrExists) {
 		return fmt.Errorf("checkpoint: write %s: %w", key, err)
 	}
 	err = k.cp.Checkpoint(ctx, k.c, seq, offset)
-	if errors.Is(err, batch.ErrStaleClaim) {
+	if errors.Is(err, domain.ErrStaleClaim) {
 		// Another attempt holds the task: this one's work will never be
 		// used, so it stops as if its lease were lost.
 		k.cancel(errLeaseLost)
 		k.cp.CheckpointRefused(ctx, k.c, seq) // its record and segments expire
 	}
 	if errors.Is(err, ErrUnsupported) {
-		return fmt.Errorf("%w: this task cannot checkpoint (%w)", batch.ErrCheckpoint, err)
+		return fmt.Errorf("%w: this task cannot checkpoint (%w)", domain.ErrCheckpoint, err)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -314,7 +314,7 @@ func (k *checkpointer) progressed() bool {
 }
 
 // armContinue asks the task to checkpoint and return (cancelling its
-// context with batch.ErrContinue) when ctx's deadline is within the
+// context with domain.ErrContinue) when ctx's deadline is within the
 // continuation margin, if the host set one (feed.WithContinueMargin). A task
 // that never called Resume or Checkpoint is left alone: it cannot
 // continue, and stopping it early would only fail it sooner.
@@ -334,7 +334,7 @@ func (k *checkpointer) armContinue(ctx context.Context) (stop func()) {
 		k.mu.Unlock()
 		if ask {
 			k.log.Info("invocation deadline near: asking the task to checkpoint and continue", "margin", margin.String())
-			k.cancel(batch.ErrContinue)
+			k.cancel(domain.ErrContinue)
 		}
 	})
 	return func() { tm.Stop() }
@@ -357,11 +357,11 @@ func (r *Runner) continueTask(ctx context.Context, c control.Claim, k *checkpoin
 	case err == nil && d.Retry:
 		// No fresh message was sent: this one comes back at once.
 		log.Info("task continues in a new invocation", "offset", offset)
-		return feed.Result{Action: feed.Hide, Delay: 0, Err: batch.ErrContinue}
+		return feed.Result{Action: feed.Hide, Delay: 0, Err: domain.ErrContinue}
 	case err == nil:
 		log.Info("task continues in a new invocation", "offset", offset)
-		return feed.Result{Action: feed.Delete, Err: batch.ErrContinue}
-	case errors.Is(err, batch.ErrStaleClaim):
+		return feed.Result{Action: feed.Delete, Err: domain.ErrContinue}
+	case errors.Is(err, domain.ErrStaleClaim):
 		return feed.Result{Action: feed.Leave, Err: err}
 	case errors.Is(err, control.ErrNoCheckpoints), errors.Is(err, ErrUnsupported):
 		return r.fail(ctx, c, runErr, log)
@@ -387,7 +387,7 @@ func (k *checkpointer) askedToContinue() bool {
 
 // resume starts an attempt's rejections with those of the checkpoint it
 // resumes from (reject.go): they are committed with the attempt's own.
-func (r *Rejects) resume(from *batch.Checkpoint) {
+func (r *Rejects) resume(from *domain.Checkpoint) {
 	if r == nil {
 		return
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A checkpoint's arguments are checked before anything is written.
@@ -21,13 +21,13 @@ func TestCheckpointArgs(t *testing.T) {
 		{"same offset", 5, 5, 0, ""},
 		{"negative", -1, 0, 0, "offset -1 is negative"},
 		{"backward", 4, 5, 0, "offset 4 is behind the last checkpoint's 5"},
-		{"state too large", 10, 0, batch.MaxCheckpointState + 1, "over the 65536-byte limit"},
+		{"state too large", 10, 0, domain.MaxCheckpointState + 1, "over the 65536-byte limit"},
 	} {
-		err := batch.CheckArgs(tc.offset, tc.prev, make([]byte, tc.state))
+		err := domain.CheckArgs(tc.offset, tc.prev, make([]byte, tc.state))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
-		case tc.want != "" && (!errors.Is(err, batch.ErrCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte(tc.want))):
+		case tc.want != "" && (!errors.Is(err, domain.ErrCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte(tc.want))):
 			t.Errorf("%s: %v, want a refused checkpoint saying %q", tc.name, err, tc.want)
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -38,8 +38,8 @@ var _ ControlPlane = (*control.Service)(nil)
 // Claimer takes and keeps a task's claim. ClaimCopy may be unsupported:
 // copy messages are then dropped and the task's own claim runs on.
 type Claimer interface {
-	Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error)
-	ClaimCopy(ctx context.Context, ref batch.TaskRef) (control.Claim, error)
+	Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error)
+	ClaimCopy(ctx context.Context, ref domain.TaskRef) (control.Claim, error)
 	Heartbeat(ctx context.Context, c control.Claim) error
 }
 
@@ -60,7 +60,7 @@ type Failer interface {
 type Checkpointer interface {
 	// CanCheckpoint is nil when checkpoints can be recorded; an error
 	// (ErrUnsupported, control.ErrNoCheckpoints) turns them off: attempts
-	// get no checkpointer, Task.Checkpoint fails with batch.ErrCheckpoint
+	// get no checkpointer, Task.Checkpoint fails with domain.ErrCheckpoint
 	// and Task.Resume starts afresh. Checkpoint and Continue returning
 	// ErrUnsupported are taken the same way.
 	CanCheckpoint() error
@@ -83,7 +83,7 @@ type Splitter interface {
 // Either may be unsupported: the task's stage memory then decides, and a
 // message on the wrong size's queue is handed back instead of forwarded.
 type Sizer interface {
-	TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error)
+	TaskMemory(ctx context.Context, ref domain.TaskRef) (spec.Size, error)
 	Forward(ctx context.Context, body string, delay time.Duration) error
 }
 

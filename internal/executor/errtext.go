@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // classedError is an error whose message is its own and whose class
-// (batch.ClassOf) is that of the sentinel it wraps.
+// (domain.ClassOf) is that of the sentinel it wraps.
 type classedError struct {
 	msg   string
 	class error
@@ -33,7 +33,7 @@ func lambdaFunctionError(fnErr string, raw []byte) error {
 		Type string `json:"errorType"`
 	}
 	if json.Unmarshal(raw, &e) == nil && e.Type == lambdaOutOfMemory {
-		return &classedError{msg: msg, class: batch.ErrOutOfMemory}
+		return &classedError{msg: msg, class: domain.ErrOutOfMemory}
 	}
 	return errors.New(msg)
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -90,7 +90,7 @@ const handBackDelay = 5 * time.Second
 // (submit refuses programs no executor published, so this is a program
 // removed since). nil when it can, and when the spec cannot be read
 // here: the claim then decides, and the task function reports (taskFunc).
-func (r *Runner) cannotRun(ctx context.Context, ref batch.TaskRef) error {
+func (r *Runner) cannotRun(ctx context.Context, ref domain.TaskRef) error {
 	sp, err := r.CP.JobSpec(ctx, ref.Job) // ErrUnsupported too: the claim decides
 	if err != nil || ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
 		return nil

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -40,20 +40,20 @@ type fakeCP struct {
 	lease time.Duration
 
 	mu      sync.Mutex
-	claims  []batch.TaskRef
-	commits []batch.TaskRef
-	fails   []batch.TaskRef
+	claims  []domain.TaskRef
+	commits []domain.TaskRef
+	fails   []domain.TaskRef
 	causes  []string // of fails, in order
 }
 
-func (f *fakeCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+func (f *fakeCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return control.Claim{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claims = append(f.claims, ref)
-	return control.Claim{Spec: f.spec, Lease: f.lease, Task: batch.Task{Ref: ref, Attempt: 1, MaxAttempts: 3, Token: "tok"}}, nil
+	return control.Claim{Spec: f.spec, Lease: f.lease, Task: domain.Task{Ref: ref, Attempt: 1, MaxAttempts: 3, Token: "tok"}}, nil
 }
 
 // JobSpec serves the spec before a claim, as control.Service does from
@@ -94,7 +94,7 @@ func unsupported(what string) error {
 	return fmt.Errorf("fake control plane: %s: %w", what, ErrUnsupported)
 }
 
-func (f *fakeCP) ClaimCopy(context.Context, batch.TaskRef) (control.Claim, error) {
+func (f *fakeCP) ClaimCopy(context.Context, domain.TaskRef) (control.Claim, error) {
 	return control.Claim{}, unsupported("speculative copies")
 }
 
@@ -118,7 +118,7 @@ func (f *fakeCP) SplitTask(context.Context, control.Claim, control.SplitRequest)
 	return control.SplitResult{}, unsupported("dynamic splits")
 }
 
-func (f *fakeCP) TaskMemory(context.Context, batch.TaskRef) (spec.Size, error) {
+func (f *fakeCP) TaskMemory(context.Context, domain.TaskRef) (spec.Size, error) {
 	return 0, unsupported("task memory")
 }
 
@@ -142,10 +142,10 @@ func (f *fakeCP) CheckJob(context.Context, control.Claim) error { return unsuppo
 
 func (f *fakeCP) JobStateTTL() time.Duration { return 0 }
 
-func (f *fakeCP) snapshot() (claims, commits, fails []batch.TaskRef) {
+func (f *fakeCP) snapshot() (claims, commits, fails []domain.TaskRef) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]batch.TaskRef(nil), f.claims...), append([]batch.TaskRef(nil), f.commits...), append([]batch.TaskRef(nil), f.fails...)
+	return append([]domain.TaskRef(nil), f.claims...), append([]domain.TaskRef(nil), f.commits...), append([]domain.TaskRef(nil), f.fails...)
 }
 
 // refusable are the blob port's optional capabilities: a test's blob

@@ -10,8 +10,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -142,7 +142,7 @@ type slowClaimCP struct {
 	release chan struct{}
 }
 
-func (s *slowClaimCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+func (s *slowClaimCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
 	select {
 	case <-s.release:
 	case <-ctx.Done():

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -71,7 +71,7 @@ type inputCP struct {
 	result *control.CommitResult
 }
 
-func (f *inputCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+func (f *inputCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
 	c, err := f.fakeCP.Claim(ctx, ref)
 	c.Task.Input = &f.input
 	return c, err

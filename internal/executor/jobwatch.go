@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // The job watch: control.Service says cheaply whether a claim's job still
@@ -32,7 +32,7 @@ func (r *Runner) jobWatch(c control.Claim) (<-chan time.Time, func()) {
 func (r *Runner) jobEnded(ctx context.Context, c control.Claim, cancel context.CancelCauseFunc, log *slog.Logger) bool {
 	err := r.CP.CheckJob(ctx, c)
 	switch {
-	case errors.Is(err, batch.ErrJobNotRunning):
+	case errors.Is(err, domain.ErrJobNotRunning):
 		cancel(errJobStopped)
 		return true
 	case err != nil && ctx.Err() == nil:

@@ -21,8 +21,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -79,10 +79,10 @@ type journalCP struct {
 	known func(job string) bool
 }
 
-func (c *journalCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+func (c *journalCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
 	c.j.add("claim " + ref.String())
 	if !c.known(ref.Job) {
-		return control.Claim{}, fmt.Errorf("claim %s: %w", ref, batch.ErrAlreadyDone)
+		return control.Claim{}, fmt.Errorf("claim %s: %w", ref, domain.ErrAlreadyDone)
 	}
 	return c.fakeCP.Claim(ctx, ref)
 }
@@ -102,7 +102,7 @@ func (c *ownersCP) JobOwner(ctx context.Context, job string) (string, error) {
 	if o, ok := c.owners[job]; ok {
 		return o, nil
 	}
-	return "", fmt.Errorf("owner of job %s: %w", job, batch.ErrNotFound)
+	return "", fmt.Errorf("owner of job %s: %w", job, domain.ErrNotFound)
 }
 
 // journalQueue journals every visibility change.

@@ -29,7 +29,7 @@ package executor
 // uninterrupted run would have written) and commits.
 //
 // The limits are the Go API's: the offset is not negative nor behind the
-// last checkpoint, the state at most batch.MaxCheckpointState bytes; and
+// last checkpoint, the state at most domain.MaxCheckpointState bytes; and
 // each checkpoint must make progress (a further offset or a new state),
 // so a function cannot keep the executor invoking it for ever.
 
@@ -39,7 +39,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // LambdaResume is where a lambda stage's function resumes.
@@ -112,14 +112,14 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 	}
 	k := t.ck
 	if k == nil {
-		return false, fmt.Errorf("response checkpoint: %w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
+		return false, fmt.Errorf("response checkpoint: %w: this task cannot checkpoint (a control plane without checkpoints)", domain.ErrCheckpoint)
 	}
 	ck := resp.Checkpoint
 	k.mu.Lock()
 	same := (k.seq > 0 || k.from != nil) && ck.Offset == k.offset && bytes.Equal(ck.State, k.state)
 	k.mu.Unlock()
 	if same {
-		return false, fmt.Errorf("response checkpoint: %w: offset %d and state are the last checkpoint's; a checkpoint must make progress", batch.ErrCheckpoint, ck.Offset)
+		return false, fmt.Errorf("response checkpoint: %w: offset %d and state are the last checkpoint's; a checkpoint must make progress", domain.ErrCheckpoint, ck.Offset)
 	}
 	if k.c.Speculative {
 		// A speculative copy's checkpoints are not saved (checkpointer.Save),
@@ -127,7 +127,7 @@ func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, re
 		// its next invocation resumes here, in this attempt only.
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		if err := batch.CheckArgs(ck.Offset, k.offset, ck.State); err != nil {
+		if err := domain.CheckArgs(ck.Offset, k.offset, ck.State); err != nil {
 			return false, fmt.Errorf("response checkpoint: %w", err)
 		}
 		if err := t.Out.EnterSegments(nil); err != nil {

@@ -24,7 +24,7 @@ type LambdaReject struct {
 
 // lambdaRejects takes a response's rejections into the attempt's, and
 // returns the attempt's failure when they are malformed or past the
-// stage's maxBadRecords (batch.ErrTooManyBadRecords, permanent). A
+// stage's maxBadRecords (domain.ErrTooManyBadRecords, permanent). A
 // malformed entry takes none of them: a response is taken whole or not
 // at all.
 func lambdaRejects(rj *Rejects, rejects []LambdaReject) error {

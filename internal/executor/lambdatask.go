@@ -48,9 +48,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -235,7 +235,7 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	if resp.Error != "" {
 		msg := "function reported: " + truncate(resp.Error, 2000)
 		if resp.Permanent {
-			return false, &classedError{msg: msg, class: batch.ErrPermanent} // errtext.go
+			return false, &classedError{msg: msg, class: domain.ErrPermanent} // errtext.go
 		}
 		return false, errors.New(msg)
 	}

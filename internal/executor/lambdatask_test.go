@@ -15,9 +15,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -231,7 +231,7 @@ type lambdaInputCP struct {
 	in split.Split
 }
 
-func (c lambdaInputCP) Claim(ctx context.Context, ref batch.TaskRef) (control.Claim, error) {
+func (c lambdaInputCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
 	cl, err := c.fakeCP.Claim(ctx, ref)
 	cl.Task.Input = &c.in
 	return cl, err
@@ -294,10 +294,10 @@ func TestLambdaEvent(t *testing.T) {
 			task: "j1/1/1",
 			prep: func(t *testing.T, b *testdouble.Blob) {
 				key := blob.StageManifestKey("j1", "m")
-				w := blob.NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "m", Bucket: "bucket"}, 100)
+				w := blob.NewManifestWriter(b, key, domain.Manifest{Job: "j1", Stage: "m", Bucket: "bucket"}, 100)
 				for p := range 2 {
 					for r := range 2 {
-						if err := w.Add(ctx, batch.Output{Stage: "m", Partition: p, Attempt: 1, Part: r, Key: blob.OutputKey("j1", "m", p, 1, r)}); err != nil {
+						if err := w.Add(ctx, domain.Output{Stage: "m", Partition: p, Attempt: 1, Part: r, Key: blob.OutputKey("j1", "m", p, 1, r)}); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -405,7 +405,7 @@ func TestLambdaStageOpensNoInput(t *testing.T) {
 // staleCP loses every lease at the first heartbeat.
 type staleCP struct{ *fakeCP }
 
-func (staleCP) Heartbeat(context.Context, control.Claim) error { return batch.ErrStaleClaim }
+func (staleCP) Heartbeat(context.Context, control.Claim) error { return domain.ErrStaleClaim }
 
 // TestLambdaLeaseLost: when the lease is lost while the function runs,
 // the executor stops waiting and abandons the attempt: no commit, no

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/procmem"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -29,7 +29,7 @@ var errWrongSize = errors.New("task needs an executor of another size")
 // this executor has no size, and when the size cannot be read (or the
 // control plane cannot say it, ErrUnsupported): the claim then goes ahead (a task run on the wrong size at worst runs out of
 // memory again and climbs).
-func (r *Runner) wrongSize(ctx context.Context, ref batch.TaskRef, sp *spec.Job) error {
+func (r *Runner) wrongSize(ctx context.Context, ref domain.TaskRef, sp *spec.Job) error {
 	if r.Memory == 0 {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (r *Runner) watchMemory(ctx context.Context, cancel context.CancelCauseFunc
 			if used > limit {
 				cancel(&classedError{
 					msg:   fmt.Sprintf("the executor's memory reached %d MiB of its %d MiB", used>>20, r.MemoryLimit>>20),
-					class: batch.ErrOutOfMemory,
+					class: domain.ErrOutOfMemory,
 				})
 				return
 			}

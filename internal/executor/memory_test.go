@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // The watchdog of an executor of a known size stops the attempts running
@@ -43,7 +43,7 @@ stages:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watchdog did not stop the attempt")
 	}
-	if len(cp.classes) != 1 || cp.classes[0] != batch.ClassOutOfMemory || !strings.Contains(cp.causes[0], "of its 1024 MiB") {
+	if len(cp.classes) != 1 || cp.classes[0] != domain.ClassOutOfMemory || !strings.Contains(cp.causes[0], "of its 1024 MiB") {
 		t.Fatalf("classes %v causes %v; want one out-of-memory failure", cp.classes, cp.causes)
 	}
 }

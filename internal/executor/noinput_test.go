@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A task function reading the records of a count-partitioned stage's task
@@ -37,8 +37,8 @@ stages:
 	if len(fails) != 1 || len(commits) != 0 {
 		t.Fatalf("commits %v, fails %v; want one failure", commits, fails)
 	}
-	if cp.classes[0] != batch.ClassPermanent {
-		t.Errorf("class %q (cause %q), want %q", cp.classes[0], cp.causes[0], batch.ClassPermanent)
+	if cp.classes[0] != domain.ClassPermanent {
+		t.Errorf("class %q (cause %q), want %q", cp.classes[0], cp.causes[0], domain.ClassPermanent)
 	}
 	if !strings.Contains(cp.causes[0], "stage has no input") || strings.Contains(cp.causes[0], "panic") {
 		t.Errorf("cause %q; want it to say the stage has no input, without a panic", cp.causes[0])

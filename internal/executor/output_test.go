@@ -12,7 +12,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -110,7 +110,7 @@ func TestOutputCap(t *testing.T) {
 			if !errors.Is(writeErr, output.ErrOutputTooLarge) {
 				t.Errorf("the refused write returned %v, want ErrOutputTooLarge", writeErr)
 			}
-			if len(commits) != 0 || !cmp.Equal(fails, []batch.TaskRef{{Job: "j1"}}) {
+			if len(commits) != 0 || !cmp.Equal(fails, []domain.TaskRef{{Job: "j1"}}) {
 				t.Fatalf("commits %v, fails %v; want the attempt failed, not committed", commits, fails)
 			}
 			if diff := cmp.Diff([]string{wantCause}, cp.causes); diff != "" {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Rejects collects the records one attempt rejected (Task.Reject): kept
@@ -29,7 +29,7 @@ type Rejects struct {
 	max int
 
 	mu      sync.Mutex
-	kept    []batch.BadRecord
+	kept    []domain.BadRecord
 	n       int64
 	in      *tailReader // nil: the task has no input stream
 	located int64       // where the last located record ended
@@ -51,7 +51,7 @@ func NewRejects(stage string, partition, attempt, max int, in io.Reader) (*Rejec
 // Reject records that the attempt rejected record for reason. offset is
 // where the record starts in the task's input, or negative for the
 // runner to find it (locate). Past the stage's maxBadRecords it returns
-// an error wrapping batch.ErrTooManyBadRecords and batch.ErrPermanent:
+// an error wrapping domain.ErrTooManyBadRecords and domain.ErrPermanent:
 // the attempt will fail whatever the function does, so it may as well
 // stop.
 func (r *Rejects) Reject(offset int64, record []byte, reason string) error {
@@ -64,13 +64,13 @@ func (r *Rejects) Reject(offset int64, record []byte, reason string) error {
 		offset = r.locate(record)
 	}
 	r.n++
-	if len(r.kept) < batch.MaxBadRecordsKept {
+	if len(r.kept) < domain.MaxBadRecordsKept {
 		if strings.TrimSpace(reason) == "" {
 			reason = "(no reason given)"
 		}
-		r.kept = append(r.kept, batch.BadRecord{
+		r.kept = append(r.kept, domain.BadRecord{
 			Stage: r.stage, Partition: r.partition, Attempt: r.att, Offset: offset,
-			Record: clip(string(record), batch.MaxBadRecordBytes), Reason: clip(reason, batch.MaxBadReasonBytes),
+			Record: clip(string(record), domain.MaxBadRecordBytes), Reason: clip(reason, domain.MaxBadReasonBytes),
 		})
 	}
 	return r.errLocked()
@@ -87,13 +87,13 @@ func (r *Rejects) Count() int64 {
 }
 
 // Records are the rejections kept, in the order they were made.
-func (r *Rejects) Records() []batch.BadRecord {
+func (r *Rejects) Records() []domain.BadRecord {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]batch.BadRecord(nil), r.kept...)
+	return append([]domain.BadRecord(nil), r.kept...)
 }
 
 // Err is the attempt's failure for rejecting more than its stage allows,
@@ -117,7 +117,7 @@ func (r *Rejects) errLocked() error {
 // TooManyBadRecords is the error of a task past its stage's
 // maxBadRecords: what happened, then the limit.
 func TooManyBadRecords(what string, max int) error {
-	return fmt.Errorf("%s; stage allows %d (maxBadRecords): %w: %w", what, max, batch.ErrTooManyBadRecords, batch.ErrPermanent)
+	return fmt.Errorf("%s; stage allows %d (maxBadRecords): %w: %w", what, max, domain.ErrTooManyBadRecords, domain.ErrPermanent)
 }
 
 // locate finds where record starts in the input the function has read:
@@ -211,12 +211,12 @@ func (r *Runner) saveRejects(ctx context.Context, c control.Claim, t *Task) erro
 		}
 	}
 	if omitted := n - int64(len(recs)); omitted > 0 {
-		if err := enc.Encode(batch.BadRecord{Stage: t.Stage, Partition: c.Task.Ref.Partition, Attempt: c.Task.Attempt, Offset: -1, Omitted: omitted}); err != nil {
+		if err := enc.Encode(domain.BadRecord{Stage: t.Stage, Partition: c.Task.Ref.Partition, Attempt: c.Task.Attempt, Offset: -1, Omitted: omitted}); err != nil {
 			return fmt.Errorf("bad records: %w", err)
 		}
 	}
 	key := blob.BadRecordsKey(c.Task.Ref.Job, t.Stage, c.Task.Ref.Partition, c.Task.Attempt)
-	if err := r.Blob.PutIfAbsent(ctx, key, buf.Bytes()); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := r.Blob.PutIfAbsent(ctx, key, buf.Bytes()); err != nil && !errors.Is(err, domain.ErrExists) {
 		return fmt.Errorf("write bad records: %w", err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Offsets stay exact across an input several times the search window, as
@@ -69,7 +69,7 @@ func TestRejectsConcurrentAndLimit(t *testing.T) {
 		t.Fatalf("count %d err %v, want 100 and none", rj.Count(), rj.Err())
 	}
 	err := rj.Reject(-1, []byte("r"), "x")
-	if !errors.Is(err, batch.ErrTooManyBadRecords) || !errors.Is(err, batch.ErrPermanent) || !errors.Is(rj.Err(), batch.ErrTooManyBadRecords) {
+	if !errors.Is(err, domain.ErrTooManyBadRecords) || !errors.Is(err, domain.ErrPermanent) || !errors.Is(rj.Err(), domain.ErrTooManyBadRecords) {
 		t.Fatalf("101st rejection: %v, Err %v", err, rj.Err())
 	}
 }
@@ -101,7 +101,7 @@ echo "a log line" >&2
 		t.Fatal(err)
 	}
 	recs := rj.Records()
-	want := []batch.BadRecord{
+	want := []domain.BadRecord{
 		{Stage: "s", Attempt: 1, Offset: 5, Record: "bad 2\twith a tab", Reason: "starts with bad"},
 		{Stage: "s", Attempt: 1, Offset: 27, Record: "bad 4", Reason: "starts with bad"},
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -59,14 +59,14 @@ type Runner struct {
 	// task of a dynamicSplit stage runs before it offers to split.
 	SplitAfter time.Duration
 
-	manifests sync.Map   // stage manifest key -> *batch.Manifest
+	manifests sync.Map   // stage manifest key -> *domain.Manifest
 	indexes   indexCache // of indexed shuffle objects read (shuffle.go)
 }
 
 // Handle runs the task a message names.
 func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extender) feed.Result {
 	body, isCopy := control.IsCopyMessage(d.Body) // a speculative copy's (speculation.go)
-	ref, err := batch.ParseTaskRef(body)
+	ref, err := domain.ParseTaskRef(body)
 	if err != nil {
 		// Not a task message: leave it for the dead-letter queue.
 		return feed.Result{Action: feed.Leave, Err: err}
@@ -83,8 +83,8 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 		return feed.Result{Action: feed.Hide, Delay: handBackDelay, Err: err}
 	}
 	c, err := r.claim(ctx, ref, isCopy)
-	var held *batch.ClaimHeldError
-	var notDue *batch.NotDueError
+	var held *domain.ClaimHeldError
+	var notDue *domain.NotDueError
 	switch {
 	case errors.As(err, &held):
 		// Back just after the claim can be taken over (a margin for the
@@ -92,7 +92,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 		return feed.Result{Action: feed.Hide, Delay: time.Until(held.LeaseUntil) + 250*time.Millisecond, Err: err}
 	case errors.As(err, &notDue):
 		return feed.Result{Action: feed.Hide, Delay: time.Until(notDue.At), Err: err}
-	case errors.Is(err, batch.ErrAlreadyDone), errors.Is(err, batch.ErrJobNotRunning):
+	case errors.Is(err, domain.ErrAlreadyDone), errors.Is(err, domain.ErrJobNotRunning):
 		return feed.Result{Action: feed.Delete, Err: err}
 	case err != nil:
 		return feed.Result{Action: feed.Leave, Err: err}
@@ -200,17 +200,17 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	case errors.Is(cause, errJobStopped):
 		log.Info("job ended; task stopped")
 		return feed.Result{Action: feed.Delete, Err: cause}
-	case errors.Is(cause, batch.ErrTimedOut), errors.Is(cause, batch.ErrOutOfMemory):
+	case errors.Is(cause, domain.ErrTimedOut), errors.Is(cause, domain.ErrOutOfMemory):
 		// Whatever the function returned after the cancel, the attempt
 		// ran out its time (or its executor's memory): fail it as such,
 		// so it is retried (on a larger executor) and its history says
 		// so.
-		if errors.Is(runErr, batch.ErrTimedOut) || errors.Is(runErr, batch.ErrOutOfMemory) {
+		if errors.Is(runErr, domain.ErrTimedOut) || errors.Is(runErr, domain.ErrOutOfMemory) {
 			cause = runErr // says whether the function was abandoned
 		}
 		log.Warn("task stopped", "err", cause)
 		return r.fail(ctx, c, cause, log)
-	case errors.Is(cause, batch.ErrContinue) && runErr != nil:
+	case errors.Is(cause, domain.ErrContinue) && runErr != nil:
 		// Asked to continue in a new invocation (checkpoint.go).
 		return r.continueTask(ctx, c, t.ck, runErr, log)
 	case runErr != nil:
@@ -229,12 +229,12 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	case err == nil:
 		t.ck.expire(ctx) // checkpoint.go
 		return feed.Result{Action: feed.Delete}
-	case errors.Is(err, batch.ErrTooManyBadRecords):
+	case errors.Is(err, domain.ErrTooManyBadRecords):
 		// The stage's other tasks used up its maxBadRecords.
 		return r.fail(ctx, c, err, log)
-	case errors.Is(err, batch.ErrAlreadyDone):
+	case errors.Is(err, domain.ErrAlreadyDone):
 		return feed.Result{Action: feed.Delete, Err: err}
-	case errors.Is(err, batch.ErrStaleClaim):
+	case errors.Is(err, domain.ErrStaleClaim):
 		log.Warn("commit fenced: a newer attempt holds the task", "err", err)
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
@@ -252,13 +252,13 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 }
 
 // fail records the attempt's failure with its error's class
-// (batch.ClassOf): a permanent error fails the task at once, others are
+// (domain.ClassOf): a permanent error fails the task at once, others are
 // retried while attempts are left (timeout.go).
 func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) feed.Result {
 	cause := runErr.Error()
-	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: batch.ClassOf(runErr)})
+	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: domain.ClassOf(runErr)})
 	switch {
-	case errors.Is(err, batch.ErrStaleClaim):
+	case errors.Is(err, domain.ErrStaleClaim):
 		return feed.Result{Action: feed.Leave, Err: err}
 	case err != nil:
 		log.Error("record task failure", "err", err)
@@ -297,10 +297,10 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Ext
 		}
 		err := r.CP.Heartbeat(ctx, c)
 		switch {
-		case errors.Is(err, batch.ErrStaleClaim):
+		case errors.Is(err, domain.ErrStaleClaim):
 			cancel(errLeaseLost)
 			return
-		case errors.Is(err, batch.ErrJobNotRunning):
+		case errors.Is(err, domain.ErrJobNotRunning):
 			cancel(errJobStopped)
 			return
 		case err != nil:
@@ -372,7 +372,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 // sources, so a reducer holds one page and its own part's sources, never
 // the whole list of upstream tasks times parts. Only the manifest object
 // is cached: a paged one's is its short index.
-func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) (io.ReadCloser, error) {
+func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref domain.TaskRef, src int) (io.ReadCloser, error) {
 	srcs, err := r.shuffleSources(ctx, sp, ref, src)
 	if err != nil {
 		return nil, err
@@ -384,7 +384,7 @@ func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref batch.TaskR
 // function reads whole objects: its upstream writes the per-part layout
 // (indexedShuffle), so an indexed object here is an error, not a slice to
 // hand over whole.
-func (r *Runner) shuffleKeys(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) ([]string, error) {
+func (r *Runner) shuffleKeys(ctx context.Context, sp *spec.Job, ref domain.TaskRef, src int) ([]string, error) {
 	srcs, err := r.shuffleSources(ctx, sp, ref, src)
 	if err != nil {
 		return nil, err

@@ -40,8 +40,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -74,7 +74,7 @@ type shuffleSource struct {
 // object. A manifest lists a task's outputs together, in part order, so
 // one task is looked at at a time (a paged manifest is read a page at a
 // time; shuffleKeys' comment).
-func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref batch.TaskRef, src int) ([]shuffleSource, error) {
+func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref domain.TaskRef, src int) ([]shuffleSource, error) {
 	m, err := r.stageManifest(ctx, blob.StageManifestKey(ref.Job, sp.Stages[src].Name))
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref batch.Tas
 	var out []shuffleSource
 	// The task being looked at: its first output, how many it has, and
 	// the one of this partition if it has it.
-	var first batch.Output
+	var first domain.Output
 	n, mine := 0, ""
 	done := func() {
 		switch {
@@ -97,7 +97,7 @@ func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref batch.Tas
 			out = append(out, shuffleSource{key: mine})
 		}
 	}
-	err = blob.EachManifestOutput(ctx, r.Blob, m, func(o batch.Output) error {
+	err = blob.EachManifestOutput(ctx, r.Blob, m, func(o domain.Output) error {
 		if n == 0 || o.Partition != first.Partition || o.Stage != first.Stage {
 			done()
 			first, n, mine = o, 0, ""
@@ -117,13 +117,13 @@ func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref batch.Tas
 
 // stageManifest reads a stage's manifest, once per runner: a paged one's
 // is its short index.
-func (r *Runner) stageManifest(ctx context.Context, key string) (batch.Manifest, error) {
+func (r *Runner) stageManifest(ctx context.Context, key string) (domain.Manifest, error) {
 	if v, ok := r.manifests.Load(key); ok {
-		return *v.(*batch.Manifest), nil
+		return *v.(*domain.Manifest), nil
 	}
 	m, err := blob.ReadManifest(ctx, r.Blob, key)
 	if err != nil {
-		return batch.Manifest{}, err
+		return domain.Manifest{}, err
 	}
 	r.manifests.Store(key, &m)
 	return m, nil

@@ -16,8 +16,8 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // committedParts reads the parts partitions a committed attempt (task
@@ -30,7 +30,7 @@ func committedParts(t *testing.T, b *testdouble.Blob, stage string, parts int) [
 	ctx := context.Background()
 	out := make([]string, parts)
 	first, err := b.Get(ctx, blob.OutputKey("j1", stage, 0, 1, 0))
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return out
 	}
 	if err != nil {
@@ -285,7 +285,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 				t.Errorf("%d PUTs by %d map tasks, one of which wrote nothing; want %d", puts(log), maps, maps-1)
 			}
 			// The manifest the control plane writes from the commits.
-			w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, pageSize)
+			w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), domain.Manifest{Job: "j1", Stage: "map"}, pageSize)
 			for m, res := range cp.results {
 				wantOut := 1
 				if m == 3 {
@@ -295,7 +295,7 @@ func TestIndexedShuffleEndToEnd(t *testing.T) {
 					t.Errorf("map %d committed %d outputs, %d records; want %d, %d", m, res.Outputs, res.RecordsOut, wantOut, 200*wantOut)
 				}
 				for p := range res.Outputs {
-					if err := w.Add(ctx, batch.Output{Stage: "map", Partition: m, Attempt: 1, Part: p, Key: blob.OutputKey("j1", "map", m, 1, p)}); err != nil {
+					if err := w.Add(ctx, domain.Output{Stage: "map", Partition: m, Attempt: 1, Part: p, Key: blob.OutputKey("j1", "map", m, 1, p)}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -336,13 +336,13 @@ func TestShuffleReadsPerPartLayout(t *testing.T) {
 	const parts = 3
 	log := &testdouble.Journal{}
 	b := rangedBlob(log)
-	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, 2)
+	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), domain.Manifest{Job: "j1", Stage: "map"}, 2)
 	add := func(m, p int, body []byte) {
 		k := blob.OutputKey("j1", "map", m, 1, p)
 		if err := b.PutIfAbsent(ctx, k, body); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Add(ctx, batch.Output{Stage: "map", Partition: m, Attempt: 1, Part: p, Key: k}); err != nil {
+		if err := w.Add(ctx, domain.Output{Stage: "map", Partition: m, Attempt: 1, Part: p, Key: k}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -412,7 +412,7 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 	const maps, parts = 3, 64
 	log := &testdouble.Journal{}
 	b := rangedBlob(log)
-	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), batch.Manifest{Job: "j1", Stage: "map"}, 0)
+	w := blob.NewManifestWriter(b, blob.StageManifestKey("j1", "map"), domain.Manifest{Job: "j1", Stage: "map"}, 0)
 	nonEmpty := 0
 	for m := range maps {
 		bufs := make([][]byte, parts)
@@ -429,7 +429,7 @@ func TestIndexCacheSkipsEmptySlices(t *testing.T) {
 		body.ReadAt(raw, 0)
 		k := blob.OutputKey("j1", "map", m, 1, 0)
 		b.PutIfAbsent(ctx, k, raw)
-		w.Add(ctx, batch.Output{Stage: "map", Partition: m, Attempt: 1, Key: k})
+		w.Add(ctx, domain.Output{Stage: "map", Partition: m, Attempt: 1, Key: k})
 	}
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 const shuffleSpec = `{"name":"shuf","stages":[` +
@@ -44,14 +44,14 @@ func TestShuffleInputFollowsManifestPages(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := newBlob()
-			w := blob.NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "map", Bucket: "bucket"}, tt.pageSize)
+			w := blob.NewManifestWriter(b, key, domain.Manifest{Job: "j1", Stage: "map", Bucket: "bucket"}, tt.pageSize)
 			for p := range maps {
 				for r := range parts {
 					k := blob.OutputKey("j1", "map", p, 1, r)
 					if err := b.PutIfAbsent(ctx, k, fmt.Appendf(nil, "map %d part %d\n", p, r)); err != nil {
 						t.Fatal(err)
 					}
-					if err := w.Add(ctx, batch.Output{Stage: "map", Partition: p, Attempt: 1, Part: r, Key: k}); err != nil {
+					if err := w.Add(ctx, domain.Output{Stage: "map", Partition: p, Attempt: 1, Part: r, Key: k}); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // forwardingCP is a fakeCP that forwards messages (control.Service.Forward)
@@ -69,7 +69,7 @@ func TestWrongSizeIsForwardedElseHandedBack(t *testing.T) {
 	// An executor of the task's size runs it.
 	f := &fakeCP{spec: mustSpec(t, strings.Replace(sp, "4GiB", "1GiB", 1)), lease: time.Minute}
 	r := &Runner{CP: &forwardingCP{fakeCP: f}, Blob: newBlob(), Registry: NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Memory: 1 << 30}
-	ref, err := batch.ParseTaskRef(body)
+	ref, err := domain.ParseTaskRef(body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/batchwork/batchwork/internal/executor/output"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -51,7 +51,7 @@ func (r *Registry) Lookup(name string) (Func, bool) {
 
 // Task is what a task function gets.
 type Task struct {
-	Ref     batch.TaskRef
+	Ref     domain.TaskRef
 	Stage   string
 	Attempt int
 	// Params are the partition's parameters from the spec, if any.

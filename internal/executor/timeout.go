@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // DefaultTimeoutGrace is how long a task function may run on after its
@@ -26,7 +26,7 @@ func stageTimeout(c control.Claim) time.Duration {
 }
 
 // callTask runs fn on t. With a stage timeout, cancel (the task context's)
-// fires with a *batch.TimeoutError once the attempt has run that long,
+// fires with a *domain.TimeoutError once the attempt has run that long,
 // counted from start; after any cancel the function has
 // Runner.TimeoutGrace to return, and is then abandoned with an error
 // wrapping the cancel's cause. Without a timeout it is safeCall.
@@ -41,7 +41,7 @@ func (r *Runner) callTask(ctx context.Context, cancel context.CancelCauseFunc, c
 		return nil, safeCall(ctx, fn, t)
 	}
 	timer := time.AfterFunc(time.Until(start.Add(timeout)), func() {
-		cancel(&batch.TimeoutError{After: timeout})
+		cancel(&domain.TimeoutError{After: timeout})
 	})
 	defer timer.Stop()
 	done := make(chan error, 1) // buffered: an abandoned function's send must not block
@@ -69,7 +69,7 @@ func (r *Runner) callTask(ctx context.Context, cancel context.CancelCauseFunc, c
 }
 
 // timedOut is the attempt's timeout when its context was cancelled by it.
-func timedOut(cause error) (*batch.TimeoutError, bool) {
-	var te *batch.TimeoutError
+func timedOut(cause error) (*domain.TimeoutError, bool) {
+	var te *domain.TimeoutError
 	return te, errors.As(cause, &te)
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // classCP is fakeCP that records failures with their class, as
@@ -21,7 +21,7 @@ import (
 type classCP struct {
 	*fakeCP
 	mu      sync.Mutex
-	classes []batch.ErrorClass
+	classes []domain.ErrorClass
 }
 
 func (c *classCP) Fail(ctx context.Context, cl control.Claim, p control.FailParams) (control.Decision, error) {
@@ -61,36 +61,36 @@ stages:
 		spec      string
 		fn        Func
 		script    string
-		wantClass batch.ErrorClass
+		wantClass domain.ErrorClass
 		wantCause []string
 		within    time.Duration // the attempt must end within this
 	}{
 		{name: "a function that watches ctx times out", spec: timed, fn: func(ctx context.Context, t *Task) error {
 			<-ctx.Done()
 			return ctx.Err()
-		}, wantClass: batch.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
+		}, wantClass: domain.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
 		{name: "a function that returns nil after the cancel still timed out", spec: timed, fn: func(ctx context.Context, t *Task) error {
 			<-ctx.Done()
 			return nil
-		}, wantClass: batch.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
+		}, wantClass: domain.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
 		{name: "a hung function is abandoned after the grace", spec: timed, fn: func(ctx context.Context, t *Task) error {
 			<-release // ignores ctx
 			return nil
-		}, wantClass: batch.ClassTimedOut, wantCause: []string{"timed out after 1s", "abandoned"}, within: 5 * time.Second},
+		}, wantClass: domain.ClassTimedOut, wantCause: []string{"timed out after 1s", "abandoned"}, within: 5 * time.Second},
 		{name: "an exec program is killed at the timeout", spec: execTimed, script: "sleep 1000",
-			wantClass: batch.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
+			wantClass: domain.ClassTimedOut, wantCause: []string{"timed out after 1s"}, within: 5 * time.Second},
 		{name: "a permanent error", spec: timed, fn: func(ctx context.Context, t *Task) error {
-			return fmt.Errorf("record 7: %w", batch.ErrPermanent)
-		}, wantClass: batch.ClassPermanent, wantCause: []string{"record 7"}, within: time.Second},
+			return fmt.Errorf("record 7: %w", domain.ErrPermanent)
+		}, wantClass: domain.ClassPermanent, wantCause: []string{"record 7"}, within: time.Second},
 		{name: "a plain error", spec: timed, fn: func(ctx context.Context, t *Task) error {
 			return errors.New("flaky")
-		}, wantClass: batch.ClassError, wantCause: []string{"flaky"}, within: time.Second},
+		}, wantClass: domain.ClassError, wantCause: []string{"flaky"}, within: time.Second},
 		{name: "exit status 65 is permanent", spec: execTimed, script: "echo bad input >&2; exit 65",
-			wantClass: batch.ClassPermanent, wantCause: []string{"exit code 65", "bad input"}, within: 5 * time.Second},
+			wantClass: domain.ClassPermanent, wantCause: []string{"exit code 65", "bad input"}, within: 5 * time.Second},
 		{name: "another exit status is retried", spec: execTimed, script: "exit 1",
-			wantClass: batch.ClassError, wantCause: []string{"exit code 1"}, within: 5 * time.Second},
+			wantClass: domain.ClassError, wantCause: []string{"exit code 1"}, within: 5 * time.Second},
 		{name: "a SIGKILL the executor did not send is out of memory", spec: execTimed, script: "kill -9 $$",
-			wantClass: batch.ClassOutOfMemory, wantCause: []string{"signal: killed (out of memory)"}, within: 5 * time.Second},
+			wantClass: domain.ClassOutOfMemory, wantCause: []string{"signal: killed (out of memory)"}, within: 5 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,15 +132,15 @@ func TestLambdaErrorClasses(t *testing.T) {
 		name      string
 		resp      string
 		fnErr     string
-		wantClass batch.ErrorClass
+		wantClass domain.ErrorClass
 		wantCause string
 	}{
-		{name: "a permanent error", resp: `{"error":"bad record 7","permanent":true}`, wantClass: batch.ClassPermanent, wantCause: "function reported: bad record 7"},
-		{name: "a plain error", resp: `{"error":"flaky"}`, wantClass: batch.ClassError, wantCause: "function reported: flaky"},
+		{name: "a permanent error", resp: `{"error":"bad record 7","permanent":true}`, wantClass: domain.ClassPermanent, wantCause: "function reported: bad record 7"},
+		{name: "a plain error", resp: `{"error":"flaky"}`, wantClass: domain.ClassError, wantCause: "function reported: flaky"},
 		{name: "out of memory", fnErr: "Unhandled", resp: `{"errorType":"Runtime.OutOfMemory","errorMessage":"Runtime exited with error: signal: killed"}`,
-			wantClass: batch.ClassOutOfMemory, wantCause: "Runtime.OutOfMemory: Runtime exited with error: signal: killed"},
+			wantClass: domain.ClassOutOfMemory, wantCause: "Runtime.OutOfMemory: Runtime exited with error: signal: killed"},
 		{name: "another function error", fnErr: "Unhandled", resp: `{"errorType":"Runtime.ExitError","errorMessage":"exit status 2"}`,
-			wantClass: batch.ClassError, wantCause: "Runtime.ExitError"},
+			wantClass: domain.ClassError, wantCause: "Runtime.ExitError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

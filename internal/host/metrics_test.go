@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/batchwork/batchwork/internal/metrics"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -24,7 +24,7 @@ func TestClaimLatency(t *testing.T) {
 	called := 0
 	hook := claimLatency(rec, func(control.Claim, time.Time) { called++ })
 	c := control.Claim{Spec: &spec.Job{Priority: spec.PriorityHigh, Stages: []spec.Stage{{Name: "a"}}},
-		Task: batch.Task{Ref: batch.TaskRef{Job: "j1", Stage: 0, Partition: 3}}}
+		Task: domain.Task{Ref: domain.TaskRef{Job: "j1", Stage: 0, Partition: 3}}}
 	hook(c, time.Now().Add(-2*time.Second))
 	hook(c, time.Time{}) // unknown: not recorded
 	if err := rec.Flush(); err != nil {

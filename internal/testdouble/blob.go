@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
@@ -152,7 +152,7 @@ func (b *Blob) PutIfAbsent(_ context.Context, key string, body []byte) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.objs[b.bucket][key]; ok {
-		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
+		return fmt.Errorf("put %s: %w", key, domain.ErrExists)
 	}
 	b.putLocked(b.bucket, key, body)
 	b.log.Add("put %s", key)
@@ -167,7 +167,7 @@ func (b *Blob) Get(_ context.Context, key string) ([]byte, error) {
 	defer b.mu.Unlock()
 	body, ok := b.objs[b.bucket][key]
 	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", key, domain.ErrNotFound)
 	}
 	return body, nil
 }
@@ -177,7 +177,7 @@ func (b *Blob) Open(_ context.Context, bucket, key string, start int64) (io.Read
 	defer b.mu.Unlock()
 	body, ok := b.objs[b.at(bucket)][key]
 	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", key, domain.ErrNotFound)
 	}
 	return io.NopCloser(bytes.NewReader(body[start:])), nil
 }
@@ -327,7 +327,7 @@ func (b *Blob) PutIfAbsentIn(_ context.Context, bucket, key string, body []byte)
 		return fmt.Errorf("put s3://%s/%s: %w: AccessDenied", bucket, key, blob.ErrRefused)
 	}
 	if _, ok := b.objs[b.at(bucket)][key]; ok {
-		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
+		return fmt.Errorf("put %s: %w", key, domain.ErrExists)
 	}
 	b.putLocked(b.at(bucket), key, body)
 	b.log.Add("publish put s3://%s/%s", bucket, key)
@@ -351,7 +351,7 @@ func (b *Blob) CopyIfAbsent(_ context.Context, src, bucket, dst string) error {
 		return fmt.Errorf("copy %s: NoSuchKey", src)
 	}
 	if _, ok := b.objs[b.at(bucket)][dst]; ok {
-		return fmt.Errorf("copy to %s: %w", dst, batch.ErrExists)
+		return fmt.Errorf("copy to %s: %w", dst, domain.ErrExists)
 	}
 	b.putLocked(b.at(bucket), dst, body)
 	b.log.Add("copy %s to s3://%s/%s", src, bucket, dst)
@@ -424,7 +424,7 @@ func (b *Blob) CompleteMultipartIfAbsent(_ context.Context, key, id string, part
 		body = append(body, part...)
 	}
 	if _, exists := b.objs[b.bucket][key]; exists {
-		return fmt.Errorf("complete %s: %w", key, batch.ErrExists)
+		return fmt.Errorf("complete %s: %w", key, domain.ErrExists)
 	}
 	b.putLocked(b.bucket, key, body)
 	delete(b.uploads, id)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // The executor's fallbacks are tested by refusing a capability: the
@@ -22,7 +22,7 @@ func TestBlobRefusesWhatItIsToldTo(t *testing.T) {
 	if err := b.CopyIfAbsent(t.Context(), "a", "bkt", "b"); !errors.Is(err, errOff) {
 		t.Fatalf("CopyIfAbsent = %v, want the refusal", err)
 	}
-	if _, err := b.OpenRange(t.Context(), "missing", 0, 1); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := b.OpenRange(t.Context(), "missing", 0, 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("OpenRange of a missing key = %v, want batch.ErrNotFound (ranged reads are not refused)", err)
 	}
 }
@@ -62,7 +62,7 @@ func TestBlobMultipartKeepsS3Rules(t *testing.T) {
 	if body, _ := b.Object("k"); string(body) != "abc" {
 		t.Fatalf("object %q, want abc", body)
 	}
-	if err := upload("k", "xy", "z"); !errors.Is(err, batch.ErrExists) {
+	if err := upload("k", "xy", "z"); !errors.Is(err, domain.ErrExists) {
 		t.Fatalf("a second completion onto k = %v, want batch.ErrExists", err)
 	}
 	if n := b.OpenUploads(); n != 2 {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -36,7 +36,7 @@ func msTime(t time.Time) time.Time {
 type idemRow struct{ job, specHash string }
 
 type jobRow struct {
-	job batch.Job
+	job domain.Job
 	due time.Time
 }
 
@@ -46,7 +46,7 @@ type stageKey struct {
 }
 
 type stageRow struct {
-	st      batch.Stage
+	st      domain.Stage
 	planned bool // SetStagePlan ran: a plan of zero tasks is still a plan
 	due     time.Time
 }
@@ -63,13 +63,13 @@ type counter struct {
 }
 
 type taskRow struct {
-	t             batch.Task
+	t             domain.Task
 	recIn, recOut int64
 	due           time.Time
 }
 
 type attemptKey struct {
-	ref     batch.TaskRef
+	ref     domain.TaskRef
 	attempt int
 }
 
@@ -111,12 +111,12 @@ type state struct {
 	jobs          map[string]*jobRow
 	stages        map[stageKey]*stageRow
 	counters      map[shardKey]*counter
-	tasks         map[batch.TaskRef]*taskRow
-	slots         map[dynamo.SlotMap]map[batch.TaskRef]time.Time
-	ends          map[attemptKey]batch.AttemptEnd
+	tasks         map[domain.TaskRef]*taskRow
+	slots         map[dynamo.SlotMap]map[domain.TaskRef]time.Time
+	ends          map[attemptKey]domain.AttemptEnd
 	alive         map[string]time.Time // executor id -> promised until
 	mem           map[string]dynamo.ExecutorMemory
-	timeline      []batch.AttemptEnd // task events of the timeline only
+	timeline      []domain.AttemptEnd // task events of the timeline only
 	taskNames     []string
 	programs      []string
 }
@@ -131,9 +131,9 @@ func NewStore(log *Journal) *Store {
 		jobs:     map[string]*jobRow{},
 		stages:   map[stageKey]*stageRow{},
 		counters: map[shardKey]*counter{},
-		tasks:    map[batch.TaskRef]*taskRow{},
-		slots:    map[dynamo.SlotMap]map[batch.TaskRef]time.Time{},
-		ends:     map[attemptKey]batch.AttemptEnd{},
+		tasks:    map[domain.TaskRef]*taskRow{},
+		slots:    map[dynamo.SlotMap]map[domain.TaskRef]time.Time{},
+		ends:     map[attemptKey]domain.AttemptEnd{},
 		alive:    map[string]time.Time{},
 		mem:      map[string]dynamo.ExecutorMemory{},
 	}
@@ -216,7 +216,7 @@ func (f *Store) LoseJob(job string, idx int) {
 }
 
 // LoseTask removes a task's record.
-func (f *Store) LoseTask(ref batch.TaskRef) {
+func (f *Store) LoseTask(ref domain.TaskRef) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.tasks, ref)
@@ -244,7 +244,7 @@ func (f *Store) DueOf(it dynamo.DueItem) time.Time {
 }
 
 // AttemptEnd reads the recorded end of one attempt, for tests.
-func (f *Store) AttemptEnd(ref batch.TaskRef, attempt int) (batch.AttemptEnd, bool) {
+func (f *Store) AttemptEnd(ref domain.TaskRef, attempt int) (domain.AttemptEnd, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.ends[attemptKey{ref, attempt}]

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -28,9 +28,9 @@ func (f *attemptRecords) AttemptRecordEnd(_ context.Context, p dynamo.AttemptEnd
 
 // AttemptEnds returns the recorded ends of partitions from..to of a
 // stage, by partition then attempt.
-func (f *attemptRecords) AttemptEnds(_ context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error) {
-	return call(f.state, "AttemptEnds", func() ([]batch.AttemptEnd, error) {
-		var out []batch.AttemptEnd
+func (f *attemptRecords) AttemptEnds(_ context.Context, job string, stage, from, to int) ([]domain.AttemptEnd, error) {
+	return call(f.state, "AttemptEnds", func() ([]domain.AttemptEnd, error) {
+		var out []domain.AttemptEnd
 		for k, e := range f.ends {
 			if k.ref.Job == job && k.ref.Stage == stage && k.ref.Partition >= from && k.ref.Partition <= to {
 				out = append(out, e)
@@ -46,14 +46,14 @@ func (f *attemptRecords) AttemptEnds(_ context.Context, job string, stage, from,
 
 // RecordTimelineEvent and RecordSpeculationEvent keep the task events in
 // the order written (JobEvents is not faked: tests read them here).
-func (f *attemptRecords) TimelineRecord(_ context.Context, e batch.AttemptEnd) error {
+func (f *attemptRecords) TimelineRecord(_ context.Context, e domain.AttemptEnd) error {
 	return do(f.state, "TimelineRecord", func() error {
 		f.timeline = append(f.timeline, e)
 		return nil
 	})
 }
 
-func (f *attemptRecords) TimelineRecordSpeculation(_ context.Context, e batch.AttemptEnd) error {
+func (f *attemptRecords) TimelineRecordSpeculation(_ context.Context, e domain.AttemptEnd) error {
 	return do(f.state, "TimelineRecordSpeculation", func() error {
 		f.timeline = append(f.timeline, e)
 		return nil

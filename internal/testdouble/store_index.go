@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -85,7 +85,7 @@ func (f *indexRecords) DueSet(_ context.Context, it dynamo.DueItem, due time.Tim
 // AcquireSlot takes a slot for ref if the map has room: SlotTaken, or
 // SlotHeld with the held stamp, or SlotsFull. An owner's map is created by
 // its first acquire; a job's exists from the job's creation.
-func (f *indexRecords) SlotAcquire(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error) {
+func (f *indexRecords) SlotAcquire(_ context.Context, m dynamo.SlotMap, ref domain.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error) {
 	type res struct {
 		out  dynamo.SlotOutcome
 		held time.Time
@@ -94,9 +94,9 @@ func (f *indexRecords) SlotAcquire(_ context.Context, m dynamo.SlotMap, ref batc
 		sl, ok := f.slots[m]
 		if !ok {
 			if !ownerMap(m) {
-				return res{}, fmt.Errorf("acquire %s slot for %s: read slots: %w", m, ref, batch.ErrNotFound)
+				return res{}, fmt.Errorf("acquire %s slot for %s: read slots: %w", m, ref, domain.ErrNotFound)
 			}
-			f.slots[m] = map[batch.TaskRef]time.Time{ref: msTime(at)}
+			f.slots[m] = map[domain.TaskRef]time.Time{ref: msTime(at)}
 			return res{out: dynamo.SlotTaken}, nil
 		}
 		if held, ok := sl[ref]; ok {
@@ -113,7 +113,7 @@ func (f *indexRecords) SlotAcquire(_ context.Context, m dynamo.SlotMap, ref batc
 
 // RestampSlot moves ref's slot from stamp from to stamp to; false if it no
 // longer has stamp from.
-func (f *indexRecords) SlotRestamp(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
+func (f *indexRecords) SlotRestamp(_ context.Context, m dynamo.SlotMap, ref domain.TaskRef, from, to time.Time) (bool, error) {
 	return call(f.state, "SlotRestamp", func() (bool, error) {
 		sl := f.slots[m]
 		if held, ok := sl[ref]; !ok || !held.Equal(msTime(from)) {
@@ -126,7 +126,7 @@ func (f *indexRecords) SlotRestamp(_ context.Context, m dynamo.SlotMap, ref batc
 
 // ReleaseSlot frees ref's slot (only the one stamped at, if at is set).
 // Releasing a free slot is a no-op.
-func (f *indexRecords) SlotRelease(_ context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error {
+func (f *indexRecords) SlotRelease(_ context.Context, m dynamo.SlotMap, ref domain.TaskRef, at time.Time) error {
 	return do(f.state, "SlotRelease", func() error {
 		sl := f.slots[m]
 		if held, ok := sl[ref]; ok && (at.IsZero() || held.Equal(msTime(at))) {
@@ -136,13 +136,13 @@ func (f *indexRecords) SlotRelease(_ context.Context, m dynamo.SlotMap, ref batc
 	})
 }
 
-func (f *indexRecords) SlotHolders(_ context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error) {
-	return call(f.state, "SlotHolders", func() (map[batch.TaskRef]time.Time, error) {
+func (f *indexRecords) SlotHolders(_ context.Context, m dynamo.SlotMap) (map[domain.TaskRef]time.Time, error) {
+	return call(f.state, "SlotHolders", func() (map[domain.TaskRef]time.Time, error) {
 		sl, ok := f.slots[m]
 		if !ok {
-			return nil, fmt.Errorf("read slots of %s: %w", m, batch.ErrNotFound)
+			return nil, fmt.Errorf("read slots of %s: %w", m, domain.ErrNotFound)
 		}
-		out := make(map[batch.TaskRef]time.Time, len(sl))
+		out := make(map[domain.TaskRef]time.Time, len(sl))
 		for r, at := range sl {
 			out[r] = at
 		}

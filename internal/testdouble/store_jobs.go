@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -25,7 +25,7 @@ func (f *jobRecords) JobCreate(_ context.Context, p dynamo.CreateJobParams) (str
 		ik := j.Owner + "#" + p.IdemKey
 		if prev, ok := f.idem[ik]; ok {
 			if prev.specHash != j.SpecHash {
-				return res{id: prev.job}, batch.ErrIdempotencyConflict
+				return res{id: prev.job}, domain.ErrIdempotencyConflict
 			}
 			return res{id: prev.job}, nil
 		}
@@ -38,25 +38,25 @@ func (f *jobRecords) JobCreate(_ context.Context, p dynamo.CreateJobParams) (str
 		f.jobs[j.ID] = &jobRow{job: j, due: msTime(p.JobDue)}
 		roots := j.Spec.Roots()
 		for i, st := range j.Spec.Stages {
-			s := &stageRow{st: batch.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked}}
+			s := &stageRow{st: domain.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked}}
 			if slices.Contains(roots, i) {
 				s.due = msTime(p.StageDue)
 			}
 			f.stages[stageKey{j.ID, i}] = s
 		}
 		if j.Spec.MaxConcurrency > 0 {
-			f.slots[dynamo.JobSlots(j.ID)] = map[batch.TaskRef]time.Time{}
+			f.slots[dynamo.JobSlots(j.ID)] = map[domain.TaskRef]time.Time{}
 		}
 		return res{id: j.ID, created: true}, nil
 	})
 	return r.id, r.created, err
 }
 
-func (f *jobRecords) JobGet(_ context.Context, id string) (batch.Job, error) {
-	return call(f.state, "JobGet", func() (batch.Job, error) {
+func (f *jobRecords) JobGet(_ context.Context, id string) (domain.Job, error) {
+	return call(f.state, "JobGet", func() (domain.Job, error) {
 		j, ok := f.jobs[id]
 		if !ok {
-			return batch.Job{}, fmt.Errorf("get job %s: %w", id, batch.ErrNotFound)
+			return domain.Job{}, fmt.Errorf("get job %s: %w", id, domain.ErrNotFound)
 		}
 		return j.job, nil
 	})
@@ -66,7 +66,7 @@ func (f *jobRecords) JobState(_ context.Context, id string) (sm.JobState, error)
 	return call(f.state, "JobState", func() (sm.JobState, error) {
 		j, ok := f.jobs[id]
 		if !ok {
-			return "", fmt.Errorf("read job %s status: %w", id, batch.ErrNotFound)
+			return "", fmt.Errorf("read job %s status: %w", id, domain.ErrNotFound)
 		}
 		return j.job.State, nil
 	})
@@ -89,7 +89,7 @@ func (f *jobRecords) EndJob(_ context.Context, id string, ev sm.Event, reason, m
 	return do(f.state, "JobEnd", func() error {
 		j, ok := f.jobs[id]
 		if !ok {
-			return fmt.Errorf("%s job %s: %w", ev, id, batch.ErrNotFound)
+			return fmt.Errorf("%s job %s: %w", ev, id, domain.ErrNotFound)
 		}
 		tr := sm.Jobs.Transition(ev)
 		if !slices.Contains(tr.From, j.job.State) {
@@ -138,7 +138,7 @@ func (f *jobRecords) JobRedriveCount(_ context.Context, id string) (int, error) 
 	return call(f.state, "JobRedriveCount", func() (int, error) {
 		j, ok := f.jobs[id]
 		if !ok {
-			return 0, fmt.Errorf("read job %s: %w", id, batch.ErrNotFound)
+			return 0, fmt.Errorf("read job %s: %w", id, domain.ErrNotFound)
 		}
 		return len(j.job.Redrives), nil
 	})
@@ -150,7 +150,7 @@ func (f *jobRecords) JobStartPublishing(_ context.Context, id string, now time.T
 	return do(f.state, "JobStartPublishing", func() error {
 		j, ok := f.jobs[id]
 		if !ok {
-			return fmt.Errorf("publish job %s: %w", id, batch.ErrNotFound)
+			return fmt.Errorf("publish job %s: %w", id, domain.ErrNotFound)
 		}
 		tr := sm.Jobs.Transition(sm.JobPublish)
 		if !slices.Contains(tr.From, j.job.State) {
@@ -169,7 +169,7 @@ func (f *jobRecords) OwnerQuotaUse(context.Context, string) (dynamo.QuotaUse, er
 	return dynamo.QuotaUse{}, errUnsupported("OwnerQuotaUse")
 }
 
-func (f *jobRecords) JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error) {
+func (f *jobRecords) JobListByOwner(context.Context, dynamo.ListJobsParams) ([]domain.JobSummary, string, error) {
 	panic("testdouble.Store: ListOwnerJobs is not faked (read-side routes are out of these tests' scope)")
 }
 
@@ -181,15 +181,15 @@ func (f *jobRecords) StageRedrive(context.Context, string, int, sm.Event, time.T
 	return errUnsupported("StageRedrive")
 }
 
-func (f *jobRecords) TaskRedrive(context.Context, batch.TaskRef, int, int, time.Time, time.Time, time.Time) error {
+func (f *jobRecords) TaskRedrive(context.Context, domain.TaskRef, int, int, time.Time, time.Time, time.Time) error {
 	return errUnsupported("TaskRedrive")
 }
 
-func (f *jobRecords) TaskRaiseAttempts(context.Context, batch.TaskRef, int, int) error {
+func (f *jobRecords) TaskRaiseAttempts(context.Context, domain.TaskRef, int, int) error {
 	return errUnsupported("TaskRaiseAttempts")
 }
 
-func (f *jobRecords) TaskMarkRedrive(context.Context, batch.TaskRef, int) error {
+func (f *jobRecords) TaskMarkRedrive(context.Context, domain.TaskRef, int) error {
 	return errUnsupported("TaskMarkRedrive")
 }
 
@@ -207,7 +207,7 @@ func (f *jobRecords) JobMarkDataDeleted(_ context.Context, id string, now time.T
 	return call(f.state, "JobMarkDataDeleted", func() (time.Time, error) {
 		j, ok := f.jobs[id]
 		if !ok {
-			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, batch.ErrNotFound)
+			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, domain.ErrNotFound)
 		}
 		if !sm.Jobs.IsTerminal(j.job.State) {
 			return time.Time{}, fmt.Errorf("mark job %s data deleted: %w", id, sm.ErrInvalidTransition)
@@ -226,7 +226,7 @@ func (f *jobRecords) JobMarkDeleting(_ context.Context, id, owner string, now ti
 	_, err := call(f.state, "JobMarkDeleting", func() (struct{}, error) {
 		j, ok := f.jobs[id]
 		if !ok {
-			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, batch.ErrNotFound)
+			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, domain.ErrNotFound)
 		}
 		if !sm.Jobs.IsTerminal(j.job.State) {
 			return struct{}{}, fmt.Errorf("mark job %s deleting: %w", id, sm.ErrInvalidTransition)

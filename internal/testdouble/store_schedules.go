@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
@@ -16,7 +16,7 @@ func (f *scheduleRecords) ScheduleCreate(context.Context, schedule.Schedule, tim
 }
 
 func (f *scheduleRecords) ScheduleGet(_ context.Context, owner, id string) (dynamo.ScheduleRecord, error) {
-	return dynamo.ScheduleRecord{}, fmt.Errorf("schedule %s: %w", id, batch.ErrNotFound)
+	return dynamo.ScheduleRecord{}, fmt.Errorf("schedule %s: %w", id, domain.ErrNotFound)
 }
 
 func (f *scheduleRecords) ScheduleList(context.Context, string, string, int) ([]dynamo.ScheduleRecord, string, error) {
@@ -24,11 +24,11 @@ func (f *scheduleRecords) ScheduleList(context.Context, string, string, int) ([]
 }
 
 func (f *scheduleRecords) ScheduleSetPaused(_ context.Context, _, id string, _ bool, _ time.Time) (bool, error) {
-	return false, fmt.Errorf("schedule %s: %w", id, batch.ErrNotFound)
+	return false, fmt.Errorf("schedule %s: %w", id, domain.ErrNotFound)
 }
 
 func (f *scheduleRecords) ScheduleDelete(_ context.Context, _, id string) error {
-	return fmt.Errorf("schedule %s: %w", id, batch.ErrNotFound)
+	return fmt.Errorf("schedule %s: %w", id, domain.ErrNotFound)
 }
 
 func (f *scheduleRecords) ScheduleAdvanceCursor(context.Context, string, string, time.Time, time.Time, string, time.Time, dynamo.IndexEntry, time.Time) error {

@@ -8,14 +8,14 @@ import (
 	"sort"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func (f *stageRecords) StageList(_ context.Context, job string) ([]batch.Stage, error) {
-	return call(f.state, "StageList", func() ([]batch.Stage, error) {
-		var out []batch.Stage
+func (f *stageRecords) StageList(_ context.Context, job string) ([]domain.Stage, error) {
+	return call(f.state, "StageList", func() ([]domain.Stage, error) {
+		var out []domain.Stage
 		for k, s := range f.stages {
 			if k.job == job {
 				out = append(out, s.st)
@@ -26,25 +26,25 @@ func (f *stageRecords) StageList(_ context.Context, job string) ([]batch.Stage, 
 	})
 }
 
-func (f *stageRecords) StageGet(_ context.Context, job string, idx int) (batch.Stage, error) {
-	return call(f.state, "StageGet", func() (batch.Stage, error) {
+func (f *stageRecords) StageGet(_ context.Context, job string, idx int) (domain.Stage, error) {
+	return call(f.state, "StageGet", func() (domain.Stage, error) {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok {
-			return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
+			return domain.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, domain.ErrNotFound)
 		}
 		return s.st, nil
 	})
 }
 
 // TransitionStage: exactly one caller wins; the others get
-// sm.ErrInvalidTransition, which also wraps batch.ErrJobNotRunning when
+// sm.ErrInvalidTransition, which also wraps domain.ErrJobNotRunning when
 // the transition is guarded by sm.GuardJobRunning and the job has ended.
 func (f *stageRecords) StageTransition(_ context.Context, p dynamo.StageTransitionParams) error {
 	return do(f.state, "StageTransition", func() error {
 		tr := sm.Stages.Transition(p.Event)
 		if slices.Contains(tr.Guards, sm.GuardJobRunning) {
 			if j, ok := f.jobs[p.Job]; !ok || j.job.State != sm.JobRunning {
-				return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, batch.ErrJobNotRunning, sm.ErrInvalidTransition)
+				return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, domain.ErrJobNotRunning, sm.ErrInvalidTransition)
 			}
 		}
 		if p.Redrives != nil {
@@ -76,11 +76,11 @@ func (f *stageRecords) StageTransition(_ context.Context, p dynamo.StageTransiti
 func (f *stageRecords) StageChargePlan(context.Context, dynamo.PlanChargeParams) error { return nil }
 
 // SetStagePlan records the plan once; a second call keeps the first.
-func (f *stageRecords) StageSetPlan(_ context.Context, job string, idx, total int) (batch.Stage, error) {
-	return call(f.state, "StageSetPlan", func() (batch.Stage, error) {
+func (f *stageRecords) StageSetPlan(_ context.Context, job string, idx, total int) (domain.Stage, error) {
+	return call(f.state, "StageSetPlan", func() (domain.Stage, error) {
 		s, ok := f.stages[stageKey{job, idx}]
 		if !ok {
-			return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
+			return domain.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, domain.ErrNotFound)
 		}
 		if !s.planned {
 			s.planned = true
@@ -127,9 +127,9 @@ func (f *stageRecords) StageHurry(_ context.Context, job string, stage int, due 
 	})
 }
 
-func (f *stageRecords) StageProgress(_ context.Context, st batch.Stage) (batch.Progress, error) {
-	return call(f.state, "StageProgress", func() (batch.Progress, error) {
-		p := batch.Progress{Total: st.Total}
+func (f *stageRecords) StageProgress(_ context.Context, st domain.Stage) (domain.Progress, error) {
+	return call(f.state, "StageProgress", func() (domain.Progress, error) {
+		p := domain.Progress{Total: st.Total}
 		for k := 0; k < st.Shards; k++ {
 			c, ok := f.counters[shardKey{st.Job, st.Index, k}]
 			if !ok {
@@ -146,16 +146,16 @@ func (f *stageRecords) StageProgress(_ context.Context, st batch.Stage) (batch.P
 	})
 }
 
-func (f *stageRecords) StageStats(context.Context, string) ([]batch.StageStats, error) {
+func (f *stageRecords) StageStats(context.Context, string) ([]domain.StageStats, error) {
 	panic("testdouble.Store: StageStats is not faked (read-side routes are out of these tests' scope)")
 }
 
 // StageDurations: the fake keeps no duration histograms.
-func (f *stageRecords) StageDurations(context.Context, string, int, int) (batch.Durations, error) {
-	return batch.Durations{}, errUnsupported("StageDurations")
+func (f *stageRecords) StageDurations(context.Context, string, int, int) (domain.Durations, error) {
+	return domain.Durations{}, errUnsupported("StageDurations")
 }
 
-func (f *stageRecords) StagePutRateSample(context.Context, string, int, time.Time, batch.RateSample) (bool, error) {
+func (f *stageRecords) StagePutRateSample(context.Context, string, int, time.Time, domain.RateSample) (bool, error) {
 	panic("testdouble.Store: PutRateSample is not faked (read-side routes are out of these tests' scope)")
 }
 
@@ -194,7 +194,7 @@ func (f *stageRecords) ShardLeft(_ context.Context, job string, idx, shard int) 
 	return call(f.state, "ShardLeft", func() (int, error) {
 		c, ok := f.counters[shardKey{job, idx, shard}]
 		if !ok {
-			return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, batch.ErrNotFound)
+			return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, domain.ErrNotFound)
 		}
 		return c.left, nil
 	})
@@ -208,7 +208,7 @@ func (f *stageRecords) ShardEmptied(context.Context, string, int, int) (bool, er
 
 // EnsureCounted finds every committed task counted: the fake's commit
 // counts in the same step.
-func (f *stageRecords) ShardEnsureCounted(context.Context, batch.TaskRef, int) (bool, bool, error) {
+func (f *stageRecords) ShardEnsureCounted(context.Context, domain.TaskRef, int) (bool, bool, error) {
 	return false, false, nil
 }
 

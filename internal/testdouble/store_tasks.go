@@ -7,20 +7,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // PutTasks creates the tasks that do not exist; an existing one (claimed,
 // committed) is never reset. Only the fields the adapter writes are kept.
-func (f *taskRecords) TaskPutMany(_ context.Context, tasks []batch.Task, due time.Time) error {
+func (f *taskRecords) TaskPutMany(_ context.Context, tasks []domain.Task, due time.Time) error {
 	return do(f.state, "TaskPutMany", func() error {
 		for _, t := range tasks {
 			if _, ok := f.tasks[t.Ref]; ok {
 				continue
 			}
-			f.tasks[t.Ref] = &taskRow{t: batch.Task{
+			f.tasks[t.Ref] = &taskRow{t: domain.Task{
 				Ref: t.Ref, State: t.State, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts,
 				Input: t.Input, Updated: msTime(t.Updated),
 			}, due: msTime(due)}
@@ -29,11 +29,11 @@ func (f *taskRecords) TaskPutMany(_ context.Context, tasks []batch.Task, due tim
 	})
 }
 
-func (f *taskRecords) TaskGet(_ context.Context, ref batch.TaskRef) (batch.Task, error) {
-	return call(f.state, "TaskGet", func() (batch.Task, error) {
+func (f *taskRecords) TaskGet(_ context.Context, ref domain.TaskRef) (domain.Task, error) {
+	return call(f.state, "TaskGet", func() (domain.Task, error) {
 		t, ok := f.tasks[ref]
 		if !ok {
-			return batch.Task{}, fmt.Errorf("get task %s: %w", ref, batch.ErrNotFound)
+			return domain.Task{}, fmt.Errorf("get task %s: %w", ref, domain.ErrNotFound)
 		}
 		return t.t, nil
 	})
@@ -41,10 +41,10 @@ func (f *taskRecords) TaskGet(_ context.Context, ref batch.TaskRef) (batch.Task,
 
 // ListStageTasks lists a stage's tasks bucket by bucket, as the adapter's
 // Queries do: every task in the buckets that total spans, by partition.
-func (f *taskRecords) TaskListStage(_ context.Context, job string, stage, total int) ([]batch.Task, error) {
-	return call(f.state, "TaskListStage", func() ([]batch.Task, error) {
+func (f *taskRecords) TaskListStage(_ context.Context, job string, stage, total int) ([]domain.Task, error) {
+	return call(f.state, "TaskListStage", func() ([]domain.Task, error) {
 		limit := (total + dynamo.TaskBucket - 1) / dynamo.TaskBucket * dynamo.TaskBucket
-		out := make([]batch.Task, 0, total)
+		out := make([]domain.Task, 0, total)
 		for ref, t := range f.tasks {
 			if ref.Job == job && ref.Stage == stage && ref.Partition < limit {
 				out = append(out, t.t)
@@ -65,7 +65,7 @@ func (f *taskRecords) TaskListPage(_ context.Context, p dynamo.TaskPageParams) (
 		for pg.Next+1 < p.Total && len(pg.Rows) < p.Limit && pg.Reads < max(p.MaxReads, 1) {
 			b := (pg.Next + 1) / dynamo.TaskBucket
 			pg.Reads++
-			var bucket []batch.Task
+			var bucket []domain.Task
 			for ref, t := range f.tasks {
 				if ref.Job == p.Job && ref.Stage == p.Stage && ref.Partition/dynamo.TaskBucket == b && ref.Partition > pg.Next {
 					bucket = append(bucket, t.t)
@@ -76,7 +76,7 @@ func (f *taskRecords) TaskListPage(_ context.Context, p dynamo.TaskPageParams) (
 			read := bucket[:min(len(bucket), room)]
 			for _, t := range read {
 				if p.State == "" || t.State == p.State {
-					pg.Rows = append(pg.Rows, batch.TaskRow{Task: t})
+					pg.Rows = append(pg.Rows, domain.TaskRow{Task: t})
 				}
 			}
 			if len(bucket) >= room {
@@ -92,14 +92,14 @@ func (f *taskRecords) TaskListPage(_ context.Context, p dynamo.TaskPageParams) (
 
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
 // CLAIMED one whose lease expired with attempts left. Otherwise it
-// returns the task with *batch.ClaimHeldError, *batch.NotDueError,
-// batch.ErrAlreadyDone, or sm.ErrInvalidTransition (an expired claim
+// returns the task with *domain.ClaimHeldError, *domain.NotDueError,
+// domain.ErrAlreadyDone, or sm.ErrInvalidTransition (an expired claim
 // with no attempts left).
-func (f *taskRecords) TaskClaim(_ context.Context, p dynamo.ClaimParams) (batch.Task, error) {
-	return call(f.state, "TaskClaim", func() (batch.Task, error) {
+func (f *taskRecords) TaskClaim(_ context.Context, p dynamo.ClaimParams) (domain.Task, error) {
+	return call(f.state, "TaskClaim", func() (domain.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
-			return batch.Task{}, fmt.Errorf("claim task %s: get task %s: %w", p.Ref, p.Ref, batch.ErrNotFound)
+			return domain.Task{}, fmt.Errorf("claim task %s: get task %s: %w", p.Ref, p.Ref, domain.ErrNotFound)
 		}
 		now := msTime(p.Now)
 		in := sm.TaskInput{At: now}
@@ -128,7 +128,7 @@ func (f *taskRecords) TaskClaim(_ context.Context, p dynamo.ClaimParams) (batch.
 
 // ForgetClaim deletes the task's record while the claim with token holds
 // it; a record that moved on is left alone.
-func (f *taskRecords) TaskForgetClaim(_ context.Context, ref batch.TaskRef, token string) error {
+func (f *taskRecords) TaskForgetClaim(_ context.Context, ref domain.TaskRef, token string) error {
 	return do(f.state, "TaskForgetClaim", func() error {
 		if ft, ok := f.tasks[ref]; ok && ft.t.State == sm.TaskClaimed && ft.t.Token == token {
 			delete(f.tasks, ref)
@@ -137,16 +137,16 @@ func (f *taskRecords) TaskForgetClaim(_ context.Context, ref batch.TaskRef, toke
 	})
 }
 
-// Heartbeat extends the holder's lease; batch.ErrStaleClaim otherwise.
+// Heartbeat extends the holder's lease; domain.ErrStaleClaim otherwise.
 func (f *taskRecords) TaskHeartbeat(_ context.Context, p dynamo.HolderParams, lease, grace time.Duration) error {
 	return do(f.state, "TaskHeartbeat", func() error {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
-			return fmt.Errorf("heartbeat task %s: %w", p.Ref, batch.ErrStaleClaim)
+			return fmt.Errorf("heartbeat task %s: %w", p.Ref, domain.ErrStaleClaim)
 		}
 		now := msTime(p.Now)
 		if _, err := sm.Decide(ft.t.View(), sm.TaskHeartbeat, sm.TaskInput{At: now, Token: p.Token}); err != nil {
-			return fmt.Errorf("heartbeat task %s (%v): %w", p.Ref, err, batch.ErrStaleClaim)
+			return fmt.Errorf("heartbeat task %s (%v): %w", p.Ref, err, domain.ErrStaleClaim)
 		}
 		ft.t.LeaseUntil = msTime(now.Add(lease))
 		ft.t.Updated = now
@@ -158,12 +158,12 @@ func (f *taskRecords) TaskHeartbeat(_ context.Context, p dynamo.HolderParams, le
 // CommitTask commits the holder's attempt and counts its shard down
 // together, and says whether that emptied the shard. A repeat of a
 // commit that applied recognises its own success (and counts nothing);
-// any other refusal is batch.ErrStaleClaim or batch.ErrAlreadyDone.
+// any other refusal is domain.ErrStaleClaim or domain.ErrAlreadyDone.
 func (f *taskRecords) TaskCommit(_ context.Context, p dynamo.CommitParams) (bool, error) {
 	return call(f.state, "TaskCommit", func() (bool, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
-			return false, fmt.Errorf("commit task %s: get task %s: %w", p.Ref, p.Ref, batch.ErrNotFound)
+			return false, fmt.Errorf("commit task %s: get task %s: %w", p.Ref, p.Ref, domain.ErrNotFound)
 		}
 		shard := shardKey{p.Ref.Job, p.Ref.Stage, dynamo.ShardOf(p.Ref.Partition, p.Shards)}
 		now := msTime(p.Now)
@@ -187,34 +187,34 @@ func (f *taskRecords) TaskCommit(_ context.Context, p dynamo.CommitParams) (bool
 		case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
 			c, ok := f.counters[shard]
 			if !ok {
-				return false, fmt.Errorf("read counter %d of stage %s/%d: %w", shard.shard, p.Ref.Job, p.Ref.Stage, batch.ErrNotFound)
+				return false, fmt.Errorf("read counter %d of stage %s/%d: %w", shard.shard, p.Ref.Job, p.Ref.Stage, domain.ErrNotFound)
 			}
 			return c.left == 0, nil
 		case sm.Tasks.IsTerminal(t.State):
-			return false, fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, batch.ErrAlreadyDone)
+			return false, fmt.Errorf("commit task %s attempt %d: task is %s: %w", p.Ref, p.Attempt, t.State, domain.ErrAlreadyDone)
 		case t.Token != p.Token:
-			return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, batch.ErrStaleClaim)
+			return false, fmt.Errorf("commit task %s attempt %d: current attempt is %d: %w", p.Ref, p.Attempt, t.Attempt, domain.ErrStaleClaim)
 		}
 		return false, fmt.Errorf("commit task %s: transaction cancelled: task %s attempt %d", p.Ref, t.State, t.Attempt)
 	})
 }
 
-// ReleaseTask applies the holder's retry or fail; batch.ErrStaleClaim if
+// ReleaseTask applies the holder's retry or fail; domain.ErrStaleClaim if
 // the rules refuse it.
-func (f *taskRecords) TaskRelease(_ context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
-	return call(f.state, "TaskRelease", func() (batch.Task, error) {
+func (f *taskRecords) TaskRelease(_ context.Context, p dynamo.ReleaseParams) (domain.Task, error) {
+	return call(f.state, "TaskRelease", func() (domain.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
+			return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, domain.ErrStaleClaim)
 		}
 		now := msTime(p.Now)
 		tr, err := sm.Decide(ft.t.View(), p.Event, sm.TaskInput{At: now, Token: p.Token})
 		if err != nil {
-			return batch.Task{}, fmt.Errorf("%s task %s (%v): %w", p.Event, p.Ref, err, batch.ErrStaleClaim)
+			return domain.Task{}, fmt.Errorf("%s task %s (%v): %w", p.Event, p.Ref, err, domain.ErrStaleClaim)
 		}
 		t := &ft.t
 		t.State, t.LastError, t.Updated = tr.To, p.Err, now
-		if p.Class != batch.ClassNone {
+		if p.Class != domain.ClassNone {
 			t.ErrorClass = p.Class
 		}
 		if p.Memory > 0 {
@@ -228,8 +228,8 @@ func (f *taskRecords) TaskRelease(_ context.Context, p dynamo.ReleaseParams) (ba
 	})
 }
 
-func (f *taskRecords) TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("TaskFailTolerated")
+func (f *taskRecords) TaskFailTolerated(context.Context, dynamo.TolerateParams) (domain.Task, error) {
+	return domain.Task{}, errUnsupported("TaskFailTolerated")
 }
 
 // SweepTask applies a non-holder event; sm.ErrInvalidTransition means the
@@ -257,18 +257,18 @@ func (f *taskRecords) TaskSweep(_ context.Context, p dynamo.SweepTaskParams) err
 // TakeoverTask applies a takeover if the holder's claim is still the
 // task's and the rules, given the holder's liveness record, allow it;
 // sm.ErrInvalidTransition otherwise.
-func (f *taskRecords) TaskTakeover(_ context.Context, p dynamo.TakeoverParams) (batch.Task, error) {
-	return call(f.state, "TaskTakeover", func() (batch.Task, error) {
+func (f *taskRecords) TaskTakeover(_ context.Context, p dynamo.TakeoverParams) (domain.Task, error) {
+	return call(f.state, "TaskTakeover", func() (domain.Task, error) {
 		ft, ok := f.tasks[p.Ref]
 		if !ok || ft.t.Token != p.Holder.Token {
-			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
+			return domain.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
 		}
 		now := msTime(p.Now)
 		view := ft.t.View()
 		view.HolderAlive = f.alive[p.Holder.Executor]
 		tr, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: now})
 		if err != nil {
-			return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
+			return domain.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
 		}
 		t := &ft.t
 		t.State, t.Updated, t.Claimed = tr.To, now, now
@@ -283,13 +283,13 @@ func (f *taskRecords) TaskTakeover(_ context.Context, p dynamo.TakeoverParams) (
 	})
 }
 
-func (f *taskRecords) TaskLoseForMemory(context.Context, dynamo.LostForMemoryParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("TaskLoseForMemory")
+func (f *taskRecords) TaskLoseForMemory(context.Context, dynamo.LostForMemoryParams) (domain.Task, error) {
+	return domain.Task{}, errUnsupported("TaskLoseForMemory")
 }
 
 // UnindexTask takes a task out of the index unless it changed since t
 // was read (state or update time).
-func (f *taskRecords) TaskUnindex(_ context.Context, t batch.Task) error {
+func (f *taskRecords) TaskUnindex(_ context.Context, t domain.Task) error {
 	return do(f.state, "TaskUnindex", func() error {
 		if ft, ok := f.tasks[t.Ref]; ok && ft.t.State == t.State && ft.t.Updated.Equal(msTime(t.Updated)) {
 			ft.due = time.Time{}
@@ -302,46 +302,46 @@ func (f *taskRecords) TaskCheckpoint(context.Context, dynamo.CheckpointParams) e
 	return errUnsupported("TaskCheckpoint")
 }
 
-func (f *taskRecords) TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("TaskContinue")
+func (f *taskRecords) TaskContinue(context.Context, dynamo.ContinueParams) (domain.Task, error) {
+	return domain.Task{}, errUnsupported("TaskContinue")
 }
 
 func (f *taskRecords) TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error) {
 	return 0, errUnsupported("TaskSplit")
 }
 
-func (f *taskRecords) CopyRequest(context.Context, batch.TaskRef, time.Time) error {
+func (f *taskRecords) CopyRequest(context.Context, domain.TaskRef, time.Time) error {
 	return errUnsupported("CopyRequest")
 }
 
-func (f *taskRecords) CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("CopyClaim")
+func (f *taskRecords) CopyClaim(context.Context, dynamo.ClaimParams) (domain.Task, error) {
+	return domain.Task{}, errUnsupported("CopyClaim")
 }
 
 func (f *taskRecords) CopyHeartbeat(context.Context, dynamo.HolderParams, time.Duration, time.Duration) error {
 	return errUnsupported("CopyHeartbeat")
 }
 
-func (f *taskRecords) TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error) {
-	return batch.Task{}, errUnsupported("TaskDropClaim")
+func (f *taskRecords) TaskDropClaim(context.Context, dynamo.DropParams) (domain.Task, error) {
+	return domain.Task{}, errUnsupported("TaskDropClaim")
 }
 
 // explainClaim is the adapter's explainClaim: the refusal's outcome,
 // from the same rules.
-func explainClaim(t batch.Task, now time.Time) error {
+func explainClaim(t domain.Task, now time.Time) error {
 	if sm.Tasks.IsTerminal(t.State) {
-		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, batch.ErrAlreadyDone)
+		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, domain.ErrAlreadyDone)
 	}
 	if t.State == sm.TaskReady {
-		return &batch.NotDueError{At: t.NotBefore}
+		return &domain.NotDueError{At: t.NotBefore}
 	}
 	_, err := sm.Decide(t.View(), sm.TaskReclaim, sm.TaskInput{At: now})
 	var ge *sm.GuardError
 	if errors.As(err, &ge) && ge.Guard == sm.GuardLeaseExpired {
-		return &batch.ClaimHeldError{LeaseUntil: t.LeaseUntil.Add(sm.LeaseSkew)}
+		return &domain.ClaimHeldError{LeaseUntil: t.LeaseUntil.Add(sm.LeaseSkew)}
 	}
 	if errors.As(err, &ge) && ge.Guard == sm.GuardAttemptsLeft {
 		return fmt.Errorf("claim task %s: lease expired on attempt %d of %d: %w", t.Ref, t.Attempt, t.MaxAttempts, sm.ErrInvalidTransition)
 	}
-	return &batch.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
+	return &domain.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
 }

@@ -17,8 +17,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -194,7 +194,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ended *control.JobEndedError
 	var running *control.JobRunningError
 	var gone *control.DataDeletedError
-	var reused *batch.ReusedError
+	var reused *domain.ReusedError
 	var claimed *control.OutputClaimedError
 	switch {
 	case errors.As(err, &ve) && len(ve.Errors) > 0:
@@ -204,9 +204,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}{Error{Code: "invalid_spec", Message: ve.Error(), Field: ve.Errors[0].Field}, ve.Errors})
 	case errors.As(err, &fe):
 		writeJSON(w, http.StatusBadRequest, Error{Code: "invalid_request", Message: fe.Error(), Field: fe.Field})
-	case errors.Is(err, batch.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such job", Field: "id"})
-	case errors.Is(err, batch.ErrIdempotencyConflict):
+	case errors.Is(err, domain.ErrIdempotencyConflict):
 		writeJSON(w, http.StatusConflict, Error{Code: "idempotency_conflict", Message: "this Idempotency-Key was used with a different spec", Field: "Idempotency-Key"})
 	case errors.Is(err, control.ErrQuota):
 		writeJSON(w, http.StatusTooManyRequests, Error{Code: "quota", Message: err.Error()})

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -19,7 +19,7 @@ func (s *scripted) BadRecords(_ context.Context, req control.BadRecordsRequest) 
 	if req.Stage == "nope" {
 		return control.BadRecordPage{}, &spec.FieldError{Field: "stage", Message: `job has no stage "nope"`}
 	}
-	return control.BadRecordPage{Job: fakeID, Counts: map[string]int64{"parse": 2}, Records: []batch.BadRecord{
+	return control.BadRecordPage{Job: fakeID, Counts: map[string]int64{"parse": 2}, Records: []domain.BadRecord{
 		{Stage: "parse", Partition: 1, Attempt: 2, Offset: 120, Record: "{oops", Reason: "not JSON"},
 		{Stage: "parse", Partition: 1, Attempt: 2, Offset: -1, Omitted: 3},
 	}, NextCursor: "c1"}, nil

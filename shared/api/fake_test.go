@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -117,7 +117,7 @@ func (s *scripted) Outputs(_ context.Context, req control.OutputsRequest) (contr
 		return control.OutputList{}, s.err
 	}
 	return control.OutputList{Job: fakeID, State: "SUCCEEDED", Complete: true, Bucket: "b", Manifest: "m",
-		Outputs:    []control.OutputInfo{{Output: batch.Output{Stage: "reduce", Partition: 0, Attempt: 1, Part: 0, Key: "k"}, URL: "https://b.s3.amazonaws.com/k?X-Amz-Signature=x"}},
+		Outputs:    []control.OutputInfo{{Output: domain.Output{Stage: "reduce", Partition: 0, Attempt: 1, Part: 0, Key: "k"}, URL: "https://b.s3.amazonaws.com/k?X-Amz-Signature=x"}},
 		URLExpires: ptr(t0), NextCursor: "abc"}, nil
 }
 
@@ -125,9 +125,9 @@ func (s *scripted) Outputs(_ context.Context, req control.OutputsRequest) (contr
 var errInternal = errors.New("operation error DynamoDB: GetItem, https response error StatusCode: 500, secret table arn:aws:dynamodb:us-east-1:1:table/x")
 
 var (
-	errNotFound     = batch.ErrNotFound
+	errNotFound     = domain.ErrNotFound
 	errEnded        = &control.JobEndedError{ID: fakeID, State: sm.JobSucceeded}
-	errIdemConflict = batch.ErrIdempotencyConflict
+	errIdemConflict = domain.ErrIdempotencyConflict
 	errBadID        = &spec.FieldError{Field: "id", Message: "is not a job id"}
 	errPresign      = control.ErrPresignUnavailable
 )

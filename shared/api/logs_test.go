@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
 )
 
@@ -58,7 +58,7 @@ func TestJobLogsPassesOwnerAndQuery(t *testing.T) {
 // check (control.JobLogs) answers not found, and nothing else is said.
 func TestJobLogsOtherOwnersJobIsNotFound(t *testing.T) {
 	t.Parallel()
-	rec := do(newTestHandler(&scripted{err: batch.ErrNotFound}), http.MethodGet, "/jobs/"+fakeID+"/logs", "mallory", "")
+	rec := do(newTestHandler(&scripted{err: domain.ErrNotFound}), http.MethodGet, "/jobs/"+fakeID+"/logs", "mallory", "")
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("status %d, want 404: %s", rec.Code, rec.Body)
 	}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
@@ -36,7 +36,7 @@ func (h *Handler) scheduleHandlers() map[string]func(http.ResponseWriter, *http.
 
 // failSchedule is fail with the not-found message naming a schedule.
 func (h *Handler) failSchedule(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		writeJSON(w, http.StatusNotFound, Error{Code: "not_found", Message: "no such schedule", Field: "id"})
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func nop(context.Context, *Task) error { return nil }
@@ -86,7 +86,7 @@ func TestAdaptMapsTheExecutorTask(t *testing.T) {
 	in := strings.NewReader("x\n")
 	log := slog.New(slog.DiscardHandler)
 	err := fn(context.Background(), &executor.Task{
-		Ref: batch.TaskRef{Job: "j1", Stage: 2, Partition: 5}, Stage: "reduce", Attempt: 3,
+		Ref: domain.TaskRef{Job: "j1", Stage: 2, Partition: 5}, Stage: "reduce", Attempt: 3,
 		Params: map[string]string{"k": "v"}, Input: in, Format: "csv", Header: []string{"a", "b"}, Log: log,
 	})
 	if err == nil || err.Error() != "f failed" {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ErrContinue is the cause (context.Cause) with which a task's context
@@ -17,15 +17,15 @@ import (
 // that checkpoint, without spending an attempt. Returning nil instead
 // says the task is complete. Only functions that called Resume or
 // Checkpoint are asked; others run until the invocation ends, as before.
-var ErrContinue = batch.ErrContinue
+var ErrContinue = domain.ErrContinue
 
 // ErrCheckpoint marks a checkpoint that was refused for its arguments or
 // because the task cannot checkpoint.
-var ErrCheckpoint = batch.ErrCheckpoint
+var ErrCheckpoint = domain.ErrCheckpoint
 
 // MaxCheckpointState is the largest state a checkpoint may carry (64
 // KiB): counters and cursors; outputs are saved by the runner.
-const MaxCheckpointState = batch.MaxCheckpointState
+const MaxCheckpointState = domain.MaxCheckpointState
 
 // Checkpoint is a checkpoint's offset and state, for RunTask.
 type Checkpoint struct {
@@ -90,7 +90,7 @@ func (m *memCheckpoints) save(offset int64, state []byte) error {
 	case m.from != nil:
 		prev = m.from.Offset
 	}
-	if err := batch.CheckArgs(offset, prev, state); err != nil {
+	if err := domain.CheckArgs(offset, prev, state); err != nil {
 		return err
 	}
 	m.saved = append(m.saved, Checkpoint{Offset: offset, State: slices.Clone(state)})

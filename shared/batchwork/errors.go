@@ -3,13 +3,13 @@ package batchwork
 import (
 	"errors"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ErrPermanent is what a permanent error wraps: errors.Is(err,
 // ErrPermanent) reports whether Permanent (or another wrapper of it) made
 // err.
-var ErrPermanent = batch.ErrPermanent
+var ErrPermanent = domain.ErrPermanent
 
 // Permanent marks err as one no retry can fix (a malformed record, a
 // missing input, a request the other side refused for good). A task
@@ -22,19 +22,19 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, batch.ErrPermanent) {
+	if errors.Is(err, domain.ErrPermanent) {
 		return err
 	}
 	return &permanentError{err: err}
 }
 
 // IsPermanent reports whether err is a permanent error.
-func IsPermanent(err error) bool { return errors.Is(err, batch.ErrPermanent) }
+func IsPermanent(err error) bool { return errors.Is(err, domain.ErrPermanent) }
 
 // permanentError keeps err's message and chain (the class is shown apart
 // from the message) (errors.Is and errors.As
-// still find what err wraps) and adds batch.ErrPermanent to it.
+// still find what err wraps) and adds domain.ErrPermanent to it.
 type permanentError struct{ err error }
 
 func (e *permanentError) Error() string   { return e.err.Error() }
-func (e *permanentError) Unwrap() []error { return []error{e.err, batch.ErrPermanent} }
+func (e *permanentError) Unwrap() []error { return []error{e.err, domain.ErrPermanent} }

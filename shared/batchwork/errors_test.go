@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func TestPermanent(t *testing.T) {
@@ -24,8 +24,8 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, batchwork.ErrPermanent) || !batchwork.IsPermanent(err) || !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &pe) {
 		t.Errorf("%v: the chain lost ErrPermanent or what it wraps", err)
 	}
-	if batch.ClassOf(err) != batch.ClassPermanent || batch.ClassOf(base) != batch.ClassError {
-		t.Errorf("classes %q, %q; want permanent, error", batch.ClassOf(err), batch.ClassOf(base))
+	if domain.ClassOf(err) != domain.ClassPermanent || domain.ClassOf(base) != domain.ClassError {
+		t.Errorf("classes %q, %q; want permanent, error", domain.ClassOf(err), domain.ClassOf(base))
 	}
 	if again := batchwork.Permanent(err); again != err {
 		t.Errorf("Permanent of a permanent error wrapped it again: %v", again)

@@ -4,26 +4,26 @@ import (
 	"io"
 
 	"github.com/batchwork/batchwork/internal/executor"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // BadRecord is one record a task rejected, as `batchwork result ID
 // --bad-records` shows it: its stage, partition and attempt, where it
 // starts in the task's input (Offset; -1 if unknown), the record (cut to
 // MaxBadRecordBytes with a marker saying how long it was) and the reason.
-type BadRecord = batch.BadRecord
+type BadRecord = domain.BadRecord
 
 // Bounds on one attempt's rejected records (see Reject).
 const (
-	MaxBadRecordBytes = batch.MaxBadRecordBytes
-	MaxBadReasonBytes = batch.MaxBadReasonBytes
-	MaxBadRecordsKept = batch.MaxBadRecordsKept
+	MaxBadRecordBytes = domain.MaxBadRecordBytes
+	MaxBadReasonBytes = domain.MaxBadReasonBytes
+	MaxBadRecordsKept = domain.MaxBadRecordsKept
 )
 
 // ErrTooManyBadRecords is what Reject returns, and what fails the task,
 // once a stage's tasks have rejected more records than its maxBadRecords.
 // It is permanent (IsPermanent): the same input gives the same records.
-var ErrTooManyBadRecords = batch.ErrTooManyBadRecords
+var ErrTooManyBadRecords = domain.ErrTooManyBadRecords
 
 // Reject records that the task skips record, an input record it cannot
 // process, for reason, and lets the task go on and commit without it. The

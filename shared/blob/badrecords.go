@@ -25,7 +25,7 @@ func BadRecordsPrefix(job, stage string) string {
 }
 
 // BadRecordsKey is the object of one attempt's rejected records, JSON
-// Lines of batch.BadRecord.
+// Lines of domain.BadRecord.
 func BadRecordsKey(job, stage string, partition, attempt int) string {
 	return fmt.Sprintf("%sp%06d/a%d.jsonl", BadRecordsPrefix(job, stage), partition, attempt)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -61,7 +61,7 @@ func httpStatus(err error) int {
 	return 0
 }
 
-// PutIfAbsent writes key once. An existing object gives batch.ErrExists
+// PutIfAbsent writes key once. An existing object gives domain.ErrExists
 // (S3 answers 412); a concurrent conditional write (409) is retried.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) error {
 	for try := 0; ; try++ {
@@ -73,7 +73,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) error 
 		case err == nil:
 			return nil
 		case code == http.StatusPreconditionFailed:
-			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, batch.ErrExists)
+			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, domain.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
 		default:
@@ -106,7 +106,7 @@ func (s *Store) Open(ctx context.Context, bucket, key string, start int64) (io.R
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchKey" {
-			return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, batch.ErrNotFound)
+			return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, domain.ErrNotFound)
 		}
 		return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
 	}
@@ -135,7 +135,7 @@ func (s *Store) Opener(bucket string) split.RangeOpener {
 }
 
 // List returns every object under prefix in bucket, in key order. It
-// stops with a *ListLimitError (which is batch.ErrBadInput) as soon as the
+// stops with a *ListLimitError (which is domain.ErrBadInput) as soon as the
 // listing passes the store's ListLimit: a prefix is named by a user, and
 // one naming a whole bucket must cost a bounded number of requests and
 // bytes, not whatever the bucket holds.
@@ -149,7 +149,7 @@ func (s *Store) List(ctx context.Context, bucket, prefix string) ([]split.Object
 		})
 		if err != nil {
 			if permanentS3(err) {
-				err = fmt.Errorf("%w: %w", batch.ErrBadInput, err)
+				err = fmt.Errorf("%w: %w", domain.ErrBadInput, err)
 			}
 			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
 		}

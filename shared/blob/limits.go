@@ -3,7 +3,7 @@ package blob
 import (
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -33,7 +33,7 @@ func (l ListLimit) withDefaults() ListLimit {
 
 // ErrListLimit is what every listing over its limit is: bad input, since
 // listing the same prefix again finds as much.
-var ErrListLimit = fmt.Errorf("%w: listing over its limit", batch.ErrBadInput)
+var ErrListLimit = fmt.Errorf("%w: listing over its limit", domain.ErrBadInput)
 
 // ListLimitError says which limit a listing passed.
 type ListLimitError struct {
@@ -51,5 +51,5 @@ func (e *ListLimitError) Error() string {
 	return fmt.Sprintf("s3://%s/%s has more than %d objects", e.Bucket, e.Prefix, e.Limit.Objects)
 }
 
-// Unwrap makes the error ErrListLimit, and so batch.ErrBadInput.
+// Unwrap makes the error ErrListLimit, and so domain.ErrBadInput.
 func (e *ListLimitError) Unwrap() error { return ErrListLimit }

@@ -12,7 +12,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // pagedAPI serves a listing of n objects with keys of keyLen bytes in
@@ -89,7 +89,7 @@ func TestListLimit(t *testing.T) {
 				}
 			} else {
 				var le *ListLimitError
-				if !errors.As(err, &le) || !errors.Is(err, ErrListLimit) || !errors.Is(err, batch.ErrBadInput) || objs != nil {
+				if !errors.As(err, &le) || !errors.Is(err, ErrListLimit) || !errors.Is(err, domain.ErrBadInput) || objs != nil {
 					t.Fatalf("List = %d objects, %v (%T); want a *ListLimitError that is batch.ErrBadInput", len(objs), err, err)
 				}
 				if err.Error() != tt.wantMsg {
@@ -120,7 +120,7 @@ func TestListErrors(t *testing.T) {
 			t.Parallel()
 			api := &pagedAPI{err: &smithy.GenericAPIError{Code: tt.code}}
 			_, err := New(api, "b").List(context.Background(), "b", "in/")
-			if err == nil || errors.Is(err, batch.ErrBadInput) != tt.wantBad || errors.Is(err, ErrListLimit) {
+			if err == nil || errors.Is(err, domain.ErrBadInput) != tt.wantBad || errors.Is(err, ErrListLimit) {
 				t.Errorf("List: %v; want an error, bad input %v, not a limit", err, tt.wantBad)
 			}
 		})

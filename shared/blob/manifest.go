@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ManifestPageSize is how many outputs one manifest object holds: about
@@ -16,7 +16,7 @@ import (
 const ManifestPageSize = 10_000
 
 // Putter writes an object once (If-None-Match); an existing object is
-// batch.ErrExists.
+// domain.ErrExists.
 type Putter interface {
 	PutIfAbsent(ctx context.Context, key string, body []byte) error
 }
@@ -35,9 +35,9 @@ type Getter interface {
 type ManifestWriter struct {
 	put   Putter
 	key   string
-	m     batch.Manifest
+	m     domain.Manifest
 	size  int
-	buf   []batch.Output
+	buf   []domain.Output
 	pages []string
 	total int
 	// indexed: the manifest of a shuffle stage whose map tasks may have
@@ -58,7 +58,7 @@ func (w *ManifestWriter) IndexedShuffle() { w.indexed = true }
 // NewManifestWriter starts the manifest head describes (its Outputs,
 // Pages and counts are ignored) at key, in pages of pageSize outputs
 // (ManifestPageSize when pageSize ≤ 0).
-func NewManifestWriter(put Putter, key string, head batch.Manifest, pageSize int) *ManifestWriter {
+func NewManifestWriter(put Putter, key string, head domain.Manifest, pageSize int) *ManifestWriter {
 	if pageSize <= 0 {
 		pageSize = ManifestPageSize
 	}
@@ -68,7 +68,7 @@ func NewManifestWriter(put Putter, key string, head batch.Manifest, pageSize int
 
 // Add appends an output, writing the page it fills once the next output
 // shows that the manifest needs pages at all.
-func (w *ManifestWriter) Add(ctx context.Context, o batch.Output) error {
+func (w *ManifestWriter) Add(ctx context.Context, o domain.Output) error {
 	if len(w.buf) == w.size {
 		if err := w.flush(ctx); err != nil {
 			return err
@@ -85,10 +85,10 @@ func (w *ManifestWriter) Add(ctx context.Context, o batch.Output) error {
 // which the caller Adds the rest; nil if no page was written. Without it a
 // manifest too large to write in one call would be started over by every
 // call, and never finished. Call it before Add.
-func (w *ManifestWriter) Resume(ctx context.Context, g Getter) (*batch.Output, error) {
+func (w *ManifestWriter) Resume(ctx context.Context, g Getter) (*domain.Output, error) {
 	exists := func(n int) (bool, error) {
 		_, err := g.Get(ctx, ManifestPageKey(w.key, n))
-		if errors.Is(err, batch.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			return false, nil
 		}
 		return err == nil, err
@@ -125,7 +125,7 @@ func (w *ManifestWriter) Resume(ctx context.Context, g Getter) (*batch.Output, e
 	if err != nil {
 		return nil, fmt.Errorf("read manifest page %s: %w", key, err)
 	}
-	var p batch.ManifestPage
+	var p domain.ManifestPage
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("decode manifest page %s: %w", key, err)
 	}
@@ -157,11 +157,11 @@ func (w *ManifestWriter) Pages() int { return len(w.pages) }
 func (w *ManifestWriter) flush(ctx context.Context) error {
 	n := len(w.pages) + 1
 	key := ManifestPageKey(w.key, n)
-	raw, err := json.Marshal(batch.ManifestPage{Job: w.m.Job, Stage: w.m.Stage, Page: n, Outputs: w.buf})
+	raw, err := json.Marshal(domain.ManifestPage{Job: w.m.Job, Stage: w.m.Stage, Page: n, Outputs: w.buf})
 	if err != nil {
 		return fmt.Errorf("encode manifest page %s: %w", key, err)
 	}
-	if err := w.put.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := w.put.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, domain.ErrExists) {
 		return fmt.Errorf("write manifest page %s: %w", key, err)
 	}
 	w.pages = append(w.pages, key)
@@ -178,7 +178,7 @@ func (w *ManifestWriter) Close(ctx context.Context) error {
 	if len(w.pages) == 0 {
 		m.Outputs = w.buf
 		if m.Outputs == nil {
-			m.Outputs = []batch.Output{} // "outputs": [] as before, not null
+			m.Outputs = []domain.Output{} // "outputs": [] as before, not null
 		}
 	} else {
 		if len(w.buf) > 0 {
@@ -201,7 +201,7 @@ func (w *ManifestWriter) Close(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode manifest %s: %w", w.key, err)
 	}
-	if err := w.put.PutIfAbsent(ctx, w.key, raw); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := w.put.PutIfAbsent(ctx, w.key, raw); err != nil && !errors.Is(err, domain.ErrExists) {
 		return fmt.Errorf("write manifest %s: %w", w.key, err)
 	}
 	return nil
@@ -230,22 +230,22 @@ var indexedOutputsJSON, _ = json.Marshal(IndexedOutputs)
 // embedded field) is a list of outputs, PagedOutputs or IndexedOutputs;
 // in the last case an unpaged manifest's list is ShuffleOutputs.
 type manifestJSON struct {
-	batch.Manifest
+	domain.Manifest
 	Outputs        json.RawMessage `json:"outputs"`
-	ShuffleOutputs []batch.Output  `json:"shuffleOutputs,omitempty"`
+	ShuffleOutputs []domain.Output `json:"shuffleOutputs,omitempty"`
 }
 
 // ReadManifest reads the manifest at key: with its outputs if it holds
 // them, or as the index of its pages (read them with ManifestPage or
 // EachManifestOutput).
-func ReadManifest(ctx context.Context, g Getter, key string) (batch.Manifest, error) {
+func ReadManifest(ctx context.Context, g Getter, key string) (domain.Manifest, error) {
 	raw, err := g.Get(ctx, key)
 	if err != nil {
-		return batch.Manifest{}, err
+		return domain.Manifest{}, err
 	}
 	var stored manifestJSON
 	if err := json.Unmarshal(raw, &stored); err != nil {
-		return batch.Manifest{}, fmt.Errorf("decode manifest %s: %w", key, err)
+		return domain.Manifest{}, fmt.Errorf("decode manifest %s: %w", key, err)
 	}
 	m := stored.Manifest
 	var outs string
@@ -254,18 +254,18 @@ func ReadManifest(ctx context.Context, g Getter, key string) (batch.Manifest, er
 		if indexed {
 			m.Outputs = stored.ShuffleOutputs
 			if m.Outputs == nil {
-				m.Outputs = []batch.Output{}
+				m.Outputs = []domain.Output{}
 			}
 			return m, nil
 		}
 		if err := json.Unmarshal(stored.Outputs, &m.Outputs); err != nil {
-			return batch.Manifest{}, fmt.Errorf("decode manifest %s: outputs: %w", key, err)
+			return domain.Manifest{}, fmt.Errorf("decode manifest %s: outputs: %w", key, err)
 		}
 		return m, nil
 	}
 	if err := json.Unmarshal(stored.Outputs, &outs); err != nil || (outs != PagedOutputs && !indexed) ||
 		m.PageSize <= 0 || m.Total <= (len(m.Pages)-1)*m.PageSize || m.Total > len(m.Pages)*m.PageSize {
-		return batch.Manifest{}, fmt.Errorf("manifest %s: %d pages of %d for %d outputs, outputs %.40s: %w",
+		return domain.Manifest{}, fmt.Errorf("manifest %s: %d pages of %d for %d outputs, outputs %.40s: %w",
 			key, len(m.Pages), m.PageSize, m.Total, stored.Outputs, ErrBadManifest)
 	}
 	return m, nil
@@ -273,7 +273,7 @@ func ReadManifest(ctx context.Context, g Getter, key string) (batch.Manifest, er
 
 // ManifestPage reads page i (from 0) of a paged manifest m and checks it
 // holds what m says: PageSize outputs, or the rest on the last page.
-func ManifestPage(ctx context.Context, g Getter, m batch.Manifest, i int) ([]batch.Output, error) {
+func ManifestPage(ctx context.Context, g Getter, m domain.Manifest, i int) ([]domain.Output, error) {
 	if i < 0 || i >= len(m.Pages) {
 		return nil, fmt.Errorf("manifest page %d of %d: %w", i+1, len(m.Pages), ErrBadManifest)
 	}
@@ -282,7 +282,7 @@ func ManifestPage(ctx context.Context, g Getter, m batch.Manifest, i int) ([]bat
 	if err != nil {
 		return nil, fmt.Errorf("read manifest page %s: %w", key, err)
 	}
-	var p batch.ManifestPage
+	var p domain.ManifestPage
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("decode manifest page %s: %w", key, err)
 	}
@@ -296,7 +296,7 @@ func ManifestPage(ctx context.Context, g Getter, m batch.Manifest, i int) ([]bat
 
 // EachManifestOutput calls fn with every output m lists, in order, reading
 // one page at a time, and stops at fn's first error.
-func EachManifestOutput(ctx context.Context, g Getter, m batch.Manifest, fn func(batch.Output) error) error {
+func EachManifestOutput(ctx context.Context, g Getter, m domain.Manifest, fn func(domain.Output) error) error {
 	if len(m.Pages) == 0 {
 		for _, o := range m.Outputs {
 			if err := fn(o); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // memBucket is an in-memory bucket with write-once puts, recording the
@@ -36,7 +36,7 @@ func (b *memBucket) PutIfAbsent(_ context.Context, key string, body []byte) erro
 		return fmt.Errorf("put %s: %w", key, errPut)
 	}
 	if _, ok := b.objs[key]; ok {
-		return fmt.Errorf("put %s: %w", key, batch.ErrExists)
+		return fmt.Errorf("put %s: %w", key, domain.ErrExists)
 	}
 	b.objs[key] = slices.Clone(body)
 	b.puts = append(b.puts, key)
@@ -48,23 +48,23 @@ func (b *memBucket) Get(_ context.Context, key string) ([]byte, error) {
 	defer b.mu.Unlock()
 	body, ok := b.objs[key]
 	if !ok {
-		return nil, fmt.Errorf("get %s: %w", key, batch.ErrNotFound)
+		return nil, fmt.Errorf("get %s: %w", key, domain.ErrNotFound)
 	}
 	return body, nil
 }
 
-func outputs(n int) []batch.Output {
-	out := make([]batch.Output, n)
+func outputs(n int) []domain.Output {
+	out := make([]domain.Output, n)
 	for i := range out {
 		p, r := i/3, i%3
-		out[i] = batch.Output{Stage: "map", Partition: p, Attempt: 1, Part: r, Key: OutputKey("j1", "map", p, 1, r)}
+		out[i] = domain.Output{Stage: "map", Partition: p, Attempt: 1, Part: r, Key: OutputKey("j1", "map", p, 1, r)}
 	}
 	return out
 }
 
-func writeManifest(t *testing.T, b *memBucket, key string, outs []batch.Output, size int) error {
+func writeManifest(t *testing.T, b *memBucket, key string, outs []domain.Output, size int) error {
 	t.Helper()
-	w := NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, size)
+	w := NewManifestWriter(b, key, domain.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, size)
 	for _, o := range outs {
 		if err := w.Add(context.Background(), o); err != nil {
 			return err
@@ -120,13 +120,13 @@ func TestManifestPages(t *testing.T) {
 				if pk != ManifestPageKey(key, i+1) {
 					t.Errorf("page %d at %s, want %s", i+1, pk, ManifestPageKey(key, i+1))
 				}
-				var p batch.ManifestPage
+				var p domain.ManifestPage
 				if err := json.Unmarshal(b.objs[pk], &p); err != nil || len(p.Outputs) > size || len(p.Outputs) == 0 {
 					t.Errorf("page %s: %d outputs (%v), want 1 to %d", pk, len(p.Outputs), err, size)
 				}
 			}
-			var got []batch.Output
-			if err := EachManifestOutput(context.Background(), b, m, func(o batch.Output) error {
+			var got []domain.Output
+			if err := EachManifestOutput(context.Background(), b, m, func(o domain.Output) error {
 				got = append(got, o)
 				return nil
 			}); err != nil {
@@ -137,7 +137,7 @@ func TestManifestPages(t *testing.T) {
 			}
 			// A reader of the unpaged form reads an unpaged manifest as
 			// before, and cannot mistake a paged one for an empty one.
-			var old batch.Manifest
+			var old domain.Manifest
 			err = json.Unmarshal(b.objs[key], &old)
 			if tt.wantPages == 0 && (err != nil || !strings.Contains(string(b.objs[key]), `"outputs": [`) || len(old.Outputs) != tt.n) {
 				t.Errorf("an unpaged manifest read as before: %d outputs (%v), want %d: %s", len(old.Outputs), err, tt.n, b.objs[key])
@@ -201,7 +201,7 @@ func TestManifestResume(t *testing.T) {
 			if err := writeManifest(t, b, key, outs, 3); !errors.Is(err, errPut) {
 				t.Fatalf("first writer: %v, want its put to fail", err)
 			}
-			w := NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, 3)
+			w := NewManifestWriter(b, key, domain.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, 3)
 			last, err := w.Resume(ctx, b)
 			if err != nil {
 				t.Fatal(err)
@@ -243,7 +243,7 @@ func TestManifestReadRefusesMismatch(t *testing.T) {
 	}{
 		{"a page missing", func(b *memBucket) { delete(b.objs, ManifestPageKey(key, 2)) }},
 		{"a page short", func(b *memBucket) {
-			b.objs[ManifestPageKey(key, 2)] = mustJSON(batch.ManifestPage{Job: "j1", Page: 2, Outputs: outputs(3)})
+			b.objs[ManifestPageKey(key, 2)] = mustJSON(domain.ManifestPage{Job: "j1", Page: 2, Outputs: outputs(3)})
 		}},
 		{"pages swapped", func(b *memBucket) {
 			k1, k2 := ManifestPageKey(key, 1), ManifestPageKey(key, 2)
@@ -272,7 +272,7 @@ func TestManifestReadRefusesMismatch(t *testing.T) {
 			tt.patch(b)
 			m, err := ReadManifest(context.Background(), b, key)
 			if err == nil {
-				err = EachManifestOutput(context.Background(), b, m, func(batch.Output) error { return nil })
+				err = EachManifestOutput(context.Background(), b, m, func(domain.Output) error { return nil })
 			}
 			if err == nil {
 				t.Fatal("read succeeded")
@@ -295,7 +295,7 @@ func TestManifestReadsUnpagedForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keys []string
-	if err := EachManifestOutput(context.Background(), b, m, func(o batch.Output) error {
+	if err := EachManifestOutput(context.Background(), b, m, func(o domain.Output) error {
 		keys = append(keys, o.Key)
 		return nil
 	}); err != nil {

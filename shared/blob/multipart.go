@@ -12,7 +12,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Multipart uploads: how an attempt streams an output too large to hold
@@ -22,7 +22,7 @@ import (
 // UploadPart cannot carry the header and stay allowed). AWS documents the
 // conditional completion ("Conditional writes", 2024); moto 5.2.5 honours
 // it too. Nothing here relies on emulator behaviour AWS does not promise:
-// a completion that finds the key taken is batch.ErrExists, whatever the
+// a completion that finds the key taken is domain.ErrExists, whatever the
 // emulator would have done with a second completion.
 
 // MultipartAPI is the slice of the S3 client multipart uploads and copies
@@ -94,7 +94,7 @@ func (s *Store) UploadPart(ctx context.Context, key, uploadID string, n int32, b
 
 // CompleteMultipartIfAbsent completes an upload with If-None-Match: *, so
 // it only ever creates its object: an existing object gives
-// batch.ErrExists (412) and the upload stays open for the caller to
+// domain.ErrExists (412) and the upload stays open for the caller to
 // abort. A 409 (a concurrent conditional write) is not retried: AWS asks
 // for the upload to be started again, which is the caller's to decide.
 func (s *Store) CompleteMultipartIfAbsent(ctx context.Context, key, uploadID string, parts []CompletedPart) error {
@@ -114,7 +114,7 @@ func (s *Store) CompleteMultipartIfAbsent(ctx context.Context, key, uploadID str
 	case err == nil:
 		return nil
 	case httpStatus(err) == http.StatusPreconditionFailed:
-		return fmt.Errorf("complete multipart upload s3://%s/%s: %w", s.bucket, key, batch.ErrExists)
+		return fmt.Errorf("complete multipart upload s3://%s/%s: %w", s.bucket, key, domain.ErrExists)
 	}
 	return fmt.Errorf("complete multipart upload s3://%s/%s: %w", s.bucket, key, err)
 }

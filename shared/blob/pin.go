@@ -12,16 +12,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
-// ErrInputChanged is batch.ErrInputChanged, the outcome of reading an
+// ErrInputChanged is domain.ErrInputChanged, the outcome of reading an
 // input object that no longer has its planned ETag.
-var ErrInputChanged = batch.ErrInputChanged
+var ErrInputChanged = domain.ErrInputChanged
 
 // InputChangedError names the object and what changed. It is
-// batch.ErrPermanent: no retry reads the planned object again, and
+// domain.ErrPermanent: no retry reads the planned object again, and
 // reading the new one would mix two versions of the input in one job's
 // output.
 type InputChangedError struct {
@@ -54,7 +54,7 @@ func (e *InputChangedError) Error() string {
 	return fmt.Sprintf("input s3://%s/%s changed while the job ran: ETag %s at planning, %s; rerun the job to read the new input", e.Bucket, e.Key, e.Planned, now)
 }
 
-func (e *InputChangedError) Unwrap() []error { return []error{ErrInputChanged, batch.ErrPermanent} }
+func (e *InputChangedError) Unwrap() []error { return []error{ErrInputChanged, domain.ErrPermanent} }
 
 // unquoteETag strips the quotes S3 puts around an ETag: stored without
 // them, a pin costs two bytes less on every task record.
@@ -92,7 +92,7 @@ func (s *Store) OpenPinned(ctx context.Context, bucket, key, etag string, start 
 		}
 	}
 	if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchKey" {
-		return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, batch.ErrNotFound)
+		return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, domain.ErrNotFound)
 	}
 	return nil, fmt.Errorf("get s3://%s/%s: %w", bucket, key, err)
 }

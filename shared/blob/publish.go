@@ -14,7 +14,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ErrRefused marks an S3 answer no retry changes: no such bucket, an
@@ -37,7 +37,7 @@ func (s *Store) PutIfAbsentIn(ctx context.Context, bucket, key string, body []by
 		case err == nil:
 			return nil
 		case code == http.StatusPreconditionFailed:
-			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, batch.ErrExists)
+			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, domain.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
 		case permanentPublish(err):
@@ -49,7 +49,7 @@ func (s *Store) PutIfAbsentIn(ctx context.Context, bucket, key string, body []by
 }
 
 // CopyIfAbsent copies srcKey of the store's bucket to dstKey of dstBucket
-// with If-None-Match: *: an existing destination is batch.ErrExists (AWS
+// with If-None-Match: *: an existing destination is domain.ErrExists (AWS
 // answers 412; an emulator that ignores the header on copies overwrites
 // it, which is why callers copy only where the same source belongs). A
 // copy within S3 moves no bytes through the caller: an object up to 5 GB
@@ -81,7 +81,7 @@ func (s *Store) CopyIfAbsent(ctx context.Context, srcKey, dstBucket, dstKey stri
 			}
 			return s.copyInParts(ctx, m, src, aws.ToInt64(head.ContentLength), dstBucket, dstKey)
 		case code == http.StatusPreconditionFailed:
-			return fmt.Errorf("copy s3://%s/%s to s3://%s/%s: %w", s.bucket, srcKey, dstBucket, dstKey, batch.ErrExists)
+			return fmt.Errorf("copy s3://%s/%s to s3://%s/%s: %w", s.bucket, srcKey, dstBucket, dstKey, domain.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
 		case permanentPublish(err):
@@ -135,7 +135,7 @@ func (s *Store) copyInParts(ctx context.Context, m MultipartAPI, src string, siz
 	case err == nil:
 		return nil
 	case httpStatus(err) == http.StatusPreconditionFailed:
-		return fmt.Errorf("%s: %w", what, batch.ErrExists)
+		return fmt.Errorf("%s: %w", what, domain.ErrExists)
 	}
 	return fmt.Errorf("%s: %w", what, refusedIf(err))
 }
@@ -143,7 +143,7 @@ func (s *Store) copyInParts(ctx context.Context, m MultipartAPI, src string, siz
 // permanentPublish reports a publishing request's S3 answer that no retry
 // changes: permanentS3's, and any other 4xx but throttling (429), a
 // conflicting concurrent request (409), a failed precondition (412, which
-// callers read as batch.ErrExists) and the few 4xx codes that do pass
+// callers read as domain.ErrExists) and the few 4xx codes that do pass
 // (a request or credentials that timed out, a skewed clock). That makes
 // permanent what would otherwise keep a job PUBLISHING for ever: a bucket
 // in another region (301 PermanentRedirect, 400 AuthorizationHeaderMalformed),

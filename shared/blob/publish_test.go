@@ -15,7 +15,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Final names sort in the order the manifest lists outputs (stage by
@@ -97,7 +97,7 @@ func statusErr(code int, apiCode string) error {
 	}
 }
 
-// A copy is conditional: an existing destination is batch.ErrExists, a
+// A copy is conditional: an existing destination is domain.ErrExists, a
 // conflict is retried, a refusal is ErrRefused, and a source over 5 GB,
 // which CopyObject refuses, is copied in 1 GiB parts, completed
 // conditionally.
@@ -113,7 +113,7 @@ func TestCopyIfAbsent(t *testing.T) {
 		wantCalls []string
 	}{
 		{name: "copied", wantCalls: []string{copyCall}},
-		{name: "already there", errs: []error{statusErr(412, "PreconditionFailed")}, wantErr: batch.ErrExists, wantCalls: []string{copyCall}},
+		{name: "already there", errs: []error{statusErr(412, "PreconditionFailed")}, wantErr: domain.ErrExists, wantCalls: []string{copyCall}},
 		{name: "a conflict is retried", errs: []error{statusErr(409, "ConditionalRequestConflict")}, wantCalls: []string{copyCall, copyCall}},
 		{name: "access denied", errs: []error{statusErr(403, "AccessDenied")}, wantErr: ErrRefused, wantCalls: []string{copyCall}},
 		{name: "over 5 GB: in parts", errs: []error{statusErr(400, "InvalidRequest")}, size: 5<<30 + 1<<30 + 7,

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Indexed shuffle objects: how a map task writes all of its shuffle
@@ -166,7 +166,7 @@ func (s *Store) OpenRange(ctx context.Context, key string, start, end int64) (io
 	if err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "NoSuchKey" {
-			return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, batch.ErrNotFound)
+			return nil, fmt.Errorf("get s3://%s/%s: %w", s.bucket, key, domain.ErrNotFound)
 		}
 		return nil, fmt.Errorf("get s3://%s/%s bytes %d-%d: %w", s.bucket, key, start, end-1, err)
 	}
@@ -188,7 +188,7 @@ func (s *Store) PutReaderIfAbsent(ctx context.Context, key string, body io.ReadS
 		case err == nil:
 			return nil
 		case code == http.StatusPreconditionFailed:
-			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, batch.ErrExists)
+			return fmt.Errorf("put s3://%s/%s: %w", s.bucket, key, domain.ErrExists)
 		case code == http.StatusConflict && try < 3:
 			continue
 		default:

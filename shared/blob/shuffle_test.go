@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A shuffle stage's manifest marked IndexedShuffle reads back with every
@@ -25,11 +25,11 @@ func TestIndexedShuffleManifest(t *testing.T) {
 			ctx := context.Background()
 			const key = "jobs/j1/manifests/map.json"
 			b := newMemBucket()
-			w := NewManifestWriter(b, key, batch.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, tc.pageSize)
+			w := NewManifestWriter(b, key, domain.Manifest{Job: "j1", Stage: "map", Bucket: "bkt", Created: "now"}, tc.pageSize)
 			w.IndexedShuffle()
-			want := make([]batch.Output, tc.outputs) // one per map task
+			want := make([]domain.Output, tc.outputs) // one per map task
 			for p := range want {
-				want[p] = batch.Output{Stage: "map", Partition: p, Attempt: 1, Key: OutputKey("j1", "map", p, 1, 0)}
+				want[p] = domain.Output{Stage: "map", Partition: p, Attempt: 1, Key: OutputKey("j1", "map", p, 1, 0)}
 				if err := w.Add(ctx, want[p]); err != nil {
 					t.Fatal(err)
 				}
@@ -41,8 +41,8 @@ func TestIndexedShuffleManifest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []batch.Output
-			if err := EachManifestOutput(ctx, b, m, func(o batch.Output) error { got = append(got, o); return nil }); err != nil {
+			var got []domain.Output
+			if err := EachManifestOutput(ctx, b, m, func(o domain.Output) error { got = append(got, o); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if len(m.Pages) != tc.pages || m.Len() != tc.outputs || !slices.Equal(got, want) {
@@ -51,13 +51,13 @@ func TestIndexedShuffleManifest(t *testing.T) {
 			// The previous release's reader.
 			raw := b.objs[key]
 			var old struct {
-				batch.Manifest
+				domain.Manifest
 				Outputs json.RawMessage `json:"outputs"`
 			}
 			if err := json.Unmarshal(raw, &old); err != nil {
 				t.Fatal(err)
 			}
-			var list []batch.Output
+			var list []domain.Output
 			var s string
 			oldReads := false
 			if len(old.Pages) == 0 {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -30,7 +30,7 @@ func TestDeleteData(t *testing.T) {
 		{name: "succeeded", end: finishUnitJob, owner: "tester", wantState: sm.JobSucceeded},
 		{name: "cancelled", end: endUnitJob(sm.JobCancel), owner: "tester", wantState: sm.JobCancelled},
 		{name: "failed", end: endUnitJob(sm.JobFail), owner: "tester", wantState: sm.JobFailed},
-		{name: "another owner's", end: finishUnitJob, owner: "mallory", wantErr: batch.ErrNotFound},
+		{name: "another owner's", end: finishUnitJob, owner: "mallory", wantErr: domain.ErrNotFound},
 		{name: "running", end: func(*unitRig, string) {}, owner: "tester", wantErr: ErrJobRunning},
 		{name: "deletion failed, then retried", end: finishUnitJob, owner: "tester", failFirst: true, wantState: sm.JobSucceeded},
 	}

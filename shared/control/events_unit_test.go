@@ -16,8 +16,8 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/operations"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -75,7 +75,7 @@ func (s *outboxStore) StageTransition(ctx context.Context, p dynamo.StageTransit
 	return err
 }
 
-func (s *outboxStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (batch.Task, error) {
+func (s *outboxStore) TaskRelease(ctx context.Context, p dynamo.ReleaseParams) (domain.Task, error) {
 	t, err := s.Store.TaskRelease(ctx, p)
 	if err == nil && p.Outbox != nil {
 		s.write(*p.Outbox)

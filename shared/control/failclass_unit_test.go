@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -22,31 +22,31 @@ func TestFailClassDecidesWhatFollows(t *testing.T) {
 		name        string
 		resources   string // the stage's resources, JSON
 		maxAttempts int
-		earlier     []batch.ErrorClass // attempts that failed before this one
-		class       batch.ErrorClass
+		earlier     []domain.ErrorClass // attempts that failed before this one
+		class       domain.ErrorClass
 		wantRetry   bool
-		wantKind    batch.AttemptEndKind
+		wantKind    domain.AttemptEndKind
 		wantErr     string // the task's error (and the attempt end's)
 		wantReason  string // the job's error, when the task fails
 		wantMemory  spec.Size
 	}{
-		{name: "a permanent error on attempt 1 of 3 fails the job at once", maxAttempts: 3, class: batch.ClassPermanent,
-			wantKind: batch.AttemptPermanent, wantErr: cause,
+		{name: "a permanent error on attempt 1 of 3 fails the job at once", maxAttempts: 3, class: domain.ClassPermanent,
+			wantKind: domain.AttemptPermanent, wantErr: cause,
 			wantReason: `stage "s" task 0 failed with a permanent error on attempt 1 of 3: boom`},
-		{name: "a plain error on attempt 1 of 3 retries", maxAttempts: 3, class: batch.ClassError,
-			wantRetry: true, wantKind: batch.AttemptRetried, wantErr: cause},
-		{name: "no class is a plain error", maxAttempts: 3, class: batch.ClassNone,
-			wantRetry: true, wantKind: batch.AttemptRetried, wantErr: cause},
-		{name: "a timeout with attempts left retries", maxAttempts: 3, class: batch.ClassTimedOut,
-			wantRetry: true, wantKind: batch.AttemptTimedOut, wantErr: cause},
-		{name: "a timeout on the last attempt fails the job", maxAttempts: 2, earlier: []batch.ErrorClass{batch.ClassTimedOut}, class: batch.ClassTimedOut,
-			wantKind: batch.AttemptTimedOut, wantErr: cause, wantReason: `stage "s" task 0 failed after 2 attempts: boom`},
-		{name: "out of memory retries on the next size up", resources: `{"memory":"1GiB","maxMemory":"4GiB"}`, maxAttempts: 3, class: batch.ClassOutOfMemory,
-			wantRetry: true, wantKind: batch.AttemptOutOfMemory, wantErr: "out of memory at 1GiB; retrying at 2GiB: boom", wantMemory: 2 << 30},
-		{name: "a second out of memory climbs again", resources: `{"memory":"1GiB","maxMemory":"4GiB"}`, maxAttempts: 3, earlier: []batch.ErrorClass{batch.ClassOutOfMemory}, class: batch.ClassOutOfMemory,
-			wantRetry: true, wantKind: batch.AttemptOutOfMemory, wantErr: "out of memory at 2GiB; retrying at 4GiB: boom", wantMemory: 4 << 30},
-		{name: "out of memory at maxMemory retries at the same size", resources: `{"memory":"2GiB","maxMemory":"2GiB"}`, maxAttempts: 3, class: batch.ClassOutOfMemory,
-			wantRetry: true, wantKind: batch.AttemptOutOfMemory, wantErr: "out of memory at 2GiB, the stage's maxMemory; retrying at 2GiB: boom", wantMemory: 2 << 30},
+		{name: "a plain error on attempt 1 of 3 retries", maxAttempts: 3, class: domain.ClassError,
+			wantRetry: true, wantKind: domain.AttemptRetried, wantErr: cause},
+		{name: "no class is a plain error", maxAttempts: 3, class: domain.ClassNone,
+			wantRetry: true, wantKind: domain.AttemptRetried, wantErr: cause},
+		{name: "a timeout with attempts left retries", maxAttempts: 3, class: domain.ClassTimedOut,
+			wantRetry: true, wantKind: domain.AttemptTimedOut, wantErr: cause},
+		{name: "a timeout on the last attempt fails the job", maxAttempts: 2, earlier: []domain.ErrorClass{domain.ClassTimedOut}, class: domain.ClassTimedOut,
+			wantKind: domain.AttemptTimedOut, wantErr: cause, wantReason: `stage "s" task 0 failed after 2 attempts: boom`},
+		{name: "out of memory retries on the next size up", resources: `{"memory":"1GiB","maxMemory":"4GiB"}`, maxAttempts: 3, class: domain.ClassOutOfMemory,
+			wantRetry: true, wantKind: domain.AttemptOutOfMemory, wantErr: "out of memory at 1GiB; retrying at 2GiB: boom", wantMemory: 2 << 30},
+		{name: "a second out of memory climbs again", resources: `{"memory":"1GiB","maxMemory":"4GiB"}`, maxAttempts: 3, earlier: []domain.ErrorClass{domain.ClassOutOfMemory}, class: domain.ClassOutOfMemory,
+			wantRetry: true, wantKind: domain.AttemptOutOfMemory, wantErr: "out of memory at 2GiB; retrying at 4GiB: boom", wantMemory: 4 << 30},
+		{name: "out of memory at maxMemory retries at the same size", resources: `{"memory":"2GiB","maxMemory":"2GiB"}`, maxAttempts: 3, class: domain.ClassOutOfMemory,
+			wantRetry: true, wantKind: domain.AttemptOutOfMemory, wantErr: "out of memory at 2GiB, the stage's maxMemory; retrying at 2GiB: boom", wantMemory: 2 << 30},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -76,8 +76,8 @@ func TestFailClassDecidesWhatFollows(t *testing.T) {
 			}
 			got := r.task(ref)
 			wantClass := c.class
-			if wantClass == batch.ClassNone {
-				wantClass = batch.ClassError
+			if wantClass == domain.ClassNone {
+				wantClass = domain.ClassError
 			}
 			if got.ErrorClass != wantClass || got.LastError != c.wantErr || got.Memory != c.wantMemory {
 				t.Errorf("task class %q error %q memory %d; want %q %q %d", got.ErrorClass, got.LastError, got.Memory, wantClass, c.wantErr, c.wantMemory)
@@ -114,7 +114,7 @@ func TestFailPermanentIsFenced(t *testing.T) {
 	cl := r.claim(ref)
 	stale := cl
 	stale.Task.Token = "not-the-token"
-	if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "bad", Class: batch.ClassPermanent}); !errors.Is(err, batch.ErrStaleClaim) {
+	if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "bad", Class: domain.ClassPermanent}); !errors.Is(err, domain.ErrStaleClaim) {
 		t.Fatalf("stale permanent failure: %v, want a stale claim", err)
 	}
 	if got := r.task(ref); got.State != sm.TaskClaimed {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/operations"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -35,7 +35,7 @@ func TestDeleteJob(t *testing.T) {
 		{name: "succeeded", end: finishUnitJob, owner: "tester", wantState: sm.JobSucceeded},
 		{name: "cancelled", end: endUnitJob(sm.JobCancel), owner: "tester", wantState: sm.JobCancelled},
 		{name: "failed", end: endUnitJob(sm.JobFail), owner: "tester", wantState: sm.JobFailed},
-		{name: "another owner's", end: finishUnitJob, owner: "mallory", wantErr: batch.ErrNotFound},
+		{name: "another owner's", end: finishUnitJob, owner: "mallory", wantErr: domain.ErrNotFound},
 		{name: "running", end: func(*unitRig, string) {}, owner: "tester", wantErr: ErrJobRunning},
 		{name: "stopped once marked", end: finishUnitJob, owner: "tester", stopAt: DeleteStepMarked, wantState: sm.JobSucceeded},
 		{name: "stopped after the data", end: finishUnitJob, owner: "tester", stopAt: DeleteStepData, wantState: sm.JobSucceeded},
@@ -107,14 +107,14 @@ func TestDeleteJob(t *testing.T) {
 				}
 				// Marked before anything went: the job is gone to every
 				// route already, and to its owner's list.
-				if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
+				if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("status of a job half deleted: %v, want not found", err)
 				}
-				if _, err := r.svc.Outputs(r.ctx, OutputsRequest{Owner: "tester", ID: id}); !errors.Is(err, batch.ErrNotFound) {
+				if _, err := r.svc.Outputs(r.ctx, OutputsRequest{Owner: "tester", ID: id}); !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("outputs of a job half deleted: %v, want not found", err)
 				}
 				// Another owner still cannot finish (or learn of) it.
-				if _, err := r.svc.DeleteJob(r.ctx, "mallory", id); !errors.Is(err, batch.ErrNotFound) {
+				if _, err := r.svc.DeleteJob(r.ctx, "mallory", id); !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("another owner's repeat: %v, want not found", err)
 				}
 				var again JobDeletion
@@ -148,11 +148,11 @@ func TestDeleteJob(t *testing.T) {
 				t.Errorf("the other job has %d records, had %d", n, otherRecords)
 			}
 			for _, owner := range []string{"tester", "mallory"} {
-				if _, err := r.svc.DeleteJob(r.ctx, owner, id); !errors.Is(err, batch.ErrNotFound) {
+				if _, err := r.svc.DeleteJob(r.ctx, owner, id); !errors.Is(err, domain.ErrNotFound) {
 					t.Errorf("DELETE by %s after the deletion: %v, want not found", owner, err)
 				}
 			}
-			if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, batch.ErrNotFound) {
+			if _, err := r.svc.OwnedJob(r.ctx, "tester", id); !errors.Is(err, domain.ErrNotFound) {
 				t.Errorf("status after the deletion: %v, want not found", err)
 			}
 		})

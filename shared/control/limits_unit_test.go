@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -32,7 +32,7 @@ func (r *unitRig) storeOldJob(id string, splitSize spec.Size) {
 	sp.Stages[0].Partitions.Input.SplitSize = splitSize
 	now := r.clock.Now()
 	if _, _, err := r.store.JobCreate(r.ctx, dynamo.CreateJobParams{
-		Job:     batch.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+		Job:     domain.Job{ID: id, Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
 		IdemKey: id, StageDue: now, IdemTTL: time.Hour,
 	}); err != nil {
 		r.t.Fatal(err)
@@ -211,7 +211,7 @@ func TestPagedManifests(t *testing.T) {
 			done := r.log.Index(fmt.Sprintf("stage %s/1 start", job)) // its downstream
 			for i, pk := range m.Pages {
 				raw, _ := r.blob.Object(pk)
-				var pg batch.ManifestPage
+				var pg domain.ManifestPage
 				if err := json.Unmarshal(raw, &pg); err != nil || len(pg.Outputs) > pageSize {
 					t.Errorf("page %s: %d outputs (%v), want at most %d", pk, len(pg.Outputs), err, pageSize)
 				}

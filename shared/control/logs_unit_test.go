@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -79,8 +79,8 @@ func TestJobLogs(t *testing.T) {
 		{name: "the owner reads the job's lines", owner: "tester"},
 		{name: "a task by stage name", owner: "tester", task: "t/0", wantTask: "/1/0"},
 		{name: "a task by stage index", owner: "tester", task: "0/3", wantTask: "/0/3"},
-		{name: "another owner's job is not found", owner: "mallory", wantErr: batch.ErrNotFound},
-		{name: "another owner's job is not found, with a task too", owner: "mallory", task: "s/0", wantErr: batch.ErrNotFound},
+		{name: "another owner's job is not found", owner: "mallory", wantErr: domain.ErrNotFound},
+		{name: "another owner's job is not found, with a task too", owner: "mallory", task: "s/0", wantErr: domain.ErrNotFound},
 		{name: "no such stage", owner: "tester", task: "nope/1", wantField: "task"},
 		{name: "no partition", owner: "tester", task: "s", wantField: "task"},
 		{name: "a negative partition", owner: "tester", task: "s/-1", wantField: "task"},

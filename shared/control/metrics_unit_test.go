@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -137,13 +137,13 @@ func TestMetricsOfSweepRepairs(t *testing.T) {
 func TestResentKind(t *testing.T) {
 	now := time.Unix(1000, 0)
 	for _, tc := range []struct {
-		task batch.Task
+		task domain.Task
 		want Repair
 	}{
-		{batch.Task{Attempt: 1}, RepairLostMessage},
-		{batch.Task{Attempt: 2, NotBefore: now.Add(time.Minute)}, RepairBackoffDue},
-		{batch.Task{Attempt: 2, NotBefore: now.Add(-time.Second)}, RepairLostMessage},
-		{batch.Task{Attempt: 2, NotBefore: now.Add(-time.Hour)}, RepairLostMessage},
+		{domain.Task{Attempt: 1}, RepairLostMessage},
+		{domain.Task{Attempt: 2, NotBefore: now.Add(time.Minute)}, RepairBackoffDue},
+		{domain.Task{Attempt: 2, NotBefore: now.Add(-time.Second)}, RepairLostMessage},
+		{domain.Task{Attempt: 2, NotBefore: now.Add(-time.Hour)}, RepairLostMessage},
 	} {
 		if got := kernel.Resent(tc.task, now); got != tc.want {
 			t.Errorf("resent(%+v) = %s, want %s", tc.task, got, tc.want)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A job's owner comes from its record, whoever asks: it is what executors
@@ -24,7 +24,7 @@ func TestJobOwner(t *testing.T) {
 			t.Errorf("owner of %s: %q, %v; want %q", tc.job, got, err, tc.want)
 		}
 	}
-	if _, err := r.svc.JobOwner(r.ctx, "j000000000000000000000"); !errors.Is(err, batch.ErrNotFound) {
+	if _, err := r.svc.JobOwner(r.ctx, "j000000000000000000000"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("owner of a job that does not exist: %v, want batch.ErrNotFound", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -25,7 +25,7 @@ func TestPlanningErrorsEndJobsWithPublicErrors(t *testing.T) {
 		giveUpNow bool // FAILED at once (bad input) or only after PlanGiveUp
 		wantCode  string
 	}{
-		{"bad input", fmt.Errorf("list s3://in-bucket/data/: %w: operation error S3: ListObjectsV2, https response error StatusCode: 403, api error AccessDenied: %s: %w", batch.ErrBadInput, leak, &smithy.GenericAPIError{Code: "AccessDenied", Message: leak}), true, "AccessDenied"},
+		{"bad input", fmt.Errorf("list s3://in-bucket/data/: %w: operation error S3: ListObjectsV2, https response error StatusCode: 403, api error AccessDenied: %s: %w", domain.ErrBadInput, leak, &smithy.GenericAPIError{Code: "AccessDenied", Message: leak}), true, "AccessDenied"},
 		{"transient for an hour", fmt.Errorf("list s3://in-bucket/data/: operation error S3: ListObjectsV2, api error PermanentRedirect: %s: %w", leak, &smithy.GenericAPIError{Code: "PermanentRedirect", Message: leak}), false, "PermanentRedirect"},
 	}
 	for _, tc := range cases {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/operations"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -106,12 +106,12 @@ func TestClaimSeesAnEndedJobWithinTheTTL(t *testing.T) {
 					t.Fatalf("check within the TTL: %v", err)
 				}
 				clk.advance(DefaultJobStateTTL)
-				if err := r.svc.CheckJob(r.ctx, c); !errors.Is(err, batch.ErrJobNotRunning) {
+				if err := r.svc.CheckJob(r.ctx, c); !errors.Is(err, domain.ErrJobNotRunning) {
 					t.Fatalf("check a TTL later: %v, want ErrJobNotRunning", err)
 				}
 				return
 			}
-			if !errors.Is(err, batch.ErrJobNotRunning) {
+			if !errors.Is(err, domain.ErrJobNotRunning) {
 				t.Fatalf("claim: %v, want ErrJobNotRunning", err)
 			}
 			if st := r.task(taskRef(id, 0, 1)).State; st != sm.TaskCancelled {

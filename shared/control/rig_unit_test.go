@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -92,11 +92,11 @@ func (r *unitRig) submit(spec string) string {
 	return res.JobID
 }
 
-func taskRef(job string, stage, p int) batch.TaskRef {
-	return batch.TaskRef{Job: job, Stage: stage, Partition: p}
+func taskRef(job string, stage, p int) domain.TaskRef {
+	return domain.TaskRef{Job: job, Stage: stage, Partition: p}
 }
 
-func taskItem(ref batch.TaskRef) dynamo.DueItem {
+func taskItem(ref domain.TaskRef) dynamo.DueItem {
 	return dynamo.DueItem{Kind: dynamo.DueTask, Job: ref.Job, Stage: ref.Stage, Task: ref}
 }
 
@@ -104,7 +104,7 @@ func stageItem(job string, idx int) dynamo.DueItem {
 	return dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}
 }
 
-func (r *unitRig) claim(ref batch.TaskRef) Claim {
+func (r *unitRig) claim(ref domain.TaskRef) Claim {
 	r.t.Helper()
 	c, err := r.svc.Claim(r.ctx, ref)
 	if err != nil {
@@ -130,7 +130,7 @@ func (r *unitRig) commit(c Claim, n int) {
 	}
 }
 
-func (r *unitRig) task(ref batch.TaskRef) batch.Task {
+func (r *unitRig) task(ref domain.TaskRef) domain.Task {
 	r.t.Helper()
 	t, err := r.store.TaskGet(r.ctx, ref)
 	if err != nil {
@@ -139,7 +139,7 @@ func (r *unitRig) task(ref batch.TaskRef) batch.Task {
 	return t
 }
 
-func (r *unitRig) stage(job string, idx int) batch.Stage {
+func (r *unitRig) stage(job string, idx int) domain.Stage {
 	r.t.Helper()
 	st, err := r.store.StageGet(r.ctx, job, idx)
 	if err != nil {
@@ -148,7 +148,7 @@ func (r *unitRig) stage(job string, idx int) batch.Stage {
 	return st
 }
 
-func (r *unitRig) job(id string) batch.Job {
+func (r *unitRig) job(id string) domain.Job {
 	r.t.Helper()
 	j, err := r.store.JobGet(r.ctx, id)
 	if err != nil {
@@ -210,7 +210,7 @@ func (r *unitRig) manifestKeys(key string) []string {
 
 // wantState fails unless the task, stage and job are in the given states
 // (an empty one is not checked).
-func (r *unitRig) wantState(ref batch.TaskRef, task sm.TaskState, stage sm.StageState, job sm.JobState) {
+func (r *unitRig) wantState(ref domain.TaskRef, task sm.TaskState, stage sm.StageState, job sm.JobState) {
 	r.t.Helper()
 	if got := r.task(ref); task != "" && got.State != task {
 		r.t.Errorf("task %s is %s (%q), want %s", ref, got.State, got.LastError, task)

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -84,7 +84,7 @@ func (a firingAdmission) SubmitFiring(ctx context.Context, f schedules.Firing) (
 }
 
 func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) error {
-	if _, err := a.s.Cancel(ctx, owner, job); err != nil && !errors.Is(err, ErrJobEnded) && !errors.Is(err, batch.ErrNotFound) {
+	if _, err := a.s.Cancel(ctx, owner, job); err != nil && !errors.Is(err, ErrJobEnded) && !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
 	return nil

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -24,7 +24,7 @@ func TestRefusedForGood(t *testing.T) {
 			&spec.FieldError{Field: "stages[0].lambda", Message: "not allowed"}, true},
 		{"a validation error", &spec.ValidationError{Errors: []spec.FieldError{{Field: "stages", Message: "x"}}}, true},
 		{"an unknown task or program", &UnknownTaskError{Spec: &spec.ValidationError{Errors: []spec.FieldError{{Field: "stages[0].exec[0]"}}}}, true},
-		{"an idempotency conflict", fmt.Errorf("submit: %w", batch.ErrIdempotencyConflict), true},
+		{"an idempotency conflict", fmt.Errorf("submit: %w", domain.ErrIdempotencyConflict), true},
 		{"a job alone over the tasks quota", &QuotaError{Quota: "tasks", Max: 10, Alone: true}, true},
 		{"an owner at its quota: its jobs will end", &QuotaError{Quota: "active jobs", Max: 2}, false},
 		{"a store failure", fmt.Errorf("submit: %w", errors.New("throttled")), false},

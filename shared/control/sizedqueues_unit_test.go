@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -100,7 +100,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 		t.Fatalf("materialization sent %v, want %v", got, want)
 	}
 
-	d, err := r.svc.Fail(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: batch.ClassOutOfMemory})
+	d, err := r.svc.Fail(r.ctx, r.claim(ref0), FailParams{Cause: "oom", Class: domain.ClassOutOfMemory})
 	if err != nil || !d.Retry || d.Memory != 4<<30 {
 		t.Fatalf("out of memory: %+v, %v; want a retry at 4GiB", d, err)
 	}
@@ -115,13 +115,13 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A copy's message, as the sweep sends it (tasks.Copies.Speculate).
-	if err := r.svc.queue.SendBatch(r.ctx, r.svc.ReadyQueue(r.ctx, jsp, ref0), []queue.Send{{Body: ref0.String() + batch.CopyMarker}}); err != nil {
+	if err := r.svc.queue.SendBatch(r.ctx, r.svc.ReadyQueue(r.ctx, jsp, ref0), []queue.Send{{Body: ref0.String() + domain.CopyMarker}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.svc.Resend(r.ctx, ref1, 0); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"q-4GiB": {ref0.String(), ref0.String(), ref0.String() + batch.CopyMarker}, "q-2GiB": {ref1.String()}}
+	want := map[string][]string{"q-4GiB": {ref0.String(), ref0.String(), ref0.String() + domain.CopyMarker}, "q-2GiB": {ref1.String()}}
 	if got := sent(); !cmp.Equal(got, want) {
 		t.Fatalf("forward, resends and copy sent %v, want %v", got, want)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 	"github.com/google/go-cmp/cmp"
@@ -171,7 +171,7 @@ func TestMaterializeInput(t *testing.T) {
 			if st := r.stage(job, 0); st.State != sm.StageFailed {
 				t.Errorf("stage %s, want FAILED", st.State)
 			}
-			if j := r.job(job); j.State != sm.JobFailed || !strings.Contains(j.Error, `stage "s": plan input`) || !strings.Contains(j.Error, batch.ErrBadInput.Error()) {
+			if j := r.job(job); j.State != sm.JobFailed || !strings.Contains(j.Error, `stage "s": plan input`) || !strings.Contains(j.Error, domain.ErrBadInput.Error()) {
 				t.Errorf("job %s (%q), want FAILED by the bad input", j.State, j.Error)
 			}
 		},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -43,13 +43,13 @@ func TestSweep(t *testing.T) {
 			if diff := cmp.Diff([]testdouble.Sent{{URL: "q-normal", Body: ref.String()}}, r.queue.Drain()); diff != "" {
 				t.Errorf("messages (-want +got):\n%s", diff)
 			}
-			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != domain.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end %+v (%v), want lease_expired", end, ok)
 			}
 			if c := r.claim(ref); c.Task.Attempt != 2 {
 				t.Errorf("claim after the expiry: attempt %d, want 2", c.Task.Attempt)
 			}
-			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Errorf("heartbeat of the expired claim: %v, want ErrStaleClaim", err)
 			}
 		},
@@ -231,7 +231,7 @@ func TestSweep(t *testing.T) {
 			for p := range 2 {
 				r.wantState(taskRef(job, 0, p), sm.TaskCancelled, sm.StageCancelled, sm.JobCancelled)
 			}
-			if err := r.svc.Heartbeat(r.ctx, c0); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Heartbeat(r.ctx, c0); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Errorf("heartbeat of a cancelled task: %v, want ErrStaleClaim", err)
 			}
 			if c := r.sweep(); c.Examined != 0 {
@@ -285,7 +285,7 @@ func TestSweep(t *testing.T) {
 			if j := r.job(job); j.Error != DeadlineReason {
 				t.Errorf("job error %q, want %q", j.Error, DeadlineReason)
 			}
-			if err := r.svc.Heartbeat(r.ctx, c); !errors.Is(err, batch.ErrJobNotRunning) {
+			if err := r.svc.Heartbeat(r.ctx, c); !errors.Is(err, domain.ErrJobNotRunning) {
 				t.Errorf("heartbeat after the deadline: %v, want ErrJobNotRunning", err)
 			}
 			// The running task is cancelled when the sweep next looks at it.

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -83,8 +83,8 @@ func TestClaim(t *testing.T) {
 			first := r.claim(ref)
 			r.clock.Advance(3 * time.Second)
 			_, err := r.svc.Claim(r.ctx, ref)
-			var held *batch.ClaimHeldError
-			if !errors.As(err, &held) || !errors.Is(err, batch.ErrClaimHeld) {
+			var held *domain.ClaimHeldError
+			if !errors.As(err, &held) || !errors.Is(err, domain.ErrClaimHeld) {
 				t.Fatalf("duplicate claim: %v, want *batch.ClaimHeldError", err)
 			}
 			// The duplicate comes back when the claim may be taken over:
@@ -104,7 +104,7 @@ func TestClaim(t *testing.T) {
 			first := r.claim(ref)
 			r.clock.Advance(unitLease + sm.LeaseSkew)
 			// A judge whose clock runs ahead must not fence a live holder.
-			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, batch.ErrClaimHeld) {
+			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, domain.ErrClaimHeld) {
 				t.Fatalf("claim at lease+skew: %v, want held", err)
 			}
 			r.clock.Advance(time.Millisecond)
@@ -112,13 +112,13 @@ func TestClaim(t *testing.T) {
 			if second.Task.Attempt != 2 || second.Task.Token == first.Task.Token {
 				t.Fatalf("reclaim = attempt %d token %q; want attempt 2 with a new token", second.Task.Attempt, second.Task.Token)
 			}
-			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != domain.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end = %+v (%v), want lease_expired", end, ok)
 			}
 			if p := blob.AttemptPrefix(job, "s", 0, 1); !slices.Contains(r.blob.MarkedPrefixes(), p) {
 				t.Errorf("outputs of the lost attempt under %s not marked uncommitted: %v", p, r.blob.MarkedPrefixes())
 			}
-			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Errorf("heartbeat of the fenced holder: %v, want ErrStaleClaim", err)
 			}
 			if err := r.svc.Heartbeat(r.ctx, second); err != nil {
@@ -136,8 +136,8 @@ func TestClaim(t *testing.T) {
 			}
 			notBefore := r.clock.Now().Add(d.Delay)
 			_, err = r.svc.Claim(r.ctx, ref)
-			var nd *batch.NotDueError
-			if !errors.As(err, &nd) || !errors.Is(err, batch.ErrNotDue) || !nd.At.Equal(notBefore) {
+			var nd *domain.NotDueError
+			if !errors.As(err, &nd) || !errors.Is(err, domain.ErrNotDue) || !nd.At.Equal(notBefore) {
 				t.Fatalf("claim in backoff: %v, want *batch.NotDueError at %v", err, notBefore)
 			}
 			r.clock.Advance(d.Delay)
@@ -153,7 +153,7 @@ func TestClaim(t *testing.T) {
 			r.claim(ref)
 			r.clock.Advance(unitLease + sm.LeaseSkew + time.Millisecond)
 			_, err := r.svc.Claim(r.ctx, ref)
-			if !errors.Is(err, batch.ErrAlreadyDone) || !strings.Contains(err.Error(), "lease expired on attempt 1 of 1") {
+			if !errors.Is(err, domain.ErrAlreadyDone) || !strings.Contains(err.Error(), "lease expired on attempt 1 of 1") {
 				t.Fatalf("claim of an expired last attempt: %v, want ErrAlreadyDone naming the expiry", err)
 			}
 			r.wantState(ref, sm.TaskFailed, sm.StageFailed, sm.JobFailed)
@@ -166,7 +166,7 @@ func TestClaim(t *testing.T) {
 					t.Errorf("job error %q does not name %q", reason, want)
 				}
 			}
-			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptFailed {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != domain.AttemptFailed {
 				t.Errorf("attempt 1 end = %+v (%v), want failed", end, ok)
 			}
 			if due := r.store.DueOf(taskItem(ref)); !due.IsZero() {
@@ -181,7 +181,7 @@ func TestClaim(t *testing.T) {
 			if err := r.store.EndJob(r.ctx, job, sm.JobCancel, "cancelled by its owner", "", r.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, batch.ErrJobNotRunning) {
+			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, domain.ErrJobNotRunning) {
 				t.Fatalf("claim: %v, want ErrJobNotRunning", err)
 			}
 			if got := r.task(ref); got.State != sm.TaskCancelled || got.LastError != "job CANCELLED" {
@@ -192,12 +192,12 @@ func TestClaim(t *testing.T) {
 		name: "a claim naming no job, stage or task is already done",
 		spec: oneStage(1, 3, ""),
 		run: func(t *testing.T, r *unitRig, job string) {
-			for _, ref := range []batch.TaskRef{
+			for _, ref := range []domain.TaskRef{
 				taskRef("j0000000000000000000000", 0, 0), // no such job
 				taskRef(job, 4, 0),                       // no such stage
 				taskRef(job, 0, 7),                       // no such task
 			} {
-				if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, batch.ErrAlreadyDone) {
+				if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, domain.ErrAlreadyDone) {
 					t.Errorf("claim %s: %v, want ErrAlreadyDone", ref, err)
 				}
 			}
@@ -211,7 +211,7 @@ func TestClaim(t *testing.T) {
 			r.queue.Drain()
 			_, err := r.svc.Claim(r.ctx, ref1)
 			var ol *OverLimitError
-			if !errors.Is(err, ErrOverLimit) || !errors.Is(err, batch.ErrAlreadyDone) || !errors.As(err, &ol) {
+			if !errors.Is(err, ErrOverLimit) || !errors.Is(err, domain.ErrAlreadyDone) || !errors.As(err, &ol) {
 				t.Fatalf("claim over the limit: %v, want an *OverLimitError", err)
 			}
 			if want := (OverLimitError{Limit: "job", Name: job, Max: 1, RetryIn: kernel.OverLimitDelay}); *ol != want {
@@ -240,7 +240,7 @@ func TestClaim(t *testing.T) {
 			ref := taskRef(job, 0, 0)
 			c := r.claim(ref)
 			r.clock.Advance(time.Second)
-			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, batch.ErrClaimHeld) {
+			if _, err := r.svc.Claim(r.ctx, ref); !errors.Is(err, domain.ErrClaimHeld) {
 				t.Fatalf("duplicate: %v, want held", err)
 			}
 			holders, err := r.store.SlotHolders(r.ctx, dynamo.JobSlots(job))
@@ -276,13 +276,13 @@ func TestClaim(t *testing.T) {
 				t.Fatalf("claim by exec-a: %+v, %v", first.Task, err)
 			}
 			// The same executor's duplicate is held, never taken over.
-			if _, err := r.svc.Claim(ctxA, ref); !errors.Is(err, batch.ErrClaimHeld) {
+			if _, err := r.svc.Claim(ctxA, ref); !errors.Is(err, domain.ErrClaimHeld) {
 				t.Fatalf("duplicate to the holder: %v, want held", err)
 			}
 			// exec-a has just renewed: it runs, so exec-b's message is a
 			// copy, held until the task's lease allows a reclaim.
 			_, err = r.svc.Claim(ctxB, ref)
-			var held *batch.ClaimHeldError
+			var held *domain.ClaimHeldError
 			if !errors.As(err, &held) || !held.LeaseUntil.Equal(first.Task.LeaseUntil.Add(sm.LeaseSkew)) {
 				t.Fatalf("claim by exec-b while exec-a lives: %v, want held until the lease %v", err, first.Task.LeaseUntil.Add(sm.LeaseSkew))
 			}
@@ -302,10 +302,10 @@ func TestClaim(t *testing.T) {
 			if second.Task.LeaseUntil.After(first.Task.LeaseUntil.Add(unitLease)) || !second.Task.LeaseUntil.After(first.Task.LeaseUntil) {
 				t.Errorf("new lease until %v", second.Task.LeaseUntil)
 			}
-			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != batch.AttemptLeaseExpired {
+			if end, ok := r.store.AttemptEnd(ref, 1); !ok || end.Kind != domain.AttemptLeaseExpired {
 				t.Errorf("attempt 1 end %+v (%v), want lease_expired", end, ok)
 			}
-			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Heartbeat(r.ctx, first); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Errorf("heartbeat of the dead executor's claim: %v, want ErrStaleClaim", err)
 			}
 		},
@@ -323,7 +323,7 @@ func TestClaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = r.svc.Claim(WithExecutor(r.ctx, "exec-b"), ref)
-			var held *batch.ClaimHeldError
+			var held *domain.ClaimHeldError
 			if !errors.As(err, &held) || !held.LeaseUntil.Equal(first.Task.LeaseUntil.Add(sm.LeaseSkew)) {
 				t.Fatalf("claim of a dead executor's last attempt: %v, want held until its lease", err)
 			}
@@ -345,7 +345,7 @@ func TestClaim(t *testing.T) {
 			if err != nil || remote.Task.Attempt != 2 || remote.Task.Executor != "" {
 				t.Fatalf("claim without an executor id: %+v, %v; want attempt 2 with no executor", remote.Task, err)
 			}
-			if _, err := r.svc.Claim(WithExecutor(r.ctx, "exec-b"), ref); !errors.Is(err, batch.ErrClaimHeld) {
+			if _, err := r.svc.Claim(WithExecutor(r.ctx, "exec-b"), ref); !errors.Is(err, domain.ErrClaimHeld) {
 				t.Fatalf("a copy reaching exec-b: %v, want held (the remote claim is live)", err)
 			}
 			if err := r.svc.Heartbeat(r.ctx, remote); err != nil {
@@ -372,7 +372,7 @@ func TestClaimRace(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, batch.ErrClaimHeld):
+		case !errors.Is(err, domain.ErrClaimHeld):
 			t.Errorf("losing claim: %v, want held", err)
 		}
 	}
@@ -477,7 +477,7 @@ func TestCommit(t *testing.T) {
 			r.output(stale, 1)
 			r.clock.Advance(unitLease + sm.LeaseSkew + time.Millisecond)
 			cur := r.claim(ref)
-			if err := r.svc.Commit(r.ctx, stale, CommitResult{Outputs: 1}); !errors.Is(err, batch.ErrStaleClaim) {
+			if err := r.svc.Commit(r.ctx, stale, CommitResult{Outputs: 1}); !errors.Is(err, domain.ErrStaleClaim) {
 				t.Fatalf("commit of the fenced attempt: %v, want ErrStaleClaim", err)
 			}
 			if got := r.task(ref); got.State != sm.TaskClaimed || got.Attempt != 2 || got.Token != cur.Task.Token {
@@ -568,7 +568,7 @@ func TestCommit(t *testing.T) {
 			if err := r.store.TaskSweep(r.ctx, dynamo.SweepTaskParams{Ref: c.Task.Ref, Event: sm.TaskCancel, Now: r.clock.Now(), Err: "job CANCELLED"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 0}); !errors.Is(err, batch.ErrAlreadyDone) {
+			if err := r.svc.Commit(r.ctx, c, CommitResult{Outputs: 0}); !errors.Is(err, domain.ErrAlreadyDone) {
 				t.Fatalf("commit: %v, want ErrAlreadyDone", err)
 			}
 		},
@@ -680,7 +680,7 @@ func TestFail(t *testing.T) {
 				if due, want := r.store.DueOf(taskItem(ref)), now.Add(c.wantDelay+unitTimings.StuckAfter); !due.Equal(want) {
 					t.Errorf("task due %v, want %v", due, want)
 				}
-				if end.Kind != batch.AttemptRetried || end.Err != cause {
+				if end.Kind != domain.AttemptRetried || end.Err != cause {
 					t.Errorf("attempt end %+v, want retried with the cause", end)
 				}
 				r.wantState(ref, "", sm.StageRunning, sm.JobRunning)
@@ -694,7 +694,7 @@ func TestFail(t *testing.T) {
 			if st := r.stage(job, 1); st.State != sm.StageCancelled {
 				t.Errorf("downstream stage %s, want CANCELLED", st.State)
 			}
-			if end.Kind != batch.AttemptFailed {
+			if end.Kind != domain.AttemptFailed {
 				t.Errorf("attempt end %+v, want failed", end)
 			}
 			if due := r.store.DueOf(taskItem(ref)); !due.IsZero() {
@@ -713,7 +713,7 @@ func TestFailFencedAndTruncated(t *testing.T) {
 		stale := r.claim(ref)
 		r.clock.Advance(unitLease + sm.LeaseSkew + time.Millisecond)
 		cur := r.claim(ref)
-		if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "late"}); !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.svc.Fail(r.ctx, stale, FailParams{Cause: "late"}); !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("fail: %v, want ErrStaleClaim", err)
 		}
 		if got := r.task(ref); got.State != sm.TaskClaimed || got.Token != cur.Task.Token {

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A stage's bad-record count is one item in its job's partition,
@@ -67,7 +67,7 @@ func badRecordsRefused(p CommitParams, reasons []string) bool {
 
 func tooManyBadRecords(p CommitParams) error {
 	return fmt.Errorf("commit task %s attempt %d: its %d rejected records would take the stage past its maxBadRecords (%d): %w: %w",
-		p.Ref, p.Attempt, p.BadRecords, p.MaxBadRecords, batch.ErrTooManyBadRecords, batch.ErrPermanent)
+		p.Ref, p.Attempt, p.BadRecords, p.MaxBadRecords, domain.ErrTooManyBadRecords, domain.ErrPermanent)
 }
 
 // BadRecordCounts reads how many records each stage of a job rejected in

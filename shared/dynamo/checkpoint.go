@@ -9,11 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// Attributes of a task's last checkpoint (batch.CheckpointRef): the
+// Attributes of a task's last checkpoint (domain.CheckpointRef): the
 // attempt and number that saved it, its input offset, and the task's
 // continuations. The checkpoint itself is in S3.
 // Short names: they are on every checkpointed task record, which must
@@ -36,8 +36,8 @@ func init() {
 	guardExprs[sm.GuardContinuationsLeft] = "(attribute_not_exists(" + aCont + ") OR " + aCont + " < :maxcont)"
 }
 
-func decodeCheckpointRef(it map[string]types.AttributeValue) batch.CheckpointRef {
-	return batch.CheckpointRef{
+func decodeCheckpointRef(it map[string]types.AttributeValue) domain.CheckpointRef {
+	return domain.CheckpointRef{
 		Attempt: int(getN(it, aCkAttempt)), Seq: int(getN(it, aCkSeq)),
 		Offset: getN(it, aCkOffset), Continuations: int(getN(it, aCont)),
 	}
@@ -53,7 +53,7 @@ type CheckpointParams struct {
 
 // CheckpointTask points the task at the holder's checkpoint (already in
 // S3), fenced by the claim token (sm.TaskCheckpoint): a stale attempt's
-// write is refused with batch.ErrStaleClaim, so no later attempt ever
+// write is refused with domain.ErrStaleClaim, so no later attempt ever
 // resumes from a checkpoint saved after its saver lost the task.
 func (s *Store) TaskCheckpoint(ctx context.Context, p CheckpointParams) error {
 	c := newCond()
@@ -75,7 +75,7 @@ func (s *Store) TaskCheckpoint(ctx context.Context, p CheckpointParams) error {
 		ExpressionAttributeValues: c.values,
 	})
 	if isCondFailed(err) {
-		return fmt.Errorf("checkpoint task %s attempt %d: %w", p.Ref, p.Attempt, batch.ErrStaleClaim)
+		return fmt.Errorf("checkpoint task %s attempt %d: %w", p.Ref, p.Attempt, domain.ErrStaleClaim)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint task %s: %w", p.Ref, err)
@@ -105,8 +105,8 @@ type ContinueParams struct {
 // count against the stage's retries; cont counts the continuations.
 // sm.ErrInvalidTransition wrapped in the error says which guard failed is
 // not known here: the caller reads the task to tell a stale claim
-// (batch.ErrStaleClaim) from a refused continuation.
-func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (batch.Task, error) {
+// (domain.ErrStaleClaim) from a refused continuation.
+func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (domain.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskContinue)
 	expr := transition(c, tr)
@@ -130,14 +130,14 @@ func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (batch.Task,
 	if isCondFailed(err) {
 		t, gerr := s.TaskGet(ctx, p.Ref)
 		if gerr != nil {
-			return batch.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, gerr)
+			return domain.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, gerr)
 		}
 		if p.Attempt > 0 && t.State == sm.TaskReady && t.Attempt == p.Attempt &&
 			t.Checkpoint.Continuations == p.Continuations+1 && t.LastError == p.Msg {
 			return t, nil // its own write, whose response was lost
 		}
 		if t.Token != p.Token || t.State != sm.TaskClaimed {
-			return t, fmt.Errorf("continue task %s: %w", p.Ref, batch.ErrStaleClaim)
+			return t, fmt.Errorf("continue task %s: %w", p.Ref, domain.ErrStaleClaim)
 		}
 		_, derr := sm.Decide(t.View(), sm.TaskContinue, sm.TaskInput{At: p.Now, Token: p.Token})
 		if derr == nil {
@@ -146,7 +146,7 @@ func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (batch.Task,
 		return t, fmt.Errorf("continue task %s: %w", p.Ref, derr)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, err)
+		return domain.Task{}, fmt.Errorf("continue task %s: %w", p.Ref, err)
 	}
 	return decodeTask(p.Ref, out.Attributes), nil
 }
@@ -154,7 +154,7 @@ func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (batch.Task,
 // RecordTimelineEvent writes a task event to the job's timeline only (no
 // attempt-end record, no failure count): a resume from a checkpoint.
 // Best effort history: the caller logs a failure.
-func (s *Store) TimelineRecord(ctx context.Context, e batch.AttemptEnd) error {
+func (s *Store) TimelineRecord(ctx context.Context, e domain.AttemptEnd) error {
 	ref := e.Ref
 	it := map[string]types.AttributeValue{
 		attrPK: sv(eventPK(ref.Job, ref.Partition%EventShards)),

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func sampleTask(keyLen int) batch.Task {
-	return batch.Task{
-		Ref:         batch.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999},
+func sampleTask(keyLen int) domain.Task {
+	return domain.Task{
+		Ref:         domain.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999},
 		MaxAttempts: 100,
 		Input:       &split.Split{Key: strings.Repeat("k", keyLen), Start: 1 << 40, End: 1 << 41},
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -59,7 +59,7 @@ import (
 const aDone = "done"
 
 // ErrCommitted is a claim's refusal of a task that committed (with
-// batch.ErrAlreadyDone): its message came back, perhaps because its
+// domain.ErrAlreadyDone): its message came back, perhaps because its
 // committer died before it deleted it, and perhaps before it counted it.
 var ErrCommitted = errors.New("task committed")
 
@@ -91,7 +91,7 @@ func countUpdate(ps []CommitParams, vals map[string]types.AttributeValue) string
 		rin += p.RecordsIn
 		rout += p.RecordsOut
 		if p.Duration > 0 {
-			hist[durationAttr(batch.DurationBucket(p.Duration))]++
+			hist[durationAttr(domain.DurationBucket(p.Duration))]++
 		}
 		if p.Copy {
 			won++
@@ -117,7 +117,7 @@ var countNames = map[string]string{"#left": aLeft, "#rin": aRecIn, "#rout": aRec
 
 // shardCounted reads whether a task's counter shard has counted it, and
 // the shard's count left.
-func (s *Store) shardCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted bool, left int, err error) {
+func (s *Store) shardCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted bool, left int, err error) {
 	shard := ShardOf(ref.Partition, shards)
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(shardPK(ref.Job, ref.Stage, shard), cntSK), ConsistentRead: aws.Bool(true),
@@ -128,7 +128,7 @@ func (s *Store) shardCounted(ctx context.Context, ref batch.TaskRef, shards int)
 		return false, 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, ref.Job, ref.Stage, err)
 	}
 	if out.Item == nil {
-		return false, 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, ref.Job, ref.Stage, batch.ErrNotFound)
+		return false, 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, ref.Job, ref.Stage, domain.ErrNotFound)
 	}
 	return inNumberSet(out.Item[aDone], ref.Partition), int(getN(out.Item, aLeft)), nil
 }
@@ -153,9 +153,9 @@ func inNumberSet(v types.AttributeValue, n int) bool {
 // too, since its committer may have died between its count and the
 // follow-up; the follow-up's steps are idempotent. A task not SUCCEEDED is
 // left alone.
-func (s *Store) ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error) {
+func (s *Store) ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted, shardDone bool, err error) {
 	have, left, err := s.shardCounted(ctx, ref, shards)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, false, nil // the job's records are being deleted
 	}
 	if err != nil {
@@ -197,7 +197,7 @@ func (s *Store) uncounted(ctx context.Context, job string, stage int, committed 
 		return nil, nil
 	}
 	st, err := s.StageGet(ctx, job, stage)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil // the job's records are being deleted
 	}
 	if err != nil {

@@ -20,7 +20,7 @@ const aDataDeleted = "ddel"
 // MarkDataDeleted records on an ended job that its data is being deleted
 // and returns when that was first recorded: a repeated call keeps the
 // first time. The job must have ended (a state of sm.Jobs.Terminal);
-// otherwise it reports sm.ErrInvalidTransition, and batch.ErrNotFound for
+// otherwise it reports sm.ErrInvalidTransition, and domain.ErrNotFound for
 // no such job. The job's state does not change: the record only says its
 // objects are gone.
 func (s *Store) JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error) {

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -25,7 +25,7 @@ var ErrSplitRefused = errors.New("split refused")
 // SplitTaskParams gives away the unread rest [At, End) of a running
 // task's input as new tasks of its stage (dynamic splitting).
 type SplitTaskParams struct {
-	Ref     batch.TaskRef
+	Ref     domain.TaskRef
 	Token   string
 	Attempt int
 	// Input is the holder's split as it reads it; the giver keeps
@@ -46,7 +46,7 @@ type SplitTaskParams struct {
 }
 
 // SplitKind is the timeline kind of a dynamic split.
-const SplitKind batch.AttemptEndKind = "split"
+const SplitKind domain.AttemptEndKind = "split"
 
 // splitTries bounds the retries of a split that lost a race for the
 // stage's task count to another split of the same stage.
@@ -110,9 +110,9 @@ func (s *Store) TaskSplit(ctx context.Context, p SplitTaskParams) (first int, er
 			return 0, fmt.Errorf("split task %s: %d more tasks would pass your tasks quota of %d: %w: %w",
 				p.Ref, len(p.Give), p.MaxQuotaTasks, ErrQuotaReached, ErrSplitRefused)
 		case head.Quota && len(reasons) > 1 && reasons[len(reasons)-2] == reasonCondFailed:
-			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, batch.ErrJobNotRunning, ErrSplitRefused)
+			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, domain.ErrJobNotRunning, ErrSplitRefused)
 		case len(reasons) > 0 && reasons[len(reasons)-1] == reasonCondFailed:
-			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, batch.ErrJobNotRunning, ErrSplitRefused)
+			return 0, fmt.Errorf("split task %s: %w: %w", p.Ref, domain.ErrJobNotRunning, ErrSplitRefused)
 		case reasons != nil:
 			return 0, fmt.Errorf("split task %s: cancelled %v: %w", p.Ref, reasons, ErrSplitRefused)
 		}
@@ -134,8 +134,8 @@ func (s *Store) splitApplied(ctx context.Context, p SplitTaskParams, first int) 
 	}
 	// The same cut made by an earlier call (a repeated offer) numbered
 	// its tasks from another total: not this call's split.
-	n, err := s.TaskGet(ctx, batch.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: first})
-	if errors.Is(err, batch.ErrNotFound) {
+	n, err := s.TaskGet(ctx, domain.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: first})
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *Store) splitApplied(ctx context.Context, p SplitTaskParams, first int) 
 // counters the new tasks count down, the new tasks, the timeline entry
 // and the job check, in that order (SplitTask reads cancellation reasons
 // by position).
-func (s *Store) splitItems(p SplitTaskParams, st batch.Stage, head jobHeader) ([]types.TransactWriteItem, error) {
+func (s *Store) splitItems(p SplitTaskParams, st domain.Stage, head jobHeader) ([]types.TransactWriteItem, error) {
 	n := len(p.Give)
 	if st.Shards < 1 {
 		return nil, fmt.Errorf("split task %s: the stage has no counters", p.Ref)
@@ -192,8 +192,8 @@ func (s *Store) splitItems(p SplitTaskParams, st batch.Stage, head jobHeader) ([
 		}})
 	}
 	for k, piece := range p.Give {
-		t := batch.Task{
-			Ref:   batch.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: st.Total + k},
+		t := domain.Task{
+			Ref:   domain.TaskRef{Job: p.Ref.Job, Stage: p.Ref.Stage, Partition: st.Total + k},
 			State: sm.TaskReady, MaxAttempts: p.MaxAttempts, Updated: p.Now, Input: &piece,
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -93,7 +93,7 @@ type LostForMemoryParams struct {
 	// Holder is the dead claim as the caller read it; the write requires
 	// its token still to hold the task and its executor's liveness record
 	// to have lapsed.
-	Holder batch.Task
+	Holder domain.Task
 	Now    time.Time
 	// Memory is the executor size the next attempt runs on; Err the dead
 	// attempt's error (class out_of_memory).
@@ -108,7 +108,7 @@ type LostForMemoryParams struct {
 // the check that the holder's liveness record has lapsed
 // (sm.GuardHolderDead), as TakeoverTask does. sm.ErrInvalidTransition
 // means the task or the holder moved on.
-func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (batch.Task, error) {
+func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (domain.Task, error) {
 	ref := p.Holder.Ref
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskLostForMemory)
@@ -117,7 +117,7 @@ func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (b
 	c.values[":now"] = ms(p.Now)
 	c.values[":old"] = sv(p.Holder.Token)
 	c.values[":err"] = sv(p.Err)
-	c.values[":ecl"] = sv(string(batch.ClassOutOfMemory))
+	c.values[":ecl"] = sv(string(domain.ClassOutOfMemory))
 	c.values[":nb"] = ms(p.Now)
 	upd := "SET #st = :to, err = :err, upd = :now, nb = :nb, " + aErrClass + " = :ecl"
 	if p.Memory > 0 {
@@ -140,19 +140,19 @@ func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (b
 	if err != nil {
 		// A write whose response was lost, retried, finds its own work.
 		if t, gerr := s.TaskGet(ctx, ref); gerr == nil && t.State == sm.TaskReady && t.Token == p.Holder.Token &&
-			t.LastError == p.Err && t.ErrorClass == batch.ClassOutOfMemory {
+			t.LastError == p.Err && t.ErrorClass == domain.ClassOutOfMemory {
 			return t, nil
 		}
 	}
 	if reasons := cancelReasons(err); len(reasons) == 2 && (reasons[0] == reasonCondFailed || reasons[1] == reasonCondFailed) {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", sm.TaskLostForMemory, ref, sm.ErrInvalidTransition)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", sm.TaskLostForMemory, ref, sm.ErrInvalidTransition)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", sm.TaskLostForMemory, ref, err)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", sm.TaskLostForMemory, ref, err)
 	}
 	t := p.Holder
 	t.State, t.Updated, t.NotBefore = sm.TaskReady, p.Now, p.Now
-	t.LastError, t.ErrorClass = p.Err, batch.ClassOutOfMemory
+	t.LastError, t.ErrorClass = p.Err, domain.ClassOutOfMemory
 	if p.Memory > 0 {
 		t.Memory = p.Memory
 	}

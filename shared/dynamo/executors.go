@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -62,7 +62,7 @@ type TakeoverParams struct {
 	ClaimParams
 	// Holder is the dead claim as the caller read it; the write requires
 	// its token still to hold the task.
-	Holder batch.Task
+	Holder domain.Task
 }
 
 // TakeoverTask applies sm.TaskTakeover in one transaction with a check
@@ -70,7 +70,7 @@ type TakeoverParams struct {
 // holder that renewed meanwhile keeps its task. sm.ErrInvalidTransition
 // means the task or the holder moved on (renewed, committed, taken over by
 // another). A takeover whose response was lost recognises its own token.
-func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (batch.Task, error) {
+func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (domain.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(sm.TaskTakeover)
 	expr := transition(c, tr)
@@ -98,10 +98,10 @@ func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (batch.Task,
 		}
 	}
 	if reasons := cancelReasons(err); len(reasons) == 2 && (reasons[0] == reasonCondFailed || reasons[1] == reasonCondFailed) {
-		return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
+		return domain.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, sm.ErrInvalidTransition)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
+		return domain.Task{}, fmt.Errorf("take over task %s: %w", p.Ref, err)
 	}
 	// The write succeeded from the holder's record, so the new one is
 	// known without reading it back.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -29,7 +29,7 @@ const (
 
 // AttemptEndParams records how an attempt ended without committing.
 type AttemptEndParams struct {
-	End batch.AttemptEnd
+	End domain.AttemptEnd
 	// Shards is the stage's counter count; the end is counted as a failure
 	// on the task's counter shard. Zero skips the count.
 	Shards int
@@ -84,7 +84,7 @@ func (s *Store) AttemptRecordEnd(ctx context.Context, p AttemptEndParams) (recor
 	}
 	reasons := cancelReasons(err)
 	if len(reasons) > jobCheck && reasons[jobCheck] == reasonCondFailed {
-		return false, fmt.Errorf("record end of %s attempt %d: job deleted or being deleted: %w", ref, e.Attempt, batch.ErrNotFound)
+		return false, fmt.Errorf("record end of %s attempt %d: job deleted or being deleted: %w", ref, e.Attempt, domain.ErrNotFound)
 	}
 	if len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return false, nil
@@ -92,10 +92,10 @@ func (s *Store) AttemptRecordEnd(ctx context.Context, p AttemptEndParams) (recor
 	return false, fmt.Errorf("record end of %s attempt %d: %w", ref, e.Attempt, err)
 }
 
-func decodeAttemptEnd(job string, it map[string]types.AttributeValue) batch.AttemptEnd {
-	return batch.AttemptEnd{
-		Ref:     batch.TaskRef{Job: job, Stage: int(getN(it, aStageIdx)), Partition: int(getN(it, aPart))},
-		Attempt: int(getN(it, aAttempt)), Kind: batch.AttemptEndKind(getS(it, aKind)),
+func decodeAttemptEnd(job string, it map[string]types.AttributeValue) domain.AttemptEnd {
+	return domain.AttemptEnd{
+		Ref:     domain.TaskRef{Job: job, Stage: int(getN(it, aStageIdx)), Partition: int(getN(it, aPart))},
+		Attempt: int(getN(it, aAttempt)), Kind: domain.AttemptEndKind(getS(it, aKind)),
 		At: getT(it, aAt), Err: getS(it, aErr),
 		Executor: getS(it, aExecutor), Started: getT(it, aAttStart),
 	}
@@ -103,8 +103,8 @@ func decodeAttemptEnd(job string, it map[string]types.AttributeValue) batch.Atte
 
 // AttemptEnds returns the recorded attempt ends of partitions from..to
 // (inclusive) of a stage, by partition then attempt.
-func (s *Store) AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error) {
-	var ends []batch.AttemptEnd
+func (s *Store) AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]domain.AttemptEnd, error) {
+	var ends []domain.AttemptEnd
 	for b := from / TaskBucket; b <= to/TaskBucket; b++ {
 		in := &dynamodb.QueryInput{
 			TableName:              &s.table,
@@ -134,7 +134,7 @@ func (s *Store) AttemptEnds(ctx context.Context, job string, stage, from, to int
 // TimelineEvent is a stored timeline record and its EventKey.
 type TimelineEvent struct {
 	Key string
-	batch.AttemptEnd
+	domain.AttemptEnd
 }
 
 // JobEvents returns the job's first limit stored timeline records whose
@@ -189,7 +189,7 @@ type TaskPageParams struct {
 
 // TaskPage is one page of a stage's tasks.
 type TaskPage struct {
-	Rows []batch.TaskRow
+	Rows []domain.TaskRow
 	// Next is the partition to continue after; Done means the stage has no
 	// more tasks to look at.
 	Next  int
@@ -228,14 +228,14 @@ func (s *Store) TaskListPage(ctx context.Context, p TaskPageParams) (TaskPage, e
 				return pg, fmt.Errorf("task key %q: %w", getS(out.LastEvaluatedKey, attrSK), err)
 			}
 		}
-		rows := make(map[int]batch.TaskRow, len(out.Items))
+		rows := make(map[int]domain.TaskRow, len(out.Items))
 		for _, it := range out.Items {
 			part, err := strconv.Atoi(getS(it, attrSK))
 			if err != nil {
 				return pg, fmt.Errorf("task key %q: %w", getS(it, attrSK), err)
 			}
-			rows[part] = batch.TaskRow{
-				Task:      decodeTask(batch.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}, it),
+			rows[part] = domain.TaskRow{
+				Task:      decodeTask(domain.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}, it),
 				RecordsIn: getN(it, aRecIn), RecordsOut: getN(it, aRecOut),
 			}
 		}
@@ -243,8 +243,8 @@ func (s *Store) TaskListPage(ctx context.Context, p TaskPageParams) (TaskPage, e
 			pg.Next = part
 			r, ok := rows[part]
 			if !ok && part < p.Materialized {
-				ref := batch.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}
-				r, ok = batch.TaskRow{Task: unwrittenTask(ref, p.MaxAttempts)}, true
+				ref := domain.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}
+				r, ok = domain.TaskRow{Task: unwrittenTask(ref, p.MaxAttempts)}, true
 			}
 			if ok && (p.State == "" || r.State == p.State) {
 				pg.Rows = append(pg.Rows, r)
@@ -269,7 +269,7 @@ const (
 // StageStats reads a job's stages with one Query and sums each stage's
 // counter shards with batch reads: at most 32 counters per stage, however
 // many tasks it has.
-func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats, error) {
+func (s *Store) StageStats(ctx context.Context, job string) ([]domain.StageStats, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &s.table,
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),
@@ -281,16 +281,16 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats,
 	if err != nil {
 		return nil, fmt.Errorf("read stages of job %s: %w", job, err)
 	}
-	stats := make([]batch.StageStats, 0, len(out.Items))
+	stats := make([]domain.StageStats, 0, len(out.Items))
 	var keys []map[string]types.AttributeValue
 	for _, it := range out.Items {
 		st, err := decodeStage(job, it)
 		if err != nil {
 			return nil, err
 		}
-		ss := batch.StageStats{Stage: st}
+		ss := domain.StageStats{Stage: st}
 		if at := getT(it, aSampleAt); !at.IsZero() {
-			ss.Sample = &batch.RateSample{At: at, Committed: int(getN(it, aSampleN)), RecordsIn: getN(it, aSampleRec), TaskRate: -1, RecordRate: -1}
+			ss.Sample = &domain.RateSample{At: at, Committed: int(getN(it, aSampleN)), RecordsIn: getN(it, aSampleRec), TaskRate: -1, RecordRate: -1}
 			if _, ok := it[aRateTask]; ok {
 				ss.Sample.TaskRate = float64(getN(it, aRateTask)) / 1000
 				ss.Sample.RecordRate = float64(getN(it, aRateRec)) / 1000
@@ -345,7 +345,7 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]batch.StageStats,
 // prev (zero: no sample yet). Two readers sampling at once both compute
 // from the same prev; one write wins and the other is dropped
 // (updated=false), so the average never counts an interval twice.
-func (s *Store) StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (updated bool, err error) {
+func (s *Store) StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp domain.RateSample) (updated bool, err error) {
 	vals := map[string]types.AttributeValue{
 		":t": ms(smp.At), ":n": nv(int64(smp.Committed)), ":r": nv(smp.RecordsIn),
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -45,7 +45,7 @@ const (
 // MarkJobDeleting records on an ended job that it is being deleted and
 // takes it out of its owner's job index, in one transaction; a repeated
 // call keeps the first time. It reports sm.ErrInvalidTransition for a job
-// that has not ended (RUNNING or PUBLISHING), and batch.ErrNotFound for no
+// that has not ended (RUNNING or PUBLISHING), and domain.ErrNotFound for no
 // such job.
 func (s *Store) JobMarkDeleting(ctx context.Context, id, owner string, now time.Time) error {
 	vals := map[string]types.AttributeValue{":now": ms(now)}
@@ -101,7 +101,7 @@ type jobRecordPlan struct {
 }
 
 // stageRecordPlan is what a job's stage s leaves besides its own item.
-func stageRecordPlan(job string, st batch.Stage) jobRecordPlan {
+func stageRecordPlan(job string, st domain.Stage) jobRecordPlan {
 	var p jobRecordPlan
 	for k := 0; k < st.Shards; k++ {
 		p.fixed = append(p.fixed, key(shardPK(job, st.Index, k), cntSK))
@@ -352,13 +352,13 @@ func liveJobCheck(table, job string) types.TransactWriteItem {
 
 // putHistory writes item, a history record of job (a timeline event),
 // unless the job is deleted or being deleted (liveJobCheck): then it
-// writes nothing and reports batch.ErrNotFound.
+// writes nothing and reports domain.ErrNotFound.
 func (s *Store) putHistory(ctx context.Context, job string, item map[string]types.AttributeValue) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &s.table, Item: item}}, liveJobCheck(s.table, job),
 	}})
 	if r := cancelReasons(err); len(r) > 1 && r[1] == reasonCondFailed {
-		return fmt.Errorf("job %s is deleted or being deleted: %w", job, batch.ErrNotFound)
+		return fmt.Errorf("job %s is deleted or being deleted: %w", job, domain.ErrNotFound)
 	}
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -53,7 +53,7 @@ func (s *Store) jobHead(ctx context.Context, id string) (jobHeader, error) {
 		return jobHeader{}, fmt.Errorf("read job %s: %w", id, err)
 	}
 	if out.Item == nil {
-		return jobHeader{}, fmt.Errorf("read job %s: %w", id, batch.ErrNotFound)
+		return jobHeader{}, fmt.Errorf("read job %s: %w", id, domain.ErrNotFound)
 	}
 	_, quota := out.Item[aQuotaTasks]
 	return jobHeader{Owner: getS(out.Item, aOwner), Name: getS(out.Item, aName), Created: getT(out.Item, aCreated),
@@ -77,7 +77,7 @@ type ListJobsParams struct {
 // ListOwnerJobs returns up to p.Limit of the owner's jobs, newest first,
 // and the id to continue after ("" at the end). The index is read
 // consistently, so a job is listed as soon as its submission returns.
-func (s *Store) JobListByOwner(ctx context.Context, p ListJobsParams) ([]batch.JobSummary, string, error) {
+func (s *Store) JobListByOwner(ctx context.Context, p ListJobsParams) ([]domain.JobSummary, string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:              &s.table,
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),
@@ -103,7 +103,7 @@ func (s *Store) JobListByOwner(ctx context.Context, p ListJobsParams) ([]batch.J
 	if p.After != "" {
 		in.ExclusiveStartKey = key(ownerPK(p.Owner), ownerJobSK(p.After))
 	}
-	var jobs []batch.JobSummary
+	var jobs []domain.JobSummary
 	for reads := 0; len(jobs) < p.Limit && reads < max(p.MaxReads, 1); reads++ {
 		// Each Query evaluates no more items than the page still needs, so
 		// the last evaluated key is always a valid place to continue.
@@ -113,7 +113,7 @@ func (s *Store) JobListByOwner(ctx context.Context, p ListJobsParams) ([]batch.J
 			return nil, "", fmt.Errorf("list jobs of %s: %w", p.Owner, err)
 		}
 		for _, it := range out.Items {
-			jobs = append(jobs, batch.JobSummary{
+			jobs = append(jobs, domain.JobSummary{
 				ID: strings.TrimPrefix(getS(it, attrSK), "JOB#"), Name: getS(it, aName),
 				State: sm.JobState(getS(it, aState)), Created: getT(it, aCreated), Ended: getT(it, aEnded),
 			})

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -94,7 +94,7 @@ func (s *Store) jobItemState(ctx context.Context, id string) (sm.JobState, error
 		return "", fmt.Errorf("read job %s status: %w", id, err)
 	}
 	if out.Item == nil {
-		return "", fmt.Errorf("read job %s status: %w", id, batch.ErrNotFound)
+		return "", fmt.Errorf("read job %s status: %w", id, domain.ErrNotFound)
 	}
 	return sm.JobState(getS(out.Item, aState)), nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/principal"
 )
 
@@ -116,7 +116,7 @@ func shardPK(job string, stage, shard int) string {
 	return "CNT#" + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(shard)
 }
 
-func taskPK(r batch.TaskRef) string {
+func taskPK(r domain.TaskRef) string {
 	return taskBucketPK(r.Job, r.Stage, r.Partition/TaskBucket)
 }
 
@@ -173,7 +173,7 @@ const (
 	EventClassJobEnd     = 4
 )
 
-func taskEventRest(ref batch.TaskRef, attempt int) string {
+func taskEventRest(ref domain.TaskRef, attempt int) string {
 	return fmt.Sprintf("%02d#%06d#%03d", ref.Stage, ref.Partition, attempt)
 }
 
@@ -197,7 +197,7 @@ type DueItem struct {
 	Kind  DueKind
 	Job   string
 	Stage int
-	Task  batch.TaskRef
+	Task  domain.TaskRef
 	// Event is an outbox record's event id (DueEvent; outbox.go).
 	Event string
 }
@@ -225,7 +225,7 @@ func parseDueKey(pk, sk string) (DueItem, error) {
 		if err != nil {
 			return DueItem{}, fmt.Errorf("task key %q: %w", pk, err)
 		}
-		ref := batch.TaskRef{Job: parts[0], Stage: st, Partition: p}
+		ref := domain.TaskRef{Job: parts[0], Stage: st, Partition: p}
 		return DueItem{Kind: DueTask, Job: ref.Job, Stage: st, Task: ref}, nil
 	}
 	return DueItem{}, fmt.Errorf("unexpected key %q/%q in the sweep index", pk, sk)

@@ -3,7 +3,7 @@ package dynamo
 import (
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // indexUnitsPerTask is what one task writes to the sweep index, as the
@@ -46,7 +46,7 @@ func TestDueIndexHasNoHotShard(t *testing.T) {
 			total := 0
 			for st := range c.stages {
 				for p := range c.tasks {
-					ref := batch.TaskRef{Job: "j1a209b5892d0e32a60d0b", Stage: st, Partition: p}
+					ref := domain.TaskRef{Job: "j1a209b5892d0e32a60d0b", Stage: st, Partition: p}
 					perShard[duePK(taskPK(ref)+taskSK(p))]++
 					total++
 				}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -142,7 +142,7 @@ func (s *Store) updateWithOutbox(ctx context.Context, in *dynamodb.UpdateItemInp
 
 // SubmittedEvent is the event of a job's creation, which CreateJob
 // writes to the outbox.
-func SubmittedEvent(j batch.Job) events.Event {
+func SubmittedEvent(j domain.Job) events.Event {
 	return events.New(events.SubmittedID(j.ID), events.JobSubmitted, j.Created, events.Detail{
 		Owner: j.Owner, JobID: j.ID, JobName: j.Spec.Name, State: string(sm.JobRunning),
 		Counts: &events.Counts{Stages: len(j.Spec.Stages)},
@@ -157,7 +157,7 @@ func withEventID(ev events.Event, id string) events.Event {
 
 // JobEndedEvent is the event of a job's end, with its stages' counts,
 // which EndJob writes to the outbox.
-func JobEndedEvent(id, owner, name string, to sm.JobState, reason, manifest string, stages []batch.Stage, now time.Time) events.Event {
+func JobEndedEvent(id, owner, name string, to sm.JobState, reason, manifest string, stages []domain.Stage, now time.Time) events.Event {
 	c := &events.Counts{Stages: len(stages)}
 	for _, st := range stages {
 		c.Tasks += st.Total

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -38,11 +38,11 @@ func TestOutboxKeysAreInTheSweepIndex(t *testing.T) {
 func TestJobEvents(t *testing.T) {
 	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	sp := &spec.Job{Name: "n", Stages: []spec.Stage{{Name: "a"}, {Name: "b"}}}
-	sub := SubmittedEvent(batch.Job{ID: "j1", Owner: "o", Spec: sp, Created: at})
+	sub := SubmittedEvent(domain.Job{ID: "j1", Owner: "o", Spec: sp, Created: at})
 	if sub.ID != "j1.submitted" || sub.DetailType != events.JobSubmitted || sub.Detail.Counts.Stages != 2 || sub.Detail.State != "RUNNING" || sub.Detail.EventID != sub.ID {
 		t.Errorf("submitted %+v", sub)
 	}
-	stages := []batch.Stage{{State: sm.StageCompleted, Total: 3}, {State: sm.StageCancelled, Total: 2}}
+	stages := []domain.Stage{{State: sm.StageCompleted, Total: 3}, {State: sm.StageCancelled, Total: 2}}
 	for _, c := range []struct {
 		to   sm.JobState
 		typ  string
@@ -59,7 +59,7 @@ func TestJobEvents(t *testing.T) {
 	}
 	// A job that succeeded with failed partitions (toleratedFailures) says
 	// so: they are not committed tasks.
-	tolerant := []batch.Stage{{State: sm.StageCompleted, Total: 10, Tolerated: 2}, {State: sm.StageCompleted, Total: 4}}
+	tolerant := []domain.Stage{{State: sm.StageCompleted, Total: 10, Tolerated: 2}, {State: sm.StageCompleted, Total: 4}}
 	ev := JobEndedEvent("j1", "o", "n", sm.JobSucceeded, "", "m", tolerant, at)
 	if want := (events.Counts{Stages: 2, StagesCompleted: 2, Tasks: 14, TasksCommitted: 12, TasksFailed: 2}); *ev.Detail.Counts != want {
 		t.Errorf("succeeded with failed partitions: counts %+v, want %+v", *ev.Detail.Counts, want)

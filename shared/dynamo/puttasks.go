@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -40,7 +40,7 @@ const MaxTxItems = 100
 // count, or reading a shuffle) are not written at all: one marker stands
 // for them (sm.TaskUnwritten). A single one is written as before, with
 // its own entry: its marker would save nothing.
-func (s *Store) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (s *Store) TaskPutMany(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	if def, ok := unwrittenChunk(tasks); ok && len(tasks) > 1 && !due.IsZero() {
 		if lo, hi, one := stageRange(tasks); one {
 			marker := readyMarkerItem(tasks[0].Ref.Job, tasks[0].Ref.Stage, lo, hi, due)
@@ -63,7 +63,7 @@ func (s *Store) TaskPutMany(ctx context.Context, tasks []batch.Task, due time.Ti
 	return nil
 }
 
-func (s *Store) putTaskChunk(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (s *Store) putTaskChunk(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	marker := readyMarkerFor(tasks, due)
 	if marker == nil {
 		return s.putTaskChunkIndexed(ctx, tasks, due)
@@ -91,7 +91,7 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []batch.Task, due time.T
 	return s.putTaskChunkTx(ctx, tasks, marker)
 }
 
-func wrapPut(tasks []batch.Task, err error) error {
+func wrapPut(tasks []domain.Task, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -102,7 +102,7 @@ func wrapPut(tasks []batch.Task, err error) error {
 // of conditional puts (the marker's unconditional). Some of the tasks
 // existing cancels it whole: then the marker, and each task that does not
 // exist, on its own.
-func (s *Store) putTaskChunkTx(ctx context.Context, tasks []batch.Task, marker map[string]types.AttributeValue) error {
+func (s *Store) putTaskChunkTx(ctx context.Context, tasks []domain.Task, marker map[string]types.AttributeValue) error {
 	items := make([]types.TransactWriteItem, 0, len(tasks)+1)
 	for _, t := range tasks {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
@@ -132,7 +132,7 @@ func (s *Store) putTaskChunkTx(ctx context.Context, tasks []batch.Task, marker m
 // it leaves tasks without a marker, and their messages unsent: the stage's
 // enqueued count has not moved, so the sweep repeats the chunk, which
 // writes the marker.
-func (s *Store) putMarker(ctx context.Context, tasks []batch.Task, marker map[string]types.AttributeValue) error {
+func (s *Store) putMarker(ctx context.Context, tasks []domain.Task, marker map[string]types.AttributeValue) error {
 	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: marker}); err != nil {
 		return fmt.Errorf("put ready marker of tasks %s..%s: %w", tasks[0].Ref, tasks[len(tasks)-1].Ref, err)
 	}
@@ -217,15 +217,15 @@ func InsertStatement(table string, item map[string]types.AttributeValue) types.B
 // their claims (sm.TaskUnwritten), and returns the definition they share:
 // each READY at attempt 0, due at once, with no input, no raised memory,
 // and the same attempts and time.
-func unwrittenChunk(tasks []batch.Task) (batch.Task, bool) {
+func unwrittenChunk(tasks []domain.Task) (domain.Task, bool) {
 	if len(tasks) == 0 {
-		return batch.Task{}, false
+		return domain.Task{}, false
 	}
 	def := tasks[0]
 	for _, t := range tasks {
 		if t.State != sm.TaskUnwritten || t.Attempt != 0 || t.Input != nil || t.Memory != 0 || !t.NotBefore.IsZero() ||
 			t.MaxAttempts < 1 || t.MaxAttempts != def.MaxAttempts || !t.Updated.Equal(def.Updated) {
-			return batch.Task{}, false
+			return domain.Task{}, false
 		}
 	}
 	return def, true
@@ -234,7 +234,7 @@ func unwrittenChunk(tasks []batch.Task) (batch.Task, bool) {
 // readyMarkerFor is the ready marker of a chunk of tasks of one stage, due
 // at due; nil when the tasks should go in the index themselves: a single
 // task, tasks of several stages, or no due time (tests).
-func readyMarkerFor(tasks []batch.Task, due time.Time) map[string]types.AttributeValue {
+func readyMarkerFor(tasks []domain.Task, due time.Time) map[string]types.AttributeValue {
 	if len(tasks) < 2 || due.IsZero() {
 		return nil
 	}
@@ -247,7 +247,7 @@ func readyMarkerFor(tasks []batch.Task, due time.Time) map[string]types.Attribut
 
 // stageRange is the partitions lo..hi-1 that tasks span, and whether they
 // are all of one stage.
-func stageRange(tasks []batch.Task) (lo, hi int, one bool) {
+func stageRange(tasks []domain.Task) (lo, hi int, one bool) {
 	if len(tasks) == 0 {
 		return 0, 0, false
 	}
@@ -262,7 +262,7 @@ func stageRange(tasks []batch.Task) (lo, hi int, one bool) {
 }
 
 // putTaskChunkIndexed writes tasks each with its own sweep index entry.
-func (s *Store) putTaskChunkIndexed(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (s *Store) putTaskChunkIndexed(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	if len(tasks) == 1 {
 		return s.putTasksEach(ctx, tasks, due)
 	}

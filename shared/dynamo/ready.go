@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -184,7 +184,7 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 				again(minTime(now.Add(max(age, ExpandedRecheck)), w.task.Updated.Add(SentWait)))
 				continue
 			}
-			var unwritten *batch.Task
+			var unwritten *domain.Task
 			if w.task.Unwritten {
 				unwritten = &w.task
 			}
@@ -238,7 +238,7 @@ const SentWait = time.Hour
 // SendMessageBatch succeeded, covers it) and its job is running.
 func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error) {
 	st, err := s.StageGet(ctx, m.job, m.stage)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -248,7 +248,7 @@ func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error)
 		return false, nil
 	}
 	state, err := s.JobState(ctx, m.job)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -289,7 +289,7 @@ func (s *Store) moveMarker(ctx context.Context, m readyMarker, next time.Time) e
 // watchedTask is a task a marker watches, as read: its due time is the
 // lease's end plus grace for a claimed task.
 type watchedTask struct {
-	task batch.Task
+	task domain.Task
 	due  time.Time
 	upd  types.AttributeValue
 }
@@ -297,7 +297,7 @@ type watchedTask struct {
 // markerDef reads a marker's item, consistently, for the definition of
 // its chunk's unwritten tasks (sm.TaskUnwritten); nil when the chunk's
 // tasks were written (or the marker is gone with its job).
-func (s *Store) markerDef(ctx context.Context, m readyMarker) (*batch.Task, error) {
+func (s *Store) markerDef(ctx context.Context, m readyMarker) (*domain.Task, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: m.key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("read ready marker %s/%s: %w", m.pk, m.sk, err)
@@ -305,14 +305,14 @@ func (s *Store) markerDef(ctx context.Context, m readyMarker) (*batch.Task, erro
 	if out.Item == nil || out.Item[aMarkAt] == nil {
 		return nil, nil
 	}
-	return &batch.Task{State: sm.TaskUnwritten, MaxAttempts: int(getN(out.Item, aMax)), Updated: getT(out.Item, aMarkAt)}, nil
+	return &domain.Task{State: sm.TaskUnwritten, MaxAttempts: int(getN(out.Item, aMax)), Updated: getT(out.Item, aMarkAt)}, nil
 }
 
 // readyWatched reads a marker's tasks, consistently, and returns those the
 // marker still watches: unfinished, and in no index entry of their own;
 // and the partitions of those that committed, with no entry of their own.
 // With def, a task of the chunk with no record is watched as def says.
-func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *batch.Task) (watched []watchedTask, committed []int, err error) {
+func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *domain.Task) (watched []watchedTask, committed []int, err error) {
 	if m.hi <= m.lo {
 		return nil, nil, nil
 	}
@@ -340,7 +340,7 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *batch.Task
 				if p >= m.lo && p < m.hi {
 					written[p-m.lo] = true
 				}
-				t := decodeTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}, it)
+				t := decodeTask(domain.TaskRef{Job: m.job, Stage: m.stage, Partition: p}, it)
 				switch {
 				case getS(it, attrGPK) != "":
 				case t.State == sm.TaskSucceeded:
@@ -362,7 +362,7 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *batch.Task
 	if def != nil {
 		for i, w := range written {
 			if !w {
-				t := unwrittenTask(batch.TaskRef{Job: m.job, Stage: m.stage, Partition: m.lo + i}, def.MaxAttempts)
+				t := unwrittenTask(domain.TaskRef{Job: m.job, Stage: m.stage, Partition: m.lo + i}, def.MaxAttempts)
 				t.Updated = def.Updated
 				watched = append(watched, watchedTask{task: t})
 			}
@@ -380,7 +380,7 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 		return nil, fmt.Errorf("counts of ready marker %s/%s: %w", m.pk, m.sk, err)
 	}
 	for _, p := range left {
-		ref := batch.TaskRef{Job: m.job, Stage: m.stage, Partition: p}
+		ref := domain.TaskRef{Job: m.job, Stage: m.stage, Partition: p}
 		put, err := s.indexIn(ctx, ref, sm.TaskSucceeded, due, nil)
 		if err != nil {
 			return nil, err
@@ -398,7 +398,7 @@ func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []i
 // says whether it did. With unwritten (a READY task read from its
 // marker: sm.TaskUnwritten), a task with no record is written as that
 // says, in the index; one that a claim wrote meanwhile has moved on.
-func (s *Store) indexIn(ctx context.Context, ref batch.TaskRef, state sm.TaskState, due time.Time, unwritten *batch.Task) (put bool, err error) {
+func (s *Store) indexIn(ctx context.Context, ref domain.TaskRef, state sm.TaskState, due time.Time, unwritten *domain.Task) (put bool, err error) {
 	pk, sk := taskPK(ref), taskSK(ref.Partition)
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(pk, sk),

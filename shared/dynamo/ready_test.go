@@ -6,22 +6,22 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func TestReadyMarkerFor(t *testing.T) {
 	t.Parallel()
 	due := time.UnixMilli(1_800_000_000_000)
-	tasks := func(job string, stage int, ps ...int) []batch.Task {
-		var ts []batch.Task
+	tasks := func(job string, stage int, ps ...int) []domain.Task {
+		var ts []domain.Task
 		for _, p := range ps {
-			ts = append(ts, batch.Task{Ref: batch.TaskRef{Job: job, Stage: stage, Partition: p}})
+			ts = append(ts, domain.Task{Ref: domain.TaskRef{Job: job, Stage: stage, Partition: p}})
 		}
 		return ts
 	}
 	cases := []struct {
 		name   string
-		tasks  []batch.Task
+		tasks  []domain.Task
 		due    time.Time
 		pk, sk string // "" for no marker
 	}{

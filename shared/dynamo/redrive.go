@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -45,18 +45,18 @@ func redriveGenCond(c *cond, gen int) string {
 	return " AND (attribute_not_exists(" + aRedriveGen + ") OR " + aRedriveGen + " < :gen)"
 }
 
-func decodeRedrives(item map[string]types.AttributeValue) []batch.Redrive {
+func decodeRedrives(item map[string]types.AttributeValue) []domain.Redrive {
 	l, ok := item[aRedrives].(*types.AttributeValueMemberL)
 	if !ok {
 		return nil
 	}
-	out := make([]batch.Redrive, 0, len(l.Value))
+	out := make([]domain.Redrive, 0, len(l.Value))
 	for _, v := range l.Value {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok {
 			continue
 		}
-		out = append(out, batch.Redrive{At: getT(m.Value, "at"), Error: getS(m.Value, "err")})
+		out = append(out, domain.Redrive{At: getT(m.Value, "at"), Error: getS(m.Value, "err")})
 	}
 	return out
 }
@@ -218,7 +218,7 @@ func (s *Store) StageRedrive(ctx context.Context, job string, idx int, ev sm.Eve
 // the new generation's and stays as it is.
 // sm.ErrInvalidTransition: the task is in no state the redrive leaves,
 // or it has had redrive gen.
-func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error {
+func (s *Store) TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error {
 	tr := sm.Tasks.Transition(sm.TaskRedrive)
 	c := newCond()
 	expr := transition(c, tr) + redriveGenCond(c, gen)
@@ -259,7 +259,7 @@ func (s *Store) TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen 
 // is still FAILED, when no attempt can start): a task that already had
 // redrive gen's steps is left alone, as its attempt may be one the
 // redrive started.
-func (s *Store) TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error {
+func (s *Store) TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error {
 	c := newCond()
 	c.values[":budget"], c.values[":claimed"], c.values[":ready"] = nv(int64(budget)), sv(string(sm.TaskClaimed)), sv(string(sm.TaskReady))
 	upd, expr := "SET mx = att + :budget", "#st IN (:claimed, :ready)"
@@ -283,7 +283,7 @@ func (s *Store) TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget
 // MarkTaskRedrive records on a FAILED task that redrive gen is to put it
 // back (aRedrivePending), while its job is still FAILED. A task no longer
 // FAILED is left alone.
-func (s *Store) TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error {
+func (s *Store) TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
 		UpdateExpression:          aws.String("SET " + aRedrivePending + " = :gen"),

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Reuse links. A rerun reuses the committed outputs of its source jobs in
@@ -23,7 +23,7 @@ import (
 // job existing and being neither marked deleting nor data-deleted.
 // Deleting a job's data or the job (MarkDataDeleted, MarkJobDeleting)
 // reads the version, finds the linked jobs that still exist with their
-// data (refused with *batch.ReusedError if any), and marks the job on the
+// data (refused with *domain.ReusedError if any), and marks the job on the
 // condition that the version is unchanged. Both writes are on the source's
 // job item, so DynamoDB serialises them: either the rerun commits first
 // (the mark's condition fails, the deletion re-reads and is refused) or
@@ -134,7 +134,7 @@ func (s *Store) reuseGuard(ctx context.Context, job string, vals map[string]type
 		return "", 0, err
 	}
 	if len(living) > 0 {
-		return "", 0, &batch.ReusedError{ID: job, By: living}
+		return "", 0, &domain.ReusedError{ID: job, By: living}
 	}
 	if ver == 0 {
 		return " AND attribute_not_exists(" + aReuseVer + ")", 0, nil
@@ -152,7 +152,7 @@ func (s *Store) reuseRaced(ctx context.Context, job string, ver int64) (bool, er
 		return false, err
 	}
 	if len(living) > 0 {
-		return false, &batch.ReusedError{ID: job, By: living}
+		return false, &domain.ReusedError{ID: job, By: living}
 	}
 	return now != ver, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
@@ -154,7 +154,7 @@ func (s *Store) ScheduleGet(ctx context.Context, owner, id string) (ScheduleReco
 		return ScheduleRecord{}, fmt.Errorf("get schedule %s: %w", id, err)
 	}
 	if out.Item == nil {
-		return ScheduleRecord{}, fmt.Errorf("get schedule %s: %w", id, batch.ErrNotFound)
+		return ScheduleRecord{}, fmt.Errorf("get schedule %s: %w", id, domain.ErrNotFound)
 	}
 	return decodeSchedule(out.Item)
 }
@@ -225,7 +225,7 @@ func (s *Store) ScheduleDelete(ctx context.Context, owner, id string) error {
 		Delete: &types.Delete{TableName: &s.table, Key: key(schedulePK(owner), id), ConditionExpression: aws.String("attribute_exists(pk)")},
 	}, quotaUpdate(s.table, owner, quotaScheds, -1, 0)}})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		return fmt.Errorf("delete schedule %s: %w", id, batch.ErrNotFound)
+		return fmt.Errorf("delete schedule %s: %w", id, domain.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)

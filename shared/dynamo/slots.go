@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A concurrency limit is kept in a slot item: a map from task to the time
@@ -84,7 +84,7 @@ const (
 // not exist yet is created holding ref's slot.
 //
 // For SlotHeld it also returns the held slot's stamp.
-func (s *Store) SlotAcquire(ctx context.Context, m SlotMap, ref batch.TaskRef, limit int, at time.Time) (SlotOutcome, time.Time, error) {
+func (s *Store) SlotAcquire(ctx context.Context, m SlotMap, ref domain.TaskRef, limit int, at time.Time) (SlotOutcome, time.Time, error) {
 	for try := 0; ; try++ {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: key(m.pk, slotsSK),
@@ -102,7 +102,7 @@ func (s *Store) SlotAcquire(ctx context.Context, m SlotMap, ref batch.TaskRef, l
 			return 0, time.Time{}, fmt.Errorf("acquire %s slot for %s: %w", m, ref, err)
 		}
 		holders, err := s.SlotHolders(ctx, m)
-		if errors.Is(err, batch.ErrNotFound) && m.owner && try == 0 {
+		if errors.Is(err, domain.ErrNotFound) && m.owner && try == 0 {
 			created, err := s.createSlots(ctx, m, ref, at)
 			if err != nil || created {
 				return SlotTaken, time.Time{}, err
@@ -123,7 +123,7 @@ func (s *Store) SlotAcquire(ctx context.Context, m SlotMap, ref batch.TaskRef, l
 // a new attempt taking over its task's slot owns it: the earlier attempt's
 // release names the old stamp and then leaves the slot alone. False if the
 // slot no longer has stamp from (freed or restamped meanwhile).
-func (s *Store) SlotRestamp(ctx context.Context, m SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error) {
+func (s *Store) SlotRestamp(ctx context.Context, m SlotMap, ref domain.TaskRef, from, to time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(m.pk, slotsSK),
 		UpdateExpression:          aws.String("SET sl." + slotNames + " = :to"),
@@ -142,7 +142,7 @@ func (s *Store) SlotRestamp(ctx context.Context, m SlotMap, ref batch.TaskRef, f
 
 // createSlots creates an owner's slot map holding ref's slot; false if
 // the map exists already.
-func (s *Store) createSlots(ctx context.Context, m SlotMap, ref batch.TaskRef, at time.Time) (bool, error) {
+func (s *Store) createSlots(ctx context.Context, m SlotMap, ref domain.TaskRef, at time.Time) (bool, error) {
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.table,
 		Item: map[string]types.AttributeValue{
@@ -164,7 +164,7 @@ func (s *Store) createSlots(ctx context.Context, m SlotMap, ref batch.TaskRef, a
 // that time is freed (a claim that took a slot and then was refused gives
 // back its own, never a newer one). Releasing a free slot, or one of a
 // map that does not exist, is a no-op.
-func (s *Store) SlotRelease(ctx context.Context, m SlotMap, ref batch.TaskRef, at time.Time) error {
+func (s *Store) SlotRelease(ctx context.Context, m SlotMap, ref domain.TaskRef, at time.Time) error {
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(m.pk, slotsSK),
 		UpdateExpression:         aws.String("REMOVE sl." + slotNames),
@@ -182,9 +182,9 @@ func (s *Store) SlotRelease(ctx context.Context, m SlotMap, ref batch.TaskRef, a
 }
 
 // SlotHolders reads m's taken slots, consistently: task to the time its
-// slot was taken. batch.ErrNotFound if the map does not exist (a job
+// slot was taken. domain.ErrNotFound if the map does not exist (a job
 // without a limit; an owner whose tasks never took a slot).
-func (s *Store) SlotHolders(ctx context.Context, m SlotMap) (map[batch.TaskRef]time.Time, error) {
+func (s *Store) SlotHolders(ctx context.Context, m SlotMap) (map[domain.TaskRef]time.Time, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(m.pk, slotsSK), ConsistentRead: aws.Bool(true),
 	})
@@ -192,15 +192,15 @@ func (s *Store) SlotHolders(ctx context.Context, m SlotMap) (map[batch.TaskRef]t
 		return nil, fmt.Errorf("read slots of %s: %w", m, err)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("read slots of %s: %w", m, batch.ErrNotFound)
+		return nil, fmt.Errorf("read slots of %s: %w", m, domain.ErrNotFound)
 	}
 	sl, _ := out.Item[aSlotMap].(*types.AttributeValueMemberM)
-	holders := map[batch.TaskRef]time.Time{}
+	holders := map[domain.TaskRef]time.Time{}
 	if sl == nil {
 		return holders, nil
 	}
 	for id, v := range sl.Value {
-		ref, err := batch.ParseTaskRef(id)
+		ref, err := domain.ParseTaskRef(id)
 		if err != nil {
 			return nil, fmt.Errorf("slots of %s: %w", m, err)
 		}
@@ -215,8 +215,8 @@ func (s *Store) SlotHolders(ctx context.Context, m SlotMap) (map[batch.TaskRef]t
 }
 
 // OldestHolders returns up to n holders, oldest slot first.
-func OldestHolders(holders map[batch.TaskRef]time.Time, n int) []batch.TaskRef {
-	refs := make([]batch.TaskRef, 0, len(holders))
+func OldestHolders(holders map[domain.TaskRef]time.Time, n int) []domain.TaskRef {
+	refs := make([]domain.TaskRef, 0, len(holders))
 	for r := range holders {
 		refs = append(refs, r)
 	}

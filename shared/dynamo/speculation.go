@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -45,12 +45,12 @@ func init() {
 }
 
 // decodeCopy reads a task record's copy, nil when it was never copied.
-func decodeCopy(it map[string]types.AttributeValue) *batch.CopyState {
+func decodeCopy(it map[string]types.AttributeValue) *domain.CopyState {
 	req := getT(it, aCopyReq)
 	if req.IsZero() {
 		return nil
 	}
-	c := &batch.CopyState{
+	c := &domain.CopyState{
 		Requested: req, Started: getT(it, aCopyAt), Token: getS(it, aCopyTok),
 		LeaseUntil: getT(it, aCopyLease), Executor: getS(it, aCopyEx),
 		HolderAttempt: int(getN(it, aHolderAtt)),
@@ -63,7 +63,7 @@ func decodeCopy(it map[string]types.AttributeValue) *batch.CopyState {
 
 // AsCopyClaim is t as its copy's claim: the copy's token, attempt, lease,
 // executor and claim time in the holder's places.
-func AsCopyClaim(t batch.Task) batch.Task {
+func AsCopyClaim(t domain.Task) domain.Task {
 	c := t.Copy
 	t.Token, t.Attempt, t.LeaseUntil, t.Executor, t.Claimed = c.Token, c.Attempt, c.LeaseUntil, c.Executor, c.Started
 	return t
@@ -71,7 +71,7 @@ func AsCopyClaim(t batch.Task) batch.Task {
 
 // RequestCopy asks for a copy of a claimed task (sm.TaskSpeculate).
 // sm.ErrInvalidTransition: the task moved on or was copied already.
-func (s *Store) CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error {
+func (s *Store) CopyRequest(ctx context.Context, ref domain.TaskRef, now time.Time) error {
 	c := newCond()
 	expr := transition(c, sm.Tasks.Transition(sm.TaskSpeculate))
 	c.values[":now"] = ms(now)
@@ -102,9 +102,9 @@ func (s *Store) CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Tim
 // ClaimCopy claims a task's requested copy (sm.TaskClaimCopy) and returns
 // the task as the copy's claim (AsCopyClaim). The copy takes no
 // concurrency slot: the task holds one for both of its claims. Refusals:
-// batch.ErrAlreadyDone (the task ended, or its copy was claimed, or it was
+// domain.ErrAlreadyDone (the task ended, or its copy was claimed, or it was
 // never requested), as explained by a consistent read.
-func (s *Store) CopyClaim(ctx context.Context, p ClaimParams) (batch.Task, error) {
+func (s *Store) CopyClaim(ctx context.Context, p ClaimParams) (domain.Task, error) {
 	c := newCond()
 	expr := transition(c, sm.Tasks.Transition(sm.TaskClaimCopy))
 	lease := p.Now.Add(p.Lease)
@@ -150,21 +150,21 @@ func (s *Store) CopyClaim(ctx context.Context, p ClaimParams) (batch.Task, error
 		err = nil
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, err)
+		return domain.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, err)
 	}
 	t, gerr := s.TaskGet(ctx, p.Ref)
 	if gerr != nil {
-		return batch.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, gerr)
+		return domain.Task{}, fmt.Errorf("claim copy of task %s: %w", p.Ref, gerr)
 	}
 	if t.Copy != nil && t.Copy.Token == p.Token {
 		return AsCopyClaim(t), nil // our own claim, its response lost
 	}
 	return t, fmt.Errorf("claim copy of task %s (%s, copy requested %v, started %v): %w",
-		p.Ref, t.State, t.Copy != nil, t.Copy != nil && !t.Copy.Started.IsZero(), batch.ErrAlreadyDone)
+		p.Ref, t.State, t.Copy != nil, t.Copy != nil && !t.Copy.Started.IsZero(), domain.ErrAlreadyDone)
 }
 
 // CopyHeartbeat extends the copy's lease (sm.TaskCopyHeartbeat);
-// batch.ErrStaleClaim when the caller no longer holds the copy (it ended,
+// domain.ErrStaleClaim when the caller no longer holds the copy (it ended,
 // or it became the task's holder: the caller then beats as the holder).
 func (s *Store) CopyHeartbeat(ctx context.Context, p HolderParams, lease, grace time.Duration) error {
 	c := newCond()
@@ -182,7 +182,7 @@ func (s *Store) CopyHeartbeat(ctx context.Context, p HolderParams, lease, grace 
 		ExpressionAttributeValues: c.values,
 	})
 	if isCondFailed(err) {
-		return fmt.Errorf("copy heartbeat task %s: %w", p.Ref, batch.ErrStaleClaim)
+		return fmt.Errorf("copy heartbeat task %s: %w", p.Ref, domain.ErrStaleClaim)
 	}
 	if err != nil {
 		return fmt.Errorf("copy heartbeat task %s: %w", p.Ref, err)
@@ -200,13 +200,13 @@ type DropParams struct {
 	Err   string
 	// Copy is the copy as the caller read it, for a yield: its executor
 	// moves to the holder's place.
-	Copy batch.CopyState
+	Copy domain.CopyState
 }
 
 // DropClaim applies p.Event. The task stays CLAIMED under the other claim
-// and spends no attempt. batch.ErrStaleClaim (holder events) or
+// and spends no attempt. domain.ErrStaleClaim (holder events) or
 // sm.ErrInvalidTransition (TaskCopyExpire): the task moved on.
-func (s *Store) TaskDropClaim(ctx context.Context, p DropParams) (batch.Task, error) {
+func (s *Store) TaskDropClaim(ctx context.Context, p DropParams) (domain.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	expr := transition(c, tr)
@@ -231,7 +231,7 @@ func (s *Store) TaskDropClaim(ctx context.Context, p DropParams) (batch.Task, er
 	case sm.TaskCopyExpire:
 		bindLeaseExpired(c, p.Now)
 	default:
-		return batch.Task{}, fmt.Errorf("drop claim of task %s: event %q is no drop", p.Ref, p.Event)
+		return domain.Task{}, fmt.Errorf("drop claim of task %s: event %q is no drop", p.Ref, p.Event)
 	}
 	if p.Err != "" {
 		c.values[":err"] = sv(p.Err)
@@ -247,12 +247,12 @@ func (s *Store) TaskDropClaim(ctx context.Context, p DropParams) (batch.Task, er
 	})
 	if isCondFailed(err) {
 		if p.Event == sm.TaskCopyExpire {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+			return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
 		}
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, domain.ErrStaleClaim)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
 	return decodeTask(p.Ref, out.Attributes), nil
 }
@@ -263,8 +263,8 @@ func durationAttr(b int) string { return "h" + strconv.Itoa(b) }
 // StageDurations sums the duration histograms of a stage's counter shards
 // (consistent batch reads, one per 100 shards): the durations of its
 // committed attempts, claim to commit.
-func (s *Store) StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error) {
-	var d batch.Durations
+func (s *Store) StageDurations(ctx context.Context, job string, stage, shards int) (domain.Durations, error) {
+	var d domain.Durations
 	for lo := 0; lo < shards; lo += 100 {
 		var keys []map[string]types.AttributeValue
 		for k := lo; k < min(lo+100, shards); k++ {
@@ -298,7 +298,7 @@ func later(a, b time.Time) time.Time {
 // RecordSpeculationEvent writes a task event of speculation (a copy
 // started, a copy won) to the job's timeline only: no attempt-end record,
 // no failure count. History, best effort: the caller logs a failure.
-func (s *Store) TimelineRecordSpeculation(ctx context.Context, e batch.AttemptEnd) error {
+func (s *Store) TimelineRecordSpeculation(ctx context.Context, e domain.AttemptEnd) error {
 	ref := e.Ref
 	it := map[string]types.AttributeValue{
 		attrPK: sv(eventPK(ref.Job, ref.Partition%EventShards)),

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -33,7 +33,7 @@ const (
 )
 
 // copyLaunchedAdd is ClaimCopy's count of the copy on its stage item.
-func copyLaunchedAdd(table string, ref batch.TaskRef) types.TransactWriteItem {
+func copyLaunchedAdd(table string, ref domain.TaskRef) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: &table, Key: key(jobPK(ref.Job), stageSK(ref.Stage)),
 		UpdateExpression:          aws.String("ADD " + aCopiesLaunched + " :one"),
@@ -43,7 +43,7 @@ func copyLaunchedAdd(table string, ref batch.TaskRef) types.TransactWriteItem {
 }
 
 // decodeCopyCounts reads a stage item's copy counts into st.
-func decodeCopyCounts(st *batch.Stage, it map[string]types.AttributeValue) {
+func decodeCopyCounts(st *domain.Stage, it map[string]types.AttributeValue) {
 	st.CopiesLaunched = int(getN(it, aCopiesLaunched))
 	st.CopiesRunning = int(getN(it, aCopiesRunning))
 }

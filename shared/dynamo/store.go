@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -72,7 +72,7 @@ func cancelReasons(err error) []string {
 
 // CreateJobParams describes a new job and its idempotency record.
 type CreateJobParams struct {
-	Job     batch.Job
+	Job     domain.Job
 	IdemKey string
 	// StageDue is when the sweep should check each root stage was started,
 	// in case the submitter dies between this write and the start.
@@ -238,7 +238,7 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 			return "", false, fmt.Errorf("create job: idempotency record vanished: %w", err)
 		}
 		if getS(out.Item, aSpecHash) != j.SpecHash {
-			return getS(out.Item, aJob), false, batch.ErrIdempotencyConflict
+			return getS(out.Item, aJob), false, domain.ErrIdempotencyConflict
 		}
 		return getS(out.Item, aJob), false, nil
 	}
@@ -246,21 +246,21 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 }
 
 // GetJob reads a job consistently, with its spec.
-func (s *Store) JobGet(ctx context.Context, id string) (batch.Job, error) {
+func (s *Store) JobGet(ctx context.Context, id string) (domain.Job, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(id), jobSK), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return batch.Job{}, fmt.Errorf("get job %s: %w", id, err)
+		return domain.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
 	if out.Item == nil {
-		return batch.Job{}, fmt.Errorf("get job %s: %w", id, batch.ErrNotFound)
+		return domain.Job{}, fmt.Errorf("get job %s: %w", id, domain.ErrNotFound)
 	}
 	return decodeJob(id, out.Item)
 }
 
-func decodeJob(id string, item map[string]types.AttributeValue) (batch.Job, error) {
-	j := batch.Job{
+func decodeJob(id string, item map[string]types.AttributeValue) (domain.Job, error) {
+	j := domain.Job{
 		ID: id, Owner: getS(item, aOwner), SpecHash: getS(item, aSpecHash),
 		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
@@ -407,7 +407,7 @@ func (s *Store) endJobOnce(ctx context.Context, id string, ev sm.Event, reason, 
 // ---- stages --------------------------------------------------------------
 
 // ListStages reads every stage of a job with one consistent Query.
-func (s *Store) StageList(ctx context.Context, job string) ([]batch.Stage, error) {
+func (s *Store) StageList(ctx context.Context, job string) ([]domain.Stage, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              &s.table,
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :pre)"),
@@ -419,7 +419,7 @@ func (s *Store) StageList(ctx context.Context, job string) ([]batch.Stage, error
 	if err != nil {
 		return nil, fmt.Errorf("list stages of job %s: %w", job, err)
 	}
-	stages := make([]batch.Stage, 0, len(out.Items))
+	stages := make([]domain.Stage, 0, len(out.Items))
 	for _, it := range out.Items {
 		st, err := decodeStage(job, it)
 		if err != nil {
@@ -431,26 +431,26 @@ func (s *Store) StageList(ctx context.Context, job string) ([]batch.Stage, error
 }
 
 // GetStage reads one stage consistently.
-func (s *Store) StageGet(ctx context.Context, job string, idx int) (batch.Stage, error) {
+func (s *Store) StageGet(ctx context.Context, job string, idx int) (domain.Stage, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, err)
+		return domain.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, err)
 	}
 	if out.Item == nil {
-		return batch.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, batch.ErrNotFound)
+		return domain.Stage{}, fmt.Errorf("get stage %s/%d: %w", job, idx, domain.ErrNotFound)
 	}
 	return decodeStage(job, out.Item)
 }
 
-func decodeStage(job string, it map[string]types.AttributeValue) (batch.Stage, error) {
+func decodeStage(job string, it map[string]types.AttributeValue) (domain.Stage, error) {
 	sk := getS(it, attrSK)
 	idx, err := strconv.Atoi(sk[len("STAGE#"):])
 	if err != nil {
-		return batch.Stage{}, fmt.Errorf("stage key %q: %w", sk, err)
+		return domain.Stage{}, fmt.Errorf("stage key %q: %w", sk, err)
 	}
-	st := batch.Stage{
+	st := domain.Stage{
 		Job: job, Index: idx, Name: getS(it, aName), State: sm.StageState(getS(it, aState)),
 		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
 		Enqueued: int(getN(it, aEnqueued)),
@@ -526,7 +526,7 @@ func (s *Store) StageTransition(ctx context.Context, p StageTransitionParams) er
 		err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		switch reasons := cancelReasons(err); {
 		case len(reasons) >= 2 && reasons[1] == reasonCondFailed:
-			return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, batch.ErrJobNotRunning, sm.ErrInvalidTransition)
+			return fmt.Errorf("%s stage %s/%d: %w: %w", p.Event, p.Job, p.Stage, domain.ErrJobNotRunning, sm.ErrInvalidTransition)
 		case len(reasons) >= 2 && reasons[0] == reasonCondFailed:
 			return fmt.Errorf("%s stage %s/%d: %w", p.Event, p.Job, p.Stage, sm.ErrInvalidTransition)
 		case err != nil:
@@ -617,7 +617,7 @@ func (s *Store) DueSet(ctx context.Context, it DueItem, due time.Time) error {
 // entry of its own, which is what finds its message if it is lost) must
 // keep that entry. Both the state and the update time are checked, so a
 // task redriven and finished again since keeps its new entry too.
-func (s *Store) TaskUnindex(ctx context.Context, t batch.Task) error {
+func (s *Store) TaskUnindex(ctx context.Context, t domain.Task) error {
 	vals := map[string]types.AttributeValue{":st": sv(string(t.State))}
 	unchanged := "#st = :st AND attribute_not_exists(upd)"
 	if !t.Updated.IsZero() {
@@ -703,7 +703,7 @@ func dueItemKey(it DueItem) (pk, sk string) {
 // SetStagePlan records a stage's task count and shard count once. A second
 // call (a materialization retried after a crash) keeps the first values and
 // returns the stage as stored.
-func (s *Store) StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error) {
+func (s *Store) StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:    aws.String("SET tot = :t, nsh = :n"),
@@ -713,7 +713,7 @@ func (s *Store) StageSetPlan(ctx context.Context, job string, idx, total int) (b
 		},
 	})
 	if err != nil && !isCondFailed(err) {
-		return batch.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
+		return domain.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
 	}
 	return s.StageGet(ctx, job, idx)
 }
@@ -804,7 +804,7 @@ func (s *Store) ShardLeft(ctx context.Context, job string, idx, shard int) (int,
 		return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, err)
 	}
 	if out.Item == nil {
-		return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, batch.ErrNotFound)
+		return 0, fmt.Errorf("read counter %d of stage %s/%d: %w", shard, job, idx, domain.ErrNotFound)
 	}
 	return int(getN(out.Item, aLeft)), nil
 }
@@ -820,7 +820,7 @@ func (s *Store) ShardLeft(ctx context.Context, job string, idx, shard int) (int,
 // they were read for: no split happened while they were read, they were
 // only counted down, and each was at zero when the read ended. Otherwise
 // the counters are read again for the new total.
-func (s *Store) StageProgress(ctx context.Context, st batch.Stage) (batch.Progress, error) {
+func (s *Store) StageProgress(ctx context.Context, st domain.Stage) (domain.Progress, error) {
 	for {
 		p, err := s.progressOnce(ctx, st)
 		if err != nil || !p.Complete() {
@@ -828,7 +828,7 @@ func (s *Store) StageProgress(ctx context.Context, st batch.Stage) (batch.Progre
 		}
 		now, err := s.StageGet(ctx, st.Job, st.Index)
 		if err != nil {
-			return batch.Progress{}, fmt.Errorf("progress of stage %s/%d: %w", st.Job, st.Index, err)
+			return domain.Progress{}, fmt.Errorf("progress of stage %s/%d: %w", st.Job, st.Index, err)
 		}
 		if now.Total == st.Total {
 			return p, nil
@@ -837,8 +837,8 @@ func (s *Store) StageProgress(ctx context.Context, st batch.Stage) (batch.Progre
 	}
 }
 
-func (s *Store) progressOnce(ctx context.Context, st batch.Stage) (batch.Progress, error) {
-	p := batch.Progress{Total: st.Total}
+func (s *Store) progressOnce(ctx context.Context, st domain.Stage) (domain.Progress, error) {
+	p := domain.Progress{Total: st.Total}
 	for lo := 0; lo < st.Shards; lo += 100 {
 		var keys []map[string]types.AttributeValue
 		for k := lo; k < min(lo+100, st.Shards); k++ {

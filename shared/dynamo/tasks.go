@@ -13,14 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-func encodeTask(t batch.Task, due time.Time) map[string]types.AttributeValue {
+func encodeTask(t domain.Task, due time.Time) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attrPK: sv(taskPK(t.Ref)), attrSK: sv(taskSK(t.Ref.Partition)),
 		aState: sv(string(t.State)), aAttempt: nv(int64(t.Attempt)), aMax: nv(int64(t.MaxAttempts)),
@@ -46,7 +46,7 @@ func encodeTask(t batch.Task, due time.Time) map[string]types.AttributeValue {
 
 // TaskItemSize is the size of the largest task record the store writes for
 // t: a claimed task with a token, lease and last error of maxErr bytes.
-func TaskItemSize(t batch.Task, maxErr int) int {
+func TaskItemSize(t domain.Task, maxErr int) int {
 	item := encodeTask(t, time.Now())
 	item[aToken] = sv("0123456789abcdef0123456789abcdef")
 	item[aLease] = ms(time.Now())
@@ -61,19 +61,19 @@ func TaskItemSize(t batch.Task, maxErr int) int {
 	item[aErr] = sv(string(make([]byte, maxErr)))
 	item[aTaskTolerated] = bv(true) // tolerate.go
 	// The error's class and an out-of-memory retry's size (errorclass.go).
-	item[aErrClass], item[aMemory] = sv(string(batch.ClassOutOfMemory)), nv(10<<30)
+	item[aErrClass], item[aMemory] = sv(string(domain.ClassOutOfMemory)), nv(10<<30)
 	item[aCkAttempt], item[aCkSeq], item[aCkOffset], item[aCont] = nv(int64(t.MaxAttempts)), nv(1<<20), nv(1<<50), nv(100) // checkpoint.go
 	return ItemSize(item)
 }
 
-func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Task {
-	t := batch.Task{
+func decodeTask(ref domain.TaskRef, it map[string]types.AttributeValue) domain.Task {
+	t := domain.Task{
 		Ref: ref, State: sm.TaskState(getS(it, aState)), Attempt: int(getN(it, aAttempt)),
 		MaxAttempts: int(getN(it, aMax)), Token: getS(it, aToken), LeaseUntil: getT(it, aLease),
 		NotBefore: getT(it, aNotBefore), CommittedAttempt: int(getN(it, aCommitAtt)),
 		Outputs: int(getN(it, aOutputs)), LastError: getS(it, aErr), Updated: getT(it, aUpdated),
 		SlotAt: getT(it, aSlotAt), Executor: getS(it, aExecutor), Claimed: getT(it, aClaimed),
-		ErrorClass: batch.ErrorClass(getS(it, aErrClass)), Memory: spec.Size(getN(it, aMemory)),
+		ErrorClass: domain.ErrorClass(getS(it, aErrClass)), Memory: spec.Size(getN(it, aMemory)),
 		Tolerated:      getB(it, aTaskTolerated),
 		Checkpoint:     decodeCheckpointRef(it), // checkpoint.go
 		Copy:           decodeCopy(it),          // speculation.go
@@ -89,7 +89,7 @@ func decodeTask(ref batch.TaskRef, it map[string]types.AttributeValue) batch.Tas
 // putTasksEach creates task records that do not exist yet, each with its
 // own conditional put, so a task that a retried materialization finds
 // already claimed or committed is never reset (PutTasks' fallback).
-func (s *Store) putTasksEach(ctx context.Context, tasks []batch.Task, due time.Time) error {
+func (s *Store) putTasksEach(ctx context.Context, tasks []domain.Task, due time.Time) error {
 	sem := make(chan struct{}, putConcurrency)
 	errs := make(chan error, len(tasks))
 	var wg sync.WaitGroup
@@ -117,23 +117,23 @@ func (s *Store) putTasksEach(ctx context.Context, tasks []batch.Task, due time.T
 const putConcurrency = 16
 
 // GetTask reads a task consistently.
-func (s *Store) TaskGet(ctx context.Context, ref batch.TaskRef) (batch.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, ref domain.TaskRef) (domain.Task, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("get task %s: %w", ref, err)
+		return domain.Task{}, fmt.Errorf("get task %s: %w", ref, err)
 	}
 	if out.Item == nil {
-		return batch.Task{}, fmt.Errorf("get task %s: %w", ref, batch.ErrNotFound)
+		return domain.Task{}, fmt.Errorf("get task %s: %w", ref, domain.ErrNotFound)
 	}
 	return decodeTask(ref, out.Item), nil
 }
 
 // ListStageTasks reads every task of a stage of total tasks, bucket by
 // bucket, consistently.
-func (s *Store) TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error) {
-	tasks := make([]batch.Task, 0, total)
+func (s *Store) TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error) {
+	tasks := make([]domain.Task, 0, total)
 	for b := 0; b*TaskBucket < total; b++ {
 		var start map[string]types.AttributeValue
 		for {
@@ -150,7 +150,7 @@ func (s *Store) TaskListStage(ctx context.Context, job string, stage, total int)
 			for _, it := range out.Items {
 				var p int
 				fmt.Sscanf(getS(it, attrSK), "%d", &p)
-				tasks = append(tasks, decodeTask(batch.TaskRef{Job: job, Stage: stage, Partition: p}, it))
+				tasks = append(tasks, decodeTask(domain.TaskRef{Job: job, Stage: stage, Partition: p}, it))
 			}
 			if start = out.LastEvaluatedKey; start == nil {
 				break
@@ -164,7 +164,7 @@ func (s *Store) TaskListStage(ctx context.Context, job string, stage, total int)
 // them, its unwritten tasks (sm.TaskUnwritten): each partition below
 // materialized (the stage's enqueued count) with no record, READY at
 // attempt 0 with maxAttempts. The answer is in partition order.
-func WithUnwritten(tasks []batch.Task, job string, stage, materialized, maxAttempts int) []batch.Task {
+func WithUnwritten(tasks []domain.Task, job string, stage, materialized, maxAttempts int) []domain.Task {
 	have := make(map[int]bool, len(tasks))
 	for _, t := range tasks {
 		have[t.Ref.Partition] = true
@@ -172,21 +172,21 @@ func WithUnwritten(tasks []batch.Task, job string, stage, materialized, maxAttem
 	out := slices.Clone(tasks)
 	for p := range materialized {
 		if !have[p] {
-			out = append(out, unwrittenTask(batch.TaskRef{Job: job, Stage: stage, Partition: p}, maxAttempts))
+			out = append(out, unwrittenTask(domain.TaskRef{Job: job, Stage: stage, Partition: p}, maxAttempts))
 		}
 	}
-	slices.SortFunc(out, func(a, b batch.Task) int { return a.Ref.Partition - b.Ref.Partition })
+	slices.SortFunc(out, func(a, b domain.Task) int { return a.Ref.Partition - b.Ref.Partition })
 	return out
 }
 
 // unwrittenTask is how a reader fills in a task with no record.
-func unwrittenTask(ref batch.TaskRef, maxAttempts int) batch.Task {
-	return batch.Task{Ref: ref, State: sm.TaskUnwritten, MaxAttempts: maxAttempts, Unwritten: true}
+func unwrittenTask(ref domain.TaskRef, maxAttempts int) domain.Task {
+	return domain.Task{Ref: ref, State: sm.TaskUnwritten, MaxAttempts: maxAttempts, Unwritten: true}
 }
 
 // ClaimParams claims a task for one attempt.
 type ClaimParams struct {
-	Ref   batch.TaskRef
+	Ref   domain.TaskRef
 	Token string
 	Now   time.Time
 	Lease time.Duration
@@ -194,7 +194,7 @@ type ClaimParams struct {
 	// unrenewed claim back (the message normally returns first).
 	Grace time.Duration
 	// SlotAt, when set, is the stamp of the concurrency slots taken for
-	// this claim; it is kept on the task (see batch.Task.SlotAt).
+	// this claim; it is kept on the task (see domain.Task.SlotAt).
 	SlotAt time.Time
 	// Executor, when set, is the claiming executor's id, kept on the task
 	// so that others can tell from its liveness record that it died.
@@ -210,10 +210,10 @@ type ClaimParams struct {
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
 // CLAIMED task whose lease expired with attempts left. Either way the
 // attempt increments and the token is fresh. Other cases return an outcome
-// error: *batch.ClaimHeldError, *batch.NotDueError, batch.ErrAlreadyDone,
+// error: *domain.ClaimHeldError, *domain.NotDueError, domain.ErrAlreadyDone,
 // or sm.ErrInvalidTransition for an expired claim with no attempts left
 // (the caller exhausts it).
-func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (batch.Task, error) {
+func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (domain.Task, error) {
 	c := newCond()
 	claim := transition(c, sm.Tasks.Transition(sm.TaskClaim))
 	reclaim := transition(c, sm.Tasks.Transition(sm.TaskReclaim))
@@ -244,14 +244,14 @@ func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (batch.Task, error
 		return decodeTask(p.Ref, out.Attributes), nil
 	}
 	if !isCondFailed(err) {
-		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, err)
+		return domain.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, err)
 	}
 	// Read the task back to tell the caller why: moto ignores
 	// ReturnValuesOnConditionCheckFailure on UpdateItem, and a consistent
 	// read is as good on AWS.
 	t, gerr := s.TaskGet(ctx, p.Ref)
 	if gerr != nil {
-		return batch.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, gerr)
+		return domain.Task{}, fmt.Errorf("claim task %s: %w", p.Ref, gerr)
 	}
 	if t.State == sm.TaskClaimed && t.Token == p.Token {
 		// Our own claim: the write applied, its response was lost, and the
@@ -268,7 +268,7 @@ func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (batch.Task, error
 // job's tasks, and nothing else would ever delete it. A record that moved
 // on is left alone. (A transaction of one delete: the store deletes
 // nothing else on its own, and this path is rare.)
-func (s *Store) TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error {
+func (s *Store) TaskForgetClaim(ctx context.Context, ref domain.TaskRef, token string) error {
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Delete: &types.Delete{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
 		ConditionExpression:      aws.String("#st = :st AND tok = :tok"),
@@ -323,26 +323,26 @@ func leaseDue(c *cond, due time.Time) string {
 
 // explainClaim turns a refused claim into the outcome the executor acts on,
 // using the same rules that built the condition.
-func explainClaim(t batch.Task, now time.Time) error {
+func explainClaim(t domain.Task, now time.Time) error {
 	in := sm.TaskInput{At: now}
 	if t.State == sm.TaskSucceeded {
-		return fmt.Errorf("claim task %s (%s): %w: %w", t.Ref, t.State, ErrCommitted, batch.ErrAlreadyDone)
+		return fmt.Errorf("claim task %s (%s): %w: %w", t.Ref, t.State, ErrCommitted, domain.ErrAlreadyDone)
 	}
 	if sm.Tasks.IsTerminal(t.State) {
-		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, batch.ErrAlreadyDone)
+		return fmt.Errorf("claim task %s (%s): %w", t.Ref, t.State, domain.ErrAlreadyDone)
 	}
 	if t.State == sm.TaskReady {
-		return &batch.NotDueError{At: t.NotBefore}
+		return &domain.NotDueError{At: t.NotBefore}
 	}
 	if t.Copy.Live() {
 		// Two live claims (speculation.go): neither is reclaimed while the
 		// other lives, so the message waits for the later lease.
-		return &batch.ClaimHeldError{LeaseUntil: later(t.LeaseUntil, t.Copy.LeaseUntil).Add(sm.LeaseSkew)}
+		return &domain.ClaimHeldError{LeaseUntil: later(t.LeaseUntil, t.Copy.LeaseUntil).Add(sm.LeaseSkew)}
 	}
 	_, err := sm.Decide(t.View(), sm.TaskReclaim, in)
 	var ge *sm.GuardError
 	if errors.As(err, &ge) && ge.Guard == sm.GuardLeaseExpired {
-		return &batch.ClaimHeldError{LeaseUntil: t.LeaseUntil.Add(sm.LeaseSkew)}
+		return &domain.ClaimHeldError{LeaseUntil: t.LeaseUntil.Add(sm.LeaseSkew)}
 	}
 	if errors.As(err, &ge) && ge.Guard == sm.GuardAttemptsLeft {
 		return fmt.Errorf("claim task %s: lease expired on attempt %d of %d: %w", t.Ref, t.Attempt, t.MaxAttempts, sm.ErrInvalidTransition)
@@ -350,12 +350,12 @@ func explainClaim(t batch.Task, now time.Time) error {
 	// The condition failed but the rules allow the claim now: the record
 	// changed between the write and the read. Report a live claim so the
 	// message comes back shortly.
-	return &batch.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
+	return &domain.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
 }
 
 // HolderParams identifies the holder of a claim acting on its task.
 type HolderParams struct {
-	Ref   batch.TaskRef
+	Ref   domain.TaskRef
 	Token string
 	Now   time.Time
 }
@@ -378,7 +378,7 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p HolderParams, lease, grace 
 		ExpressionAttributeValues: c.values,
 	})
 	if isCondFailed(err) {
-		return fmt.Errorf("heartbeat task %s: %w", p.Ref, batch.ErrStaleClaim)
+		return fmt.Errorf("heartbeat task %s: %w", p.Ref, domain.ErrStaleClaim)
 	}
 	if err != nil {
 		return fmt.Errorf("heartbeat task %s: %w", p.Ref, err)
@@ -407,7 +407,7 @@ type CommitParams struct {
 	// batched with others (CountCommits); CommitTask then only commits.
 	// A commit with bad records is counted in its transaction regardless.
 	DeferCount bool
-	// Watched: the task has an index entry of its own (batch.Task.Watched
+	// Watched: the task has an index entry of its own (domain.Task.Watched
 	// as claimed). Its commit is then one transaction that counts it and
 	// takes the entry out, as a split commit would leave the entry for the
 	// sweep to check the count and remove (count.go): about the same
@@ -424,8 +424,8 @@ type CommitParams struct {
 //
 // A retry of a commit whose response was lost finds the task SUCCEEDED with
 // its own token: it recognises its own success and counts (once: the
-// count is idempotent). Any other refusal is batch.ErrStaleClaim or
-// batch.ErrAlreadyDone.
+// count is idempotent). Any other refusal is domain.ErrStaleClaim or
+// domain.ErrAlreadyDone.
 func (s *Store) TaskCommit(ctx context.Context, p CommitParams) (shardDone bool, err error) {
 	if err := checkBadRecords(p); err != nil { // badrecords.go
 		return false, err
@@ -489,11 +489,11 @@ func (s *Store) explainCommit(ctx context.Context, p CommitParams) error {
 	case t.State == sm.TaskSucceeded && t.Token == p.Token && t.CommittedAttempt == p.Attempt:
 		return nil
 	case sm.Tasks.IsTerminal(t.State):
-		return fmt.Errorf("attempt %d: task is %s: %w", p.Attempt, t.State, batch.ErrAlreadyDone)
+		return fmt.Errorf("attempt %d: task is %s: %w", p.Attempt, t.State, domain.ErrAlreadyDone)
 	case t.Token != p.Token, t.State == sm.TaskReady:
 		// READY keeps the token of the attempt whose failure (a retry, a
 		// timeout) released it: that attempt's claim is gone all the same.
-		return fmt.Errorf("attempt %d: current attempt is %d (%s): %w", p.Attempt, t.Attempt, t.State, batch.ErrStaleClaim)
+		return fmt.Errorf("attempt %d: current attempt is %d (%s): %w", p.Attempt, t.Attempt, t.State, domain.ErrStaleClaim)
 	}
 	return fmt.Errorf("attempt %d: refused while %s with its token", p.Attempt, t.State)
 }
@@ -583,7 +583,7 @@ type ReleaseParams struct {
 	Err       string
 	// Class is Err's class, kept with it; Memory, when set, is the
 	// executor size the next attempt runs on (an out-of-memory retry).
-	Class  batch.ErrorClass
+	Class  domain.ErrorClass
 	Memory spec.Size
 	// Due is when the sweep checks the task next: for a retry, when its
 	// message should long have been claimed; for a failure, at once, until
@@ -595,7 +595,7 @@ type ReleaseParams struct {
 }
 
 // ReleaseTask applies the holder's retry or fail event.
-func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (batch.Task, error) {
+func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (domain.Task, error) {
 	c := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	expr := transition(c, tr)
@@ -609,7 +609,7 @@ func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (batch.Task, e
 		c.values[":nb"] = ms(p.NotBefore)
 		upd += ", nb = :nb"
 	}
-	if p.Class != batch.ClassNone {
+	if p.Class != domain.ClassNone {
 		c.values[":ecl"] = sv(string(p.Class))
 		upd += ", " + aErrClass + " = :ecl"
 	}
@@ -632,10 +632,10 @@ func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (batch.Task, e
 		if t, gerr := s.TaskGet(ctx, p.Ref); gerr == nil && ownRelease(t, tr.To, p) {
 			return t, nil
 		}
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, domain.ErrStaleClaim)
 	}
 	if err != nil {
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
 	return decodeTask(p.Ref, attrs), nil
 }
@@ -644,7 +644,7 @@ func (s *Store) TaskRelease(ctx context.Context, p ReleaseParams) (batch.Task, e
 // token is still on it (the next claim replaces it) and the state, error
 // and update time are those p wrote. A sweep's expiry of the same claim
 // writes its own error and time.
-func ownRelease(t batch.Task, to sm.TaskState, p ReleaseParams) bool {
+func ownRelease(t domain.Task, to sm.TaskState, p ReleaseParams) bool {
 	return t.State == to && t.Token == p.Token && t.LastError == p.Err &&
 		t.Updated.Equal(time.UnixMilli(p.Now.UnixMilli()))
 }
@@ -652,12 +652,12 @@ func ownRelease(t batch.Task, to sm.TaskState, p ReleaseParams) bool {
 // SweepTaskParams applies a non-holder event (expire, exhaust, cancel) to a
 // task, as the sweep or a cancelling job does.
 type SweepTaskParams struct {
-	Ref   batch.TaskRef
+	Ref   domain.TaskRef
 	Event sm.Event // TaskExpire, TaskExhaust or TaskCancel
 	Now   time.Time
 	Err   string
 	// Class is Err's class, kept with it (lease_expired for an exhaust).
-	Class batch.ErrorClass
+	Class domain.ErrorClass
 	// Memory, when set, is the executor size the next attempt runs on (an
 	// expiry of a holder that died for memory: oomkill.go in control).
 	Memory spec.Size
@@ -683,7 +683,7 @@ func (s *Store) TaskSweep(ctx context.Context, p SweepTaskParams) error {
 		c.values[":err"] = sv(p.Err)
 		upd += ", err = :err"
 	}
-	if p.Class != batch.ClassNone {
+	if p.Class != domain.ClassNone {
 		c.values[":ecl"] = sv(string(p.Class))
 		upd += ", " + aErrClass + " = :ecl"
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -30,7 +30,7 @@ var ErrNotTolerated = fmt.Errorf("failure not tolerated")
 
 // TolerateParams fails a task for good within its stage's allowance.
 type TolerateParams struct {
-	Ref batch.TaskRef
+	Ref domain.TaskRef
 	// Event is the task's failing event: the holder's TaskFail or
 	// TaskFailPermanent (Token set), or the sweep's TaskExhaust.
 	Event sm.Event
@@ -47,7 +47,7 @@ type TolerateParams struct {
 	// transaction.
 	Outbox *events.Event
 	// Class is Err's class, kept with it.
-	Class batch.ErrorClass
+	Class domain.ErrorClass
 }
 
 // FailTolerated fails a task and, in the same transaction, counts it down
@@ -58,9 +58,9 @@ type TolerateParams struct {
 // allowance: each transaction's guard reads the count the others wrote.
 //
 // ErrNotTolerated: the stage's guard refused, the task is unchanged.
-// batch.ErrStaleClaim (holder events) or sm.ErrInvalidTransition (the
+// domain.ErrStaleClaim (holder events) or sm.ErrInvalidTransition (the
 // sweep's): the task moved on.
-func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (batch.Task, error) {
+func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (domain.Task, error) {
 	tc := newCond()
 	tr := sm.Tasks.Transition(p.Event)
 	texpr := transition(tc, tr)
@@ -75,7 +75,7 @@ func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (batch.
 		bindLeaseExpired(tc, p.Now)
 	}
 	upd := "SET #st = :to, err = :err, upd = :now, " + aTaskTolerated + " = :t"
-	if p.Class != batch.ClassNone {
+	if p.Class != domain.ClassNone {
 		tc.values[":ecl"] = sv(string(p.Class))
 		upd += ", " + aErrClass + " = :ecl"
 	}
@@ -111,7 +111,7 @@ func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (batch.
 	if p.Outbox != nil {
 		put, err := s.outboxPut(*p.Outbox)
 		if err != nil {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+			return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 		}
 		items = append(items, put)
 	}
@@ -119,15 +119,15 @@ func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (batch.
 	switch r := cancelReasons(err); {
 	case len(r) >= 3 && r[0] == reasonCondFailed:
 		if p.Event == sm.TaskExhaust {
-			return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
+			return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, sm.ErrInvalidTransition)
 		}
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, batch.ErrStaleClaim)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, domain.ErrStaleClaim)
 	case len(r) >= 3 && r[2] == reasonCondFailed:
-		return batch.Task{}, fmt.Errorf("%s task %s: stage %d: %w", p.Event, p.Ref, p.Ref.Stage, ErrNotTolerated)
+		return domain.Task{}, fmt.Errorf("%s task %s: stage %d: %w", p.Event, p.Ref, p.Ref.Stage, ErrNotTolerated)
 	case len(r) >= 3 && r[1] == reasonCondFailed:
-		return batch.Task{}, fmt.Errorf("%s task %s: its completion counter is missing", p.Event, p.Ref)
+		return domain.Task{}, fmt.Errorf("%s task %s: its completion counter is missing", p.Event, p.Ref)
 	case err != nil:
-		return batch.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
+		return domain.Task{}, fmt.Errorf("%s task %s: %w", p.Event, p.Ref, err)
 	}
 	return s.TaskGet(ctx, p.Ref)
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // runBadRecords is `batchwork result ID --bad-records`: every record the
@@ -65,7 +65,7 @@ func runBadRecords(ctx context.Context, a *app, args []string) int {
 // reasonText is a rejection's reason on one table line: the task wrote it,
 // possibly from the record, so line ends, tabs and control characters
 // (terminal escape sequences) are escaped. Reasons are short
-// (batch.MaxBadReasonBytes).
+// (domain.MaxBadReasonBytes).
 func reasonText(s string) string {
-	return oneLine(s, 4*batch.MaxBadReasonBytes) // escaped as every print path is (escape.go)
+	return oneLine(s, 4*domain.MaxBadReasonBytes) // escaped as every print path is (escape.go)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // A rejection's reason is the task's text (a program's stderr line, a
@@ -23,7 +23,7 @@ func TestBadRecordReasonStaysOnItsLine(t *testing.T) {
 	const job = "j0123456789a0123456789"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(control.BadRecordPage{Job: job, Counts: map[string]int64{"s": 1}, Records: []batch.BadRecord{
+		_ = json.NewEncoder(w).Encode(control.BadRecordPage{Job: job, Counts: map[string]int64{"s": 1}, Records: []domain.BadRecord{
 			{Stage: "s", Partition: 0, Attempt: 1, Offset: 7, Record: "x", Reason: "line one\nline two\tcol\x1b[2Jwiped\r"},
 		}})
 	}))

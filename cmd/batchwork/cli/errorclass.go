@@ -2,7 +2,7 @@ package cli
 
 import (
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // taskState is the STATE cell of `batchwork tasks`: a FAILED task's state
@@ -11,7 +11,7 @@ import (
 func taskState(t client.Task) string {
 	s := t.State
 	if t.State == "FAILED" && t.ErrorClass != "" {
-		s += " (" + batch.ErrorClass(t.ErrorClass).Ended() + ")"
+		s += " (" + domain.ErrorClass(t.ErrorClass).Ended() + ")"
 	}
 	if t.Memory != "" && t.State != "FAILED" {
 		s += " @" + t.Memory

@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -46,9 +46,9 @@ func hostileAPI(t *testing.T) *httptest.Server {
 		"GET /jobs/" + hostileJob + "/history": control.History{Events: []control.Event{{At: now, Type: hostile, Stage: hostile, Partition: &part, Message: hostile}}},
 		"GET /jobs/" + hostileJob + "/logs":    logs.Page{Lines: []logs.Line{{Time: now, Fields: logFields}}},
 		"GET /jobs/" + hostileJob + "/manifest": control.OutputList{Job: hostile, State: hostile, Bucket: hostile,
-			Outputs: []control.OutputInfo{{Output: batch.Output{Stage: hostile, Key: hostile}}}},
+			Outputs: []control.OutputInfo{{Output: domain.Output{Stage: hostile, Key: hostile}}}},
 		"GET /jobs/" + hostileJob + "/bad-records": control.BadRecordPage{Job: hostile, Counts: map[string]int64{hostile: 1},
-			Records: []batch.BadRecord{{Stage: hostile, Reason: hostile, Record: hostile}}},
+			Records: []domain.BadRecord{{Stage: hostile, Reason: hostile, Record: hostile}}},
 		"POST /jobs/" + hostileJob + "/cancel":  status,
 		"POST /jobs/" + hostileJob + "/redrive": status,
 		"POST /jobs/" + hostileJob + "/rerun":   control.SubmitResult{JobID: hostile, Created: true},

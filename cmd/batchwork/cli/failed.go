@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/client"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -99,7 +99,7 @@ func runFailed(ctx context.Context, a *app, args []string) int {
 }
 
 // endedBy words a failed task's error class as the status does.
-func endedBy(class string) string { return batch.ErrorClass(class).Ended() }
+func endedBy(class string) string { return domain.ErrorClass(class).Ended() }
 
 func runRedrive(ctx context.Context, a *app, args []string) int {
 	// The redrive count the status shows is the request's token: the

@@ -3,7 +3,7 @@ package execstage
 // Checkpoints of exec stages' programs: the protocol by which a program
 // saves its progress, as a Go function does with Task.Checkpoint, and
 // resumes from it on a retry, as with Task.Resume (executor's checkpoint.go). The
-// semantics are the Go path's: the same limits (batch.CheckArgs), the
+// semantics are the Go path's: the same limits (domain.CheckArgs), the
 // same fencing (only the holder of the task's claim can make a
 // checkpoint usable), the outputs so far sealed as segments before the
 // checkpoint is recorded, so a resumed task's outputs are byte for byte
@@ -21,7 +21,7 @@ package execstage
 //     offset being the bytes of its stdin consumed, counted from the
 //     first byte of the task's input (so from BATCHWORK_RESUME_OFFSET on
 //     a resumed attempt), on a record boundary, and state at most
-//     batch.MaxCheckpointState bytes before encoding (standard base64,
+//     domain.MaxCheckpointState bytes before encoding (standard base64,
 //     padded; empty for none);
 //  3. reads one line from file descriptor 4 (BATCHWORK_CHECKPOINT_FD)
 //     before writing anything more to stdout: "ok" once the checkpoint
@@ -70,7 +70,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ExecCheckpointPrefix starts the control line by which an exec program
@@ -91,7 +91,7 @@ const (
 
 // maxCheckpointLine bounds a checkpoint line: the prefix, an
 // offset, and the largest state in base64.
-var maxCheckpointLine = len(ExecCheckpointPrefix) + 20 + 1 + base64.StdEncoding.EncodedLen(batch.MaxCheckpointState)
+var maxCheckpointLine = len(ExecCheckpointPrefix) + 20 + 1 + base64.StdEncoding.EncodedLen(domain.MaxCheckpointState)
 
 // ackTimeout bounds writing one ack: a program that never reads its
 // acks must not stall the runner once the pipe is full.
@@ -103,29 +103,29 @@ func parseCheckpointLine(rest string) (int64, []byte, error) {
 	offText, stateText, ok := strings.Cut(rest, "\t")
 	if !ok {
 		return 0, nil, fmt.Errorf("%w: checkpoint line: want BATCHWORK_CHECKPOINT<TAB>offset<TAB>base64 state, got no tab after the offset %q",
-			batch.ErrCheckpoint, truncate(offText, 40))
+			domain.ErrCheckpoint, truncate(offText, 40))
 	}
 	off, err := strconv.ParseInt(offText, 10, 64)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: checkpoint line: offset %q is not a whole number of bytes", batch.ErrCheckpoint, truncate(offText, 40))
+		return 0, nil, fmt.Errorf("%w: checkpoint line: offset %q is not a whole number of bytes", domain.ErrCheckpoint, truncate(offText, 40))
 	}
 	if off < 0 {
-		return 0, nil, fmt.Errorf("%w: checkpoint line: offset %d is negative", batch.ErrCheckpoint, off)
+		return 0, nil, fmt.Errorf("%w: checkpoint line: offset %d is negative", domain.ErrCheckpoint, off)
 	}
 	if strings.ContainsAny(stateText, "\t") {
-		return 0, nil, fmt.Errorf("%w: checkpoint line: state has a tab; want one base64 field", batch.ErrCheckpoint)
+		return 0, nil, fmt.Errorf("%w: checkpoint line: state has a tab; want one base64 field", domain.ErrCheckpoint)
 	}
-	if n := base64.StdEncoding.DecodedLen(len(stateText)); n > batch.MaxCheckpointState+2 {
+	if n := base64.StdEncoding.DecodedLen(len(stateText)); n > domain.MaxCheckpointState+2 {
 		return 0, nil, fmt.Errorf("%w: checkpoint line: state of about %d bytes is over the %d-byte limit; keep data in outputs",
-			batch.ErrCheckpoint, n, batch.MaxCheckpointState)
+			domain.ErrCheckpoint, n, domain.MaxCheckpointState)
 	}
 	state, err := base64.StdEncoding.DecodeString(stateText)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: checkpoint line: state is not standard base64: %v", batch.ErrCheckpoint, err)
+		return 0, nil, fmt.Errorf("%w: checkpoint line: state is not standard base64: %v", domain.ErrCheckpoint, err)
 	}
-	if len(state) > batch.MaxCheckpointState {
+	if len(state) > domain.MaxCheckpointState {
 		return 0, nil, fmt.Errorf("%w: checkpoint line: state of %d bytes is over the %d-byte limit; keep data in outputs",
-			batch.ErrCheckpoint, len(state), batch.MaxCheckpointState)
+			domain.ErrCheckpoint, len(state), domain.MaxCheckpointState)
 	}
 	return off, state, nil
 }
@@ -161,7 +161,7 @@ func (x *execCheckpoints) handle(rest string, cut bool) {
 
 // cutCheckpoint is the error of a checkpoint line cut for its length.
 var errCheckpointLineCut = fmt.Errorf("%w: checkpoint line: longer than %d bytes (state over the %d-byte limit?)",
-	batch.ErrCheckpoint, maxCheckpointLine, batch.MaxCheckpointState)
+	domain.ErrCheckpoint, maxCheckpointLine, domain.MaxCheckpointState)
 
 func (x *execCheckpoints) save(rest string) error {
 	if len(ExecCheckpointPrefix)+len(rest) >= maxCheckpointLine {
@@ -172,7 +172,7 @@ func (x *execCheckpoints) save(rest string) error {
 		return err
 	}
 	if x.t.Checkpoints == nil {
-		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", batch.ErrCheckpoint)
+		return fmt.Errorf("%w: this task cannot checkpoint (a control plane without checkpoints)", domain.ErrCheckpoint)
 	}
 	// Everything the program wrote to stdout before the line is read
 	// into the outputs before they are sealed.
@@ -261,7 +261,7 @@ func (p *stdoutPump) run() {
 				p.write(data[:i])
 				var err error
 				if p.sink.shuffle && p.sink.partial.Len() > 0 {
-					err = fmt.Errorf("%w: stdout has an unfinished line; end every key<TAB>value line before checkpointing", batch.ErrCheckpoint)
+					err = fmt.Errorf("%w: stdout has an unfinished line; end every key<TAB>value line before checkpointing", domain.ErrCheckpoint)
 				}
 				p.signal(err)
 				data = data[i+len(p.tok):]

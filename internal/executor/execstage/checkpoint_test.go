@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // TestParseCheckpointLine: a checkpoint line's fields parse, and a bad
 // one is refused with an error naming the field and the problem.
 func TestParseCheckpointLine(t *testing.T) {
 	t.Parallel()
-	big := base64.StdEncoding.EncodeToString(make([]byte, batch.MaxCheckpointState+1))
+	big := base64.StdEncoding.EncodeToString(make([]byte, domain.MaxCheckpointState+1))
 	tests := []struct {
 		rest      string
 		wantOff   int64
@@ -42,7 +42,7 @@ func TestParseCheckpointLine(t *testing.T) {
 	for _, tt := range tests {
 		off, state, err := parseCheckpointLine(tt.rest)
 		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, batch.ErrCheckpoint) {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, domain.ErrCheckpoint) {
 				t.Errorf("%.40q: error %v, want a checkpoint refusal containing %q", tt.rest, err, tt.wantErr)
 			}
 			continue

@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // ExitPermanent is the exit status with which an exec stage's program says
@@ -25,16 +25,16 @@ const ExitPermanent = 65
 func exitError(name string, e *exec.ExitError, tail string) error {
 	msg := fmt.Sprintf("exec %s: %s%s", name, exitDescription(e), tail)
 	if e.ExitCode() == ExitPermanent {
-		return &classedError{msg: msg, class: batch.ErrPermanent}
+		return &classedError{msg: msg, class: domain.ErrPermanent}
 	}
 	if ws, ok := e.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		return &classedError{msg: fmt.Sprintf("exec %s: %s (out of memory)%s", name, exitDescription(e), tail), class: batch.ErrOutOfMemory}
+		return &classedError{msg: fmt.Sprintf("exec %s: %s (out of memory)%s", name, exitDescription(e), tail), class: domain.ErrOutOfMemory}
 	}
 	return errors.New(msg)
 }
 
 // classedError is an error whose message is its own and whose class
-// (batch.ClassOf) is that of the sentinel it wraps.
+// (domain.ClassOf) is that of the sentinel it wraps.
 type classedError struct {
 	msg   string
 	class error

@@ -34,7 +34,7 @@ import (
 //
 // The record's offset in the input is found as for a Go function's
 // Task.Reject. A record
-// longer than batch.MaxBadRecordBytes is cut. A line with the prefix but
+// longer than domain.MaxBadRecordBytes is cut. A line with the prefix but
 // no tab after the reason rejects the empty record.
 const ExecRejectPrefix = "BATCHWORK_REJECT\t"
 

@@ -28,7 +28,7 @@ package execstage
 //
 // A program that passes its memory limit, by any of these, or that fails
 // saying an allocation failed (its runtime's words for it, in its last
-// stderr lines), fails as out of memory (batch.ErrOutOfMemory), like an
+// stderr lines), fails as out of memory (domain.ErrOutOfMemory), like an
 // executor killed for memory: retried one size up, to the stage's
 // maxMemory. One that passes its CPU time fails permanently: a retry
 // would need the same CPU time again. They are enforced on Linux (Fargate,
@@ -42,8 +42,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -111,7 +111,7 @@ func (g *execGuard) memoryError(used uint64) error {
 	return &classedError{
 		msg: fmt.Sprintf("exec %s: out of memory: its processes' resident memory reached %d MiB, over its %d MiB limit (the attempt's executor size; resources.memory)",
 			g.name, used>>20, uint64(g.lim.Memory)>>20),
-		class: batch.ErrOutOfMemory,
+		class: domain.ErrOutOfMemory,
 	}
 }
 
@@ -120,7 +120,7 @@ func (g *execGuard) cpuError(used time.Duration, tail string) error {
 	return &classedError{
 		msg: fmt.Sprintf("exec %s: used %v of CPU time, its limit is %v (resources.cpuTime)%s",
 			g.name, used.Round(10*time.Millisecond), g.lim.CPUTime, tail),
-		class: batch.ErrPermanent,
+		class: domain.ErrPermanent,
 	}
 }
 
@@ -154,7 +154,7 @@ func (g *execGuard) exitVerdict(ps *processState, runErr error, tail string) err
 			if strings.Contains(tail, s) {
 				return &classedError{
 					msg:   fmt.Sprintf("exec %s: out of memory: an allocation past its %d MiB limit failed (the attempt's executor size; resources.memory)%s", g.name, uint64(g.lim.Memory)>>20, tail),
-					class: batch.ErrOutOfMemory,
+					class: domain.ErrOutOfMemory,
 				}
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // An exec program runs under its memory and CPU time limits: one that
@@ -32,15 +32,15 @@ func TestExecProgramLimits(t *testing.T) {
 		name      string
 		script    string
 		lim       Limits
-		wantClass batch.ErrorClass
+		wantClass domain.ErrorClass
 		wantCause []string
 	}{
-		{name: "within the limit", lim: lim, wantClass: batch.ClassNone,
+		{name: "within the limit", lim: lim, wantClass: domain.ClassNone,
 			script: `exec python3 -c "b = b'x' * (16 << 20); print(len(b))"`},
-		{name: "one allocation past the limit", lim: lim, wantClass: batch.ClassOutOfMemory,
+		{name: "one allocation past the limit", lim: lim, wantClass: domain.ClassOutOfMemory,
 			script:    `exec python3 -c "b = b'x' * (96 << 20); print(len(b))"`,
 			wantCause: []string{"exec prog: out of memory: an allocation past its 64 MiB limit failed", "MemoryError"}},
-		{name: "resident memory past the limit, outside the data limit", lim: lim, wantClass: batch.ClassOutOfMemory,
+		{name: "resident memory past the limit, outside the data limit", lim: lim, wantClass: domain.ClassOutOfMemory,
 			script: `exec python3 -c "
 import mmap
 m = mmap.mmap(-1, 96 << 20)
@@ -51,13 +51,13 @@ import signal
 signal.pause()
 "`,
 			wantCause: []string{"exec prog: out of memory: its processes' resident memory reached", "over its 64 MiB limit"}},
-		{name: "a group of processes past the limit together", lim: lim, wantClass: batch.ClassOutOfMemory,
+		{name: "a group of processes past the limit together", lim: lim, wantClass: domain.ClassOutOfMemory,
 			script: `for i in 1 2 3; do
   python3 -c "import signal; b = b'x' * (30 << 20); signal.pause()" &
 done
 wait`,
 			wantCause: []string{"exec prog: out of memory: its processes' resident memory reached", "over its 64 MiB limit"}},
-		{name: "CPU time", lim: Limits{CPUTime: time.Second}, wantClass: batch.ClassPermanent,
+		{name: "CPU time", lim: Limits{CPUTime: time.Second}, wantClass: domain.ClassPermanent,
 			script:    "while :; do :; done",
 			wantCause: []string{"exec prog: used", "of CPU time, its limit is 1s (resources.cpuTime)"}},
 	}
@@ -72,7 +72,7 @@ wait`,
 			done := make(chan error, 1)
 			go func() { done <- prog.Run(context.Background(), &Attempt{Out: &memOut{}, Log: discard()}) }()
 			err = within(t, done, time.Minute, "the program to end")
-			if got := batch.ClassOf(err); got != tt.wantClass {
+			if got := domain.ClassOf(err); got != tt.wantClass {
 				t.Fatalf("class %q (error %v), want %q", got, err, tt.wantClass)
 			}
 			for _, w := range tt.wantCause {

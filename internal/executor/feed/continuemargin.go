@@ -7,7 +7,7 @@ import (
 
 // DefaultContinueMargin is how long before its invocation's deadline the
 // Lambda host asks a checkpointing task to checkpoint and return
-// (batch.ErrContinue): time to seal its outputs and hand the task on.
+// (domain.ErrContinue): time to seal its outputs and hand the task on.
 const DefaultContinueMargin = 60 * time.Second
 
 type continueMarginKey struct{}

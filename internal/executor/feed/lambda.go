@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -175,7 +175,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 	var unknown map[string]bool // jobs whose owner cannot be read now
 	var refs []string
 	for _, rec := range recs {
-		if ref, err := batch.ParseTaskRef(rec.Body); err == nil {
+		if ref, err := domain.ParseTaskRef(rec.Body); err == nil {
 			if _, seen := jobs[ref.Job]; !seen {
 				jobs[ref.Job] = "job " + ref.Job
 				refs = append(refs, ref.Job)
@@ -193,7 +193,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 				switch {
 				case errors.Is(err, ErrUnsupported):
 					// The job stays an owner of its own.
-				case errors.Is(err, batch.ErrNotFound):
+				case errors.Is(err, domain.ErrNotFound):
 					jobs[job] = noCode
 				case err != nil:
 					h.Log.Warn("owner of a batch's job: handing its messages back", "job_id", job, "err", err)
@@ -209,7 +209,7 @@ func (h *LambdaHandler) splitByOwner(ctx context.Context, recs []events.SQSMessa
 		wg.Wait()
 	}
 	keyOf := func(rec events.SQSMessage) (key string, ok bool) {
-		ref, err := batch.ParseTaskRef(rec.Body)
+		ref, err := domain.ParseTaskRef(rec.Body)
 		if err != nil {
 			return noCode, true
 		}

@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Index makes o write its partitions as one indexed object; call it
@@ -60,7 +60,7 @@ func (o *Output) publishIndexed(ctx context.Context, b Blob) error {
 		}
 		err = b.PutIfAbsent(ctx, key, raw)
 	}
-	if err != nil && !errors.Is(err, batch.ErrExists) {
+	if err != nil && !errors.Is(err, domain.ErrExists) {
 		return fmt.Errorf("put the indexed shuffle output: %w", err)
 	}
 	return nil

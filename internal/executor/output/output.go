@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Blob is what an Output calls on S3. Every implementation has every
@@ -395,7 +395,7 @@ func (o *Output) Publish(ctx context.Context, b Blob) error {
 	for r, p := range o.parts {
 		key := o.key(r)
 		if p.up == nil {
-			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, batch.ErrExists) {
+			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, domain.ErrExists) {
 				return err
 			}
 			continue
@@ -411,7 +411,7 @@ func (o *Output) Publish(ctx context.Context, b Blob) error {
 			p.buf = nil
 		}
 		err := o.sink.CompleteMultipartIfAbsent(ctx, key, p.up.id, p.up.done)
-		if errors.Is(err, batch.ErrExists) {
+		if errors.Is(err, domain.ErrExists) {
 			// Nothing of this upload is needed; abort frees its parts.
 			err = o.sink.AbortMultipart(ctx, key, p.up.id)
 		}

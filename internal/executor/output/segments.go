@@ -17,7 +17,7 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // segments is an Output's state once its attempt checkpoints: its
@@ -71,23 +71,23 @@ func (o *Output) SegmentKeys() (keys []string, active bool) {
 // Once a partition streams to its output object it cannot switch: the
 // function must call Resume (or Checkpoint) before writing a part's worth
 // (8 MiB) to one partition.
-func (o *Output) EnterSegments(from *batch.Checkpoint) error {
+func (o *Output) EnterSegments(from *domain.Checkpoint) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.segments
 	if s == nil {
-		return fmt.Errorf("%w: outputs cannot be checkpointed", batch.ErrCheckpoint)
+		return fmt.Errorf("%w: outputs cannot be checkpointed", domain.ErrCheckpoint)
 	}
 	if s.active {
 		return nil
 	}
 	for r, p := range o.parts {
 		if p.up != nil {
-			return fmt.Errorf("%w: output partition %d streamed to its object before the task's first checkpoint; call Resume before writing outputs", batch.ErrCheckpoint, r)
+			return fmt.Errorf("%w: output partition %d streamed to its object before the task's first checkpoint; call Resume before writing outputs", domain.ErrCheckpoint, r)
 		}
 	}
 	if from != nil && len(from.Outputs) != len(o.parts) {
-		return fmt.Errorf("%w: the checkpoint has %d output partitions, the task %d", batch.ErrCheckpoint, len(from.Outputs), len(o.parts))
+		return fmt.Errorf("%w: the checkpoint has %d output partitions, the task %d", domain.ErrCheckpoint, len(from.Outputs), len(o.parts))
 	}
 	// Segments are per partition: an indexed shuffle output falls back
 	// to one object per partition, as when it outgrows memory.
@@ -111,16 +111,16 @@ func (o *Output) EnterSegments(from *batch.Checkpoint) error {
 // (completing its open upload, or putting its buffer) and returns the
 // seal's seq and the partitions' segments so far. A failed seal can be
 // retried: what it sealed stays sealed.
-func (o *Output) Seal(ctx context.Context, b Blob) (int, []batch.CheckpointOutput, error) {
+func (o *Output) Seal(ctx context.Context, b Blob) (int, []domain.CheckpointOutput, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	seq, err := o.sealLocked(ctx, b)
 	if err != nil {
 		return 0, nil, err
 	}
-	outs := make([]batch.CheckpointOutput, len(o.parts))
+	outs := make([]domain.CheckpointOutput, len(o.parts))
 	for r, p := range o.parts {
-		outs[r] = batch.CheckpointOutput{Segments: slices.Clone(o.segments.parts[r]), Size: p.size, Lines: p.lines, Last: p.last}
+		outs[r] = domain.CheckpointOutput{Segments: slices.Clone(o.segments.parts[r]), Size: p.size, Lines: p.lines, Last: p.last}
 	}
 	return seq, outs, nil
 }
@@ -158,7 +158,7 @@ func (o *Output) sealLocked(ctx context.Context, b Blob) (seq int, err error) {
 				p.buf = nil
 			}
 			err := o.sink.CompleteMultipartIfAbsent(ctx, key, p.up.id, p.up.done)
-			if errors.Is(err, batch.ErrExists) {
+			if errors.Is(err, domain.ErrExists) {
 				err = o.sink.AbortMultipart(ctx, key, p.up.id)
 			}
 			if err != nil {
@@ -166,7 +166,7 @@ func (o *Output) sealLocked(ctx context.Context, b Blob) (seq int, err error) {
 			}
 			p.up = nil
 		case len(p.buf) > 0:
-			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, batch.ErrExists) {
+			if err := b.PutIfAbsent(ctx, key, p.buf); err != nil && !errors.Is(err, domain.ErrExists) {
 				return 0, fmt.Errorf("put output partition %d's segment: %w", r, err)
 			}
 			o.buffered -= int64(len(p.buf))
@@ -191,7 +191,7 @@ func (o *Output) publishSegments(ctx context.Context, b Blob) error {
 	for r, segs := range s.parts {
 		final := s.final(r)
 		if len(segs) == 0 {
-			if err := b.PutIfAbsent(ctx, final, nil); err != nil && !errors.Is(err, batch.ErrExists) {
+			if err := b.PutIfAbsent(ctx, final, nil); err != nil && !errors.Is(err, domain.ErrExists) {
 				return err
 			}
 			continue
@@ -199,7 +199,7 @@ func (o *Output) publishSegments(ctx context.Context, b Blob) error {
 		if len(segs) == 1 {
 			err := b.CopyIfAbsent(ctx, segs[0], b.Bucket(), final)
 			switch {
-			case err == nil, errors.Is(err, batch.ErrExists):
+			case err == nil, errors.Is(err, domain.ErrExists):
 				continue
 			case !errors.Is(err, ErrUnsupported): // unsupported: assembled below
 				return fmt.Errorf("output partition %d from its segment: %w", r, err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // Outputs written as checkpoint segments, streamed or buffered, publish
@@ -66,7 +66,7 @@ func TestSegmentedOutputsPublishWhatWasWritten(t *testing.T) {
 
 			// Attempt 2 resumes from the second checkpoint.
 			o2 := newOut(2)
-			if err := o2.EnterSegments(&batch.Checkpoint{Outputs: ck}); err != nil {
+			if err := o2.EnterSegments(&domain.Checkpoint{Outputs: ck}); err != nil {
 				t.Fatal(err)
 			}
 			write(o2, 60, 90)
@@ -102,7 +102,7 @@ func TestSegmentsRefusedAfterStreaming(t *testing.T) {
 	o.Bind(ctx, b, func(int) string { return "out" })
 	o.AllowSegments(func(seq, r int) string { return fmt.Sprintf("seg-%d/%d", seq, r) })
 	fmt.Fprintf(o, "more than a part's worth\n")
-	if err := o.EnterSegments(nil); !errors.Is(err, batch.ErrCheckpoint) {
+	if err := o.EnterSegments(nil); !errors.Is(err, domain.ErrCheckpoint) {
 		t.Fatalf("entering segments after streaming: %v, want a refused checkpoint", err)
 	}
 }

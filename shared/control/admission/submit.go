@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -103,7 +103,7 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	}
 	s.capDeadline(sp) // deadline.go
 	now := s.Now()
-	job := batch.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
+	job := domain.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
 	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
 		JobDue: kernel.JobDeadline(job), Firing: firing, Rerun: rerun,

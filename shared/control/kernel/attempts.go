@@ -5,13 +5,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // AttemptEnd is the end record of an attempt; holder, when it is that
 // attempt's claim record, tells who ran it and since when.
-func AttemptEnd(ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, at time.Time, msg string, holder batch.Task) batch.AttemptEnd {
-	e := batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: at, Err: msg}
+func AttemptEnd(ref domain.TaskRef, attempt int, kind domain.AttemptEndKind, at time.Time, msg string, holder domain.Task) domain.AttemptEnd {
+	e := domain.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: at, Err: msg}
 	if holder.Attempt == attempt {
 		e.Executor, e.Started = holder.Executor, holder.Claimed
 	}
@@ -21,7 +21,7 @@ func AttemptEnd(ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, at ti
 // TaskLog is the logger of a task's control-plane lines: the task's ids
 // plus the attempt and, when ctx carries one, the acting executor's id,
 // so that a task's lines can be found by any of them.
-func (s *Kernel) TaskLog(ctx context.Context, ref batch.TaskRef, attempt int) *slog.Logger {
+func (s *Kernel) TaskLog(ctx context.Context, ref domain.TaskRef, attempt int) *slog.Logger {
 	l := s.Logger(ref).With("partition", ref.Partition, "attempt", attempt)
 	if id := ExecutorOf(ctx); id != "" {
 		l = l.With("executor_id", id)

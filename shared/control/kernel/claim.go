@@ -3,13 +3,13 @@ package kernel
 import (
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
 // Claim is a granted claim: the task record and the job's spec.
 type Claim struct {
-	Task  batch.Task
+	Task  domain.Task
 	Spec  *spec.Job
 	Lease time.Duration
 	// Speculative: the claim is a speculative copy's (speculation.go); its

@@ -3,12 +3,12 @@ package kernel
 import (
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // JobDeadline is when j's deadline passes, or zero without one: submit
 // indexes the job at it, a redrive past it is refused.
-func JobDeadline(j batch.Job) time.Time {
+func JobDeadline(j domain.Job) time.Time {
 	if j.Spec == nil || j.Spec.Deadline <= 0 {
 		return time.Time{}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -89,7 +89,7 @@ func (s *Kernel) SweepEvents(ctx context.Context, ids []string, now time.Time, c
 const eventRetryAfter = time.Minute
 
 // StageCompletedEvent is a stage's completion event.
-func StageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progress, now time.Time) *events.Event {
+func StageCompletedEvent(job, owner string, sp *spec.Job, idx int, p domain.Progress, now time.Time) *events.Event {
 	ev := events.New(events.StageCompletedID(job, idx), events.StageCompleted, now, events.Detail{
 		Owner: owner, JobID: job, JobName: sp.Name, Stage: sp.Stages[idx].Name, StageIndex: events.Int(idx),
 		Counts: &events.Counts{Tasks: p.Total, TasksCommitted: p.Committed},
@@ -99,7 +99,7 @@ func StageCompletedEvent(job, owner string, sp *spec.Job, idx int, p batch.Progr
 
 // TaskFailedEvent is a task's failure after its last attempt (attempts,
 // the attempt that failed it, is part of its id: events.TaskFailedID).
-func TaskFailedEvent(ref batch.TaskRef, owner string, sp *spec.Job, attempts int, cause string, now time.Time) *events.Event {
+func TaskFailedEvent(ref domain.TaskRef, owner string, sp *spec.Job, attempts int, cause string, now time.Time) *events.Event {
 	ev := events.New(events.TaskFailedID(ref.Job, ref.Stage, ref.Partition, attempts), events.TaskFailed, now, events.Detail{
 		Owner: owner, JobID: ref.Job, JobName: sp.Name, Stage: sp.Stages[ref.Stage].Name, StageIndex: events.Int(ref.Stage),
 		Partition: events.Int(ref.Partition), Attempts: attempts, Error: cause,

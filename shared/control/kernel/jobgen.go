@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -43,7 +43,7 @@ func GenRef(gen int) *int {
 // raises the count before it puts its tasks back, so between the two a
 // failure of the ended generation is still FAILED under the new count:
 // the redrive marked it before raising the count (its RedrivePending).
-func (s *Kernel) FailureGen(ctx context.Context, t batch.Task) (gen int, current bool, err error) {
+func (s *Kernel) FailureGen(ctx context.Context, t domain.Task) (gen int, current bool, err error) {
 	gen, err = s.RedriveGen(ctx, t.Ref.Job, -1)
 	if err != nil || gen < 0 {
 		return gen, true, err

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/lru"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -101,7 +101,7 @@ func (s *Kernel) CachedJobState(ctx context.Context, job string) (sm.JobState, e
 	var err error
 	for try, wait := 0, 50*time.Millisecond; try < 4; try, wait = try+1, wait*2 {
 		var state sm.JobState
-		if state, err = s.jobStates.get(ctx, job, s.store.JobState); err == nil || errors.Is(err, batch.ErrNotFound) {
+		if state, err = s.jobStates.get(ctx, job, s.store.JobState); err == nil || errors.Is(err, domain.ErrNotFound) {
 			return state, err
 		}
 		select {
@@ -114,7 +114,7 @@ func (s *Kernel) CachedJobState(ctx context.Context, job string) (sm.JobState, e
 }
 
 // CheckJob says whether a claim's job still runs, from the process's
-// job-state cache: batch.ErrJobNotRunning once it ended. The runner calls
+// job-state cache: domain.ErrJobNotRunning once it ended. The runner calls
 // it every JobStateTTL while a task runs, so a task of an ended job stops
 // within two TTLs and a read, and a process makes at most one read per job
 // per TTL for all its tasks.
@@ -124,7 +124,7 @@ func (s *Kernel) CheckJob(ctx context.Context, c Claim) error {
 		return err
 	}
 	if state != sm.JobRunning {
-		return fmt.Errorf("task %s: job is %s: %w", c.Task.Ref, state, batch.ErrJobNotRunning)
+		return fmt.Errorf("task %s: job is %s: %w", c.Task.Ref, state, domain.ErrJobNotRunning)
 	}
 	return nil
 }

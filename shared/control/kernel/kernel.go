@@ -15,7 +15,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -194,7 +194,7 @@ func (s *Kernel) StageShards(ctx context.Context, job string, idx int) (int, err
 
 // Logger is the logger of a task's control-plane lines, without its
 // attempt (TaskLog has it).
-func (s *Kernel) Logger(ref batch.TaskRef) *slog.Logger {
+func (s *Kernel) Logger(ref domain.TaskRef) *slog.Logger {
 	return s.log.With("job_id", ref.Job, "stage", ref.Stage, "task", ref.String())
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -17,7 +17,7 @@ import (
 // as its owner limit (Config.OwnerLimits). The task was not claimed and
 // spent no attempt; a delayed copy of its message was sent, so the
 // executor drops this one (an *OverLimitError also wraps
-// batch.ErrAlreadyDone for that reason). Sending a copy rather than hiding
+// domain.ErrAlreadyDone for that reason). Sending a copy rather than hiding
 // the message keeps a task that waits long behind the limit from reaching
 // the queue's redrive threshold.
 var ErrOverLimit = errors.New("over a concurrency limit")
@@ -43,8 +43,8 @@ func (e *OverLimitError) Error() string {
 	return fmt.Sprintf("%s %s at its concurrency limit of %d; back in %s", e.Limit, e.Name, e.Max, e.RetryIn)
 }
 
-// Unwrap makes errors.Is find ErrOverLimit and batch.ErrAlreadyDone.
-func (e *OverLimitError) Unwrap() []error { return []error{ErrOverLimit, batch.ErrAlreadyDone} }
+// Unwrap makes errors.Is find ErrOverLimit and domain.ErrAlreadyDone.
+func (e *OverLimitError) Unwrap() []error { return []error{ErrOverLimit, domain.ErrAlreadyDone} }
 
 const (
 	// OverLimitDelay is how long a task over a limit waits before its
@@ -70,7 +70,7 @@ type Limit struct {
 // limitsOf lists the limits a job's tasks are subject to: the job's, then
 // its owner's. The job's goes first because the owner's map is the busier
 // item (it spans jobs): a task of a full job then never touches it.
-func (s *Slots) limitsOf(ref batch.TaskRef, m JobMeta) []Limit {
+func (s *Slots) limitsOf(ref domain.TaskRef, m JobMeta) []Limit {
 	var ls []Limit
 	if n := m.Spec.MaxConcurrency; n > 0 {
 		ls = append(ls, Limit{Slots: dynamo.JobSlots(ref.Job), Kind: "job", name: ref.Job, Max: n})
@@ -101,7 +101,7 @@ type MovedSlot struct {
 // claim. Without limits it does nothing (no request). If a limit is
 // reached, it gives back what it took, requeues the task and returns an
 // *OverLimitError.
-func (s *Slots) TakeSlots(ctx context.Context, ref batch.TaskRef, m JobMeta, now time.Time) (SlotClaim, error) {
+func (s *Slots) TakeSlots(ctx context.Context, ref domain.TaskRef, m JobMeta, now time.Time) (SlotClaim, error) {
 	sc := SlotClaim{At: now}
 	for _, l := range s.limitsOf(ref, m) {
 		sc.Any = true
@@ -127,7 +127,7 @@ func (s *Slots) TakeSlots(ctx context.Context, ref batch.TaskRef, m JobMeta, now
 // of the attempt this claim starts. At the limit it first frees the slots
 // of dead holders; if none, it requeues the task and returns an
 // *OverLimitError.
-func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now time.Time) (bool, time.Time, error) {
+func (s *Slots) takeSlot(ctx context.Context, ref domain.TaskRef, l Limit, now time.Time) (bool, time.Time, error) {
 	reaped := false
 	for {
 		out, held, err := s.store.SlotAcquire(ctx, l.Slots, ref, l.Max, now)
@@ -173,7 +173,7 @@ func (s *Slots) takeSlot(ctx context.Context, ref batch.TaskRef, l Limit, now ti
 // ones it took over their earlier stamp back (a duplicate delivery of a
 // running task leaves the running attempt's slot as it was). Only those:
 // the condition on their stamp keeps a newer one safe.
-func (s *Slots) ReturnSlots(ctx context.Context, ref batch.TaskRef, sc SlotClaim) {
+func (s *Slots) ReturnSlots(ctx context.Context, ref domain.TaskRef, sc SlotClaim) {
 	for _, m := range sc.taken {
 		if err := s.store.SlotRelease(ctx, m, ref, sc.At); err != nil {
 			// Leaked until a refused claim reaps it (its task is not CLAIMED).
@@ -189,13 +189,13 @@ func (s *Slots) ReturnSlots(ctx context.Context, ref batch.TaskRef, sc SlotClaim
 
 // FreeSlots frees ref's slots when an attempt has ended (committed,
 // failed, expired), only if they still carry that attempt's stamp at
-// (batch.Task.SlotAt). A newer attempt that took the slot over has
+// (domain.Task.SlotAt). A newer attempt that took the slot over has
 // restamped it and keeps it. Zero frees whatever the stamp: for a task
 // that ended for good, no attempt can hold a slot any more. sp is the job's
 // spec if the caller has it. Without limits it does nothing, and costs no
 // request: the job and owner are cached. A failure only delays a slot: it
 // is reaped once a claim finds the map full.
-func (s *Slots) FreeSlots(ctx context.Context, ref batch.TaskRef, sp *spec.Job, at time.Time) {
+func (s *Slots) FreeSlots(ctx context.Context, ref domain.TaskRef, sp *spec.Job, at time.Time) {
 	if sp != nil && sp.MaxConcurrency <= 0 && !s.cfg.OwnerLimits.Any() {
 		return
 	}
@@ -226,10 +226,10 @@ func (s *Slots) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) 
 		at := holders[ref]
 		t, err := s.store.TaskGet(ctx, ref)
 		switch {
-		case errors.Is(err, batch.ErrNotFound) && now.Sub(at) > claimWindow:
+		case errors.Is(err, domain.ErrNotFound) && now.Sub(at) > claimWindow:
 			// Unwritten (sm.TaskUnwritten) as long after its slot as a
 			// READY task, or its job's records are gone.
-		case errors.Is(err, batch.ErrNotFound):
+		case errors.Is(err, domain.ErrNotFound):
 			continue // its claim may be writing it now
 		case err != nil:
 			return n, err
@@ -250,6 +250,6 @@ func (s *Slots) reapSlots(ctx context.Context, m dynamo.SlotMap, now time.Time) 
 
 // JobLimits are the concurrency limits j's tasks run under, as the read
 // side shows them: the job's own, then its owner's.
-func (s *Kernel) JobLimits(j batch.Job) []Limit {
-	return s.Slots.limitsOf(batch.TaskRef{Job: j.ID}, JobMeta{Spec: j.Spec, Owner: j.Owner})
+func (s *Kernel) JobLimits(j domain.Job) []Limit {
+	return s.Slots.limitsOf(domain.TaskRef{Job: j.ID}, JobMeta{Spec: j.Spec, Owner: j.Owner})
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -85,7 +85,7 @@ func (s *Kernel) Meter() Metrics {
 
 // TaskPriority is the priority class of a task's stage: the Priority
 // dimension. Without the spec (not cached, unreadable) it is normal.
-func (s *Kernel) TaskPriority(ctx context.Context, sp *spec.Job, ref batch.TaskRef) spec.Priority {
+func (s *Kernel) TaskPriority(ctx context.Context, sp *spec.Job, ref domain.TaskRef) spec.Priority {
 	if sp == nil {
 		if s.Metrics == nil {
 			return spec.PriorityNormal
@@ -118,7 +118,7 @@ func (s *Kernel) SweepRepairs(c SweepCounts) {
 // whose backoff has not run out (it is sent with the rest as its delay:
 // a backoff longer than the message could be hidden for), or a lost
 // message (or one waiting behind a backlog).
-func Resent(t batch.Task, now time.Time) Repair {
+func Resent(t domain.Task, now time.Time) Repair {
 	if t.NotBefore.After(now) {
 		return RepairBackoffDue
 	}

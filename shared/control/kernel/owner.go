@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/jobid"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -13,7 +13,7 @@ import (
 // submitted it, which a task message cannot name or change (its body is
 // only the task's reference). Executors use it to keep owners' tasks apart
 // (feed.LambdaHandler). Cached with the spec, since it never changes;
-// batch.ErrNotFound when there is no such job.
+// domain.ErrNotFound when there is no such job.
 func (s *Kernel) JobOwner(ctx context.Context, job string) (string, error) {
 	m, err := s.Meta(ctx, job)
 	if err != nil {
@@ -27,7 +27,7 @@ func (s *Kernel) JobOwner(ctx context.Context, job string) (string, error) {
 // of stage looks at the task's stage before claiming, and hands back a
 // task it cannot run without spending an attempt on it
 // (executor.Runner.cannotRun). The spec is shared: callers must not
-// change it. batch.ErrNotFound when there is no such job.
+// change it. domain.ErrNotFound when there is no such job.
 func (s *Kernel) JobSpec(ctx context.Context, job string) (*spec.Job, error) {
 	m, err := s.Meta(ctx, job)
 	if err != nil {
@@ -43,18 +43,18 @@ var JobIDPattern = jobid.Pattern
 // OwnedJob reads a job for its owner. Another owner's job is reported as
 // not found, exactly like a job that does not exist, so that its existence
 // does not leak.
-func (s *Kernel) OwnedJob(ctx context.Context, owner, id string) (batch.Job, error) {
+func (s *Kernel) OwnedJob(ctx context.Context, owner, id string) (domain.Job, error) {
 	if !JobIDPattern.MatchString(id) {
-		return batch.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
+		return domain.Job{}, &spec.FieldError{Field: "id", Message: "is not a job id"}
 	}
 	j, err := s.store.JobGet(ctx, id)
 	if err != nil {
-		return batch.Job{}, err
+		return domain.Job{}, err
 	}
 	if j.Owner != owner || !j.Deleting.IsZero() {
 		// A job being deleted is gone to every route but its deletion's
 		// repeat (operations/jobdelete.go).
-		return batch.Job{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
+		return domain.Job{}, fmt.Errorf("job %s: %w", id, domain.ErrNotFound)
 	}
 	return j, nil
 }

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -23,7 +23,7 @@ import (
 type Store interface {
 	// Jobs: the job record, its state, its end and its owner's list.
 	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	JobGet(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	// EndJobEvent ends a RUNNING job and names the ended event it wrote;
@@ -34,7 +34,7 @@ type Store interface {
 	JobRedriveCount(ctx context.Context, id string) (int, error)
 	JobStartPublishing(ctx context.Context, id string, now time.Time) error
 	JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
-	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
+	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]domain.JobSummary, string, error)
 
 	// Job deletion and retention (operations/jobdelete.go, operations/retention.go).
 	JobMarkDeleting(ctx context.Context, id, owner string, now time.Time) error
@@ -47,25 +47,25 @@ type Store interface {
 	// Redrives and reruns (operations/redrive.go, operations/rerun.go).
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
-	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
-	TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
+	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error
 	StageAdopt(ctx context.Context, job string, idx, total int) error
 	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 
 	// Stages: state, plan, materialization and what status shows of them.
-	StageList(context.Context, string) ([]batch.Stage, error)
-	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageList(context.Context, string) ([]domain.Stage, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
 	StageTransition(context.Context, dynamo.StageTransitionParams) error
-	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error)
 	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
 	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
 	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
 	StageHurry(ctx context.Context, job string, stage int, due time.Time) error
-	StageProgress(context.Context, batch.Stage) (batch.Progress, error)
-	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
-	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
-	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
+	StageProgress(context.Context, domain.Stage) (domain.Progress, error)
+	StageStats(ctx context.Context, job string) ([]domain.StageStats, error)
+	StageDurations(ctx context.Context, job string, stage, shards int) (domain.Durations, error)
+	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp domain.RateSample) (bool, error)
 	StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error
 	StageBadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
 
@@ -73,40 +73,40 @@ type Store interface {
 	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
-	ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted, shardDone bool, err error)
 	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 
 	// Tasks: records, claims fenced by their token, and every way an
 	// attempt ends.
-	TaskPutMany(context.Context, []batch.Task, time.Time) error
-	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
-	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	TaskPutMany(context.Context, []domain.Task, time.Time) error
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error)
 	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
-	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
+	TaskClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
+	TaskForgetClaim(ctx context.Context, ref domain.TaskRef, token string) error
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
-	TaskRelease(context.Context, dynamo.ReleaseParams) (batch.Task, error)
-	TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
+	TaskFailTolerated(context.Context, dynamo.TolerateParams) (domain.Task, error)
 	TaskSweep(context.Context, dynamo.SweepTaskParams) error
-	TaskTakeover(context.Context, dynamo.TakeoverParams) (batch.Task, error)
-	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
-	TaskUnindex(context.Context, batch.Task) error
+	TaskTakeover(context.Context, dynamo.TakeoverParams) (domain.Task, error)
+	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (domain.Task, error)
+	TaskUnindex(context.Context, domain.Task) error
 	TaskCheckpoint(context.Context, dynamo.CheckpointParams) error
-	TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	TaskContinue(context.Context, dynamo.ContinueParams) (domain.Task, error)
 	TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error)
 
 	// Speculative copies of a running task (speculation.go).
-	CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error
-	CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyRequest(ctx context.Context, ref domain.TaskRef, now time.Time) error
+	CopyClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
 	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	TaskDropClaim(context.Context, dynamo.DropParams) (domain.Task, error)
 
 	// Attempt ends and the job's timeline.
 	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
-	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
-	TimelineRecord(context.Context, batch.AttemptEnd) error
-	TimelineRecordSpeculation(context.Context, batch.AttemptEnd) error
+	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]domain.AttemptEnd, error)
+	TimelineRecord(context.Context, domain.AttemptEnd) error
+	TimelineRecordSpeculation(context.Context, domain.AttemptEnd) error
 	TimelineEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 
 	// The sweep's index of due records.
@@ -114,10 +114,10 @@ type Store interface {
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 
 	// Concurrency slots (limits.go, ownerlimits.go).
-	SlotAcquire(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
-	SlotRestamp(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, from, to time.Time) (bool, error)
-	SlotRelease(ctx context.Context, m dynamo.SlotMap, ref batch.TaskRef, at time.Time) error
-	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
+	SlotAcquire(ctx context.Context, m dynamo.SlotMap, ref domain.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)
+	SlotRestamp(ctx context.Context, m dynamo.SlotMap, ref domain.TaskRef, from, to time.Time) (bool, error)
+	SlotRelease(ctx context.Context, m dynamo.SlotMap, ref domain.TaskRef, at time.Time) error
+	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[domain.TaskRef]time.Time, error)
 
 	// Executors: liveness, memory and kills (executors.go, oomkill.go).
 	ExecutorRenew(ctx context.Context, id string, until time.Time) error

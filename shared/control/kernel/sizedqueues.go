@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -112,7 +112,7 @@ func ParseSizedQueues(s string) (map[spec.Size]string, error) {
 }
 
 // SizeOf is the size a task's next attempt needs given the size recorded
-// on it (batch.Task.Memory, raised by out-of-memory retries; 0: never
+// on it (domain.Task.Memory, raised by out-of-memory retries; 0: never
 // raised): the larger of that and its stage's.
 func SizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
 	return max(sp.StageMemory(stage), recorded)
@@ -123,13 +123,13 @@ func SizeOf(sp *spec.Job, stage int, recorded spec.Size) spec.Size {
 // stage that may climb). A size that cannot be read falls back to the
 // stage's: the executor that receives the message forwards it if the
 // task has been raised.
-func (s *Kernel) ReadyQueue(ctx context.Context, sp *spec.Job, ref batch.TaskRef) string {
+func (s *Kernel) ReadyQueue(ctx context.Context, sp *spec.Job, ref domain.TaskRef) string {
 	url, _ := s.readyQueueSize(ctx, sp, ref)
 	return url
 }
 
 // readyQueueSize is ReadyQueue and the size it sent by.
-func (s *Kernel) readyQueueSize(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (string, spec.Size) {
+func (s *Kernel) readyQueueSize(ctx context.Context, sp *spec.Job, ref domain.TaskRef) (string, spec.Size) {
 	z := sp.StageMemory(ref.Stage)
 	if len(s.cfg.Queues.Sized) > 0 && sp.StageMaxMemory(ref.Stage) > z {
 		if m, err := s.TaskMemory(ctx, ref); err == nil {
@@ -164,7 +164,7 @@ var ErrNoSizedQueue = errors.New("the size the task needs has no ready queue of 
 // executors of the same, wrong size; if Forward fails, it hands it back,
 // so nothing is lost.
 func (s *Kernel) Forward(ctx context.Context, body string, delay time.Duration) error {
-	ref, err := batch.ParseTaskRef(strings.TrimSuffix(body, batch.CopyMarker))
+	ref, err := domain.ParseTaskRef(strings.TrimSuffix(body, domain.CopyMarker))
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Kernel) GroupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes [
 	return urls, groups
 }
 
-func (s *Kernel) Resend(ctx context.Context, ref batch.TaskRef, delay time.Duration) error {
+func (s *Kernel) Resend(ctx context.Context, ref domain.TaskRef, delay time.Duration) error {
 	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		return err

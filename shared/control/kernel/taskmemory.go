@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -20,20 +20,20 @@ import (
 // maxMemory is above its memory can have been raised, so only such a
 // stage's tasks cost a read of the task record (eventually consistent:
 // a raise not seen yet is seen when the message comes back).
-func (s *Kernel) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, error) {
+func (s *Kernel) TaskMemory(ctx context.Context, ref domain.TaskRef) (spec.Size, error) {
 	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		return 0, err
 	}
 	if ref.Stage < 0 || ref.Stage >= len(sp.Stages) {
-		return 0, fmt.Errorf("task %s: no stage %d: %w", ref, ref.Stage, batch.ErrNotFound)
+		return 0, fmt.Errorf("task %s: no stage %d: %w", ref, ref.Stage, domain.ErrNotFound)
 	}
 	need := sp.StageMemory(ref.Stage)
 	if sp.StageMaxMemory(ref.Stage) <= need {
 		return need, nil
 	}
 	t, err := s.store.TaskGet(ctx, ref)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return need, nil // unwritten (sm.TaskUnwritten): never raised
 	}
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Kernel) TaskMemory(ctx context.Context, ref batch.TaskRef) (spec.Size, 
 // is left to its lease's exhaustion (exhaustForMemory). Only a message
 // that comes back while its task is claimed by another executor costs
 // the read of that executor's record.
-func (s *Kernel) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) spec.Size {
+func (s *Kernel) raiseLapsed(ctx context.Context, t domain.Task, sp *spec.Job) spec.Size {
 	if t.State != sm.TaskClaimed || t.Copy.Live() || t.Attempt >= t.MaxAttempts {
 		return 0
 	}
@@ -81,7 +81,7 @@ func (s *Kernel) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) sp
 	switch {
 	case sm.Holds(sm.GuardLeaseExpired, view, in):
 		err := s.store.TaskSweep(ctx, dynamo.SweepTaskParams{Ref: t.Ref, Event: sm.TaskExpire, Now: now, Err: cause,
-			Class: batch.ClassOutOfMemory, Memory: mem, Due: now.Add(s.cfg.StuckAfter)})
+			Class: domain.ClassOutOfMemory, Memory: mem, Due: now.Add(s.cfg.StuckAfter)})
 		if err != nil {
 			return 0
 		}
@@ -99,16 +99,16 @@ func (s *Kernel) raiseLapsed(ctx context.Context, t batch.Task, sp *spec.Job) sp
 
 // LostForMemory follows a task put back for a larger executor: the dead
 // claim's slots are freed and its attempt ends as out of memory.
-func (s *Kernel) LostForMemory(ctx context.Context, t batch.Task, sp *spec.Job, cause string) {
+func (s *Kernel) LostForMemory(ctx context.Context, t domain.Task, sp *spec.Job, cause string) {
 	s.Slots.FreeSlots(ctx, t.Ref, sp, t.SlotAt)
 	s.TaskLog(ctx, t.Ref, t.Attempt).Warn("executor killed for memory; retrying on a larger executor", "executor", t.Executor, "err", cause)
-	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt, batch.AttemptOutOfMemory, cause, t)
+	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt, domain.AttemptOutOfMemory, cause, t)
 	s.Meter().TaskRetried(s.TaskPriority(ctx, sp, t.Ref)) // metrics.go
 }
 
 // ExecutorMemory reads the liveness record of t's holder; false when
 // there is none to read.
-func (s *Kernel) ExecutorMemory(ctx context.Context, t batch.Task) (dynamo.ExecutorMemory, bool) {
+func (s *Kernel) ExecutorMemory(ctx context.Context, t domain.Task) (dynamo.ExecutorMemory, bool) {
 	if t.Executor == "" {
 		return dynamo.ExecutorMemory{}, false
 	}

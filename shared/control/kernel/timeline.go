@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -20,7 +20,7 @@ import (
 // the caller has it (else zero): the record keeps its executor and claim
 // time, so the attempt's history says who ran it and since when without
 // a write of its own.
-func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string, holder batch.Task) {
+func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref domain.TaskRef, attempt int, kind domain.AttemptEndKind, msg string, holder domain.Task) {
 	if attempt < 1 {
 		return
 	}
@@ -40,7 +40,7 @@ func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt 
 	// may still get its outputs, written after the deletion's data step:
 	// tagged, the lifecycle rule expires them (with the spec in this
 	// process's cache; best effort).
-	if first || errors.Is(err, batch.ErrNotFound) {
+	if first || errors.Is(err, domain.ErrNotFound) {
 		s.MarkUncommitted(ctx, ref, attempt)
 	}
 }
@@ -49,7 +49,7 @@ func (s *Kernel) NoteAttemptEnd(ctx context.Context, ref batch.TaskRef, attempt 
 // rule to expire: the attempt ended without committing, so nothing will
 // ever read them. Best effort: an untagged leftover costs storage, never
 // correctness, since only a manifest makes outputs visible.
-func (s *Kernel) MarkUncommitted(ctx context.Context, ref batch.TaskRef, attempt int) {
+func (s *Kernel) MarkUncommitted(ctx context.Context, ref domain.TaskRef, attempt int) {
 	sp, err := s.CachedSpec(ctx, ref.Job)
 	if err != nil {
 		s.Logger(ref).Warn("mark attempt outputs uncommitted", "attempt", attempt, "err", err)

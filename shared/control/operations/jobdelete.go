@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -78,7 +78,7 @@ func (s *Operator) DeleteJob(ctx context.Context, owner, id string) (JobDeletion
 		return JobDeletion{}, err
 	}
 	if j.Owner != owner {
-		return JobDeletion{}, fmt.Errorf("job %s: %w", id, batch.ErrNotFound)
+		return JobDeletion{}, fmt.Errorf("job %s: %w", id, domain.ErrNotFound)
 	}
 	if !sm.Jobs.IsTerminal(j.State) {
 		return JobDeletion{}, &JobNotEndedError{ID: id, State: j.State}
@@ -144,7 +144,7 @@ const DeleteSettle = 2 * time.Second
 // unwritten task writes its task record (control's tasks.go). A record written after
 // the deletion's pass over the job's records would outlive the job. The
 // wait is at most JobStateTTL and DeleteSettle, inside the API's time.
-func (s *Operator) settleBeforeRecords(ctx context.Context, j batch.Job) error {
+func (s *Operator) settleBeforeRecords(ctx context.Context, j domain.Job) error {
 	if j.Ended.IsZero() {
 		return nil
 	}

@@ -12,11 +12,11 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -37,7 +37,7 @@ type Config struct {
 // Store is the calls operations make on the state store.
 type Store interface {
 	// Jobs.
-	JobGet(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
@@ -49,12 +49,12 @@ type Store interface {
 	// Redrives.
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
-	TaskRedrive(ctx context.Context, ref batch.TaskRef, budget, gen int, now, notBefore, due time.Time) error
-	TaskRaiseAttempts(ctx context.Context, ref batch.TaskRef, budget, gen int) error
-	TaskMarkRedrive(ctx context.Context, ref batch.TaskRef, gen int) error
+	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error
 	// Stages and tasks.
-	StageList(context.Context, string) ([]batch.Stage, error)
-	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
+	StageList(context.Context, string) ([]domain.Stage, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error)
 	// The sweep's due index.
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -132,7 +132,7 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 }
 
 // checkRedrivable refuses a job a redrive cannot help, saying why.
-func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
+func (s *Operator) checkRedrivable(ctx context.Context, j domain.Job) error {
 	refuse := func(code, reason string) error { return &RedriveError{ID: j.ID, Code: code, Reason: reason} }
 	switch j.State {
 	case sm.JobFailed:
@@ -169,7 +169,7 @@ func (s *Operator) checkRedrivable(ctx context.Context, j batch.Job) error {
 // by the request's retry, which names the same redrive count, or by the
 // sweep; a task that had the redrive's steps is not touched again, as
 // what it did since is the new generation's.
-func (s *Operator) finishRedrive(ctx context.Context, j batch.Job, gen int) error {
+func (s *Operator) finishRedrive(ctx context.Context, j domain.Job, gen int) error {
 	sp := j.Spec
 	now := s.Now()
 	list, err := s.store.StageList(ctx, j.ID)
@@ -235,7 +235,7 @@ func (s *Operator) finishRedrive(ctx context.Context, j batch.Job, gen int) erro
 // cancelled stages their stage's attempts again, and marks the failed
 // tasks of every stage redrive gen reopens or finds running as its to
 // put back.
-func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job, gen int) error {
+func (s *Operator) raiseAttempts(ctx context.Context, j domain.Job, gen int) error {
 	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
 		return err
@@ -273,7 +273,7 @@ func (s *Operator) raiseAttempts(ctx context.Context, j batch.Job, gen int) erro
 // messages, delayed until notBefore. A running task (its attempt was
 // stopped by the job's end, and the sweep takes it back when its lease
 // runs out) gets the budget too.
-func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stage, gen int, now, notBefore time.Time) error {
+func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st domain.Stage, gen int, now, notBefore time.Time) error {
 	if st.Total == 0 {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st batch.Stag
 
 // SweepRedrive finishes the steps of a redrive whose caller stopped
 // short (the sweep's look at a redriven job, StartGrace after it).
-func (s *Operator) SweepRedrive(ctx context.Context, j batch.Job) error {
+func (s *Operator) SweepRedrive(ctx context.Context, j domain.Job) error {
 	if len(j.Redrives) == 0 || j.State != sm.JobRunning {
 		return nil
 	}

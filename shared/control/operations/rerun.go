@@ -8,9 +8,9 @@ import (
 	"maps"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/admission"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -35,7 +35,7 @@ import (
 // The original's outputs are immutable, and undeletable while a rerun
 // reuses them: the rerun's creation links it to each job whose outputs it
 // reuses (dynamo/reuselinks.go), and deleting such a job or its data (or
-// its expiry by retention) is refused (batch.ReusedError, 409 reused_by)
+// its expiry by retention) is refused (domain.ReusedError, 409 reused_by)
 // until every linked rerun is deleted or has had its data deleted.
 
 // RerunRequest asks to rerun job ID, from stage From (empty: the stages
@@ -165,7 +165,7 @@ func (s *Operator) Rerun(ctx context.Context, req RerunRequest) (admission.Submi
 // rerun's deadline: the bucket's lifecycle rule expires each object the
 // retention after it was written (from its job's creation on), whoever
 // reuses it.
-func (s *Operator) checkRerunSources(ctx context.Context, owner string, orig batch.Job, sp *spec.Job, reuse map[int]string) error {
+func (s *Operator) checkRerunSources(ctx context.Context, owner string, orig domain.Job, sp *spec.Job, reuse map[int]string) error {
 	deadline := time.Duration(sp.Deadline)
 	if deadline == 0 {
 		deadline = time.Duration(spec.MaxDeadline) // capDeadline's, with a retention
@@ -183,7 +183,7 @@ func (s *Operator) checkRerunSources(ctx context.Context, owner string, orig bat
 		if src != orig.ID {
 			var err error
 			j, err = s.OwnedJob(ctx, owner, src)
-			if errors.Is(err, batch.ErrNotFound) {
+			if errors.Is(err, domain.ErrNotFound) {
 				return &RedriveError{ID: orig.ID, Code: "source_deleted", Rerun: true,
 					Reason: fmt.Sprintf("its stage %q reuses the outputs of job %s, which was deleted; rerun from that stage", name, src)}
 			}
@@ -235,7 +235,7 @@ func (s *Operator) checkSameRerun(ctx context.Context, owner, id, orig string, r
 	}
 	if j.RerunOf != orig || !maps.Equal(j.Reused, reuse) {
 		return fmt.Errorf("rerun %s: the idempotency key already made job %s, which is not this rerun (it reruns %q): %w",
-			orig, id, j.RerunOf, batch.ErrIdempotencyConflict)
+			orig, id, j.RerunOf, domain.ErrIdempotencyConflict)
 	}
 	return nil
 }

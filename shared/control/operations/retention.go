@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -21,7 +21,7 @@ const reusedRecheck = time.Hour
 // the day S3 rounds to). A job whose retention is not over yet goes back
 // in the index at its end; one that takes more than a call is looked at
 // again at the next sweep.
-func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job, now time.Time) error {
+func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j domain.Job, now time.Time) error {
 	at := j.Ended.Add(s.cfg.Retention)
 	if now.Before(at) {
 		return s.store.DueSet(ctx, it, at)
@@ -29,7 +29,7 @@ func (s *Operator) ExpireJob(ctx context.Context, it dynamo.DueItem, j batch.Job
 	log := s.log.With("job_id", j.ID, "owner", j.Owner)
 	if j.Deleting.IsZero() {
 		err := s.store.JobMarkDeleting(ctx, j.ID, j.Owner, now)
-		var reused *batch.ReusedError
+		var reused *domain.ReusedError
 		if errors.As(err, &reused) {
 			// A living rerun reuses this job's outputs in place (its
 			// manifests name them): expiring the job now would take

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -70,8 +70,8 @@ type BadRecordsRequest struct {
 // BadRecordPage is a page of a job's bad records: by stage name, then
 // partition, then in the order the task rejected them.
 type BadRecordPage struct {
-	Job     string            `json:"job"`
-	Records []batch.BadRecord `json:"records"`
+	Job     string             `json:"job"`
+	Records []domain.BadRecord `json:"records"`
 	// Counts are each stage's committed bad records (stages without any
 	// are absent).
 	Counts     map[string]int64 `json:"counts"`
@@ -110,7 +110,7 @@ func (r *Reader) BadRecords(ctx context.Context, req BadRecordsRequest) (BadReco
 		}
 		afterKey = pos[0]
 	}
-	out := BadRecordPage{Job: j.ID, Records: []batch.BadRecord{}, Counts: map[string]int64{}}
+	out := BadRecordPage{Job: j.ID, Records: []domain.BadRecord{}, Counts: map[string]int64{}}
 	counts, err := r.BadRecordCounts(ctx, j.Spec, j.ID)
 	if err != nil {
 		return BadRecordPage{}, err
@@ -162,7 +162,7 @@ func (r *Reader) BadRecords(ctx context.Context, req BadRecordsRequest) (BadReco
 // committedBadRecords reads the bad records at key when its attempt is
 // its task's committed one, and nothing otherwise: a failed or fenced
 // attempt's.
-func (r *Reader) committedBadRecords(ctx context.Context, j batch.Job, key string) ([]batch.BadRecord, error) {
+func (r *Reader) committedBadRecords(ctx context.Context, j domain.Job, key string) ([]domain.BadRecord, error) {
 	name, part, att, ok := blob.ParseBadRecordsKey(j.ID, key)
 	if !ok {
 		return nil, nil
@@ -171,7 +171,7 @@ func (r *Reader) committedBadRecords(ctx context.Context, j batch.Job, key strin
 	if !ok {
 		return nil, nil
 	}
-	t, err := r.store.TaskGet(ctx, batch.TaskRef{Job: j.ID, Stage: idx, Partition: part})
+	t, err := r.store.TaskGet(ctx, domain.TaskRef{Job: j.ID, Stage: idx, Partition: part})
 	if err != nil {
 		return nil, fmt.Errorf("bad records %s: %w", key, err)
 	}
@@ -182,11 +182,11 @@ func (r *Reader) committedBadRecords(ctx context.Context, j batch.Job, key strin
 	if err != nil {
 		return nil, fmt.Errorf("bad records %s: %w", key, err)
 	}
-	var recs []batch.BadRecord
+	var recs []domain.BadRecord
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var r batch.BadRecord
+		var r domain.BadRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("bad records %s: %w", key, err)
 		}

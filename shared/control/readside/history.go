@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -99,7 +99,7 @@ func (r *Reader) History(ctx context.Context, req HistoryRequest) (History, erro
 	return h, nil
 }
 
-func lifecycleEvents(j batch.Job, stages []batch.Stage) []Event {
+func lifecycleEvents(j domain.Job, stages []domain.Stage) []Event {
 	evs := []Event{{At: j.Created, Type: EventJobSubmitted, key: dynamo.EventKey(j.Created, dynamo.EventClassSubmitted, ""),
 		Message: "job " + j.Spec.Name + " submitted with " + strconv.Itoa(len(j.Spec.Stages)) + " stages"}}
 	for _, st := range stages {
@@ -132,8 +132,8 @@ func padIndex(i int) string {
 }
 
 func taskEvent(sp *spec.Job, e dynamo.TimelineEvent) Event {
-	typ := map[batch.AttemptEndKind]string{
-		batch.AttemptRetried: EventTaskRetried, batch.AttemptLeaseExpired: EventTaskLeaseExpire, batch.AttemptFailed: EventTaskFailed,
+	typ := map[domain.AttemptEndKind]string{
+		domain.AttemptRetried: EventTaskRetried, domain.AttemptLeaseExpired: EventTaskLeaseExpire, domain.AttemptFailed: EventTaskFailed,
 	}[e.Kind]
 	if typ == "" {
 		typ = "task." + string(e.Kind)
@@ -168,7 +168,7 @@ func noteBadRecordEvents(counts map[int]int64, sp *spec.Job, evs []Event) {
 
 // redriveEvents are the redrives of a job in its timeline: "job.redriven",
 // with the error the job had failed with.
-func redriveEvents(j batch.Job) []Event {
+func redriveEvents(j domain.Job) []Event {
 	var evs []Event
 	for i, r := range j.Redrives {
 		evs = append(evs, Event{At: r.At, Type: "job.redriven", Message: "redrive " + strconv.Itoa(i+1) + " after the job failed: " + r.Error,

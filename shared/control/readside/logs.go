@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -69,25 +69,25 @@ func (r *Reader) JobLogs(ctx context.Context, req LogsRequest) (logs.Page, error
 }
 
 // taskOf resolves STAGE/PARTITION (a stage's name or index) in j.
-func taskOf(j batch.Job, task string) (batch.TaskRef, error) {
+func taskOf(j domain.Job, task string) (domain.TaskRef, error) {
 	bad := func(msg string) error { return &spec.FieldError{Field: "task", Message: msg} }
 	stage, part, ok := strings.Cut(task, "/")
 	if !ok {
-		return batch.TaskRef{}, bad("must be STAGE/PARTITION, e.g. count/3")
+		return domain.TaskRef{}, bad("must be STAGE/PARTITION, e.g. count/3")
 	}
 	p, err := strconv.Atoi(part)
 	if err != nil || p < 0 {
-		return batch.TaskRef{}, bad("partition must be a non-negative integer")
+		return domain.TaskRef{}, bad("partition must be a non-negative integer")
 	}
 	idx, ok := j.Spec.StageIndex(stage)
 	if !ok {
 		n, err := strconv.Atoi(stage)
 		if err != nil || n < 0 || n >= len(j.Spec.Stages) {
-			return batch.TaskRef{}, bad(fmt.Sprintf("job has no stage %q", stage))
+			return domain.TaskRef{}, bad(fmt.Sprintf("job has no stage %q", stage))
 		}
 		idx = n
 	}
-	return batch.TaskRef{Job: j.ID, Stage: idx, Partition: p}, nil
+	return domain.TaskRef{Job: j.ID, Stage: idx, Partition: p}, nil
 }
 
 // SetLogSource sets where JobLogs reads lines (Config.Logs), for a main

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -34,7 +34,7 @@ type OutputsRequest struct {
 
 // OutputInfo is one committed output.
 type OutputInfo struct {
-	batch.Output
+	domain.Output
 	// URL is a presigned GET URL, when asked for.
 	URL string `json:"url,omitempty"`
 }
@@ -107,7 +107,7 @@ func (r *Reader) Outputs(ctx context.Context, req OutputsRequest) (OutputList, e
 // manifestPage pages through a succeeded job's manifest. Of a paged
 // manifest it reads only the pages the requested range falls on (one or
 // two, as a page of the API is smaller than one of a manifest).
-func (r *Reader) manifestPage(ctx context.Context, j batch.Job, q, cur string, limit int, out *OutputList) error {
+func (r *Reader) manifestPage(ctx context.Context, j domain.Job, q, cur string, limit int, out *OutputList) error {
 	from := 0
 	if cur != "" {
 		pos, err := page.Ints(q, cur, 1)
@@ -150,7 +150,7 @@ func (r *Reader) manifestPage(ctx context.Context, j batch.Job, q, cur string, l
 // committedPage lists the outputs of committed tasks, stage by stage. The
 // position is the next output to list: stage, partition and part, since
 // one task of a shuffle stage may have thousands of parts.
-func (r *Reader) committedPage(ctx context.Context, j batch.Job, only int, q, cur string, limit int, out *OutputList) error {
+func (r *Reader) committedPage(ctx context.Context, j domain.Job, only int, q, cur string, limit int, out *OutputList) error {
 	stage, part, skip := 0, -1, 0
 	if only >= 0 {
 		stage = only
@@ -199,7 +199,7 @@ func (r *Reader) committedPage(ctx context.Context, j batch.Job, only int, q, cu
 						out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(t.Ref.Partition), strconv.Itoa(p))
 						return nil
 					}
-					out.Outputs = append(out.Outputs, OutputInfo{Output: batch.Output{
+					out.Outputs = append(out.Outputs, OutputInfo{Output: domain.Output{
 						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: p,
 						Key: blob.OutputKey(j.ID, name, t.Ref.Partition, t.CommittedAttempt, p),
 					}})

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 const (
@@ -32,8 +32,8 @@ type Rate struct {
 //
 // Before a first interval is complete the rate is the average since the
 // stage started, which is also the average's starting point.
-func nextSample(prev *batch.RateSample, started time.Time, committed int, recordsIn int64, now time.Time) (batch.RateSample, bool, Rate, bool) {
-	cur := batch.RateSample{At: now, Committed: committed, RecordsIn: recordsIn, TaskRate: -1, RecordRate: -1}
+func nextSample(prev *domain.RateSample, started time.Time, committed int, recordsIn int64, now time.Time) (domain.RateSample, bool, Rate, bool) {
+	cur := domain.RateSample{At: now, Committed: committed, RecordsIn: recordsIn, TaskRate: -1, RecordRate: -1}
 	sinceStart := now.Sub(started).Seconds()
 	avg := func() (Rate, bool) {
 		if started.IsZero() || sinceStart <= 0 || committed == 0 {
@@ -84,7 +84,7 @@ func nextSample(prev *batch.RateSample, started time.Time, committed int, record
 // interval is counted by the winner. A failed write is logged, never
 // returned: the status read must not fail because a cache could not be
 // refreshed.
-func (r *Reader) stageRate(ctx context.Context, st batch.StageStats, now time.Time) (Rate, bool) {
+func (r *Reader) stageRate(ctx context.Context, st domain.StageStats, now time.Time) (Rate, bool) {
 	if !st.Materialized || st.Total == 0 || st.Counters.Missing > 0 {
 		return Rate{}, false
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 func TestNextSample(t *testing.T) {
@@ -15,7 +15,7 @@ func TestNextSample(t *testing.T) {
 	alpha := func(dt float64) float64 { return 1 - math.Exp(-dt/rateTau.Seconds()) }
 	cases := []struct {
 		name      string
-		prev      *batch.RateSample
+		prev      *domain.RateSample
 		committed int
 		records   int64
 		now       time.Time
@@ -24,13 +24,13 @@ func TestNextSample(t *testing.T) {
 	}{
 		{"first read, nothing committed: no rate yet", nil, 0, 0, at(10), true, -1},
 		{"first read seeds with the average since the start", nil, 20, 2000, at(10), true, 2},
-		{"too soon after a sample: the stored rate, no write", &batch.RateSample{At: at(9), Committed: 18, TaskRate: 1.5, RecordRate: 150}, 20, 2000, at(10), false, 1.5},
-		{"too soon and no stored rate: the average", &batch.RateSample{At: at(9), Committed: 0, TaskRate: -1}, 20, 0, at(10), false, 2},
-		{"an interval moves the average towards the instant rate", &batch.RateSample{At: at(10), Committed: 20, TaskRate: 2, RecordRate: 0}, 40, 0, at(12), true,
+		{"too soon after a sample: the stored rate, no write", &domain.RateSample{At: at(9), Committed: 18, TaskRate: 1.5, RecordRate: 150}, 20, 2000, at(10), false, 1.5},
+		{"too soon and no stored rate: the average", &domain.RateSample{At: at(9), Committed: 0, TaskRate: -1}, 20, 0, at(10), false, 2},
+		{"an interval moves the average towards the instant rate", &domain.RateSample{At: at(10), Committed: 20, TaskRate: 2, RecordRate: 0}, 40, 0, at(12), true,
 			2 + alpha(2)*(10-2)},
-		{"a stall decays the rate, it never goes negative", &batch.RateSample{At: at(10), Committed: 20, TaskRate: 2}, 20, 0, at(30), true,
+		{"a stall decays the rate, it never goes negative", &domain.RateSample{At: at(10), Committed: 20, TaskRate: 2}, 20, 0, at(30), true,
 			2 + alpha(20)*(0-2)},
-		{"no stored rate: the first interval starts from the average", &batch.RateSample{At: at(10), Committed: 0, TaskRate: -1}, 30, 0, at(15), true,
+		{"no stored rate: the first interval starts from the average", &domain.RateSample{At: at(10), Committed: 0, TaskRate: -1}, 30, 0, at(15), true,
 			2 + alpha(5)*(6-2)},
 	}
 	for _, tc := range cases {

@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/split"
@@ -30,20 +30,20 @@ type Config struct {
 // the control plane's store, grouped as it groups them.
 type Store interface {
 	// Jobs.
-	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]batch.JobSummary, string, error)
+	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]domain.JobSummary, string, error)
 	// Stages.
-	StageList(context.Context, string) ([]batch.Stage, error)
-	StageStats(ctx context.Context, job string) ([]batch.StageStats, error)
-	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp batch.RateSample) (bool, error)
+	StageList(context.Context, string) ([]domain.Stage, error)
+	StageStats(ctx context.Context, job string) ([]domain.StageStats, error)
+	StagePutRateSample(ctx context.Context, job string, idx int, prev time.Time, smp domain.RateSample) (bool, error)
 	StageBadRecordCounts(ctx context.Context, job string) (map[int]int64, error)
 	// The timeline's stored events (attempt ends).
 	TimelineEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 	// Tasks and their attempt ends.
-	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
 	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
-	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]batch.AttemptEnd, error)
+	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]domain.AttemptEnd, error)
 	// Concurrency slots.
-	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[batch.TaskRef]time.Time, error)
+	SlotHolders(ctx context.Context, m dynamo.SlotMap) (map[domain.TaskRef]time.Time, error)
 }
 
 // Blob is the calls the read side makes on the data bucket.
@@ -59,11 +59,11 @@ type Blob interface {
 // and limits: who owns a job, and which limits its tasks run under.
 type Kernel interface {
 	// OwnedJob reads a job for its owner; another owner's job, or one
-	// being deleted, is batch.ErrNotFound, so its existence does not leak.
-	OwnedJob(ctx context.Context, owner, id string) (batch.Job, error)
+	// being deleted, is domain.ErrNotFound, so its existence does not leak.
+	OwnedJob(ctx context.Context, owner, id string) (domain.Job, error)
 	// JobLimits are the concurrency limits a job's tasks are under: the
 	// job's own, then its owner's.
-	JobLimits(j batch.Job) []Limit
+	JobLimits(j domain.Job) []Limit
 }
 
 // Limit is one concurrency limit and the slot map that holds its slots.

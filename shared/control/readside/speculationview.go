@@ -3,7 +3,7 @@ package readside
 import (
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -20,7 +20,7 @@ type CopyCounts struct {
 }
 
 // copyCounts is st's copies, nil when it never had one.
-func copyCounts(st batch.StageStats) *CopyCounts {
+func copyCounts(st domain.StageStats) *CopyCounts {
 	c := &CopyCounts{Launched: st.CopiesLaunched, Won: st.Counters.CopiesWon}
 	if st.State == sm.StageRunning {
 		c.Running = st.CopiesRunning
@@ -46,7 +46,7 @@ type CopyInfo struct {
 // copyAttempts corrects a copied task's attempt list: two attempts may run
 // at once, and the committed one need not be the last (the holder can win
 // over its copy). ends are the task's recorded attempt ends by attempt.
-func copyAttempts(info *TaskInfo, t batch.Task, ends map[[2]int]batch.AttemptEnd) {
+func copyAttempts(info *TaskInfo, t domain.Task, ends map[[2]int]domain.AttemptEnd) {
 	c := t.Copy
 	if c == nil {
 		return

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -134,11 +134,11 @@ func (r *Reader) Status(ctx context.Context, owner, id string) (JobStatus, error
 
 // limitUse reads the slot maps of a job's limits: one consistent read per
 // limit, none for a job without limits.
-func (r *Reader) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error) {
+func (r *Reader) limitUse(ctx context.Context, j domain.Job) ([]LimitUse, error) {
 	var out []LimitUse
 	for _, l := range r.kernel.JobLimits(j) {
 		holders, err := r.store.SlotHolders(ctx, l.Slots)
-		if err != nil && !errors.Is(err, batch.ErrNotFound) { // no map yet: none held
+		if err != nil && !errors.Is(err, domain.ErrNotFound) { // no map yet: none held
 			return nil, fmt.Errorf("status of job %s: %w", j.ID, err)
 		}
 		out = append(out, LimitUse{Kind: l.Kind, Max: l.Max, Running: len(holders)})
@@ -146,7 +146,7 @@ func (r *Reader) limitUse(ctx context.Context, j batch.Job) ([]LimitUse, error) 
 	return out, nil
 }
 
-func (r *Reader) status(ctx context.Context, j batch.Job, stats []batch.StageStats) JobStatus {
+func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageStats) JobStatus {
 	now := r.now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
 		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -26,7 +26,7 @@ type ListTasksRequest struct {
 }
 
 // TaskInfo is a task as the API shows it. ErrorClass is LastError's class
-// (batch.ErrorClass); Memory the executor size an out-of-memory retry
+// (domain.ErrorClass); Memory the executor size an out-of-memory retry
 // raised the task to (failclass.go).
 type TaskInfo struct {
 	ID               string     `json:"id"`
@@ -60,9 +60,9 @@ type TaskInfo struct {
 const (
 	OutcomeRunning      = "running"
 	OutcomeCommitted    = "committed"
-	OutcomeRetried      = string(batch.AttemptRetried)
-	OutcomeLeaseExpired = string(batch.AttemptLeaseExpired)
-	OutcomeFailed       = string(batch.AttemptFailed)
+	OutcomeRetried      = string(domain.AttemptRetried)
+	OutcomeLeaseExpired = string(domain.AttemptLeaseExpired)
+	OutcomeFailed       = string(domain.AttemptFailed)
 	OutcomeCancelled    = "cancelled"
 	// OutcomeUnknown: the attempt ended but no record says how (its
 	// recorder crashed between the transition and the record).
@@ -172,7 +172,7 @@ func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList,
 // taskInfos renders task rows with their attempt histories. Attempt-end
 // records are read only for rows that had an attempt end without a
 // commit, with one Query per bucket of such rows.
-func (r *Reader) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []batch.TaskRow) ([]TaskInfo, error) {
+func (r *Reader) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []domain.TaskRow) ([]TaskInfo, error) {
 	lo, hi := -1, -1
 	for _, r := range rows {
 		if r.Attempt > 1 || r.State == sm.TaskFailed || (r.State == sm.TaskReady && r.Attempt > 0) {
@@ -182,7 +182,7 @@ func (r *Reader) taskInfos(ctx context.Context, sp *spec.Job, stage int, rows []
 			hi = r.Ref.Partition
 		}
 	}
-	ends := map[[2]int]batch.AttemptEnd{}
+	ends := map[[2]int]domain.AttemptEnd{}
 	if lo >= 0 {
 		recs, err := r.store.AttemptEnds(ctx, rows[0].Ref.Job, stage, lo, hi)
 		if err != nil {
@@ -252,7 +252,7 @@ type CheckpointInfo struct {
 	Continuations int   `json:"continuations,omitempty"`
 }
 
-func checkpointInfo(r batch.CheckpointRef) *CheckpointInfo {
+func checkpointInfo(r domain.CheckpointRef) *CheckpointInfo {
 	if !r.Saved() {
 		return nil
 	}

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -33,7 +33,7 @@ type Config struct {
 // firing's overlap policy and run record need.
 type Store interface {
 	// Jobs.
-	JobGet(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	// Schedules, their due index and their runs.
 	ScheduleCreate(ctx context.Context, sc schedule.Schedule, now time.Time, maxSchedules int) error

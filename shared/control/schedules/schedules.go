@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/page"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -232,7 +232,7 @@ func (s *Firer) ScheduleRuns(ctx context.Context, owner, id string, limit int, c
 		}
 		if r.JobID != "" {
 			st, err := s.store.JobState(ctx, r.JobID)
-			if err != nil && !errors.Is(err, batch.ErrNotFound) {
+			if err != nil && !errors.Is(err, domain.ErrNotFound) {
 				return RunList{}, err
 			}
 			v.Status = string(st)
@@ -370,7 +370,7 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
 	if rec == nil {
 		r, err := s.store.ScheduleGet(ctx, e.Owner, e.ScheduleID)
-		if errors.Is(err, batch.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			c.Dropped++
 			return s.store.ScheduleMoveEntry(ctx, e, time.Time{}, now) // deleted: drop the entry
 		}
@@ -419,7 +419,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 		running := false
 		if lastJob != "" && sc.Overlap != schedule.OverlapAllow { // allow starts either way: no read
 			st, err := s.store.JobState(ctx, lastJob)
-			if err != nil && !errors.Is(err, batch.ErrNotFound) {
+			if err != nil && !errors.Is(err, domain.ErrNotFound) {
 				return err
 			}
 			running = st == sm.JobRunning || st == sm.JobPublishing // not ended
@@ -507,7 +507,7 @@ func RefusedForGood(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.As(err, &ve), errors.As(err, &fe), errors.Is(err, batch.ErrIdempotencyConflict):
+	case errors.As(err, &ve), errors.As(err, &fe), errors.Is(err, domain.ErrIdempotencyConflict):
 		return true
 	case errors.As(err, &qe):
 		return qe.Alone

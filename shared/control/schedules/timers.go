@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -194,7 +194,7 @@ func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error
 		return TimerHandedBack, nil
 	}
 	rec, err := s.store.ScheduleGet(ctx, m.Owner, id)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return TimerDropped, nil // deleted; the sweep drops its index entry
 	}
 	if err != nil {

@@ -3,12 +3,12 @@ package stages
 import (
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
-// checkInputNotEmpty refuses, as batch.ErrBadInput, a listing that found
+// checkInputNotEmpty refuses, as domain.ErrBadInput, a listing that found
 // no object to read for a stage that did not opt in to empty input
 // (spec.Input.AllowEmpty). An empty prefix is most often a mistyped path,
 // and a job that read nothing would otherwise end SUCCEEDED, empty; the
@@ -19,5 +19,5 @@ func checkInputNotEmpty(field string, in *spec.Input, objs []split.Object) error
 		return nil
 	}
 	return fmt.Errorf("%w: %s.prefix: %s matches no object; check the path, or set %s.allowEmpty: true if the stage may read nothing",
-		batch.ErrBadInput, field, in.Prefix, field)
+		domain.ErrBadInput, field, in.Prefix, field)
 }

@@ -12,8 +12,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/split"
@@ -43,19 +43,19 @@ type Store interface {
 	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	JobStartPublishing(ctx context.Context, id string, now time.Time) error
 	// Stages.
-	StageList(context.Context, string) ([]batch.Stage, error)
-	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageList(context.Context, string) ([]domain.Stage, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
 	StageTransition(context.Context, dynamo.StageTransitionParams) error
-	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error)
 	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
 	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
 	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
 	StageAdopt(ctx context.Context, job string, idx, total int) error
 	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
-	StageProgress(context.Context, batch.Stage) (batch.Progress, error)
+	StageProgress(context.Context, domain.Stage) (domain.Progress, error)
 	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	// Tasks.
-	TaskPutMany(context.Context, []batch.Task, time.Time) error
+	TaskPutMany(context.Context, []domain.Task, time.Time) error
 	TaskListPage(context.Context, dynamo.TaskPageParams) (dynamo.TaskPage, error)
 	// The sweep's due index.
 	DueSet(context.Context, dynamo.DueItem, time.Time) error

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -236,7 +236,7 @@ func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string
 		return 0, err
 	}
 	c := &copier{pub: pub, bucket: bucket, folder: folder}
-	err = blob.EachManifestOutput(ctx, s.blob, m, func(o batch.Output) error {
+	err = blob.EachManifestOutput(ctx, s.blob, m, func(o domain.Output) error {
 		if !s.ownOutput(ctx, job, o) { // reuse.go: a rerun's reused stages' too
 			return &PublishError{Folder: output, Err: fmt.Errorf("manifest %s lists %q, which is not one of the job's attempt outputs", manifestKey, o.Key)}
 		}
@@ -249,7 +249,7 @@ func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string
 		return c.copied, permanent(err)
 	}
 	body, _ := json.Marshal(map[string]any{"job": job, "outputs": m.Len()})
-	if err := pub.PutIfAbsentIn(ctx, bucket, folder+blob.SuccessName, body); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := pub.PutIfAbsentIn(ctx, bucket, folder+blob.SuccessName, body); err != nil && !errors.Is(err, domain.ErrExists) {
 		return c.copied, permanent(err)
 	}
 	s.log.Info("outputs published", "job_id", job, "output", output, "outputs", m.Len(), "copied", c.copied)
@@ -297,7 +297,7 @@ func ancestorFolders(root, prefix string) []string {
 // exists reports whether bucket holds key.
 func exists(ctx context.Context, pub Blob, bucket, key string) (bool, error) {
 	rc, err := pub.Open(ctx, bucket, key, 0)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -307,7 +307,7 @@ func exists(ctx context.Context, pub Blob, bucket, key string) (bool, error) {
 	return true, nil
 }
 
-// checkPublishedInputs refuses, as batch.ErrBadInput, an input listing
+// checkPublishedInputs refuses, as domain.ErrBadInput, an input listing
 // that reads a published folder whose publishing has not finished: one
 // with a claim and no _SUCCESS, listed (objs, the listing of prefix) or
 // holding prefix (a claim in a folder above it, in an outputs area). Its
@@ -323,7 +323,7 @@ func (s *Lifecycle) checkPublishedInputs(ctx context.Context, bucket, prefix str
 	incomplete := func(folder string) error {
 		return fmt.Errorf("%w: s3://%s/%s is a published folder whose publishing has not finished (it has %s but no %s): "+
 			"its job is still publishing or failed part way, so it does not hold all of its outputs; read it once its job has succeeded",
-			batch.ErrBadInput, bucket, folder, blob.ClaimName, blob.SuccessName)
+			domain.ErrBadInput, bucket, folder, blob.ClaimName, blob.SuccessName)
 	}
 	for k := range listed {
 		if folder, ok := strings.CutSuffix(k, blob.ClaimName); ok && !listed[folder+blob.SuccessName] {
@@ -428,7 +428,7 @@ func (s *Lifecycle) claimFolder(ctx context.Context, pub Blob, job, output, buck
 	key := folder + blob.ClaimName
 	body, _ := json.Marshal(OutputClaim{Job: job, Manifest: "s3://" + s.blob.Bucket() + "/" + manifestKey})
 	err := pub.PutIfAbsentIn(ctx, bucket, key, body)
-	if !errors.Is(err, batch.ErrExists) {
+	if !errors.Is(err, domain.ErrExists) {
 		return err
 	}
 	rc, err := pub.Open(ctx, bucket, key, 0)
@@ -472,7 +472,7 @@ type copier struct {
 
 type copyJob struct{ src, dst string }
 
-func (c *copier) add(ctx context.Context, o batch.Output) error {
+func (c *copier) add(ctx context.Context, o domain.Output) error {
 	dst := blob.PublishedKey(c.folder, o.Stage, o.Partition, o.Part)
 	if o.Stage != c.stage {
 		c.stage, c.listed, c.more, c.after, c.started = o.Stage, nil, false, "", false
@@ -531,7 +531,7 @@ func (c *copier) flush(ctx context.Context) error {
 			switch {
 			case err == nil:
 				c.copied++
-			case errors.Is(err, batch.ErrExists):
+			case errors.Is(err, domain.ErrExists):
 				// Copied by an earlier try: the folder is this job's.
 			case first == nil || errors.Is(err, blob.ErrRefused) && !errors.Is(first, blob.ErrRefused):
 				first = err

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -98,7 +98,7 @@ func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
 	ctx, cancel := context.WithTimeout(ctx, RelayBudget)
 	defer cancel()
 	st, err := s.store.StageGet(ctx, c.Job, c.Stage)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil // the job was deleted
 	}
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
 		return nil // ended, done, or another materializer moved it on
 	}
 	state, err := s.store.JobState(ctx, c.Job)
-	if err != nil && !errors.Is(err, batch.ErrNotFound) {
+	if err != nil && !errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
 	}
 	if state != sm.JobRunning {

@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -69,7 +69,7 @@ func (s *Lifecycle) copyReusedManifest(ctx context.Context, job string, sp *spec
 	if err != nil {
 		return true, fmt.Errorf("reuse the manifest of stage %s of job %s: %w", name, src, err)
 	}
-	if err := s.blob.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, batch.ErrExists) {
+	if err := s.blob.PutIfAbsent(ctx, key, raw); err != nil && !errors.Is(err, domain.ErrExists) {
 		return true, err
 	}
 	return true, nil
@@ -77,7 +77,7 @@ func (s *Lifecycle) copyReusedManifest(ctx context.Context, job string, sp *spec
 
 // ownOutput reports whether o is an output of job: one of its attempts',
 // or of the job a rerun's reused stage comes from.
-func (s *Lifecycle) ownOutput(ctx context.Context, job string, o batch.Output) bool {
+func (s *Lifecycle) ownOutput(ctx context.Context, job string, o domain.Output) bool {
 	if o.Key == blob.OutputKey(job, o.Stage, o.Partition, o.Attempt, o.Part) {
 		return true
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -75,7 +75,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		total = sp.Stages[src].Shuffle.Partitions
 	case stageHasSplits(sp, idx):
 		var err error
-		if splits, err = s.plan(ctx, job, idx, st); errors.Is(err, batch.ErrBadInput) {
+		if splits, err = s.plan(ctx, job, idx, st); errors.Is(err, domain.ErrBadInput) {
 			return s.failMaterialize(ctx, job, idx, err)
 		} else if err != nil {
 			// Throttling, a network error, a timeout: the stage stays due
@@ -126,11 +126,11 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		began := time.Now() // the real clock, as deadlines are
 		from, to := stage.Enqueued, min(stage.Enqueued+s.cfg.ChunkTasks, stage.Total)
 		now := s.Now()
-		tasks := make([]batch.Task, 0, to-from)
+		tasks := make([]domain.Task, 0, to-from)
 		msgs := make([]queue.Send, 0, to-from)
 		for p := from; p < to; p++ {
-			ref := batch.TaskRef{Job: job, Stage: idx, Partition: p}
-			t := batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
+			ref := domain.TaskRef{Job: job, Stage: idx, Partition: p}
+			t := domain.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
 			if splits != nil {
 				t.Input = &splits[p]
 			}
@@ -225,18 +225,18 @@ func (s *Lifecycle) plan(ctx context.Context, job string, idx int, st spec.Stage
 			return nil, fmt.Errorf("decode plan %s: %w", key, err)
 		}
 		return splits, nil
-	} else if !errors.Is(err, batch.ErrNotFound) {
+	} else if !errors.Is(err, domain.ErrNotFound) {
 		return nil, err
 	}
 	in := st.Partitions.Input
 	field := fmt.Sprintf("stages[%d].partitions.input", idx)
 	bucket, prefix, err := spec.ParseS3URI(in.Prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s.prefix: %w", batch.ErrBadInput, field, err)
+		return nil, fmt.Errorf("%w: %s.prefix: %w", domain.ErrBadInput, field, err)
 	}
 	objs, err := s.blob.List(ctx, bucket, prefix)
 	if errors.Is(err, blob.ErrListLimit) {
-		return nil, fmt.Errorf("%w: %s.prefix: %w; name a narrower prefix", batch.ErrBadInput, field, err)
+		return nil, fmt.Errorf("%w: %s.prefix: %w; name a narrower prefix", domain.ErrBadInput, field, err)
 	}
 	if err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func (s *Lifecycle) plan(ctx context.Context, job string, idx int, st spec.Stage
 		// The ETag (32 bytes and a part count at most) rides on every task
 		// record of the object with its key, as its pin (blob/pin.go).
 		if pin := dynamo.PinBytes(o.ETag); len(o.Key)+pin > MaxInputKey {
-			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes (%d less than the %d allowed, for its ETag)", batch.ErrBadInput, o.Key, MaxInputKey-pin, pin, MaxInputKey)
+			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes (%d less than the %d allowed, for its ETag)", domain.ErrBadInput, o.Key, MaxInputKey-pin, pin, MaxInputKey)
 		}
 		// A version id rides along only where it fits the same budget;
 		// past it the object keeps its ETag pin alone.
@@ -269,14 +269,14 @@ func (s *Lifecycle) plan(ctx context.Context, job string, idx int, st spec.Stage
 	// 10 MiB object, ten million of them (320 MiB).
 	if n := split.Count(objs, size); n > spec.MaxPartitions {
 		return nil, fmt.Errorf("%w: %s.splitSize: %s in splits of %d bytes gives %d splits, more than %d; raise splitSize",
-			batch.ErrBadInput, field, in.Prefix, size, n, spec.MaxPartitions)
+			domain.ErrBadInput, field, in.Prefix, size, n, spec.MaxPartitions)
 	}
 	splits := split.Plan(objs, size)
 	raw, err := json.Marshal(splits)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.blob.PutIfAbsent(ctx, key, raw); errors.Is(err, batch.ErrExists) {
+	if err := s.blob.PutIfAbsent(ctx, key, raw); errors.Is(err, domain.ErrExists) {
 		return s.plan(ctx, job, idx, st) // a concurrent planner won; use its plan
 	} else if err != nil {
 		return nil, err
@@ -405,7 +405,7 @@ func (s *Lifecycle) AfterStageCompleted(ctx context.Context, job string, idx int
 			return err
 		}
 	}
-	if slices.IndexFunc(stages, func(st batch.Stage) bool { return st.State != sm.StageCompleted }) < 0 {
+	if slices.IndexFunc(stages, func(st domain.Stage) bool { return st.State != sm.StageCompleted }) < 0 {
 		var completed time.Time // when the last stage completed
 		for _, st := range stages {
 			if st.Ended.After(completed) {
@@ -458,13 +458,13 @@ func UpstreamCompleted(sp *spec.Job, idx int, state func(int) sm.StageState) boo
 func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job, stages []int, key string) error {
 	if _, err := s.blob.Get(ctx, key); err == nil {
 		return nil
-	} else if !errors.Is(err, batch.ErrNotFound) {
+	} else if !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
 	if done, err := s.copyReusedManifest(ctx, job, sp, stages, key); done || err != nil { // reuse.go
 		return err
 	}
-	head := batch.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
+	head := domain.Manifest{Job: job, Bucket: s.blob.Bucket(), Created: s.Now().Format("2006-01-02T15:04:05.000Z07:00")}
 	if len(stages) == 1 {
 		head.Stage = sp.Stages[stages[0]].Name
 	}
@@ -528,7 +528,7 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 					r = skipParts + 1
 				}
 				for ; r < t.Outputs; r++ {
-					if err := w.Add(ctx, batch.Output{
+					if err := w.Add(ctx, domain.Output{
 						Stage: name, Partition: t.Ref.Partition, Attempt: t.CommittedAttempt, Part: r,
 						Key: blob.OutputKey(src, name, t.Ref.Partition, t.CommittedAttempt, r),
 					}); err != nil {

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -32,18 +32,18 @@ import (
 // storetest_test.go checks that control.Store includes it.
 type Store interface {
 	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
-	JobGet(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
 	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
-	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
 	StageTransition(context.Context, dynamo.StageTransitionParams) error
-	StageSetPlan(ctx context.Context, job string, idx, total int) (batch.Stage, error)
+	StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error)
 	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
-	TaskPutMany(context.Context, []batch.Task, time.Time) error
-	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
-	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	TaskPutMany(context.Context, []domain.Task, time.Time) error
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
+	TaskClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 }
@@ -76,7 +76,7 @@ var cases = []struct {
 		if err != nil || created || again != first {
 			t.Fatalf("same key again: %s, created %v, %v; want %s, not created", again, created, err, first)
 		}
-		if _, _, err := r.s.JobCreate(r.ctx, r.jobParams(owner, key, 2)); !errors.Is(err, batch.ErrIdempotencyConflict) {
+		if _, _, err := r.s.JobCreate(r.ctx, r.jobParams(owner, key, 2)); !errors.Is(err, domain.ErrIdempotencyConflict) {
 			t.Fatalf("same key, another spec: %v; want batch.ErrIdempotencyConflict", err)
 		}
 		if id, found, err := r.s.JobByIdemKey(r.ctx, owner, key); err != nil || !found || id != first {
@@ -96,7 +96,7 @@ var cases = []struct {
 			t.Fatalf("first claim: %s attempt %d token %q; want CLAIMED attempt 1 tok-a", a.State, a.Attempt, a.Token)
 		}
 		_, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: r.now, Lease: lease, Grace: lease})
-		var held *batch.ClaimHeldError
+		var held *domain.ClaimHeldError
 		if !errors.As(err, &held) {
 			t.Fatalf("second claim under a live lease: %v; want *batch.ClaimHeldError", err)
 		}
@@ -120,7 +120,7 @@ var cases = []struct {
 		if err != nil || b.Attempt != 2 || b.Token != "tok-b" {
 			t.Fatalf("takeover: attempt %d token %q, %v; want attempt 2 tok-b", b.Attempt, b.Token, err)
 		}
-		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: later}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-a", Now: later}, lease, lease); !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("old holder's heartbeat: %v; want batch.ErrStaleClaim", err)
 		}
 	}},
@@ -128,7 +128,7 @@ var cases = []struct {
 		ref := r.stage(1)[0]
 		r.claim(ref, "tok-a")
 		at := r.now.Add(lease / 2)
-		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-x", Now: at}, lease, lease); !errors.Is(err, batch.ErrStaleClaim) {
+		if err := r.s.TaskHeartbeat(r.ctx, dynamo.HolderParams{Ref: ref, Token: "tok-x", Now: at}, lease, lease); !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("heartbeat with another token: %v; want batch.ErrStaleClaim", err)
 		}
 		if got := r.task(ref); !got.LeaseUntil.Equal(r.now.Add(lease)) {
@@ -145,7 +145,7 @@ var cases = []struct {
 		refs := r.stage(2)
 		ref := refs[0]
 		a := r.claim(ref, "tok-a")
-		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("commit with another token: %v; want batch.ErrStaleClaim", err)
 		}
 		if got := r.task(ref); got.State != sm.TaskClaimed {
@@ -167,7 +167,7 @@ var cases = []struct {
 		if got := r.task(ref); got.State != sm.TaskSucceeded || got.CommittedAttempt != a.Attempt {
 			t.Fatalf("task after commit: %s committed attempt %d; want SUCCEEDED %d", got.State, got.CommittedAttempt, a.Attempt)
 		}
-		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, batch.ErrAlreadyDone) && !errors.Is(err, batch.ErrStaleClaim) {
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-x", a.Attempt)); !errors.Is(err, domain.ErrAlreadyDone) && !errors.Is(err, domain.ErrStaleClaim) {
 			t.Fatalf("stale commit of a committed task: %v; want batch.ErrAlreadyDone or batch.ErrStaleClaim", err)
 		}
 	}},
@@ -269,7 +269,7 @@ func (r *rig) jobParams(owner, key string, variant int) dynamo.CreateJobParams {
 		r.t.Fatal(err)
 	}
 	return dynamo.CreateJobParams{
-		Job:     batch.Job{ID: newJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.now},
+		Job:     domain.Job{ID: newJobID(), Owner: owner, Spec: sp, SpecHash: sp.Hash(), Created: r.now},
 		IdemKey: key, IdemTTL: time.Hour, StageDue: r.now.Add(time.Hour),
 	}
 }
@@ -286,7 +286,7 @@ func (r *rig) create(owner, key string, variant int) string {
 
 // stage makes a job whose first stage is planned into n READY tasks with
 // their counters, and returns the tasks.
-func (r *rig) stage(n int) []batch.TaskRef {
+func (r *rig) stage(n int) []domain.TaskRef {
 	r.t.Helper()
 	r.job = r.create(owner, "stage-"+randHex(4), 1)
 	st, err := r.s.StageSetPlan(r.ctx, r.job, 0, n)
@@ -300,12 +300,12 @@ func (r *rig) stage(n int) []batch.TaskRef {
 	if err := r.s.ShardPut(r.ctx, r.job, 0, n, st.Shards); err != nil {
 		r.t.Fatalf("put counters: %v", err)
 	}
-	var refs []batch.TaskRef
-	var tasks []batch.Task
+	var refs []domain.TaskRef
+	var tasks []domain.Task
 	for p := range n {
-		ref := batch.TaskRef{Job: r.job, Stage: 0, Partition: p}
+		ref := domain.TaskRef{Job: r.job, Stage: 0, Partition: p}
 		refs = append(refs, ref)
-		tasks = append(tasks, batch.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: 3, Updated: r.now})
+		tasks = append(tasks, domain.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: 3, Updated: r.now})
 	}
 	if err := r.s.TaskPutMany(r.ctx, tasks, time.Time{}); err != nil {
 		r.t.Fatalf("put tasks: %v", err)
@@ -313,7 +313,7 @@ func (r *rig) stage(n int) []batch.TaskRef {
 	return refs
 }
 
-func (r *rig) claim(ref batch.TaskRef, token string) batch.Task {
+func (r *rig) claim(ref domain.TaskRef, token string) domain.Task {
 	r.t.Helper()
 	t, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: token, Now: r.now, Lease: lease, Grace: lease})
 	if err != nil {
@@ -322,12 +322,12 @@ func (r *rig) claim(ref batch.TaskRef, token string) batch.Task {
 	return t
 }
 
-func (r *rig) commit(ref batch.TaskRef, token string, attempt int) dynamo.CommitParams {
+func (r *rig) commit(ref domain.TaskRef, token string, attempt int) dynamo.CommitParams {
 	return dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: token, Now: r.now},
 		Attempt: attempt, Outputs: 1, Shards: r.shards}
 }
 
-func (r *rig) task(ref batch.TaskRef) batch.Task {
+func (r *rig) task(ref domain.TaskRef) domain.Task {
 	r.t.Helper()
 	t, err := r.s.TaskGet(r.ctx, ref)
 	if err != nil {

@@ -8,11 +8,11 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/control/tasks"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -306,21 +306,21 @@ func (s *Sweeper) redrive(ctx context.Context, msgs []queue.Message, c *kernel.S
 			continue
 		}
 		body, _ := tasks.IsCopyMessage(m.Body) // a copy's: resent as its task's
-		ref, err := batch.ParseTaskRef(body)
+		ref, err := domain.ParseTaskRef(body)
 		if err != nil {
 			s.log.Error("dead-lettered message names no task", "message_id", m.ID, "err", err)
 			continue
 		}
 		t, err := s.store.TaskGet(ctx, ref)
-		if err != nil && !errors.Is(err, batch.ErrNotFound) {
+		if err != nil && !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
 		waiting := err == nil && !sm.Tasks.IsTerminal(t.State)
-		if errors.Is(err, batch.ErrNotFound) {
+		if errors.Is(err, domain.ErrNotFound) {
 			// Unwritten (sm.TaskUnwritten), its message never claimed,
 			// while its job runs; or its job is gone.
 			state, serr := s.CachedJobState(ctx, ref.Job)
-			if serr != nil && !errors.Is(serr, batch.ErrNotFound) {
+			if serr != nil && !errors.Is(serr, domain.ErrNotFound) {
 				return serr
 			}
 			waiting = serr == nil && state == sm.JobRunning
@@ -352,7 +352,7 @@ const DeadlineReason = "deadline exceeded"
 // (or a job finishing at the same moment) end it once.
 func (s *Sweeper) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
 	j, err := s.store.JobGet(ctx, it.Job)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	if err != nil {

@@ -12,12 +12,12 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/operations"
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/control/tasks"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -40,11 +40,11 @@ type Store interface {
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// Jobs, stages and tasks.
-	JobGet(context.Context, string) (batch.Job, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
-	StageGet(context.Context, string, int) (batch.Stage, error)
-	StageList(context.Context, string) ([]batch.Stage, error)
-	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
+	StageList(context.Context, string) ([]domain.Stage, error)
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
 }
 
 // Queue is the calls the sweep makes on the queues: reading and deleting

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -19,7 +19,7 @@ var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints"
 // Checkpoint points c's task at checkpoint seq of c's attempt, whose
 // record and output segments the executor has already written to S3
 // (blob.CheckpointKey). The write is fenced by the claim token: a stale
-// attempt gets batch.ErrStaleClaim and must stop, and its checkpoint is
+// attempt gets domain.ErrStaleClaim and must stop, and its checkpoint is
 // never resumed from.
 //
 // A speculative copy's checkpoint is fenced by its own token, as the
@@ -30,14 +30,14 @@ var ErrNoCheckpoints = errors.New("this control plane cannot record checkpoints"
 // holder's last one). Once the holder yielded to the copy (it failed
 // beside it: sm.TaskYield), the copy's token is the task's, and its
 // checkpoints are recorded as any holder's: a retry after the copy fails
-// resumes from them. A copy that lost its claim gets batch.ErrStaleClaim.
+// resumes from them. A copy that lost its claim gets domain.ErrStaleClaim.
 func (s *Lifecycle) Checkpoint(ctx context.Context, c kernel.Claim, seq int, offset int64) error {
 	ref := c.Task.Ref
 	err := s.store.TaskCheckpoint(ctx, dynamo.CheckpointParams{
 		HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: s.Now()},
 		Attempt:      c.Task.Attempt, Seq: seq, Offset: offset,
 	})
-	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
+	if c.Speculative && errors.Is(err, domain.ErrStaleClaim) {
 		t, gerr := s.store.TaskGet(ctx, ref)
 		if gerr != nil {
 			return fmt.Errorf("checkpoint copy of task %s: %w", ref, gerr)
@@ -83,9 +83,9 @@ func (s *Lifecycle) Continue(ctx context.Context, c kernel.Claim, offset int64) 
 	sent := s.Resend(ctx, ref, 0) == nil // kernel/sizedqueues.go
 	// History, not a failure: no stage failure count (Shards 0).
 	if _, err := s.store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{
-		End: kernel.AttemptEnd(ref, c.Task.Attempt, batch.AttemptContinued, now, msg, c.Task),
+		End: kernel.AttemptEnd(ref, c.Task.Attempt, domain.AttemptContinued, now, msg, c.Task),
 	}); err != nil {
-		s.Logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", batch.AttemptContinued, "err", err)
+		s.Logger(ref).Warn("record attempt end", "attempt", c.Task.Attempt, "kind", domain.AttemptContinued, "err", err)
 	}
 	return Decision{Retry: !sent}, nil
 }
@@ -96,7 +96,7 @@ func (s *Lifecycle) NoteResumed(ctx context.Context, c kernel.Claim) {
 	ck := c.Task.Checkpoint
 	ref := c.Task.Ref
 	msg := fmt.Sprintf("resumed from the checkpoint of attempt %d at offset %d", ck.Attempt, ck.Offset)
-	if err := s.store.TimelineRecord(ctx, batch.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: batch.TaskResumed, At: s.Now(), Err: msg}); err != nil {
+	if err := s.store.TimelineRecord(ctx, domain.AttemptEnd{Ref: ref, Attempt: c.Task.Attempt, Kind: domain.TaskResumed, At: s.Now(), Err: msg}); err != nil {
 		s.Logger(ref).Warn("record resume", "attempt", c.Task.Attempt, "err", err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"path"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 )
 
 // CheckpointRefused tags for the bucket's expiry rule what checkpoint seq
@@ -28,7 +28,7 @@ func (s *Lifecycle) CheckpointRefused(ctx context.Context, c kernel.Claim, seq i
 	t, err := s.store.TaskGet(ctx, ref)
 	var prefixes []string
 	switch {
-	case errors.Is(err, batch.ErrNotFound):
+	case errors.Is(err, domain.ErrNotFound):
 		prefixes = []string{blob.TaskCheckpointsPrefix(ref.Job, stage, ref.Partition)}
 	case err != nil:
 		s.Logger(ref).Warn("tag a refused checkpoint's objects", "attempt", c.Task.Attempt, "seq", seq, "err", err)

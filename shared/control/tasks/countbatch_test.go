@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -18,7 +18,7 @@ func TestFlushCountsReportsATimersFailedWrite(t *testing.T) {
 	ctx := context.Background()
 	// The stub store refuses every batched count.
 	s := newStubLifecycle(Config{CountLinger: time.Hour}, stubStore{})
-	s.counts.add(dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: batch.TaskRef{Job: "j1", Partition: 3}}, Shards: 1})
+	s.counts.add(dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: domain.TaskRef{Job: "j1", Partition: 3}}, Shards: 1})
 	s.counts.flushBackground() // the timer's flush, as if it fired now
 	if err := s.FlushCounts(ctx); err == nil {
 		t.Fatal("FlushCounts after the timer's failed write: nil, want its error")

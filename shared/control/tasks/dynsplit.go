@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -82,7 +82,7 @@ func (s *Lifecycle) SplitTask(ctx context.Context, c kernel.Claim, req SplitRequ
 	res := SplitResult{First: first, Last: first + len(req.Give) - 1}
 	msgs := make([]queue.Send, 0, len(req.Give))
 	for p := res.First; p <= res.Last; p++ {
-		msgs = append(msgs, queue.Send{Body: batch.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: p}.String()})
+		msgs = append(msgs, queue.Send{Body: domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: p}.String()})
 	}
 	// The tasks exist: a lost send is the sweep's to repair (their due
 	// entries), as for a materialization that crashed after its puts.
@@ -144,7 +144,7 @@ const SplitMultiplier = 1.5
 // with no committed attempts yet has no median: a task that has run as
 // long as the executor waits before offering (executor.SplitAfter) with
 // nothing of its stage committed is behind by any measure.
-func (s *Lifecycle) checkStraggler(ctx context.Context, ref batch.TaskRef, ran time.Duration) error {
+func (s *Lifecycle) checkStraggler(ctx context.Context, ref domain.TaskRef, ran time.Duration) error {
 	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err

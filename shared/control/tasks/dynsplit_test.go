@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -22,7 +22,7 @@ func TestCheckSplit(t *testing.T) {
 		return &spec.Job{Stages: []spec.Stage{{Name: "s", Lambda: lambda, Partitions: &spec.Partitions{
 			Input: &spec.Input{Prefix: "s3://b/p/", DynamicSplit: dynamic}}}}}
 	}
-	claim := kernel.Claim{Spec: job(true, ""), Task: batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 0}, Input: in}}
+	claim := kernel.Claim{Spec: job(true, ""), Task: domain.Task{Ref: domain.TaskRef{Job: "j", Stage: 0, Partition: 0}, Input: in}}
 	good := SplitRequest{Input: *in, At: 400, Give: []split.Split{
 		{Key: "k.txt", Start: 400, End: 700, ETag: "e", Version: "v1"}, {Key: "k.txt", Start: 700, End: 1000, ETag: "e", Version: "v1"}}}
 	tests := []struct {

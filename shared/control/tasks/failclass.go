@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -16,20 +16,20 @@ import (
 // FailParams is how an attempt failed: its error's message and class.
 type FailParams struct {
 	Cause string
-	// Class decides what follows (batch.ErrorClass): a permanent error
+	// Class decides what follows (domain.ErrorClass): a permanent error
 	// fails the task at once; an out-of-memory end retries on the next
 	// executor size up; anything else retries while attempts are left.
-	// Empty means batch.ClassError.
-	Class batch.ErrorClass
+	// Empty means domain.ClassError.
+	Class domain.ErrorClass
 }
 
 // attemptKinds is the history kind of an attempt that ended with each
 // class; a plain error's depends on whether the task retries.
-var attemptKinds = map[batch.ErrorClass]batch.AttemptEndKind{
-	batch.ClassPermanent:    batch.AttemptPermanent,
-	batch.ClassInputChanged: batch.AttemptPermanent,
-	batch.ClassTimedOut:     batch.AttemptTimedOut,
-	batch.ClassOutOfMemory:  batch.AttemptOutOfMemory,
+var attemptKinds = map[domain.ErrorClass]domain.AttemptEndKind{
+	domain.ClassPermanent:    domain.AttemptPermanent,
+	domain.ClassInputChanged: domain.AttemptPermanent,
+	domain.ClassTimedOut:     domain.AttemptTimedOut,
+	domain.ClassOutOfMemory:  domain.AttemptOutOfMemory,
 }
 
 // Fail records the holder's failed attempt by its class. A permanent
@@ -42,7 +42,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 	if d, done, err := s.copies.failBesideCopy(ctx, c, p.Cause); done { // speculation.go
 		return d, err
 	}
-	class := cmp.Or(p.Class, batch.ClassError)
+	class := cmp.Or(p.Class, domain.ClassError)
 	if !class.Valid() {
 		return Decision{}, fmt.Errorf("fail %s: unknown error class %q", c.Task.Ref, class)
 	}
@@ -57,7 +57,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 			Due: now.Add(delay + s.cfg.StuckAfter),
 		}
 		var mem spec.Size
-		if class == batch.ClassOutOfMemory {
+		if class == domain.ClassOutOfMemory {
 			var note string
 			mem, note = kernel.Escalate(c)
 			rp.Memory = mem
@@ -70,7 +70,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 		}
 		s.Slots.FreeSlots(ctx, ref, c.Spec, c.Task.SlotAt)
 		s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed, will retry", "delay", delay.String(), "class", string(class), "err", cause)
-		s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], batch.AttemptRetried), cause, c.Task)
+		s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, cmp.Or(attemptKinds[class], domain.AttemptRetried), cause, c.Task)
 		s.Meter().TaskRetried(s.TaskPriority(ctx, c.Spec, ref)) // kernel/metrics.go
 		return Decision{Retry: true, Delay: delay, Memory: mem}, nil
 	}
@@ -94,7 +94,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 	s.TaskLog(ctx, ref, c.Task.Attempt).Warn("task failed", "class", string(class), "err", cause)
 	// The claim's own attempt: a copy that ended beside it took the
 	// record's attempt number (speculation.go).
-	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), cause, c.Task)
+	s.NoteAttemptEnd(ctx, ref, c.Task.Attempt, attemptKind(t, cmp.Or(attemptKinds[class], domain.AttemptFailed)), cause, c.Task)
 	s.Meter().TaskFailed(s.TaskPriority(ctx, c.Spec, ref)) // kernel/metrics.go
 	return Decision{}, s.propagateFailure(ctx, t)
 }
@@ -102,7 +102,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 // failReason is the stage's and job's error for a task that failed for
 // good: which task, after how many attempts, and its error (whose message
 // already says a timeout or an out-of-memory end).
-func failReason(sp *spec.Job, t batch.Task) string {
+func failReason(sp *spec.Job, t domain.Task) string {
 	name := sp.Stages[t.Ref.Stage].Name
 	if t.ErrorClass.Permanent() {
 		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)

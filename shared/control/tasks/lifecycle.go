@@ -13,8 +13,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lru"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -39,39 +39,39 @@ type Store interface {
 	// Jobs.
 	JobState(context.Context, string) (sm.JobState, error)
 	// Stages and their completion counters.
-	StageGet(context.Context, string, int) (batch.Stage, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
 	StageHurry(ctx context.Context, job string, stage int, due time.Time) error
-	StageDurations(ctx context.Context, job string, stage, shards int) (batch.Durations, error)
+	StageDurations(ctx context.Context, job string, stage, shards int) (domain.Durations, error)
 	StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
-	ShardEnsureCounted(ctx context.Context, ref batch.TaskRef, shards int) (counted, shardDone bool, err error)
+	ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted, shardDone bool, err error)
 	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 	// Tasks: claims fenced by their token and every way an attempt ends.
-	TaskGet(context.Context, batch.TaskRef) (batch.Task, error)
-	TaskListStage(ctx context.Context, job string, stage, total int) ([]batch.Task, error)
-	TaskClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
-	TaskForgetClaim(ctx context.Context, ref batch.TaskRef, token string) error
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
+	TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error)
+	TaskClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
+	TaskForgetClaim(ctx context.Context, ref domain.TaskRef, token string) error
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
-	TaskRelease(context.Context, dynamo.ReleaseParams) (batch.Task, error)
-	TaskFailTolerated(context.Context, dynamo.TolerateParams) (batch.Task, error)
+	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
+	TaskFailTolerated(context.Context, dynamo.TolerateParams) (domain.Task, error)
 	TaskSweep(context.Context, dynamo.SweepTaskParams) error
-	TaskTakeover(context.Context, dynamo.TakeoverParams) (batch.Task, error)
-	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (batch.Task, error)
-	TaskUnindex(context.Context, batch.Task) error
+	TaskTakeover(context.Context, dynamo.TakeoverParams) (domain.Task, error)
+	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (domain.Task, error)
+	TaskUnindex(context.Context, domain.Task) error
 	TaskCheckpoint(context.Context, dynamo.CheckpointParams) error
-	TaskContinue(context.Context, dynamo.ContinueParams) (batch.Task, error)
+	TaskContinue(context.Context, dynamo.ContinueParams) (domain.Task, error)
 	TaskSplit(context.Context, dynamo.SplitTaskParams) (int, error)
 	// Speculative copies.
-	CopyRequest(ctx context.Context, ref batch.TaskRef, now time.Time) error
-	CopyClaim(context.Context, dynamo.ClaimParams) (batch.Task, error)
+	CopyRequest(ctx context.Context, ref domain.TaskRef, now time.Time) error
+	CopyClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
 	CopyHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
-	TaskDropClaim(context.Context, dynamo.DropParams) (batch.Task, error)
+	TaskDropClaim(context.Context, dynamo.DropParams) (domain.Task, error)
 	// Attempt ends and the job's timeline.
 	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
-	TimelineRecord(context.Context, batch.AttemptEnd) error
-	TimelineRecordSpeculation(context.Context, batch.AttemptEnd) error
+	TimelineRecord(context.Context, domain.AttemptEnd) error
+	TimelineRecordSpeculation(context.Context, domain.AttemptEnd) error
 	// The sweep's due index.
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// Executors: liveness, memory and kills.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -79,7 +79,7 @@ func ExecutorIDForECSTask(arn string) string {
 // and how its attempt ended, from its liveness record (JudgeKilled). A
 // record that cannot be read judges no death as one for memory (the lease
 // expiry goes on as before).
-func (s *Kills) killedForMemory(ctx context.Context, t batch.Task) (string, bool) {
+func (s *Kills) killedForMemory(ctx context.Context, t domain.Task) (string, bool) {
 	m, ok := s.ExecutorMemory(ctx, t)
 	if !ok {
 		return "", false
@@ -97,7 +97,7 @@ var errLostForMemory = errors.New("holder killed for memory; the task retries on
 // (Escalate), its attempt ends as out of memory, and a new message goes
 // out for it. done is false when the holder died of anything else: the
 // takeover goes on.
-func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t batch.Task) (done bool, err error) {
+func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t domain.Task) (done bool, err error) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
 		return false, nil
@@ -112,7 +112,7 @@ func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t batch.Task) 
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, or another claim got there first: look again
 		// shortly.
-		return true, &batch.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
+		return true, &domain.ClaimHeldError{LeaseUntil: now.Add(time.Second)}
 	}
 	if err != nil {
 		return true, err
@@ -122,39 +122,39 @@ func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t batch.Task) 
 		// The sweep resends it (the task is due at StuckAfter).
 		s.Logger(t.Ref).Warn("resend a task lost for memory", "err", err)
 	}
-	return true, fmt.Errorf("claim %s: %w: %w", t.Ref, errLostForMemory, batch.ErrAlreadyDone)
+	return true, fmt.Errorf("claim %s: %w: %w", t.Ref, errLostForMemory, domain.ErrAlreadyDone)
 }
 
 // expiryForMemory fills in the sweep's expiry p of t's lapsed lease when
 // its executor was killed for memory (class, error, next size), and
 // returns how the attempt ended for its history.
-func (s *Kills) expiryForMemory(ctx context.Context, t batch.Task, p *dynamo.SweepTaskParams) (batch.AttemptEndKind, string) {
+func (s *Kills) expiryForMemory(ctx context.Context, t domain.Task, p *dynamo.SweepTaskParams) (domain.AttemptEndKind, string) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
-		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
+		return domain.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
 	sp, err := s.CachedSpec(ctx, t.Ref.Job)
 	if err != nil {
-		return batch.AttemptLeaseExpired, "lease expired (executor lost)"
+		return domain.AttemptLeaseExpired, "lease expired (executor lost)"
 	}
 	mem, note := kernel.Escalate(kernel.Claim{Task: t, Spec: sp})
 	p.Err = kernel.Truncate(note+": "+why, kernel.MaxErrorLen)
-	p.Class, p.Memory = batch.ClassOutOfMemory, mem
-	return batch.AttemptOutOfMemory, p.Err
+	p.Class, p.Memory = domain.ClassOutOfMemory, mem
+	return domain.AttemptOutOfMemory, p.Err
 }
 
 // exhaustForMemory is the reason and class of a last attempt whose lease
 // lapsed: out of memory, with its size, when its executor was killed for
 // memory; else reason as given and lease_expired.
-func (s *Kills) exhaustForMemory(ctx context.Context, t batch.Task, reason string) (string, batch.ErrorClass) {
+func (s *Kills) exhaustForMemory(ctx context.Context, t domain.Task, reason string) (string, domain.ErrorClass) {
 	why, killed := s.killedForMemory(ctx, t)
 	if !killed {
-		return reason, batch.ClassLeaseExpired
+		return reason, domain.ClassLeaseExpired
 	}
 	size := t.Memory
 	if sp, err := s.CachedSpec(ctx, t.Ref.Job); err == nil && size == 0 {
 		size = sp.StageMemory(t.Ref.Stage)
 	}
 	return kernel.Truncate(fmt.Sprintf("ran out of memory at %s on attempt %d of %d: %s", kernel.SizeString(size), t.Attempt, t.MaxAttempts, why), kernel.MaxErrorLen),
-		batch.ClassOutOfMemory
+		domain.ClassOutOfMemory
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -24,13 +24,13 @@ type RemoteClaim struct {
 	Lease   time.Duration `json:"leaseNanos"`
 	Input   *split.Split  `json:"input,omitempty"`
 	// Speculative: the claim is a speculative copy's (a message whose
-	// body ends in batch.CopyMarker; speculation.go).
+	// body ends in domain.CopyMarker; speculation.go).
 	Speculative bool `json:"speculative,omitempty"`
 	// Claimed is when the attempt was claimed: its commit counts its
 	// duration in the stage's statistics (speculation.go).
 	Claimed time.Time `json:"claimed,omitzero"`
 	// Watched: the task has an index entry of its own, so its commit
-	// counts it in one transaction (batch.Task.Watched); an executor that
+	// counts it in one transaction (domain.Task.Watched); an executor that
 	// does not send it back commits it in two writes, as safely.
 	Watched bool `json:"watched,omitempty"`
 }
@@ -38,7 +38,7 @@ type RemoteClaim struct {
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
 func (s *Lifecycle) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (RemoteClaim, error) {
 	body, isCopy := IsCopyMessage(req.Task)
-	ref, err := batch.ParseTaskRef(body)
+	ref, err := domain.ParseTaskRef(body)
 	if err != nil {
 		return RemoteClaim{}, err
 	}
@@ -69,7 +69,7 @@ type RemoteCommitRequest struct {
 // is the job's spec (kernel.Kernel.CachedSpec). The token is the fence,
 // exactly as for an in-process executor.
 func (r RemoteCommitRequest) CommitArgs(ctx context.Context, specOf func(context.Context, string) (*spec.Job, error)) (kernel.Claim, CommitResult, error) {
-	ref, err := batch.ParseTaskRef(r.Claim.Task)
+	ref, err := domain.ParseTaskRef(r.Claim.Task)
 	if err != nil {
 		return kernel.Claim{}, CommitResult{}, err
 	}
@@ -77,7 +77,7 @@ func (r RemoteCommitRequest) CommitArgs(ctx context.Context, specOf func(context
 	if err != nil {
 		return kernel.Claim{}, CommitResult{}, fmt.Errorf("commit %s: %w", ref, err)
 	}
-	c := kernel.Claim{Spec: sp, Lease: r.Claim.Lease, Task: batch.Task{Ref: ref, Token: r.Claim.Token, Attempt: r.Claim.Attempt, Claimed: r.Claim.Claimed, Watched: r.Claim.Watched},
+	c := kernel.Claim{Spec: sp, Lease: r.Claim.Lease, Task: domain.Task{Ref: ref, Token: r.Claim.Token, Attempt: r.Claim.Attempt, Claimed: r.Claim.Claimed, Watched: r.Claim.Watched},
 		Speculative: r.Claim.Speculative}
 	return c, CommitResult{Outputs: r.Outputs, RecordsIn: r.RecordsIn, RecordsOut: r.RecordsOut}, nil
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -21,14 +21,14 @@ import (
 // walk of the sweep's index is the sweep's own (sweep/sweep.go).
 func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
 	t, err := s.store.TaskGet(ctx, it.Task)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	state, err := s.store.JobState(ctx, it.Job)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		// A record its job's deletion passed by (a marker's look wrote
 		// it meanwhile): out of the index, not an error every run.
 		s.Logger(it.Task).Warn("task of a deleted job in the sweep index; taken out")
@@ -104,7 +104,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 // ensureCounted counts a committed task that was not, and when its shard
 // is empty runs the stage's follow-up (afterShardDone): after this count,
 // or after its committer's, who may have died before its follow-up.
-func (s *Lifecycle) ensureCounted(ctx context.Context, ref batch.TaskRef, c *kernel.SweepCounts) error {
+func (s *Lifecycle) ensureCounted(ctx context.Context, ref domain.TaskRef, c *kernel.SweepCounts) error {
 	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -16,10 +16,10 @@ import (
 // panics on the nil Store it embeds.
 type stubStore struct {
 	Store
-	stage batch.Stage
+	stage domain.Stage
 }
 
-func (f stubStore) StageGet(context.Context, string, int) (batch.Stage, error) { return f.stage, nil }
+func (f stubStore) StageGet(context.Context, string, int) (domain.Stage, error) { return f.stage, nil }
 
 func (stubStore) ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error) {
 	return nil, errors.New("stub store: counts refused")

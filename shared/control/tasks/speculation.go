@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -34,41 +34,41 @@ import (
 const (
 	// AttemptSpeculationLost (an attempt end): the other claim of the task
 	// committed first; this attempt's outputs are never used.
-	AttemptSpeculationLost batch.AttemptEndKind = "speculation_lost"
+	AttemptSpeculationLost domain.AttemptEndKind = "speculation_lost"
 	// AttemptFailedBesideCopy (an attempt end): the attempt failed while
 	// the task's other claim ran on, so the task neither retried nor
 	// failed.
-	AttemptFailedBesideCopy batch.AttemptEndKind = "failed_beside_copy"
+	AttemptFailedBesideCopy domain.AttemptEndKind = "failed_beside_copy"
 	// speculationStarted and speculationWon are timeline events only.
-	speculationStarted batch.AttemptEndKind = "speculation_started"
-	speculationWon     batch.AttemptEndKind = "speculation_won"
+	speculationStarted domain.AttemptEndKind = "speculation_started"
+	speculationWon     domain.AttemptEndKind = "speculation_won"
 )
 
 // IsCopyMessage splits a task message's body into the task it names and
 // whether it asks for the task's speculative copy.
 func IsCopyMessage(body string) (string, bool) {
-	if len(body) > len(batch.CopyMarker) && body[len(body)-len(batch.CopyMarker):] == batch.CopyMarker {
-		return body[:len(body)-len(batch.CopyMarker)], true
+	if len(body) > len(domain.CopyMarker) && body[len(body)-len(domain.CopyMarker):] == domain.CopyMarker {
+		return body[:len(body)-len(domain.CopyMarker)], true
 	}
 	return body, false
 }
 
 // ClaimCopy claims the speculative copy a copy message asks for: a new
 // attempt of a running task with its own token and lease, beside the
-// holder's claim. batch.ErrAlreadyDone: there is no copy to claim (the
+// holder's claim. domain.ErrAlreadyDone: there is no copy to claim (the
 // task ended, or the copy was claimed by another delivery); drop the
-// message. batch.ErrJobNotRunning: the job ended.
-func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim, error) {
+// message. domain.ErrJobNotRunning: the job ended.
+func (s *Copies) ClaimCopy(ctx context.Context, ref domain.TaskRef) (kernel.Claim, error) {
 	meta, err := s.Meta(ctx, ref.Job)
-	if errors.Is(err, batch.ErrNotFound) {
-		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	if errors.Is(err, domain.ErrNotFound) {
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
 	}
 	if err != nil {
 		return kernel.Claim{}, fmt.Errorf("claim copy %s: %w", ref, err)
 	}
 	sp := meta.Spec
 	if ref.Stage >= len(sp.Stages) {
-		return kernel.Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: no stage %d: %w", ref, ref.Stage, domain.ErrAlreadyDone)
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
@@ -85,9 +85,9 @@ func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim
 	// job that runs again: the state read may be a stale FAILED of a job
 	// redriven since.
 	state, err := s.CachedJobState(ctx, ref.Job)
-	if errors.Is(err, batch.ErrNotFound) {
+	if errors.Is(err, domain.ErrNotFound) {
 		// Deleted: the deletion removes the task with its copy.
-		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim copy %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
 	}
 	if err != nil {
 		// The copy's lease runs out, and the sweep drops it.
@@ -105,20 +105,20 @@ func (s *Copies) ClaimCopy(ctx context.Context, ref batch.TaskRef) (kernel.Claim
 // refuseCopy drops a copy claimed for a job that is not running. A copy
 // no longer live (its holder yielded to it, or the task moved on) has
 // nothing to drop: the refusal stands, and the task's own path decides.
-func (s *Copies) refuseCopy(ctx context.Context, t batch.Task, state sm.JobState) error {
+func (s *Copies) refuseCopy(ctx context.Context, t domain.Task, state sm.JobState) error {
 	_, err := s.store.TaskDropClaim(ctx, dynamo.DropParams{
 		HolderParams: dynamo.HolderParams{Ref: t.Ref, Token: t.Token, Now: s.Now()},
 		Event:        sm.TaskCopyFail, Err: "job " + string(state),
 	})
-	if err != nil && !errors.Is(err, batch.ErrStaleClaim) && !errors.Is(err, sm.ErrInvalidTransition) {
+	if err != nil && !errors.Is(err, domain.ErrStaleClaim) && !errors.Is(err, sm.ErrInvalidTransition) {
 		return fmt.Errorf("claim copy %s: drop the copy of a %s job: %w", t.Ref, state, err)
 	}
-	return fmt.Errorf("claim copy %s: job is %s: %w", t.Ref, state, batch.ErrJobNotRunning)
+	return fmt.Errorf("claim copy %s: job is %s: %w", t.Ref, state, domain.ErrJobNotRunning)
 }
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
-func (s *Copies) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt int, kind batch.AttemptEndKind, msg string) {
-	err := s.store.TimelineRecordSpeculation(ctx, batch.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
+func (s *Copies) noteTaskEvent(ctx context.Context, ref domain.TaskRef, attempt int, kind domain.AttemptEndKind, msg string) {
+	err := s.store.TimelineRecordSpeculation(ctx, domain.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
 		s.Logger(ref).Warn("record task event", "kind", kind, "err", err)
 	}
@@ -129,7 +129,7 @@ func (s *Copies) noteTaskEvent(ctx context.Context, ref batch.TaskRef, attempt i
 func (s *Copies) copyHeartbeat(ctx context.Context, c kernel.Claim) error {
 	hp := dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}
 	err := s.store.CopyHeartbeat(ctx, hp, c.Lease, c.Lease)
-	if errors.Is(err, batch.ErrStaleClaim) {
+	if errors.Is(err, domain.ErrStaleClaim) {
 		err = s.store.TaskHeartbeat(ctx, hp, c.Lease, c.Lease)
 	}
 	return err
@@ -145,7 +145,7 @@ func speculates(c kernel.Claim) bool {
 // committed with another attempt. The winner's commit usually recorded it
 // first (first writer wins).
 func (s *Copies) noteIfLost(ctx context.Context, c kernel.Claim, refusal error) {
-	if !speculates(c) || !(errors.Is(refusal, batch.ErrStaleClaim) || errors.Is(refusal, batch.ErrAlreadyDone)) {
+	if !speculates(c) || !(errors.Is(refusal, domain.ErrStaleClaim) || errors.Is(refusal, domain.ErrAlreadyDone)) {
 		return
 	}
 	t, err := s.store.TaskGet(ctx, c.Task.Ref)
@@ -165,7 +165,7 @@ func (s *Copies) afterCommit(ctx context.Context, c kernel.Claim) {
 	s.noteTaskEvent(ctx, ref, c.Task.Attempt, speculationWon,
 		fmt.Sprintf("speculative copy committed before attempt %d", holder))
 	s.NoteAttemptEnd(ctx, ref, holder, AttemptSpeculationLost,
-		fmt.Sprintf("speculative copy attempt %d committed first", c.Task.Attempt), batch.Task{})
+		fmt.Sprintf("speculative copy attempt %d committed first", c.Task.Attempt), domain.Task{})
 }
 
 // failBesideCopy handles the failure of one claim of a task that has two:
@@ -193,7 +193,7 @@ func (s *Copies) failBesideCopy(ctx context.Context, c kernel.Claim, cause strin
 		p.Event, p.Copy = sm.TaskYield, *t.Copy
 	}
 	_, err = s.store.TaskDropClaim(ctx, p)
-	if c.Speculative && errors.Is(err, batch.ErrStaleClaim) {
+	if c.Speculative && errors.Is(err, domain.ErrStaleClaim) {
 		// Not the copy any more: its holder yielded to it, or the task
 		// ended. The usual failure path judges which.
 		return Decision{}, false, nil
@@ -212,11 +212,11 @@ func (s *Copies) failBesideCopy(ctx context.Context, c kernel.Claim, cause strin
 // (whose end was recorded when it failed or expired) and the replaced
 // holder's the one before that. The first end recorded for an attempt
 // stands, so an attempt that ended otherwise keeps its end.
-func (s *Copies) notePrevHolder(ctx context.Context, t, prev batch.Task) {
+func (s *Copies) notePrevHolder(ctx context.Context, t, prev domain.Task) {
 	if t.Attempt <= 2 || t.Copy == nil || t.Copy.Started.IsZero() {
 		return
 	}
-	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt-2, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+	s.NoteAttemptEnd(ctx, t.Ref, t.Attempt-2, domain.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 }
 
 // Speculate launches speculative copies of a running stage's stragglers
@@ -225,7 +225,7 @@ func (s *Copies) notePrevHolder(ctx context.Context, t, prev batch.Task) {
 // committed duration gets one copy, longest-running first, while fewer
 // than MaxCopies copies of the stage run. It also drops copies whose
 // lease ran out, which frees their place.
-func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st batch.Stage, now time.Time, c *kernel.SweepCounts) error {
+func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st domain.Stage, now time.Time, c *kernel.SweepCounts) error {
 	sc := sp.StageSpeculation(st.Index)
 	if sc == nil || !st.Materialized || st.Total == 0 {
 		return nil
@@ -250,7 +250,7 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st bat
 		return err
 	}
 	running := 0
-	var stragglers []batch.Task
+	var stragglers []domain.Task
 	for _, t := range tasks {
 		if t.State != sm.TaskClaimed {
 			continue
@@ -282,7 +282,7 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st bat
 			earliest = t.Claimed
 		}
 	}
-	slices.SortFunc(stragglers, func(a, b batch.Task) int { return cmp.Compare(a.Claimed.UnixNano(), b.Claimed.UnixNano()) })
+	slices.SortFunc(stragglers, func(a, b domain.Task) int { return cmp.Compare(a.Claimed.UnixNano(), b.Claimed.UnixNano()) })
 	launch := stragglers[:min(len(stragglers), max(sc.MaxCopies-running, 0))]
 	s.noteCopiesRunning(ctx, st, running+len(launch)) // speculationlook.go
 	// Copies under way (to drop when dead, resend when lost) or
@@ -306,19 +306,19 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st bat
 }
 
 // sendCopy sends a copy's message to its task's ready queue.
-func (s *Copies) sendCopy(ctx context.Context, sp *spec.Job, ref batch.TaskRef) error {
-	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + batch.CopyMarker}}) // kernel/sizedqueues.go
+func (s *Copies) sendCopy(ctx context.Context, sp *spec.Job, ref domain.TaskRef) error {
+	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String() + domain.CopyMarker}}) // kernel/sizedqueues.go
 }
 
 // dropDeadCopy drops a copy whose lease ran out (its executor died): the
 // task runs on under its holder.
-func (s *Copies) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) error {
+func (s *Copies) dropDeadCopy(ctx context.Context, t domain.Task, now time.Time) error {
 	_, err := s.store.TaskDropClaim(ctx, dynamo.DropParams{HolderParams: dynamo.HolderParams{Ref: t.Ref, Now: now},
 		Event: sm.TaskCopyExpire, Err: "speculative copy's lease expired"})
 	if err != nil {
 		return kernel.IgnoreInvalid(err)
 	}
-	s.NoteAttemptEnd(ctx, t.Ref, t.Copy.Attempt, batch.AttemptLeaseExpired, "speculative copy's lease expired (executor lost)", dynamo.AsCopyClaim(t))
+	s.NoteAttemptEnd(ctx, t.Ref, t.Copy.Attempt, domain.AttemptLeaseExpired, "speculative copy's lease expired (executor lost)", dynamo.AsCopyClaim(t))
 	return nil
 }
 
@@ -326,7 +326,7 @@ func (s *Copies) dropDeadCopy(ctx context.Context, t batch.Task, now time.Time) 
 // dead copy is dropped (the next look judges the holder as usual); while
 // the copy lives, neither claim is expired, and the task is looked at
 // again when the later lease has passed.
-func (s *Copies) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t batch.Task, now time.Time) error {
+func (s *Copies) sweepCopiedTask(ctx context.Context, it dynamo.DueItem, t domain.Task, now time.Time) error {
 	if now.After(t.Copy.LeaseUntil.Add(sm.LeaseSkew)) {
 		return s.dropDeadCopy(ctx, t, now)
 	}
@@ -358,11 +358,11 @@ func attemptDuration(c kernel.Claim, now time.Time) time.Duration {
 // attempts (claim to commit), summed from its counter shards: what
 // speculation judges stragglers by, and what dynamic splitting may read.
 // Each commit adds to it in its own transaction, so it is exact for the
-// commits so far; the buckets are √2 wide (batch.Durations).
-func (s *Copies) StageDurations(ctx context.Context, job string, stage int) (batch.Durations, error) {
+// commits so far; the buckets are √2 wide (domain.Durations).
+func (s *Copies) StageDurations(ctx context.Context, job string, stage int) (domain.Durations, error) {
 	shards, err := s.StageShards(ctx, job, stage)
 	if err != nil {
-		return batch.Durations{}, err
+		return domain.Durations{}, err
 	}
 	return s.store.StageDurations(ctx, job, stage, shards)
 }
@@ -370,7 +370,7 @@ func (s *Copies) StageDurations(ctx context.Context, job string, stage int) (bat
 // holderAttempt is the attempt of a task's holder claim: its record's
 // attempt, except after a copy of it ended, when the copy's attempt is
 // the record's and the holder's is kept beside it.
-func holderAttempt(t batch.Task) int {
+func holderAttempt(t domain.Task) int {
 	if c := t.Copy; c != nil && !c.Live() && c.HolderAttempt > 0 {
 		return c.HolderAttempt
 	}

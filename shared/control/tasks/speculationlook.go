@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -47,7 +47,7 @@ type specLook struct {
 
 // speculationLookDue says whether the sweep lists a speculating stage's
 // tasks now (committed counts its commits so far).
-func (s *Copies) speculationLookDue(job string, st batch.Stage, committed int, median time.Duration, multiplier float64, now time.Time) bool {
+func (s *Copies) speculationLookDue(job string, st domain.Stage, committed int, median time.Duration, multiplier float64, now time.Time) bool {
 	if committed >= st.Total {
 		return false
 	}
@@ -59,7 +59,7 @@ func (s *Copies) speculationLookDue(job string, st batch.Stage, committed int, m
 }
 
 // noteSpeculationLook keeps what a look found for the next one.
-func (s *Copies) noteSpeculationLook(job string, st batch.Stage, l specLook) {
+func (s *Copies) noteSpeculationLook(job string, st domain.Stage, l specLook) {
 	if s.looks != nil {
 		s.looks.Put(specLookKey(job, st.Index), l)
 	}
@@ -70,7 +70,7 @@ func specLookKey(job string, stage int) string { return job + "/" + strconv.Itoa
 // noteCopiesRunning records, for status, the copies of a stage that run
 // after this look (those it found and those it launches), when the count
 // changed. Best effort: status, never state.
-func (s *Copies) noteCopiesRunning(ctx context.Context, st batch.Stage, n int) {
+func (s *Copies) noteCopiesRunning(ctx context.Context, st domain.Stage, n int) {
 	if n == st.CopiesRunning {
 		return
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/lru"
 )
 
@@ -12,7 +12,7 @@ import (
 // straggler or must tend copies under way.
 func TestSpeculationLookDue(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	st := batch.Stage{Index: 0, Total: 10}
+	st := domain.Stage{Index: 0, Total: 10}
 	const median, mult = 10 * time.Second, 1.5
 	for _, c := range []struct {
 		name      string

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batchwork/batchwork/shared/batch"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -18,25 +18,25 @@ import (
 )
 
 // Claim claims a task for the executor that received its message. Outcomes
-// other than a claim: *batch.ClaimHeldError and *batch.NotDueError (keep
-// the message hidden until then), batch.ErrAlreadyDone and
-// batch.ErrJobNotRunning (drop the message).
+// other than a claim: *domain.ClaimHeldError and *domain.NotDueError (keep
+// the message hidden until then), domain.ErrAlreadyDone and
+// domain.ErrJobNotRunning (drop the message).
 //
 // A task under a concurrency limit (its job's, its owner's) takes a slot
 // under each before the claim (see kernel/limits.go); a task over a limit gets an
-// *OverLimitError (ErrOverLimit), which also wraps batch.ErrAlreadyDone
+// *OverLimitError (ErrOverLimit), which also wraps domain.ErrAlreadyDone
 // because a delayed copy of its message replaces it.
-func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Claim, err error) {
+func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Claim, err error) {
 	meta, err := s.Meta(ctx, ref.Job)
 	sp := meta.Spec
-	if errors.Is(err, batch.ErrNotFound) {
-		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+	if errors.Is(err, domain.ErrNotFound) {
+		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
 	}
 	if err != nil {
 		return kernel.Claim{}, fmt.Errorf("claim %s: %w", ref, err)
 	}
 	if ref.Stage >= len(sp.Stages) {
-		return kernel.Claim{}, fmt.Errorf("claim %s: no stage %d: %w", ref, ref.Stage, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: no stage %d: %w", ref, ref.Stage, domain.ErrAlreadyDone)
 	}
 	lease := time.Duration(sp.StageLease(ref.Stage))
 	now := s.Now()
@@ -58,8 +58,8 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 		// final, kernel/jobstate.go).
 		state, err := s.CachedJobState(ctx, ref.Job)
 		switch {
-		case errors.Is(err, batch.ErrNotFound):
-			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		case errors.Is(err, domain.ErrNotFound):
+			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
 		case err != nil:
 			// Not a refusal: the message comes back and is claimed again.
 			return kernel.Claim{}, fmt.Errorf("claim %s: %w", ref, err)
@@ -81,8 +81,8 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 		cp.SlotAt = slots.At
 	}
 	t, err := s.store.TaskClaim(ctx, cp)
-	var held *batch.ClaimHeldError
-	var prev batch.Task // the claim a takeover replaced, for its attempt's history
+	var held *domain.ClaimHeldError
+	var prev domain.Task // the claim a takeover replaced, for its attempt's history
 	if errors.As(err, &held) && t.Executor != "" && t.Executor != cp.Executor {
 		prev = t
 		t, err = s.takeOver(ctx, cp, t, err)
@@ -93,10 +93,10 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 		if xerr := s.exhaust(ctx, t, reason); xerr != nil {
 			return kernel.Claim{}, xerr
 		}
-		return kernel.Claim{}, fmt.Errorf("claim %s: %s: %w", ref, reason, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: %s: %w", ref, reason, domain.ErrAlreadyDone)
 	}
-	if errors.Is(err, batch.ErrNotFound) {
-		return kernel.Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, batch.ErrAlreadyDone)
+	if errors.Is(err, domain.ErrNotFound) {
+		return kernel.Claim{}, fmt.Errorf("claim %s: %w: %w", ref, err, domain.ErrAlreadyDone)
 	}
 	if errors.Is(err, dynamo.ErrCommitted) {
 		// A committed task's message came back: its committer may have
@@ -119,14 +119,14 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 	// record, never the spec-bearing job item: the claim path has no
 	// per-job hot key.
 	state, err := s.CachedJobState(ctx, ref.Job)
-	if errors.Is(err, batch.ErrNotFound) && cp.MaxAttempts > 0 {
+	if errors.Is(err, domain.ErrNotFound) && cp.MaxAttempts > 0 {
 		// The job was deleted since the check above: a first claim may
 		// have written its task after the deletion's pass over the
 		// job's tasks, and only this claim knows of the record.
 		if derr := s.store.TaskForgetClaim(ctx, ref, cp.Token); derr != nil {
 			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, derr)
 		}
-		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, batch.ErrAlreadyDone)
+		return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
 	}
 	if err != nil {
 		// The claim stands and its lease runs out; the attempt is lost
@@ -140,7 +140,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 		// A retry or an expiry recorded how the previous attempt ended
 		// before its task could be claimed again; if neither did, this
 		// claim took over an expired lease or a dead executor's claim.
-		s.NoteAttemptEnd(ctx, ref, t.Attempt-1, batch.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
+		s.NoteAttemptEnd(ctx, ref, t.Attempt-1, domain.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 		s.copies.notePrevHolder(ctx, t, prev) // speculation.go
 	}
 	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
@@ -152,14 +152,14 @@ func (s *Lifecycle) Claim(ctx context.Context, ref batch.TaskRef) (_ kernel.Clai
 // RUNNING: the task is cancelled if it has a record to cancel (the
 // cancel never writes an unwritten one: the sweep's look at its marker
 // ends those), and whatever slots its attempts held are freed.
-func (s *Lifecycle) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec.Job, state sm.JobState) error {
+func (s *Lifecycle) refuseEnded(ctx context.Context, ref domain.TaskRef, sp *spec.Job, state sm.JobState) error {
 	if err := kernel.IgnoreInvalid(s.store.TaskSweep(ctx, dynamo.SweepTaskParams{
 		Ref: ref, Event: sm.TaskCancel, Now: s.Now(), Err: "job " + string(state),
 	})); err != nil {
 		return err
 	}
 	s.Slots.FreeSlots(ctx, ref, sp, time.Time{}) // ended: whatever attempt's
-	return fmt.Errorf("claim %s: job is %s: %w", ref, state, batch.ErrJobNotRunning)
+	return fmt.Errorf("claim %s: job is %s: %w", ref, state, domain.ErrJobNotRunning)
 }
 
 // takeOver claims a task held by a live-leased claim whose executor died
@@ -167,7 +167,7 @@ func (s *Lifecycle) refuseEnded(ctx context.Context, ref batch.TaskRef, sp *spec
 // to its lease: liveness may speed recovery up, but a slow or partitioned
 // executor misjudged dead must never fail a job. While the holder lives,
 // it returns held again.
-func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch.Task, held error) (batch.Task, error) {
+func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t domain.Task, held error) (domain.Task, error) {
 	alive, err := s.store.ExecutorAlive(ctx, t.Executor)
 	if err != nil {
 		return t, held
@@ -175,7 +175,7 @@ func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch
 	view := t.View()
 	view.HolderAlive = alive
 	if _, err := sm.Decide(view, sm.TaskTakeover, sm.TaskInput{At: cp.Now}); err != nil {
-		return t, &batch.ClaimHeldError{LeaseUntil: heldUntil(t, alive, cp.Now)}
+		return t, &domain.ClaimHeldError{LeaseUntil: heldUntil(t, alive, cp.Now)}
 	}
 	if done, err := s.kills.loseForMemory(ctx, cp.Now, t); done { // oomkill.go
 		return t, err
@@ -184,7 +184,7 @@ func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// The holder renewed, committed, or another executor took over
 		// first: look again shortly.
-		return t, &batch.ClaimHeldError{LeaseUntil: cp.Now.Add(time.Second)}
+		return t, &domain.ClaimHeldError{LeaseUntil: cp.Now.Add(time.Second)}
 	}
 	if err != nil {
 		return t, err
@@ -200,7 +200,7 @@ func (s *Lifecycle) takeOver(ctx context.Context, cp dynamo.ClaimParams, t batch
 // about to lapse may be dying: the message may be its own, so it comes
 // back just after the promise lapses, for a takeover (or at the lease,
 // when that is sooner or the attempt is the last).
-func heldUntil(t batch.Task, alive, now time.Time) time.Time {
+func heldUntil(t domain.Task, alive, now time.Time) time.Time {
 	lease := t.LeaseUntil.Add(sm.LeaseSkew)
 	if alive.Sub(now) > tuning.ExecutorLease-tuning.ExecutorBeat-sm.LivenessSkew || t.Attempt >= t.MaxAttempts {
 		return lease
@@ -211,8 +211,8 @@ func heldUntil(t batch.Task, alive, now time.Time) time.Time {
 	return lease
 }
 
-// Heartbeat extends the holder's lease. batch.ErrStaleClaim means the lease
-// is lost; batch.ErrJobNotRunning means the job ended. Either way the
+// Heartbeat extends the holder's lease. domain.ErrStaleClaim means the lease
+// is lost; domain.ErrJobNotRunning means the job ended. Either way the
 // executor stops the task.
 func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 	var err error
@@ -312,7 +312,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 	if err != nil {
 		s.copies.noteIfLost(ctx, c, err) // speculation.go
 	}
-	if errors.Is(err, batch.ErrStaleClaim) {
+	if errors.Is(err, domain.ErrStaleClaim) {
 		// A fenced attempt's outputs were written after its takeover may
 		// already have marked the attempt's prefix: mark them again.
 		s.MarkUncommitted(ctx, ref, c.Task.Attempt)
@@ -336,7 +336,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 
 // afterShardDone is the follow-up of a count that emptied a counter shard.
 func (s *Lifecycle) afterShardDone(ctx context.Context, job string, stage, shard int) error {
-	ref := batch.TaskRef{Job: job, Stage: stage}
+	ref := domain.TaskRef{Job: job, Stage: stage}
 	// Reading every counter is worth it once the shards are all empty:
 	// the count that empties the last one sees that here (ShardEmptied).
 	// Others stop, where each used to read all the counters (shards²
@@ -385,7 +385,7 @@ func (s *Lifecycle) backoff(sp *spec.Job, stage, attempt int) time.Duration {
 }
 
 // exhaust fails a task whose last attempt's lease expired.
-func (s *Lifecycle) exhaust(ctx context.Context, t batch.Task, reason string) error {
+func (s *Lifecycle) exhaust(ctx context.Context, t domain.Task, reason string) error {
 	meta, err := s.Meta(ctx, t.Ref.Job)
 	if err != nil {
 		return err
@@ -404,14 +404,14 @@ func (s *Lifecycle) exhaust(ctx context.Context, t batch.Task, reason string) er
 	s.Slots.FreeSlots(ctx, t.Ref, nil, time.Time{})
 	t.LastError, t.ErrorClass = reason, class
 	t.State, t.Tolerated, t.Updated = sm.TaskFailed, tolerated, now // as written
-	s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], batch.AttemptFailed)), reason, t)
+	s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), attemptKind(t, cmp.Or(attemptKinds[class], domain.AttemptFailed)), reason, t)
 	s.Meter().TaskFailed(s.TaskPriority(ctx, nil, t.Ref)) // kernel/metrics.go
 	return s.propagateFailure(ctx, t)
 }
 
 // propagateFailure fails the stage and job of a FAILED task, then takes the
 // task out of the sweep index. Until then the sweep repeats it.
-func (s *Lifecycle) propagateFailure(ctx context.Context, t batch.Task) error {
+func (s *Lifecycle) propagateFailure(ctx context.Context, t domain.Task) error {
 	if t.Tolerated {
 		return s.afterTolerated(ctx, t) // tolerate.go: its stage goes on
 	}

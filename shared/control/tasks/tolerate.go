@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -22,7 +22,7 @@ import (
 // allowance is how many failed tasks the stage of ref tolerates (0:
 // none) and its counter count. It reads the stage only when the spec
 // has an allowance: a failure in a stage without one costs nothing more.
-func (s *Lifecycle) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskRef) (allowed, shards int, err error) {
+func (s *Lifecycle) allowance(ctx context.Context, sp *spec.Job, ref domain.TaskRef) (allowed, shards int, err error) {
 	if sp == nil || ref.Stage >= len(sp.Stages) || sp.Stages[ref.Stage].ToleratedFailures == nil {
 		return 0, 0, nil
 	}
@@ -36,18 +36,18 @@ func (s *Lifecycle) allowance(ctx context.Context, sp *spec.Job, ref batch.TaskR
 // tolerate tries to fail the task within its stage's allowance. ok=false
 // (and no error) means the stage tolerates no more (or none at all): the
 // caller fails the task the ordinary way.
-func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t batch.Task, ok bool, err error) {
+func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.TolerateParams) (t domain.Task, ok bool, err error) {
 	allowed, shards, err := s.allowance(ctx, sp, p.Ref)
 	if err != nil || allowed == 0 {
-		return batch.Task{}, false, err
+		return domain.Task{}, false, err
 	}
 	p.Allowed, p.Shards = allowed, shards
 	t, err = s.store.TaskFailTolerated(ctx, p)
 	if errors.Is(err, dynamo.ErrNotTolerated) {
-		return batch.Task{}, false, nil
+		return domain.Task{}, false, nil
 	}
 	if err != nil {
-		return batch.Task{}, false, err
+		return domain.Task{}, false, err
 	}
 	s.TaskLog(ctx, p.Ref, t.Attempt).Warn("task failed; its stage tolerates the failure", "allowed", allowed, "err", p.Err)
 	return t, true, nil
@@ -56,7 +56,7 @@ func (s *Lifecycle) tolerate(ctx context.Context, sp *spec.Job, p dynamo.Tolerat
 // releaseFailed is store.ReleaseTask for the holder's final failure
 // (sm.TaskFail, sm.TaskFailPermanent), tolerated by the task's stage when
 // its allowance has room.
-func (s *Lifecycle) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (batch.Task, error) {
+func (s *Lifecycle) releaseFailed(ctx context.Context, sp *spec.Job, p dynamo.ReleaseParams) (domain.Task, error) {
 	if !p.Class.Tolerable() {
 		return s.store.TaskRelease(ctx, p)
 	}
@@ -86,7 +86,7 @@ func (s *Lifecycle) sweepFailed(ctx context.Context, sp *spec.Job, p dynamo.Swee
 // the stage completes if this was its last unfinished task. The task
 // stays in the sweep index until this is done, so a crash before it is
 // finished by the sweep.
-func (s *Lifecycle) afterTolerated(ctx context.Context, t batch.Task) error {
+func (s *Lifecycle) afterTolerated(ctx context.Context, t domain.Task) error {
 	// A tolerated failure counts its shard down as a commit does: when
 	// that emptied it, the stage's set of emptied shards must say so, or
 	// the count that empties the last shard would not see the set full
@@ -103,7 +103,7 @@ func (s *Lifecycle) afterTolerated(ctx context.Context, t batch.Task) error {
 // overAllowance prefixes the job's error for a failure its stage did not
 // tolerate (past its allowance) with the stage's count: "stage "b": 3 tasks failed, 2
 // tolerated; ...". A stage without an allowance keeps the plain reason.
-func (s *Lifecycle) overAllowance(ctx context.Context, sp *spec.Job, t batch.Task, reason string) string {
+func (s *Lifecycle) overAllowance(ctx context.Context, sp *spec.Job, t domain.Task, reason string) string {
 	// A failure no allowance covers (an input that changed) did not pass
 	// the allowance: counting it against it would say it had.
 	if t.Ref.Stage >= len(sp.Stages) || sp.Stages[t.Ref.Stage].ToleratedFailures == nil || !t.ErrorClass.Tolerable() {
@@ -119,9 +119,9 @@ func (s *Lifecycle) overAllowance(ctx context.Context, sp *spec.Job, t batch.Tas
 
 // attemptKind is the history kind of a task's final failed attempt: a
 // tolerated one says so.
-func attemptKind(t batch.Task, kind batch.AttemptEndKind) batch.AttemptEndKind {
+func attemptKind(t domain.Task, kind domain.AttemptEndKind) domain.AttemptEndKind {
 	if t.Tolerated {
-		return batch.AttemptTolerated
+		return domain.AttemptTolerated
 	}
 	return kind
 }
@@ -129,7 +129,7 @@ func attemptKind(t batch.Task, kind batch.AttemptEndKind) batch.AttemptEndKind {
 // noteIfEmptied adds ref's counter shard to its stage's set of emptied
 // shards when it is empty (a path that counts down without learning
 // whether it emptied the shard).
-func (s *Lifecycle) noteIfEmptied(ctx context.Context, ref batch.TaskRef) error {
+func (s *Lifecycle) noteIfEmptied(ctx context.Context, ref domain.TaskRef) error {
 	shards, err := s.StageShards(ctx, ref.Job, ref.Stage)
 	if err != nil {
 		return err

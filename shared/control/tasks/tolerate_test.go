@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/batchwork/batchwork/shared/batch"
+	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -15,16 +15,16 @@ import (
 func TestOverAllowanceOnlyForTolerableFailures(t *testing.T) {
 	t.Parallel()
 	sp := parseSpec(t, `{"name":"unit","stages":[{"name":"s","task":"work","partitions":{"count":4},"toleratedFailures":{"count":2}}]}`)
-	s := newStubLifecycle(Config{}, stubStore{stage: batch.Stage{Job: "j", Total: 4}})
+	s := newStubLifecycle(Config{}, stubStore{stage: domain.Stage{Job: "j", Total: 4}})
 	const reason = "the input changed"
 	for _, c := range []struct {
-		class batch.ErrorClass
+		class domain.ErrorClass
 		want  string
 	}{
-		{batch.ClassInputChanged, reason},
-		{batch.ClassError, `stage "s": 1 tasks failed, 2 tolerated; ` + reason},
+		{domain.ClassInputChanged, reason},
+		{domain.ClassError, `stage "s": 1 tasks failed, 2 tolerated; ` + reason},
 	} {
-		tk := batch.Task{Ref: batch.TaskRef{Job: "j", Stage: 0, Partition: 1}, State: sm.TaskFailed, ErrorClass: c.class}
+		tk := domain.Task{Ref: domain.TaskRef{Job: "j", Stage: 0, Partition: 1}, State: sm.TaskFailed, ErrorClass: c.class}
 		if got := s.overAllowance(context.Background(), sp, tk, reason); got != c.want {
 			t.Errorf("class %s: job error %q, want %q", c.class, got, c.want)
 		}

@@ -1,9 +1,9 @@
-// Package batch holds Batchwork's domain types (tasks, jobs, stages,
+// Package domain holds Batchwork's domain types (tasks, jobs, stages,
 // manifests, checkpoints, error classes) and the outcomes callers act on
 // (ErrStaleClaim, ErrClaimHeld, ...), which adapters translate their
 // conditional-write failures into. It declares no ports and imports no AWS
 // SDK.
-package batch
+package domain
 
 import (
 	"errors"
