@@ -33,6 +33,9 @@ type Objects interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Open(ctx context.Context, bucket, key string, start int64) (io.ReadCloser, error)
 	Opener(bucket string) split.RangeOpener
+	// Size is an input object's size as a split pinned to etag and
+	// version reads it (a store without pinned reads ignores the pins).
+	Size(ctx context.Context, bucket, key, etag, version string) (int64, error)
 	Bucket() string
 }
 

@@ -12,7 +12,8 @@ import (
 
 // openInput opens the split of an S3 input that a task reads, in the
 // stage's input format, and sets the task's Format and Header (a CSV
-// input's column names). Records are checked as the function reads them:
+// input's column names). A Parquet input's records are its rows as JSON
+// objects. Records are checked as the function reads them:
 // a JSON Lines record that is not JSON ends the input with an error that
 // names the object, the offset and the problem.
 func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t *Task) (io.ReadCloser, error) {
@@ -28,7 +29,10 @@ func (r *Runner) openInput(ctx context.Context, in *spec.Input, s split.Split, t
 	if err != nil {
 		return nil, err
 	}
-	rc, header, err := split.OpenFormat(ctx, open, s, split.Options{Format: format, Cut: t.cut})
+	size := func(ctx context.Context, key string) (int64, error) {
+		return r.Blob.Size(ctx, bucket, key, s.ETag, s.Version)
+	}
+	rc, header, err := split.OpenFormat(ctx, open, s, split.Options{Format: format, Cut: t.cut, Columns: in.Columns, Size: size})
 	if err != nil {
 		return nil, fmt.Errorf("open %s input %q [%d, %d): %w", format, s.Key, s.Start, s.End, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -205,11 +206,12 @@ func TestSpecFormatsOpen(t *testing.T) {
 	}
 	for _, f := range spec.Formats {
 		rc, _, err := split.OpenFormat(context.Background(), open, split.Split{Key: "k", End: 2}, split.Options{Format: f})
-		if err != nil {
+		switch {
+		case err == nil:
+			rc.Close()
+		case errors.Is(err, split.ErrUnknownFormat), f != split.Parquet: // "a\n" is no Parquet file
 			t.Errorf("format %q: %v", f, err)
-			continue
 		}
-		rc.Close()
 	}
 	if !cmp.Equal(spec.Formats, split.Formats) {
 		t.Errorf("spec formats %v, split formats %v", spec.Formats, split.Formats)

@@ -182,6 +182,17 @@ func (b *Blob) Open(_ context.Context, bucket, key string, start int64) (io.Read
 	return io.NopCloser(bytes.NewReader(body[start:])), nil
 }
 
+// Size ignores the pins, as the double's reads do.
+func (b *Blob) Size(_ context.Context, bucket, key, _, _ string) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	body, ok := b.objs[b.at(bucket)][key]
+	if !ok {
+		return 0, fmt.Errorf("size %s: %w", key, domain.ErrNotFound)
+	}
+	return int64(len(body)), nil
+}
+
 func (b *Blob) Opener(bucket string) split.RangeOpener {
 	return func(ctx context.Context, key string, start int64) (io.ReadCloser, error) {
 		return b.Open(ctx, bucket, key, start)

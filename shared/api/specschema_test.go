@@ -170,7 +170,7 @@ func TestSpecSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 		"nothing to run":              "name: x\nstages: [{name: a, partitions: {count: 1}}]",
 		"count and input":             "name: x\nstages: [{name: a, task: t, partitions: {count: 2, input: {prefix: 's3://bkt/p/'}}}]",
 		"partitions without either":   "name: x\nstages: [{name: a, task: t, partitions: {}}]",
-		"unknown format":              "name: x\nstages: [{name: a, task: t, partitions: {input: {prefix: 's3://bkt/p/', format: parquet}}}]",
+		"unknown format":              "name: x\nstages: [{name: a, task: t, partitions: {input: {prefix: 's3://bkt/p/', format: orc}}}]",
 		"split size with a bad unit":  "name: x\nstages: [{name: a, task: t, partitions: {input: {prefix: 's3://bkt/p/', splitSize: 64mb}}}]",
 		"split size under 4 KiB":      "name: x\nstages: [{name: a, task: t, partitions: {input: {prefix: 's3://bkt/p/', splitSize: 100}}}]",
 		"prefix not s3 or inputs":     "name: x\nstages: [{name: a, task: t, partitions: {input: {prefix: '/data/'}}}]",

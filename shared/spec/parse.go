@@ -539,6 +539,13 @@ func (d *decoder) partitions(n *yaml.Node, path string) *Partitions {
 						p.Input.SplitSize = d.size(v, fp)
 					case "format":
 						p.Input.Format = d.str(v, fp)
+					case "columns":
+						if !isNull(v) {
+							p.Input.Columns = []string{} // present but empty is an error, not "all"
+						}
+						d.list(v, fp, func(e *yaml.Node, ep string) {
+							p.Input.Columns = append(p.Input.Columns, d.str(e, ep))
+						})
 					case "dynamicSplit":
 						p.Input.DynamicSplit = d.boolean(v, fp)
 					case "allowEmpty":

@@ -87,8 +87,12 @@ type Input struct {
 	Prefix string `json:"prefix"`
 	// Format is how the objects are read into records: one of Formats;
 	// "" is FormatLines. Objects named .gz or .zst are decompressed
-	// whatever the format, each as one task.
+	// whatever the format, each as one task, except Parquet, which
+	// compresses its own pages and refuses such names.
 	Format string `json:"format,omitempty"`
+	// Columns, for FormatParquet only, are the top-level columns a record
+	// holds; none means all of them.
+	Columns []string `json:"columns,omitempty"`
 	// SplitSize is the target bytes per task; defaults to DefaultSplitSize.
 	SplitSize Size `json:"splitSize,omitempty"`
 	// DynamicSplit lets a straggling task of this input give the unread
@@ -105,10 +109,14 @@ const (
 	FormatLines = "lines" // a record is a line of text
 	FormatJSONL = "jsonl" // JSON Lines: a record is a line holding one JSON value
 	FormatCSV   = "csv"   // CSV with a header row (RFC 4180: quoted fields may hold newlines)
+	// FormatParquet: a record is a row of a Parquet file, read as a JSON
+	// object on a line; a task reads the row groups that start in its
+	// byte range.
+	FormatParquet = "parquet"
 )
 
 // Formats lists the input formats, default first.
-var Formats = []string{FormatLines, FormatJSONL, FormatCSV}
+var Formats = []string{FormatLines, FormatJSONL, FormatCSV, FormatParquet}
 
 // Shuffle hash-partitions a stage's output by key into Partitions parts,
 // each of which becomes one task of the downstream stage.

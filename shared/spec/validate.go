@@ -208,8 +208,9 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 			errs.add(pp+".input.prefix", err.Error())
 		}
 		if in.Format != "" && !slices.Contains(Formats, in.Format) {
-			errs.add(pp+".input.format", fmt.Sprintf("%q is not a format; want lines, jsonl or csv", in.Format))
+			errs.add(pp+".input.format", fmt.Sprintf("%q is not a format; want lines, jsonl, csv or parquet", in.Format))
 		}
+		checkParquet(errs, pp+".input", in)
 		// A split under a page holds a few lines at most, so tiny sizes
 		// only multiply tasks. The floor is not the memory guard: planning
 		// counts splits before it makes any (a job stored before the floor
@@ -222,6 +223,39 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 			// plan, since planning must give every process the same splits.
 			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at most %d (bytes, %d MiB), so that a task's split fits in an executor's memory", MaxSplitSize, MaxSplitSize>>20))
 		}
+	}
+}
+
+// checkParquet holds what only Parquet reads to Parquet: columns, and
+// never a whole-object codec, since a Parquet file compresses its pages
+// itself and a byte range of a gzip stream cannot be read.
+func checkParquet(errs *errorList, field string, in *Input) {
+	if in.Format != FormatParquet {
+		if in.Columns != nil {
+			errs.add(field+".columns", "applies only to format parquet")
+		}
+		return
+	}
+	seen := make(map[string]bool, len(in.Columns))
+	for i, c := range in.Columns {
+		f := field + ".columns[" + strconv.Itoa(i) + "]"
+		switch {
+		case strings.TrimSpace(c) == "":
+			errs.add(f, "must name a column")
+		case seen[c]:
+			errs.add(f, fmt.Sprintf("%q is listed twice", c))
+		}
+		seen[c] = true
+	}
+	if in.Columns != nil && len(in.Columns) == 0 {
+		errs.add(field+".columns", "must name at least one column; leave it out to read all of them")
+	}
+	p := strings.ToLower(in.Prefix)
+	if strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, ".zst") {
+		errs.add(field+".prefix", "names a gzip or zstd object, but Parquet is not compressed as a whole file: its pages are compressed inside it; name the .parquet objects")
+	}
+	if in.DynamicSplit {
+		errs.add(field+".dynamicSplit", "does not apply to parquet: a task reads whole row groups")
 	}
 }
 

@@ -26,10 +26,14 @@ const (
 	// CSV: RFC 4180, with a header row. A quoted field may hold commas,
 	// quotes ("") and newlines, so a record may span lines.
 	CSV = "csv"
+	// Parquet: a record is a row of a Parquet file, read as one JSON
+	// object on a line (shared/split/parquet). A split owns the row groups
+	// that start in its range.
+	Parquet = "parquet"
 )
 
 // Formats lists the input formats, default first.
-var Formats = []string{Lines, JSONL, CSV}
+var Formats = []string{Lines, JSONL, CSV, Parquet}
 
 // Compression codecs, named by the object's suffix.
 const (
@@ -83,7 +87,15 @@ type Options struct {
 	// split while it is read (cut.go). Only an uncompressed object's
 	// split can be cut.
 	Cut *Cut
+	// Columns, for Parquet, are the top-level columns to read; none means
+	// all of them.
+	Columns []string
+	// Size gives a Parquet object's size; Parquet needs it.
+	Size SizeFunc
 }
+
+// ErrUnknownFormat is returned for a format not in Formats.
+var ErrUnknownFormat = errors.New("not a format")
 
 // ErrTooLarge is returned when a compressed split decompresses to more
 // than its cap.
@@ -98,7 +110,9 @@ var ErrTooLarge = errors.New("decompressed input too large")
 // object, the record's byte offset and the problem. CSV records are the
 // raw bytes of the records, so csv.NewReader reads them; a split that
 // starts inside a quoted field skips to the first record that starts in
-// its range.
+// its range. Parquet records are rows, each a JSON object on a line, of
+// the row groups that start in the range; a Parquet object named as
+// compressed is refused.
 //
 // A compressed object (Compression) is decompressed; its whole stream
 // belongs to the split that starts at 0 (Plan makes no other), and
@@ -112,12 +126,16 @@ func OpenFormat(ctx context.Context, open RangeOpener, s Split, o Options) (io.R
 	switch format {
 	case "":
 		format = Lines
-	case Lines, JSONL, CSV:
+	case Lines, JSONL, CSV, Parquet:
 	default:
-		return nil, nil, fmt.Errorf("split: %q is not a format; want %s", o.Format, strings.Join(Formats, ", "))
+		return nil, nil, fmt.Errorf("split: %q is %w; want %s", o.Format, ErrUnknownFormat, strings.Join(Formats, ", "))
 	}
 	if s.Start == s.End {
 		return &lineReader{done: true, err: io.EOF}, nil, nil
+	}
+	if format == Parquet {
+		rc, err := openParquet(ctx, open, s, o) // parquet.go
+		return rc, nil, err
 	}
 	if codec := Compression(s.Key); codec != "" {
 		return openCompressed(ctx, open, s, codec, format, o)

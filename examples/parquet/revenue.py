@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Revenue per region over Parquet rows (examples/parquet/job.yaml).
+
+    revenue.py map     reads rows, one JSON object a line, and writes one
+                       "region<TAB>sum" line per region of its split.
+    revenue.py reduce  reads "region<TAB>sum" lines and writes the totals,
+                       "region<TAB>total" sorted by region.
+
+Amounts are Parquet DECIMALs, which arrive as strings carrying their scale
+("12.50"), so the sums are exact with decimal.Decimal. A null region or
+amount is skipped. Standard library only.
+"""
+import collections
+import decimal
+import json
+import sys
+
+
+def add(sums, region, amount):
+    sums[region] += decimal.Decimal(amount)
+
+
+def main(mode):
+    sums = collections.defaultdict(decimal.Decimal)
+    for line in sys.stdin:
+        if mode == "map":
+            row = json.loads(line)
+            if row.get("region") is not None and row.get("amount") is not None:
+                add(sums, row["region"], row["amount"])
+        else:
+            region, amount = line.rstrip("\n").split("\t")
+            add(sums, region, amount)
+    for region in sorted(sums):
+        sys.stdout.write(f"{region}\t{sums[region]}\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("map", "reduce"):
+        sys.exit("usage: revenue.py map|reduce")
+    main(sys.argv[1])
