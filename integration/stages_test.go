@@ -20,8 +20,8 @@ import (
 // A stage is materialized a bounded chunk at a time: the call that starts
 // it writes and sends one chunk, and each sweep run carries on from the
 // recorded count, until every task exists exactly once. Nothing consumes
-// the timer queue here, so the continuations each call leaves there
-// (continuation_test.go) are lost, and the sweep is the safety net: it
+// the timer queue here, so the relays each call leaves there
+// (relay_test.go) are lost, and the sweep is the safety net: it
 // steps in a StartGrace after the last chunk recorded.
 func TestMaterializationInChunks(t *testing.T) {
 	t.Parallel()

@@ -16,22 +16,22 @@ import (
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
-// continuationTimings materialize 10 tasks a call, and leave the sweep
+// relayTimings materialize 10 tasks a call, and leave the sweep
 // (which no test here runs) an hour's grace before it would step in.
-var continuationTimings = control.Config{
+var relayTimings = control.Config{
 	StartGrace: time.Hour, CheckEvery: time.Hour, StuckAfter: time.Hour,
 	ChunkTasks: 5, ChunksPerCall: 2,
 }
 
 // A stage larger than one call's chunk budget is queued in one run by
-// continuations on the timer queue, consumed as the sweep function's
+// relays on the timer queue, consumed as the sweep function's
 // event source would (RunTimers), without any sweep run: every task
 // exists once and has one message, and the executors finish the job.
-func TestMaterializationContinuesWithoutSweep(t *testing.T) {
+func TestMaterializationRelaysWithoutSweep(t *testing.T) {
 	t.Parallel()
 	reg := batchwork.NewRegistry()
 	reg.Register("noop", func(context.Context, *batchwork.Task) error { return nil })
-	cfg := continuationTimings
+	cfg := relayTimings
 	e := newEnv(t, reg, envOptions{noRun: true, control: &cfg})
 	ctx := context.Background()
 	const n = 95 // ten calls, the last one short
@@ -44,7 +44,7 @@ func TestMaterializationContinuesWithoutSweep(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); e.r.RunTimers(timers) }()
 	defer func() { stop(); <-done }()
-	waitFor(t, time.Minute, "the stage to be materialized by continuations", func() bool { return stageOf(t, e, id).Materialized })
+	waitFor(t, time.Minute, "the stage to be materialized by relays", func() bool { return stageOf(t, e, id).Materialized })
 	if st := stageOf(t, e, id); st.Enqueued != n || st.Total != n {
 		t.Fatalf("materialized stage: enqueued %d of %d, want %d", st.Enqueued, st.Total, n)
 	}
@@ -63,21 +63,20 @@ func TestMaterializationContinuesWithoutSweep(t *testing.T) {
 	}
 }
 
-// A continuation is idempotent: delivered twice at once, again after it
-// ran, or late (the count moved on), or for an ended job, it queues no
-// task twice beyond one chunk's duplicate messages (dropped at claim) and
-// never leaves more than one continuation behind, so duplicates do not
-// multiply.
-func TestContinuationIsIdempotent(t *testing.T) {
+// A relay is idempotent: delivered twice at once, again after it ran, or
+// late (the count moved on), or for an ended job, it queues no task twice
+// beyond one chunk's duplicate messages (dropped at claim) and never
+// leaves more than one relay behind, so duplicates do not multiply.
+func TestRelayIsIdempotent(t *testing.T) {
 	t.Parallel()
 	const n = 30
 	cases := []struct {
 		name string
-		// deliver hands the continuation left by the submit (body) to
+		// deliver hands the relay left by the submit (body) to
 		// the consumer, as SQS might.
 		deliver      func(t *testing.T, e *env, id, body string)
 		wantEnqueued int
-		// wantNext is how many continuations are left on the timer queue.
+		// wantNext is how many relays are left on the timer queue.
 		wantNext int
 		// extra is how many duplicate task messages are allowed.
 		extra int
@@ -103,12 +102,12 @@ func TestContinuationIsIdempotent(t *testing.T) {
 			t.Parallel()
 			reg := batchwork.NewRegistry()
 			reg.Register("noop", func(context.Context, *batchwork.Task) error { return nil })
-			cfg := continuationTimings
+			cfg := relayTimings
 			e := newEnv(t, reg, envOptions{noRun: true, control: &cfg})
 			id := e.submit("dup", fmt.Appendf(nil, `{"name":"dup","stages":[{"name":"a","task":"noop","partitions":{"count":%d}}]}`, n))
 			bodies := takeTimerMessages(t, e)
 			if len(bodies) != 1 {
-				t.Fatalf("the submit left %d timer messages, want one continuation: %q", len(bodies), bodies)
+				t.Fatalf("the submit left %d timer messages, want one relay: %q", len(bodies), bodies)
 			}
 			c.deliver(t, e, id, bodies[0])
 			st := stageOf(t, e, id)
@@ -117,7 +116,7 @@ func TestContinuationIsIdempotent(t *testing.T) {
 			}
 			next := takeTimerMessages(t, e)
 			if len(next) != c.wantNext {
-				t.Fatalf("%d continuations left, want %d: %q", len(next), c.wantNext, next)
+				t.Fatalf("%d relays left, want %d: %q", len(next), c.wantNext, next)
 			}
 			if got := messagesIn(t, e, e.r.Resources.Queues.Normal); got < c.wantEnqueued || got > c.wantEnqueued+c.extra {
 				t.Fatalf("%d task messages, want %d to %d", got, c.wantEnqueued, c.wantEnqueued+c.extra)
@@ -126,7 +125,7 @@ func TestContinuationIsIdempotent(t *testing.T) {
 			if c.wantNext == 0 {
 				return
 			}
-			// The chain carries on to the end from the one continuation.
+			// The chain carries on to the end from the one relay.
 			for len(next) > 0 {
 				fireTimers(t, e, next...)
 				next = takeTimerMessages(t, e)
@@ -243,12 +242,13 @@ func fireTimers(t *testing.T, e *env, bodies ...string) {
 	}
 }
 
-// withFrom is a continuation's body with another count at handoff.
+// withFrom is a relay's body with another count at handoff (its wire
+// key is "continue").
 func withFrom(t *testing.T, body string, from int) string {
 	t.Helper()
 	var m map[string]map[string]any
 	if err := json.Unmarshal([]byte(body), &m); err != nil || m["continue"] == nil {
-		t.Fatalf("not a continuation: %q (%v)", body, err)
+		t.Fatalf("not a relay: %q (%v)", body, err)
 	}
 	m["continue"]["from"] = from
 	out, err := json.Marshal(m)
