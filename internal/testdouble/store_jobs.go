@@ -189,7 +189,7 @@ func (f *jobRecords) TaskRaiseAttempts(context.Context, domain.TaskRef, int, int
 	return errUnsupported("TaskRaiseAttempts")
 }
 
-func (f *jobRecords) TaskMarkRedrive(context.Context, domain.TaskRef, int) error {
+func (f *jobRecords) TaskMarkRedrive(context.Context, domain.TaskRef, int, int) error {
 	return errUnsupported("TaskMarkRedrive")
 }
 

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,9 +62,7 @@ func decodeRedrives(item map[string]types.AttributeValue) []domain.Redrive {
 	return out
 }
 
-// redriveCountCond is the condition (" AND ...") that a job item has
-// been redriven n times.
-// RedriveCount reads how many times the job was redriven, consistently:
+// JobRedriveCount reads how many times the job was redriven, consistently:
 // the generation a caller's decision about the job is about.
 func (s *Store) JobRedriveCount(ctx context.Context, id string) (int, error) {
 	head, err := s.jobHead(ctx, id)
@@ -73,6 +72,8 @@ func (s *Store) JobRedriveCount(ctx context.Context, id string) (int, error) {
 	return head.Redrives, nil
 }
 
+// redriveCountCond is the condition (" AND ...") that a job item has
+// been redriven n times.
 func redriveCountCond(c *cond, n int) string {
 	if n == 0 {
 		return " AND attribute_not_exists(" + aRedrives + ")"
@@ -251,25 +252,21 @@ func (s *Store) TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen
 	return nil
 }
 
-// RaiseAttempts gives a CLAIMED or READY task of a job being redriven
+// TaskRaiseAttempts gives a CLAIMED or READY task of a redriven job
 // budget attempts more than it has used: an attempt stopped by the job's
 // end is taken back by the sweep when its lease runs out, and without
 // more attempts a last one would fail the job again. Its claim is left
-// alone. gen is the redrive's count once the job runs again (0 while it
-// is still FAILED, when no attempt can start): a task that already had
-// redrive gen's steps is left alone, as its attempt may be one the
-// redrive started.
+// alone. gen is the redrive's count: a task that already had redrive
+// gen's steps is left alone, as its attempt may be one the redrive
+// started. Its mark (TaskMarkRedrive) goes: from now on a failure of
+// the task is the new generation's.
 func (s *Store) TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error {
 	c := newCond()
 	c.values[":budget"], c.values[":claimed"], c.values[":ready"] = nv(int64(budget)), sv(string(sm.TaskClaimed)), sv(string(sm.TaskReady))
-	upd, expr := "SET mx = att + :budget", "#st IN (:claimed, :ready)"
-	if gen > 0 {
-		upd += ", " + aRedriveGen + " = :gen"
-		expr += redriveGenCond(c, gen)
-	}
+	expr := "#st IN (:claimed, :ready)" + redriveGenCond(c, gen)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
-		UpdateExpression:          aws.String(upd),
+		UpdateExpression:          aws.String("SET mx = att + :budget, " + aRedriveGen + " = :gen REMOVE " + aRedrivePending),
 		ConditionExpression:       aws.String(expr),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
@@ -280,21 +277,82 @@ func (s *Store) TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budge
 	return nil
 }
 
-// MarkTaskRedrive records on a FAILED task that redrive gen is to put it
-// back (aRedrivePending), while its job is still FAILED. A task no longer
-// FAILED is left alone.
-func (s *Store) TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+// TaskMarkRedrive readies a task of a FAILED job for the job's redrive
+// gen, while the job is still FAILED with gen-1 redrives: with budget >
+// 0, a CLAIMED or READY task gets budget attempts more than it has used
+// (its attempt, stopped by the job's end, must retry once the job runs
+// again, not fail it again on an old budget); and a task FAILED, then
+// or once so raised (its stopped attempt may still fail), records that
+// redrive gen is to put it back (aRedrivePending). Each write holds only
+// while the job is FAILED at gen-1: once the job has been redriven, a
+// failure of the task is the new generation's, and marking it would hide
+// it from kernel.FailureGen, so that nothing would end the job.
+// sm.ErrInvalidTransition: the job is no longer FAILED with gen-1
+// redrives (another request redrove it).
+func (s *Store) TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int) error {
+	marked, err := s.markRedrive(ctx, ref, gen)
+	if err != nil || marked || budget <= 0 {
+		return err
+	}
+	c := newCond()
+	c.values[":budget"], c.values[":claimed"], c.values[":ready"] = nv(int64(budget)), sv(string(sm.TaskClaimed)), sv(string(sm.TaskReady))
+	if err := s.beforeRedrive(ctx, ref, gen, &types.Update{
+		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
+		UpdateExpression:          aws.String("SET mx = att + :budget"),
+		ConditionExpression:       aws.String("#st IN (:claimed, :ready)"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	}); err != nil && !errors.Is(err, errTaskMoved) {
+		return fmt.Errorf("raise attempts of task %s: %w", ref, err)
+	}
+	_, err = s.markRedrive(ctx, ref, gen)
+	return err
+}
+
+// markRedrive marks a FAILED task for redrive gen (TaskMarkRedrive), and
+// says whether it did.
+func (s *Store) markRedrive(ctx context.Context, ref domain.TaskRef, gen int) (bool, error) {
+	err := s.beforeRedrive(ctx, ref, gen, &types.Update{
 		TableName: &s.table, Key: key(taskPK(ref), taskSK(ref.Partition)),
 		UpdateExpression:          aws.String("SET " + aRedrivePending + " = :gen"),
 		ConditionExpression:       aws.String("#st = :failed"),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":gen": nv(int64(gen)), ":failed": sv(string(sm.TaskFailed))},
 	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("mark task %s for redrive %d: %w", ref, gen, err)
+	if errors.Is(err, errTaskMoved) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("mark task %s for redrive %d: %w", ref, gen, err)
+	}
+	return true, nil
+}
+
+// errTaskMoved is a write of beforeRedrive refused by its own condition
+// on the task, the job being as it expects.
+var errTaskMoved = errors.New("task not in the state the write expects")
+
+// beforeRedrive applies u, a write on a task of a job about to have
+// redrive gen, only while the job is FAILED with gen-1 redrives.
+// errTaskMoved: u's condition failed; sm.ErrInvalidTransition: the
+// job's did.
+func (s *Store) beforeRedrive(ctx context.Context, ref domain.TaskRef, gen int, u *types.Update) error {
+	c := newCond()
+	c.values[":failed"] = sv(string(sm.JobFailed))
+	expr := "#st = :failed" + redriveCountCond(c, gen-1) // sm.GuardRedriveCount
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Update: u}, {ConditionCheck: &types.ConditionCheck{
+		TableName: &s.table, Key: key(jobPK(ref.Job), jobSK),
+		ConditionExpression:       aws.String(expr),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: c.values,
+	}}}})
+	switch r := cancelReasons(err); {
+	case len(r) == 2 && r[1] == reasonCondFailed:
+		return sm.ErrInvalidTransition
+	case len(r) == 2 && r[0] == reasonCondFailed:
+		return errTaskMoved
+	}
+	return err
 }
 
 // aReused is, on a rerun's job item, the map of its reused stages (by

@@ -49,7 +49,7 @@ type Store interface {
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
 	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error
 	TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error
-	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int) error
 	StageAdopt(ctx context.Context, job string, idx, total int) error
 	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 

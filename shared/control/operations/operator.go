@@ -51,7 +51,7 @@ type Store interface {
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
 	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error
 	TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error
-	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int) error
 	// Stages and tasks.
 	StageList(context.Context, string) ([]domain.Stage, error)
 	TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error)

@@ -95,19 +95,22 @@ func (s *Operator) Redrive(ctx context.Context, req RedriveRequest) error {
 	// every unfinished task of its reopening stages its fresh attempt
 	// budget: once the job runs again, an attempt stopped by its end
 	// (whose lease the sweep then expires) or one that fails late must
-	// retry, not fail the job again on an old budget.
-	if err := s.raiseAttempts(ctx, j, count+1); err != nil {
-		return err
-	}
-	now := s.Now()
-	// A redriven job runs again, so it counts in its owner's quotas again,
-	// under the limits a submission meets now: its end gave its place
-	// back, and an owner at its limit waits as a submitter would.
-	quota := s.admit.JobQuota(req.Owner, j.Spec)
-	err = s.store.JobRedrive(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, kernel.MaxErrorLen),
-		FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
-	if errors.Is(err, dynamo.ErrQuotaReached) {
-		return fmt.Errorf("redrive: %w", s.admit.QuotaError(ctx, req.Owner, quota))
+	// retry, not fail the job again on an old budget. Refused when
+	// another request redrove the job meanwhile, as the job's redrive
+	// would be.
+	err = s.raiseAttempts(ctx, j, count+1)
+	if err == nil {
+		now := s.Now()
+		// A redriven job runs again, so it counts in its owner's quotas
+		// again, under the limits a submission meets now: its end gave
+		// its place back, and an owner at its limit waits as a submitter
+		// would.
+		quota := s.admit.JobQuota(req.Owner, j.Spec)
+		err = s.store.JobRedrive(ctx, dynamo.RedriveJobParams{ID: j.ID, Count: count, Now: now, PrevError: kernel.Truncate(j.Error, kernel.MaxErrorLen),
+			FollowUp: now.Add(s.cfg.StartGrace), Quota: quota})
+		if errors.Is(err, dynamo.ErrQuotaReached) {
+			return fmt.Errorf("redrive: %w", s.admit.QuotaError(ctx, req.Owner, quota))
+		}
 	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// Refused: or applied, and this is the SDK's retry of a write
@@ -231,10 +234,12 @@ func (s *Operator) finishRedrive(ctx context.Context, j domain.Job, gen int) err
 	return nil
 }
 
-// raiseAttempts gives the unfinished tasks of a FAILED job's failed and
-// cancelled stages their stage's attempts again, and marks the failed
-// tasks of every stage redrive gen reopens or finds running as its to
-// put back.
+// raiseAttempts readies the tasks of a FAILED job for its redrive gen
+// (dynamo.Store.TaskMarkRedrive): the unfinished tasks of its failed and
+// cancelled stages get their stage's attempts again, and the failed
+// tasks of every stage the redrive reopens or finds running are marked
+// as its to put back. sm.ErrInvalidTransition: the job was redriven
+// meanwhile, by another request.
 func (s *Operator) raiseAttempts(ctx context.Context, j domain.Job, gen int) error {
 	stages, err := s.store.StageList(ctx, j.ID)
 	if err != nil {
@@ -255,11 +260,13 @@ func (s *Operator) raiseAttempts(ctx context.Context, j domain.Job, gen int) err
 		for _, t := range tasks {
 			switch {
 			case reopens && (t.State == sm.TaskClaimed || t.State == sm.TaskReady):
-				if err := s.store.TaskRaiseAttempts(ctx, t.Ref, budget, 0); err != nil {
+				// Its stopped attempt may still fail before the job
+				// runs again: then it is marked too.
+				if err := s.store.TaskMarkRedrive(ctx, t.Ref, budget, gen); err != nil {
 					return err
 				}
 			case t.State == sm.TaskFailed && !t.Tolerated:
-				if err := s.store.TaskMarkRedrive(ctx, t.Ref, gen); err != nil {
+				if err := s.store.TaskMarkRedrive(ctx, t.Ref, 0, gen); err != nil {
 					return err
 				}
 			}
