@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,9 +55,9 @@ func pythonEnv(extra ...string) []string {
 
 // The Python client's tests, against a local runner with the tasks its
 // live tests submit (py.echo writes its partition, py.hang runs until
-// cancelled). Its unit tests (a stub server) run in the same command. The
-// package comes from the checkout's source tree (PYTHONPATH): installing
-// it offline would need the wheel package, which the virtualenv lacks.
+// cancelled). Its unit tests (a stub server) run in the same command,
+// against the package as pip installs it from the checkout, so a module or
+// data file (py.typed) that the packaging leaves out fails here.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
 	reg := batchwork.NewRegistry()
@@ -74,8 +75,9 @@ func TestPythonClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	site := installPythonClient(ctx, t, py, root)
 	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "discover", "-v", "-s", filepath.Join(root, "clients", "python", "tests"))
-	cmd.Env = pythonEnv("PYTHONPATH="+filepath.Join(root, "clients", "python", "src"), "BATCHWORK_PYCLIENT_LIVE=1",
+	cmd.Env = pythonEnv("PYTHONPATH="+site, "BATCHWORK_PYCLIENT_LIVE=1",
 		"BATCHWORK_ENDPOINT="+e.r.URL, "BATCHWORK_OWNER=py-tester", localauth.TokenEnv+"="+e.r.Token)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -94,4 +96,69 @@ func TestPythonClient(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("python -m unittest:\n%s", out)
 	}
+}
+
+// installPythonClient installs clients/python with pip, offline and
+// without its build isolation (the virtualenv's pinned setuptools builds
+// it), into a folder of its own, and returns that folder. pip builds in
+// the tree it is given and setuptools keeps build/ there between builds,
+// so a module deleted from src/ would still be packaged: the tree is
+// copied first, without what a build leaves, which also keeps the
+// checkout clean.
+func installPythonClient(ctx context.Context, t *testing.T, py, root string) string {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "python")
+	if err := copyPackageTree(filepath.Join(root, "clients", "python"), src); err != nil {
+		t.Fatal(err)
+	}
+	site := filepath.Join(t.TempDir(), "site")
+	cmd := exec.CommandContext(ctx, py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir",
+		"--no-deps", "--no-build-isolation", "--no-index", "--target", site, src)
+	cmd.Env = pythonEnv("PIP_CONFIG_FILE=" + os.DevNull) // a user's pip.conf (user = true, an index) does not apply
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pip install clients/python: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(site, "batchwork", "py.typed")); err != nil {
+		t.Fatalf("the installed package has no py.typed: %v", err)
+	}
+	// The tests import the installed package, not one from elsewhere.
+	cmd = exec.CommandContext(ctx, py, "-c", "import batchwork; print(batchwork.__file__)")
+	cmd.Env = pythonEnv("PYTHONPATH=" + site)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("import batchwork: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != filepath.Join(site, "batchwork", "__init__.py") {
+		t.Fatalf("batchwork is imported from %s, not from %s", got, site)
+	}
+	return site
+}
+
+// copyPackageTree copies the package's source tree from to to, without
+// the folders a build or a run leaves in it.
+func copyPackageTree(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			if rel == "build" || d.Name() == "__pycache__" || strings.HasSuffix(d.Name(), ".egg-info") {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(dst, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
 }
