@@ -252,11 +252,11 @@ func safeCall(ctx context.Context, fn Func, t *Task) (err error) {
 }
 
 // fail records the attempt's failure with its error's class
-// (domain.ClassOf): a permanent error fails the task at once, others are
+// (classOf): a permanent error fails the task at once, others are
 // retried while attempts are left (timeout.go).
 func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *slog.Logger) feed.Result {
 	cause := runErr.Error()
-	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: domain.ClassOf(runErr)})
+	d, err := r.CP.Fail(ctx, c, control.FailParams{Cause: cause, Class: classOf(runErr)}) // errorclass.go
 	switch {
 	case errors.Is(err, domain.ErrStaleClaim):
 		return feed.Result{Action: feed.Leave, Err: err}

@@ -179,18 +179,23 @@ func openCompressed(ctx context.Context, open RangeOpener, s Split, codec, forma
 	}
 	var dec io.Reader
 	closers := []io.Closer{body}
+	src := &watchedReader{r: body}
 	switch codec {
 	case Gzip:
-		z, err := gzip.NewReader(body)
+		z, err := gzip.NewReader(src)
 		if err != nil {
 			body.Close()
-			return nil, nil, fmt.Errorf("split: %q is named .gz but is not gzip data: %w", s.Key, err)
+			err = fmt.Errorf("split: %q is named .gz but is not gzip data: %w", s.Key, err)
+			if src.ok() && ctx.Err() == nil {
+				err = corrupt(err)
+			}
+			return nil, nil, err
 		}
 		dec, closers = z, []io.Closer{z, body}
 	case Zstd:
 		// One goroutine and a bounded window: a task decodes one stream,
 		// and the frame header must not make it allocate gigabytes.
-		z, err := zstd.NewReader(body, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20))
+		z, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(128<<20))
 		if err != nil {
 			body.Close()
 			return nil, nil, fmt.Errorf("split: read zstd %q: %w", s.Key, err)
@@ -207,7 +212,7 @@ func openCompressed(ctx context.Context, open RangeOpener, s Split, codec, forma
 			io.Reader
 			io.Closer
 		}{dec, multiCloser(closers)},
-		br:  bufio.NewReaderSize(&capReader{r: dec, left: limit, key: s.Key, limit: limit}, bufSize),
+		br:  bufio.NewReaderSize(&capReader{ctx: ctx, r: dec, src: src, left: limit, key: s.Key, limit: limit}, bufSize),
 		end: math.MaxInt64, // the whole stream
 		csv: format == CSV,
 	}
@@ -237,7 +242,9 @@ func (m multiCloser) Close() error {
 
 // capReader fails once more than limit bytes have been read through it.
 type capReader struct {
+	ctx         context.Context
 	r           io.Reader
+	src         *watchedReader // what r decompresses
 	left, limit int64
 	key         string
 }
@@ -250,6 +257,9 @@ func (c *capReader) Read(p []byte) (int, error) {
 	c.left -= int64(n)
 	if c.left < 0 {
 		return 0, fmt.Errorf("split: %q decompresses to more than %d bytes: %w; split it into smaller files", c.key, c.limit, ErrTooLarge)
+	}
+	if err != nil {
+		err = decodeError(c.ctx, c.src, c.key, err)
 	}
 	return n, err
 }
@@ -334,7 +344,7 @@ func (r *lineReader) readHeader(key string) ([]string, error) {
 		r.countQuotes(chunk)
 		rec = append(rec, chunk...)
 		if len(rec) > MaxHeader {
-			return nil, fmt.Errorf("split: csv %q: the header record is longer than %d bytes", key, MaxHeader)
+			return nil, corrupt(fmt.Errorf("split: csv %q: the header record is longer than %d bytes", key, MaxHeader))
 		}
 		atEOF := errors.Is(err, io.EOF)
 		if err != nil && !atEOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -358,7 +368,7 @@ func (r *lineReader) readHeader(key string) ([]string, error) {
 		cr.FieldsPerRecord = -1
 		h, err := cr.Read()
 		if err != nil {
-			return nil, fmt.Errorf("split: csv %q: header: %w", key, err)
+			return nil, corrupt(fmt.Errorf("split: csv %q: header: %w", key, err))
 		}
 		return h, nil
 	}
@@ -554,7 +564,7 @@ func (j *jsonlReader) next() error {
 			chunk, err = j.br.ReadSlice('\n')
 			j.line = append(j.line, chunk...)
 			if len(j.line) > MaxJSONRecord {
-				return fmt.Errorf("jsonl: %s: the record is longer than %d bytes", j.where(), MaxJSONRecord)
+				return corrupt(fmt.Errorf("jsonl: %s: the record is longer than %d bytes", j.where(), MaxJSONRecord))
 			}
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				break
@@ -576,7 +586,7 @@ func (j *jsonlReader) next() error {
 					problem = errors.New("not a single JSON value")
 				}
 				j.off = at
-				return fmt.Errorf("jsonl: %s: invalid JSON: %w", j.where(), problem)
+				return corrupt(fmt.Errorf("jsonl: %s: invalid JSON: %w", j.where(), problem))
 			}
 			j.rest = j.line
 			return err // nil, or io.EOF after the last line

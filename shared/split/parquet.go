@@ -19,7 +19,7 @@ type SizeFunc func(ctx context.Context, key string) (int64, error)
 // start in [s.Start, s.End), as JSON Lines (shared/split/parquet).
 func openParquet(ctx context.Context, open RangeOpener, s Split, o Options) (io.ReadCloser, error) {
 	if c := Compression(s.Key); c != "" {
-		return nil, fmt.Errorf("split: %q is named as %s-compressed, which Parquet is not: a Parquet file compresses its pages itself", s.Key, c)
+		return nil, corrupt(fmt.Errorf("split: %q is named as %s-compressed, which Parquet is not: a Parquet file compresses its pages itself", s.Key, c))
 	}
 	if o.Size == nil {
 		return nil, errors.New("split: reading Parquet needs the object's size (Options.Size)")
@@ -35,17 +35,26 @@ func openParquet(ctx context.Context, open RangeOpener, s Split, o Options) (io.
 	rc, err := parquet.Open(ctx, ra, size, s.Key, s.Start, s.End, o.Columns)
 	if err != nil {
 		ra.Close()
-		return nil, err
+		return nil, ra.classify(err)
 	}
-	return &closeBoth{ReadCloser: rc, also: ra}, nil
+	return &parquetRows{ReadCloser: rc, ra: ra}, nil
 }
 
-type closeBoth struct {
+// parquetRows reads a split's rows and closes its streams with it.
+type parquetRows struct {
 	io.ReadCloser
-	also io.Closer
+	ra *rangeReaderAt
 }
 
-func (c *closeBoth) Close() error { return errors.Join(c.ReadCloser.Close(), c.also.Close()) }
+func (p *parquetRows) Read(b []byte) (int, error) {
+	n, err := p.ReadCloser.Read(b)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = p.ra.classify(err)
+	}
+	return n, err
+}
+
+func (p *parquetRows) Close() error { return errors.Join(p.ReadCloser.Close(), p.ra.Close()) }
 
 // Bounds of rangeReaderAt's streams.
 const (
@@ -70,6 +79,30 @@ type rangeReaderAt struct {
 	size    int64
 	mu      sync.Mutex
 	streams []*stream // most recently used last
+	// failed is the first error a read returned other than io.EOF: a
+	// decoding error after it may come from the failed read, not from
+	// the object's bytes.
+	failed error
+}
+
+// classify marks a Parquet decoding error as the object's (ErrCorruptInput)
+// unless a read failed or the context ended: the decoder reports every
+// error as its own, so only a clean read history says the bytes are bad.
+func (r *rangeReaderAt) classify(err error) error {
+	r.mu.Lock()
+	failed := r.failed
+	r.mu.Unlock()
+	if failed != nil || r.ctx.Err() != nil {
+		return err
+	}
+	return corrupt(err)
+}
+
+// fail records a read's error; r.mu is held.
+func (r *rangeReaderAt) fail(err error) {
+	if r.failed == nil {
+		r.failed = err
+	}
 }
 
 type stream struct {
@@ -79,6 +112,7 @@ type stream struct {
 
 func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
+		// Only a corrupt footer points before the file: the object's error.
 		return 0, fmt.Errorf("split: read %q at %d", r.key, off)
 	}
 	if off >= r.size {
@@ -92,6 +126,7 @@ func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	defer r.mu.Unlock()
 	s, err := r.stream(off)
 	if err != nil {
+		r.fail(err)
 		return 0, err
 	}
 	n, err := io.ReadFull(s.rc, want)
@@ -101,6 +136,7 @@ func (r *rangeReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("split: %q ended at %d, before its size %d: it changed since planning", r.key, off+int64(n), r.size)
 		}
+		r.fail(err)
 		return n, err
 	}
 	if len(want) < len(p) {
