@@ -66,6 +66,9 @@ type taskRow struct {
 	t             domain.Task
 	recIn, recOut int64
 	due           time.Time
+	// redriveGen is the redrive whose steps the task has had (the
+	// adapter's rdg): a repeat of that redrive leaves it alone.
+	redriveGen int
 }
 
 type attemptKey struct {

@@ -173,24 +173,111 @@ func (f *jobRecords) JobListByOwner(context.Context, dynamo.ListJobsParams) ([]d
 	panic("testdouble.Store: ListOwnerJobs is not faked (read-side routes are out of these tests' scope)")
 }
 
-func (f *jobRecords) JobRedrive(context.Context, dynamo.RedriveJobParams) error {
-	return errUnsupported("JobRedrive")
+// JobRedrive: FAILED to RUNNING while the job has p.Count redrives and
+// its deletion has not begun, its end undone and the redrive logged;
+// sm.ErrInvalidTransition otherwise. The fake counts no quotas, so a
+// redrive under quota limits is refused rather than admitted unchecked.
+func (f *jobRecords) JobRedrive(_ context.Context, p dynamo.RedriveJobParams) error {
+	if p.Quota != nil {
+		return errUnsupported("JobRedrive under quota limits")
+	}
+	return do(f.state, "JobRedrive", func() error {
+		j, ok := f.jobs[p.ID]
+		if !ok {
+			return fmt.Errorf("redrive job %s: %w", p.ID, domain.ErrNotFound)
+		}
+		tr := sm.Jobs.Transition(sm.JobRedrive)
+		if !slices.Contains(tr.From, j.job.State) || len(j.job.Redrives) != p.Count ||
+			!j.job.DataDeleted.IsZero() || !j.job.Deleting.IsZero() {
+			return fmt.Errorf("redrive job %s: %w", p.ID, sm.ErrInvalidTransition)
+		}
+		now := msTime(p.Now)
+		j.job.State, j.job.Updated = tr.To, now
+		j.job.Redrives = append(slices.Clone(j.job.Redrives), domain.Redrive{At: now, Error: p.PrevError})
+		j.job.Ended, j.job.Error, j.job.Manifest = time.Time{}, "", ""
+		j.due = msTime(p.FollowUp)
+		f.log.Add("job %s %s", p.ID, sm.JobRedrive)
+		return nil
+	})
 }
 
-func (f *jobRecords) StageRedrive(context.Context, string, int, sm.Event, time.Time, time.Time) error {
-	return errUnsupported("StageRedrive")
+// StageRedrive: ev (sm.StageRedrive, sm.StageRedriveBlocked) from the
+// states and start it leaves, while the job is RUNNING; its plan and
+// counters stay. sm.ErrInvalidTransition otherwise.
+func (f *jobRecords) StageRedrive(_ context.Context, job string, idx int, ev sm.Event, now, due time.Time) error {
+	return do(f.state, "StageRedrive", func() error {
+		tr := sm.Stages.Transition(ev)
+		s, ok := f.stages[stageKey{job, idx}]
+		j, jok := f.jobs[job]
+		if !ok || !jok || j.job.State != sm.JobRunning || !slices.Contains(tr.From, s.st.State) ||
+			slices.Contains(tr.Guards, sm.GuardStageStarted) && s.st.Started.IsZero() ||
+			slices.Contains(tr.Guards, sm.GuardStageNeverStarted) && !s.st.Started.IsZero() {
+			return fmt.Errorf("%s stage %s/%d: %w", ev, job, idx, sm.ErrInvalidTransition)
+		}
+		s.st.State, s.st.Ended, s.st.Error = tr.To, time.Time{}, ""
+		s.due = msTime(due)
+		f.log.Add("stage %s/%d %s", job, idx, ev)
+		return nil
+	})
 }
 
-func (f *jobRecords) TaskRedrive(context.Context, domain.TaskRef, int, int, time.Time, time.Time, time.Time) error {
-	return errUnsupported("TaskRedrive")
+// TaskRedrive puts a task back to READY with budget attempts more than
+// it used, once per redrive: a task that had redrive gen's steps is the
+// new generation's. Its continuations and its mark go.
+// sm.ErrInvalidTransition otherwise.
+func (f *jobRecords) TaskRedrive(_ context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error {
+	return do(f.state, "TaskRedrive", func() error {
+		ft, ok := f.tasks[ref]
+		if !ok || ft.redriveGen >= gen {
+			return fmt.Errorf("redrive task %s: %w", ref, sm.ErrInvalidTransition)
+		}
+		tr, err := sm.Decide(ft.t.View(), sm.TaskRedrive, sm.TaskInput{At: msTime(now)})
+		if err != nil {
+			return fmt.Errorf("redrive task %s: %w", ref, err)
+		}
+		t := &ft.t
+		t.State, t.MaxAttempts, t.NotBefore, t.Updated = tr.To, t.Attempt+budget, msTime(notBefore), msTime(now)
+		t.Checkpoint.Continuations, t.RedrivePending = 0, 0
+		ft.redriveGen, ft.due = gen, msTime(due)
+		return nil
+	})
 }
 
-func (f *jobRecords) TaskRaiseAttempts(context.Context, domain.TaskRef, int, int) error {
-	return errUnsupported("TaskRaiseAttempts")
+// TaskRaiseAttempts gives a CLAIMED or READY task budget attempts more
+// than it used, once per redrive, and removes its mark; any other task
+// is left alone without an error.
+func (f *jobRecords) TaskRaiseAttempts(_ context.Context, ref domain.TaskRef, budget, gen int) error {
+	return do(f.state, "TaskRaiseAttempts", func() error {
+		ft, ok := f.tasks[ref]
+		if ok && (ft.t.State == sm.TaskClaimed || ft.t.State == sm.TaskReady) && ft.redriveGen < gen {
+			ft.t.MaxAttempts, ft.t.RedrivePending = ft.t.Attempt+budget, 0
+			ft.redriveGen = gen
+		}
+		return nil
+	})
 }
 
-func (f *jobRecords) TaskMarkRedrive(context.Context, domain.TaskRef, int, int) error {
-	return errUnsupported("TaskMarkRedrive")
+// TaskMarkRedrive, while the job is FAILED with gen-1 redrives, marks a
+// FAILED task for redrive gen, or gives a CLAIMED or READY one budget
+// attempts more than it used; sm.ErrInvalidTransition once the job is
+// anywhere else. One call is atomic here, so the adapter's mark after
+// its raise (for an attempt that failed in between) has nothing to find.
+func (f *jobRecords) TaskMarkRedrive(_ context.Context, ref domain.TaskRef, budget, gen int) error {
+	return do(f.state, "TaskMarkRedrive", func() error {
+		j, ok := f.jobs[ref.Job]
+		if !ok || j.job.State != sm.JobFailed || len(j.job.Redrives) != gen-1 {
+			return fmt.Errorf("mark task %s for redrive %d: %w", ref, gen, sm.ErrInvalidTransition)
+		}
+		ft, ok := f.tasks[ref]
+		switch {
+		case !ok:
+		case ft.t.State == sm.TaskFailed:
+			ft.t.RedrivePending = gen
+		case budget > 0 && (ft.t.State == sm.TaskClaimed || ft.t.State == sm.TaskReady):
+			ft.t.MaxAttempts = ft.t.Attempt + budget
+		}
+		return nil
+	})
 }
 
 func (f *jobRecords) StageAdopt(context.Context, string, int, int) error {

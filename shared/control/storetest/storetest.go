@@ -5,8 +5,9 @@
 // real store enforces. Each case checks an outcome the control plane's
 // invariants stand on: submit idempotency, one live claim, heartbeats and
 // commits fenced by the claim token, a stage's countdown and completion
-// exactly once, a job that ends once, and transitions refused once their
-// job ended or was redriven.
+// exactly once, a job that ends once, transitions refused once their
+// job ended or was redriven, and a redrive whose steps each apply once
+// per generation and only while the job is where the redrive found it.
 //
 // Nothing shipped imports this package.
 package storetest
@@ -46,6 +47,13 @@ type Store interface {
 	TaskClaim(context.Context, dynamo.ClaimParams) (domain.Task, error)
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
+	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
+	JobRedriveCount(ctx context.Context, id string) (int, error)
+	JobRedrive(context.Context, dynamo.RedriveJobParams) error
+	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
+	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error
+	TaskRaiseAttempts(ctx context.Context, ref domain.TaskRef, budget, gen int) error
+	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int) error
 }
 
 // Run runs every case against a store newStore returns. Each case makes
@@ -250,6 +258,187 @@ var cases = []struct {
 			t.Fatalf("transition decided at redrive 0: %v", err)
 		}
 	}},
+	{"a job is redriven once per count, only from FAILED", func(t *testing.T, r *rig) {
+		r.stage(1)
+		redrive := dynamo.RedriveJobParams{ID: r.job, Count: 0, Now: r.now, PrevError: "it broke", FollowUp: r.now.Add(time.Minute)}
+		if err := r.s.JobRedrive(r.ctx, redrive); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("redrive a running job: %v; want sm.ErrInvalidTransition", err)
+		}
+		r.failJob("it broke")
+		if err := r.s.JobRedrive(r.ctx, dynamo.RedriveJobParams{ID: r.job, Count: 1, Now: r.now}); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("redrive naming count 1 of a job redriven 0 times: %v; want sm.ErrInvalidTransition", err)
+		}
+		if err := r.s.JobRedrive(r.ctx, redrive); err != nil {
+			t.Fatalf("redrive: %v", err)
+		}
+		j, err := r.s.JobGet(r.ctx, r.job)
+		if err != nil || j.State != sm.JobRunning || j.Error != "" || !j.Ended.IsZero() || len(j.Redrives) != 1 || j.Redrives[0].Error != "it broke" {
+			t.Fatalf("job after redrive: %s %q ended %v redrives %+v, %v; want RUNNING, no error or end, one redrive of \"it broke\"", j.State, j.Error, j.Ended, j.Redrives, err)
+		}
+		if n, err := r.s.JobRedriveCount(r.ctx, r.job); err != nil || n != 1 {
+			t.Fatalf("redrive count: %d, %v; want 1", n, err)
+		}
+		if st, err := r.s.JobState(r.ctx, r.job); err != nil || st != sm.JobRunning {
+			t.Fatalf("state copy after redrive: %s, %v; want RUNNING", st, err)
+		}
+		r.failJob("broke again")
+		if err := r.s.JobRedrive(r.ctx, redrive); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("the same redrive repeated: %v; want sm.ErrInvalidTransition", err)
+		}
+		redrive.Count = 1
+		if err := r.s.JobRedrive(r.ctx, redrive); err != nil {
+			t.Fatalf("the next redrive: %v", err)
+		}
+	}},
+	{"a stage is redriven only once its job runs again", func(t *testing.T, r *rig) {
+		r.stage(1)
+		r.stageEvent(sm.StageStart)
+		r.stageEvent(sm.StageFail)
+		r.failJob("stage failed")
+		if err := r.s.StageRedrive(r.ctx, r.job, 0, sm.StageRedrive, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("redrive a stage of a FAILED job: %v; want sm.ErrInvalidTransition", err)
+		}
+		r.redriveJob(0)
+		if err := r.s.StageRedrive(r.ctx, r.job, 0, sm.StageRedriveBlocked, r.now, time.Time{}); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("redrive a started stage back to BLOCKED: %v; want sm.ErrInvalidTransition", err)
+		}
+		if err := r.s.StageRedrive(r.ctx, r.job, 0, sm.StageRedrive, r.now, r.now); err != nil {
+			t.Fatalf("redrive the stage: %v", err)
+		}
+		if st, err := r.s.StageGet(r.ctx, r.job, 0); err != nil || st.State != sm.StageRunning || st.Error != "" {
+			t.Fatalf("stage after redrive: %s %q, %v; want RUNNING without an error", st.State, st.Error, err)
+		}
+		if err := r.s.StageRedrive(r.ctx, r.job, 0, sm.StageRedrive, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("redrive a running stage: %v; want sm.ErrInvalidTransition", err)
+		}
+	}},
+	{"a redrive's marks hold only while the job is FAILED at the count before it", func(t *testing.T, r *rig) {
+		refs := r.stage(3)
+		failed, claimed, ready := refs[0], refs[1], refs[2]
+		r.failTask(failed, r.claim(failed, "tok-f"))
+		c := r.claim(claimed, "tok-c")
+		if err := r.s.TaskMarkRedrive(r.ctx, failed, 2, 1); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("mark a task of a running job: %v; want sm.ErrInvalidTransition", err)
+		}
+		r.failJob("task failed")
+		if err := r.s.TaskMarkRedrive(r.ctx, failed, 2, 2); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("mark for redrive 2 a job redriven 0 times: %v; want sm.ErrInvalidTransition", err)
+		}
+		for _, ref := range refs {
+			if err := r.s.TaskMarkRedrive(r.ctx, ref, 5, 1); err != nil {
+				t.Fatalf("mark %s for redrive 1: %v", ref, err)
+			}
+		}
+		if got := r.task(failed); got.State != sm.TaskFailed || got.RedrivePending != 1 {
+			t.Fatalf("marked FAILED task: %s pending %d; want FAILED pending 1", got.State, got.RedrivePending)
+		}
+		if got := r.task(claimed); got.State != sm.TaskClaimed || got.Token != "tok-c" || got.MaxAttempts != c.Attempt+5 || got.RedrivePending != 0 {
+			t.Fatalf("marked CLAIMED task: %s token %q max %d pending %d; want its claim kept, max %d, no mark", got.State, got.Token, got.MaxAttempts, got.RedrivePending, c.Attempt+5)
+		}
+		if got := r.task(ready); got.State != sm.TaskReady || got.MaxAttempts != 5 {
+			t.Fatalf("marked READY task: %s max %d; want READY max 5", got.State, got.MaxAttempts)
+		}
+		r.redriveJob(0)
+		if err := r.s.TaskMarkRedrive(r.ctx, claimed, 9, 1); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("mark once the job was redriven: %v; want sm.ErrInvalidTransition", err)
+		}
+		if got := r.task(claimed); got.MaxAttempts != c.Attempt+5 {
+			t.Fatalf("attempts after the refused mark: %d; want %d", got.MaxAttempts, c.Attempt+5)
+		}
+	}},
+	{"a redrive puts a failed task back once per generation", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		a := r.claim(ref, "tok-a")
+		r.failTask(ref, a)
+		r.failJob("task failed")
+		if err := r.s.TaskMarkRedrive(r.ctx, ref, 0, 1); err != nil {
+			t.Fatalf("mark: %v", err)
+		}
+		r.redriveJob(0)
+		nb := r.now.Add(time.Second)
+		if err := r.s.TaskRedrive(r.ctx, ref, 2, 1, r.now, nb, r.now); err != nil {
+			t.Fatalf("put back: %v", err)
+		}
+		got := r.task(ref)
+		if got.State != sm.TaskReady || got.MaxAttempts != a.Attempt+2 || got.RedrivePending != 0 || !got.NotBefore.Equal(nb) {
+			t.Fatalf("task put back: %s max %d pending %d not before %s; want READY max %d, no mark, not before %s", got.State, got.MaxAttempts, got.RedrivePending, got.NotBefore, a.Attempt+2, nb)
+		}
+		if err := r.s.TaskRedrive(r.ctx, ref, 2, 1, r.now, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("the same redrive's put-back again: %v; want sm.ErrInvalidTransition", err)
+		}
+		// What the task does next is the new generation's: its failure is
+		// not the same redrive's to put back.
+		b, err := r.s.TaskClaim(r.ctx, dynamo.ClaimParams{Ref: ref, Token: "tok-b", Now: nb, Lease: lease, Grace: lease})
+		if err != nil || b.Attempt != a.Attempt+1 {
+			t.Fatalf("claim the task put back: attempt %d, %v; want %d", b.Attempt, err, a.Attempt+1)
+		}
+		r.failTask(ref, b)
+		if err := r.s.TaskRedrive(r.ctx, ref, 2, 1, r.now, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("the same redrive's put-back of the new failure: %v; want sm.ErrInvalidTransition", err)
+		}
+		if got := r.task(ref); got.State != sm.TaskFailed {
+			t.Fatalf("task after the refused put-back: %s; want FAILED", got.State)
+		}
+		if err := r.s.TaskRedrive(r.ctx, ref, 2, 2, r.now, r.now, r.now); err != nil {
+			t.Fatalf("the next redrive's put-back: %v", err)
+		}
+		if got := r.task(ref); got.State != sm.TaskReady || got.MaxAttempts != b.Attempt+2 {
+			t.Fatalf("task put back again: %s max %d; want READY max %d", got.State, got.MaxAttempts, b.Attempt+2)
+		}
+	}},
+	{"a redrive puts back no committed task", func(t *testing.T, r *rig) {
+		ref := r.stage(1)[0]
+		a := r.claim(ref, "tok-a")
+		if _, err := r.s.TaskCommit(r.ctx, r.commit(ref, "tok-a", a.Attempt)); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		if err := r.s.TaskRedrive(r.ctx, ref, 2, 1, r.now, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("put back a committed task: %v; want sm.ErrInvalidTransition", err)
+		}
+		if err := r.s.TaskRaiseAttempts(r.ctx, ref, 2, 1); err != nil {
+			t.Fatalf("raise a committed task: %v; want nothing done, no error", err)
+		}
+		if got := r.task(ref); got.State != sm.TaskSucceeded || got.MaxAttempts != 3 {
+			t.Fatalf("committed task after the redrive: %s max %d; want SUCCEEDED max 3", got.State, got.MaxAttempts)
+		}
+	}},
+	{"a redrive raises a running task's attempts once", func(t *testing.T, r *rig) {
+		refs := r.stage(2)
+		ref, ready := refs[0], refs[1]
+		a := r.claim(ref, "tok-a")
+		for _, step := range []struct {
+			budget, gen, want int
+		}{
+			{4, 1, a.Attempt + 4},
+			{6, 1, a.Attempt + 4}, // the same redrive repeated
+			{6, 2, a.Attempt + 6},
+			{1, 2, a.Attempt + 6},
+		} {
+			if err := r.s.TaskRaiseAttempts(r.ctx, ref, step.budget, step.gen); err != nil {
+				t.Fatalf("raise by %d for redrive %d: %v", step.budget, step.gen, err)
+			}
+			if got := r.task(ref); got.MaxAttempts != step.want || got.State != sm.TaskClaimed || got.Token != "tok-a" {
+				t.Fatalf("after raise by %d for redrive %d: %s token %q max %d; want its claim kept, max %d", step.budget, step.gen, got.State, got.Token, got.MaxAttempts, step.want)
+			}
+		}
+		// A task the redrive raised is the new generation's: the same
+		// redrive does not put it back, the next one does.
+		if err := r.s.TaskRaiseAttempts(r.ctx, ready, 4, 1); err != nil {
+			t.Fatalf("raise a READY task: %v", err)
+		}
+		if err := r.s.TaskRedrive(r.ctx, ready, 2, 1, r.now, r.now, r.now); !errors.Is(err, sm.ErrInvalidTransition) {
+			t.Fatalf("put back a task its redrive raised: %v; want sm.ErrInvalidTransition", err)
+		}
+		if got := r.task(ready); got.MaxAttempts != 4 {
+			t.Fatalf("raised READY task after the refused put-back: max %d; want 4", got.MaxAttempts)
+		}
+		if err := r.s.TaskRedrive(r.ctx, ready, 2, 2, r.now, r.now, r.now); err != nil {
+			t.Fatalf("the next redrive's put-back: %v", err)
+		}
+		if got := r.task(ready); got.State != sm.TaskReady || got.MaxAttempts != 2 {
+			t.Fatalf("READY task put back by the next redrive: %s max %d; want READY max 2", got.State, got.MaxAttempts)
+		}
+	}},
 }
 
 // rig is one case's store and job.
@@ -325,6 +514,37 @@ func (r *rig) claim(ref domain.TaskRef, token string) domain.Task {
 func (r *rig) commit(ref domain.TaskRef, token string, attempt int) dynamo.CommitParams {
 	return dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: token, Now: r.now},
 		Attempt: attempt, Outputs: 1, Shards: r.shards}
+}
+
+// failTask fails the claim c of ref for good, as its holder does.
+func (r *rig) failTask(ref domain.TaskRef, c domain.Task) {
+	r.t.Helper()
+	if _, err := r.s.TaskRelease(r.ctx, dynamo.ReleaseParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: c.Token, Now: r.now},
+		Event: sm.TaskFailPermanent, Err: "task failed"}); err != nil {
+		r.t.Fatalf("fail %s: %v", ref, err)
+	}
+}
+
+func (r *rig) failJob(reason string) {
+	r.t.Helper()
+	if _, err := r.s.JobEndEvent(r.ctx, r.job, sm.JobFail, reason, "", r.now); err != nil {
+		r.t.Fatalf("fail job: %v", err)
+	}
+}
+
+// redriveJob redrives the FAILED job that count redrives came before.
+func (r *rig) redriveJob(count int) {
+	r.t.Helper()
+	if err := r.s.JobRedrive(r.ctx, dynamo.RedriveJobParams{ID: r.job, Count: count, Now: r.now, FollowUp: r.now.Add(time.Minute)}); err != nil {
+		r.t.Fatalf("redrive job: %v", err)
+	}
+}
+
+func (r *rig) stageEvent(ev sm.Event) {
+	r.t.Helper()
+	if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: ev, Now: r.now}); err != nil {
+		r.t.Fatalf("%s stage: %v", ev, err)
+	}
 }
 
 func (r *rig) task(ref domain.TaskRef) domain.Task {
