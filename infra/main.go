@@ -6,6 +6,13 @@
 //	sweepSchedule           an EventBridge schedule, default "rate(1 minute)"
 //	executorMaxConcurrency  Lambda executor concurrency per ready queue, default 100
 //	fargateMaxTasks         Fargate executor task limit, default 10
+//	executorReservedConcurrency
+//	                        concurrency reserved for each Lambda executor function, default 0 (unreserved);
+//	                        else at least 3 × executorMaxConcurrency
+//	apiRateLimit, apiBurstLimit
+//	                        the HTTP API's throttle, requests a second and burst, default 250 and 500
+//	tableWarmReadUnitsPerSecond, tableWarmWriteUnitsPerSecond
+//	                        the table's warm throughput, units a second, default AWS's (12,000 and 4,000)
 //	ownerMaxConcurrency     owners' concurrency limits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10";
 //	                        default "*=<half the default executor's concurrency>" ("*=50"); "*=0" turns it off (synth warns)
 //	ownerMode               "role" (default: a role's sessions are one owner) or "session"

@@ -90,6 +90,17 @@ func PropsFromContext(get func(string) any) (*batchwork.Props, error) {
 	if err := num("fargateMaxTasks", &p.FargateMaxTasks, 1, 1000); err != nil {
 		return nil, err
 	}
+	// Capacity settings (capacity.go): their ranges depend on each other,
+	// so the construct checks them beyond whole and non-negative.
+	for key, dst := range map[string]*int{
+		"apiRateLimit": &p.APIRateLimit, "apiBurstLimit": &p.APIBurstLimit,
+		"tableWarmReadUnitsPerSecond": &p.TableWarmReadUnitsPerSecond, "tableWarmWriteUnitsPerSecond": &p.TableWarmWriteUnitsPerSecond,
+		"executorReservedConcurrency": &p.ExecutorReservedConcurrency,
+	} {
+		if err := num(key, dst, 0, batchwork.MaxCapacitySetting); err != nil {
+			return nil, err
+		}
+	}
 	var retentionDays int
 	if err := num("retentionDays", &retentionDays, 0, 36500); err != nil {
 		return nil, err

@@ -84,8 +84,25 @@ type Props struct {
 	// ExecutorMaxConcurrency caps concurrent Lambda executor invocations
 	// per ready queue (2 to 1,000). Default tuning.ExecutorMaxConcurrency.
 	ExecutorMaxConcurrency int
+	// ExecutorReservedConcurrency reserves this many concurrent
+	// executions for each Lambda executor function (the default one and
+	// each larger size's), taken from the account's pool. 0 (default):
+	// unreserved. Otherwise at least 3 × ExecutorMaxConcurrency, the
+	// default executor's three ready queues' event sources together
+	// (capacity.go); not with Executor fargate.
+	ExecutorReservedConcurrency int
 	// FargateMaxTasks caps the Fargate executor's task count. Default 10.
 	FargateMaxTasks int
+	// APIRateLimit and APIBurstLimit throttle the HTTP API (requests a
+	// second, and the burst above that rate); APIBurstLimit is at least
+	// APIRateLimit. Default 250 and 500 (APIRateLimit when that is more).
+	APIRateLimit, APIBurstLimit int
+	// TableWarmReadUnitsPerSecond and TableWarmWriteUnitsPerSecond are the
+	// table's warm throughput: what it serves at once, before on-demand
+	// scaling has seen that traffic. 0 (default): AWS's default, 12,000
+	// reads and 4,000 writes a second for a new table; when set, at least
+	// that.
+	TableWarmReadUnitsPerSecond, TableWarmWriteUnitsPerSecond int
 	// FargateSlots is the number of concurrent tasks per Fargate task.
 	// Default 4.
 	FargateSlots int
@@ -431,7 +448,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	b.data(c, p)
 	b.eventBus(c) // events.go
 	b.functions(c, p)
-	b.api(c)
+	b.api(c, p)
 	b.schedule(c, p)
 	b.lambdaExecutor(p)
 	b.publishTaskNames(p) // build.go
@@ -486,6 +503,7 @@ func withDefaults(props *Props) Props {
 	if p.ExecutorMaxConcurrency < 2 || p.ExecutorMaxConcurrency > 1000 {
 		panic(fmt.Sprintf("batchwork: executorMaxConcurrency %d: must be between 2 and 1000", p.ExecutorMaxConcurrency))
 	}
+	p = withCapacity(p)        // capacity.go
 	p = withOwnerProtection(p) // ownerdefaults.go
 	limits, err := control.ParseOwnerLimits(p.OwnerMaxConcurrency)
 	if err != nil {
@@ -556,6 +574,9 @@ func (b *Batchwork) data(c constructs.Construct, p Props) {
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(s.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:      &awsdynamodb.Attribute{Name: jsii.String(s.SortKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		// Pre-warmed for the operator's peak: on-demand otherwise throttles
+		// traffic above twice the table's previous peak.
+		WarmThroughput: tableWarmThroughput(p), // capacity.go
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
@@ -734,6 +755,8 @@ func (b *Batchwork) lambdaFunction(c constructs.Construct, p Props, name, id str
 		MemorySize:    jsii.Number(memoryMB),
 		Environment:   b.environment(name),
 		Description:   jsii.String("Batchwork " + name),
+		// capacity.go
+		ReservedConcurrentExecutions: reservedConcurrency(p, name),
 	})
 	b.grant(fn, permissions[name])
 	return fn
@@ -930,7 +953,7 @@ func (b *Batchwork) confineJobArea(p Props) {
 
 // api is the HTTP API: IAM authorization on every route; the caller's
 // principal is the job owner.
-func (b *Batchwork) api(c constructs.Construct) {
+func (b *Batchwork) api(c constructs.Construct, p Props) {
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), b.Functions[FnAPI], nil)
 	b.API = awsapigatewayv2.NewHttpApi(c, jsii.String("Http"), &awsapigatewayv2.HttpApiProps{
 		Description:        jsii.String("Batchwork API (IAM-authorized)"),
@@ -951,7 +974,7 @@ func (b *Batchwork) api(c constructs.Construct) {
 					`"requestTime":"$context.requestTime","routeKey":"$context.routeKey","status":"$context.status",` +
 					`"responseLength":"$context.responseLength","integrationError":"$context.integrationErrorMessage"}`)),
 		},
-		Throttle: &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(100), BurstLimit: jsii.Number(200)},
+		Throttle: apiThrottle(p), // capacity.go
 	})
 	for _, r := range APIRoutes {
 		b.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
