@@ -6,7 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,28 +15,10 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/execstage"
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/spec"
 )
-
-// programs writes executable shell scripts into a fresh programs
-// directory and returns it. A child process writes each one, never this
-// one: a script this process held open for writing while a parallel test
-// forked would stay open in that child until it execs, and running the
-// script in that window fails with ETXTBSY ("text file busy"). The
-// child's write fd is closed when it exits, before the script runs.
-func programs(t *testing.T, scripts map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range scripts {
-		cmd := exec.Command("/bin/sh", "-c", `cat >"$1" && chmod 755 "$1"`, "sh", filepath.Join(dir, name))
-		cmd.Stdin = strings.NewReader("#!/bin/sh\n" + body)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("write program %s: %v: %s", name, err, out)
-		}
-	}
-	return dir
-}
 
 const execOne = `
 name: j
@@ -136,7 +117,7 @@ echo "$#"`,
 			if tt.script != "" {
 				scripts["prog"] = tt.script
 			}
-			dir := programs(t, scripts)
+			dir := testdouble.Programs(t, scripts)
 			if tt.noDir {
 				dir = ""
 			}
@@ -199,7 +180,7 @@ func TestExecStageHandedBackByHostThatCannotRunIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := programs(t, tt.scripts)
+			dir := testdouble.Programs(t, tt.scripts)
 			if tt.name == "program not executable" {
 				if err := os.Chmod(filepath.Join(dir, "prog"), 0o644); err != nil {
 					t.Fatal(err)
@@ -247,7 +228,7 @@ func TestExecEnvironment(t *testing.T) {
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/creds")
 	t.Setenv("BATCHWORK_TABLE", "table")
 	t.Setenv("LANG", "C.UTF-8")
-	dir := programs(t, map[string]string{"prog": "env | cut -d= -f1 | sort"})
+	dir := testdouble.Programs(t, map[string]string{"prog": "env | cut -d= -f1 | sort"})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}
 	b := newBlob()
 	r := &Runner{CP: cp, Blob: b, Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, ExecDir: dir}
@@ -290,7 +271,7 @@ func TestExecHomeIsWorkingDirectory(t *testing.T) {
 	t.Setenv("AWS_SESSION_TOKEN", "host")
 	t.Setenv("AWS_PROFILE", "host")
 	t.Setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/creds")
-	dir := programs(t, map[string]string{"prog": `[ "$HOME" = "$(pwd)" ] && [ "$HOME" = "$TMPDIR" ] && echo "home is the working directory"
+	dir := testdouble.Programs(t, map[string]string{"prog": `[ "$HOME" = "$(pwd)" ] && [ "$HOME" = "$TMPDIR" ] && echo "home is the working directory"
 [ -e "$HOME/.aws/credentials" ] && echo "host credentials found through HOME"
 env | cut -d= -f1 | grep '^AWS_' | sort`})
 	cp := &fakeCP{spec: mustSpec(t, execOne), lease: time.Minute}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/domain"
 )
 
@@ -80,7 +81,7 @@ func TestRejectsConcurrentAndLimit(t *testing.T) {
 // rejects nothing.
 func TestExecProgramRejects(t *testing.T) {
 	t.Parallel()
-	dir := programs(t, map[string]string{"filter": `while IFS= read -r line; do
+	dir := testdouble.Programs(t, map[string]string{"filter": `while IFS= read -r line; do
   case "$line" in
     bad*) printf 'BATCHWORK_REJECT\tstarts with bad\t%s\n' "$line" >&"$BATCHWORK_CONTROL_FD" ;;
     BATCHWORK_REJECT*) printf '%s\n' "$line" >&2; printf '%s\n' "$line" ;;

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
 )
@@ -101,7 +102,7 @@ stages:
 			}
 			cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, tt.spec), lease: time.Minute}}
 			r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard(), HeartbeatEvery: time.Hour,
-				TimeoutGrace: 300 * time.Millisecond, ExecDir: programs(t, map[string]string{"prog": tt.script})}
+				TimeoutGrace: 300 * time.Millisecond, ExecDir: testdouble.Programs(t, map[string]string{"prog": tt.script})}
 			start := time.Now()
 			res := r.Handle(context.Background(), feed.Delivery{Body: "j1/0/0"}, nil)
 			if took := time.Since(start); took > tt.within {

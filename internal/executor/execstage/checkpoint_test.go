@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/domain"
 )
 
@@ -60,7 +61,7 @@ func TestParseCheckpointLine(t *testing.T) {
 func TestExecCheckpointLineRefused(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("A", maxCheckpointLine)
-	dir := programs(t, map[string]string{"prog": `
+	dir := testdouble.Programs(t, map[string]string{"prog": `
 [ "$BATCHWORK_CONTROL_FD" = 3 ] && [ "$BATCHWORK_CHECKPOINT_FD" = 4 ] || echo "fds $BATCHWORK_CONTROL_FD $BATCHWORK_CHECKPOINT_FD"
 printf 'BATCHWORK_CHECKPOINT\tlots\t\n' >&3
 read -r ack <&4; echo "$ack"

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -28,7 +29,7 @@ var errLeaseLost = errors.New("lease lost")
 // whose names an exec stage can hold, sorted; nothing without a directory.
 func TestPrograms(t *testing.T) {
 	t.Parallel()
-	dir := programs(t, map[string]string{"wordcount.py": "", "b.sh": "", "bad name": ""})
+	dir := testdouble.Programs(t, map[string]string{"wordcount.py": "", "b.sh": "", "bad name": ""})
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not a program"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestPrograms(t *testing.T) {
 // TestExecStdin: the task's input is the program's stdin.
 func TestExecStdin(t *testing.T) {
 	t.Parallel()
-	dir := programs(t, map[string]string{"upper": "tr a-z A-Z"})
+	dir := testdouble.Programs(t, map[string]string{"upper": "tr a-z A-Z"})
 	prog, err := New(dir, mustSpec(t, strings.Replace(execOne, "[prog, arg one]", "[upper]", 1)).Stages[0], Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestExecStderrToLog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := programs(t, map[string]string{"prog": tt.script})
+			dir := testdouble.Programs(t, map[string]string{"prog": tt.script})
 			prog, err := New(dir, mustSpec(t, execOne).Stages[0], Limits{})
 			if err != nil {
 				t.Fatal(err)
@@ -133,7 +134,7 @@ func TestExecCancelKillsProcessGroup(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dir := programs(t, map[string]string{"prog": `exec 3>"` + fifo + `"
+	dir := testdouble.Programs(t, map[string]string{"prog": `exec 3>"` + fifo + `"
 sleep 1000 &
 echo ready >&3
 wait`})
@@ -203,7 +204,7 @@ func TestExecDirFromEnv(t *testing.T) {
 // cannot reach outside the directory.
 func TestNewRefuses(t *testing.T) {
 	t.Parallel()
-	dir := programs(t, map[string]string{"ok": "true"})
+	dir := testdouble.Programs(t, map[string]string{"ok": "true"})
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("#!/bin/sh\n"), 0o644)
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 	tests := []struct {

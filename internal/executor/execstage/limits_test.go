@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/domain"
 )
 
@@ -64,7 +65,7 @@ wait`,
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := programs(t, map[string]string{"prog": tt.script})
+			dir := testdouble.Programs(t, map[string]string{"prog": tt.script})
 			prog, err := New(dir, mustSpec(t, execOne).Stages[0], tt.lim)
 			if err != nil {
 				t.Fatal(err)
