@@ -16,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -32,11 +33,11 @@ type numberingFunction struct {
 	in []byte
 
 	mu     sync.Mutex
-	events map[string][]executor.LambdaEvent // by job
+	events map[string][]lambdatask.Event // by job
 }
 
 func (f *numberingFunction) Invoke(ctx context.Context, function string, payload []byte) ([]byte, string, error) {
-	var ev executor.LambdaEvent
+	var ev lambdatask.Event
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, "", err
 	}
@@ -59,14 +60,14 @@ func (f *numberingFunction) Invoke(ctx context.Context, function string, payload
 		return []byte(`{"error": "injected failure after a checkpoint"}`), "", nil
 	}
 	var out bytes.Buffer
-	var resp executor.LambdaResponse
+	var resp lambdatask.Response
 	for handled := 0; off < int64(len(f.in)) && (step == 0 || handled < step); handled++ {
 		end := int64(bytes.IndexByte(f.in[off:], '\n')) + off + 1
 		line := f.in[off : end-1]
 		n++
 		if n%37 == 0 {
 			at := off
-			resp.Rejects = append(resp.Rejects, executor.LambdaReject{Record: string(line), Reason: "number " + strconv.Itoa(n), Offset: &at})
+			resp.Rejects = append(resp.Rejects, lambdatask.Reject{Record: string(line), Reason: "number " + strconv.Itoa(n), Offset: &at})
 		} else {
 			fmt.Fprintf(&out, "%s\t%d\n", line, n)
 		}
@@ -75,20 +76,20 @@ func (f *numberingFunction) Invoke(ctx context.Context, function string, payload
 	key := ev.Outputs[0]
 	if off < int64(len(f.in)) {
 		key = ev.CheckpointOutputs[0]
-		resp.Checkpoint = &executor.LambdaCheckpoint{Offset: off, State: []byte(strconv.Itoa(n))}
+		resp.Checkpoint = &lambdatask.Checkpoint{Offset: off, State: []byte(strconv.Itoa(n))}
 	}
 	if err := f.e.r.Blob.PutIfAbsent(ctx, key, out.Bytes()); err != nil {
 		return nil, "", err
 	}
-	resp.Outputs = []executor.LambdaOutput{{Part: 0, Key: key}}
+	resp.Outputs = []lambdatask.Output{{Part: 0, Key: key}}
 	raw, err := json.Marshal(resp)
 	return raw, "", err
 }
 
-func (f *numberingFunction) jobEvents(job string) []executor.LambdaEvent {
+func (f *numberingFunction) jobEvents(job string) []lambdatask.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]executor.LambdaEvent(nil), f.events[job]...)
+	return append([]lambdatask.Event(nil), f.events[job]...)
 }
 
 // numbered is what numberingFunction commits for in, uninterrupted.
@@ -115,7 +116,7 @@ func TestLambdaStageCheckpointsAndResumes(t *testing.T) {
 		StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second,
 		TaskFunctions: []string{"numberer"},
 	}})
-	fn := &numberingFunction{e: e, in: ckptInput(300), events: map[string][]executor.LambdaEvent{}}
+	fn := &numberingFunction{e: e, in: ckptInput(300), events: map[string][]lambdatask.Event{}}
 	run := &executor.Runner{CP: e.r.Service, Blob: e.r.Blob, Registry: executor.NewRegistry(), Log: newLogCounter().logger(), Lambda: fn}
 	spec := func(name, params string) []byte {
 		return fmt.Appendf(nil, `{"name":%q,"retry":{"maxAttempts":3,"backoff":"1ms"},"stages":[{"name":"l","lambda":"numberer",`+
@@ -213,7 +214,7 @@ func TestLambdaFencedCheckpointIsNeverUsed(t *testing.T) {
 	cfg.TaskFunctions = []string{"numberer"}
 	svc := newService(e, cfg, e.r.Store, e.r.Queue, clk, newLogCounter().logger())
 	ctx := context.Background()
-	fn := &numberingFunction{e: e, in: ckptInput(300), events: map[string][]executor.LambdaEvent{}}
+	fn := &numberingFunction{e: e, in: ckptInput(300), events: map[string][]lambdatask.Event{}}
 	id := submitTo(t, svc, "fenced", `{"name":"fenced","lease":"10s","retry":{"maxAttempts":5},"stages":[{"name":"l","lambda":"numberer",`+
 		`"maxBadRecords":20,"partitions":{"count":1,"params":[{"step":"50"}]}}]}`)
 	ref := domain.TaskRef{Job: id}

@@ -13,18 +13,19 @@ import (
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // rejectingFunction plays a lambda stage's function in process (Lambda
-// cannot run here; the executor reaches it through its LambdaInvoker):
+// cannot run here; the executor reaches it through its lambdatask.Invoker):
 // it writes one line to its output and answers with Params["n"] made-up
 // rejections (record "p<partition> attempt <attempt> record <i>" at
 // offset 10*i), or with the response Params["raw"] when set.
 type rejectingFunction struct{ e *env }
 
 func (f rejectingFunction) Invoke(ctx context.Context, function string, payload []byte) ([]byte, string, error) {
-	var ev executor.LambdaEvent
+	var ev lambdatask.Event
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, "", err
 	}
@@ -38,10 +39,10 @@ func (f rejectingFunction) Invoke(ctx context.Context, function string, payload 
 	if err := f.e.r.Blob.PutIfAbsent(ctx, ev.Outputs[0], []byte(fmt.Sprintf("p%d\n", ev.Task.Partition))); err != nil {
 		return nil, "", err
 	}
-	resp := executor.LambdaResponse{Outputs: []executor.LambdaOutput{{Part: 0, Key: ev.Outputs[0]}}}
+	resp := lambdatask.Response{Outputs: []lambdatask.Output{{Part: 0, Key: ev.Outputs[0]}}}
 	for i := range n {
 		off := int64(10 * i)
-		resp.Rejects = append(resp.Rejects, executor.LambdaReject{
+		resp.Rejects = append(resp.Rejects, lambdatask.Reject{
 			Record: fmt.Sprintf("p%d attempt %d record %d", ev.Task.Partition, ev.Task.Attempt, i), Reason: "made up", Offset: &off})
 	}
 	raw, err := json.Marshal(resp)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 )
 
 // classedError is an error whose message is its own and whose class
@@ -19,20 +20,15 @@ type classedError struct {
 func (e *classedError) Error() string { return e.msg }
 func (e *classedError) Unwrap() error { return e.class }
 
-// lambdaOutOfMemory is the errorType Lambda's runtimes report for an
-// invocation that ran out of its function's memory (the runtime was
-// killed; Lambda answers with FunctionError "Unhandled").
-const lambdaOutOfMemory = "Runtime.OutOfMemory"
-
 // lambdaFunctionError is the error of an invocation Lambda answered with a
 // function error (fnErr: "Unhandled", "Handled"), classed: the runtime
 // running out of memory is an out-of-memory end, anything else plain.
 func lambdaFunctionError(fnErr string, raw []byte) error {
-	msg := fmt.Sprintf("function error (%s): %s", fnErr, functionErrorMessage(raw))
+	msg := fmt.Sprintf("function error (%s): %s", fnErr, lambdatask.FunctionErrorMessage(raw))
 	var e struct {
 		Type string `json:"errorType"`
 	}
-	if json.Unmarshal(raw, &e) == nil && e.Type == lambdaOutOfMemory {
+	if json.Unmarshal(raw, &e) == nil && e.Type == lambdatask.OutOfMemory {
 		return &classedError{msg: msg, class: domain.ErrOutOfMemory}
 	}
 	return errors.New(msg)

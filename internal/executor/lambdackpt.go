@@ -1,37 +1,9 @@
 package executor
 
-// Checkpoints of lambda stages' functions: the Go API's Task.Checkpoint
-// and Task.Resume (checkpoint.go) for a function the executor invokes, so
-// that a partition longer than one invocation (Lambda's 15 minutes) can
-// finish, and a retry resumes where the last attempt's checkpoint was.
-//
-// The event carries, besides outputs:
-//   - resume {offset, state}: the latest checkpoint of the task (of an
-//     earlier attempt, or of this attempt's previous invocation), when
-//     there is one: read the input from offset on (counted from the first
-//     byte of the task's input, input.start for a split), with state
-//     (base64 in JSON). Absent: start afresh.
-//   - checkpointOutputs: one key per output partition, where an
-//     invocation that will checkpoint writes its outputs. Once the task
-//     has checkpointed (or resumed), outputs are these keys too.
-//
-// The response may carry checkpoint {offset, state}: "save this and
-// invoke me again from it". The executor then, as for a Go function:
-// takes the outputs the response names (written to checkpointOutputs) as
-// the task's sealed segments, writes the checkpoint record, and points
-// the task at it conditional on the attempt's claim (a fenced attempt's
-// checkpoint is refused and never used, and the attempt stops); only
-// then does it invoke the function again, with the new resume point and
-// fresh checkpointOutputs. The rejects of a response with a checkpoint go
-// with it (a retry resuming from it keeps them). A response without a
-// checkpoint ends the attempt: the executor publishes each output object
-// as the concatenation of its segments in order (byte for byte what an
-// uninterrupted run would have written) and commits.
-//
-// The limits are the Go API's: the offset is not negative nor behind the
-// last checkpoint, the state at most domain.MaxCheckpointState bytes; and
-// each checkpoint must make progress (a further offset or a new state),
-// so a function cannot keep the executor invoking it for ever.
+// Checkpoints of lambda stages' functions (shared/lambdatask's package
+// doc, Checkpoints): the Go API's Task.Checkpoint and Task.Resume
+// (checkpoint.go) for a function the executor invokes. A fenced attempt's
+// checkpoint is refused and never used, and the attempt stops.
 
 import (
 	"bytes"
@@ -40,31 +12,20 @@ import (
 	"slices"
 
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 )
-
-// LambdaResume is where a lambda stage's function resumes.
-type LambdaResume struct {
-	Offset int64  `json:"offset"`
-	State  []byte `json:"state"` // base64 in JSON
-}
-
-// LambdaCheckpoint is a checkpoint a function's response asks for.
-type LambdaCheckpoint struct {
-	Offset int64  `json:"offset"`
-	State  []byte `json:"state,omitempty"` // base64 in JSON
-}
 
 // lambdaCheckpointEvent fills the event's resume point and checkpoint
 // outputs, and, once the task's outputs are segments, points its outputs
 // at them.
-func lambdaCheckpointEvent(ev *LambdaEvent, t *Task) {
+func lambdaCheckpointEvent(ev *lambdatask.Event, t *Task) {
 	k := t.ck
 	if k == nil {
 		return
 	}
 	k.mu.Lock()
 	if k.seq > 0 || k.from != nil {
-		ev.Resume = &LambdaResume{Offset: k.offset, State: slices.Clone(k.state)}
+		ev.Resume = &lambdatask.Resume{Offset: k.offset, State: slices.Clone(k.state)}
 		if ev.Resume.State == nil {
 			ev.Resume.State = []byte{}
 		}
@@ -82,7 +43,7 @@ func lambdaCheckpointEvent(ev *LambdaEvent, t *Task) {
 
 // lambdaOutcome checks a response's outputs and, with a checkpoint, saves
 // it: true when the function is to be invoked again from it.
-func (r *Runner) lambdaOutcome(ctx context.Context, ev *LambdaEvent, t *Task, resp *LambdaResponse) (bool, error) {
+func (r *Runner) lambdaOutcome(ctx context.Context, ev *lambdatask.Event, t *Task, resp *lambdatask.Response) (bool, error) {
 	err := r.checkLambdaOutputs(ctx, ev, resp.Outputs)
 	toSegments := err == nil && ev.CheckpointOutputs != nil && slices.Equal(ev.Outputs, ev.CheckpointOutputs)
 	if err != nil && ev.CheckpointOutputs != nil && !slices.Equal(ev.Outputs, ev.CheckpointOutputs) {

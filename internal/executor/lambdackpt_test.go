@@ -13,6 +13,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 )
 
 // ckptCP is fakeCP with checkpoints: every checkpoint is accepted.
@@ -48,11 +49,11 @@ func TestLambdaCheckpoint(t *testing.T) {
 	tests := []struct {
 		name string
 		// fn answers invocation i (from 0) of event ev, writing through b.
-		fn       func(b *testdouble.Blob, i int, ev LambdaEvent) string
+		fn       func(b *testdouble.Blob, i int, ev lambdatask.Event) string
 		want     string // the committed output
 		failWith string
 	}{
-		{name: "continues from each checkpoint", fn: func(b *testdouble.Blob, i int, ev LambdaEvent) string {
+		{name: "continues from each checkpoint", fn: func(b *testdouble.Blob, i int, ev lambdatask.Event) string {
 			if i < 2 {
 				b.PutIfAbsent(ctx, ev.CheckpointOutputs[0], []byte(fmt.Sprintf("part %d\n", i)))
 				return fmt.Sprintf(`{"outputs":[{"part":0,"key":%q}],"checkpoint":{"offset":%d,"state":"%s"}}`,
@@ -61,33 +62,33 @@ func TestLambdaCheckpoint(t *testing.T) {
 			b.PutIfAbsent(ctx, ev.Outputs[0], []byte("last\n"))
 			return fmt.Sprintf(`{"outputs":[{"part":0,"key":%q}]}`, ev.Outputs[0])
 		}, want: "part 0\npart 1\nlast\n"},
-		{name: "a checkpoint without outputs", fn: func(b *testdouble.Blob, i int, ev LambdaEvent) string {
+		{name: "a checkpoint without outputs", fn: func(b *testdouble.Blob, i int, ev lambdatask.Event) string {
 			if i == 0 {
 				return `{"outputs":[],"checkpoint":{"offset":5}}`
 			}
 			b.PutIfAbsent(ctx, ev.Outputs[0], []byte("all\n"))
 			return fmt.Sprintf(`{"outputs":[{"part":0,"key":%q}]}`, ev.Outputs[0])
 		}, want: "all\n"},
-		{name: "checkpointed outputs at the attempt's output keys", fn: func(b *testdouble.Blob, i int, ev LambdaEvent) string {
+		{name: "checkpointed outputs at the attempt's output keys", fn: func(b *testdouble.Blob, i int, ev lambdatask.Event) string {
 			b.PutIfAbsent(ctx, ev.Outputs[0], []byte("x\n"))
 			return fmt.Sprintf(`{"outputs":[{"part":0,"key":%q}],"checkpoint":{"offset":1}}`, ev.Outputs[0])
 		}, failWith: "the outputs of an invocation that checkpoints go to the event's checkpointOutputs"},
-		{name: "negative offset", fn: func(*testdouble.Blob, int, LambdaEvent) string {
+		{name: "negative offset", fn: func(*testdouble.Blob, int, lambdatask.Event) string {
 			return `{"outputs":[],"checkpoint":{"offset":-1}}`
 		}, failWith: "response checkpoint: checkpoint refused: offset -1 is negative"},
-		{name: "offset going back", fn: func(_ *testdouble.Blob, i int, _ LambdaEvent) string {
+		{name: "offset going back", fn: func(_ *testdouble.Blob, i int, _ lambdatask.Event) string {
 			return fmt.Sprintf(`{"outputs":[],"checkpoint":{"offset":%d}}`, 10-5*i)
 		}, failWith: "offset 5 is behind the last checkpoint's 10"},
-		{name: "no progress", fn: func(*testdouble.Blob, int, LambdaEvent) string {
+		{name: "no progress", fn: func(*testdouble.Blob, int, lambdatask.Event) string {
 			return `{"outputs":[],"checkpoint":{"offset":7,"state":"YQ=="}}`
 		}, failWith: "offset 7 and state are the last checkpoint's; a checkpoint must make progress"},
-		{name: "state too big", fn: func(*testdouble.Blob, int, LambdaEvent) string {
+		{name: "state too big", fn: func(*testdouble.Blob, int, lambdatask.Event) string {
 			return `{"outputs":[],"checkpoint":{"offset":1,"state":"` + big + `"}}`
 		}, failWith: "state of 65537 bytes is over the 65536-byte limit"},
-		{name: "state not base64", fn: func(*testdouble.Blob, int, LambdaEvent) string {
+		{name: "state not base64", fn: func(*testdouble.Blob, int, lambdatask.Event) string {
 			return `{"outputs":[],"checkpoint":{"offset":1,"state":"not base64!"}}`
 		}, failWith: "illegal base64 data"},
-		{name: "a reject at a negative offset", fn: func(*testdouble.Blob, int, LambdaEvent) string {
+		{name: "a reject at a negative offset", fn: func(*testdouble.Blob, int, lambdatask.Event) string {
 			return `{"outputs":[],"rejects":[{"record":"r","reason":"x","offset":-2}]}`
 		}, failWith: "response rejects[0]: offset -2 is negative"},
 	}
@@ -99,7 +100,7 @@ func TestLambdaCheckpoint(t *testing.T) {
 			b := newBlob()
 			var mu sync.Mutex
 			calls := 0
-			inv := &fakeInvoker{fn: func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+			inv := &fakeInvoker{fn: func(ctx context.Context, ev lambdatask.Event) ([]byte, string, error) {
 				mu.Lock()
 				i := calls
 				calls++

@@ -2,32 +2,16 @@ package executor
 
 import (
 	"fmt"
-)
 
-// LambdaReject is one record a lambda stage's function rejected, listed
-// in its response's rejects (LambdaResponse.Rejects): the same as a Go
-// function's Task.Reject. The rejections go with the attempt: written
-// before it commits, counted in the commit against the stage's
-// maxBadRecords, shown by `batchwork result ID --bad-records` only once
-// the attempt committed, never when it failed or was fenced.
-type LambdaReject struct {
-	// Record is the record's bytes as text (cut to 1 KiB when kept).
-	Record string `json:"record"`
-	// Reason says what is wrong with it (cut to 256 bytes; empty is
-	// shown as "(no reason given)").
-	Reason string `json:"reason"`
-	// Offset is where the record starts, in bytes from the first byte of
-	// the task's input (for a split, the event's input.start), or -1
-	// (the default when absent) when the function does not know.
-	Offset *int64 `json:"offset,omitempty"`
-}
+	"github.com/batchwork/batchwork/shared/lambdatask"
+)
 
 // lambdaRejects takes a response's rejections into the attempt's, and
 // returns the attempt's failure when they are malformed or past the
 // stage's maxBadRecords (domain.ErrTooManyBadRecords, permanent). A
 // malformed entry takes none of them: a response is taken whole or not
 // at all.
-func lambdaRejects(rj *Rejects, rejects []LambdaReject) error {
+func lambdaRejects(rj *Rejects, rejects []lambdatask.Reject) error {
 	if len(rejects) == 0 {
 		return nil
 	}

@@ -1,39 +1,11 @@
 package executor
 
 // Lambda stages: a stage's `lambda: <function name or ARN>` invokes an
-// existing Lambda function, in any runtime, once per attempt, synchronously
-// (RequestResponse), and again from each checkpoint its response asks for
-// (lambdackpt.go). The event (LambdaEvent) says which task and attempt
-// this is, its parameters, where its input is and where its outputs go;
-// the function reads the input from S3 itself, writes each output
-// partition to the key the event gives it, and answers with the outputs
-// it wrote (LambdaResponse). The executor then publishes empty objects for
-// the partitions the function did not write, and commits with its claim,
-// so the lease, the fencing and the commit are the same as for a Go task:
-//   - the function may name only this attempt's own output keys (the
-//     event's outputs): a key anywhere else, another attempt's or another
-//     job's included, fails the attempt, so no response can make a commit
-//     publish objects that are not this attempt's;
-//   - every output it names must exist before the commit;
-//   - while the function runs the executor renews the lease; if the lease
-//     is lost or the job ends, the executor stops waiting and the attempt
-//     is abandoned or stopped as any other. The function itself runs on
-//     (Lambda cannot stop an invocation), writing only under its own
-//     attempt's prefix, which is never committed.
-// The functions a spec may name are the operator's choice: submit refuses
-// any other (control.Config.TaskFunctions), and the executor roles may
-// invoke only those (infra/batchwork's TaskFunctions). A function writes
-// with its own role, which the operator lets write the job area
-// (TaskFunctionRoleArns); the bucket takes only writes with
-// If-None-Match: *, so a function treats 412 Precondition Failed on its
-// own key as "already written" (Lambda may deliver one invocation twice
-// when the SDK retries).
-//
-// The executor reads none of a lambda stage's input (the event gives the
-// function the split's byte range, or the shuffle's keys, as planned: the
-// function aligns the range to records itself) and none of the outputs
-// the function wrote, so a lambda stage's task records no record counts:
-// its records in and out stay 0 in the job's status.
+// existing Lambda function through the contract of shared/lambdatask (its
+// package doc says what the function is told, may answer and may write).
+// This side keeps that contract's fencing: a response may name only this
+// attempt's own output keys, each must exist before the commit, and the
+// commit goes with the attempt's claim as for a Go task.
 
 import (
 	"cmp"
@@ -44,136 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/spec"
-)
-
-// LambdaInvoker invokes a Lambda function synchronously and returns its
-// response payload and, when the function failed, Lambda's FunctionError
-// ("Unhandled", "Handled"; the payload then describes the error).
-type LambdaInvoker interface {
-	Invoke(ctx context.Context, function string, payload []byte) (response []byte, functionError string, err error)
-}
-
-// SDKInvoker invokes functions with the AWS SDK.
-type SDKInvoker struct{ Client *lambda.Client }
-
-// NewLambdaInvoker returns an invoker on cfg.
-func NewLambdaInvoker(cfg aws.Config) SDKInvoker {
-	return SDKInvoker{Client: lambda.NewFromConfig(cfg)}
-}
-
-// Invoke implements LambdaInvoker.
-func (s SDKInvoker) Invoke(ctx context.Context, function string, payload []byte) ([]byte, string, error) {
-	out, err := s.Client.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(function),
-		InvocationType: lambdatypes.InvocationTypeRequestResponse,
-		Payload:        payload,
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return out.Payload, aws.ToString(out.FunctionError), nil
-}
-
-// LambdaEvent is what a lambda stage's function receives.
-type LambdaEvent struct {
-	Task LambdaTaskRef `json:"task"`
-	// Params are the partition's parameters ({} when none).
-	Params map[string]string `json:"params"`
-	// Input is the task's split of an S3 input: the records that start in
-	// the byte range [start, end) of the object (a record running through
-	// start belongs to the previous split). Nil for other tasks.
-	Input *LambdaInput `json:"input,omitempty"`
-	// Shuffle is the task's shuffle partition: read every object, in
-	// order; each holds key<TAB>value lines. Nil for other tasks. (A
-	// shuffle read by a lambda stage keeps one object per partition, not
-	// the indexed objects other reducers read slices of: shuffle.go.)
-	Shuffle *LambdaShuffle `json:"shuffle,omitempty"`
-	// Format is the input's record format: lines, jsonl or csv.
-	Format string `json:"format"`
-	// OutputPrefix is this attempt's own prefix, s3://bucket/jobs/...
-	// /a<attempt>/; Outputs are the keys (in the same bucket) of its
-	// output partitions, one per part: write part r, if at all, to
-	// Outputs[r]. A stage with a shuffle has one part per downstream task,
-	// and key<TAB>value line k belongs to part
-	// FNV-1a-32(k) mod len(Outputs), as Emit does.
-	OutputPrefix string   `json:"outputPrefix"`
-	Outputs      []string `json:"outputs"`
-	// Deadline is when the executor stops waiting for the response.
-	Deadline string `json:"deadline"`
-	// Resume and CheckpointOutputs are the task's checkpoints
-	// (lambdackpt.go): where to resume, and where an invocation that
-	// checkpoints writes its outputs.
-	Resume            *LambdaResume `json:"resume,omitempty"`
-	CheckpointOutputs []string      `json:"checkpointOutputs,omitempty"`
-}
-
-// LambdaTaskRef names the task and attempt.
-type LambdaTaskRef struct {
-	Job       string `json:"job"`
-	Stage     string `json:"stage"`
-	Partition int    `json:"partition"`
-	Attempt   int    `json:"attempt"`
-}
-
-// LambdaInput is a split of one S3 object.
-type LambdaInput struct {
-	Bucket string `json:"bucket"`
-	Key    string `json:"key"`
-	Start  int64  `json:"start"`
-	End    int64  `json:"end"`
-	// ETag is the object's ETag when the stage was planned: a function
-	// that reads with If-Match (quoted) never reads a changed object.
-	ETag string `json:"etag,omitempty"`
-	// VersionID, on a versioned bucket, is the object's version when the
-	// stage was planned: a function that reads it (GetObject VersionId)
-	// reads the planned bytes even after the key is overwritten.
-	VersionID string `json:"versionId,omitempty"`
-}
-
-// LambdaShuffle lists the objects of a shuffle partition.
-type LambdaShuffle struct {
-	Bucket string   `json:"bucket"`
-	Keys   []string `json:"keys"`
-}
-
-// LambdaResponse is what the function answers: the outputs it wrote, or
-// an error, which fails the attempt (it is retried like any failure).
-type LambdaResponse struct {
-	Outputs []LambdaOutput `json:"outputs"`
-	Error   string         `json:"error,omitempty"`
-	// Permanent, with Error, says no retry can fix the error: the task
-	// fails at once, without its remaining attempts (as a Go function's
-	// batchwork.Permanent).
-	Permanent bool `json:"permanent,omitempty"`
-	// Rejects are the records the function rejected (lambdareject.go),
-	// as a Go function's Task.Reject: committed with the attempt and
-	// counted against the stage's maxBadRecords.
-	Rejects []LambdaReject `json:"rejects,omitempty"`
-	// Checkpoint asks the executor to save it and invoke the function
-	// again from it (lambdackpt.go).
-	Checkpoint *LambdaCheckpoint `json:"checkpoint,omitempty"`
-}
-
-// LambdaOutput is one output partition written.
-type LambdaOutput struct {
-	Part int    `json:"part"`
-	Key  string `json:"key"`
-}
-
-const (
-	// maxLambdaWait is Lambda's longest run (15 minutes) and a margin:
-	// the executor waits no longer for a response.
-	maxLambdaWait = 15*time.Minute + 30*time.Second
-	// maxLambdaEvent is Lambda's limit on a synchronous request.
-	maxLambdaEvent = 6 << 20
 )
 
 // errLambdaHost is a lambda stage's failure on a host without an invoker.
@@ -204,7 +51,7 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	if err != nil {
 		return false, err
 	}
-	deadline := time.Now().Add(maxLambdaWait)
+	deadline := time.Now().Add(lambdatask.MaxWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -213,9 +60,9 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	if err != nil {
 		return false, fmt.Errorf("event: %w", err)
 	}
-	if len(payload) > maxLambdaEvent {
+	if len(payload) > lambdatask.MaxEvent {
 		return false, fmt.Errorf("the event is %d bytes, over Lambda's %d-byte limit on a request (a shuffle read from too many upstream tasks?)",
-			len(payload), maxLambdaEvent)
+			len(payload), lambdatask.MaxEvent)
 	}
 	ictx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -228,7 +75,7 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 	if fnErr != "" {
 		return false, lambdaFunctionError(fnErr, raw) // errtext.go: out of memory or plain
 	}
-	var resp LambdaResponse
+	var resp lambdatask.Response
 	if err := json.Unmarshal(raw, &resp); err != nil {
 		return false, fmt.Errorf("response %s is not {\"outputs\": [{\"part\": 0, \"key\": \"...\"}]} or {\"error\": \"...\"}: %w", truncate(string(raw), 200), err)
 	}
@@ -246,10 +93,10 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 }
 
 // lambdaEvent describes task t's attempt to its function.
-func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage, t *Task) (*LambdaEvent, error) {
+func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage, t *Task) (*lambdatask.Event, error) {
 	ref := c.Task.Ref
-	ev := &LambdaEvent{
-		Task:   LambdaTaskRef{Job: ref.Job, Stage: st.Name, Partition: ref.Partition, Attempt: c.Task.Attempt},
+	ev := &lambdatask.Event{
+		Task:   lambdatask.TaskRef{Job: ref.Job, Stage: st.Name, Partition: ref.Partition, Attempt: c.Task.Attempt},
 		Params: t.Params,
 		Format: cmp.Or(t.Format, "lines"),
 		OutputPrefix: "s3://" + r.Blob.Bucket() + "/" +
@@ -268,7 +115,7 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 		if err != nil {
 			return nil, fmt.Errorf("shuffle input: %w", err)
 		}
-		ev.Shuffle = &LambdaShuffle{Bucket: r.Blob.Bucket(), Keys: keys}
+		ev.Shuffle = &lambdatask.Shuffle{Bucket: r.Blob.Bucket(), Keys: keys}
 		if keys == nil {
 			ev.Shuffle.Keys = []string{}
 		}
@@ -278,14 +125,14 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 			return nil, err
 		}
 		in := c.Task.Input
-		ev.Input = &LambdaInput{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag, VersionID: in.Version}
+		ev.Input = &lambdatask.Input{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag, VersionID: in.Version}
 	}
 	return ev, nil
 }
 
 // checkLambdaOutputs holds a response's outputs to this attempt's own
 // keys, and checks that they exist.
-func (r *Runner) checkLambdaOutputs(ctx context.Context, ev *LambdaEvent, outs []LambdaOutput) error {
+func (r *Runner) checkLambdaOutputs(ctx context.Context, ev *lambdatask.Event, outs []lambdatask.Output) error {
 	seen := make(map[int]bool, len(outs))
 	for i, o := range outs {
 		field := fmt.Sprintf("response outputs[%d]", i)
@@ -309,20 +156,4 @@ func (r *Runner) checkLambdaOutputs(ctx context.Context, ev *LambdaEvent, outs [
 		rc.Close()
 	}
 	return nil
-}
-
-// functionErrorMessage is the message of a function error's payload
-// ({"errorMessage": ..., "errorType": ...} in Lambda's runtimes).
-func functionErrorMessage(raw []byte) string {
-	var e struct {
-		Message string `json:"errorMessage"`
-		Type    string `json:"errorType"`
-	}
-	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
-		if e.Type != "" {
-			return truncate(e.Type+": "+e.Message, 2000)
-		}
-		return truncate(e.Message, 2000)
-	}
-	return truncate(string(raw), 2000)
 }

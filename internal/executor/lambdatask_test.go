@@ -18,20 +18,21 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/split"
 )
 
 // fakeInvoker stands in for Lambda: fn plays the function.
 type fakeInvoker struct {
-	fn func(ctx context.Context, ev LambdaEvent) (resp []byte, fnErr string, err error)
+	fn func(ctx context.Context, ev lambdatask.Event) (resp []byte, fnErr string, err error)
 
 	mu       sync.Mutex
 	function string
-	events   []LambdaEvent
+	events   []lambdatask.Event
 }
 
 func (f *fakeInvoker) Invoke(ctx context.Context, function string, payload []byte) ([]byte, string, error) {
-	var ev LambdaEvent
+	var ev lambdatask.Event
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, "", fmt.Errorf("fake: event: %w", err)
 	}
@@ -44,24 +45,24 @@ func (f *fakeInvoker) Invoke(ctx context.Context, function string, payload []byt
 
 // respond is a function that writes the given parts (part -> body) where
 // the event says and answers with keys made by key.
-func respond(b *testdouble.Blob, parts map[int]string, key func(ev LambdaEvent, part int) string) func(context.Context, LambdaEvent) ([]byte, string, error) {
-	return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
-		var resp LambdaResponse
+func respond(b *testdouble.Blob, parts map[int]string, key func(ev lambdatask.Event, part int) string) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+	return func(ctx context.Context, ev lambdatask.Event) ([]byte, string, error) {
+		var resp lambdatask.Response
 		for p, body := range parts {
 			if err := b.PutIfAbsent(ctx, ev.Outputs[p], []byte(body)); err != nil {
 				return nil, "", err
 			}
-			resp.Outputs = append(resp.Outputs, LambdaOutput{Part: p, Key: key(ev, p)})
+			resp.Outputs = append(resp.Outputs, lambdatask.Output{Part: p, Key: key(ev, p)})
 		}
 		raw, err := json.Marshal(resp)
 		return raw, "", err
 	}
 }
 
-func ownKey(ev LambdaEvent, p int) string { return ev.Outputs[p] }
+func ownKey(ev lambdatask.Event, p int) string { return ev.Outputs[p] }
 
-func answer(raw string, fnErr string, err error) func(context.Context, LambdaEvent) ([]byte, string, error) {
-	return func(context.Context, LambdaEvent) ([]byte, string, error) { return []byte(raw), fnErr, err }
+func answer(raw string, fnErr string, err error) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+	return func(context.Context, lambdatask.Event) ([]byte, string, error) { return []byte(raw), fnErr, err }
 }
 
 const lambdaOne = `
@@ -94,88 +95,88 @@ func TestLambdaTask(t *testing.T) {
 	tests := []struct {
 		name     string
 		spec     string
-		fn       func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error)
+		fn       func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error)
 		noClient bool
 		want     map[int]string // committed parts
 		failWith string
 	}{
 		{name: "outputs committed", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return respond(b, map[int]string{0: "a\nb\n"}, ownKey)
 			},
 			want: map[int]string{0: "a\nb\n"}},
 		{name: "an output named by its s3:// URI", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return respond(b, map[int]string{0: "x\n"}, func(ev LambdaEvent, p int) string { return "s3://bucket/" + ev.Outputs[p] })
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x\n"}, func(ev lambdatask.Event, p int) string { return "s3://bucket/" + ev.Outputs[p] })
 			},
 			want: map[int]string{0: "x\n"}},
 		{name: "parts not written are published empty", spec: lambdaShuffle,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return respond(b, map[int]string{1: "k\t1\n"}, ownKey)
 			},
 			want: map[int]string{0: "", 1: "k\t1\n", 2: ""}},
 		{name: "no outputs at all", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer(`{"outputs": []}`, "", nil)
 			},
 			want: map[int]string{0: ""}},
 		{name: "another attempt's key", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("j1", "s", 0, 2, p) })
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev lambdatask.Event, p int) string { return blob.OutputKey("j1", "s", 0, 2, p) })
 			},
 			failWith: `lambda my-fn: response outputs[0]: key "` + blob.OutputKey("j1", "s", 0, 2, 0) + `" is not this attempt's part 0`},
 		{name: "another job's key", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return blob.OutputKey("other", "s", 0, 1, p) })
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev lambdatask.Event, p int) string { return blob.OutputKey("other", "s", 0, 1, p) })
 			},
 			failWith: `key "` + blob.OutputKey("other", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another bucket's URI", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return "s3://elsewhere/" + ev.Outputs[p] })
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev lambdatask.Event, p int) string { return "s3://elsewhere/" + ev.Outputs[p] })
 			},
 			failWith: `key "s3://elsewhere/` + blob.OutputKey("j1", "s", 0, 1, 0) + `" is not this attempt's part 0`},
 		{name: "another part's key", spec: lambdaShuffle,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return respond(b, map[int]string{0: "x"}, func(ev LambdaEvent, p int) string { return ev.Outputs[2] })
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return respond(b, map[int]string{0: "x"}, func(ev lambdatask.Event, p int) string { return ev.Outputs[2] })
 			},
 			failWith: "is not this attempt's part 0"},
 		{name: "a part out of range", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer(`{"outputs": [{"part": 1, "key": "k"}]}`, "", nil)
 			},
 			failWith: "response outputs[0]: part 1 is not one of this task's 1 output partitions"},
 		{name: "a part twice", spec: lambdaOne,
-			fn: func(b *testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+			fn: func(b *testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return func(ctx context.Context, ev lambdatask.Event) ([]byte, string, error) {
 					b.PutIfAbsent(ctx, ev.Outputs[0], nil)
 					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}, {"part": 0, "key": %q}]}`, ev.Outputs[0], ev.Outputs[0]), "", nil
 				}
 			},
 			failWith: "response outputs[1]: part 0 is listed twice"},
 		{name: "an output listed but not written", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
-				return func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
+				return func(ctx context.Context, ev lambdatask.Event) ([]byte, string, error) {
 					return fmt.Appendf(nil, `{"outputs": [{"part": 0, "key": %q}]}`, ev.Outputs[0]), "", nil
 				}
 			},
 			failWith: "response outputs[0]: part 0 (" + blob.OutputKey("j1", "s", 0, 1, 0) + ") cannot be read"},
 		{name: "the function reports an error", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer(`{"error": "bad input on line 3"}`, "", nil)
 			},
 			failWith: "lambda my-fn: function reported: bad input on line 3"},
 		{name: "a function error", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer(`{"errorMessage": "division by zero", "errorType": "ZeroDivisionError"}`, "Unhandled", nil)
 			},
 			failWith: "lambda my-fn: function error (Unhandled): ZeroDivisionError: division by zero"},
 		{name: "the invocation fails", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer("", "", errors.New("AccessDeniedException: not authorized to perform lambda:InvokeFunction"))
 			},
 			failWith: "lambda my-fn: invoke: AccessDeniedException"},
 		{name: "a response that is not JSON", spec: lambdaOne,
-			fn: func(*testdouble.Blob) func(context.Context, LambdaEvent) ([]byte, string, error) {
+			fn: func(*testdouble.Blob) func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return answer(`"done"`, "", nil)
 			},
 			failWith: `lambda my-fn: response "done" is not {"outputs"`},
@@ -250,11 +251,11 @@ func TestLambdaEvent(t *testing.T) {
 		task string // the message body
 		cp   func(f *fakeCP) ControlPlane
 		prep func(t *testing.T, b *testdouble.Blob)
-		want LambdaEvent // Deadline aside
+		want lambdatask.Event // Deadline aside
 	}{
 		{name: "a partition with params", spec: lambdaOne, task: "j1/0/0",
-			want: LambdaEvent{
-				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+			want: lambdatask.Event{
+				Task:         lambdatask.TaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{"day": "2026-11-23"},
 				Format:       "lines",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
@@ -265,10 +266,10 @@ func TestLambdaEvent(t *testing.T) {
 			task: "j1/0/0",
 			cp:   func(f *fakeCP) ControlPlane { return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9}} },
 			prep: func(t *testing.T, b *testdouble.Blob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
-			want: LambdaEvent{
-				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+			want: lambdatask.Event{
+				Task:         lambdatask.TaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{},
-				Input:        &LambdaInput{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9},
+				Input:        &lambdatask.Input{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9},
 				Format:       "lines",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
 				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
@@ -280,10 +281,10 @@ func TestLambdaEvent(t *testing.T) {
 				return lambdaInputCP{f, split.Split{Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", Version: "v1"}}
 			},
 			prep: func(t *testing.T, b *testdouble.Blob) { b.PutIfAbsent(ctx, "in/a.txt", []byte("one\ntwo\nthree\n")) },
-			want: LambdaEvent{
-				Task:         LambdaTaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+			want: lambdatask.Event{
+				Task:         lambdatask.TaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{},
-				Input:        &LambdaInput{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", VersionID: "v1"},
+				Input:        &lambdatask.Input{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", VersionID: "v1"},
 				Format:       "lines",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
 				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
@@ -306,10 +307,10 @@ func TestLambdaEvent(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: LambdaEvent{
-				Task:   LambdaTaskRef{Job: "j1", Stage: "r", Partition: 1, Attempt: 1},
+			want: lambdatask.Event{
+				Task:   lambdatask.TaskRef{Job: "j1", Stage: "r", Partition: 1, Attempt: 1},
 				Params: map[string]string{},
-				Shuffle: &LambdaShuffle{Bucket: "bucket", Keys: []string{
+				Shuffle: &lambdatask.Shuffle{Bucket: "bucket", Keys: []string{
 					blob.OutputKey("j1", "m", 0, 1, 1), blob.OutputKey("j1", "m", 1, 1, 1)}},
 				Format:       "lines",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "r", 1, 1),
@@ -336,7 +337,7 @@ func TestLambdaEvent(t *testing.T) {
 			}
 			got := inv.events[0]
 			deadline, err := time.Parse(time.RFC3339, got.Deadline)
-			if err != nil || deadline.Before(before.Add(15*time.Minute)) || deadline.After(time.Now().Add(maxLambdaWait)) {
+			if err != nil || deadline.Before(before.Add(15*time.Minute)) || deadline.After(time.Now().Add(lambdatask.MaxWait)) {
 				t.Errorf("deadline %q (%v): want RFC 3339, Lambda's longest run from now", got.Deadline, err)
 			}
 			got.Deadline = ""
@@ -391,7 +392,7 @@ func TestLambdaStageOpensNoInput(t *testing.T) {
 		t.Fatalf("%d invocations, want 1 (failures: %v)", len(inv.events), f.causes)
 	}
 	ev := inv.events[0]
-	if ev.Format != "csv" || ev.Input == nil || *ev.Input != (LambdaInput{Bucket: "data-bucket", Key: "in/a.csv", Start: 6, End: 20}) {
+	if ev.Format != "csv" || ev.Input == nil || *ev.Input != (lambdatask.Input{Bucket: "data-bucket", Key: "in/a.csv", Start: 6, End: 20}) {
 		t.Errorf("event format %q, input %+v; want csv and the planned range", ev.Format, ev.Input)
 	}
 	if n := b.opens["in/a.csv"]; n != 0 {
@@ -414,7 +415,7 @@ func TestLambdaLeaseLost(t *testing.T) {
 	t.Parallel()
 	f := &fakeCP{spec: mustSpec(t, lambdaOne), lease: time.Minute}
 	invoked := make(chan struct{})
-	inv := &fakeInvoker{fn: func(ctx context.Context, ev LambdaEvent) ([]byte, string, error) {
+	inv := &fakeInvoker{fn: func(ctx context.Context, ev lambdatask.Event) ([]byte, string, error) {
 		close(invoked)
 		<-ctx.Done() // a function that runs until the executor gives up
 		return nil, "", ctx.Err()

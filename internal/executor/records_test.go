@@ -28,7 +28,7 @@ func TestLineCounter(t *testing.T) {
 			if _, err := io.Copy(io.Discard, task.Input); err != nil {
 				t.Fatal(err)
 			}
-			if got := lc.records(); got != tc.want {
+			if got := lc.Records(); got != tc.want {
 				t.Fatalf("records %d, want %d", got, tc.want)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -40,7 +41,7 @@ type Runner struct {
 	ExecDir string
 	// Lambda invokes lambda stages' functions (lambdatask.go); nil: this
 	// host runs no lambda stages.
-	Lambda LambdaInvoker
+	Lambda lambdatask.Invoker
 	// TimeoutGrace overrides DefaultTimeoutGrace (tests): how long a
 	// timed-out task function may take to return (timeout.go).
 	TimeoutGrace time.Duration
@@ -177,7 +178,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 		go func() { <-running; input() }()
 		closeInput = func() {}
 	} else {
-		if err := in.readErr(); err != nil && runErr == nil {
+		if err := in.Err(); err != nil && runErr == nil {
 			runErr = err // the function returned without seeing all its input
 		}
 		if err := t.Rejects.Err(); err != nil {

@@ -15,7 +15,7 @@ package executor
 //   - jobs that ran before this layout: their manifests list P outputs per
 //     map task, and reducers read them as before;
 //   - a shuffle feeding a lambda stage: the function is told whole objects
-//     to read (LambdaShuffle.Keys), so its upstream writes whole objects;
+//     to read (lambdatask.Shuffle.Keys), so its upstream writes whole objects;
 //   - a lambda stage's own outputs: its function writes one object per
 //     partition itself;
 //   - a map task whose buffered outputs would pass the cap: rather than

@@ -15,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 )
 
 // classCP is fakeCP that records failures with their class, as
@@ -147,7 +148,7 @@ func TestLambdaErrorClasses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cp := &classCP{fakeCP: &fakeCP{spec: mustSpec(t, lambdaOne), lease: time.Minute}}
-			inv := &fakeInvoker{fn: func(context.Context, LambdaEvent) ([]byte, string, error) {
+			inv := &fakeInvoker{fn: func(context.Context, lambdatask.Event) ([]byte, string, error) {
 				return []byte(tt.resp), tt.fnErr, nil
 			}}
 			r := &Runner{CP: cp, Blob: newBlob(), Registry: NewRegistry(), Log: discard(), HeartbeatEvery: time.Hour, Lambda: inv}

@@ -25,6 +25,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/procmem"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -141,7 +142,7 @@ func LambdaHandler(w lambdaenv.Wired, reg *executor.Registry) *feed.LambdaHandle
 	}
 	return &feed.LambdaHandler{
 		// Lambda stages run here too; exec stages never do (no ExecDir).
-		Handler: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: executor.NewLambdaInvoker(w.AWS),
+		Handler: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: reg, Log: w.Log, Lambda: lambdatask.NewInvoker(w.AWS),
 			Memory: mem, MemoryLimit: procmem.LambdaLimit(os.Getenv), OnClaim: claimLatency(w.Metrics, nil)}, // metrics.go
 		CP: w.Service, Queue: w.Queue, Log: w.Log, QueueURLs: urls,
 	}
@@ -209,7 +210,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	go w.Faults.ReportEvery(ctx, time.Second, func(c map[string]int) { w.Log.Info("faults injected", "counts", c) })
 	p := &feed.Poller{
 		Handler: &executor.Runner{CP: w.Service, Blob: w.Blob, Registry: tasks.Registry, Log: w.Log,
-			ExecDir: execDir, Lambda: executor.NewLambdaInvoker(w.AWS), Memory: mem, SplitAfter: splitAfter,
+			ExecDir: execDir, Lambda: lambdatask.NewInvoker(w.AWS), Memory: mem, SplitAfter: splitAfter,
 			// One line per attempt that starts: which executor ran what
 			// is otherwise only in the task record, and only until the
 			// next claim overwrites it.

@@ -1,4 +1,4 @@
-package executor
+package lambdatask
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestSDKInvoker(t *testing.T) {
 			defer srv.Close()
 			cfg := aws.Config{Region: "eu-west-1", BaseEndpoint: aws.String(srv.URL),
 				Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")}
-			resp, fnErr, err := NewLambdaInvoker(cfg).Invoke(context.Background(), "my-fn:live", []byte(`{"task": {}}`))
+			resp, fnErr, err := NewInvoker(cfg).Invoke(context.Background(), "my-fn:live", []byte(`{"task": {}}`))
 			if err != nil {
 				t.Fatal(err)
 			}
