@@ -24,9 +24,10 @@ const OutputsScheme = "outputs:"
 const OutputsAreaPrefixBytes = len("outputs/") + 32 + 1
 
 // MaxOutputFolder bounds an output folder's key prefix: the longest name
-// published under it, <stage>/part-<5 digits>-<5 digits> with a stage
-// name of MaxNameLen, must fit S3's 1,024-byte keys.
-const MaxOutputFolder = maxKeyBytes - MaxNameLen - len("/part-00000-00000")
+// published under it, <stage>/part-<5 digits>.parquet (longer than
+// <stage>/part-<5 digits>-<5 digits>) with a stage name of MaxNameLen,
+// must fit S3's 1,024-byte keys.
+const MaxOutputFolder = maxKeyBytes - MaxNameLen - len("/part-00000.parquet")
 
 // OutputsPath returns the path of an outputs: folder, and whether s is
 // one.

@@ -508,6 +508,8 @@ func (d *decoder) stage(n *yaml.Node, path string, s *Stage) {
 			s.Lease = d.duration(v, p)
 		case "priority":
 			s.Priority = Priority(d.str(v, p))
+		case "output":
+			s.Output = d.stageOutput(v, p) // stageoutput.go
 		default:
 			return d.toleranceKey(key, v, p, s) // tolerance.go
 		}

@@ -66,6 +66,9 @@ type Stage struct {
 	MaxBadRecords     int          `json:"maxBadRecords,omitempty"`
 	Speculation       *Speculation `json:"speculation,omitempty"`
 	Resources         *Resources   `json:"resources,omitempty"`
+	// Output is how the stage's outputs are written: lines, or Parquet
+	// of a declared schema (stageoutput.go). Not Job.Output, the folder.
+	Output *StageOutput `json:"output,omitempty"`
 }
 
 // Partitions says how a stage is split into tasks.

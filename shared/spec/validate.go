@@ -55,7 +55,8 @@ func (j *Job) validate() errorList {
 		checkPriority(&errs, p+".priority", s.Priority)
 		checkLease(&errs, p+".lease", s.Lease)
 		checkRetry(&errs, p+".retry", s.Retry)
-		checkTolerance(&errs, p, s) // tolerance.go
+		checkTolerance(&errs, p, s)   // tolerance.go
+		checkStageOutput(&errs, p, s) // stageoutput.go
 		checkAfter(&errs, p, s, index)
 		if s.Shuffle != nil && (s.Shuffle.Partitions < 1 || s.Shuffle.Partitions > MaxShufflePartitions) {
 			errs.add(p+".shuffle.partitions", fmt.Sprintf("must be between 1 and %d", MaxShufflePartitions))
