@@ -15,8 +15,8 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/domain"
-	pqread "github.com/batchwork/batchwork/shared/split/parquet"
 	"github.com/batchwork/batchwork/shared/spec"
+	pqread "github.com/batchwork/batchwork/shared/split/parquet"
 )
 
 var everyType = []spec.Column{
