@@ -334,6 +334,9 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	}
 	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
+	if err := encodeOutput(r.Blob, st, t); err != nil { // parquetstage.go
+		return nil, noop, err
+	}
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]
 	}

@@ -141,6 +141,8 @@ type Output struct {
 	// segments, when active, holds the partitions as checkpoint segments
 	// (segments.go).
 	segments *segments
+	// enc, when set, takes every write instead of the buffers (encoded.go).
+	enc Encoder
 }
 
 // outPart is one output partition.
@@ -212,6 +214,10 @@ func (o *Output) Emit(key, value string) error {
 	n := len(key) + len(value) + 2
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.enc != nil {
+		_, err := o.encode(0, []byte(key+"\t"+value+"\n"))
+		return err
+	}
 	r := PartitionOf(key, len(o.parts))
 	if err := o.reserve(n); err != nil {
 		return err
@@ -240,6 +246,9 @@ func (o *Output) write(r int, b []byte) (int, error) {
 			o.err = err
 		}
 		return 0, err
+	}
+	if o.enc != nil {
+		return o.encode(r, b)
 	}
 	if o.sink == nil && (!o.indexed || o.mp == nil) {
 		// Nothing streams: the write is buffered or refused whole.
@@ -276,13 +285,7 @@ func (o *Output) append(r int, b []byte) {
 	}
 	p := o.parts[r]
 	p.buf = append(p.buf, b...)
-	for _, c := range b {
-		if c == '\n' {
-			p.lines++
-		}
-	}
-	p.last = b[len(b)-1]
-	p.size += int64(len(b))
+	o.count(p, b) // encoded.go
 }
 
 // reserve accounts for n more buffered bytes, streaming full enough
@@ -386,6 +389,9 @@ func (o *Output) stream(r int) error {
 func (o *Output) Publish(ctx context.Context, b Blob) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.enc != nil {
+		return o.enc.Publish(ctx, o.key(0)) // encoded.go
+	}
 	if o.segments != nil && o.segments.active {
 		return o.publishSegments(ctx, b) // segments.go
 	}
@@ -434,6 +440,11 @@ const abortTimeout = 10 * time.Second
 func (o *Output) Abort(ctx context.Context, log *slog.Logger) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.enc != nil {
+		if err := o.enc.Close(); err != nil {
+			log.Warn("release the encoded output", "err", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	for r, p := range o.parts {

@@ -78,6 +78,9 @@ func (o *Output) EnterSegments(from *domain.Checkpoint) error {
 	if s == nil {
 		return fmt.Errorf("%w: outputs cannot be checkpointed", domain.ErrCheckpoint)
 	}
+	if o.enc != nil {
+		return errEncodedCheckpoint // encoded.go
+	}
 	if s.active {
 		return nil
 	}
