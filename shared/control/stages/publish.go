@@ -36,7 +36,9 @@ import (
 //     with an error naming the folder and that job, and nothing is copied.
 //  2. every output of the manifest, copied (CopyObject, with
 //     If-None-Match: *) from its committed attempt's key to its final
-//     name, blob.PublishedKey: <folder><stage>/part-<partition>[-<part>].
+//     name, blob.PublishedKey: <folder><stage>/part-<partition>[-<part>],
+//     with .parquet after it for a stage whose output format is parquet
+//     (publishedExts).
 //     Only the manifest's keys are ever copied, so a published folder
 //     never holds an uncommitted attempt's output.
 //  3. <folder>_SUCCESS, last: a folder with it holds every output.
@@ -168,7 +170,7 @@ func (s *Lifecycle) publishJob(ctx context.Context, job string, sp *spec.Job, ma
 		s.NoteJobEnded(job, state)
 		return nil
 	}
-	copied, err := s.publish(ctx, job, sp.Output, manifestKey)
+	copied, err := s.publish(ctx, job, sp.Output, manifestKey, publishedExts(sp))
 	var pe *PublishError
 	switch {
 	case err == nil:
@@ -210,7 +212,7 @@ func (s *Lifecycle) published(ctx context.Context, job, output string) bool {
 // publish copies the manifest's outputs into output and writes its
 // _SUCCESS; it says how many outputs this try copied. A failure no retry
 // changes is a *PublishError.
-func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string) (int, error) {
+func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string, exts map[string]string) (int, error) {
 	pub := s.blob
 	bucket, folder, err := spec.ParseS3URI(output)
 	if err != nil {
@@ -235,7 +237,7 @@ func (s *Lifecycle) publish(ctx context.Context, job, output, manifestKey string
 	if err != nil {
 		return 0, err
 	}
-	c := &copier{pub: pub, bucket: bucket, folder: folder}
+	c := &copier{pub: pub, bucket: bucket, folder: folder, exts: exts}
 	err = blob.EachManifestOutput(ctx, s.blob, m, func(o domain.Output) error {
 		if !s.ownOutput(ctx, job, o) { // reuse.go: a rerun's reused stages' too
 			return &PublishError{Folder: output, Err: fmt.Errorf("manifest %s lists %q, which is not one of the job's attempt outputs", manifestKey, o.Key)}
@@ -456,6 +458,9 @@ func (s *Lifecycle) claimFolder(ctx context.Context, pub Blob, job, output, buck
 type copier struct {
 	pub            Blob
 	bucket, folder string
+	// exts are the name extensions of stages whose outputs are files of a
+	// format (".parquet"), so tools reading the folder know them.
+	exts map[string]string
 
 	// The destination's keys under the current stage's folder, listed a
 	// page at a time as the manifest's outputs (in key order within a
@@ -473,7 +478,7 @@ type copier struct {
 type copyJob struct{ src, dst string }
 
 func (c *copier) add(ctx context.Context, o domain.Output) error {
-	dst := blob.PublishedKey(c.folder, o.Stage, o.Partition, o.Part)
+	dst := blob.PublishedKey(c.folder, o.Stage, o.Partition, o.Part) + c.exts[o.Stage]
 	if o.Stage != c.stage {
 		c.stage, c.listed, c.more, c.after, c.started = o.Stage, nil, false, "", false
 	}
@@ -546,4 +551,20 @@ func (c *copier) flush(ctx context.Context) error {
 // (blob.ClaimName): a rerun refuses a folder its original claimed.
 func (s *Lifecycle) ReadClaim(ctx context.Context, bucket, key string) (OutputClaim, error) {
 	return ReadClaim(ctx, s.blob, bucket, key)
+}
+
+// publishedExts are the extensions of the published names of sp's stages
+// whose outputs are Parquet files. The spec is immutable, so every try
+// of a publish names an output alike.
+func publishedExts(sp *spec.Job) map[string]string {
+	var exts map[string]string
+	for _, st := range sp.Stages {
+		if st.Output.IsParquet() {
+			if exts == nil {
+				exts = make(map[string]string)
+			}
+			exts[st.Name] = ".parquet"
+		}
+	}
+	return exts
 }
