@@ -4,7 +4,9 @@
     revenue.py map     reads rows, one JSON object a line, and writes one
                        "region<TAB>sum" line per region of its split.
     revenue.py reduce  reads "region<TAB>sum" lines and writes the totals,
-                       "region<TAB>total" sorted by region.
+                       one JSON record a line sorted by region,
+                       {"region": "eu", "total": "12.50"}, which the stage
+                       writes as a Parquet file (output: {format: parquet}).
 
 Amounts are Parquet DECIMALs, which arrive as strings carrying their scale
 ("12.50"), so the sums are exact with decimal.Decimal. A null region or
@@ -31,7 +33,11 @@ def main(mode):
             region, amount = line.rstrip("\n").split("\t")
             add(sums, region, amount)
     for region in sorted(sums):
-        sys.stdout.write(f"{region}\t{sums[region]}\n")
+        if mode == "map":
+            sys.stdout.write(f"{region}\t{sums[region]}\n")
+        else:
+            # A decimal as a string keeps its digits exactly.
+            sys.stdout.write(json.dumps({"region": region, "total": str(sums[region])}) + "\n")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ func TestRevenue(t *testing.T) {
 	if want := "eu\t0.30\nus\t5.00\n"; mapped != want {
 		t.Fatalf("map wrote %q, want %q", mapped, want)
 	}
-	if got, want := run("reduce", mapped+"eu\t1.05\n"), "eu\t1.35\nus\t5.00\n"; got != want {
+	if got, want := run("reduce", mapped+"eu\t1.05\n"), `{"region": "eu", "total": "1.35"}`+"\n"+`{"region": "us", "total": "5.00"}`+"\n"; got != want {
 		t.Errorf("reduce wrote %q, want %q", got, want)
 	}
 }
