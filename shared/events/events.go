@@ -41,6 +41,9 @@ type Event struct {
 	DetailType string
 	Time       time.Time
 	Detail     Detail
+	// Delivered names the destinations that accepted the event already
+	// (BusDestination, Sink.Name), as its outbox record says.
+	Delivered []string
 }
 
 // Detail is an event's detail (EventBridge's "detail" field). Fields that
