@@ -211,7 +211,10 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
 		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger}, store, q, b, log)
 	var sinks []events.Sink
-	if c.Lineage.Enabled() {
+	if c.Lineage.Enabled() && c.EventBus != "" {
+		// Lineage waits in the event outbox for the functions that publish
+		// events (all of them, in the stack), so that every publisher of a
+		// record waits for the same destinations before deleting it.
 		sinks = append(sinks, lineage.NewSink(c.Lineage, c.Table, store, b, log))
 	}
 	var bus events.Bus

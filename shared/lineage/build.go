@@ -127,7 +127,7 @@ func (b *Builder) output(j domain.Job) OutputDataset {
 // or ABORT before it started; a START before the root stages' planning)
 // adds its prefix without pins.
 func (b *Builder) inputs(ctx context.Context, j domain.Job) ([]InputDataset, error) {
-	var out []InputDataset
+	out := []InputDataset{} // never null: the schema wants an array
 	pins := map[string][]PinnedObject{}
 	for _, st := range j.Spec.Stages {
 		if st.Partitions == nil || st.Partitions.Input == nil {
