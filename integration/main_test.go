@@ -4,6 +4,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/internal/testtier"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/runner"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -86,6 +88,9 @@ type envOptions struct {
 	// logFile, when set, receives the runner's JSON log lines, which
 	// GET /jobs/{id}/logs reads (runner.Options.LogFile).
 	logFile string
+	// lineage, when set, is where the runner sends OpenLineage run events
+	// (runner.Options.Lineage); unset: none, whatever the environment says.
+	lineage *lineage.Config
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -130,7 +135,7 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,
 		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
-		Control: cc, ExecDir: o.execDir, LogFile: o.logFile,
+		Control: cc, ExecDir: o.execDir, LogFile: o.logFile, Lineage: cmp.Or(o.lineage, &lineage.Config{}),
 	})
 	if err != nil {
 		cancel()

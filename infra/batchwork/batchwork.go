@@ -192,6 +192,10 @@ type Props struct {
 	// Published output folders and inputs are never expired. Default 0:
 	// jobs are kept until their owner deletes them.
 	Retention time.Duration
+	// OpenLineage, when set, sends each job's OpenLineage run events
+	// (START, COMPLETE, FAIL, ABORT) to an endpoint such as Marquez
+	// (lineage.go).
+	OpenLineage *OpenLineage
 
 	// ExecutorPackage is your executor: a Go main package (a directory
 	// such as "./cmd/executor" or ".", or an import path) in the module at
@@ -285,6 +289,9 @@ type Batchwork struct {
 	jobAreaWriters []awsiam.IGrantable
 	// retentionDays is Props.Retention in days (retention.go).
 	retentionDays int
+	// lineage is the functions' OPENLINEAGE_* variables from
+	// Props.OpenLineage (lineage.go); nil: off.
+	lineage map[string]string
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -446,8 +453,10 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	ownerProtectionWarnings(c, p) // ownerdefaults.go
 	b := &Batchwork{Construct: c, Functions: map[string]awslambda.Function{}, ownerLimits: p.OwnerMaxConcurrency, admission: admissionEnv(p), inputBuckets: p.InputBuckets, outputBuckets: p.OutputBuckets, taskFunctions: p.TaskFunctions}
 	b.data(c, p)
-	b.eventBus(c) // events.go
+	b.eventBus(c)             // events.go
+	b.lineage = lineageEnv(p) // lineage.go
 	b.functions(c, p)
+	grantLineageReads(b)
 	b.api(c, p)
 	b.schedule(c, p)
 	b.lambdaExecutor(p)
@@ -699,6 +708,9 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 	b.retentionEnv(env) // retention.go: whatever ends a job
 	if permissions[name].events {
 		env[lambdaenv.EnvEventBus] = b.eventBusName() // events.go
+		for k, v := range b.lineage {                 // lineage.go
+			env[k] = jsii.String(v)
+		}
 	}
 	if b.ownerLimits != "" && ownerLimited[name] {
 		env[lambdaenv.EnvOwnerMaxConcurrency] = jsii.String(b.ownerLimits)

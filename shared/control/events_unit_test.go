@@ -120,6 +120,16 @@ func (s *outboxStore) OutboxDelete(_ context.Context, id string) error {
 	return nil
 }
 
+func (s *outboxStore) OutboxDelivered(_ context.Context, id, to string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ev, ok := s.pending[id]; ok && !slices.Contains(ev.Delivered, to) {
+		ev.Delivered = append(slices.Clone(ev.Delivered), to)
+		s.pending[id] = ev
+	}
+	return nil
+}
+
 // recordingBus is an EventBridge that keeps what it accepted, and fails
 // every PutEvents while err is set.
 type recordingBus struct {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ const (
 	aEventDetail  = "ev"
 	outboxPrefix  = "OBX#"
 	outboxKindTag = "event"
+	// aDelivered is the set of destinations that accepted the event
+	// (events.Event.Delivered): a record stays until all did.
+	aDelivered = "dlv"
 )
 
 // OutboxGrace is how long after its change an outbox record becomes due
@@ -77,6 +81,9 @@ func (s *Store) OutboxEvent(ctx context.Context, id string) (events.Event, bool,
 		return events.Event{}, false, nil
 	}
 	ev := events.Event{ID: id, DetailType: getS(out.Item, aDetailType), Time: getT(out.Item, aAt)}
+	if ss, ok := out.Item[aDelivered].(*types.AttributeValueMemberSS); ok {
+		ev.Delivered = ss.Value
+	}
 	if err := json.Unmarshal([]byte(getS(out.Item, aEventDetail)), &ev.Detail); err != nil {
 		return events.Event{}, false, fmt.Errorf("read event %s: decode detail: %w", id, err)
 	}
@@ -92,6 +99,27 @@ func (s *Store) OutboxDelete(ctx context.Context, id string) error {
 	}}}})
 	if err != nil {
 		return fmt.Errorf("delete event %s: %w", id, err)
+	}
+	return nil
+}
+
+// OutboxDelivered adds to to the destinations that accepted a pending
+// event. The record must still exist: a delete by another publisher is
+// final, and no noting may bring the record back.
+func (s *Store) OutboxDelivered(ctx context.Context, id, to string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(outboxPK(id), outboxSK),
+		UpdateExpression:          aws.String("ADD #d :to"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames:  map[string]string{"#d": aDelivered},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":to": &types.AttributeValueMemberSS{Value: []string{to}}},
+	})
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		return nil // published and deleted meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("note event %s delivered to %s: %w", id, to, err)
 	}
 	return nil
 }

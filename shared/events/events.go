@@ -8,7 +8,9 @@
 // right after its transaction, best effort (an error is logged, never
 // returned to the caller), and the sweep publishes whatever is left: the
 // outbox record carries a due time, so the sweep's sparse index finds it.
-// A record is deleted once EventBridge accepted its entry.
+// A record is deleted once EventBridge and every other destination (a
+// Sink: the OpenLineage endpoint, shared/lineage) accepted it; a
+// destination that accepted it is noted on the record and not asked again.
 //
 // Delivery is at least once: a publisher that dies between PutEvents and
 // the delete, or two publishers racing on one record, put an event twice.
@@ -41,6 +43,9 @@ type Event struct {
 	DetailType string
 	Time       time.Time
 	Detail     Detail
+	// Delivered names the destinations that accepted the event already
+	// (BusDestination, Sink.Name), as its outbox record says.
+	Delivered []string
 }
 
 // Detail is an event's detail (EventBridge's "detail" field). Fields that

@@ -33,6 +33,14 @@ func (o *memOutbox) OutboxDelete(_ context.Context, id string) error {
 	return nil
 }
 
+func (o *memOutbox) OutboxDelivered(_ context.Context, id, to string) error {
+	if ev, ok := o.evs[id]; ok && !slices.Contains(ev.Delivered, to) {
+		ev.Delivered = append(slices.Clone(ev.Delivered), to)
+		o.evs[id] = ev
+	}
+	return nil
+}
+
 // fakeBus records PutEvents calls and refuses the entries whose detail
 // type is in refuse, or the whole call with err.
 type fakeBus struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -63,6 +64,9 @@ type Config struct {
 	// EventBus is the bus events are published to (EnvEventBus); empty:
 	// this process does not publish (the sweep of one that does will).
 	EventBus string
+	// Lineage is where OpenLineage run events go (shared/lineage: the
+	// OPENLINEAGE_* variables); off unless OPENLINEAGE_URL is set.
+	Lineage lineage.Config
 	// Retention is how long ended jobs are kept (EnvRetentionDays); zero:
 	// kept.
 	Retention time.Duration
@@ -80,6 +84,11 @@ func FromEnv() (Config, error) {
 		Endpoint: os.Getenv("AWS_ENDPOINT_URL"),
 		EventBus: os.Getenv(EnvEventBus),
 	}
+	lc, err := lineage.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return c, err
+	}
+	c.Lineage = lc
 	limits, err := control.ParseOwnerLimits(os.Getenv(EnvOwnerMaxConcurrency))
 	if err != nil {
 		return c, fmt.Errorf("%s: %w", EnvOwnerMaxConcurrency, err)
@@ -201,8 +210,19 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
 		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger}, store, q, b, log)
+	var sinks []events.Sink
+	if c.Lineage.Enabled() && c.EventBus != "" {
+		// Lineage waits in the event outbox for the functions that publish
+		// events (all of them, in the stack), so that every publisher of a
+		// record waits for the same destinations before deleting it.
+		sinks = append(sinks, lineage.NewSink(c.Lineage, c.Table, store, b, log))
+	}
+	var bus events.Bus
 	if c.EventBus != "" {
-		svc.Events = events.NewPublisher(eventbridge.NewFromConfig(cfg), c.EventBus, store)
+		bus = eventbridge.NewFromConfig(cfg)
+	}
+	if bus != nil || len(sinks) > 0 {
+		svc.Events = events.NewPublisher(bus, c.EventBus, store, sinks...)
 	}
 	rec := metrics.FromEnv(os.Getenv)
 	if rec != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/provision"
@@ -77,6 +79,10 @@ type Options struct {
 	// job's lines from it (shared/logs.File), unless Control.Logs is set.
 	// Empty: the route answers 501.
 	LogFile string
+	// Lineage is where OpenLineage run events go (shared/lineage); nil:
+	// as the environment says (OPENLINEAGE_URL, ...), as in the deployed
+	// functions.
+	Lineage *lineage.Config
 }
 
 // Runner is a running local installation.
@@ -146,9 +152,8 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
 	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
-	if res.EventBus != "" {
-		// Events go to the bus the data plane deployed (shared/events).
-		r.Service.Events = events.NewPublisher(eventbridge.NewFromConfig(o.AWS), res.EventBus, r.Store)
+	if err := r.wireEvents(o, res); err != nil {
+		return nil, err
 	}
 	r.Executor = &executor.Runner{CP: r.Service, Blob: r.Blob, Registry: executor.PublicRegistry(o.Registry), Log: o.Log, ExecDir: o.ExecDir}
 	r.publishTaskNames(ctx)
@@ -176,6 +181,32 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 // writeToken leaves the token where Options say, for clients in other
 // processes. The port is only known once listening (Listen may say :0),
 // hence here.
+// wireEvents publishes events to the bus the data plane deployed
+// (shared/events), and their run events to the OpenLineage endpoint when
+// one is set (shared/lineage).
+func (r *Runner) wireEvents(o Options, res provision.Resources) error {
+	lc := o.Lineage
+	if lc == nil {
+		c, err := lineage.ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return err
+		}
+		lc = &c
+	}
+	var sinks []events.Sink
+	if lc.Enabled() {
+		sinks = append(sinks, lineage.NewSink(*lc, res.Table, r.Store, r.Blob, o.Log))
+	}
+	var bus events.Bus
+	if res.EventBus != "" {
+		bus = eventbridge.NewFromConfig(o.AWS)
+	}
+	if bus != nil || len(sinks) > 0 {
+		r.Service.Events = events.NewPublisher(bus, res.EventBus, r.Store, sinks...)
+	}
+	return nil
+}
+
 func (r *Runner) writeToken() error {
 	path := r.opts.TokenFile
 	if path == "" && r.opts.TokenDir != "" {
