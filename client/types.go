@@ -47,6 +47,8 @@ type JobStatus struct {
 	RerunOf  string `json:"rerunOf,omitempty"`
 	// DataDeleted is when the job's data was deleted (DeleteData).
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
+	// Params are the job's run parameters as resolved at submit.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Done reports whether the job has ended: every state but RUNNING and
@@ -97,6 +99,8 @@ type StageStatus struct {
 	FailedTasks int         `json:"failedTasks,omitempty"`
 	BadRecords  int64       `json:"badRecords,omitempty"`
 	Copies      *CopyCounts `json:"copies,omitempty"`
+	// Input is the prefix the stage reads, as resolved at submit.
+	Input string `json:"input,omitempty"`
 }
 
 // CopyCounts counts a stage's speculative copies.
