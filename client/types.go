@@ -298,14 +298,17 @@ type DataDeletion struct {
 // Expression a cron expression read in TimeZone or a rate. LastFired is
 // the latest scheduled time handled, Next the upcoming firing.
 type Schedule struct {
-	ID         string          `json:"id,omitempty"`
-	Owner      string          `json:"owner,omitempty"`
-	Name       string          `json:"name"`
-	Spec       json.RawMessage `json:"spec"`
-	Expression string          `json:"expression"`
-	TimeZone   string          `json:"timeZone,omitempty"`
-	Start      time.Time       `json:"start,omitzero"`
-	End        time.Time       `json:"end,omitzero"`
+	ID    string          `json:"id,omitempty"`
+	Owner string          `json:"owner,omitempty"`
+	Name  string          `json:"name"`
+	Spec  json.RawMessage `json:"spec"`
+	// Params are run parameters every firing sets, beside its slot's
+	// scheduledTime and scheduledDate.
+	Params     map[string]string `json:"params,omitempty"`
+	Expression string            `json:"expression"`
+	TimeZone   string            `json:"timeZone,omitempty"`
+	Start      time.Time         `json:"start,omitzero"`
+	End        time.Time         `json:"end,omitzero"`
 	// Overlap is skip, allow or cancelPrevious; CatchUp fireOnce or
 	// skipMissed.
 	Overlap   string     `json:"overlap,omitempty"`
