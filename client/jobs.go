@@ -46,6 +46,9 @@ func (p Page) query(kv ...string) url.Values {
 // one; "" is a fresh key for this call, which its retries share.
 type SubmitOptions struct {
 	IdempotencyKey string
+	// Params are the run parameters' values (the spec's params:), sent as
+	// param=NAME=VALUE query parameters.
+	Params map[string]string
 }
 
 // Submit submits a job spec, JSON or YAML (anything not starting with
@@ -58,7 +61,7 @@ func (c *Client) Submit(ctx context.Context, specDoc []byte, opts SubmitOptions)
 		h.Set("Content-Type", "application/yaml")
 	}
 	var res SubmitResult
-	err := c.Call(ctx, http.MethodPost, "/jobs", nil, specDoc, h, &res)
+	err := c.Call(ctx, http.MethodPost, "/jobs", paramsQuery(nil, opts.Params), specDoc, h, &res)
 	return res, err
 }
 

@@ -47,6 +47,8 @@ type JobStatus struct {
 	RerunOf  string `json:"rerunOf,omitempty"`
 	// DataDeleted is when the job's data was deleted (DeleteData).
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
+	// Params are the job's run parameters as resolved at submit.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Done reports whether the job has ended: every state but RUNNING and
@@ -97,6 +99,8 @@ type StageStatus struct {
 	FailedTasks int         `json:"failedTasks,omitempty"`
 	BadRecords  int64       `json:"badRecords,omitempty"`
 	Copies      *CopyCounts `json:"copies,omitempty"`
+	// Input is the prefix the stage reads, as resolved at submit.
+	Input string `json:"input,omitempty"`
 }
 
 // CopyCounts counts a stage's speculative copies.
@@ -294,14 +298,17 @@ type DataDeletion struct {
 // Expression a cron expression read in TimeZone or a rate. LastFired is
 // the latest scheduled time handled, Next the upcoming firing.
 type Schedule struct {
-	ID         string          `json:"id,omitempty"`
-	Owner      string          `json:"owner,omitempty"`
-	Name       string          `json:"name"`
-	Spec       json.RawMessage `json:"spec"`
-	Expression string          `json:"expression"`
-	TimeZone   string          `json:"timeZone,omitempty"`
-	Start      time.Time       `json:"start,omitzero"`
-	End        time.Time       `json:"end,omitzero"`
+	ID    string          `json:"id,omitempty"`
+	Owner string          `json:"owner,omitempty"`
+	Name  string          `json:"name"`
+	Spec  json.RawMessage `json:"spec"`
+	// Params are run parameters every firing sets, beside its slot's
+	// scheduledTime and scheduledDate.
+	Params     map[string]string `json:"params,omitempty"`
+	Expression string            `json:"expression"`
+	TimeZone   string            `json:"timeZone,omitempty"`
+	Start      time.Time         `json:"start,omitzero"`
+	End        time.Time         `json:"end,omitzero"`
 	// Overlap is skip, allow or cancelPrevious; CatchUp fireOnce or
 	// skipMissed.
 	Overlap   string     `json:"overlap,omitempty"`

@@ -67,6 +67,14 @@ echo "$#"`,
 			want: map[int]string{0: "j1 s 0 1 1 lines\n" + `7 {"shard-id":"7"}` + "\narg one\n1\n"},
 		},
 		{
+			name: "run parameters, apart from the partition's",
+			spec: `{"name": "j", "params": {"date": "2026-03-01", "SHARD_ID": "run"}, "stages": [{"name": "s", "exec": ["prog"],` +
+				`"partitions": {"count": 1, "params": [{"shard-id": "7"}]}}]}`,
+			script: `echo "$BATCHWORK_RUN_PARAM_date $BATCHWORK_RUN_PARAM_SHARD_ID $BATCHWORK_PARAM_SHARD_ID"
+echo "$BATCHWORK_RUN_PARAMS"`,
+			want: map[int]string{0: "2026-03-01 run 7\n" + `{"SHARD_ID":"run","date":"2026-03-01"}` + "\n"},
+		},
+		{
 			name:   "plain output kept byte for byte",
 			spec:   execOne,
 			script: `printf 'no newline at the end'`,

@@ -96,9 +96,10 @@ func (r *Runner) invokeTask(ctx context.Context, c control.Claim, st spec.Stage,
 func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage, t *Task) (*lambdatask.Event, error) {
 	ref := c.Task.Ref
 	ev := &lambdatask.Event{
-		Task:   lambdatask.TaskRef{Job: ref.Job, Stage: st.Name, Partition: ref.Partition, Attempt: c.Task.Attempt},
-		Params: t.Params,
-		Format: cmp.Or(t.Format, "lines"),
+		Task:      lambdatask.TaskRef{Job: ref.Job, Stage: st.Name, Partition: ref.Partition, Attempt: c.Task.Attempt},
+		Params:    t.Params,
+		RunParams: t.RunParams,
+		Format:    cmp.Or(t.Format, "lines"),
 		OutputPrefix: "s3://" + r.Blob.Bucket() + "/" +
 			blob.AttemptPrefix(ref.Job, st.Name, ref.Partition, c.Task.Attempt),
 	}

@@ -340,6 +340,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	if st.Partitions != nil && ref.Partition < len(st.Partitions.Params) {
 		t.Params = st.Partitions.Params[ref.Partition]
 	}
+	t.RunParams = c.Spec.RunParams()
 	if st.Lambda != "" {
 		// The function reads its input itself, from the split's range or
 		// the shuffle's keys (lambdatask.go): opening it here would be a

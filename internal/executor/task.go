@@ -56,6 +56,9 @@ type Task struct {
 	Attempt int
 	// Params are the partition's parameters from the spec, if any.
 	Params map[string]string
+	// RunParams are the job's run parameters, resolved at submit (the
+	// claim's spec holds them: no read of their own).
+	RunParams map[string]string
 	// Input is the task's split of an S3 input (whole lines), or its shuffle
 	// partition: "key\tvalue\n" records from every upstream task. Nil for a
 	// stage with an explicit partition count.

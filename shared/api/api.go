@@ -90,7 +90,7 @@ type Route struct {
 
 // Routes lists every route, as the OpenAPI document must.
 var Routes = []Route{
-	{"POST", "/jobs", nil},
+	{"POST", "/jobs", []string{"param"}},
 	{"GET", "/jobs", []string{"status", "name", "limit", "cursor"}},
 	{"GET", "/jobs/{id}", nil},
 	{"GET", "/jobs/{id}/tasks", []string{"stage", "state", "limit", "cursor"}},
@@ -242,7 +242,7 @@ func checkQuery(q url.Values, allowed []string) error {
 		if !slices.Contains(allowed, name) {
 			return &spec.FieldError{Field: name, Message: "is not a parameter of this route"}
 		}
-		if len(vs) > 1 {
+		if len(vs) > 1 && !repeatable(name) { // params.go
 			return &spec.FieldError{Field: name, Message: "is given more than once"}
 		}
 	}
@@ -284,8 +284,13 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, owner string) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, Error{Code: "too_large", Message: "spec is larger than 256 KiB", Field: "body"})
 		return
 	}
+	params, err := runParams(r.URL.Query()) // params.go
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	res, err := h.svc.Submit(r.Context(), control.SubmitRequest{
-		Owner: owner, IdempotencyKey: r.Header.Get("Idempotency-Key"), Spec: body,
+		Owner: owner, IdempotencyKey: r.Header.Get("Idempotency-Key"), Spec: body, Params: params,
 	})
 	if err != nil {
 		var fe *spec.FieldError

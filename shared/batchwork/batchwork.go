@@ -31,6 +31,9 @@ type Task struct {
 	Attempt int
 	// Params are the partition's parameters from the spec; nil if none.
 	Params map[string]string
+	// RunParams are the job's run parameters (the spec's params:, with
+	// the values its submission or schedule firing gave); nil if none.
+	RunParams map[string]string
 	// Input streams the task's records: a split of an S3 input (whole
 	// records in Format), or its shuffle partition ("key\tvalue\n" lines
 	// every upstream task emitted for it; see Records). Nil for a stage
@@ -169,7 +172,7 @@ func adapt(fn Func) executor.Func {
 	return func(ctx context.Context, t *executor.Task) error {
 		return fn(ctx, &Task{
 			Job: t.Ref.Job, Stage: t.Stage, Partition: t.Ref.Partition, Attempt: t.Attempt,
-			Params: t.Params, Input: t.Input, Format: t.Format, Header: t.Header,
+			Params: t.Params, RunParams: t.RunParams, Input: t.Input, Format: t.Format, Header: t.Header,
 			Out: &Output{s: t.Out}, Log: t.Log, rt: t,
 		})
 	}

@@ -18,6 +18,7 @@ type TaskInput struct {
 	Job, Stage         string
 	Partition, Attempt int
 	Params             map[string]string
+	RunParams          map[string]string
 	// Input is the task's records; nil for none.
 	Input  io.Reader
 	Format string
@@ -54,7 +55,7 @@ func RunTask(ctx context.Context, fn Func, in TaskInput) (*TaskResult, error) {
 	out := &memOutput{parts: make([]bytes.Buffer, max(in.Parts, 1))}
 	t := &Task{
 		Job: cmp.Or(in.Job, "local"), Stage: cmp.Or(in.Stage, "stage"), Partition: in.Partition,
-		Attempt: max(in.Attempt, 1), Params: in.Params, Input: in.Input, Format: in.Format,
+		Attempt: max(in.Attempt, 1), Params: in.Params, RunParams: in.RunParams, Input: in.Input, Format: in.Format,
 		Header: in.Header, Out: &Output{s: out}, Log: in.Log,
 	}
 	if t.Log == nil {

@@ -79,7 +79,7 @@ func (a firingAdmission) CheckScheduleSpec(ctx context.Context, owner string, sp
 
 func (a firingAdmission) SubmitFiring(ctx context.Context, f schedules.Firing) (schedules.Submitted, error) {
 	guard := f.Guard
-	res, created, err := a.s.Admitter.SubmitFiring(ctx, SubmitRequest{Owner: f.Owner, IdempotencyKey: f.IdempotencyKey, Spec: f.Spec}, &guard)
+	res, created, err := a.s.Admitter.SubmitFiring(ctx, SubmitRequest{Owner: f.Owner, IdempotencyKey: f.IdempotencyKey, Spec: f.Spec, Params: f.Params}, &guard)
 	return schedules.Submitted{JobID: res.JobID, Created: res.Created, CreatedAt: created}, err
 }
 

@@ -15,6 +15,9 @@ type Event struct {
 	Task TaskRef `json:"task"`
 	// Params are the partition's parameters ({} when none).
 	Params map[string]string `json:"params"`
+	// RunParams are the job's run parameters (its spec's params:, as
+	// resolved at submit); absent when it has none.
+	RunParams map[string]string `json:"runParams,omitempty"`
 	// Input is the task's split of an S3 input: the records that start in
 	// the byte range [start, end) of the object (a record running through
 	// start belongs to the previous split). Nil for other tasks.

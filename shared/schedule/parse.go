@@ -62,6 +62,10 @@ func Parse(data []byte) (*Schedule, error) {
 				continue
 			}
 			s.Spec = raw
+		case "params":
+			if err := json.Unmarshal(raw, &s.Params); err != nil || raw[0] != '{' {
+				errs.add(field, "must be an object of names to string values")
+			}
 		case "expression":
 			decodeString(&errs, field, raw, &s.Expression)
 		case "timeZone":

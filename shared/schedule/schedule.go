@@ -105,6 +105,9 @@ type Schedule struct {
 	// canonical JSON of shared/spec (Parse rewrites it so) so that each run
 	// submits exactly what was validated.
 	Spec json.RawMessage `json:"spec"`
+	// Params are run parameters every firing submits with, beside the
+	// scheduledTime and scheduledDate of its slot (params.go).
+	Params map[string]string `json:"params,omitempty"`
 	// Expression is a five-field cron expression ("30 2 * * *", or a
 	// descriptor such as "@daily") or a rate ("rate(5 minutes)").
 	Expression string `json:"expression"`
@@ -174,6 +177,7 @@ func (s *Schedule) validate() (errorList, *spec.Job) {
 	checkName(&errs, "name", s.Name, MaxNameLen)
 
 	job := checkSpec(&errs, s.Spec)
+	checkParams(&errs, s, job) // params.go
 	parseExpression(&errs, s.Expression, s.TimeZone)
 
 	if !s.Start.IsZero() && !s.End.IsZero() && !s.End.After(s.Start) {

@@ -462,6 +462,8 @@ func (d *decoder) job(n *yaml.Node, j *Job) {
 			j.MaxConcurrency = d.integer(v, p)
 		case "output":
 			j.Output = d.str(v, p)
+		case "params":
+			j.Params = d.runParams(v, p) // params.go
 		default:
 			return false
 		}

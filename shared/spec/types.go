@@ -37,6 +37,10 @@ type Job struct {
 	// outputs area (OutputsScheme), which a stored job's spec holds
 	// resolved (output.go; shared/control/publish.go).
 	Output string `json:"output,omitempty"`
+	// Params declares the run parameters: name to default, nil for none
+	// (every submission sets it). A stored job's spec holds every value,
+	// resolved (params.go).
+	Params map[string]*string `json:"params,omitempty"`
 }
 
 // Stage is one node of the DAG. Its task count comes from exactly one of:

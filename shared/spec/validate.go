@@ -35,7 +35,10 @@ func (j *Job) validate() errorList {
 	if j.MaxConcurrency < 0 || j.MaxConcurrency > MaxConcurrencyLimit {
 		errs.add("maxConcurrency", fmt.Sprintf("must be between 1 and %d, or 0 for no limit", MaxConcurrencyLimit))
 	}
-	checkOutput(&errs, "output", j.Output) // output.go
+	if !hasPlaceholder(j.Output) { // else Resolve checks it resolved
+		checkOutput(&errs, "output", j.Output) // output.go
+	}
+	checkRunParams(&errs, j.Params) // params.go
 
 	switch n := len(j.Stages); {
 	case n == 0:
@@ -205,7 +208,7 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 		}
 	}
 	if in := P.Input; in != nil {
-		if err := checkInputPrefix(in.Prefix); err != nil {
+		if err := checkInputPrefix(in.Prefix); err != nil && !hasPlaceholder(in.Prefix) { // Resolve checks it resolved
 			errs.add(pp+".input.prefix", err.Error())
 		}
 		if in.Format != "" && !slices.Contains(Formats, in.Format) {

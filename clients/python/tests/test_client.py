@@ -41,6 +41,7 @@ class Stub:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 stub.requests.append({"method": self.command, "path": u.path, "query": dict(parse_qsl(u.query)),
+                                      "pairs": parse_qsl(u.query),
                                       "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
                 queue = stub.answers.get((self.command, u.path))
                 if not queue:
@@ -92,6 +93,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(req["headers"]["content-type"], "application/yaml")
         self.assertTrue(req["headers"]["idempotency-key"].startswith("py-"))
         self.assertEqual(req["body"], b"name: wc\nstages: []\n")
+
+    def test_submit_sends_run_params_one_pair_each(self) -> None:
+        self.stub.on("POST", "/jobs", (201, {"jobId": JOB, "created": True}))
+        self.bw.submit("name: wc\n", params={"region": "eu", "date": "2026-03-01", "f": "a=b"})
+        self.assertEqual(self.stub.requests[-1]["pairs"],
+                         [("param", "date=2026-03-01"), ("param", "f=a=b"), ("param", "region=eu")])
+        self.bw.submit("name: wc\n")
+        self.assertEqual(self.stub.requests[-1]["pairs"], [])
 
     def test_a_retried_submission_keeps_its_key(self) -> None:
         self.stub.on("POST", "/jobs", (503, {"code": "internal", "message": "busy", "field": ""}),

@@ -118,6 +118,7 @@ type opts struct {
 	// logs (logs.go)
 	task, since string
 	follow      bool
+	params      paramFlag // submit --param (params.go)
 }
 
 // app is a running command.

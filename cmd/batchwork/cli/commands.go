@@ -31,12 +31,14 @@ With --wait it then follows the job like 'watch' and exits like it.`,
 				"batchwork submit wordcount.yaml",
 				"batchwork submit wordcount.yaml --wait",
 				"batchwork submit job.json --idempotency-key nightly-2026-11-21 -o json",
+				"batchwork submit daily.yaml --param date=2026-11-21",
 				"cat job.yaml | batchwork submit -",
 			},
 			flags: func(fs *flag.FlagSet, o *opts) {
 				fs.BoolVar(&o.wait, "wait", false, "follow the job until it ends; exit 6 if it fails, 7 if cancelled")
 				fs.StringVar(&o.key, "idempotency-key", "", "key that makes the submission safe to repeat (default: a fresh one)")
 				fs.DurationVar(&o.interval, "interval", time.Second, "how often --wait polls")
+				fs.Var(&o.params, "param", "NAME=VALUE: a value for the spec's ${params.NAME} (repeatable)")
 			},
 			minArgs: 1, maxArgs: 1, run: runSubmit},
 		{name: "status", args: "ID", summary: "show a job's state, per-stage progress, records, ETA and error",
@@ -160,7 +162,7 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key})
+	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key, Params: a.o.params.m})
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {

@@ -111,6 +111,7 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 		}
 		fmt.Fprintf(tw, "Output:\t%s%s\n", termText(st.Output), note)
 	}
+	printParams(tw, st.Params) // params.go
 	p := st.Progress
 	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
 	fmt.Fprintf(tw, "Records:\t%s in, %s out\n", count(p.RecordsIn), count(p.RecordsOut))

@@ -231,6 +231,8 @@ type Attempt struct {
 	Format string
 	Header []string
 	Params map[string]string
+	// RunParams are the job's run parameters (runparams.go).
+	RunParams map[string]string
 	// Input is the program's stdin; nil: none.
 	Input io.Reader
 	Out   Output
@@ -385,7 +387,7 @@ func execEnv(t *Attempt, work string) []string {
 	for _, k := range names {
 		env = append(env, EnvTaskParamPrefix+paramVar(k)+"="+strings.ReplaceAll(params[k], "\x00", ""))
 	}
-	return env
+	return append(env, runParamsEnv(t.RunParams)...) // runparams.go
 }
 
 // paramVar maps a parameter name to the tail of its variable's name.

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"strings"
 
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -34,9 +35,10 @@ func (s *Admitter) CheckScheduleSpec(ctx context.Context, owner string, sp *spec
 		return err
 	}
 	// Every firing would publish to the one folder, and all but the
-	// first would fail on the first's claim (stages/publish.go).
-	if sp.Output != "" {
-		return &spec.FieldError{Field: "spec.output", Message: "a schedule's jobs cannot publish to an output folder: each firing would need its own"}
+	// first would fail on the first's claim (stages/publish.go), unless
+	// the folder names the firing's slot, which no two firings share.
+	if sp.Output != "" && !strings.Contains(sp.Output, "${params."+spec.ParamScheduledTime+"}") {
+		return &spec.FieldError{Field: "spec.output", Message: "a schedule's jobs cannot publish to one output folder: each firing needs its own; name it with ${params.scheduledTime}"}
 	}
 	return nil
 }

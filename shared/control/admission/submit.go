@@ -23,6 +23,9 @@ type SubmitRequest struct {
 	// returns the same job and never creates a second one.
 	IdempotencyKey string
 	Spec           []byte
+	// Params are the run parameters' values (spec.Job.Resolve): part of
+	// what the key stands for, since the stored spec holds them.
+	Params map[string]string
 }
 
 // SubmitResult says which job the submission maps to.
@@ -69,6 +72,10 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	}
 	sp, err := spec.Parse(req.Spec)
 	if err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
+	// Every check below sees the resolved spec (params.go).
+	if sp, err = resolveParams(sp, req.Params, rerun); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	if err := s.checkPriority(req.Owner, sp); err != nil {

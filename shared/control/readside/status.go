@@ -45,6 +45,8 @@ type JobStatus struct {
 	// manifests) was deleted by its owner (DeleteData); its outputs are
 	// gone.
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
+	// Params are the job's run parameters as resolved at submit.
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // LimitUse is one concurrency limit and its use.
@@ -103,6 +105,8 @@ type StageStatus struct {
 	// Copies counts its speculative copies, when it had any
 	// (speculationview.go).
 	Copies *CopyCounts `json:"copies,omitempty"`
+	// Input is the prefix the stage reads, as resolved at submit.
+	Input string `json:"input,omitempty"`
 }
 
 // Status reads a job's status. owner must match the job's owner, else the
@@ -150,7 +154,7 @@ func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageS
 	now := r.now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
 		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),
-		Redrives: len(j.Redrives), RerunOf: j.RerunOf}
+		Redrives: len(j.Redrives), RerunOf: j.RerunOf, Params: j.Spec.RunParams()}
 	roots, sinks := map[int]bool{}, map[int]bool{}
 	for _, i := range j.Spec.Roots() {
 		roots[i] = true
@@ -170,6 +174,9 @@ func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageS
 		if st.Index >= 0 && st.Index < len(j.Spec.Stages) {
 			if sp := j.Spec.Stages[st.Index]; sp.Name == st.Name {
 				ss.After = sp.After
+				if sp.Partitions != nil && sp.Partitions.Input != nil {
+					ss.Input = sp.Partitions.Input.Prefix
+				}
 				if sp.Shuffle != nil {
 					ss.Shuffle = sp.Shuffle.Partitions
 				}

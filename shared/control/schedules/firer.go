@@ -82,7 +82,9 @@ type Firing struct {
 	// IdempotencyKey is schedule.FiringKey: racing firers create one job.
 	IdempotencyKey string
 	Spec           []byte
-	Guard          dynamo.FiringGuard
+	// Params are the run parameters (schedule.Schedule.FiringParams).
+	Params map[string]string
+	Guard  dynamo.FiringGuard
 }
 
 // Submitted is the job a firing maps to.

@@ -440,7 +440,8 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			run.Note = "cancelled previous run " + lastJob + " (overlap=cancelPrevious)"
 		}
 		res, err := s.admission.SubmitFiring(ctx, Firing{Owner: sc.Owner, IdempotencyKey: schedule.FiringKey(sc.ID, f.Scheduled), Spec: sc.Spec,
-			Guard: dynamo.FiringGuard{Owner: sc.Owner, ScheduleID: sc.ID, Cursor: rec.Cursor}})
+			Params: sc.FiringParams(f.Scheduled), // the slot's, so every retry of the key submits the same
+			Guard:  dynamo.FiringGuard{Owner: sc.Owner, ScheduleID: sc.ID, Cursor: rec.Cursor}})
 		if errors.Is(err, dynamo.ErrCursorMoved) {
 			return again()
 		}

@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from datetime import datetime, timezone
-from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Type, TypeVar,
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Mapping, Optional, Tuple, Type, TypeVar,
                     Union)
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -37,6 +37,8 @@ DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 T = TypeVar("T")
 P = TypeVar("P")
 Spec = Union[Mapping[str, Any], str, bytes]
+#: A query: a dict, or pairs for a name given more than once (param=).
+Query = Union[Dict[str, str], List[Tuple[str, str]]]
 
 # Statuses that say the request was not acted on, or may be sent again:
 # throttling and the gateway's or server's transient failures.
@@ -182,10 +184,14 @@ class Client:
 
     # Jobs.
 
-    def submit(self, spec: Spec, *, idempotency_key: str = "") -> m.SubmitResult:
+    def submit(self, spec: Spec, *, idempotency_key: str = "",
+               params: Optional[Mapping[str, str]] = None) -> m.SubmitResult:
         """Submits a job. ``spec`` is a dict, or JSON or YAML text. The same
         ``idempotency_key`` returns the same job and never makes a second
-        one; without one a fresh key is made, which retries reuse."""
+        one; without one a fresh key is made, which retries reuse.
+        ``params`` are values for the spec's run parameters
+        (``${params.NAME}``); the same key with other values is a
+        Conflict."""
         if isinstance(spec, Mapping):
             body = json.dumps(spec).encode()
         elif isinstance(spec, str):
@@ -194,7 +200,9 @@ class Client:
             body = bytes(spec)
         ctype = "application/json" if body.lstrip().startswith(b"{") else "application/yaml"
         headers = {"Idempotency-Key": idempotency_key or _key("py-"), "Content-Type": ctype}
-        return self._call(m.SubmitResult, "POST", "/jobs", body=body, headers=headers)
+        # One param=NAME=VALUE each, in name order, so retries send the same.
+        query = [("param", f"{k}={v}") for k, v in sorted((params or {}).items())] or None
+        return self._call(m.SubmitResult, "POST", "/jobs", query=query, body=body, headers=headers)
 
     def status(self, job_id: str) -> m.JobStatus:
         """A job's state, progress and ETA."""
@@ -380,8 +388,10 @@ class Client:
     def create_schedule(self, schedule: Union[Mapping[str, Any], str, bytes]) -> m.Schedule:
         """Creates a schedule from a dict or JSON text: ``name``, ``spec``
         (a job spec object), ``expression`` (cron, a descriptor such as
-        "@daily", or "rate(5 minutes)") and optional ``timeZone``,
-        ``start``, ``end``, ``overlap``, ``catchUp`` and ``paused``."""
+        "@daily", or "rate(5 minutes)") and optional ``params`` (run
+        parameters every firing sets, beside its ``scheduledTime`` and
+        ``scheduledDate``), ``timeZone``, ``start``, ``end``, ``overlap``,
+        ``catchUp`` and ``paused``."""
         if isinstance(schedule, Mapping):
             body = json.dumps(schedule).encode()
         elif isinstance(schedule, str):
@@ -424,7 +434,7 @@ class Client:
 
     # Transport.
 
-    def _call(self, model: Type[T], method: str, path: str, *, query: Optional[Dict[str, str]] = None,
+    def _call(self, model: Type[T], method: str, path: str, *, query: Optional[Query] = None,
               body: Optional[bytes] = None, headers: Optional[Dict[str, str]] = None, idempotent: bool = True,
               retries: Optional[int] = None) -> T:
         """Sends a request (as _send) and decodes its answer into model."""
@@ -437,7 +447,7 @@ class Client:
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise BatchworkError(f"decode the answer of {method} {path}: {e}") from None
 
-    def _send(self, method: str, path: str, *, query: Optional[Dict[str, str]] = None, body: Optional[bytes] = None,
+    def _send(self, method: str, path: str, *, query: Optional[Query] = None, body: Optional[bytes] = None,
               headers: Optional[Dict[str, str]] = None, idempotent: bool = True,
               retries: Optional[int] = None) -> bytes:
         """Sends a request, retrying it (``retries`` times, default the

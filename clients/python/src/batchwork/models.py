@@ -105,6 +105,7 @@ class StageStatus:
     bad_records: Optional[int] = _j("badRecords")
     failed_tasks: Optional[int] = _j("failedTasks")
     copies: Optional[StageCopies] = _j("copies")
+    input: Optional[str] = _j("input")
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ class JobStatus:
     failed_partitions: Optional[int] = _j("failedPartitions")
     redrives: Optional[int] = _j("redrives")
     rerun_of: Optional[str] = _j("rerunOf")
+    params: Optional[Dict[str, str]] = _j("params")
 
     @property
     def done(self) -> bool:
@@ -304,6 +306,7 @@ class Schedule:
     last_fired: Optional[datetime] = _j("lastFired")
     next: Optional[datetime] = _j("next")
     last_job_id: Optional[str] = _j("lastJobId")
+    params: Optional[Dict[str, str]] = _j("params")
 
 
 @dataclass(frozen=True)
