@@ -124,6 +124,7 @@ type Result struct {
 // Limits the run names besides the services' and executors'.
 const (
 	LimitMaterialization = "materialization chain"
+	LimitHandoff         = "materialization handed to the sweep"
 	LimitDraining        = "draining (every task queued, none waiting)"
 	LimitStarting        = "executors starting"
 )
@@ -217,6 +218,7 @@ func (e *events) Pop() any {
 type worker struct {
 	calls   int // chunks of the current call
 	handoff bool
+	waiting bool // handed off to the sweep, until it picks the rest up
 }
 
 type state struct {
@@ -319,6 +321,7 @@ func (s *state) handle(e event) {
 	total := c.Stages[s.stage]
 	switch e.k {
 	case evMatStart:
+		s.workers[e.worker].waiting = false
 		if s.next >= total {
 			return
 		}
@@ -357,6 +360,7 @@ func (s *state) handle(e event) {
 			wait = c.Materialize.Relay.Seconds()
 			if w.handoff {
 				wait, w.handoff = c.Materialize.FirstHandoff.Seconds(), false
+				w.waiting = true
 			}
 		}
 		s.push(event{t: s.now + wait, k: evMatStart, worker: e.worker})
@@ -480,12 +484,23 @@ func (s *state) tick() {
 		label = LimitStarting
 	case s.visible > 0:
 		label = LimitSlots
+	case s.queued < s.cfg.Stages[s.stage] && s.allWaiting():
+		label = LimitHandoff
 	case s.queued < s.cfg.Stages[s.stage]:
 		label = LimitMaterialization
 	default:
 		label = LimitDraining
 	}
 	s.labels = append(s.labels, label)
+}
+
+func (s *state) allWaiting() bool {
+	for _, w := range s.workers {
+		if !w.waiting {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *state) finish() {
