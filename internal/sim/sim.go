@@ -9,8 +9,8 @@
 //
 // Work is simulated in groups, not per request: a Lambda invocation's
 // batch claims and commits together, a chunk's messages arrive together.
-// A run is deterministic for its seed; a million tasks take about a
-// second. docs/performance.md describes the model and its calibration.
+// A run is deterministic for its seed; a million tasks take one to a
+// few seconds (more when many requests are throttled and retried). docs/performance.md describes the model and its calibration.
 package sim
 
 import (
