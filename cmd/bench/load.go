@@ -394,6 +394,8 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	go func() { done <- r.Run(runCtx) }()
 	defer func() { cancel(); <-done }()
 
+	// The emulator's bare rates, for the simulator's prediction.
+	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)
 	rec.Reset()
 	queued.Store(0)
 	cpu0 := cpuTime()
@@ -428,12 +430,15 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	snap := rec.Snapshot()
 	fmt.Printf("load job of %d no-op tasks (%d executor slots): %s in %.1fs, %.0f tasks/s; bench process CPU %.0f µs per task\n",
 		n, slots, st.State, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(cpu.Microseconds())/float64(n))
+	var queuedIn time.Duration
 	if t := lastQueued.Load(); t > 0 {
+		queuedIn = time.Unix(0, t).Sub(start)
 		fmt.Printf("  materialization: submit to the last task queued %.1fs (%d task messages sent)\n",
-			time.Unix(0, t).Sub(start).Seconds(), queued.Load())
+			queuedIn.Seconds(), queued.Load())
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
+	simEmulator("load job", []int{n}, snap, bare, slots, elapsed, queuedIn)
 	printRequests(snap, n, "task")
 	printLoad(snap, n, rate)
 	printCosts([]costRow{{name: fmt.Sprintf("no-op task (this %d-task job)", n), c: costOf(snap, n, lm), target: 2}}, lm)

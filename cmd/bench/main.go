@@ -14,6 +14,9 @@
 //     tasks a second against the per-partition and per-prefix limits, and
 //     the time to the last task queued;
 //   - schedule firing accuracy through the timer queue (firing.go);
+//   - the simulator (sim.go, internal/sim): its prediction of the
+//     throughput and load jobs next to their measurement, and of a
+//     million-task job on AWS at -rate (-sim prints only that);
 //   - speculative execution: a job with stragglers 10x slower on their
 //     first attempt, its wall time with speculation off and on
 //     (speculation.go).
@@ -74,7 +77,12 @@ func main() {
 	// attempt, speculation off and on.
 	specTasks := flag.Int("speculation-tasks", 24, "tasks of the speculation benchmark, every 8th a straggler (0: skip)")
 	specBase := flag.Duration("speculation-task", 3*time.Second, "run time of a speculation benchmark task")
+	simOnly := flag.Bool("sim", false, "print only the simulator's AWS prediction, from the documented profile (runs no emulator)")
 	flag.Parse()
+	if *simOnly {
+		simAWS(*rate, documentedProfile, "the documented load-model profile")
+		return
+	}
 	lm := lambdaModel{mb: *lambdaMB, ms: *lambdaMS, batch: tuning.ExecutorBatchSize}
 	if *tasks > 0 {
 		o := benchOptions{tasks: *tasks, slots: *slots, probes: *probes, outputs: *outputs, reducers: *reducers, maps: *maps,
@@ -90,6 +98,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	simAWSMeasured(*rate)
 	if *specTasks > 0 {
 		if err := runSpeculation(speculationBench{tasks: *specTasks, stragglerEvery: 8, base: *specBase, slowdown: 10}); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -251,6 +260,7 @@ func run(o benchOptions) error {
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
 	printFloor(rate, bare, snap, total)
+	simEmulator("throughput job", []int{tasks, 1}, snap, bare, slots, elapsed, 0)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))
 	if o.cpuProfile != "" {

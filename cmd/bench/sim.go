@@ -1,0 +1,183 @@
+package main
+
+// The simulator's lines (internal/sim): its prediction of each emulator
+// job, fed the emulator's bare rates and the job's requests per task,
+// next to the measurement; and its prediction of a million-task job on
+// AWS at the load model's rate, with the capacity deploying.md sets for
+// that rate.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/batchwork/batchwork/internal/loadmodel"
+	"github.com/batchwork/batchwork/internal/sim"
+)
+
+// simTolerance is how far the emulator predictions may be off (issue 31).
+const simTolerance = 0.15
+
+// awsTasks is the job the AWS prediction runs.
+const awsTasks = 1000000
+
+// measuredProfile is the latest job's profile, which the AWS prediction
+// uses (the load job's when it ran: the largest).
+var measuredProfile *sim.Profile
+
+// documentedProfile is a no-op task as docs/performance.md's load model
+// measured it (100,000 tasks: 2.73 requests, 2.38 WRU and 0.17 RRU a task,
+// SQS 0.46, the hottest key the due index's 208 WCU/s and the job item's
+// 104 RCU/s at 10,000 tasks a second): for -sim, which runs no emulator.
+var documentedProfile = sim.Profile{DynamoRequests: 2.27, WRU: 2.38, RRU: 0.17, HotWRU: 0.0208, HotRRU: 0.0104,
+	SQSRequests: 0.46, SQSBilled: 0.46}
+
+// profileOf is what one of tasks tasks asked of the services, from the
+// recorder's snapshot.
+func profileOf(snap loadmodel.Snapshot, tasks int) sim.Profile {
+	tot := snap.Totals()
+	t := float64(tasks)
+	p := sim.Profile{
+		DynamoRequests: per(tot.Requests["DynamoDB"], tasks), WRU: tot.WCU / t, RRU: tot.RCU / t,
+		SQSRequests: per(tot.Requests["SQS"], tasks), SQSBilled: per(tot.Chunks, tasks),
+		S3Puts: per(tot.S3[loadmodel.S3Tier1], tasks), S3Gets: per(tot.S3[loadmodel.S3Tier2], tasks),
+	}
+	if k := snap.Hottest("DynamoDB", 1, func(v loadmodel.KeyStat) float64 { return v.WCU }); len(k) > 0 {
+		p.HotWRU = snap.Keys[k[0]].WCU / t
+	}
+	if k := snap.Hottest("DynamoDB", 1, func(v loadmodel.KeyStat) float64 { return v.RCU }); len(k) > 0 {
+		p.HotRRU = snap.Keys[k[0]].RCU / t
+	}
+	return p
+}
+
+func simPrices() sim.Prices {
+	return sim.Prices{DynamoWRU: prices.DynamoWRU, DynamoRRU: prices.DynamoRRU, SQSRequest: prices.SQSRequest,
+		S3Put: prices.S3Tier1, S3Get: prices.S3Tier2, LambdaRequest: prices.LambdaRequest, LambdaGBSecond: prices.LambdaGBSecond}
+}
+
+// simEmulator predicts a job of stages on the emulator just measured (its
+// bare DynamoDB and SQS rates, slots executor slots) from its profile,
+// and prints the prediction next to the measured figures: the job's
+// time, and when queued > 0 the time to its first stage's last task
+// queued. A prediction off by more than simTolerance prints FAIL.
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, bare map[string]float64, slots int, took, queued time.Duration) {
+	tasks := 0
+	for _, n := range stages {
+		tasks += n
+	}
+	p := profileOf(snap, tasks)
+	measuredProfile = &p
+	if bare["DynamoDB"] <= 0 || bare["SQS"] <= 0 {
+		fmt.Printf("  simulator: no prediction (the emulator's bare rates were not measured)\n")
+		return
+	}
+	r, err := sim.Run(sim.Emulator(stages, p, bare["DynamoDB"], bare["SQS"], slots, 1))
+	if err != nil {
+		fmt.Printf("  simulator: %v\n", err)
+		return
+	}
+	fmt.Printf("  simulator (internal/sim; DynamoDB %.0f and SQS %.0f requests/s, %d slots, this job's requests per task):\n",
+		bare["DynamoDB"], bare["SQS"], slots)
+	rate := float64(tasks) / took.Seconds()
+	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
+		verdict(r.Rate, rate))
+	if queued > 0 {
+		fmt.Printf("    last task queued: predicted %.1fs, measured %.1fs: %s\n", r.Queued.Seconds(), queued.Seconds(),
+			verdict(r.Queued.Seconds(), queued.Seconds()))
+	}
+}
+
+// verdict is the prediction's error, and whether it is within the
+// tolerance.
+func verdict(predicted, measured float64) string {
+	e := (predicted - measured) / measured
+	if math.Abs(e) <= simTolerance {
+		return fmt.Sprintf("error %+.1f%% (within %.0f%%)", 100*e, 100*simTolerance)
+	}
+	return fmt.Sprintf("error %+.1f%%: FAIL, off by more than %.0f%%", 100*e, 100*simTolerance)
+}
+
+// simAWS prints the prediction of a million-task job on AWS at rate
+// tasks a second: no-op tasks and one-second tasks with the capacity set
+// for the rate, and no-op tasks with several materializers (what queueing
+// in parallel would change).
+func simAWS(rate float64, p sim.Profile, source string) {
+	c := sim.CapacityFor(rate, p)
+	fmt.Printf("simulator: a %d-task job on AWS at a target of %.0f tasks/s (internal/sim; %s: %.2f WRU, %.2f RRU, %.2f DynamoDB and %.2f SQS requests a task)\n",
+		awsTasks, rate, source, p.WRU, p.RRU, p.DynamoRequests, p.SQSRequests)
+	fmt.Printf("  capacity for the rate (docs/deploying.md): table warm throughput %d write / %d read units, executor MaximumConcurrency %d, reserved %d, account %d\n",
+		c.WarmWrite, c.WarmRead, c.MaxConcurrency, c.Reserved, c.Account)
+	for _, sc := range []struct {
+		name     string
+		taskTime time.Duration
+		workers  int
+	}{
+		{"no-op tasks", 0, 1},
+		{"1-second tasks", time.Second, 1},
+		{"no-op tasks, 8 materializers at once (queueing in parallel, issue 31 item 1: not built)", 0, 8},
+	} {
+		cfg := sim.AWS([]int{awsTasks}, sc.taskTime, p, c, simPrices(), 1)
+		cfg.Materialize.Workers = sc.workers
+		start := time.Now()
+		r, err := sim.Run(cfg)
+		if err != nil {
+			fmt.Printf("  %s: %v\n", sc.name, err)
+			continue
+		}
+		fmt.Printf("  %s: queued in %.0fs, finished in %.0fs: %.0f tasks/s (peak %.0f in a second; target %s); simulated in %.1fs\n",
+			sc.name, r.Queued.Seconds(), r.Finished.Seconds(), r.Rate, r.PeakRate, met(r.Rate >= rate), time.Since(start).Seconds())
+		if g, ok := r.Binding(rate); ok {
+			fmt.Printf("    limits first: %s, from %.0fs to %.0fs, at %.0f tasks/s\n", g.Limit, g.From.Seconds(), g.To.Seconds(), g.Rate)
+		}
+		fmt.Printf("    limits in turn: %s\n", segments(r.Segments))
+		fmt.Printf("    throttled requests: %s; %d invocations (%d cold starts, at most %d at once), %.0f Lambda seconds\n",
+			throttles(r.Throttles), r.Invocations, r.ColdStarts, r.PeakConcurrency, r.LambdaSeconds)
+		fmt.Printf("    cost: %s (DynamoDB %s, SQS %s, S3 %s, Lambda %s at %.0f MB)\n", usd(r.Cost.Total()), usd(r.Cost.DynamoDB), usd(r.Cost.SQS),
+			usd(r.Cost.S3), usd(r.Cost.Lambda), cfg.Lambda.MemoryMB)
+	}
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+// segments shortens the limits over the run: each stretch and its rate,
+// stretches under 2 s left out.
+func segments(gs []sim.Segment) string {
+	var parts []string
+	for _, g := range gs {
+		if g.To-g.From < 2*time.Second && len(gs) > 1 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f-%.0fs (%.0f/s)", g.Limit, g.From.Seconds(), g.To.Seconds(), g.Rate))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func throttles(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{sim.ThrottleTableWrite, sim.ThrottleTableRead, sim.ThrottlePartitionWrite, sim.ThrottlePartitionRead} {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// simAWSMeasured prints the AWS prediction from this run's latest
+// profile, or the documented one when no job ran.
+func simAWSMeasured(rate float64) {
+	if measuredProfile == nil {
+		simAWS(rate, documentedProfile, "the documented load-model profile")
+		return
+	}
+	simAWS(rate, *measuredProfile, "this run's last job's profile")
+}

@@ -1,0 +1,290 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %v, want %v ± %v", what, got, want, tol)
+	}
+}
+
+// A hot partition key is held to its limit: offered more, it serves the
+// limit a second and throttles the rest.
+func TestPartitionThrottlesAtItsLimit(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		offered         int // requests a second, one unit each on the hot key
+		read            bool
+		served, refused int // over 10 seconds
+	}{
+		{"writes under the limit", 900, false, 9000, 0},
+		{"writes at twice the limit", 2000, false, 10000, 10000},
+		{"reads under the limit", 2500, true, 25000, 0},
+		{"reads over the limit", 4000, true, 30000, 10000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tb := &Table{WarmWrite: 1e6, WarmRead: 1e6, DoublingAfter: DoublingAfter, PartitionWrite: PartitionWrite, PartitionRead: PartitionRead}
+			cost := Cost{Requests: 1, HotWRU: 1}
+			cause := ThrottlePartitionWrite
+			if c.read {
+				cost, cause = Cost{Requests: 1, HotRRU: 1}, ThrottlePartitionRead
+			}
+			served, refusedBefore := 0, 0
+			// Requests spread over each second; the bucket starts full,
+			// so the first 5 seconds are not counted.
+			for ms := 10; ms < 15000; ms += 10 {
+				if ms == 5000 {
+					refusedBefore = tb.throttles()[cause]
+				}
+				n, _ := tb.serve(float64(ms)/1000, c.offered/100, cost)
+				if ms >= 5000 {
+					served += n
+				}
+			}
+			refused := tb.throttles()[cause] - refusedBefore
+			near(t, "served", float64(served), float64(c.served), float64(c.served)/50)
+			near(t, "refused", float64(refused), float64(c.refused), float64(c.served)/50+1)
+		})
+	}
+}
+
+// A table serves its warm throughput, and twice a peak once the peak is
+// DoublingAfter old; not before.
+func TestTableWarmUpDoubling(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		warm   float64
+		before []float64 // write units offered each second for DoublingAfter+1 s
+		then   float64   // units offered a second for 10 s afterwards
+		served float64   // of those, a second
+	}{
+		{"a new table serves 4,000", NewTableWrite, nil, 8000, 4000},
+		{"twice a peak of 4,000 after 30 minutes", NewTableWrite, []float64{4000}, 8000, 8000},
+		{"not more than twice", NewTableWrite, []float64{4000}, 12000, 8000},
+		{"a peak of 3,000 leaves the warm 4,000 (twice is 6,000)", NewTableWrite, []float64{3000}, 8000, 6000},
+		{"warm throughput serves from the start", 24000, nil, 23600, 23600},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tb := &Table{WarmWrite: c.warm, WarmRead: NewTableRead, DoublingAfter: DoublingAfter, PartitionWrite: 1e9, PartitionRead: 1e9}
+			now := 0.0
+			step := 0.01
+			offer := func(rate float64, secs int) int {
+				served := 0
+				for i := 0; i < secs*100; i++ {
+					now += step
+					n, _ := tb.serve(now, int(rate*step), Cost{Requests: 1, WRU: 1})
+					served += n
+				}
+				return served
+			}
+			for _, r := range c.before {
+				offer(r, int(DoublingAfter.Seconds())+1)
+			}
+			offer(c.then, 2) // the bucket's first, full second
+			near(t, "served a second", float64(offer(c.then, 10))/10, c.served, c.served/50)
+		})
+	}
+}
+
+func TestLambdaConcurrencyRamp(t *testing.T) {
+	base := Lambda{BatchSize: 10, MaxConcurrency: 1000, ESMInitial: ESMInitial, ESMPerMinute: ESMPerMinute, ScalePer10s: FunctionPer10s}
+	for _, c := range []struct {
+		name  string
+		l     func(Lambda) Lambda
+		since float64
+		want  int
+		why   string
+	}{
+		{"the event source starts at 5", nil, 0, 5, LimitESMRamp},
+		{"and adds 300 a minute", nil, 60, 305, LimitESMRamp},
+		{"half a minute: 150 more", nil, 30, 155, LimitESMRamp},
+		{"up to MaximumConcurrency", nil, 600, 1000, LimitMaxConcurrency},
+		{"reserved concurrency caps it", func(l Lambda) Lambda { l.Reserved = 200; return l }, 600, 200, LimitReserved},
+		{"the account's concurrency caps it", func(l Lambda) Lambda { l.AccountLimit = 300; return l }, 600, 300, LimitAccount},
+		{"the function adds 1,000 every 10 s", func(l Lambda) Lambda { l.ESMInitial, l.MaxConcurrency = 1e6, 0; return l }, 0, 1000, LimitFunctionRamp},
+		{"2,000 after 10 s", func(l Lambda) Lambda { l.ESMInitial, l.MaxConcurrency = 1e6, 0; return l }, 10, 2000, LimitFunctionRamp},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := base
+			if c.l != nil {
+				l = c.l(l)
+			}
+			if n, why := l.Limit(c.since); n != c.want || why != c.why {
+				t.Errorf("Limit(%v) = %d, %s; want %d, %s", c.since, n, why, c.want, c.why)
+			}
+		})
+	}
+}
+
+func TestSQSBatchArithmetic(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		s         Server
+		messages  int
+		conc      int
+		wantAfter float64
+	}{
+		{"100 messages are 10 batches: 2 rounds of 8 at 10 ms", Server{Latency: 10 * time.Millisecond}, 100, 8, 0.020},
+		{"80 messages: one round", Server{Latency: 10 * time.Millisecond}, 80, 8, 0.010},
+		{"81 messages: 9 batches, 2 rounds", Server{Latency: 10 * time.Millisecond}, 81, 8, 0.020},
+		{"an emulator serves the 10 batches one after another", Server{Rate: 400}, 100, 8, 10.0 / 400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.s
+			near(t, "done", s.rounds(1, (c.messages+9)/10, c.conc)-1, c.wantAfter, 1e-9)
+		})
+	}
+}
+
+// An emulator's server is first come, first served: work queues behind
+// work.
+func TestServerQueues(t *testing.T) {
+	s := Server{Name: "emulator", Rate: 100}
+	if _, d := s.serve(0, 10, Cost{Requests: 1}); d != 0.1 {
+		t.Errorf("first 10 requests done at %v, want 0.1", d)
+	}
+	if _, d := s.serve(0.05, 1, Cost{Requests: 2}); math.Abs(d-0.12) > 1e-9 {
+		t.Errorf("next request done at %v, want 0.12 (behind the first)", d)
+	}
+	if s.saturated(0.11) == "" || s.saturated(0.2) != "" {
+		t.Error("saturated while work is queued, and only then")
+	}
+}
+
+func prices() Prices {
+	return Prices{DynamoWRU: 0.625, DynamoRRU: 0.125, SQSRequest: 0.40, S3Put: 0.005, S3Get: 0.0004, LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334}
+}
+
+// Small cases whose answers are computed by hand.
+func TestRunKnownCases(t *testing.T) {
+	t.Run("an emulator's DynamoDB bounds the rate", func(t *testing.T) {
+		// 1,000 tasks of 2.02 requests each (claim 1, commit 1, and the
+		// 10 chunks' 2 each) at 100 requests a second: 20.2 s.
+		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+		r, err := Run(Emulator([]int{1000}, p, 100, 1e6, 16, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "finished", r.Finished.Seconds(), 20.2, 0.05)
+		if len(r.Segments) == 0 || r.Segments[0].Limit != "DynamoDB (emulator)" {
+			t.Errorf("segments %+v: want the emulator's DynamoDB first", r.Segments)
+		}
+	})
+	t.Run("Lambda: two rounds of five cold, then warm, invocations", func(t *testing.T) {
+		// One chunk of 100 tasks: marker 5 ms, 10 batches in 2 rounds
+		// of 10 ms: visible at 25 ms. The event source allows 5
+		// invocations of 10: receive 10 ms, cold start 150 ms, claim
+		// 5 ms, run 1 s, commit 5 ms: done at 1.195 s; each ends 60 ms
+		// later (linger, delete), at 1.255 s. The next 5 start warm:
+		// 10 + 5 + 1,000 + 5 ms: the last task commits at 2.275 s.
+		p := Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.5, SQSBilled: 0.5}
+		cfg := AWS([]int{100}, time.Second, p, CapacityFor(1000, p), prices(), 1)
+		cfg.Lambda.ESMPerMinute = 1 // stays at 5 for a minute
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "queued", r.Queued.Seconds(), 0.025, 1e-6)
+		near(t, "finished", r.Finished.Seconds(), 2.275, 1e-6)
+		if r.Invocations != 10 || r.ColdStarts != 5 || r.PeakConcurrency != 5 {
+			t.Errorf("invocations %d, cold starts %d, peak %d; want 10, 5, 5", r.Invocations, r.ColdStarts, r.PeakConcurrency)
+		}
+		// 5 × 1.23 s + 5 × 1.08 s billed; 10 invocations.
+		near(t, "Lambda seconds", r.LambdaSeconds, 11.55, 1e-6)
+		wantLambda := 10*0.20/1e6 + 11.55*1*0.0000133334
+		near(t, "Lambda cost", r.Cost.Lambda, wantLambda, 1e-12)
+		near(t, "DynamoDB cost", r.Cost.DynamoDB, 100*2.02*0.625/1e6, 1e-12)
+		near(t, "SQS cost", r.Cost.SQS, 100*0.5*0.40/1e6, 1e-12)
+		if g, ok := r.Binding(1000); !ok || g.Limit != LimitESMRamp {
+			t.Errorf("binding %+v, %v: want the event source ramp", g, ok)
+		}
+	})
+	t.Run("table write units throttle, and bound the rate", func(t *testing.T) {
+		// 4 WRU a task on a new table's 4,000: 1,000 tasks a second.
+		p := Profile{DynamoRequests: 3, WRU: 4}
+		cfg := AWS([]int{60000}, 0, p, Capacity{WarmWrite: NewTableWrite, WarmRead: NewTableRead, MaxConcurrency: 1000}, prices(), 1)
+		cfg.Lambda.ESMInitial = 1000
+		cfg.Materialize.Workers = 8
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "rate", r.Rate, 1000, 80)
+		if r.Throttles[ThrottleTableWrite] == 0 {
+			t.Errorf("throttles %v: want table write throttles", r.Throttles)
+		}
+		if g, ok := r.Binding(10000); !ok || g.Limit != ThrottleTableWrite {
+			t.Errorf("binding %+v: want %s", g, ThrottleTableWrite)
+		}
+	})
+	t.Run("stages run one after another", func(t *testing.T) {
+		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+		one, _ := Run(Emulator([]int{1000}, p, 100, 1e6, 16, 1))
+		two, err := Run(Emulator([]int{1000, 1}, p, 100, 1e6, 16, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The second stage's one task: its chunk's 2 requests, claim and
+		// commit (1.02 requests: the profile's rest), at 100 a second.
+		near(t, "second stage", (two.Finished - one.Finished).Seconds(), 0.0402, 0.001)
+	})
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	p := Profile{DynamoRequests: 3, WRU: 4, SQSRequests: 0.5}
+	run := func(seed uint64) Result {
+		cfg := AWS([]int{20000}, 0, p, Capacity{WarmWrite: NewTableWrite, WarmRead: NewTableRead, MaxConcurrency: 1000}, prices(), seed)
+		cfg.Lambda.ESMInitial = 1000
+		cfg.Materialize.Workers = 8
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := run(7), run(7)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("two runs with seed 7 differ:\n%+v\n%+v", a, b)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	p := Profile{DynamoRequests: 2, WRU: 2}
+	for _, c := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"no stages", func(c *Config) { c.Stages = nil }},
+		{"an empty stage", func(c *Config) { c.Stages = []int{10, 0} }},
+		{"both executors", func(c *Config) { c.Lambda = &Lambda{} }},
+		{"no executors", func(c *Config) { c.Slots = nil }},
+		{"no chunk size", func(c *Config) { c.Materialize.ChunkTasks = 0 }},
+		{"no slots", func(c *Config) { c.Slots.Count = 0 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Emulator([]int{10}, p, 100, 100, 4, 1)
+			c.mod(&cfg)
+			if _, err := Run(cfg); !errors.Is(err, errConfig) {
+				t.Errorf("Run: %v, want a config error", err)
+			}
+		})
+	}
+}
+
+// A million tasks simulate in seconds (the bench prints the prediction on
+// every run).
+func BenchmarkMillionTasks(b *testing.B) {
+	p := Profile{DynamoRequests: 2.34, WRU: 2.36, RRU: 0.16, SQSRequests: 0.46, HotWRU: 0.02}
+	for b.Loop() {
+		if _, err := Run(AWS([]int{1000000}, 0, p, CapacityFor(10000, p), prices(), 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/tuning"
+)
+
+// The code's materialization settings (control.Config's defaults,
+// queue.SendBatch's concurrency).
+const (
+	codeChunkTasks      = 100
+	codeChunksPerCall   = 100
+	codeSendConcurrency = 8
+)
+
+// AWS's documented limits, and the latencies this model assumes where AWS
+// documents none (each a typical figure, stated in docs/performance.md).
+const (
+	// DynamoDB on-demand: a new table's warm throughput, the partition
+	// limits, and traffic above twice the previous peak within 30 minutes
+	// may be throttled.
+	NewTableWrite  = 4000
+	NewTableRead   = 12000
+	PartitionWrite = 1000
+	PartitionRead  = 3000
+	DoublingAfter  = 30 * time.Minute
+	// Lambda: SQS event sources start at 5 concurrent batches and add up
+	// to 300 a minute; a function scales by 1,000 environments every 10
+	// seconds; an account has 1,000 concurrent executions by default.
+	ESMInitial        = 5
+	ESMPerMinute      = 300
+	FunctionPer10s    = 1000
+	DefaultAccountCap = 1000
+	// Assumed: a DynamoDB single-item write, an SQS request, a Go
+	// (provided.al2023, arm64) cold start, a relay through the timer
+	// queue's event source, a Fargate container's start after the scaling
+	// alarm (a minute of metrics, then tens of seconds to start).
+	DynamoLatency  = 5 * time.Millisecond
+	SQSLatency     = 10 * time.Millisecond
+	ColdStart      = 150 * time.Millisecond
+	RelayLatency   = 100 * time.Millisecond
+	FargateStartup = 100 * time.Second
+)
+
+// Capacity is what a stack sets for a rate: deploying.md's "Capacity for
+// 10,000 tasks a second", from infra/batchwork's settings.
+type Capacity struct {
+	// Table warm throughput, units a second (the new-table figures when
+	// the rate needs no more).
+	WarmWrite, WarmRead int
+	// The executors' event source MaximumConcurrency, the function's
+	// reserved concurrency and the account's concurrency.
+	MaxConcurrency, Reserved, Account int
+}
+
+// CapacityFor is the capacity deploying.md sets for rate tasks a second
+// of profile p: warm throughput for the rate's write and read units
+// (rounded up to a thousand), the event source at its most (1,000),
+// reserved concurrency for the three ready queues, and an account limit
+// raised to hold it.
+func CapacityFor(rate float64, p Profile) Capacity {
+	up := func(units float64, floor int) int {
+		return max(floor, int(math.Ceil(units/1000))*1000)
+	}
+	c := Capacity{WarmWrite: up(rate*p.WRU, NewTableWrite), WarmRead: up(rate*p.RRU, NewTableRead), MaxConcurrency: 1000}
+	c.Reserved = 3 * c.MaxConcurrency
+	// Lambda keeps 100 of the account's pool unreserved.
+	c.Account = c.Reserved + 100
+	return c
+}
+
+// AWS is a deployed stack with capacity c running a job of stages whose
+// tasks each take taskTime, on the Lambda executor.
+func AWS(stages []int, taskTime time.Duration, p Profile, c Capacity, prices Prices, seed uint64) Config {
+	return Config{
+		Stages: stages, TaskTime: taskTime, Profile: p, Prices: prices, Seed: seed,
+		Dynamo: &Table{WarmWrite: float64(c.WarmWrite), WarmRead: float64(c.WarmRead), DoublingAfter: DoublingAfter,
+			PartitionWrite: PartitionWrite, PartitionRead: PartitionRead, Latency: DynamoLatency},
+		SQS: &Server{Name: "SQS", Latency: SQSLatency},
+		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
+			Workers: 1, FirstHandoff: tuning.SweepRate / 2, Relay: RelayLatency},
+		Lambda: &Lambda{
+			BatchSize: tuning.ExecutorBatchSize, MaxConcurrency: c.MaxConcurrency, Reserved: c.Reserved, AccountLimit: c.Account,
+			ESMInitial: ESMInitial, ESMPerMinute: ESMPerMinute, ScalePer10s: FunctionPer10s, ColdStart: ColdStart,
+			// The batched count's linger, then the messages' deletion.
+			Overhead: tuning.CountLinger + SQSLatency, MemoryMB: tuning.ExecutorMemoryMB,
+		},
+	}
+}
+
+// Emulator is the local runner on an emulator that serves dynamo DynamoDB
+// and sqs SQS requests a second (the bench's bare rates), with slots
+// executor slots. The runner has the timer queue, so every hand-off is a
+// relay.
+func Emulator(stages []int, p Profile, dynamo, sqs float64, slots int, seed uint64) Config {
+	return Config{
+		Stages: stages, Profile: p, Seed: seed,
+		Dynamo: &Server{Name: "DynamoDB (emulator)", Rate: dynamo},
+		SQS:    &Server{Name: "SQS (emulator)", Rate: sqs},
+		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
+			Workers: 1, FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
+		Slots: &Slots{Count: slots},
+	}
+}
