@@ -46,6 +46,9 @@ func (p Page) query(kv ...string) url.Values {
 // one; "" is a fresh key for this call, which its retries share.
 type SubmitOptions struct {
 	IdempotencyKey string
+	// At, when set, is when the job starts: until then it is WAITING
+	// (listed, cancellable, no stage started). At most a year ahead.
+	At time.Time
 }
 
 // Submit submits a job spec, JSON or YAML (anything not starting with
@@ -57,8 +60,12 @@ func (c *Client) Submit(ctx context.Context, specDoc []byte, opts SubmitOptions)
 	if !strings.HasPrefix(strings.TrimSpace(string(specDoc)), "{") {
 		h.Set("Content-Type", "application/yaml")
 	}
+	var q url.Values
+	if !opts.At.IsZero() {
+		q = url.Values{"at": {opts.At.UTC().Format(time.RFC3339Nano)}}
+	}
 	var res SubmitResult
-	err := c.Call(ctx, http.MethodPost, "/jobs", nil, specDoc, h, &res)
+	err := c.Call(ctx, http.MethodPost, "/jobs", q, specDoc, h, &res)
 	return res, err
 }
 
