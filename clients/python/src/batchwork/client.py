@@ -182,10 +182,12 @@ class Client:
 
     # Jobs.
 
-    def submit(self, spec: Spec, *, idempotency_key: str = "") -> m.SubmitResult:
+    def submit(self, spec: Spec, *, idempotency_key: str = "", at: Optional[datetime] = None) -> m.SubmitResult:
         """Submits a job. ``spec`` is a dict, or JSON or YAML text. The same
         ``idempotency_key`` returns the same job and never makes a second
-        one; without one a fresh key is made, which retries reuse."""
+        one; without one a fresh key is made, which retries reuse. ``at``
+        (a datetime with a time zone) starts the job then: until then it is
+        WAITING, listed and cancellable."""
         if isinstance(spec, Mapping):
             body = json.dumps(spec).encode()
         elif isinstance(spec, str):
@@ -194,7 +196,7 @@ class Client:
             body = bytes(spec)
         ctype = "application/json" if body.lstrip().startswith(b"{") else "application/yaml"
         headers = {"Idempotency-Key": idempotency_key or _key("py-"), "Content-Type": ctype}
-        return self._call(m.SubmitResult, "POST", "/jobs", body=body, headers=headers)
+        return self._call(m.SubmitResult, "POST", "/jobs", query=_query(at=at), body=body, headers=headers)
 
     def status(self, job_id: str) -> m.JobStatus:
         """A job's state, progress and ETA."""
