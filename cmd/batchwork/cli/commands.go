@@ -65,7 +65,7 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 			help:     `Lists your jobs, newest first, a page at a time (--all for every page).`,
 			examples: []string{"batchwork list", "batchwork list --status FAILED", "batchwork list --name wordcount --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {
-				fs.StringVar(&o.status, "status", "", "only jobs in this state: RUNNING, PUBLISHING, SUCCEEDED, FAILED or CANCELLED")
+				fs.StringVar(&o.status, "status", "", "only jobs in this state: WAITING, RUNNING, PUBLISHING, SUCCEEDED, FAILED or CANCELLED")
 				fs.StringVar(&o.name, "name", "", "only jobs with exactly this name")
 				pageFlags(fs, o)
 			},
