@@ -2,11 +2,9 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,8 @@ import (
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/schedule"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -57,7 +57,7 @@ func waitState(t *testing.T, e *env, id string, want sm.JobState, within time.Du
 	}
 }
 
-// A job submitted to start 3 s ahead waits WAITING (listed, its start time
+// A job submitted to start 4 s ahead waits WAITING (listed, its start time
 // shown, no stage started) and is started through the timer queue, which
 // its submission handed the start to, within a second of its time, from
 // the start the job records; the sweep after it starts nothing again.
@@ -66,7 +66,9 @@ func TestStartAtOnTime(t *testing.T) {
 	svc := e.r.Service
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	at := time.Now().UTC().Add(3 * time.Second).Truncate(time.Millisecond)
+	// 4 s: a submission on a loaded machine can take a second or two, and
+	// the start must still be ahead when it returns.
+	at := time.Now().UTC().Add(4 * time.Second).Truncate(time.Millisecond)
 	res := submitAt(t, svc, "alice", "at-1", at)
 
 	st, err := svc.Status(ctx, "alice", res.JobID)
@@ -113,11 +115,29 @@ func TestStartAtOnTime(t *testing.T) {
 	}
 }
 
-// A start is done once whoever reaches it: two copies of its timer
-// message and the sweep's firing step, concurrently, with the response of
-// one start transaction lost (its write applied, the SDK's retry finds
-// the job RUNNING). The job is RUNNING, its one task queued once, its
-// start entry gone.
+// entriesHeld is the real store, holding the sweep's firing step once it
+// has read a non-empty index bucket until the test releases it: the
+// sweep then works on an entry another starter has handled since.
+type entriesHeld struct {
+	*dynamo.Store
+	read, release chan struct{}
+}
+
+func (s entriesHeld) ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error) {
+	es, err := s.Store.ScheduleDueEntries(ctx, b, limit)
+	if len(es) > 0 {
+		s.read <- struct{}{}
+		<-s.release
+	}
+	return es, err
+}
+
+// A start is done once whoever reaches it: the sweep's firing step reads
+// the start entry, the timer message starts the job with the response of
+// its start transaction lost (the write applied; the SDK's retry finds it
+// done), then the sweep goes on with the entry it read and a second copy
+// of the timer message arrives. The job is RUNNING, its one task queued
+// once, its start entry gone.
 func TestStartAtOnce(t *testing.T) {
 	inj := faults.New(1)
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true, faults: inj})
@@ -129,6 +149,20 @@ func TestStartAtOnce(t *testing.T) {
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("timer messages %d, %v; want the start", len(msgs), err)
 	}
+
+	held := entriesHeld{Store: e.r.Store, read: make(chan struct{}, 1), release: make(chan struct{})}
+	sweeper := newService(e, testTimings, held, e.r.Queue, newTestClock(), newLogCounter().logger())
+	type fired struct {
+		c   control.FireCounts
+		err error
+	}
+	swept := make(chan fired, 1)
+	go func() {
+		c, err := sweeper.FireDue(ctx, at.Add(time.Second))
+		swept <- fired{c, err}
+	}()
+	<-held.read // the sweep has the entry
+
 	inj.Once(faults.Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: faults.Lost, Match: func(_ string, in any) bool {
 		u, ok := in.(*dynamodb.TransactWriteItemsInput)
 		if !ok || len(u.TransactItems) == 0 || u.TransactItems[0].Update == nil {
@@ -138,34 +172,22 @@ func TestStartAtOnce(t *testing.T) {
 		sk, _ := up.Key["sk"].(*types.AttributeValueMemberS)
 		return sk != nil && sk.Value == "JOB" && up.UpdateExpression != nil && strings.Contains(*up.UpdateExpression, "sta = :now")
 	}})
-	for time.Now().Before(at) {
-		time.Sleep(time.Until(at)) // the start time itself: the sweep fires only what is due
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var o control.TimerOutcome
-			o, errs[i] = svc.FireTimer(ctx, msgs[0].Body)
-			t.Logf("timer message %d: %s", i, o)
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var c control.FireCounts
-		c, errs[2] = svc.FireDue(ctx, time.Now())
-		t.Logf("sweep: %+v", c)
-	}()
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+	o, err := svc.FireTimer(ctx, msgs[0].Body)
+	if err != nil || (o != control.TimerFired && o != control.TimerAlreadyFired) {
+		t.Fatalf("timer message: %s, %v; want the job started", o, err)
 	}
 	if inj.Total() != 1 {
 		t.Fatalf("%d faults injected, want the start's lost response", inj.Total())
 	}
+	close(held.release)
+	sw := <-swept
+	if sw.err != nil || sw.c.Started != 0 || sw.c.Examined != 1 {
+		t.Fatalf("the sweep with the entry it read: %+v, %v; want it examined, nothing started", sw.c, sw.err)
+	}
+	if o, err := svc.FireTimer(ctx, msgs[0].Body); err != nil || o != control.TimerAlreadyFired {
+		t.Fatalf("the duplicate timer message: %s, %v; want already fired", o, err)
+	}
+
 	waitState(t, e, res.JobID, sm.JobRunning, 0)
 	stage, err := e.r.Store.StageGet(ctx, res.JobID, 0)
 	if err != nil {

@@ -91,8 +91,8 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 	return nil
 }
 
-func (a firingAdmission) StartJob(ctx context.Context, e dynamo.IndexEntry) (schedules.StartOutcome, error) {
-	return a.s.Admitter.StartJob(ctx, e)
+func (a firingAdmission) StartJob(ctx context.Context, e dynamo.IndexEntry, job *domain.Job) (schedules.StartOutcome, error) {
+	return a.s.Admitter.StartJob(ctx, e, job)
 }
 
 // timerMessage handles one message of the timer queue: a relay or

@@ -58,6 +58,10 @@ type JobStartParams struct {
 	StageDue time.Time
 	// Entry is the job's start entry, deleted with the start.
 	Entry IndexEntry
+	// Owner, Name and Created are the job's, for its owner's list entry
+	// (Owner empty: JobStart reads them).
+	Owner, Name string
+	Created     time.Time
 }
 
 // JobStart moves a WAITING job to RUNNING (sm.JobStart), with its state
@@ -66,12 +70,12 @@ type JobStartParams struct {
 // WAITING (started already, or cancelled) gives sm.ErrInvalidTransition
 // and nothing changes.
 func (s *Store) JobStart(ctx context.Context, p JobStartParams) error {
-	head, err := s.jobHead(ctx, p.Job)
-	if err != nil {
-		return fmt.Errorf("start job %s: %w", p.Job, err)
-	}
-	if head.State != sm.JobWaiting {
-		return fmt.Errorf("start job %s (%s): %w", p.Job, head.State, sm.ErrInvalidTransition)
+	head := jobHeader{Owner: p.Owner, Name: p.Name, Created: p.Created}
+	if p.Owner == "" {
+		var err error
+		if head, err = s.jobHead(ctx, p.Job); err != nil {
+			return fmt.Errorf("start job %s: %w", p.Job, err)
+		}
 	}
 	tr := sm.Jobs.Transition(sm.JobStart)
 	c := newCond()
@@ -103,7 +107,7 @@ func (s *Store) JobStart(ctx context.Context, p JobStartParams) error {
 			TableName: &s.table, Key: key(bucketPK(p.Entry.Bucket), p.Entry.sk()),
 		}})
 	}
-	err = s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
 		return fmt.Errorf("start job %s: %w", p.Job, sm.ErrInvalidTransition)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -48,6 +49,7 @@ type Store interface {
 	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
 	JobStart(context.Context, dynamo.JobStartParams) error
 	JobState(context.Context, string) (sm.JobState, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	OwnerQuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 }
 

@@ -56,18 +56,23 @@ func (s *Admitter) checkStartAt(at time.Time) (time.Time, error) {
 // and tries the root stages' start again, which is guarded too, so it
 // happens once; a crash before it is repaired by the sweep's look at the
 // root stages. A job cancelled while it waited is schedules.StartEnded.
-func (s *Admitter) StartJob(ctx context.Context, e dynamo.IndexEntry) (schedules.StartOutcome, error) {
-	sp, err := s.CachedSpec(ctx, e.Job)
-	if errors.Is(err, domain.ErrNotFound) {
-		return schedules.StartEnded, nil // cancelled, then deleted
+func (s *Admitter) StartJob(ctx context.Context, e dynamo.IndexEntry, job *domain.Job) (schedules.StartOutcome, error) {
+	if job == nil {
+		j, err := s.store.JobGet(ctx, e.Job)
+		if errors.Is(err, domain.ErrNotFound) {
+			return schedules.StartEnded, nil // cancelled, then deleted
+		}
+		if err != nil {
+			return "", fmt.Errorf("start job %s: %w", e.Job, err)
+		}
+		job = &j
 	}
-	if err != nil {
-		return "", fmt.Errorf("start job %s: %w", e.Job, err)
-	}
+	sp := job.Spec
 	roots := sp.Roots()
 	now := s.Now()
 	outcome := schedules.StartDone
-	err = s.store.JobStart(ctx, dynamo.JobStartParams{Job: e.Job, Roots: roots, Now: now, StageDue: now.Add(s.cfg.StartGrace), Entry: e})
+	err := s.store.JobStart(ctx, dynamo.JobStartParams{Job: e.Job, Roots: roots, Now: now, StageDue: now.Add(s.cfg.StartGrace), Entry: e,
+		Owner: job.Owner, Name: sp.Name, Created: job.Created})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		state, serr := s.store.JobState(ctx, e.Job)
 		if serr != nil {

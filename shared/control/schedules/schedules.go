@@ -369,7 +369,7 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 // job, and a read that went stale is simply read again.
 func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
 	if e.Job != "" {
-		return s.fireStart(ctx, e, now, c) // starts.go
+		return s.fireStart(ctx, e, nil, now, c) // starts.go
 	}
 	if rec == nil {
 		r, err := s.store.ScheduleGet(ctx, e.Owner, e.ScheduleID)

@@ -3,9 +3,11 @@ package schedules
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/schedule"
@@ -44,8 +46,8 @@ func timerBody(e dynamo.IndexEntry, b schedule.Bucket) timerMsg {
 // fireStart is the sweep's (and the timer's) handling of a due start
 // entry. The start deletes the entry; a job that ended while it waited
 // has its entry dropped here.
-func (s *Firer) fireStart(ctx context.Context, e dynamo.IndexEntry, now time.Time, c *FireCounts) error {
-	outcome, err := s.admission.StartJob(ctx, e)
+func (s *Firer) fireStart(ctx context.Context, e dynamo.IndexEntry, job *domain.Job, now time.Time, c *FireCounts) error {
+	outcome, err := s.admission.StartJob(ctx, e, job)
 	if err != nil {
 		return fmt.Errorf("start job %s: %w", e.Job, err)
 	}
@@ -61,13 +63,17 @@ func (s *Firer) fireStart(ctx context.Context, e dynamo.IndexEntry, now time.Tim
 
 // startTimer is FireTimer for a start: a job no longer WAITING is left
 // alone (its entry is dropped by the sweep); otherwise it waits for the
-// exact time and starts the job.
+// exact time and starts the job. The job is read before the wait, so at
+// the time only the start's own write is left to do.
 func (s *Firer) startTimer(ctx context.Context, e dynamo.IndexEntry) (TimerOutcome, error) {
-	state, err := s.store.JobState(ctx, e.Job)
+	job, err := s.store.JobGet(ctx, e.Job)
+	if errors.Is(err, domain.ErrNotFound) {
+		return TimerDropped, nil // cancelled, then deleted
+	}
 	if err != nil {
 		return "", fmt.Errorf("start timer of job %s: %w", e.Job, err)
 	}
-	switch state {
+	switch job.State {
 	case sm.JobWaiting:
 	case sm.JobRunning:
 		return TimerAlreadyFired, nil
@@ -89,7 +95,7 @@ func (s *Firer) startTimer(ctx context.Context, e dynamo.IndexEntry) (TimerOutco
 	}
 	defer turn.done()
 	var c FireCounts
-	if err := s.fireStart(ctx, e, s.now(), &c); err != nil {
+	if err := s.fireStart(ctx, e, &job, s.now(), &c); err != nil {
 		return "", fmt.Errorf("start timer: %w", err)
 	}
 	switch {
