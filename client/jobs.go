@@ -49,6 +49,9 @@ type SubmitOptions struct {
 	// Params are the run parameters' values (the spec's params:), sent as
 	// param=NAME=VALUE query parameters.
 	Params map[string]string
+	// At, when set, is when the job starts: until then it is WAITING
+	// (listed, cancellable, no stage started). At most a year ahead.
+	At time.Time
 }
 
 // Submit submits a job spec, JSON or YAML (anything not starting with
@@ -60,8 +63,12 @@ func (c *Client) Submit(ctx context.Context, specDoc []byte, opts SubmitOptions)
 	if !strings.HasPrefix(strings.TrimSpace(string(specDoc)), "{") {
 		h.Set("Content-Type", "application/yaml")
 	}
+	var q url.Values
+	if !opts.At.IsZero() {
+		q = url.Values{"at": {opts.At.UTC().Format(time.RFC3339Nano)}}
+	}
 	var res SubmitResult
-	err := c.Call(ctx, http.MethodPost, "/jobs", paramsQuery(nil, opts.Params), specDoc, h, &res)
+	err := c.Call(ctx, http.MethodPost, "/jobs", paramsQuery(q, opts.Params), specDoc, h, &res)
 	return res, err
 }
 

@@ -16,6 +16,8 @@ import (
 type SubmitResult struct {
 	JobID   string `json:"jobId"`
 	Created bool   `json:"created"`
+	// StartAt is when a job created WAITING (SubmitOptions.At) starts.
+	StartAt *time.Time `json:"startAt,omitempty"`
 }
 
 // JobStatus is a job's status.
@@ -27,8 +29,11 @@ type JobStatus struct {
 	Manifest string `json:"manifest,omitempty"`
 	// Output is the folder the job publishes its outputs to when it
 	// succeeds (its spec's output, resolved).
-	Output   string     `json:"output,omitempty"`
-	Created  time.Time  `json:"created"`
+	Output  string    `json:"output,omitempty"`
+	Created time.Time `json:"created"`
+	// StartAt is when a job submitted with SubmitOptions.At starts; it
+	// is WAITING until then.
+	StartAt  *time.Time `json:"startAt,omitempty"`
 	Started  *time.Time `json:"started,omitempty"`
 	Ended    *time.Time `json:"ended,omitempty"`
 	Progress Progress   `json:"progress"`
@@ -51,9 +56,11 @@ type JobStatus struct {
 	Params map[string]string `json:"params,omitempty"`
 }
 
-// Done reports whether the job has ended: every state but RUNNING and
-// PUBLISHING (which ends by itself) is final.
-func (s JobStatus) Done() bool { return s.State != "RUNNING" && s.State != "PUBLISHING" }
+// Done reports whether the job has ended: every state but WAITING,
+// RUNNING and PUBLISHING (which ends by itself) is final.
+func (s JobStatus) Done() bool {
+	return s.State != "RUNNING" && s.State != "PUBLISHING" && s.State != "WAITING"
+}
 
 // LimitUse is one concurrency limit and its use.
 type LimitUse struct {

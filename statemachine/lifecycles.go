@@ -262,13 +262,14 @@ const (
 // Jobs is the job lifecycle.
 var Jobs = Machine[JobState]{
 	Name:     "job",
-	States:   []JobState{JobRunning, JobPublishing, JobSucceeded, JobFailed, JobCancelled},
-	Initial:  []JobState{JobRunning},
+	States:   []JobState{JobWaiting, JobRunning, JobPublishing, JobSucceeded, JobFailed, JobCancelled},
+	Initial:  []JobState{JobRunning, JobWaiting},
 	Terminal: []JobState{JobSucceeded, JobFailed, JobCancelled},
 	Transitions: []Transition[JobState]{
 		{Event: JobSucceed, From: []JobState{JobRunning}, To: JobSucceeded, Guards: []Guard{GuardAllStagesCompleted, GuardNoOutput}},
 		{Event: JobFail, From: []JobState{JobRunning}, To: JobFailed},
-		{Event: JobCancel, From: []JobState{JobRunning}, To: JobCancelled},
+		{Event: JobCancel, From: []JobState{JobRunning, JobWaiting}, To: JobCancelled},
+		{Event: JobStart, From: []JobState{JobWaiting}, To: JobRunning}, // jobstart.go
 		{Event: JobPublish, From: []JobState{JobRunning}, To: JobPublishing, Guards: []Guard{GuardAllStagesCompleted}},
 		{Event: JobPublished, From: []JobState{JobPublishing}, To: JobSucceeded, Guards: []Guard{GuardOutputsPublished}},
 		{Event: JobPublishFail, From: []JobState{JobPublishing}, To: JobFailed},

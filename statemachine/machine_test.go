@@ -71,6 +71,7 @@ func TestExhaustive(t *testing.T) {
 			JobRunning:    {JobSucceed: JobSucceeded, JobFail: JobFailed, JobCancel: JobCancelled, JobPublish: JobPublishing},
 			JobPublishing: {JobPublished: JobSucceeded, JobPublishFail: JobFailed},
 			JobFailed:     {JobRedrive: JobRunning},
+			JobWaiting:    {JobStart: JobRunning, JobCancel: JobCancelled},
 		})
 	})
 }

@@ -34,12 +34,15 @@ func (f *jobRecords) JobCreate(_ context.Context, p dynamo.CreateJobParams) (str
 		}
 		f.idem[ik] = idemRow{job: j.ID, specHash: j.SpecHash}
 		j.State = sm.JobRunning
+		if !p.StartAt.IsZero() {
+			j.State, j.StartAt = sm.JobWaiting, msTime(p.StartAt)
+		}
 		j.Created, j.Updated = msTime(j.Created), msTime(j.Created)
 		f.jobs[j.ID] = &jobRow{job: j, due: msTime(p.JobDue)}
 		roots := j.Spec.Roots()
 		for i, st := range j.Spec.Stages {
 			s := &stageRow{st: domain.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked}}
-			if slices.Contains(roots, i) {
+			if slices.Contains(roots, i) && j.State == sm.JobRunning {
 				s.due = msTime(p.StageDue)
 			}
 			f.stages[stageKey{j.ID, i}] = s
@@ -398,5 +401,28 @@ func (f *jobRecords) JobDeleteItem(_ context.Context, job string) (int, error) {
 			n++
 		}
 		return n, nil
+	})
+}
+
+// JobStart: sm.ErrInvalidTransition unless the job is WAITING. The fake
+// keeps no schedule index, so the start entry is not modelled.
+func (f *jobRecords) JobStart(_ context.Context, p dynamo.JobStartParams) error {
+	return do(f.state, "JobStart", func() error {
+		j, ok := f.jobs[p.Job]
+		if !ok {
+			return fmt.Errorf("start job %s: %w", p.Job, domain.ErrNotFound)
+		}
+		if j.job.State != sm.JobWaiting {
+			return fmt.Errorf("start job %s (%s): %w", p.Job, j.job.State, sm.ErrInvalidTransition)
+		}
+		j.job.State = sm.Jobs.Transition(sm.JobStart).To
+		j.job.Updated, j.job.Started = msTime(p.Now), msTime(p.Now)
+		for _, idx := range p.Roots {
+			if st, ok := f.stages[stageKey{p.Job, idx}]; ok {
+				st.due = msTime(p.StageDue)
+			}
+		}
+		f.log.Add("job %s start", p.Job)
+		return nil
 	})
 }

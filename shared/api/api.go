@@ -90,7 +90,7 @@ type Route struct {
 
 // Routes lists every route, as the OpenAPI document must.
 var Routes = []Route{
-	{"POST", "/jobs", []string{"param"}},
+	{"POST", "/jobs", []string{"param", "at"}},
 	{"GET", "/jobs", []string{"status", "name", "limit", "cursor"}},
 	{"GET", "/jobs/{id}", nil},
 	{"GET", "/jobs/{id}/tasks", []string{"stage", "state", "limit", "cursor"}},
@@ -289,8 +289,13 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request, owner string) {
 		h.fail(w, r, err)
 		return
 	}
+	at, err := startAt(r.URL.Query()) // startat.go
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	res, err := h.svc.Submit(r.Context(), control.SubmitRequest{
-		Owner: owner, IdempotencyKey: r.Header.Get("Idempotency-Key"), Spec: body, Params: params,
+		Owner: owner, IdempotencyKey: r.Header.Get("Idempotency-Key"), Spec: body, Params: params, At: at,
 	})
 	if err != nil {
 		var fe *spec.FieldError

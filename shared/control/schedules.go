@@ -9,6 +9,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -88,6 +89,10 @@ func (a firingAdmission) CancelPrevious(ctx context.Context, owner, job string) 
 		return err
 	}
 	return nil
+}
+
+func (a firingAdmission) StartJob(ctx context.Context, e dynamo.IndexEntry, job *domain.Job) (schedules.StartOutcome, error) {
+	return a.s.Admitter.StartJob(ctx, e, job)
 }
 
 // timerMessage handles one message of the timer queue: a relay or

@@ -166,7 +166,7 @@ func (c Config) withDefaults() Config {
 // Redrive answer with the status, SetLogSource keeps the Config's copy),
 // the stage lifecycle shares its type's name with the task lifecycle's
 // (OutputsURI, MaterializeRelay), or a route spans two capabilities
-// (FireTimers).
+// (FireTimers, Submit).
 type Service struct {
 	// Kernel holds the ports, clock and caches every capability shares,
 	// and its exported fields (Now, Jitter, Sleep, Metrics, Events) are

@@ -172,6 +172,11 @@ type Job struct {
 	Created  time.Time
 	Updated  time.Time
 	Ended    time.Time
+	// StartAt is when a job submitted with a start time starts (it is
+	// WAITING until then), and Started when it did; both zero for a job
+	// that started at its submission.
+	StartAt time.Time
+	Started time.Time
 	// DataDeleted is when its owner asked for its data (every object
 	// under its prefix) to be deleted; zero if never.
 	DataDeleted time.Time

@@ -132,15 +132,8 @@ func (s *Store) ScheduleCreate(ctx context.Context, sc schedule.Schedule, now ti
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", sc.ID, err)
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: &s.table, ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		Item: map[string]types.AttributeValue{
-			attrPK: sv(watermarkKey), attrSK: sv(watermarkKey),
-			aWater: ms(now.UTC().Truncate(time.Minute).Add(-time.Minute)),
-		},
-	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("create schedule %s: start watermark: %w", sc.ID, err)
+	if err := s.startWatermark(ctx, now); err != nil { // jobstart.go
+		return fmt.Errorf("create schedule %s: %w", sc.ID, err)
 	}
 	return nil
 }
@@ -283,12 +276,15 @@ func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old
 	return nil
 }
 
-// IndexEntry is one schedule in the upcoming-firings index.
+// IndexEntry is one schedule in the upcoming-firings index, or one job's
+// start (jobstart.go).
 type IndexEntry struct {
 	Bucket     schedule.Bucket
 	ScheduleID string
-	Owner      string
-	At         time.Time
+	// Job is the job of a start entry (ScheduleID is then empty).
+	Job   string
+	Owner string
+	At    time.Time
 }
 
 // DueEntries lists up to limit index entries of one bucket.
@@ -303,7 +299,11 @@ func (s *Store) ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit
 	}
 	es := make([]IndexEntry, 0, len(out.Items))
 	for _, it := range out.Items {
-		es = append(es, IndexEntry{Bucket: b, ScheduleID: getS(it, attrSK), Owner: getS(it, aOwner), At: getNS(it, aSchedAt)})
+		e := IndexEntry{Bucket: b, ScheduleID: getS(it, attrSK), Owner: getS(it, aOwner), At: getNS(it, aSchedAt)}
+		if getS(it, aEntryKind) == entryStart {
+			e.Job, e.ScheduleID = e.ScheduleID, ""
+		}
+		es = append(es, e)
 	}
 	return es, nil
 }
@@ -332,7 +332,7 @@ func (s *Store) moveItems(old IndexEntry, next, now time.Time) []types.TransactW
 		}
 	}
 	if oldPK != "" {
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.table, Key: key(oldPK, old.ScheduleID)}})
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: &s.table, Key: key(oldPK, old.sk())}})
 	}
 	return items
 }

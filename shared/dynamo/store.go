@@ -92,6 +92,9 @@ type CreateJobParams struct {
 	Quota *JobQuota
 	// Rerun, when set, makes the job a rerun of another (redrive.go).
 	Rerun *RerunParams
+	// StartAt, when set, makes the job WAITING until then, with its start
+	// entry in the schedules' index and no root stage due (jobstart.go).
+	StartAt time.Time
 }
 
 // JobQuota is a job's share of its owner's quotas, and the quotas (0: no
@@ -130,6 +133,10 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 		return "", false, fmt.Errorf("create job: encode spec: %w", err)
 	}
 	now := j.Created
+	state := sm.JobRunning
+	if !p.StartAt.IsZero() {
+		state = sm.JobWaiting // jobstart.go
+	}
 	items := []types.TransactWriteItem{{Put: &types.Put{
 		TableName:           &s.table,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
@@ -143,7 +150,7 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		Item: map[string]types.AttributeValue{
 			attrPK: sv(jobPK(j.ID)), attrSK: sv(jobSK),
-			aState: sv(string(sm.JobRunning)), aName: sv(j.Spec.Name), aOwner: sv(j.Owner),
+			aState: sv(string(state)), aName: sv(j.Spec.Name), aOwner: sv(j.Owner),
 			aSpec: sv(string(specJSON)), aSpecHash: sv(j.SpecHash), aCreated: ms(now), aUpdated: ms(now),
 			aIdemKey: sv(p.IdemKey), // for its deletion (jobdelete.go)
 		},
@@ -164,22 +171,26 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 		jobItem[attrDue] = ms(p.JobDue)
 	}
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
-		TableName: &s.table, Item: ownerIndexItem(j.Owner, j.ID, j.Spec.Name, sm.JobRunning, now, time.Time{}),
+		TableName: &s.table, Item: ownerIndexItem(j.Owner, j.ID, j.Spec.Name, state, now, time.Time{}),
 	}})
 	// The job's state records (jobstate.go), which claims read instead of
 	// the spec-bearing job item.
-	items = append(items, s.jobStatePuts(j.ID, sm.JobRunning, now)...)
+	items = append(items, s.jobStatePuts(j.ID, state, now)...)
 	roots := j.Spec.Roots()
 	for i, st := range j.Spec.Stages {
 		item := map[string]types.AttributeValue{
 			attrPK: sv(jobPK(j.ID)), attrSK: sv(stageSK(i)),
 			aState: sv(string(sm.StageBlocked)), aName: sv(st.Name), aUpdated: ms(now),
 		}
-		if slices.Contains(roots, i) {
+		if slices.Contains(roots, i) && state == sm.JobRunning { // a WAITING job's start puts them in
 			item[attrGPK] = sv(duePK(jobPK(j.ID) + stageSK(i)))
 			item[attrDue] = ms(p.StageDue)
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
+	}
+	if state == sm.JobWaiting {
+		items[1].Put.Item[aStartAt] = ms(p.StartAt)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: startEntryItem(j.Owner, j.ID, p.StartAt, now)}})
 	}
 	// The job's submitted event, in its outbox (outbox.go); before the
 	// firing's check, which must stay the last part.
@@ -208,6 +219,13 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 			TableName: &s.table, Key: key(schedulePK(g.Owner), g.ScheduleID),
 			ConditionExpression: &cond, ExpressionAttributeValues: vals,
 		}})
+	}
+	if state == sm.JobWaiting {
+		// Before the job: the sweep reads the index only from the
+		// watermark, and a start entry must never be there unread.
+		if err := s.startWatermark(ctx, now); err != nil { // jobstart.go
+			return "", false, fmt.Errorf("create job: %w", err)
+		}
 	}
 	// No ClientRequestToken of ours: the items hold a fresh job id and
 	// time on every call, so a token fixed per key would make AWS refuse a
@@ -263,6 +281,7 @@ func decodeJob(id string, item map[string]types.AttributeValue) (domain.Job, err
 	j := domain.Job{
 		ID: id, Owner: getS(item, aOwner), SpecHash: getS(item, aSpecHash),
 		State: sm.JobState(getS(item, aState)), Error: getS(item, aErr), Manifest: getS(item, aManifest),
+		StartAt: getT(item, aStartAt), Started: getT(item, aStarted),
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
 		DataDeleted: getT(item, aDataDeleted), Deleting: getT(item, aDeleting),
 		Redrives: decodeRedrives(item), RerunOf: getS(item, aRerunOf), Reused: decodeReused(item), // redrive.go

@@ -4,6 +4,7 @@ runner's token. No Batchwork server is needed."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 import json
 import os
 import tempfile
@@ -101,6 +102,14 @@ class ClientTest(unittest.TestCase):
                          [("param", "date=2026-03-01"), ("param", "f=a=b"), ("param", "region=eu")])
         self.bw.submit("name: wc\n")
         self.assertEqual(self.stub.requests[-1]["pairs"], [])
+    def test_submit_at_sends_the_start_time(self) -> None:
+        self.stub.on("POST", "/jobs", (201, {"jobId": JOB, "created": True, "startAt": "2026-12-01T06:00:00Z"}))
+        at = datetime(2026, 12, 1, 7, 0, tzinfo=timezone(timedelta(hours=1)))
+        res = self.bw.submit({"name": "wc", "stages": []}, at=at)
+        self.assertEqual(self.stub.requests[-1]["query"], {"at": "2026-12-01T06:00:00Z"})
+        self.assertEqual(res.start_at, datetime(2026, 12, 1, 6, 0, tzinfo=timezone.utc))
+        with self.assertRaises(ValueError):
+            self.bw.submit({"name": "wc", "stages": []}, at=datetime(2026, 12, 1, 6, 0))
 
     def test_a_retried_submission_keeps_its_key(self) -> None:
         self.stub.on("POST", "/jobs", (503, {"code": "internal", "message": "busy", "field": ""}),

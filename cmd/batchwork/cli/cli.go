@@ -106,7 +106,8 @@ type command struct {
 // opts holds every command's own flags.
 type opts struct {
 	wait, all, list, presign                          bool
-	badRecords                                        bool // result --bad-records (badrecords.go)
+	badRecords                                        bool   // result --bad-records (badrecords.go)
+	at                                                string // submit --at (startat.go)
 	key, status, name, stage, state, cursor, download string
 	limit                                             int
 	interval                                          time.Duration

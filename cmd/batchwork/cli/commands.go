@@ -26,19 +26,25 @@ func init() {
 			help: `Submits the job spec in FILE ("-" reads stdin) and prints the job id. The
 submission carries an Idempotency-Key (a fresh one per run unless given), and
 is retried with the same key on network errors, so it never creates two jobs.
-With --wait it then follows the job like 'watch' and exits like it.`,
+With --wait it then follows the job like 'watch' and exits like it.
+With --at the job starts at that time (RFC 3339, or +DURATION from now, such
+as +10m): until then it is WAITING, listed and cancellable, with no stage
+started. At most 366 days ahead.`,
 			examples: []string{
 				"batchwork submit wordcount.yaml",
 				"batchwork submit wordcount.yaml --wait",
 				"batchwork submit job.json --idempotency-key nightly-2026-11-21 -o json",
 				"batchwork submit daily.yaml --param date=2026-11-21",
 				"cat job.yaml | batchwork submit -",
+				"batchwork submit report.yaml --at 2026-12-01T06:00:00Z",
+				"batchwork submit report.yaml --at +10m",
 			},
 			flags: func(fs *flag.FlagSet, o *opts) {
 				fs.BoolVar(&o.wait, "wait", false, "follow the job until it ends; exit 6 if it fails, 7 if cancelled")
 				fs.StringVar(&o.key, "idempotency-key", "", "key that makes the submission safe to repeat (default: a fresh one)")
 				fs.DurationVar(&o.interval, "interval", time.Second, "how often --wait polls")
 				fs.Var(&o.params, "param", "NAME=VALUE: a value for the spec's ${params.NAME} (repeatable)")
+				fs.StringVar(&o.at, "at", "", "start the job at this time: RFC 3339, or +DURATION from now (+10m)")
 			},
 			minArgs: 1, maxArgs: 1, run: runSubmit},
 		{name: "status", args: "ID", summary: "show a job's state, per-stage progress, records, ETA and error",
@@ -61,7 +67,7 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 			help:     `Lists your jobs, newest first, a page at a time (--all for every page).`,
 			examples: []string{"batchwork list", "batchwork list --status FAILED", "batchwork list --name wordcount --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {
-				fs.StringVar(&o.status, "status", "", "only jobs in this state: RUNNING, PUBLISHING, SUCCEEDED, FAILED or CANCELLED")
+				fs.StringVar(&o.status, "status", "", "only jobs in this state: WAITING, RUNNING, PUBLISHING, SUCCEEDED, FAILED or CANCELLED")
 				fs.StringVar(&o.name, "name", "", "only jobs with exactly this name")
 				pageFlags(fs, o)
 			},
@@ -158,11 +164,16 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 		_, _ = rand.Read(b[:])
 		key = "cli-" + hex.EncodeToString(b[:])
 	}
+	at, err := parseAt(a.o.at, a.env.Now()) // startat.go
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "batchwork submit: %v\n", err)
+		return ExitUsage
+	}
 	c, err := a.client(ctx)
 	if err != nil {
 		return a.fail(err)
 	}
-	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key, Params: a.o.params.m})
+	res, err := c.Submit(ctx, body, client.SubmitOptions{IdempotencyKey: key, Params: a.o.params.m, At: at})
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && len(ae.Errors) > 0 {
@@ -182,7 +193,9 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 	if a.json() {
 		out = a.env.Stderr // stdout carries the watch's JSON lines
 	}
-	if res.Created {
+	if res.Created && res.StartAt != nil {
+		fmt.Fprintf(out, "Submitted job %s, starting at %s\n", termText(res.JobID), res.StartAt.In(a.env.Loc).Format(time.RFC3339))
+	} else if res.Created {
 		fmt.Fprintf(out, "Submitted job %s\n", termText(res.JobID))
 	} else {
 		fmt.Fprintf(out, "Job %s was already submitted with this idempotency key\n", termText(res.JobID))

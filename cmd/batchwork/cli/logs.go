@@ -106,7 +106,7 @@ func runLogs(ctx context.Context, a *app, args []string) int {
 		if st, err = a.status(ctx, id); err != nil {
 			return a.fail(err)
 		}
-		if st.State != "RUNNING" && st.State != "PUBLISHING" {
+		if st.Done() {
 			ended = 1
 		}
 	}

@@ -98,6 +98,9 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", termText(st.ID), termText(st.Name))
 	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, termText(st.State)), failedNote(st)) // failed.go
 	fmt.Fprintf(tw, "Created:\t%s\n", a.clock(&st.Created))
+	if st.StartAt != nil { // submit --at
+		fmt.Fprintf(tw, "Starts at:\t%s\n", a.clock(st.StartAt))
+	}
 	fmt.Fprintf(tw, "Started:\t%s\n", a.clock(st.Started))
 	ended := a.clock(st.Ended)
 	if st.Ended != nil {
@@ -192,7 +195,7 @@ func (a *app) paint(state, text string) string {
 		return green + text + reset
 	case "FAILED", "CANCELLED":
 		return red + text + reset
-	case "RUNNING", "PUBLISHING":
+	case "RUNNING", "PUBLISHING", "WAITING":
 		return yellow + text + reset
 	}
 	return dim + text + reset

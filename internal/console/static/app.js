@@ -123,7 +123,7 @@
       location.hash = '#/jobs' + (q.toString() ? '?' + q : '');
     };
     const sel = h('select', { id: 'filter-status', onchange: go },
-      ['', 'RUNNING', 'PUBLISHING', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map(v => h('option', { value: v, selected: v === status, text: v || 'any state' })));
+      ['', 'WAITING', 'RUNNING', 'PUBLISHING', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map(v => h('option', { value: v, selected: v === status, text: v || 'any state' })));
     const inp = h('input', { id: 'filter-name', placeholder: 'job name', value: name, onchange: go });
     const body = h('tbody', { id: 'jobs-body' });
     const more = h('button', { hidden: true, onclick: () => { want++; refresh(); } }, 'More');
@@ -209,6 +209,7 @@
       h('div', { class: 'kv' },
         h('span', {}, h('b', { text: 'id' }), h('code', { text: st.id })),
         h('span', {}, h('b', { text: 'created' }), fmtTime(st.created)),
+        st.startAt && h('span', {}, h('b', { text: 'starts at' }), fmtTime(st.startAt)),
         h('span', {}, h('b', { text: 'started' }), fmtTime(st.started)),
         h('span', {}, h('b', { text: 'ended' }), fmtTime(st.ended)),
         h('span', { id: 'job-progress' }, h('b', { text: 'tasks' }), num(p.tasksDone) + '/' + num(p.tasksTotal)),
@@ -221,7 +222,7 @@
       st.error && h('p', { class: 'error', id: 'job-error', text: st.error }),
       ...F.headNotes(st),
     ];
-    if (st.state === 'RUNNING') {
+    if (st.state === 'RUNNING' || st.state === 'WAITING') {
       kids.push(h('p', {}, h('button', {
         class: 'danger', id: 'cancel', onclick: async (ev) => {
           if (!confirm('Cancel job ' + st.id + '? Running tasks stop at their next heartbeat; committed outputs are kept.')) return;

@@ -14,8 +14,10 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // Config is what admission needs of the control plane's configuration
@@ -42,9 +44,12 @@ type Config struct {
 }
 
 // Store is the calls admission makes on the state store: the job's
-// record, and the quota counters a refusal names.
+// record, its start (startat.go), and the quota counters a refusal names.
 type Store interface {
 	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	JobStart(context.Context, dynamo.JobStartParams) error
+	JobState(context.Context, string) (sm.JobState, error)
+	JobGet(context.Context, string) (domain.Job, error)
 	OwnerQuotaUse(ctx context.Context, owner string) (dynamo.QuotaUse, error)
 }
 

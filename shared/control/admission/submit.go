@@ -26,12 +26,17 @@ type SubmitRequest struct {
 	// Params are the run parameters' values (spec.Job.Resolve): part of
 	// what the key stands for, since the stored spec holds them.
 	Params map[string]string
+	// At, when set and in the future, is when the job starts: it waits
+	// until then, WAITING (startat.go).
+	At time.Time
 }
 
 // SubmitResult says which job the submission maps to.
 type SubmitResult struct {
 	JobID   string `json:"jobId"`
 	Created bool   `json:"created"`
+	// StartAt is when a job this call created WAITING starts.
+	StartAt *time.Time `json:"startAt,omitempty"`
 }
 
 // MaxIdempotencyKey bounds idempotency keys (they are part of a key).
@@ -68,6 +73,10 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 		return SubmitResult{}, time.Time{}, err
 	}
 	if err := CheckOwner(req.Owner); err != nil {
+		return SubmitResult{}, time.Time{}, err
+	}
+	startAt, err := s.checkStartAt(req.At) // startat.go
+	if err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
 	sp, err := spec.Parse(req.Spec)
@@ -110,10 +119,10 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	}
 	s.capDeadline(sp) // deadline.go
 	now := s.Now()
-	job := domain.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now}
+	job := domain.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now, StartAt: startAt}
 	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
-		JobDue: kernel.JobDeadline(job), Firing: firing, Rerun: rerun,
+		JobDue: kernel.JobDeadline(job), Firing: firing, Rerun: rerun, StartAt: startAt,
 	}
 	params.Quota = s.JobQuota(req.Owner, sp)
 	if q := params.Quota; q != nil && q.MaxTasks > 0 && q.Tasks > q.MaxTasks {
@@ -137,6 +146,10 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))
 		s.PublishEvents(ctx, events.SubmittedID(id)) // kernel/events.go
+	}
+	if created && !startAt.IsZero() {
+		// Its start entry starts it (startat.go).
+		return SubmitResult{JobID: id, Created: true, StartAt: &startAt}, now, nil
 	}
 	// A repeated submission also tries the start: if the first submitter
 	// died after recording the job, this finishes its work sooner than the

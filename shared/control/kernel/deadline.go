@@ -7,10 +7,15 @@ import (
 )
 
 // JobDeadline is when j's deadline passes, or zero without one: submit
-// indexes the job at it, a redrive past it is refused.
+// indexes the job at it, a redrive past it is refused. It counts from the
+// job's start time when it was submitted with one.
 func JobDeadline(j domain.Job) time.Time {
 	if j.Spec == nil || j.Spec.Deadline <= 0 {
 		return time.Time{}
 	}
-	return j.Created.Add(time.Duration(j.Spec.Deadline))
+	from := j.Created
+	if !j.StartAt.IsZero() {
+		from = j.StartAt
+	}
+	return from.Add(time.Duration(j.Spec.Deadline))
 }

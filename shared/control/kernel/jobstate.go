@@ -71,6 +71,11 @@ func (c *jobStates) get(ctx context.Context, job string, read func(context.Conte
 	if err != nil {
 		return st, err
 	}
+	if st == sm.JobWaiting {
+		// Not kept: its start may come any moment, and a claim must then
+		// see it RUNNING at once (admission/startat.go).
+		return st, nil
+	}
 	e.state, e.readAt = st, start
 	return st, nil
 }

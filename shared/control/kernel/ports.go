@@ -32,6 +32,8 @@ type Store interface {
 	JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error)
 	JobEndGen(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time, gen int) (string, error)
 	JobRedriveCount(ctx context.Context, id string) (int, error)
+	// JobStart starts a WAITING job (dynamo/jobstart.go).
+	JobStart(context.Context, dynamo.JobStartParams) error
 	JobStartPublishing(ctx context.Context, id string, now time.Time) error
 	JobMarkDataDeleted(ctx context.Context, id string, now time.Time) (time.Time, error)
 	JobListByOwner(context.Context, dynamo.ListJobsParams) ([]domain.JobSummary, string, error)

@@ -23,7 +23,7 @@ func (e *JobEndedError) Error() string {
 	if e.State == sm.JobPublishing {
 		return fmt.Sprintf("job %s is publishing its outputs: its work is done and it can no longer be cancelled", e.ID)
 	}
-	return fmt.Sprintf("job %s already %s; only a RUNNING job can be cancelled", e.ID, e.State)
+	return fmt.Sprintf("job %s already %s; only a WAITING or RUNNING job can be cancelled", e.ID, e.State)
 }
 func (e *JobEndedError) Unwrap() error { return ErrJobEnded }
 
@@ -49,7 +49,7 @@ func (s *Operator) Cancel(ctx context.Context, owner, id string) error {
 		return err
 	}
 	state := j.State
-	if state == sm.JobRunning {
+	if state == sm.JobRunning || state == sm.JobWaiting { // a WAITING job's start then does nothing
 		err := s.EndJob(ctx, id, sm.JobCancel, CancelReason, "", s.Now())
 		switch {
 		case err == nil:

@@ -20,8 +20,11 @@ type JobStatus struct {
 	// Output is the folder the job publishes its outputs to when it
 	// succeeds (its spec's output, resolved; publish.go): complete once it
 	// holds _SUCCESS.
-	Output   string     `json:"output,omitempty"`
-	Created  time.Time  `json:"created"`
+	Output  string    `json:"output,omitempty"`
+	Created time.Time `json:"created"`
+	// StartAt is when a job submitted with a start time starts (it is
+	// WAITING until then).
+	StartAt  *time.Time `json:"startAt,omitempty"`
 	Started  *time.Time `json:"started,omitempty"`
 	Ended    *time.Time `json:"ended,omitempty"`
 	Progress Progress   `json:"progress"`
@@ -153,7 +156,7 @@ func (r *Reader) limitUse(ctx context.Context, j domain.Job) ([]LimitUse, error)
 func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageStats) JobStatus {
 	now := r.now()
 	js := JobStatus{ID: j.ID, Name: j.Spec.Name, State: string(j.State), Error: j.Error, Manifest: j.Manifest, Output: j.Spec.Output,
-		Created: j.Created, Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),
+		Created: j.Created, StartAt: opt(j.StartAt), Ended: opt(j.Ended), DataDeleted: opt(j.DataDeleted), Stages: make([]StageStatus, 0, len(stats)),
 		Redrives: len(j.Redrives), RerunOf: j.RerunOf, Params: j.Spec.RunParams()}
 	roots, sinks := map[int]bool{}, map[int]bool{}
 	for _, i := range j.Spec.Roots() {

@@ -74,6 +74,9 @@ type Admission interface {
 	// CancelPrevious cancels an overlapping previous run; a job already
 	// ended or gone is not an error.
 	CancelPrevious(ctx context.Context, owner, job string) error
+	// StartJob starts the WAITING job of a start entry (starts.go); job
+	// is the job as read already (nil: StartJob reads it).
+	StartJob(ctx context.Context, e dynamo.IndexEntry, job *domain.Job) (StartOutcome, error)
 }
 
 // Firing is one scheduled time's submission.

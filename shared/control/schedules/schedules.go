@@ -368,6 +368,9 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 // transaction), so a schedule paused or deleted after the read fires no
 // job, and a read that went stale is simply read again.
 func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
+	if e.Job != "" {
+		return s.fireStart(ctx, e, nil, now, c) // starts.go
+	}
 	if rec == nil {
 		r, err := s.store.ScheduleGet(ctx, e.Owner, e.ScheduleID)
 		if errors.Is(err, domain.ErrNotFound) {

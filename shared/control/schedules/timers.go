@@ -63,7 +63,10 @@ const (
 type timerMsg struct {
 	Owner string `json:"owner"`
 	// Firing is schedule.FiringKey: the schedule and the scheduled time.
-	Firing string `json:"firing"`
+	Firing string `json:"firing,omitempty"`
+	// Job and At are a job's start instead (starts.go).
+	Job string    `json:"job,omitempty"`
+	At  time.Time `json:"at,omitzero"`
 	// Bucket is the index bucket the schedule's entry was in at handoff,
 	// so the consumer moves the entry on as the sweep would.
 	Bucket string `json:"bucket"`
@@ -77,6 +80,13 @@ func parseTimer(body string) (timerMsg, string, time.Time, schedule.Bucket, erro
 	var m timerMsg
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return m, "", time.Time{}, schedule.Bucket{}, fmt.Errorf("%w: %v", ErrNotTimer, err)
+	}
+	if m.Job != "" { // a start (starts.go)
+		b, err := schedule.ParseBucketKey(m.Bucket)
+		if err != nil || m.Owner == "" || m.At.IsZero() || m.Firing != "" {
+			return m, "", time.Time{}, schedule.Bucket{}, fmt.Errorf("%w: a start of %s: owner %q, at %s, bucket: %v", ErrNotTimer, m.Job, m.Owner, m.At, err)
+		}
+		return m, "", m.At, b, nil
 	}
 	id, at, err := schedule.ParseFiringKey(m.Firing)
 	if err != nil {
@@ -121,7 +131,7 @@ func (s *Firer) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
 			if !e.At.After(now) || e.At.After(until) || len(sends) == timerMaxPerSweep {
 				continue // due already (FireDue's), beyond the window, or over budget
 			}
-			body, err := json.Marshal(timerMsg{Owner: e.Owner, Firing: schedule.FiringKey(e.ScheduleID, e.At), Bucket: buckets[i].Key()})
+			body, err := json.Marshal(timerBody(e, buckets[i]))
 			if err != nil {
 				return 0, fmt.Errorf("hand off timers: %w", err)
 			}
@@ -189,9 +199,12 @@ func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error
 	if left := at.Sub(now); left > timerMaxWait {
 		err := s.queue.SendBatch(ctx, s.cfg.TimerQueue, []queue.Send{{Body: body, Delay: timerDelay(at, now)}})
 		if err != nil {
-			return "", fmt.Errorf("hand back timer %s: %w", m.Firing, err)
+			return "", fmt.Errorf("hand back timer %s%s: %w", m.Firing, m.Job, err)
 		}
 		return TimerHandedBack, nil
+	}
+	if m.Job != "" {
+		return s.startTimer(ctx, dynamo.IndexEntry{Bucket: b, Job: m.Job, Owner: m.Owner, At: at}) // starts.go
 	}
 	rec, err := s.store.ScheduleGet(ctx, m.Owner, id)
 	if errors.Is(err, domain.ErrNotFound) {

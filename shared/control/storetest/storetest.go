@@ -49,6 +49,7 @@ type Store interface {
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
 	JobRedriveCount(ctx context.Context, id string) (int, error)
+	JobStart(context.Context, dynamo.JobStartParams) error
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
 	TaskRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int, now, notBefore, due time.Time) error

@@ -216,6 +216,10 @@ func (s *Sweeper) sweepStage(ctx context.Context, it dynamo.DueItem, now time.Ti
 	if err != nil {
 		return err
 	}
+	if state == sm.JobWaiting {
+		// Not started: its start puts its root stages back (admission/startat.go).
+		return s.store.DueSet(ctx, it, time.Time{})
+	}
 	if state != sm.JobRunning && !sm.Stages.IsTerminal(st.State) {
 		if err := s.stages.CancelStages(ctx, it.Job, gen); err != nil {
 			return err
@@ -361,6 +365,15 @@ func (s *Sweeper) sweepJob(ctx context.Context, it dynamo.DueItem, now time.Time
 	if sm.Jobs.IsTerminal(j.State) && s.cfg.Retention > 0 {
 		// Its retention's end (operations/retention.go).
 		return s.ops.ExpireJob(ctx, it, j, now)
+	}
+	if j.State == sm.JobWaiting {
+		// Its deadline counts from its start time (kernel.JobDeadline);
+		// a start that is late leaves it for later, not failed unstarted.
+		next := now.Add(s.cfg.StartGrace)
+		if d := kernel.JobDeadline(j); d.After(next) {
+			next = d
+		}
+		return s.store.DueSet(ctx, it, next)
 	}
 	if j.State != sm.JobRunning {
 		// Ending a job takes it out of the index; this is a leftover.

@@ -185,13 +185,15 @@ class Client:
     # Jobs.
 
     def submit(self, spec: Spec, *, idempotency_key: str = "",
-               params: Optional[Mapping[str, str]] = None) -> m.SubmitResult:
+               params: Optional[Mapping[str, str]] = None,
+               at: Optional[datetime] = None) -> m.SubmitResult:
         """Submits a job. ``spec`` is a dict, or JSON or YAML text. The same
         ``idempotency_key`` returns the same job and never makes a second
         one; without one a fresh key is made, which retries reuse.
         ``params`` are values for the spec's run parameters
         (``${params.NAME}``); the same key with other values is a
-        Conflict."""
+        Conflict. ``at`` (a datetime with a time zone) starts the job then:
+        until then it is WAITING, listed and cancellable."""
         if isinstance(spec, Mapping):
             body = json.dumps(spec).encode()
         elif isinstance(spec, str):
@@ -201,8 +203,9 @@ class Client:
         ctype = "application/json" if body.lstrip().startswith(b"{") else "application/yaml"
         headers = {"Idempotency-Key": idempotency_key or _key("py-"), "Content-Type": ctype}
         # One param=NAME=VALUE each, in name order, so retries send the same.
-        query = [("param", f"{k}={v}") for k, v in sorted((params or {}).items())] or None
-        return self._call(m.SubmitResult, "POST", "/jobs", query=query, body=body, headers=headers)
+        query = list(_query(at=at).items())
+        query += [("param", f"{k}={v}") for k, v in sorted((params or {}).items())]
+        return self._call(m.SubmitResult, "POST", "/jobs", query=query or None, body=body, headers=headers)
 
     def status(self, job_id: str) -> m.JobStatus:
         """A job's state, progress and ETA."""

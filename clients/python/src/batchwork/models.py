@@ -64,6 +64,7 @@ class SubmitResult:
     was used before with the same spec."""
     job_id: str = _j("jobId", required=True)
     created: bool = _j("created", required=True)
+    start_at: Optional[datetime] = _j("startAt")
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ class JobStatus:
     error: Optional[str] = _j("error")
     manifest: Optional[str] = _j("manifest")
     output: Optional[str] = _j("output")
+    start_at: Optional[datetime] = _j("startAt")
     started: Optional[datetime] = _j("started")
     ended: Optional[datetime] = _j("ended")
     eta: Optional[datetime] = _j("eta")
