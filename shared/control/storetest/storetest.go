@@ -48,6 +48,7 @@ type Store interface {
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
+	TaskCancel(context.Context, dynamo.TaskCancelParams) (domain.Task, error)
 	JobRedriveCount(ctx context.Context, id string) (int, error)
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error
 	StageRedrive(ctx context.Context, job string, idx int, ev sm.Event, now, due time.Time) error
