@@ -69,7 +69,8 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 (committed, retried, lease_expired, failed, cancelled, running; permanent,
 timed_out and out_of_memory for attempts ended by those errors). A failed
 task's state says what ended it: FAILED (permanent error), (retries
-exhausted), (timed out), (out of memory) or (lease expired); a task an
+exhausted), (timed out), (out of memory), (lease expired) or (cancelled, by
+'cancel --task'); a task an
 out-of-memory retry moved to a larger executor shows its size (READY @4GiB).`,
 			examples: []string{"batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --state FAILED", "batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --stage map --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {

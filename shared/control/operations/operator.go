@@ -1,10 +1,11 @@
 // Package operations is what an owner does to a job once it is
-// submitted, and the sweep's share of it: cancel, redrive (retrying a
-// FAILED job in place), rerun (a new job reusing an ended one's committed
-// stages), deleting a job or its data, and expiring ended jobs by the
-// installation's retention. It stands on kernel, stages and admission
-// (a rerun is a submission); the facade, control.Service, answers with
-// the job's status where a route does.
+// submitted, and the sweep's share of it: cancel (of the job, or of one
+// task: taskcancel.go), redrive (retrying a FAILED job in place), rerun
+// (a new job reusing an ended one's committed stages), deleting a job or
+// its data, and expiring ended jobs by the installation's retention. It
+// stands on kernel, stages, tasks (a task's cancel is a failure) and
+// admission (a rerun is a submission); the facade, control.Service,
+// answers with the job's status where a route does.
 package operations
 
 import (
