@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -109,4 +110,24 @@ func TestCancelTaskRefusals(t *testing.T) {
 	if _, err := r.svc.CancelTask(r.ctx, CancelTaskRequest{Owner: "tester", ID: id, Task: "s/0"}); !errors.As(err, &ended) {
 		t.Errorf("task of a cancelled job: %v; want *JobEndedError", err)
 	}
+}
+
+// A task backing off after a failed attempt is cancelled in its backoff:
+// it never runs again, and the job fails naming it.
+func TestCancelTaskInBackoff(t *testing.T) {
+	t.Parallel()
+	r := newUnitRig(t)
+	id := r.submit(oneStage(1, 3, ""))
+	c := r.claim(taskRef(id, 0, 0))
+	if d, err := r.svc.Fail(r.ctx, c, FailParams{Cause: "boom"}); err != nil || !d.Retry {
+		t.Fatalf("fail: %+v, %v; want a retry", d, err)
+	}
+	if _, err := r.svc.CancelTask(r.ctx, CancelTaskRequest{Owner: "tester", ID: id, Task: "s/0"}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Minute) // past the backoff
+	if _, err := r.svc.Claim(r.ctx, c.Task.Ref); !errors.Is(err, domain.ErrAlreadyDone) {
+		t.Fatalf("claim after the backoff: %v; want ErrAlreadyDone", err)
+	}
+	r.wantState(c.Task.Ref, sm.TaskFailed, sm.StageFailed, sm.JobFailed)
 }

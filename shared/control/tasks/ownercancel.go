@@ -68,10 +68,15 @@ func (s *Lifecycle) CancelOne(ctx context.Context, p CancelParams) (domain.Task,
 		s.Slots.FreeSlots(ctx, p.Ref, p.Spec, time.Time{}) // ended: whatever attempt's
 		s.TaskLog(ctx, p.Ref, t.Attempt).Warn("task cancelled by its owner", "tolerated", t.Tolerated)
 		if b := p.Before; b.State == sm.TaskClaimed {
+			// Every live claim's attempt ended: the holder's, and a
+			// speculative copy's, which took the record's attempt number
+			// (speculation.go).
 			kind := attemptKind(t, domain.AttemptCancelled)
-			s.NoteAttemptEnd(ctx, p.Ref, b.Attempt, kind, p.Reason, b)
-			if b.Copy != nil && b.Copy.Live() {
-				s.NoteAttemptEnd(ctx, p.Ref, b.Copy.Attempt, kind, p.Reason, domain.Task{})
+			if c := b.Copy; c != nil && c.Live() {
+				s.NoteAttemptEnd(ctx, p.Ref, c.HolderAttempt, kind, p.Reason, b)
+				s.NoteAttemptEnd(ctx, p.Ref, c.Attempt, kind, p.Reason, domain.Task{})
+			} else {
+				s.NoteAttemptEnd(ctx, p.Ref, holderAttempt(b), kind, p.Reason, b)
 			}
 		}
 		s.Meter().TaskFailed(s.TaskPriority(ctx, p.Spec, p.Ref)) // kernel/metrics.go
