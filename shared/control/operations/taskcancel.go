@@ -147,11 +147,14 @@ func (s *Operator) CancelTask(ctx context.Context, req CancelTaskRequest) (TaskC
 			s.log.Info("task cancelled", "job_id", j.ID, "task", task, "tolerated", t.Tolerated)
 		}
 	}
-	if errors.Is(err, domain.ErrAlreadyDone) || errors.Is(err, sm.ErrInvalidTransition) {
+	cancelled := t.State == sm.TaskFailed && t.ErrorClass == domain.ClassCancelled
+	if !cancelled && (errors.Is(err, domain.ErrAlreadyDone) || errors.Is(err, sm.ErrInvalidTransition)) {
 		// It ended between the read and the write: a commit came first.
 		return TaskCancellation{}, &TaskEndedError{ID: j.ID, Task: task, State: t.State}
 	}
 	if err != nil {
+		// Written but not followed up (the job's failure, the stage's
+		// check): the sweep finishes it, and so does the cancel again.
 		return TaskCancellation{}, fmt.Errorf("cancel task %s of job %s: %w", task, j.ID, err)
 	}
 	state, err := s.store.JobState(ctx, j.ID)
