@@ -112,6 +112,11 @@ func TestMethodsSendTheirRoutesRequest(t *testing.T) {
 			func(ctx context.Context, c *Client) (any, error) { return c.Cancel(ctx, id) },
 			request{Method: "POST", Path: "/prod/jobs/" + id + "/cancel"},
 			JobStatus{ID: id, State: "CANCELLED"}},
+		{"CancelTask", `{"jobId":"` + id + `","task":"map/3","stage":"map","partition":3,"state":"FAILED","tolerated":true,"error":"task map/3 cancelled by me","cancelled":"2026-11-21T10:00:00Z","jobState":"RUNNING"}`,
+			func(ctx context.Context, c *Client) (any, error) { return c.CancelTask(ctx, id, "map/3") },
+			request{Method: "POST", Path: "/prod/jobs/" + id + "/cancel", Query: "task=map%2F3"},
+			TaskCancellation{JobID: id, Task: "map/3", Stage: "map", Partition: 3, State: "FAILED", Tolerated: true,
+				Error: "task map/3 cancelled by me", Cancelled: t0, JobState: "RUNNING"}},
 		{"ListJobs", `{"jobs":[{"id":"` + id + `","name":"wc","state":"FAILED","created":"2026-11-21T10:00:00Z"}],"nextCursor":"c2"}`,
 			func(ctx context.Context, c *Client) (any, error) {
 				return c.ListJobs(ctx, JobsOptions{State: "FAILED", Name: "wc", Page: Page{Limit: 10, Cursor: "c1"}})

@@ -35,6 +35,7 @@ func TestTypesMatchTheAPIs(t *testing.T) {
 		{control.ScheduleView{}, client.Schedule{}},
 		{control.ScheduleList{}, client.ScheduleList{}},
 		{control.RunList{}, client.RunList{}},
+		{control.TaskCancellation{}, client.TaskCancellation{}},
 	} {
 		server := reflect.New(reflect.TypeOf(pair[0]))
 		fill(server.Elem())

@@ -157,6 +157,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	if s := jobState(); s != "RUNNING" {
 		t.Fatalf("job state %q while reduce is held, want RUNNING", s)
 	}
+	// Each running task has its row, with a button that cancels it alone.
+	wait(10*time.Second, "reduce's running tasks listed, each with its cancel button", func() bool {
+		return wd.script(`return [...document.querySelectorAll('#running-tasks button[data-cancel-task]')].map(b => b.dataset.cancelTask).sort().join(',')`) ==
+			"reduce/0,reduce/1,reduce/2"
+	})
 	shot := os.Getenv("BATCHWORK_CONSOLE_SCREENSHOT")
 	if shot == "" {
 		shot = filepath.Join(t.TempDir(), "console.png")

@@ -200,6 +200,11 @@ func TestStoreConditionsAgreeWithGuards(t *testing.T) {
 				return err
 			}})
 	}
+	// The owner's cancel of one task (statemachine/taskcancel.go): no token.
+	ops = append(ops, op{"owner cancel", sm.TaskOwnerCancel, "", func(ref domain.TaskRef, _ sm.TaskView) error {
+		_, err := store.TaskCancel(ctx, dynamo.TaskCancelParams{Ref: ref, Now: now, Err: "task s/0 cancelled by tester", Due: now})
+		return err
+	}})
 	holderOf := map[int]time.Time{} // op index -> the holder's liveness
 	for _, ev := range []sm.Event{sm.TaskExpire, sm.TaskExhaust, sm.TaskCancel} {
 		ops = append(ops, op{string(ev), ev, "", func(ref domain.TaskRef, _ sm.TaskView) error {

@@ -16,7 +16,8 @@ const (
 	TaskClaimed TaskState = "CLAIMED"
 	// TaskSucceeded: its outputs for the committed attempt are authoritative.
 	TaskSucceeded TaskState = "SUCCEEDED"
-	// TaskFailed: it used up its attempts (or failed permanently); its
+	// TaskFailed: it used up its attempts (or failed permanently, or its
+	// owner cancelled it: TaskOwnerCancel); its
 	// stage and job fail with it, unless its stage tolerates the failure
 	// (StageTolerate, written in the same transaction), when it counts as
 	// finished for its stage and has no outputs.
@@ -130,7 +131,7 @@ var Tasks = Machine[TaskState]{
 		{Event: TaskContinue, From: []TaskState{TaskClaimed}, To: TaskReady, Guards: []Guard{GuardTokenMatches, GuardCheckpointed, GuardContinuationsLeft}},
 		{Event: TaskRedrive, From: []TaskState{TaskReady, TaskFailed, TaskCancelled}, To: TaskReady, Guards: []Guard{GuardNotTolerated}}, // redrive.go
 		{Event: TaskSplit, From: []TaskState{TaskClaimed}, To: TaskClaimed, Guards: []Guard{GuardTokenMatches, GuardCopyUnrequested}},    // dynsplit.go
-	}, append(speculationTransitions, oomTransitions...)...), // oomkill.go
+	}, append(speculationTransitions, append(oomTransitions, ownerCancelTransitions...)...)...), // oomkill.go, taskcancel.go
 }
 
 // StageState is where a stage is in its lifecycle.

@@ -43,7 +43,7 @@ func TestExhaustive(t *testing.T) {
 	t.Parallel()
 	t.Run("task", func(t *testing.T) {
 		checkExhaustive(t, Tasks, map[TaskState]map[Event]TaskState{
-			TaskReady:     {TaskClaim: TaskClaimed, TaskCancel: TaskCancelled, TaskRedrive: TaskReady},
+			TaskReady:     {TaskClaim: TaskClaimed, TaskCancel: TaskCancelled, TaskRedrive: TaskReady, TaskOwnerCancel: TaskFailed},
 			TaskFailed:    {TaskRedrive: TaskReady},
 			TaskCancelled: {TaskRedrive: TaskReady},
 			TaskClaimed: {
@@ -55,6 +55,7 @@ func TestExhaustive(t *testing.T) {
 				TaskYield: TaskClaimed, TaskCopyFail: TaskClaimed, TaskCopyExpire: TaskClaimed,
 				TaskCheckpoint: TaskClaimed, TaskContinue: TaskReady,
 				TaskSplit: TaskClaimed, TaskLostForMemory: TaskReady,
+				TaskOwnerCancel: TaskFailed,
 			},
 		})
 	})

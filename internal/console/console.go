@@ -4,7 +4,8 @@
 //
 // The page sees only what the public API shows its owner, and only through
 // an allowlist: the GET routes of jobs, tasks, history, logs, bad records,
-// schedules and whoami, and POST /jobs/{id}/cancel. Nothing the page sends
+// schedules and whoami, and POST /jobs/{id}/cancel (of the job, or with
+// ?task= of one task). Nothing the page sends
 // reaches the API but the route, its allowed query parameters and the
 // method; nothing of the credentials reaches the page.
 //
@@ -239,6 +240,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, path string) {
 			writeErr(w, http.StatusForbidden, "forbidden", "console: the only change the console makes is cancelling a job")
 			return
 		}
+		allowed = []string{"task"} // one task's cancel instead of the job's
 	default:
 		writeErr(w, http.StatusMethodNotAllowed, "method_not_allowed", "console: method not allowed")
 		return

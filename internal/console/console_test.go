@@ -109,6 +109,11 @@ func TestConsoleRoutesAndGuards(t *testing.T) {
 		got[1].method != "POST" || got[1].path != "/jobs/"+id+"/cancel" {
 		t.Fatalf("calls to the API: %+v", got)
 	}
+	// One task's cancel carries its task, and nothing else of the query.
+	do(t, "POST", u+"api/jobs/"+id+"/cancel?task=map%2F3&owner=mallory", same...)
+	if got := calls(); len(got) != 1 || got[0].path != "/jobs/"+id+"/cancel" || got[0].query.Encode() != "task=map%2F3" {
+		t.Fatalf("a task's cancel reached the API as %+v", got)
+	}
 
 	for _, c := range []struct {
 		what, method, url string

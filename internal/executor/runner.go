@@ -130,6 +130,9 @@ func messageLease(c control.Claim) time.Duration { return c.Lease + sm.LeaseSkew
 var (
 	errLeaseLost  = errors.New("lease lost")
 	errJobStopped = errors.New("job no longer running")
+	// errTaskCancelled stops an attempt whose task its owner cancelled as
+	// one whose job ended: nothing to commit, the message deleted.
+	errTaskCancelled = fmt.Errorf("%w: %w", domain.ErrTaskCancelled, errJobStopped)
 )
 
 func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender, log *slog.Logger) feed.Result {
@@ -199,7 +202,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 		log.Warn("lease lost; abandoning attempt")
 		return feed.Result{Action: feed.Leave, Err: cause}
 	case errors.Is(cause, errJobStopped):
-		log.Info("job ended; task stopped")
+		log.Info("task stopped", "why", cause.Error())
 		return feed.Result{Action: feed.Delete, Err: cause}
 	case errors.Is(cause, domain.ErrTimedOut), errors.Is(cause, domain.ErrOutOfMemory):
 		// Whatever the function returned after the cancel, the attempt
@@ -298,6 +301,9 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Ext
 		}
 		err := r.CP.Heartbeat(ctx, c)
 		switch {
+		case errors.Is(err, domain.ErrTaskCancelled):
+			cancel(errTaskCancelled)
+			return
 		case errors.Is(err, domain.ErrStaleClaim):
 			cancel(errLeaseLost)
 			return

@@ -297,7 +297,7 @@ func (f *Store) CheckInvariants(t testing.TB) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	succeeded := map[stageKey]int{}
+	succeeded, tolerated := map[stageKey]int{}, map[stageKey]int{}
 	for ref, ft := range f.tasks {
 		task := ft.t
 		k := stageKey{ref.Job, ref.Stage}
@@ -306,6 +306,9 @@ func (f *Store) CheckInvariants(t testing.TB) {
 		}
 		if task.Attempt > task.MaxAttempts {
 			t.Errorf("invariant: task %s ran attempt %d of %d", ref, task.Attempt, task.MaxAttempts)
+		}
+		if task.State == sm.TaskFailed && task.Tolerated {
+			tolerated[k]++ // counted finished by its stage (toleratedFailures)
 		}
 		if task.State == sm.TaskSucceeded {
 			succeeded[k]++
@@ -326,12 +329,17 @@ func (f *Store) CheckInvariants(t testing.TB) {
 					missing++
 				}
 			}
-			if missing == 0 && left != s.st.Total-succeeded[k] {
-				t.Errorf("invariant: stage %s/%d counts %d tasks left, but %d of %d succeeded", k.job, k.idx, left, succeeded[k], s.st.Total)
+			if missing == 0 && left != s.st.Total-succeeded[k]-tolerated[k] {
+				t.Errorf("invariant: stage %s/%d counts %d tasks left, but %d of %d succeeded and %d failed tolerated",
+					k.job, k.idx, left, succeeded[k], s.st.Total, tolerated[k])
 			}
 		}
-		if s.st.State == sm.StageCompleted && (!s.st.Materialized || succeeded[k] != s.st.Total) {
-			t.Errorf("invariant: stage %s/%d COMPLETED with %d of %d tasks succeeded (materialized %v)", k.job, k.idx, succeeded[k], s.st.Total, s.st.Materialized)
+		if s.st.Tolerated != tolerated[k] {
+			t.Errorf("invariant: stage %s/%d counts %d tolerated failures, its tasks %d", k.job, k.idx, s.st.Tolerated, tolerated[k])
+		}
+		if s.st.State == sm.StageCompleted && (!s.st.Materialized || succeeded[k]+tolerated[k] != s.st.Total) {
+			t.Errorf("invariant: stage %s/%d COMPLETED with %d of %d tasks succeeded and %d failed tolerated (materialized %v)",
+				k.job, k.idx, succeeded[k], s.st.Total, tolerated[k], s.st.Materialized)
 		}
 	}
 	for id, j := range f.jobs {

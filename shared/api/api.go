@@ -45,6 +45,7 @@ type Service interface {
 
 	// Operations on a job: stop it, run it again, delete it.
 	Cancel(ctx context.Context, owner, id string) (control.JobStatus, error)
+	CancelTask(context.Context, control.CancelTaskRequest) (control.TaskCancellation, error)
 	Redrive(context.Context, control.RedriveRequest) (control.JobStatus, error)
 	Rerun(context.Context, control.RerunRequest) (control.SubmitResult, error)
 	DeleteData(ctx context.Context, owner, id string) (control.DataDeletion, error)
@@ -95,7 +96,7 @@ var Routes = []Route{
 	{"GET", "/jobs/{id}", nil},
 	{"GET", "/jobs/{id}/tasks", []string{"stage", "state", "limit", "cursor"}},
 	{"GET", "/jobs/{id}/history", []string{"limit", "cursor"}},
-	{"POST", "/jobs/{id}/cancel", nil},
+	{"POST", "/jobs/{id}/cancel", []string{"task"}},
 	{"GET", "/jobs/{id}/manifest", []string{"stage", "presign", "limit", "cursor"}},
 	{"GET", "/openapi.yaml", nil},
 }
@@ -371,6 +372,10 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request, owner string) 
 }
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, owner string) {
+	if r.URL.Query().Has("task") {
+		h.cancelTask(w, r, owner) // taskcancel.go
+		return
+	}
 	st, err := h.svc.Cancel(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)

@@ -92,6 +92,11 @@ func TestHandlersHonourDocument(t *testing.T) {
 		{errNotFound, "POST", id + "/cancel", "alice", "", nil, 404},
 		{errEnded, "POST", id + "/cancel", "alice", "", nil, 409},
 		{errInternal, "POST", id + "/cancel", "alice", "", nil, 500},
+		{nil, "POST", id + "/cancel?task=map/3", "alice", "", nil, 200},
+		{errBadTask, "POST", id + "/cancel?task=map", "alice", "", nil, 400},
+		{errNoTask, "POST", id + "/cancel?task=map/9", "alice", "", nil, 404},
+		{errTaskEnded, "POST", id + "/cancel?task=map/3", "alice", "", nil, 409},
+		{errTaskNotStarted, "POST", id + "/cancel?task=reduce/0", "alice", "", nil, 409},
 
 		{nil, "GET", id + "/manifest?stage=reduce&presign=true&limit=5&cursor=abc", "alice", "", nil, 200},
 		{nil, "GET", id + "/manifest?presign=maybe", "alice", "", nil, 400},

@@ -131,3 +131,20 @@ var (
 	errBadID        = &spec.FieldError{Field: "id", Message: "is not a job id"}
 	errPresign      = control.ErrPresignUnavailable
 )
+
+func (s *scripted) CancelTask(_ context.Context, req control.CancelTaskRequest) (control.TaskCancellation, error) {
+	s.last = req
+	if s.err != nil {
+		return control.TaskCancellation{}, s.err
+	}
+	return control.TaskCancellation{JobID: req.ID, Task: req.Task, Stage: "map", Partition: 3, State: sm.TaskFailed,
+		Error: "task map/3 cancelled by " + req.Owner, Cancelled: t0, JobState: sm.JobFailed}, nil
+}
+
+// A task cancel's refusals, as operations.Operator.CancelTask gives them.
+var (
+	errBadTask        = &spec.FieldError{Field: "task", Message: `"map" is not STAGE/PARTITION (for example map/3)`}
+	errNoTask         = &control.TaskNotFoundError{ID: fakeID, Task: "map/9", Why: `stage "map" has 4 tasks, numbered from 0`}
+	errTaskEnded      = &control.TaskEndedError{ID: fakeID, Task: "map/3", State: sm.TaskSucceeded}
+	errTaskNotStarted = &control.TaskNotStartedError{ID: fakeID, Task: "reduce/0", Why: `stage "reduce" has not started`}
+)

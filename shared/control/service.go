@@ -260,7 +260,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 	s.Operator = operations.New(operations.Config{
 		StartGrace: cfg.StartGrace, CheckEvery: cfg.CheckEvery, StuckAfter: cfg.StuckAfter,
 		JobStateTTL: cfg.JobStateTTL, Retention: cfg.Retention,
-	}, k, s.stages, s.Admitter, store, q, b, func() string { return s.NewID() },
+	}, k, s.stages, s.Lifecycle, s.Admitter, store, q, b, func() string { return s.NewID() },
 		func(job, step string) error {
 			if s.DeleteStepHook == nil {
 				return nil

@@ -35,6 +35,10 @@ var (
 	// ErrJobNotRunning: the job failed, was cancelled or finished; its tasks
 	// must not start.
 	ErrJobNotRunning = errors.New("job not running")
+	// ErrTaskCancelled: the job's owner cancelled the task; its attempt
+	// stops, and nothing of it commits. It comes with ErrStaleClaim, as
+	// the cancel ended the claim.
+	ErrTaskCancelled = errors.New("task cancelled by its owner")
 	// ErrIdempotencyConflict: an idempotency key was reused for a different
 	// spec.
 	ErrIdempotencyConflict = errors.New("idempotency key reused with a different spec")

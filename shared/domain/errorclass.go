@@ -35,6 +35,10 @@ const (
 	// went on without the object would succeed having silently skipped
 	// part of its input.
 	ClassInputChanged ErrorClass = "input_changed"
+	// ClassCancelled: the job's owner cancelled the task (its running
+	// attempt, or the task while it waited). Permanent: no retry; its
+	// stage may tolerate it like any other failure.
+	ClassCancelled ErrorClass = "cancelled"
 )
 
 // ErrInputChanged is the outcome of reading an input object whose ETag is
@@ -43,7 +47,9 @@ var ErrInputChanged = errors.New("input changed while the job ran")
 
 // Permanent reports whether an attempt ending with class c fails its task
 // at once, whatever attempts are left.
-func (c ErrorClass) Permanent() bool { return c == ClassPermanent || c == ClassInputChanged }
+func (c ErrorClass) Permanent() bool {
+	return c == ClassPermanent || c == ClassInputChanged || c == ClassCancelled
+}
 
 // Tolerable reports whether a task that failed with class c may count
 // against its stage's toleratedFailures instead of failing the job.
@@ -52,7 +58,7 @@ func (c ErrorClass) Tolerable() bool { return c != ClassInputChanged }
 // Valid reports whether c is one of the classes above.
 func (c ErrorClass) Valid() bool {
 	switch c {
-	case ClassNone, ClassError, ClassPermanent, ClassTimedOut, ClassOutOfMemory, ClassLeaseExpired, ClassInputChanged:
+	case ClassNone, ClassError, ClassPermanent, ClassTimedOut, ClassOutOfMemory, ClassLeaseExpired, ClassInputChanged, ClassCancelled:
 		return true
 	}
 	return false
@@ -72,6 +78,8 @@ func (c ErrorClass) Ended() string {
 		return "lease expired"
 	case ClassInputChanged:
 		return "input changed"
+	case ClassCancelled:
+		return "cancelled"
 	}
 	return "retries exhausted"
 }

@@ -44,6 +44,9 @@ const (
 	// the failure (toleratedFailures): the job goes on without its
 	// partition.
 	AttemptTolerated AttemptEndKind = "tolerated"
+	// AttemptCancelled: the job's owner cancelled the task while the
+	// attempt ran; the task failed (ClassCancelled).
+	AttemptCancelled AttemptEndKind = "cancelled"
 )
 
 // AttemptEnd records how one attempt of a task ended without committing.

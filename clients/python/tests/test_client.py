@@ -256,6 +256,18 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(st.redrives, 3)
         self.assertEqual(json.loads(self.stub.requests[-1]["body"]), {"redrives": 2})
 
+    def test_cancel_task_names_the_task_in_the_query(self) -> None:
+        answer = {"jobId": JOB, "task": "map/3", "stage": "map", "partition": 3, "state": "FAILED", "tolerated": True,
+                  "error": "task map/3 cancelled by alice", "cancelled": "2026-01-02T15:04:05Z", "jobState": "RUNNING"}
+        self.stub.on("POST", f"/jobs/{JOB}/cancel", (200, answer),
+                     (409, {"code": "task_ended", "message": "task map/3 already finished", "field": "task"}))
+        tc = self.bw.cancel_task(JOB, "map/3")
+        self.assertEqual((tc.task, tc.partition, tc.tolerated, tc.job_state), ("map/3", 3, True, "RUNNING"))
+        self.assertEqual(self.stub.requests[-1]["query"], {"task": "map/3"})
+        with self.assertRaises(batchwork.Conflict) as cm:
+            self.bw.cancel_task(JOB, "map/3")
+        self.assertEqual(cm.exception.code, "task_ended")
+
     def test_logs_read_until_a_page_is_empty(self) -> None:
         line = {"time": "2026-01-02T15:04:05Z", "fields": {"msg": "hello", "level": "INFO"}}
         self.stub.on("GET", f"/jobs/{JOB}/logs", (200, {"lines": [line, line], "next": "n1"}),

@@ -60,6 +60,21 @@ class LocalRunnerTest(unittest.TestCase):
         self.assertEqual(self.bw.wait(job.job_id, timeout=60, interval=0.2).state, "CANCELLED")
         self.assertEqual(self.bw.cancel(job.job_id).state, "CANCELLED")
 
+    def test_cancel_one_task(self) -> None:
+        job = self.bw.submit("name: py-hang-task\nlease: 3s\nstages:\n  - {name: s, task: py.hang, partitions: {count: 2}}\n")
+        deadline = time.monotonic() + 60
+        while not list(self.bw.tasks(job.job_id, state="CLAIMED")):
+            self.assertLess(time.monotonic(), deadline, "no task of the job was claimed")
+            time.sleep(0.1)  # polling the runner, not synchronising threads
+        tc = self.bw.cancel_task(job.job_id, "s/0")
+        self.assertEqual((tc.task, tc.state, tc.tolerated, tc.job_state), ("s/0", "FAILED", False, "FAILED"))
+        self.assertTrue(tc.error.startswith("task s/0 cancelled by "), tc.error)
+        self.assertEqual(self.bw.cancel_task(job.job_id, "s/0"), tc)
+        with self.assertRaises(batchwork.NotFound) as cm:
+            self.bw.cancel_task(job.job_id, "s/9")
+        self.assertEqual(cm.exception.code, "not_found")
+        self.assertEqual(self.bw.wait(job.job_id, timeout=60, interval=0.2).state, "FAILED")
+
     def test_errors(self) -> None:
         with self.assertRaises(batchwork.NotFound) as cm:
             self.bw.status("j" + "0" * 21)

@@ -77,7 +77,8 @@ job succeeded, 6 if it failed, 7 if it was cancelled.`,
 (committed, retried, lease_expired, failed, cancelled, running; permanent,
 timed_out and out_of_memory for attempts ended by those errors). A failed
 task's state says what ended it: FAILED (permanent error), (retries
-exhausted), (timed out), (out of memory) or (lease expired); a task an
+exhausted), (timed out), (out of memory), (lease expired) or (cancelled, by
+'cancel --task'); a task an
 out-of-memory retry moved to a larger executor shows its size (READY @4GiB).`,
 			examples: []string{"batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --state FAILED", "batchwork tasks j19aa5e7c2a1f3b9d0e4c7 --stage map --all -o json"},
 			flags: func(fs *flag.FlagSet, o *opts) {
@@ -91,14 +92,32 @@ out-of-memory retry moved to a larger executor shows its size (READY @4GiB).`,
 			examples: []string{"batchwork history j19aa5e7c2a1f3b9d0e4c7", "batchwork history j19aa5e7c2a1f3b9d0e4c7 --all -o json"},
 			flags:    pageFlags,
 			minArgs:  1, maxArgs: 1, run: runHistory},
-		{name: "cancel", args: "ID", summary: "cancel a running job (committed outputs are kept)",
+		{name: "cancel", args: "ID", summary: "cancel a running job, or one task of it (--task); committed outputs are kept",
 			help: `Cancels a running job: no new task of it starts, running tasks are stopped
 at their next heartbeat, and outputs already committed are kept ('result').
 Cancelling a cancelled job is fine; a job that already succeeded or failed
 cannot be cancelled (exit 5), nor can one that is PUBLISHING its outputs to
-its output folder: its work is done, and it ends by itself.`,
-			examples: []string{"batchwork cancel j19aa5e7c2a1f3b9d0e4c7"},
-			minArgs:  1, maxArgs: 1, run: runCancel},
+its output folder: its work is done, and it ends by itself.
+
+With --task STAGE/PARTITION only that task is cancelled: its running attempt
+stops at its next heartbeat and cannot commit, or, waiting, it never starts.
+The task fails as cancelled, without retry; the job goes on without it if
+its stage's toleratedFailures allow, and fails naming it otherwise.
+Cancelling it again is fine; a task that already committed cannot be
+cancelled (exit 5), and an unknown one is exit 4.`,
+			examples: []string{"batchwork cancel j19aa5e7c2a1f3b9d0e4c7", "batchwork cancel j19aa5e7c2a1f3b9d0e4c7 --task map/3"},
+			flags: func(fs *flag.FlagSet, o *opts) {
+				// An empty value is refused rather than read as no flag:
+				// it would cancel the whole job.
+				fs.Func("task", "cancel only this task, STAGE/PARTITION (e.g. map/3)", func(v string) error {
+					if v == "" {
+						return errors.New("must be STAGE/PARTITION (e.g. map/3)")
+					}
+					o.task = v
+					return nil
+				})
+			},
+			minArgs: 1, maxArgs: 1, run: runCancel},
 		{name: "result", args: "ID", summary: "print or download a job's outputs",
 			help: `Prints the contents of a job's outputs to stdout, or lists them (--list), or
 downloads them into a directory (--download DIR, one file per output as
@@ -411,6 +430,9 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 }
 
 func runCancel(ctx context.Context, a *app, args []string) int {
+	if a.o.task != "" {
+		return runCancelTask(ctx, a, args[0]) // taskcancel.go
+	}
 	c, err := a.client(ctx)
 	if err != nil {
 		return a.fail(err)

@@ -151,6 +151,7 @@
     const dag = h('div', { id: 'dag', class: 'panel' });
     const timeline = h('div', { id: 'timeline', class: 'panel' });
     const failures = h('div', { id: 'failures' });
+    const running = h('div', { id: 'running-tasks' });
     const failedBox = h('div', { id: 'failed-tasks' }), badBox = h('div', { id: 'bad-records' });
     const failed = F.failedTasks(failedBox, id), bad = F.badRecords(badBox, id);
     const history = h('div', { id: 'history' });
@@ -162,6 +163,7 @@
       h('p', { class: 'muted' }, 'One row per executor (a long-polling process or a Lambda invocation), one bar per attempt, from its ' +
         'claim to its end, stacked where the executor ran several tasks at once. An attempt whose executor or start the API does not ' +
         'know (recorded before Batchwork kept them) gets a row of its task (stage/partition) and, drawn faded, an estimated start.'),
+      h('h2', { text: 'Running tasks' }), running,
       h('h2', { text: 'Failed tasks' }), failedBox,
       h('h2', { text: 'Failed attempts' }), failures,
       h('h2', { text: 'Bad records' }), badBox,
@@ -190,6 +192,7 @@
           }
         }
         const hist = await pages('/jobs/' + encodeURIComponent(id) + '/history', 'events', { limit: '200' }, 5);
+        renderRunning(running, tasks, id, st.state === 'RUNNING');
         renderFailures(failures, tasks, id, openLogs);
         await failed.refresh(tasks, tasksMore);
         renderHistory(history, hist.items, hist.more);
@@ -383,6 +386,28 @@
     if (shown < order.length) notes.push(`Showing ${shown} of ${order.length} rows.`);
     if (more) notes.push('The job has more tasks than the console reads.');
     box.replaceChildren(svg, ...notes.map(n => h('p', { class: 'muted', text: n })));
+  }
+
+  // renderRunning lists the tasks running now, each with a button that
+  // cancels that task alone (POST /jobs/{id}/cancel?task=STAGE/PARTITION):
+  // it fails without retry, and its job goes on as its stage's
+  // toleratedFailures allow.
+  function renderRunning(box, tasks, id, jobRunning) {
+    const rows = tasks.filter(t => t.state === 'CLAIMED').map(t => {
+      const task = `${t.stage}/${t.partition}`;
+      const cancel = async (ev) => {
+        if (!confirm('Cancel task ' + task + '? It stops at its next heartbeat and fails without retry; the job fails with it unless its stage tolerates the failure.')) return;
+        ev.target.disabled = true;
+        try { await api('/jobs/' + encodeURIComponent(id) + '/cancel?' + new URLSearchParams({ task }), 'POST'); } catch (e) { showError(e); }
+      };
+      return h('tr', { 'data-task': task },
+        h('td', { class: 'mono', text: task }), h('td', { text: `${t.attempt}/${t.maxAttempts}` }),
+        h('td', { text: fmtTime(t.updated) }),
+        h('td', {}, jobRunning && h('button', { class: 'danger', 'data-cancel-task': task, onclick: cancel, text: 'cancel task' })));
+    });
+    box.replaceChildren(rows.length
+      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Updated', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
+      : h('p', { class: 'muted', text: 'No task is running.' }));
   }
 
   // renderFailures lists the attempts that did not commit, each with a

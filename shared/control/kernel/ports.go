@@ -90,6 +90,7 @@ type Store interface {
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
 	TaskFailTolerated(context.Context, dynamo.TolerateParams) (domain.Task, error)
+	TaskCancel(context.Context, dynamo.TaskCancelParams) (domain.Task, error)
 	TaskSweep(context.Context, dynamo.SweepTaskParams) error
 	TaskTakeover(context.Context, dynamo.TakeoverParams) (domain.Task, error)
 	TaskLoseForMemory(ctx context.Context, p dynamo.LostForMemoryParams) (domain.Task, error)

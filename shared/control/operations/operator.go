@@ -1,10 +1,11 @@
 // Package operations is what an owner does to a job once it is
-// submitted, and the sweep's share of it: cancel, redrive (retrying a
-// FAILED job in place), rerun (a new job reusing an ended one's committed
-// stages), deleting a job or its data, and expiring ended jobs by the
-// installation's retention. It stands on kernel, stages and admission
-// (a rerun is a submission); the facade, control.Service, answers with
-// the job's status where a route does.
+// submitted, and the sweep's share of it: cancel (of the job, or of one
+// task: taskcancel.go), redrive (retrying a FAILED job in place), rerun
+// (a new job reusing an ended one's committed stages), deleting a job or
+// its data, and expiring ended jobs by the installation's retention. It
+// stands on kernel, stages, tasks (a task's cancel is a failure) and
+// admission (a rerun is a submission); the facade, control.Service,
+// answers with the job's status where a route does.
 package operations
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/admission"
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/stages"
+	"github.com/batchwork/batchwork/shared/control/tasks"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -54,6 +56,8 @@ type Store interface {
 	TaskMarkRedrive(ctx context.Context, ref domain.TaskRef, budget, gen int) error
 	// Stages and tasks.
 	StageList(context.Context, string) ([]domain.Stage, error)
+	StageGet(context.Context, string, int) (domain.Stage, error)
+	TaskGet(context.Context, domain.TaskRef) (domain.Task, error)
 	TaskListStage(ctx context.Context, job string, stage, total int) ([]domain.Task, error)
 	// The sweep's due index.
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
@@ -87,6 +91,7 @@ type Operator struct {
 	queue  Queue
 	blob   Blob
 	stages *stages.Lifecycle
+	tasks  *tasks.Lifecycle
 	admit  *admission.Admitter
 	log    *slog.Logger
 
@@ -98,10 +103,11 @@ type Operator struct {
 	stepHook func(job, step string) error
 }
 
-// New returns an operator on k that drives stages with lc and submits
-// reruns with adm; cfg has its defaults already.
-func New(cfg Config, k *kernel.Kernel, lc *stages.Lifecycle, adm *admission.Admitter, store Store, q Queue, b Blob,
+// New returns an operator on k that drives stages with lc, fails the
+// tasks its owners cancel with tl and submits reruns with adm; cfg has
+// its defaults already.
+func New(cfg Config, k *kernel.Kernel, lc *stages.Lifecycle, tl *tasks.Lifecycle, adm *admission.Admitter, store Store, q Queue, b Blob,
 	newID func() string, stepHook func(job, step string) error, log *slog.Logger) *Operator {
-	return &Operator{Kernel: k, cfg: cfg, store: store, queue: q, blob: b, stages: lc, admit: adm, log: log,
+	return &Operator{Kernel: k, cfg: cfg, store: store, queue: q, blob: b, stages: lc, tasks: tl, admit: adm, log: log,
 		newID: newID, stepHook: stepHook}
 }

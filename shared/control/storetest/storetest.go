@@ -48,6 +48,7 @@ type Store interface {
 	TaskHeartbeat(ctx context.Context, p dynamo.HolderParams, lease, grace time.Duration) error
 	TaskCommit(context.Context, dynamo.CommitParams) (shardDone bool, err error)
 	TaskRelease(context.Context, dynamo.ReleaseParams) (domain.Task, error)
+	TaskCancel(context.Context, dynamo.TaskCancelParams) (domain.Task, error)
 	JobRedriveCount(ctx context.Context, id string) (int, error)
 	JobStart(context.Context, dynamo.JobStartParams) error
 	JobRedrive(context.Context, dynamo.RedriveJobParams) error

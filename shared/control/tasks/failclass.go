@@ -30,6 +30,7 @@ var attemptKinds = map[domain.ErrorClass]domain.AttemptEndKind{
 	domain.ClassInputChanged: domain.AttemptPermanent,
 	domain.ClassTimedOut:     domain.AttemptTimedOut,
 	domain.ClassOutOfMemory:  domain.AttemptOutOfMemory,
+	domain.ClassCancelled:    domain.AttemptCancelled,
 }
 
 // Fail records the holder's failed attempt by its class. A permanent
@@ -104,6 +105,9 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 // already says a timeout or an out-of-memory end).
 func failReason(sp *spec.Job, t domain.Task) string {
 	name := sp.Stages[t.Ref.Stage].Name
+	if t.ErrorClass == domain.ClassCancelled {
+		return t.LastError // names the task and who cancelled it (ownercancel.go)
+	}
 	if t.ErrorClass.Permanent() {
 		return fmt.Sprintf("stage %q task %d failed with a permanent error on attempt %d of %d: %s", name, t.Ref.Partition, t.Attempt, t.MaxAttempts, t.LastError)
 	}

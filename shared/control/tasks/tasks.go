@@ -212,7 +212,8 @@ func heldUntil(t domain.Task, alive, now time.Time) time.Time {
 }
 
 // Heartbeat extends the holder's lease. domain.ErrStaleClaim means the lease
-// is lost; domain.ErrJobNotRunning means the job ended. Either way the
+// is lost (with domain.ErrTaskCancelled when the task's owner cancelled
+// it); domain.ErrJobNotRunning means the job ended. Either way the
 // executor stops the task.
 func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 	var err error
@@ -222,8 +223,8 @@ func (s *Lifecycle) Heartbeat(ctx context.Context, c kernel.Claim) error {
 		err = s.store.TaskHeartbeat(ctx, dynamo.HolderParams{Ref: c.Task.Ref, Token: c.Task.Token, Now: s.Now()}, c.Lease, c.Lease)
 	}
 	if err != nil {
-		s.copies.noteIfLost(ctx, c, err) // speculation.go
-		return err
+		s.copies.noteIfLost(ctx, c, err)                         // speculation.go
+		return cancelledHeartbeat(ctx, s.store, c.Task.Ref, err) // ownercancel.go
 	}
 	return s.CheckJob(ctx, c)
 }

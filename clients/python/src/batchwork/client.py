@@ -263,6 +263,15 @@ class Client:
         failed raises Conflict (``job_ended``)."""
         return self._call(m.JobStatus, "POST", _path("jobs", job_id, "cancel"))
 
+    def cancel_task(self, job_id: str, task: str) -> m.TaskCancellation:
+        """Cancels one task of a running job, named ``STAGE/PARTITION``
+        (``map/3``): its running attempt stops and cannot commit, or,
+        waiting, it never starts. It fails without retry; the job goes on
+        as the stage's ``toleratedFailures`` allow, or fails naming it.
+        Cancelling it again answers the same. A task that committed first
+        raises Conflict (``task_ended``); an unknown one NotFound."""
+        return self._call(m.TaskCancellation, "POST", _path("jobs", job_id, "cancel"), query=_query(task=task))
+
     def outputs(self, job_id: str, *, stage: str = "", presign: bool = False, limit: Optional[int] = None,
                 cursor: Optional[str] = None) -> Pager[m.Output, m.OutputList]:
         """A job's committed outputs: the manifest of a job that succeeded,

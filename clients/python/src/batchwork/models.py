@@ -21,7 +21,7 @@ __all__ = [
     "LimitUse", "JobList", "JobSummary", "TaskList", "Task", "TaskCheckpoint", "TaskCopy", "Attempt",
     "LogPage", "LogLine", "History", "Event", "BadRecordPage", "BadRecord", "OutputList", "Output",
     "Schedule", "ScheduleList", "RunList", "ScheduleRun", "DataDeletion", "JobDeletion",
-    "SCHEMAS", "decode", "parse_time", "ENDED_STATES",
+    "TaskCancellation", "SCHEMAS", "decode", "parse_time", "ENDED_STATES",
 ]
 
 #: The job states a job never leaves.
@@ -354,6 +354,22 @@ class JobDeletion:
     complete: bool = _j("complete", required=True)
 
 
+@dataclass(frozen=True)
+class TaskCancellation:
+    """One task's cancel: the task FAILED as cancelled, whether its stage
+    tolerated the failure, its error, and its job's state as the cancel
+    left it (FAILED when the task's failure failed it)."""
+    job_id: str = _j("jobId", required=True)
+    task: str = _j("task", required=True)
+    stage: str = _j("stage", required=True)
+    partition: int = _j("partition", required=True)
+    state: str = _j("state", required=True)
+    tolerated: bool = _j("tolerated", required=True)
+    error: str = _j("error", required=True)
+    cancelled: datetime = _j("cancelled", required=True)
+    job_state: str = _j("jobState", required=True)
+
+
 #: Each model and the schema it follows in openapi.yaml: a schema's name
 #: under components/schemas, or for an object declared inline, that name
 #: and the path of properties down to it.
@@ -387,6 +403,7 @@ SCHEMAS: Dict[type, str] = {
     ScheduleRun: "ScheduleRun",
     DataDeletion: "DataDeletion",
     JobDeletion: "JobDeletion",
+    TaskCancellation: "TaskCancellation",
 }
 
 _TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
