@@ -295,7 +295,9 @@ func TestLambdaEvent(t *testing.T) {
 			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"inputs": [` +
 				`{"prefix": "s3://data-bucket/in/"}, {"name": "customers", "prefix": "s3://other-bucket/c/", "format": "jsonl"}]}}]}`,
 			task: "j1/0/0",
-			cp:   func(f *fakeCP) ControlPlane { return lambdaInputCP{f, split.Split{Key: "c/a", Start: 0, End: 9, Source: 1}} },
+			cp: func(f *fakeCP) ControlPlane {
+				return lambdaInputCP{f, split.Split{Key: "c/a", Start: 0, End: 9, Source: 1}}
+			},
 			want: lambdatask.Event{
 				Task:         lambdatask.TaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
 				Params:       map[string]string{},

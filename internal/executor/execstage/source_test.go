@@ -16,7 +16,9 @@ func TestExecEnvSource(t *testing.T) {
 	for _, src := range []string{"orders", "1", ""} {
 		env := execEnv(&Attempt{Job: "j", Stage: "s", Source: src, Out: partsOnly{}}, t.TempDir())
 		has := slices.Contains(env, EnvTaskSource+"="+src)
-		if has != (src != "") || (src == "" && slices.ContainsFunc(env, func(e string) bool { return len(e) > len(EnvTaskSource) && e[:len(EnvTaskSource)+1] == EnvTaskSource+"=" })) {
+		if has != (src != "") || (src == "" && slices.ContainsFunc(env, func(e string) bool {
+			return len(e) > len(EnvTaskSource) && e[:len(EnvTaskSource)+1] == EnvTaskSource+"="
+		})) {
 			t.Errorf("source %q: environment %q", src, env)
 		}
 	}
