@@ -78,10 +78,10 @@ stages:
 func SpecInputs(name string, orders []string, customers string, r int) []byte {
 	var ins []string
 	for _, p := range orders {
-		ins = append(ins, fmt.Sprintf(`{"prefix": %q, "format": "csv", "splitSize": "4KiB"}`, p))
+		ins = append(ins, fmt.Sprintf(`{"prefix": %q, "format": "csv", "splitSize": "16KiB"}`, p))
 	}
 	return fmt.Appendf(nil, `{"name": %q, "stages": [
-  {"name": %q, "task": %q, "partitions": {"input": {"prefix": %q, "format": "jsonl", "splitSize": "4KiB"}}, "shuffle": {"partitions": %d}},
+  {"name": %q, "task": %q, "partitions": {"input": {"prefix": %q, "format": "jsonl", "splitSize": "16KiB"}}, "shuffle": {"partitions": %d}},
   {"name": %q, "task": %q, "partitions": {"inputs": [%s]}, "shuffle": {"partitions": %d}},
   {"name": "join", "task": %q, "after": [%q, %q]}]}`,
 		name, CustomersStage, CustomersTask, customers, r, OrdersStage, OrdersTask, strings.Join(ins, ", "), r, JoinTask, CustomersStage, OrdersStage)
