@@ -91,9 +91,21 @@ sys.stdout.buffer.write("".join("\t".join(r) + "\n" for r in rows).encode())
 	}
 	e.putInput(owner, "customers/all.jsonl", customers.Bytes())
 	id := e.submitAs(owner, "join", join.SpecInputs("join", []string{"inputs:orders/2026-10/", "inputs:orders/2026-11/"}, "inputs:customers/", 4))
+	// The generated join the chaos run uses, beside it: it runs through
+	// on real executors, and each customer id that has a record and
+	// orders joins (ids c00..c63; every ninth has no customer).
+	gen := e.submitAs(owner, "gen", join.Spec("gen", 3, 2, 3))
 	st := e.waitJobAs(owner, id, 3*time.Minute)
 	if diff := cmp.Diff(want, jobLines(t, e, st)); diff != "" {
 		t.Errorf("joined rows (-DuckDB +job):\n%s", diff)
+	}
+	ids := map[string]bool{}
+	for _, line := range jobLines(t, e, e.waitJobAs(owner, gen, 3*time.Minute)) {
+		id, _, _ := strings.Cut(line, "\t")
+		ids[id] = true
+	}
+	if len(ids) < 40 || ids["c00"] || ids["c09"] || !ids["c01"] {
+		t.Errorf("the generated join matched customers %v; want most of c01..c63, none of c00, c09, ...", ids)
 	}
 	for _, s := range st.Stages {
 		switch s.Name {
