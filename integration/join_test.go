@@ -19,8 +19,8 @@ import (
 )
 
 // The reduce-side join on the emulator equals DuckDB's answer to the same
-// join: orders as CSV under two prefixes (one stage with inputs), customers
-// as JSON Lines under a third, each shuffled by customer id into the same
+// join: orders under two prefixes, CSV and JSON Lines (one stage with
+// inputs, each in its own format), customers as JSON Lines under a third, each shuffled by customer id into the same
 // partitions, and the join stage reading both shuffles, each record tagged
 // with its stage. Some orders name no customer and some customers have no
 // order (an inner join drops both); names hold commas, quotes and
@@ -40,26 +40,36 @@ func TestJoinEqualsDuckDB(t *testing.T) {
 		}
 		customers.Write(append(line, '\n'))
 	}
+	// October's orders are CSV, November's JSON Lines: one stage reads
+	// both prefixes, each in its own format.
 	months := []string{"2026-10", "2026-11"}
 	orderFiles := make([]bytes.Buffer, len(months))
-	for k := range orderFiles {
-		w := csv.NewWriter(&orderFiles[k])
-		w.Write([]string{"order_id", "customer_id", "amount"})
-		for i := range 1500 {
-			c := (i*37 + k*11) % 330 // ids past 299 name no customer
-			w.Write([]string{fmt.Sprintf("o%s-%04d", months[k], i), fmt.Sprintf("c%03d", c), fmt.Sprintf("%d,%03d.%02d", i%4, i%1000, i%100)})
+	w := csv.NewWriter(&orderFiles[0])
+	w.Write([]string{"order_id", "customer_id", "amount"})
+	for i := range 1500 {
+		for k, m := range months {
+			id, c, amount := fmt.Sprintf("o%s-%04d", m, i), fmt.Sprintf("c%03d", (i*37+k*11)%330), fmt.Sprintf("%d,%03d.%02d", i%4, i%1000, i%100)
+			if k == 0 {
+				w.Write([]string{id, c, amount}) // ids past c299 name no customer
+				continue
+			}
+			line, err := json.Marshal(map[string]string{"order_id": id, "customer_id": c, "amount": amount})
+			if err != nil {
+				t.Fatal(err)
+			}
+			orderFiles[1].Write(append(line, '\n'))
 		}
-		w.Flush()
 	}
+	w.Flush()
 
 	// DuckDB's answer, from the same bytes.
-	var csvPaths []string
-	for k, m := range months {
-		p := filepath.Join(dir, "orders-"+m+".csv")
+	var paths []string
+	for k, ext := range []string{"csv", "jsonl"} {
+		p := filepath.Join(dir, "orders-"+months[k]+"."+ext)
 		if err := os.WriteFile(p, orderFiles[k].Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		csvPaths = append(csvPaths, "'"+p+"'")
+		paths = append(paths, p)
 	}
 	custPath := filepath.Join(dir, "customers.jsonl")
 	if err := os.WriteFile(custPath, customers.Bytes(), 0o600); err != nil {
@@ -68,11 +78,14 @@ func TestJoinEqualsDuckDB(t *testing.T) {
 	script := fmt.Sprintf(`import duckdb, sys
 rows = duckdb.connect().execute("""
   SELECT o.customer_id, c.name, o.order_id, o.amount
-  FROM read_csv([%s], header = true, all_varchar = true) o
+  FROM (SELECT order_id, customer_id, amount FROM read_csv('%s', header = true, all_varchar = true)
+        UNION ALL
+        SELECT order_id, customer_id, amount FROM read_json('%s', format = 'newline_delimited',
+          columns = {'order_id': 'VARCHAR', 'customer_id': 'VARCHAR', 'amount': 'VARCHAR'})) o
   JOIN read_json('%s', format = 'newline_delimited', columns = {'id': 'VARCHAR', 'name': 'VARCHAR', 'since': 'BIGINT'}) c
   ON o.customer_id = c.id""").fetchall()
 sys.stdout.buffer.write("".join("\t".join(r) + "\n" for r in rows).encode())
-`, strings.Join(csvPaths, ", "), custPath)
+`, paths[0], paths[1], custPath)
 	out, err := exec.Command("../.venv/bin/python", "-c", script).Output()
 	if err != nil {
 		t.Fatalf("DuckDB (make venv installs it): %v\n%s", err, out)
@@ -86,11 +99,10 @@ sys.stdout.buffer.write("".join("\t".join(r) + "\n" for r in rows).encode())
 	reg := batchwork.NewRegistry()
 	join.Register(reg)
 	e := newEnv(t, reg, envOptions{})
-	for k, m := range months {
-		e.putInput(owner, "orders/"+m+"/part-0.csv", orderFiles[k].Bytes())
-	}
+	e.putInput(owner, "orders/"+months[0]+"/part-0.csv", orderFiles[0].Bytes())
+	e.putInput(owner, "orders/"+months[1]+"/part-0.jsonl", orderFiles[1].Bytes())
 	e.putInput(owner, "customers/all.jsonl", customers.Bytes())
-	id := e.submitAs(owner, "join", join.SpecInputs("join", []string{"inputs:orders/2026-10/", "inputs:orders/2026-11/"}, "inputs:customers/", 4))
+	id := e.submitAs(owner, "join", join.SpecInputs("join", []join.Prefix{{Prefix: "inputs:orders/2026-10/", Format: "csv"}, {Prefix: "inputs:orders/2026-11/", Format: "jsonl"}}, "inputs:customers/", 4))
 	// The generated join the chaos run uses, beside it: it runs through
 	// on real executors, and each customer id that has a record and
 	// orders joins (ids c00..c63; every ninth has no customer).
@@ -110,7 +122,7 @@ sys.stdout.buffer.write("".join("\t".join(r) + "\n" for r in rows).encode())
 	for _, s := range st.Stages {
 		switch s.Name {
 		case join.OrdersStage:
-			// 16 KiB splits of two objects of about 45 KB each.
+			// 16 KiB splits of two objects of about 45 and 90 KB.
 			if s.Total < 6 || s.RecordsIn != 3000 {
 				t.Errorf("orders stage: %d tasks, %d records in; want many splits of both prefixes and 3,000 records", s.Total, s.RecordsIn)
 			}

@@ -8,9 +8,9 @@
 // Spec generates its data (the chaos run uses it: every output is a
 // function of the spec alone, sorted and free of attempt numbers, so two
 // runs of one spec are byte-identical however many attempts their tasks
-// took). SpecInputs reads real data instead: orders as CSV (columns
-// order_id, customer_id, amount) under one or more prefixes, and
-// customers as JSON Lines ({"id": ..., "name": ...}) under another.
+// took). SpecInputs reads stored data instead: orders (order_id,
+// customer_id, amount) under one or more prefixes, each CSV or JSON
+// Lines, and customers as JSON Lines ({"id": ..., "name": ...}).
 package join
 
 import (
@@ -71,14 +71,17 @@ stages:
 `, name, CustomersStage, GenCustomersTask, m, params, r, OrdersStage, GenOrdersTask, n, r, JoinTask, CustomersStage, OrdersStage)
 }
 
+// Prefix is an input prefix and its format (csv or jsonl).
+type Prefix struct{ Prefix, Format string }
+
 // SpecInputs is the join over stored data: the orders stage reads every
-// CSV prefix in orders (partitions.inputs, one task per split of any of
-// them), the customers stage the JSON Lines under customers, and the
-// join's r tasks read both shuffles.
-func SpecInputs(name string, orders []string, customers string, r int) []byte {
+// prefix in orders, each in its own format (partitions.inputs, one task
+// per split of any of them), the customers stage the JSON Lines under
+// customers, and the join's r tasks read both shuffles.
+func SpecInputs(name string, orders []Prefix, customers string, r int) []byte {
 	var ins []string
 	for _, p := range orders {
-		ins = append(ins, fmt.Sprintf(`{"prefix": %q, "format": "csv", "splitSize": "16KiB"}`, p))
+		ins = append(ins, fmt.Sprintf(`{"prefix": %q, "format": %q, "splitSize": "16KiB"}`, p.Prefix, p.Format))
 	}
 	return fmt.Appendf(nil, `{"name": %q, "stages": [
   {"name": %q, "task": %q, "partitions": {"input": {"prefix": %q, "format": "jsonl", "splitSize": "16KiB"}}, "shuffle": {"partitions": %d}},

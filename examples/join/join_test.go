@@ -27,7 +27,7 @@ func TestSpec(t *testing.T) {
 	if got := sp.Sinks(); len(got) != 1 || sp.Stages[got[0]].Name != "join" {
 		t.Fatalf("sinks %v, want [join]", got)
 	}
-	sp, err = spec.Parse(SpecInputs("j", []string{"inputs:orders/a/", "inputs:orders/b/"}, "inputs:customers/", 4))
+	sp, err = spec.Parse(SpecInputs("j", []Prefix{{"inputs:orders/a/", "csv"}, {"inputs:orders/b/", "jsonl"}}, "inputs:customers/", 4))
 	if err != nil {
 		t.Fatalf("inputs spec: %v", err)
 	}

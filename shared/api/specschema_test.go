@@ -115,7 +115,7 @@ func TestSpecSchemaAcceptsExampleSpecs(t *testing.T) {
 		"examples/wordcount inputs:":                     wordcount.Spec("wc", "inputs:corpus/", 1<<20, 4),
 		"examples/diamond":                               diamond.Spec("diamond", 3),
 		"examples/join":                                  join.Spec("join", 3, 2, 4),
-		"examples/join inputs":                           join.SpecInputs("join", []string{"inputs:o/a/", "s3://b-bucket/o/"}, "inputs:c/", 4),
+		"examples/join inputs":                           join.SpecInputs("join", []join.Prefix{{Prefix: "inputs:o/a/", Format: "csv"}, {Prefix: "s3://b-bucket/o/", Format: "jsonl"}}, "inputs:c/", 4),
 		"cmd/batchwork/scaffold/templates/job.json.tmpl": readRepoFile(t, "cmd/batchwork/scaffold/templates/job.json.tmpl"),
 		"cmd/batchwork/testdata/valid.yaml":              readRepoFile(t, "cmd/batchwork/testdata/valid.yaml"),
 		"every field":                                    []byte(everyField),
