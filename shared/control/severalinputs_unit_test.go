@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -155,4 +158,51 @@ func TestJoinStageAfterTwoShuffles(t *testing.T) {
 		r.commit(r.claim(taskRef(job, 2, p)), 1)
 	}
 	r.wantState(taskRef(job, 2, 0), sm.TaskSucceeded, sm.StageCompleted, sm.JobSucceeded)
+}
+
+// The splits of every input count together against a stage's task limit,
+// and the error names the input that passed it. Like TestPlanLimits, the
+// job is stored as one submitted before the split size had its floor.
+func TestSeveralInputsCountTogether(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		second    int
+		wantErr   string
+		wantTasks int
+	}{
+		{second: 40_001, wantErr: "stages[0].partitions.inputs[1].splitSize: s3://in-bucket/c/ in splits of 1 bytes gives 100001 splits with the inputs before it, more than 100000"},
+		{second: 40_000, wantTasks: spec.MaxPartitions},
+	} {
+		t.Run(fmt.Sprint(c.second), func(t *testing.T) {
+			t.Parallel()
+			r := newUnitRig(t)
+			r.blob.Put("in-bucket", "o/a", make([]byte, 60_000))
+			r.blob.Put("in-bucket", "c/a", make([]byte, c.second))
+			sp, err := spec.Parse([]byte(`{"name":"old","lease":"10s","stages":[{"name":"s","task":"work","partitions":{"inputs":[` +
+				`{"prefix":"s3://in-bucket/o/"},{"prefix":"s3://in-bucket/c/"}]}}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range sp.Stages[0].Partitions.Inputs {
+				sp.Stages[0].Partitions.Inputs[k].SplitSize = 1
+			}
+			now := r.clock.Now()
+			if _, _, err := r.store.JobCreate(r.ctx, dynamo.CreateJobParams{
+				Job:     domain.Job{ID: "jold", Owner: "tester", Spec: sp, SpecHash: sp.Hash(), Created: now},
+				IdemKey: "jold", StageDue: now, IdemTTL: time.Hour,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			r.sweep()
+			if j := r.job("jold"); c.wantErr != "" {
+				if j.State != sm.JobFailed || !strings.Contains(j.Error, c.wantErr) {
+					t.Fatalf("job %s (%q), want FAILED with %q", j.State, j.Error, c.wantErr)
+				}
+				return
+			}
+			if st := r.stage("jold", 0); st.Total != c.wantTasks {
+				t.Fatalf("stage %+v, want %d tasks", st, c.wantTasks)
+			}
+		})
+	}
 }
