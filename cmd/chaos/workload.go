@@ -29,7 +29,7 @@ const (
 	reducers      = 3
 	diamondWidth  = 2
 	joinMaps      = 3
-	joinSides     = 2
+	joinCustomers = 2
 	joinPartition = 3
 )
 
@@ -96,7 +96,7 @@ func workloads(n int, bucket string, set settings) ([]workload, error) {
 			w.Spec = withYAML(diamond.Spec(w.Name, diamondWidth), set, prio)
 		case "join":
 			w.Kind, w.Name = "join", fmt.Sprintf("join-%03d", i)
-			w.Spec = withYAML(join.Spec(w.Name, joinMaps, joinSides, joinPartition), set, prio)
+			w.Spec = withYAML(join.Spec(w.Name, joinMaps, joinCustomers, joinPartition), set, prio)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("spec of %s: %w", w.Name, err)

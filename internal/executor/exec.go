@@ -46,7 +46,7 @@ func (r *Runner) execFunc(st spec.Stage, lim execstage.Limits) (Func, error) {
 func (t *Task) execAttempt() *execstage.Attempt {
 	a := &execstage.Attempt{
 		Job: t.Ref.Job, Stage: t.Stage, Partition: t.Ref.Partition, Attempt: t.Attempt,
-		Format: t.Format, Header: t.Header, Params: t.Params, RunParams: t.RunParams,
+		Format: t.Format, Header: t.Header, Params: t.Params, RunParams: t.RunParams, Source: t.Source,
 		Input: t.Input, Out: t.Out, Log: t.Log,
 	}
 	// Left nil, not a nil pointer in an interface: nil says the program

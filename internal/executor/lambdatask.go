@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
@@ -110,23 +111,25 @@ func (r *Runner) lambdaEvent(ctx context.Context, c control.Claim, st spec.Stage
 		ev.Outputs = append(ev.Outputs, blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p))
 	}
 	lambdaCheckpointEvent(ev, t) // lambdackpt.go
-	switch src, ok := c.Spec.ShuffleSource(ref.Stage); {
-	case ok:
-		keys, err := r.shuffleKeys(ctx, c.Spec, ref, src)
+	switch srcs := c.Spec.ShuffleSources(ref.Stage); {
+	case len(srcs) > 0:
+		sh, err := tagged.LambdaShuffle(c.Spec, r.Blob.Bucket(), srcs, func(src int) ([]string, error) { return r.shuffleKeys(ctx, c.Spec, ref, src) })
 		if err != nil {
 			return nil, fmt.Errorf("shuffle input: %w", err)
 		}
-		ev.Shuffle = &lambdatask.Shuffle{Bucket: r.Blob.Bucket(), Keys: keys}
-		if keys == nil {
-			ev.Shuffle.Keys = []string{}
-		}
+		ev.Shuffle = sh
 	case c.Task.Input != nil:
-		bucket, _, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
+		in := st.Partitions.InputAt(c.Task.Input.Source)
+		if in == nil {
+			return nil, fmt.Errorf("the task's split is of input %d, which stage %s does not have", c.Task.Input.Source, st.Name)
+		}
+		bucket, _, err := spec.ParseS3URI(in.Prefix)
 		if err != nil {
 			return nil, err
 		}
-		in := c.Task.Input
-		ev.Input = &lambdatask.Input{Bucket: bucket, Key: in.Key, Start: in.Start, End: in.End, ETag: in.ETag, VersionID: in.Version}
+		s := c.Task.Input
+		ev.Input = &lambdatask.Input{Bucket: bucket, Key: s.Key, Start: s.Start, End: s.End, ETag: s.ETag, VersionID: s.Version}
+		ev.Source = t.Source
 	}
 	return ev, nil
 }

@@ -282,6 +282,7 @@ func TestLambdaEvent(t *testing.T) {
 				Params:       map[string]string{},
 				Input:        &lambdatask.Input{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9},
 				Format:       "lines",
+				Source:       "0",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
 				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
 			}},
@@ -297,8 +298,47 @@ func TestLambdaEvent(t *testing.T) {
 				Params:       map[string]string{},
 				Input:        &lambdatask.Input{Bucket: "data-bucket", Key: "in/a.txt", Start: 4, End: 9, ETag: "e1", VersionID: "v1"},
 				Format:       "lines",
+				Source:       "0",
 				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
 				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
+			}},
+		{name: "a split of an input of several, in its own bucket",
+			spec: `{"name": "j", "stages": [{"name": "s", "lambda": "f", "partitions": {"inputs": [` +
+				`{"prefix": "s3://data-bucket/in/"}, {"name": "customers", "prefix": "s3://other-bucket/c/", "format": "jsonl"}]}}]}`,
+			task: "j1/0/0",
+			cp: func(f *fakeCP) ControlPlane {
+				return lambdaInputCP{f, split.Split{Key: "c/a", Start: 0, End: 9, Source: 1}}
+			},
+			want: lambdatask.Event{
+				Task:         lambdatask.TaskRef{Job: "j1", Stage: "s", Partition: 0, Attempt: 1},
+				Params:       map[string]string{},
+				Input:        &lambdatask.Input{Bucket: "other-bucket", Key: "c/a", Start: 0, End: 9},
+				Format:       "jsonl",
+				Source:       "customers",
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "s", 0, 1),
+				Outputs:      []string{blob.OutputKey("j1", "s", 0, 1, 0)},
+			}},
+		{name: "a partition of two shuffles",
+			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +
+				`{"name": "n", "task": "m", "partitions": {"count": 1}, "shuffle": {"partitions": 2}},` +
+				`{"name": "r", "lambda": "reducer", "after": ["n", "m"]}]}`,
+			task: "j1/2/1",
+			prep: func(t *testing.T, b *testdouble.Blob) {
+				writeShuffle(t, b, "m", 2, 2, false)
+				writeShuffle(t, b, "n", 1, 2, false)
+			},
+			want: lambdatask.Event{
+				Task:   lambdatask.TaskRef{Job: "j1", Stage: "r", Partition: 1, Attempt: 1},
+				Params: map[string]string{},
+				Shuffle: &lambdatask.Shuffle{Bucket: "bucket",
+					Keys: []string{blob.OutputKey("j1", "n", 0, 1, 1), blob.OutputKey("j1", "m", 0, 1, 1), blob.OutputKey("j1", "m", 1, 1, 1)},
+					Sources: []lambdatask.ShuffleSource{
+						{Source: "n", Keys: []string{blob.OutputKey("j1", "n", 0, 1, 1)}},
+						{Source: "m", Keys: []string{blob.OutputKey("j1", "m", 0, 1, 1), blob.OutputKey("j1", "m", 1, 1, 1)}},
+					}},
+				Format:       "lines",
+				OutputPrefix: "s3://bucket/" + blob.AttemptPrefix("j1", "r", 1, 1),
+				Outputs:      []string{blob.OutputKey("j1", "r", 1, 1, 0)},
 			}},
 		{name: "a shuffle partition",
 			spec: `{"name": "j", "stages": [{"name": "m", "task": "m", "partitions": {"count": 2}, "shuffle": {"partitions": 2}},` +

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
@@ -351,22 +352,31 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 		// The function reads its input itself, from the split's range or
 		// the shuffle's keys (lambdatask.go): opening it here would be a
 		// wasted GET (from the object's start, for a CSV header).
-		if st.Partitions != nil && st.Partitions.Input != nil {
-			t.Format = st.Partitions.Input.Format
+		if c.Task.Input != nil {
+			in, err := stageInput(st, *c.Task.Input, t) // stageinput.go
+			if err != nil {
+				return nil, noop, err
+			}
+			t.Format = in.Format
 		}
 		return t, noop, nil
 	}
-	switch src, ok := c.Spec.ShuffleSource(ref.Stage); {
-	case ok:
-		in, err := r.shuffleInput(ctx, c.Spec, ref, src)
+	switch srcs := c.Spec.ShuffleSources(ref.Stage); {
+	case len(srcs) > 0:
+		// One shuffle's records, or several's tagged (package tagged).
+		in, err := tagged.Open(c.Spec, srcs, func(src int) (io.ReadCloser, error) { return r.shuffleInput(ctx, c.Spec, ref, src) })
 		if err != nil {
 			return nil, noop, err
 		}
 		t.Input = in
 		return t, func() { in.Close() }, nil
 	case c.Task.Input != nil:
-		t.cut = r.splittable(c, st.Partitions.Input, *c.Task.Input) // dynsplit.go
-		rc, err := r.openInput(ctx, st.Partitions.Input, *c.Task.Input, t)
+		in, err := stageInput(st, *c.Task.Input, t)
+		if err != nil {
+			return nil, noop, err
+		}
+		t.cut = r.splittable(c, in, *c.Task.Input) // dynsplit.go
+		rc, err := r.openInput(ctx, in, *c.Task.Input, t)
 		if err != nil {
 			return nil, noop, err
 		}

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/batchwork/batchwork/shared/blob"
@@ -53,7 +54,7 @@ func indexedShuffle(sp *spec.Job, idx int) bool {
 		return false
 	}
 	for i, d := range sp.Stages {
-		if src, ok := sp.ShuffleSource(i); ok && src == idx && d.Lambda != "" {
+		if d.Lambda != "" && slices.Contains(sp.ShuffleSources(i), idx) {
 			return false
 		}
 	}

@@ -69,6 +69,9 @@ type Task struct {
 	// Header is a CSV input's column names (its first record); nil for
 	// other formats and for tasks without an input.
 	Header []string
+	// Source names the input prefix the task's split is of
+	// (spec.Input.SourceName); "" for a task that reads no split.
+	Source string
 	// Out collects the task's outputs; they are published only if the
 	// attempt commits.
 	Out *output.Output

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -46,6 +47,10 @@ type Task struct {
 	// Header is a CSV input's column names (its first record), not
 	// repeated in Input; nil for other formats.
 	Header []string
+	// Source names the input prefix the task's split is of, for a stage
+	// with several (partitions.inputs): the input's name, or its index
+	// ("0", "1", ...). "" for a task that reads no split.
+	Source string
 	// Out holds the attempt's outputs, published only if it commits.
 	Out *Output
 	// Log is a logger whose lines name the job, stage, task, attempt and
@@ -110,6 +115,19 @@ func Records(r io.Reader, fn func(key, value string) error) error {
 	return executor.Records(r, fn)
 }
 
+// TaggedRecords reads the input of a stage that joins several upstream
+// shuffles (its "after" names several stages with a shuffle): every
+// record is a line "source\tkey\tvalue", source being the name of the
+// stage that emitted it, and fn gets each record's three parts, stopping
+// at fn's first error. The sources come in the order "after" lists them,
+// each whole before the next. A nil r returns ErrNoInput, as Records.
+func TaggedRecords(r io.Reader, fn func(source, key, value string) error) error {
+	if r == nil {
+		return executor.ErrNoInput
+	}
+	return tagged.Records(r, fn)
+}
+
 // Registry maps task names (a stage's "task") to functions. Make one
 // with NewRegistry; it may be used from several goroutines at once.
 type Registry struct {
@@ -172,7 +190,7 @@ func adapt(fn Func) executor.Func {
 	return func(ctx context.Context, t *executor.Task) error {
 		return fn(ctx, &Task{
 			Job: t.Ref.Job, Stage: t.Stage, Partition: t.Ref.Partition, Attempt: t.Attempt,
-			Params: t.Params, RunParams: t.RunParams, Input: t.Input, Format: t.Format, Header: t.Header,
+			Params: t.Params, RunParams: t.RunParams, Input: t.Input, Format: t.Format, Header: t.Header, Source: t.Source,
 			Out: &Output{s: t.Out}, Log: t.Log, rt: t,
 		})
 	}

@@ -53,9 +53,14 @@
 //     lines, and "csv" whole CSV records (a quoted field may hold
 //     newlines), with the file's column names in [Task.Header]; a
 //     compressed object (.gz, .zst) is one split, decompressed as read;
+//     a stage over several prefixes ("inputs": [...]) reads a split of
+//     one of them, in that input's format, and [Task.Source] names it;
 //   - for the stage after a shuffle, its shuffle partition: the
 //     "key<TAB>value" lines every upstream task emitted for it, which
 //     [Records] reads;
+//   - for a stage after several shuffles (a join), its partition of each:
+//     "source<TAB>key<TAB>value" lines, source the upstream stage's name,
+//     which [TaggedRecords] reads;
 //   - nil for a stage with a fixed partition count ("partitions":
 //     {"count": n}); such a task reads its [Task.Params] instead.
 //

@@ -23,6 +23,8 @@ type TaskInput struct {
 	Input  io.Reader
 	Format string
 	Header []string
+	// Source is Task.Source: the input a split is of ("" for none).
+	Source string
 	// Parts is the number of output partitions, the downstream shuffle
 	// partitions (0: one).
 	Parts int
@@ -56,7 +58,7 @@ func RunTask(ctx context.Context, fn Func, in TaskInput) (*TaskResult, error) {
 	t := &Task{
 		Job: cmp.Or(in.Job, "local"), Stage: cmp.Or(in.Stage, "stage"), Partition: in.Partition,
 		Attempt: max(in.Attempt, 1), Params: in.Params, RunParams: in.RunParams, Input: in.Input, Format: in.Format,
-		Header: in.Header, Out: &Output{s: out}, Log: in.Log,
+		Header: in.Header, Source: in.Source, Out: &Output{s: out}, Log: in.Log,
 	}
 	if t.Log == nil {
 		t.Log = slog.New(slog.DiscardHandler)

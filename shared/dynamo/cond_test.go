@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -13,7 +14,7 @@ func sampleTask(keyLen int) domain.Task {
 	return domain.Task{
 		Ref:         domain.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999},
 		MaxAttempts: 100,
-		Input:       &split.Split{Key: strings.Repeat("k", keyLen), Start: 1 << 40, End: 1 << 41},
+		Input:       &split.Split{Key: strings.Repeat("k", keyLen), Start: 1 << 40, End: 1 << 41, Source: spec.MaxInputs - 1},
 	}
 }
 

@@ -36,6 +36,9 @@ func encodeTask(t domain.Task, due time.Time) map[string]types.AttributeValue {
 		if t.Input.Version != "" {
 			item[aInVersion] = sv(t.Input.Version) // inputpin.go
 		}
+		if t.Input.Source != 0 {
+			item[aInSource] = nv(int64(t.Input.Source)) // inputsource.go
+		}
 	}
 	if !due.IsZero() {
 		item[attrGPK] = sv(duePK(taskPK(t.Ref) + taskSK(t.Ref.Partition)))
@@ -81,7 +84,7 @@ func decodeTask(ref domain.TaskRef, it map[string]types.AttributeValue) domain.T
 		RedrivePending: int(getN(it, aRedrivePending)), // redrive.go
 	}
 	if k := getS(it, aInKey); k != "" {
-		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion)}
+		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion), Source: int(getN(it, aInSource))}
 	}
 	return t
 }

@@ -30,6 +30,9 @@ type Event struct {
 	Shuffle *Shuffle `json:"shuffle,omitempty"`
 	// Format is the input's record format: lines, jsonl or csv.
 	Format string `json:"format"`
+	// Source names the input prefix Input is a split of (the input's
+	// name in the spec, or its index); "" for other tasks.
+	Source string `json:"source,omitempty"`
 	// OutputPrefix is this attempt's own prefix, s3://bucket/jobs/...
 	// /a<attempt>/; Outputs are the keys (in the same bucket) of its
 	// output partitions, one per part: write part r, if at all, to
@@ -73,6 +76,19 @@ type Input struct {
 // Shuffle lists the objects of a shuffle partition.
 type Shuffle struct {
 	Bucket string   `json:"bucket"`
+	Keys   []string `json:"keys"`
+	// Sources, for a stage that joins several upstream shuffles, lists
+	// each one's objects under its stage's name, in the order the stage's
+	// "after" names them: a function tags each record with its source
+	// (internal/executor/tagged). Keys then lists every source's objects
+	// in the same order, untagged.
+	Sources []ShuffleSource `json:"sources,omitempty"`
+}
+
+// ShuffleSource is the objects of one upstream shuffle a joining
+// stage's task reads.
+type ShuffleSource struct {
+	Source string   `json:"source"`
 	Keys   []string `json:"keys"`
 }
 

@@ -31,6 +31,13 @@ func TestWire(t *testing.T) {
 			`"input":{"bucket":"b","key":"in/a","start":4,"end":9,"etag":"e","versionId":"v1"},` +
 			`"shuffle":{"bucket":"b","keys":["x"]},"format":"csv","outputPrefix":"s3://b/jobs/p/","outputs":["o0"],` +
 			`"deadline":"2030-01-01T00:00:00Z","resume":{"offset":5,"state":"c3Q="},"checkpointOutputs":["c0"]}`},
+		{"joining event", Event{
+			Params:  map[string]string{},
+			Source:  "orders",
+			Shuffle: &Shuffle{Bucket: "b", Keys: []string{"x", "y"}, Sources: []ShuffleSource{{Source: "orders", Keys: []string{"x"}}, {Source: "customers", Keys: []string{"y"}}}},
+		}, `{"task":{"job":"","stage":"","partition":0,"attempt":0},"params":{},` +
+			`"shuffle":{"bucket":"b","keys":["x","y"],"sources":[{"source":"orders","keys":["x"]},{"source":"customers","keys":["y"]}]},` +
+			`"format":"","source":"orders","outputPrefix":"","outputs":null,"deadline":""}`},
 		{"bare event", Event{Params: map[string]string{}},
 			`{"task":{"job":"","stage":"","partition":0,"attempt":0},"params":{},"format":"","outputPrefix":"","outputs":null,"deadline":""}`},
 		{"response", Response{

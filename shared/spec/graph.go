@@ -68,8 +68,9 @@ func (in *Input) SplitSizeOrDefault() Size {
 	return firstNonZero(in.SplitSize, DefaultSplitSize)
 }
 
-// ShuffleSource returns the index of the upstream stage whose shuffle
-// feeds stage i, and false if stage i does not read a shuffle.
+// ShuffleSource returns the index of the first upstream stage whose
+// shuffle feeds stage i (ShuffleSources lists them all; they share one
+// partition count), and false if stage i does not read a shuffle.
 func (j *Job) ShuffleSource(i int) (int, bool) {
 	for _, u := range j.upstream(j.index())[i] {
 		if j.Stages[u].Shuffle != nil {

@@ -206,6 +206,9 @@ func (j *Job) Resolve(given map[string]string) (*Job, error) {
 		if P.Input != nil {
 			sub(p+".partitions.input.prefix", &P.Input.Prefix)
 		}
+		for k := range P.Inputs {
+			sub(p+".partitions.inputs["+strconv.Itoa(k)+"].prefix", &P.Inputs[k].Prefix)
+		}
 		for k, m := range P.Params {
 			for _, key := range slices.Sorted(maps.Keys(m)) {
 				v := m[key]
@@ -243,9 +246,19 @@ func (r *Job) checkLiteralForms() errorList {
 		}
 	}
 	for i, s := range r.Stages {
-		if s.Partitions != nil && s.Partitions.Input != nil && hasPlaceholder(s.Partitions.Input.Prefix) {
-			if err := checkInputPrefix(s.Partitions.Input.Prefix); err != nil {
+		if s.Partitions == nil {
+			continue
+		}
+		if in := s.Partitions.Input; in != nil && hasPlaceholder(in.Prefix) {
+			if err := checkInputPrefix(in.Prefix); err != nil {
 				errs.add(stagePath(i)+".partitions.input.prefix", err.Error())
+			}
+		}
+		for k, in := range s.Partitions.Inputs {
+			if hasPlaceholder(in.Prefix) {
+				if err := checkInputPrefix(in.Prefix); err != nil {
+					errs.add(stagePath(i)+".partitions.inputs["+strconv.Itoa(k)+"].prefix", err.Error())
+				}
 			}
 		}
 	}

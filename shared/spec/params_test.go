@@ -26,6 +26,12 @@ stages:
     partitions:
       count: 2
       params: [{day: "${params.date}", n: "${params.limit}"}, {day: fixed}]
+  - name: both
+    task: t.both
+    partitions:
+      inputs:
+        - {name: a, prefix: "s3://in-bucket/a/${params.date}/"}
+        - {name: b, prefix: "s3://in-bucket/b/${params.region}/", format: jsonl}
 `
 
 func resolveErrors(t *testing.T, err error) []FieldError {
@@ -64,6 +70,8 @@ func TestResolveEverywhere(t *testing.T) {
 		{"params[0].day", r.Stages[1].Partitions.Params[0]["day"], "2026-03-01"},
 		{"params[0].n (a YAML integer default)", r.Stages[1].Partitions.Params[0]["n"], "7"},
 		{"params[1].day", r.Stages[1].Partitions.Params[1]["day"], "fixed"},
+		{"inputs[0].prefix", r.Stages[2].Partitions.Inputs[0].Prefix, "s3://in-bucket/a/2026-03-01/"},
+		{"inputs[1].prefix", r.Stages[2].Partitions.Inputs[1].Prefix, "s3://in-bucket/b/us/"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -534,38 +534,60 @@ func (d *decoder) partitions(n *yaml.Node, path string) *Partitions {
 			})
 		case "input":
 			if !isNull(v) {
-				p.Input = new(Input)
-				d.object(v, fp, func(key string, v *yaml.Node, fp string) bool {
-					switch key {
-					case "prefix":
-						p.Input.Prefix = d.str(v, fp)
-					case "splitSize":
-						p.Input.SplitSize = d.size(v, fp)
-					case "format":
-						p.Input.Format = d.str(v, fp)
-					case "columns":
-						if !isNull(v) {
-							p.Input.Columns = []string{} // present but empty is an error, not "all"
-						}
-						d.list(v, fp, func(e *yaml.Node, ep string) {
-							p.Input.Columns = append(p.Input.Columns, d.str(e, ep))
-						})
-					case "dynamicSplit":
-						p.Input.DynamicSplit = d.boolean(v, fp)
-					case "allowEmpty":
-						p.Input.AllowEmpty = d.boolean(v, fp)
-					default:
-						return false
-					}
-					return true
-				})
+				p.Input = d.input(v, fp)
 			}
+		case "inputs":
+			if !isNull(v) {
+				p.Inputs = []Input{} // present but empty is an error
+			}
+			d.list(v, fp, func(e *yaml.Node, ep string) {
+				in := d.input(e, ep)
+				if in == nil {
+					in = new(Input)
+				}
+				p.Inputs = append(p.Inputs, *in)
+			})
 		default:
 			return false
 		}
 		return true
 	})
 	return p
+}
+
+// input decodes one input prefix of partitions.input or .inputs.
+func (d *decoder) input(n *yaml.Node, path string) *Input {
+	if isNull(n) {
+		return nil
+	}
+	in := new(Input)
+	d.object(n, path, func(key string, v *yaml.Node, fp string) bool {
+		switch key {
+		case "name":
+			in.Name = d.str(v, fp)
+		case "prefix":
+			in.Prefix = d.str(v, fp)
+		case "splitSize":
+			in.SplitSize = d.size(v, fp)
+		case "format":
+			in.Format = d.str(v, fp)
+		case "columns":
+			if !isNull(v) {
+				in.Columns = []string{} // present but empty is an error, not "all"
+			}
+			d.list(v, fp, func(e *yaml.Node, ep string) {
+				in.Columns = append(in.Columns, d.str(e, ep))
+			})
+		case "dynamicSplit":
+			in.DynamicSplit = d.boolean(v, fp)
+		case "allowEmpty":
+			in.AllowEmpty = d.boolean(v, fp)
+		default:
+			return false
+		}
+		return true
+	})
+	return in
 }
 
 // params decodes one partition's parameters. Values must be strings, as in

@@ -352,12 +352,12 @@ stages:
 	_, err := Parse([]byte(in))
 	want := []FieldError{
 		{Field: "stages[1].after[1]", Message: `unknown stage "x"`, Line: 13},
-		{Field: "stages[1].partitions", Message: "count or input is required", Line: 8},
+		{Field: "stages[1].partitions", Message: "count, input or inputs is required", Line: 8},
 	}
 	if diff := cmp.Diff(want, fieldErrors(t, err)); diff != "" {
 		t.Errorf("errors mismatch (-want +got):\n%s", diff)
 	}
-	const wantMsg = `stages[1].after[1]: unknown stage "x" (line 13); stages[1].partitions: count or input is required (line 8)`
+	const wantMsg = `stages[1].after[1]: unknown stage "x" (line 13); stages[1].partitions: count, input or inputs is required (line 8)`
 	if err.Error() != wantMsg {
 		t.Errorf("Error() = %q, want %q", err.Error(), wantMsg)
 	}

@@ -44,8 +44,10 @@ type Job struct {
 }
 
 // Stage is one node of the DAG. Its task count comes from exactly one of:
-// Partitions.Count, Partitions.Input, or (when Partitions is nil) the
-// shuffle of the single upstream stage in After that has a Shuffle.
+// Partitions.Count, Partitions.Input, Partitions.Inputs, or (when
+// Partitions is nil) the shuffles of the upstream stages in After that
+// have one, which all shuffle into the same number of partitions
+// (ShuffleSources).
 type Stage struct {
 	Name string `json:"name"`
 	// Exactly one of Task, Exec and Lambda says what runs: a function
@@ -84,10 +86,18 @@ type Partitions struct {
 	// Input splits the objects under an S3 prefix by file and by byte range
 	// on record boundaries.
 	Input *Input `json:"input,omitempty"`
+	// Inputs are several prefixes, each with its own format, planned
+	// together: a task reads a split of one object of one of them
+	// (inputs.go). Exclusive with Input and Count.
+	Inputs []Input `json:"inputs,omitempty"`
 }
 
 // Input is an S3 prefix read as records of a format.
 type Input struct {
+	// Name tells a task which input its split comes from (the Go task's
+	// Source, SourceName); "" names it by its index in Inputs ("0" for
+	// Input).
+	Name string `json:"name,omitempty"`
 	// Prefix is "s3://bucket/prefix", or "inputs:<path>" for a path in
 	// the submitter's inputs area (InputsScheme), which a stored job's
 	// spec holds resolved.

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -161,7 +160,7 @@ func checkAfter(errs *errorList, p string, s Stage, index map[string]int) {
 }
 
 // checkPartitions enforces that stage i gets its task count from exactly
-// one source: an explicit count, an S3 input, or one upstream shuffle.
+// one source: an explicit count, S3 inputs, or its upstream shuffles.
 func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 	s := j.Stages[i]
 	p := stagePath(i)
@@ -175,22 +174,26 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 	case s.Partitions != nil && len(shuffles) > 0:
 		errs.add(p+".partitions", fmt.Sprintf("a stage fed by a shuffle takes its partitions from shuffle of stage %q", j.Stages[shuffles[0]].Name))
 	case s.Partitions == nil && len(shuffles) == 0:
-		errs.add(p+".partitions", "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}")
-	case len(shuffles) > 1:
-		errs.add(p+".after", fmt.Sprintf("reads the shuffles of stages %q and %q; a stage can read at most one shuffle",
-			j.Stages[shuffles[0]].Name, j.Stages[shuffles[1]].Name))
+		errs.add(p+".partitions", "required (count, input or inputs) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}")
 	}
+	j.checkShuffleSources(errs, i, shuffles) // inputs.go
 	if s.Partitions == nil {
 		return
 	}
 
 	pp := p + ".partitions"
 	P := s.Partitions
+	set := 0
+	for _, b := range []bool{P.Count != 0, P.Input != nil, P.Inputs != nil} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case P.Count != 0 && P.Input != nil:
-		errs.add(pp, "count and input are mutually exclusive")
-	case P.Count == 0 && P.Input == nil && len(shuffles) == 0:
-		errs.add(pp, "count or input is required")
+	case set > 1:
+		errs.add(pp, "count, input and inputs are mutually exclusive: give exactly one")
+	case set == 0 && len(shuffles) == 0:
+		errs.add(pp, "count, input or inputs is required")
 	}
 	countOK := P.Count >= 1 && P.Count <= MaxPartitions
 	if P.Count != 0 && !countOK {
@@ -207,27 +210,7 @@ func (j *Job) checkPartitions(errs *errorList, i int, up []int) {
 			checkParams(errs, pp+".params["+strconv.Itoa(k)+"]", m)
 		}
 	}
-	if in := P.Input; in != nil {
-		if err := checkInputPrefix(in.Prefix); err != nil && !hasPlaceholder(in.Prefix) { // Resolve checks it resolved
-			errs.add(pp+".input.prefix", err.Error())
-		}
-		if in.Format != "" && !slices.Contains(Formats, in.Format) {
-			errs.add(pp+".input.format", fmt.Sprintf("%q is not a format; want lines, jsonl, csv or parquet", in.Format))
-		}
-		checkParquet(errs, pp+".input", in)
-		// A split under a page holds a few lines at most, so tiny sizes
-		// only multiply tasks. The floor is not the memory guard: planning
-		// counts splits before it makes any (a job stored before the floor
-		// was raised still plans) and refuses more than MaxPartitions.
-		switch {
-		case in.SplitSize != 0 && in.SplitSize < MinSplitSize:
-			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at least %d (bytes)", MinSplitSize))
-		case in.SplitSize > MaxSplitSize:
-			// Checked only here: a job stored before the cap keeps its
-			// plan, since planning must give every process the same splits.
-			errs.add(pp+".input.splitSize", fmt.Sprintf("must be at most %d (bytes, %d MiB), so that a task's split fits in an executor's memory", MaxSplitSize, MaxSplitSize>>20))
-		}
-	}
+	checkInputs(errs, pp, P) // inputs.go
 }
 
 // checkParquet holds what only Parquet reads to Parquet: columns, and

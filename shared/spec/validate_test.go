@@ -144,20 +144,20 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "stages[1].partitions", Message: `a stage fed by a shuffle takes its partitions from shuffle of stage "map"`},
 		}},
 		{"no partitions and no shuffle upstream", dia(func(j *Job) { j.Stages[3].Partitions = nil }), []FieldError{
-			{Field: "stages[3].partitions", Message: "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
+			{Field: "stages[3].partitions", Message: "required (count, input or inputs) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
 		}},
-		{"two shuffle upstreams", dia(func(j *Job) {
+		{"two shuffle upstreams of different partitions", dia(func(j *Job) {
 			j.Stages[1].Shuffle = &Shuffle{Partitions: 2}
-			j.Stages[2].Shuffle = &Shuffle{Partitions: 2}
+			j.Stages[2].Shuffle = &Shuffle{Partitions: 3}
 			j.Stages[3].Partitions = nil
-		}), []FieldError{{Field: "stages[3].after", Message: `reads the shuffles of stages "b" and "c"; a stage can read at most one shuffle`}}},
+		}), []FieldError{{Field: "stages[3].after", Message: `reads the shuffles of stages "b" (2 partitions) and "c" (3 partitions); a stage reading several shuffles needs them all to have the same shuffle.partitions`}}},
 
 		// Partitions.
-		{"partitions empty", dia(func(j *Job) { j.Stages[1].Partitions = &Partitions{} }), []FieldError{{Field: "stages[1].partitions", Message: "count or input is required"}}},
+		{"partitions empty", dia(func(j *Job) { j.Stages[1].Partitions = &Partitions{} }), []FieldError{{Field: "stages[1].partitions", Message: "count, input or inputs is required"}}},
 		{"count too high", dia(func(j *Job) { j.Stages[1].Partitions.Count = MaxPartitions + 1 }), []FieldError{{Field: "stages[1].partitions.count", Message: "must be between 1 and 100000"}}},
 		{"count negative", dia(func(j *Job) { j.Stages[1].Partitions.Count = -3 }), []FieldError{{Field: "stages[1].partitions.count", Message: "must be between 1 and 100000"}}},
 		{"count and input", dia(func(j *Job) { j.Stages[0].Partitions.Input = &Input{Prefix: "s3://bucket/x"} }), []FieldError{
-			{Field: "stages[0].partitions", Message: "count and input are mutually exclusive"},
+			{Field: "stages[0].partitions", Message: "count, input and inputs are mutually exclusive: give exactly one"},
 		}},
 		{"params shorter than count", dia(func(j *Job) { j.Stages[0].Partitions.Params = j.Stages[0].Partitions.Params[:1] }), []FieldError{
 			{Field: "stages[0].partitions.params", Message: "must have one entry per partition: has 1, count is 2"},
@@ -204,7 +204,7 @@ func TestValidateRejects(t *testing.T) {
 			{Field: "name", Message: "is required"},
 			{Field: "stages[0].task", Message: "is required"},
 			{Field: "stages[3].after[1]", Message: `unknown stage "x"`},
-			{Field: "stages[1].partitions", Message: "required (count or input) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
+			{Field: "stages[1].partitions", Message: "required (count, input or inputs) unless the stage reads a shuffle: a stage in its after: with shuffle: {partitions: N}"},
 		}},
 	}
 	for _, tt := range tests {

@@ -124,7 +124,7 @@ func Carve(s Split, pos int64, pieces int, minPiece int64) (at int64, give []Spl
 	at = pos + share + rest%n // the giver keeps the remainder
 	for k := int64(1); k < n; k++ {
 		from := at + (k-1)*share
-		give = append(give, Split{Key: s.Key, Start: from, End: from + share, ETag: s.ETag, Version: s.Version})
+		give = append(give, Split{Key: s.Key, Start: from, End: from + share, ETag: s.ETag, Version: s.Version, Source: s.Source})
 	}
 	return at, give
 }

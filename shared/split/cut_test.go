@@ -139,7 +139,7 @@ func TestCutProposeRefused(t *testing.T) {
 
 func TestCarve(t *testing.T) {
 	t.Parallel()
-	s := Split{Key: "k", Start: 0, End: 1000, ETag: "e"}
+	s := Split{Key: "k", Start: 0, End: 1000, ETag: "e", Source: 3}
 	tests := []struct {
 		name     string
 		pos      int64
@@ -162,7 +162,7 @@ func TestCarve(t *testing.T) {
 			}
 			next := at
 			for _, p := range give {
-				if p.Start != next || p.End <= p.Start || p.Key != "k" || p.ETag != "e" {
+				if p.Start != next || p.End <= p.Start || p.Key != "k" || p.ETag != "e" || p.Source != 3 {
 					t.Fatalf("pieces %v do not tile [%d, 1000)", give, at)
 				}
 				next = p.End

@@ -45,6 +45,9 @@ type Split struct {
 	// version even after the key is overwritten, and fails only if the
 	// version itself is gone.
 	Version string `json:",omitempty"`
+	// Source is the index of the stage's input the object was listed
+	// under (spec.Partitions.InputAt): 0 for a stage with one input.
+	Source int `json:",omitempty"`
 }
 
 // Plan cuts each non-empty object, in the given order, into

@@ -85,6 +85,10 @@ const (
 	EnvTaskParts = "BATCHWORK_PARTS"
 	// EnvTaskFormat is the input's record format (lines, jsonl, csv).
 	EnvTaskFormat = "BATCHWORK_FORMAT"
+	// EnvTaskSource names the input prefix the task's split is of (the
+	// input's name in the spec, or its index); unset for a task that
+	// reads no split.
+	EnvTaskSource = "BATCHWORK_SOURCE"
 	// EnvTaskHeader is a CSV input's column names as a JSON array.
 	EnvTaskHeader = "BATCHWORK_HEADER"
 	// EnvTaskParams holds the partition's parameters as a JSON object,
@@ -233,6 +237,8 @@ type Attempt struct {
 	Params map[string]string
 	// RunParams are the job's run parameters (runparams.go).
 	RunParams map[string]string
+	// Source names the input the split is of (EnvTaskSource); "": none.
+	Source string
 	// Input is the program's stdin; nil: none.
 	Input io.Reader
 	Out   Output
@@ -367,6 +373,9 @@ func execEnv(t *Attempt, work string) []string {
 		EnvTaskParts+"="+strconv.Itoa(t.Out.Parts()),
 		EnvTaskFormat+"="+cmp.Or(t.Format, "lines"),
 	)
+	if t.Source != "" {
+		env = append(env, EnvTaskSource+"="+t.Source)
+	}
 	if t.Header != nil {
 		b, _ := json.Marshal(t.Header)
 		env = append(env, EnvTaskHeader+"="+string(b))

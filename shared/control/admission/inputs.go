@@ -96,36 +96,46 @@ func ParseInputBuckets(s string) ([]string, error) {
 func (s *Admitter) resolveInputs(ctx context.Context, owner string, sp *spec.Job) error {
 	for i := range sp.Stages {
 		st := &sp.Stages[i]
-		if st.Partitions == nil || st.Partitions.Input == nil {
-			continue
-		}
-		in := st.Partitions.Input
-		if path, ok := spec.InputsPath(in.Prefix); ok {
-			in.Prefix = s.InputsURI(owner) + path
-		}
-		field := fmt.Sprintf("stages[%d].partitions.input.prefix", i)
-		bucket, prefix, err := spec.ParseS3URI(in.Prefix)
-		if err != nil {
-			return &spec.FieldError{Field: field, Message: err.Error()}
-		}
-		if bucket != s.blob.Bucket() {
-			if !slices.Contains(s.cfg.InputBuckets, bucket) {
-				return &spec.FieldError{Field: field, Message: s.notAllowed(bucket, owner)}
+		for k, in := range st.Partitions.InputList() {
+			field := fmt.Sprintf("stages[%d].partitions.inputs[%d].prefix", i, k)
+			if st.Partitions.Input != nil {
+				field = fmt.Sprintf("stages[%d].partitions.input.prefix", i)
 			}
-			if key := principal.Key(owner); slices.Contains(s.cfg.OutputBuckets, bucket) && !strings.HasPrefix(prefix, key+"/") {
-				// Owners publish here to <owner key>/...: reads are held
-				// to the submitter's folder, as writes are (resolveOutput).
-				return &spec.FieldError{Field: field, Message: fmt.Sprintf("bucket %q holds the folders owners publish to; you may read only yours, under s3://%s/%s/",
-					bucket, bucket, key)}
+			if err := s.resolveInput(ctx, owner, st.Name, field, in); err != nil {
+				return err
 			}
-			continue
 		}
-		var fe *spec.FieldError
-		if err := s.checkDataPrefix(ctx, owner, field, prefix); errors.As(err, &fe) {
-			return fe
-		} else if err != nil {
-			return fmt.Errorf("check input of stage %s: %w", st.Name, err)
+	}
+	return nil
+}
+
+// resolveInput is resolveInputs for one input prefix, named field in the
+// spec.
+func (s *Admitter) resolveInput(ctx context.Context, owner, stage, field string, in *spec.Input) error {
+	if path, ok := spec.InputsPath(in.Prefix); ok {
+		in.Prefix = s.InputsURI(owner) + path
+	}
+	bucket, prefix, err := spec.ParseS3URI(in.Prefix)
+	if err != nil {
+		return &spec.FieldError{Field: field, Message: err.Error()}
+	}
+	if bucket != s.blob.Bucket() {
+		if !slices.Contains(s.cfg.InputBuckets, bucket) {
+			return &spec.FieldError{Field: field, Message: s.notAllowed(bucket, owner)}
 		}
+		if key := principal.Key(owner); slices.Contains(s.cfg.OutputBuckets, bucket) && !strings.HasPrefix(prefix, key+"/") {
+			// Owners publish here to <owner key>/...: reads are held
+			// to the submitter's folder, as writes are (resolveOutput).
+			return &spec.FieldError{Field: field, Message: fmt.Sprintf("bucket %q holds the folders owners publish to; you may read only yours, under s3://%s/%s/",
+				bucket, bucket, key)}
+		}
+		return nil
+	}
+	var fe *spec.FieldError
+	if err := s.checkDataPrefix(ctx, owner, field, prefix); errors.As(err, &fe) {
+		return fe
+	} else if err != nil {
+		return fmt.Errorf("check input of stage %s: %w", stage, err)
 	}
 	return nil
 }

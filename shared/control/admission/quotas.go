@@ -95,8 +95,8 @@ func declaredTasks(sp *spec.Job) int {
 		switch src, ok := sp.ShuffleSource(i); {
 		case ok:
 			n += sp.Stages[src].Shuffle.Partitions
-		case st.Partitions != nil && st.Partitions.Input != nil:
-			n++
+		case st.Partitions.HasInput():
+			n += len(st.Partitions.InputList()) // a split each, at least
 		case st.Partitions != nil:
 			n += st.Partitions.Count
 		}

@@ -72,6 +72,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	total := 0
 	switch src, fromShuffle := sp.ShuffleSource(idx); {
 	case fromShuffle:
+		// Every shuffle the stage reads has this count (spec.ShuffleSources).
 		total = sp.Stages[src].Shuffle.Partitions
 	case stageHasSplits(sp, idx):
 		var err error
@@ -194,7 +195,7 @@ func UnwrittenTotal(sp *spec.Job, idx int) (int, bool) {
 	if src, fromShuffle := sp.ShuffleSource(idx); fromShuffle {
 		return sp.Stages[src].Shuffle.Partitions, true
 	}
-	if st.Partitions == nil || st.Partitions.Input != nil {
+	if st.Partitions == nil || st.Partitions.HasInput() {
 		return 0, st.Partitions == nil
 	}
 	return st.Partitions.Count, true
@@ -228,50 +229,10 @@ func (s *Lifecycle) plan(ctx context.Context, job string, idx int, st spec.Stage
 	} else if !errors.Is(err, domain.ErrNotFound) {
 		return nil, err
 	}
-	in := st.Partitions.Input
-	field := fmt.Sprintf("stages[%d].partitions.input", idx)
-	bucket, prefix, err := spec.ParseS3URI(in.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s.prefix: %w", domain.ErrBadInput, field, err)
-	}
-	objs, err := s.blob.List(ctx, bucket, prefix)
-	if errors.Is(err, blob.ErrListLimit) {
-		return nil, fmt.Errorf("%w: %s.prefix: %w; name a narrower prefix", domain.ErrBadInput, field, err)
-	}
+	splits, err := s.planInputs(ctx, idx, st) // planinputs.go
 	if err != nil {
 		return nil, err
 	}
-	// A folder whose publishing has not finished is not read as if whole.
-	if err := s.checkPublishedInputs(ctx, bucket, prefix, objs); err != nil {
-		return nil, fmt.Errorf("%s.prefix: %w", field, err)
-	}
-	// A published folder's claim and marker are not data (publish.go).
-	objs = slices.DeleteFunc(objs, func(o split.Object) bool { return blob.IsPublishMarker(o.Key) })
-	if err := checkInputNotEmpty(field, in, objs); err != nil { // emptyinput.go
-		return nil, err
-	}
-	if objs, err = s.pinVersions(ctx, bucket, prefix, objs); err != nil { // versionpin.go
-		return nil, err
-	}
-	for i, o := range objs {
-		// The ETag (32 bytes and a part count at most) rides on every task
-		// record of the object with its key, as its pin (blob/pin.go).
-		if pin := dynamo.PinBytes(o.ETag); len(o.Key)+pin > MaxInputKey {
-			return nil, fmt.Errorf("%w: input key %q is longer than %d bytes (%d less than the %d allowed, for its ETag)", domain.ErrBadInput, o.Key, MaxInputKey-pin, pin, MaxInputKey)
-		}
-		// A version id rides along only where it fits the same budget;
-		// past it the object keeps its ETag pin alone.
-		objs[i].Version = dynamo.FitVersion(o.Key, o.ETag, o.Version)
-	}
-	size := int64(in.SplitSizeOrDefault())
-	// Count, then plan: a split is 32 bytes, and a job stored before the
-	// split size had its floor may still ask for one-byte splits of a
-	// 10 MiB object, ten million of them (320 MiB).
-	if n := split.Count(objs, size); n > spec.MaxPartitions {
-		return nil, fmt.Errorf("%w: %s.splitSize: %s in splits of %d bytes gives %d splits, more than %d; raise splitSize",
-			domain.ErrBadInput, field, in.Prefix, size, n, spec.MaxPartitions)
-	}
-	splits := split.Plan(objs, size)
 	raw, err := json.Marshal(splits)
 	if err != nil {
 		return nil, err

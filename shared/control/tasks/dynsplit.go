@@ -108,11 +108,11 @@ func checkSplit(c kernel.Claim, req SplitRequest) error {
 	switch {
 	case c.Speculative:
 		return fmt.Errorf("a speculative copy does not split: %w", ErrSplitRefused)
-	case st.Partitions == nil || st.Partitions.Input == nil || !st.Partitions.Input.DynamicSplit:
+	case in == nil || st.Partitions.InputAt(in.Source) == nil || !st.Partitions.InputAt(in.Source).DynamicSplit:
 		return fmt.Errorf("stages[%d].partitions.input.dynamicSplit is not set: %w", c.Task.Ref.Stage, ErrSplitRefused)
 	case st.Lambda != "":
 		return fmt.Errorf("a lambda stage reads its input itself: %w", ErrSplitRefused)
-	case in == nil || req.Input.Key != in.Key || req.Input.Start != in.Start || req.Input.ETag != in.ETag || req.Input.Version != in.Version:
+	case in == nil || req.Input.Key != in.Key || req.Input.Start != in.Start || req.Input.ETag != in.ETag || req.Input.Version != in.Version || req.Input.Source != in.Source:
 		return errors.New("the split offered is not the claimed task's input")
 	case split.Compression(in.Key) != "":
 		return fmt.Errorf("compressed input %s is read whole: %w", in.Key, ErrSplitRefused)
@@ -123,7 +123,7 @@ func checkSplit(c kernel.Claim, req SplitRequest) error {
 	}
 	next := req.At
 	for _, p := range req.Give {
-		if p.Key != req.Input.Key || p.ETag != req.Input.ETag || p.Version != req.Input.Version || p.Start != next || p.End <= p.Start {
+		if p.Key != req.Input.Key || p.ETag != req.Input.ETag || p.Version != req.Input.Version || p.Source != req.Input.Source || p.Start != next || p.End <= p.Start {
 			return fmt.Errorf("the pieces offered do not tile [%d, %d) of %s", req.At, req.Input.End, req.Input.Key)
 		}
 		next = p.End

@@ -55,6 +55,17 @@ func TestCheckSplit(t *testing.T) {
 		{name: "a gap", req: func(r SplitRequest) SplitRequest { r.Give[1].Start = 701; return r }, msg: "do not tile"},
 		{name: "short of the end", req: func(r SplitRequest) SplitRequest { r.Give[1].End = 999; return r }, msg: "not at the split's end"},
 		{name: "a piece of another object", req: func(r SplitRequest) SplitRequest { r.Give[0].Key = "y"; return r }, msg: "do not tile"},
+		{name: "another input", req: func(r SplitRequest) SplitRequest { r.Input.Source = 1; return r }, msg: "not the claimed task's input"},
+		{name: "a piece of another input", req: func(r SplitRequest) SplitRequest { r.Give[1].Source = 1; return r }, msg: "do not tile"},
+		{name: "a split of input 1, which splits", claim: func(c kernel.Claim) kernel.Claim {
+			c.Spec = severalInputs(false, true)
+			c.Task.Input = &split.Split{Key: "k.txt", End: 1000, ETag: "e", Version: "v1", Source: 1}
+			return c
+		}, req: withSource(1)},
+		{name: "a split of input 0, which does not split", claim: func(c kernel.Claim) kernel.Claim {
+			c.Spec = severalInputs(false, true)
+			return c
+		}, refused: true, msg: "dynamicSplit is not set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,5 +87,23 @@ func TestCheckSplit(t *testing.T) {
 				t.Fatalf("checkSplit: %v: refused %v, want %v", err, errors.Is(err, ErrSplitRefused), tt.refused)
 			}
 		})
+	}
+}
+
+// severalInputs is a stage of two inputs, each splitting dynamically or
+// not.
+func severalInputs(first, second bool) *spec.Job {
+	return &spec.Job{Stages: []spec.Stage{{Name: "s", Partitions: &spec.Partitions{Inputs: []spec.Input{
+		{Prefix: "s3://b/p/", DynamicSplit: first}, {Prefix: "s3://b/q/", DynamicSplit: second}}}}}}
+}
+
+// withSource marks an offer and its pieces as of input k.
+func withSource(k int) func(SplitRequest) SplitRequest {
+	return func(r SplitRequest) SplitRequest {
+		r.Input.Source = k
+		for i := range r.Give {
+			r.Give[i].Source = k
+		}
+		return r
 	}
 }
