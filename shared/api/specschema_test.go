@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
+	sortex "github.com/batchwork/batchwork/examples/sort"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/schedule"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -115,6 +116,8 @@ func TestSpecSchemaAcceptsExampleSpecs(t *testing.T) {
 		"examples/wordcount inputs:":                     wordcount.Spec("wc", "inputs:corpus/", 1<<20, 4),
 		"examples/diamond":                               diamond.Spec("diamond", 3),
 		"examples/join":                                  join.Spec("join", 3, 2, 4),
+		"examples/sort generated":                        sortex.GenSpec("sort", 3, 1000, 4),
+		"examples/sort inputs:":                          sortex.Spec("sort", "inputs:sort/", 16<<20, 4),
 		"cmd/batchwork/scaffold/templates/job.json.tmpl": readRepoFile(t, "cmd/batchwork/scaffold/templates/job.json.tmpl"),
 		"cmd/batchwork/testdata/valid.yaml":              readRepoFile(t, "cmd/batchwork/testdata/valid.yaml"),
 		"every field":                                    []byte(everyField),

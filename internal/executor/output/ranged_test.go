@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,9 +47,17 @@ func TestRangedOutputPutsOneSortedRun(t *testing.T) {
 			t.Errorf("run's records %q, want %q", got, want)
 		}
 		// Published again (a retry after a lost response): the object
-		// exists, which is this attempt's own.
+		// exists, which is this attempt's own; put afresh, it is the same
+		// run, with as many records.
 		if err := o.Publish(ctx, b); err != nil {
 			t.Errorf("publish again: %v", err)
+		}
+		again := testdouble.NewBlob(nil)
+		if err := o.Publish(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(object(again, "k0"), raw) || o.Records() != 7 {
+			t.Errorf("published again: %q, %d records; want the same run, 7 records", object(again, "k0"), o.Records())
 		}
 	}
 }
