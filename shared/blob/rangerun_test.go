@@ -187,3 +187,22 @@ func TestRunSamplePositions(t *testing.T) {
 		}
 	}
 }
+
+// A header read from S3 is decoded without panicking whatever its bytes,
+// and one that decodes keeps its samples inside the object.
+func FuzzDecodeRunHeader(f *testing.F) {
+	head, _, _ := SortRun([]byte("b\t1\na\t2\nc\t3\n"), 2)
+	f.Add(head)
+	f.Add([]byte(RunMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := DecodeRunHeader(b)
+		if err != nil {
+			return
+		}
+		for i, s := range h.Samples {
+			if s.Offset < h.Head || s.Offset >= h.Size || h.Weight(i) <= 0 {
+				t.Fatalf("sample %d: %+v in %+v", i, s, h)
+			}
+		}
+	})
+}

@@ -120,7 +120,7 @@ func TestOpenMergesTheRunsInOrder(t *testing.T) {
 		{Headers: cache},
 		{Headers: cache, ReadAhead: 1 << 20}, // second use: the cache's headers
 	}
-	for _, parts := range []int{1, 2, 7, 64} {
+	for _, parts := range []int{1, 3, 16} {
 		for oi, o := range options {
 			var got strings.Builder
 			seen := map[string]int{}
