@@ -323,7 +323,7 @@ func (o *Output) reserve(n int) error {
 // less to write holds less in each.
 func (o *Output) tooLarge() error {
 	if o.ranged {
-		return o.rangedTooLarge() // ranged.go
+		return rangedTooLarge(o.limit) // ranged.go
 	}
 	return fmt.Errorf("%w: an attempt may buffer at most %d bytes of outputs in memory before publishing them; "+
 		"give each task less to write (a smaller splitSize, or more partitions)", ErrOutputTooLarge, o.limit)
@@ -402,7 +402,7 @@ func (o *Output) Publish(ctx context.Context, b Blob) error {
 		return o.publishIndexed(ctx, b)
 	}
 	if o.ranged {
-		return o.publishRanged(ctx, b) // ranged.go
+		return publishRanged(ctx, o, b) // ranged.go
 	}
 	for r, p := range o.parts {
 		key := o.key(r)

@@ -29,10 +29,11 @@ func (o *Output) Range() {
 	o.indexed = false
 }
 
-// rangedTooLarge is the refusal of a write past the cap.
-func (o *Output) rangedTooLarge() error {
+// rangedTooLarge is the refusal of a write past the cap, limit. A
+// function, not a method: Output is at the 40 methods a type may declare.
+func rangedTooLarge(limit int64) error {
 	return fmt.Errorf("%w: a map task of a range shuffle (by: range) sorts its records in memory, at most %d bytes of them; "+
-		"give each task less to read (a smaller splitSize)", ErrOutputTooLarge, o.limit)
+		"give each task less to read (a smaller splitSize)", ErrOutputTooLarge, limit)
 }
 
 // rangedPartition is the refusal of a write to a partition other than 0.
@@ -41,9 +42,9 @@ func rangedPartition(r int) error {
 		"(Emit, or key<TAB>value lines to Write); the boundaries, drawn after every map task, pick each key's partition", r)
 }
 
-// publishRanged sorts the records and puts the run: one PUT, nothing if
+// publishRanged sorts o's records and puts the run: one PUT, nothing if
 // no record was written. o.mu is held.
-func (o *Output) publishRanged(ctx context.Context, b Blob) error {
+func publishRanged(ctx context.Context, o *Output, b Blob) error {
 	p := o.parts[0]
 	if p.size == 0 {
 		return nil
