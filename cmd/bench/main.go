@@ -77,11 +77,6 @@ func main() {
 	// attempt, speculation off and on.
 	specTasks := flag.Int("speculation-tasks", 24, "tasks of the speculation benchmark, every 8th a straggler (0: skip)")
 	specBase := flag.Duration("speculation-task", 3*time.Second, "run time of a speculation benchmark task")
-	// The sort benchmark (sort.go): 50 MB sorts in under 30 s on the
-	// emulator on 2 busy cores (100 MB in 27 to 46 s).
-	sortMB := flag.Int("sort-mb", 50, "MB of 100-byte records the sort benchmark sorts (0: skip)")
-	sortSplit := flag.Int64("sort-split", 16<<20, "bytes per map task of the sort benchmark")
-	sortReducers := flag.Int("sort-reducers", 8, "reducers of the sort benchmark")
 	flag.Parse()
 	lm := lambdaModel{mb: *lambdaMB, ms: *lambdaMS, batch: tuning.ExecutorBatchSize}
 	if *tasks > 0 {
@@ -98,12 +93,6 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if *sortMB > 0 {
-		if err := runSort(sortBench{mb: *sortMB, split: *sortSplit, reducers: *sortReducers, slots: min(*slots, 8)}); err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-	}
 	if *specTasks > 0 {
 		if err := runSpeculation(speculationBench{tasks: *specTasks, stragglerEvery: 8, base: *specBase, slowdown: 10}); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -116,6 +105,12 @@ func main() {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				os.Exit(1)
 			}
+		}
+	}
+	if *sortMB > 0 { // its flags are in sort.go
+		if err := runSort(sortBench{mb: *sortMB, split: *sortSplit, reducers: *sortReducers, slots: min(*slots, 8)}); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
 		}
 	}
 }

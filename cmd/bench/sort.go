@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,6 +37,14 @@ import (
 // tasks, reducers, PUTs and control-plane writes. One term is not linear:
 // every reducer reads the header and its slice of every map task's run,
 // 2 × maps × reducers GETs; the bench prints that term at a TB too.
+
+// The benchmark's flags, beside it: 50 MB sorts in under 30 s on the
+// emulator on 2 busy cores (100 MB in 27 to 46 s).
+var (
+	sortMB       = flag.Int("sort-mb", 50, "MB of 100-byte records the sort benchmark sorts (0: skip)")
+	sortSplit    = flag.Int64("sort-split", 16<<20, "bytes per map task of the sort benchmark")
+	sortReducers = flag.Int("sort-reducers", 8, "reducers of the sort benchmark")
+)
 
 // sortBench is the benchmark's shape.
 type sortBench struct {
