@@ -38,8 +38,8 @@ import (
 // every reducer reads the header and its slice of every map task's run,
 // 2 × maps × reducers GETs; the bench prints that term at a TB too.
 
-// The benchmark's flags, beside it: 50 MB sorts in under 30 s on the
-// emulator on 2 busy cores (100 MB in 27 to 46 s).
+// The benchmark's flags, beside it: 50 MB sorts in 8 s on the emulator
+// on 2 cores, 24 s when they are busy (100 MB in 27 to 46 s).
 var (
 	sortMB       = flag.Int("sort-mb", 50, "MB of 100-byte records the sort benchmark sorts (0: skip)")
 	sortSplit    = flag.Int64("sort-split", 16<<20, "bytes per map task of the sort benchmark")
