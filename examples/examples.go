@@ -1,5 +1,5 @@
 // Package examples registers every example task (word count, the diamond
-// DAG, the join) on one registry: the repository's own executors run
+// DAG, the join, the sort) on one registry: the repository's own executors run
 // exactly these, and its default stack tells the API their names, so the
 // Lambda executor (started only by queued work) and a Fargate service at
 // zero never leave a submit waiting for names nobody has published.
@@ -8,6 +8,7 @@ package examples
 import (
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
+	sortex "github.com/batchwork/batchwork/examples/sort"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/batchwork"
 )
@@ -17,6 +18,7 @@ func Register(reg *batchwork.Registry) {
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)
 	join.Register(reg)
+	sortex.Register(reg)
 }
 
 // Names are the example tasks' names, sorted.

@@ -19,9 +19,12 @@
 //     million-task job on AWS at -rate (-sim prints only that);
 //   - speculative execution: a job with stragglers 10x slower on their
 //     first attempt, its wall time with speculation off and on
-//     (speculation.go).
+//     (speculation.go);
+//   - the sort benchmark: 100-byte records sorted by a range shuffle and
+//     validated, its time and its requests' cost per TB (sort.go).
 //
-// -tasks 0, -load 0, -schedules 0 and -speculation-tasks 0 skip the parts.
+// -tasks 0, -load 0, -schedules 0, -speculation-tasks 0 and -sort-mb 0
+// skip the parts.
 package main
 
 import (
@@ -111,6 +114,12 @@ func main() {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				os.Exit(1)
 			}
+		}
+	}
+	if *sortMB > 0 { // its flags are in sort.go
+		if err := runSort(sortBench{mb: *sortMB, split: *sortSplit, reducers: *sortReducers, slots: min(*slots, 8)}); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
 		}
 	}
 }

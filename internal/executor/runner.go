@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/executor/rangeshuffle"
 	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -61,8 +62,9 @@ type Runner struct {
 	// task of a dynamicSplit stage runs before it offers to split.
 	SplitAfter time.Duration
 
-	manifests sync.Map   // stage manifest key -> *domain.Manifest
-	indexes   indexCache // of indexed shuffle objects read (shuffle.go)
+	manifests sync.Map                 // stage manifest key -> *domain.Manifest
+	indexes   indexCache               // of indexed shuffle objects read (shuffle.go)
+	runHeads  rangeshuffle.HeaderCache // of range shuffles' sorted runs read (rangeinput.go)
 }
 
 // Handle runs the task a message names.
@@ -332,12 +334,15 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	ref := c.Task.Ref
 	st := c.Spec.Stages[ref.Stage]
 	parts := 1
-	if st.Shuffle != nil {
+	if st.Shuffle != nil && !st.Shuffle.Ranged() {
 		parts = st.Shuffle.Partitions
 	}
 	t := &Task{Ref: ref, Stage: st.Name, Attempt: c.Task.Attempt, Out: r.newOutput(parts), Log: log}
 	if indexedShuffle(c.Spec, ref.Stage) {
 		t.Out.Index() // one PUT for all partitions: shuffle.go
+	}
+	if st.Shuffle.Ranged() {
+		t.Out.Range() // one sorted run: rangeinput.go
 	}
 	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
 	noop := func() {}
@@ -394,6 +399,9 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 // the whole list of upstream tasks times parts. Only the manifest object
 // is cached: a paged one's is its short index.
 func (r *Runner) shuffleInput(ctx context.Context, sp *spec.Job, ref domain.TaskRef, src int) (io.ReadCloser, error) {
+	if sp.Stages[src].Shuffle.Ranged() {
+		return rangeInput(ctx, r, sp, ref, src) // rangeinput.go
+	}
 	srcs, err := r.shuffleSources(ctx, sp, ref, src)
 	if err != nil {
 		return nil, err

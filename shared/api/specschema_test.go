@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/examples/diamond"
 	"github.com/batchwork/batchwork/examples/join"
+	sortex "github.com/batchwork/batchwork/examples/sort"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/schedule"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -116,6 +117,8 @@ func TestSpecSchemaAcceptsExampleSpecs(t *testing.T) {
 		"examples/diamond":                               diamond.Spec("diamond", 3),
 		"examples/join":                                  join.Spec("join", 3, 2, 4),
 		"examples/join inputs":                           join.SpecInputs("join", []join.Prefix{{Prefix: "inputs:o/a/", Format: "csv"}, {Prefix: "s3://b-bucket/o/", Format: "jsonl"}}, "inputs:c/", 4),
+		"examples/sort generated":                        sortex.GenSpec("sort", 3, 1000, 4),
+		"examples/sort inputs:":                          sortex.Spec("sort", "inputs:sort/", 16<<20, 4),
 		"cmd/batchwork/scaffold/templates/job.json.tmpl": readRepoFile(t, "cmd/batchwork/scaffold/templates/job.json.tmpl"),
 		"cmd/batchwork/testdata/valid.yaml":              readRepoFile(t, "cmd/batchwork/testdata/valid.yaml"),
 		"every field":                                    []byte(everyField),

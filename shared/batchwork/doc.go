@@ -57,7 +57,8 @@
 //     one of them, in that input's format, and [Task.Source] names it;
 //   - for the stage after a shuffle, its shuffle partition: the
 //     "key<TAB>value" lines every upstream task emitted for it, which
-//     [Records] reads;
+//     [Records] reads; after a range shuffle ("by": "range"), sorted by
+//     key;
 //   - for a stage after several shuffles (a join), its partition of each:
 //     "source<TAB>key<TAB>value" lines, source the upstream stage's name,
 //     which [TaggedRecords] reads;
@@ -72,7 +73,12 @@
 // {"partitions": n} has n, one per downstream task: [Output.Emit] writes a
 // key/value record to the partition the key hashes to ([PartitionOf]), so
 // all the records of one key reach the same downstream task, and
-// [Output.Part] writes to a partition of the function's choosing.
+// [Output.Part] writes to a partition of the function's choosing. With
+// "by": "range" the task has one output, [Output.Parts] is 1: Emit and
+// Write put records there, and they are sorted and sent to the
+// partitions whose key ranges hold them when the function returns (a
+// reducer that writes its records in the order it reads them keeps the
+// total order).
 //
 // # Parameters, logging and cancellation
 //

@@ -497,10 +497,14 @@ func (d *decoder) stage(n *yaml.Node, path string, s *Stage) {
 			if !isNull(v) {
 				s.Shuffle = new(Shuffle)
 				d.object(v, p, func(key string, v *yaml.Node, p string) bool {
-					if key != "partitions" {
+					switch key {
+					case "partitions":
+						s.Shuffle.Partitions = d.integer(v, p)
+					case "by":
+						s.Shuffle.By = d.str(v, p)
+					default:
 						return false
 					}
-					s.Shuffle.Partitions = d.integer(v, p)
 					return true
 				})
 			}

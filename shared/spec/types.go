@@ -135,10 +135,13 @@ const (
 // Formats lists the input formats, default first.
 var Formats = []string{FormatLines, FormatJSONL, FormatCSV, FormatParquet}
 
-// Shuffle hash-partitions a stage's output by key into Partitions parts,
-// each of which becomes one task of the downstream stage.
+// Shuffle partitions a stage's output by key into Partitions parts, each
+// of which becomes one task of the downstream stage: by a hash of the key
+// (By "" or ShuffleByHash), or by key ranges drawn from a sample, each
+// part's records sorted by key (ShuffleByRange; shuffleby.go).
 type Shuffle struct {
-	Partitions int `json:"partitions"`
+	Partitions int    `json:"partitions"`
+	By         string `json:"by,omitempty"`
 }
 
 // Retry bounds how often a failing task is attempted.

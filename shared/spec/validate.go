@@ -72,6 +72,7 @@ func (j *Job) validate() errorList {
 		if s.Shuffle != nil && len(down[i]) == 0 {
 			errs.add(stagePath(i)+".shuffle", "no stage reads this shuffle")
 		}
+		j.checkShuffleBy(&errs, i, down[i]) // shuffleby.go
 	}
 	errs = append(errs, j.cycles(up)...)
 

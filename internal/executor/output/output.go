@@ -129,8 +129,11 @@ type Output struct {
 	// (indexed.go) and none streams, until the cap would be passed: then
 	// the attempt falls back to the per-part layout, streaming with mp.
 	indexed bool
-	mp      Multipart
-	ctx     context.Context // the task's: an upload stops when the lease is lost
+	// ranged: the map output of a range shuffle, sorted and put as one
+	// run (ranged.go); nothing streams.
+	ranged bool
+	mp     Multipart
+	ctx    context.Context // the task's: an upload stops when the lease is lost
 
 	mu       sync.Mutex
 	parts    []*outPart
@@ -181,7 +184,7 @@ func (o *Output) Bind(ctx context.Context, b Blob, key func(r int) string) {
 	o.key, o.ctx = key, ctx
 	if b.CanMultipart() == nil {
 		o.mp = b
-		if !o.indexed {
+		if !o.indexed && !o.ranged {
 			o.sink = b
 		}
 	}
@@ -242,6 +245,9 @@ func (o *Output) write(r int, b []byte) (int, error) {
 		// whole process down. The attempt fails whatever the function
 		// does with it: an output it meant to write is missing.
 		err := fmt.Errorf("output partition %d: the task has %d (0 to %d)", r, len(o.parts), len(o.parts)-1)
+		if o.ranged {
+			err = rangedPartition(r) // ranged.go
+		}
 		if o.err == nil {
 			o.err = err
 		}
@@ -319,6 +325,9 @@ func (o *Output) reserve(n int) error {
 // partitions, each holding a little) can fill the cap, and a task given
 // less to write holds less in each.
 func (o *Output) tooLarge() error {
+	if o.ranged {
+		return rangedTooLarge(o.limit) // ranged.go
+	}
 	return fmt.Errorf("%w: an attempt may buffer at most %d bytes of outputs in memory before publishing them; "+
 		"give each task less to write (a smaller splitSize, or more partitions)", ErrOutputTooLarge, o.limit)
 }
@@ -397,6 +406,9 @@ func (o *Output) Publish(ctx context.Context, b Blob) error {
 	}
 	if o.indexed {
 		return o.publishIndexed(ctx, b)
+	}
+	if o.ranged {
+		return publishRanged(ctx, o, b) // ranged.go
 	}
 	for r, p := range o.parts {
 		key := o.key(r)

@@ -84,6 +84,9 @@ func (o *Output) EnterSegments(from *domain.Checkpoint) error {
 	if s.active {
 		return nil
 	}
+	if o.ranged {
+		return fmt.Errorf("%w: a map task of a range shuffle (by: range) sorts all of its records when it returns, so it cannot checkpoint", domain.ErrCheckpoint)
+	}
 	for r, p := range o.parts {
 		if p.up != nil {
 			return fmt.Errorf("%w: output partition %d streamed to its object before the task's first checkpoint; call Resume before writing outputs", domain.ErrCheckpoint, r)

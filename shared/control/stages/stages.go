@@ -435,9 +435,10 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 	}
 	w := blob.NewManifestWriter(s.blob, key, head, s.cfg.ManifestPageSize)
 	if len(stages) == 1 {
-		if sh := sp.Stages[stages[0]].Shuffle; sh != nil && sh.Partitions > 1 {
+		if sh := sp.Stages[stages[0]].Shuffle; sh != nil && (sh.Partitions > 1 || sh.Ranged()) {
 			// Its map tasks may have written one indexed object each
-			// (blob/shuffle.go): readers that do not know them must fail.
+			// (blob/shuffle.go), or a sorted run (blob/rangerun.go):
+			// readers that do not know them must fail.
 			w.IndexedShuffle()
 		}
 	}
