@@ -47,6 +47,7 @@ type Config struct {
 // record, its start (startat.go), and the quota counters a refusal names.
 type Store interface {
 	JobCreate(context.Context, dynamo.CreateJobParams) (string, bool, error)
+	JobByIdemKey(ctx context.Context, owner, idemKey string) (string, bool, error)
 	JobStart(context.Context, dynamo.JobStartParams) error
 	JobState(context.Context, string) (sm.JobState, error)
 	JobGet(context.Context, string) (domain.Job, error)

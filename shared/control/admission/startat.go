@@ -27,6 +27,16 @@ const (
 	StartAtSkew = time.Minute
 )
 
+// errStartPast marks a start time too far in the past: refused for a new
+// submission, not for a repeat of a recorded one.
+var errStartPast = errors.New("start time in the past")
+
+// pastError is the *spec.FieldError for `at` in the past, which also
+// matches errStartPast.
+type pastError struct{ spec.FieldError }
+
+func (e *pastError) Unwrap() []error { return []error{&e.FieldError, errStartPast} }
+
 // checkStartAt returns the start time a submission waits for: zero for
 // none, or for one that has come already (within StartAtSkew).
 func (s *Admitter) checkStartAt(at time.Time) (time.Time, error) {
@@ -36,8 +46,8 @@ func (s *Admitter) checkStartAt(at time.Time) (time.Time, error) {
 	now := s.Now()
 	switch {
 	case at.Before(now.Add(-StartAtSkew)):
-		return time.Time{}, &spec.FieldError{Field: "at", Message: fmt.Sprintf("%s is in the past (now %s)",
-			at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+		return time.Time{}, &pastError{spec.FieldError{Field: "at", Message: fmt.Sprintf("%s is in the past (now %s)",
+			at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}}
 	case at.After(now.Add(MaxStartAhead)):
 		return time.Time{}, &spec.FieldError{Field: "at", Message: fmt.Sprintf("%s is more than %d days ahead",
 			at.UTC().Format(time.RFC3339), MaxStartAhead/(24*time.Hour))}

@@ -77,7 +77,14 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	}
 	startAt, err := s.checkStartAt(req.At) // startat.go
 	if err != nil {
-		return SubmitResult{}, time.Time{}, err
+		// A start time gone by is no reason to refuse a repeat of a
+		// submission its key recorded (a retry after a lost response
+		// arriving late): the key, not the clock, decides, and the job it
+		// made answers as any repeat's does (JobCreate below).
+		if _, found, lerr := s.store.JobByIdemKey(ctx, req.Owner, req.IdempotencyKey); lerr != nil || !found || !errors.Is(err, errStartPast) {
+			return SubmitResult{}, time.Time{}, err
+		}
+		startAt = time.Time{}
 	}
 	sp, err := spec.Parse(req.Spec)
 	if err != nil {

@@ -176,6 +176,9 @@ func (s *Operator) cancellable(ctx context.Context, j domain.Job, ref domain.Tas
 	}
 	made := st.Materialized || ref.Partition < st.Enqueued
 	switch {
+	case j.State == sm.JobWaiting:
+		return domain.Task{}, 0, &TaskNotStartedError{ID: j.ID, Task: task, Why: fmt.Sprintf("the job is WAITING to start at %s; cancel the job instead",
+			j.StartAt.UTC().Format(time.RFC3339))}
 	case st.State == sm.StageBlocked && j.State == sm.JobRunning:
 		return domain.Task{}, 0, &TaskNotStartedError{ID: j.ID, Task: task, Why: fmt.Sprintf("stage %q has not started", st.Name)}
 	case st.State == sm.StageBlocked:
