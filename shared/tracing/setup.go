@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -105,8 +106,13 @@ func Setup(ctx context.Context, getenv func(string) string, service string, logE
 	tp := sdktrace.NewTracerProvider(opts...) // the sampler: OTEL_TRACES_SAMPLER(_ARG), parent-based always-on by default
 	setErrorHandler(logErr)
 	restore := Install(tp, tp.ForceFlush)
+	// Task functions that trace with the global API join their attempt's
+	// trace: the run's span is in their context.
+	prevGlobal := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
 	return func(ctx context.Context) error {
 		restore()
+		otel.SetTracerProvider(prevGlobal)
 		return tp.Shutdown(ctx)
 	}, nil
 }

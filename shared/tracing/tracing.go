@@ -16,6 +16,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +71,9 @@ func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (conte
 	if s == nil {
 		return ctx, noSpan
 	}
-	return s.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	// A copy, so that attrs does not escape: the caller's variadic
+	// slice then stays on its stack while tracing is off.
+	return s.tracer.Start(ctx, name, trace.WithAttributes(slices.Clone(attrs)...))
 }
 
 // StartAt is Start for a span that began at t: the queue wait, which
@@ -80,7 +83,7 @@ func StartAt(ctx context.Context, name string, t time.Time, attrs ...attribute.K
 	if s == nil {
 		return ctx, noSpan
 	}
-	return s.tracer.Start(ctx, name, trace.WithTimestamp(t), trace.WithAttributes(attrs...))
+	return s.tracer.Start(ctx, name, trace.WithTimestamp(t), trace.WithAttributes(slices.Clone(attrs)...))
 }
 
 // Record emits a span that ran from start to end, under ctx's span.
@@ -90,6 +93,19 @@ func Record(ctx context.Context, name string, start, end time.Time, attrs ...att
 	}
 	_, sp := StartAt(ctx, name, start, attrs...)
 	sp.End(trace.WithTimestamp(end))
+}
+
+// Mark emits a span that starts and ends now, under ctx's span, and
+// returns its traceparent ("" while tracing is off): a task's span, made
+// at materialization, which its attempts' spans are children of.
+func Mark(ctx context.Context, name string, attrs ...attribute.KeyValue) string {
+	s := current.Load()
+	if s == nil {
+		return ""
+	}
+	_, sp := s.tracer.Start(ctx, name, trace.WithAttributes(slices.Clone(attrs)...))
+	sp.End()
+	return Of(sp.SpanContext())
 }
 
 // End ends sp, marking it failed with err when err is not nil.
@@ -122,6 +138,34 @@ func Traceparent(ctx context.Context) string {
 	return Of(trace.SpanContextFromContext(ctx))
 }
 
+// SpanID is the span id (16 hex digits) a traceparent names, "" if none:
+// what a task record keeps of its span (its trace is its job's).
+func SpanID(traceparent string) string {
+	sc := spanContext(traceparent)
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.SpanID().String()
+}
+
+// Join is the traceparent of span id span (SpanID) in the trace of
+// traceparent job, "" when either is missing or malformed.
+func Join(job, span string) string {
+	sc := spanContext(job)
+	sid, err := trace.SpanIDFromHex(span)
+	if !sc.IsValid() || err != nil {
+		return ""
+	}
+	return Of(sc.WithSpanID(sid))
+}
+
+func spanContext(traceparent string) trace.SpanContext {
+	if traceparent == "" {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier{headerName: traceparent}))
+}
+
 // Of is the W3C traceparent of sc, "" when sc is not valid.
 func Of(sc trace.SpanContext) string {
 	if !sc.IsValid() {
@@ -135,10 +179,7 @@ func Of(sc trace.SpanContext) string {
 // TraceID is the trace id a traceparent names, "" when it names none: the
 // console shows it on a task's row and links to it.
 func TraceID(traceparent string) string {
-	if traceparent == "" {
-		return ""
-	}
-	sc := trace.SpanContextFromContext(traceContext.Extract(context.Background(), propagation.MapCarrier{headerName: traceparent}))
+	sc := spanContext(traceparent)
 	if !sc.IsValid() {
 		return ""
 	}
@@ -146,6 +187,15 @@ func TraceID(traceparent string) string {
 }
 
 const headerName = "traceparent"
+
+// The attributes of Batchwork's spans.
+const (
+	JobKey       = attribute.Key("batchwork.job.id")
+	StageKey     = attribute.Key("batchwork.stage")
+	PartitionKey = attribute.Key("batchwork.partition")
+	AttemptKey   = attribute.Key("batchwork.attempt")
+	TasksKey     = attribute.Key("batchwork.tasks")
+)
 
 // MaxLen bounds a stored traceparent (version, 32 and 16 hex digits,
 // flags): records reserve this much for it.

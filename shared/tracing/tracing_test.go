@@ -65,12 +65,12 @@ func TestOffByDefault(t *testing.T) {
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() {
 		c := Parent(ctx, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-		c, sp := Start(c, "step")
+		c, sp := Start(c, "step", JobKey.String("j"), StageKey.String("s"), PartitionKey.Int(3))
 		if sp.IsRecording() || Traceparent(c) != "" {
 			t.Fatal("a span recorded with tracing off")
 		}
 		End(sp, nil)
-		Record(c, "wait", time.Now(), time.Now())
+		Record(c, "wait", time.Now(), time.Now(), AttemptKey.Int(2))
 	})
 	if allocs != 0 {
 		t.Fatalf("tracing off allocates %v times per step, want 0", allocs)
