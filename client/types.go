@@ -154,8 +154,10 @@ type Task struct {
 	Memory     string          `json:"memory,omitempty"`
 	Checkpoint *TaskCheckpoint `json:"checkpoint,omitempty"`
 	Copy       *TaskCopy       `json:"copy,omitempty"`
-	Updated    time.Time       `json:"updated"`
-	Attempts   []Attempt       `json:"attempts"`
+	// TraceID is the trace its attempts' spans are in, when tracing was on.
+	TraceID  string    `json:"traceId,omitempty"`
+	Updated  time.Time `json:"updated"`
+	Attempts []Attempt `json:"attempts"`
 }
 
 // TaskCheckpoint is a task's last checkpoint, which a retry or

@@ -25,6 +25,7 @@ import (
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/runner"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 func main() {
@@ -118,6 +119,13 @@ func main() {
 	// and some of its steps do not survive a lost response (a retried
 	// UpdateTimeToLive fails "TimeToLive is already enabled").
 	inj.SetEnabled(false)
+	// Spans where the OTEL_* variables say, none by default (shared/tracing).
+	shutdownTracing, err := tracing.Setup(ctx, os.Getenv, "batchwork-local", func(err error) { log.Warn("export spans", "err", err) })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer shutdownTracing(context.WithoutCancel(ctx))
 	reg := batchwork.NewRegistry()
 	wordcount.Register(reg)
 	diamond.Register(reg, nil)

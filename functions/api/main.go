@@ -13,6 +13,7 @@ import (
 	"github.com/batchwork/batchwork/shared/api"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/lambdahttp"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 func main() {
@@ -33,5 +34,9 @@ func handler(w lambdaenv.Wired) func(context.Context, events.APIGatewayV2HTTPReq
 		v := r.Header.Get(lambdahttp.OwnerHeader)
 		return v, v != ""
 	}, w.Log)
-	return lambdahttp.Adapt(h, w.OwnerMode)
+	serve := lambdahttp.Adapt(h, w.OwnerMode)
+	return func(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer tracing.Flush(ctx) // the process may be frozen after it returns
+		return serve(ctx, req)
+	}
 }

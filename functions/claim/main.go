@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 func main() {
@@ -18,6 +19,7 @@ func main() {
 func handler(w lambdaenv.Wired) func(context.Context, control.RemoteClaimRequest) (control.RemoteClaim, error) {
 	return func(ctx context.Context, req control.RemoteClaimRequest) (control.RemoteClaim, error) {
 		defer w.Metrics.Flush() // the process may be frozen after it returns
+		defer tracing.Flush(ctx)
 		return w.Service.RemoteClaim(ctx, req)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 func main() {
@@ -18,6 +19,7 @@ func main() {
 func handler(w lambdaenv.Wired) func(context.Context, control.RemoteCommitRequest) error {
 	return func(ctx context.Context, req control.RemoteCommitRequest) error {
 		defer w.Metrics.Flush() // the process may be frozen after it returns
+		defer tracing.Flush(ctx)
 		c, res, err := req.CommitArgs(ctx, w.Service.CachedSpec)
 		if err != nil {
 			return err

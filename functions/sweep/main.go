@@ -13,6 +13,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 func main() {
@@ -33,6 +34,7 @@ func handler(w lambdaenv.Wired) func(context.Context, json.RawMessage) (any, err
 		// Repairs, and the failures and commits the sweep decides, are
 		// written before the process may be frozen.
 		defer w.Metrics.Flush()
+		defer tracing.Flush(ctx)
 		var ev events.SQSEvent
 		if json.Unmarshal(raw, &ev) == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
 			return fireTimers(ctx, w, ev), nil

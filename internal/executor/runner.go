@@ -19,6 +19,7 @@ import (
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -69,6 +70,7 @@ type Runner struct {
 
 // Handle runs the task a message names.
 func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extender) feed.Result {
+	received := time.Now()
 	body, isCopy := control.IsCopyMessage(d.Body) // a speculative copy's (speculation.go)
 	ref, err := domain.ParseTaskRef(body)
 	if err != nil {
@@ -86,7 +88,8 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 		log.Info("handing back a task this executor cannot run", "err", err)
 		return feed.Result{Action: feed.Hide, Delay: handBackDelay, Err: err}
 	}
-	c, err := r.claim(ctx, ref, isCopy)
+	claimed := time.Now()
+	c, err := r.claim(tracing.WithCarried(ctx, d.Trace), ref, isCopy)
 	var held *domain.ClaimHeldError
 	var notDue *domain.NotDueError
 	switch {
@@ -101,6 +104,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 	case err != nil:
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
+	ctx = traceAttempt(ctx, c, d, received, claimed) // tracehooks.go
 	if d.Claimed != nil {
 		d.Claimed(ctx)
 	}
@@ -174,7 +178,9 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	// Under the stage's timeout, if it has one (timeout.go), and the
 	// memory watchdog of an executor of a known size (memory.go).
 	r.watchMemory(taskCtx, cancel)
-	running, runErr := r.callTask(taskCtx, cancel, c, start, fn, t)
+	runCtx, span := traceStep(taskCtx, "batchwork.run", c)
+	running, runErr := r.callTask(runCtx, cancel, c, start, fn, t)
+	tracing.End(span, runErr)
 	stopSplit()
 	if running != nil {
 		// Abandoned (timeout.go), the function may still be reading: its
@@ -225,13 +231,17 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	}
 	// Every partition's object is complete before the commit (output.Output.Publish),
 	// and so are its rejected records (reject.go).
-	if err := r.publish(ctx, c, t); err != nil { // published.go
+	outCtx, span := traceStep(ctx, "batchwork.outputs", c)
+	err = r.publish(outCtx, c, t) // published.go
+	if err == nil {
+		err = r.saveRejects(outCtx, c, t)
+	}
+	if tracing.End(span, err); err != nil {
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
-	if err := r.saveRejects(ctx, c, t); err != nil {
-		return feed.Result{Action: feed.Leave, Err: err}
-	}
-	err = r.commit(ctx, c, t, in)
+	commitCtx, span := traceStep(ctx, "batchwork.commit", c)
+	err = r.commit(commitCtx, c, t, in)
+	tracing.End(span, err)
 	switch {
 	case err == nil:
 		t.ck.expire(ctx) // checkpoint.go

@@ -26,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/lambdaenv"
 	"github.com/batchwork/batchwork/shared/lambdatask"
+	"github.com/batchwork/batchwork/shared/tracing"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -243,6 +244,7 @@ func Poll(ctx context.Context, tasks Tasks) error {
 	// the drain (metrics.go).
 	stopMetrics := runMetrics(w.Metrics)
 	defer stopMetrics()
+	defer tracing.Flush(context.WithoutCancel(ctx)) // the spans of the drained tasks
 	return p.Run(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/batchwork/batchwork/internal/metrics"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 // claimLatency wraps an OnClaim hook (next, may be nil) to record the
@@ -35,11 +36,11 @@ func claimLatency(rec *metrics.Recorder, next func(control.Claim, time.Time)) fu
 // flushAfter flushes rec when each Lambda invocation returns: the
 // process may be frozen, or never thawed, after it.
 func flushAfter(rec *metrics.Recorder, h func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-	if rec == nil {
-		return h
-	}
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		defer rec.Flush()
+		defer tracing.Flush(ctx) // spans too (shared/tracing)
+		if rec != nil {
+			defer rec.Flush()
+		}
 		return h(ctx, ev)
 	}
 }

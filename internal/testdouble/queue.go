@@ -14,6 +14,7 @@ import (
 type Sent struct {
 	URL, Body string
 	Delay     time.Duration
+	Trace     string // queue.Send.Trace
 }
 
 // Queue is SQS in memory. Sends are journaled for the test to read (and
@@ -91,7 +92,7 @@ func (q *Queue) SendBatch(_ context.Context, url string, msgs []queue.Send) erro
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, m := range msgs {
-		q.sent = append(q.sent, Sent{URL: url, Body: m.Body, Delay: m.Delay})
+		q.sent = append(q.sent, Sent{URL: url, Body: m.Body, Delay: m.Delay, Trace: m.Trace})
 	}
 	return nil
 }

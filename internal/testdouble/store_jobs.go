@@ -41,7 +41,7 @@ func (f *jobRecords) JobCreate(_ context.Context, p dynamo.CreateJobParams) (str
 		f.jobs[j.ID] = &jobRow{job: j, due: msTime(p.JobDue)}
 		roots := j.Spec.Roots()
 		for i, st := range j.Spec.Stages {
-			s := &stageRow{st: domain.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked}}
+			s := &stageRow{st: domain.Stage{Job: j.ID, Index: i, Name: st.Name, State: sm.StageBlocked, Trace: j.Trace}}
 			if slices.Contains(roots, i) && j.State == sm.JobRunning {
 				s.due = msTime(p.StageDue)
 			}

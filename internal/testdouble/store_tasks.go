@@ -121,6 +121,9 @@ func (f *taskRecords) TaskClaim(_ context.Context, p dynamo.ClaimParams) (domain
 			t.SlotAt = msTime(p.SlotAt)
 		}
 		t.Executor = p.Executor // a claim without one removes the old
+		if t.TraceSpan == "" {
+			t.TraceSpan = p.TraceSpan // the record's own is kept
+		}
 		ft.due = msTime(t.LeaseUntil.Add(p.Grace))
 		return *t, nil
 	})

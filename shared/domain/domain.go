@@ -154,6 +154,10 @@ type Task struct {
 	// RedrivePending, on a FAILED task, is the count of the redrive that
 	// is to put it back (0: none): its failure is an earlier generation's.
 	RedrivePending int
+	// TraceSpan is the span id (16 hex digits) of the task's span in its
+	// job's trace (Job.Trace; shared/tracing), written with the record,
+	// so every attempt joins it; empty when tracing was off.
+	TraceSpan string
 }
 
 // View is the task as the lifecycle rules see it.
@@ -197,6 +201,9 @@ type Job struct {
 	// maps those stages to the job whose tasks committed them.
 	RerunOf string
 	Reused  map[int]string
+	// Trace is the W3C traceparent of the job's submit span, the root of
+	// its trace (shared/tracing); empty when tracing was off.
+	Trace string
 }
 
 // Redrive is one redrive of a failed job: when, and the error it had
@@ -227,6 +234,9 @@ type Stage struct {
 	// CopiesLaunched counts its speculative copies that were claimed, and
 	// CopiesRunning those running when the sweep last looked at it.
 	CopiesLaunched, CopiesRunning int
+	// Trace is its job's (Job.Trace), written with it at submit: its
+	// materialization and completion are spans of the job's trace.
+	Trace string
 }
 
 // Progress is a stage's committed-task count, summed from its shards.

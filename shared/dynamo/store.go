@@ -155,7 +155,8 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 			aIdemKey: sv(p.IdemKey), // for its deletion (jobdelete.go)
 		},
 	}}}
-	p.Rerun.addTo(items[1].Put.Item) // redrive.go
+	putTrace(items[1].Put.Item, j.Trace) // trace.go
+	p.Rerun.addTo(items[1].Put.Item)     // redrive.go
 	quotaAt := -1
 	if q := p.Quota; q != nil {
 		items[1].Put.Item[aQuotaTasks] = nv(int64(q.Tasks))
@@ -182,6 +183,7 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 			attrPK: sv(jobPK(j.ID)), attrSK: sv(stageSK(i)),
 			aState: sv(string(sm.StageBlocked)), aName: sv(st.Name), aUpdated: ms(now),
 		}
+		putTrace(item, j.Trace)                                  // the stage's spans join the job's trace
 		if slices.Contains(roots, i) && state == sm.JobRunning { // a WAITING job's start puts them in
 			item[attrGPK] = sv(duePK(jobPK(j.ID) + stageSK(i)))
 			item[attrDue] = ms(p.StageDue)
@@ -285,6 +287,7 @@ func decodeJob(id string, item map[string]types.AttributeValue) (domain.Job, err
 		Created: getT(item, aCreated), Updated: getT(item, aUpdated), Ended: getT(item, aEnded),
 		DataDeleted: getT(item, aDataDeleted), Deleting: getT(item, aDeleting),
 		Redrives: decodeRedrives(item), RerunOf: getS(item, aRerunOf), Reused: decodeReused(item), // redrive.go
+		Trace: getS(item, aTrace),
 	}
 	if raw := getS(item, aSpec); raw != "" {
 		var sp spec.Job
@@ -474,7 +477,7 @@ func decodeStage(job string, it map[string]types.AttributeValue) (domain.Stage, 
 		Total: int(getN(it, aTotal)), Shards: int(getN(it, aShards)), Materialized: getB(it, aMat),
 		Enqueued: int(getN(it, aEnqueued)),
 		Started:  getT(it, aStarted), Ended: getT(it, aEnded), Error: getS(it, aErr),
-		Tolerated: int(getN(it, aTolerated)),
+		Tolerated: int(getN(it, aTolerated)), Trace: getS(it, aTrace),
 	}
 	decodeCopyCounts(&st, it) // speculationstats.go
 	return st, nil

@@ -40,6 +40,7 @@ func encodeTask(t domain.Task, due time.Time) map[string]types.AttributeValue {
 			item[aInSource] = nv(int64(t.Input.Source)) // inputsource.go
 		}
 	}
+	putTraceSpan(item, t.TraceSpan) // trace.go
 	if !due.IsZero() {
 		item[attrGPK] = sv(duePK(taskPK(t.Ref) + taskSK(t.Ref.Partition)))
 		item[attrDue] = ms(due)
@@ -66,6 +67,8 @@ func TaskItemSize(t domain.Task, maxErr int) int {
 	// The error's class and an out-of-memory retry's size (errorclass.go).
 	item[aErrClass], item[aMemory] = sv(string(domain.ClassOutOfMemory)), nv(10<<30)
 	item[aCkAttempt], item[aCkSeq], item[aCkOffset], item[aCont] = nv(int64(t.MaxAttempts)), nv(1<<20), nv(1<<50), nv(100) // checkpoint.go
+	// A traceparent (trace.go).
+	item[aTrace] = &types.AttributeValueMemberB{Value: make([]byte, 8)}
 	return ItemSize(item)
 }
 
@@ -82,6 +85,7 @@ func decodeTask(ref domain.TaskRef, it map[string]types.AttributeValue) domain.T
 		Copy:           decodeCopy(it),          // speculation.go
 		Watched:        getS(it, attrGPK) != "",
 		RedrivePending: int(getN(it, aRedrivePending)), // redrive.go
+		TraceSpan:      getTraceSpan(it),               // trace.go
 	}
 	if k := getS(it, aInKey); k != "" {
 		t.Input = &split.Split{Key: k, Start: getN(it, aInStart), End: getN(it, aInEnd), ETag: getS(it, aInTag), Version: getS(it, aInVersion), Source: int(getN(it, aInSource))}
@@ -208,6 +212,10 @@ type ClaimParams struct {
 	// written (they carry an input split): a missing record is then a
 	// deleted job's.
 	MaxAttempts int
+	// TraceSpan is the task's span id its message carried: the claim
+	// that writes an unwritten task's record writes it too (a record that
+	// has one keeps it), so later attempts join the same trace.
+	TraceSpan string
 }
 
 // ClaimTask claims a READY task whose backoff has passed, or takes over a
@@ -226,6 +234,7 @@ func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (domain.Task, erro
 	pk := taskPK(p.Ref)
 	bindLeaseExpired(c, p.Now)
 	upd := s.claimUpdate(c, p, lease)
+	upd = claimTrace(c, p.TraceSpan, upd) // trace.go
 	expr := "(" + claim + ") OR (" + reclaim + ")"
 	if p.MaxAttempts > 0 {
 		// The first claim of an unwritten task writes it: its own

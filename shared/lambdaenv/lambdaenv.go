@@ -203,6 +203,11 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	if err != nil {
 		return Wired{}, err
 	}
+	// Spans go where the OTEL_* variables say, nowhere by default
+	// (shared/tracing); each invocation's are flushed before it returns.
+	if err := setupTracing(ctx, log); err != nil {
+		return Wired{}, err
+	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
 	store := dynamo.New(dynamodb.NewFromConfig(cfg), c.Table)

@@ -40,12 +40,30 @@ type Message struct {
 	Body         string
 	ReceiveCount int
 	SentAt       time.Time
+	// Trace is the traceparent the message carried (Send.Trace), "" if
+	// none.
+	Trace string
 }
 
 // Send is one message to send.
 type Send struct {
 	Body  string
 	Delay time.Duration
+	// Trace, when set, is a W3C traceparent (shared/tracing) sent as the
+	// message attribute TraceAttribute: the span of the task the body
+	// names, so its attempts join its trace.
+	Trace string
+}
+
+// TraceAttribute is the message attribute that carries Send.Trace.
+const TraceAttribute = "traceparent"
+
+// traceAttrs is a Send's message attributes: none without a trace.
+func traceAttrs(m Send) map[string]types.MessageAttributeValue {
+	if m.Trace == "" {
+		return nil
+	}
+	return map[string]types.MessageAttributeValue{TraceAttribute: {DataType: aws.String("String"), StringValue: aws.String(m.Trace)}}
 }
 
 // Queue is the SQS adapter.
@@ -89,7 +107,8 @@ func (q *Queue) sendTen(ctx context.Context, url string, chunk []Send) error {
 			d := min(max(m.Delay, 0), MaxDelay)
 			entries[i] = types.SendMessageBatchRequestEntry{
 				Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(m.Body),
-				DelaySeconds: int32((d + time.Second - 1) / time.Second),
+				DelaySeconds:      int32((d + time.Second - 1) / time.Second),
+				MessageAttributes: traceAttrs(m),
 			}
 		}
 		out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
@@ -121,6 +140,7 @@ func (q *Queue) Receive(ctx context.Context, url string, maxN int, wait, visibil
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameSentTimestamp,
 		},
+		MessageAttributeNames: []string{TraceAttribute},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", url, err)
@@ -131,6 +151,9 @@ func (q *Queue) Receive(ctx context.Context, url string, maxN int, wait, visibil
 		sent, _ := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
 		msgs[i] = Message{Queue: url, ID: aws.ToString(m.MessageId), Receipt: aws.ToString(m.ReceiptHandle),
 			Body: aws.ToString(m.Body), ReceiveCount: n, SentAt: time.UnixMilli(sent)}
+		if a, ok := m.MessageAttributes[TraceAttribute]; ok {
+			msgs[i].Trace = aws.ToString(a.StringValue)
+		}
 	}
 	return msgs, nil
 }

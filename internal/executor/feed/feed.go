@@ -42,6 +42,8 @@ type Extender func(ctx context.Context, d time.Duration) error
 type Delivery struct {
 	Body   string
 	SentAt time.Time
+	// Trace is the traceparent the message carried (queue.Message.Trace).
+	Trace string
 	// Visibility is what the message was received with, if the host set
 	// it (0: the queue's default, unknown here).
 	Visibility time.Duration

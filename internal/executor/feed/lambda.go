@@ -92,7 +92,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 				return h.Queue.ChangeVisibility(ctx, url, rec.ReceiptHandle, d)
 			}
 			sent, _ := strconv.ParseInt(rec.Attributes["SentTimestamp"], 10, 64)
-			d := Delivery{Body: rec.Body, SentAt: time.UnixMilli(sent)}
+			d := Delivery{Body: rec.Body, SentAt: time.UnixMilli(sent), Trace: traceOf(rec)}
 			var res Result
 			hide := func() {
 				switch {
@@ -254,4 +254,12 @@ func (h *LambdaHandler) handBack(ctx context.Context, recs []events.SQSMessage, 
 			h.Log.Warn("hand messages back", "queue", url, "messages", len(receipts), "err", err)
 		}
 	}
+}
+
+// traceOf is the traceparent a task's message carried, "" if none.
+func traceOf(rec events.SQSMessage) string {
+	if v := rec.MessageAttributes[queue.TraceAttribute].StringValue; v != nil {
+		return *v
+	}
+	return ""
 }

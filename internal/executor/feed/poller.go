@@ -183,9 +183,9 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 		// on, not from its receipt: a message this executor dies holding
 		// unclaimed comes back after the short receive visibility.
 		claimed := func(ctx context.Context) { held.hold(ctx, m) }
-		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis, Claimed: claimed}, nil)
+		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Trace: m.Trace, Visibility: vis, Claimed: claimed}, nil)
 	} else {
-		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Visibility: vis}, extend)
+		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Trace: m.Trace, Visibility: vis}, extend)
 	}
 	hide := func() {
 		if res.Action == Hide {

@@ -14,6 +14,7 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 // SubmitRequest is a job submission.
@@ -68,7 +69,10 @@ func (s *Admitter) SubmitRerun(ctx context.Context, req SubmitRequest, rerun *dy
 
 // submit is every submission's: a firing's guard and a rerun's reuse are
 // written with the job, in its one transaction.
-func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo.FiringGuard, rerun *dynamo.RerunParams) (SubmitResult, time.Time, error) {
+func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo.FiringGuard, rerun *dynamo.RerunParams) (_ SubmitResult, _ time.Time, err error) {
+	// The job's trace starts here; its traceparent goes with the job.
+	ctx, span := tracing.Start(ctx, "batchwork.submit")
+	defer func() { tracing.End(span, err) }()
 	if err := CheckKey("idempotencyKey", req.IdempotencyKey); err != nil {
 		return SubmitResult{}, time.Time{}, err
 	}
@@ -126,7 +130,7 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	}
 	s.capDeadline(sp) // deadline.go
 	now := s.Now()
-	job := domain.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now, StartAt: startAt}
+	job := domain.Job{ID: s.newID(), Owner: req.Owner, Spec: sp, SpecHash: sp.Hash(), Created: now, StartAt: startAt, Trace: tracing.Traceparent(ctx)}
 	params := dynamo.CreateJobParams{
 		Job: job, IdemKey: req.IdempotencyKey, StageDue: now.Add(s.cfg.StartGrace), IdemTTL: s.cfg.IdemTTL,
 		JobDue: kernel.JobDeadline(job), Firing: firing, Rerun: rerun, StartAt: startAt,
@@ -144,11 +148,16 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
+	span.SetAttributes(tracing.JobKey.String(id))
 	schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.
-	s.RememberMeta(id, withRerun(kernel.JobMeta{Spec: sp, Owner: req.Owner}, rerun))
+	meta := kernel.JobMeta{Spec: sp, Owner: req.Owner}
+	if created {
+		meta.Trace = job.Trace // an earlier submission's job has its own
+	}
+	s.RememberMeta(id, withRerun(meta, rerun))
 	log := s.log.With("job_id", id)
 	if created {
 		log.Info("job submitted", "name", sp.Name, "stages", len(sp.Stages))

@@ -15,6 +15,10 @@ type Claim struct {
 	// Speculative: the claim is a speculative copy's (speculation.go); its
 	// Task has the copy's token, attempt and lease.
 	Speculative bool
+	// Trace is the traceparent of the task's span (shared/tracing), which
+	// the attempt's spans are children of: the task record's span id in
+	// its job's trace. Empty when tracing was off, or unknown here.
+	Trace string
 }
 
 // StageName is the claimed task's stage name.

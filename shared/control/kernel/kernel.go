@@ -151,6 +151,8 @@ type JobMeta struct {
 	// reused maps the stages of a rerun that reuse another job's
 	// committed outputs to that job (operations/rerun.go).
 	Reused map[int]string
+	// Trace is the job's (domain.Job.Trace).
+	Trace string
 }
 
 // CachedSpec returns a job's spec, cached: specs never change.
@@ -169,7 +171,7 @@ func (s *Kernel) Meta(ctx context.Context, id string) (JobMeta, error) {
 	if err != nil {
 		return JobMeta{}, err
 	}
-	m := JobMeta{Spec: j.Spec, Owner: j.Owner, Reused: j.Reused}
+	m := JobMeta{Spec: j.Spec, Owner: j.Owner, Reused: j.Reused, Trace: j.Trace}
 	s.specs.Put(id, m)
 	return m, nil
 }

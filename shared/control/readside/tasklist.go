@@ -51,7 +51,10 @@ type TaskInfo struct {
 	Checkpoint *CheckpointInfo `json:"checkpoint,omitempty"`
 	// Copy is the task's speculative copy, if it was copied
 	// (speculation.go).
-	Copy     *CopyInfo     `json:"copy,omitempty"`
+	Copy *CopyInfo `json:"copy,omitempty"`
+	// TraceID is the trace its attempts' spans are in (its job's), when
+	// it has a span (shared/tracing): the console links to it.
+	TraceID  string        `json:"traceId,omitempty"`
 	Updated  time.Time     `json:"updated"`
 	Attempts []AttemptInfo `json:"attempts"`
 }
@@ -150,6 +153,7 @@ func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList,
 		}
 		reads += pg.Reads
 		infos, err := r.taskInfos(ctx, j.Spec, stage, pg.Rows)
+		traceIDs(infos, pg.Rows, j.Trace) // tracelink.go
 		if err != nil {
 			return TaskList{}, err
 		}

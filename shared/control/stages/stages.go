@@ -20,6 +20,7 @@ import (
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	"github.com/batchwork/batchwork/shared/tracing"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -60,7 +61,7 @@ func (s *Lifecycle) Materialize(ctx context.Context, job string, sp *spec.Job, i
 // passes the count it resumes from (others -1) and yields: it stops when
 // another materializer moved the count, which then owns the rest, rather
 // than carry on alongside it.
-func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) error {
+func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) (err error) {
 	if src, err := s.stageSource(ctx, job, idx); err != nil { // reuse.go
 		return err
 	} else if src != job {
@@ -100,6 +101,10 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	if err != nil {
 		return err
 	}
+	// A span of the job's trace, whose tasks' spans it parents (tracing).
+	ctx, span := tracing.Start(tracing.Parent(ctx, stage.Trace), "batchwork.materialize",
+		tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(total))
+	defer func() { tracing.End(span, err) }()
 	if yield && stage.Enqueued != resume {
 		return nil
 	}
@@ -132,11 +137,13 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		for p := from; p < to; p++ {
 			ref := domain.TaskRef{Job: job, Stage: idx, Partition: p}
 			t := domain.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
+			trace := tracing.Mark(ctx, "batchwork.task", tracing.StageKey.String(st.Name), tracing.PartitionKey.Int(p))
+			t.TraceSpan = tracing.SpanID(trace) // its trace is the job's
 			if splits != nil {
 				t.Input = &splits[p]
 			}
 			tasks = append(tasks, t)
-			msgs = append(msgs, queue.Send{Body: ref.String()})
+			msgs = append(msgs, queue.Send{Body: ref.String(), Trace: trace})
 		}
 		// Write before send, and count after both: a crash in between
 		// repeats the chunk, whose puts are conditional and whose duplicate
@@ -303,6 +310,9 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	if !prog.Complete() {
 		return false, nil
 	}
+	ctx, span := tracing.Start(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete",
+		tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(st.Total))
+	defer func() { tracing.End(span, err) }()
 	meta, err := s.Meta(ctx, job)
 	if err != nil {
 		return false, err

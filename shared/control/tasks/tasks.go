@@ -13,6 +13,7 @@ import (
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -76,7 +77,8 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 			s.Slots.ReturnSlots(ctx, ref, slots)
 		}
 	}()
-	cp := dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx), MaxAttempts: mayWrite}
+	cp := dynamo.ClaimParams{Ref: ref, Token: kernel.NewToken(), Now: now, Lease: lease, Grace: lease, Executor: kernel.ExecutorOf(ctx), MaxAttempts: mayWrite,
+		TraceSpan: tracing.SpanID(tracing.Carried(ctx))} // the message's, for a record this claim writes
 	if slots.Any {
 		cp.SlotAt = slots.At
 	}
@@ -145,7 +147,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 	}
 	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
 	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // kernel/metrics.go
-	return kernel.Claim{Task: t, Spec: sp, Lease: lease}, nil
+	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Trace: tracing.Join(meta.Trace, t.TraceSpan)}, nil
 }
 
 // refuseEnded refuses a claim of a task whose job is in state, not

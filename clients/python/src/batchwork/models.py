@@ -210,6 +210,7 @@ class Task:
     memory: Optional[str] = _j("memory")
     checkpoint: Optional[TaskCheckpoint] = _j("checkpoint")
     copy: Optional[TaskCopy] = _j("copy")
+    trace_id: Optional[str] = _j("traceId")
 
 
 @dataclass(frozen=True)
