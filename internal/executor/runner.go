@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"io"
 	"log/slog"
 	"sync"
@@ -72,6 +73,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 		// Not a task message: leave it for the dead-letter queue.
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
+	ctx = meter.WithJob(ctx, ref.Job) // every request for the task is its job's cost
 	log := taskLogger(ctx, r.Log, ref)
 	if err := r.cannotRun(ctx, ref); err != nil {
 		// Unclaimed, so no attempt is spent here: back to the queue for an

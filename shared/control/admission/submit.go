@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"maps"
 	"strings"
 	"time"
@@ -121,7 +122,8 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 	if err != nil {
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
-	schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
+	schedules.JobWritten(ctx)    // a burst's job writes go first (schedules/firinggate.go)
+	ctx = meter.WithJob(ctx, id) // from here, its requests are the job's cost
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.

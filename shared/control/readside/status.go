@@ -45,6 +45,8 @@ type JobStatus struct {
 	// manifests) was deleted by its owner (DeleteData); its outputs are
 	// gone.
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
+	// Cost is what the job's AWS requests cost so far (cost.go).
+	Cost *JobCost `json:"cost,omitempty"`
 }
 
 // LimitUse is one concurrency limit and its use.
@@ -206,6 +208,7 @@ func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageS
 	if rateKnown {
 		js.Progress.TasksPerSec, js.Progress.RecordsPerSec = &taskRate, &recRate
 	}
+	js.Cost = jobCost(stats) // cost.go
 	return js
 }
 

@@ -112,6 +112,7 @@ func (b *countBatcher) write(ctx context.Context, report bool) (zero []dynamo.Sh
 	}
 	b.mu.Unlock()
 	if len(ps) > 0 {
+		b.svc.attachCost(ps) // cost.go
 		if zero, err = b.svc.store.ShardCountCommits(ctx, ps); err != nil {
 			// The tasks are committed; the sweep counts those this
 			// missed, or their claims when their messages come back

@@ -10,6 +10,7 @@ package tasks
 
 import (
 	"context"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"log/slog"
 	"time"
 
@@ -32,6 +33,9 @@ type Config struct {
 	// TaskQuota caps the tasks each owner's job has, splits included
 	// (control.Quotas.Tasks).
 	TaskQuota kernel.OwnerLimits
+	// Meter is this process's per-job request counts, which commits'
+	// counts carry to the store (cost.go); nil counts nothing.
+	Meter *meter.Meter
 }
 
 // Store is the calls the task lifecycle makes on the state store.

@@ -308,8 +308,11 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 		DeferCount: s.counts != nil && r.BadRecords == 0 && !c.Task.Watched,
 		Watched:    c.Task.Watched,
 	}
+	s.spendAttempt(c, p.Now) // cost.go
+	s.takeCost(&p)
 	shardDone, err := s.store.TaskCommit(ctx, p)
 	if err != nil {
+		s.giveBack(p, err)
 		s.copies.noteIfLost(ctx, c, err) // speculation.go
 	}
 	if errors.Is(err, domain.ErrStaleClaim) {
