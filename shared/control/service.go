@@ -4,7 +4,6 @@
 package control
 
 import (
-	"github.com/batchwork/batchwork/shared/cost/meter"
 	"log/slog"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/control/sweep"
 	"github.com/batchwork/batchwork/shared/control/tasks"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
 )

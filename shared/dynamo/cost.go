@@ -1,7 +1,12 @@
 package dynamo
 
 import (
+	"context"
+	"fmt"
 	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -44,3 +49,31 @@ func readCost(item map[string]types.AttributeValue) cost.Counts {
 	}
 	return c
 }
+
+// ShardAddCost adds a process's pending counts for a job to one of its
+// stage's counter shards, outside any count: the requests a stage's
+// completion made after the committer's last count (its manifests, the
+// stages after it, the job's end). flush names the write: a retry of a
+// write whose answer was lost is refused by the set of names the shard
+// keeps, so it adds nothing twice; a missing counter (the job's records
+// are being deleted) takes nothing.
+func (s *Store) ShardAddCost(ctx context.Context, job string, stage, shard int, flush string, c cost.Counts) error {
+	vals := map[string]types.AttributeValue{":f": &types.AttributeValueMemberSS{Value: []string{flush}}, ":fs": &types.AttributeValueMemberS{Value: flush}}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: key(shardPK(job, stage, shard), cntSK),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND NOT contains(" + aCostFlushes + ", :fs)"),
+		UpdateExpression:          aws.String(costUpdate("ADD "+aCostFlushes+" :f", c, vals)),
+		ExpressionAttributeValues: vals,
+	})
+	if isCondFailed(err) {
+		return nil // added already, or no counter
+	}
+	if err != nil {
+		return fmt.Errorf("add cost to counter %d of stage %s/%d: %w", shard, job, stage, err)
+	}
+	return nil
+}
+
+// aCostFlushes is the counter shard's set of the ShardAddCost writes it
+// took.
+const aCostFlushes = "cflush"

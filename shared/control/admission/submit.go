@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/batchwork/batchwork/shared/cost/meter"
 	"maps"
 	"strings"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
@@ -115,6 +115,9 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 		// owner whose counter does not exist yet.
 		return SubmitResult{}, time.Time{}, &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks, Alone: true}
 	}
+	// From its creation, the job's requests are its cost (shared/cost);
+	// the checks before, which may refuse it, are no job's.
+	ctx = meter.WithJob(ctx, job.ID)
 	id, created, err := s.store.JobCreate(ctx, params)
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		err = s.QuotaError(ctx, req.Owner, params.Quota)

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/batchwork/batchwork/shared/cost/meter"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"

@@ -1,7 +1,6 @@
 package stages
 
 import (
-	"github.com/batchwork/batchwork/shared/cost/meter"
 	"strings"
 
 	"context"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"

@@ -360,7 +360,9 @@ func (s *Lifecycle) afterShardDone(ctx context.Context, job string, stage, shard
 	// This shard is done; the stage is done when all shards are. If two
 	// committers empty the last two shards at once, each reads the counters
 	// after its own write, so at least one of them sees both at zero.
-	return s.stages.CheckStageComplete(ctx, ref.Job, ref.Stage)
+	err := s.stages.CheckStageComplete(ctx, ref.Job, ref.Stage)
+	s.flushCost(ctx, job, stage, shard) // cost.go
+	return err
 }
 
 // Decision is what the executor does with a failed task's message.

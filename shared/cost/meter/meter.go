@@ -12,8 +12,11 @@
 // of a message read from its body (the jobOf function New is given); a
 // delete or visibility change finds its messages' jobs by the receipt
 // handles their receive saw. A request no job can be found for (a poll
-// that returns nothing, the sweep's scans, a timer message) is counted as
-// unattributed (Unattributed), not a job's.
+// that returns nothing, the sweep's scans, an idle executor's beat) is
+// shared between the jobs the process made requests for in the last
+// ActiveWindow: the overhead of keeping executors and the sweep running
+// while those jobs run is theirs. With none, or more than maxActive, it is
+// counted as unattributed (Unattributed), no job's.
 package meter
 
 import (
@@ -21,6 +24,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -59,17 +63,30 @@ const maxHandles = 100_000
 // nothing.
 type Meter struct {
 	jobOf func(body string) string
+	// now is the clock the active jobs are judged by.
+	now func() time.Time
 
 	mu           sync.Mutex
 	pending      map[string]*cost.Counts
 	handles      map[string]string
 	unattributed cost.Counts
+	// active is when each job last had a request of its own.
+	active map[string]time.Time
 }
+
+// ActiveWindow is how long after its last request a job shares the
+// process's requests that are no job's; maxActive bounds the jobs they
+// are shared between (past it they are no job's: a busy process's
+// overhead is small beside its jobs' own requests).
+const (
+	ActiveWindow = 10 * time.Second
+	maxActive    = 64
+)
 
 // New returns a meter; jobOf reads the job a queue message is for from its
 // body ("" when it is no job's).
 func New(jobOf func(body string) string) *Meter {
-	return &Meter{jobOf: jobOf, pending: map[string]*cost.Counts{}, handles: map[string]string{}}
+	return &Meter{jobOf: jobOf, now: time.Now, pending: map[string]*cost.Counts{}, handles: map[string]string{}, active: map[string]time.Time{}}
 }
 
 // Install adds the counting middleware to cfg, before clients are made
@@ -134,7 +151,7 @@ func (m *Meter) Pending(job string) cost.Counts {
 }
 
 // Unattributed returns the counts of the requests no job could be found
-// for since the meter was made.
+// for, and no active job shared, since the meter was made.
 func (m *Meter) Unattributed() cost.Counts {
 	if m == nil {
 		return cost.Counts{}
@@ -152,15 +169,43 @@ func (m *Meter) add(job string, c cost.Counts, share float64) {
 		}
 	}
 	if job == "" {
-		m.unattributed.Add(c)
+		m.share(c)
 		return
 	}
+	m.active[job] = m.now()
 	p := m.pending[job]
 	if p == nil {
 		p = &cost.Counts{}
 		m.pending[job] = p
 	}
 	p.Add(c)
+}
+
+// share shares c, no job's, between the active jobs (m.mu held).
+func (m *Meter) share(c cost.Counts) {
+	since := m.now().Add(-ActiveWindow)
+	for j, at := range m.active {
+		if at.Before(since) {
+			delete(m.active, j)
+		}
+	}
+	if len(m.active) == 0 || len(m.active) > maxActive {
+		m.unattributed.Add(c)
+		return
+	}
+	share := 1 / float64(len(m.active))
+	for j := range m.active {
+		sc := c
+		for _, f := range sc.Fields() {
+			*f.Value *= share
+		}
+		p := m.pending[j]
+		if p == nil {
+			p = &cost.Counts{}
+			m.pending[j] = p
+		}
+		p.Add(sc)
+	}
 }
 
 // Record counts one request: its service and operation, its input and
@@ -173,6 +218,9 @@ func (m *Meter) Record(ctx context.Context, service, op string, in, out any, err
 	var c cost.Counts
 	switch service {
 	case "DynamoDB":
+		if !dataOp(op) {
+			return // table management: no job's, and billed otherwise
+		}
 		c = dynamoCounts(op, in, out, err)
 	case "S3":
 		switch cost.S3Tier(op) {
@@ -199,7 +247,30 @@ func (m *Meter) Record(ctx context.Context, service, op string, in, out any, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if hs := handlesOf(ctx); job == "" && len(hs) > 0 {
+		for _, h := range hs {
+			m.add(m.handleJob("", h, false), c, 1/float64(len(hs)))
+		}
+		return
+	}
 	m.add(job, c, 1)
+}
+
+type handlesKey struct{}
+
+// WithReceipts shares ctx's requests, when it names no job, between the
+// jobs of the messages whose receipt handles these are (an executor's
+// liveness beat: its cost is the tasks' it holds).
+func WithReceipts(ctx context.Context, handles []string) context.Context {
+	if len(handles) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, handlesKey{}, handles)
+}
+
+func handlesOf(ctx context.Context) []string {
+	hs, _ := ctx.Value(handlesKey{}).([]string)
+	return hs
 }
 
 // sqsChunk is SQS's billing unit: each started 64 KB of a request's
@@ -285,10 +356,10 @@ func (m *Meter) handleJob(ctxJob, handle string, forget bool) string {
 // ---- DynamoDB
 
 // askCapacity returns a copy of a DynamoDB input that asks for the
-// capacity the request consumed (it costs nothing), unless it asks
-// already. The caller's input is left as it is.
+// capacity the request consumed, by table and index (it costs nothing),
+// unless it asks already. The caller's input is left as it is.
 func askCapacity(in any) any {
-	const want = types.ReturnConsumedCapacityTotal
+	const want = types.ReturnConsumedCapacityIndexes
 	switch v := in.(type) {
 	case *dynamodb.GetItemInput:
 		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
@@ -354,6 +425,16 @@ func askCapacity(in any) any {
 	return in
 }
 
+// dataOp says whether a DynamoDB operation reads or writes items.
+func dataOp(op string) bool {
+	switch op {
+	case "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
+		"TransactWriteItems", "TransactGetItems", "ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction":
+		return true
+	}
+	return false
+}
+
 // readOp says whether a DynamoDB operation consumes read units.
 func readOp(op string) bool {
 	switch op {
@@ -383,7 +464,7 @@ func dynamoCounts(op string, in, out any, err error) cost.Counts {
 	}
 	var reported, floor float64
 	for _, cc := range consumed(out) {
-		reported += aws.ToFloat64(cc.CapacityUnits)
+		reported += units(cc)
 	}
 	items, consistent := itemsOf(in)
 	switch {
@@ -401,6 +482,23 @@ func dynamoCounts(op string, in, out any, err error) cost.Counts {
 		c.DynamoWriteUnits = units
 	}
 	return c
+}
+
+// units is what one ConsumedCapacity reports: its total, or, where an
+// emulator leaves the indexes out of it (DynamoDB Local), the table's and
+// each index's.
+func units(cc types.ConsumedCapacity) float64 {
+	parts := 0.0
+	if cc.Table != nil {
+		parts += aws.ToFloat64(cc.Table.CapacityUnits)
+	}
+	for _, ix := range cc.GlobalSecondaryIndexes {
+		parts += aws.ToFloat64(ix.CapacityUnits)
+	}
+	for _, ix := range cc.LocalSecondaryIndexes {
+		parts += aws.ToFloat64(ix.CapacityUnits)
+	}
+	return max(aws.ToFloat64(cc.CapacityUnits), parts)
 }
 
 // itemsOf is the number of items a request names, and whether its reads

@@ -3,8 +3,10 @@ package meter
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -67,7 +69,8 @@ func TestRecordAttributesByContext(t *testing.T) {
 		{"a batch send is shared", context.Background(), "SQS", "SendMessageBatch",
 			&sqs.SendMessageBatchInput{Entries: []sqstypes.SendMessageBatchRequestEntry{
 				{MessageBody: aws.String("job:j1")}, {MessageBody: aws.String("job:j2")}, {MessageBody: aws.String("job:j1")}, {MessageBody: aws.String("timer")}}},
-			nil, nil, cost.Counts{SQSRequests: 0.5}, cost.Counts{SQSRequests: 0.25}},
+			// the timer's share goes to the jobs active: j1 and j2
+			nil, nil, cost.Counts{SQSRequests: 0.625}, cost.Counts{}},
 		{"unknown services count nothing", ctx, "STS", "GetCallerIdentity", nil, nil, nil, cost.Counts{}, cost.Counts{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,15 +105,46 @@ func TestSharedBatches(t *testing.T) {
 	m.Record(ctx, "SQS", "ChangeMessageVisibility", &sqs.ChangeMessageVisibilityInput{ReceiptHandle: aws.String("h3")}, nil, nil)
 	m.Record(ctx, "SQS", "DeleteMessageBatch", &sqs.DeleteMessageBatchInput{Entries: []sqstypes.DeleteMessageBatchRequestEntry{
 		{ReceiptHandle: aws.String("h1")}, {ReceiptHandle: aws.String("h3")}}}, nil, nil)
-	// A handle deleted is forgotten: a second delete is no job's.
+	// A handle deleted is forgotten: a second delete is no job's, shared
+	// between the jobs active.
 	m.Record(ctx, "SQS", "DeleteMessage", &sqs.DeleteMessageInput{ReceiptHandle: aws.String("h1")}, nil, nil)
-	for job, want := range map[string]float64{"a": 0.5 + 0.5, "b": 0.25 + 1 + 0.5, "c": 0.25} {
+	for job, want := range map[string]float64{"a": 0.5 + 0.5 + 1.0/3, "b": 0.25 + 1 + 0.5 + 1.0/3, "c": 0.25 + 1.0/3} {
+		if got := m.Take(job).SQSRequests; math.Abs(got-want) > 1e-9 {
+			t.Errorf("job %s: %v SQS requests, want %v", job, got, want)
+		}
+	}
+	if got := m.Unattributed().SQSRequests; got != 0 {
+		t.Errorf("unattributed: %v, want 0", got)
+	}
+}
+
+// Requests no job's are shared between the jobs active in the last
+// ActiveWindow; with none active they are no job's.
+func TestIdleRequestsShared(t *testing.T) {
+	m := New(jobOf)
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	bg := context.Background()
+	poll := func() {
+		m.Record(bg, "SQS", "ReceiveMessage", &sqs.ReceiveMessageInput{}, &sqs.ReceiveMessageOutput{}, nil)
+	}
+	poll() // no job yet
+	m.Record(WithJob(bg, "a"), "S3", "GetObject", nil, nil, nil)
+	m.Record(WithJob(bg, "b"), "S3", "GetObject", nil, nil, nil)
+	poll()
+	now = now.Add(ActiveWindow / 2)
+	m.Record(WithJob(bg, "b"), "S3", "GetObject", nil, nil, nil)
+	now = now.Add(ActiveWindow/2 + time.Second) // a is idle now
+	poll()
+	now = now.Add(2 * ActiveWindow) // both are
+	poll()
+	for job, want := range map[string]float64{"a": 0.5, "b": 1.5} {
 		if got := m.Take(job).SQSRequests; got != want {
 			t.Errorf("job %s: %v SQS requests, want %v", job, got, want)
 		}
 	}
-	if got := m.Unattributed().SQSRequests; got != 1 {
-		t.Errorf("unattributed: %v, want 1", got)
+	if got := m.Unattributed().SQSRequests; got != 2 {
+		t.Errorf("unattributed: %v, want 2", got)
 	}
 }
 
