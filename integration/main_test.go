@@ -86,6 +86,9 @@ type envOptions struct {
 	// logFile, when set, receives the runner's JSON log lines, which
 	// GET /jobs/{id}/logs reads (runner.Options.LogFile).
 	logFile string
+	// install, when set, adds middleware of the test's to the env's AWS
+	// configuration (a request recorder).
+	install func(*aws.Config)
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -97,6 +100,9 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	writeRec.Install(&cfg)
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	if o.install != nil {
+		o.install(&cfg)
 	}
 	if o.faults != nil {
 		o.faults.Install(&cfg)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -112,6 +113,7 @@ type StageStatus struct {
 // tasks: one read of the job, one Query of its stages and a batch read of
 // at most 32 counters per stage.
 func (r *Reader) Status(ctx context.Context, owner, id string) (JobStatus, error) {
+	ctx = meter.WithJob(ctx, id) // reading a job's status is its cost too
 	j, err := r.kernel.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return JobStatus{}, err
