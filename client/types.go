@@ -47,6 +47,8 @@ type JobStatus struct {
 	RerunOf  string `json:"rerunOf,omitempty"`
 	// DataDeleted is when the job's data was deleted (DeleteData).
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
+	// Cost is what the job's AWS requests cost so far (cost.go).
+	Cost *JobCost `json:"cost,omitempty"`
 }
 
 // Done reports whether the job has ended: every state but RUNNING and

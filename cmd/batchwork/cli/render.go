@@ -114,6 +114,7 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 	p := st.Progress
 	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
 	fmt.Fprintf(tw, "Records:\t%s in, %s out\n", count(p.RecordsIn), count(p.RecordsOut))
+	printCost(tw, st.Cost) // cost.go
 	if st.State == "RUNNING" {
 		fmt.Fprintf(tw, "Rate:\t%s tasks, %s records\n", rate(p.TasksPerSec), rate(p.RecordsPerSec))
 		fmt.Fprintf(tw, "ETA:\t%s\n", a.eta(st.ETA))
