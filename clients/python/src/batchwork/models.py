@@ -134,6 +134,9 @@ class JobStatus:
     failed_partitions: Optional[int] = _j("failedPartitions")
     redrives: Optional[int] = _j("redrives")
     rerun_of: Optional[str] = _j("rerunOf")
+    # What the job's AWS requests cost so far ({"requests", "dollars",
+    # "pricesDate"}; docs/operations.md, "What a job cost").
+    cost: Optional[Dict[str, Any]] = _j("cost")
 
     @property
     def done(self) -> bool:
