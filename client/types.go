@@ -54,6 +54,8 @@ type JobStatus struct {
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
 	// Params are the job's run parameters as resolved at submit.
 	Params map[string]string `json:"params,omitempty"`
+	// Cost is what the job's AWS requests cost so far (cost.go).
+	Cost *JobCost `json:"cost,omitempty"`
 }
 
 // Done reports whether the job has ended: every state but WAITING,

@@ -68,6 +68,10 @@ func TestConsoleShowsFailures(t *testing.T) {
 	wait(20*time.Second, "the job's page to say it succeeded with a failed partition", func() bool {
 		return text("#job-state") == "SUCCEEDED" && strings.HasPrefix(text("#job-tolerated"), "Succeeded with 1 failed partition:")
 	})
+	// What the job cost, under its header (docs/operations.md).
+	if c := text("#job-cost"); !strings.HasPrefix(c, "Cost: $") || !strings.Contains(c, "in AWS requests (DynamoDB $") {
+		t.Errorf("the job's cost line: %q", c)
+	}
 	if p := text(`#dag g.stage[data-stage="parse"] text.progress`); p != "3/4 tasks · 2 failed · 1 tolerated" {
 		t.Errorf("the stage's progress: %q", p)
 	}

@@ -91,6 +91,9 @@ type envOptions struct {
 	// lineage, when set, is where the runner sends OpenLineage run events
 	// (runner.Options.Lineage); unset: none, whatever the environment says.
 	lineage *lineage.Config
+	// install, when set, adds middleware of the test's to the env's AWS
+	// configuration (a request recorder).
+	install func(*aws.Config)
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9]+`)
@@ -102,6 +105,9 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 	writeRec.Install(&cfg)
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	if o.install != nil {
+		o.install(&cfg)
 	}
 	if o.faults != nil {
 		o.faults.Install(&cfg)

@@ -424,6 +424,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := cpuTime() - cpu0
+	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -440,6 +441,9 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	simEmulator("load job", []int{n}, snap, bare, slots, elapsed, queuedIn)
 	printRequests(snap, n, "task")
+	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
+		return err
+	}
 	printLoad(snap, n, rate)
 	printCosts([]costRow{{name: fmt.Sprintf("no-op task (this %d-task job)", n), c: costOf(snap, n, lm), target: 2}}, lm)
 	return nil
@@ -459,12 +463,16 @@ func oneOutput(ctx context.Context, r *runner.Runner, watcher *control.Service, 
 	if err != nil {
 		return costRow{}, err
 	}
+	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
 	if err := settle(ctx, r); err != nil {
 		return costRow{}, err
 	}
 	snap := rec.Snapshot()
 	fmt.Printf("job of %d one-output tasks (each writes one object): %s in %.1fs\n", n, st.State, time.Since(start).Seconds())
 	printRequests(snap, n, "task")
+	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
+		return costRow{}, err
+	}
 	printLoad(snap, n, rate)
 	return costRow{name: "one-output task (writes one object)", c: costOf(snap, n, lm), target: 7}, nil
 }

@@ -260,6 +260,9 @@ func run(o benchOptions) error {
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
+	// The job's own cost figure is final when it ends; the settling
+	// sweep's scans below are no job's.
+	ran := rec.Snapshot()
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -278,6 +281,9 @@ func run(o benchOptions) error {
 	fmt.Println()
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
+	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
+		return err
+	}
 	costs := []costRow{{name: "no-op task (no output)", c: costOf(snap, total, o.lm), target: 2}}
 	// moto snapshots the whole table for each item of a TransactWriteItems
 	// (to roll back on failure), so its transactions slow down as the table

@@ -1,10 +1,10 @@
 package main
 
-// AWS list prices, us-east-1, as of PricesDate (the figures in
-// ../shared/AWS-NOTES.md; confirm on the AWS pricing pages before relying
-// on one). The bench's cost figures are these times the requests and
-// capacity it counted.
-const PricesDate = "2026-11-23"
+import listprices "github.com/batchwork/batchwork/shared/cost"
+
+// AWS list prices, us-east-1, as of PricesDate: shared/cost's table, which
+// the jobs' own cost figures use too, in the units the bench prints.
+const PricesDate = listprices.PricesDate
 
 var prices = struct {
 	// DynamoDB on-demand, per million write and read request units.
@@ -23,9 +23,9 @@ var prices = struct {
 	// besides (one Task state: one more).
 	SFNTransition float64
 }{
-	DynamoWRU: 0.625, DynamoRRU: 0.125,
-	SQSRequest: 0.40,
-	S3Tier1:    0.005, S3Tier2: 0.0004,
-	LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334,
+	DynamoWRU: listprices.Prices.DynamoWRU * 1e6, DynamoRRU: listprices.Prices.DynamoRRU * 1e6,
+	SQSRequest: listprices.Prices.SQSRequest * 1e6,
+	S3Tier1:    listprices.Prices.S3Tier1 * 1e3, S3Tier2: listprices.Prices.S3Tier2 * 1e3,
+	LambdaRequest: listprices.Prices.LambdaInvoke * 1e6, LambdaGBSecond: listprices.Prices.LambdaGBSecond,
 	SFNTransition: 0.025,
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/lambdatask"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -77,6 +78,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 		// Not a task message: leave it for the dead-letter queue.
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
+	ctx = meter.WithJob(ctx, ref.Job) // every request for the task is its job's cost
 	log := taskLogger(ctx, r.Log, ref)
 	if err := r.cannotRun(ctx, ref); err != nil {
 		// Unclaimed, so no attempt is spent here: back to the queue for an

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -204,6 +205,11 @@ func (f *stageRecords) ShardLeft(_ context.Context, job string, idx, shard int) 
 // read the counters each time, as before the set.
 func (f *stageRecords) ShardEmptied(context.Context, string, int, int) (bool, error) {
 	return true, nil
+}
+
+// ShardAddCost keeps nothing: the fake's counters do not carry costs.
+func (f *stageRecords) ShardAddCost(context.Context, string, int, int, string, cost.Counts) error {
+	return nil
 }
 
 // EnsureCounted finds every committed task counted: the fake's commit

@@ -16,6 +16,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/control/sweep"
 	"github.com/batchwork/batchwork/shared/control/tasks"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/logs"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -40,6 +41,11 @@ type Config struct {
 	// every commit counts before it returns (processes that cannot flush
 	// after they answer).
 	CountLinger time.Duration
+	// Meter, when set, is this process's per-job AWS request counts (its
+	// middleware installed on the clients the store, queue and blob use):
+	// each commit's count carries its job's counts to the stage's counter
+	// shards, where the job's status sums them (shared/cost).
+	Meter *meter.Meter
 	// StuckAfter is how long a READY task may wait unclaimed before the
 	// sweep sends it a fresh message, in case its message was lost.
 	StuckAfter time.Duration
@@ -249,6 +255,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		FollowUpGrace: cfg.FollowUpGrace,
 		CountLinger:   cfg.CountLinger,
 		TaskQuota:     cfg.Quotas.Tasks,
+		Meter:         cfg.Meter,
 	}, k, store, q, b, s.stages, log)
 	s.Admitter = admission.New(admission.Config{
 		StartGrace: cfg.StartGrace, IdemTTL: cfg.IdemTTL, Quotas: cfg.Quotas,

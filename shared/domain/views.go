@@ -3,6 +3,7 @@ package domain
 import (
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -80,6 +81,9 @@ type StageCounters struct {
 	RecordsIn, RecordsOut int64
 	// CopiesWon counts the stage's speculative copies that committed.
 	CopiesWon int
+	// Cost is what the stage's counts carried of the job's requests and
+	// compute (shared/cost, shared/dynamo/cost.go).
+	Cost cost.Counts
 }
 
 // RateSample is the last throughput sample of a running stage, kept on the

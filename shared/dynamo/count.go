@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/shared/cost"
 	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -85,8 +86,10 @@ func shardOfTask(p CommitParams) ShardRef {
 func countUpdate(ps []CommitParams, vals map[string]types.AttributeValue) string {
 	set := make([]string, len(ps))
 	var rin, rout, won int64
+	var spent cost.Counts
 	hist := map[string]int64{}
 	for i, p := range ps {
+		spent.Add(p.Cost)
 		set[i] = strconv.Itoa(p.Ref.Partition)
 		rin += p.RecordsIn
 		rout += p.RecordsOut
@@ -109,7 +112,7 @@ func countUpdate(ps []CommitParams, vals map[string]types.AttributeValue) string
 		vals[":xw"] = nv(won)
 		upd += ", " + aCopiesWon + " :xw"
 	}
-	return upd
+	return costUpdate(upd, spent, vals) // cost.go
 }
 
 // countNames are countUpdate's attribute names.

@@ -331,6 +331,7 @@ func (s *Store) StageStats(ctx context.Context, job string) ([]domain.StageStats
 			c.CopiesWon += int(getN(it, aCopiesWon)) // speculationstats.go
 			c.RecordsIn += getN(it, aRecIn)
 			c.RecordsOut += getN(it, aRecOut)
+			c.Cost.Add(readCost(it)) // cost.go
 		}
 		// A failure the stage tolerated counted its shard down too.
 		c.Committed = st.Total - c.Left - st.Tolerated

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/shared/cost"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -428,6 +429,9 @@ type CommitParams struct {
 	// Copy: the committing claim is a speculative copy, whose win its
 	// counter shard counts (speculationstats.go).
 	Copy bool
+	// Cost is what the job's requests cost since the committer's last
+	// count, added on the counter shard with the count (cost.go).
+	Cost cost.Counts
 }
 
 // CommitTask marks the task SUCCEEDED and counts it on its stage's counter

@@ -197,6 +197,9 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		return Wired{}, err
 	}
 	inj.Install(&cfg)
+	// Each job's AWS requests, counted as they are made (shared/cost).
+	m := control.NewMeter()
+	m.Install(&cfg)
 	// Stderr, like the local runner: on Lambda and Fargate both streams
 	// reach the logs, and locally one stream holds every process's lines.
 	log, err := NewLogger(os.Stderr)
@@ -214,7 +217,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	store.JobSetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,
-		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger}, store, q, b, log)
+		StaticPrograms: c.ExecPrograms, Retention: c.Retention, CountLinger: c.CountLinger, Meter: m}, store, q, b, log)
 	var sinks []events.Sink
 	if c.Lineage.Enabled() && c.EventBus != "" {
 		// Lineage waits in the event outbox for the functions that publish

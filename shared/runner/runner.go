@@ -122,6 +122,11 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		o.Log = slog.Default()
 	}
 	awsconf.Harden(&o.AWS)
+	if o.Control.Meter == nil {
+		// Each job's AWS requests, counted as they are made (shared/cost).
+		o.Control.Meter = control.NewMeter()
+		o.Control.Meter.Install(&o.AWS)
+	}
 	s3opt := awsconf.S3Options(o.AWS)
 	var res provision.Resources
 	var err error

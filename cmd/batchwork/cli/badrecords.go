@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/domain"
 )
 
@@ -39,24 +40,24 @@ func runBadRecords(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	for _, stage := range slices.Sorted(maps.Keys(all.Counts)) {
-		fmt.Fprintf(a.env.Stderr, "stage %s: %s bad records\n", termText(stage), count(all.Counts[stage]))
+		fmt.Fprintf(a.env.Stderr, "stage %s: %s bad records\n", termsafe.Text(stage), count(all.Counts[stage]))
 	}
 	if len(all.Records) == 0 {
-		fmt.Fprintf(a.env.Stderr, "job %s has no bad records in committed tasks\n", termText(all.Job))
+		fmt.Fprintf(a.env.Stderr, "job %s has no bad records in committed tasks\n", termsafe.Text(all.Job))
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
 	fmt.Fprintln(tw, "STAGE\tPARTITION\tATTEMPT\tOFFSET\tREASON\tRECORD")
 	for _, r := range all.Records {
 		if r.Omitted > 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t(%s more rejected records of this task, counted but not kept)\t\n", termText(r.Stage), r.Partition, r.Attempt, count(r.Omitted))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t-\t(%s more rejected records of this task, counted but not kept)\t\n", termsafe.Text(r.Stage), r.Partition, r.Attempt, count(r.Omitted))
 			continue
 		}
 		off := "-"
 		if r.Offset >= 0 {
 			off = strconv.FormatInt(r.Offset, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", termText(r.Stage), r.Partition, r.Attempt, off, reasonText(r.Reason), strconv.Quote(r.Record))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", termsafe.Text(r.Stage), r.Partition, r.Attempt, off, reasonText(r.Reason), strconv.Quote(r.Record))
 	}
 	tw.Flush()
 	return ExitOK

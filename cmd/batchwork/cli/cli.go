@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // Exit codes. They are documented in docs/cli.md and in
@@ -305,21 +306,21 @@ func (a *app) fail(err error) int {
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupt
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termText(ue.msg))
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termsafe.Text(ue.msg))
 		return ExitUsage
 	case errors.As(err, &au):
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termText(au.Error()))
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termsafe.Text(au.Error()))
 		return ExitAuth
 	case errors.As(err, &ae):
 		for _, fe := range ae.Errors {
-			fmt.Fprintf(a.env.Stderr, "  %s\n", termText(fe.Error()))
+			fmt.Fprintf(a.env.Stderr, "  %s\n", termsafe.Text(fe.Error()))
 		}
-		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s (%s)\n", a.cmd.name, termText(ae.Error()), termText(ae.Code))
+		fmt.Fprintf(a.env.Stderr, "batchwork %s: %s (%s)\n", a.cmd.name, termsafe.Text(ae.Error()), termsafe.Text(ae.Code))
 		return exitForAPI(ae)
 	}
 	// Multi-line on purpose (dev's emulator instructions), and may carry
 	// an executor's or the server's text.
-	fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termBlock(err.Error(), "  "))
+	fmt.Fprintf(a.env.Stderr, "batchwork %s: %s\n", a.cmd.name, termsafe.Block(err.Error(), "  "))
 	return ExitError
 }
 

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -213,11 +214,11 @@ func runSubmit(ctx context.Context, a *app, args []string) int {
 		out = a.env.Stderr // stdout carries the watch's JSON lines
 	}
 	if res.Created && res.StartAt != nil {
-		fmt.Fprintf(out, "Submitted job %s, starting at %s\n", termText(res.JobID), res.StartAt.In(a.env.Loc).Format(time.RFC3339))
+		fmt.Fprintf(out, "Submitted job %s, starting at %s\n", termsafe.Text(res.JobID), res.StartAt.In(a.env.Loc).Format(time.RFC3339))
 	} else if res.Created {
-		fmt.Fprintf(out, "Submitted job %s\n", termText(res.JobID))
+		fmt.Fprintf(out, "Submitted job %s\n", termsafe.Text(res.JobID))
 	} else {
-		fmt.Fprintf(out, "Job %s was already submitted with this idempotency key\n", termText(res.JobID))
+		fmt.Fprintf(out, "Job %s was already submitted with this idempotency key\n", termsafe.Text(res.JobID))
 	}
 	if !a.o.wait {
 		return ExitOK
@@ -317,7 +318,7 @@ func runList(ctx context.Context, a *app, _ []string) int {
 		// Named, because listing as another owner than meant (another
 		// profile or role) looks just like having no jobs.
 		if id, err := a.whoami(ctx); err == nil && id.Owner != "" {
-			fmt.Fprintf(a.env.Stdout, "No jobs for owner %s.\n", termText(id.Owner))
+			fmt.Fprintf(a.env.Stdout, "No jobs for owner %s.\n", termsafe.Text(id.Owner))
 		} else {
 			fmt.Fprintln(a.env.Stdout, "No jobs.")
 		}
@@ -330,7 +331,7 @@ func runList(ctx context.Context, a *app, _ []string) int {
 		if j.Ended != nil {
 			took = elapsed(j.Created, j.Ended)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termText(j.ID), termText(j.Name), a.paint(j.State, termText(j.State)), a.clock(&j.Created), took)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Text(j.ID), termsafe.Text(j.Name), a.paint(j.State, termsafe.Text(j.State)), a.clock(&j.Created), took)
 	}
 	tw.Flush()
 	return ExitOK
@@ -374,8 +375,8 @@ func runTasks(ctx context.Context, a *app, args []string) int {
 		if t.State == "SUCCEEDED" {
 			io = count(t.RecordsIn) + "/" + count(t.RecordsOut)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", termText(t.Stage), t.Partition, a.paint(t.State, termText(withCopy(t, withCheckpoint(t, taskState(t))))), t.Attempt, t.MaxAttempts, // errorclass.go, checkpoint.go, speculation.go
-			termText(orDash(strings.Join(outcomes, ", "))), termText(attemptExecutors(t.Attempts)), io, orDash(oneLine(t.LastError, 60)))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", termsafe.Text(t.Stage), t.Partition, a.paint(t.State, termsafe.Text(withCopy(t, withCheckpoint(t, taskState(t))))), t.Attempt, t.MaxAttempts, // errorclass.go, checkpoint.go, speculation.go
+			termsafe.Text(orDash(strings.Join(outcomes, ", "))), termsafe.Text(attemptExecutors(t.Attempts)), io, orDash(oneLine(t.LastError, 60)))
 	}
 	tw.Flush()
 	return ExitOK
@@ -392,7 +393,7 @@ func orDash(s string) string {
 // what a terminal would act on escaped (termText), cut after n bytes on a
 // rune boundary.
 func oneLine(s string, n int) string {
-	s = termText(strings.Join(strings.Fields(s), " "))
+	s = termsafe.Text(strings.Join(strings.Fields(s), " "))
 	if len(s) <= n {
 		return s
 	}
@@ -423,7 +424,7 @@ func runHistory(ctx context.Context, a *app, args []string) int {
 		if ev.Partition != nil {
 			subject = fmt.Sprintf("%s/%d attempt %d", ev.Stage, *ev.Partition, ev.Attempt)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ev.At.In(a.env.Loc).Format("2006-01-02 15:04:05.000"), termText(ev.Type), termText(orDash(subject)), oneLine(ev.Message, 100))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ev.At.In(a.env.Loc).Format("2006-01-02 15:04:05.000"), termsafe.Text(ev.Type), termsafe.Text(orDash(subject)), oneLine(ev.Message, 100))
 	}
 	tw.Flush()
 	return ExitOK
@@ -446,7 +447,7 @@ func runCancel(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintf(a.env.Stdout, "Job %s (%s) is %s: %d of %d tasks had committed; their outputs are kept ('batchwork result %s').\n",
-		termText(st.ID), termText(st.Name), termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal, termText(st.ID))
+		termsafe.Text(st.ID), termsafe.Text(st.Name), termsafe.Text(st.State), st.Progress.TasksDone, st.Progress.TasksTotal, termsafe.Text(st.ID))
 	return ExitOK
 }
 
@@ -463,7 +464,7 @@ func runResult(ctx context.Context, a *app, args []string) int {
 		return a.fail(err)
 	}
 	if !all.Complete {
-		fmt.Fprintf(a.env.Stderr, "note: job %s is %s; these are the %d outputs committed so far\n", termText(all.Job), termText(all.State), len(all.Outputs))
+		fmt.Fprintf(a.env.Stderr, "note: job %s is %s; these are the %d outputs committed so far\n", termsafe.Text(all.Job), termsafe.Text(all.State), len(all.Outputs))
 	}
 	switch {
 	case a.o.download != "":
@@ -487,7 +488,7 @@ func runResult(ctx context.Context, a *app, args []string) int {
 		tw := table(a.env.Stdout)
 		fmt.Fprintln(tw, "STAGE\tPARTITION\tPART\tKEY")
 		for _, o := range all.Outputs {
-			fmt.Fprintf(tw, "%s\t%d\t%d\ts3://%s/%s\n", termText(o.Stage), o.Partition, o.Part, termText(all.Bucket), termText(o.Key))
+			fmt.Fprintf(tw, "%s\t%d\t%d\ts3://%s/%s\n", termsafe.Text(o.Stage), o.Partition, o.Part, termsafe.Text(all.Bucket), termsafe.Text(o.Key))
 		}
 		tw.Flush()
 	default:
@@ -549,8 +550,8 @@ func (a *app) download(ctx context.Context, u, dst string, w io.Writer) error {
 
 // specError renders a spec problem as compilers do: FILE:LINE: field: msg.
 func specError(file string, fe spec.FieldError) string {
-	fe.Field, fe.Message = termText(fe.Field), termText(fe.Message)
-	loc := termText(file)
+	fe.Field, fe.Message = termsafe.Text(fe.Field), termsafe.Text(fe.Message)
+	loc := termsafe.Text(file)
 	if fe.Line > 0 {
 		loc += ":" + strconv.Itoa(fe.Line)
 	}

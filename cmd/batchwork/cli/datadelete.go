@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // deleteDataCommand is `batchwork delete-data ID`.
@@ -34,6 +36,6 @@ func runDeleteData(ctx context.Context, a *app, args []string) int {
 		_ = writeJSON(a.env.Stdout, total)
 		return ExitOK
 	}
-	fmt.Fprintf(a.env.Stdout, "Deleted the data of job %s (%s): %s objects; its outputs are gone.\n", termText(total.Job), termText(total.State), count(int64(total.Deleted)))
+	fmt.Fprintf(a.env.Stdout, "Deleted the data of job %s (%s): %s objects; its outputs are gone.\n", termsafe.Text(total.Job), termsafe.Text(total.State), count(int64(total.Deleted)))
 	return ExitOK
 }

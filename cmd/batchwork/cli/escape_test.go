@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/logs"
@@ -151,7 +152,7 @@ func TestNoTerminalControlReachesOutput(t *testing.T) {
 func firstUnsafe(b []byte) (rune, int) {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if (r == utf8.RuneError && size == 1) || (r != '\n' && unsafeRune(r)) {
+		if (r == utf8.RuneError && size == 1) || (r != '\n' && termsafe.UnsafeRune(r)) {
 			return r, i
 		}
 		i += size
@@ -173,16 +174,16 @@ func TestTermText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := termText(tc.in); got != tc.want {
-				t.Errorf("termText(%q) = %q, want %q", tc.in, got, tc.want)
+			if got := termsafe.Text(tc.in); got != tc.want {
+				t.Errorf("termsafe.Text(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
 	}
-	if got, want := termBlock("first\x1b[1A\nsecond\r", "  "), "first\\x1b[1A\n  second\\r"; got != want {
+	if got, want := termsafe.Block("first\x1b[1A\nsecond\r", "  "), "first\\x1b[1A\n  second\\r"; got != want {
 		t.Errorf("termBlock = %q, want %q", got, want)
 	}
 	var v string
-	doc := jsonTerm([]byte("{\"a\":\"x\u009by\u202ez\"}"))
+	doc := termsafe.JSON([]byte("{\"a\":\"x\u009by\u202ez\"}"))
 	if err := json.Unmarshal(doc, &struct{ A *string }{&v}); err != nil || v != "x\u009by\u202ez" {
 		t.Errorf("jsonTerm changed the value: %s -> %q (%v)", doc, v, err)
 	}

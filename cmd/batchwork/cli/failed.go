@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/domain"
 
 	sm "github.com/batchwork/batchwork/statemachine"
@@ -91,7 +92,7 @@ func runFailed(ctx context.Context, a *app, args []string) int {
 			tol = "yes"
 			tolerated++
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\n", termText(t.Stage), t.Partition, t.Attempt, t.MaxAttempts, endedBy(t.ErrorClass), tol, orDash(oneLine(t.LastError, 100)))
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%s\t%s\t%s\n", termsafe.Text(t.Stage), t.Partition, t.Attempt, t.MaxAttempts, endedBy(t.ErrorClass), tol, orDash(oneLine(t.LastError, 100)))
 	}
 	tw.Flush()
 	fmt.Fprintf(a.env.Stdout, "\n%d failed tasks, %d of them tolerated by their stage.\n", len(all.Tasks), tolerated)
@@ -125,7 +126,7 @@ func runRedrive(ctx context.Context, a *app, args []string) int {
 		out = a.env.Stderr
 	}
 	fmt.Fprintf(out, "Job %s (%s) redriven (redrive %d): it is %s; %d of %d tasks had committed and are kept.\n",
-		termText(st.ID), termText(st.Name), st.Redrives, termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
+		termsafe.Text(st.ID), termsafe.Text(st.Name), st.Redrives, termsafe.Text(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
 	if !a.o.wait {
 		return ExitOK
 	}
@@ -159,7 +160,7 @@ func runRerun(ctx context.Context, a *app, args []string) int {
 	if a.o.stage != "" {
 		from = "stage " + a.o.stage + " and the stages after it"
 	}
-	fmt.Fprintf(out, "Submitted job %s, a rerun of %s: it runs %s and reuses the other stages' committed outputs\n", termText(res.JobID), termText(args[0]), termText(from))
+	fmt.Fprintf(out, "Submitted job %s, a rerun of %s: it runs %s and reuses the other stages' committed outputs\n", termsafe.Text(res.JobID), termsafe.Text(args[0]), termsafe.Text(from))
 	if !a.o.wait {
 		return ExitOK
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
@@ -65,13 +66,13 @@ func runWhoAmI(ctx context.Context, a *app, _ []string) int {
 		return ExitOK
 	}
 	tw := table(a.env.Stdout)
-	fmt.Fprintf(tw, "owner:\t%s\n", termText(id.Owner))
-	fmt.Fprintf(tw, "inputs:\t%s\t(in a spec: %s<path>; upload with 'batchwork upload')\n", termText(id.Inputs), spec.InputsScheme)
+	fmt.Fprintf(tw, "owner:\t%s\n", termsafe.Text(id.Owner))
+	fmt.Fprintf(tw, "inputs:\t%s\t(in a spec: %s<path>; upload with 'batchwork upload')\n", termsafe.Text(id.Inputs), spec.InputsScheme)
 	buckets := "none"
 	if len(id.InputBuckets) > 0 {
 		buckets = strings.Join(id.InputBuckets, ", ")
 	}
-	fmt.Fprintf(tw, "input buckets:\t%s\n", termText(buckets))
+	fmt.Fprintf(tw, "input buckets:\t%s\n", termsafe.Text(buckets))
 	_ = tw.Flush()
 	return ExitOK
 }
@@ -148,7 +149,7 @@ func runUpload(ctx context.Context, a *app, args []string) int {
 		_ = writeJSON(a.env.Stdout, res)
 		return ExitOK
 	}
-	fmt.Fprintf(a.env.Stdout, "Uploaded %d files (%s bytes) to %s\nName it in a spec as: %s\n", res.Files, count(res.Bytes), termText(res.URI), termText(res.Prefix))
+	fmt.Fprintf(a.env.Stdout, "Uploaded %d files (%s bytes) to %s\nName it in a spec as: %s\n", res.Files, count(res.Bytes), termsafe.Text(res.URI), termsafe.Text(res.Prefix))
 	return ExitOK
 }
 

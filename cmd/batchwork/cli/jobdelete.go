@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
+
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // deleteCommand is `batchwork delete ID`.
@@ -44,6 +46,6 @@ func runDelete(ctx context.Context, a *app, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintf(a.env.Stdout, "Deleted job %s (%s): %s records and %s objects.\n",
-		termText(args[0]), termText(total.State), count(int64(total.Records)), count(int64(total.Objects)))
+		termsafe.Text(args[0]), termsafe.Text(total.State), count(int64(total.Records)), count(int64(total.Objects)))
 	return ExitOK
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // logsCommand is `batchwork logs ID`.
@@ -139,7 +140,7 @@ func (a *app) printLogLine(st client.JobStatus, l client.LogLine) {
 		var buf bytes.Buffer
 		if json.Compact(&buf, l.Fields) == nil {
 			buf.WriteByte('\n')
-			_, _ = a.env.Stdout.Write(jsonTerm(buf.Bytes())) // escape.go
+			_, _ = a.env.Stdout.Write(termsafe.JSON(buf.Bytes())) // escape.go
 		}
 		return
 	}
@@ -161,9 +162,9 @@ func formatLogLine(st client.JobStatus, l client.LogLine, loc *time.Location) st
 	}
 	var b strings.Builder
 	b.WriteString(l.Time.In(loc).Format("2006-01-02 15:04:05.000"))
-	fmt.Fprintf(&b, " %-5s ", termText(orDash(str("level"))))
-	b.WriteString(termText(taskTag(st, str("task"), str("attempt"), str("executor_id"))))
-	b.WriteString(" " + termText(str("msg")))
+	fmt.Fprintf(&b, " %-5s ", termsafe.Text(orDash(str("level"))))
+	b.WriteString(termsafe.Text(taskTag(st, str("task"), str("attempt"), str("executor_id"))))
+	b.WriteString(" " + termsafe.Text(str("msg")))
 	keys := make([]string, 0, len(f))
 	for k := range f {
 		if !slices.Contains(logKnown, k) {
@@ -176,10 +177,10 @@ func formatLogLine(st client.JobStatus, l client.LogLine, loc *time.Location) st
 		// what a terminal would act on (strconv.Quote escapes those as
 		// termText does).
 		v := str(k)
-		if strings.ContainsAny(v, " \t\"=") || v == "" || needsEscape(v) {
+		if strings.ContainsAny(v, " \t\"=") || v == "" || termsafe.NeedsEscape(v) {
 			v = strconv.Quote(v)
 		}
-		fmt.Fprintf(&b, " %s=%s", termText(k), v)
+		fmt.Fprintf(&b, " %s=%s", termsafe.Text(k), v)
 	}
 	return b.String()
 }

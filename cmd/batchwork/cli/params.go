@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // paramFlag collects submit's repeatable --param NAME=VALUE.
@@ -36,7 +38,7 @@ func printParams(w io.Writer, params map[string]string) {
 	}
 	parts := make([]string, 0, len(params))
 	for _, k := range slices.Sorted(maps.Keys(params)) {
-		parts = append(parts, termText(k)+"="+termText(params[k]))
+		parts = append(parts, termsafe.Text(k)+"="+termsafe.Text(params[k]))
 	}
 	fmt.Fprintf(w, "Params:\t%s\n", strings.Join(parts, " "))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -21,7 +22,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonTerm(buf.Bytes())) // escape.go
+	_, err := w.Write(termsafe.JSON(buf.Bytes())) // escape.go
 	return err
 }
 
@@ -95,8 +96,8 @@ func percent(done, total int) string {
 // printStatus writes a job's status for people.
 func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 	tw := table(w)
-	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", termText(st.ID), termText(st.Name))
-	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, termText(st.State)), failedNote(st)) // failed.go
+	fmt.Fprintf(tw, "Job:\t%s\t(%s)\n", termsafe.Text(st.ID), termsafe.Text(st.Name))
+	fmt.Fprintf(tw, "State:\t%s%s\n", a.paint(st.State, termsafe.Text(st.State)), failedNote(st)) // failed.go
 	fmt.Fprintf(tw, "Created:\t%s\n", a.clock(&st.Created))
 	if st.StartAt != nil { // submit --at
 		fmt.Fprintf(tw, "Starts at:\t%s\n", a.clock(st.StartAt))
@@ -112,12 +113,13 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 		if st.State == string(sm.JobPublishing) {
 			note = " (publishing: every stage completed; the job succeeds once the folder's _SUCCESS is written)"
 		}
-		fmt.Fprintf(tw, "Output:\t%s%s\n", termText(st.Output), note)
+		fmt.Fprintf(tw, "Output:\t%s%s\n", termsafe.Text(st.Output), note)
 	}
 	printParams(tw, st.Params) // params.go
 	p := st.Progress
 	fmt.Fprintf(tw, "Tasks:\t%s of %s done (%s)\n", count(int64(p.TasksDone)), count(int64(p.TasksTotal)), percent(p.TasksDone, p.TasksTotal))
 	fmt.Fprintf(tw, "Records:\t%s in, %s out\n", count(p.RecordsIn), count(p.RecordsOut))
+	printCost(tw, st.Cost) // cost.go
 	if st.State == "RUNNING" {
 		fmt.Fprintf(tw, "Rate:\t%s tasks, %s records\n", rate(p.TasksPerSec), rate(p.RecordsPerSec))
 		fmt.Fprintf(tw, "ETA:\t%s\n", a.eta(st.ETA))
@@ -126,24 +128,24 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 			if l.Running >= l.Max {
 				full = " (full: tasks wait for a slot)"
 			}
-			fmt.Fprintf(tw, "Limit (%s):\t%d of %d running%s\n", termText(l.Kind), l.Running, l.Max, full)
+			fmt.Fprintf(tw, "Limit (%s):\t%d of %d running%s\n", termsafe.Text(l.Kind), l.Running, l.Max, full)
 		}
 	}
 	if st.Manifest != "" {
-		fmt.Fprintf(tw, "Manifest:\t%s\n", termText(st.Manifest))
+		fmt.Fprintf(tw, "Manifest:\t%s\n", termsafe.Text(st.Manifest))
 	}
 	if st.DataDeleted != nil {
 		fmt.Fprintf(tw, "Data:\tdeleted %s (its outputs are gone)\n", a.clock(st.DataDeleted))
 	}
 	oneLine := !strings.ContainsAny(st.Error, "\r\n")
 	if st.Error != "" && oneLine {
-		fmt.Fprintf(tw, "Error:\t%s\n", termText(st.Error))
+		fmt.Fprintf(tw, "Error:\t%s\n", termsafe.Text(st.Error))
 	}
 	tw.Flush()
 	if st.Error != "" && !oneLine {
 		// Outside the table: a multi-line error's lines would set its
 		// column's width.
-		fmt.Fprintf(w, "Error: %s\n", termBlock(st.Error, "  "))
+		fmt.Fprintf(w, "Error: %s\n", termsafe.Block(st.Error, "  "))
 	}
 	fmt.Fprintln(w)
 	tw = table(w)
@@ -153,20 +155,20 @@ func (a *app) printStatus(w io.Writer, st client.JobStatus) {
 		if s.Started != nil && s.Ended != nil {
 			took = elapsed(*s.Started, s.Ended)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", termText(s.Name), a.paint(s.State, termText(s.State)), s.Committed, s.Total,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", termsafe.Text(s.Name), a.paint(s.State, termsafe.Text(s.State)), s.Committed, s.Total,
 			s.Attempts, s.Failures, count(s.RecordsIn), count(s.RecordsOut), rate(s.TasksPerSec), a.eta(s.ETA), took)
 	}
 	tw.Flush()
 	for _, s := range st.Stages {
-		name := termText(s.Name)
+		name := termsafe.Text(s.Name)
 		if s.Error != "" {
-			fmt.Fprintf(w, "\nstage %s: %s\n", name, termBlock(s.Error, "  "))
+			fmt.Fprintf(w, "\nstage %s: %s\n", name, termsafe.Block(s.Error, "  "))
 		}
 		if s.FailedTasks > 0 {
-			fmt.Fprintf(w, "\nstage %s: %d failed tasks tolerated (batchwork failed %s lists them)\n", name, s.FailedTasks, termText(st.ID))
+			fmt.Fprintf(w, "\nstage %s: %d failed tasks tolerated (batchwork failed %s lists them)\n", name, s.FailedTasks, termsafe.Text(st.ID))
 		}
 		if s.BadRecords > 0 {
-			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", name, count(s.BadRecords), termText(st.ID))
+			fmt.Fprintf(w, "\nstage %s: %s bad records skipped (batchwork result %s --bad-records lists them)\n", name, count(s.BadRecords), termsafe.Text(st.ID))
 		}
 		if c := s.Copies; c != nil {
 			fmt.Fprintf(w, "\nstage %s: speculative copies: %d launched, %d won, %d running\n", name, c.Launched, c.Won, c.Running)

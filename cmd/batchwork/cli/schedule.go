@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
@@ -126,7 +127,7 @@ func (a *app) printSchedule(v client.Schedule) int {
 	if v.TimeZone != "" {
 		when += " (" + v.TimeZone + ")"
 	}
-	fmt.Fprintf(tw, "ID\t%s\nNAME\t%s\nWHEN\t%s\nSTATE\t%s\nOVERLAP\t%s\nCATCH-UP\t%s\n", termText(v.ID), termText(v.Name), termText(when), state, termText(string(v.Overlap)), termText(string(v.CatchUp)))
+	fmt.Fprintf(tw, "ID\t%s\nNAME\t%s\nWHEN\t%s\nSTATE\t%s\nOVERLAP\t%s\nCATCH-UP\t%s\n", termsafe.Text(v.ID), termsafe.Text(v.Name), termsafe.Text(when), state, termsafe.Text(string(v.Overlap)), termsafe.Text(string(v.CatchUp)))
 	if !v.Start.IsZero() {
 		fmt.Fprintf(tw, "START\t%s\n", a.clock(&v.Start))
 	}
@@ -135,7 +136,7 @@ func (a *app) printSchedule(v client.Schedule) int {
 	}
 	fmt.Fprintf(tw, "LAST FIRED\t%s\nNEXT\t%s\n", a.clock(v.LastFired), a.clock(v.Next))
 	if v.LastJobID != "" {
-		fmt.Fprintf(tw, "LAST JOB\t%s\n", termText(v.LastJobID))
+		fmt.Fprintf(tw, "LAST JOB\t%s\n", termsafe.Text(v.LastJobID))
 	}
 	tw.Flush()
 	return ExitOK
@@ -170,7 +171,7 @@ func scheduleList(ctx context.Context, a *app) int {
 		if zone == "" {
 			zone = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termText(v.ID), termText(v.Name), termText(v.Expression), termText(zone), state, a.clock(v.Next))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Text(v.ID), termsafe.Text(v.Name), termsafe.Text(v.Expression), termsafe.Text(zone), state, a.clock(v.Next))
 	}
 	tw.Flush()
 	return ExitOK
@@ -205,7 +206,7 @@ func scheduleRuns(ctx context.Context, a *app, id string) int {
 		if note == "" {
 			note = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.clock(&r.Scheduled), termText(r.Action), a.clock(r.StartedAt), termText(job), a.paint(status, termText(status)), oneLine(note, 200))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.clock(&r.Scheduled), termsafe.Text(r.Action), a.clock(r.StartedAt), termsafe.Text(job), a.paint(status, termsafe.Text(status)), oneLine(note, 200))
 	}
 	tw.Flush()
 	return ExitOK

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // runCancelTask is `batchwork cancel ID --task STAGE/PARTITION`: one
@@ -24,12 +26,12 @@ func runCancelTask(ctx context.Context, a *app, id string) int {
 	var then string
 	switch {
 	case tc.Tolerated:
-		then = fmt.Sprintf("its stage tolerates the failure, and the job goes on without it (%s)", termText(tc.JobState))
+		then = fmt.Sprintf("its stage tolerates the failure, and the job goes on without it (%s)", termsafe.Text(tc.JobState))
 	case tc.JobState == "FAILED":
-		then = "the job failed: " + termText(tc.Error)
+		then = "the job failed: " + termsafe.Text(tc.Error)
 	default:
-		then = "the job is " + termText(tc.JobState)
+		then = "the job is " + termsafe.Text(tc.JobState)
 	}
-	fmt.Fprintf(a.env.Stdout, "Task %s of job %s is cancelled (%s); %s.\n", termText(tc.Task), termText(tc.JobID), termText(strings.ToUpper(tc.State)), then)
+	fmt.Fprintf(a.env.Stdout, "Task %s of job %s is cancelled (%s); %s.\n", termsafe.Text(tc.Task), termsafe.Text(tc.JobID), termsafe.Text(strings.ToUpper(tc.State)), then)
 	return ExitOK
 }

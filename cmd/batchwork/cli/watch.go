@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/batchwork/batchwork/client"
+	"github.com/batchwork/batchwork/cmd/batchwork/termsafe"
 )
 
 // watch follows a job until it ends and returns the exit code of its end
@@ -54,9 +55,9 @@ func (a *app) watch(ctx context.Context, id string) int {
 // CI run shows, one line per change.
 func progressLine(st client.JobStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d/%d tasks", termText(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
+	fmt.Fprintf(&b, "%s %d/%d tasks", termsafe.Text(st.State), st.Progress.TasksDone, st.Progress.TasksTotal)
 	for _, s := range st.Stages {
-		fmt.Fprintf(&b, " | %s %s %d/%d", termText(s.Name), termText(s.State), s.Committed, s.Total)
+		fmt.Fprintf(&b, " | %s %s %d/%d", termsafe.Text(s.Name), termsafe.Text(s.State), s.Committed, s.Total)
 		if s.Failures > 0 {
 			fmt.Fprintf(&b, " (%d failed attempts)", s.Failures)
 		}
@@ -77,14 +78,14 @@ func (a *app) drawLive(st client.JobStatus, drawn int) int {
 		b.WriteByte('\n')
 	}
 	p := st.Progress
-	head := fmt.Sprintf("%s  %s  %s  %d/%d tasks", termText(st.Name), termText(st.ID), a.paint(st.State, termText(st.State)), p.TasksDone, p.TasksTotal)
+	head := fmt.Sprintf("%s  %s  %s  %d/%d tasks", termsafe.Text(st.Name), termsafe.Text(st.ID), a.paint(st.State, termsafe.Text(st.State)), p.TasksDone, p.TasksTotal)
 	if st.State == "RUNNING" {
 		head += fmt.Sprintf("  %s  ETA %s", rate(p.TasksPerSec), a.eta(st.ETA))
 	}
 	line("%s", head)
 	width := 0
 	for _, s := range st.Stages {
-		width = max(width, len(termText(s.Name)))
+		width = max(width, len(termsafe.Text(s.Name)))
 	}
 	for _, s := range st.Stages {
 		extra := ""
@@ -94,8 +95,8 @@ func (a *app) drawLive(st client.JobStatus, drawn int) int {
 		if s.Failures > 0 {
 			extra += fmt.Sprintf("  %d failed attempts", s.Failures)
 		}
-		line("  %-*s %s %6s  %s%s", width, termText(s.Name), bar(s.Committed, s.Total, 30),
-			fmt.Sprintf("%d/%d", s.Committed, s.Total), a.paint(s.State, termText(s.State)), extra)
+		line("  %-*s %s %6s  %s%s", width, termsafe.Text(s.Name), bar(s.Committed, s.Total, 30),
+			fmt.Sprintf("%d/%d", s.Committed, s.Total), a.paint(s.State, termsafe.Text(s.State)), extra)
 	}
 	fmt.Fprint(a.env.Stdout, b.String())
 	return 1 + len(st.Stages)
@@ -106,11 +107,11 @@ func (a *app) printEnd(st client.JobStatus) {
 	if st.Ended != nil {
 		took = " in " + elapsed(st.Created, st.Ended)
 	}
-	fmt.Fprintf(a.env.Stdout, "Job %s %s%s\n", termText(st.ID), a.paint(st.State, termText(st.State)), took)
+	fmt.Fprintf(a.env.Stdout, "Job %s %s%s\n", termsafe.Text(st.ID), a.paint(st.State, termsafe.Text(st.State)), took)
 	if st.Error != "" {
-		fmt.Fprintf(a.env.Stdout, "Error: %s\n", termBlock(st.Error, "  "))
+		fmt.Fprintf(a.env.Stdout, "Error: %s\n", termsafe.Block(st.Error, "  "))
 	}
 	if st.State == "SUCCEEDED" {
-		fmt.Fprintf(a.env.Stdout, "Outputs: batchwork result %s\n", termText(st.ID))
+		fmt.Fprintf(a.env.Stdout, "Outputs: batchwork result %s\n", termsafe.Text(st.ID))
 	}
 }

@@ -106,6 +106,12 @@ window.BatchworkFailures = (lib) => {
     if (bad) {
       out.push(h('p', { class: 'muted', id: 'job-bad-records', text: plural(bad, 'bad record') + ' skipped: listed under Bad records.' }));
     }
+    if (st.cost) { // what the job's AWS requests cost (docs/operations.md)
+      const d = st.cost.dollars, r = st.cost.requests, usd = (f) => '$' + (f || 0).toFixed(4);
+      out.push(h('p', { class: 'muted', id: 'job-cost', text: `Cost: ${usd(d.requests)} in AWS requests (DynamoDB ${usd(d.dynamodb)}, ` +
+        `SQS ${usd(d.sqs)}, S3 ${usd(d.s3)}, Lambda ${usd(d.lambda)}, EventBridge ${usd(d.eventbridge)}; us-east-1 list prices of ` +
+        `${st.cost.pricesDate}); ${(r.computeSeconds || 0).toFixed(1)} s of task compute, ${(r.gbSeconds || 0).toFixed(1)} GB-s.` }));
+    }
     if (st.redrives || st.rerunOf) {
       out.push(h('p', { class: 'muted' }, st.redrives ? `Redriven ${plural(st.redrives, 'time')}. ` : '',
         st.rerunOf ? h('span', {}, 'A rerun of ', h('a', { href: '#/job/' + st.rerunOf, class: 'mono', text: st.rerunOf }), '.') : ''));

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
@@ -57,6 +58,22 @@ func (h *heldMessages) set(m queue.Message, claimed bool) {
 	h.byURL[m.Queue][m.Receipt] = claimed
 }
 
+// claimedReceipts are the receipt handles of the messages whose task is
+// claimed.
+func (h *heldMessages) claimedReceipts() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, rs := range h.byURL {
+		for r, claimed := range rs {
+			if claimed {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
 // remove takes m out of the set, then runs then (its hide or nothing)
 // after any renewal in flight. then must be bounded: renewals wait for it.
 func (h *heldMessages) remove(m queue.Message, then func()) {
@@ -86,7 +103,8 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 			landed := make(chan struct{})
 			h.kick(landed)
 			defer close(landed)
-			if err := beat(ctx); err != nil {
+			// The beat's cost is the held tasks' (shared/cost/meter).
+			if err := beat(meter.WithReceipts(ctx, h.claimedReceipts())); err != nil {
 				h.log.Warn("executor liveness", "executor", id, "err", err)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/control/kernel"
 	"github.com/batchwork/batchwork/shared/control/schedules"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
@@ -141,6 +142,9 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 		// owner whose counter does not exist yet.
 		return SubmitResult{}, time.Time{}, &kernel.QuotaError{Quota: "tasks", Max: q.MaxTasks, Alone: true}
 	}
+	// From its creation, the job's requests are its cost (shared/cost);
+	// the checks before, which may refuse it, are no job's.
+	ctx = meter.WithJob(ctx, job.ID)
 	id, created, err := s.store.JobCreate(ctx, params)
 	if errors.Is(err, dynamo.ErrQuotaReached) {
 		err = s.QuotaError(ctx, req.Owner, params.Quota)
@@ -149,7 +153,8 @@ func (s *Admitter) submit(ctx context.Context, req SubmitRequest, firing *dynamo
 		return SubmitResult{JobID: id}, time.Time{}, fmt.Errorf("submit: %w", err)
 	}
 	span.SetAttributes(tracing.JobKey.String(id))
-	schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
+	schedules.JobWritten(ctx)    // a burst's job writes go first (schedules/firinggate.go)
+	ctx = meter.WithJob(ctx, id) // from here, its requests are the job's cost
 	// The job's spec is this one (an existing job under the same key has
 	// the same spec hash), so the claims and commits this process serves
 	// need not read it back.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/cost"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -75,6 +76,7 @@ type Store interface {
 	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
+	ShardAddCost(ctx context.Context, job string, stage, shard int, flush string, c cost.Counts) error
 	ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted, shardDone bool, err error)
 	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 

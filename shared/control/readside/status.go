@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -50,6 +51,8 @@ type JobStatus struct {
 	DataDeleted *time.Time `json:"dataDeleted,omitempty"`
 	// Params are the job's run parameters as resolved at submit.
 	Params map[string]string `json:"params,omitempty"`
+	// Cost is what the job's AWS requests cost so far (cost.go).
+	Cost *JobCost `json:"cost,omitempty"`
 }
 
 // LimitUse is one concurrency limit and its use.
@@ -117,6 +120,7 @@ type StageStatus struct {
 // tasks: one read of the job, one Query of its stages and a batch read of
 // at most 32 counters per stage.
 func (r *Reader) Status(ctx context.Context, owner, id string) (JobStatus, error) {
+	ctx = meter.WithJob(ctx, id) // reading a job's status is its cost too
 	j, err := r.kernel.OwnedJob(ctx, owner, id)
 	if err != nil {
 		return JobStatus{}, err
@@ -216,6 +220,7 @@ func (r *Reader) status(ctx context.Context, j domain.Job, stats []domain.StageS
 	if rateKnown {
 		js.Progress.TasksPerSec, js.Progress.RecordsPerSec = &taskRate, &recRate
 	}
+	js.Cost = jobCost(stats) // cost.go
 	return js
 }
 

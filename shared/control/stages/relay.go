@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -95,6 +96,7 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 // chunks of the stage it names, if the stage is still running, not yet
 // materialized, and its count still where the relay left it.
 func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
+	ctx = meter.WithJob(ctx, c.Job) // its requests are the job's cost
 	ctx, cancel := context.WithTimeout(ctx, RelayBudget)
 	defer cancel()
 	st, err := s.store.StageGet(ctx, c.Job, c.Stage)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
@@ -34,6 +35,7 @@ const MaxInputKey = dynamo.MaxInputKeyBytes
 // completers write them after completing, and may not have yet
 // (AfterStageCompleted).
 func (s *Lifecycle) StartStage(ctx context.Context, job string, sp *spec.Job, idx int) error {
+	ctx = meter.WithJob(ctx, job) // its requests are the job's cost
 	if err := s.upstreamManifests(ctx, job, sp, idx); err != nil {
 		return err
 	}
@@ -284,6 +286,7 @@ func publicError(err error) string {
 // CheckStageComplete completes a running stage whose counters are all zero.
 // Exactly one caller wins the transition and does the follow-up work.
 func (s *Lifecycle) CheckStageComplete(ctx context.Context, job string, idx int) error {
+	ctx = meter.WithJob(ctx, job) // its requests are the job's cost
 	_, err := s.CompleteStage(ctx, job, idx)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control/schedules"
 	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/control/tasks"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -94,6 +95,8 @@ walk:
 // step's budget: what the record's kind asks for, or its removal from the
 // index when nothing does.
 func (s *Sweeper) SweepItem(ctx context.Context, it dynamo.DueItem, now time.Time, c *kernel.SweepCounts) error {
+	// A repair's requests are its job's cost (shared/cost/meter).
+	ctx = meter.WithJob(ctx, it.Job)
 	switch it.Kind {
 	case dynamo.DueTask:
 		return s.tasks.RepairTask(ctx, it, now, c)

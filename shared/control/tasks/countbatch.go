@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
@@ -92,7 +93,7 @@ func (b *countBatcher) flush(ctx context.Context) error {
 func (b *countBatcher) followUp(ctx context.Context, zero []dynamo.ShardRef) {
 	for _, k := range zero {
 		// Left undone, it is the sweep's after FollowUpGrace.
-		if ferr := b.svc.afterShardDone(ctx, k.Job, k.Stage, k.Shard); ferr != nil {
+		if ferr := b.svc.afterShardDone(meter.WithJob(ctx, k.Job), k.Job, k.Stage, k.Shard); ferr != nil {
 			b.svc.log.Warn("stage follow-up after batched counts", "job_id", k.Job, "stage", k.Stage, "err", ferr)
 		}
 	}
@@ -112,6 +113,7 @@ func (b *countBatcher) write(ctx context.Context, report bool) (zero []dynamo.Sh
 	}
 	b.mu.Unlock()
 	if len(ps) > 0 {
+		ctx = b.svc.attachCost(ctx, ps) // cost.go
 		if zero, err = b.svc.store.ShardCountCommits(ctx, ps); err != nil {
 			// The tasks are committed; the sweep counts those this
 			// missed, or their claims when their messages come back

@@ -50,6 +50,7 @@ func (s *Lifecycle) Fail(ctx context.Context, c kernel.Claim, p FailParams) (Dec
 	ref := c.Task.Ref
 	cause := p.Cause
 	now := s.Now()
+	s.spendAttempt(c, now) // cost.go
 	hp := dynamo.HolderParams{Ref: ref, Token: c.Task.Token, Now: now}
 	if !class.Permanent() && c.Task.Attempt < c.Task.MaxAttempts {
 		delay := s.backoff(c.Spec, ref.Stage, c.Task.Attempt)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/control/kernel"
+	"github.com/batchwork/batchwork/shared/cost"
+	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/lru"
@@ -32,6 +34,9 @@ type Config struct {
 	// TaskQuota caps the tasks each owner's job has, splits included
 	// (control.Quotas.Tasks).
 	TaskQuota kernel.OwnerLimits
+	// Meter is this process's per-job request counts, which commits'
+	// counts carry to the store (cost.go); nil counts nothing.
+	Meter *meter.Meter
 }
 
 // Store is the calls the task lifecycle makes on the state store.
@@ -45,6 +50,7 @@ type Store interface {
 	StageSetCopiesRunning(ctx context.Context, job string, idx, n int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	ShardEmptied(ctx context.Context, job string, stage, shard int) (all bool, err error)
+	ShardAddCost(ctx context.Context, job string, stage, shard int, flush string, c cost.Counts) error
 	ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shards int) (counted, shardDone bool, err error)
 	ShardCountCommits(context.Context, []dynamo.CommitParams) ([]dynamo.ShardRef, error)
 	// Tasks: claims fenced by their token and every way an attempt ends.

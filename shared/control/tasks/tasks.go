@@ -311,8 +311,11 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 		DeferCount: s.counts != nil && r.BadRecords == 0 && !c.Task.Watched,
 		Watched:    c.Task.Watched,
 	}
+	s.spendAttempt(c, p.Now) // cost.go
+	s.takeCost(&p)
 	shardDone, err := s.store.TaskCommit(ctx, p)
 	if err != nil {
+		s.giveBack(p, err)
 		s.copies.noteIfLost(ctx, c, err) // speculation.go
 	}
 	if errors.Is(err, domain.ErrStaleClaim) {
@@ -360,7 +363,9 @@ func (s *Lifecycle) afterShardDone(ctx context.Context, job string, stage, shard
 	// This shard is done; the stage is done when all shards are. If two
 	// committers empty the last two shards at once, each reads the counters
 	// after its own write, so at least one of them sees both at zero.
-	return s.stages.CheckStageComplete(ctx, ref.Job, ref.Stage)
+	err := s.stages.CheckStageComplete(ctx, ref.Job, ref.Stage)
+	s.flushCost(ctx, job, stage, shard) // cost.go
+	return err
 }
 
 // Decision is what the executor does with a failed task's message.

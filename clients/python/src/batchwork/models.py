@@ -138,6 +138,9 @@ class JobStatus:
     redrives: Optional[int] = _j("redrives")
     rerun_of: Optional[str] = _j("rerunOf")
     params: Optional[Dict[str, str]] = _j("params")
+    # What the job's AWS requests cost so far ({"requests", "dollars",
+    # "pricesDate"}; docs/operations.md, "What a job cost").
+    cost: Optional[Dict[str, Any]] = _j("cost")
 
     @property
     def done(self) -> bool:

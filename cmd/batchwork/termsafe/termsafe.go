@@ -1,4 +1,5 @@
-package cli
+// Package termsafe makes text from elsewhere safe to print on a terminal.
+package termsafe
 
 import (
 	"bytes"
@@ -15,15 +16,15 @@ import (
 // window's title; CR overwrites a line; C1 controls such as U+009B act as
 // ESC [ on some terminals) and bidi overrides reorder what is shown, so any
 // of them reaching the terminal raw can hide or forge what the user reads.
-// Every print path sends such text through termText (or termBlock), which
+// Every print path of the CLI sends such text through Text (or Block), which
 // shows those characters as escapes instead.
 
-// termText is s with every control character (C0, DEL, C1), every bidi
+// Text is s with every control character (C0, DEL, C1), every bidi
 // formatting character and every byte that is not UTF-8 written as a
 // visible escape (\x1b, \r, \u202e, \xff). Line ends are escaped too: the
 // result is one line.
-func termText(s string) string {
-	if !needsEscape(s) {
+func Text(s string) string {
+	if !NeedsEscape(s) {
 		return s
 	}
 	var b strings.Builder
@@ -32,7 +33,7 @@ func termText(s string) string {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r):
+		case UnsafeRune(r):
 			b.WriteString(escapeRune(r))
 		default:
 			b.WriteString(s[i : i+size])
@@ -42,22 +43,22 @@ func termText(s string) string {
 	return b.String()
 }
 
-// termBlock is s for several lines of a terminal, as a multi-line error
+// Block is s for several lines of a terminal, as a multi-line error
 // (an exec program's last stderr lines) is meant to be read: each line
-// through termText, and every line after the first indented, so that none
+// through Text, and every line after the first indented, so that none
 // can pass for a line of the CLI's own.
-func termBlock(s, indent string) string {
+func Block(s, indent string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = termText(l)
+		lines[i] = Text(l)
 	}
 	return strings.Join(lines, "\n"+indent)
 }
 
-func needsEscape(s string) bool {
+func NeedsEscape(s string) bool {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || unsafeRune(r) {
+		if (r == utf8.RuneError && size == 1) || UnsafeRune(r) {
 			return true
 		}
 		i += size
@@ -65,9 +66,9 @@ func needsEscape(s string) bool {
 	return false
 }
 
-// unsafeRune reports a control character or a bidi formatting character
+// UnsafeRune reports a control character or a bidi formatting character
 // (the embeddings, overrides and isolates, and the marks).
-func unsafeRune(r rune) bool {
+func UnsafeRune(r rune) bool {
 	switch {
 	case unicode.IsControl(r):
 		return true
@@ -102,13 +103,13 @@ func escapeRune(r rune) string {
 	return fmt.Sprintf(`\u%04x`, r)
 }
 
-// jsonTerm rewrites a JSON document so that the C1 controls and bidi
+// JSON rewrites a JSON document so that the C1 controls and bidi
 // formatting characters it carries raw inside strings are written as \u
 // escapes: the same JSON value, safe on a terminal. A JSON string cannot
 // hold C0 controls raw; a byte that is not UTF-8 becomes U+FFFD, as
 // encoding/json writes it.
-func jsonTerm(doc []byte) []byte {
-	if !needsEscape(string(doc)) {
+func JSON(doc []byte) []byte {
+	if !NeedsEscape(string(doc)) {
 		return doc
 	}
 	var b bytes.Buffer
@@ -117,7 +118,7 @@ func jsonTerm(doc []byte) []byte {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\ufffd`)
-		case r >= 0x80 && unsafeRune(r):
+		case r >= 0x80 && UnsafeRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.Write(doc[i : i+size])
