@@ -314,10 +314,11 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// Publish ends the last line, closes the file and puts it at key with
-// If-None-Match: *. An object already there is this attempt's own
-// earlier put (the key names the attempt), so it counts as written.
-func (w *Writer) Publish(ctx context.Context, key string) error {
+// Flush takes the last line, written without its newline, as a record:
+// its error (a record that does not fit, past the stage's maxBadRecords)
+// is the attempt's, found while the runner still counts the attempt's
+// bad records rather than at publish. Later writes start a new line.
+func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -325,7 +326,20 @@ func (w *Writer) Publish(ctx context.Context, key string) error {
 		if err := w.record(w.partial); err != nil {
 			return w.fail(err)
 		}
-		w.partial = nil
+		w.partial = w.partial[:0]
+	}
+	return nil
+}
+
+// Publish ends the last line (Flush), closes the file and puts it at key with
+// If-None-Match: *. An object already there is this attempt's own
+// earlier put (the key names the attempt), so it counts as written.
+func (w *Writer) Publish(ctx context.Context, key string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	if err := w.open(); err != nil { // a file of no rows: every record was rejected
 		return err
