@@ -399,13 +399,24 @@ func (w *Writer) abort(ctx context.Context, key, id string, err error) error {
 	return err
 }
 
-// Close removes the file, published or not.
+// ErrClosed is a write or publish after Close: the attempt has ended
+// (failed, fenced or abandoned), and a function still running writes for
+// nothing.
+var ErrClosed = errors.New("parquet output: the attempt's output is closed")
+
+// Close removes the file, published or not, and refuses every later call:
+// a function abandoned by its attempt may still write, and a file opened
+// then would be left on disk, removed by nobody.
 func (w *Writer) Close() error {
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	w.partial = nil
 	if w.file == nil {
 		return nil
 	}
 	f := w.file
-	w.file = nil
+	w.file, w.out, w.pw = nil, nil, nil
 	f.Close()
 	return os.Remove(f.Name())
 }

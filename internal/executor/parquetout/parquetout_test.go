@@ -325,3 +325,38 @@ func TestFlushTakesTheLastLine(t *testing.T) {
 		t.Errorf("rows %v (Rows %d), want a=1 and a=2", rows, w.Rows())
 	}
 }
+
+// After Close (the attempt's Output.Abort), a late write of an abandoned
+// function, or a publish, fails with ErrClosed and opens no file: nobody
+// would remove it. Also when the attempt had not written before.
+func TestWritesAfterCloseOpenNoFile(t *testing.T) {
+	t.Parallel()
+	for _, before := range []string{"", "{\"a\":\"x\"}\n"} {
+		dir := t.TempDir()
+		w, err := New([]spec.Column{{Name: "a", Type: "string"}}, testdouble.NewBlob(nil), Options{TempDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(before + `{"a":"y`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("\"}\n{\"a\":\"z\"}\n")); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: write after Close: %v, want ErrClosed", before, err)
+		}
+		if err := w.Flush(); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: Flush after Close: %v, want ErrClosed", before, err)
+		}
+		if err := w.Publish(context.Background(), "k"); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: Publish after Close: %v, want ErrClosed", before, err)
+		}
+		if n := countFiles(t, dir); n != 0 {
+			t.Errorf("wrote %q first: %d files left after Close and later writes, want 0", before, n)
+		}
+		if err := w.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}
