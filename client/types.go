@@ -221,6 +221,9 @@ type Output struct {
 	Part      int    `json:"part"`
 	Key       string `json:"key"`
 	URL       string `json:"url,omitempty"`
+	// Format is "parquet" for an output of a stage that writes Parquet
+	// files (published as .parquet); empty for lines.
+	Format string `json:"format,omitempty"`
 }
 
 // OutputList is a page of a job's committed outputs. Complete is true

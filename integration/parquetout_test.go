@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/principal"
+	"github.com/batchwork/batchwork/shared/spec"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -121,6 +124,18 @@ func TestParquetOutputReadByDuckDB(t *testing.T) {
 	}
 	if s := st.Stages[0]; s.BadRecords != 1 || s.RecordsOut != parts*rows+1 {
 		t.Errorf("stage: %d bad records, %d records out; want 1 and %d (the lines written)", s.BadRecords, s.RecordsOut, parts*rows+1)
+	}
+
+	// The outputs list says they are Parquet files, as a download names them.
+	var outs control.OutputList
+	e.callJSON(owner, http.MethodGet, "/jobs/"+id+"/manifest", nil, http.StatusOK, &outs)
+	if len(outs.Outputs) != parts {
+		t.Errorf("%d outputs listed, want %d", len(outs.Outputs), parts)
+	}
+	for _, o := range outs.Outputs {
+		if o.Format != spec.OutputParquet {
+			t.Errorf("output %s: format %q, want parquet", o.Key, o.Format)
+		}
 	}
 
 	folder := blob.OutputsPrefix(principal.Key(owner)) + "pq/"

@@ -21,6 +21,12 @@ import (
 // for a malicious or compromised endpoint choosing the names.
 func outputsAPI(t *testing.T, stage string) *httptest.Server {
 	t.Helper()
+	return formatOutputsAPI(t, stage, "")
+}
+
+// formatOutputsAPI is outputsAPI of outputs of the given format.
+func formatOutputsAPI(t *testing.T, stage, format string) *httptest.Server {
+	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -33,6 +39,7 @@ func outputsAPI(t *testing.T, stage string) *httptest.Server {
 				Outputs: []control.OutputInfo{{
 					Output: domain.Output{Stage: stage, Partition: 0, Attempt: 1, Part: 0, Key: "jobs/j/out/x"},
 					URL:    srv.URL + "/object",
+					Format: format,
 				}},
 			})
 		default:
@@ -92,5 +99,24 @@ func TestResultDownloadRefusesServerPaths(t *testing.T) {
 				t.Errorf("stderr %q, want a refusal naming %s", stderr, want)
 			}
 		})
+	}
+}
+
+// A Parquet stage's outputs are downloaded with the extension of their
+// published names, so tools open them as Parquet; other outputs have none.
+func TestResultDownloadNamesParquetFiles(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"", "p000000-part-00000"},
+		{"parquet", "p000000-part-00000.parquet"},
+	} {
+		srv := formatOutputsAPI(t, "rows", tc.format)
+		dir := t.TempDir()
+		env, _, stderr := testEnv(srv.URL)
+		if code := cli.Main(context.Background(), []string{"result", "j19aa5e7c2a1f3b9d0e4c7", "--download", dir}, env); code != cli.ExitOK {
+			t.Fatalf("format %q: exit %d; stderr:\n%s", tc.format, code, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rows", tc.want)); err != nil {
+			t.Errorf("format %q: %v; want the output saved as rows/%s", tc.format, err, tc.want)
+		}
 	}
 }

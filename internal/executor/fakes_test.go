@@ -44,6 +44,7 @@ type fakeCP struct {
 	commits []domain.TaskRef
 	fails   []domain.TaskRef
 	causes  []string // of fails, in order
+	classes []domain.ErrorClass
 }
 
 func (f *fakeCP) Claim(ctx context.Context, ref domain.TaskRef) (control.Claim, error) {
@@ -87,6 +88,7 @@ func (f *fakeCP) Fail(ctx context.Context, c control.Claim, p control.FailParams
 	defer f.mu.Unlock()
 	f.fails = append(f.fails, c.Task.Ref)
 	f.causes = append(f.causes, p.Cause)
+	f.classes = append(f.classes, p.Class)
 	return control.Decision{Retry: true, Delay: time.Second}, nil
 }
 

@@ -192,6 +192,10 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 		go func() { <-running; input() }()
 		closeInput = func() {}
 	} else {
+		// A last line written without its newline is a record: an encoded
+		// (parquet) output takes it now, so that a rejection of it counts
+		// below and its refusal is Refused's, not publish's.
+		_ = t.Out.Flush()
 		if err := in.Err(); err != nil && runErr == nil {
 			runErr = err // the function returned without seeing all its input
 		}
@@ -239,6 +243,10 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 		err = r.saveRejects(outCtx, c, t)
 	}
 	if tracing.End(span, err); err != nil {
+		if errors.Is(err, domain.ErrPermanent) || errors.Is(err, domain.ErrTooManyBadRecords) {
+			// Its retry would publish the same outputs and fail alike.
+			return r.fail(ctx, c, err, log)
+		}
 		return feed.Result{Action: feed.Leave, Err: err}
 	}
 	commitCtx, span := traceStep(ctx, "batchwork.commit", c)

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -35,12 +36,14 @@ func checkParams(errs *errorList, s *Schedule, job *spec.Job) {
 	if job == nil || len(*errs) > 0 {
 		return
 	}
-	_, err := job.Resolve(s.FiringParams(time.Unix(0, 0)))
+	first, err := job.Resolve(s.FiringParams(time.Unix(0, 0)))
 	var ve *spec.ValidationError
 	if !errors.As(err, &ve) {
 		if err != nil {
 			errs.add("params", err.Error())
+			return
 		}
+		checkOutputPerSlot(errs, s, job, first)
 		return
 	}
 	for _, fe := range ve.Errors {
@@ -54,4 +57,23 @@ func checkParams(errs *errorList, s *Schedule, job *spec.Job) {
 		}
 		*errs = append(*errs, fe)
 	}
+}
+
+// checkOutputPerSlot refuses a spec whose output folder two firings would
+// share: all but the first would fail on the first's claim of it
+// (stages/publish.go). first is job resolved for the slot at the epoch;
+// the folder is resolved again for a slot a second later, the closest
+// two slots can be, and the two must differ. Comparing the resolved
+// folders, not their text, refuses an escaped $${params.scheduledTime}, a
+// folder named by ${params.scheduledDate} alone, and any other value two
+// slots share.
+func checkOutputPerSlot(errs *errorList, s *Schedule, job, first *spec.Job) {
+	if first.Output == "" {
+		return
+	}
+	second, err := job.Resolve(s.FiringParams(time.Unix(1, 0)))
+	if err != nil || second.Output != first.Output {
+		return // resolving differs only in the slot: first's checks hold
+	}
+	errs.add("spec.output", fmt.Sprintf("a schedule's jobs cannot publish to one output folder (every firing resolves it to %q): each firing needs its own; name it with ${params.scheduledTime}", first.Output))
 }

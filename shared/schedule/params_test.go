@@ -64,3 +64,40 @@ func TestScheduleParamsChecked(t *testing.T) {
 		})
 	}
 }
+
+// A schedule's jobs publish only to a folder each firing resolves to its
+// own: two slots a second apart must resolve it differently, whatever its
+// text. The escape $${params.scheduledTime} is that text, resolved to one
+// literal folder for every firing.
+func TestScheduleOutputPerSlot(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		output string
+		ok     bool
+	}{
+		{"", true},
+		{"outputs:daily/${params.scheduledTime}/", true},
+		{"outputs:daily/${params.scheduledDate}/${params.scheduledTime}/", true},
+		{"outputs:daily/", false},
+		{"outputs:daily/$${params.scheduledTime}/", false},
+		{"outputs:daily/${params.scheduledDate}/", false},
+		{"outputs:daily/${params.region}/", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.output, func(t *testing.T) {
+			t.Parallel()
+			job := `{"name":"r","params":{"region":null},"output":"` + tt.output + `","stages":[{"name":"s","task":"t","partitions":{"count":1}}]}`
+			_, err := Parse([]byte(`{"name":"n","expression":"@daily","params":{"region":"eu"},"spec":` + job + `}`))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			var ve *spec.ValidationError
+			if !errors.As(err, &ve) || len(ve.Errors) != 1 || ve.Errors[0].Field != "spec.output" {
+				t.Fatalf("Parse: %v, want one error, on spec.output", err)
+			}
+		})
+	}
+}

@@ -505,11 +505,16 @@ func runResult(ctx context.Context, a *app, args []string) int {
 // stage names come from the server, so a malicious or compromised endpoint
 // could name "../x" or an absolute path: every name must be a stage name
 // (spec.ValidName, which admits no separator, "." or ".."), checked for all
-// outputs before any file is written.
+// outputs before any file is written. A Parquet stage's files end in
+// .parquet, as their published names do, so tools open them as such.
 func downloadPaths(dir string, outs []client.Output) ([]string, error) {
 	dsts := make([]string, len(outs))
 	for i, o := range outs {
-		rel := filepath.Join(o.Stage, fmt.Sprintf("p%06d-part-%05d", o.Partition, o.Part))
+		name := fmt.Sprintf("p%06d-part-%05d", o.Partition, o.Part)
+		if o.Format == spec.OutputParquet {
+			name += ".parquet"
+		}
+		rel := filepath.Join(o.Stage, name)
 		if !spec.ValidName(o.Stage) || !filepath.IsLocal(rel) {
 			return nil, fmt.Errorf("the server named an output's stage %q, which is not a stage name: refusing to write it under %s", o.Stage, dir)
 		}

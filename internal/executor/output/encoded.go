@@ -17,6 +17,11 @@ import (
 type Encoder interface {
 	// Write takes the task's bytes; an error fails the attempt.
 	io.Writer
+	// Flush takes the last line, written without its newline, as a
+	// record: called once the task has returned, so that a record that
+	// does not fit fails or is rejected before the attempt's bad records
+	// are counted, not at publish.
+	Flush() error
 	// Publish finishes the object and puts it at key with If-None-Match: *.
 	Publish(ctx context.Context, key string) error
 	// Close releases the encoder's resources, published or not.
@@ -28,6 +33,22 @@ func (o *Output) Encode(e Encoder) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.enc = e
+}
+
+// Flush has the encoder take what the task wrote last without a newline,
+// once the task has returned; its error is the outputs' refusal
+// (Refused), and the attempt must not commit. Without an encoder it does
+// nothing: the buffers publish a last line as written.
+func (o *Output) Flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.enc == nil || o.err != nil {
+		return o.err
+	}
+	if err := o.enc.Flush(); err != nil {
+		o.err = err
+	}
+	return o.err
 }
 
 // encode hands b to the encoder, counting its lines as written. o.mu is

@@ -15,6 +15,8 @@ type recorder struct {
 	published string
 	closed    bool
 	failAt    int // fail the write that brings the total past this, if set
+	flushErr  error
+	flushed   int
 }
 
 func (r *recorder) Write(p []byte) (int, error) {
@@ -24,6 +26,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.got.Write(p)
 }
 
+func (r *recorder) Flush() error                                { r.flushed++; return r.flushErr }
 func (r *recorder) Publish(_ context.Context, key string) error { r.published = key; return nil }
 func (r *recorder) Close() error                                { r.closed = true; return nil }
 
@@ -85,5 +88,35 @@ func TestEncodedRefusal(t *testing.T) {
 	}
 	if _, err := o.Write([]byte("a")); err == nil || o.Refused() == nil {
 		t.Fatalf("after a refusal: write %v, Refused %v; want both errors", err, o.Refused())
+	}
+}
+
+// The encoder's refusal of the last line at Flush is the outputs'
+// refusal: Refused says so, later writes fail, and a second Flush does
+// not ask the encoder again. Without an encoder, Flush does nothing.
+func TestEncodedFlushRefusal(t *testing.T) {
+	t.Parallel()
+	o := New(1, 0)
+	o.Bind(context.Background(), streamBlob(), func(int) string { return "k" })
+	enc := &recorder{flushErr: errors.New("last line refused")}
+	o.Encode(enc)
+	if _, err := o.Write([]byte("a\nb")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Flush(); !errors.Is(err, enc.flushErr) {
+		t.Fatalf("Flush: %v, want the encoder's refusal", err)
+	}
+	if err := o.Flush(); !errors.Is(err, enc.flushErr) || enc.flushed != 1 {
+		t.Errorf("second Flush: %v after %d encoder flushes; want the refusal, from one", err, enc.flushed)
+	}
+	if _, err := o.Write([]byte("c\n")); !errors.Is(err, enc.flushErr) || !errors.Is(o.Refused(), enc.flushErr) {
+		t.Errorf("after the refusal: write %v, Refused %v; want both the refusal", err, o.Refused())
+	}
+	plain := New(1, 0)
+	if _, err := plain.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Flush(); err != nil || plain.Refused() != nil {
+		t.Errorf("Flush without an encoder: %v, Refused %v; want nil", err, plain.Refused())
 	}
 }

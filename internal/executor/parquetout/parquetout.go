@@ -314,10 +314,11 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// Publish ends the last line, closes the file and puts it at key with
-// If-None-Match: *. An object already there is this attempt's own
-// earlier put (the key names the attempt), so it counts as written.
-func (w *Writer) Publish(ctx context.Context, key string) error {
+// Flush takes the last line, written without its newline, as a record:
+// its error (a record that does not fit, past the stage's maxBadRecords)
+// is the attempt's, found while the runner still counts the attempt's
+// bad records rather than at publish. Later writes start a new line.
+func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
@@ -325,7 +326,20 @@ func (w *Writer) Publish(ctx context.Context, key string) error {
 		if err := w.record(w.partial); err != nil {
 			return w.fail(err)
 		}
-		w.partial = nil
+		w.partial = w.partial[:0]
+	}
+	return nil
+}
+
+// Publish ends the last line (Flush), closes the file and puts it at key with
+// If-None-Match: *. An object already there is this attempt's own
+// earlier put (the key names the attempt), so it counts as written.
+func (w *Writer) Publish(ctx context.Context, key string) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	if err := w.open(); err != nil { // a file of no rows: every record was rejected
 		return err
@@ -385,13 +399,24 @@ func (w *Writer) abort(ctx context.Context, key, id string, err error) error {
 	return err
 }
 
-// Close removes the file, published or not.
+// ErrClosed is a write or publish after Close: the attempt has ended
+// (failed, fenced or abandoned), and a function still running writes for
+// nothing.
+var ErrClosed = errors.New("parquet output: the attempt's output is closed")
+
+// Close removes the file, published or not, and refuses every later call:
+// a function abandoned by its attempt may still write, and a file opened
+// then would be left on disk, removed by nobody.
 func (w *Writer) Close() error {
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	w.partial = nil
 	if w.file == nil {
 		return nil
 	}
 	f := w.file
-	w.file = nil
+	w.file, w.out, w.pw = nil, nil, nil
 	f.Close()
 	return os.Remove(f.Name())
 }

@@ -281,3 +281,82 @@ func TestCloseRemovesTheFile(t *testing.T) {
 		t.Fatalf("%d files left after Close, want 0", n)
 	}
 }
+
+// Flush takes a last line written without its newline as a record, as
+// Write takes one with it: a bad one is refused at Flush (and so is
+// everything after), a good one is a row of the published file, and a
+// second Flush adds nothing.
+func TestFlushTakesTheLastLine(t *testing.T) {
+	t.Parallel()
+	schema := []spec.Column{{Name: "a", Type: "int64"}}
+	w, err := New(schema, testdouble.NewBlob(nil), Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write([]byte(`{"a":1}` + "\n" + `{"a":"x"}`)); err != nil {
+		t.Fatalf("write before the last line ends: %v", err)
+	}
+	if err := w.Flush(); !errors.Is(err, ErrBadRecord) || !strings.Contains(err.Error(), `line 2: column "a"`) {
+		t.Fatalf("Flush: %v, want ErrBadRecord naming line 2 and column a", err)
+	}
+	if err := w.Publish(context.Background(), "k"); !errors.Is(err, ErrBadRecord) {
+		t.Errorf("Publish after a refused Flush: %v, want the refusal", err)
+	}
+
+	b := testdouble.NewBlob(nil)
+	w, err = New(schema, b, Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write([]byte(`{"a":1}` + "\n" + `{"a":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Publish(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if rows := readBack(t, b, "k"); len(rows) != 2 || w.Rows() != 2 {
+		t.Errorf("rows %v (Rows %d), want a=1 and a=2", rows, w.Rows())
+	}
+}
+
+// After Close (the attempt's Output.Abort), a late write of an abandoned
+// function, or a publish, fails with ErrClosed and opens no file: nobody
+// would remove it. Also when the attempt had not written before.
+func TestWritesAfterCloseOpenNoFile(t *testing.T) {
+	t.Parallel()
+	for _, before := range []string{"", "{\"a\":\"x\"}\n"} {
+		dir := t.TempDir()
+		w, err := New([]spec.Column{{Name: "a", Type: "string"}}, testdouble.NewBlob(nil), Options{TempDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(before + `{"a":"y`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte("\"}\n{\"a\":\"z\"}\n")); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: write after Close: %v, want ErrClosed", before, err)
+		}
+		if err := w.Flush(); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: Flush after Close: %v, want ErrClosed", before, err)
+		}
+		if err := w.Publish(context.Background(), "k"); !errors.Is(err, ErrClosed) {
+			t.Errorf("wrote %q first: Publish after Close: %v, want ErrClosed", before, err)
+		}
+		if n := countFiles(t, dir); n != 0 {
+			t.Errorf("wrote %q first: %d files left after Close and later writes, want 0", before, n)
+		}
+		if err := w.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}

@@ -37,6 +37,10 @@ type OutputInfo struct {
 	domain.Output
 	// URL is a presigned GET URL, when asked for.
 	URL string `json:"url,omitempty"`
+	// Format is the stage's output format when its objects are files of
+	// one (parquet), which their published names end in (.parquet), so a
+	// download can name them alike; empty for lines.
+	Format string `json:"format,omitempty"`
 }
 
 // OutputList is a page of a job's committed outputs. Complete is true when
@@ -92,6 +96,7 @@ func (r *Reader) Outputs(ctx context.Context, req OutputsRequest) (OutputList, e
 	if err != nil {
 		return OutputList{}, err
 	}
+	outputFormats(j.Spec, out.Outputs)
 	if pre != nil {
 		exp := r.now().Add(PresignTTL).Truncate(time.Second)
 		out.URLExpires = &exp
@@ -102,6 +107,16 @@ func (r *Reader) Outputs(ctx context.Context, req OutputsRequest) (OutputList, e
 		}
 	}
 	return out, nil
+}
+
+// outputFormats sets the format of the outputs of sp's stages that write
+// Parquet.
+func outputFormats(sp *spec.Job, outs []OutputInfo) {
+	for i := range outs {
+		if idx, ok := sp.StageIndex(outs[i].Stage); ok && sp.Stages[idx].Output.IsParquet() {
+			outs[i].Format = spec.OutputParquet
+		}
+	}
 }
 
 // manifestPage pages through a succeeded job's manifest. Of a paged

@@ -280,6 +280,8 @@ class Output:
     part: int = _j("part", required=True)
     key: str = _j("key", required=True)
     url: Optional[str] = _j("url")
+    #: ``"parquet"`` for an output of a stage that writes Parquet files; None for lines.
+    format: Optional[str] = _j("format")
 
 
 @dataclass(frozen=True)
