@@ -17,6 +17,7 @@ import (
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // Jobs is where the builder reads a job's record (dynamo.Store).
@@ -55,11 +56,15 @@ func RunID(job string) string { return uuid.NewSHA1(runNamespace, []byte(job)).S
 // owner, so that two owners' jobs of one name are two jobs.
 func JobName(owner, name string) string { return owner + "/" + name }
 
-// EventType is the run event type of an outbox event's detail type; ok is
-// false for events that are no run's transition (stages, tasks).
-func EventType(detailType string) (string, bool) {
-	switch detailType {
+// EventType is the run event type of an outbox event; ok is false for
+// events that are no run's transition (stages, tasks) and for the
+// submission of a job that waits for its start time (WAITING): its run
+// starts with its start (events.JobStarted).
+func EventType(ev events.Event) (string, bool) {
+	switch ev.DetailType {
 	case events.JobSubmitted:
+		return Start, ev.Detail.State != string(sm.JobWaiting)
+	case events.JobStarted:
 		return Start, true
 	case events.JobSucceeded:
 		return Complete, true
@@ -77,7 +82,7 @@ func EventType(detailType string) (string, bool) {
 // but for a job deleted between copies, whose event then names no
 // datasets. An error is a read that failed, to be tried again.
 func (b *Builder) Build(ctx context.Context, ev events.Event) (*RunEvent, bool, error) {
-	typ, ok := EventType(ev.DetailType)
+	typ, ok := EventType(ev)
 	if !ok {
 		return nil, false, nil
 	}

@@ -93,6 +93,8 @@ func TestSinkDeliversValidRunEvents(t *testing.T) {
 	job, plans := testJob()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	detail := events.Detail{Owner: job.Owner, JobID: "j1", JobName: "wc"}
+	waiting := detail
+	waiting.State = "WAITING"
 	ended := func(typ, state, reason string) events.Event {
 		d := detail
 		d.State, d.Error = state, reason
@@ -107,6 +109,8 @@ func TestSinkDeliversValidRunEvents(t *testing.T) {
 		wantIn    bool
 	}{
 		{name: "submitted", ev: events.New(events.SubmittedID("j1"), events.JobSubmitted, at, detail), wantType: Start, wantIn: true},
+		{name: "submitted WAITING: nothing until it starts", ev: events.New(events.SubmittedID("j1"), events.JobSubmitted, at, waiting)},
+		{name: "started", ev: events.New(events.StartedID("j1"), events.JobStarted, at, detail), wantType: Start, wantIn: true},
 		{name: "succeeded", ev: ended(events.JobSucceeded, "SUCCEEDED", ""), wantType: Complete, wantIn: true},
 		{name: "failed", ev: ended(events.JobFailed, "FAILED", "stage \"map\": boom"), wantType: Fail, wantError: "stage \"map\": boom", wantIn: true},
 		{name: "cancelled", ev: ended(events.JobCancelled, "CANCELLED", "cancelled by its owner"), wantType: Abort, wantError: "cancelled by its owner", wantIn: true},
