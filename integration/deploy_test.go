@@ -204,8 +204,9 @@ func TestCDKDeployRunsWordCount(t *testing.T) {
 		}
 		want := maps.Clone(wantEnv)
 		want[metrics.EnvStack] = stack // Batchwork's metrics name their stack
-		if strings.Contains(id, "Sweep") {
-			// Only the sweep hands off and consumes schedule timers.
+		if strings.Contains(id, "Sweep") || strings.Contains(id, "Api") {
+			// The sweep hands off and consumes schedule timers; the api
+			// hands off the starts of jobs submitted to start soon.
 			want[lambdaenv.EnvQueueTimer] = res.Queues.Timer
 		}
 		if strings.Contains(id, "Sweep") || strings.Contains(id, "Api") {

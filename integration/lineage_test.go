@@ -18,6 +18,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/lineageschema"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/lineage"
@@ -224,4 +225,41 @@ func TestLineageEndpointDownThenSweep(t *testing.T) {
 	if len(got) != 1 || got[0].EventType != lineage.Start || got[0].EventTime != events.TimeString(ev.Time) {
 		t.Fatalf("events %+v, want one START at the event's time %s", got, events.TimeString(ev.Time))
 	}
+}
+
+// A job submitted with a start time (submit --at) reports START when it
+// starts, at its start time, not when it was submitted WAITING; one
+// cancelled while it waits reports ABORT alone.
+func TestLineageWaitingJob(t *testing.T) {
+	t.Parallel()
+	ep, url := newLineageEndpoint(t)
+	reg := batchwork.NewRegistry()
+	reg.Register("t", func(ctx context.Context, tk *batchwork.Task) error { return nil })
+	e := newEnv(t, reg, envOptions{lineage: &lineage.Config{URL: url}})
+	ctx := context.Background()
+	submit := func(key string, at time.Time) string {
+		res, err := e.r.Service.Submit(ctx, control.SubmitRequest{Owner: "tester", IdempotencyKey: key, Spec: []byte(atSpec), At: at})
+		if err != nil || res.StartAt == nil {
+			t.Fatalf("submit at %s: %+v, %v; want a WAITING job", at, res, err)
+		}
+		return res.JobID
+	}
+	// 3 s: the start must still be ahead when a loaded machine's submit returns.
+	at := time.Now().UTC().Add(3 * time.Second).Truncate(time.Millisecond)
+	waiting := submit("lin-at", at)
+	cancelled := submit("lin-at-cancel", time.Now().Add(time.Hour))
+	// The submission's own delivery ran within Submit: a START for a
+	// WAITING job would be here already.
+	if got := ep.of(waiting); len(got) != 0 {
+		t.Fatalf("events of a WAITING job: %+v, want none before it starts", got)
+	}
+	waitState(t, e, waiting, sm.JobSucceeded, time.Minute)
+	got := ep.waitTypes(waiting, lineage.Start, lineage.Complete)
+	if start := got[0].EventTime; start < events.TimeString(at) {
+		t.Errorf("START at %s, before the job's start time %s", start, events.TimeString(at))
+	}
+	if _, err := e.r.Service.Cancel(ctx, "tester", cancelled); err != nil {
+		t.Fatal(err)
+	}
+	ep.waitTypes(cancelled, lineage.Abort)
 }

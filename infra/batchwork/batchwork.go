@@ -352,7 +352,8 @@ var (
 	visibilityActions = []string{"sqs:ChangeMessageVisibility"}
 	// The sweep drains the dead-letter queue.
 	drainActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage"}
-	// The sweep hands schedule firings to the timer queue.
+	// The sweep hands schedule firings to the timer queue, and the api
+	// the starts of jobs submitted to start within the handoff window.
 	timerActions = []string{"sqs:SendMessage"}
 	// Lambda's poller (an event source mapping) receives a function's
 	// messages, deletes the handled ones and reads the queue's attributes
@@ -438,7 +439,7 @@ const outputKeys = "outputs/*"
 var publishMarkers = []string{blob.OutputsArea + "*/" + blob.ClaimName, blob.OutputsArea + "*/" + blob.SuccessName}
 
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true},
+	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true, timer: true},
 	FnClaim:    {table: true, list: true, tag: true, events: true},
 	FnCommit:   {table: true, materialize: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
 	FnSweep:    {table: true, materialize: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
@@ -686,8 +687,10 @@ func (b *Batchwork) readyQueues() []awssqs.Queue { return []awssqs.Queue{b.High,
 var ownerLimited = map[string]bool{FnClaim: true, FnCommit: true, FnSweep: true, FnExecutor: true}
 
 // environment is a function's configuration (shared/lambdaenv); only the
-// sweep knows the timer queue, and only the functions that take or free
-// slots know the owner limits.
+// sweep and the api know the timer queue (the sweep hands off and
+// consumes firings, the api hands off the start of a job submitted to
+// start within the handoff window), and only the functions that take or
+// free slots know the owner limits.
 func (b *Batchwork) environment(name string) *map[string]*string {
 	env := map[string]*string{
 		lambdaenv.EnvTable:       b.Table.TableName(),
@@ -699,7 +702,7 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 		// Batchwork's own metrics, by stack (internal/metrics).
 		metrics.EnvStack: awscdk.Stack_Of(b.Construct).StackName(),
 	}
-	if name == FnSweep {
+	if permissions[name].timer {
 		env[lambdaenv.EnvQueueTimer] = b.Timer.QueueUrl()
 	}
 	if sized := b.sizedQueuesEnv(); sized != nil && permissions[name].send { // executorsizes.go

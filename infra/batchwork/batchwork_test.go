@@ -311,9 +311,10 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 }
 
 // TestEachFunctionGetsItsActionsOnEachResource pins where each action is
-// granted: the sweep's index only for queries, the dead-letter and timer
-// queues only to the sweep, and a queue's event source actions only to
-// the function that consumes it.
+// granted: the sweep's index only for queries, the dead-letter queue only
+// to the sweep, sends to the timer queue to the sweep and the api (near
+// starts of submit --at), and a queue's event source actions only to the
+// function that consumes it.
 func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	s := remoteStack(t) // every function
 	id := func(c constructs.IConstruct) string {
@@ -345,7 +346,7 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 		want map[string][]string // resource -> actions
 	}{
 		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
-			outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
+			outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents, "timer": sendReady}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
@@ -718,7 +719,9 @@ func TestFunctionsRuntimeAndEnvironment(t *testing.T) {
 		want := append([]string(nil), lambdaenv.EnvNames...)
 		want = append(want, metrics.EnvStack)      // every function's metrics name its stack
 		want = append(want, lambdaenv.EnvEventBus) // every function publishes events (events.go)
-		if name == batchwork.FnSweep {
+		if name == batchwork.FnSweep || name == batchwork.FnAPI {
+			// The sweep hands off and consumes firings; the api hands
+			// off near starts (submit --at).
 			want = append(want, lambdaenv.EnvQueueTimer)
 		}
 		if name == batchwork.FnSweep || name == batchwork.FnAPI {

@@ -10,7 +10,7 @@ import (
 
 // Events (shared/events): the construct creates the bus Batchwork puts its
 // events on (source "batchwork"; detail types "Batchwork Job Submitted",
-// "... Job Succeeded", "... Job Failed", "... Job Cancelled", "... Stage
+// "... Job Started", "... Job Succeeded", "... Job Failed", "... Job Cancelled", "... Stage
 // Completed", "... Task Failed"), tells the functions that publish its
 // name (lambdaenv.EnvEventBus), and grants them events:PutEvents on
 // exactly that bus. Rules on the bus route events, e.g. a failed job to

@@ -48,9 +48,19 @@ func (s *outboxStore) write(ev events.Event) {
 func (s *outboxStore) JobCreate(ctx context.Context, p dynamo.CreateJobParams) (string, bool, error) {
 	id, created, err := s.Store.JobCreate(ctx, p)
 	if err == nil && created {
-		s.write(dynamo.SubmittedEvent(p.Job))
+		j := p.Job
+		j.StartAt = p.StartAt
+		s.write(dynamo.SubmittedEvent(j))
 	}
 	return id, created, err
+}
+
+func (s *outboxStore) JobStart(ctx context.Context, p dynamo.JobStartParams) error {
+	err := s.Store.JobStart(ctx, p)
+	if err == nil && p.Outbox != nil {
+		s.write(*p.Outbox)
+	}
+	return err
 }
 
 func (s *outboxStore) JobEndEvent(ctx context.Context, id string, ev sm.Event, reason, manifest string, now time.Time) (string, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/schedule"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
@@ -20,7 +21,8 @@ import (
 //	SCHB#<minute>#<nn>   <job>    kd=start: the job's start, found by the sweep and the timer handoff
 //
 // JobStart moves it to RUNNING, puts its root stages in the sweep index
-// (as a submission's are) and deletes the entry, all in one transaction
+// (as a submission's are), deletes the entry and writes the start's event
+// to the outbox, all in one transaction
 // guarded by the job's WAITING state, so it starts once whoever gets there
 // first, and a crash after it is repaired by the sweep's start of the root
 // stages exactly as a submitter's crash is.
@@ -62,6 +64,9 @@ type JobStartParams struct {
 	// (Owner empty: JobStart reads them).
 	Owner, Name string
 	Created     time.Time
+	// Outbox, when set, is the start's event (StartedEvent), written in
+	// the start's transaction.
+	Outbox *events.Event
 }
 
 // JobStart moves a WAITING job to RUNNING (sm.JobStart), with its state
@@ -106,6 +111,13 @@ func (s *Store) JobStart(ctx context.Context, p JobStartParams) error {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
 			TableName: &s.table, Key: key(bucketPK(p.Entry.Bucket), p.Entry.sk()),
 		}})
+	}
+	if p.Outbox != nil {
+		put, err := s.outboxPut(*p.Outbox)
+		if err != nil {
+			return fmt.Errorf("start job %s: %w", p.Job, err)
+		}
+		items = append(items, put)
 	}
 	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {

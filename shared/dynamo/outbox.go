@@ -169,9 +169,23 @@ func (s *Store) updateWithOutbox(ctx context.Context, in *dynamodb.UpdateItemInp
 }
 
 // SubmittedEvent is the event of a job's creation, which CreateJob
-// writes to the outbox.
+// writes to the outbox: its state is RUNNING, or WAITING for a job with a
+// start time (j.StartAt), whose start has its own event (StartedEvent).
 func SubmittedEvent(j domain.Job) events.Event {
+	state := sm.JobRunning
+	if !j.StartAt.IsZero() {
+		state = sm.JobWaiting
+	}
 	return events.New(events.SubmittedID(j.ID), events.JobSubmitted, j.Created, events.Detail{
+		Owner: j.Owner, JobID: j.ID, JobName: j.Spec.Name, State: string(state),
+		Counts: &events.Counts{Stages: len(j.Spec.Stages)},
+	})
+}
+
+// StartedEvent is the event of a WAITING job's start at now, which
+// JobStart writes to the outbox (JobStartParams.Outbox).
+func StartedEvent(j domain.Job, now time.Time) events.Event {
+	return events.New(events.StartedID(j.ID), events.JobStarted, now, events.Detail{
 		Owner: j.Owner, JobID: j.ID, JobName: j.Spec.Name, State: string(sm.JobRunning),
 		Counts: &events.Counts{Stages: len(j.Spec.Stages)},
 	})

@@ -196,6 +196,7 @@ func (s *Store) JobCreate(ctx context.Context, p CreateJobParams) (jobID string,
 	}
 	// The job's submitted event, in its outbox (outbox.go); before the
 	// firing's check, which must stay the last part.
+	j.StartAt = p.StartAt // a WAITING job's event says so
 	evPut, err := s.outboxPut(SubmittedEvent(j))
 	if err != nil {
 		return "", false, fmt.Errorf("create job: %w", err)

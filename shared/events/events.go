@@ -29,7 +29,9 @@ const Source = "batchwork"
 
 // Detail types.
 const (
-	JobSubmitted   = "Batchwork Job Submitted"
+	JobSubmitted = "Batchwork Job Submitted"
+	// JobStarted: a job submitted with a start time (WAITING) started.
+	JobStarted     = "Batchwork Job Started"
 	JobSucceeded   = "Batchwork Job Succeeded"
 	JobFailed      = "Batchwork Job Failed"
 	JobCancelled   = "Batchwork Job Cancelled"
@@ -91,6 +93,10 @@ type Counts struct {
 // Stable event ids: each names a change that happens at most once, so a
 // repeated write of the same change's outbox record is the same record.
 func SubmittedID(job string) string { return job + ".submitted" }
+
+// StartedID is the id of the event that a WAITING job started (once: a
+// job leaves WAITING once).
+func StartedID(job string) string { return job + ".started" }
 
 // EndedID is the id of the event that a job ended the first time.
 func EndedID(job string) string { return job + ".ended" }

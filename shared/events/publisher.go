@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -86,6 +87,26 @@ var ErrEntryFailed = errors.New("eventbridge refused an entry")
 // the sweep, so a sink that is down costs one failed delivery a call,
 // never one per event.
 func (p *Publisher) Publish(ctx context.Context, ids ...string) (int, error) {
+	return p.publish(ctx, 0, ids)
+}
+
+// PromptSinkBudget bounds, in total, what PublishPrompt gives the sinks,
+// building their messages included: a request that made a change waits
+// no longer than this for a lineage endpoint, however slow or hung.
+const PromptSinkBudget = 500 * time.Millisecond
+
+// PublishPrompt is Publish right after the change, on the request that
+// made it: the sinks together get PromptSinkBudget (within ctx), and an
+// event a sink did not accept in time keeps its record (noted as
+// accepted by the bus) for the sweep, which delivers it with Publish.
+func (p *Publisher) PublishPrompt(ctx context.Context, ids ...string) (int, error) {
+	return p.publish(ctx, PromptSinkBudget, ids)
+}
+
+// publish is Publish, the sinks bounded by sinkBudget when it is not 0.
+// The outbox's reads and writes and the bus keep ctx: a sink's budget
+// running out must not stop the record from being noted.
+func (p *Publisher) publish(ctx context.Context, sinkBudget time.Duration, ids []string) (int, error) {
 	var pending []Event
 	var errs []error
 	for _, id := range ids {
@@ -108,6 +129,12 @@ func (p *Publisher) Publish(ctx context.Context, ids ...string) (int, error) {
 		put, errBus = p.putOnBus(ctx, pending, done)
 		errs = append(errs, errBus)
 	}
+	sctx := ctx
+	if sinkBudget > 0 && len(p.sinks) > 0 && len(pending) > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, sinkBudget)
+		defer cancel()
+	}
 	failed := map[string]bool{}
 	for i, ev := range pending {
 		for _, sink := range p.sinks {
@@ -119,7 +146,7 @@ func (p *Publisher) Publish(ctx context.Context, ids ...string) (int, error) {
 				errs = append(errs, fmt.Errorf("event %s: %s: skipped after an earlier failure", ev.ID, name))
 				continue
 			}
-			if err := sink.Deliver(ctx, ev); err != nil {
+			if err := sink.Deliver(sctx, ev); err != nil {
 				failed[name] = true
 				errs = append(errs, fmt.Errorf("event %s: %s: %w", ev.ID, name, err))
 				continue

@@ -10,9 +10,11 @@ const (
 	EnvQueueNormal = "BATCHWORK_QUEUE_NORMAL"
 	EnvQueueLow    = "BATCHWORK_QUEUE_LOW"
 	EnvDLQ         = "BATCHWORK_DLQ"
-	// EnvQueueTimer is set on the sweep function only, the one function
-	// that hands schedule firings to the timer queue and consumes it; it
-	// is optional, so FromEnv does not require it.
+	// EnvQueueTimer is set on the sweep function, which hands schedule
+	// firings to the timer queue and consumes it, and on the api
+	// function, which hands it the start of a job submitted to start
+	// within the handoff window; it is optional, so FromEnv does not
+	// require it.
 	EnvQueueTimer = "BATCHWORK_QUEUE_TIMER"
 	// EnvOwnerMaxConcurrency is the owners' concurrency limits
 	// (control.ParseOwnerLimits, e.g. "*=200,arn:aws:iam::123456789012:role/etl=10"),

@@ -17,6 +17,7 @@ import (
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // Jobs is where the builder reads a job's record (dynamo.Store).
@@ -55,11 +56,15 @@ func RunID(job string) string { return uuid.NewSHA1(runNamespace, []byte(job)).S
 // owner, so that two owners' jobs of one name are two jobs.
 func JobName(owner, name string) string { return owner + "/" + name }
 
-// EventType is the run event type of an outbox event's detail type; ok is
-// false for events that are no run's transition (stages, tasks).
-func EventType(detailType string) (string, bool) {
-	switch detailType {
+// EventType is the run event type of an outbox event; ok is false for
+// events that are no run's transition (stages, tasks) and for the
+// submission of a job that waits for its start time (WAITING): its run
+// starts with its start (events.JobStarted).
+func EventType(ev events.Event) (string, bool) {
+	switch ev.DetailType {
 	case events.JobSubmitted:
+		return Start, ev.Detail.State != string(sm.JobWaiting)
+	case events.JobStarted:
 		return Start, true
 	case events.JobSucceeded:
 		return Complete, true
@@ -77,7 +82,7 @@ func EventType(detailType string) (string, bool) {
 // but for a job deleted between copies, whose event then names no
 // datasets. An error is a read that failed, to be tried again.
 func (b *Builder) Build(ctx context.Context, ev events.Event) (*RunEvent, bool, error) {
-	typ, ok := EventType(ev.DetailType)
+	typ, ok := EventType(ev)
 	if !ok {
 		return nil, false, nil
 	}
@@ -122,30 +127,39 @@ func (b *Builder) output(j domain.Job) OutputDataset {
 	return OutputDataset{Namespace: "s3://" + b.Plans.Bucket(), Name: blob.JobPrefix(j.ID)}
 }
 
-// inputs are the job's input prefixes (resolved at submit), each with
-// the objects its stages' plans pinned. A stage not planned yet (a FAIL
-// or ABORT before it started; a START before the root stages' planning)
-// adds its prefix without pins.
+// inputs are the job's input prefixes (resolved at submit), every input
+// of every stage, each with the objects its stages' plans pinned under it
+// (a split names its input: split.Split.Source). A stage not planned yet
+// (a FAIL or ABORT before it started; a START before the root stages'
+// planning) adds its prefixes without pins.
 func (b *Builder) inputs(ctx context.Context, j domain.Job) ([]InputDataset, error) {
 	out := []InputDataset{} // never null: the schema wants an array
 	pins := map[string][]PinnedObject{}
 	for _, st := range j.Spec.Stages {
-		if st.Partitions == nil || st.Partitions.Input == nil {
+		ins := st.Partitions.InputList()
+		if len(ins) == 0 {
 			continue
 		}
-		bucket, prefix, err := spec.ParseS3URI(st.Partitions.Input.Prefix)
-		if err != nil {
-			continue // never stored so: submit resolved and checked it
+		names := make([]string, len(ins)) // "s3://bucket/prefix" of each input; "" if unparsable
+		for k, in := range ins {
+			bucket, prefix, err := spec.ParseS3URI(in.Prefix)
+			if err != nil {
+				continue // never stored so: submit resolved and checked it
+			}
+			names[k] = "s3://" + bucket + "/" + prefix
+			if !slices.ContainsFunc(out, func(d InputDataset) bool { return d.Namespace == "s3://"+bucket && d.Name == prefix }) {
+				out = append(out, InputDataset{Namespace: "s3://" + bucket, Name: prefix})
+			}
 		}
-		if !slices.ContainsFunc(out, func(d InputDataset) bool { return d.Namespace == "s3://"+bucket && d.Name == prefix }) {
-			out = append(out, InputDataset{Namespace: "s3://" + bucket, Name: prefix})
-		}
-		objs, err := b.pinned(ctx, j.ID, st.Name)
+		bySource, err := b.pinned(ctx, j.ID, st.Name)
 		if err != nil {
 			return nil, err
 		}
-		k := "s3://" + bucket + "/" + prefix
-		pins[k] = mergePins(pins[k], objs)
+		for k, objs := range bySource {
+			if k >= 0 && k < len(names) && names[k] != "" {
+				pins[names[k]] = mergePins(pins[names[k]], objs)
+			}
+		}
 	}
 	for i := range out {
 		objs := pins[out[i].Namespace+"/"+out[i].Name]
@@ -165,9 +179,10 @@ func (b *Builder) inputs(ctx context.Context, j domain.Job) ([]InputDataset, err
 	return out, nil
 }
 
-// pinned reads the objects a stage's plan pinned, one per key in key
-// order; none when the stage has no plan (yet, or its data was deleted).
-func (b *Builder) pinned(ctx context.Context, job, stage string) ([]PinnedObject, error) {
+// pinned reads the objects a stage's plan pinned, by the input they were
+// listed under (split.Split.Source), one per key in key order; none when
+// the stage has no plan (yet, or its data was deleted).
+func (b *Builder) pinned(ctx context.Context, job, stage string) (map[int][]PinnedObject, error) {
 	raw, err := b.Plans.Get(ctx, blob.PlanKey(job, stage))
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil
@@ -179,11 +194,14 @@ func (b *Builder) pinned(ctx context.Context, job, stage string) ([]PinnedObject
 	if err := json.Unmarshal(raw, &splits); err != nil {
 		return nil, fmt.Errorf("decode plan of stage %q: %w", stage, err)
 	}
-	var objs []PinnedObject
+	objs := map[int][]PinnedObject{}
 	for _, s := range splits {
-		objs = append(objs, PinnedObject{Key: s.Key, ETag: s.ETag, VersionID: s.Version})
+		objs[s.Source] = append(objs[s.Source], PinnedObject{Key: s.Key, ETag: s.ETag, VersionID: s.Version})
 	}
-	return mergePins(nil, objs), nil
+	for k := range objs {
+		objs[k] = mergePins(nil, objs[k])
+	}
+	return objs, nil
 }
 
 // mergePins is a and b, one entry per key, in key order.

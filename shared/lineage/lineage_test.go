@@ -93,6 +93,8 @@ func TestSinkDeliversValidRunEvents(t *testing.T) {
 	job, plans := testJob()
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	detail := events.Detail{Owner: job.Owner, JobID: "j1", JobName: "wc"}
+	waiting := detail
+	waiting.State = "WAITING"
 	ended := func(typ, state, reason string) events.Event {
 		d := detail
 		d.State, d.Error = state, reason
@@ -107,6 +109,8 @@ func TestSinkDeliversValidRunEvents(t *testing.T) {
 		wantIn    bool
 	}{
 		{name: "submitted", ev: events.New(events.SubmittedID("j1"), events.JobSubmitted, at, detail), wantType: Start, wantIn: true},
+		{name: "submitted WAITING: nothing until it starts", ev: events.New(events.SubmittedID("j1"), events.JobSubmitted, at, waiting)},
+		{name: "started", ev: events.New(events.StartedID("j1"), events.JobStarted, at, detail), wantType: Start, wantIn: true},
 		{name: "succeeded", ev: ended(events.JobSucceeded, "SUCCEEDED", ""), wantType: Complete, wantIn: true},
 		{name: "failed", ev: ended(events.JobFailed, "FAILED", "stage \"map\": boom"), wantType: Fail, wantError: "stage \"map\": boom", wantIn: true},
 		{name: "cancelled", ev: ended(events.JobCancelled, "CANCELLED", "cancelled by its owner"), wantType: Abort, wantError: "cancelled by its owner", wantIn: true},
@@ -252,5 +256,51 @@ func TestConfigFromEnv(t *testing.T) {
 		if err != nil || cfg.Enabled() != (c.want != "") || (c.want != "" && cfg.EndpointURL() != c.want) {
 			t.Errorf("%v: %+v %v, want %q", c.env, cfg, err, c.want)
 		}
+	}
+}
+
+// A stage of several inputs names each prefix as an input dataset, each
+// with the objects its own splits pinned (split.Split.Source), whether or
+// not two stages share a prefix.
+func TestInputsOfSeveralPrefixes(t *testing.T) {
+	sp := &spec.Job{Name: "join", Stages: []spec.Stage{
+		{Name: "join", Partitions: &spec.Partitions{Inputs: []spec.Input{
+			{Name: "orders", Prefix: "s3://data-bucket/inputs/k/orders/"},
+			{Name: "users", Prefix: "s3://other-bucket/users/"},
+		}}},
+		{Name: "more", Partitions: &spec.Partitions{Input: &spec.Input{Prefix: "s3://other-bucket/users/"}}},
+	}}
+	joinPlan, _ := json.Marshal([]split.Split{
+		{Key: "inputs/k/orders/o1", End: 3, ETag: "e-o1"},
+		{Key: "users/u1", End: 4, ETag: "e-u1", Source: 1},
+		{Key: "inputs/k/orders/o2", End: 5, ETag: "e-o2"},
+	})
+	morePlan, _ := json.Marshal([]split.Split{{Key: "users/u2", End: 4, ETag: "e-u2"}})
+	b := &Builder{Namespace: "ns", Jobs: fakeJobs{"j1": {ID: "j1", Owner: "o", Spec: sp}},
+		Plans: fakePlans{blob.PlanKey("j1", "join"): joinPlan, blob.PlanKey("j1", "more"): morePlan}}
+	re, ok, err := b.Build(t.Context(), events.New(events.EndedID("j1"), events.JobSucceeded, time.Now(), events.Detail{Owner: "o", JobID: "j1", JobName: "join"}))
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	type in struct{ dataset, pins string }
+	var got []in
+	for _, d := range re.Inputs {
+		var pins []string
+		if d.InputFacets != nil {
+			for _, o := range d.InputFacets.PinnedObjects.Objects {
+				pins = append(pins, o.Key+"@"+o.ETag)
+			}
+		}
+		got = append(got, in{d.Namespace + "/" + d.Name, strings.Join(pins, ",")})
+	}
+	want := []in{
+		{"s3://data-bucket/inputs/k/orders/", "inputs/k/orders/o1@e-o1,inputs/k/orders/o2@e-o2"},
+		{"s3://other-bucket/users/", "users/u1@e-u1,users/u2@e-u2"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("inputs %v, want %v", got, want)
+	}
+	if re.Inputs[0].Facets.Version.DatasetVersion == re.Inputs[1].Facets.Version.DatasetVersion {
+		t.Errorf("two inputs of one version %s", re.Inputs[0].Facets.Version.DatasetVersion)
 	}
 }

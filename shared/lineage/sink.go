@@ -49,7 +49,7 @@ func (s *Sink) Name() string { return SinkName }
 // run's transition. An event the endpoint rejects as such is logged and
 // dropped: it would be rejected every time.
 func (s *Sink) Deliver(ctx context.Context, ev events.Event) error {
-	if _, ok := EventType(ev.DetailType); !ok {
+	if _, ok := EventType(ev); !ok {
 		return nil
 	}
 	now := s.now()

@@ -81,8 +81,11 @@ func (s *Admitter) StartJob(ctx context.Context, e dynamo.IndexEntry, job *domai
 	roots := sp.Roots()
 	now := s.Now()
 	outcome := schedules.StartDone
+	jv := *job
+	jv.ID = e.Job
+	started := dynamo.StartedEvent(jv, now)
 	err := s.store.JobStart(ctx, dynamo.JobStartParams{Job: e.Job, Roots: roots, Now: now, StageDue: now.Add(s.cfg.StartGrace), Entry: e,
-		Owner: job.Owner, Name: sp.Name, Created: job.Created})
+		Owner: job.Owner, Name: sp.Name, Created: job.Created, Outbox: &started})
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		state, serr := s.store.JobState(ctx, e.Job)
 		if serr != nil {
@@ -103,6 +106,7 @@ func (s *Admitter) StartJob(ctx context.Context, e dynamo.IndexEntry, job *domai
 	if outcome == schedules.StartDone {
 		schedules.JobWritten(ctx) // a burst's job writes go first (schedules/firinggate.go)
 		log.Info("job started", "start_at", e.At, "late", now.Sub(e.At))
+		s.PublishEvents(ctx, started.ID) // kernel/events.go
 	}
 	for _, idx := range roots {
 		if err := s.stages.StartStage(ctx, e.Job, sp, idx); err != nil {

@@ -22,13 +22,19 @@ import (
 // EventPublisher puts pending outbox events on the bus and deletes their
 // records (events.Publisher).
 type EventPublisher interface {
+	// Publish delivers to the bus and every sink within ctx (the sweep).
 	Publish(ctx context.Context, ids ...string) (int, error)
+	// PublishPrompt is Publish on the request that made the change: the
+	// sinks (a lineage endpoint) get events.PromptSinkBudget in all, and
+	// what they did not accept waits for the sweep.
+	PublishPrompt(ctx context.Context, ids ...string) (int, error)
 }
 
 var _ EventPublisher = (*events.Publisher)(nil)
 
 // eventPublishTimeout bounds the publish after a transition, so a slow
 // bus never holds a commit or a submit for long: the sweep catches up.
+// The sinks get much less (events.PromptSinkBudget).
 const eventPublishTimeout = 3 * time.Second
 
 // PublishEvents publishes the events a transition of this process has
@@ -39,7 +45,7 @@ func (s *Kernel) PublishEvents(ctx context.Context, ids ...string) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, eventPublishTimeout)
 	defer cancel()
-	if _, err := s.Events.Publish(pctx, ids...); err != nil {
+	if _, err := s.Events.PublishPrompt(pctx, ids...); err != nil {
 		s.log.Warn("publish events: left for the sweep", "events", ids, "err", err)
 	}
 }

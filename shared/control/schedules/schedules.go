@@ -369,6 +369,12 @@ func queryBuckets(ctx context.Context, ss Store, buckets []schedule.Bucket, limi
 // job, and a read that went stale is simply read again.
 func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.ScheduleRecord, now time.Time, c *FireCounts, retries int) error {
 	if e.Job != "" {
+		if e.At.After(now) {
+			// Its minute is being read before its time: the watermark
+			// stays before the current minute, so a later pass (or the
+			// timer) starts it, never early.
+			return nil
+		}
 		return s.fireStart(ctx, e, nil, now, c) // starts.go
 	}
 	if rec == nil {
