@@ -80,7 +80,9 @@ func AWS(stages []int, taskTime time.Duration, p Profile, c Capacity, prices Pri
 			PartitionWrite: PartitionWrite, PartitionRead: PartitionRead, Latency: DynamoLatency},
 		SQS: &Server{Name: "SQS", Latency: SQSLatency},
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
-			Workers: 1, FirstHandoff: tuning.SweepRate / 2, Relay: RelayLatency},
+			// The api function hands a large stage's rest to the timer queue as
+			// every later call does.
+			Workers: 1, FirstHandoff: RelayLatency, Relay: RelayLatency},
 		Lambda: &Lambda{
 			BatchSize: tuning.ExecutorBatchSize, MaxConcurrency: c.MaxConcurrency, Reserved: c.Reserved, AccountLimit: c.Account,
 			ESMInitial: ESMInitial, ESMPerMinute: ESMPerMinute, ScalePer10s: FunctionPer10s, ColdStart: ColdStart,
