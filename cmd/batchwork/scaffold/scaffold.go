@@ -39,7 +39,7 @@ const Module = "github.com/batchwork/batchwork"
 
 // goVersion is the go directive of a new project: this module's (go mod
 // tidy raises it if a dependency needs more).
-const goVersion = "1.26"
+const goVersion = "1.26.0"
 
 // DevelVersion is the version a project requires when a replace names the
 // module's directory and the command knows no release of its own (built
