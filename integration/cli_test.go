@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,6 +43,7 @@ func (s *syncBuffer) String() string {
 // with stdout not a terminal.
 func (e *env) cliRun(ctx context.Context, owner string, stdout, stderr *syncBuffer, args ...string) int {
 	vars := map[string]string{"BATCHWORK_ENDPOINT": e.r.URL, "BATCHWORK_OWNER": owner, localauth.TokenEnv: e.r.Token}
+	maps.Copy(vars, e.cliVars)
 	return cli.Main(ctx, args, cli.Env{
 		Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr,
 		Getenv: func(k string) string { return vars[k] },

@@ -65,6 +65,9 @@ type env struct {
 	r   *runner.Runner
 	reg *batchwork.Registry
 	cfg aws.Config
+	// cliVars are environment variables of the test's own for cliRun
+	// (BATCHWORK_TRACE_URL), beside the endpoint, owner and token.
+	cliVars map[string]string
 }
 
 type envOptions struct {

@@ -285,6 +285,12 @@ func run(o benchOptions) error {
 		return err
 	}
 	costs := []costRow{{name: "no-op task (no output)", c: costOf(snap, total, o.lm), target: 2}}
+	if *traced { // tracing.go
+		off := perTask{requests: float64(requestsOf(ran)) / float64(total), cpuMicros: float64(cpu.Microseconds()) / float64(total), elapsed: elapsed}
+		if err := tracingOverhead(ctx, r, watcher, &rec, tasks, off); err != nil {
+			return err
+		}
+	}
 	// moto snapshots the whole table for each item of a TransactWriteItems
 	// (to roll back on failure), so its transactions slow down as the table
 	// grows, unlike DynamoDB's. Show it, measured here, so the rate above is

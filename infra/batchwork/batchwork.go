@@ -196,6 +196,9 @@ type Props struct {
 	// (START, COMPLETE, FAIL, ABORT) to an endpoint such as Marquez
 	// (lineage.go).
 	OpenLineage *OpenLineage
+	// Tracing, when set, sends the control plane's and the executors'
+	// OpenTelemetry spans to an OTLP endpoint (tracing.go); nil: off.
+	Tracing *Tracing
 
 	// ExecutorPackage is your executor: a Go main package (a directory
 	// such as "./cmd/executor" or ".", or an import path) in the module at
@@ -292,6 +295,9 @@ type Batchwork struct {
 	// lineage is the functions' OPENLINEAGE_* variables from
 	// Props.OpenLineage (lineage.go); nil: off.
 	lineage map[string]string
+	// tracing is the functions' OTEL_* variables from Props.Tracing
+	// (tracing.go); nil: off.
+	tracing map[string]string
 }
 
 // Function names: the directories under functions/ and bin/.
@@ -456,6 +462,7 @@ func NewBatchwork(scope constructs.Construct, id string, props *Props) *Batchwor
 	b.data(c, p)
 	b.eventBus(c)             // events.go
 	b.lineage = lineageEnv(p) // lineage.go
+	b.tracing = tracingEnv(p) // tracing.go
 	b.functions(c, p)
 	grantLineageReads(b)
 	b.api(c, p)
@@ -708,7 +715,10 @@ func (b *Batchwork) environment(name string) *map[string]*string {
 	if sized := b.sizedQueuesEnv(); sized != nil && permissions[name].send { // executorsizes.go
 		env[lambdaenv.EnvQueueSized] = sized
 	}
-	b.retentionEnv(env) // retention.go: whatever ends a job
+	b.retentionEnv(env)           // retention.go: whatever ends a job
+	for k, v := range b.tracing { // tracing.go
+		env[k] = jsii.String(v)
+	}
 	if permissions[name].events {
 		env[lambdaenv.EnvEventBus] = b.eventBusName() // events.go
 		for k, v := range b.lineage {                 // lineage.go

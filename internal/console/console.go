@@ -45,6 +45,31 @@ type Options struct {
 	Upstream Upstream
 	// API describes the API for the page's header (its endpoint).
 	API string
+	// TraceURL, when set, links a task's trace id to the operator's trace
+	// viewer: an http(s) URL in which {traceId} stands for the id (the
+	// CLI takes it from BATCHWORK_TRACE_URL). Unset, the page shows the id
+	// as text.
+	TraceURL string
+}
+
+// TraceURLPlaceholder is what Options.TraceURL's template replaces with a
+// task's trace id.
+const TraceURLPlaceholder = "{traceId}"
+
+// ErrBadTraceURL: Options.TraceURL is not an http(s) URL with {traceId}.
+var ErrBadTraceURL = errors.New("want an http or https URL containing " + TraceURLPlaceholder + ", such as https://tempo.example.com/trace/" + TraceURLPlaceholder)
+
+// checkTraceURL refuses a template the page could not link safely: only
+// http(s), so that no javascript: or data: URL reaches an href.
+func checkTraceURL(t string) error {
+	if t == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.ReplaceAll(t, TraceURLPlaceholder, "0"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(t, TraceURLPlaceholder) {
+		return fmt.Errorf("trace URL %q: %w", t, ErrBadTraceURL)
+	}
+	return nil
 }
 
 // ErrNotLoopback: the console listens on a loopback IP address and port
@@ -73,6 +98,9 @@ type Server struct {
 func Start(ctx context.Context, addr string, o Options) (*Server, error) {
 	if o.Upstream == nil {
 		return nil, errors.New("console: no upstream")
+	}
+	if err := checkTraceURL(o.TraceURL); err != nil {
+		return nil, err
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -216,7 +244,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	if path == "/info" && r.Method == http.MethodGet {
-		writeJSON(w, http.StatusOK, map[string]string{"api": s.o.API})
+		writeJSON(w, http.StatusOK, map[string]string{"api": s.o.API, "traceUrl": s.o.TraceURL})
 		return
 	}
 	var allowed []string

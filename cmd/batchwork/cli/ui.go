@@ -31,10 +31,15 @@ The page talks only to this command, which calls the API exactly as the
 other commands do (--endpoint, --auth, --owner, --profile: the local
 runner's token, or SigV4 signing for a deployed stack), so it sees what you
 may see and never holds your credentials. The URL carries a random token of
-this run: only who has the URL can use the console.`,
+this run: only who has the URL can use the console.
+
+Each task row shows the task's trace id when tracing is on; set
+BATCHWORK_TRACE_URL to your trace viewer's URL with {traceId} in it to
+make the id a link.`,
 	examples: []string{
 		"batchwork ui",
 		"batchwork ui --listen 127.0.0.1:0",
+		"BATCHWORK_TRACE_URL='https://grafana.example.com/explore?traceId={traceId}' batchwork ui",
 		"BATCHWORK_ENDPOINT=https://abc123.execute-api.eu-west-1.amazonaws.com batchwork ui --profile prod",
 	},
 	flags: func(fs *flag.FlagSet, o *opts) {
@@ -48,9 +53,12 @@ func runUI(ctx context.Context, a *app, _ []string) int {
 	if err != nil {
 		return a.fail(err)
 	}
-	srv, err := console.Start(ctx, a.o.listen, console.Options{API: a.g.endpoint, Upstream: upstream(c)})
+	srv, err := console.Start(ctx, a.o.listen, console.Options{API: a.g.endpoint, Upstream: upstream(c), TraceURL: a.env.Getenv("BATCHWORK_TRACE_URL")})
 	if errors.Is(err, console.ErrNotLoopback) {
 		return a.fail(&usageError{"--listen " + err.Error()})
+	}
+	if errors.Is(err, console.ErrBadTraceURL) {
+		return a.fail(&usageError{"BATCHWORK_TRACE_URL: " + err.Error()})
 	}
 	if err != nil {
 		return a.fail(err)

@@ -28,6 +28,17 @@
   const s = (tag, attrs, ...kids) => build(t => document.createElementNS(SVGNS, t), tag, attrs, kids);
   const badge = (state) => h('span', { class: 'badge s-' + state, text: state });
   const link = (href, text) => h('a', { href, text });
+  // traceURL is the operator's trace viewer (/info's traceUrl, an http(s)
+  // URL with {traceId}); traceCell shows a task's trace id, linked to it
+  // when set. Only an id of 32 hex digits goes into the URL.
+  let traceURL = '';
+  function traceCell(t) {
+    const id = /^[0-9a-f]{32}$/.test(t.traceId || '') ? t.traceId : '';
+    if (!id) return h('td', { class: 'muted', text: '-' });
+    return h('td', { class: 'mono trace', 'data-trace': id }, traceURL
+      ? h('a', { href: traceURL.split('{traceId}').join(id), target: '_blank', rel: 'noopener noreferrer', title: 'trace ' + id, text: id.slice(0, 8) })
+      : h('span', { title: 'trace ' + id, text: id.slice(0, 8) }));
+  }
 
   // ---- formatting ----
   const ms = (iso) => (iso ? Date.parse(iso) : NaN);
@@ -82,7 +93,7 @@
   }
 
   // failures.js: the job page's failed tasks, bad records and timeline marks.
-  const F = window.BatchworkFailures({ h, s, badge, api, pages, fmtTime, num, attemptLogs });
+  const F = window.BatchworkFailures({ h, s, badge, api, pages, fmtTime, num, attemptLogs, traceCell });
 
   function showError(e) {
     const d = document.getElementById('error');
@@ -402,11 +413,11 @@
       };
       return h('tr', { 'data-task': task },
         h('td', { class: 'mono', text: task }), h('td', { text: `${t.attempt}/${t.maxAttempts}` }),
-        h('td', { text: fmtTime(t.updated) }),
+        h('td', { text: fmtTime(t.updated) }), traceCell(t),
         h('td', {}, jobRunning && h('button', { class: 'danger', 'data-cancel-task': task, onclick: cancel, text: 'cancel task' })));
     });
     box.replaceChildren(rows.length
-      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Updated', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
+      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Updated', 'Trace', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
       : h('p', { class: 'muted', text: 'No task is running.' }));
   }
 
@@ -431,15 +442,15 @@
         rows.push(h('tr', { 'data-task': task },
           h('td', { class: 'mono', text: task }), h('td', { text: `${a.attempt}/${t.maxAttempts}` }),
           h('td', {}, badge(a.outcome)), h('td', { text: t.state === 'FAILED' && a.attempt === t.attempt ? 'task FAILED' : t.state }),
-          h('td', { text: fmtTime(a.at) }), h('td', { class: 'err', text: a.error || '' }),
+          h('td', { text: fmtTime(a.at) }), h('td', { class: 'err', text: a.error || '' }), traceCell(t),
           h('td', {}, h('button', { class: 'logs', 'data-logs': key, onclick: toggle, text: openLogs.has(key) ? 'hide logs' : 'logs' }))));
         if (openLogs.has(key)) {
-          rows.push(h('tr', { class: 'logs', 'data-logs-of': key }, h('td', { colspan: 7 }, h('pre', { class: 'logs', text: openLogs.get(key) }))));
+          rows.push(h('tr', { class: 'logs', 'data-logs-of': key }, h('td', { colspan: 8 }, h('pre', { class: 'logs', text: openLogs.get(key) }))));
         }
       }
     }
     box.replaceChildren(rows.length
-      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Outcome', 'Task now', 'At', 'Error', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
+      ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempt', 'Outcome', 'Task now', 'At', 'Error', 'Trace', ''].map(t => h('th', { text: t })))), h('tbody', {}, rows))
       : h('p', { class: 'muted', text: 'No failed attempts.' }));
   }
 
@@ -533,5 +544,6 @@
   route();
   Promise.all([api('/info'), api('/whoami')]).then(([info, who]) => {
     document.getElementById('who').textContent = `${who.owner} at ${info.api}`;
+    traceURL = info.traceUrl || '';
   }).catch(showError);
 })();

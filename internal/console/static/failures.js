@@ -7,7 +7,7 @@
 // console's own server, and sets server data only as text.
 'use strict';
 window.BatchworkFailures = (lib) => {
-  const { h, s, badge, api, fmtTime, num, attemptLogs } = lib;
+  const { h, s, badge, api, fmtTime, num, attemptLogs, traceCell } = lib;
 
   // The words of batch.ErrorClass.Ended: what ended a FAILED task.
   const ENDED = { permanent: 'permanent error', timed_out: 'timed out', out_of_memory: 'out of memory', lease_expired: 'lease expired', input_changed: 'input changed' };
@@ -143,14 +143,14 @@ window.BatchworkFailures = (lib) => {
           h('td', { class: 'mono', text: task }), h('td', { text: `${t.attempt}/${t.maxAttempts}` }),
           h('td', { class: 'class' }, h('span', { class: 'badge s-' + (t.errorClass || 'error'), text: ended(t.errorClass) })),
           h('td', { class: 'tolerated', text: t.tolerated ? 'tolerated the failure' : 'failed with it' }),
-          h('td', { text: fmtTime(t.updated) }), h('td', { class: 'err', text: t.lastError || '' }),
+          h('td', { text: fmtTime(t.updated) }), h('td', { class: 'err', text: t.lastError || '' }), traceCell(t),
           h('td', {}, h('button', { class: 'logs', 'data-logs': task, onclick: toggle, text: open.has(task) ? 'hide logs' : 'logs' }))));
         if (open.has(task)) {
-          rows.push(h('tr', { class: 'logs', 'data-logs-of': task }, h('td', { colspan: 7 }, h('pre', { class: 'logs', text: open.get(task) }))));
+          rows.push(h('tr', { class: 'logs', 'data-logs-of': task }, h('td', { colspan: 8 }, h('pre', { class: 'logs', text: open.get(task) }))));
         }
       }
       box.replaceChildren(rows.length
-        ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempts', 'Ended by', 'Stage', 'At', 'Error', ''].map(x => h('th', { text: x })))), h('tbody', {}, rows))
+        ? h('table', {}, h('thead', {}, h('tr', {}, ['Task', 'Attempts', 'Ended by', 'Stage', 'At', 'Error', 'Trace', ''].map(x => h('th', { text: x })))), h('tbody', {}, rows))
         : h('p', { class: 'muted', text: 'No failed tasks.' }));
     }
     return {
