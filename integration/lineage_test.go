@@ -96,7 +96,11 @@ func (ep *lineageEndpoint) waitTypes(job string, want ...string) []lineage.RunEv
 	ep.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		got := ep.of(job)
+		// In the order of their eventTime, as a consumer reads them: a
+		// delivery left to the sweep (the request path gives the endpoint
+		// 500 ms) arrives after later events of the same run.
+		got := slices.Clone(ep.of(job))
+		slices.SortStableFunc(got, func(a, b lineage.RunEvent) int { return strings.Compare(a.EventTime, b.EventTime) })
 		var types []string
 		for _, re := range got {
 			if len(types) == 0 || types[len(types)-1] != re.EventType {
