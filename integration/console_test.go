@@ -318,6 +318,11 @@ func startBrowser(t *testing.T) *webDriver {
 		t.Fatalf("start %s: %v", driver, err)
 	}
 	wd := &webDriver{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	// The profile directory is made before the cleanup that ends the
+	// browser is registered, so that cleanup (cleanups run last first)
+	// ends chromium before the directory is removed: removed while chromium
+	// still wrote to it, RemoveAll failed with "directory not empty".
+	profile := t.TempDir()
 	t.Cleanup(func() {
 		if wd.session != "" {
 			_ = wd.do(http.MethodDelete, "", nil, nil)
@@ -346,7 +351,7 @@ func startBrowser(t *testing.T) *webDriver {
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
 		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-extensions", "--disable-default-apps", "--password-store=basic", "--window-size=1400,1500",
-		"--user-data-dir=" + t.TempDir()}
+		"--user-data-dir=" + profile}
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
 		"browserName": "chrome", "goog:chromeOptions": map[string]any{"binary": browser, "args": args},
 	}}}
