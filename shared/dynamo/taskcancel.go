@@ -111,23 +111,7 @@ var errCancelRefused = errors.New("cancel refused")
 // task, its shard's countdown and the stage's count in one transaction,
 // as TaskFailTolerated does for a holder's failure.
 func (s *Store) cancelTolerated(ctx context.Context, p TaskCancelParams, task *types.Update) error {
-	sc := newCond()
-	sexpr := transition(sc, sm.Stages.Transition(sm.StageTolerate))
-	sc.values[":allowed"] = nv(int64(p.Allowed))
-	sc.values[":one"] = nv(1)
-	items := []types.TransactWriteItem{{Update: task}, {Update: &types.Update{
-		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		UpdateExpression:          aws.String("ADD #left :minus"),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nv(-1)},
-	}}, {Update: &types.Update{
-		TableName: &s.table, Key: key(jobPK(p.Ref.Job), stageSK(p.Ref.Stage)),
-		ConditionExpression:       aws.String(sexpr),
-		UpdateExpression:          aws.String("ADD " + aTolerated + " :one"),
-		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: sc.values,
-	}}}
+	items := append([]types.TransactWriteItem{{Update: task}}, s.toleratedCount(p.Ref, p.Shards, p.Allowed)...)
 	if p.Outbox != nil {
 		put, err := s.outboxPut(*p.Outbox)
 		if err != nil {

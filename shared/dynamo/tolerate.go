@@ -82,32 +82,14 @@ func (s *Store) TaskFailTolerated(ctx context.Context, p TolerateParams) (domain
 	pk := taskPK(p.Ref)
 	upd += s.dueClause(tc, pk+taskSK(p.Ref.Partition), p.Due)
 
-	sc := newCond()
-	str := sm.Stages.Transition(sm.StageTolerate)
-	sexpr := transition(sc, str)
-	sc.values[":allowed"] = nv(int64(p.Allowed))
-	sc.values[":one"] = nv(1)
-
 	items := []types.TransactWriteItem{{Update: &types.Update{
 		TableName: &s.table, Key: key(pk, taskSK(p.Ref.Partition)),
 		ConditionExpression:       aws.String(texpr),
 		UpdateExpression:          aws.String(upd),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: tc.values,
-	}}, {Update: &types.Update{
-		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
-		ConditionExpression:       aws.String("attribute_exists(pk)"),
-		UpdateExpression:          aws.String("ADD #left :minus"),
-		ExpressionAttributeNames:  map[string]string{"#left": aLeft},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nv(-1)},
-	}}, {Update: &types.Update{
-		TableName: &s.table, Key: key(jobPK(p.Ref.Job), stageSK(p.Ref.Stage)),
-		// The stage stays RUNNING (a self-transition): only its count moves.
-		ConditionExpression:       aws.String(sexpr),
-		UpdateExpression:          aws.String("ADD " + aTolerated + " :one"),
-		ExpressionAttributeNames:  stNames,
-		ExpressionAttributeValues: sc.values,
 	}}}
+	items = append(items, s.toleratedCount(p.Ref, p.Shards, p.Allowed)...)
 	if p.Outbox != nil {
 		put, err := s.outboxPut(*p.Outbox)
 		if err != nil {
@@ -143,4 +125,28 @@ func (s *Store) StageTolerated(ctx context.Context, job string, idx int) (int, e
 		return 0, fmt.Errorf("read tolerated failures of stage %s/%d: %w", job, idx, err)
 	}
 	return int(getN(out.Item, aTolerated)), nil
+}
+
+// toleratedCount is the two items a tolerated end of a task adds to the
+// task's own write: its shard's countdown, so the stage can complete
+// without it, and the stage's tolerated count, guarded by the allowance.
+// The stage stays RUNNING (a self-transition): only its count moves.
+func (s *Store) toleratedCount(ref domain.TaskRef, shards, allowed int) []types.TransactWriteItem {
+	sc := newCond()
+	sexpr := transition(sc, sm.Stages.Transition(sm.StageTolerate))
+	sc.values[":allowed"] = nv(int64(allowed))
+	sc.values[":one"] = nv(1)
+	return []types.TransactWriteItem{{Update: &types.Update{
+		TableName: &s.table, Key: key(shardPK(ref.Job, ref.Stage, ShardOf(ref.Partition, shards)), cntSK),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		UpdateExpression:          aws.String("ADD #left :minus"),
+		ExpressionAttributeNames:  map[string]string{"#left": aLeft},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": nv(-1)},
+	}}, {Update: &types.Update{
+		TableName: &s.table, Key: key(jobPK(ref.Job), stageSK(ref.Stage)),
+		ConditionExpression:       aws.String(sexpr),
+		UpdateExpression:          aws.String("ADD " + aTolerated + " :one"),
+		ExpressionAttributeNames:  stNames,
+		ExpressionAttributeValues: sc.values,
+	}}}
 }
