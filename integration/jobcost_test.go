@@ -63,7 +63,7 @@ func TestJobCostMatchesItsRequests(t *testing.T) {
 	}
 	tot := snap.Totals()
 	seen := cost.Price(cost.Counts{DynamoReadUnits: tot.RCU, DynamoWriteUnits: tot.WCU, SQSRequests: float64(tot.Chunks),
-		S3Tier1: float64(tot.S3[loadmodel.S3Tier1]), S3Tier2: float64(tot.S3[loadmodel.S3Tier2])})
+		S3Tier1: float64(tot.S3[cost.S3Tier1]), S3Tier2: float64(tot.S3[cost.S3Tier2])})
 	got := st.Cost.Dollars
 	t.Logf("job's figure %+v\nrecorded %+v (%v requests)", st.Cost.Requests, seen, tot.Requests)
 	// A 41-task job's fixed tail (its end, the sweep's visits after its

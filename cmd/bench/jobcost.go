@@ -29,7 +29,7 @@ func checkJobCost(ctx context.Context, watcher *control.Service, id string, snap
 	tot := snap.Totals()
 	bench := listprices.Price(listprices.Counts{
 		DynamoReadUnits: tot.RCU, DynamoWriteUnits: tot.WCU, SQSRequests: float64(tot.Chunks),
-		S3Tier1: float64(tot.S3[loadmodel.S3Tier1]), S3Tier2: float64(tot.S3[loadmodel.S3Tier2]),
+		S3Tier1: float64(tot.S3[listprices.S3Tier1]), S3Tier2: float64(tot.S3[listprices.S3Tier2]),
 	})
 	var job listprices.Dollars
 	var c listprices.Counts

@@ -23,6 +23,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	listprices "github.com/batchwork/batchwork/shared/cost"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -98,7 +99,7 @@ func costOf(snap loadmodel.Snapshot, tasks int, lm lambdaModel) cost {
 	var c cost
 	c.dynamo = (tot.WCU*prices.DynamoWRU + tot.RCU*prices.DynamoRRU) / t
 	c.sqs = float64(tot.Chunks) * prices.SQSRequest / t
-	c.s3 = (float64(tot.S3[loadmodel.S3Tier1])*prices.S3Tier1 + float64(tot.S3[loadmodel.S3Tier2])*prices.S3Tier2) * 1000 / t
+	c.s3 = (float64(tot.S3[listprices.S3Tier1])*prices.S3Tier1 + float64(tot.S3[listprices.S3Tier2])*prices.S3Tier2) * 1000 / t
 	invocations := 1e6 / float64(lm.batch)
 	c.lambda = invocations*prices.LambdaRequest/1e6 + invocations*(lm.mb/1024)*(lm.ms/1000)*prices.LambdaGBSecond
 	return c

@@ -14,6 +14,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/internal/sim"
+	listprices "github.com/batchwork/batchwork/shared/cost"
 )
 
 // simTolerance is how far the emulator predictions may be off (issue 31).
@@ -41,7 +42,7 @@ func profileOf(snap loadmodel.Snapshot, tasks int) sim.Profile {
 	p := sim.Profile{
 		DynamoRequests: per(tot.Requests["DynamoDB"], tasks), WRU: tot.WCU / t, RRU: tot.RCU / t,
 		SQSRequests: per(tot.Requests["SQS"], tasks), SQSBilled: per(tot.Chunks, tasks),
-		S3Puts: per(tot.S3[loadmodel.S3Tier1], tasks), S3Gets: per(tot.S3[loadmodel.S3Tier2], tasks),
+		S3Puts: per(tot.S3[listprices.S3Tier1], tasks), S3Gets: per(tot.S3[listprices.S3Tier2], tasks),
 	}
 	if k := snap.Hottest("DynamoDB", 1, func(v loadmodel.KeyStat) float64 { return v.WCU }); len(k) > 0 {
 		p.HotWRU = snap.Keys[k[0]].WCU / t

@@ -20,7 +20,6 @@ package loadmodel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -36,6 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/batchwork/batchwork/shared/cost"
+	"github.com/batchwork/batchwork/shared/dynamo/capacity"
 )
 
 // Key is one place requests land: a DynamoDB partition (Resource is the
@@ -154,7 +156,7 @@ func (r *Recorder) Install(cfg *aws.Config) {
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
 				if service == "DynamoDB" {
-					in.Parameters = askCapacity(in.Parameters)
+					in.Parameters = capacity.Ask(in.Parameters)
 				}
 				out, md, err := next.HandleInitialize(ctx, in)
 				r.Record(service, op, in.Parameters, out.Result, err)
@@ -246,26 +248,6 @@ func S3Prefix(key string) string {
 	return ""
 }
 
-// S3 price tiers of an operation.
-const (
-	S3Free  = 0 // DELETE and abort: free
-	S3Tier1 = 1 // PUT, COPY, POST, LIST (and multipart steps)
-	S3Tier2 = 2 // GET, HEAD and everything else
-)
-
-// S3PriceTier is the price tier of an S3 operation.
-func S3PriceTier(op string) int {
-	switch {
-	case strings.HasPrefix(op, "Delete"), strings.HasPrefix(op, "Abort"):
-		return S3Free
-	case strings.HasPrefix(op, "Put"), strings.HasPrefix(op, "Copy"), strings.HasPrefix(op, "List"),
-		strings.HasPrefix(op, "Create"), strings.HasPrefix(op, "UploadPart"), strings.HasPrefix(op, "Complete"),
-		strings.HasPrefix(op, "Restore"):
-		return S3Tier1
-	}
-	return S3Tier2
-}
-
 // s3Writes says whether an operation counts toward S3's per-prefix write
 // rate (PUT, COPY, POST, DELETE) rather than its read rate (GET, HEAD,
 // LIST).
@@ -349,60 +331,6 @@ func (r *Recorder) sqs(op string, in, out any, err error, chunksSoFar int) (queu
 }
 
 // ---- DynamoDB
-
-// askCapacity returns a copy of a DynamoDB input that asks for the
-// capacity the request consumed, per table and index. The caller's
-// input is left as it is.
-func askCapacity(in any) any {
-	const want = types.ReturnConsumedCapacityIndexes
-	switch v := in.(type) {
-	case *dynamodb.GetItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.PutItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.UpdateItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.DeleteItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.QueryInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.ScanInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.BatchGetItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.BatchWriteItemInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.TransactWriteItemsInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.TransactGetItemsInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	case *dynamodb.BatchExecuteStatementInput:
-		c := *v
-		c.ReturnConsumedCapacity = want
-		return &c
-	}
-	return in
-}
 
 // access is one item (or, for a Query or Scan, one partition) a request
 // reads or writes.
@@ -680,56 +608,6 @@ type reported struct {
 	indexes     map[string]float64
 }
 
-func consumed(out any) []types.ConsumedCapacity {
-	switch o := out.(type) {
-	case *dynamodb.GetItemOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.PutItemOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.UpdateItemOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.DeleteItemOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.QueryOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.ScanOutput:
-		if o != nil && o.ConsumedCapacity != nil {
-			return []types.ConsumedCapacity{*o.ConsumedCapacity}
-		}
-	case *dynamodb.BatchGetItemOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.BatchWriteItemOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.TransactWriteItemsOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.TransactGetItemsOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.BatchExecuteStatementOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	}
-	return nil
-}
-
 // parseConsumed splits a request's ConsumedCapacity by table into table
 // and index units. A figure given only as CapacityUnits is the request's
 // class (read for a read request, write for a write).
@@ -766,20 +644,11 @@ func parseConsumed(ccs []types.ConsumedCapacity, read bool) map[string]*reported
 	return m
 }
 
-// billedError says whether a failed DynamoDB request is still billed: a
-// write whose condition failed is (DynamoDB charges the write), as is a
-// cancelled transaction; a throttled or invalid request is not.
-func billedError(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	var tc *types.TransactionCanceledException
-	return errors.As(err, &ccf) || errors.As(err, &tc)
-}
-
 // dynamo records a DynamoDB request and returns its billed units.
 func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	as, read := r.accesses(in, out)
 	seen := map[Key]bool{}
-	if err != nil && !billedError(err) {
+	if err != nil && !capacity.Billed(err) {
 		for _, a := range as {
 			r.touch(Key{"DynamoDB", resource(a.table, a.index), a.pk}, 0, 0, 0, 0, seen)
 		}
@@ -788,7 +657,7 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	for i := range as {
 		as[i].units = as[i].estimate()
 	}
-	rep := parseConsumed(consumed(out), read)
+	rep := parseConsumed(capacity.Consumed(out), read)
 	if len(rep) == 0 {
 		r.snap.Estimated++
 	}
@@ -981,7 +850,8 @@ func (s Snapshot) Hottest(service string, n int, by func(KeyStat) float64) []Key
 }
 
 // Totals sums the snapshot by service: requests, and for DynamoDB its
-// units, for S3 its requests per price tier, for SQS its billed chunks.
+// units, for S3 its requests per price tier (indexed by cost.S3Tier), for
+// SQS its billed chunks.
 type Totals struct {
 	Requests map[string]int
 	RCU, WCU float64
@@ -999,7 +869,7 @@ func (s Snapshot) Totals() Totals {
 		t.WCU += op.WCU
 		switch service {
 		case "S3":
-			t.S3[S3PriceTier(opName)] += op.Requests
+			t.S3[cost.S3Tier(opName)] += op.Requests
 		case "SQS":
 			t.Chunks += op.Chunks
 		}

@@ -350,17 +350,6 @@ func TestS3AndSQS(t *testing.T) {
 	}
 }
 
-// The middleware asks for capacity on a copy: the caller's input is not
-// changed.
-func TestAskCapacityCopies(t *testing.T) {
-	t.Parallel()
-	in := &dynamodb.UpdateItemInput{TableName: aws.String("tbl")}
-	out, ok := askCapacity(in).(*dynamodb.UpdateItemInput)
-	if !ok || out == in || out.ReturnConsumedCapacity != types.ReturnConsumedCapacityIndexes || in.ReturnConsumedCapacity != "" {
-		t.Fatalf("askCapacity changed the input or returned it: %+v", in)
-	}
-}
-
 // DynamoDB Local reports a transaction as 2 units for the table and 2 for
 // each index it touches, whatever its number of items; AWS bills 2 units
 // per KB of each item. A transaction is billed no less than those rules:

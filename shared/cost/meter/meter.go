@@ -21,7 +21,6 @@ package meter
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/batchwork/batchwork/shared/cost"
+	"github.com/batchwork/batchwork/shared/dynamo/capacity"
 )
 
 type jobKey struct{}
@@ -101,7 +101,7 @@ func (m *Meter) Install(cfg *aws.Config) {
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
 				if service == "DynamoDB" {
-					in.Parameters = askCapacity(in.Parameters)
+					in.Parameters = capacity.Ask(in.Parameters)
 				}
 				out, md, err := next.HandleInitialize(ctx, in)
 				m.Record(ctx, service, op, in.Parameters, out.Result, err)
@@ -355,76 +355,6 @@ func (m *Meter) handleJob(ctxJob, handle string, forget bool) string {
 
 // ---- DynamoDB
 
-// askCapacity returns a copy of a DynamoDB input that asks for the
-// capacity the request consumed, by table and index (it costs nothing),
-// unless it asks already. The caller's input is left as it is.
-func askCapacity(in any) any {
-	const want = types.ReturnConsumedCapacityIndexes
-	switch v := in.(type) {
-	case *dynamodb.GetItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.PutItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.UpdateItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.DeleteItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.QueryInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.ScanInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.BatchGetItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.BatchWriteItemInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.TransactWriteItemsInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	case *dynamodb.TransactGetItemsInput:
-		if v.ReturnConsumedCapacity == "" || v.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone {
-			c := *v
-			c.ReturnConsumedCapacity = want
-			return &c
-		}
-	}
-	return in
-}
-
 // dataOp says whether a DynamoDB operation reads or writes items.
 func dataOp(op string) bool {
 	switch op {
@@ -444,26 +374,17 @@ func readOp(op string) bool {
 	return false
 }
 
-// billedError says whether DynamoDB bills a refused request: a failed
-// condition or a cancelled transaction consumes the units of the items it
-// read to decide.
-func billedError(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	var tc *types.TransactionCanceledException
-	return errors.As(err, &ccf) || errors.As(err, &tc)
-}
-
 // dynamoCounts is one DynamoDB request's counts: the units DynamoDB
 // reported, and no fewer than its items' minimum (a transaction: two
 // units an item, which DynamoDB Local does not report). Where DynamoDB
 // reports nothing (a refused write), the minimum is the estimate.
 func dynamoCounts(op string, in, out any, err error) cost.Counts {
 	c := cost.Counts{DynamoRequests: 1}
-	if err != nil && !billedError(err) {
+	if err != nil && !capacity.Billed(err) {
 		return c
 	}
 	var reported, floor float64
-	for _, cc := range consumed(out) {
+	for _, cc := range capacity.Consumed(out) {
 		reported += units(cc)
 	}
 	items, consistent := itemsOf(in)
@@ -526,59 +447,8 @@ func itemsOf(in any) (items int, consistent bool) {
 		return len(v.TransactItems), true
 	case *dynamodb.TransactGetItemsInput:
 		return len(v.TransactItems), true
+	case *dynamodb.BatchExecuteStatementInput:
+		return len(v.Statements), true // the store's INSERTs: a write each
 	}
 	return 1, true
-}
-
-// consumed is the capacity a DynamoDB output reports.
-func consumed(out any) []types.ConsumedCapacity {
-	one := func(c *types.ConsumedCapacity) []types.ConsumedCapacity {
-		if c == nil {
-			return nil
-		}
-		return []types.ConsumedCapacity{*c}
-	}
-	switch o := out.(type) {
-	case *dynamodb.GetItemOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.PutItemOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.UpdateItemOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.DeleteItemOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.QueryOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.ScanOutput:
-		if o != nil {
-			return one(o.ConsumedCapacity)
-		}
-	case *dynamodb.BatchGetItemOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.BatchWriteItemOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.TransactWriteItemsOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	case *dynamodb.TransactGetItemsOutput:
-		if o != nil {
-			return o.ConsumedCapacity
-		}
-	}
-	return nil
 }

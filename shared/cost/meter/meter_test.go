@@ -166,3 +166,28 @@ func TestPutAndNil(t *testing.T) {
 		t.Fatal("WithJob/JobOf")
 	}
 }
+
+// The store writes task records as PartiQL INSERTs, 25 to a
+// BatchExecuteStatement: the meter asks for its capacity and bills what
+// DynamoDB reports, and no less than a unit a statement.
+func TestBatchExecuteStatementBilled(t *testing.T) {
+	stmts := make([]types.BatchStatementRequest, 25)
+	for _, tc := range []struct {
+		name     string
+		reported []types.ConsumedCapacity
+		want     float64
+	}{
+		{"nothing reported: a unit a statement", nil, 25},
+		{"reported", []types.ConsumedCapacity{{CapacityUnits: aws.Float64(30)}}, 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(nil)
+			ctx := WithJob(context.Background(), "j")
+			m.Record(ctx, "DynamoDB", "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: stmts},
+				&dynamodb.BatchExecuteStatementOutput{ConsumedCapacity: tc.reported}, nil)
+			if got := m.Take("j"); got != (cost.Counts{DynamoRequests: 1, DynamoWriteUnits: tc.want}) {
+				t.Errorf("%+v, want 1 request of %v write units", got, tc.want)
+			}
+		})
+	}
+}
