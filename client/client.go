@@ -40,7 +40,9 @@ type Client struct {
 }
 
 // Call sends one request and decodes a 2xx JSON answer into out (nil:
-// the answer is dropped). query and header may be nil; body, when not nil,
+// the answer is dropped). path is the route's escaped path, each id in it
+// escaped once with url.PathEscape (an id may hold '/', '?' or '%'); it
+// is sent as it is, after the Endpoint's path. query and header may be nil; body, when not nil,
 // is JSON unless header names another Content-Type. Every request is
 // retried on network errors, throttling and 5xx gateway errors, with
 // Backoff, up to Retries times: send through Call only what the API treats
@@ -60,9 +62,10 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 // (the API may have finished after the gateway gave up). A DELETE that
 // then answers 404 may have been done by that try (DeleteJob).
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, body []byte, header http.Header, out any) (lost bool, err error) {
-	u := *c.Endpoint
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawQuery = query.Encode()
+	u, err := c.url(path, query)
+	if err != nil {
+		return false, err
+	}
 	hc, sleep, agent := c.HTTP, c.sleep(), c.UserAgent
 	if hc == nil {
 		hc = &http.Client{CheckRedirect: noRedirects}
@@ -131,6 +134,20 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		return lost, e
 	}
 	return lost, lastErr
+}
+
+// url is the Endpoint with the escaped path appended and query. Path is
+// set from it unescaped and RawPath to it, so an escaped '/' in an id
+// stays escaped and a '%' is not escaped a second time.
+func (c *Client) url(path string, query url.Values) (url.URL, error) {
+	u := *c.Endpoint
+	raw := strings.TrimSuffix(u.EscapedPath(), "/") + path
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return url.URL{}, fmt.Errorf("path %q: %w", raw, err)
+	}
+	u.Path, u.RawPath, u.RawQuery = p, raw, query.Encode()
+	return u, nil
 }
 
 func (c *Client) sleep() func(context.Context, time.Duration) error {

@@ -124,6 +124,10 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(batchwork.NotFound):
             self.bw.status("a/b?c")
         self.assertEqual(self.stub.requests[-1]["path"], "/jobs/a%2Fb%3Fc")
+        # Escaped once: a '%' or a space in an id is not escaped again.
+        with self.assertRaises(batchwork.NotFound):
+            self.bw.get_schedule("s%2F1 x")
+        self.assertEqual(self.stub.requests[-1]["path"], "/schedules/s%252F1%20x")
         self.stub.on("GET", f"/jobs/{JOB}/tasks", (200, {"tasks": []}))
         list(self.bw.tasks(JOB, stage="map", state="FAILED", limit=5))
         self.assertEqual(self.stub.requests[-1]["query"], {"stage": "map", "state": "FAILED", "limit": "5"})
