@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -24,7 +21,6 @@ import (
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
 	listprices "github.com/batchwork/batchwork/shared/cost"
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -355,28 +351,17 @@ func printFloor(rate float64, bare map[string]float64, snap loadmodel.Snapshot, 
 // and the cost per million tasks.
 func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	ctx := context.Background()
-	emu, err := startEmulator(ctx)
-	if err != nil {
-		return err
-	}
-	defer emu.Stop()
-	cfg := emu.AWSConfig()
-	var rec loadmodel.Recorder
-	counted := cfg.Copy()
-	rec.Install(&counted)
 	reg := batchwork.NewRegistry()
 	reg.Register("noop", func(ctx context.Context, t *batchwork.Task) error { return nil })
-	r, err := runner.New(ctx, runner.Options{
-		AWS: counted, Prefix: fmt.Sprintf("bench-load-%d", time.Now().Unix()), Slots: slots, Registry: reg,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
+	e, err := newBenchEnv(ctx, runner.Options{
+		Prefix: fmt.Sprintf("bench-load-%d", time.Now().Unix()), Slots: slots, Registry: reg, SweepEvery: time.Minute,
 		Control: control.Config{CountLinger: tuning.CountLinger}, // as deployed
-	})
+	}, false)
 	if err != nil {
 		return err
 	}
-	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(cfg), r.Resources.Table); err != nil {
-		return err
-	}
+	defer e.close()
+	cfg, rec, r, watcher := e.cfg, e.rec, e.r, e.watcher
 	taskQueues := map[string]bool{}
 	for _, u := range []string{r.Resources.Queues.High, r.Resources.Queues.Normal, r.Resources.Queues.Low} {
 		taskQueues[u[strings.LastIndexByte(u, '/')+1:]] = true
@@ -388,12 +373,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 			lastQueued.CompareAndSwap(0, at.UnixNano())
 		}
 	}
-	watcher := control.New(control.Config{Queues: r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(cfg), r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
+	e.start(ctx)
 
 	// The emulator's bare rates, for the simulator's prediction.
 	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)

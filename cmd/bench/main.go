@@ -31,8 +31,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -47,7 +45,6 @@ import (
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
-	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
@@ -157,16 +154,6 @@ func startEmulator(ctx context.Context) (*emulator.Emulator, error) {
 func run(o benchOptions) error {
 	tasks, slots, probes := o.tasks, o.slots, o.probes
 	ctx := context.Background()
-	emu, err := startEmulator(ctx)
-	if err != nil {
-		return err
-	}
-	defer emu.Stop()
-	cfg := emu.AWSConfig()
-	var rec loadmodel.Recorder
-	counted := cfg.Copy()
-	rec.Install(&counted)
-
 	reg := batchwork.NewRegistry()
 	reg.Register("noop", func(ctx context.Context, t *batchwork.Task) error { return nil })
 	reg.Register("bench.one-output", func(ctx context.Context, t *batchwork.Task) error {
@@ -174,18 +161,16 @@ func run(o benchOptions) error {
 		return err
 	})
 	wordcount.Register(reg)
-	r, err := runner.New(ctx, runner.Options{
-		AWS: counted, Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
+	e, err := newBenchEnv(ctx, runner.Options{
+		Prefix: fmt.Sprintf("bench-%d", time.Now().Unix()), Slots: slots, Registry: reg, SweepEvery: time.Minute,
 		// The executors' batched counts, as deployed (internal/host).
 		Control: control.Config{CountLinger: tuning.CountLinger},
-	})
+	}, false)
 	if err != nil {
 		return err
 	}
-	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(cfg), r.Resources.Table); err != nil {
-		return err
-	}
+	defer e.close()
+	cfg, rec, r, watcher := e.cfg, e.rec, e.r, e.watcher
 	var mu sync.Mutex
 	var latencies []time.Duration
 	var measuring atomic.Bool
@@ -196,14 +181,7 @@ func run(o benchOptions) error {
 			mu.Unlock()
 		}
 	}
-	// The bench's own status polling goes through uncounted clients: it is
-	// the harness, not the cost of running tasks.
-	watcher := control.New(control.Config{Queues: r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(cfg), r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
+	e.start(ctx)
 
 	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
@@ -241,20 +219,11 @@ func run(o benchOptions) error {
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
-	start := time.Now()
-	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "bench-1", Spec: body})
-	if err != nil {
-		return err
-	}
 	// The status is read every 250 ms (its reads would load the
 	// emulator), and the job's own end time marks the end of the run.
-	st, err := waitEvery(ctx, watcher, res.JobID, 20*time.Minute, 250*time.Millisecond)
+	st, elapsed, err := runJob(ctx, r, watcher, "bench-1", body, 20*time.Minute, 250*time.Millisecond)
 	if err != nil {
 		return err
-	}
-	elapsed := time.Since(start)
-	if st.Ended != nil {
-		elapsed = st.Ended.Sub(start)
 	}
 	cpu := cpuTime() - cpu0
 	if o.cpuProfile != "" {
@@ -281,13 +250,13 @@ func run(o benchOptions) error {
 	fmt.Println()
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
-	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
+	if err := checkJobCost(ctx, watcher, st.ID, ran); err != nil { // jobcost.go
 		return err
 	}
 	costs := []costRow{{name: "no-op task (no output)", c: costOf(snap, total, o.lm), target: 2}}
 	if *traced { // tracing.go
 		off := perTask{requests: float64(requestsOf(ran)) / float64(total), cpuMicros: float64(cpu.Microseconds()) / float64(total), elapsed: elapsed}
-		if err := tracingOverhead(ctx, r, watcher, &rec, tasks, off); err != nil {
+		if err := tracingOverhead(ctx, r, watcher, rec, tasks, off); err != nil {
 			return err
 		}
 	}
@@ -305,14 +274,14 @@ func run(o benchOptions) error {
 		dynamo.TaskItemSize(sample, control.MaxErrorLen+3), control.MaxInputKey, control.MaxErrorLen, dynamo.TaskItemSize(domain.Task{Ref: sample.Ref, MaxAttempts: 3}, 0))
 
 	if o.outputs > 0 {
-		c, err := oneOutput(ctx, r, watcher, &rec, o.outputs, o.rate, o.lm)
+		c, err := oneOutput(ctx, r, watcher, rec, o.outputs, o.rate, o.lm)
 		if err != nil {
 			return err
 		}
 		costs = append(costs, c)
 	}
 	if o.reducers > 0 {
-		c, err := wordCount(ctx, r, watcher, &rec, o.maps, o.reducers, o.lm)
+		c, err := wordCount(ctx, r, watcher, rec, o.maps, o.reducers, o.lm)
 		if err != nil {
 			return err
 		}
@@ -353,31 +322,18 @@ func waitEvery(ctx context.Context, svc *control.Service, id string, within, pol
 
 func bareUpdateRate(ctx context.Context, cfg aws.Config, table string, d time.Duration, workers int) float64 {
 	db := dynamodb.NewFromConfig(cfg)
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	stop := time.Now().Add(d)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName: &table,
-					Key: map[string]types.AttributeValue{
-						"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%d", w)},
-						"sk": &types.AttributeValueMemberS{Value: "X"},
-					},
-					UpdateExpression:          aws.String("ADD n :one"),
-					ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-				})
-				if err == nil {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / d.Seconds()
+	return loop(d, workers, func(w int) error { // load.go
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &table,
+			Key: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%d", w)},
+				"sk": &types.AttributeValueMemberS{Value: "X"},
+			},
+			UpdateExpression:          aws.String("ADD n :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		})
+		return err
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

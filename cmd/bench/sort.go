@@ -5,20 +5,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	sortex "github.com/batchwork/batchwork/examples/sort"
-	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
-	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/tuning"
@@ -56,33 +49,17 @@ type sortBench struct {
 
 func runSort(b sortBench) error {
 	ctx := context.Background()
-	emu, err := startEmulator(ctx)
-	if err != nil {
-		return err
-	}
-	defer emu.Stop()
-	cfg := emu.AWSConfig()
-	var rec loadmodel.Recorder
-	counted := cfg.Copy()
-	rec.Install(&counted)
 	reg := batchwork.NewRegistry()
 	sortex.Register(reg)
-	r, err := runner.New(ctx, runner.Options{
-		AWS: counted, Prefix: fmt.Sprintf("bench-sort-%d", time.Now().Unix()), Slots: b.slots, Registry: reg,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Minute,
-	})
+	e, err := newBenchEnv(ctx, runner.Options{
+		Prefix: fmt.Sprintf("bench-sort-%d", time.Now().Unix()), Slots: b.slots, Registry: reg, SweepEvery: time.Minute,
+	}, false)
 	if err != nil {
 		return err
 	}
-	if err := rec.DescribeTable(ctx, dynamodb.NewFromConfig(cfg), r.Resources.Table); err != nil {
-		return err
-	}
-	watcher := control.New(control.Config{Queues: r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(cfg), r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
+	defer e.close()
+	e.start(ctx)
+	r, rec, watcher := e.r, e.rec, e.watcher
 
 	// The input, not timed nor counted.
 	records := uint64(b.mb) * 1e6 / sortex.RecordLen
@@ -100,19 +77,9 @@ func runSort(b sortBench) error {
 
 	rec.Reset()
 	cpu0 := cpuTime()
-	start := time.Now()
-	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "bench-sort",
-		Spec: sortex.Spec("sort", "inputs:sort/", b.split, b.reducers)})
+	st, elapsed, err := runJob(ctx, r, watcher, "bench-sort", sortex.Spec("sort", "inputs:sort/", b.split, b.reducers), 20*time.Minute, 100*time.Millisecond)
 	if err != nil {
 		return err
-	}
-	st, err := waitEvery(ctx, watcher, res.JobID, 20*time.Minute, 100*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-	if st.Ended != nil {
-		elapsed = st.Ended.Sub(start)
 	}
 	snap := rec.Snapshot()
 	cpu := cpuTime() - cpu0

@@ -3,15 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
-	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
@@ -35,12 +30,6 @@ type speculationBench struct {
 
 func runSpeculation(b speculationBench) error {
 	ctx := context.Background()
-	emu, err := startEmulator(ctx)
-	if err != nil {
-		return err
-	}
-	defer emu.Stop()
-	cfg := emu.AWSConfig()
 	reg := batchwork.NewRegistry()
 	reg.Register("bench.straggle", func(ctx context.Context, t *batchwork.Task) error {
 		d := b.base
@@ -55,20 +44,17 @@ func runSpeculation(b speculationBench) error {
 		_, err := fmt.Fprintf(t.Out, "partition %d attempt %d\n", t.Partition, t.Attempt)
 		return err
 	})
-	r, err := runner.New(ctx, runner.Options{
-		AWS: cfg, Prefix: fmt.Sprintf("bench-spec-%d", time.Now().Unix()), Slots: b.tasks + b.tasks/b.stragglerEvery + 2, Registry: reg,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), SweepEvery: time.Second,
-		Control: control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 30 * time.Second},
-	})
+	e, err := newBenchEnv(ctx, runner.Options{
+		Prefix: fmt.Sprintf("bench-spec-%d", time.Now().Unix()), Slots: b.tasks + b.tasks/b.stragglerEvery + 2, Registry: reg,
+		SweepEvery: time.Second,
+		Control:    control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 30 * time.Second},
+	}, true) // timed, not counted
 	if err != nil {
 		return err
 	}
-	watcher := control.New(control.Config{Queues: r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(cfg), r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { cancel(); <-done }()
+	defer e.close()
+	e.start(ctx)
+	r, watcher := e.r, e.watcher
 
 	stragglers := (b.tasks + b.stragglerEvery - 1) / b.stragglerEvery
 	fmt.Printf("speculation: %d tasks of %s, %d of them %dx slower on their first attempt; sweep and stage checks every 1s\n",
@@ -79,18 +65,9 @@ func runSpeculation(b speculationBench) error {
 			spec = `,"speculation":{"quantile":0.75,"multiplier":1.5}`
 		}
 		body := fmt.Appendf(nil, `{"name":"straggle","lease":"5m","stages":[{"name":"s","task":"bench.straggle","partitions":{"count":%d}%s}]}`, b.tasks, spec)
-		start := time.Now()
-		res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: fmt.Sprintf("straggle-%v", on), Spec: body})
+		st, elapsed, err := runJob(ctx, r, watcher, fmt.Sprintf("straggle-%v", on), body, 10*time.Minute, 100*time.Millisecond)
 		if err != nil {
 			return err
-		}
-		st, err := waitEvery(ctx, watcher, res.JobID, 10*time.Minute, 100*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		elapsed := time.Since(start)
-		if st.Ended != nil {
-			elapsed = st.Ended.Sub(start)
 		}
 		name := "off"
 		if on {

@@ -63,12 +63,7 @@ func tracingOverhead(ctx context.Context, r *runner.Runner, watcher *control.Ser
 	body := fmt.Appendf(nil, `{"name":"bench-traced","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
-	start := time.Now()
-	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "bench-traced", Spec: body})
-	if err != nil {
-		return err
-	}
-	st, err := waitEvery(ctx, watcher, res.JobID, 20*time.Minute, 250*time.Millisecond)
+	st, elapsed, err := runJob(ctx, r, watcher, "bench-traced", body, 20*time.Minute, 250*time.Millisecond)
 	if err != nil {
 		return err
 	}
@@ -76,10 +71,6 @@ func tracingOverhead(ctx context.Context, r *runner.Runner, watcher *control.Ser
 		return err
 	}
 	cpu := cpuTime() - cpu0
-	elapsed := time.Since(start)
-	if st.Ended != nil {
-		elapsed = st.Ended.Sub(start)
-	}
 	total := tasks + 1
 	on := perTask{requests: float64(requestsOf(rec.Snapshot())) / float64(total), cpuMicros: float64(cpu.Microseconds()) / float64(total), elapsed: elapsed}
 	fmt.Printf("tracing overhead, job of %d no-op tasks (%s traced; the traced job runs second, on a larger table):\n", total, st.State)
