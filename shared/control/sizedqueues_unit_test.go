@@ -107,7 +107,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	if err := r.svc.Forward(r.ctx, ref0.String(), d.Delay); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.Resend(r.ctx, ref0, 0); err != nil {
+	if err := r.svc.Resend(r.ctx, ref0, "", 0); err != nil {
 		t.Fatal(err)
 	}
 	jsp, err := r.svc.CachedSpec(r.ctx, job)
@@ -118,7 +118,7 @@ func TestSendsGoToTheTasksSizeQueue(t *testing.T) {
 	if err := r.svc.queue.SendBatch(r.ctx, r.svc.ReadyQueue(r.ctx, jsp, ref0), []queue.Send{{Body: ref0.String() + domain.CopyMarker}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.svc.Resend(r.ctx, ref1, 0); err != nil {
+	if err := r.svc.Resend(r.ctx, ref1, "", 0); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{"q-4GiB": {ref0.String(), ref0.String(), ref0.String() + domain.CopyMarker}, "q-2GiB": {ref1.String()}}

@@ -9,6 +9,7 @@ import (
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -161,7 +162,7 @@ func (s *Slots) takeSlot(ctx context.Context, ref domain.TaskRef, l Limit, now t
 			}
 		}
 		delay := OverLimitDelay + s.Jitter(OverLimitDelay)
-		if err := s.Resend(ctx, ref, delay); err != nil {
+		if err := s.Resend(ctx, ref, tracing.SpanID(tracing.Carried(ctx)), delay); err != nil {
 			return false, time.Time{}, fmt.Errorf("claim %s: requeue over the %s limit: %w", ref, l.Kind, err)
 		}
 		s.Logger(ref).Debug("task over a concurrency limit", "limit", l.Kind, "max", l.Max, "retry_in", delay.String())

@@ -26,6 +26,7 @@ import (
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/tracing"
 )
 
 // ForTask returns the ready queue of a task of priority class p whose next
@@ -197,10 +198,17 @@ func (s *Kernel) GroupBySize(sp *spec.Job, stage int, msgs []queue.Send, sizes [
 	return urls, groups
 }
 
-func (s *Kernel) Resend(ctx context.Context, ref domain.TaskRef, delay time.Duration) error {
-	sp, err := s.CachedSpec(ctx, ref.Job)
+// Resend sends a task's message again, to the ready queue of its next
+// attempt's size, after delay. span is the task's span id (its record's
+// TraceSpan; "" where the caller has no record): the message carries that
+// span's traceparent in the job's trace, as materialization's does, so
+// the attempt it starts joins the task's trace from its message. The
+// job's trace is in the meta the queue is chosen by: no request more.
+func (s *Kernel) Resend(ctx context.Context, ref domain.TaskRef, span string, delay time.Duration) error {
+	m, err := s.Meta(ctx, ref.Job)
 	if err != nil {
 		return err
 	}
-	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, sp, ref), []queue.Send{{Body: ref.String(), Delay: delay}}) // sizedqueues.go
+	msg := queue.Send{Body: ref.String(), Delay: delay, Trace: tracing.Join(m.Trace, span)}
+	return s.queue.SendBatch(ctx, s.ReadyQueue(ctx, m.Spec, ref), []queue.Send{msg})
 }

@@ -333,7 +333,7 @@ func (s *Sweeper) redrive(ctx context.Context, msgs []queue.Message, c *kernel.S
 			waiting = serr == nil && state == sm.JobRunning
 		}
 		if waiting {
-			if err := s.Resend(ctx, ref, 0); err != nil {
+			if err := s.Resend(ctx, ref, t.TraceSpan, 0); err != nil {
 				return err
 			}
 		}

@@ -80,7 +80,7 @@ func (s *Lifecycle) Continue(ctx context.Context, c kernel.Claim, offset int64) 
 	// A fresh message, so that a task's continuations do not add up to
 	// its message's receive count and dead-letter it (tuning.MaxReceiveCount);
 	// when the send fails, the caller keeps the old message instead.
-	sent := s.Resend(ctx, ref, 0) == nil // kernel/sizedqueues.go
+	sent := s.Resend(ctx, ref, c.Task.TraceSpan, 0) == nil // kernel/sizedqueues.go
 	// History, not a failure: no stage failure count (Shards 0).
 	if _, err := s.store.AttemptRecordEnd(ctx, dynamo.AttemptEndParams{
 		End: kernel.AttemptEnd(ref, c.Task.Attempt, domain.AttemptContinued, now, msg, c.Task),

@@ -118,7 +118,7 @@ func (s *Kills) loseForMemory(ctx context.Context, now time.Time, t domain.Task)
 		return true, err
 	}
 	s.LostForMemory(ctx, t, sp, cause)
-	if err := s.Resend(ctx, t.Ref, 0); err != nil {
+	if err := s.Resend(ctx, t.Ref, t.TraceSpan, 0); err != nil {
 		// The sweep resends it (the task is due at StuckAfter).
 		s.Logger(t.Ref).Warn("resend a task lost for memory", "err", err)
 	}

@@ -53,7 +53,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 		// delay: send one (a duplicate is rejected at claim) and look again
 		// later.
 		delay := max(t.NotBefore.Sub(now), 0)
-		if err := s.Resend(ctx, t.Ref, delay); err != nil {
+		if err := s.Resend(ctx, t.Ref, t.TraceSpan, delay); err != nil {
 			return err
 		}
 		c.Requeued++
@@ -87,7 +87,7 @@ func (s *Lifecycle) RepairTask(ctx context.Context, it dynamo.DueItem, now time.
 		c.Expired++
 		s.Slots.FreeSlots(ctx, t.Ref, nil, t.SlotAt)
 		s.NoteAttemptEnd(ctx, t.Ref, holderAttempt(t), kind, note, t) // speculation.go
-		return s.Resend(ctx, t.Ref, 0)
+		return s.Resend(ctx, t.Ref, t.TraceSpan, 0)
 	case sm.TaskFailed:
 		c.Failures++
 		return s.propagateFailure(ctx, t)
