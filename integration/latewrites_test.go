@@ -90,18 +90,14 @@ func TestAttemptEndAfterDeletionWritesNothing(t *testing.T) {
 			t.Errorf("%s: %d records, were %d: a late attempt end wrote %v", c.name, len(got), len(before), diffKeys(got, before))
 		}
 	}
-	// The timeline-only writers (a resume from a checkpoint, a
+	// The timeline-only writer (a resume from a checkpoint, a
 	// speculative copy's start or win) likewise.
-	for name, write := range map[string]func(context.Context, domain.AttemptEnd) error{
-		"timeline event": store.TimelineRecord, "speculation event": store.TimelineRecordSpeculation,
-	} {
-		err := write(ctx, domain.AttemptEnd{Ref: domain.TaskRef{Job: id, Partition: 1}, Attempt: 2, Kind: "late", At: time.Now()})
-		if !errors.Is(err, domain.ErrNotFound) {
-			t.Errorf("%s of a job being deleted: %v, want not found", name, err)
-		}
-		if got := recordsOf(t, e, id); len(got) != len(before) {
-			t.Errorf("%s: a late write re-created %v", name, diffKeys(got, before))
-		}
+	err = store.TimelineRecord(ctx, domain.AttemptEnd{Ref: domain.TaskRef{Job: id, Partition: 1}, Attempt: 2, Kind: "late", At: time.Now()})
+	if !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("timeline event of a job being deleted: %v, want not found", err)
+	}
+	if got := recordsOf(t, e, id); len(got) != len(before) {
+		t.Errorf("timeline event: a late write re-created %v", diffKeys(got, before))
 	}
 	if _, complete, err := store.JobDeleteRecords(ctx, id, 0); err != nil || !complete {
 		t.Fatalf("delete records: %v, %v", complete, err)

@@ -44,17 +44,10 @@ func (f *attemptRecords) AttemptEnds(_ context.Context, job string, stage, from,
 	})
 }
 
-// RecordTimelineEvent and RecordSpeculationEvent keep the task events in
-// the order written (JobEvents is not faked: tests read them here).
+// TimelineRecord keeps the task events in the order written
+// (TimelineEvents is not faked: tests read them here).
 func (f *attemptRecords) TimelineRecord(_ context.Context, e domain.AttemptEnd) error {
 	return do(f.state, "TimelineRecord", func() error {
-		f.timeline = append(f.timeline, e)
-		return nil
-	})
-}
-
-func (f *attemptRecords) TimelineRecordSpeculation(_ context.Context, e domain.AttemptEnd) error {
-	return do(f.state, "TimelineRecordSpeculation", func() error {
 		f.timeline = append(f.timeline, e)
 		return nil
 	})

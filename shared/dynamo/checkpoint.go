@@ -151,9 +151,10 @@ func (s *Store) TaskContinue(ctx context.Context, p ContinueParams) (domain.Task
 	return decodeTask(p.Ref, out.Attributes), nil
 }
 
-// RecordTimelineEvent writes a task event to the job's timeline only (no
-// attempt-end record, no failure count): a resume from a checkpoint.
-// Best effort history: the caller logs a failure.
+// TimelineRecord writes a task event to the job's timeline only (no
+// attempt-end record, no failure count): a resume from a checkpoint, a
+// speculative copy's start or win. Best effort history: the caller logs a
+// failure.
 func (s *Store) TimelineRecord(ctx context.Context, e domain.AttemptEnd) error {
 	ref := e.Ref
 	it := map[string]types.AttributeValue{

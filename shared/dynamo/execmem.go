@@ -132,11 +132,7 @@ func (s *Store) TaskLoseForMemory(ctx context.Context, p LostForMemoryParams) (d
 		ConditionExpression:       aws.String(expr + " AND tok = :old"),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
-	}}, {ConditionCheck: &types.ConditionCheck{
-		TableName: &s.table, Key: key(executorPK(p.Holder.Executor), executorSK),
-		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LivenessSkew))},
-	}}}})
+	}}, s.executorDead(p.Holder.Executor, p.Now)}})
 	if err != nil {
 		// A write whose response was lost, retried, finds its own work.
 		if t, gerr := s.TaskGet(ctx, ref); gerr == nil && t.State == sm.TaskReady && t.Token == p.Holder.Token &&

@@ -85,11 +85,7 @@ func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (domain.Task
 		ConditionExpression:       aws.String(expr + " AND tok = :old"),
 		ExpressionAttributeNames:  stNames,
 		ExpressionAttributeValues: c.values,
-	}}, {ConditionCheck: &types.ConditionCheck{
-		TableName: &s.table, Key: key(executorPK(p.Holder.Executor), executorSK),
-		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(p.Now.Add(-sm.LivenessSkew))},
-	}}}})
+	}}, s.executorDead(p.Holder.Executor, p.Now)}})
 	if err != nil {
 		// A write whose response was lost (and whose retry found its own
 		// work done) holds the task with our token.
@@ -113,4 +109,15 @@ func (s *Store) TaskTakeover(ctx context.Context, p TakeoverParams) (domain.Task
 		t.SlotAt = p.SlotAt
 	}
 	return t, nil
+}
+
+// executorDead is a transaction's check that executor id is dead at now:
+// it never beat, or its last beat is older than the liveness skew allows.
+// A takeover of its task is written only with it.
+func (s *Store) executorDead(id string, now time.Time) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &s.table, Key: key(executorPK(id), executorSK),
+		ConditionExpression:       aws.String("attribute_not_exists(alive) OR alive < :expired"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": ms(now.Add(-sm.LivenessSkew))},
+	}}
 }

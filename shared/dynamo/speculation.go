@@ -294,23 +294,3 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-// RecordSpeculationEvent writes a task event of speculation (a copy
-// started, a copy won) to the job's timeline only: no attempt-end record,
-// no failure count. History, best effort: the caller logs a failure.
-func (s *Store) TimelineRecordSpeculation(ctx context.Context, e domain.AttemptEnd) error {
-	ref := e.Ref
-	it := map[string]types.AttributeValue{
-		attrPK: sv(eventPK(ref.Job, ref.Partition%EventShards)),
-		attrSK: sv(EventKey(e.At, EventClassTask, taskEventRest(ref, e.Attempt)+"#"+string(e.Kind))),
-		aKind:  sv(string(e.Kind)), aAt: ms(e.At),
-		aStageIdx: nv(int64(ref.Stage)), aPart: nv(int64(ref.Partition)), aAttempt: nv(int64(e.Attempt)),
-	}
-	if e.Err != "" {
-		it[aErr] = sv(e.Err)
-	}
-	if err := s.putHistory(ctx, ref.Job, it); err != nil { // not once the job is being deleted: jobdelete.go
-		return fmt.Errorf("record %s of %s attempt %d: %w", e.Kind, ref, e.Attempt, err)
-	}
-	return nil
-}

@@ -111,7 +111,6 @@ type Store interface {
 	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
 	AttemptEnds(ctx context.Context, job string, stage, from, to int) ([]domain.AttemptEnd, error)
 	TimelineRecord(context.Context, domain.AttemptEnd) error
-	TimelineRecordSpeculation(context.Context, domain.AttemptEnd) error
 	TimelineEvents(ctx context.Context, job, after string, limit int) ([]dynamo.TimelineEvent, error)
 
 	// The sweep's index of due records.

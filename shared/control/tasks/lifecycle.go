@@ -78,7 +78,6 @@ type Store interface {
 	// Attempt ends and the job's timeline.
 	AttemptRecordEnd(context.Context, dynamo.AttemptEndParams) (bool, error)
 	TimelineRecord(context.Context, domain.AttemptEnd) error
-	TimelineRecordSpeculation(context.Context, domain.AttemptEnd) error
 	// The sweep's due index.
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// Executors: liveness, memory and kills.

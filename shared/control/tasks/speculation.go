@@ -118,7 +118,7 @@ func (s *Copies) refuseCopy(ctx context.Context, t domain.Task, state sm.JobStat
 
 // noteTaskEvent writes a timeline-only task event; history, best effort.
 func (s *Copies) noteTaskEvent(ctx context.Context, ref domain.TaskRef, attempt int, kind domain.AttemptEndKind, msg string) {
-	err := s.store.TimelineRecordSpeculation(ctx, domain.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
+	err := s.store.TimelineRecord(ctx, domain.AttemptEnd{Ref: ref, Attempt: attempt, Kind: kind, At: s.Now(), Err: msg})
 	if err != nil {
 		s.Logger(ref).Warn("record task event", "kind", kind, "err", err)
 	}
