@@ -44,6 +44,9 @@ func (s Stage) SegmentDone(k int) bool {
 // AllSent says whether every segment is written and sent (the stage may
 // not yet be marked materialized).
 func (s Stage) AllSent() bool {
+	if s.Materialized {
+		return true
+	}
 	for k := range s.SegmentCount() {
 		if !s.SegmentDone(k) {
 			return false

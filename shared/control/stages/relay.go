@@ -38,6 +38,10 @@ import (
 // delivered at once both write the next chunk (conditional puts; the
 // duplicate messages are dropped at claim) and the one that loses the
 // count's conditional update stops, so duplicates never multiply.
+//
+// A stage queued in segments (segments.go) has a relay per segment: it
+// names the segment, whose own count it resumes from, and the same rules
+// hold for each.
 
 // relayMsg is a relay's body on the timer queue. Its one field
 // ("continue", kept on the wire) tells it from a timer message
