@@ -59,7 +59,8 @@ func (s *Lifecycle) runSegments(ctx context.Context, c chain, stage domain.Stage
 		return s.chainDone(ctx, c, stage)
 	}
 	here := todo[:min(len(todo), max(s.cfg.SegmentWorkers, 1))]
-	if rest := todo[len(here):]; len(rest) > 0 {
+	rest := todo[len(here):]
+	if len(rest) > 0 {
 		if err := s.relaySegments(ctx, stage, rest); err != nil {
 			return err
 		}
@@ -78,6 +79,11 @@ func (s *Lifecycle) runSegments(ctx context.Context, c chain, stage domain.Stage
 		}()
 	}
 	wg.Wait()
+	if len(rest) > 0 && s.cfg.Queues.Timer == "" {
+		// The chains here pushed the stage's check on with each chunk:
+		// the segments left are the next sweep's, not a grace later.
+		errs = append(errs, s.store.DueSet(ctx, dynamo.DueItem{Kind: dynamo.DueStage, Job: stage.Job, Stage: stage.Index}, s.Now()))
+	}
 	return errors.Join(errs...)
 }
 
