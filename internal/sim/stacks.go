@@ -13,7 +13,19 @@ const (
 	codeChunkTasks      = 100
 	codeChunksPerCall   = 100
 	codeSendConcurrency = 8
+	codeSegmentTasks    = 10_000
 )
+
+// codeChains is how many chains queue the largest of stages at once: a
+// stage is queued in segments of codeSegmentTasks tasks, each its own
+// chain (shared/control/stages, segments.go), all running at once.
+func codeChains(stages []int) int {
+	n := 1
+	for _, t := range stages {
+		n = max(n, (t+codeSegmentTasks-1)/codeSegmentTasks)
+	}
+	return n
+}
 
 // AWS's documented limits, and the latencies this model assumes where AWS
 // documents none (each a typical figure, stated in docs/performance.md).
@@ -80,9 +92,9 @@ func AWS(stages []int, taskTime time.Duration, p Profile, c Capacity, prices Pri
 			PartitionWrite: PartitionWrite, PartitionRead: PartitionRead, Latency: DynamoLatency},
 		SQS: &Server{Name: "SQS", Latency: SQSLatency},
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
-			// The api function hands a large stage's rest to the timer queue as
-			// every later call does.
-			Workers: 1, FirstHandoff: RelayLatency, Relay: RelayLatency},
+			// A chain a segment; the api function hands a segment's rest to
+			// the timer queue as every later call does.
+			Workers: codeChains(stages), FirstHandoff: RelayLatency, Relay: RelayLatency},
 		Lambda: &Lambda{
 			BatchSize: tuning.ExecutorBatchSize, MaxConcurrency: c.MaxConcurrency, Reserved: c.Reserved, AccountLimit: c.Account,
 			ESMInitial: ESMInitial, ESMPerMinute: ESMPerMinute, ScalePer10s: FunctionPer10s, ColdStart: ColdStart,
@@ -102,7 +114,7 @@ func Emulator(stages []int, p Profile, dynamo, sqs float64, slots int, seed uint
 		Dynamo: &Server{Name: "DynamoDB (emulator)", Rate: dynamo},
 		SQS:    &Server{Name: "SQS (emulator)", Rate: sqs},
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
-			Workers: 1, FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
+			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
 		Slots: &Slots{Count: slots},
 	}
 }

@@ -99,6 +99,9 @@ func (f *stageRecords) StageMarkMaterialized(_ context.Context, job string, idx 
 			return fmt.Errorf("mark stage %s/%d materialized: %w", job, idx, sm.ErrInvalidTransition)
 		}
 		s.st.Materialized = true
+		if s.st.SegmentTasks > 0 {
+			s.st.Enqueued = max(s.st.Enqueued, s.st.Total) // as the store reads it back
+		}
 		s.due = msTime(due)
 		return nil
 	})

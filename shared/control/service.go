@@ -21,6 +21,11 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
+// DefaultSegmentTasks is a stage's materialization segment by default:
+// what one call queues with the default chunks (100 of 100 tasks), so a
+// stage one call can queue is one chain, as it always was.
+const DefaultSegmentTasks = 10_000
+
 // Config holds the control plane's timings. Zero values take defaults.
 type Config struct {
 	Queues Queues
@@ -62,6 +67,14 @@ type Config struct {
 	// chunk only when no chunk was recorded for a whole grace period.
 	ChunkTasks    int
 	ChunksPerCall int
+	// SegmentTasks splits a larger stage's materialization into segments
+	// of that many tasks, each queued by its own chain at once (a relay
+	// each on the timer queue; SegmentWorkers of them in the calling
+	// process), so that queueing a million tasks is bounded by DynamoDB
+	// and SQS rather than by one loop (stages/segments.go). Zero is
+	// DefaultSegmentTasks, what one call queues with the default chunks;
+	// SegmentWorkers zero is 4.
+	SegmentTasks, SegmentWorkers int
 	// OwnerLimits caps each owner's running tasks across its jobs (see
 	// limits.go). Every process that claims, commits, fails or sweeps
 	// must have the same limits: one without them neither takes nor
@@ -155,6 +168,12 @@ func (c Config) withDefaults() Config {
 	if c.ChunksPerCall == 0 {
 		c.ChunksPerCall = 100
 	}
+	if c.SegmentTasks == 0 {
+		c.SegmentTasks = DefaultSegmentTasks
+	}
+	if c.SegmentWorkers == 0 {
+		c.SegmentWorkers = 4
+	}
 	switch {
 	case c.JobStateTTL == 0:
 		c.JobStateTTL = DefaultJobStateTTL
@@ -246,6 +265,8 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Service {
 		StuckAfter:       cfg.StuckAfter,
 		ChunkTasks:       cfg.ChunkTasks,
 		ChunksPerCall:    cfg.ChunksPerCall,
+		SegmentTasks:     cfg.SegmentTasks,
+		SegmentWorkers:   cfg.SegmentWorkers,
 		ManifestPageSize: cfg.ManifestPageSize,
 		OutputBuckets:    cfg.OutputBuckets,
 		TaskQuota:        cfg.Quotas.Tasks,

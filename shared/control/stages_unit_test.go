@@ -42,6 +42,7 @@ func TestMaterialize(t *testing.T) {
 			t.Parallel()
 			r := newUnitRig(t, func(cfg *Config) {
 				cfg.ChunkTasks, cfg.ChunksPerCall = 2, 1
+				cfg.SegmentTasks = n       // one chain (TestMaterializeInSegments: several)
 				cfg.StuckAfter = time.Hour // no resends of READY tasks to muddle the count
 			})
 			job := r.submit(oneStage(n, 3, ""))

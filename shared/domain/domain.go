@@ -223,11 +223,18 @@ type Stage struct {
 	Shards       int // completion counters; see dynamo.ShardCount
 	Materialized bool
 	// Enqueued counts the tasks written and sent so far, in partition
-	// order: materialization goes in chunks and resumes from here.
+	// order: materialization goes in chunks and resumes from here. In a
+	// stage split into segments (SegmentTasks) it counts segment 0's.
 	Enqueued int
-	Started  time.Time
-	Ended    time.Time
-	Error    string
+	// SegmentTasks, set once when a large stage is planned, splits its
+	// materialization into segments of that many tasks, each queued by
+	// its own chain at once (segments.go); 0: one chain. Segments[k] is
+	// the partition segment k's chain has reached, for k > 0.
+	SegmentTasks int
+	Segments     map[int]int
+	Started      time.Time
+	Ended        time.Time
+	Error        string
 	// Tolerated counts its tasks that failed within its
 	// toleratedFailures allowance.
 	Tolerated int

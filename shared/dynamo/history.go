@@ -178,6 +178,9 @@ type TaskPageParams struct {
 	// materialized (its enqueued count): one of them with no record is
 	// unwritten (sm.TaskUnwritten), listed READY with MaxAttempts.
 	Materialized, MaxAttempts int
+	// Sent, when set, says which partitions were materialized in place
+	// of Materialized: a stage queued in segments (domain.Stage.Sent).
+	Sent func(partition int) bool
 	// State, when set, keeps only tasks in that state.
 	State sm.TaskState
 	// After is the last partition already seen; -1 to start.
@@ -242,7 +245,7 @@ func (s *Store) TaskListPage(ctx context.Context, p TaskPageParams) (TaskPage, e
 		for part := pg.Next + 1; part <= last && len(pg.Rows) < p.Limit; part++ {
 			pg.Next = part
 			r, ok := rows[part]
-			if !ok && part < p.Materialized {
+			if !ok && (p.Sent == nil && part < p.Materialized || p.Sent != nil && p.Sent(part)) {
 				ref := domain.TaskRef{Job: p.Job, Stage: p.Stage, Partition: part}
 				r, ok = domain.TaskRow{Task: unwrittenTask(ref, p.MaxAttempts)}, true
 			}

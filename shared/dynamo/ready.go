@@ -234,7 +234,7 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 const SentWait = time.Hour
 
 // sentAndRunning says whether a marker's chunk was sent and acknowledged
-// (the stage's enqueued count, which a materializer advances only after
+// (the stage's enqueued count, or its segment's, which a materializer advances only after
 // SendMessageBatch succeeded, covers it) and its job is running.
 func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error) {
 	st, err := s.StageGet(ctx, m.job, m.stage)
@@ -244,7 +244,7 @@ func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	if st.Enqueued < m.hi {
+	if !st.Sent(m.hi - 1) { // its segment's count, in a stage queued in segments
 		return false, nil
 	}
 	state, err := s.JobState(ctx, m.job)

@@ -481,6 +481,7 @@ func decodeStage(job string, it map[string]types.AttributeValue) (domain.Stage, 
 		Tolerated: int(getN(it, aTolerated)), Trace: getS(it, aTrace),
 	}
 	decodeCopyCounts(&st, it) // speculationstats.go
+	decodeSegments(&st, it)   // segments.go
 	return st, nil
 }
 

@@ -64,6 +64,8 @@ type Store interface {
 	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
 	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
 	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
+	StageSetSegments(ctx context.Context, job string, idx, size int) (domain.Stage, error)
+	StageAdvanceSegment(ctx context.Context, job string, idx, seg, from, to int, due time.Time) (bool, error)
 	StageHurry(ctx context.Context, job string, stage int, due time.Time) error
 	StageProgress(context.Context, domain.Stage) (domain.Progress, error)
 	StageStats(ctx context.Context, job string) ([]domain.StageStats, error)

@@ -289,7 +289,7 @@ func (s *Operator) redriveTasks(ctx context.Context, sp *spec.Job, st domain.Sta
 		return err
 	}
 	budget := sp.StageRetry(st.Index).MaxAttempts
-	tasks = dynamo.WithUnwritten(tasks, st.Job, st.Index, st.Enqueued, budget)
+	tasks = dynamo.WithUnwrittenOf(tasks, st, budget)
 	var msgs []queue.Send
 	var sizes []spec.Size // parallel to msgs: each task's raised size (kernel/sizedqueues.go)
 	for _, t := range tasks {

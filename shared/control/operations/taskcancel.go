@@ -174,7 +174,7 @@ func (s *Operator) cancellable(ctx context.Context, j domain.Job, ref domain.Tas
 	if err != nil {
 		return domain.Task{}, 0, err
 	}
-	made := st.Materialized || ref.Partition < st.Enqueued
+	made := st.Sent(ref.Partition)
 	switch {
 	case j.State == sm.JobWaiting:
 		return domain.Task{}, 0, &TaskNotStartedError{ID: j.ID, Task: task, Why: fmt.Sprintf("the job is WAITING to start at %s; cancel the job instead",

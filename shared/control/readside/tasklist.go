@@ -145,7 +145,7 @@ func (r *Reader) ListTasks(ctx context.Context, req ListTasksRequest) (TaskList,
 		}
 		pg, err := r.store.TaskListPage(ctx, dynamo.TaskPageParams{
 			Job: j.ID, Stage: stage, Total: st.Total, State: sm.TaskState(req.State), After: after,
-			Materialized: st.Enqueued, MaxAttempts: j.Spec.StageRetry(stage).MaxAttempts,
+			Materialized: st.Enqueued, Sent: st.Sent, MaxAttempts: j.Spec.StageRetry(stage).MaxAttempts,
 			Limit: limit - len(out.Tasks), MaxReads: page.MaxReads - reads,
 		})
 		if err != nil {

@@ -29,6 +29,9 @@ type Config struct {
 	StuckAfter    time.Duration
 	ChunkTasks    int
 	ChunksPerCall int
+	// SegmentTasks and SegmentWorkers split a larger stage's
+	// materialization into segments queued at once (segments.go).
+	SegmentTasks, SegmentWorkers int
 	// ManifestPageSize: zero is blob.ManifestPageSize.
 	ManifestPageSize int
 	OutputBuckets    []string
@@ -50,6 +53,8 @@ type Store interface {
 	StageChargePlan(context.Context, dynamo.PlanChargeParams) error
 	StageMarkMaterialized(ctx context.Context, job string, idx int, due time.Time) error
 	StageAdvanceEnqueued(ctx context.Context, job string, idx, from, to int, due time.Time) (bool, error)
+	StageSetSegments(ctx context.Context, job string, idx, size int) (domain.Stage, error)
+	StageAdvanceSegment(ctx context.Context, job string, idx, seg, from, to int, due time.Time) (bool, error)
 	StageAdopt(ctx context.Context, job string, idx, total int) error
 	StageAdoptTolerated(ctx context.Context, job string, idx, tolerated int) error
 	StageProgress(context.Context, domain.Stage) (domain.Progress, error)

@@ -38,6 +38,10 @@ import (
 // delivered at once both write the next chunk (conditional puts; the
 // duplicate messages are dropped at claim) and the one that loses the
 // count's conditional update stops, so duplicates never multiply.
+//
+// A stage queued in segments (segments.go) has a relay per segment: it
+// names the segment, whose own count it resumes from, and the same rules
+// hold for each.
 
 // relayMsg is a relay's body on the timer queue. Its one field
 // ("continue", kept on the wire) tells it from a timer message
@@ -50,7 +54,11 @@ type relayMsg struct {
 type Relay struct {
 	Job   string `json:"job"`
 	Stage int    `json:"stage"`
-	// From is the stage's Enqueued count when the relay is sent.
+	// Segment is the segment it queues (segments.go); 0 for a stage of
+	// one chain.
+	Segment int `json:"segment,omitempty"`
+	// From is the segment's count (the stage's Enqueued count for segment
+	// 0) when the relay is sent.
 	From int `json:"from"`
 }
 
@@ -62,7 +70,7 @@ const RelayBudget = tuning.SweepTimeout * 2 / 3
 // ParseRelay says whether body is a relay, and which.
 func ParseRelay(body string) (Relay, bool) {
 	var m relayMsg
-	if json.Unmarshal([]byte(body), &m) != nil || m.Relay == nil || m.Relay.Job == "" || m.Relay.Stage < 0 {
+	if json.Unmarshal([]byte(body), &m) != nil || m.Relay == nil || m.Relay.Job == "" || m.Relay.Stage < 0 || m.Relay.Segment < 0 {
 		return Relay{}, false
 	}
 	return *m.Relay, true
@@ -72,7 +80,7 @@ func ParseRelay(body string) (Relay, bool) {
 // them on: a relay on the timer queue, with the stage due a grace
 // later as the safety net; without a timer queue (or if the send fails),
 // the stage due now, for the next sweep.
-func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int) error {
+func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, seg, enqueued int) error {
 	it := dynamo.DueItem{Kind: dynamo.DueStage, Job: job, Stage: idx}
 	if s.cfg.Queues.Timer != "" {
 		// The safety net first: once the message is sent, a consumer may
@@ -80,7 +88,7 @@ func (s *Lifecycle) leaveRest(ctx context.Context, job string, idx, enqueued int
 		if err := s.store.DueSet(ctx, it, s.Now().Add(s.cfg.StartGrace)); err != nil {
 			return err
 		}
-		body, err := json.Marshal(relayMsg{Relay: &Relay{Job: job, Stage: idx, From: enqueued}})
+		body, err := json.Marshal(relayMsg{Relay: &Relay{Job: job, Stage: idx, Segment: seg, From: enqueued}})
 		if err == nil {
 			err = s.queue.SendBatch(ctx, s.cfg.Queues.Timer, []queue.Send{{Body: string(body)}})
 		}
@@ -106,7 +114,7 @@ func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
 	if err != nil {
 		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
 	}
-	if st.State != sm.StageRunning || st.Materialized || st.Enqueued != c.From {
+	if st.State != sm.StageRunning || st.Materialized || c.Segment >= st.SegmentCount() || st.SegmentNext(c.Segment) != c.From {
 		return nil // ended, done, or another materializer moved it on
 	}
 	state, err := s.store.JobState(ctx, c.Job)
@@ -124,9 +132,9 @@ func (s *Lifecycle) MaterializeRelay(ctx context.Context, c Relay) error {
 		return nil // names no stage of the job: never valid
 	}
 	began := time.Now()
-	if err := s.materializeStage(ctx, c.Job, sp, c.Stage, c.From); err != nil {
+	if err := s.materializeStage(ctx, c.Job, sp, c.Stage, c.Segment, c.From); err != nil {
 		return fmt.Errorf("continue stage %s/%d: %w", c.Job, c.Stage, err)
 	}
-	s.log.Info("stage materialization continued", "job_id", c.Job, "stage", sp.Stages[c.Stage].Name, "from", c.From, "took", time.Since(began))
+	s.log.Info("stage materialization continued", "job_id", c.Job, "stage", sp.Stages[c.Stage].Name, "segment", c.Segment, "from", c.From, "took", time.Since(began))
 	return nil
 }

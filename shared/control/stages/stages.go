@@ -56,14 +56,15 @@ func (s *Lifecycle) StartStage(ctx context.Context, job string, sp *spec.Job, id
 // messages. Every step is idempotent (a fixed plan, conditional puts,
 // deterministic task ids), so the sweep can repeat it after a crash.
 func (s *Lifecycle) Materialize(ctx context.Context, job string, sp *spec.Job, idx int) error {
-	return s.materializeStage(ctx, job, sp, idx, -1)
+	return s.materializeStage(ctx, job, sp, idx, -1, -1)
 }
 
-// materializeStage is materialize. A relay (relay.go)
-// passes the count it resumes from (others -1) and yields: it stops when
-// another materializer moved the count, which then owns the rest, rather
-// than carry on alongside it.
-func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.Job, idx int, resume int) (err error) {
+// materializeStage is materialize. A relay (relay.go) names the
+// segment it goes on with and the count it resumes from (others pass
+// -1 for both, and work every segment left: segments.go) and yields: it
+// stops when another materializer moved the count, which then owns the
+// rest, rather than carry on alongside it.
+func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.Job, idx, seg, resume int) (err error) {
 	if src, err := s.stageSource(ctx, job, idx); err != nil { // reuse.go
 		return err
 	} else if src != job {
@@ -107,20 +108,53 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	ctx, span := tracing.Start(tracing.Parent(ctx, stage.Trace), "batchwork.materialize",
 		tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(total))
 	defer func() { tracing.End(span, err) }()
-	if yield && stage.Enqueued != resume {
+	if yield && (seg >= stage.SegmentCount() || stage.SegmentNext(seg) != resume) {
 		return nil
 	}
-	if stage.Enqueued == 0 {
+	if seg <= 0 && stage.Enqueued == 0 {
 		// Counters come before the first task, so no commit can find its
-		// counter missing; a resumed materialization already has them.
+		// counter missing; a resumed materialization already has them,
+		// and a segment's relay is sent after them (segments.go).
 		if err := s.store.ShardPut(ctx, job, idx, stage.Total, stage.Shards); err != nil {
 			return err
 		}
 	}
-	retry := sp.StageRetry(idx)
-	url := s.StageQueue(sp, idx) // sizedqueues.go
+	c := chain{job: job, idx: idx, name: st.Name, splits: splits, retry: sp.StageRetry(idx), url: s.StageQueue(sp, idx)} // sizedqueues.go
+	if seg < 0 {
+		if stage, err = segmentStage(ctx, s.store, stage, s.cfg.SegmentTasks); err != nil { // segments.go
+			return err
+		}
+		if stage.SegmentCount() > 1 {
+			return s.runSegments(ctx, c, stage)
+		}
+		seg = 0
+	}
+	done, err := s.runChain(ctx, c, stage, seg, yield)
+	if err != nil || !done {
+		return err
+	}
+	return s.chainDone(ctx, c, stage)
+}
+
+// chain is what a materialization chain needs of its stage.
+type chain struct {
+	job    string
+	idx    int
+	name   string
+	splits []split.Split // nil: the tasks carry no split
+	retry  spec.Retry
+	url    string
+}
+
+// runChain queues segment seg of a stage (the whole stage when it has
+// one) chunk after chunk from where its count stands, and says whether
+// the segment is all sent. It stops after ChunksPerCall chunks, or while
+// another still fits in its deadline, and hands the rest on (leaveRest).
+func (s *Lifecycle) runChain(ctx context.Context, c chain, stage domain.Stage, seg int, yield bool) (done bool, err error) {
+	_, hi := stage.SegmentRange(seg)
+	next := stage.SegmentNext(seg)
 	var chunkTook time.Duration
-	for chunk := 0; stage.Enqueued < stage.Total; chunk++ {
+	for chunk := 0; next < hi; chunk++ {
 		// A call also stops while another chunk still fits in its
 		// deadline (the api's, or the sweep's budget for this stage):
 		// stopping between chunks leaves the count right, while running
@@ -128,21 +162,21 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		if chunk == s.cfg.ChunksPerCall || !timeLeft(ctx, 2*chunkTook) {
 			// Hand the rest on: a relay on the timer queue, or the
 			// sweep (relay.go).
-			s.log.Info("stage partly materialized", "job_id", job, "stage", st.Name, "enqueued", stage.Enqueued, "tasks", stage.Total)
-			return s.leaveRest(ctx, job, idx, stage.Enqueued)
+			s.log.Info("stage partly materialized", "job_id", c.job, "stage", c.name, "segment", seg, "enqueued", next, "tasks", stage.Total)
+			return false, s.leaveRest(ctx, c.job, c.idx, seg, next)
 		}
 		began := time.Now() // the real clock, as deadlines are
-		from, to := stage.Enqueued, min(stage.Enqueued+s.cfg.ChunkTasks, stage.Total)
+		from, to := next, min(next+s.cfg.ChunkTasks, hi)
 		now := s.Now()
 		tasks := make([]domain.Task, 0, to-from)
 		msgs := make([]queue.Send, 0, to-from)
 		for p := from; p < to; p++ {
-			ref := domain.TaskRef{Job: job, Stage: idx, Partition: p}
-			t := domain.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: retry.MaxAttempts, Updated: now}
-			trace := tracing.Mark(ctx, "batchwork.task", tracing.StageKey.String(st.Name), tracing.PartitionKey.Int(p))
+			ref := domain.TaskRef{Job: c.job, Stage: c.idx, Partition: p}
+			t := domain.Task{Ref: ref, State: sm.TaskReady, MaxAttempts: c.retry.MaxAttempts, Updated: now}
+			trace := tracing.Mark(ctx, "batchwork.task", tracing.StageKey.String(c.name), tracing.PartitionKey.Int(p))
 			t.TraceSpan = tracing.SpanID(trace) // its trace is the job's
-			if splits != nil {
-				t.Input = &splits[p]
+			if c.splits != nil {
+				t.Input = &c.splits[p]
 			}
 			tasks = append(tasks, t)
 			msgs = append(msgs, queue.Send{Body: ref.String(), Trace: trace})
@@ -151,39 +185,66 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 		// repeats the chunk, whose puts are conditional and whose duplicate
 		// messages are dropped at claim.
 		if err := s.store.TaskPutMany(ctx, tasks, now.Add(s.cfg.StuckAfter)); err != nil {
-			return err
+			return false, err
 		}
-		if err := s.queue.SendBatch(ctx, url, msgs); err != nil {
-			return fmt.Errorf("enqueue stage %s/%s: %w", job, st.Name, err)
+		if err := s.queue.SendBatch(ctx, c.url, msgs); err != nil {
+			return false, fmt.Errorf("enqueue stage %s/%s: %w", c.job, c.name, err)
 		}
-		advanced, err := s.store.StageAdvanceEnqueued(ctx, job, idx, from, to, s.Now().Add(s.cfg.StartGrace))
+		due := s.Now().Add(s.cfg.StartGrace)
+		var advanced bool
+		if seg == 0 {
+			advanced, err = s.store.StageAdvanceEnqueued(ctx, c.job, c.idx, from, to, due)
+		} else {
+			advanced, err = s.store.StageAdvanceSegment(ctx, c.job, c.idx, seg, from, to, due)
+		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		chunkTook = time.Since(began)
 		if advanced {
-			stage.Enqueued = to // nothing else of the plan changes
+			next = to // nothing else of the plan changes
 			continue
 		}
-		// A concurrent materializer moved the count: carry on from it,
-		// or, continuing, leave the rest to it.
+		// A concurrent materializer moved the count (or the stage
+		// ended): carry on from it, or, continuing, leave the rest to it.
 		if yield {
-			return nil
+			return false, nil
 		}
-		if stage, err = s.store.StageGet(ctx, job, idx); err != nil {
+		if stage, err = s.store.StageGet(ctx, c.job, c.idx); err != nil {
+			return false, err
+		}
+		if stage.State != sm.StageRunning {
+			return false, nil
+		}
+		next = stage.SegmentNext(seg)
+	}
+	return true, nil
+}
+
+// chainDone finishes a stage whose chain has sent its last chunk: once
+// every segment is sent, the stage is materialized and may complete.
+func (s *Lifecycle) chainDone(ctx context.Context, c chain, stage domain.Stage) error {
+	if stage.SegmentCount() > 1 {
+		// Read after this chain's last count: of chains finishing at
+		// once, the last to count sees every segment sent.
+		var err error
+		if stage, err = s.store.StageGet(ctx, c.job, c.idx); err != nil {
 			return err
 		}
+		if stage.Materialized || !stage.AllSent() {
+			return nil // done by another chain, or another still runs
+		}
 	}
-	if err := s.store.StageMarkMaterialized(ctx, job, idx, s.Now().Add(s.cfg.CheckEvery)); errors.Is(err, sm.ErrInvalidTransition) {
+	if err := s.store.StageMarkMaterialized(ctx, c.job, c.idx, s.Now().Add(s.cfg.CheckEvery)); errors.Is(err, sm.ErrInvalidTransition) {
 		return nil // the stage ended (its job was cancelled or failed) meanwhile
 	} else if err != nil {
 		return err
 	}
-	s.log.Info("stage materialized", "job_id", job, "stage", st.Name, "tasks", stage.Total)
+	s.log.Info("stage materialized", "job_id", c.job, "stage", c.name, "tasks", stage.Total)
 	// Fast tasks may all have committed before the mark above, when their
 	// committers could not yet complete the stage; and a stage with no
 	// tasks has no committer at all. Either way, completing it is ours.
-	return s.CheckStageComplete(ctx, job, idx)
+	return s.CheckStageComplete(ctx, c.job, c.idx)
 }
 
 // stageHasSplits says whether a stage's tasks each read a split of its

@@ -40,6 +40,8 @@ type Store interface {
 	StageGet(context.Context, string, int) (domain.Stage, error)
 	StageTransition(context.Context, dynamo.StageTransitionParams) error
 	StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error)
+	StageSetSegments(ctx context.Context, job string, idx, size int) (domain.Stage, error)
+	StageAdvanceSegment(ctx context.Context, job string, idx, seg, from, to int, due time.Time) (bool, error)
 	ShardPut(ctx context.Context, job string, idx, total, shards int) error
 	ShardLeft(ctx context.Context, job string, idx, shard int) (int, error)
 	TaskPutMany(context.Context, []domain.Task, time.Time) error
@@ -246,6 +248,43 @@ var cases = []struct {
 		}
 		if st, err := r.s.StageGet(r.ctx, r.job, 0); err != nil || st.State != sm.StageBlocked {
 			t.Fatalf("stage: %s, %v; want BLOCKED", st.State, err)
+		}
+	}},
+	{"a stage's segments are set once and each counts on only from where it stands, while the stage runs", func(t *testing.T, r *rig) {
+		r.stage(25)
+		if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now}); err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		st, err := r.s.StageSetSegments(r.ctx, r.job, 0, 10)
+		if err != nil || st.SegmentTasks != 10 || st.SegmentCount() != 3 || st.SegmentNext(1) != 10 || st.SegmentNext(2) != 20 {
+			t.Fatalf("segments of 10: %+v, %v; want 3 segments from 0, 10 and 20", st, err)
+		}
+		if st, err = r.s.StageSetSegments(r.ctx, r.job, 0, 5); err != nil || st.SegmentTasks != 10 {
+			t.Fatalf("segments set again with 5: %+v, %v; want the first size, 10", st, err)
+		}
+		due := r.now.Add(time.Minute)
+		for _, c := range []struct {
+			seg, from, to int
+			want          bool
+		}{{1, 10, 15, true}, {1, 10, 15, false}, {2, 10, 15, false}, {2, 20, 25, true}, {0, 0, 5, true}} {
+			if got, err := r.s.StageAdvanceSegment(r.ctx, r.job, 0, c.seg, c.from, c.to, due); err != nil || got != c.want {
+				t.Fatalf("advance segment %d from %d to %d: %v, %v; want %v", c.seg, c.from, c.to, got, err, c.want)
+			}
+		}
+		st, err = r.s.StageGet(r.ctx, r.job, 0)
+		if err != nil || st.Enqueued != 5 || st.SegmentNext(1) != 15 || !st.SegmentDone(2) || st.AllSent() {
+			t.Fatalf("stage %+v, %v; want segments at 5, 15 and done", st, err)
+		}
+		for p, want := range map[int]bool{4: true, 5: false, 14: true, 15: false, 20: true, 24: true} {
+			if st.Sent(p) != want {
+				t.Errorf("partition %d sent %v, want %v", p, !want, want)
+			}
+		}
+		if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageCancel, Now: r.now}); err != nil {
+			t.Fatalf("cancel the stage: %v", err)
+		}
+		if got, err := r.s.StageAdvanceSegment(r.ctx, r.job, 0, 1, 15, 20, due); err != nil || got {
+			t.Fatalf("advance a cancelled stage's segment: %v, %v; want false", got, err)
 		}
 	}},
 	{"a stage transition decided at another redrive is refused", func(t *testing.T, r *rig) {
