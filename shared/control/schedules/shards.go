@@ -110,7 +110,10 @@ func (s *Firer) fireShard(ctx context.Context, r shardRun, now time.Time) (c Fir
 	from := l.From(r.global)
 	drained := from
 	budget := fireSchedules
-	buckets, _ := schedule.DueBuckets(from, now, fireMinutes)
+	buckets, last := schedule.DueBuckets(from, now, fireMinutes)
+	// A walk capped at fireMinutes (after downtime) leaves the minutes
+	// after it to another run.
+	left = last.Before(now.UTC().Truncate(time.Minute))
 	for _, b := range buckets {
 		if b.Shard != r.shard {
 			continue
