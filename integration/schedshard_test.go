@@ -336,3 +336,62 @@ func TestScheduleShardSlowOwnerFiresOnce(t *testing.T) {
 func r0serviceOver(e *env, clk *testClock, st control.Store) *control.Service {
 	return newService(e, testTimings, st, e.r.Queue, clk, newLogCounter().logger())
 }
+
+// After downtime a shard run walks at most 30 minutes of its index and
+// relays the rest: a "fire shard" message on the timer queue, whose
+// consumer goes on from the shard's watermark (relaying again while work
+// is left) without waiting for the next sweep.
+func TestScheduleShardRelayedAfterDowntime(t *testing.T) {
+	t.Parallel()
+	r, scs := newShardRig(t, 1)
+	r.at(2*time.Hour + 2*time.Second) // two hours down
+	ctx := context.Background()
+	shard := schedule.ShardOf(scs[0].ID)
+	c, err := r.svc.FireShard(ctx, shard, r.clk.Now())
+	if err != nil || c.Relayed != 1 {
+		t.Fatalf("first run: %+v, %v; want the shard relayed", c, err)
+	}
+	url := r.e.r.Resources.Queues.Timer
+	relays := 0
+	for relays < 10 {
+		msgs, err := r.e.r.Queue.Receive(ctx, url, 10, time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			if m.Body != fmt.Sprintf(`{"fireShard":%d}`, shard) {
+				t.Fatalf("timer queue message %s, want the shard's relay", m.Body)
+			}
+			relays++
+			if errs := r.svc.FireTimers(ctx, []string{m.Body}); errs[0] != nil {
+				t.Fatalf("relay %d: %v", relays, errs[0])
+			}
+			if err := r.e.r.Queue.DeleteBatch(ctx, url, []string{m.Receipt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if relays < 2 || relays == 10 {
+		t.Fatalf("%d relays consumed, want the two hours worked off in a few", relays)
+	}
+	got, err := r.svc.GetSchedule(ctx, "sharded", scs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastFired == nil || !got.LastFired.Equal(r.h0.Add(2*time.Hour)) {
+		t.Errorf("schedule after the relays: last fired %v, want %s", got.LastFired, r.h0.Add(2*time.Hour))
+	}
+	ls, err := r.e.r.Store.ScheduleShards(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := r.clk.Now().Truncate(time.Minute).Add(-time.Minute)
+	for _, l := range ls {
+		if l.Shard == shard && !l.Watermark.Equal(want) {
+			t.Errorf("shard %d watermark %s, want %s", shard, l.Watermark, want)
+		}
+	}
+}
