@@ -14,6 +14,7 @@
 //     tasks a second against the per-partition and per-prefix limits, and
 //     the time to the last task queued;
 //   - schedule firing accuracy through the timer queue (firing.go);
+//   - sharded firing by concurrent shard runs (firingshard.go);
 //   - the simulator (sim.go, internal/sim): its prediction of the
 //     throughput and load jobs next to their measurement, and of a
 //     million-task job on AWS at -rate (-sim prints only that);
@@ -23,7 +24,8 @@
 //   - the sort benchmark: 100-byte records sorted by a range shuffle and
 //     validated, its time and its requests' cost per TB (sort.go).
 //
-// -tasks 0, -load 0, -schedules 0, -speculation-tasks 0 and -sort-mb 0
+// -tasks 0, -load 0, -schedules 0, -shard-schedules 0, -speculation-tasks 0 and
+// -sort-mb 0
 // skip the parts.
 package main
 
@@ -112,6 +114,10 @@ func main() {
 				os.Exit(1)
 			}
 		}
+	}
+	if err := runShardedFiring(); err != nil { // its flags are in firingshard.go
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
 	}
 	if *sortMB > 0 { // its flags are in sort.go
 		if err := runSort(sortBench{mb: *sortMB, split: *sortSplit, reducers: *sortReducers, slots: min(*slots, 8)}); err != nil {

@@ -90,3 +90,19 @@ func addNames(have, names []string) []string {
 	}
 	return have
 }
+
+func (f *scheduleRecords) ScheduleShardTake(context.Context, int, string, time.Time, time.Time) (schedule.ShardLease, error) {
+	return schedule.ShardLease{}, errUnsupported("ScheduleShardTake")
+}
+
+func (f *scheduleRecords) ScheduleShardAdvance(context.Context, int, string, time.Time, time.Time, time.Time) error {
+	return errUnsupported("ScheduleShardAdvance")
+}
+
+func (f *scheduleRecords) ScheduleShardRelease(context.Context, int, string) error {
+	return errUnsupported("ScheduleShardRelease")
+}
+
+func (f *scheduleRecords) ScheduleShards(context.Context) ([]schedule.ShardLease, error) {
+	return nil, nil
+}

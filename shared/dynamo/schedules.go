@@ -21,7 +21,8 @@ import (
 //	SCH#<owner hash>     <schedule>    schedule: definition, paused, cursor, last job (one Query lists an owner's)
 //	SCHB#<minute>#<nn>   <schedule>    upcoming-firings index: the schedule's next firing, by minute and shard
 //	SCHR#<schedule>      <ms>          run history: one item per scheduled time fired, skipped or missed
-//	SCHW                 SCHW          the firing watermark: every minute up to it was drained
+//	SCHW                 SCHW          the index-wide firing watermark: every shard drained up to it
+//	                                   (each shard's own is in scheduleshards.go)
 //
 // The sweep Queries only the index partitions of due minutes (16 per
 // minute), never scanning. The cursor (the latest scheduled time handled)
@@ -287,23 +288,32 @@ type IndexEntry struct {
 	At    time.Time
 }
 
-// DueEntries lists up to limit index entries of one bucket.
+// DueEntries lists up to limit index entries of one bucket, over as many
+// pages as that takes (a busy shard's minute holds thousands, past a
+// page's 1 MB).
 func (s *Store) ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]IndexEntry, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName: &s.table, KeyConditionExpression: aws.String("pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(bucketPK(b))},
-		Limit:                     aws.Int32(int32(limit)), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query bucket %s: %w", b.Key(), err)
-	}
-	es := make([]IndexEntry, 0, len(out.Items))
-	for _, it := range out.Items {
-		e := IndexEntry{Bucket: b, ScheduleID: getS(it, attrSK), Owner: getS(it, aOwner), At: getNS(it, aSchedAt)}
-		if getS(it, aEntryKind) == entryStart {
-			e.Job, e.ScheduleID = e.ScheduleID, ""
+	var es []IndexEntry
+	var start map[string]types.AttributeValue
+	for len(es) < limit {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: &s.table, KeyConditionExpression: aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(bucketPK(b))},
+			Limit:                     aws.Int32(int32(limit - len(es))), ConsistentRead: aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("query bucket %s: %w", b.Key(), err)
 		}
-		es = append(es, e)
+		for _, it := range out.Items {
+			e := IndexEntry{Bucket: b, ScheduleID: getS(it, attrSK), Owner: getS(it, aOwner), At: getNS(it, aSchedAt)}
+			if getS(it, aEntryKind) == entryStart {
+				e.Job, e.ScheduleID = e.ScheduleID, ""
+			}
+			es = append(es, e)
+		}
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			break
+		}
 	}
 	return es, nil
 }

@@ -146,6 +146,10 @@ type Store interface {
 	ScheduleMoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
 	ScheduleWatermark(ctx context.Context) (time.Time, bool, error)
 	ScheduleAdvanceWatermark(ctx context.Context, old, to time.Time) error
+	ScheduleShardTake(ctx context.Context, shard int, run string, now, until time.Time) (schedule.ShardLease, error)
+	ScheduleShardAdvance(ctx context.Context, shard int, run string, old, to, now time.Time) error
+	ScheduleShardRelease(ctx context.Context, shard int, run string) error
+	ScheduleShards(ctx context.Context) ([]schedule.ShardLease, error)
 	SchedulePutRun(ctx context.Context, id string, r dynamo.Run) error
 	ScheduleRuns(ctx context.Context, id string, before time.Time, limit int) ([]dynamo.Run, error)
 

@@ -247,16 +247,17 @@ func (s *Firer) ScheduleRuns(ctx context.Context, owner, id string, limit int, c
 
 // ---- firing ----------------------------------------------------------------
 
-// Firing limits: one sweep run walks at most fireMinutes minutes of the
-// index and handles at most fireSchedules index entries, so a long
-// downtime or a busy minute is worked off over several runs.
+// Firing limits: one shard run walks at most fireMinutes minutes of its
+// shard and handles at most fireSchedules index entries, fireWorkers at a
+// time, so a long downtime or a busy minute is worked off over several
+// runs (shards.go).
 const (
 	fireMinutes   = 30
 	fireSchedules = 500
 	fireWorkers   = 8
 )
 
-// FireCounts says what one FireDue run did.
+// FireCounts says what one FireDue run (or shard run) did.
 type FireCounts struct {
 	Buckets  int `json:"buckets"`
 	Examined int `json:"examined"`
@@ -266,75 +267,41 @@ type FireCounts struct {
 	// Dropped counts entries of paused or deleted schedules.
 	Dropped int `json:"dropped"`
 	Errors  int `json:"errors"`
+	// Shards counts the shards fired (their leases taken); Leased those
+	// left to another run holding them; Lost the runs whose lease expired
+	// before their watermark moved; Relayed the shards sent on to another
+	// run with work left.
+	Shards  int `json:"shards,omitempty"`
+	Leased  int `json:"leased,omitempty"`
+	Lost    int `json:"lost,omitempty"`
+	Relayed int `json:"relayed,omitempty"`
+	// HandedOff counts the firings handed to the timer queue.
+	HandedOff int `json:"handedOff,omitempty"`
 }
 
-// FireDue fires the schedules whose index entries are due at now: it
-// Queries the buckets of the minutes after the watermark up to now (never
-// scanning), plans each schedule, applies its overlap policy, submits the
-// jobs (each with the idempotency key schedule.FiringKey, so racing sweeps
-// create one job per scheduled time), records the runs, advances the
-// schedule's cursor conditionally and moves its index entry to its next
-// firing. The watermark moves past a minute only when every bucket of it
-// was drained, and never past the minute before now, so an entry written
-// into the current minute is still found.
+// FireDue fires the schedules whose index entries are due at now, shard
+// by shard, each shard a run holding its lease (shards.go); a shard
+// another run holds is left to it. A shard run Queries the buckets of the
+// minutes after the shard's watermark up to now (never scanning), plans
+// each schedule, applies its overlap policy, submits the jobs (each with
+// the idempotency key schedule.FiringKey, so racing runs create one job
+// per scheduled time), records the runs, advances the schedule's cursor
+// conditionally and moves its index entry to its next firing. A shard's
+// watermark moves past a minute only when its bucket of that minute was
+// drained, and never past the minute before now, so an entry written
+// into the current minute is still found. FireDue hands nothing off and
+// relays nothing: the next call goes on where this one stopped.
 func (s *Firer) FireDue(ctx context.Context, now time.Time) (FireCounts, error) {
-	var c FireCounts
-	wm, ok, err := s.store.ScheduleWatermark(ctx)
+	global, ok, err := s.store.ScheduleWatermark(ctx)
 	if err != nil || !ok {
-		return c, err
+		return FireCounts{}, err
 	}
-	buckets, _ := schedule.DueBuckets(wm, now, fireMinutes)
-	var firstErr error
-	note := func(err error) {
-		if err != nil {
-			c.Errors++
-			if firstErr == nil {
-				firstErr = err
-			}
-		}
-	}
-	drained := wm
-	budget := fireSchedules
-	for i := 0; i < len(buckets); i += schedule.ShardCount {
-		minute := buckets[i : i+schedule.ShardCount]
-		entries, errs := queryBuckets(ctx, s.store, minute, budget+1)
-		c.Buckets += len(minute)
-		complete := true
-		for j, es := range entries {
-			if errs[j] != nil {
-				note(errs[j])
-				complete = false
-				continue
-			}
-			for _, e := range es {
-				if budget == 0 {
-					complete = false
-					break
-				}
-				budget--
-				c.Examined++
-				if err := s.fireEntry(ctx, e, nil, now, &c, 2); err != nil {
-					note(err)
-					complete = false
-				}
-			}
-		}
-		if !complete || budget == 0 {
-			break
-		}
-		drained = minute[0].Minute
-	}
-	if limit := now.UTC().Truncate(time.Minute).Add(-time.Minute); drained.After(limit) {
-		drained = limit
-	}
-	if drained.After(wm) {
-		note(s.store.ScheduleAdvanceWatermark(ctx, wm, drained))
-	}
+	c, err := s.fireShards(ctx, now, shardRun{run: newRunID(), global: global, stopBy: runStop(ctx)}, false)
 	if c.Examined > 0 || c.Errors > 0 {
 		s.log.Info("schedules fired", "counts", c)
 	}
-	if firstErr != nil {
-		return c, fmt.Errorf("fire schedules: %d errors, first: %w", c.Errors, firstErr)
+	if err != nil {
+		return c, fmt.Errorf("fire schedules: %d errors, first: %w", c.Errors, err)
 	}
 	return c, nil
 }
@@ -528,10 +495,21 @@ func RefusedForGood(err error) bool {
 // Sweep is the sweep's firing step: fire what is due, then hand
 // what is due soon to the timer queue (timers.go). Handing off after
 // firing finds the entries this run just moved to their next firing.
+//
+// Every shard whose lease is free is run here, shardRuns at once, each
+// handing off its own window; a shard left unfinished is relayed to the
+// timer queue's consumer (shards.go).
 func (s *Firer) Sweep(ctx context.Context, now time.Time, c *kernel.SweepCounts) error {
-	fc, err := s.FireDue(ctx, now)
+	global, ok, err := s.store.ScheduleWatermark(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	r := shardRun{run: newRunID(), global: global, handOff: s.cfg.TimerQueue != "", stopBy: runStop(ctx)}
+	fc, err := s.fireShards(ctx, now, r, true)
 	c.Fired += fc.Started
-	n, herr := s.HandOffTimers(ctx, now)
-	c.HandedOff += n
-	return errors.Join(err, herr)
+	c.HandedOff += fc.HandedOff
+	if fc.Examined > 0 || fc.Errors > 0 || fc.Relayed > 0 {
+		s.log.Info("schedules fired", "counts", fc)
+	}
+	return err
 }

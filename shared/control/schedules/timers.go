@@ -107,33 +107,50 @@ func timerDelay(at, now time.Time) time.Duration {
 }
 
 // HandOffTimers sends one delayed timer message per firing due after now
-// and within TimerWindow, at most timerMaxPerSweep of them. It Queries only
-// the index buckets of the window's minutes. It returns how many it sent.
+// and within TimerWindow, at most timerMaxPerSweep of them, from every
+// shard. It Queries only the index buckets of the window's minutes. It
+// returns how many it sent.
 func (s *Firer) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
-	if s.cfg.TimerQueue == "" {
-		return 0, nil
-	}
 	if _, ok, err := s.store.ScheduleWatermark(ctx); err != nil || !ok {
 		return 0, err // no schedule was ever created
+	}
+	all := make([]int, schedule.ShardCount)
+	for sh := range all {
+		all[sh] = sh
+	}
+	n, _, err := s.handOff(ctx, now, all, timerMaxPerSweep)
+	return n, err
+}
+
+// handOff hands off the window's firings of the given shards, at most
+// limit; more says some were left over the limit.
+func (s *Firer) handOff(ctx context.Context, now time.Time, shards []int, limit int) (int, bool, error) {
+	if s.cfg.TimerQueue == "" {
+		return 0, false, nil
 	}
 	until := now.Add(TimerWindow)
 	var buckets []schedule.Bucket
 	for m := now.UTC().Truncate(time.Minute); !m.After(until); m = m.Add(time.Minute) {
-		for sh := range schedule.ShardCount {
+		for _, sh := range shards {
 			buckets = append(buckets, schedule.Bucket{Minute: m, Shard: sh})
 		}
 	}
-	res, errs := queryBuckets(ctx, s.store, buckets, timerMaxPerSweep)
+	res, errs := queryBuckets(ctx, s.store, buckets, limit+1)
 	var sends []queue.Send
 	var ats []time.Time
+	more := false
 	for i, es := range res {
 		for _, e := range es {
-			if !e.At.After(now) || e.At.After(until) || len(sends) == timerMaxPerSweep {
-				continue // due already (FireDue's), beyond the window, or over budget
+			if !e.At.After(now) || e.At.After(until) {
+				continue // due already (FireDue's), or beyond the window
+			}
+			if len(sends) == limit {
+				more = true
+				continue
 			}
 			body, err := json.Marshal(timerBody(e, buckets[i]))
 			if err != nil {
-				return 0, fmt.Errorf("hand off timers: %w", err)
+				return 0, false, fmt.Errorf("hand off timers: %w", err)
 			}
 			sends = append(sends, queue.Send{Body: string(body)})
 			ats = append(ats, e.At)
@@ -150,16 +167,16 @@ func (s *Firer) HandOffTimers(ctx context.Context, now time.Time) (int, error) {
 			sends[i].Delay = timerDelay(ats[i], now)
 		}
 		if serr := s.queue.SendBatch(ctx, s.cfg.TimerQueue, sends[lo:hi]); serr != nil {
-			return lo, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
+			return lo, more, errors.Join(err, fmt.Errorf("hand off timers: %w", serr))
 		}
 	}
 	if len(sends) > 0 {
-		s.log.Info("schedule firings handed off", "count", len(sends))
+		s.log.Info("schedule firings handed off", "count", len(sends), "shards", len(shards))
 	}
 	if err != nil {
-		return len(sends), fmt.Errorf("hand off timers: %w", err)
+		return len(sends), more, fmt.Errorf("hand off timers: %w", err)
 	}
-	return len(sends), nil
+	return len(sends), more, nil
 }
 
 // timerSendGroup is how many timer messages are sent per delay
@@ -191,6 +208,9 @@ const (
 // during the wait still stops the firing. A body that is not a timer
 // message returns ErrNotTimer.
 func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error) {
+	if sh, ok := parseShardMsg(body); ok {
+		return s.fireShardMessage(ctx, sh) // shards.go
+	}
 	m, id, at, b, err := parseTimer(body)
 	if err != nil {
 		return "", err
@@ -257,6 +277,9 @@ func (s *Firer) FireTimer(ctx context.Context, body string) (TimerOutcome, error
 // IsTimerMessage reports whether body is a firing handed off to the timer
 // queue (the queue also carries control's materialization relays).
 func IsTimerMessage(body string) bool {
+	if _, ok := parseShardMsg(body); ok {
+		return true
+	}
 	_, _, _, _, err := parseTimer(body)
 	return err == nil
 }
