@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
+	"github.com/batchwork/batchwork/shared/control/stages"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/skew"
 	"github.com/batchwork/batchwork/shared/spec"
@@ -118,4 +119,17 @@ func (c *skewPlans) plan(ctx context.Context, s *Lifecycle, sp *spec.Job, ref do
 	c.m[key] = p
 	c.mu.Unlock()
 	return p, nil
+}
+
+// copyable reports whether a straggling task may get a speculative copy:
+// not a task of a combinable skewed stage's partitions, which may be a
+// combine task, whose inputs only its own claim lists (a copy's claim
+// does not pass combineGate). Its pieces, past the partitions, may.
+func copyable(sp *spec.Job, ref domain.TaskRef) bool {
+	sk := sp.Stages[ref.Stage].Skew
+	if sk == nil || !sk.Combinable {
+		return true
+	}
+	parts, _ := stages.UnwrittenTotal(sp, ref.Stage)
+	return ref.Partition >= parts
 }
