@@ -119,6 +119,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	if *skewMB > 0 { // its flags are in skew.go
+		if err := runSkew(*skewMB, *skewSplit, *skewReducers, min(*slots, 8)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	if *sortMB > 0 { // its flags are in sort.go
 		if err := runSort(sortBench{mb: *sortMB, split: *sortSplit, reducers: *sortReducers, slots: min(*slots, 8)}); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

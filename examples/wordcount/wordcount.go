@@ -21,12 +21,17 @@ import (
 const (
 	MapTask    = "wordcount.map"
 	ReduceTask = "wordcount.reduce"
+	// MapEachTask emits one record per occurrence (no combiner), so a
+	// frequent word makes its shuffle partition large: the skewed word
+	// count (skew.go).
+	MapEachTask = "wordcount.map-each"
 )
 
 // Register adds the word-count task functions to reg.
 func Register(reg *batchwork.Registry) {
 	reg.Register(MapTask, Map)
 	reg.Register(ReduceTask, Reduce)
+	reg.Register(MapEachTask, MapEach)
 }
 
 // Spec is a word-count job over the objects under prefix (s3://bucket/p/).

@@ -67,6 +67,7 @@ type Runner struct {
 	manifests sync.Map                 // stage manifest key -> *domain.Manifest
 	indexes   indexCache               // of indexed shuffle objects read (shuffle.go)
 	runHeads  rangeshuffle.HeaderCache // of range shuffles' sorted runs read (rangeinput.go)
+	skewPlans sync.Map                 // skew plan key -> skew.Plan (skewinput.go)
 }
 
 // Handle runs the task a message names.
@@ -389,7 +390,7 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	switch srcs := c.Spec.ShuffleSources(ref.Stage); {
 	case len(srcs) > 0:
 		// One shuffle's records, or several's tagged (package tagged).
-		in, err := tagged.Open(c.Spec, srcs, func(src int) (io.ReadCloser, error) { return r.shuffleInput(ctx, c.Spec, ref, src) })
+		in, err := tagged.Open(c.Spec, srcs, func(src int) (io.ReadCloser, error) { return reduceInput(ctx, r, c, ref, src) }) // skewinput.go
 		if err != nil {
 			return nil, noop, err
 		}

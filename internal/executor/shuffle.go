@@ -67,6 +67,7 @@ func indexedShuffle(sp *spec.Job, idx int) bool {
 type shuffleSource struct {
 	key   string
 	parts int
+	task  int // the map task that wrote it (skewinput.go)
 }
 
 // shuffleSources lists what partition ref.Partition of stage src's
@@ -93,9 +94,9 @@ func (r *Runner) shuffleSources(ctx context.Context, sp *spec.Job, ref domain.Ta
 		switch {
 		case n == 0:
 		case blob.ShuffleIndexed(parts, n):
-			out = append(out, shuffleSource{key: first.Key, parts: parts})
+			out = append(out, shuffleSource{key: first.Key, parts: parts, task: first.Partition})
 		case mine != "":
-			out = append(out, shuffleSource{key: mine})
+			out = append(out, shuffleSource{key: mine, task: first.Partition})
 		}
 	}
 	err = blob.EachManifestOutput(ctx, r.Blob, m, func(o domain.Output) error {

@@ -516,6 +516,8 @@ func (d *decoder) stage(n *yaml.Node, path string, s *Stage) {
 			s.Priority = Priority(d.str(v, p))
 		case "output":
 			s.Output = d.stageOutput(v, p) // stageoutput.go
+		case "skew":
+			s.Skew = d.skew(v, p) // skew.go
 		default:
 			return d.toleranceKey(key, v, p, s) // tolerance.go
 		}

@@ -75,6 +75,8 @@ type Stage struct {
 	// Output is how the stage's outputs are written: lines, or Parquet
 	// of a declared schema (stageoutput.go). Not Job.Output, the folder.
 	Output *StageOutput `json:"output,omitempty"`
+	// Skew splits the stage's hot shuffle partitions (skew.go).
+	Skew *Skew `json:"skew,omitempty"`
 }
 
 // Partitions says how a stage is split into tasks.

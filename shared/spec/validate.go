@@ -73,6 +73,7 @@ func (j *Job) validate() errorList {
 			errs.add(stagePath(i)+".shuffle", "no stage reads this shuffle")
 		}
 		j.checkShuffleBy(&errs, i, down[i]) // shuffleby.go
+		j.checkSkew(&errs, i)               // skew.go
 	}
 	errs = append(errs, j.cycles(up)...)
 

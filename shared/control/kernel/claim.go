@@ -19,6 +19,10 @@ type Claim struct {
 	// the attempt's spans are children of: the task record's span id in
 	// its job's trace. Empty when tracing was off, or unknown here.
 	Trace string
+	// Combine lists, for a task that reduces the pieces of its skewed
+	// partition (shared/skew, Plan.Combine), the committed outputs of those
+	// pieces, which it reads in place of its shuffle partition.
+	Combine []domain.Output
 }
 
 // StageName is the claimed task's stage name.

@@ -78,6 +78,9 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	case fromShuffle:
 		// Every shuffle the stage reads has this count (spec.ShuffleSources).
 		total = sp.Stages[src].Shuffle.Partitions
+		if total, err = s.skewTotal(ctx, job, sp, idx, total); err != nil { // skew.go
+			return err
+		}
 	case stageHasSplits(sp, idx):
 		var err error
 		if splits, err = s.plan(ctx, job, idx, st); errors.Is(err, domain.ErrBadInput) {
@@ -541,6 +544,10 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 		if err != nil {
 			return err
 		}
+		partial, err := s.skewPartials(ctx, job, sp, idx) // skew.go
+		if err != nil {
+			return err
+		}
 		listed, first := 0, after+1
 		for after+1 < st.Total {
 			pg, err := s.store.TaskListPage(ctx, dynamo.TaskPageParams{
@@ -559,6 +566,9 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 					return fmt.Errorf("manifest of stage %s: task %s is %s", name, t.Ref, t.State)
 				}
 				listed++
+				if partial(t.Ref.Partition) {
+					continue // reduced again by its partition's task
+				}
 				r := 0
 				if t.Ref.Partition == first {
 					r = skipParts + 1

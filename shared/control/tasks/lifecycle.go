@@ -98,6 +98,8 @@ type Blob interface {
 	Bucket() string
 	List(ctx context.Context, bucket, prefix string) ([]split.Object, error)
 	MarkUncommitted(ctx context.Context, prefix string) (int, error)
+	// A skewed stage's plan (skewclaim.go).
+	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // Stages is what the task lifecycle asks of the stage lifecycle
@@ -135,6 +137,8 @@ type Lifecycle struct {
 
 	copies *Copies
 	kills  *Kills
+
+	skew skewPlans // skewclaim.go
 }
 
 // Copies runs speculative copies of a speculating stage's stragglers

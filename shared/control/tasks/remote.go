@@ -33,6 +33,8 @@ type RemoteClaim struct {
 	// counts it in one transaction (domain.Task.Watched); an executor that
 	// does not send it back commits it in two writes, as safely.
 	Watched bool `json:"watched,omitempty"`
+	// Combine: kernel.Claim.Combine.
+	Combine []domain.Output `json:"combine,omitempty"`
 }
 
 // RemoteClaim claims a task for a remote executor (the claim Lambda).
@@ -51,7 +53,7 @@ func (s *Lifecycle) RemoteClaim(ctx context.Context, req RemoteClaimRequest) (Re
 	if err != nil {
 		return RemoteClaim{}, err
 	}
-	return RemoteClaim{Task: body, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input, Speculative: isCopy, Claimed: c.Task.Claimed, Watched: c.Task.Watched}, nil
+	return RemoteClaim{Task: body, Token: c.Task.Token, Attempt: c.Task.Attempt, Lease: c.Lease, Input: c.Task.Input, Speculative: isCopy, Claimed: c.Task.Claimed, Watched: c.Task.Watched, Combine: c.Combine}, nil
 }
 
 // RemoteCommitRequest commits a remote executor's attempt.

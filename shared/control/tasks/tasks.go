@@ -44,7 +44,12 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 	// Its task may be unwritten (sm.TaskUnwritten), and then the claim
 	// writes it. A partition the stage does not have is never written.
 	mayWrite := 0
-	if total, ok := stages.UnwrittenTotal(sp, ref.Stage); ok && ref.Partition >= 0 && ref.Partition < total {
+	total, unwritten := stages.UnwrittenTotal(sp, ref.Stage)
+	piece, err := skewPiece(ctx, s, sp, ref, total) // skewclaim.go
+	if err != nil {
+		return kernel.Claim{}, err
+	}
+	if unwritten && ref.Partition >= 0 && (ref.Partition < total || piece) {
 		// Nor is a task of a job this process does not know as RUNNING:
 		// only a running job has tasks to write. The sweep ends a
 		// cancelled or failed job's unwritten tasks, and a job that
@@ -67,6 +72,10 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 		case state == sm.JobRunning:
 			mayWrite = sp.StageRetry(ref.Stage).MaxAttempts
 		}
+	}
+	combine, err := combineGate(ctx, s, sp, ref) // skewclaim.go
+	if err != nil {
+		return kernel.Claim{}, err
 	}
 	slots, err := s.Slots.TakeSlots(ctx, ref, meta, now)
 	if err != nil {
@@ -147,7 +156,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 	}
 	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
 	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // kernel/metrics.go
-	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Trace: tracing.Join(meta.Trace, t.TraceSpan)}, nil
+	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Trace: tracing.Join(meta.Trace, t.TraceSpan), Combine: combine}, nil
 }
 
 // refuseEnded refuses a claim of a task whose job is in state, not
