@@ -8,12 +8,12 @@ import (
 	"github.com/batchwork/batchwork/shared/spec"
 )
 
-// skewTotal is the number of tasks of a stage reading shuffles of parts
+// skewTotal (a function: Lifecycle is at its 40 methods) is the number of tasks of a stage reading shuffles of parts
 // partitions: parts, and for a stage with skew, its hot partitions'
 // extra pieces, from its plan (shared/skew), made from the upstream
 // manifests and map outputs' indexes and written once before the stage's
 // total (StageSetPlan), so a retried materialization plans the same.
-func (s *Lifecycle) skewTotal(ctx context.Context, job string, sp *spec.Job, idx, parts int) (int, error) {
+func skewTotal(ctx context.Context, s *Lifecycle, job string, sp *spec.Job, idx, parts int) (int, error) {
 	if sp.Stages[idx].Skew == nil {
 		return parts, nil
 	}
@@ -30,7 +30,7 @@ func (s *Lifecycle) skewTotal(ctx context.Context, job string, sp *spec.Job, idx
 // skewPartials tells the tasks of stage idx whose outputs are partial
 // results: the pieces of a combinable stage's hot partitions, which their
 // partition's task reduces. The stage's manifest leaves them out.
-func (s *Lifecycle) skewPartials(ctx context.Context, job string, sp *spec.Job, idx int) (func(int) bool, error) {
+func skewPartials(ctx context.Context, s *Lifecycle, job string, sp *spec.Job, idx int) (func(int) bool, error) {
 	none := func(int) bool { return false }
 	if sk := sp.Stages[idx].Skew; sk == nil || !sk.Combinable {
 		return none, nil

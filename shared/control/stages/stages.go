@@ -78,7 +78,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	case fromShuffle:
 		// Every shuffle the stage reads has this count (spec.ShuffleSources).
 		total = sp.Stages[src].Shuffle.Partitions
-		if total, err = s.skewTotal(ctx, job, sp, idx, total); err != nil { // skew.go
+		if total, err = skewTotal(ctx, s, job, sp, idx, total); err != nil { // skew.go
 			return err
 		}
 	case stageHasSplits(sp, idx):
@@ -544,7 +544,7 @@ func (s *Lifecycle) writeManifest(ctx context.Context, job string, sp *spec.Job,
 		if err != nil {
 			return err
 		}
-		partial, err := s.skewPartials(ctx, job, sp, idx) // skew.go
+		partial, err := skewPartials(ctx, s, job, sp, idx) // skew.go
 		if err != nil {
 			return err
 		}
