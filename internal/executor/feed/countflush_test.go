@@ -1,10 +1,12 @@
 package feed
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/batchwork/batchwork/internal/testdouble"
 )
@@ -29,7 +31,7 @@ func TestDeleterKeepsMessagesWhoseCountsFailed(t *testing.T) {
 			t.Parallel()
 			q := testdouble.NewQueue()
 			flushes := 0
-			d := newDeleter(q, discard(), func() bool { flushes++; return tc.countsOK })
+			d := newDeleter(q, discard(), func() bool { flushes++; return tc.countsOK }, time.Hour)
 			for i := range tc.n {
 				d.add("q", string(rune('a'+i)))
 			}
@@ -49,3 +51,35 @@ func TestDeleterKeepsMessagesWhoseCountsFailed(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// The messages of a round go after one flush of the counts, however many
+// batches of ten they fill: a flush per ten deletes would cost a count
+// write per ten tasks.
+func TestDeleterFlushesCountsOncePerRound(t *testing.T) {
+	t.Parallel()
+	q := &deleteCountingQueue{Queue: testdouble.NewQueue()}
+	flushes := 0
+	d := newDeleter(q, discard(), func() bool { flushes++; return true }, time.Hour)
+	for i := range 25 {
+		d.add("q", string(rune('a'+i)))
+	}
+	d.close()
+	if len(q.Deleted()) != 25 {
+		t.Fatalf("deleted %d messages, want 25", len(q.Deleted()))
+	}
+	if flushes != 1 || q.batches != 3 {
+		t.Fatalf("%d count flushes and %d delete requests for 25 messages; want 1 and 3", flushes, q.batches)
+	}
+}
+
+// deleteCountingQueue counts delete requests of up to ten, as SQS takes
+// them.
+type deleteCountingQueue struct {
+	*testdouble.Queue
+	batches int
+}
+
+func (q *deleteCountingQueue) DeleteBatch(ctx context.Context, url string, receipts []string) error {
+	q.batches += (len(receipts) + 9) / 10
+	return q.Queue.DeleteBatch(ctx, url, receipts)
+}

@@ -84,7 +84,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}
-	del := newDeleter(p.Queue, p.Log, countFlush(p.CP, p.Log))
+	del := newDeleter(p.Queue, p.Log, countFlush(p.CP, p.Log), deleteLinger)
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
 	// An idle receiver long-polls holding one slot, so every class has a
@@ -119,6 +119,7 @@ func (p *Poller) Run(ctx context.Context) error {
 				if backlogged {
 					w = 0
 				}
+				start := time.Now() // the messages are hidden until at least start+vis
 				msgs, err := p.Queue.Receive(ctx, url, n, w, vis)
 				backlogged = err == nil && len(msgs) == n
 				arb.received(i, n, len(msgs))
@@ -138,7 +139,7 @@ func (p *Poller) Run(ctx context.Context) error {
 				for _, m := range msgs {
 					p.Log.Debug("task message received", "task", m.Body, "message", m.ID, "receives", m.ReceiveCount)
 					if held != nil {
-						held.received(m)
+						held.received(m, start.Add(vis))
 					}
 				}
 				for _, m := range msgs {
@@ -215,26 +216,33 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 // idleWaitShared is the long-poll wait when slots are fewer than queues.
 const idleWaitShared = time.Second
 
-// deleteLinger bounds how long a finished task's receipt waits to join a
-// full batch of ten deletes. A late delete is harmless: the task is already
-// SUCCEEDED, so a redelivery is dropped at its claim.
-const deleteLinger = 250 * time.Millisecond
+// deleteLinger is how often finished tasks' messages are deleted: their
+// batched counts are written first (countFlush), all of them in one write
+// per counter shard, then the messages, ten per request. Deleting a full
+// ten at once would cost a count write each time (the count of a task
+// must be written before its message goes), so deletes wait for the
+// tick: at a few hundred tasks a second, one count write per shard covers
+// dozens of tasks instead of ten. A late delete is harmless: the task is
+// already SUCCEEDED, so a redelivery is dropped at its claim (and its
+// message, hidden from its receive or last renewal, outlasts the tick).
+const deleteLinger = 200 * time.Millisecond
 
-// deleter batches message deletes, ten per request, flushing at least
-// every deleteLinger.
+// deleter batches message deletes, ten per request, every linger, after
+// the counts of their tasks.
 type deleter struct {
 	q      Queue
 	log    *slog.Logger
 	before func() bool
+	linger time.Duration
 	in     chan [2]string
 	done   chan struct{}
 }
 
-// newDeleter deletes finished messages in batches; before is called
-// before each batch (countFlush: a message goes only once its task's
+// newDeleter deletes finished messages every linger; before is called
+// before each round (countFlush: a message goes only once its task's
 // count is written).
-func newDeleter(q Queue, log *slog.Logger, before func() bool) *deleter {
-	d := &deleter{q: q, log: log, before: before, in: make(chan [2]string, 100), done: make(chan struct{})}
+func newDeleter(q Queue, log *slog.Logger, before func() bool, linger time.Duration) *deleter {
+	d := &deleter{q: q, log: log, before: before, linger: linger, in: make(chan [2]string, 100), done: make(chan struct{})}
 	go d.loop()
 	return d
 }
@@ -258,7 +266,7 @@ func (d *deleter) loop() {
 		}
 		clear(pending)
 	}
-	tick := time.NewTicker(deleteLinger)
+	tick := time.NewTicker(d.linger)
 	defer tick.Stop()
 	for {
 		select {
@@ -268,16 +276,6 @@ func (d *deleter) loop() {
 				return
 			}
 			pending[m[0]] = append(pending[m[0]], m[1])
-			if len(pending[m[0]]) == 10 {
-				rs := pending[m[0]]
-				delete(pending, m[0])
-				if !d.before() {
-					continue // they come back, and their claims count them
-				}
-				if err := d.q.DeleteBatch(context.Background(), m[0], rs); err != nil {
-					d.log.Warn("delete messages", "err", err)
-				}
-			}
 		case <-tick.C:
 			flush()
 		}
