@@ -228,7 +228,8 @@ const idleWaitShared = time.Second
 const deleteLinger = 200 * time.Millisecond
 
 // deleter batches message deletes, ten per request, every linger, after
-// the counts of their tasks.
+// the counts of their tasks. A round's last part batch waits one more
+// round to fill its ten, then goes whatever its size.
 type deleter struct {
 	q      Queue
 	log    *slog.Logger
@@ -253,31 +254,61 @@ func (d *deleter) close() { close(d.in); <-d.done }
 
 func (d *deleter) loop() {
 	defer close(d.done)
-	pending := map[string][]string{}
-	flush := func() {
-		if len(pending) > 0 && !d.before() {
-			clear(pending) // they come back, and their claims count them
-			return
-		}
-		for url, rs := range pending {
-			if err := d.q.DeleteBatch(context.Background(), url, rs); err != nil {
-				d.log.Warn("delete messages", "err", err)
-			}
-		}
-		clear(pending)
-	}
+	r := &deleteRounds{d: d, pending: map[string][]string{}, carried: map[string][]string{}}
 	tick := time.NewTicker(d.linger)
 	defer tick.Stop()
 	for {
 		select {
 		case m, ok := <-d.in:
 			if !ok {
-				flush()
+				r.round(true)
 				return
 			}
-			pending[m[0]] = append(pending[m[0]], m[1])
+			r.pending[m[0]] = append(r.pending[m[0]], m[1])
 		case <-tick.C:
-			flush()
+			r.round(false)
+		}
+	}
+}
+
+// deleteRounds is the deleter loop's state: pending are the receipts
+// handed in since the last round, by queue; carried are a round's last
+// part batch per queue, whose counts are written, kept for one more round
+// to fill its ten.
+type deleteRounds struct {
+	d                *deleter
+	pending, carried map[string][]string
+}
+
+// round writes the pending receipts' counts, then deletes every full ten
+// of each queue, and its part batch too when some of it waited a round
+// already or when final.
+func (r *deleteRounds) round(final bool) {
+	if len(r.pending) > 0 && !r.d.before() {
+		clear(r.pending) // they come back, and their claims count them
+	}
+	waited := make(map[string]int, len(r.carried))
+	for url, rs := range r.carried {
+		waited[url] = len(rs)
+	}
+	for url, rs := range r.pending {
+		r.carried[url] = append(r.carried[url], rs...)
+	}
+	clear(r.pending)
+	for url, rs := range r.carried {
+		n := len(rs) / 10 * 10
+		if final || n < waited[url] {
+			n = len(rs) // some waited a round already: none waits longer
+		}
+		if n > 0 {
+			if err := r.d.q.DeleteBatch(context.Background(), url, rs[:n]); err != nil {
+				r.d.log.Warn("delete messages", "err", err)
+			}
+		}
+		if n == len(rs) {
+			delete(r.carried, url)
+		} else {
+			r.carried[url] = rs[n:]
 		}
 	}
 }
