@@ -18,6 +18,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/tuning"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -256,7 +257,7 @@ func TestBatchedCountsAreExact(t *testing.T) {
 	reg := batchwork.NewRegistry()
 	reg.Register("work", func(ctx context.Context, t *batchwork.Task) error { return nil })
 	inj := faults.New(1)
-	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second, CountLinger: 50 * time.Millisecond}
+	cc := control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second, CountLinger: tuning.CountLinger}
 	var mu sync.Mutex
 	writes := 0
 	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(op string, in any) bool {

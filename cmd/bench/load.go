@@ -342,7 +342,7 @@ func printFloor(rate float64, bare map[string]float64, snap loadmodel.Snapshot, 
 		fmt.Printf("    %s\n", p)
 	}
 	if floor > 0 {
-		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, set by %s; target >= 80%%)\n", rate, 100*rate/floor, floor, by)
+		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, set by %s; %s)\n", rate, 100*rate/floor, floor, by, floorVerdict(rate, floor))
 	}
 }
 

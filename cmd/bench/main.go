@@ -262,6 +262,7 @@ func run(o benchOptions) error {
 	fmt.Println()
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
+	printRequestsVerdict(snap, total)
 	if err := checkJobCost(ctx, watcher, st.ID, ran); err != nil { // jobcost.go
 		return err
 	}
@@ -303,6 +304,9 @@ func run(o benchOptions) error {
 
 	mu.Lock()
 	defer mu.Unlock()
+	if len(latencies) == 0 {
+		return nil // -probes 0
+	}
 	slices.Sort(latencies)
 	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
 	fmt.Printf("  ready-to-claimed latency, idle executors (%d probes; SQS timestamps have 1 ms resolution): p50 %s  p99 %s\n",

@@ -101,11 +101,12 @@ func (b *beatCountingCP) beatsSoFar() int {
 	return b.beats - 1 // the record written before any receive
 }
 
-// A received message is hidden only tuning.ReceiveVisibility: once its
-// task is claimed it must be hidden for the held visibility at once, not
-// at the next beat, or under a slow start it comes back to another
-// executor while its holder looks well, and waits out the task's lease.
-func TestClaimedMessageHiddenAtOnce(t *testing.T) {
+// A received message is hidden tuning.ReceiveVisibility (four beats) by
+// its receive, and no more at its claim: a task still running when that
+// nears its end must have its message renewed before it lapses, or the
+// message comes back to another executor while its holder looks well,
+// and waits out the task's lease.
+func TestClaimedMessageRenewedBeforeItsReceiveVisibilityLapses(t *testing.T) {
 	t.Parallel()
 	cp := &beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, oneTask), lease: time.Minute}}
 	release := make(chan struct{})
@@ -118,21 +119,15 @@ func TestClaimedMessageHiddenAtOnce(t *testing.T) {
 	q.Push("", queue.Message{Queue: "q", ID: "m1", Receipt: "r1", Body: "j1/0/0"})
 	heldPoller(t, cp, q, reg, 1)
 	t.Cleanup(func() { close(release) })
-	for {
-		c := within(t, q.changed, 10*time.Second, "the claimed message's hide")
-		if c.d != tuning.HeldVisibility {
-			continue // its receipt-time renewal
-		}
-		if c.receipt != "r1" {
-			t.Fatalf("hid %s, want r1", c.receipt)
-		}
-		break
-	}
-	if n := cp.beatsSoFar(); n != 0 {
-		t.Fatalf("the message was first hidden after %d beats; want at its claim, before any", n)
+	c := within(t, q.changed, 10*time.Second, "the claimed message's renewal")
+	if c.receipt != "r1" || c.d != tuning.HeldVisibility {
+		t.Fatalf("first visibility change %+v; want r1 renewed for the held visibility", c)
 	}
 	if claims, _, _ := cp.snapshot(); len(claims) != 1 {
-		t.Fatalf("hidden with %d claims made; want after the claim", len(claims))
+		t.Fatalf("renewed with %d claims made; want after the claim", len(claims))
+	}
+	if n, lapse := cp.beatsSoFar(), int(tuning.ReceiveVisibility/tuning.ExecutorBeat); n >= lapse {
+		t.Fatalf("the message was first renewed after %d beats; its receive visibility lapses at the %dth", n, lapse)
 	}
 }
 

@@ -90,10 +90,11 @@ func TestLambdaStageIsNeverNoOutput(t *testing.T) {
 	}
 }
 
-// Messages claimed together are hidden together: one
-// ChangeMessageVisibilityBatch for up to ten, within holdLinger, never a
-// ChangeMessageVisibility each, and before the first beat.
-func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
+// Messages received together are renewed together when their receive
+// visibility nears its end: one ChangeMessageVisibilityBatch for up to
+// ten, never a ChangeMessageVisibility each, and before that visibility
+// (four beats) lapses.
+func TestClaimedMessagesAreRenewedInBatches(t *testing.T) {
 	t.Parallel()
 	cp := &beatCountingCP{fakeCP: &fakeCP{spec: mustSpec(t, `{"name":"b","stages":[{"name":"s","task":"work","partitions":{"count":10}}]}`), lease: time.Minute}}
 	release := make(chan struct{})
@@ -111,7 +112,7 @@ func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	hidden := map[string]bool{}
 	for len(hidden) < 10 {
-		c := within(t, q.changed, 10*time.Second, "the claimed messages' hides")
+		c := within(t, q.changed, 10*time.Second, "the claimed messages' renewals")
 		if c.d != tuning.HeldVisibility {
 			continue // a renewal of a message still being claimed
 		}
@@ -120,7 +121,7 @@ func TestClaimedMessagesAreHiddenInBatches(t *testing.T) {
 		}
 		hidden[c.receipt] = true
 	}
-	if n := cp.beatsSoFar(); n > 1 {
-		t.Fatalf("the claimed messages were hidden after %d beats; want within feed's holdLinger of their claims", n)
+	if n, lapse := cp.beatsSoFar(), int(tuning.ReceiveVisibility/tuning.ExecutorBeat); n >= lapse {
+		t.Fatalf("the claimed messages were renewed after %d beats; their receive visibility lapses at the %dth", n, lapse)
 	}
 }

@@ -136,6 +136,26 @@ func (s *Store) shardCounted(ctx context.Context, ref domain.TaskRef, shards int
 	return inNumberSet(out.Item[aDone], ref.Partition), int(getN(out.Item, aLeft)), nil
 }
 
+// batchUncounted reads counter k (consistently) and returns those of ps
+// it has not counted, and what it has left; ok is false when it cannot be
+// read.
+func (s *Store) batchUncounted(ctx context.Context, k ShardRef, ps []CommitParams) (rest []CommitParams, left int, ok bool) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: key(shardPK(k.Job, k.Stage, k.Shard), cntSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression:     aws.String("#left, #done"),
+		ExpressionAttributeNames: map[string]string{"#left": aLeft, "#done": aDone},
+	})
+	if err != nil || out.Item == nil {
+		return nil, 0, false
+	}
+	for _, p := range ps {
+		if !inNumberSet(out.Item[aDone], p.Ref.Partition) {
+			rest = append(rest, p)
+		}
+	}
+	return rest, int(getN(out.Item, aLeft)), true
+}
+
 func inNumberSet(v types.AttributeValue, n int) bool {
 	set, ok := v.(*types.AttributeValueMemberNS)
 	if !ok {
@@ -328,7 +348,19 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 		}
 		return left == 0, nil
 	}
-	// Some were counted already: each on its own, idempotently.
+	// Some were counted already (a retry whose first answer was lost):
+	// one read of the counter finds which, and the rest go in one write
+	// again. Only when that finds none counted (the counter is missing)
+	// or is refused in turn does each go on its own, idempotently.
+	if rest, left, ok := s.batchUncounted(ctx, k, ps); ok && len(rest) < len(ps) {
+		if len(rest) == 0 {
+			return left == 0, nil
+		}
+		if done, err := s.countBatch(ctx, k, rest); err == nil {
+			return done, nil
+		}
+		ps = rest
+	}
 	var errs []error
 	for _, p := range ps {
 		done, err := s.countCommit(ctx, p)

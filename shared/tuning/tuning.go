@@ -29,11 +29,14 @@ const (
 	Lease = time.Duration(spec.DefaultLease)
 
 	// CountLinger is how long an executor's commit count waits for others
-	// of its counter shard before they go in one write (control's count
-	// batcher): long enough that neighbouring tasks' commits meet, short
-	// beside a stage's follow-up. The executor also writes them before it
-	// deletes the tasks' messages.
-	CountLinger = 50 * time.Millisecond
+	// before they go in one write per counter shard (control's count
+	// batcher). A long-polling executor writes them sooner, before each
+	// round of message deletes (feed's deleteLinger, 200 ms): this only
+	// bounds counts that no delete round takes. A Lambda executor writes
+	// them before its invocation ends. Long enough that a round's counts
+	// meet (dozens of tasks per write at a few hundred tasks a second),
+	// short beside a stage's follow-up.
+	CountLinger = 250 * time.Millisecond
 
 	// MaxAttempts is the default number of attempts per task.
 	MaxAttempts = spec.DefaultMaxAttempts
@@ -51,16 +54,18 @@ const (
 	QueueVisibility = EventSourceFactor * ExecutorTimeout
 
 	// ReceiveVisibility is the visibility a long-polling executor asks for
-	// when it receives a message. An executor with a liveness record holds
-	// the message from its claim on, hiding it for HeldVisibility within
-	// 100 ms (batched with the other messages it claimed meanwhile);
-	// one without sets the lease when it claims. Short, so a message that
-	// an executor received and never claimed (it died, or its long poll
-	// outlived it; see ReceiveWait) comes back in seconds; long enough for
-	// that first renewal or claim under throttling. A message that comes
-	// back while its claim is live is bounced harmlessly (ClaimHeld). SQS
-	// counts whole seconds: one is its least.
-	ReceiveVisibility = time.Second
+	// when it receives a message: the held visibility, so the receive is
+	// the message's first hide. An executor with a liveness record keeps
+	// the message hidden from then on, renewing it only when it nears its
+	// end (feed's renewSlack), so a task that ends within it costs no
+	// visibility change; one without sets the lease when it claims. Short,
+	// so a message that an executor received and never claimed (it died,
+	// or its long poll outlived it; see ReceiveWait) comes back in two
+	// seconds, as a dead holder's claimed one does; long enough for the
+	// claim and a renewal under throttling. A message that comes back while
+	// its claim is live is bounced harmlessly (ClaimHeld). SQS counts
+	// whole seconds.
+	ReceiveVisibility = HeldVisibility
 
 	// UnclaimedVisibility is what an executor renews a message to, after
 	// each beat, while its claim is still pending (a claim slowed by

@@ -25,8 +25,8 @@ type heldMessages struct {
 	log *slog.Logger
 
 	mu sync.Mutex // guards byURL
-	// byURL maps each queue's receipts to whether their task is claimed.
-	byURL map[string]map[string]bool
+	// byURL maps each queue's receipts to their hold.
+	byURL map[string]map[string]hold
 	// renewing is held across a renewal's requests. A message that leaves
 	// the set is hidden for its own delay only after the renewal in
 	// flight, so no renewal lands after the hide and brings it back early;
@@ -39,23 +39,81 @@ type heldMessages struct {
 	hides hideBatches
 }
 
-func newHeldMessages(q Queue, log *slog.Logger) *heldMessages {
-	return &heldMessages{q: q, log: log, byURL: map[string]map[string]bool{}, renewNow: make(chan chan struct{}, 1)}
+// hold is a held message's state.
+type hold struct {
+	// claimed: its task is claimed (else its claim is pending).
+	claimed bool
+	// hiddenUntil is the earliest the message can become visible, as far
+	// as this executor knows (a receive's or renewal's start plus the
+	// visibility it asked for); zero when unknown (a Lambda batch's
+	// message, which came with the queue's long visibility that the first
+	// renewal shortens).
+	hiddenUntil time.Time
 }
 
-// add holds the message of a task being run.
-func (h *heldMessages) add(m queue.Message) { h.set(m, true) }
+func newHeldMessages(q Queue, log *slog.Logger) *heldMessages {
+	return &heldMessages{q: q, log: log, byURL: map[string]map[string]hold{}, renewNow: make(chan chan struct{}, 1)}
+}
 
-// received holds a message whose task is not claimed yet.
-func (h *heldMessages) received(m queue.Message) { h.set(m, false) }
+// add holds the message of a task being run, renewed from the next beat
+// on.
+func (h *heldMessages) add(m queue.Message) { h.set(m, hold{claimed: true}) }
 
-func (h *heldMessages) set(m queue.Message, claimed bool) {
+// received holds a message whose task is not claimed yet, hidden until
+// hiddenUntil by its receive.
+func (h *heldMessages) received(m queue.Message, hiddenUntil time.Time) {
+	h.set(m, hold{hiddenUntil: hiddenUntil})
+}
+
+func (h *heldMessages) set(m queue.Message, e hold) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.byURL[m.Queue] == nil {
-		h.byURL[m.Queue] = map[string]bool{}
+		h.byURL[m.Queue] = map[string]hold{}
 	}
-	h.byURL[m.Queue][m.Receipt] = claimed
+	h.byURL[m.Queue][m.Receipt] = e
+}
+
+// claim marks a received message's task claimed and reports whether its
+// visibility is near its end (or unknown): within renewSlack.
+func (h *heldMessages) claim(m queue.Message) (near bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byURL[m.Queue] == nil {
+		h.byURL[m.Queue] = map[string]hold{}
+	}
+	e := h.byURL[m.Queue][m.Receipt]
+	e.claimed = true
+	h.byURL[m.Queue][m.Receipt] = e
+	return due(e, time.Now())
+}
+
+// renewSlack is how much visibility a held message must have left for a
+// renewal to pass it over: more than the longest gap to the next renewal
+// (a beat stuck on DynamoDB until its bound, ExecutorLease-ExecutorBeat,
+// then renewAfterBeat) plus the request's own time. A message received
+// with tuning.ReceiveVisibility (2 s) is passed over by the renewals of
+// its first half second, so a short task's message is never hidden again:
+// its receive is its first hide.
+const renewSlack = 1500 * time.Millisecond
+
+// due reports whether a renewal at now must renew e: its visibility
+// could lapse before the next renewal lands, or is unknown.
+func due(e hold, now time.Time) bool {
+	return e.hiddenUntil.IsZero() || e.hiddenUntil.Before(now.Add(renewSlack))
+}
+
+// hidden records that the receipts of url were hidden for vis by a
+// request that started at start, unless they left the set or were gone.
+func (h *heldMessages) hidden(url string, receipts []string, start time.Time, vis time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range receipts {
+		if e, ok := h.byURL[url][r]; ok {
+			e.hiddenUntil = start.Add(vis)
+			h.byURL[url][r] = e
+		}
+	}
 }
 
 // claimedReceipts are the receipt handles of the messages whose task is
@@ -65,8 +123,8 @@ func (h *heldMessages) claimedReceipts() []string {
 	defer h.mu.Unlock()
 	var out []string
 	for _, rs := range h.byURL {
-		for r, claimed := range rs {
-			if claimed {
+		for r, e := range rs {
+			if e.claimed {
 				out = append(out, r)
 			}
 		}
@@ -135,15 +193,19 @@ func (h *heldMessages) start(ctx context.Context, live Liveness, id string) (sto
 // renewAfterBeat bounds how long a renewal waits for its beat to land.
 const renewAfterBeat = 200 * time.Millisecond
 
-// hold adds the message of a task just claimed and hides it for the held
-// visibility within holdLinger, without waiting for the next beat: the
-// short receive visibility must not lapse under a live claim, or the
-// message comes back while its holder looks well and waits out the task's
-// lease. The hides of messages claimed together go in one request
+// hold marks the message of a task just claimed. Its receive hid it for
+// tuning.ReceiveVisibility, the held visibility, so the beat's renewals
+// keep it hidden from when it nears its end: a task that ends within it
+// costs no visibility change. One whose claim was slow and whose
+// visibility is near its end is hidden within holdLinger instead of at
+// the next beat: it must not lapse under a live claim, or the message
+// comes back while its holder looks well and waits out the task's lease.
+// The hides of messages claimed together go in one request
 // (holdbatch.go).
 func (h *heldMessages) hold(ctx context.Context, m queue.Message) {
-	h.add(m)
-	h.hideSoon(m)
+	if h.claim(m) {
+		h.hideSoon(m)
+	}
 }
 
 // kick asks for a renewal of every held message once landed is closed
@@ -180,12 +242,16 @@ func (h *heldMessages) renew(ctx context.Context) {
 		url string
 		vis time.Duration
 	}
+	now := time.Now()
 	h.mu.Lock()
 	snapshot := make(map[batch][]string, len(h.byURL))
 	for url, set := range h.byURL {
-		for r, claimed := range set {
+		for r, e := range set {
+			if !due(e, now) {
+				continue // hidden past the next renewal
+			}
 			b := batch{url, tuning.UnclaimedVisibility}
-			if claimed {
+			if e.claimed {
 				b.vis = tuning.HeldVisibility
 			}
 			snapshot[b] = append(snapshot[b], r)
@@ -194,9 +260,12 @@ func (h *heldMessages) renew(ctx context.Context) {
 	h.mu.Unlock()
 	for b, receipts := range snapshot {
 		url := b.url
+		start := time.Now()
 		gone, err := h.q.ChangeVisibilityBatch(ctx, url, receipts, b.vis)
 		if err != nil {
 			h.log.Warn("keep messages hidden", "queue", url, "err", err)
+		} else {
+			h.hidden(url, receipts, start, b.vis)
 		}
 		if len(gone) > 0 {
 			// Their messages were received again elsewhere (or deleted):

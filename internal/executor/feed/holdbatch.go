@@ -12,8 +12,8 @@ import (
 // holdLinger bounds how long a just-claimed message waits for others to
 // share its hide (one ChangeMessageVisibilityBatch for up to ten, instead
 // of a ChangeMessageVisibility each: a request per task saved under load).
-// A tenth of the receive visibility (tuning.ReceiveVisibility, 1 s), which
-// the beat's renewal of unclaimed messages also covers.
+// Short beside what is left of the visibility of a message it hides
+// (renewSlack): the beat's renewal covers it too.
 const holdLinger = 100 * time.Millisecond
 
 // maxHideBatch is SQS's limit on one ChangeMessageVisibilityBatch.
@@ -64,18 +64,21 @@ func (h *heldMessages) flushHides(url string) {
 	h.mu.Lock()
 	live := receipts[:0]
 	for _, r := range receipts {
-		if h.byURL[url][r] {
+		if h.byURL[url][r].claimed {
 			live = append(live, r)
 		}
 	}
 	h.mu.Unlock()
 	for lo := 0; lo < len(live); lo += maxHideBatch {
 		batch := live[lo:min(lo+maxHideBatch, len(live))]
-		ctx, cancel := context.WithTimeout(context.Background(), tuning.ReceiveVisibility)
+		ctx, cancel := context.WithTimeout(context.Background(), renewSlack)
+		start := time.Now()
 		gone, err := h.q.ChangeVisibilityBatch(ctx, url, batch, tuning.HeldVisibility)
 		cancel()
 		if err != nil {
 			h.log.Warn("hide claimed tasks' messages", "queue", url, "count", len(batch), "err", err)
+		} else {
+			h.hidden(url, batch, start, tuning.HeldVisibility)
 		}
 		if len(gone) > 0 {
 			h.mu.Lock()

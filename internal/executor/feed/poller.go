@@ -84,7 +84,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		defer stop()
 		p.Log.Info("executor liveness on", "executor", id)
 	}
-	del := newDeleter(p.Queue, p.Log, countFlush(p.CP, p.Log))
+	del := newDeleter(p.Queue, p.Log, countFlush(p.CP, p.Log), deleteLinger)
 	var running sync.WaitGroup
 	var receivers sync.WaitGroup
 	// An idle receiver long-polls holding one slot, so every class has a
@@ -119,6 +119,7 @@ func (p *Poller) Run(ctx context.Context) error {
 				if backlogged {
 					w = 0
 				}
+				start := time.Now() // the messages are hidden until at least start+vis
 				msgs, err := p.Queue.Receive(ctx, url, n, w, vis)
 				backlogged = err == nil && len(msgs) == n
 				arb.received(i, n, len(msgs))
@@ -138,7 +139,7 @@ func (p *Poller) Run(ctx context.Context) error {
 				for _, m := range msgs {
 					p.Log.Debug("task message received", "task", m.Body, "message", m.ID, "receives", m.ReceiveCount)
 					if held != nil {
-						held.received(m)
+						held.received(m, start.Add(vis))
 					}
 				}
 				for _, m := range msgs {
@@ -215,26 +216,34 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 // idleWaitShared is the long-poll wait when slots are fewer than queues.
 const idleWaitShared = time.Second
 
-// deleteLinger bounds how long a finished task's receipt waits to join a
-// full batch of ten deletes. A late delete is harmless: the task is already
-// SUCCEEDED, so a redelivery is dropped at its claim.
-const deleteLinger = 250 * time.Millisecond
+// deleteLinger is how often finished tasks' messages are deleted: their
+// batched counts are written first (countFlush), all of them in one write
+// per counter shard, then the messages, ten per request. Deleting a full
+// ten at once would cost a count write each time (the count of a task
+// must be written before its message goes), so deletes wait for the
+// tick: at a few hundred tasks a second, one count write per shard covers
+// dozens of tasks instead of ten. A late delete is harmless: the task is
+// already SUCCEEDED, so a redelivery is dropped at its claim (and its
+// message, hidden from its receive or last renewal, outlasts the tick).
+const deleteLinger = 200 * time.Millisecond
 
-// deleter batches message deletes, ten per request, flushing at least
-// every deleteLinger.
+// deleter batches message deletes, ten per request, every linger, after
+// the counts of their tasks. A round's last part batch waits one more
+// round to fill its ten, then goes whatever its size.
 type deleter struct {
 	q      Queue
 	log    *slog.Logger
 	before func() bool
+	linger time.Duration
 	in     chan [2]string
 	done   chan struct{}
 }
 
-// newDeleter deletes finished messages in batches; before is called
-// before each batch (countFlush: a message goes only once its task's
+// newDeleter deletes finished messages every linger; before is called
+// before each round (countFlush: a message goes only once its task's
 // count is written).
-func newDeleter(q Queue, log *slog.Logger, before func() bool) *deleter {
-	d := &deleter{q: q, log: log, before: before, in: make(chan [2]string, 100), done: make(chan struct{})}
+func newDeleter(q Queue, log *slog.Logger, before func() bool, linger time.Duration) *deleter {
+	d := &deleter{q: q, log: log, before: before, linger: linger, in: make(chan [2]string, 100), done: make(chan struct{})}
 	go d.loop()
 	return d
 }
@@ -245,41 +254,61 @@ func (d *deleter) close() { close(d.in); <-d.done }
 
 func (d *deleter) loop() {
 	defer close(d.done)
-	pending := map[string][]string{}
-	flush := func() {
-		if len(pending) > 0 && !d.before() {
-			clear(pending) // they come back, and their claims count them
-			return
-		}
-		for url, rs := range pending {
-			if err := d.q.DeleteBatch(context.Background(), url, rs); err != nil {
-				d.log.Warn("delete messages", "err", err)
-			}
-		}
-		clear(pending)
-	}
-	tick := time.NewTicker(deleteLinger)
+	r := &deleteRounds{d: d, pending: map[string][]string{}, carried: map[string][]string{}}
+	tick := time.NewTicker(d.linger)
 	defer tick.Stop()
 	for {
 		select {
 		case m, ok := <-d.in:
 			if !ok {
-				flush()
+				r.round(true)
 				return
 			}
-			pending[m[0]] = append(pending[m[0]], m[1])
-			if len(pending[m[0]]) == 10 {
-				rs := pending[m[0]]
-				delete(pending, m[0])
-				if !d.before() {
-					continue // they come back, and their claims count them
-				}
-				if err := d.q.DeleteBatch(context.Background(), m[0], rs); err != nil {
-					d.log.Warn("delete messages", "err", err)
-				}
-			}
+			r.pending[m[0]] = append(r.pending[m[0]], m[1])
 		case <-tick.C:
-			flush()
+			r.round(false)
+		}
+	}
+}
+
+// deleteRounds is the deleter loop's state: pending are the receipts
+// handed in since the last round, by queue; carried are a round's last
+// part batch per queue, whose counts are written, kept for one more round
+// to fill its ten.
+type deleteRounds struct {
+	d                *deleter
+	pending, carried map[string][]string
+}
+
+// round writes the pending receipts' counts, then deletes every full ten
+// of each queue, and its part batch too when some of it waited a round
+// already or when final.
+func (r *deleteRounds) round(final bool) {
+	if len(r.pending) > 0 && !r.d.before() {
+		clear(r.pending) // they come back, and their claims count them
+	}
+	waited := make(map[string]int, len(r.carried))
+	for url, rs := range r.carried {
+		waited[url] = len(rs)
+	}
+	for url, rs := range r.pending {
+		r.carried[url] = append(r.carried[url], rs...)
+	}
+	clear(r.pending)
+	for url, rs := range r.carried {
+		n := len(rs) / 10 * 10
+		if final || n < waited[url] {
+			n = len(rs) // some waited a round already: none waits longer
+		}
+		if n > 0 {
+			if err := r.d.q.DeleteBatch(context.Background(), url, rs[:n]); err != nil {
+				r.d.log.Warn("delete messages", "err", err)
+			}
+		}
+		if n == len(rs) {
+			delete(r.carried, url)
+		} else {
+			r.carried[url] = rs[n:]
 		}
 	}
 }

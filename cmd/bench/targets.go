@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/batchwork/batchwork/internal/loadmodel"
+)
+
+// The no-op throughput job's targets (issue 31): AWS requests per task
+// (claim, commit and their shares of batched counts and SQS batches; the
+// sweep's and pollers' requests during the run included), and throughput
+// against the emulator floor, which only a quiet machine measures (the
+// floor's bare rates and the job share the cores differently under load).
+const (
+	maxRequestsPerNoOp = 2.5
+	minFloorShare      = 0.95
+)
+
+// printRequestsVerdict prints the requests per no-op task against
+// maxRequestsPerNoOp.
+func printRequestsVerdict(snap loadmodel.Snapshot, tasks int) {
+	all := 0
+	for _, n := range snap.Totals().Requests {
+		all += n
+	}
+	rpt := per(all, tasks)
+	fmt.Printf("  requests per no-op task %.2f (target <= %.1f): %s\n", rpt, maxRequestsPerNoOp, met(rpt <= maxRequestsPerNoOp))
+}
+
+// floorVerdict is the throughput's verdict against minFloorShare of the
+// floor, with the machine's load average beside it.
+func floorVerdict(rate, floor float64) string {
+	load := ""
+	if l, ok := loadAverage(); ok {
+		load = fmt.Sprintf(", load average %.1f: only a quiet machine's ratio speaks for the target", l)
+	}
+	return fmt.Sprintf("target >= %.0f%%: %s%s", 100*minFloorShare, met(rate >= minFloorShare*floor), load)
+}
+
+// loadAverage is the machine's one-minute load average, where the system
+// shows it (/proc/loadavg).
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	return l, err == nil
+}
