@@ -279,6 +279,7 @@ func run(o benchOptions) error {
 		fmt.Printf(" (profile: %s)", o.cpuProfile)
 	}
 	fmt.Println()
+	fmt.Println(cpuVerdict(cpu, total)) // cpu.go
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
@@ -322,6 +323,9 @@ func run(o benchOptions) error {
 
 	mu.Lock()
 	defer mu.Unlock()
+	if len(latencies) == 0 { // -probes 0
+		return nil
+	}
 	slices.Sort(latencies)
 	pct := func(p float64) time.Duration { return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))] }
 	fmt.Printf("  ready-to-claimed latency, idle executors (%d probes; SQS timestamps have 1 ms resolution): p50 %s  p99 %s\n",

@@ -31,6 +31,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/gcfloor"
 	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/logs"
@@ -122,6 +123,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		o.Log = slog.Default()
 	}
 	awsconf.Harden(&o.AWS)
+	gcfloor.Set() // the control plane's and executors' live heap is small
 	if o.Control.Meter == nil {
 		// Each job's AWS requests, counted as they are made (shared/cost).
 		o.Control.Meter = control.NewMeter()
