@@ -407,7 +407,7 @@ func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValu
 	names map[string]string, values map[string]types.AttributeValue) access {
 	a := r.itemAccess(table, key)
 	a.write = true
-	set, removed := ParseUpdate(aws.ToString(expr), names)
+	set, removed := parseUpdateOnce(aws.ToString(expr), names)
 	a.newGSI = map[string]string{}
 	grow := 0
 	for attr, ph := range set {

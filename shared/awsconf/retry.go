@@ -54,9 +54,13 @@ func (b backoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
 	return time.Duration(rand.Int64N(int64(ceiling) + 1)), nil
 }
 
-// Harden gives cfg the control plane's retryer unless it has one.
+// Harden gives cfg the control plane's retryer unless it has one, and its
+// HTTP client (httpclient.go).
 func Harden(cfg *aws.Config) {
 	if cfg.Retryer == nil {
 		cfg.Retryer = NewRetryer
+	}
+	if _, ok := cfg.HTTPClient.(httpClient); !ok {
+		cfg.HTTPClient = newHTTPClient(*cfg)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/gcfloor"
 	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -189,6 +190,7 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		return Wired{}, err
 	}
 	awsconf.Harden(&cfg)
+	gcfloor.Set() // a function's live heap is small
 	// Fault injection for chaos runs (BATCHWORK_FAULTS), compiled in
 	// only with the faults tag; a deployment's functions are built
 	// without it and refuse the setting.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/batchwork/batchwork/shared/lazylog"
 )
 
 // EnvLogLevel sets the log level of every Batchwork process: debug, info
@@ -20,5 +22,6 @@ func NewLogger(w io.Writer) (*slog.Logger, error) {
 			return nil, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
 		}
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+	// Per-task loggers format their attributes only if they log.
+	return lazylog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
+	"github.com/batchwork/batchwork/shared/gcfloor"
+	"github.com/batchwork/batchwork/shared/lazylog"
 	"github.com/batchwork/batchwork/shared/lineage"
 	"github.com/batchwork/batchwork/shared/localauth"
 	"github.com/batchwork/batchwork/shared/logs"
@@ -121,7 +123,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	// Per-task loggers format their attributes only if they log.
+	o.Log = slog.New(lazylog.Wrap(o.Log.Handler()))
 	awsconf.Harden(&o.AWS)
+	gcfloor.Set() // the control plane's and executors' live heap is small
 	if o.Control.Meter == nil {
 		// Each job's AWS requests, counted as they are made (shared/cost).
 		o.Control.Meter = control.NewMeter()

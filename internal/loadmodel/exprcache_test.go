@@ -1,0 +1,46 @@
+package loadmodel
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The remembered parse is ParseUpdate's, and names take part in the key:
+// one expression under other names parses apart.
+func TestParseUpdateOnce(t *testing.T) {
+	cases := []struct {
+		expr  string
+		names map[string]string
+	}{
+		{"SET #st = :to, tok = :tok ADD att :one", map[string]string{"#st": "st"}},
+		{"SET #st = :to, tok = :tok ADD att :one", map[string]string{"#st": "gsi1pk"}},
+		{"SET a = :a REMOVE due, #x", map[string]string{"#x": "lease"}},
+		{"SET a = :a REMOVE due, #x", map[string]string{"#x": "tok"}},
+		{"REMOVE due", nil},
+	}
+	for round := 0; round < 2; round++ { // the second from the cache
+		for _, c := range cases {
+			wantSet, wantRemoved := ParseUpdate(c.expr, c.names)
+			set, removed := parseUpdateOnce(c.expr, c.names)
+			if !reflect.DeepEqual(set, wantSet) || !reflect.DeepEqual(removed, wantRemoved) {
+				t.Fatalf("round %d, %q %v: got %v %v, want %v %v", round, c.expr, c.names, set, removed, wantSet, wantRemoved)
+			}
+		}
+	}
+}
+
+func BenchmarkParseUpdate(b *testing.B) {
+	expr, names := "SET mx = if_not_exists(mx, :mx), #st = :to, tok = :tok, lease = :lease, upd = :now, cl = :now REMOVE due ADD att :one", map[string]string{"#st": "st"}
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ParseUpdate(expr, names)
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			parseUpdateOnce(expr, names)
+		}
+	})
+}

@@ -1,0 +1,70 @@
+package awsconf
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+)
+
+// MaxIdleConnsPerHost is how many idle connections a process keeps to each
+// AWS endpoint. The SDK's default of 10 is below the requests a busy
+// process has in flight to one endpoint (16 executor slots, the count
+// batcher, the heartbeats and the sweep all call DynamoDB): past it every
+// response's connection is closed and the next request dials a new one,
+// which cost about 5% of the bench process's CPU.
+const MaxIdleConnsPerHost = 256
+
+// httpClient is the HTTP client of a process's AWS clients: the SDK's own
+// (its transport, dialer, redirect rules) with MaxIdleConnsPerHost, and
+// requests of the JSON RPC protocols (DynamoDB, SQS, EventBridge: the ones
+// with an X-Amz-Target header, POSTed to the endpoint's root, which AWS
+// never redirects) sent straight to the transport. http.Client.Do copies
+// every request's headers in case it follows a redirect, which cost about
+// 4% of the bench process's CPU; other requests (S3's REST calls, which a
+// new bucket may answer with a 307) still go through it.
+type httpClient struct {
+	full *http.Client
+	// idlePerHost is its transport's MaxIdleConnsPerHost (the SDK's
+	// wrapper hides the transport).
+	idlePerHost int
+}
+
+// newHTTPClient builds it from the config's client: the SDK's buildable
+// client (config.LoadDefaultConfig's) or none. Any other client is the
+// caller's and is kept; so is a client with a timeout (http.Client
+// enforces it, the transport does not) or a config whose defaults mode
+// would have the SDK adjust the buildable client per service.
+func newHTTPClient(cfg aws.Config) aws.HTTPClient {
+	b, ok := cfg.HTTPClient.(*awshttp.BuildableClient)
+	switch {
+	case cfg.HTTPClient == nil:
+		b = awshttp.NewBuildableClient()
+	case !ok:
+		return cfg.HTTPClient
+	}
+	b = b.WithTransportOptions(func(t *http.Transport) { t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, MaxIdleConnsPerHost) })
+	if cfg.DefaultsMode != "" && cfg.DefaultsMode != aws.DefaultsModeLegacy || b.GetTimeout() != 0 {
+		return b
+	}
+	full, ok := b.Freeze().(*http.Client)
+	if !ok || full.Transport == nil {
+		return b
+	}
+	return httpClient{full: full, idlePerHost: b.GetTransport().MaxIdleConnsPerHost}
+}
+
+func (c httpClient) Do(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Amz-Target") == "" {
+		return c.full.Do(req)
+	}
+	resp, err := c.full.Transport.RoundTrip(req)
+	if err != nil {
+		// As http.Client wraps it: the SDK's retryer reads connection
+		// errors through *url.Error.
+		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
+}
