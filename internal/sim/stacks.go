@@ -61,6 +61,10 @@ const (
 	FargateStartup  = 100 * time.Second
 )
 
+// Headroom is the share over a rate's own units that CapacityFor warms a
+// table to.
+const Headroom = 1.25
+
 // Capacity is what a stack sets for a rate: deploying.md's "Capacity for
 // 10,000 tasks a second", from infra/batchwork's settings.
 type Capacity struct {
@@ -73,15 +77,18 @@ type Capacity struct {
 }
 
 // CapacityFor is the capacity deploying.md sets for rate tasks a second
-// of profile p: warm throughput for the rate's write and read units
-// (rounded up to a thousand), the event source at its most (1,000),
+// of profile p: warm throughput for the rate's write and read units with
+// a quarter's headroom (rounded up to a thousand): throttled requests'
+// retries and the sweep's writes come on top of the tasks' own units, so a
+// table warmed to exactly the rate's units serves a little less than the
+// rate, the event source at its most (1,000),
 // reserved concurrency for the three ready queues, and an account limit
 // raised to hold it.
 func CapacityFor(rate float64, p Profile) Capacity {
 	up := func(units float64, floor int) int {
 		return max(floor, int(math.Ceil(units/1000))*1000)
 	}
-	c := Capacity{WarmWrite: up(rate*p.WRU, NewTableWrite), WarmRead: up(rate*p.RRU, NewTableRead), MaxConcurrency: 1000}
+	c := Capacity{WarmWrite: up(rate*p.WRU*Headroom, NewTableWrite), WarmRead: up(rate*p.RRU*Headroom, NewTableRead), MaxConcurrency: 1000}
 	c.Reserved = 3 * c.MaxConcurrency
 	// Lambda keeps 100 of the account's pool unreserved.
 	c.Account = c.Reserved + 100
