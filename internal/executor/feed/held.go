@@ -91,11 +91,24 @@ func (h *heldMessages) claim(m queue.Message) (near bool) {
 // renewSlack is how much visibility a held message must have left for a
 // renewal to pass it over: more than the longest gap to the next renewal
 // (a beat stuck on DynamoDB until its bound, ExecutorLease-ExecutorBeat,
-// then renewAfterBeat) plus the request's own time. A message received
-// with tuning.ReceiveVisibility (2 s) is passed over by the renewals of
-// its first half second, so a short task's message is never hidden again:
+// then renewAfterBeat, plus the request's own time: renewGap) and the
+// longest the renewal lock can be held by a hide in between (lockedHide):
+// a renewal that passed a message over must not be followed by one that
+// waits for a hung hide until the message lapsed. A message received with
+// tuning.ReceiveVisibility (2 s) is passed over by the renewals of its
+// first quarter second, so a short task's message is never hidden again:
 // its receive is its first hide.
-const renewSlack = 1500 * time.Millisecond
+const renewSlack = renewGap + lockedHide
+
+// renewGap is the longest gap to the next renewal's request, the request
+// included.
+const renewGap = 1500 * time.Millisecond
+
+// lockedHide bounds each hide sent under the renewal lock (a claim's,
+// flushHides; a task's own, remove). A hide cut short is harmless: a
+// claim's stays due, so the next renewal sends it; a task's own lets the
+// message back early, where its claim answers not due or held.
+const lockedHide = 250 * time.Millisecond
 
 // due reports whether a renewal at now must renew e: its visibility
 // could lapse before the next renewal lands, or is unknown.

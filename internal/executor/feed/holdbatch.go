@@ -71,7 +71,7 @@ func (h *heldMessages) flushHides(url string) {
 	h.mu.Unlock()
 	for lo := 0; lo < len(live); lo += maxHideBatch {
 		batch := live[lo:min(lo+maxHideBatch, len(live))]
-		ctx, cancel := context.WithTimeout(context.Background(), renewSlack)
+		ctx, cancel := context.WithTimeout(context.Background(), lockedHide)
 		start := time.Now()
 		gone, err := h.q.ChangeVisibilityBatch(ctx, url, batch, tuning.HeldVisibility)
 		cancel()

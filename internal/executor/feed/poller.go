@@ -190,10 +190,14 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	}
 	hide := func() {
 		if res.Action == Hide {
-			// Bounded: the held messages' renewals wait for it. A hide
-			// that fails lets the message back early, where its claim
-			// answers not due or held.
-			ctx, cancel := context.WithTimeout(ctx, tuning.ExecutorLease-tuning.ExecutorBeat)
+			// Bounded (lockedHide): the held messages' renewals wait
+			// for it. A hide that fails lets the message back early,
+			// where its claim answers not due or held.
+			bound := tuning.ExecutorLease - tuning.ExecutorBeat
+			if held != nil {
+				bound = lockedHide
+			}
+			ctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
 			if err := extend(ctx, res.Delay); err != nil {
 				p.Log.Warn("hide message", "task", m.Body, "err", err)

@@ -19,6 +19,8 @@ type hangQueue struct {
 	*testdouble.Queue
 	mu   sync.Mutex
 	sent map[string]time.Time
+	hung chan struct{} // closed when n's change first hangs
+	once sync.Once
 }
 
 func (q *hangQueue) ChangeVisibilityBatch(ctx context.Context, url string, receipts []string, d time.Duration) ([]string, error) {
@@ -30,25 +32,23 @@ func (q *hangQueue) ChangeVisibilityBatch(ctx context.Context, url string, recei
 	}
 	q.mu.Unlock()
 	if slices.Contains(receipts, "n") {
+		q.once.Do(func() { close(q.hung) })
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
 	return nil, nil
 }
 
-// Review: renewSlack (1.5 s) must exceed the longest gap to the next
-// renewal, but a renewal waits for the renewal lock, which a claim's hide
-// (flushHides) holds for up to renewSlack itself, and a task's own hide
-// (remove) for up to ExecutorLease-ExecutorBeat. A long task's message m
-// passed over by one renewal with just over renewSlack left, and a
-// hanging hide of another message taken just after, lapse before the
-// next renewal can send m's change: m comes back under a live claim
-// (bounced every second or two for the rest of the task: its holder's
-// receipt is gone). Before the change every renewal renewed m, so it had
-// its 2 s at each, which outlasted the 1 s a hide then held the lock.
-func TestReviewHangingHideLetsPassedOverMessageLapse(t *testing.T) {
+// A renewal waits for the renewal lock, which a claim's hide (flushHides)
+// holds while its request runs. A long task's message m passed over by
+// one renewal with just over renewSlack left must still be renewed by the
+// next renewal before it lapses, though another message's hide, taken in
+// between, hangs: else m comes back under a live claim (bounced every
+// second or two for the rest of the task, its holder's receipt gone).
+// renewSlack covers lockedHide, the bound of such a hide.
+func TestHangingClaimHideDoesNotLetAPassedOverMessageLapse(t *testing.T) {
 	t.Parallel()
-	q := &hangQueue{Queue: testdouble.NewQueue(), sent: map[string]time.Time{}}
+	q := &hangQueue{Queue: testdouble.NewQueue(), sent: map[string]time.Time{}, hung: make(chan struct{})}
 	h := newHeldMessages(q, discard())
 	m := queue.Message{Queue: "q", Receipt: "m"}
 	// m's task runs on; its last renewal left it just over renewSlack.
@@ -67,7 +67,7 @@ func TestReviewHangingHideLetsPassedOverMessageLapse(t *testing.T) {
 	h.received(n, time.Now().Add(time.Second))
 	h.hold(context.Background(), n)
 	go h.flushHides("q")
-	time.Sleep(100 * time.Millisecond)
+	<-q.hung // the hide holds the renewal lock
 	// The next beat's renewal, half a second after the last.
 	ctx, cancel := context.WithTimeout(context.Background(), tuning.ExecutorLease-tuning.ExecutorBeat)
 	h.renew(ctx)
