@@ -191,6 +191,7 @@ func (r *Reader) committedPage(ctx context.Context, j domain.Job, only int, q, c
 		}
 		st := stages[stage]
 		name := j.Spec.Stages[stage].Name
+		st.Total = listedTasks(j.Spec, stage, st.Total)
 		for after := part; after+1 < st.Total; {
 			if reads >= page.MaxReads {
 				out.NextCursor = page.Encode(q, strconv.Itoa(stage), strconv.Itoa(after+1), "0")
@@ -205,6 +206,9 @@ func (r *Reader) committedPage(ctx context.Context, j domain.Job, only int, q, c
 			}
 			reads += pg.Reads
 			for _, t := range pg.Rows {
+				if t.Ref.Partition >= st.Total {
+					break // a skewed stage's piece (listedTasks)
+				}
 				first := 0
 				if t.Ref.Partition == part+1 {
 					first = skip
@@ -229,4 +233,17 @@ func (r *Reader) committedPage(ctx context.Context, j domain.Job, only int, q, c
 		}
 	}
 	return nil
+}
+
+// listedTasks is how many of a stage's total tasks list outputs: all but
+// a combinable skewed stage's pieces past its shuffle's partitions, whose
+// partial results their partition's task reduces again (shared/skew), as
+// the stage's manifest leaves them out.
+func listedTasks(sp *spec.Job, idx, total int) int {
+	if sk := sp.Stages[idx].Skew; sk != nil && sk.Combinable {
+		if src, ok := sp.ShuffleSource(idx); ok {
+			return min(total, sp.Stages[src].Shuffle.Partitions)
+		}
+	}
+	return total
 }

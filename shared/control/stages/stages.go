@@ -78,8 +78,15 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 	case fromShuffle:
 		// Every shuffle the stage reads has this count (spec.ShuffleSources).
 		total = sp.Stages[src].Shuffle.Partitions
+		parts := total
 		if total, err = skewTotal(ctx, s, job, sp, idx, total); err != nil { // skew.go
 			return err
+		}
+		if total > parts {
+			// The pieces, past what submit counted.
+			if done, err := s.chargePlan(ctx, job, idx, total, parts); done || err != nil { // plancharge.go
+				return err
+			}
 		}
 	case stageHasSplits(sp, idx):
 		var err error
@@ -97,7 +104,7 @@ func (s *Lifecycle) materializeStage(ctx context.Context, job string, sp *spec.J
 			return fmt.Errorf("stage %s/%s: plan input: %w", job, st.Name, err)
 		}
 		total = len(splits)
-		if done, err := s.chargePlan(ctx, job, idx, total); done || err != nil { // plancharge.go
+		if done, err := s.chargePlan(ctx, job, idx, total, 1); done || err != nil { // plancharge.go
 			return err
 		}
 	default:

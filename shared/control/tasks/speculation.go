@@ -276,6 +276,9 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st dom
 					return err
 				}
 			}
+		case t.Copy == nil && !copyable(sp, t.Ref): // skewclaim.go
+			// Never copied: it neither takes a place under the cap nor
+			// keeps the looks coming.
 		case t.Copy == nil && !t.Claimed.IsZero() && sm.IsStraggler(now.Sub(t.Claimed), median, sc.Multiplier):
 			stragglers = append(stragglers, t)
 		case t.Copy == nil && !t.Claimed.IsZero() && t.Claimed.Before(earliest):
@@ -289,9 +292,6 @@ func (s *Copies) Speculate(ctx context.Context, job string, sp *spec.Job, st dom
 	// stragglers the cap held back need the next sweep's look.
 	s.noteSpeculationLook(job, st, specLook{earliest: earliest, busy: running+len(stragglers) > 0})
 	for _, t := range launch {
-		if !copyable(sp, t.Ref) { // skewclaim.go
-			continue
-		}
 		err := s.store.CopyRequest(ctx, t.Ref, now)
 		if errors.Is(err, sm.ErrInvalidTransition) {
 			continue // it committed, failed or was copied meanwhile
