@@ -1,0 +1,109 @@
+package schedules
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/queue"
+	"github.com/batchwork/batchwork/shared/schedule"
+)
+
+// handOffStore is a Store whose one shard holds, in the minute after now,
+// more firings than one shard run hands off (timerMaxPerShard), and
+// nothing due.
+type handOffStore struct {
+	Store // nil: any other call panics
+	wm    time.Time
+	busy  schedule.Bucket
+	n     int
+}
+
+func (s *handOffStore) ScheduleWatermark(context.Context) (time.Time, bool, error) {
+	return s.wm, true, nil
+}
+
+func (s *handOffStore) ScheduleShardTake(_ context.Context, shard int, run string, _, until time.Time) (schedule.ShardLease, error) {
+	return schedule.ShardLease{Shard: shard, Owner: run, Expires: until}, nil
+}
+
+func (s *handOffStore) ScheduleShardAdvance(context.Context, int, string, time.Time, time.Time, time.Time) error {
+	return nil
+}
+
+func (s *handOffStore) ScheduleShardRelease(context.Context, int, string) error { return nil }
+
+func (s *handOffStore) ScheduleDueEntries(_ context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error) {
+	if b != s.busy {
+		return nil, nil
+	}
+	var es []dynamo.IndexEntry
+	for i := 0; i < s.n && len(es) < limit; i++ {
+		es = append(es, dynamo.IndexEntry{Bucket: b, ScheduleID: fmt.Sprintf("s%06d", i), Owner: "o", At: b.Minute})
+	}
+	return es, nil
+}
+
+type countingQueue struct {
+	mu   sync.Mutex
+	sent map[string]int
+}
+
+func (q *countingQueue) SendBatch(_ context.Context, _ string, msgs []queue.Send) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range msgs {
+		if _, relay := parseShardMsg(m.Body); relay {
+			continue
+		}
+		q.sent[m.Body]++
+	}
+	return nil
+}
+
+// A shard run whose window holds more firings than it may hand off
+// relays the shard (handOff's `more` sets `left`). The relayed run
+// Queries the same buckets in the same order and hands off the same
+// first timerMaxPerShard firings again, never the rest, and relays again:
+// while the window stays over the limit (up to TimerWindow) the timer
+// queue's consumer loops, each turn resending timerMaxPerShard duplicate
+// timer messages. A relay must make progress: the run it asks for must
+// hand off something not handed off before (or there must be no relay).
+func TestReviewShardRelayForHandOffOverLimitMakesNoProgress(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
+	st := &handOffStore{
+		wm:   now.Truncate(time.Minute).Add(-time.Minute),
+		busy: schedule.Bucket{Minute: now.Truncate(time.Minute).Add(time.Minute), Shard: 0},
+		n:    timerMaxPerShard + 1,
+	}
+	q := &countingQueue{sent: map[string]int{}}
+	f := New(Config{TimerQueue: "timer"}, st, q, nil, func() time.Time { return now }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := f.FireShard(context.Background(), 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Relayed == 0 {
+		return // over-limit firings left to the sweep: fine
+	}
+	before := len(q.sent)
+	// The relay's run, as the timer queue's consumer would make it.
+	c2, err := f.FireShard(context.Background(), 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dups := 0
+	for _, n := range q.sent {
+		if n > 1 {
+			dups++
+		}
+	}
+	if len(q.sent) == before {
+		t.Errorf("the relayed run handed off %d firings, all already handed off (%d duplicates), none of the %d left, and relayed again (%d times): a relay loop without progress",
+			c2.HandedOff, dups, st.n-before, c2.Relayed)
+	}
+}
