@@ -107,3 +107,52 @@ func TestReviewShardRelayForHandOffOverLimitMakesNoProgress(t *testing.T) {
 			c2.HandedOff, dups, st.n-before, c2.Relayed)
 	}
 }
+
+// failingStore is a Store two hours behind (so a run's walk is capped at
+// fireMinutes and leaves work) whose shard-0 bucket Query fails, as under
+// throttling or any error that outlasts a run.
+type failingStore struct {
+	handOffStore
+	calls int
+}
+
+func (s *failingStore) ScheduleDueEntries(_ context.Context, b schedule.Bucket, _ int) ([]dynamo.IndexEntry, error) {
+	s.calls++
+	return nil, fmt.Errorf("query bucket %s: throttled", b.Key())
+}
+
+// A "fire shard" message whose run fails is kept for redelivery
+// (FireTimers returns its error; the runner deletes only nil and
+// ErrNotTimer), and FireShard has also sent a new relay for the work left
+// (the capped walk). So each failing delivery becomes two live messages
+// for the shard, each of which fails the same way and doubles again: the
+// shard's messages multiply for as long as the error lasts (a lease held
+// drops some, but every run releases at once after failing). A run must
+// either relay (and be done with its message) or fail (and be delivered
+// again), not both.
+func TestReviewFailingShardRunRelaysAndIsRedelivered(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
+	st := &failingStore{handOffStore: handOffStore{wm: now.Truncate(time.Minute).Add(-2 * time.Hour)}}
+	q := &relayQueue{}
+	f := New(Config{TimerQueue: "timer"}, st, q, nil, func() time.Time { return now }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := f.FireShard(context.Background(), 0, now)
+	if err != nil && q.relays > 0 {
+		t.Errorf("the run failed (%v: its message will be delivered again) and relayed the shard too (%d relays, counts %+v): two live messages where there was one", err, q.relays, c)
+	}
+}
+
+type relayQueue struct {
+	mu     sync.Mutex
+	relays int
+}
+
+func (q *relayQueue) SendBatch(_ context.Context, _ string, msgs []queue.Send) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := parseShardMsg(m.Body); ok {
+			q.relays++
+		}
+	}
+	return nil
+}
