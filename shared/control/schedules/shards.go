@@ -306,7 +306,10 @@ func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCo
 	}
 	r := shardRun{shard: shard, run: newRunID(), global: global, handOff: true, stopBy: runStop(ctx)}
 	c, left, err := s.fireShard(ctx, r, now)
-	if left && ctx.Err() == nil {
+	// A failed run's message is delivered again (FireTimers keeps it),
+	// and that delivery goes on with the shard: a relay too would make
+	// two messages of one, and each failing again, four.
+	if left && err == nil && ctx.Err() == nil {
 		if rerr := s.relayShards(ctx, []int{shard}); rerr != nil {
 			err = errors.Join(err, rerr)
 		} else {
