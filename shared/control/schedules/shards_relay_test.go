@@ -76,15 +76,16 @@ func (q *countingQueue) SendBatch(_ context.Context, _ string, msgs []queue.Send
 	return nil
 }
 
-// A shard run whose window holds more firings than it may hand off
-// relays the shard (handOff's `more` sets `left`). The relayed run
+// A shard run whose window holds more firings than it may hand off used
+// to relay the shard (handOff's `more` set `left`). The relayed run
 // Queries the same buckets in the same order and hands off the same
 // first timerMaxPerShard firings again, never the rest, and relays again:
 // while the window stays over the limit (up to TimerWindow) the timer
 // queue's consumer loops, each turn resending timerMaxPerShard duplicate
 // timer messages. A relay must make progress: the run it asks for must
 // hand off something not handed off before (or there must be no relay).
-func TestReviewShardRelayForHandOffOverLimitMakesNoProgress(t *testing.T) {
+// The hand-off limit now relays nothing: the sweep fires the rest when due.
+func TestShardHandOffOverLimitDoesNotRelay(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
 	st := &handOffStore{
 		wm:   now.Truncate(time.Minute).Add(-time.Minute),
@@ -96,6 +97,9 @@ func TestReviewShardRelayForHandOffOverLimitMakesNoProgress(t *testing.T) {
 	c, err := f.FireShard(context.Background(), 0, now)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.HandedOff != timerMaxPerShard {
+		t.Errorf("handed off %d, want the limit %d", c.HandedOff, timerMaxPerShard)
 	}
 	if c.Relayed == 0 {
 		return // over-limit firings left to the sweep: fine
