@@ -89,7 +89,8 @@ type shardRun struct {
 }
 
 // fireShard takes the shard's lease and fires its due buckets from its
-// watermark through now, then hands its window's firings off (if asked),
+// watermark through now, then hands its window's firings off (if asked,
+// and only if no work is left),
 // moves its watermark and releases the lease. left says work remains for
 // another run (a budget ran out). A shard leased by another live run is
 // counted in Leased and left alone.
@@ -150,7 +151,10 @@ func (s *Firer) fireShard(ctx context.Context, r shardRun, now time.Time) (c Fir
 			note(err)
 		}
 	}
-	if r.handOff && ctx.Err() == nil {
+	// Only a run that leaves nothing behind hands off: a run with work
+	// left is relayed (or the next sweep goes on), and the run that
+	// finishes the shard hands its window off once, not every run of it.
+	if r.handOff && !left && ctx.Err() == nil {
 		// Firings over the limit are left to the sweep, which fires
 		// them when due: no relay for them (see timerMaxPerShard).
 		n, _, err := s.handOff(ctx, now, []int{r.shard}, timerMaxPerShard)
@@ -303,8 +307,9 @@ func (s *Firer) relayShards(ctx context.Context, shards []int) error {
 }
 
 // FireShard is one run of one shard, as a "fire shard" message asks and
-// as tests drive it: it fires the shard if no other run holds it, hands
-// its window's firings off, and relays the shard again if work is left.
+// as tests drive it: it fires the shard if no other run holds it, and
+// relays the shard again if work is left or else hands its window's
+// firings off.
 func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCounts, error) {
 	global, ok, err := s.store.ScheduleWatermark(ctx)
 	if err != nil || !ok {

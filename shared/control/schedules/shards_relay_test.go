@@ -171,15 +171,16 @@ func (q *relayQueue) SendBatch(_ context.Context, _ string, msgs []queue.Send) e
 	return nil
 }
 
-// Every run of a shard hands its window off again, relays included. A
+// Every run of a shard handed its window off again, relays included. A
 // shard relayed because its fire budget or its 30-minute walk ran out
 // (a busy minute: 6,250 due per shard at the documented 100,000 a
 // minute, 500 per run, about 13 relays) sends the same window's timer
 // messages once per relay, each a FireTimer that reads the schedule to
 // find it fired. Here: two hours behind, nothing due, 10 firings in the
 // window; the run and the relays it chains until the shard is caught up
-// must hand each firing off once.
-func TestReviewRelayedShardRunsHandOffTheSameWindowAgain(t *testing.T) {
+// must hand each firing off once: only the run that leaves nothing
+// behind hands off.
+func TestRelayedShardRunsHandOffTheWindowOnce(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
 	st := &handOffStore{
 		wm:   now.Truncate(time.Minute).Add(-2 * time.Hour),
