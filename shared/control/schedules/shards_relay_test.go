@@ -144,7 +144,7 @@ func (s *failingStore) ScheduleDueEntries(_ context.Context, b schedule.Bucket, 
 // drops some, but every run releases at once after failing). A run must
 // either relay (and be done with its message) or fail (and be delivered
 // again), not both.
-func TestReviewFailingShardRunRelaysAndIsRedelivered(t *testing.T) {
+func TestFailingShardRunDoesNotRelay(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
 	st := &failingStore{handOffStore: handOffStore{wm: now.Truncate(time.Minute).Add(-2 * time.Hour)}}
 	q := &relayQueue{}
