@@ -9,12 +9,12 @@ import (
 // deployed with this change, whose default SegmentTasks is 10,000, while
 // a stage of more is part way: Enqueued = E, no segments) is split by
 // the first sweep that materializes it (a stall: its relay lost or its
-// process gone), and StageSetSegments starts every segment k >= 1 at its
+// process gone), and StageSetSegments started every segment k >= 1 at its
 // first partition k*size, although the one chain had sent up to E. The
-// segments below E are queued again: each of their tasks gets a second
+// segments below E were queued again: each of their tasks got a second
 // message (and, until the chains pass E again, Sent(p) says false for
 // tasks that were sent). Each chunk is meant to be written and sent once.
-func TestReviewStagePartlyQueuedBeforeSegmentsIsNotSentAgain(t *testing.T) {
+func TestStagePartlyQueuedBeforeSegmentsIsNotSentAgain(t *testing.T) {
 	t.Parallel()
 	const n = 15
 	r := newUnitRig(t, func(cfg *Config) {
