@@ -253,10 +253,10 @@ func (s *Firer) fireShards(ctx context.Context, now time.Time, r shardRun, relay
 	}
 	wg.Wait()
 	if relay && len(left) > 0 {
-		if err := s.relayShards(ctx, left); err != nil {
+		n, err := s.relayShards(ctx, left)
+		c.Relayed += n
+		if err != nil {
 			errs = append(errs, err)
-		} else {
-			c.Relayed += len(left)
 		}
 	}
 	s.advanceGlobal(ctx, &c, r.global, now)
@@ -287,23 +287,24 @@ func (s *Firer) advanceGlobal(ctx context.Context, c *FireCounts, global, now ti
 }
 
 // relayShards sends a "fire shard" message for each shard, for the timer
-// queue's consumer to run at once.
-func (s *Firer) relayShards(ctx context.Context, shards []int) error {
+// queue's consumer to run at once, and says how many it sent: none
+// without a timer queue (the next sweep goes on with them).
+func (s *Firer) relayShards(ctx context.Context, shards []int) (int, error) {
 	if s.cfg.TimerQueue == "" {
-		return nil // the next sweep goes on with them
+		return 0, nil // the next sweep goes on with them
 	}
 	sends := make([]queue.Send, 0, len(shards))
 	for _, sh := range shards {
 		body, err := json.Marshal(shardMsg{FireShard: &sh})
 		if err != nil {
-			return fmt.Errorf("relay shards: %w", err)
+			return 0, fmt.Errorf("relay shards: %w", err)
 		}
 		sends = append(sends, queue.Send{Body: string(body)})
 	}
 	if err := s.queue.SendBatch(ctx, s.cfg.TimerQueue, sends); err != nil {
-		return fmt.Errorf("relay shards %v: %w", shards, err)
+		return 0, fmt.Errorf("relay shards %v: %w", shards, err)
 	}
-	return nil
+	return len(sends), nil
 }
 
 // FireShard is one run of one shard, as a "fire shard" message asks and
@@ -321,10 +322,10 @@ func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCo
 	// and that delivery goes on with the shard: a relay too would make
 	// two messages of one, and each failing again, four.
 	if left && err == nil && ctx.Err() == nil {
-		if rerr := s.relayShards(ctx, []int{shard}); rerr != nil {
+		n, rerr := s.relayShards(ctx, []int{shard})
+		c.Relayed += n
+		if rerr != nil {
 			err = errors.Join(err, rerr)
-		} else {
-			c.Relayed++
 		}
 	}
 	return c, err

@@ -207,3 +207,19 @@ func TestRelayedShardRunsHandOffTheWindowOnce(t *testing.T) {
 		t.Errorf("%d runs handed off %d timer messages for %d firings in the window", runs+1, total, st.n)
 	}
 }
+
+// Relayed counts the relays sent: without a timer queue a shard with work
+// left is the next sweep's, and nothing is relayed.
+func TestShardRunWithoutTimerQueueCountsNoRelay(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 10, 0, time.UTC)
+	st := &handOffStore{wm: now.Truncate(time.Minute).Add(-2 * time.Hour)}
+	q := &relayQueue{}
+	f := New(Config{}, st, q, nil, func() time.Time { return now }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := f.FireShard(context.Background(), 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Relayed != 0 || q.relays != 0 {
+		t.Errorf("no timer queue: Relayed %d, %d relays sent; want 0", c.Relayed, q.relays)
+	}
+}
