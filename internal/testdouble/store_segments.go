@@ -11,7 +11,8 @@ import (
 )
 
 // SetSegments splits a planned stage into segments once; a second call
-// keeps the first size.
+// keeps the first size. Each segment starts where the stage's one chain
+// left it, as dynamo.Store's does (domain.SegmentStart).
 func (f *stageRecords) StageSetSegments(_ context.Context, job string, idx, size int) (domain.Stage, error) {
 	return call(f.state, "StageSetSegments", func() (domain.Stage, error) {
 		s, ok := f.stages[stageKey{job, idx}]
@@ -21,7 +22,7 @@ func (f *stageRecords) StageSetSegments(_ context.Context, job string, idx, size
 		if s.st.SegmentTasks == 0 && size > 0 && s.st.Total > size {
 			segs := map[int]int{}
 			for k := 1; k*size < s.st.Total; k++ {
-				segs[k] = k * size
+				segs[k] = domain.SegmentStart(s.st.Enqueued, s.st.Total, k, size)
 			}
 			s.st.SegmentTasks, s.st.Segments = size, segs
 		}

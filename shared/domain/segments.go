@@ -70,3 +70,13 @@ func (s Stage) Sent(p int) bool {
 	}
 	return p < s.SegmentNext(k)
 }
+
+// SegmentStart is where segment k (k >= 1) of a stage of total tasks
+// split into segments of size starts counting, the stage's one chain
+// having sent enqueued: its first partition, or enqueued if that chain
+// got past it, or its end if past that.
+func SegmentStart(enqueued, total, k, size int) int {
+	lo := k * size
+	hi := min(lo+size, total)
+	return min(max(enqueued, lo), hi)
+}

@@ -31,26 +31,44 @@ const (
 // StageSetSegments splits a planned stage's materialization into
 // segments of size tasks, once: the first caller's size stays, and every
 // caller gets the stage as stored. Each segment's count starts at its
-// first partition.
+// first partition, or at the stage's count if one chain had already sent
+// past it (a stage part way when split): segment k starts at
+// clamp(Enqueued, k*size, its end), so nothing sent is sent again. The
+// write holds only while the stage's count is the one read; a chain that
+// moved it meanwhile makes it read and try again.
 func (s *Store) StageSetSegments(ctx context.Context, job string, idx, size int) (domain.Stage, error) {
-	st, err := s.StageGet(ctx, job, idx)
-	if err != nil || st.SegmentTasks > 0 || size <= 0 || st.Total <= size {
-		return st, err
-	}
-	counts := map[string]types.AttributeValue{}
-	for k := 1; k*size < st.Total; k++ {
-		counts[strconv.Itoa(k)] = nv(int64(k * size))
-	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
-		UpdateExpression:    aws.String("SET " + aSegTasks + " = :n, " + aSegments + " = :m"),
-		ConditionExpression: aws.String("attribute_exists(pk) AND tot = :tot AND attribute_not_exists(" + aSegTasks + ")"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n": nv(int64(size)), ":m": &types.AttributeValueMemberM{Value: counts}, ":tot": nv(int64(st.Total)),
-		},
-	})
-	if err != nil && !isCondFailed(err) {
-		return domain.Stage{}, fmt.Errorf("segment stage %s/%d: %w", job, idx, err)
+	for range 5 {
+		st, err := s.StageGet(ctx, job, idx)
+		if err != nil || st.SegmentTasks > 0 || size <= 0 || st.Total <= size {
+			return st, err
+		}
+		counts := map[string]types.AttributeValue{}
+		for k := 1; k*size < st.Total; k++ {
+			counts[strconv.Itoa(k)] = nv(int64(domain.SegmentStart(st.Enqueued, st.Total, k, size)))
+		}
+		cond := "attribute_exists(pk) AND tot = :tot AND attribute_not_exists(" + aSegTasks + ") AND "
+		if st.Enqueued == 0 {
+			cond += "(attribute_not_exists(" + aEnqueued + ") OR " + aEnqueued + " = :enq)"
+		} else {
+			cond += aEnqueued + " = :enq"
+		}
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
+			UpdateExpression:    aws.String("SET " + aSegTasks + " = :n, " + aSegments + " = :m"),
+			ConditionExpression: aws.String(cond),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":n": nv(int64(size)), ":m": &types.AttributeValueMemberM{Value: counts},
+				":tot": nv(int64(st.Total)), ":enq": nv(int64(st.Enqueued)),
+			},
+		})
+		if err == nil {
+			break
+		}
+		if !isCondFailed(err) {
+			return domain.Stage{}, fmt.Errorf("segment stage %s/%d: %w", job, idx, err)
+		}
+		// Split by another caller (its stage is read back below), or the
+		// count moved: read and try again.
 	}
 	return s.StageGet(ctx, job, idx)
 }

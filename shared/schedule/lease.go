@@ -48,14 +48,6 @@ func (l ShardLease) From(global time.Time) time.Time {
 	return l.Watermark
 }
 
-// Stale says whether the shard has been left behind at now: no run
-// drained a minute of it for longer than `period` (the sweep's), so the
-// run fanned out to it was lost and the sweep fires it itself.
-func (l ShardLease) Stale(global, now time.Time, period time.Duration) bool {
-	limit := now.UTC().Truncate(time.Minute).Add(-time.Minute)
-	return l.From(global).Before(limit.Add(-period))
-}
-
 // AdvanceTo is the watermark a run that drained every minute through
 // drained may store at now: never past the minute before now (an entry
 // written into the current minute must still be found) and never back.

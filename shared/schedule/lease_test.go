@@ -46,15 +46,12 @@ func TestShardWatermarkRules(t *testing.T) {
 		from    time.Time
 		to      time.Time
 		moves   bool
-		stale   bool // with a one-minute period
 	}{
-		{name: "no own watermark: from the global one", drained: m(25), from: m(20), to: m(25), moves: true, stale: true},
+		{name: "no own watermark: from the global one", drained: m(25), from: m(20), to: m(25), moves: true},
 		{name: "own watermark wins", wm: m(28), drained: m(29), from: m(28), to: m(29), moves: true},
 		{name: "capped at the minute before now", wm: m(28), drained: m(30), from: m(28), to: m(29), moves: true},
 		{name: "never back", wm: m(29), drained: m(27), from: m(29), to: m(27), moves: false},
 		{name: "nothing drained", wm: m(29), drained: m(29), from: m(29), to: m(29), moves: false},
-		{name: "one period behind is not stale", wm: m(28), drained: m(28), from: m(28), to: m(28), moves: false},
-		{name: "more than a period behind is stale", wm: m(27), drained: m(27), from: m(27), to: m(27), moves: false, stale: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,9 +62,6 @@ func TestShardWatermarkRules(t *testing.T) {
 			to, moves := l.AdvanceTo(global, c.drained, now)
 			if moves != c.moves || (moves && !to.Equal(c.to)) {
 				t.Errorf("AdvanceTo(%s) = %s, %v; want %s, %v", c.drained, to, moves, c.to, c.moves)
-			}
-			if got := l.Stale(global, now, time.Minute); got != c.stale {
-				t.Errorf("Stale = %v, want %v", got, c.stale)
 			}
 		})
 	}

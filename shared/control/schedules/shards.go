@@ -47,8 +47,13 @@ const (
 	// once; each fires up to fireWorkers entries at a time.
 	shardRuns = 4
 	// timerMaxPerShard bounds the firings one shard run hands off: a
-	// shard's share of 100,000 firings in a minute (6,250) fits.
-	timerMaxPerShard = 8000
+	// shard's share of 100,000 firings in a minute is 6,250, about 9,400
+	// in a TimerWindow of 90 s; 10,000 leaves a margin for an uneven
+	// spread. Firings over it are not handed off: the sweep fires them
+	// when they fall due. Reaching it never relays the shard, since a
+	// relayed run would Query the same window and hand off the same
+	// first firings again.
+	timerMaxPerShard = 10000
 )
 
 // newRunID names a run in the leases it takes.
@@ -84,7 +89,8 @@ type shardRun struct {
 }
 
 // fireShard takes the shard's lease and fires its due buckets from its
-// watermark through now, then hands its window's firings off (if asked),
+// watermark through now, then hands its window's firings off (if asked,
+// and only if no work is left),
 // moves its watermark and releases the lease. left says work remains for
 // another run (a budget ran out). A shard leased by another live run is
 // counted in Leased and left alone.
@@ -145,10 +151,14 @@ func (s *Firer) fireShard(ctx context.Context, r shardRun, now time.Time) (c Fir
 			note(err)
 		}
 	}
-	if r.handOff && ctx.Err() == nil {
-		n, more, err := s.handOff(ctx, now, []int{r.shard}, timerMaxPerShard)
+	// Only a run that leaves nothing behind hands off: a run with work
+	// left is relayed (or the next sweep goes on), and the run that
+	// finishes the shard hands its window off once, not every run of it.
+	if r.handOff && !left && ctx.Err() == nil {
+		// Firings over the limit are left to the sweep, which fires
+		// them when due: no relay for them (see timerMaxPerShard).
+		n, _, err := s.handOff(ctx, now, []int{r.shard}, timerMaxPerShard)
 		c.HandedOff += n
-		left = left || more
 		note(err)
 	}
 	// A run whose context ended (a process dying) releases nothing: its
@@ -243,10 +253,10 @@ func (s *Firer) fireShards(ctx context.Context, now time.Time, r shardRun, relay
 	}
 	wg.Wait()
 	if relay && len(left) > 0 {
-		if err := s.relayShards(ctx, left); err != nil {
+		n, err := s.relayShards(ctx, left)
+		c.Relayed += n
+		if err != nil {
 			errs = append(errs, err)
-		} else {
-			c.Relayed += len(left)
 		}
 	}
 	s.advanceGlobal(ctx, &c, r.global, now)
@@ -277,28 +287,30 @@ func (s *Firer) advanceGlobal(ctx context.Context, c *FireCounts, global, now ti
 }
 
 // relayShards sends a "fire shard" message for each shard, for the timer
-// queue's consumer to run at once.
-func (s *Firer) relayShards(ctx context.Context, shards []int) error {
+// queue's consumer to run at once, and says how many it sent: none
+// without a timer queue (the next sweep goes on with them).
+func (s *Firer) relayShards(ctx context.Context, shards []int) (int, error) {
 	if s.cfg.TimerQueue == "" {
-		return nil // the next sweep goes on with them
+		return 0, nil // the next sweep goes on with them
 	}
 	sends := make([]queue.Send, 0, len(shards))
 	for _, sh := range shards {
 		body, err := json.Marshal(shardMsg{FireShard: &sh})
 		if err != nil {
-			return fmt.Errorf("relay shards: %w", err)
+			return 0, fmt.Errorf("relay shards: %w", err)
 		}
 		sends = append(sends, queue.Send{Body: string(body)})
 	}
 	if err := s.queue.SendBatch(ctx, s.cfg.TimerQueue, sends); err != nil {
-		return fmt.Errorf("relay shards %v: %w", shards, err)
+		return 0, fmt.Errorf("relay shards %v: %w", shards, err)
 	}
-	return nil
+	return len(sends), nil
 }
 
 // FireShard is one run of one shard, as a "fire shard" message asks and
-// as tests drive it: it fires the shard if no other run holds it, hands
-// its window's firings off, and relays the shard again if work is left.
+// as tests drive it: it fires the shard if no other run holds it, and
+// relays the shard again if work is left or else hands its window's
+// firings off.
 func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCounts, error) {
 	global, ok, err := s.store.ScheduleWatermark(ctx)
 	if err != nil || !ok {
@@ -306,11 +318,14 @@ func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCo
 	}
 	r := shardRun{shard: shard, run: newRunID(), global: global, handOff: true, stopBy: runStop(ctx)}
 	c, left, err := s.fireShard(ctx, r, now)
-	if left && ctx.Err() == nil {
-		if rerr := s.relayShards(ctx, []int{shard}); rerr != nil {
+	// A failed run's message is delivered again (FireTimers keeps it),
+	// and that delivery goes on with the shard: a relay too would make
+	// two messages of one, and each failing again, four.
+	if left && err == nil && ctx.Err() == nil {
+		n, rerr := s.relayShards(ctx, []int{shard})
+		c.Relayed += n
+		if rerr != nil {
 			err = errors.Join(err, rerr)
-		} else {
-			c.Relayed++
 		}
 	}
 	return c, err

@@ -287,6 +287,24 @@ var cases = []struct {
 			t.Fatalf("advance a cancelled stage's segment: %v, %v; want false", got, err)
 		}
 	}},
+	{"a stage part way through one chain is split with each segment starting where that chain left it", func(t *testing.T, r *rig) {
+		r.stage(35)
+		if err := r.s.StageTransition(r.ctx, dynamo.StageTransitionParams{Job: r.job, Stage: 0, Event: sm.StageStart, Now: r.now}); err != nil {
+			t.Fatalf("start: %v", err)
+		}
+		if ok, err := r.s.StageAdvanceSegment(r.ctx, r.job, 0, 0, 0, 13, r.now.Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("one chain to 13: %v, %v", ok, err)
+		}
+		st, err := r.s.StageSetSegments(r.ctx, r.job, 0, 10)
+		if err != nil || st.SegmentCount() != 4 || st.Enqueued != 13 || st.SegmentNext(1) != 13 || st.SegmentNext(2) != 20 || st.SegmentNext(3) != 30 {
+			t.Fatalf("segments of 10 after 13 queued: %+v, %v; want segment 1 at 13, 2 at 20, 3 at 30", st, err)
+		}
+		for p, want := range map[int]bool{9: true, 10: true, 12: true, 13: false, 20: false} {
+			if st.Sent(p) != want {
+				t.Errorf("partition %d sent %v, want %v", p, !want, want)
+			}
+		}
+	}},
 	{"a stage transition decided at another redrive is refused", func(t *testing.T, r *rig) {
 		r.stage(1)
 		gen := 1 // the job was never redriven: its count is 0
