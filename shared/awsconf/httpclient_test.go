@@ -93,7 +93,11 @@ func TestHTTPClientRoutes(t *testing.T) {
 	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")}
 	Harden(&cfg)
 	db := dynamodb.NewFromConfig(cfg)
-	for i := 0; i < 5; i++ {
+	// A connection goes back to the idle pool just after its response's
+	// body is read, so a next request may race it and dial: reuse shows
+	// as far fewer connections than requests, not exactly one.
+	const requests = 20
+	for i := 0; i < requests; i++ {
 		out, err := db.ListTables(context.Background(), &dynamodb.ListTablesInput{})
 		if err != nil {
 			t.Fatal(err)
@@ -102,8 +106,8 @@ func TestHTTPClientRoutes(t *testing.T) {
 			t.Fatalf("tables %v", out.TableNames)
 		}
 	}
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections for 5 sequential requests, want 1", n)
+	if n := conns.Load(); n > requests/4 {
+		t.Fatalf("%d connections for %d sequential requests, want them reused (at most %d)", n, requests, requests/4)
 	}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/moved", nil)
 	resp, err := cfg.HTTPClient.Do(req)
