@@ -333,11 +333,15 @@ func (s *Firer) FireShard(ctx context.Context, shard int, now time.Time) (FireCo
 
 // runStop is when a run stops taking new work: its budget, or earlier if
 // its context ends sooner (a sweep step's own budget), less a margin for
-// the work in flight.
+// the work in flight: 3 s, or a quarter of a shorter budget (a sweep
+// step's budget is a third of what its run has left, and a margin of a
+// fixed 3 s would leave a short one no time to fire at all).
 func runStop(ctx context.Context) time.Time {
 	stop := time.Now().Add(shardRunBudget)
-	if d, ok := ctx.Deadline(); ok && d.Add(-3*time.Second).Before(stop) {
-		stop = d.Add(-3 * time.Second)
+	if d, ok := ctx.Deadline(); ok {
+		if by := d.Add(-min(3*time.Second, time.Until(d)/4)); by.Before(stop) {
+			stop = by
+		}
 	}
 	return stop
 }
