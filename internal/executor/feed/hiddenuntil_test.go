@@ -57,8 +57,8 @@ func TestRenewalsPassOverMessagesHiddenPastTheNext(t *testing.T) {
 	const unknown = time.Duration(-1 << 63)
 	t.Parallel()
 	for _, tc := range []struct {
-		name string
-		left time.Duration // of its visibility; unknown: added as a Lambda batch's message
+		name        string
+		left        time.Duration // of its visibility; unknown: added as a Lambda batch's message
 		claimed     bool
 		wantRenewed bool
 	}{
