@@ -33,8 +33,11 @@ import (
 var ErrPiecesRunning = errors.New("the pieces of its skewed partition have not all committed")
 
 // PiecesWait is how long a combine task's message waits before its claim
-// looks at its pieces again.
-const PiecesWait = 2 * time.Second
+// looks at its pieces again: one second, SQS's smallest delay (delays
+// round up to whole seconds, so a jitter under a second would only make
+// it two). The wait is most of what a hot partition adds to its stage's
+// time, and a look is a read per piece; a stage has few hot partitions.
+const PiecesWait = time.Second
 
 // skewPiece reports whether ref is one of its skewed stage's extra tasks,
 // whose claim may write it: a partition past the shuffle's, below the
@@ -77,8 +80,7 @@ func combineGate(ctx context.Context, s *Lifecycle, sp *spec.Job, ref domain.Tas
 			} else if state != sm.JobRunning {
 				return nil, fmt.Errorf("claim %s: job is %s: %w", ref, state, domain.ErrAlreadyDone)
 			}
-			delay := PiecesWait + s.Jitter(PiecesWait)
-			if err := s.Resend(ctx, ref, tracing.SpanID(tracing.Carried(ctx)), delay); err != nil {
+			if err := s.Resend(ctx, ref, tracing.SpanID(tracing.Carried(ctx)), PiecesWait); err != nil {
 				return nil, fmt.Errorf("claim %s: requeue behind its pieces: %w", ref, err)
 			}
 			return nil, fmt.Errorf("claim %s: piece %d: %w: %w", ref, pc.Task, ErrPiecesRunning, domain.ErrAlreadyDone)
