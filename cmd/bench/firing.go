@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/control"
 	"io"
 	"log/slog"
 	"maps"
@@ -60,27 +61,8 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	at := time.Now().UTC().Add(30 * time.Minute).Truncate(time.Minute)
 
 	setup := time.Now()
-	ids := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i := range n {
-		// Schedule i is due at T, or with a spread at T plus its share of
-		// it in whole seconds (a start time has second precision).
-		start := at.Add((spread * time.Duration(i) / time.Duration(n)).Truncate(time.Second))
-		body := fmt.Sprintf(`{"name":"burst","expression":"rate(1 day)","start":%q,"overlap":"allow",
-		  "spec":{"name":"fired","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}}`, start.Format(time.RFC3339))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			v, err := svc.CreateSchedule(ctx, "bench", []byte(body))
-			ids[i], errs[i] = v.ID, err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	ids, err := createBurst(ctx, svc, n, at, spread)
+	if err != nil {
 		return err
 	}
 	// The sweep's firing step plans each new schedule and moves its index
@@ -166,6 +148,8 @@ func firingAccuracy(ctx context.Context, cfg aws.Config, n int, spread time.Dura
 	late := make([]time.Duration, 0, n)
 	durable := make([]time.Duration, 0, n)
 	var lmu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	// Bounded: DynamoDB Local has been seen to leave reads unanswered
 	// after the burst; the figures then cover the runs read in time.
 	readCtx, cancelReads := context.WithTimeout(ctx, 2*time.Minute)
@@ -289,4 +273,27 @@ func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
 				return out, md, err
 			}), middleware.After)
 	})
+}
+
+// createBurst creates n schedules of a one-task job, 8 at a time: schedule
+// i is due at `at`, or with a spread at `at` plus its share of it in whole
+// seconds (a start time has second precision). It returns their ids.
+func createBurst(ctx context.Context, svc *control.Service, n int, at time.Time, spread time.Duration) ([]string, error) {
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		start := at.Add((spread * time.Duration(i) / time.Duration(n)).Truncate(time.Second))
+		body := fmt.Sprintf(`{"name":"burst","expression":"rate(1 day)","start":%q,"overlap":"allow",
+		  "spec":{"name":"fired","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}}`, start.Format(time.RFC3339))
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			v, err := svc.CreateSchedule(ctx, "bench", []byte(body))
+			ids[i], errs[i] = v.ID, err
+		})
+	}
+	wg.Wait()
+	return ids, errors.Join(errs...)
 }

@@ -76,22 +76,8 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 	svc.Now = clock
 	at := time.Now().UTC().Add(30 * time.Minute).Truncate(time.Minute)
 	setup := time.Now()
-	ids := make([]string, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	body := fmt.Sprintf(`{"name":"burst","expression":"rate(1 day)","start":%q,"overlap":"allow",
-	  "spec":{"name":"fired","stages":[{"name":"s","task":"noop","partitions":{"count":1}}]}}`, at.Format(time.RFC3339))
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			v, err := svc.CreateSchedule(ctx, "bench", []byte(body))
-			ids[i], errs[i] = v.ID, err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	ids, err := createBurst(ctx, svc, n, at, 0) // firing.go
+	if err != nil {
 		return err
 	}
 	for {
@@ -122,6 +108,8 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 	for sh := range schedule.ShardCount {
 		shards <- sh
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
 	var pending atomic.Int64
 	pending.Store(schedule.ShardCount)
 	var started, relayed, leased atomic.Int64
