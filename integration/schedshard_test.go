@@ -196,8 +196,8 @@ type cursorKill struct {
 	cancel context.CancelFunc
 }
 
-func (s *cursorKill) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error {
-	err := s.Store.ScheduleAdvanceCursor(ctx, owner, id, old, cur, lastJob, next, entry, now)
+func (s *cursorKill) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, runs []dynamo.Run, now time.Time) error {
+	err := s.Store.ScheduleAdvanceCursor(ctx, owner, id, old, cur, lastJob, next, entry, runs, now)
 	if err == nil && s.n.Add(1) == s.k {
 		s.cancel()
 		return context.Canceled

@@ -63,6 +63,8 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 	var counter awsconf.Counter
 	counted := cfg.Copy()
 	counter.Install(&counted)
+	var labels reqLabels
+	labels.install(&counted)
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().UTC().Add(time.Duration(offset.Load())) }
 	r, err := runner.New(ctx, runner.Options{
@@ -103,6 +105,7 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 	// shard (work left) puts it back, as its relay message would.
 	offset.Store(int64(at.Sub(time.Now().UTC())))
 	opsBefore, totalBefore := counter.Snapshot()
+	labelsBefore := labels.snapshot()
 	start := time.Now()
 	shards := make(chan int, schedule.ShardCount)
 	for sh := range schedule.ShardCount {
@@ -137,6 +140,7 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 	wg.Wait()
 	took := time.Since(start)
 	opsAfter, totalAfter := counter.Snapshot()
+	labelsAfter := labels.snapshot()
 
 	late := make([]time.Duration, 0, n)
 	var lmu sync.Mutex
@@ -174,6 +178,7 @@ func shardedFiring(ctx context.Context, cfg aws.Config, n, runs int) error {
 		}
 	}
 	fmt.Println()
+	labels.print(labelsBefore, labelsAfter, n)
 	if len(late) < n {
 		return fmt.Errorf("sharded firing: %d of %d firings recorded", len(late), n)
 	}

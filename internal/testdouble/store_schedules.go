@@ -31,7 +31,7 @@ func (f *scheduleRecords) ScheduleDelete(_ context.Context, _, id string) error 
 	return fmt.Errorf("schedule %s: %w", id, domain.ErrNotFound)
 }
 
-func (f *scheduleRecords) ScheduleAdvanceCursor(context.Context, string, string, time.Time, time.Time, string, time.Time, dynamo.IndexEntry, time.Time) error {
+func (f *scheduleRecords) ScheduleAdvanceCursor(context.Context, string, string, time.Time, time.Time, string, time.Time, dynamo.IndexEntry, []dynamo.Run, time.Time) error {
 	return errUnsupported("ScheduleAdvanceCursor")
 }
 

@@ -228,13 +228,17 @@ func (s *Store) ScheduleDelete(ctx context.Context, owner, id string) error {
 }
 
 // AdvanceCursor moves a schedule's cursor from old to cur, records the
-// latest started job and the next firing, and moves the schedule's index
-// entry from where it was found (entry) to the next firing, in one
-// transaction, on the condition that the cursor is still old and the
-// schedule is not paused; otherwise ErrCursorMoved and nothing changes.
-// One request per firing, and never a cursor advanced with its entry
-// left behind.
-func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, now time.Time) error {
+// latest started job and the next firing, moves the schedule's index
+// entry from where it was found (entry) to the next firing and records
+// the runs of the times it handled, in one transaction, on the condition
+// that the cursor is still old and the schedule is not paused; otherwise
+// ErrCursorMoved and nothing changes. One request per firing, and never
+// a cursor advanced with its entry left behind or its runs unrecorded.
+//
+// Each run keeps SchedulePutRun's condition (the first record of a
+// scheduled time wins, a started run replaces a skipped one); a run
+// already recorded is left as it is and the rest is written without it.
+func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, runs []Run, now time.Time) error {
 	vals := map[string]types.AttributeValue{":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
 	cond := cursorCondition(old, vals)
 	// A zero cursor (nothing handled yet) and a zero next (no more
@@ -267,14 +271,38 @@ func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old
 		TableName: &s.table, Key: key(schedulePK(owner), id),
 		ConditionExpression: &cond, UpdateExpression: &upd, ExpressionAttributeValues: vals,
 	}}}, s.moveItems(entry, next, now)...)
-	err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == reasonCondFailed {
-		return ErrCursorMoved
+	fixed := len(items)
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if sk := runSK(r.Scheduled); !seen[sk] { // one write per item in a transaction; the first wins
+			seen[sk] = true
+			put := s.runPut(id, r)
+			items = append(items, types.TransactWriteItem{Put: &put})
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("advance schedule %s cursor: %w", id, err)
+	for {
+		err := s.transact(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		reasons := cancelReasons(err)
+		if len(reasons) > 0 && reasons[0] == reasonCondFailed {
+			return ErrCursorMoved
+		}
+		// Runs already recorded (a firer that recorded them and died
+		// before its cursor moved): they stay as they are.
+		kept := items[:fixed:fixed]
+		for i, it := range items[fixed:] {
+			if len(reasons) != len(items) || reasons[fixed+i] != reasonCondFailed {
+				kept = append(kept, it)
+			}
+		}
+		if err != nil && len(kept) < len(items) {
+			items = kept
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("advance schedule %s cursor: %w", id, err)
+		}
+		return nil
 	}
-	return nil
 }
 
 // IndexEntry is one schedule in the upcoming-firings index, or one job's
@@ -400,6 +428,19 @@ type Run struct {
 // see the previous run still going and the other not, and the history must
 // name the job that exists.
 func (s *Store) SchedulePutRun(ctx context.Context, id string, r Run) error {
+	put := s.runPut(id, r)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+		ExpressionAttributeValues: put.ExpressionAttributeValues,
+	})
+	if err != nil && !isCondFailed(err) {
+		return fmt.Errorf("record run of schedule %s at %s: %w", id, r.Scheduled.Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// runPut is the conditional put of a run record (SchedulePutRun).
+func (s *Store) runPut(id string, r Run) types.Put {
 	item := map[string]types.AttributeValue{
 		attrPK: sv(runPK(id)), attrSK: sv(runSK(r.Scheduled)),
 		aSchedAt: nsv(r.Scheduled), aAction: sv(string(r.Action)),
@@ -428,13 +469,7 @@ func (s *Store) SchedulePutRun(ctx context.Context, id string, r Run) error {
 		cond += " OR act = :sk"
 		vals = map[string]types.AttributeValue{":sk": sv(string(RunSkipped))}
 	}
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: &s.table, Item: item, ConditionExpression: &cond, ExpressionAttributeValues: vals,
-	})
-	if err != nil && !isCondFailed(err) {
-		return fmt.Errorf("record run of schedule %s at %s: %w", id, r.Scheduled.Format(time.RFC3339), err)
-	}
-	return nil
+	return types.Put{TableName: &s.table, Item: item, ConditionExpression: &cond, ExpressionAttributeValues: vals}
 }
 
 // Runs lists a schedule's history, newest first, at most limit entries

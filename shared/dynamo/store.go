@@ -728,17 +728,24 @@ func dueItemKey(it DueItem) (pk, sk string) {
 // call (a materialization retried after a crash) keeps the first values and
 // returns the stage as stored.
 func (s *Store) StageSetPlan(ctx context.Context, job string, idx, total int) (domain.Stage, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(jobPK(job), stageSK(idx)),
 		UpdateExpression:    aws.String("SET tot = :t, nsh = :n"),
 		ConditionExpression: aws.String("attribute_exists(pk) AND attribute_not_exists(tot)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":t": nv(int64(total)), ":n": nv(int64(ShardCount(total))),
 		},
+		// The stage as planned, without a read after: every
+		// materialization plans once, and most are the first.
+		ReturnValues: types.ReturnValueAllNew,
 	})
 	if err != nil && !isCondFailed(err) {
 		return domain.Stage{}, fmt.Errorf("plan stage %s/%d: %w", job, idx, err)
 	}
+	if err == nil && len(out.Attributes) > 0 {
+		return decodeStage(job, out.Attributes)
+	}
+	// Planned before (a repeated materialization), or gone.
 	return s.StageGet(ctx, job, idx)
 }
 

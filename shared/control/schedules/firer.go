@@ -41,7 +41,7 @@ type Store interface {
 	ScheduleList(ctx context.Context, owner, after string, limit int) ([]dynamo.ScheduleRecord, string, error)
 	ScheduleSetPaused(ctx context.Context, owner, id string, paused bool, now time.Time) (bool, error)
 	ScheduleDelete(ctx context.Context, owner, id string) error
-	ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, now time.Time) error
+	ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, runs []dynamo.Run, now time.Time) error
 	ScheduleDueEntries(ctx context.Context, b schedule.Bucket, limit int) ([]dynamo.IndexEntry, error)
 	ScheduleMoveEntry(ctx context.Context, old dynamo.IndexEntry, next, now time.Time) error
 	ScheduleWatermark(ctx context.Context) (time.Time, bool, error)

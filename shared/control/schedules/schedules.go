@@ -355,11 +355,25 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 		}
 		rec = &r
 	}
+	// The runs of the times handled are recorded with the cursor's move
+	// (ScheduleAdvanceCursor), in its one request.
+	var runs []dynamo.Run
 	// again re-reads the schedule after another firer moved it on (or a
 	// pause, resume or delete changed it) and handles this entry from its
 	// new state: the jobs the other firer started exist once whatever
-	// happens, by their idempotency keys.
+	// happens, by their idempotency keys. A job this firer started is
+	// recorded first, on its own: of two firers that planned one time
+	// with different overlap verdicts, the one whose cursor moved may
+	// have recorded it skipped, and the history must name the job that
+	// exists (a started run replaces a skipped one).
 	again := func() error {
+		for _, r := range runs {
+			if r.Action == dynamo.RunStarted {
+				if err := s.store.SchedulePutRun(ctx, e.ScheduleID, r); err != nil {
+					return err
+				}
+			}
+		}
 		if retries == 0 {
 			return fmt.Errorf("schedule %s: cursor keeps moving", e.ScheduleID)
 		}
@@ -379,12 +393,10 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 	started := ""
 	if plan.Missed.Count > 0 && sc.CatchUp == schedule.CatchUpSkipMissed {
 		c.Missed++
-		if err := s.store.SchedulePutRun(ctx, sc.ID, dynamo.Run{
+		runs = append(runs, dynamo.Run{
 			Scheduled: plan.Missed.First, Through: plan.Missed.Last, Missed: plan.Missed.Count, Action: dynamo.RunMissed,
 			Note: fmt.Sprintf("%d scheduled times missed during downtime; skipped by catchUp=skipMissed", plan.Missed.Count),
-		}); err != nil {
-			return err
-		}
+		})
 	}
 	for _, f := range plan.Fire {
 		run := dynamo.Run{Scheduled: f.Scheduled, CatchUp: f.CatchUp}
@@ -405,9 +417,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			c.Skipped++
 			run.Action = dynamo.RunSkipped
 			run.Note = "previous run " + lastJob + " still running (overlap=skip)"
-			if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
-				return err
-			}
+			runs = append(runs, run)
 			continue
 		case schedule.ActionCancelPreviousAndStart:
 			if err := s.admission.CancelPrevious(ctx, sc.Owner, lastJob); err != nil {
@@ -436,9 +446,7 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			}
 			run.Action, run.Note = dynamo.RunSkipped, note
 			log.Warn("schedule firing skipped", "scheduled", f.Scheduled, "err", err)
-			if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
-				return err
-			}
+			runs = append(runs, run)
 			continue
 		}
 		if err != nil {
@@ -453,16 +461,14 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 			created = job.Created
 		}
 		run.Action, run.JobID, run.Started = dynamo.RunStarted, res.JobID, created
-		if err := s.store.SchedulePutRun(ctx, sc.ID, run); err != nil {
-			return err
-		}
+		runs = append(runs, run)
 		if res.Created {
 			c.Started++
 			log.Info("schedule fired", "scheduled", f.Scheduled, "job_id", res.JobID, "late", now.Sub(f.Scheduled))
 		}
 		lastJob, started = res.JobID, res.JobID
 	}
-	err = s.store.ScheduleAdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, now)
+	err = s.store.ScheduleAdvanceCursor(ctx, sc.Owner, sc.ID, rec.Cursor, plan.Cursor, started, plan.Next, e, runs, now)
 	if errors.Is(err, dynamo.ErrCursorMoved) {
 		// Another sweep handled these times (or the schedule was paused,
 		// resumed or deleted).
