@@ -245,10 +245,13 @@ const firingTarget = 2 * time.Second
 type jobWrites struct {
 	mu sync.Mutex
 	at map[string]time.Time // job id -> when its creating request returned
+	// scheduled is a firing's job's scheduled time, from the firing key
+	// of the idempotency record written with it.
+	scheduled map[string]time.Time
 }
 
 func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
-	w.at = map[string]time.Time{}
+	w.at, w.scheduled = map[string]time.Time{}, map[string]time.Time{}
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.jobwrites",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
@@ -258,17 +261,32 @@ func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
 					return out, md, err
 				}
 				done := now()
+				job, sched := "", time.Time{}
 				for _, it := range tx.TransactItems {
 					if it.Put == nil {
 						continue
 					}
 					pk, _ := it.Put.Item["pk"].(*ddbtypes.AttributeValueMemberS)
 					sk, _ := it.Put.Item["sk"].(*ddbtypes.AttributeValueMemberS)
-					if pk != nil && sk != nil && sk.Value == "JOB" && strings.HasPrefix(pk.Value, "JOB#") {
-						w.mu.Lock()
-						w.at[strings.TrimPrefix(pk.Value, "JOB#")] = done
-						w.mu.Unlock()
+					switch {
+					case pk == nil || sk == nil:
+					case sk.Value == "JOB" && strings.HasPrefix(pk.Value, "JOB#"):
+						job = strings.TrimPrefix(pk.Value, "JOB#")
+					case sk.Value == "IDEM":
+						// IDEM#<owner>#<key>: a key holds no '#'.
+						_, t, err := schedule.ParseFiringKey(pk.Value[strings.LastIndexByte(pk.Value, '#')+1:])
+						if err == nil {
+							sched = t
+						}
 					}
+				}
+				if job != "" {
+					w.mu.Lock()
+					w.at[job] = done
+					if !sched.IsZero() {
+						w.scheduled[job] = sched
+					}
+					w.mu.Unlock()
 				}
 				return out, md, err
 			}), middleware.After)

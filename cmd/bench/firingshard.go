@@ -23,7 +23,7 @@ import (
 )
 
 var (
-	shardSchedules = flag.Int("shard-schedules", 1000, "schedules due at one instant for the sharded-firing figure (0: skip)")
+	shardSchedules = flag.Int("shard-schedules", 300, "schedules due at one instant for the sharded-firing figure (0: skip)")
 	shardRunsFlag  = flag.String("shard-runs", "1,4", "concurrent shard runs the sharded-firing figure is measured with, comma-separated")
 )
 

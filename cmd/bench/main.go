@@ -107,8 +107,12 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if err := runFiringBursts(); err != nil { // its flags are in firingburst.go
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
 	if *schedules > 0 {
-		for _, spread := range []time.Duration{0, time.Minute} {
+		for _, spread := range firingSpreads() { // firingburst.go
 			if err := runFiring(*schedules, spread); err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				os.Exit(1)
