@@ -21,7 +21,7 @@ import (
 	"github.com/batchwork/batchwork/shared/runner"
 )
 
-var burstSizesFlag = flag.String("firing-bursts", "50,100,200,500",
+var burstSizesFlag = flag.String("firing-bursts", "25,50,100,200",
 	"schedules due at one instant in each burst of the on-time ladder, comma-separated, smallest first (empty: skip)")
 
 var firingInstant = flag.Bool("firing-instant", false,
