@@ -92,7 +92,7 @@ func (f firingModel) print() {
 		first := ls[0]
 		verdict := "on time"
 		if first.rate < rate {
-			verdict = fmt.Sprintf("100,000 take %.0f s", n/first.rate)
+			verdict = fmt.Sprintf("100,000 take %.0f s; past it, %s at %.0f a second", n/first.rate, ls[1].what, ls[1].rate)
 		}
 		fmt.Printf("  %s: limited by %s at %.0f firings a second: %s\n", who, first.what, first.rate, verdict)
 	}

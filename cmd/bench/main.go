@@ -13,6 +13,9 @@
 //     per-key DynamoDB capacity and per-prefix S3 rates scaled to 10,000
 //     tasks a second against the per-partition and per-prefix limits, and
 //     the time to the last task queued;
+//   - the on-time firing ladder: bursts due at one instant through the
+//     timer queue, the largest on time, and the model of 100,000 firings
+//     a minute on AWS from their cost (firingburst.go, firingmodel.go);
 //   - schedule firing accuracy through the timer queue (firing.go);
 //   - sharded firing by concurrent shard runs (firingshard.go);
 //   - the simulator (sim.go, internal/sim): its prediction of the
@@ -24,9 +27,8 @@
 //   - the sort benchmark: 100-byte records sorted by a range shuffle and
 //     validated, its time and its requests' cost per TB (sort.go).
 //
-// -tasks 0, -load 0, -schedules 0, -shard-schedules 0, -speculation-tasks 0 and
-// -sort-mb 0
-// skip the parts.
+// -tasks 0, -load 0, -firing-bursts '', -schedules 0, -shard-schedules 0,
+// -speculation-tasks 0 and -sort-mb 0 skip the parts.
 package main
 
 import (
@@ -70,10 +72,10 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the throughput job (control plane and executors) to this file")
 	lambdaMB := flag.Float64("lambda-mb", tuning.ExecutorMemoryMB, "Lambda executor memory for the compute cost (MB)")
 	lambdaMS := flag.Float64("lambda-ms", 200, "billed duration of one executor invocation for the compute cost (ms)")
-	// The figure: 1,000 schedules due in one minute, measured
-	// twice, all at the minute's first second (what cron schedules do)
-	// and spread over its seconds (rates anchored at their creation).
-	// About 2 minutes each on moto (see docs/schedules.md).
+	// 1,000 schedules due in one minute, spread over its seconds (rates
+	// anchored at their creation), and with -firing-instant all at its
+	// first second (what cron schedules do). About 2 minutes each (see
+	// docs/schedules.md).
 	schedules := flag.Int("schedules", 1000, "schedules due in one minute for the firing-accuracy figure (0: skip)")
 	// Speculation (speculation.go): stragglers 10x slower on their first
 	// attempt, speculation off and on.
