@@ -27,7 +27,7 @@
 //   - the sort benchmark: 100-byte records sorted by a range shuffle and
 //     validated, its time and its requests' cost per TB (sort.go).
 //
-// -tasks 0, -load 0, -firing-bursts ”, -schedules 0, -shard-schedules 0,
+// -tasks 0, -load 0, -firing-bursts "", -schedules 0, -shard-schedules 0,
 // -speculation-tasks 0 and -sort-mb 0 skip the parts.
 package main
 
