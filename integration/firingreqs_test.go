@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/schedule"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // maxFiringRequests bounds the AWS requests of one firing of a one-task
@@ -130,5 +132,80 @@ func TestScheduleCursorRecordsRuns(t *testing.T) {
 	got := r.runSummary(r.runs("alice", sc.ID))
 	if want := []string{"started@0s", "started@1h0m0s"}; !slices.Equal(got, want) {
 		t.Fatalf("runs %v, want %v", got, want)
+	}
+}
+
+// stallCursor is the store of a firer that sees the previous run ended
+// (JobState of ended answers SUCCEEDED) and stalls before its first
+// cursor move until released.
+type stallCursor struct {
+	*dynamo.Store
+	ended            string
+	once             sync.Once
+	stalled, release chan struct{}
+}
+
+func (s *stallCursor) JobState(ctx context.Context, job string) (sm.JobState, error) {
+	if job == s.ended {
+		return sm.JobSucceeded, nil
+	}
+	return s.Store.JobState(ctx, job)
+}
+
+func (s *stallCursor) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry dynamo.IndexEntry, runs []dynamo.Run, now time.Time) error {
+	s.once.Do(func() {
+		close(s.stalled)
+		<-s.release
+	})
+	return s.Store.ScheduleAdvanceCursor(ctx, owner, id, old, cur, lastJob, next, entry, runs, now)
+}
+
+// Two firers of one time disagree on overlap=skip: one sees the previous
+// run still going and records the time skipped, moving the cursor; the
+// other saw it ended and started a job first. The history names the job
+// that exists: the losing firer's started run replaces the skipped one.
+func TestFiringStartedRunReplacesSkipped(t *testing.T) {
+	t.Parallel()
+	r := newSchedRig(t)
+	ctx := context.Background()
+	sc := r.create("alice", "") // hourly, overlap=skip
+	r.fireUntilCaughtUp()
+	r.at(0)
+	r.fire()
+	first := r.runs("alice", sc.ID)
+	if len(first) != 1 || first[0].Action != "started" {
+		t.Fatalf("runs after h0: %+v, want one started", first)
+	}
+	r.fireUntilCaughtUp() // its entry moves to h0+1h's bucket
+	r.at(time.Hour)
+	t1 := r.h0.Add(time.Hour)
+	body, err := json.Marshal(map[string]string{
+		"owner": "alice", "firing": schedule.FiringKey(sc.ID, t1), "bucket": schedule.BucketOf(sc.ID, t1).Key(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &stallCursor{Store: r.e.r.Store, ended: first[0].JobID, stalled: make(chan struct{}), release: make(chan struct{})}
+	starter := r0serviceOver(r.e, r.clk, st)
+	done := make(chan error, 1)
+	go func() {
+		_, err := starter.FireTimer(ctx, string(body))
+		done <- err
+	}()
+	<-st.stalled // its job is written, its cursor not moved
+	if out, err := r.svc.FireTimer(ctx, string(body)); err != nil || out != control.TimerFired {
+		t.Fatalf("the skipping firer: %q, %v; want fired (skipped)", out, err)
+	}
+	if runs := r.runs("alice", sc.ID); len(runs) != 2 || runs[0].Action != "skipped" {
+		t.Fatalf("runs after the skip: %+v, want t1 skipped", runs)
+	}
+	close(st.release)
+	if err := <-done; err != nil {
+		t.Fatalf("the starting firer: %v", err)
+	}
+	runs := r.runs("alice", sc.ID)
+	jobs := r.jobs("alice")
+	if len(runs) != 2 || runs[0].Action != "started" || !runs[0].Scheduled.Equal(t1) || len(jobs) != 2 || jobs[0].ID != runs[0].JobID {
+		t.Fatalf("runs %+v, jobs %+v: want t1 started with the second job", runs, jobs)
 	}
 }
