@@ -48,10 +48,11 @@ import (
 // else in its chunk could need the sweep, or leaves the index when
 // nothing can. A task with its own entry (a retry, a failure, a redrive,
 // a speculative copy) is the index's to watch, and the marker skips it.
-// A chunk whose tasks all finished before its first look costs its
-// marker's write, one read of the chunk and one more write; a chunk of
-// long tasks costs a read and a write per look, not an index write per
-// heartbeat of each task.
+// A chunk whose stage completed before its first look costs its marker's
+// write and one more write (readydone.go: the stage is read once for all
+// its markers); a chunk of long tasks costs reads of its stage and its
+// chunk and a write per look, not an index write per heartbeat of each
+// task.
 const readyPrefix = "RDY#"
 
 // aMarkAt is, on the marker of a chunk whose tasks were not written
