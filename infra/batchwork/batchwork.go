@@ -324,9 +324,10 @@ var (
 	// dead executor's task checks its liveness record, and a schedule's
 	// firing checks the schedule's cursor as it creates the job.
 	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
-	// Materializing a stage writes its tasks as PartiQL INSERTs (a put
-	// that fails when the item exists, at 1 write unit; dynamo.PutTasks),
-	// which IAM authorizes as PartiQLInsert, not PutItem.
+	// Materializing a stage writes its tasks and its completion counters
+	// as PartiQL INSERTs (a put that fails when the item exists, at 1 write
+	// unit; dynamo.PutTasks, Store.ShardPut), which IAM authorizes as
+	// PartiQLInsert, not PutItem.
 	materializeActions = []string{"dynamodb:PartiQLInsert"}
 	// Stage progress and job status sum a stage's counter shards with
 	// batch reads; the claim function never does.

@@ -213,19 +213,13 @@ func (s *Store) ShardEnsureCounted(ctx context.Context, ref domain.TaskRef, shar
 }
 
 // uncounted returns the partitions among committed (SUCCEEDED tasks of
-// one stage) that their counter shards have not counted: one consistent
-// read of each shard they fall on.
-func (s *Store) uncounted(ctx context.Context, job string, stage int, committed []int) ([]int, error) {
-	if len(committed) == 0 {
-		return nil, nil
+// stage st, nil when it is gone) that their counter shards have not
+// counted: one consistent read of each shard they fall on.
+func (s *Store) uncounted(ctx context.Context, st *domain.Stage, committed []int) ([]int, error) {
+	if len(committed) == 0 || st == nil {
+		return nil, nil // nothing, or the job's records are being deleted
 	}
-	st, err := s.StageGet(ctx, job, stage)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil // the job's records are being deleted
-	}
-	if err != nil {
-		return nil, err
-	}
+	job, stage := st.Job, st.Index
 	if st.Shards < 1 {
 		return nil, fmt.Errorf("stage %s/%d has no counters", job, stage)
 	}

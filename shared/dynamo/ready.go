@@ -48,10 +48,11 @@ import (
 // else in its chunk could need the sweep, or leaves the index when
 // nothing can. A task with its own entry (a retry, a failure, a redrive,
 // a speculative copy) is the index's to watch, and the marker skips it.
-// A chunk whose tasks all finished before its first look costs its
-// marker's write, one read of the chunk and one more write; a chunk of
-// long tasks costs a read and a write per look, not an index write per
-// heartbeat of each task.
+// A chunk whose stage completed before its first look costs its marker's
+// write and one more write (readydone.go: the stage is read once for all
+// its markers); a chunk of long tasks costs reads of its stage and its
+// chunk and a write per look, not an index write per heartbeat of each
+// task.
 const readyPrefix = "RDY#"
 
 // aMarkAt is, on the marker of a chunk whose tasks were not written
@@ -151,6 +152,16 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 		}
 		return in, fmt.Errorf("unexpected key %q/%q in the sweep index", m.pk, m.sk)
 	}
+	st, completed, err := s.markerStage(ctx, m) // readydone.go
+	if err != nil {
+		return in, err
+	}
+	if completed {
+		if err := s.moveMarker(ctx, m, time.Time{}); err != nil {
+			return in, err
+		}
+		return items, nil
+	}
 	def, err := s.markerDef(ctx, m)
 	if err != nil {
 		return in, err
@@ -172,7 +183,7 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 		switch {
 		case w.task.State == sm.TaskReady:
 			if queued == nil {
-				q, err := s.sentAndRunning(ctx, m)
+				q, err := s.sentAndRunning(ctx, m, st)
 				if err != nil {
 					return in, err
 				}
@@ -210,7 +221,7 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 		// The chunk's last look: a committed task that was never
 		// counted (its committer died between the two writes,
 		// count.go) goes into the index for the sweep to count.
-		if items, err = s.indexUncounted(ctx, m, committed, recheck, items); err != nil {
+		if items, err = s.indexUncounted(ctx, m, st, committed, recheck, items); err != nil {
 			return in, err
 		}
 	}
@@ -235,16 +246,10 @@ const SentWait = time.Hour
 
 // sentAndRunning says whether a marker's chunk was sent and acknowledged
 // (the stage's enqueued count, or its segment's, which a materializer advances only after
-// SendMessageBatch succeeded, covers it) and its job is running.
-func (s *Store) sentAndRunning(ctx context.Context, m readyMarker) (bool, error) {
-	st, err := s.StageGet(ctx, m.job, m.stage)
-	if errors.Is(err, domain.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !st.Sent(m.hi - 1) { // its segment's count, in a stage queued in segments
+// SendMessageBatch succeeded, covers it) and its job is running. st is
+// the marker's stage as its look read it (nil: gone).
+func (s *Store) sentAndRunning(ctx context.Context, m readyMarker, st *domain.Stage) (bool, error) {
+	if st == nil || !st.Sent(m.hi-1) { // its segment's count, in a stage queued in segments
 		return false, nil
 	}
 	state, err := s.JobState(ctx, m.job)
@@ -374,8 +379,8 @@ func (s *Store) readyWatched(ctx context.Context, m readyMarker, def *domain.Tas
 // indexUncounted puts those of a marker's committed tasks that their
 // counters have not counted in the index, due at due, and adds them to
 // items for this sweep run.
-func (s *Store) indexUncounted(ctx context.Context, m readyMarker, committed []int, due time.Time, items []DueItem) ([]DueItem, error) {
-	left, err := s.uncounted(ctx, m.job, m.stage, committed)
+func (s *Store) indexUncounted(ctx context.Context, m readyMarker, st *domain.Stage, committed []int, due time.Time, items []DueItem) ([]DueItem, error) {
+	left, err := s.uncounted(ctx, st, committed)
 	if err != nil {
 		return nil, fmt.Errorf("counts of ready marker %s/%s: %w", m.pk, m.sk, err)
 	}

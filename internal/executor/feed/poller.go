@@ -228,8 +228,12 @@ const idleWaitShared = time.Second
 // tick: at a few hundred tasks a second, one count write per shard covers
 // dozens of tasks instead of ten. A late delete is harmless: the task is
 // already SUCCEEDED, so a redelivery is dropped at its claim (and its
-// message, hidden from its receive or last renewal, outlasts the tick).
-const deleteLinger = 200 * time.Millisecond
+// message, hidden from its receive or last renewal, outlasts two ticks:
+// TestDeleteRoundsFitTheHeldVisibility). A round's tasks fall on about two
+// counter shards whatever its length, so a longer round is fewer count
+// writes (400 ms: about a quarter fewer than 200 ms), for up to a round
+// more before a stage's last count and its completion.
+const deleteLinger = 400 * time.Millisecond
 
 // deleter batches message deletes, ten per request, every linger, after
 // the counts of their tasks. A round's last part batch waits one more
