@@ -266,7 +266,13 @@ func trim(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-type runnerResources struct{ table, bucket string }
+// printProbe prints the probe's levels, before and after the job.
+func printProbe(p emulatorProbe) {
+	fmt.Printf("  emulator ceilings, same run (probe.go: DynamoDB the no-op job's mix, 94%% conditional UpdateItems on distinct keys; SQS\n")
+	fmt.Printf("  SendMessageBatch of 10, ReceiveMessage, DeleteMessageBatch; once warm, through a client built as the runner's; by clients\n")
+	fmt.Printf("  the rate and mean latency, the ceiling the median of the levels of several clients):\n")
+	fmt.Printf("    %s\n", p.describe())
+}
 
 // printFloor prints the run's rate against the emulator floor: for each
 // service its bare rate over its requests per task, and the smallest.
@@ -287,9 +293,7 @@ func printFloor(rate float64, probe emulatorProbe, snap loadmodel.Snapshot, task
 			floor, by = f, svc
 		}
 	}
-	fmt.Printf("  emulator ceilings, same run (probe.go: once warm, the median rate of 8 to 64 clients through the runner's HTTP client; rate and mean latency by clients):\n")
-	fmt.Printf("    DynamoDB, the no-op job's mix (94%% conditional UpdateItems on distinct keys): %s\n", probe.dynamo.describe())
-	fmt.Printf("    SQS, SendMessageBatch of 10, ReceiveMessage, DeleteMessageBatch: %s\n", probe.sqs.describe())
+	printProbe(probe)
 	fmt.Printf("  emulator floor (ceiling / requests per task; S3: PutObject, %d clients):\n", probeS3Client)
 	for _, p := range parts {
 		fmt.Printf("    %s\n", p)
@@ -329,7 +333,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	e.start(ctx)
 
 	// The emulator's ceilings, for the simulator's prediction.
-	probe := probeEmulator(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket})
+	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
 	rec.Reset()
 	queued.Store(0)
 	cpu0 := cpuTime()
@@ -359,6 +363,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	progress.Stop()
 	cpu := cpuTime() - cpu0
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
+	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}

@@ -2,7 +2,8 @@
 //
 //   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task):
 //     its rate next to the emulator floor measured in the same run (each
-//     service's bare rate over its requests per task), the bench
+//     service's ceiling, probed at the jobs' concurrency, over its
+//     requests per task: probe.go), the bench
 //     process's CPU per task (-cpuprofile writes a pprof profile), AWS
 //     requests and DynamoDB capacity per task by operation, the task item
 //     size, and ready-to-claimed latency with idle executors;
@@ -203,7 +204,7 @@ func run(o benchOptions) error {
 	}
 	e.start(ctx)
 
-	probe := probeEmulator(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket})
+	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -252,6 +253,7 @@ func run(o benchOptions) error {
 	// The job's own cost figure is final when it ends; the settling
 	// sweep's scans below are no job's.
 	ran := rec.Snapshot()
+	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}

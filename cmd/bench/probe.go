@@ -3,14 +3,16 @@ package main
 // The emulator's ceiling, probed at the jobs' concurrency. A job's
 // processes share one HTTP client (shared/awsconf) and keep dozens of
 // requests in flight (16 or 32 slots, the count batcher, the heartbeats,
-// materialization's chains, the sweep), so a probe of a few sequential
-// clients finds less than the emulator serves them. The probe sends the
+// materialization's chains, the sweep) on an emulator warmed by the
+// job's own first seconds; a few sequential clients on a fresh emulator
+// (DynamoDB Local's JVM serves a third of its rate before its compiler
+// has warmed it) find much less than the jobs get. The probe sends the
 // no-op job's request mix through a client built as the runner builds its
 // own (awsconf.Harden), once the emulator is warm, at 1, 8, 16, 32 and 64
 // clients, and takes the median rate of the levels of several clients:
-// the plateau the emulator reaches. The one-client level
-// gives a request's latency with nothing queued, which the simulator adds
-// to every request (a sequential chain runs at the latency, not at the
+// the plateau the emulator reaches. The one-client level gives a
+// request's latency with nothing queued, which the simulator adds to
+// every request (a sequential chain runs at that latency, not at the
 // server's rate).
 
 import (
@@ -55,9 +57,31 @@ type ceiling struct {
 
 // emulatorProbe is the emulator's ceilings in one run; S3's rate is a
 // plain 8-client PutObject rate (a no-op task makes no S3 request).
+// After around, it is the mean of a probe before a job and one after it
+// (before, after): a shared machine's other work moves the ceiling while
+// a job runs, so one end alone may catch a moment busier or quieter than
+// the job's span.
 type emulatorProbe struct {
-	dynamo, sqs ceiling
-	s3          float64
+	dynamo, sqs   ceiling
+	s3            float64
+	before, after *emulatorProbe
+}
+
+// around is the mean of p, probed before a job, and q, after it.
+func (p emulatorProbe) around(q emulatorProbe) emulatorProbe {
+	mean := func(a, b ceiling) ceiling {
+		return ceiling{rate: (a.rate + b.rate) / 2, latency: (a.latency + b.latency) / 2}
+	}
+	return emulatorProbe{dynamo: mean(p.dynamo, q.dynamo), sqs: mean(p.sqs, q.sqs), s3: (p.s3 + q.s3) / 2, before: &p, after: &q}
+}
+
+// describe is the probe's levels, or its two ends' after around.
+func (p emulatorProbe) describe() string {
+	if p.before != nil {
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone; SQS %.0f/s, %.1f ms alone",
+			p.before.describe(), p.after.describe(), p.dynamo.rate, ms(p.dynamo.latency), p.sqs.rate, ms(p.sqs.latency))
+	}
+	return fmt.Sprintf("DynamoDB %.0f/s (%s); SQS %.0f/s (%s)", p.dynamo.rate, p.dynamo.describe(), p.sqs.rate, p.sqs.describe())
 }
 
 // rates is the probe as the floor reads it, by service.
@@ -87,16 +111,16 @@ const (
 
 // probeEmulator measures the emulator's ceilings through a client built
 // like the runner's (its retryer and shared HTTP client), not counted.
-func probeEmulator(ctx context.Context, cfg aws.Config, res runnerResources) emulatorProbe {
+func probeEmulator(ctx context.Context, cfg aws.Config, bucket string) emulatorProbe {
 	c := cfg.Copy()
 	awsconf.Harden(&c)
 	var p emulatorProbe
-	p.dynamo = probeDynamo(ctx, dynamodb.NewFromConfig(c), res.table)
+	p.dynamo = probeDynamo(ctx, dynamodb.NewFromConfig(c))
 	p.sqs = probeSQS(ctx, sqs.NewFromConfig(c))
 	s3c := s3.NewFromConfig(c, awsconf.S3Options(c))
 	var seq atomic.Int64
 	p.s3, _ = loop(probeStepS3, probeS3Client, func(int) int {
-		_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: &res.bucket, Key: aws.String(fmt.Sprintf("bench-bare/%d", seq.Add(1))),
+		_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(fmt.Sprintf("bench-bare/%d", seq.Add(1))),
 			Body: strings.NewReader("0123456789abcdef")})
 		return served(err)
 	})
@@ -110,7 +134,12 @@ func probeEmulator(ctx context.Context, cfg aws.Config, res runnerResources) emu
 // client's own and moving the one it created), a GetItem, a Query and a
 // conditional PutItem. The emulator is warmed first (a JVM's first
 // requests of a kind are slow), unmeasured.
-func probeDynamo(ctx context.Context, db *dynamodb.Client, table string) ceiling {
+func probeDynamo(ctx context.Context, db *dynamodb.Client) ceiling {
+	table, err := probeTable(ctx, db)
+	if err != nil {
+		return ceiling{}
+	}
+	defer func() { _, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}) }()
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
 	key := func(pk string) map[string]types.AttributeValue {
@@ -151,6 +180,23 @@ func probeDynamo(ctx context.Context, db *dynamodb.Client, table string) ceiling
 	}
 	warm(one)
 	return sweep(dynamoClients, probeStep, one)
+}
+
+// probeTable creates a table of the runner's key schema for the probe,
+// on the same emulator: the thousands of records the probe writes stay
+// out of the jobs' table (moto's DynamoDB, BATCHWORK_DYNAMODB=moto, slows
+// with its table's size).
+func probeTable(ctx context.Context, db *dynamodb.Client) (string, error) {
+	name := fmt.Sprintf("bench-probe-%d", time.Now().UnixNano())
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &name, BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}})
+	if err != nil {
+		return "", err
+	}
+	return name, dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, time.Minute)
 }
 
 // probeSQS runs the SQS cycle of materialization and the executors on a
@@ -283,11 +329,10 @@ func probeRepeated(n, slots int) error {
 	}
 	defer e.close()
 	e.start(ctx)
-	res := runnerResources{table: e.r.Resources.Table, bucket: e.r.Resources.Bucket}
 	for i := range n {
-		p := probeEmulator(ctx, e.cfg, res)
+		p := probeEmulator(ctx, e.cfg, e.r.Resources.Bucket)
 		l, _ := loadAverage()
-		fmt.Printf("probe %d (load average %.1f): DynamoDB %.0f/s (%s); SQS %.0f/s (%s)\n", i+1, l, p.dynamo.rate, p.dynamo.describe(), p.sqs.rate, p.sqs.describe())
+		fmt.Printf("probe %d (load average %.1f): %s\n", i+1, l, p.describe())
 	}
 	return nil
 }

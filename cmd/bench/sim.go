@@ -83,9 +83,9 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emula
 		return
 	}
 	if queued > 0 { // the throughput job's floor lines print the probe
-		fmt.Printf("  emulator ceilings (probe.go): DynamoDB %s; SQS %s\n", probe.dynamo.describe(), probe.sqs.describe())
+		printProbe(probe)
 	}
-	fmt.Printf("  simulator (internal/sim; the probe's ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
+	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
