@@ -337,6 +337,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	rec.Reset()
 	queued.Store(0)
 	cpu0 := cpuTime()
+	emu0, _ := emulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
 	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "load-1", Spec: body})
@@ -362,6 +363,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := cpuTime() - cpu0
+	emu1, _ := emulatorCPU()
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
 	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
@@ -378,7 +380,8 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
-	simEmulator("load job", []int{n}, snap, probe, slots, elapsed, queuedIn)
+	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn)
+	printJobCPU(cpu, emu1-emu0, n, elapsed)
 	printRequests(snap, n, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
 		return err

@@ -237,6 +237,7 @@ func run(o benchOptions) error {
 	}
 	rec.Reset()
 	cpu0 := cpuTime()
+	emu0, _ := emulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -247,6 +248,7 @@ func run(o benchOptions) error {
 		return err
 	}
 	cpu := cpuTime() - cpu0
+	emu1, _ := emulatorCPU()
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -263,7 +265,8 @@ func run(o benchOptions) error {
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
 	printFloor(rate, probe, snap, total)
-	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, elapsed, 0)
+	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0)
+	printJobCPU(cpu, emu1-emu0, total, elapsed)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))
 	if o.cpuProfile != "" {

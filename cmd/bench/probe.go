@@ -53,6 +53,13 @@ type ceiling struct {
 	levels  []probeLevel
 	rate    float64
 	latency time.Duration
+	// cpu is the emulators' CPU time per request over the levels (the
+	// other emulator idle meanwhile): 0 where it is not measured.
+	cpu time.Duration
+	// cores is the CPU the emulators and this process got a second over
+	// the levels of several clients, which keep the emulator busy: the
+	// machine's cores, less what its other work took meanwhile.
+	cores float64
 }
 
 // emulatorProbe is the emulator's ceilings in one run; S3's rate is a
@@ -70,7 +77,7 @@ type emulatorProbe struct {
 // around is the mean of p, probed before a job, and q, after it.
 func (p emulatorProbe) around(q emulatorProbe) emulatorProbe {
 	mean := func(a, b ceiling) ceiling {
-		return ceiling{rate: (a.rate + b.rate) / 2, latency: (a.latency + b.latency) / 2}
+		return ceiling{rate: (a.rate + b.rate) / 2, latency: (a.latency + b.latency) / 2, cpu: (a.cpu + b.cpu) / 2, cores: (a.cores + b.cores) / 2}
 	}
 	return emulatorProbe{dynamo: mean(p.dynamo, q.dynamo), sqs: mean(p.sqs, q.sqs), s3: (p.s3 + q.s3) / 2, before: &p, after: &q}
 }
@@ -78,10 +85,11 @@ func (p emulatorProbe) around(q emulatorProbe) emulatorProbe {
 // describe is the probe's levels, or its two ends' after around.
 func (p emulatorProbe) describe() string {
 	if p.before != nil {
-		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone; SQS %.0f/s, %.1f ms alone",
-			p.before.describe(), p.after.describe(), p.dynamo.rate, ms(p.dynamo.latency), p.sqs.rate, ms(p.sqs.latency))
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of emulator CPU a request, %.2f cores got; SQS %.0f/s, %.1f ms alone, %.0f µs",
+			p.before.describe(), p.after.describe(), p.dynamo.rate, ms(p.dynamo.latency), us(p.dynamo.cpu), p.dynamo.cores, p.sqs.rate, ms(p.sqs.latency), us(p.sqs.cpu))
 	}
-	return fmt.Sprintf("DynamoDB %.0f/s (%s); SQS %.0f/s (%s)", p.dynamo.rate, p.dynamo.describe(), p.sqs.rate, p.sqs.describe())
+	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of emulator CPU a request, %.2f cores got); SQS %.0f/s (%s; %.0f µs)", p.dynamo.rate, p.dynamo.describe(),
+		us(p.dynamo.cpu), p.dynamo.cores, p.sqs.rate, p.sqs.describe(), us(p.sqs.cpu))
 }
 
 // rates is the probe as the floor reads it, by service.
@@ -253,8 +261,20 @@ func warm(fn func(w int) int) {
 func sweep(levels []int, step time.Duration, fn func(w int) int) ceiling {
 	var c ceiling
 	var plateau []float64
+	cpu0, cpuOK := emulatorCPU()
+	served := 0.0
+	var busy, wall time.Duration
 	for _, n := range levels {
+		start := time.Now()
+		e0, _ := emulatorCPU()
+		own0 := cpuTime()
 		rate, lat := loop(step, n, fn)
+		took := time.Since(start)
+		served += rate * took.Seconds()
+		if e1, _ := emulatorCPU(); n >= plateauClients {
+			busy += e1 - e0 + cpuTime() - own0
+			wall += took
+		}
 		c.levels = append(c.levels, probeLevel{clients: n, rate: rate, latency: lat})
 		if n >= plateauClients {
 			plateau = append(plateau, rate)
@@ -263,12 +283,18 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) ceiling {
 			c.latency = lat
 		}
 	}
+	if cpu1, ok := emulatorCPU(); ok && cpuOK && served > 0 && wall > 0 {
+		c.cpu = time.Duration(float64(cpu1-cpu0) / served)
+		c.cores = busy.Seconds() / wall.Seconds()
+	}
 	slices.Sort(plateau)
 	if k := len(plateau); k > 0 {
 		c.rate = (plateau[(k-1)/2] + plateau[k/2]) / 2
 	}
 	return c
 }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // served is one request served, or none.
 func served(err error) int {

@@ -10,6 +10,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func simPrices() sim.Prices {
 // and prints the prediction next to the measured figures: the job's
 // time, and when queued > 0 the time to its first stage's last task
 // queued. A prediction off by more than simTolerance prints FAIL.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emulatorProbe, slots int, took, queued time.Duration) {
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emulatorProbe, slots int, runnerCPU, took, queued time.Duration) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
@@ -77,6 +78,12 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emula
 		return
 	}
 	m := sim.Measured{DynamoRate: probe.dynamo.rate, DynamoLatency: probe.dynamo.latency, SQSRate: probe.sqs.rate, SQSLatency: probe.sqs.latency}
+	if probe.dynamo.cpu > 0 && probe.sqs.cpu > 0 && runnerCPU > 0 && probe.dynamo.cores > 0 {
+		// The cores the DynamoDB probe got, busy: on a quiet machine all
+		// of them, on a shared one what the other work left.
+		m.Cores = min(float64(runtime.NumCPU()), probe.dynamo.cores)
+		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.dynamo.cpu, probe.sqs.cpu, runnerCPU
+	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
 		fmt.Printf("  simulator: %v\n", err)
@@ -87,6 +94,10 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emula
 	}
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
+	if m.Cores > 0 {
+		fmt.Printf("    on %.2f cores shared (what the probes got, of %d): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
+			m.Cores, runtime.NumCPU(), us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
+	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
 		verdict(r.Rate, rate))

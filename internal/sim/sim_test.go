@@ -237,6 +237,38 @@ func TestEmulatorMaterializationChains(t *testing.T) {
 	}
 }
 
+// On one machine the emulators and the runner share the cores: a task
+// that asks more CPU than the cores serve is held to them, whatever the
+// emulator's own ceiling; with the cores left out, only the ceiling holds.
+func TestEmulatorSharedCores(t *testing.T) {
+	p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+	for _, c := range []struct {
+		name  string
+		m     Measured
+		rate  float64 // tasks a second
+		limit string
+	}{
+		// 2.02 requests at 1,000 a second: 495 tasks a second.
+		{"no cores modelled: the emulator's ceiling", Measured{DynamoRate: 1000, SQSRate: 1e6}, 495, "DynamoDB (emulator)"},
+		// 2 cores, 2.02 x 1 ms of DynamoDB and 3 ms of the runner a
+		// task: 2 / 5.02 ms, 398 tasks a second.
+		{"the cores bind first", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 2, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 398, LimitCores},
+		// The same work on 4 cores: the ceiling again.
+		{"enough cores: the ceiling binds", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 4, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 495, "DynamoDB (emulator)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(Emulator([]int{20000}, p, c.m, 64, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rate", r.Rate, c.rate, c.rate/50)
+			if g, ok := r.Binding(1e6); !ok || g.Limit != c.limit {
+				t.Errorf("binding %+v: want %s", g, c.limit)
+			}
+		})
+	}
+}
+
 func prices() Prices {
 	return Prices{DynamoWRU: 0.625, DynamoRRU: 0.125, SQSRequest: 0.40, S3Put: 0.005, S3Get: 0.0004, LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334}
 }
