@@ -209,8 +209,8 @@ func probeTable(ctx context.Context, db *dynamodb.Client) (string, error) {
 
 // probeSQS runs the SQS cycle of materialization and the executors on a
 // queue of its own: a SendMessageBatch of ten, a ReceiveMessage of up to
-// ten (no wait), and a DeleteMessageBatch of what it received, after a
-// short unmeasured warm-up.
+// ten (no wait), and a DeleteMessageBatch of what it received (moto, a
+// Python process, needs no warm-up).
 func probeSQS(ctx context.Context, sq *sqs.Client) ceiling {
 	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("bench-probe-%d", time.Now().UnixNano()))})
 	if err != nil {
@@ -236,7 +236,6 @@ func probeSQS(ctx context.Context, sq *sqs.Client) ceiling {
 		_, err = sq.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: q.QueueUrl, Entries: del})
 		return 2 + served(err)
 	}
-	warm(one)
 	return sweep(sqsClients, probeStepSQS, one)
 }
 
