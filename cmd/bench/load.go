@@ -6,17 +6,11 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/loadmodel"
-	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
@@ -272,57 +266,19 @@ func trim(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// bareRates measures the emulator's own rate for each service, with
-// workers clients in a loop for d each: DynamoDB UpdateItem, SQS
-// SendMessage, S3 PutObject of 16 bytes (uncounted clients).
-func bareRates(ctx context.Context, cfg aws.Config, res runnerResources, d time.Duration, workers int) map[string]float64 {
-	out := map[string]float64{"DynamoDB": bareUpdateRate(ctx, cfg, res.table, d, workers)}
-	sq := sqs.NewFromConfig(cfg)
-	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()))})
-	if err == nil {
-		out["SQS"] = loop(d, workers, func(int) error {
-			_, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("x")})
-			return err
-		})
-		_, _ = sq.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
-	}
-	s3c := s3.NewFromConfig(cfg, awsconf.S3Options(cfg))
-	var seq atomic.Int64
-	out["S3"] = loop(d, workers, func(int) error {
-		_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: &res.bucket, Key: aws.String(fmt.Sprintf("bench-bare/%d", seq.Add(1))),
-			Body: strings.NewReader("0123456789abcdef")})
-		return err
-	})
-	return out
-}
-
-type runnerResources struct{ table, bucket string }
-
-// loop runs fn from workers goroutines for d and returns its successful
-// calls per second.
-func loop(d time.Duration, workers int, fn func(w int) error) float64 {
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	stop := time.Now().Add(d)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if fn(w) == nil {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / d.Seconds()
+// printProbe prints the probe's levels, before and after the job.
+func printProbe(p emulatorProbe) {
+	fmt.Printf("  emulator ceilings, same run (probe.go: DynamoDB the no-op job's mix, 94%% conditional UpdateItems on distinct keys; SQS\n")
+	fmt.Printf("  SendMessageBatch of 10, ReceiveMessage, DeleteMessageBatch; once warm, through a client built as the runner's; by clients\n")
+	fmt.Printf("  the rate and mean latency, the ceiling the median of the levels of several clients):\n")
+	fmt.Printf("    %s\n", p.describe())
 }
 
 // printFloor prints the run's rate against the emulator floor: for each
 // service its bare rate over its requests per task, and the smallest.
-func printFloor(rate float64, bare map[string]float64, snap loadmodel.Snapshot, tasks int) {
+func printFloor(rate float64, probe emulatorProbe, snap loadmodel.Snapshot, tasks int) {
 	tot := snap.Totals()
+	bare := probe.rates()
 	floor, by := 0.0, ""
 	var parts []string
 	for _, svc := range []string{"DynamoDB", "SQS", "S3"} {
@@ -337,7 +293,8 @@ func printFloor(rate float64, bare map[string]float64, snap loadmodel.Snapshot, 
 			floor, by = f, svc
 		}
 	}
-	fmt.Printf("  emulator floor (bare rate / requests per task, 8 client goroutines each, same run):\n")
+	printProbe(probe)
+	fmt.Printf("  emulator floor (ceiling / requests per task; S3: PutObject, %d clients):\n", probeS3Client)
 	for _, p := range parts {
 		fmt.Printf("    %s\n", p)
 	}
@@ -375,11 +332,12 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	e.start(ctx)
 
-	// The emulator's bare rates, for the simulator's prediction.
-	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)
+	// The emulator's ceilings, for the simulator's prediction.
+	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
 	rec.Reset()
 	queued.Store(0)
 	cpu0 := cpuTime()
+	emu0, _ := emulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
 	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "load-1", Spec: body})
@@ -405,7 +363,9 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := cpuTime() - cpu0
+	emu1, _ := emulatorCPU()
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
+	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -420,7 +380,8 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
-	simEmulator("load job", []int{n}, snap, bare, slots, elapsed, queuedIn)
+	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn)
+	printJobCPU(cpu, emu1-emu0, n, elapsed)
 	printRequests(snap, n, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
 		return err

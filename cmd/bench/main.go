@@ -2,7 +2,8 @@
 //
 //   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task):
 //     its rate next to the emulator floor measured in the same run (each
-//     service's bare rate over its requests per task), the bench
+//     service's ceiling, probed at the jobs' concurrency, over its
+//     requests per task: probe.go), the bench
 //     process's CPU per task (-cpuprofile writes a pprof profile), AWS
 //     requests and DynamoDB capacity per task by operation, the task item
 //     size, and ready-to-claimed latency with idle executors;
@@ -82,7 +83,15 @@ func main() {
 	specTasks := flag.Int("speculation-tasks", 24, "tasks of the speculation benchmark, every 8th a straggler (0: skip)")
 	specBase := flag.Duration("speculation-task", 3*time.Second, "run time of a speculation benchmark task")
 	simOnly := flag.Bool("sim", false, "print only the simulator's AWS prediction, from the documented profile (runs no emulator)")
+	probeOnly := flag.Int("probe", 0, "print only the emulator's ceilings, probed this many times on one emulator (probe.go)")
 	flag.Parse()
+	if *probeOnly > 0 {
+		if err := probeRepeated(*probeOnly, *slots); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *simOnly {
 		simAWS(*rate, documentedProfile, "the documented load-model profile")
 		return
@@ -201,7 +210,7 @@ func run(o benchOptions) error {
 	}
 	e.start(ctx)
 
-	bare := bareRates(ctx, cfg, runnerResources{table: r.Resources.Table, bucket: r.Resources.Bucket}, 3*time.Second, 8)
+	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -234,6 +243,7 @@ func run(o benchOptions) error {
 	}
 	rec.Reset()
 	cpu0 := cpuTime()
+	emu0, _ := emulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -244,12 +254,14 @@ func run(o benchOptions) error {
 		return err
 	}
 	cpu := cpuTime() - cpu0
+	emu1, _ := emulatorCPU()
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	// The job's own cost figure is final when it ends; the settling
 	// sweep's scans below are no job's.
 	ran := rec.Snapshot()
+	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -258,8 +270,9 @@ func run(o benchOptions) error {
 	rate := float64(total) / elapsed.Seconds()
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
-	printFloor(rate, bare, snap, total)
-	simEmulator("throughput job", []int{tasks, 1}, snap, bare, slots, elapsed, 0)
+	printFloor(rate, probe, snap, total)
+	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0)
+	printJobCPU(cpu, emu1-emu0, total, elapsed)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))
 	if o.cpuProfile != "" {
@@ -341,22 +354,6 @@ func waitEvery(ctx context.Context, svc *control.Service, id string, within, pol
 		}
 		time.Sleep(poll)
 	}
-}
-
-func bareUpdateRate(ctx context.Context, cfg aws.Config, table string, d time.Duration, workers int) float64 {
-	db := dynamodb.NewFromConfig(cfg)
-	return loop(d, workers, func(w int) error { // load.go
-		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &table,
-			Key: map[string]types.AttributeValue{
-				"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%d", w)},
-				"sk": &types.AttributeValueMemberS{Value: "X"},
-			},
-			UpdateExpression:          aws.String("ADD n :one"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-		})
-		return err
-	})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,7 +1,8 @@
 package main
 
 // The simulator's lines (internal/sim): its prediction of each emulator
-// job, fed the emulator's bare rates and the job's requests per task,
+// job, fed the emulator's probed ceilings (probe.go) and the job's
+// requests per task,
 // next to the measurement; and its prediction of a million-task job on
 // AWS at the load model's rate, with the capacity deploying.md sets for
 // that rate.
@@ -9,6 +10,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"time"
 
@@ -58,29 +60,44 @@ func simPrices() sim.Prices {
 		S3Put: prices.S3Tier1, S3Get: prices.S3Tier2, LambdaRequest: prices.LambdaRequest, LambdaGBSecond: prices.LambdaGBSecond}
 }
 
-// simEmulator predicts a job of stages on the emulator just measured (its
-// bare DynamoDB and SQS rates, slots executor slots) from its profile,
+// simEmulator predicts a job of stages on the emulator just probed (its
+// DynamoDB and SQS ceilings and lone-request latencies, slots executor
+// slots) from the job's own profile,
 // and prints the prediction next to the measured figures: the job's
 // time, and when queued > 0 the time to its first stage's last task
 // queued. A prediction off by more than simTolerance prints FAIL.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, bare map[string]float64, slots int, took, queued time.Duration) {
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emulatorProbe, slots int, runnerCPU, took, queued time.Duration) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
 	}
 	p := profileOf(snap, tasks)
 	measuredProfile = &p
-	if bare["DynamoDB"] <= 0 || bare["SQS"] <= 0 {
-		fmt.Printf("  simulator: no prediction (the emulator's bare rates were not measured)\n")
+	if probe.dynamo.rate <= 0 || probe.sqs.rate <= 0 {
+		fmt.Printf("  simulator: no prediction (the emulator's ceilings were not measured)\n")
 		return
 	}
-	r, err := sim.Run(sim.Emulator(stages, p, bare["DynamoDB"], bare["SQS"], slots, 1))
+	m := sim.Measured{DynamoRate: probe.dynamo.rate, DynamoLatency: probe.dynamo.latency, SQSRate: probe.sqs.rate, SQSLatency: probe.sqs.latency}
+	if probe.dynamo.cpu > 0 && probe.sqs.cpu > 0 && runnerCPU > 0 && probe.dynamo.cores > 0 {
+		// The cores the DynamoDB probe got, busy: on a quiet machine all
+		// of them, on a shared one what the other work left.
+		m.Cores = min(float64(runtime.NumCPU()), probe.dynamo.cores)
+		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.dynamo.cpu, probe.sqs.cpu, runnerCPU
+	}
+	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
 		fmt.Printf("  simulator: %v\n", err)
 		return
 	}
-	fmt.Printf("  simulator (internal/sim; DynamoDB %.0f and SQS %.0f requests/s, %d slots, this job's requests per task):\n",
-		bare["DynamoDB"], bare["SQS"], slots)
+	if queued > 0 { // the throughput job's floor lines print the probe
+		printProbe(probe)
+	}
+	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
+		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
+	if m.Cores > 0 {
+		fmt.Printf("    on %.2f cores shared (what the probes got, of %d): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
+			m.Cores, runtime.NumCPU(), us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
+	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
 		verdict(r.Rate, rate))

@@ -13,7 +13,7 @@ import (
 // (claim, commit and their shares of batched counts and SQS batches; the
 // sweep's and pollers' requests during the run included), and throughput
 // against the emulator floor, which only a quiet machine measures (the
-// floor's bare rates and the job share the cores differently under load).
+// floor's probe and the job share the cores differently under load).
 const (
 	maxRequestsPerNoOp = 2.5
 	minFloorShare      = 0.95

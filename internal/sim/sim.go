@@ -75,8 +75,16 @@ type Config struct {
 	// Dynamo is DynamoDB: a *Table on AWS, a *Server for an emulator.
 	Dynamo Store
 	// SQS serves the materializers' sends; its latency is each receive's.
-	SQS         *Server
-	Materialize Materialize
+	SQS *Server
+	// CPU, when set, is the cores an emulator and the runner share (one
+	// machine): a Server whose Rate is the cores, serving CPU seconds.
+	// Each task asks TaskCPU of it at its claim, each chunk ChunkCPU at
+	// its marker; an emulator's services and the runner's executors wait
+	// on it as on their own queues. Nil on AWS, whose services and
+	// functions each bring their own.
+	CPU               *Server
+	TaskCPU, ChunkCPU time.Duration
+	Materialize       Materialize
 	// Exactly one of Lambda and Slots.
 	Lambda *Lambda
 	Slots  *Slots
@@ -345,6 +353,9 @@ func (s *state) handle(e event) {
 			s.push(e)
 			return
 		}
+		if c.CPU != nil && e.k == evMatPut {
+			done = max(done, c.CPU.work(s.now, c.ChunkCPU.Seconds()))
+		}
 		next := evMatSend
 		if e.k == evMatAdvance {
 			next = evMatChunkDone
@@ -381,6 +392,9 @@ func (s *state) handle(e event) {
 		served, done := c.Dynamo.serve(s.now, e.n, s.claim)
 		if served < e.n {
 			s.push(event{t: s.now + s.backoff(e.try), k: evClaim, inv: e.inv, n: e.n - served, try: e.try + 1})
+		}
+		if served > 0 && c.CPU != nil {
+			done = max(done, c.CPU.work(s.now, float64(served)*c.TaskCPU.Seconds()))
 		}
 		if served > 0 {
 			s.push(event{t: done + c.TaskTime.Seconds(), k: evCommit, inv: e.inv, n: served})
@@ -484,6 +498,8 @@ func (s *state) dispatch() {
 func (s *state) tick() {
 	label := ""
 	switch {
+	case s.cfg.CPU != nil && s.busiest() != "":
+		label = s.busiest()
 	case s.cfg.Dynamo.saturated(s.now) != "":
 		label = s.cfg.Dynamo.saturated(s.now)
 	case s.cfg.SQS.saturated(s.now) != "":
@@ -502,6 +518,20 @@ func (s *state) tick() {
 		label = LimitDraining
 	}
 	s.labels = append(s.labels, label)
+}
+
+// busiest names, on one machine (an emulator with CPU set), the server
+// with the longest queue at now: the cores, or the emulator's DynamoDB or
+// SQS, any of which may have a request waiting at a given instant; ""
+// when none does.
+func (s *state) busiest() string {
+	name, most := "", 0.0
+	for _, v := range []Store{s.cfg.CPU, s.cfg.Dynamo, s.cfg.SQS} {
+		if sv, ok := v.(*Server); ok && sv.Rate > 0 && sv.free-s.now > most {
+			name, most = sv.Name, sv.free-s.now
+		}
+	}
+	return name
 }
 
 func (s *state) allWaiting() bool {

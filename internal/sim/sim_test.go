@@ -158,6 +158,117 @@ func TestServerQueues(t *testing.T) {
 	}
 }
 
+// An emulator is one server that every chain shares: chains that keep it
+// busy split its rate (two take twice as long as one), while chains held
+// back by a request's latency overlap (two take as long as one) until
+// together they fill it.
+func TestSharedServerChains(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		rate    float64
+		latency time.Duration
+		chains  int
+		want    float64 // seconds until every chain's 100 requests are done
+	}{
+		{"server-bound: one chain", 100, 0, 1, 1},
+		{"server-bound: two chains take twice as long", 100, 0, 2, 2},
+		{"latency-bound: one chain", 1e4, 10 * time.Millisecond, 1, 1.01},
+		{"latency-bound: two chains take as long", 1e4, 10 * time.Millisecond, 2, 1.0101},
+		{"latency equal to service: two chains interleave", 100, 10 * time.Millisecond, 2, 2.01},
+		{"latency equal to service: four chains fill the server", 100, 10 * time.Millisecond, 4, 4.01},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Server{Name: "emulator", Rate: c.rate, Latency: c.latency}
+			// Each chain sends its next request when its last is done;
+			// the server sees the requests in time order.
+			next := make([]float64, c.chains)
+			left := make([]int, c.chains)
+			for i := range left {
+				left[i] = 100
+			}
+			end := 0.0
+			for {
+				k := -1
+				for i := range next {
+					if left[i] > 0 && (k < 0 || next[i] < next[k]) {
+						k = i
+					}
+				}
+				if k < 0 {
+					break
+				}
+				_, done := s.serve(next[k], 1, Cost{Requests: 1})
+				next[k], left[k], end = done, left[k]-1, max(end, done)
+			}
+			near(t, "done", end, c.want, 1e-6)
+		})
+	}
+}
+
+// Materialization's chains on an emulator: parallel chains (segments)
+// queue a stage no faster than the emulator serves their sends, and
+// faster only while each is held back by its own requests' latency.
+func TestEmulatorMaterializationChains(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		m       Measured
+		workers int
+		want    float64 // seconds to the last of 2,000 tasks queued
+	}{
+		// 20 chunks of 10 SendMessageBatch requests at 100 a second.
+		{"SQS-bound, one chain", Measured{DynamoRate: 1e9, SQSRate: 100}, 1, 2.0},
+		{"SQS-bound, two chains share the server", Measured{DynamoRate: 1e9, SQSRate: 100}, 2, 2.0},
+		// A chunk: the marker (5 ms), 2 rounds of sends (10 ms each),
+		// the count (5 ms): 30 ms, 20 chunks one after another.
+		{"latency-bound, one chain", Measured{DynamoRate: 1e9, SQSRate: 1e9, DynamoLatency: 5 * time.Millisecond, SQSLatency: 10 * time.Millisecond}, 1, 0.6},
+		{"latency-bound, two chains halve it", Measured{DynamoRate: 1e9, SQSRate: 1e9, DynamoLatency: 5 * time.Millisecond, SQSLatency: 10 * time.Millisecond}, 2, 0.3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Tasks ask nothing of the services besides their
+			// claim and commit, one request each.
+			cfg := Emulator([]int{2000}, Profile{DynamoRequests: 2.02, WRU: 2.02}, c.m, 4, 1)
+			cfg.Materialize.Workers = c.workers
+			r, err := Run(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "queued", r.Queued.Seconds(), c.want, 0.01)
+		})
+	}
+}
+
+// On one machine the emulators and the runner share the cores: a task
+// that asks more CPU than the cores serve is held to them, whatever the
+// emulator's own ceiling; with the cores left out, only the ceiling holds.
+func TestEmulatorSharedCores(t *testing.T) {
+	p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+	for _, c := range []struct {
+		name  string
+		m     Measured
+		rate  float64 // tasks a second
+		limit string
+	}{
+		// 2.02 requests at 1,000 a second: 495 tasks a second.
+		{"no cores modelled: the emulator's ceiling", Measured{DynamoRate: 1000, SQSRate: 1e6}, 495, "DynamoDB (emulator)"},
+		// 2 cores, 2.02 x 1 ms of DynamoDB and 3 ms of the runner a
+		// task: 2 / 5.02 ms, 398 tasks a second.
+		{"the cores bind first", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 2, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 398, LimitCores},
+		// The same work on 4 cores: the ceiling again.
+		{"enough cores: the ceiling binds", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 4, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 495, "DynamoDB (emulator)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(Emulator([]int{20000}, p, c.m, 64, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rate", r.Rate, c.rate, c.rate/50)
+			if g, ok := r.Binding(1e6); !ok || g.Limit != c.limit {
+				t.Errorf("binding %+v: want %s", g, c.limit)
+			}
+		})
+	}
+}
+
 func prices() Prices {
 	return Prices{DynamoWRU: 0.625, DynamoRRU: 0.125, SQSRequest: 0.40, S3Put: 0.005, S3Get: 0.0004, LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334}
 }
@@ -168,7 +279,7 @@ func TestRunKnownCases(t *testing.T) {
 		// 1,000 tasks of 2.02 requests each (claim 1, commit 1, and the
 		// 10 chunks' 2 each) at 100 requests a second: 20.2 s.
 		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
-		r, err := Run(Emulator([]int{1000}, p, 100, 1e6, 16, 1))
+		r, err := Run(Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,8 +337,8 @@ func TestRunKnownCases(t *testing.T) {
 	})
 	t.Run("stages run one after another", func(t *testing.T) {
 		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
-		one, _ := Run(Emulator([]int{1000}, p, 100, 1e6, 16, 1))
-		two, err := Run(Emulator([]int{1000, 1}, p, 100, 1e6, 16, 1))
+		one, _ := Run(Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
+		two, err := Run(Emulator([]int{1000, 1}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +380,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no slots", func(c *Config) { c.Slots.Count = 0 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Emulator([]int{10}, p, 100, 100, 4, 1)
+			cfg := Emulator([]int{10}, p, Measured{DynamoRate: 100, SQSRate: 100}, 4, 1)
 			c.mod(&cfg)
 			if _, err := Run(cfg); !errors.Is(err, errConfig) {
 				t.Errorf("Run: %v, want a config error", err)

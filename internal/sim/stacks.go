@@ -117,17 +117,59 @@ func AWS(stages []int, taskTime time.Duration, p Profile, c Capacity, prices Pri
 	}
 }
 
-// Emulator is the local runner on an emulator that serves dynamo DynamoDB
-// and sqs SQS requests a second (the bench's bare rates), with slots
-// executor slots. The runner has the timer queue, so every hand-off is a
-// relay.
-func Emulator(stages []int, p Profile, dynamo, sqs float64, slots int, seed uint64) Config {
-	return Config{
+// Measured is an emulator as the bench probes it (cmd/bench, probe.go):
+// each service's ceiling, the most requests a second it served at any
+// concurrency, and a request's latency with nothing else in flight.
+type Measured struct {
+	DynamoRate, SQSRate       float64
+	DynamoLatency, SQSLatency time.Duration
+	// Cores is the machine's, which the emulators and the runner share
+	// (0: not modelled); DynamoCPU and SQSCPU the emulators' CPU time per
+	// request, as probed; RunnerCPU the runner process's per task (its
+	// control plane and executors), as measured over the job.
+	Cores                        float64
+	DynamoCPU, SQSCPU, RunnerCPU time.Duration
+}
+
+// LimitCores names the machine's cores when they limit an emulator run.
+const LimitCores = "the machine's cores (emulators and runner)"
+
+// server is an emulator's service of rate requests a second whose lone
+// request takes alone: its service time (1/rate) and a fixed rest (the
+// client, the connection, the parsing) that a request spends outside the
+// server's queue.
+func server(name string, rate float64, alone time.Duration) *Server {
+	rest := alone
+	if rate > 0 {
+		rest = max(0, alone-time.Duration(float64(time.Second)/rate))
+	}
+	return &Server{Name: name, Rate: rate, Latency: rest}
+}
+
+// Emulator is the local runner on an emulator measured as m, with slots
+// executor slots. The emulator is one process per service: every chain,
+// segment and executor slot queues on the same Server, so parallel chains
+// share its rate; a sequential chain still waits a request's latency per
+// step, so it runs no faster than that however idle the server. The
+// runner has the timer queue, so every hand-off is a relay.
+func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Config {
+	c := Config{
 		Stages: stages, Profile: p, Seed: seed,
-		Dynamo: &Server{Name: "DynamoDB (emulator)", Rate: dynamo},
-		SQS:    &Server{Name: "SQS (emulator)", Rate: sqs},
+		Dynamo: server("DynamoDB (emulator)", m.DynamoRate, m.DynamoLatency),
+		SQS:    server("SQS (emulator)", m.SQSRate, m.SQSLatency),
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
 			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
 		Slots: &Slots{Count: slots},
 	}
+	if m.Cores > 0 {
+		// A chunk's own requests: its marker and count, its sends; a
+		// task's, the rest of the profile's, and the runner's CPU.
+		chunk := float64(codeChunkTasks)
+		sends := math.Ceil(chunk / 10)
+		c.CPU = &Server{Name: LimitCores, Rate: m.Cores}
+		c.ChunkCPU = time.Duration(chunkDynamoRequests*float64(m.DynamoCPU) + sends*float64(m.SQSCPU))
+		c.TaskCPU = m.RunnerCPU + time.Duration(max(0, p.DynamoRequests-chunkDynamoRequests/chunk)*float64(m.DynamoCPU)+
+			max(0, p.SQSRequests-sends/chunk)*float64(m.SQSCPU))
+	}
+	return c
 }

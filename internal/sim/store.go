@@ -29,10 +29,12 @@ type Store interface {
 	throttles() map[string]int
 }
 
-// Server is a service of fixed latency that, when Rate > 0, serves Rate
-// requests a second one after another: an emulator, one CPU-bound
-// process whose queue is first come, first served. With Rate 0 it has no
-// throughput limit (SQS standard queues).
+// Server is one process serving requests: when Rate > 0 it serves Rate
+// requests a second one after another, first come first served, whoever
+// sends them (an emulator: every chain, segment and executor shares its
+// rate), and each request also takes Latency outside the queue (the
+// client, the connection). With Rate 0 it has no throughput limit, only
+// the latency (SQS standard queues on AWS).
 type Server struct {
 	Name    string
 	Rate    float64
@@ -54,13 +56,22 @@ func (s *Server) work(now, r float64) float64 {
 }
 
 // rounds sends n requests, conc at a time, and returns when the last is
-// done: a rate server takes them in its queue; an unlimited one takes a
-// latency per round.
+// done: no sooner than the server's queue serves them all, nor than its
+// rounds, each a request's latency and service time, take one after
+// another.
 func (s *Server) rounds(now float64, n, conc int) float64 {
-	if s.Rate > 0 || n == 0 {
-		return s.work(now, float64(n))
+	if n == 0 {
+		return now
 	}
-	return now + float64((n+conc-1)/conc)*s.Latency.Seconds()
+	step := s.Latency.Seconds()
+	if s.Rate > 0 {
+		step += 1 / s.Rate
+	}
+	bound := now + float64((n+conc-1)/conc)*step
+	if s.Rate <= 0 {
+		return bound
+	}
+	return max(bound, s.work(now, float64(n)))
 }
 
 func (s *Server) saturated(now float64) string {
