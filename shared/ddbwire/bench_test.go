@@ -1,4 +1,4 @@
-package ddbwire
+package ddbwire_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -90,7 +92,7 @@ func benchClients(b *testing.B, answer string) map[string]interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 } {
 	cfg := testConfig(canned(b, 200, answer).URL)
-	lean, err := New(cfg)
+	lean, err := ddbwire.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

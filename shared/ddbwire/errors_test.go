@@ -1,4 +1,4 @@
-package ddbwire
+package ddbwire_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -105,12 +107,12 @@ type failing struct {
 	seen    []string
 }
 
-func (f *failing) Call(ctx context.Context, c *Call, next func(context.Context) error) error {
+func (f *failing) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
 	f.calls++
 	return next(ctx)
 }
 
-func (f *failing) Attempt(ctx context.Context, c *Call, req *http.Request, send Send) (*http.Response, error) {
+func (f *failing) Attempt(ctx context.Context, c *ddbwire.Call, req *http.Request, send ddbwire.Send) (*http.Response, error) {
 	f.seen = append(f.seen, req.Header.Get("Amz-Sdk-Request"))
 	if len(f.answers) == 0 {
 		return send(req)
@@ -177,8 +179,8 @@ func TestRetries(t *testing.T) {
 			rec.mu.Unlock()
 			h := &failing{answers: c.answers}
 			cfg := cfg
-			Install(&cfg, h)
-			lean, err := New(cfg)
+			ddbwire.Install(&cfg, h)
+			lean, err := ddbwire.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

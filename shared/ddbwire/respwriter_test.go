@@ -1,4 +1,4 @@
-package ddbwire
+package ddbwire_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package ddbwire
+package ddbwire_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -77,11 +79,11 @@ func (r *recorder) set(status int, answer string) {
 
 // pair is the SDK's client and the lean one over one recorder, neither
 // retrying.
-func pair(t testing.TB) (*recorder, *dynamodb.Client, *Client) {
+func pair(t testing.TB) (*recorder, *dynamodb.Client, *ddbwire.Client) {
 	rec, srv := newRecorder(t)
 	cfg := testConfig(srv.URL)
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
-	lean, err := New(cfg)
+	lean, err := ddbwire.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestEncodeMatchesSDK(t *testing.T) {
 func TestTransactionGetsToken(t *testing.T) {
 	rec, srv := newRecorder(t)
 	cfg := testConfig(srv.URL)
-	lean, err := New(cfg)
+	lean, err := ddbwire.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
