@@ -22,6 +22,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
@@ -243,12 +244,14 @@ const firingTarget = 2 * time.Second
 // so under load it can be well ahead of the job existing; the bench
 // reports both.
 type jobWrites struct {
-	mu sync.Mutex
-	at map[string]time.Time // job id -> when its creating request returned
+	mu  sync.Mutex
+	at  map[string]time.Time // job id -> when its creating request returned
+	now func() time.Time
 }
 
 func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
-	w.at = map[string]time.Time{}
+	w.at, w.now = map[string]time.Time{}, now
+	ddbwire.Install(cfg, w) // jobwriteshook.go
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.jobwrites",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
