@@ -35,25 +35,43 @@ func TestLeanClientGetsTheSameFaults(t *testing.T) {
 		hits     int
 	}{
 		{"transaction conflict", Rule{Service: "DynamoDB", Operation: "TransactWriteItems", Kind: Conflict, Count: 1}, 1, nil,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.TransactWriteItems(ctx, transact(3)); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.TransactWriteItems(ctx, transact(3))
+				return err
+			},
 			func(err error) bool {
 				var tc *types.TransactionCanceledException
 				return errors.As(err, &tc) && len(tc.CancellationReasons) == 3
 			}, 0},
 		{"item conflict", Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: Conflict, Count: 1}, 3, nil,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.UpdateItem(ctx, update(true)); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.UpdateItem(ctx, update(true))
+				return err
+			},
 			func(err error) bool { return as[*types.TransactionConflictException](err) }, 0},
 		{"throttles retried", Rule{Service: "DynamoDB", Kind: Throttle, Count: 2}, 3, nil,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.UpdateItem(ctx, update(true)); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.UpdateItem(ctx, update(true))
+				return err
+			},
 			func(err error) bool { return err == nil }, 1},
 		{"5xx exhausts attempts", Rule{Service: "DynamoDB", Kind: ServerError, Count: 5}, 3, nil,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: update(true).TableName, Key: update(true).Key}); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: update(true).TableName, Key: update(true).Key})
+				return err
+			},
 			func(err error) bool { var m *retry.MaxAttemptsError; return errors.As(err, &m) && isRetryable(m.Err) }, 0},
 		{"lost answer meets its own condition", Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: Lost, Count: 1}, 3, conditionFailed,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.UpdateItem(ctx, update(true)); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.UpdateItem(ctx, update(true))
+				return err
+			},
 			func(err error) bool { return as[*types.ConditionalCheckFailedException](err) }, 2},
 		{"in progress retried", Rule{Service: "DynamoDB", Kind: InProgress, Count: 1}, 3, nil,
-			func(ctx context.Context, db ddbwire.API) error { _, err := db.TransactWriteItems(ctx, transact(2)); return err },
+			func(ctx context.Context, db ddbwire.API) error {
+				_, err := db.TransactWriteItems(ctx, transact(2))
+				return err
+			},
 			func(err error) bool { return err == nil }, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
