@@ -81,6 +81,11 @@ func New(cfg aws.Config) (*Client, error) {
 	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		c.creds = o.Credentials
+		// Cached as config.LoadDefaultConfig caches them: a provider
+		// passed in bare would be asked on every request.
+		if _, ok := c.creds.(*aws.CredentialsCache); !ok {
+			c.creds = aws.NewCredentialsCache(c.creds)
+		}
 	}
 	return c, nil
 }
