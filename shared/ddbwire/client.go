@@ -56,8 +56,8 @@ func New(cfg aws.Config) (*Client, error) {
 	if o.Region == "" {
 		return nil, errors.New("ddbwire: the config has no region")
 	}
-	if o.EndpointResolverV2 != nil && cfg.EndpointResolverWithOptions != nil {
-		return nil, errors.New("ddbwire: a custom endpoint resolver is not supported")
+	if cfg.EndpointResolverWithOptions != nil || cfg.EndpointResolver != nil { //nolint:staticcheck // refused, not used
+		return nil, errors.New("ddbwire: a custom endpoint resolver is not supported (set BaseEndpoint, or BATCHWORK_DYNAMO_CLIENT=sdk)")
 	}
 	if o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled || o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled {
 		return nil, errors.New("ddbwire: FIPS and dual-stack endpoints are not supported")
