@@ -45,6 +45,8 @@ type Client struct {
 	region   string
 	retryer  aws.RetryerV2
 	hooks    []Hook
+	// inLambda: AWS_LAMBDA_FUNCTION_NAME is set (trace.go).
+	inLambda bool
 }
 
 // New builds a client from cfg as dynamodb.NewFromConfig would build the
@@ -78,6 +80,7 @@ func New(cfg aws.Config) (*Client, error) {
 		region:   o.Region,
 		retryer:  retryerV2(o.Retryer),
 		hooks:    Hooks(cfg),
+		inLambda: lookup("AWS_LAMBDA_FUNCTION_NAME"),
 	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		c.creds = o.Credentials
@@ -338,6 +341,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 	h["Accept-Encoding"] = []string{"identity"}
 	h["Amz-Sdk-Request"] = []string{"attempt=" + strconv.Itoa(attempt) + "; max=" + strconv.Itoa(maxAttempts)}
 	h["User-Agent"] = []string{"batchwork-ddbwire"}
+	traceHeader(h, c.inLambda)
 	if c.creds != nil {
 		creds, err := c.creds.Retrieve(ctx)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -327,4 +328,25 @@ func TestBadAnswers(t *testing.T) {
 	rec.mu.Lock()
 	rec.crc = ""
 	rec.mu.Unlock()
+}
+
+// TestTraceHeaderOnLambda: on Lambda the invocation's X-Ray trace ID goes
+// out in X-Amzn-Trace-Id, as from the SDK's client; elsewhere none.
+func TestTraceHeaderOnLambda(t *testing.T) {
+	t.Setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1 x")
+	for _, lambda := range []string{"", "fn"} {
+		t.Setenv("AWS_LAMBDA_FUNCTION_NAME", lambda) // restored after the test
+		if lambda == "" {
+			os.Unsetenv("AWS_LAMBDA_FUNCTION_NAME")
+		}
+		rec, sdk, lean := pair(t)
+		for _, c := range []API{sdk, lean} {
+			if _, err := call(c, "GetItem", minimalInput("GetItem")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s, l := rec.headers[0].Get("X-Amzn-Trace-Id"), rec.headers[1].Get("X-Amzn-Trace-Id"); s != l || (lambda != "") != (l != "") {
+			t.Errorf("on Lambda %q: SDK %q, lean %q", lambda, s, l)
+		}
+	}
 }
