@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +13,7 @@ import (
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/runner"
 )
@@ -60,8 +62,12 @@ func newBenchEnv(ctx context.Context, opts runner.Options, uncounted bool) (*ben
 			return nil, err
 		}
 	}
-	e.watcher = control.New(control.Config{Queues: e.r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(e.cfg), e.r.Resources.Table), nil, nil, discardLog())
+	db, err := ddbwire.ForStore(e.cfg, os.Getenv(ddbwire.EnvClient))
+	if err != nil {
+		emu.Stop()
+		return nil, err
+	}
+	e.watcher = control.New(control.Config{Queues: e.r.Resources.Queues}, dynamo.New(db, e.r.Resources.Table), nil, nil, discardLog())
 	return e, nil
 }
 

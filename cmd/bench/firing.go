@@ -22,6 +22,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/runner"
 	"github.com/batchwork/batchwork/shared/schedule"
 )
@@ -243,15 +244,17 @@ const firingTarget = 2 * time.Second
 // so under load it can be well ahead of the job existing; the bench
 // reports both.
 type jobWrites struct {
-	mu sync.Mutex
-	at map[string]time.Time // job id -> when its creating request returned
+	mu  sync.Mutex
+	at  map[string]time.Time // job id -> when its creating request returned
+	now func() time.Time
 	// scheduled is a firing's job's scheduled time, from the firing key
 	// of the idempotency record written with it.
 	scheduled map[string]time.Time
 }
 
 func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
-	w.at, w.scheduled = map[string]time.Time{}, map[string]time.Time{}
+	w.at, w.scheduled, w.now = map[string]time.Time{}, map[string]time.Time{}, now
+	ddbwire.Install(cfg, w) // jobwriteshook.go
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.jobwrites",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
@@ -260,37 +263,43 @@ func (w *jobWrites) install(cfg *aws.Config, now func() time.Time) {
 				if err != nil || !ok {
 					return out, md, err
 				}
-				done := now()
-				job, sched := "", time.Time{}
-				for _, it := range tx.TransactItems {
-					if it.Put == nil {
-						continue
-					}
-					pk, _ := it.Put.Item["pk"].(*ddbtypes.AttributeValueMemberS)
-					sk, _ := it.Put.Item["sk"].(*ddbtypes.AttributeValueMemberS)
-					switch {
-					case pk == nil || sk == nil:
-					case sk.Value == "JOB" && strings.HasPrefix(pk.Value, "JOB#"):
-						job = strings.TrimPrefix(pk.Value, "JOB#")
-					case sk.Value == "IDEM":
-						// IDEM#<owner>#<key>: a key holds no '#'.
-						_, t, err := schedule.ParseFiringKey(pk.Value[strings.LastIndexByte(pk.Value, '#')+1:])
-						if err == nil {
-							sched = t
-						}
-					}
-				}
-				if job != "" {
-					w.mu.Lock()
-					w.at[job] = done
-					if !sched.IsZero() {
-						w.scheduled[job] = sched
-					}
-					w.mu.Unlock()
-				}
+				w.note(tx, now())
 				return out, md, err
 			}), middleware.After)
 	})
+}
+
+// note records the job a creating transaction wrote, and a firing's
+// scheduled time, as done at done.
+func (w *jobWrites) note(tx *dynamodb.TransactWriteItemsInput, done time.Time) {
+	job, sched := "", time.Time{}
+	for _, it := range tx.TransactItems {
+		if it.Put == nil {
+			continue
+		}
+		pk, _ := it.Put.Item["pk"].(*ddbtypes.AttributeValueMemberS)
+		sk, _ := it.Put.Item["sk"].(*ddbtypes.AttributeValueMemberS)
+		switch {
+		case pk == nil || sk == nil:
+		case sk.Value == "JOB" && strings.HasPrefix(pk.Value, "JOB#"):
+			job = strings.TrimPrefix(pk.Value, "JOB#")
+		case sk.Value == "IDEM":
+			// IDEM#<owner>#<key>: a key holds no '#'.
+			_, t, err := schedule.ParseFiringKey(pk.Value[strings.LastIndexByte(pk.Value, '#')+1:])
+			if err == nil {
+				sched = t
+			}
+		}
+	}
+	if job == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at[job] = done
+	if !sched.IsZero() {
+		w.scheduled[job] = sched
+	}
 }
 
 // createBurst creates n schedules of a one-task job, 8 at a time: schedule

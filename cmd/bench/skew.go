@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -53,8 +53,11 @@ func runSkew(mb int, split int64, reducers, slots int) error {
 	if err != nil {
 		return err
 	}
-	watcher := control.New(control.Config{Queues: r.Resources.Queues},
-		dynamo.New(dynamodb.NewFromConfig(cfg), r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	db, err := ddbwire.ForStore(cfg, os.Getenv(ddbwire.EnvClient))
+	if err != nil {
+		return err
+	}
+	watcher := control.New(control.Config{Queues: r.Resources.Queues}, dynamo.New(db, r.Resources.Table), nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- r.Run(runCtx) }()

@@ -50,6 +50,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 )
 
 // Kind is a kind of fault.
@@ -362,14 +363,16 @@ type inputKey struct{}
 
 const inputMiddlewareID = "batchwork.faults.input"
 
-// Install adds the injector to cfg's API options, so clients made from cfg
-// afterwards are subject to it. Installing the same injector twice on one
+// Install adds the injector to cfg's API options, and to the lean
+// DynamoDB client's hooks, so clients made from cfg afterwards are subject
+// to it. Installing the same injector twice on one
 // config is harmless; several injectors can be installed on one config.
 func (i *Injector) Install(cfg *aws.Config) {
 	if i == nil || cfg == nil {
 		return
 	}
 	i.installDuplicates(*cfg)
+	ddbwire.Install(cfg, i) // hook.go
 	cfg.APIOptions = append(cfg.APIOptions, i.apiOption)
 }
 
@@ -538,6 +541,10 @@ func resetError(req *smithyhttp.Request) error {
 	if method == "" {
 		method = http.MethodGet
 	}
+	return resetURLError(method, host, u)
+}
+
+func resetURLError(method, host, u string) error {
 	return &url.Error{
 		Op:  method[:1] + strings.ToLower(method[1:]),
 		URL: u,

@@ -182,8 +182,13 @@ type response struct {
 }
 
 func (r response) build(req *smithyhttp.Request) *smithyhttp.Response {
+	return &smithyhttp.Response{Response: r.httpResponse(req.Method)}
+}
+
+// httpResponse is the answer to a request with method.
+func (r response) httpResponse(method string) *http.Response {
 	body := r.body
-	if req.Method == http.MethodHead {
+	if method == http.MethodHead {
 		// HEAD responses have no body; S3 then takes the code from the
 		// status, as it does on AWS.
 		body = nil
@@ -191,7 +196,7 @@ func (r response) build(req *smithyhttp.Request) *smithyhttp.Response {
 	h := r.header.Clone()
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	return &smithyhttp.Response{Response: &http.Response{
+	return &http.Response{
 		Status:        fmt.Sprintf("%d %s", r.status, http.StatusText(r.status)),
 		StatusCode:    r.status,
 		Proto:         "HTTP/1.1",
@@ -200,7 +205,7 @@ func (r response) build(req *smithyhttp.Request) *smithyhttp.Response {
 		Header:        h,
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
-	}}
+	}
 }
 
 // respond builds the response for rule r on one attempt. It draws from

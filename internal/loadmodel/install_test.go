@@ -11,12 +11,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 )
 
-// Installed on a config, the middleware asks DynamoDB for the consumed
-// capacity and records what it answers.
+// Installed on a config, the middleware (on the SDK's client) and the hook
+// (on the lean one) ask DynamoDB for the consumed capacity and record what
+// it answers.
 func TestInstall(t *testing.T) {
 	t.Parallel()
+	for _, client := range []string{"sdk", "lean"} {
+		t.Run(client, func(t *testing.T) { testInstall(t, client) })
+	}
+}
+
+func testInstall(t *testing.T, client string) {
 	var body string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -30,7 +38,11 @@ func TestInstall(t *testing.T) {
 	var r Recorder
 	r.Install(&cfg)
 	in := &dynamodb.GetItemInput{TableName: aws.String("tbl"), Key: key("JOB#1", "JOB"), ConsistentRead: aws.Bool(true)}
-	if _, err := dynamodb.NewFromConfig(cfg).GetItem(context.Background(), in); err != nil {
+	db, err := ddbwire.ForStore(cfg, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetItem(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(body, `"ReturnConsumedCapacity":"INDEXES"`) {

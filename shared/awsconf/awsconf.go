@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
 )
 
 // Load returns an aws.Config. With endpoint set (an emulator), requests go
@@ -78,8 +80,10 @@ type Counter struct {
 	n  map[string]int
 }
 
-// Install adds the counting middleware to cfg.
+// Install adds the counting middleware to cfg, and the counter to the
+// hooks of the lean DynamoDB client (counterhook.go).
 func (c *Counter) Install(cfg *aws.Config) {
+	ddbwire.Install(cfg, c)
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.count",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {

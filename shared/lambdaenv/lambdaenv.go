@@ -6,15 +6,15 @@ package lambdaenv
 import (
 	"context"
 	"fmt"
-	"github.com/batchwork/batchwork/internal/faultenv"
-	"github.com/batchwork/batchwork/internal/metrics"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/batchwork/batchwork/internal/faultenv"
+	"github.com/batchwork/batchwork/internal/metrics"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -22,6 +22,7 @@ import (
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/gcfloor"
@@ -215,7 +216,12 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
 	q := queue.New(sqs.NewFromConfig(cfg))
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), c.Table)
+	// The lean client (shared/ddbwire) unless BATCHWORK_DYNAMO_CLIENT=sdk.
+	db, err := ddbwire.ForStore(cfg, os.Getenv(ddbwire.EnvClient))
+	if err != nil {
+		return Wired{}, err
+	}
+	store := dynamo.New(db, c.Table)
 	store.JobSetRetention(c.Retention) // records of a job that ends expire
 	svc := control.New(control.Config{Queues: c.Queues, OwnerLimits: c.OwnerLimits, Quotas: c.Quotas, InputBuckets: c.InputBuckets, OutputBuckets: c.OutputBuckets,
 		CheckTaskNames: c.CheckTaskNames, StaticTaskNames: c.TaskNames, TaskFunctions: c.TaskFunctions, ExecutorSizes: c.ExecutorSizes,

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -29,6 +28,7 @@ import (
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
 	"github.com/batchwork/batchwork/shared/control"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo"
 	"github.com/batchwork/batchwork/shared/events"
 	"github.com/batchwork/batchwork/shared/gcfloor"
@@ -158,7 +158,12 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		o.Control.ExecutorSizes = spec.ExecutorSizes
 	}
 	r := &Runner{Resources: res, opts: o}
-	r.Store = dynamo.New(dynamodb.NewFromConfig(o.AWS), res.Table)
+	// The lean client (shared/ddbwire) unless BATCHWORK_DYNAMO_CLIENT=sdk.
+	db, err := ddbwire.ForStore(o.AWS, os.Getenv(ddbwire.EnvClient))
+	if err != nil {
+		return nil, err
+	}
+	r.Store = dynamo.New(db, res.Table)
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
 	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/batchwork/batchwork/shared/cost"
+	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo/capacity"
 )
 
@@ -89,12 +90,13 @@ func New(jobOf func(body string) string) *Meter {
 	return &Meter{jobOf: jobOf, now: time.Now, pending: map[string]*cost.Counts{}, handles: map[string]string{}, active: map[string]time.Time{}}
 }
 
-// Install adds the counting middleware to cfg, before clients are made
-// from it.
+// Install adds the counting middleware to cfg, and the meter to the lean
+// DynamoDB client's hooks (hook.go), before clients are made from it.
 func (m *Meter) Install(cfg *aws.Config) {
 	if m == nil {
 		return
 	}
+	ddbwire.Install(cfg, m)
 	// Clipped: a copy of cfg made before keeps its own options.
 	cfg.APIOptions = append(slices.Clip(cfg.APIOptions), func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.meter",

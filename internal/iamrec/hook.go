@@ -1,0 +1,22 @@
+package iamrec
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
+)
+
+// Call records the actions of one call of the lean DynamoDB client
+// (ddbwire.Hook), as the middleware Install adds records the SDK's.
+func (r *Recorder) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
+	if fn := FunctionOf(ctx); fn != "" {
+		r.record(fn, Actions(c.Service, c.Operation, c.Input))
+	}
+	return next(ctx)
+}
+
+// Attempt sends the attempt: actions are per call.
+func (r *Recorder) Attempt(_ context.Context, _ *ddbwire.Call, req *http.Request, send ddbwire.Send) (*http.Response, error) {
+	return send(req)
+}

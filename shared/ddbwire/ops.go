@@ -1,0 +1,592 @@
+package ddbwire
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The encoders write the members the SDK's serializers write, under the
+// same names. The legacy members (AttributesToGet, Expected,
+// ConditionalOperator, AttributeUpdates, KeyConditions, QueryFilter) are
+// refused: the store writes expressions only, and a member sent nowhere
+// would change what the call means.
+
+func unsupported(field string) error {
+	return fmt.Errorf("ddbwire: %s is not supported (use the SDK client: BATCHWORK_DYNAMO_CLIENT=sdk)", field)
+}
+
+func (e *enc) optStr(k string, v *string) {
+	if v != nil {
+		e.key(k)
+		e.str(*v)
+	}
+}
+
+func (e *enc) optBool(k string, v *bool) {
+	if v != nil {
+		e.key(k)
+		e.boolean(*v)
+	}
+}
+
+func (e *enc) enum(k, v string) {
+	if v != "" {
+		e.key(k)
+		e.str(v)
+	}
+}
+
+func (e *enc) names(m map[string]string) {
+	if m != nil {
+		e.key("ExpressionAttributeNames")
+		e.strMap(m)
+	}
+}
+
+func (e *enc) optMap(k string, m map[string]types.AttributeValue) error {
+	if m == nil {
+		return nil
+	}
+	e.key(k)
+	if err := e.avMap(m); err != nil {
+		return fmt.Errorf("%s.%w", k, err)
+	}
+	return nil
+}
+
+func encodeGetItem(e *enc, in *dynamodb.GetItemInput) error {
+	if in.AttributesToGet != nil {
+		return unsupported("GetItemInput.AttributesToGet")
+	}
+	e.open('{')
+	e.optBool("ConsistentRead", in.ConsistentRead)
+	e.names(in.ExpressionAttributeNames)
+	if err := e.optMap("Key", in.Key); err != nil {
+		return err
+	}
+	e.optStr("ProjectionExpression", in.ProjectionExpression)
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.optStr("TableName", in.TableName)
+	e.close('}')
+	return nil
+}
+
+func encodePutItem(e *enc, in *dynamodb.PutItemInput) error {
+	switch {
+	case in.Expected != nil:
+		return unsupported("PutItemInput.Expected")
+	case in.ConditionalOperator != "":
+		return unsupported("PutItemInput.ConditionalOperator")
+	}
+	e.open('{')
+	e.optStr("ConditionExpression", in.ConditionExpression)
+	e.names(in.ExpressionAttributeNames)
+	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
+		return err
+	}
+	if err := e.optMap("Item", in.Item); err != nil {
+		return err
+	}
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.enum("ReturnItemCollectionMetrics", string(in.ReturnItemCollectionMetrics))
+	e.enum("ReturnValues", string(in.ReturnValues))
+	e.enum("ReturnValuesOnConditionCheckFailure", string(in.ReturnValuesOnConditionCheckFailure))
+	e.optStr("TableName", in.TableName)
+	e.close('}')
+	return nil
+}
+
+func encodeUpdateItem(e *enc, in *dynamodb.UpdateItemInput) error {
+	switch {
+	case in.AttributeUpdates != nil:
+		return unsupported("UpdateItemInput.AttributeUpdates")
+	case in.Expected != nil:
+		return unsupported("UpdateItemInput.Expected")
+	case in.ConditionalOperator != "":
+		return unsupported("UpdateItemInput.ConditionalOperator")
+	}
+	e.open('{')
+	e.optStr("ConditionExpression", in.ConditionExpression)
+	e.names(in.ExpressionAttributeNames)
+	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
+		return err
+	}
+	if err := e.optMap("Key", in.Key); err != nil {
+		return err
+	}
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.enum("ReturnItemCollectionMetrics", string(in.ReturnItemCollectionMetrics))
+	e.enum("ReturnValues", string(in.ReturnValues))
+	e.enum("ReturnValuesOnConditionCheckFailure", string(in.ReturnValuesOnConditionCheckFailure))
+	e.optStr("TableName", in.TableName)
+	e.optStr("UpdateExpression", in.UpdateExpression)
+	e.close('}')
+	return nil
+}
+
+func encodeQuery(e *enc, in *dynamodb.QueryInput) error {
+	switch {
+	case in.AttributesToGet != nil:
+		return unsupported("QueryInput.AttributesToGet")
+	case in.ConditionalOperator != "":
+		return unsupported("QueryInput.ConditionalOperator")
+	case in.KeyConditions != nil:
+		return unsupported("QueryInput.KeyConditions")
+	case in.QueryFilter != nil:
+		return unsupported("QueryInput.QueryFilter")
+	}
+	e.open('{')
+	e.optBool("ConsistentRead", in.ConsistentRead)
+	if err := e.optMap("ExclusiveStartKey", in.ExclusiveStartKey); err != nil {
+		return err
+	}
+	e.names(in.ExpressionAttributeNames)
+	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
+		return err
+	}
+	e.optStr("FilterExpression", in.FilterExpression)
+	e.optStr("IndexName", in.IndexName)
+	e.optStr("KeyConditionExpression", in.KeyConditionExpression)
+	if in.Limit != nil {
+		e.key("Limit")
+		e.int(int64(*in.Limit))
+	}
+	e.optStr("ProjectionExpression", in.ProjectionExpression)
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.optBool("ScanIndexForward", in.ScanIndexForward)
+	e.enum("Select", string(in.Select))
+	e.optStr("TableName", in.TableName)
+	e.close('}')
+	return nil
+}
+
+func encodeBatchGetItem(e *enc, in *dynamodb.BatchGetItemInput) error {
+	e.open('{')
+	if in.RequestItems != nil {
+		e.key("RequestItems")
+		e.open('{')
+		for table, ka := range in.RequestItems {
+			if ka.AttributesToGet != nil {
+				return unsupported("BatchGetItemInput.RequestItems[].AttributesToGet")
+			}
+			e.anyKey(table)
+			e.open('{')
+			e.optBool("ConsistentRead", ka.ConsistentRead)
+			e.names(ka.ExpressionAttributeNames)
+			if ka.Keys != nil {
+				e.key("Keys")
+				e.open('[')
+				for _, k := range ka.Keys {
+					if err := e.avMap(k); err != nil {
+						return fmt.Errorf("RequestItems.%s.Keys.%w", table, err)
+					}
+				}
+				e.close(']')
+			}
+			e.optStr("ProjectionExpression", ka.ProjectionExpression)
+			e.close('}')
+		}
+		e.close('}')
+	}
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.close('}')
+	return nil
+}
+
+func encodeTransactWriteItems(e *enc, in *dynamodb.TransactWriteItemsInput, token string) error {
+	e.open('{')
+	e.key("ClientRequestToken")
+	e.str(token)
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	e.enum("ReturnItemCollectionMetrics", string(in.ReturnItemCollectionMetrics))
+	if in.TransactItems != nil {
+		e.key("TransactItems")
+		e.open('[')
+		for i, it := range in.TransactItems {
+			if err := e.transactItem(it); err != nil {
+				return fmt.Errorf("TransactItems[%d].%w", i, err)
+			}
+		}
+		e.close(']')
+	}
+	e.close('}')
+	return nil
+}
+
+func (e *enc) transactItem(it types.TransactWriteItem) error {
+	e.open('{')
+	if c := it.ConditionCheck; c != nil {
+		e.key("ConditionCheck")
+		if err := e.writeItem(c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues, nil, c.Key, c.ReturnValuesOnConditionCheckFailure, c.TableName, nil); err != nil {
+			return fmt.Errorf("ConditionCheck.%w", err)
+		}
+	}
+	if d := it.Delete; d != nil {
+		e.key("Delete")
+		if err := e.writeItem(d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, nil, d.Key, d.ReturnValuesOnConditionCheckFailure, d.TableName, nil); err != nil {
+			return fmt.Errorf("Delete.%w", err)
+		}
+	}
+	if p := it.Put; p != nil {
+		e.key("Put")
+		if err := e.writeItem(p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.Item, nil, p.ReturnValuesOnConditionCheckFailure, p.TableName, nil); err != nil {
+			return fmt.Errorf("Put.%w", err)
+		}
+	}
+	if u := it.Update; u != nil {
+		e.key("Update")
+		if err := e.writeItem(u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, nil, u.Key, u.ReturnValuesOnConditionCheckFailure, u.TableName, u.UpdateExpression); err != nil {
+			return fmt.Errorf("Update.%w", err)
+		}
+	}
+	e.close('}')
+	return nil
+}
+
+// writeItem writes one of a transaction's ConditionCheck, Delete, Put and
+// Update, whose members are these, in this order.
+func (e *enc) writeItem(cond *string, names map[string]string, values, item, key map[string]types.AttributeValue,
+	rv types.ReturnValuesOnConditionCheckFailure, table, update *string) error {
+	e.open('{')
+	e.optStr("ConditionExpression", cond)
+	e.names(names)
+	if err := e.optMap("ExpressionAttributeValues", values); err != nil {
+		return err
+	}
+	if err := e.optMap("Item", item); err != nil {
+		return err
+	}
+	if err := e.optMap("Key", key); err != nil {
+		return err
+	}
+	e.enum("ReturnValuesOnConditionCheckFailure", string(rv))
+	e.optStr("TableName", table)
+	e.optStr("UpdateExpression", update)
+	e.close('}')
+	return nil
+}
+
+func encodeBatchExecuteStatement(e *enc, in *dynamodb.BatchExecuteStatementInput) error {
+	e.open('{')
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	if in.Statements != nil {
+		e.key("Statements")
+		e.open('[')
+		for i, s := range in.Statements {
+			e.open('{')
+			e.optBool("ConsistentRead", s.ConsistentRead)
+			if s.Parameters != nil {
+				e.key("Parameters")
+				if err := e.avList(s.Parameters); err != nil {
+					return fmt.Errorf("Statements[%d].Parameters%w", i, err)
+				}
+			}
+			e.enum("ReturnValuesOnConditionCheckFailure", string(s.ReturnValuesOnConditionCheckFailure))
+			e.optStr("Statement", s.Statement)
+			e.close('}')
+		}
+		e.close(']')
+	}
+	e.close('}')
+	return nil
+}
+
+// The decoders read every member of the outputs; members the SDK does
+// not model are skipped, as it skips them.
+
+func (d *dec) capacity() *types.Capacity {
+	if d.null() {
+		return nil
+	}
+	c := &types.Capacity{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "CapacityUnits":
+			c.CapacityUnits = d.float()
+		case "ReadCapacityUnits":
+			c.ReadCapacityUnits = d.float()
+		case "WriteCapacityUnits":
+			c.WriteCapacityUnits = d.float()
+		default:
+			d.skip()
+		}
+	})
+	return c
+}
+
+func (d *dec) capacities() map[string]types.Capacity {
+	if d.null() {
+		return nil
+	}
+	m := map[string]types.Capacity{}
+	d.object(func(k []byte) {
+		key := string(k)
+		if c := d.capacity(); c != nil {
+			m[key] = *c
+		}
+	})
+	return m
+}
+
+func (d *dec) consumed() *types.ConsumedCapacity {
+	if d.null() {
+		return nil
+	}
+	c := &types.ConsumedCapacity{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "CapacityUnits":
+			c.CapacityUnits = d.float()
+		case "GlobalSecondaryIndexes":
+			c.GlobalSecondaryIndexes = d.capacities()
+		case "LocalSecondaryIndexes":
+			c.LocalSecondaryIndexes = d.capacities()
+		case "ReadCapacityUnits":
+			c.ReadCapacityUnits = d.float()
+		case "Table":
+			c.Table = d.capacity()
+		case "TableName":
+			c.TableName = d.strPtr()
+		case "WriteCapacityUnits":
+			c.WriteCapacityUnits = d.float()
+		default:
+			d.skip()
+		}
+	})
+	return c
+}
+
+func (d *dec) consumedList() []types.ConsumedCapacity {
+	if d.null() {
+		return nil
+	}
+	l := []types.ConsumedCapacity{}
+	d.array(func() {
+		if c := d.consumed(); c != nil {
+			l = append(l, *c)
+		}
+	})
+	return l
+}
+
+func (d *dec) collectionMetrics() *types.ItemCollectionMetrics {
+	if d.null() {
+		return nil
+	}
+	m := &types.ItemCollectionMetrics{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ItemCollectionKey":
+			m.ItemCollectionKey = d.avMap()
+		case "SizeEstimateRangeGB":
+			if !d.null() {
+				m.SizeEstimateRangeGB = []float64{}
+				d.array(func() {
+					if f := d.float(); f != nil {
+						m.SizeEstimateRangeGB = append(m.SizeEstimateRangeGB, *f)
+					}
+				})
+			}
+		default:
+			d.skip()
+		}
+	})
+	return m
+}
+
+func decodeGetItem(d *dec) *dynamodb.GetItemOutput {
+	out := &dynamodb.GetItemOutput{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumed()
+		case "Item":
+			out.Item = d.avMap()
+		default:
+			d.skip()
+		}
+	})
+	return out
+}
+
+// decodeWrite reads PutItem's and UpdateItem's output, which have the
+// same members.
+func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.ConsumedCapacity, icm *types.ItemCollectionMetrics) {
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "Attributes":
+			attrs = d.avMap()
+		case "ConsumedCapacity":
+			cc = d.consumed()
+		case "ItemCollectionMetrics":
+			icm = d.collectionMetrics()
+		default:
+			d.skip()
+		}
+	})
+	return attrs, cc, icm
+}
+
+func decodeQuery(d *dec) *dynamodb.QueryOutput {
+	out := &dynamodb.QueryOutput{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumed()
+		case "Count":
+			out.Count = d.int32()
+		case "Items":
+			out.Items = d.avMaps()
+		case "LastEvaluatedKey":
+			out.LastEvaluatedKey = d.avMap()
+		case "ScannedCount":
+			out.ScannedCount = d.int32()
+		default:
+			d.skip()
+		}
+	})
+	return out
+}
+
+func decodeBatchGetItem(d *dec) *dynamodb.BatchGetItemOutput {
+	out := &dynamodb.BatchGetItemOutput{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumedList()
+		case "Responses":
+			if d.null() {
+				return
+			}
+			out.Responses = map[string][]map[string]types.AttributeValue{}
+			d.object(func(t []byte) {
+				table := string(t)
+				out.Responses[table] = d.avMaps()
+			})
+		case "UnprocessedKeys":
+			if d.null() {
+				return
+			}
+			out.UnprocessedKeys = map[string]types.KeysAndAttributes{}
+			d.object(func(t []byte) {
+				table := string(t)
+				out.UnprocessedKeys[table] = d.keysAndAttributes()
+			})
+		default:
+			d.skip()
+		}
+	})
+	return out
+}
+
+func (d *dec) keysAndAttributes() types.KeysAndAttributes {
+	var ka types.KeysAndAttributes
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "AttributesToGet":
+			ka.AttributesToGet = d.strList()
+		case "ConsistentRead":
+			if !d.null() {
+				b := d.boolean()
+				ka.ConsistentRead = &b
+			}
+		case "ExpressionAttributeNames":
+			if d.null() {
+				return
+			}
+			ka.ExpressionAttributeNames = map[string]string{}
+			d.object(func(n []byte) {
+				name := string(n)
+				ka.ExpressionAttributeNames[name] = d.str()
+			})
+		case "Keys":
+			ka.Keys = d.avMaps()
+		case "ProjectionExpression":
+			ka.ProjectionExpression = d.strPtr()
+		default:
+			d.skip()
+		}
+	})
+	return ka
+}
+
+func decodeTransactWriteItems(d *dec) *dynamodb.TransactWriteItemsOutput {
+	out := &dynamodb.TransactWriteItemsOutput{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumedList()
+		case "ItemCollectionMetrics":
+			if d.null() {
+				return
+			}
+			out.ItemCollectionMetrics = map[string][]types.ItemCollectionMetrics{}
+			d.object(func(t []byte) {
+				table := string(t)
+				l := []types.ItemCollectionMetrics{}
+				d.array(func() {
+					if m := d.collectionMetrics(); m != nil {
+						l = append(l, *m)
+					}
+				})
+				out.ItemCollectionMetrics[table] = l
+			})
+		default:
+			d.skip()
+		}
+	})
+	return out
+}
+
+func decodeBatchExecuteStatement(d *dec) *dynamodb.BatchExecuteStatementOutput {
+	out := &dynamodb.BatchExecuteStatementOutput{}
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumedList()
+		case "Responses":
+			if d.null() {
+				return
+			}
+			out.Responses = []types.BatchStatementResponse{}
+			d.array(func() { out.Responses = append(out.Responses, d.statementResponse()) })
+		default:
+			d.skip()
+		}
+	})
+	return out
+}
+
+func (d *dec) statementResponse() types.BatchStatementResponse {
+	var r types.BatchStatementResponse
+	d.object(func(k []byte) {
+		switch string(k) {
+		case "Error":
+			if d.null() {
+				return
+			}
+			r.Error = &types.BatchStatementError{}
+			d.object(func(f []byte) {
+				switch string(f) {
+				case "Code":
+					r.Error.Code = types.BatchStatementErrorCodeEnum(d.str())
+				case "Item":
+					r.Error.Item = d.avMap()
+				case "Message":
+					r.Error.Message = d.strPtr()
+				default:
+					d.skip()
+				}
+			})
+		case "Item":
+			r.Item = d.avMap()
+		case "TableName":
+			r.TableName = d.strPtr()
+		default:
+			d.skip()
+		}
+	})
+	return r
+}
