@@ -23,7 +23,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -64,10 +63,19 @@ func New(cfg aws.Config) (*Client, error) {
 	if o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled || o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled {
 		return nil, errors.New("ddbwire: FIPS and dual-stack endpoints are not supported")
 	}
-	endpoint := "https://dynamodb." + o.Region + ".amazonaws.com/"
-	if o.BaseEndpoint != nil {
-		endpoint = strings.TrimRight(*o.BaseEndpoint, "/") + "/"
+	// The SDK's endpoint rules, once: the partition's domain
+	// (amazonaws.com.cn, c2s.ic.gov, ...), and a base endpoint's path
+	// kept as the SDK sends it (smithyhttp.JoinPath(path, "/")).
+	ep, err := o.EndpointResolverV2.ResolveEndpoint(context.Background(), dynamodb.EndpointParameters{
+		Region: aws.String(o.Region), Endpoint: o.BaseEndpoint, UseFIPS: aws.Bool(false), UseDualStack: aws.Bool(false),
+		AccountIdEndpointMode: aws.String(string(aws.AccountIDEndpointModeDisabled)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ddbwire: endpoint: %w", err)
 	}
+	u := ep.URI
+	u.Path, u.RawPath = smithyhttp.JoinPath(u.Path, "/"), ""
+	endpoint := u.String()
 	req, err := http.NewRequest(http.MethodPost, endpoint, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ddbwire: endpoint %q: %w", endpoint, err)
