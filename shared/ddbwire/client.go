@@ -380,7 +380,15 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 		return nil, &smithyhttp.RequestSendError{Err: fmt.Errorf("read response: %w", err)}
 	}
 	if err := checkCRC(resp.Header, data); err != nil {
-		return nil, responseError(resp, &smithy.DeserializationError{Err: err, Snapshot: snapshot(data)})
+		derr := responseError(resp, &smithy.DeserializationError{Err: err, Snapshot: snapshot(data)})
+		if errors.Is(err, errCRCMismatch) {
+			// The service answered and the body was damaged on the
+			// way: for the caller that is a lost answer, which the
+			// retryer retries as a connection error and the store's
+			// writes already meet (their read-backs).
+			return nil, &smithyhttp.RequestSendError{Err: derr}
+		}
+		return nil, derr
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		apiErr, derr := decodeError(resp.Header.Get("X-Amzn-ErrorType"), data)
@@ -405,8 +413,12 @@ func responseError(resp *http.Response, err error) error {
 	}
 }
 
+// errCRCMismatch: the body is not the one the service checksummed.
+var errCRCMismatch = errors.New("ddbwire: response did not match expected checksum")
+
 // checkCRC checks the body against the X-Amz-Crc32 header, when there is
-// one, as the SDK's DynamoDB client does.
+// one. (The SDK's DynamoDB client computes it too but drops a mismatch
+// when it closes the body.)
 func checkCRC(h http.Header, body []byte) error {
 	v := h.Get("X-Amz-Crc32")
 	if v == "" {
@@ -417,7 +429,7 @@ func checkCRC(h http.Header, body []byte) error {
 		return fmt.Errorf("ddbwire: unable to parse checksum header %q: %w", v, err)
 	}
 	if got := crc32.ChecksumIEEE(body); uint32(want) != got {
-		return fmt.Errorf("ddbwire: response did not match expected checksum, %d, %d", want, got)
+		return fmt.Errorf("%w, %d, %d", errCRCMismatch, want, got)
 	}
 	return nil
 }

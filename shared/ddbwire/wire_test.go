@@ -18,6 +18,7 @@ import (
 	"github.com/batchwork/batchwork/shared/ddbwire"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -300,17 +301,20 @@ func TestDecodeMatchesSDK(t *testing.T) {
 }
 
 // TestBadAnswers: a body that is not JSON, or not the CRC32 its header
-// says, is an error, as from the SDK.
+// says, is an error. A body that fails its CRC32 was damaged on the way
+// (the service answered), so it is retried as a lost answer is: the
+// store's writes meet a retry after a lost answer already.
 func TestBadAnswers(t *testing.T) {
 	rec, sdk, lean := pair(t)
 	for _, c := range []struct {
 		name, body, crc string
+		retried         bool
 	}{
-		{"truncated", `{"Item":{"pk":{"S":"a"}`, ""},
-		{"not JSON", `<html>`, ""},
-		{"trailing data", `{} {}`, ""},
-		{"crc mismatch", `{}`, "12345"},
-		{"crc not a number", `{}`, "x"},
+		{"truncated", `{"Item":{"pk":{"S":"a"}`, "", false},
+		{"not JSON", `<html>`, "", false},
+		{"trailing data", `{} {}`, "", false},
+		{"crc mismatch", `{}`, "12345", true},
+		{"crc not a number", `{}`, "x", false},
 	} {
 		rec.mu.Lock()
 		rec.status, rec.answer, rec.crc = 200, c.body, c.crc
@@ -323,6 +327,9 @@ func TestBadAnswers(t *testing.T) {
 		var de *smithy.DeserializationError
 		if !errors.As(lerr, &de) {
 			t.Errorf("%s: lean error %v is not a DeserializationError", c.name, lerr)
+		}
+		if got := retry.NewStandard().IsErrorRetryable(lerr); got != c.retried {
+			t.Errorf("%s: retried %v, want %v (%v)", c.name, got, c.retried, lerr)
 		}
 	}
 	rec.mu.Lock()
