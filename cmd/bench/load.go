@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batchwork"
@@ -267,18 +268,18 @@ func trim(s string, n int) string {
 }
 
 // printProbe prints the probe's levels, before and after the job.
-func printProbe(p emulatorProbe) {
+func printProbe(p emuprobe.Emulator) {
 	fmt.Printf("  emulator ceilings, same run (probe.go: DynamoDB the no-op job's mix, 94%% conditional UpdateItems on distinct keys; SQS\n")
 	fmt.Printf("  SendMessageBatch of 10, ReceiveMessage, DeleteMessageBatch; once warm, through a client built as the runner's; by clients\n")
 	fmt.Printf("  the rate and mean latency, the ceiling the median of the levels of several clients):\n")
-	fmt.Printf("    %s\n", p.describe())
+	fmt.Printf("    %s\n", p.Describe())
 }
 
 // printFloor prints the run's rate against the emulator floor: for each
 // service its bare rate over its requests per task, and the smallest.
-func printFloor(rate float64, probe emulatorProbe, snap loadmodel.Snapshot, tasks int) {
+func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int) {
 	tot := snap.Totals()
-	bare := probe.rates()
+	bare := probe.Rates()
 	floor, by := 0.0, ""
 	var parts []string
 	for _, svc := range []string{"DynamoDB", "SQS", "S3"} {
@@ -294,7 +295,7 @@ func printFloor(rate float64, probe emulatorProbe, snap loadmodel.Snapshot, task
 		}
 	}
 	printProbe(probe)
-	fmt.Printf("  emulator floor (ceiling / requests per task; S3: PutObject, %d clients):\n", probeS3Client)
+	fmt.Printf("  emulator floor (ceiling / requests per task; S3: PutObject, %d clients):\n", emuprobe.S3Clients)
 	for _, p := range parts {
 		fmt.Printf("    %s\n", p)
 	}
@@ -333,11 +334,11 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	e.start(ctx)
 
 	// The emulator's ceilings, for the simulator's prediction.
-	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
+	probe := emuprobe.Run(ctx, cfg, r.Resources.Bucket)
 	rec.Reset()
 	queued.Store(0)
-	cpu0 := cpuTime()
-	emu0, _ := emulatorCPU()
+	cpu0 := emuprobe.CPUTime()
+	emu0, _ := emuprobe.EmulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
 	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "load-1", Spec: body})
@@ -362,10 +363,10 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 		elapsed = st.Ended.Sub(start)
 	}
 	progress.Stop()
-	cpu := cpuTime() - cpu0
-	emu1, _ := emulatorCPU()
+	cpu := emuprobe.CPUTime() - cpu0
+	emu1, _ := emuprobe.EmulatorCPU()
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
-	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
+	probe = probe.Around(emuprobe.Run(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}

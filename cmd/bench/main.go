@@ -47,6 +47,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
@@ -210,7 +211,7 @@ func run(o benchOptions) error {
 	}
 	e.start(ctx)
 
-	probe := probeEmulator(ctx, cfg, r.Resources.Bucket)
+	probe := emuprobe.Run(ctx, cfg, r.Resources.Bucket)
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -242,8 +243,8 @@ func run(o benchOptions) error {
 		}
 	}
 	rec.Reset()
-	cpu0 := cpuTime()
-	emu0, _ := emulatorCPU()
+	cpu0 := emuprobe.CPUTime()
+	emu0, _ := emuprobe.EmulatorCPU()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -253,15 +254,15 @@ func run(o benchOptions) error {
 	if err != nil {
 		return err
 	}
-	cpu := cpuTime() - cpu0
-	emu1, _ := emulatorCPU()
+	cpu := emuprobe.CPUTime() - cpu0
+	emu1, _ := emuprobe.EmulatorCPU()
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	// The job's own cost figure is final when it ends; the settling
 	// sweep's scans below are no job's.
 	ran := rec.Snapshot()
-	probe = probe.around(probeEmulator(ctx, cfg, r.Resources.Bucket))
+	probe = probe.Around(emuprobe.Run(ctx, cfg, r.Resources.Bucket))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}

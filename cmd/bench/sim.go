@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/internal/sim"
 	listprices "github.com/batchwork/batchwork/shared/cost"
@@ -66,23 +67,23 @@ func simPrices() sim.Prices {
 // and prints the prediction next to the measured figures: the job's
 // time, and when queued > 0 the time to its first stage's last task
 // queued. A prediction off by more than simTolerance prints FAIL.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emulatorProbe, slots int, runnerCPU, took, queued time.Duration) {
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
 	}
 	p := profileOf(snap, tasks)
 	measuredProfile = &p
-	if probe.dynamo.rate <= 0 || probe.sqs.rate <= 0 {
+	if probe.Dynamo.Rate <= 0 || probe.SQS.Rate <= 0 {
 		fmt.Printf("  simulator: no prediction (the emulator's ceilings were not measured)\n")
 		return
 	}
-	m := sim.Measured{DynamoRate: probe.dynamo.rate, DynamoLatency: probe.dynamo.latency, SQSRate: probe.sqs.rate, SQSLatency: probe.sqs.latency}
-	if probe.dynamo.cpu > 0 && probe.sqs.cpu > 0 && runnerCPU > 0 && probe.dynamo.cores > 0 {
+	m := sim.Measured{DynamoRate: probe.Dynamo.Rate, DynamoLatency: probe.Dynamo.Latency, SQSRate: probe.SQS.Rate, SQSLatency: probe.SQS.Latency}
+	if probe.Dynamo.CPU > 0 && probe.SQS.CPU > 0 && runnerCPU > 0 && probe.Dynamo.Cores > 0 {
 		// The cores the DynamoDB probe got, busy: on a quiet machine all
 		// of them, on a shared one what the other work left.
-		m.Cores = min(float64(runtime.NumCPU()), probe.dynamo.cores)
-		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.dynamo.cpu, probe.sqs.cpu, runnerCPU
+		m.Cores = min(float64(runtime.NumCPU()), probe.Dynamo.Cores)
+		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.Dynamo.CPU, probe.SQS.CPU, runnerCPU
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	sortex "github.com/batchwork/batchwork/examples/sort"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -76,13 +77,13 @@ func runSort(b sortBench) error {
 	bytesIn := int64(records) * sortex.RecordLen
 
 	rec.Reset()
-	cpu0 := cpuTime()
+	cpu0 := emuprobe.CPUTime()
 	st, elapsed, err := runJob(ctx, r, watcher, "bench-sort", sortex.Spec("sort", "inputs:sort/", b.split, b.reducers), 20*time.Minute, 100*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	snap := rec.Snapshot()
-	cpu := cpuTime() - cpu0
+	cpu := emuprobe.CPUTime() - cpu0
 	if st.State != "SUCCEEDED" {
 		return fmt.Errorf("sort job %s: %s", st.State, st.Error)
 	}

@@ -9,6 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/runner"
@@ -59,7 +60,7 @@ func tracingOverhead(ctx context.Context, r *runner.Runner, watcher *control.Ser
 	defer func() { restore(); _ = tp.Shutdown(ctx) }()
 
 	rec.Reset()
-	cpu0 := cpuTime()
+	cpu0 := emuprobe.CPUTime()
 	body := fmt.Appendf(nil, `{"name":"bench-traced","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -70,7 +71,7 @@ func tracingOverhead(ctx context.Context, r *runner.Runner, watcher *control.Ser
 	if err := tp.ForceFlush(ctx); err != nil {
 		return err
 	}
-	cpu := cpuTime() - cpu0
+	cpu := emuprobe.CPUTime() - cpu0
 	total := tasks + 1
 	on := perTask{requests: float64(requestsOf(rec.Snapshot())) / float64(total), cpuMicros: float64(cpu.Microseconds()) / float64(total), elapsed: elapsed}
 	fmt.Printf("tracing overhead, job of %d no-op tasks (%s traced; the traced job runs second, on a larger table):\n", total, st.State)

@@ -1,16 +1,16 @@
 //go:build unix
 
-package main
+package emuprobe
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time (user and system) this process has used so far:
+// CPUTime is the CPU time (user and system) this process has used so far:
 // the control plane and executors it hosts, not the emulators, which run
 // in processes of their own.
-func cpuTime() time.Duration {
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

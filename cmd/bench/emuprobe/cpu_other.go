@@ -1,0 +1,8 @@
+//go:build !unix
+
+package emuprobe
+
+import "time"
+
+// CPUTime is not measured on this platform.
+func CPUTime() time.Duration { return 0 }

@@ -1,0 +1,342 @@
+package emuprobe
+
+// The emulator's Ceiling, probed at the jobs' concurrency. A job's
+// processes share one HTTP client (shared/awsconf) and keep dozens of
+// requests in flight (16 or 32 slots, the count batcher, the heartbeats,
+// materialization's chains, the sweep) on an emulator warmed by the
+// job's own first seconds; a few sequential clients on a fresh emulator
+// (DynamoDB Local's JVM serves a third of its rate before its compiler
+// has warmed it) find much less than the jobs get. The probe sends the
+// no-op job's request mix through a client built as the runner builds its
+// own (awsconf.Harden), once the emulator is warm, at 1, 8, 16, 32 and 64
+// clients, and takes the median rate of the levels of several clients:
+// the plateau the emulator reaches. The one-client level gives a
+// request's latency with nothing queued, which the simulator adds to
+// every request (a sequential chain runs at that latency, not at the
+// server's rate).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/batchwork/batchwork/shared/awsconf"
+)
+
+// Level is one step of a probe: clients in a loop for a while.
+type Level struct {
+	Clients int
+	Rate    float64       // requests served a second
+	Latency time.Duration // mean time a request took
+}
+
+// Ceiling is one service's probe: its levels, the plateau (the Ceiling:
+// the median rate of the levels of several clients, which a quiet
+// machine's emulator serves alike, and which the median keeps from one
+// level that other processes on the machine slowed or left alone) and the
+// latency of a request alone.
+type Ceiling struct {
+	Levels  []Level
+	Rate    float64
+	Latency time.Duration
+	// cpu is the emulators' CPU time per request over the levels (the
+	// other emulator idle meanwhile): 0 where it is not measured.
+	CPU time.Duration
+	// cores is the CPU the emulators and this process got a second over
+	// the levels of several clients, which keep the emulator busy: the
+	// machine's cores, less what its other work took meanwhile.
+	Cores float64
+}
+
+// Emulator is the emulator's ceilings in one run; S3's rate is a
+// plain 8-client PutObject rate (a no-op task makes no S3 request).
+// After around, it is the mean of a probe before a job and one after it
+// (before, after): a shared machine's other work moves the Ceiling while
+// a job runs, so one end alone may catch a moment busier or quieter than
+// the job's span.
+type Emulator struct {
+	Dynamo, SQS   Ceiling
+	S3            float64
+	Before, After *Emulator
+}
+
+// around is the mean of p, probed before a job, and q, after it.
+func (p Emulator) Around(q Emulator) Emulator {
+	mean := func(a, b Ceiling) Ceiling {
+		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2}
+	}
+	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), S3: (p.S3 + q.S3) / 2, Before: &p, After: &q}
+}
+
+// describe is the probe's levels, or its two ends' after around.
+func (p Emulator) Describe() string {
+	if p.Before != nil {
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of emulator CPU a request, %.2f cores got; SQS %.0f/s, %.1f ms alone, %.0f µs",
+			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), p.Dynamo.Cores, p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU))
+	}
+	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of emulator CPU a request, %.2f cores got); SQS %.0f/s (%s; %.0f µs)", p.Dynamo.Rate, p.Dynamo.Describe(),
+		us(p.Dynamo.CPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
+}
+
+// rates is the probe as the floor reads it, by service.
+func (p Emulator) Rates() map[string]float64 {
+	return map[string]float64{"DynamoDB": p.Dynamo.Rate, "SQS": p.SQS.Rate, "S3": p.S3}
+}
+
+// The probe's levels and how long each runs, after a warm-up: about 6 s
+// in all on a warm emulator, up to 8 s more on a fresh one.
+var (
+	dynamoClients = []int{1, 8, 16, 32, 64}
+	sqsClients    = []int{1, 4, 8, 16}
+)
+
+const (
+	probeWarm    = 500 * time.Millisecond
+	probeWarmMax = 8
+	probeSteady  = 0.10
+	probeStep    = 600 * time.Millisecond
+	probeStepSQS = 400 * time.Millisecond
+	probeStepS3  = 500 * time.Millisecond
+	S3Clients    = 8
+	// plateauClients is the fewest clients whose level counts in the
+	// plateau: every level but the lone client's.
+	plateauClients = 2
+)
+
+// Run measures the emulator's ceilings through a client built
+// like the runner's (its retryer and shared HTTP client), not counted.
+func Run(ctx context.Context, cfg aws.Config, bucket string) Emulator {
+	c := cfg.Copy()
+	awsconf.Harden(&c)
+	var p Emulator
+	p.Dynamo = probeDynamo(ctx, dynamodb.NewFromConfig(c))
+	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
+	s3c := s3.NewFromConfig(c, awsconf.S3Options(c))
+	var seq atomic.Int64
+	p.S3, _ = loop(probeStepS3, S3Clients, func(int) int {
+		_, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(fmt.Sprintf("bench-bare/%d", seq.Add(1))),
+			Body: strings.NewReader("0123456789abcdef")})
+		return served(err)
+	})
+	return p
+}
+
+// probeDynamo runs the no-op job's DynamoDB mix (performance.md's request
+// table: 94% conditional UpdateItems, a task's claim creating its record
+// and its commit moving it, the rest reads and puts): of every 50
+// requests, 47 conditional UpdateItems (in turn creating a record of the
+// client's own and moving the one it created), a GetItem, a Query and a
+// conditional PutItem. The emulator is warmed first (a JVM's first
+// requests of a kind are slow), unmeasured.
+func probeDynamo(ctx context.Context, db *dynamodb.Client) Ceiling {
+	table, err := probeTable(ctx, db)
+	if err != nil {
+		return Ceiling{}
+	}
+	defer func() { _, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}) }()
+	var seq atomic.Int64
+	run := time.Now().UnixNano()
+	key := func(pk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: "X"}}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	one := func(int) int {
+		i := seq.Add(1)
+		pk := fmt.Sprintf("BENCHPROBE#%d#%d", run, i)
+		prev := fmt.Sprintf("BENCHPROBE#%d#%d", run, i-1)
+		var err error
+		switch i % 50 {
+		case 0:
+			_, err = db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key(prev)})
+		case 1:
+			_, err = db.Query(ctx, &dynamodb.QueryInput{TableName: &table, KeyConditionExpression: aws.String("pk = :pk"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prev)}})
+		case 2:
+			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+				"pk": str(pk), "sk": str("X"), "s": str("READY")}, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		default:
+			// A claim creates a record; the next request, a commit,
+			// moves the record the one before created (perhaps another
+			// client's: a key of its own all the same, never contended
+			// long).
+			if i%2 == 1 {
+				_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: key(pk),
+					UpdateExpression: aws.String("SET s = :s, t = :t ADD n :one"), ConditionExpression: aws.String("attribute_not_exists(s)"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":s": str("CLAIMED"), ":t": str("token"),
+						":one": &types.AttributeValueMemberN{Value: "1"}}})
+				break
+			}
+			_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: key(prev),
+				UpdateExpression: aws.String("SET s = :done"), ConditionExpression: aws.String("attribute_not_exists(s) OR t = :t"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":done": str("SUCCEEDED"), ":t": str("token")}})
+		}
+		return served(err)
+	}
+	warm(one)
+	return sweep(dynamoClients, probeStep, one)
+}
+
+// probeTable creates a table of the runner's key schema for the probe,
+// on the same emulator: the thousands of records the probe writes stay
+// out of the jobs' table (moto's DynamoDB, BATCHWORK_DYNAMODB=moto, slows
+// with its table's size).
+func probeTable(ctx context.Context, db *dynamodb.Client) (string, error) {
+	name := fmt.Sprintf("bench-probe-%d", time.Now().UnixNano())
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &name, BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}})
+	if err != nil {
+		return "", err
+	}
+	return name, dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, time.Minute)
+}
+
+// probeSQS runs the SQS cycle of materialization and the executors on a
+// queue of its own: a SendMessageBatch of ten, a ReceiveMessage of up to
+// ten (no wait), and a DeleteMessageBatch of what it received (moto, a
+// Python process, needs no warm-up).
+func probeSQS(ctx context.Context, sq *sqs.Client) Ceiling {
+	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("bench-probe-%d", time.Now().UnixNano()))})
+	if err != nil {
+		return Ceiling{}
+	}
+	defer func() { _, _ = sq.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl}) }()
+	batch := make([]sqstypes.SendMessageBatchRequestEntry, 10)
+	for i := range batch {
+		batch[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String("j1a1fd8fa5144ffa078bd8/0/12345")}
+	}
+	one := func(int) int {
+		if _, err := sq.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: q.QueueUrl, Entries: batch}); err != nil {
+			return 0
+		}
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10})
+		if err != nil || len(out.Messages) == 0 {
+			return 1 + served(err)
+		}
+		del := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			del[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		_, err = sq.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: q.QueueUrl, Entries: del})
+		return 2 + served(err)
+	}
+	return sweep(sqsClients, probeStepSQS, one)
+}
+
+// warm runs fn from 16 clients in steps of probeWarm until a step's rate
+// is within probeSteady of the step before (at most probeWarmMax steps):
+// a fresh DynamoDB Local's JVM serves a third of its rate in its first
+// seconds and reaches its plateau after a few thousand requests, and the
+// jobs run on a warm one.
+func warm(fn func(w int) int) {
+	last := 0.0
+	for range probeWarmMax {
+		rate, _ := loop(probeWarm, 16, fn)
+		if last > 0 && math.Abs(rate-last) <= probeSteady*last {
+			return
+		}
+		last = rate
+	}
+}
+
+// sweep runs fn at each level of clients for step and returns the levels
+// and the Ceiling.
+func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
+	var c Ceiling
+	var plateau []float64
+	cpu0, cpuOK := EmulatorCPU()
+	served := 0.0
+	var busy, wall time.Duration
+	for _, n := range levels {
+		start := time.Now()
+		e0, _ := EmulatorCPU()
+		own0 := CPUTime()
+		rate, lat := loop(step, n, fn)
+		took := time.Since(start)
+		served += rate * took.Seconds()
+		if e1, _ := EmulatorCPU(); n >= plateauClients {
+			busy += e1 - e0 + CPUTime() - own0
+			wall += took
+		}
+		c.Levels = append(c.Levels, Level{Clients: n, Rate: rate, Latency: lat})
+		if n >= plateauClients {
+			plateau = append(plateau, rate)
+		}
+		if n == 1 {
+			c.Latency = lat
+		}
+	}
+	if cpu1, ok := EmulatorCPU(); ok && cpuOK && served > 0 && wall > 0 {
+		c.CPU = time.Duration(float64(cpu1-cpu0) / served)
+		c.Cores = busy.Seconds() / wall.Seconds()
+	}
+	slices.Sort(plateau)
+	if k := len(plateau); k > 0 {
+		c.Rate = (plateau[(k-1)/2] + plateau[k/2]) / 2
+	}
+	return c
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// served is one request served, or none.
+func served(err error) int {
+	if err != nil {
+		return 0
+	}
+	return 1
+}
+
+// loop runs fn from workers goroutines for d and returns the requests
+// served a second (fn answers how many of its requests were) and their
+// mean duration (a client's time over its requests).
+func loop(d time.Duration, workers int, fn func(w int) int) (float64, time.Duration) {
+	var n, busy atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(d)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				t := time.Now()
+				if k := fn(w); k > 0 {
+					n.Add(int64(k))
+					busy.Add(int64(time.Since(t)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if n.Load() == 0 {
+		return 0, 0
+	}
+	return float64(n.Load()) / took.Seconds(), time.Duration(busy.Load() / n.Load())
+}
+
+// describe is a probe's levels on one line: clients, rate, latency.
+func (c Ceiling) Describe() string {
+	parts := make([]string, 0, len(c.Levels))
+	for _, l := range c.Levels {
+		parts = append(parts, fmt.Sprintf("%d: %.0f/s %.1f ms", l.Clients, l.Rate, ms(l.Latency)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
