@@ -49,8 +49,8 @@ import (
 // nothing can. A task with its own entry (a retry, a failure, a redrive,
 // a speculative copy) is the index's to watch, and the marker skips it.
 // A chunk whose stage completed before its first look costs its marker's
-// write and one more write (readydone.go: the stage is read once for all
-// its markers); a chunk of long tasks costs reads of its stage and its
+// write and a share of one more (readydone.go: the stage is read once for
+// all its markers, and readydonebatch.go: a run removes them together); a chunk of long tasks costs reads of its stage and its
 // chunk and a write per look, not an index write per heartbeat of each
 // task.
 const readyPrefix = "RDY#"
@@ -157,8 +157,9 @@ func (s *Store) expandMarker(ctx context.Context, now time.Time, items []DueItem
 		return in, err
 	}
 	if completed {
-		if err := s.moveMarker(ctx, m, time.Time{}); err != nil {
-			return in, err
+		// Removed with the run's others (readydonebatch.go).
+		if s.done.add(m) {
+			return in, s.DueRemoveDone(ctx)
 		}
 		return items, nil
 	}

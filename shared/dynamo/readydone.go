@@ -15,7 +15,8 @@ import (
 // the chunk committed (or failed within the allowance) and was counted,
 // and COMPLETED is never left (a redrive reopens only FAILED and
 // CANCELLED stages). Its look takes it out of the index without reading
-// its chunk or its counters: one write instead of four reads and a write.
+// its chunk or its counters: no reads, and a share of one write
+// (readydonebatch.go) instead of four reads and a write.
 // A sweep run looks at all of a finished stage's markers at once (they
 // fall due together, StuckAfter after their chunks), so the store
 // remembers the stages it saw COMPLETED and reads each stage once.

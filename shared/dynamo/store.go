@@ -47,6 +47,9 @@ type Store struct {
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
 	completed completedStages
+	// done holds the markers of COMPLETED stages that DueList found, for
+	// DueRemoveDone (readydonebatch.go).
+	done doneMarkers
 }
 
 // New returns a store over table.

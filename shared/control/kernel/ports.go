@@ -118,6 +118,7 @@ type Store interface {
 	// The sweep's index of due records.
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
+	DueRemoveDone(context.Context) error
 
 	// Concurrency slots (limits.go, ownerlimits.go).
 	SlotAcquire(ctx context.Context, m dynamo.SlotMap, ref domain.TaskRef, limit int, at time.Time) (dynamo.SlotOutcome, time.Time, error)

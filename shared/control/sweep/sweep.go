@@ -78,6 +78,8 @@ walk:
 			}))
 		}
 	}
+	// The walk's markers of completed stages, all in one request.
+	note(s.store.DueRemoveDone(ctx))
 	if len(pendingEvents) > 0 {
 		note(s.sweepStep(ctx, "events", &c, func(ctx context.Context, c *kernel.SweepCounts) error {
 			return s.SweepEvents(ctx, pendingEvents, now, c)

@@ -39,6 +39,9 @@ type Store interface {
 	// The due index.
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
+	// DueRemoveDone takes out of the index, together, the markers of
+	// completed stages that DueList found (dynamo/readydonebatch.go).
+	DueRemoveDone(context.Context) error
 	// Jobs, stages and tasks.
 	JobGet(context.Context, string) (domain.Job, error)
 	JobState(context.Context, string) (sm.JobState, error)
