@@ -61,3 +61,60 @@ func TestBatchedCountKeepsCostOfATaskCountedElsewhere(t *testing.T) {
 		t.Fatalf("counter after the batch: left %v, ddbReq %v; want the job's 100 requests of cost kept (the committer's pending cost dropped with the partition counted elsewhere)", left, req)
 	}
 }
+
+// A batched count's cost is added once whichever way its partitions were
+// counted: a retry of the committer's own batch whose answer was lost
+// (all counted, by its own write) adds nothing again, and a batch counted
+// wholly elsewhere adds its cost on its own.
+func TestBatchedCountCostIsAddedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil, envOptions{noRun: true})
+	ctx := context.Background()
+	store := e.r.Store
+	db := dynamodb.NewFromConfig(e.cfg)
+	for i, tc := range []struct {
+		name      string
+		elsewhere []int // partitions the recovery counts first (no cost)
+		rounds    int   // the committer's batch, sent this many times
+	}{
+		{"a lost answer's retry", nil, 2},
+		{"all counted elsewhere", []int{0, 1}, 1},
+		{"counted elsewhere, then a retry", []int{0}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := "jcountcost1000" + string(rune('a'+i))
+			if err := store.ShardPut(ctx, job, 0, 20, 1); err != nil {
+				t.Fatal(err)
+			}
+			p := func(n int) dynamo.CommitParams {
+				return dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: domain.TaskRef{Job: job, Partition: n}}, Shards: 1}
+			}
+			for _, n := range tc.elsewhere {
+				if _, err := store.ShardCountCommits(ctx, []dynamo.CommitParams{p(n)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range tc.rounds {
+				first := p(0)
+				first.Cost = cost.Counts{DynamoRequests: 100}
+				if _, err := store.ShardCountCommits(ctx, []dynamo.CommitParams{first, p(1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String(e.r.Resources.Table), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{
+					"pk": &types.AttributeValueMemberS{Value: "CNT#" + job + "#0#0"}, "sk": &types.AttributeValueMemberS{Value: "CNT"},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, _ := out.Item["left"].(*types.AttributeValueMemberN)
+			req, _ := out.Item["c_ddbReq"].(*types.AttributeValueMemberN)
+			if left == nil || left.Value != "18" || req == nil || req.Value != "100" {
+				t.Fatalf("counter: left %v, ddbReq %v; want 18 left and the batch's 100 requests of cost once", left, req)
+			}
+		})
+	}
+}
