@@ -13,14 +13,13 @@ import (
 	"github.com/batchwork/batchwork/shared/dynamo"
 )
 
-// Review (reqs, 18c844c): a finished task's message can lapse before its
-// executor's delete round (longer now: 400 ms rounds, a part batch waits
-// two), and another executor's claim, refused with ErrCommitted, counts
-// the task (ShardEnsureCounted, no cost) before the committer's round
-// writes its batched counts. The committer's batch then finds that
-// partition counted and writes the rest without it (countBatch), and the
-// job's pending cost that attachCost gave the batch's first count goes
-// with it: the stage's cost misses it. Store level: the recovery's count
+// A finished task's message can lapse before its executor's delete round
+// (a part batch waits two rounds), and another executor's claim, refused
+// with ErrCommitted, counts the task (ShardEnsureCounted, no cost) before
+// the committer's round writes its batched counts. The committer's batch
+// then finds that partition counted and writes the rest without it
+// (countBatch); the job's pending cost that attachCost gave the batch's
+// first count must not go with it. Store level: the recovery's count
 // first, then the committer's batch whose first count carries the cost.
 func TestBatchedCountKeepsCostOfATaskCountedElsewhere(t *testing.T) {
 	t.Parallel()

@@ -12,14 +12,11 @@ import (
 	"github.com/batchwork/batchwork/shared/schedule"
 )
 
-// Review (firing, 2cb29ea): of two firers of one time, one plans it on
-// time and starts its job, the other plans it later, past the grace, and
-// under catchUp=skipMissed records it missed with the cursor's move. The
-// starter's cursor then loses, and its started run, put on its own, is
-// refused: a started run replaces only a skipped one. The history says the
-// time was missed while its job exists and runs. Before the run rode in
-// the cursor's transaction, the starter recorded its run right after its
-// job, before its cursor move, and the missed record was the one refused.
+// Of two firers of one time, one plans it on time and starts its job, the
+// other plans it later, past the grace, and under catchUp=skipMissed
+// records it missed with the cursor's move. The starter's cursor then
+// loses, and it puts its started run on its own: that replaces the missed
+// record, so the history names the job that exists and runs.
 func TestFiringStartedRunReplacesMissed(t *testing.T) {
 	t.Parallel()
 	r := newSchedRig(t)
