@@ -316,10 +316,15 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 		vals[v] = nv(int64(p.Ref.Partition))
 		conds = append(conds, "NOT contains(#done, "+v+")")
 	}
+	upd := countUpdate(ps, vals)
+	if flush := batchCostFlush(ps); flush != "" {
+		vals[":cf"] = &types.AttributeValueMemberSS{Value: []string{flush}}
+		upd += ", " + aCostFlushes + " :cf" // count_cost.go
+	}
 	out, err := s.updateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: key(shardPK(k.Job, k.Stage, k.Shard), cntSK),
 		ConditionExpression:       aws.String(strings.Join(conds, " AND ")),
-		UpdateExpression:          aws.String(countUpdate(ps, vals)),
+		UpdateExpression:          aws.String(upd),
 		ExpressionAttributeNames:  countNames,
 		ExpressionAttributeValues: vals,
 		ReturnValues:              types.ReturnValueUpdatedNew,
@@ -340,6 +345,7 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 		if !counted {
 			return false, fmt.Errorf("count task %s on counter %d: refused, and the counter does not hold it", ps[0].Ref, k.Shard)
 		}
+		s.keepBatchCost(ctx, k, ps)
 		return left == 0, nil
 	}
 	// Some were counted already (a retry whose first answer was lost):
@@ -348,8 +354,10 @@ func (s *Store) countBatch(ctx context.Context, k ShardRef, ps []CommitParams) (
 	// or is refused in turn does each go on its own, idempotently.
 	if rest, left, ok := s.batchUncounted(ctx, k, ps); ok && len(rest) < len(ps) {
 		if len(rest) == 0 {
+			s.keepBatchCost(ctx, k, ps)
 			return left == 0, nil
 		}
+		moveCost(ps, rest) // count_cost.go
 		if done, err := s.countBatch(ctx, k, rest); err == nil {
 			return done, nil
 		}

@@ -236,7 +236,8 @@ func (s *Store) ScheduleDelete(ctx context.Context, owner, id string) error {
 // a cursor advanced with its entry left behind or its runs unrecorded.
 //
 // Each run keeps SchedulePutRun's condition (the first record of a
-// scheduled time wins, a started run replaces a skipped one); a run
+// scheduled time wins, a started run replaces a skipped one or a missed
+// one of its time alone); a run
 // already recorded is left as it is and the rest is written without it.
 func (s *Store) ScheduleAdvanceCursor(ctx context.Context, owner, id string, old, cur time.Time, lastJob string, next time.Time, entry IndexEntry, runs []Run, now time.Time) error {
 	vals := map[string]types.AttributeValue{":cur": nsv(cur), ":nx": nsv(next), ":lj": sv(lastJob)}
@@ -424,15 +425,19 @@ type Run struct {
 }
 
 // PutRun records a run. The first record of a scheduled time wins, except
-// that a started run replaces a skipped one: of two racing sweeps one may
-// see the previous run still going and the other not, and the history must
-// name the job that exists.
+// that a started run replaces a skipped or missed one: of two racing
+// sweeps one may see the previous run still going and the other not, or
+// plan the time on time while the other plans it past its grace, and the
+// history must name the job that exists.
 func (s *Store) SchedulePutRun(ctx context.Context, id string, r Run) error {
 	put := s.runPut(id, r)
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
 		ExpressionAttributeValues: put.ExpressionAttributeValues,
 	})
+	if isCondFailed(err) && r.Action == RunStarted {
+		err = s.startedOverMissed(ctx, id, r) // schedules_missed.go
+	}
 	if err != nil && !isCondFailed(err) {
 		return fmt.Errorf("record run of schedule %s at %s: %w", id, r.Scheduled.Format(time.RFC3339), err)
 	}
@@ -466,8 +471,12 @@ func (s *Store) runPut(id string, r Run) types.Put {
 	cond := "attribute_not_exists(pk)"
 	var vals map[string]types.AttributeValue
 	if r.Action == RunStarted {
-		cond += " OR act = :sk"
-		vals = map[string]types.AttributeValue{":sk": sv(string(RunSkipped))}
+		// A missed record of this time alone is replaced whole; one that
+		// also summarises later times is SchedulePutRun's to merge.
+		cond += " OR act = :sk OR (act = :mi AND " + aThrough + " = :at)"
+		vals = map[string]types.AttributeValue{
+			":sk": sv(string(RunSkipped)), ":mi": sv(string(RunMissed)), ":at": nsv(r.Scheduled),
+		}
 	}
 	return types.Put{TableName: &s.table, Item: item, ConditionExpression: &cond, ExpressionAttributeValues: vals}
 }

@@ -432,6 +432,9 @@ type CommitParams struct {
 	// Cost is what the job's requests cost since the committer's last
 	// count, added on the counter shard with the count (cost.go).
 	Cost cost.Counts
+	// costFlush names Cost in the counter's set of cost writes once it
+	// moved off the count it came with (count_cost.go).
+	costFlush string
 }
 
 // CommitTask marks the task SUCCEEDED and counts it on its stage's counter

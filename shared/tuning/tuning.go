@@ -31,12 +31,12 @@ const (
 	// CountLinger is how long an executor's commit count waits for others
 	// before they go in one write per counter shard (control's count
 	// batcher). A long-polling executor writes them sooner, before each
-	// round of message deletes (feed's deleteLinger, 400 ms): this only
+	// round of message deletes (feed's deleteLinger, 300 ms): this only
 	// bounds counts that no delete round takes. A Lambda executor writes
 	// them before its invocation ends. Long enough that a round's counts
 	// meet (dozens of tasks per write at a few hundred tasks a second),
 	// short beside a stage's follow-up.
-	CountLinger = 450 * time.Millisecond
+	CountLinger = 350 * time.Millisecond
 
 	// MaxAttempts is the default number of attempts per task.
 	MaxAttempts = spec.DefaultMaxAttempts

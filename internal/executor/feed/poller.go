@@ -228,12 +228,14 @@ const idleWaitShared = time.Second
 // tick: at a few hundred tasks a second, one count write per shard covers
 // dozens of tasks instead of ten. A late delete is harmless: the task is
 // already SUCCEEDED, so a redelivery is dropped at its claim (and its
-// message, hidden from its receive or last renewal, outlasts two ticks:
-// TestDeleteRoundsFitTheHeldVisibility). A round's tasks fall on about two
+// message, hidden from its receive or last renewal, outlasts two ticks
+// and a round's own requests: TestDeleteRoundsFitTheHeldVisibility; a
+// message that lapses first comes back to another executor, whose claim
+// is refused and counts the task). A round's tasks fall on about two
 // counter shards whatever its length, so a longer round is fewer count
-// writes (400 ms: about a quarter fewer than 200 ms), for up to a round
-// more before a stage's last count and its completion.
-const deleteLinger = 400 * time.Millisecond
+// writes, for up to a round more before a stage's last count and its
+// completion; 300 ms leaves the visibility a margin of about 200 ms.
+const deleteLinger = 300 * time.Millisecond
 
 // deleter batches message deletes, ten per request, every linger, after
 // the counts of their tasks. A round's last part batch waits one more

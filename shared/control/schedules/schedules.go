@@ -364,8 +364,9 @@ func (s *Firer) fireEntry(ctx context.Context, e dynamo.IndexEntry, rec *dynamo.
 	// happens, by their idempotency keys. A job this firer started is
 	// recorded first, on its own: of two firers that planned one time
 	// with different overlap verdicts, the one whose cursor moved may
-	// have recorded it skipped, and the history must name the job that
-	// exists (a started run replaces a skipped one).
+	// have recorded it skipped, or missed (catchUp=skipMissed, planned
+	// past the grace), and the history must name the job that exists (a
+	// started run replaces a skipped or missed one, SchedulePutRun).
 	again := func() error {
 		for _, r := range runs {
 			if r.Action == dynamo.RunStarted {
