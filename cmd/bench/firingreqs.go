@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/batchwork/batchwork/shared/ddbwire"
 )
 
 // reqLabels counts requests by what they touch: the operation and, for
@@ -24,6 +27,7 @@ type reqLabels struct {
 }
 
 func (l *reqLabels) install(cfg *aws.Config) {
+	ddbwire.Install(cfg, l)
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("bench.reqlabels",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
@@ -31,6 +35,18 @@ func (l *reqLabels) install(cfg *aws.Config) {
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	})
+}
+
+// Call counts a call of the store's lean DynamoDB client (ddbwire.Hook),
+// as the middleware counts the SDK's.
+func (l *reqLabels) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
+	l.add(c.Operation + " " + requestLabel(c.Input))
+	return next(ctx)
+}
+
+// Attempt sends the attempt.
+func (l *reqLabels) Attempt(_ context.Context, _ *ddbwire.Call, req *http.Request, send ddbwire.Send) (*http.Response, error) {
+	return send(req)
 }
 
 func (l *reqLabels) add(k string) {
