@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,50 +19,15 @@ import (
 func TestFiringStartedRunReplacesMissed(t *testing.T) {
 	t.Parallel()
 	r := newSchedRig(t)
-	ctx := context.Background()
-	sc := r.create("alice", `,"catchUp":"skipMissed"`) // hourly, overlap=skip
-	r.fireUntilCaughtUp()
-	r.at(0)
-	r.fire()
-	first := r.runs("alice", sc.ID)
-	if len(first) != 1 || first[0].Action != "started" {
-		t.Fatalf("runs after h0: %+v, want one started", first)
-	}
-	r.fireUntilCaughtUp() // its entry moves to h0+1h's bucket
-	r.at(time.Hour)
-	t1 := r.h0.Add(time.Hour)
-	body, err := json.Marshal(map[string]string{
-		"owner": "alice", "firing": schedule.FiringKey(sc.ID, t1), "bucket": schedule.BucketOf(sc.ID, t1).Key(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &stallCursor{Store: r.e.r.Store, ended: first[0].JobID, stalled: make(chan struct{}), release: make(chan struct{})}
-	starter := r0serviceOver(r.e, r.clk, st)
-	done := make(chan error, 1)
-	go func() {
-		_, err := starter.FireTimer(ctx, string(body))
-		done <- err
-	}()
-	<-st.stalled // t1's job is written (on time), its cursor not moved
+	f := stallTheSecondHoursStarter(t, r, `,"catchUp":"skipMissed"`) // hourly, overlap=skip
+	sc := f.sc
 	// Another firer plans t1 past the grace: missed, with the cursor.
 	r.at(time.Hour + schedule.DefaultGrace + time.Minute)
 	r.fireUntilCaughtUp()
 	if runs := r.runs("alice", sc.ID); len(runs) != 2 || runs[0].Action != "missed" {
 		t.Fatalf("runs after the late firer: %+v, want t1 missed", runs)
 	}
-	close(st.release)
-	if err := <-done; err != nil {
-		t.Fatalf("the starting firer: %v", err)
-	}
-	runs := r.runs("alice", sc.ID)
-	jobs := r.jobs("alice")
-	if len(jobs) != 2 {
-		t.Fatalf("jobs %+v: want h0's and t1's", jobs)
-	}
-	if len(runs) != 2 || runs[0].Action != "started" || !runs[0].Scheduled.Equal(t1) || runs[0].JobID != jobs[0].ID {
-		t.Fatalf("runs %+v, jobs %+v: want t1 started with the second job (the history must name the job that exists)", runs, jobs)
-	}
+	f.finishAndWantStarted()
 }
 
 // A started run and the record of its time already there, at the store:

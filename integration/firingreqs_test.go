@@ -168,7 +168,35 @@ func TestFiringStartedRunReplacesSkipped(t *testing.T) {
 	t.Parallel()
 	r := newSchedRig(t)
 	ctx := context.Background()
-	sc := r.create("alice", "") // hourly, overlap=skip
+	f := stallTheSecondHoursStarter(t, r, "") // hourly, overlap=skip
+	sc, body := f.sc, f.body
+	if out, err := r.svc.FireTimer(ctx, string(body)); err != nil || out != control.TimerFired {
+		t.Fatalf("the skipping firer: %q, %v; want fired (skipped)", out, err)
+	}
+	if runs := r.runs("alice", sc.ID); len(runs) != 2 || runs[0].Action != "skipped" {
+		t.Fatalf("runs after the skip: %+v, want t1 skipped", runs)
+	}
+	f.finishAndWantStarted()
+}
+
+// stalledStarter is a firer of an hourly schedule's second hour (t1),
+// stalled after it wrote t1's job and before its cursor moved.
+type stalledStarter struct {
+	t    *testing.T
+	r    *schedRig
+	sc   control.ScheduleView
+	t1   time.Time
+	body string // t1's timer message
+	st   *stallCursor
+	done chan error
+}
+
+// stallTheSecondHoursStarter creates alice's hourly schedule (with the
+// extra spec fields), fires its first hour, and starts a firer of the
+// second hour that stalls after writing that hour's job.
+func stallTheSecondHoursStarter(t *testing.T, r *schedRig, extra string) *stalledStarter {
+	t.Helper()
+	sc := r.create("alice", extra)
 	r.fireUntilCaughtUp()
 	r.at(0)
 	r.fire()
@@ -185,27 +213,32 @@ func TestFiringStartedRunReplacesSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &stallCursor{Store: r.e.r.Store, ended: first[0].JobID, stalled: make(chan struct{}), release: make(chan struct{})}
-	starter := r0serviceOver(r.e, r.clk, st)
-	done := make(chan error, 1)
+	f := &stalledStarter{t: t, r: r, sc: sc, t1: t1, body: string(body), done: make(chan error, 1),
+		st: &stallCursor{Store: r.e.r.Store, ended: first[0].JobID, stalled: make(chan struct{}), release: make(chan struct{})}}
+	starter := r0serviceOver(r.e, r.clk, f.st)
 	go func() {
-		_, err := starter.FireTimer(ctx, string(body))
-		done <- err
+		_, err := starter.FireTimer(context.Background(), f.body)
+		f.done <- err
 	}()
-	<-st.stalled // its job is written, its cursor not moved
-	if out, err := r.svc.FireTimer(ctx, string(body)); err != nil || out != control.TimerFired {
-		t.Fatalf("the skipping firer: %q, %v; want fired (skipped)", out, err)
+	<-f.st.stalled // t1's job is written, its cursor not moved
+	return f
+}
+
+// finishAndWantStarted lets the stalled firer go on (its cursor loses)
+// and checks that the history names the job that exists: t1 started,
+// with the second job.
+func (f *stalledStarter) finishAndWantStarted() {
+	f.t.Helper()
+	close(f.st.release)
+	if err := <-f.done; err != nil {
+		f.t.Fatalf("the starting firer: %v", err)
 	}
-	if runs := r.runs("alice", sc.ID); len(runs) != 2 || runs[0].Action != "skipped" {
-		t.Fatalf("runs after the skip: %+v, want t1 skipped", runs)
+	runs := f.r.runs("alice", f.sc.ID)
+	jobs := f.r.jobs("alice")
+	if len(jobs) != 2 {
+		f.t.Fatalf("jobs %+v: want h0's and t1's", jobs)
 	}
-	close(st.release)
-	if err := <-done; err != nil {
-		t.Fatalf("the starting firer: %v", err)
-	}
-	runs := r.runs("alice", sc.ID)
-	jobs := r.jobs("alice")
-	if len(runs) != 2 || runs[0].Action != "started" || !runs[0].Scheduled.Equal(t1) || len(jobs) != 2 || jobs[0].ID != runs[0].JobID {
-		t.Fatalf("runs %+v, jobs %+v: want t1 started with the second job", runs, jobs)
+	if len(runs) != 2 || runs[0].Action != "started" || !runs[0].Scheduled.Equal(f.t1) || runs[0].JobID != jobs[0].ID {
+		f.t.Fatalf("runs %+v, jobs %+v: want t1 started with the second job (the history must name the job that exists)", runs, jobs)
 	}
 }
