@@ -3,11 +3,19 @@ package awsconf
 import (
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/batchwork/batchwork/shared/synchttp"
 )
+
+// EnvTransport names the variable that picks the transport of the JSON RPC
+// requests: "net" for net/http's (the SDK's transport, to compare), "" or
+// "sync" for shared/synchttp's.
+const EnvTransport = "BATCHWORK_HTTP_TRANSPORT"
 
 // MaxIdleConnsPerHost is how many idle connections a process keeps to each
 // AWS endpoint. The SDK's default of 10 is below the requests a busy
@@ -21,15 +29,25 @@ const MaxIdleConnsPerHost = 256
 // (its transport, dialer, redirect rules) with MaxIdleConnsPerHost, and
 // requests of the JSON RPC protocols (DynamoDB, SQS, EventBridge: the ones
 // with an X-Amz-Target header, POSTed to the endpoint's root, which AWS
-// never redirects) sent straight to the transport. http.Client.Do copies
-// every request's headers in case it follows a redirect, which cost about
-// 4% of the bench process's CPU; other requests (S3's REST calls, which a
-// new bucket may answer with a 307) still go through it.
+// never redirects) sent straight to a transport: shared/synchttp's, which
+// reads the answer in the caller's goroutine (net/http's per-connection
+// read and write loops and their hand-offs were about a quarter of the
+// bench process's CPU), or the SDK's with EnvTransport=net or when its
+// proxy rules name a proxy for the request. http.Client.Do copies every
+// request's headers in case it follows a redirect, which cost about 4% of
+// the bench process's CPU; other requests (S3's REST calls, which a new
+// bucket may answer with a 307) still go through it.
 type httpClient struct {
 	full *http.Client
 	// idlePerHost is its transport's MaxIdleConnsPerHost (the SDK's
 	// wrapper hides the transport).
 	idlePerHost int
+	// rpc sends the JSON RPC requests.
+	rpc http.RoundTripper
+	// proxy is the SDK transport's proxy rule (nil: none): a request it
+	// sends through a proxy goes to full's transport, which speaks to
+	// proxies.
+	proxy func(*http.Request) (*url.URL, error)
 }
 
 // newHTTPClient builds it from the config's client: the SDK's buildable
@@ -53,14 +71,36 @@ func newHTTPClient(cfg aws.Config) aws.HTTPClient {
 	if !ok || full.Transport == nil {
 		return b
 	}
-	return httpClient{full: full, idlePerHost: b.GetTransport().MaxIdleConnsPerHost}
+	tr := b.GetTransport()
+	c := httpClient{full: full, idlePerHost: tr.MaxIdleConnsPerHost, rpc: full.Transport}
+	if os.Getenv(EnvTransport) != "net" {
+		dial := tr.DialContext
+		if dial == nil {
+			dial = b.GetDialer().DialContext
+		}
+		c.rpc = synchttp.New(synchttp.Config{
+			DialContext:         dial,
+			TLSClientConfig:     tr.TLSClientConfig,
+			TLSHandshakeTimeout: tr.TLSHandshakeTimeout,
+			MaxIdleConnsPerHost: tr.MaxIdleConnsPerHost,
+			IdleConnTimeout:     tr.IdleConnTimeout,
+		})
+		c.proxy = tr.Proxy
+	}
+	return c
 }
 
 func (c httpClient) Do(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("X-Amz-Target") == "" {
 		return c.full.Do(req)
 	}
-	resp, err := c.full.Transport.RoundTrip(req)
+	rt := c.rpc
+	if c.proxy != nil {
+		if u, err := c.proxy(req); u != nil || err != nil {
+			rt = c.full.Transport
+		}
+	}
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		// As http.Client wraps it: the SDK's retryer reads connection
 		// errors through *url.Error.
