@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"syscall"
 	"time"
@@ -62,7 +63,7 @@ type Transport struct {
 	// idle holds each endpoint's idle connections, oldest first: a
 	// request takes the newest (the likeliest to be alive), and the
 	// oldest expire from the front.
-	idle map[string][]*conn
+	idle map[endpoint][]*conn
 }
 
 // New returns a transport with cfg's settings.
@@ -74,7 +75,7 @@ func New(cfg Config) *Transport {
 		maxIdle:     cfg.MaxIdleConnsPerHost,
 		idleTimeout: cfg.IdleConnTimeout,
 		now:         time.Now,
-		idle:        map[string][]*conn{},
+		idle:        map[endpoint][]*conn{},
 	}
 	if t.dial == nil {
 		t.dial = (&net.Dialer{}).DialContext
@@ -156,7 +157,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle = map[string][]*conn{}
+	t.idle = map[endpoint][]*conn{}
 	t.mu.Unlock()
 	for _, cs := range idle {
 		for _, c := range cs {
@@ -175,30 +176,19 @@ func (t *Transport) conn(ctx context.Context, req *http.Request) (*conn, error) 
 	if u == nil {
 		return nil, errors.New("synchttp: nil Request.URL")
 	}
-	var port string
-	switch u.Scheme {
-	case "http":
-		port = "80"
-	case "https":
-		port = "443"
-	default:
+	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, errScheme
 	}
-	host := u.Hostname()
-	if p := u.Port(); p != "" {
-		port = p
-	}
-	addr := net.JoinHostPort(host, port)
-	key := u.Scheme + "://" + addr
+	k := endpoint{u.Scheme, u.Host}
 	now := t.now()
 	for {
 		t.mu.Lock()
-		cs := t.idle[key]
+		cs := t.idle[k]
 		var c *conn
 		if n := len(cs); n > 0 {
 			c = cs[n-1]
 			cs[n-1] = nil
-			t.idle[key] = cs[:n-1]
+			t.idle[k] = cs[:n-1]
 		}
 		t.mu.Unlock()
 		if c == nil {
@@ -209,21 +199,32 @@ func (t *Transport) conn(ctx context.Context, req *http.Request) (*conn, error) 
 		}
 		c.nc.Close()
 	}
-	return t.dialConn(ctx, key, u.Scheme, addr, host)
+	return t.dialConn(ctx, k, u)
 }
 
-func (t *Transport) dialConn(ctx context.Context, key, scheme, addr, host string) (*conn, error) {
-	raw, err := t.dial(ctx, "tcp", addr)
+// endpoint keys the idle pool: a URL's scheme and host (with its port if
+// it names one).
+type endpoint struct{ scheme, host string }
+
+func (t *Transport) dialConn(ctx context.Context, k endpoint, u *url.URL) (*conn, error) {
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if k.scheme == "https" {
+			port = "443"
+		}
+	}
+	raw, err := t.dial(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{key: key, nc: raw}
+	c := &conn{key: k, nc: raw}
 	if sc, ok := raw.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.raw = rc
 		}
 	}
-	if scheme == "https" {
+	if k.scheme == "https" {
 		cfg := &tls.Config{}
 		if t.tls != nil {
 			cfg = t.tls.Clone()
@@ -295,7 +296,7 @@ func (t *Transport) release(c *conn, stop func() bool, reuse bool) {
 
 // conn is one connection: used by one request at a time, or idle.
 type conn struct {
-	key       string
+	key       endpoint
 	nc        net.Conn        // what requests read and write: TCP, or TLS over it
 	raw       syscall.RawConn // the TCP connection's, for alive; nil if the dialer's conn has none
 	br        *bufio.Reader
