@@ -348,7 +348,8 @@ type body struct {
 	ctx   context.Context
 	stop  func() bool
 	reuse bool
-	shut  bool // Close was called
+	shut  bool  // Close was called
+	err   error // what ended it: io.EOF or the read's error
 }
 
 var errBodyClosed = errors.New("synchttp: read on closed response body")
@@ -358,17 +359,19 @@ func (b *body) Read(p []byte) (int, error) {
 		return 0, errBodyClosed
 	}
 	if b.c == nil {
-		return 0, io.EOF
+		return 0, b.err
 	}
 	n, err := b.rc.Read(p)
 	switch {
 	case err == io.EOF:
+		b.err = err
 		b.finish(b.reuse)
 	case err != nil:
-		b.finish(false)
 		if cerr := b.ctx.Err(); cerr != nil {
 			err = cerr
 		}
+		b.err = err
+		b.finish(false)
 	}
 	return n, err
 }
