@@ -304,7 +304,7 @@ type conn struct {
 	idleSince time.Time
 }
 
-// exchange writes req and reads its answer's header (after any 1xx
+// exchange writes req and reads its answer's header (after at most max1xx
 // informational answers).
 func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := req.Write(c.bw); err != nil {
@@ -313,7 +313,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, &ConnError{Op: "write", Err: err}
 	}
-	for {
+	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, &ConnError{Op: "read", Err: err}
@@ -323,7 +323,14 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
+	return nil, errTooMany1xx
 }
+
+// max1xx bounds the informational answers skipped before the answer, as
+// net/http does.
+const max1xx = 5
+
+var errTooMany1xx = errors.New("synchttp: too many 1xx informational responses")
 
 // alive says whether an idle connection can take a request: no bytes
 // buffered, and the socket neither at its end (the server closed it) nor

@@ -470,3 +470,41 @@ func TestRequestOnTheWire(t *testing.T) {
 		t.Fatalf("server saw %q, want %q", got, want)
 	}
 }
+
+// Informational answers past max1xx end the request, as in net/http.
+func TestTooManyInformationalAnswers(t *testing.T) {
+	s := newServer(t, false, hijack(strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", max1xx+1)+"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
+	if _, err := s.post(context.Background(), "{}"); !errors.Is(err, errTooMany1xx) {
+		t.Fatalf("error %v, want errTooMany1xx", err)
+	}
+	s2 := newServer(t, false, hijack(strings.Repeat("HTTP/1.1 103 Early Hints\r\n\r\n", max1xx)+"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	resp, err := s2.post(context.Background(), "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("body %q", b)
+	}
+}
+
+// A body read after its end or after an error gets what ended it again;
+// after Close, an error.
+func TestBodyReadsAfterItsEnd(t *testing.T) {
+	s := newServer(t, false, hijack("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))
+	resp, err := s.post(context.Background(), "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("first read to the end: %v", err)
+	}
+	if _, err := resp.Body.Read(make([]byte, 1)); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("read again: %v, want io.ErrUnexpectedEOF again", err)
+	}
+	resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 1)); !errors.Is(err, errBodyClosed) {
+		t.Fatalf("read after Close: %v", err)
+	}
+}
