@@ -3,11 +3,11 @@
 // runs a read loop and a write loop per connection and hands every request
 // and answer between them and the caller over channels: for the small
 // JSON RPC requests a process sends to DynamoDB, SQS and EventBridge those
-// hand-offs and goroutine wake-ups were about a quarter of the process's
-// CPU. Here a request takes an idle connection (or dials one), writes
-// itself, and reads the answer's header on the same goroutine; its body
-// reads straight from the connection and gives it back to the pool at its
-// end.
+// hand-offs and goroutine wake-ups cost about 20 µs of CPU per request on
+// loopback (BenchmarkUpdateItem in shared/ddbwire). Here a request takes
+// an idle connection (or dials one), writes itself, and reads the answer's
+// header on the same goroutine; its body reads straight from the
+// connection and gives it back to the pool at its end.
 //
 // It speaks HTTP/1.1 only, without proxies, redirects, transparent gzip or
 // 100-continue: shared/awsconf sends it only requests that need none of
