@@ -100,3 +100,47 @@ func TestReviewTLSBufferedBytesAfterAnswer(t *testing.T) {
 		t.Fatalf("second request's answer %q, want %q (the server's answer to it)", got, "fresh")
 	}
 }
+
+// A peer that answers with an endless stream of 1xx informational answers
+// keeps the request blocked until its context ends (forever without a
+// deadline): exchange skips 1xx answers without a bound. net/http's
+// transport fails the request once the 1xx headers pass
+// MaxResponseHeaderBytes (earlier Go: after five 1xx answers).
+func TestReviewEndless1xxAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		for {
+			if _, err := c.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n")); err != nil {
+				return
+			}
+		}
+	}()
+	tr := New(Config{})
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/", strings.NewReader("{}"))
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("an answer")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the request ended only with its context, after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+}
