@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -326,7 +327,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 }
 
 // alive says whether an idle connection can take a request: no bytes
-// buffered, and the socket neither at its end (the server closed it) nor
+// buffered (in its reader, or in its TLS layer), and the socket neither at its end (the server closed it) nor
 // holding unread bytes (an idle HTTP/1.1 connection gets none; on TLS,
 // an alert before the close). A read with a past deadline would not tell:
 // Go returns its timeout without reading the socket.
@@ -334,10 +335,27 @@ func (c *conn) alive() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
+	if tc, ok := c.nc.(*tls.Conn); ok && tlsBuffered(tc) {
+		return false
+	}
 	if c.raw == nil {
 		return true
 	}
 	return peekAlive(c.raw)
+}
+
+// tlsBuffered says whether tc holds bytes past the last answer that its
+// reader has not taken: decrypted, or whole records read off the socket
+// (a TLS read copies at most what the caller asks for and keeps the rest
+// of the record). A read with a past deadline returns them, and does not
+// touch the socket: its timeout (which tls.Conn does not keep as an
+// error) says there are none.
+func tlsBuffered(tc *tls.Conn) bool {
+	tc.SetReadDeadline(aLongTimeAgo)
+	var b [1]byte
+	n, err := tc.Read(b[:])
+	tc.SetReadDeadline(time.Time{})
+	return n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // body is an answer's body: its end gives the connection back.
