@@ -251,7 +251,8 @@ func (t *Transport) dialConn(ctx context.Context, k endpoint, u *url.URL) (*conn
 		}
 		c.nc = tc
 	}
-	c.br = bufio.NewReaderSize(c.nc, 4<<10)
+	c.lim = limitedReader{r: c.nc, left: -1}
+	c.br = bufio.NewReaderSize(&c.lim, 4<<10)
 	c.bw = bufio.NewWriterSize(c.nc, 4<<10)
 	return c, nil
 }
@@ -300,6 +301,7 @@ type conn struct {
 	key       endpoint
 	nc        net.Conn        // what requests read and write: TCP, or TLS over it
 	raw       syscall.RawConn // the TCP connection's, for alive; nil if the dialer's conn has none
+	lim       limitedReader   // what br reads: nc, bounded while a header is read
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -314,6 +316,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, &ConnError{Op: "write", Err: err}
 	}
+	c.lim.left = maxHeaderBytes
 	for {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
@@ -322,8 +325,37 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
+		c.lim.left = -1
 		return resp, nil
 	}
+}
+
+// maxHeaderBytes bounds what an answer's header takes from the connection,
+// its 1xx answers' included: net/http's default MaxResponseHeaderBytes.
+const maxHeaderBytes = 10 << 20
+
+var errHeaderTooLarge = errors.New("synchttp: answer header (1xx answers included) exceeded 10 MB")
+
+// limitedReader reads r; while left >= 0 it reads no more than left bytes
+// and fails past them.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // alive says whether an idle connection can take a request: no bytes
