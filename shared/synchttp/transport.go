@@ -359,9 +359,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 // alive says whether an idle connection can take a request: no bytes
-// buffered (in its reader, or in its TLS layer), and the socket neither at its end (the server closed it) nor
-// holding unread bytes (an idle HTTP/1.1 connection gets none; on TLS,
-// an alert before the close). A read with a past deadline would not tell:
+// buffered (in its reader, or in its TLS layer), and the socket neither
+// at its end (the server closed it) nor holding unread bytes (an idle
+// HTTP/1.1 connection gets none; on TLS, an alert before the close). A read with a past deadline would not tell:
 // Go returns its timeout without reading the socket.
 func (c *conn) alive() bool {
 	if c.br.Buffered() > 0 {
