@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -250,7 +251,8 @@ func (t *Transport) dialConn(ctx context.Context, k endpoint, u *url.URL) (*conn
 		}
 		c.nc = tc
 	}
-	c.br = bufio.NewReaderSize(c.nc, 4<<10)
+	c.lim = limitedReader{r: c.nc, left: -1}
+	c.br = bufio.NewReaderSize(&c.lim, 4<<10)
 	c.bw = bufio.NewWriterSize(c.nc, 4<<10)
 	return c, nil
 }
@@ -299,6 +301,7 @@ type conn struct {
 	key       endpoint
 	nc        net.Conn        // what requests read and write: TCP, or TLS over it
 	raw       syscall.RawConn // the TCP connection's, for alive; nil if the dialer's conn has none
+	lim       limitedReader   // what br reads: nc, bounded while a header is read
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -313,6 +316,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	if err := c.bw.Flush(); err != nil {
 		return nil, &ConnError{Op: "write", Err: err}
 	}
+	c.lim.left = maxHeaderBytes
 	for range max1xx + 1 {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
@@ -321,6 +325,7 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
+		c.lim.left = -1
 		return resp, nil
 	}
 	return nil, errTooMany1xx
@@ -332,19 +337,64 @@ const max1xx = 5
 
 var errTooMany1xx = errors.New("synchttp: too many 1xx informational responses")
 
+// maxHeaderBytes bounds what an answer's header takes from the connection,
+// its 1xx answers' included: net/http's default MaxResponseHeaderBytes.
+const maxHeaderBytes = 10 << 20
+
+var errHeaderTooLarge = errors.New("synchttp: answer header (1xx answers included) exceeded 10 MB")
+
+// limitedReader reads r; while left >= 0 it reads no more than left bytes
+// and fails past them.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errHeaderTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
 // alive says whether an idle connection can take a request: no bytes
-// buffered, and the socket neither at its end (the server closed it) nor
-// holding unread bytes (an idle HTTP/1.1 connection gets none; on TLS,
-// an alert before the close). A read with a past deadline would not tell:
+// buffered (in its reader, or in its TLS layer), and the socket neither
+// at its end (the server closed it) nor holding unread bytes (an idle
+// HTTP/1.1 connection gets none; on TLS, an alert before the close). A read with a past deadline would not tell:
 // Go returns its timeout without reading the socket.
 func (c *conn) alive() bool {
 	if c.br.Buffered() > 0 {
+		return false
+	}
+	if tc, ok := c.nc.(*tls.Conn); ok && tlsBuffered(tc) {
 		return false
 	}
 	if c.raw == nil {
 		return true
 	}
 	return peekAlive(c.raw)
+}
+
+// tlsBuffered says whether tc holds bytes past the last answer that its
+// reader has not taken: decrypted, or whole records read off the socket
+// (a TLS read copies at most what the caller asks for and keeps the rest
+// of the record). A read with a past deadline returns them, and does not
+// touch the socket: its timeout (which tls.Conn does not keep as an
+// error) says there are none.
+func tlsBuffered(tc *tls.Conn) bool {
+	tc.SetReadDeadline(aLongTimeAgo)
+	var b [1]byte
+	n, err := tc.Read(b[:])
+	tc.SetReadDeadline(time.Time{})
+	return n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // body is an answer's body: its end gives the connection back.
