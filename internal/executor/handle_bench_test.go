@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/batchwork/batchwork/internal/executor/feed"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
+	"github.com/batchwork/batchwork/shared/lazylog"
 	sm "github.com/batchwork/batchwork/statemachine"
 )
 
@@ -34,7 +37,7 @@ func BenchmarkHandleNoop(b *testing.B) {
 	cp := &quietCP{fakeCP{spec: mustSpec(b, oneTask), lease: time.Minute}}
 	reg := NewRegistry()
 	reg.Register("work", func(context.Context, *Task) error { return nil })
-	r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: discard()}
+	r := &Runner{CP: cp, Blob: newBlob(), Registry: reg, Log: lazylog.New(slog.NewJSONHandler(io.Discard, nil))} // as the runner logs
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.SetParallelism(8)
