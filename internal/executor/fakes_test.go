@@ -21,7 +21,7 @@ import (
 // hosts' own behaviour (draining, visibility calls). Claims against AWS are
 // proven in package integration, never here.
 
-func mustSpec(t *testing.T, body string) *spec.Job {
+func mustSpec(t testing.TB, body string) *spec.Job {
 	t.Helper()
 	sp, err := spec.Parse([]byte(body))
 	if err != nil {

@@ -2,7 +2,9 @@ package dynamo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -55,10 +57,69 @@ func newCond() *cond { return &cond{values: map[string]types.AttributeValue{}} }
 // transition renders "#st IN (...) AND guard AND guard" for tr. Guards use
 // the placeholders :now and :tok, which the caller binds.
 func transition[S ~string](c *cond, tr sm.Transition[S]) string {
+	r := renderedOf(tr)
+	for i, ph := range r.phs {
+		c.values[ph] = r.vals[i]
+	}
+	return r.expr
+}
+
+// rendered is a transition's condition, rendered once per process (every
+// claim and commit renders one or two): its text and the values of the
+// state placeholders it binds, shared by every request (nothing writes to
+// an input's attribute values once it is built).
+type rendered struct {
+	from   []string // what it was rendered from, to tell apart two
+	guards []sm.Guard
+	expr   string
+	phs    []string
+	vals   []types.AttributeValue
+}
+
+// renderKey picks a transition's rendering; its From and Guards are then
+// compared, so a transition that shares the key is rendered anew, never
+// given another's condition.
+type renderKey struct {
+	event        sm.Event
+	to           string
+	from, guards int
+}
+
+var renderings sync.Map // renderKey -> *rendered
+
+func renderedOf[S ~string](tr sm.Transition[S]) *rendered {
+	k := renderKey{tr.Event, string(tr.To), len(tr.From), len(tr.Guards)}
+	if v, ok := renderings.Load(k); ok {
+		if r := v.(*rendered); renders(r, tr) {
+			return r
+		}
+		return render(tr)
+	}
+	r := render(tr)
+	renderings.LoadOrStore(k, r)
+	return r
+}
+
+func renders[S ~string](r *rendered, tr sm.Transition[S]) bool {
+	if !slices.Equal(r.guards, tr.Guards) || len(r.from) != len(tr.From) {
+		return false
+	}
+	for i, s := range tr.From {
+		if r.from[i] != string(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func render[S ~string](tr sm.Transition[S]) *rendered {
+	r := &rendered{guards: slices.Clone(tr.Guards)}
 	from := make([]string, len(tr.From))
 	for i, s := range tr.From {
 		ph := ":s_" + string(s)
-		c.values[ph] = sv(string(s))
+		r.from = append(r.from, string(s))
+		r.phs = append(r.phs, ph)
+		r.vals = append(r.vals, sv(string(s)))
 		from[i] = ph
 	}
 	parts := []string{"#st IN (" + strings.Join(from, ", ") + ")"}
@@ -71,7 +132,8 @@ func transition[S ~string](c *cond, tr sm.Transition[S]) string {
 			parts = append(parts, e)
 		}
 	}
-	return strings.Join(parts, " AND ")
+	r.expr = strings.Join(parts, " AND ")
+	return r
 }
 
 // bindLeaseExpired binds :expired for sm.GuardLeaseExpired: a lease counts

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/spec"
 	"github.com/batchwork/batchwork/shared/split"
@@ -79,4 +81,58 @@ func TestTaskItemUnder1KB(t *testing.T) {
 	if n := TaskItemSize(task, 259); n > 1024 {
 		t.Fatalf("task item is %d bytes, want at most 1024", n)
 	}
+}
+
+// TestTransitionRenderedOnce checks the cached conditions: every
+// transition of every lifecycle renders, from the cache, what it renders
+// fresh, with the same values bound; and a transition that shares a
+// cached one's event, destination and sizes gets its own condition.
+func TestTransitionRenderedOnce(t *testing.T) {
+	t.Parallel()
+	check := func(name string, got, want *cond, gotExpr, wantExpr string) {
+		t.Helper()
+		if gotExpr != wantExpr {
+			t.Errorf("%s: cached condition %q, fresh %q", name, gotExpr, wantExpr)
+		}
+		if len(got.values) != len(want.values) {
+			t.Errorf("%s: cached values %v, fresh %v", name, got.values, want.values)
+		}
+		for k, v := range want.values {
+			if g, ok := got.values[k].(*types.AttributeValueMemberS); !ok || g.Value != v.(*types.AttributeValueMemberS).Value {
+				t.Errorf("%s: %s = %v, want %v", name, k, got.values[k], v)
+			}
+		}
+	}
+	for _, tr := range sm.Tasks.Transitions {
+		for range 2 { // the first fills the cache, the second reads it
+			got, want := newCond(), newCond()
+			check(string(tr.Event), got, want, transition(got, tr), freshTransition(want, tr))
+		}
+	}
+	for _, tr := range sm.Stages.Transitions {
+		got, want := newCond(), newCond()
+		check(string(tr.Event), got, want, transition(got, tr), freshTransition(want, tr))
+	}
+	for _, tr := range sm.Jobs.Transitions {
+		got, want := newCond(), newCond()
+		check(string(tr.Event), got, want, transition(got, tr), freshTransition(want, tr))
+	}
+	claim := sm.Tasks.Transition(sm.TaskClaim)
+	transition(newCond(), claim)
+	other := claim
+	other.From = []sm.TaskState{sm.TaskSucceeded}
+	got, want := newCond(), newCond()
+	check("claim's key, other source", got, want, transition(got, other), freshTransition(want, other))
+	if _, ok := got.values[":s_"+string(sm.TaskReady)]; ok {
+		t.Error("the other transition bound the cached one's source state")
+	}
+}
+
+// freshTransition renders tr without the cache.
+func freshTransition[S ~string](c *cond, tr sm.Transition[S]) string {
+	r := render(tr)
+	for i, ph := range r.phs {
+		c.values[ph] = r.vals[i]
+	}
+	return r.expr
 }

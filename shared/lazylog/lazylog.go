@@ -48,12 +48,23 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error { return h.ha
 func (h *handler) handler() slog.Handler {
 	h.once.Do(func() {
 		made := h.base
+		// The attributes of consecutive Withs go to the handler in one
+		// WithAttrs (a handler's WithAttrs adds to what it has, so the
+		// bytes are the same): the JSON handler copies its state per call,
+		// and a task's logger is made of two or three Withs.
+		var attrs []slog.Attr
 		for _, o := range h.ops {
-			if o.group != "" {
-				made = made.WithGroup(o.group)
-			} else {
-				made = made.WithAttrs(o.attrs)
+			if o.group == "" {
+				attrs = append(attrs, o.attrs...)
+				continue
 			}
+			if len(attrs) > 0 {
+				made, attrs = made.WithAttrs(attrs), nil
+			}
+			made = made.WithGroup(o.group)
+		}
+		if len(attrs) > 0 {
+			made = made.WithAttrs(attrs)
 		}
 		h.made = made
 	})

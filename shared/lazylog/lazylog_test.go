@@ -120,3 +120,25 @@ func BenchmarkWith(b *testing.B) {
 		})
 	}
 }
+
+// A task's logger made of three Withs and logged to once, as the control
+// plane's commit line is: the wrapper's against the JSON handler's.
+func BenchmarkWithThenLog(b *testing.B) {
+	var sink bytes.Buffer
+	for _, c := range []struct {
+		name string
+		l    *slog.Logger
+	}{
+		{"json", slog.New(slog.NewJSONHandler(&sink, nil))},
+		{"lazy", New(slog.NewJSONHandler(&sink, nil))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink.Reset()
+				c.l.With("job_id", "j1a1fd8fa5144ffa078bd8", "stage", 3, "task", "j1a1fd8fa5144ffa078bd8/3/42").
+					With("partition", 42, "attempt", 1).With("executor_id", "e-1").Info("task committed", "outputs", 0)
+			}
+		})
+	}
+}

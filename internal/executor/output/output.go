@@ -457,11 +457,16 @@ func (o *Output) Abort(ctx context.Context, log *slog.Logger) {
 			log.Warn("release the encoded output", "err", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
+	var cancel context.CancelFunc
 	for r, p := range o.parts {
 		if p.up == nil {
 			continue
+		}
+		if cancel == nil {
+			// Made only when an upload is open: most attempts have none,
+			// and every attempt ends here.
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+			defer cancel()
 		}
 		if err := o.sink.AbortMultipart(ctx, o.key(r), p.up.id); err != nil {
 			log.Warn("abort an output upload", "partition", r, "err", err)

@@ -18,6 +18,10 @@ func AttemptEnd(ref domain.TaskRef, attempt int, kind domain.AttemptEndKind, at 
 	return e
 }
 
+// Logs says whether k's logger writes lines of level l: a caller skips
+// building a task's logger for a line that would be dropped.
+func Logs(ctx context.Context, k *Kernel, l slog.Level) bool { return k.log.Enabled(ctx, l) }
+
 // TaskLog is the logger of a task's control-plane lines: the task's ids
 // plus the attempt and, when ctx carries one, the acting executor's id,
 // so that a task's lines can be found by any of them.

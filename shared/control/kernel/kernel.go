@@ -71,7 +71,7 @@ type Kernel struct {
 	// (claim, commit) read them once per job; bounded, because a Fargate
 	// executor or a local runner lives for weeks and sees every job.
 	specs  *lru.Cache[string, JobMeta] // job id
-	shards *lru.Cache[string, int]     // "job/stage", once planned
+	shards *lru.Cache[stageKey, int]   // once planned
 	// jobStates is what this process knows of jobs' states, at most a TTL
 	// old (jobstate.go).
 	jobStates *jobStates
@@ -82,7 +82,7 @@ func New(cfg Config, store Store, q Queue, b Blob, log *slog.Logger) *Kernel {
 	k := &Kernel{
 		cfg: cfg, store: store, queue: q, blob: b, log: log,
 		specs:     lru.New[string, JobMeta](specCacheSize),
-		shards:    lru.New[string, int](ShardCacheSize),
+		shards:    lru.New[stageKey, int](ShardCacheSize),
 		jobStates: newJobStates(cfg.JobStateTTL),
 		Now:       func() time.Time { return time.Now().UTC() },
 		Sleep:     sleep,
@@ -179,7 +179,7 @@ func (s *Kernel) Meta(ctx context.Context, id string) (JobMeta, error) {
 // StageShards is the number of completion counter shards of a planned
 // stage, cached: a plan never changes.
 func (s *Kernel) StageShards(ctx context.Context, job string, idx int) (int, error) {
-	k := fmt.Sprintf("%s/%d", job, idx)
+	k := stageKey{job, idx} // not a formatted string: asked once per commit
 	if n, ok := s.shards.Get(k); ok {
 		return n, nil
 	}
@@ -192,6 +192,12 @@ func (s *Kernel) StageShards(ctx context.Context, job string, idx int) (int, err
 	}
 	s.shards.Put(k, st.Shards)
 	return st.Shards, nil
+}
+
+// stageKey names a stage in the kernel's caches.
+type stageKey struct {
+	job   string
+	stage int
 }
 
 // Logger is the logger of a task's control-plane lines, without its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/batchwork/batchwork/shared/blob"
@@ -154,7 +155,9 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 		s.NoteAttemptEnd(ctx, ref, t.Attempt-1, domain.AttemptLeaseExpired, "lease expired or executor lost; attempt taken over by another executor", prev)
 		s.copies.notePrevHolder(ctx, t, prev) // speculation.go
 	}
-	s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
+	if kernel.Logs(ctx, s.Kernel, slog.LevelDebug) { // the logger costs more than the check
+		s.TaskLog(ctx, ref, t.Attempt).Debug("task claimed")
+	}
 	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // kernel/metrics.go
 	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Trace: tracing.Join(meta.Trace, t.TraceSpan), Combine: combine}, nil
 }
