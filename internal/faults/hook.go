@@ -7,9 +7,15 @@ import (
 	"github.com/batchwork/batchwork/shared/awswire"
 )
 
-// Call passes the lean clients' call on: faults are per attempt.
-func (i *Injector) Call(ctx context.Context, _ *awswire.Call, next func(context.Context) error) error {
-	return next(ctx)
+// Call passes the lean clients' call on, as faults are per attempt, then
+// reopens some of the messages an SQS ReceiveMessage returned (Duplicate),
+// as duplicateStep does after the SDK's client's.
+func (i *Injector) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
+	err := next(ctx)
+	if err == nil && c.Service == "SQS" && c.Operation == opReceive && i.enabled.Load() {
+		i.duplicate(ctx, c.Input, c.Output)
+	}
+	return err
 }
 
 // Attempt injects a fault into one attempt of a lean client

@@ -11,7 +11,9 @@ import (
 // Call records one call of the lean clients (awswire.Hook) as the
 // middleware Install adds records the SDK's.
 func (r *Recorder) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
-	c.Input = capacity.Ask(c.Input)
+	if c.Service == "DynamoDB" {
+		c.Input = capacity.Ask(c.Input)
+	}
 	err := next(ctx)
 	r.Record(c.Service, c.Operation, c.Input, c.Output, err)
 	return err

@@ -12,7 +12,9 @@ import (
 // middleware Install adds counts the SDK's: it asks for the consumed
 // capacity, then records the call.
 func (m *Meter) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
-	c.Input = capacity.Ask(c.Input)
+	if c.Service == "DynamoDB" {
+		c.Input = capacity.Ask(c.Input)
+	}
 	err := next(ctx)
 	m.Record(ctx, c.Service, c.Operation, c.Input, c.Output, err)
 	return err
