@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 
@@ -172,7 +173,9 @@ func inputs() []struct {
 }
 
 // TestEncodeMatchesSDK: every input goes out as the SDK's client sends
-// it: the same JSON, the same protocol headers.
+// it: the same JSON, the same protocol headers, to the same endpoint (the
+// config's: the queue URL names another host, and both clients send to
+// the recorder).
 func TestEncodeMatchesSDK(t *testing.T) {
 	rec, sdk, lean := pair(t)
 	for i, c := range inputs() {
@@ -270,5 +273,41 @@ func TestDecodeMatchesSDK(t *testing.T) {
 			gj, _ := json.Marshal(g)
 			t.Errorf("%d %s:\nSDK  %s\nlean %s", i, c.op, wj, gj)
 		}
+	}
+}
+
+// deadlineRecorder is an HTTP client that answers an empty receive and
+// keeps whether each request had a deadline.
+type deadlineRecorder struct {
+	mu        sync.Mutex
+	deadlines []bool
+}
+
+func (d *deadlineRecorder) Do(req *http.Request) (*http.Response, error) {
+	_, ok := req.Context().Deadline()
+	d.mu.Lock()
+	d.deadlines = append(d.deadlines, ok)
+	d.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: req}, nil
+}
+
+// TestLongPollHasNoDeadline: a long poll goes to the config's HTTP client
+// with the caller's context only, as the SDK's does: nothing in the client
+// cuts a 20-second WaitTimeSeconds short.
+func TestLongPollHasNoDeadline(t *testing.T) {
+	rec := &deadlineRecorder{}
+	cfg := testConfig("http://127.0.0.1:1")
+	cfg.HTTPClient = rec
+	lean, err := sqswire.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lean.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), WaitTimeSeconds: 20}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.deadlines) != 1 || rec.deadlines[0] {
+		t.Errorf("requests with a deadline: %v, want one without", rec.deadlines)
 	}
 }
