@@ -4,9 +4,10 @@
 // SDK sends them) on the core the lean clients share (shared/awswire:
 // the config's endpoint, cached credentials and SigV4, the config's
 // retryer in the SDK's retry loop, the hooks), without the SDK's
-// middleware stack. What SQS adds to the core is here: the SDK's MD5
-// checks of message bodies (md5.go), its typed errors (errors.go) and the
-// X-Amzn-Query-Mode header that has SQS name its old error codes too.
+// middleware stack. What SQS adds to the core is here: the SDK's checks
+// of required members (validate.go), its MD5 checks of message bodies
+// (md5.go), its typed errors (errors.go) and the X-Amzn-Query-Mode header
+// that has SQS name its old error codes too.
 package sqswire
 
 import (
@@ -83,12 +84,18 @@ func (c *Client) do(ctx context.Context, op string, in any, optFns []func(*sqs.O
 		return nil, &smithy.OperationError{ServiceID: "SQS", OperationName: op,
 			Err: fmt.Errorf("sqswire: %s's per-call options are not supported (%s=sdk uses the SDK's client)", op, EnvClient)}
 	}
+	if err := validate(in); err != nil {
+		return nil, &smithy.OperationError{ServiceID: "SQS", OperationName: op, Err: err}
+	}
 	return c.core.Do(ctx, op, in, check)
 }
 
 // SendMessageBatch is sqs.Client.SendMessageBatch, with its check of the
 // sent bodies' MD5.
 func (c *Client) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if in == nil {
+		in = &sqs.SendMessageBatchInput{}
+	}
 	out, err := c.do(ctx, opSend, in, optFns, checkSent)
 	if err != nil {
 		return nil, err
@@ -100,6 +107,9 @@ func (c *Client) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchI
 // received bodies' MD5. A long poll (WaitTimeSeconds) waits in the
 // config's HTTP client, as the SDK's does: the client adds no timeout.
 func (c *Client) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if in == nil {
+		in = &sqs.ReceiveMessageInput{}
+	}
 	out, err := c.do(ctx, opReceive, in, optFns, checkReceived)
 	if err != nil {
 		return nil, err
@@ -109,6 +119,9 @@ func (c *Client) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput
 
 // DeleteMessageBatch is sqs.Client.DeleteMessageBatch.
 func (c *Client) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	if in == nil {
+		in = &sqs.DeleteMessageBatchInput{}
+	}
 	out, err := c.do(ctx, opDelete, in, optFns, nil)
 	if err != nil {
 		return nil, err
@@ -118,6 +131,9 @@ func (c *Client) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBa
 
 // ChangeMessageVisibility is sqs.Client.ChangeMessageVisibility.
 func (c *Client) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	if in == nil {
+		in = &sqs.ChangeMessageVisibilityInput{}
+	}
 	out, err := c.do(ctx, opChange, in, optFns, nil)
 	if err != nil {
 		return nil, err
@@ -127,6 +143,9 @@ func (c *Client) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMess
 
 // ChangeMessageVisibilityBatch is sqs.Client.ChangeMessageVisibilityBatch.
 func (c *Client) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	if in == nil {
+		in = &sqs.ChangeMessageVisibilityBatchInput{}
+	}
 	out, err := c.do(ctx, opChangeBatch, in, optFns, nil)
 	if err != nil {
 		return nil, err

@@ -219,3 +219,42 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("no region: %v", err)
 	}
 }
+
+// TestRequiredMembers: an input without a member the SDK requires is
+// refused before anything is sent, with the SDK's error; a nil input is
+// an empty one, as for the SDK.
+func TestRequiredMembers(t *testing.T) {
+	rec, sdk, lean := pair(t)
+	q, id, h := aws.String(queueURL), aws.String("0"), aws.String("h")
+	for _, c := range []struct {
+		op string
+		in any
+	}{
+		{"SendMessageBatch", &sqs.SendMessageBatchInput{}},
+		{"SendMessageBatch", (*sqs.SendMessageBatchInput)(nil)},
+		{"SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: q, Entries: []types.SendMessageBatchRequestEntry{{Id: id, MessageBody: h}, {
+			MessageAttributes:       map[string]types.MessageAttributeValue{"a": {StringValue: h}},
+			MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{"AWSTraceHeader": {StringValue: h}}}}}},
+		{"ReceiveMessage", &sqs.ReceiveMessageInput{}},
+		{"ReceiveMessage", (*sqs.ReceiveMessageInput)(nil)},
+		{"DeleteMessageBatch", &sqs.DeleteMessageBatchInput{QueueUrl: q}},
+		{"DeleteMessageBatch", &sqs.DeleteMessageBatchInput{QueueUrl: q, Entries: []types.DeleteMessageBatchRequestEntry{{Id: id, ReceiptHandle: h}, {}}}},
+		{"ChangeMessageVisibility", &sqs.ChangeMessageVisibilityInput{}},
+		{"ChangeMessageVisibilityBatch", &sqs.ChangeMessageVisibilityBatchInput{Entries: []types.ChangeMessageVisibilityBatchRequestEntry{{ReceiptHandle: h}}}},
+	} {
+		rec.mu.Lock()
+		before := len(rec.bodies)
+		rec.mu.Unlock()
+		_, serr := call(sdk, c.op, c.in)
+		_, lerr := call(lean, c.op, c.in)
+		var ip smithy.InvalidParamsError
+		if serr == nil || lerr == nil || serr.Error() != lerr.Error() || !errors.As(lerr, &ip) {
+			t.Errorf("%s %+v:\nSDK  %v\nlean %v", c.op, c.in, serr, lerr)
+		}
+		rec.mu.Lock()
+		if n := len(rec.bodies) - before; n != 0 {
+			t.Errorf("%s: %d requests sent", c.op, n)
+		}
+		rec.mu.Unlock()
+	}
+}
