@@ -243,6 +243,9 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 		return nil, err
 	}
 	h := req.Header
+	// The constant headers' value slices are shared by every request:
+	// the signer and the hooks replace a header's slice (Set), never
+	// write into it.
 	for k, v := range c.header {
 		h[k] = v
 	}
