@@ -56,19 +56,27 @@ func (i *Injector) duplicateStep(st *middleware.Stack) error {
 			if err != nil || !i.enabled.Load() {
 				return out, md, err
 			}
-			rin, ok1 := in.Parameters.(*sqs.ReceiveMessageInput)
-			rout, ok2 := out.Result.(*sqs.ReceiveMessageOutput)
-			if !ok1 || !ok2 || awsmiddleware.GetServiceID(ctx) != "SQS" {
-				return out, md, err
-			}
-			for _, m := range rout.Messages {
-				if m.ReceiptHandle != nil && i.decideDuplicate("SQS", opReceive) {
-					i.reopen(ctx, aws.ToString(rin.QueueUrl), aws.ToString(m.ReceiptHandle))
-				}
+			if awsmiddleware.GetServiceID(ctx) == "SQS" {
+				i.duplicate(ctx, in.Parameters, out.Result)
 			}
 			return out, md, err
 		})
 	return st.Initialize.Add(step, middleware.After)
+}
+
+// duplicate reopens some of the messages a ReceiveMessage call (in, out)
+// returned, for the SDK's client (duplicateStep) and the lean one (hook.go).
+func (i *Injector) duplicate(ctx context.Context, in, out any) {
+	rin, ok1 := in.(*sqs.ReceiveMessageInput)
+	rout, ok2 := out.(*sqs.ReceiveMessageOutput)
+	if !ok1 || !ok2 {
+		return
+	}
+	for _, m := range rout.Messages {
+		if m.ReceiptHandle != nil && i.decideDuplicate("SQS", opReceive) {
+			i.reopen(ctx, aws.ToString(rin.QueueUrl), aws.ToString(m.ReceiptHandle))
+		}
+	}
 }
 
 // decideDuplicate says whether one received message gets delivered again.

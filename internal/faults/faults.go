@@ -50,7 +50,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/batchwork/batchwork/shared/ddbwire"
+	"github.com/batchwork/batchwork/shared/awswire"
 )
 
 // Kind is a kind of fault.
@@ -364,7 +364,7 @@ type inputKey struct{}
 const inputMiddlewareID = "batchwork.faults.input"
 
 // Install adds the injector to cfg's API options, and to the lean
-// DynamoDB client's hooks, so clients made from cfg afterwards are subject
+// clients' hooks (DynamoDB and SQS), so clients made from cfg afterwards are subject
 // to it. Installing the same injector twice on one
 // config is harmless; several injectors can be installed on one config.
 func (i *Injector) Install(cfg *aws.Config) {
@@ -372,7 +372,7 @@ func (i *Injector) Install(cfg *aws.Config) {
 		return
 	}
 	i.installDuplicates(*cfg)
-	ddbwire.Install(cfg, i) // hook.go
+	awswire.Install(cfg, i) // hook.go
 	cfg.APIOptions = append(cfg.APIOptions, i.apiOption)
 }
 

@@ -4,21 +4,27 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/batchwork/batchwork/shared/ddbwire"
+	"github.com/batchwork/batchwork/shared/awswire"
 )
 
-// Call passes the lean DynamoDB client's call on: faults are per attempt.
-func (i *Injector) Call(ctx context.Context, _ *ddbwire.Call, next func(context.Context) error) error {
-	return next(ctx)
+// Call passes the lean clients' call on, as faults are per attempt, then
+// reopens some of the messages an SQS ReceiveMessage returned (Duplicate),
+// as duplicateStep does after the SDK's client's.
+func (i *Injector) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
+	err := next(ctx)
+	if err == nil && c.Service == "SQS" && c.Operation == opReceive && i.enabled.Load() {
+		i.duplicate(ctx, c.Input, c.Output)
+	}
+	return err
 }
 
-// Attempt injects a fault into one attempt of the lean DynamoDB client
-// (ddbwire.Hook), decided as for the SDK's clients: an error fault is
+// Attempt injects a fault into one attempt of a lean client
+// (awswire.Hook), decided as for the SDK's clients: an error fault is
 // answered with the HTTP response the service would have sent, which
 // the client turns into its typed error; a lost response is sent and,
 // when the server answered 2xx, replaced by a connection reset, which the
 // client's retryer retries as it would a real one.
-func (i *Injector) Attempt(_ context.Context, c *ddbwire.Call, req *http.Request, send ddbwire.Send) (*http.Response, error) {
+func (i *Injector) Attempt(_ context.Context, c *awswire.Call, req *http.Request, send awswire.Send) (*http.Response, error) {
 	if !i.enabled.Load() {
 		return send(req)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/batchwork/batchwork/shared/ddbwire"
+	"github.com/batchwork/batchwork/shared/awswire"
 )
 
 // Call records the actions of one call of the lean DynamoDB client
 // (ddbwire.Hook), as the middleware Install adds records the SDK's.
-func (r *Recorder) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
+func (r *Recorder) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
 	if fn := FunctionOf(ctx); fn != "" {
 		r.record(fn, Actions(c.Service, c.Operation, c.Input))
 	}
@@ -17,6 +17,6 @@ func (r *Recorder) Call(ctx context.Context, c *ddbwire.Call, next func(context.
 }
 
 // Attempt sends the attempt: actions are per call.
-func (r *Recorder) Attempt(_ context.Context, _ *ddbwire.Call, req *http.Request, send ddbwire.Send) (*http.Response, error) {
+func (r *Recorder) Attempt(_ context.Context, _ *awswire.Call, req *http.Request, send awswire.Send) (*http.Response, error) {
 	return send(req)
 }

@@ -33,7 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/batchwork/batchwork/shared/ddbwire"
+	"github.com/batchwork/batchwork/shared/awswire"
 )
 
 // The deployed functions (functions/<name>, infra/batchwork's Fn*).
@@ -121,7 +121,7 @@ const middlewareID = "batchwork.iamrec"
 // Install adds the recorder to cfg's API options, so clients made from cfg
 // afterwards record through it. Installing twice is harmless.
 func (r *Recorder) Install(cfg *aws.Config) {
-	ddbwire.Install(cfg, r) // hook.go
+	awswire.Install(cfg, r) // hook.go
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		if _, ok := st.Initialize.Get(middlewareID); ok {
 			return nil

@@ -36,8 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/batchwork/batchwork/shared/awswire"
 	"github.com/batchwork/batchwork/shared/cost"
-	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo/capacity"
 )
 
@@ -152,7 +152,7 @@ func (r *Recorder) DescribeTable(ctx context.Context, db *dynamodb.Client, name 
 // Install adds the recording middleware to cfg (before clients are made
 // from it).
 func (r *Recorder) Install(cfg *aws.Config) {
-	ddbwire.Install(cfg, r) // hook.go
+	awswire.Install(cfg, r) // hook.go
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.loadmodel",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/batchwork/batchwork/shared/ddbwire"
+	"github.com/batchwork/batchwork/shared/awswire"
 )
 
 // Load returns an aws.Config. With endpoint set (an emulator), requests go
@@ -81,9 +81,9 @@ type Counter struct {
 }
 
 // Install adds the counting middleware to cfg, and the counter to the
-// hooks of the lean DynamoDB client (counterhook.go).
+// hooks of the lean clients (counterhook.go).
 func (c *Counter) Install(cfg *aws.Config) {
-	ddbwire.Install(cfg, c)
+	awswire.Install(cfg, c)
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.count",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {

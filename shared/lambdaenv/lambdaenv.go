@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/batchwork/batchwork/shared/awsconf"
 	"github.com/batchwork/batchwork/shared/blob"
@@ -30,6 +29,7 @@ import (
 	"github.com/batchwork/batchwork/shared/principal"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/sqswire"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -215,7 +215,12 @@ func Wire(ctx context.Context, c Config) (Wired, error) {
 		return Wired{}, err
 	}
 	b := blob.New(s3.NewFromConfig(cfg, awsconf.S3Options(cfg)), c.Bucket)
-	q := queue.New(sqs.NewFromConfig(cfg))
+	// The lean client (shared/sqswire) unless BATCHWORK_SQS_CLIENT=sdk.
+	sq, err := sqswire.ForQueues(cfg, os.Getenv(sqswire.EnvClient))
+	if err != nil {
+		return Wired{}, err
+	}
+	q := queue.New(sq)
 	// The lean client (shared/ddbwire) unless BATCHWORK_DYNAMO_CLIENT=sdk.
 	db, err := ddbwire.ForStore(cfg, os.Getenv(ddbwire.EnvClient))
 	if err != nil {

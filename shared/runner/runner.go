@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/feed"
@@ -39,6 +38,7 @@ import (
 	"github.com/batchwork/batchwork/shared/provision"
 	"github.com/batchwork/batchwork/shared/queue"
 	"github.com/batchwork/batchwork/shared/spec"
+	"github.com/batchwork/batchwork/shared/sqswire"
 	"github.com/batchwork/batchwork/shared/tuning"
 )
 
@@ -165,7 +165,12 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	r.Store = dynamo.New(db, res.Table)
 	r.Blob = blob.New(s3.NewFromConfig(o.AWS, s3opt), res.Bucket)
-	r.Queue = queue.New(sqs.NewFromConfig(o.AWS))
+	// The lean client (shared/sqswire) unless BATCHWORK_SQS_CLIENT=sdk.
+	sq, err := sqswire.ForQueues(o.AWS, os.Getenv(sqswire.EnvClient))
+	if err != nil {
+		return nil, err
+	}
+	r.Queue = queue.New(sq)
 	r.Service = control.New(o.Control, r.Store, r.Queue, r.Blob, o.Log)
 	if err := r.wireEvents(o, res); err != nil {
 		return nil, err

@@ -33,8 +33,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/batchwork/batchwork/shared/awswire"
 	"github.com/batchwork/batchwork/shared/cost"
-	"github.com/batchwork/batchwork/shared/ddbwire"
 	"github.com/batchwork/batchwork/shared/dynamo/capacity"
 )
 
@@ -91,12 +91,12 @@ func New(jobOf func(body string) string) *Meter {
 }
 
 // Install adds the counting middleware to cfg, and the meter to the lean
-// DynamoDB client's hooks (hook.go), before clients are made from it.
+// clients' hooks (hook.go), before clients are made from it.
 func (m *Meter) Install(cfg *aws.Config) {
 	if m == nil {
 		return
 	}
-	ddbwire.Install(cfg, m)
+	awswire.Install(cfg, m)
 	// Clipped: a copy of cfg made before keeps its own options.
 	cfg.APIOptions = append(slices.Clip(cfg.APIOptions), func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("batchwork.meter",

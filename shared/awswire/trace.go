@@ -1,4 +1,4 @@
-package ddbwire
+package awswire
 
 import (
 	"net/http"
