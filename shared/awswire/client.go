@@ -99,7 +99,7 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		return nil, fmt.Errorf("%s: a custom endpoint resolver is not supported (set BaseEndpoint, or %s=sdk)", svc.Package, svc.EnvClient)
 	}
 	if o.FIPS || o.DualStack {
-		return nil, fmt.Errorf("%s: FIPS and dual-stack endpoints are not supported", svc.Package)
+		return nil, fmt.Errorf("%s: FIPS and dual-stack endpoints are not supported (%s=sdk uses the SDK's client)", svc.Package, svc.EnvClient)
 	}
 	// The SDK's endpoint rules, once: the partition's domain
 	// (amazonaws.com.cn, c2s.ic.gov, ...), and a base endpoint's path
