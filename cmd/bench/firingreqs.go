@@ -37,8 +37,8 @@ func (l *reqLabels) install(cfg *aws.Config) {
 	})
 }
 
-// Call counts a call of the store's lean DynamoDB client (ddbwire.Hook),
-// as the middleware counts the SDK's.
+// Call counts a call of a lean client (the store's DynamoDB client or the
+// queues' SQS client: ddbwire.Hook), as the middleware counts the SDK's.
 func (l *reqLabels) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
 	l.add(c.Operation + " " + requestLabel(c.Input))
 	return next(ctx)

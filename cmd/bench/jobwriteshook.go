@@ -10,7 +10,8 @@ import (
 )
 
 // Call notes the jobs a transaction of the store's lean DynamoDB client
-// wrote (ddbwire.Hook), as jobWrites' middleware notes the SDK's.
+// wrote (ddbwire.Hook), as jobWrites' middleware notes the SDK's; the
+// lean SQS client's calls pass through unnoted.
 func (w *jobWrites) Call(ctx context.Context, c *ddbwire.Call, next func(context.Context) error) error {
 	err := next(ctx)
 	tx, ok := c.Input.(*dynamodb.TransactWriteItemsInput)

@@ -7,8 +7,8 @@ import (
 	"github.com/batchwork/batchwork/shared/awswire"
 )
 
-// Call records the actions of one call of the lean DynamoDB client
-// (ddbwire.Hook), as the middleware Install adds records the SDK's.
+// Call records the actions of one call of a lean client (DynamoDB's or
+// SQS's: awswire.Hook), as the middleware Install adds records the SDK's.
 func (r *Recorder) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
 	if fn := FunctionOf(ctx); fn != "" {
 		r.record(fn, Actions(c.Service, c.Operation, c.Input))
