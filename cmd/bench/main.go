@@ -211,7 +211,7 @@ func run(o benchOptions) error {
 	}
 	e.start(ctx)
 
-	probe := emuprobe.Run(ctx, cfg, r.Resources.Bucket)
+	probe := emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots})
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -244,7 +244,7 @@ func run(o benchOptions) error {
 	}
 	rec.Reset()
 	cpu0 := emuprobe.CPUTime()
-	emu0, _ := emuprobe.EmulatorCPU()
+	span := emuprobe.StartSpan()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
@@ -255,14 +255,14 @@ func run(o benchOptions) error {
 		return err
 	}
 	cpu := emuprobe.CPUTime() - cpu0
-	emu1, _ := emuprobe.EmulatorCPU()
+	spanned := span.Describe(tasks + 1)
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	// The job's own cost figure is final when it ends; the settling
 	// sweep's scans below are no job's.
 	ran := rec.Snapshot()
-	probe = probe.Around(emuprobe.Run(ctx, cfg, r.Resources.Bucket))
+	probe = probe.Around(emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots}))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -271,9 +271,9 @@ func run(o benchOptions) error {
 	rate := float64(total) / elapsed.Seconds()
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
-	printFloor(rate, probe, snap, total)
+	printFloor(rate, probe, snap, total, cpu/time.Duration(total))
 	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0)
-	printJobCPU(cpu, emu1-emu0, total, elapsed)
+	fmt.Printf("    %s\n", spanned)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))
 	if o.cpuProfile != "" {

@@ -80,8 +80,8 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	}
 	m := sim.Measured{DynamoRate: probe.Dynamo.Rate, DynamoLatency: probe.Dynamo.Latency, SQSRate: probe.SQS.Rate, SQSLatency: probe.SQS.Latency}
 	if probe.Dynamo.CPU > 0 && probe.SQS.CPU > 0 && runnerCPU > 0 && probe.Dynamo.Cores > 0 {
-		// The cores the DynamoDB probe got, busy: on a quiet machine all
-		// of them, on a shared one what the other work left.
+		// The cores the machine's other work left over the store probe:
+		// on a quiet machine all of them.
 		m.Cores = min(float64(runtime.NumCPU()), probe.Dynamo.Cores)
 		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.Dynamo.CPU, probe.SQS.CPU, runnerCPU
 	}
@@ -96,7 +96,7 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	if m.Cores > 0 {
-		fmt.Printf("    on %.2f cores shared (what the probes got, of %d): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
+		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
 			m.Cores, runtime.NumCPU(), us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
 	}
 	rate := float64(tasks) / took.Seconds()
@@ -202,3 +202,5 @@ func simAWSMeasured(rate float64) {
 	}
 	simAWS(rate, *measuredProfile, "this run's last job's profile")
 }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
