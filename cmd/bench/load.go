@@ -280,7 +280,8 @@ func printProbe(p emuprobe.Emulator) {
 // (emuprobe.FloorOf) of its requests per task and runner's CPU per task.
 func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int, runnerCPU time.Duration) {
 	tot := snap.Totals()
-	f := emuprobe.FloorOf(probe, per(tot.Requests["DynamoDB"], tasks), per(tot.Requests["SQS"], tasks), runnerCPU)
+	w, rd := dynamoSplit(snap, tasks)
+	f := emuprobe.FloorOf(probe, w, rd, per(tot.Requests["SQS"], tasks), runnerCPU)
 	printProbe(probe)
 	fmt.Printf("  emulator floor (the least of: the cores over the CPU the emulators and the runner spend per task; each emulator's plateau\n")
 	fmt.Printf("  over the job's requests per task to it; the runner's CPU per task is this job's, the rest the probes'):\n")

@@ -83,7 +83,8 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 		// The cores the machine's other work left over the store probe:
 		// on a quiet machine all of them.
 		m.Cores = min(float64(runtime.NumCPU()), probe.Dynamo.Cores)
-		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.Dynamo.CPU, probe.SQS.CPU, runnerCPU
+		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.DynamoCPU(dynamoSplit(snap, tasks)), probe.SQS.CPU, runnerCPU
+		m.IdleCores = probe.Idle.DynamoDB + probe.Idle.SQS
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
@@ -96,8 +97,8 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	if m.Cores > 0 {
-		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
-			m.Cores, runtime.NumCPU(), us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
+		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
+			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
@@ -201,6 +202,16 @@ func simAWSMeasured(rate float64) {
 		return
 	}
 	simAWS(rate, *measuredProfile, "this run's last job's profile")
+}
+
+// dynamoSplit is the job's DynamoDB requests a task, writes and reads
+// (GetItem, BatchGetItem, Query), which the probes price apart.
+func dynamoSplit(snap loadmodel.Snapshot, tasks int) (writes, reads float64) {
+	all := per(snap.Totals().Requests["DynamoDB"], tasks)
+	for _, op := range []string{"GetItem", "BatchGetItem", "Query"} {
+		reads += per(snap.Ops["DynamoDB."+op].Requests, tasks)
+	}
+	return all - reads, reads
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

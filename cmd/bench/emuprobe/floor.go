@@ -14,28 +14,32 @@ import (
 type Floor struct {
 	Rate float64 // tasks a second
 	By   string  // what sets it
-	// Cores is what the machine's other work left; CPU the three
+	// Cores is what the machine's other work and the emulators' idle
+	// CPU left; CPU the three
 	// processes' CPU per task, each given in Parts.
 	Cores float64
 	CPU   time.Duration
 	Parts []string
 }
 
-// FloorOf is the floor of a job asking dynamo and sqs requests per task
-// of emulators probed as p, whose runner spends runnerCPU per task.
-func FloorOf(p Emulator, dynamo, sqs float64, runnerCPU time.Duration) Floor {
+// FloorOf is the floor of a job asking writes and reads DynamoDB requests
+// and sqs SQS requests per task of emulators probed as p, whose runner
+// spends runnerCPU per task.
+func FloorOf(p Emulator, writes, reads, sqs float64, runnerCPU time.Duration) Floor {
+	dynamo := writes + reads
+	dcpu := p.DynamoCPU(writes, reads)
 	var f Floor
 	take := func(rate float64, by string) {
 		if rate > 0 && (f.By == "" || rate < f.Rate) {
 			f.Rate, f.By = rate, by
 		}
 	}
-	emu := time.Duration(dynamo*float64(p.Dynamo.CPU) + sqs*float64(p.SQS.CPU))
-	if p.Dynamo.CPU > 0 && p.SQS.CPU > 0 && runnerCPU > 0 && p.Dynamo.Cores > 0 {
-		f.Cores, f.CPU = p.Dynamo.Cores, emu+runnerCPU
-		rate := f.Cores / f.CPU.Seconds()
-		f.Parts = append(f.Parts, fmt.Sprintf("cores: %.2f left by other work / (DynamoDB Local %.0f µs x %.2f + moto %.0f µs x %.2f + the runner %.0f µs) = %.0f tasks/s",
-			f.Cores, us(p.Dynamo.CPU), dynamo, us(p.SQS.CPU), sqs, us(runnerCPU), rate))
+	emu := time.Duration(dynamo*float64(dcpu) + sqs*float64(p.SQS.CPU))
+	if dcpu > 0 && p.SQS.CPU > 0 && runnerCPU > 0 && p.Dynamo.Cores > 0 {
+		f.Cores, f.CPU = p.Dynamo.Cores-p.Idle.DynamoDB-p.Idle.SQS, emu+runnerCPU
+		rate := max(0, f.Cores) / f.CPU.Seconds()
+		f.Parts = append(f.Parts, fmt.Sprintf("cores: (%.2f left by other work - %.2f the emulators' idle) / (DynamoDB Local %.0f µs x %.2f (%.2f of them reads) + moto %.0f µs x %.2f + the runner %.0f µs) = %.0f tasks/s",
+			p.Dynamo.Cores, p.Idle.DynamoDB+p.Idle.SQS, us(dcpu), dynamo, reads, us(p.SQS.CPU), sqs, us(runnerCPU), rate))
 		take(rate, "the cores")
 	}
 	for _, s := range []struct {

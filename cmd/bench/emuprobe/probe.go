@@ -55,6 +55,9 @@ type Ceiling struct {
 	// cpu is the emulators' CPU time per request over the levels (the
 	// other emulator idle meanwhile): 0 where it is not measured.
 	CPU time.Duration
+	// span and served are the time and requests CPU was measured over.
+	span   time.Duration
+	served float64
 	// Cores is the machine's cores less what its other work (processes
 	// other than the bench and its emulators, /proc/stat) took over the
 	// levels of several clients: the store probe's only.
@@ -75,6 +78,40 @@ type Emulator struct {
 	Before, After *Emulator
 	// Err is why the store probe measured nothing.
 	Err error
+	// Idle is the emulators' and this process's CPU with no probe
+	// running (the runner idle beside them): cores kept busy.
+	Idle Idle
+}
+
+// Idle is the CPU each process spends a second with no task running: the
+// JVM's own threads, moto serving the idle runner's long polls, the
+// runner's pollers and beats. The probes' CPU per request is net of it.
+type Idle struct {
+	DynamoDB, SQS, Runner float64
+}
+
+// idleFor is the CPU each process spent over d of no probe.
+func idleFor(d time.Duration) Idle {
+	j0, _ := EmulatorCPUOf(dynamoLocal)
+	e0, _ := EmulatorCPU()
+	o0 := CPUTime()
+	time.Sleep(d)
+	j1, _ := EmulatorCPUOf(dynamoLocal)
+	e1, _ := EmulatorCPU()
+	o1 := CPUTime()
+	sec := d.Seconds()
+	return Idle{DynamoDB: (j1 - j0).Seconds() / sec, SQS: (e1 - e0 - (j1 - j0)).Seconds() / sec, Runner: (o1 - o0).Seconds() / sec}
+}
+
+// probeIdle is how long the idle CPU is measured: a few hundred ticks.
+const probeIdle = time.Second
+
+// net takes idle cores' worth of CPU over the span out of c's CPU per
+// request.
+func (c *Ceiling) net(idle float64) {
+	if c.served > 0 && c.CPU > 0 {
+		c.CPU = max(0, c.CPU-time.Duration(idle*float64(c.span)/c.served))
+	}
 }
 
 // Target is what the probe runs beside: the runner's table (whose layout
@@ -89,22 +126,29 @@ func (p Emulator) Around(q Emulator) Emulator {
 	mean := func(a, b Ceiling) Ceiling {
 		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2}
 	}
-	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2}
-	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Before: &p, After: &q}
+	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2,
+		ReadCPU: (p.Task.ReadCPU + q.Task.ReadCPU) / 2}
+	idle := Idle{DynamoDB: (p.Idle.DynamoDB + q.Idle.DynamoDB) / 2, SQS: (p.Idle.SQS + q.Idle.SQS) / 2, Runner: (p.Idle.Runner + q.Idle.Runner) / 2}
+	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Idle: idle, Before: &p, After: &q}
 }
 
 // describe is the probe's levels, or its two ends' after around.
 func (p Emulator) Describe() string {
 	if p.Before != nil {
-		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request, %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request",
-			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores,
-			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU))
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request; %s",
+			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores,
+			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.Idle.describe())
 	}
 	if p.Err != nil {
 		return fmt.Sprintf("DynamoDB not measured (%v); SQS %.0f/s (%s; %.0f µs)", p.Err, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
 	}
-	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request, %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request)",
-		p.Dynamo.Rate, p.Dynamo.Describe(), us(p.Dynamo.CPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
+	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request); %s",
+		p.Dynamo.Rate, p.Dynamo.Describe(), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU),
+		p.Idle.describe())
+}
+
+func (i Idle) describe() string {
+	return fmt.Sprintf("idle, cores busy: DynamoDB Local %.3f, moto %.3f, the runner %.3f (the CPU per request is net of the emulators')", i.DynamoDB, i.SQS, i.Runner)
 }
 
 // rates is the probe as the floor reads it, by service.
@@ -147,6 +191,10 @@ func Run(ctx context.Context, cfg aws.Config, t Target) Emulator {
 	var p Emulator
 	p.Dynamo, p.Task, p.Err = probeStore(ctx, cfg, t.Table, storeLevels(t.Slots))
 	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
+	// Idle last: a fresh JVM is still starting before the probe's warm-up.
+	p.Idle = idleFor(probeIdle)
+	p.Dynamo.net(p.Idle.DynamoDB)
+	p.SQS.net(p.Idle.SQS)
 	s3c := s3.NewFromConfig(c, awsconf.S3Options(c))
 	var seq atomic.Int64
 	p.S3, _ = loop(probeStepS3, S3Clients, func(int) int {
@@ -225,6 +273,7 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 		cpuOK = ok
 		served += rate * took.Seconds()
 		cpu += e1 - e0 - (j1 - j0)
+		c.span += took
 		c.Levels = append(c.Levels, Level{Clients: n, Rate: rate, Latency: lat})
 		if n >= plateauClients {
 			plateau = append(plateau, rate)
@@ -235,6 +284,7 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 	}
 	if cpuOK && served > 0 {
 		c.CPU = time.Duration(float64(cpu) / served)
+		c.served = served
 	}
 	c.Rate = median(plateau)
 	return c

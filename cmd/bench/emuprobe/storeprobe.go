@@ -43,6 +43,31 @@ import (
 // claims at a quiet emulator's rate.
 const probeJobTasks = 10_000
 
+// A fresh DynamoDB Local's JVM spends two to three times the CPU a
+// request that it spends once its compiler has warmed it, which takes
+// about 5,000 of these tasks (10,000 requests; `bench -probe 14` shows the
+// fall); a job of a few seconds on a fresh one runs on its costliest
+// requests, and a probe before it sees no steady figure. So the first
+// probe on an emulator warms it with that many tasks first (at most
+// freshWarmMax), and every job runs on a warm emulator, as a long-lived one
+// is.
+const (
+	freshWarmTasks = 5_000
+	freshWarmMax   = 40 * time.Second
+)
+
+// warmed is the DynamoDB endpoints warmed so far.
+var warmed sync.Map
+
+// warmFresh runs fn from 16 clients until freshWarmTasks tasks were done.
+func warmFresh(fn func(w int) int) {
+	start := time.Now()
+	for done := 0.0; done < freshWarmTasks && time.Since(start) < freshWarmMax; {
+		rate, _ := loop(probeWarm, 16, fn)
+		done += rate * probeWarm.Seconds()
+	}
+}
+
 // StoreCycle is what one no-op task's claim and commit cost, as the store
 // probe measured them over its levels of several clients.
 type StoreCycle struct {
@@ -53,6 +78,18 @@ type StoreCycle struct {
 	// plane's and the DynamoDB client's share of a task, and the idle
 	// runner's pollers beside them.
 	OwnCPU time.Duration
+	// ReadCPU is DynamoDB Local's CPU per request of the job's reads
+	// (priceReads); the Ceiling's CPU is its writes'.
+	ReadCPU time.Duration
+}
+
+// DynamoCPU is DynamoDB Local's CPU per request of a job that asks
+// writes and reads a task: each at its probed price.
+func (p Emulator) DynamoCPU(writes, reads float64) time.Duration {
+	if writes+reads <= 0 || p.Task.ReadCPU <= 0 {
+		return p.Dynamo.CPU
+	}
+	return time.Duration((writes*float64(p.Dynamo.CPU) + reads*float64(p.Task.ReadCPU)) / (writes + reads))
 }
 
 // probeStore runs the store probe on a table of runnerTable's layout and
@@ -102,10 +139,42 @@ func probeStore(ctx context.Context, cfg aws.Config, runnerTable string, clients
 		return 1
 	}
 	requests := func() int { return rec.Snapshot().Totals().Requests["DynamoDB"] }
+	if _, done := warmed.LoadOrStore(aws.ToString(sdk.Options().BaseEndpoint), true); !done {
+		warmFresh(one)
+	}
 	warm(one)
 	ceil, cycle := sweepTasks(clients, probeStep, one, requests)
 	_ = svc.FlushCounts(ctx)
+	cycle.ReadCPU = priceReads(ctx, svc, src, requests)
 	return ceil, cycle, nil
+}
+
+// probeReads is how long the reads are priced.
+const probeReads = 500 * time.Millisecond
+
+// priceReads is DynamoDB Local's CPU per request of the job's reads, the
+// other share of its requests: status reads of the probe's job (its
+// record, stages and counter shards, whose sets of counted partitions are
+// its largest items) and a sweep pass (its `due` index queries and ready
+// markers' looks), from one client. A read reads items many times a
+// claim's size: it costs the emulator several times a write's CPU.
+func priceReads(ctx context.Context, svc *control.Service, src *taskSource, requests func() int) time.Duration {
+	src.mu.Lock()
+	job := src.job
+	src.mu.Unlock()
+	r0 := requests()
+	e0, _ := EmulatorCPUOf(dynamoLocal)
+	_, _ = svc.Sweep(ctx)
+	for stop := time.Now().Add(probeReads); time.Now().Before(stop); {
+		if _, err := svc.Status(ctx, "probe", job); err != nil {
+			break
+		}
+	}
+	e1, _ := EmulatorCPUOf(dynamoLocal)
+	if n := requests() - r0; n > 0 {
+		return (e1 - e0) / time.Duration(n)
+	}
+	return 0
 }
 
 // sweepTasks runs fn (one task a call) at each level of clients and
@@ -154,6 +223,7 @@ func sweepTasks(levels []int, step time.Duration, fn func(int) int, requests fun
 	var cycle StoreCycle
 	if tasks > 0 && reqs > 0 {
 		c.CPU = time.Duration(float64(cpu) / reqs)
+		c.span, c.served = wall, reqs
 		c.Cores = CoresLeft(other / wall.Seconds())
 		cycle = StoreCycle{Requests: reqs / tasks, OwnCPU: time.Duration(float64(own) / tasks)}
 	}
