@@ -353,7 +353,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := emuprobe.CPUTime() - cpu0
-	spanned := span.Describe(n)
+	spanned, left := span.Describe(n)
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
 	probe = probe.Around(emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots}))
 	if err := settle(ctx, r); err != nil {
@@ -370,7 +370,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
-	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn)
+	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn, left)
 	fmt.Printf("    %s\n", spanned)
 	printRequests(snap, n, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go

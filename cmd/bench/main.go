@@ -256,7 +256,7 @@ func run(o benchOptions) error {
 		return err
 	}
 	cpu := emuprobe.CPUTime() - cpu0
-	spanned := span.Describe(tasks + 1)
+	spanned, left := span.Describe(tasks + 1)
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -273,7 +273,7 @@ func run(o benchOptions) error {
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
 	printFloor(rate, probe, snap, total, cpu/time.Duration(total))
-	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0)
+	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0, left)
 	fmt.Printf("    %s\n", spanned)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))

@@ -67,7 +67,12 @@ func simPrices() sim.Prices {
 // and prints the prediction next to the measured figures: the job's
 // time, and when queued > 0 the time to its first stage's last task
 // queued. A prediction off by more than simTolerance prints FAIL.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration) {
+//
+// left, the cores other work left over the job, gives a second
+// prediction, no verdict: the same model with the machine as the job had
+// it, which tells an error of the probes' few seconds of the machine from
+// one of the model or its prices.
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration, left float64) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
@@ -106,6 +111,13 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	if queued > 0 {
 		fmt.Printf("    last task queued: predicted %.1fs, measured %.1fs: %s\n", r.Queued.Seconds(), queued.Seconds(),
 			verdict(r.Queued.Seconds(), queued.Seconds()))
+	}
+	if m.Cores > 0 && left > 0 {
+		m.Cores = left
+		if r, err = sim.Run(sim.Emulator(stages, p, m, slots, 1)); err == nil {
+			fmt.Printf("    on the %.2f cores other work left over the job instead (no verdict): %.0f tasks/s, %+.1f%%; last task queued %.1fs\n",
+				left, r.Rate, 100*(r.Rate-rate)/rate, r.Queued.Seconds())
+		}
 	}
 }
 

@@ -21,16 +21,18 @@ func StartSpan() Span {
 	return Span{own: CPUTime(), java: j, emu: e, others: StartOthers()}
 }
 
-// Describe is the span's CPU per task of tasks, and the cores busy.
-func (s Span) Describe(tasks int) string {
+// Describe is the span's CPU per task of tasks, and the cores busy; and
+// the cores other work left over it.
+func (s Span) Describe(tasks int) (string, float64) {
 	j, _ := EmulatorCPUOf(dynamoLocal)
 	e, _ := EmulatorCPU()
 	own, took := CPUTime()-s.own, time.Since(s.others.at)
 	if tasks == 0 || took <= 0 {
-		return ""
+		return "", 0
 	}
+	other := s.others.Cores()
 	t := float64(tasks)
 	ours := own + e - s.emu
 	return fmt.Sprintf("CPU over the job, a task: the runner %.0f µs, DynamoDB Local %.0f µs, moto %.0f µs; %.2f cores busy with them, %.2f with other work",
-		us(own)/t, us(j-s.java)/t, us(e-s.emu-(j-s.java))/t, ours.Seconds()/took.Seconds(), s.others.Cores())
+		us(own)/t, us(j-s.java)/t, us(e-s.emu-(j-s.java))/t, ours.Seconds()/took.Seconds(), other), CoresLeft(other)
 }
