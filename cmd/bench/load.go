@@ -269,38 +269,27 @@ func trim(s string, n int) string {
 
 // printProbe prints the probe's levels, before and after the job.
 func printProbe(p emuprobe.Emulator) {
-	fmt.Printf("  emulator ceilings, same run (probe.go: DynamoDB the no-op job's mix, 94%% conditional UpdateItems on distinct keys; SQS\n")
-	fmt.Printf("  SendMessageBatch of 10, ReceiveMessage, DeleteMessageBatch; once warm, through a client built as the runner's; by clients\n")
-	fmt.Printf("  the rate and mean latency, the ceiling the median of the levels of several clients):\n")
+	fmt.Printf("  emulator probes, same run (emuprobe: DynamoDB the store probe, control.Service's Claim and Commit of no-op tasks on jobs\n")
+	fmt.Printf("  of its own, on a table of the runner's layout, through a client built as the runner's with its hooks; SQS SendMessageBatch\n")
+	fmt.Printf("  of 10, ReceiveMessage, DeleteMessageBatch; by clients the requests a second and a request's mean latency, the plateau the\n")
+	fmt.Printf("  median of the levels of several clients; CPU from /proc):\n")
 	fmt.Printf("    %s\n", p.Describe())
 }
 
-// printFloor prints the run's rate against the emulator floor: for each
-// service its bare rate over its requests per task, and the smallest.
-func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int) {
+// printFloor prints the run's rate against the emulator floor
+// (emuprobe.FloorOf) of its requests per task and runner's CPU per task.
+func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int, runnerCPU time.Duration) {
 	tot := snap.Totals()
-	bare := probe.Rates()
-	floor, by := 0.0, ""
-	var parts []string
-	for _, svc := range []string{"DynamoDB", "SQS", "S3"} {
-		rpt := per(tot.Requests[svc], tasks)
-		b, ok := bare[svc]
-		if !ok || rpt == 0 {
-			continue
-		}
-		f := b / rpt
-		parts = append(parts, fmt.Sprintf("%s %.0f req/s / %.2f per task = %.0f tasks/s", svc, b, rpt, f))
-		if by == "" || f < floor {
-			floor, by = f, svc
-		}
-	}
+	w, rd := dynamoSplit(snap, tasks)
+	f := emuprobe.FloorOf(probe, w, rd, per(tot.Requests["SQS"], tasks), runnerCPU)
 	printProbe(probe)
-	fmt.Printf("  emulator floor (ceiling / requests per task; S3: PutObject, %d clients):\n", emuprobe.S3Clients)
-	for _, p := range parts {
+	fmt.Printf("  emulator floor (the least of: the cores over the CPU the emulators and the runner spend per task; each emulator's plateau\n")
+	fmt.Printf("  over the job's requests per task to it; the runner's CPU per task is this job's, the rest the probes'):\n")
+	for _, p := range f.Parts {
 		fmt.Printf("    %s\n", p)
 	}
-	if floor > 0 {
-		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, set by %s; %s)\n", rate, 100*rate/floor, floor, by, floorVerdict(rate, floor))
+	if f.Rate > 0 {
+		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, set by %s; %s)\n", rate, 100*rate/f.Rate, f.Rate, f.By, floorVerdict(rate, f.Rate))
 	}
 }
 
@@ -334,11 +323,11 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	e.start(ctx)
 
 	// The emulator's ceilings, for the simulator's prediction.
-	probe := emuprobe.Run(ctx, cfg, r.Resources.Bucket)
+	probe := emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots})
 	rec.Reset()
 	queued.Store(0)
 	cpu0 := emuprobe.CPUTime()
-	emu0, _ := emuprobe.EmulatorCPU()
+	span := emuprobe.StartSpan()
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
 	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "load-1", Spec: body})
@@ -364,9 +353,9 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	progress.Stop()
 	cpu := emuprobe.CPUTime() - cpu0
-	emu1, _ := emuprobe.EmulatorCPU()
+	spanned, left := span.Describe(n)
 	ran := rec.Snapshot() // before the settling sweep, no job's (jobcost.go)
-	probe = probe.Around(emuprobe.Run(ctx, cfg, r.Resources.Bucket))
+	probe = probe.Around(emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots}))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -381,8 +370,8 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
-	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn)
-	printJobCPU(cpu, emu1-emu0, n, elapsed)
+	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn, left)
+	fmt.Printf("    %s\n", spanned)
 	printRequests(snap, n, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go
 		return err

@@ -1,9 +1,9 @@
 // Command bench measures Batchwork on the emulator:
 //
 //   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task):
-//     its rate next to the emulator floor measured in the same run (each
-//     service's ceiling, probed at the jobs' concurrency, over its
-//     requests per task: probe.go), the bench
+//     its rate next to the emulator floor measured in the same run (the
+//     cores over the CPU the emulators, as probed on the job's own
+//     requests, and the runner spend per task: emuprobe), the bench
 //     process's CPU per task (-cpuprofile writes a pprof profile), AWS
 //     requests and DynamoDB capacity per task by operation, the task item
 //     size, and ready-to-claimed latency with idle executors;
@@ -211,7 +211,7 @@ func run(o benchOptions) error {
 	}
 	e.start(ctx)
 
-	probe := emuprobe.Run(ctx, cfg, r.Resources.Bucket)
+	probe := emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots})
 	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
@@ -244,25 +244,26 @@ func run(o benchOptions) error {
 	}
 	rec.Reset()
 	cpu0 := emuprobe.CPUTime()
-	emu0, _ := emuprobe.EmulatorCPU()
+	span := emuprobe.StartSpan()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
-	// The status is read every 250 ms (its reads would load the
-	// emulator), and the job's own end time marks the end of the run.
-	st, elapsed, err := runJob(ctx, r, watcher, "bench-1", body, 20*time.Minute, 250*time.Millisecond)
+	// The status is read once a second (a read of it costs DynamoDB Local
+	// 6 to 10 ms of CPU, a share of the job's emulator CPU at 4 a second),
+	// and the job's own end time marks the end of the run.
+	st, elapsed, err := runJob(ctx, r, watcher, "bench-1", body, 20*time.Minute, time.Second)
 	if err != nil {
 		return err
 	}
 	cpu := emuprobe.CPUTime() - cpu0
-	emu1, _ := emuprobe.EmulatorCPU()
+	spanned, left := span.Describe(tasks + 1)
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
 	// The job's own cost figure is final when it ends; the settling
 	// sweep's scans below are no job's.
 	ran := rec.Snapshot()
-	probe = probe.Around(emuprobe.Run(ctx, cfg, r.Resources.Bucket))
+	probe = probe.Around(emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots}))
 	if err := settle(ctx, r); err != nil {
 		return err
 	}
@@ -271,9 +272,9 @@ func run(o benchOptions) error {
 	rate := float64(total) / elapsed.Seconds()
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
-	printFloor(rate, probe, snap, total)
-	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0)
-	printJobCPU(cpu, emu1-emu0, total, elapsed)
+	printFloor(rate, probe, snap, total, cpu/time.Duration(total))
+	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0, left)
+	fmt.Printf("    %s\n", spanned)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))
 	if o.cpuProfile != "" {

@@ -24,7 +24,7 @@ func probeRepeated(n, slots int) error {
 	defer e.close()
 	e.start(ctx)
 	for i := range n {
-		p := emuprobe.Run(ctx, e.cfg, e.r.Resources.Bucket)
+		p := emuprobe.Run(ctx, e.cfg, emuprobe.Target{Table: e.r.Resources.Table, Bucket: e.r.Resources.Bucket, Slots: slots})
 		l, _ := loadAverage()
 		fmt.Printf("probe %d (load average %.1f): %s\n", i+1, l, p.Describe())
 	}

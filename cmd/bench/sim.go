@@ -67,7 +67,12 @@ func simPrices() sim.Prices {
 // and prints the prediction next to the measured figures: the job's
 // time, and when queued > 0 the time to its first stage's last task
 // queued. A prediction off by more than simTolerance prints FAIL.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration) {
+//
+// left, the cores other work left over the job, gives a second
+// prediction, no verdict: the same model with the machine as the job had
+// it, which tells an error of the probes' few seconds of the machine from
+// one of the model or its prices.
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration, left float64) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
@@ -80,10 +85,11 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	}
 	m := sim.Measured{DynamoRate: probe.Dynamo.Rate, DynamoLatency: probe.Dynamo.Latency, SQSRate: probe.SQS.Rate, SQSLatency: probe.SQS.Latency}
 	if probe.Dynamo.CPU > 0 && probe.SQS.CPU > 0 && runnerCPU > 0 && probe.Dynamo.Cores > 0 {
-		// The cores the DynamoDB probe got, busy: on a quiet machine all
-		// of them, on a shared one what the other work left.
+		// The cores the machine's other work left over the store probe:
+		// on a quiet machine all of them.
 		m.Cores = min(float64(runtime.NumCPU()), probe.Dynamo.Cores)
-		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.Dynamo.CPU, probe.SQS.CPU, runnerCPU
+		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.DynamoCPU(dynamoSplit(snap, tasks)), probe.SQS.CPU, runnerCPU
+		m.IdleCores = probe.Idle.DynamoDB + probe.Idle.SQS
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
@@ -96,8 +102,8 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	if m.Cores > 0 {
-		fmt.Printf("    on %.2f cores shared (what the probes got, of %d): emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
-			m.Cores, runtime.NumCPU(), us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
+		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (probed), the runner's %.0f µs a task (this job's)\n",
+			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
@@ -105,6 +111,13 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	if queued > 0 {
 		fmt.Printf("    last task queued: predicted %.1fs, measured %.1fs: %s\n", r.Queued.Seconds(), queued.Seconds(),
 			verdict(r.Queued.Seconds(), queued.Seconds()))
+	}
+	if m.Cores > 0 && left > 0 {
+		m.Cores = left
+		if r, err = sim.Run(sim.Emulator(stages, p, m, slots, 1)); err == nil {
+			fmt.Printf("    on the %.2f cores other work left over the job instead (no verdict): %.0f tasks/s, %+.1f%%; last task queued %.1fs\n",
+				left, r.Rate, 100*(r.Rate-rate)/rate, r.Queued.Seconds())
+		}
 	}
 }
 
@@ -202,3 +215,15 @@ func simAWSMeasured(rate float64) {
 	}
 	simAWS(rate, *measuredProfile, "this run's last job's profile")
 }
+
+// dynamoSplit is the job's DynamoDB requests a task, writes and reads
+// (GetItem, BatchGetItem, Query), which the probes price apart.
+func dynamoSplit(snap loadmodel.Snapshot, tasks int) (writes, reads float64) {
+	all := per(snap.Totals().Requests["DynamoDB"], tasks)
+	for _, op := range []string{"GetItem", "BatchGetItem", "Query"} {
+		reads += per(snap.Ops["DynamoDB."+op].Requests, tasks)
+	}
+	return all - reads, reads
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

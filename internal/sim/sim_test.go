@@ -253,6 +253,10 @@ func TestEmulatorSharedCores(t *testing.T) {
 		// 2 cores, 2.02 x 1 ms of DynamoDB and 3 ms of the runner a
 		// task: 2 / 5.02 ms, 398 tasks a second.
 		{"the cores bind first", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 2, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 398, LimitCores},
+		// The emulators' idle half a core leaves 1.5 to the tasks:
+		// 1.5 / 5.02 ms, 299 tasks a second.
+		{"the emulators' idle CPU takes its share", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 2, IdleCores: 0.5, DynamoCPU: time.Millisecond,
+			RunnerCPU: 3 * time.Millisecond}, 299, LimitCores},
 		// The same work on 4 cores: the ceiling again.
 		{"enough cores: the ceiling binds", Measured{DynamoRate: 1000, SQSRate: 1e6, Cores: 4, DynamoCPU: time.Millisecond, RunnerCPU: 3 * time.Millisecond}, 495, "DynamoDB (emulator)"},
 	} {

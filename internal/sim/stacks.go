@@ -129,7 +129,15 @@ type Measured struct {
 	// control plane and executors), as measured over the job.
 	Cores                        float64
 	DynamoCPU, SQSCPU, RunnerCPU time.Duration
+	// IdleCores is the CPU the emulators spend a second whatever they
+	// serve (the JVM's own threads, the idle runner's long polls), taken
+	// off Cores: DynamoCPU and SQSCPU are net of it.
+	IdleCores float64
 }
+
+// minCores is the least of the cores the model gives the tasks' work: a
+// machine whose idle emulators seem to take every core still serves.
+const minCores = 0.05
 
 // LimitCores names the machine's cores when they limit an emulator run.
 const LimitCores = "the machine's cores (emulators and runner)"
@@ -166,7 +174,7 @@ func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Confi
 		// task's, the rest of the profile's, and the runner's CPU.
 		chunk := float64(codeChunkTasks)
 		sends := math.Ceil(chunk / 10)
-		c.CPU = &Server{Name: LimitCores, Rate: m.Cores}
+		c.CPU = &Server{Name: LimitCores, Rate: max(minCores, m.Cores-m.IdleCores)}
 		c.ChunkCPU = time.Duration(chunkDynamoRequests*float64(m.DynamoCPU) + sends*float64(m.SQSCPU))
 		c.TaskCPU = m.RunnerCPU + time.Duration(max(0, p.DynamoRequests-chunkDynamoRequests/chunk)*float64(m.DynamoCPU)+
 			max(0, p.SQSRequests-sends/chunk)*float64(m.SQSCPU))

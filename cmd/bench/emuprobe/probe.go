@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -40,6 +38,9 @@ type Level struct {
 	Clients int
 	Rate    float64       // requests served a second
 	Latency time.Duration // mean time a request took
+	// CPU is the emulator's CPU per request at this level (the store
+	// probe's: DynamoDB Local's); 0 where not measured.
+	CPU time.Duration
 }
 
 // Ceiling is one service's probe: its levels, the plateau (the Ceiling:
@@ -54,9 +55,12 @@ type Ceiling struct {
 	// cpu is the emulators' CPU time per request over the levels (the
 	// other emulator idle meanwhile): 0 where it is not measured.
 	CPU time.Duration
-	// cores is the CPU the emulators and this process got a second over
-	// the levels of several clients, which keep the emulator busy: the
-	// machine's cores, less what its other work took meanwhile.
+	// span and served are the time and requests CPU was measured over.
+	span   time.Duration
+	served float64
+	// Cores is the machine's cores less what its other work (processes
+	// other than the bench and its emulators, /proc/stat) took over the
+	// levels of several clients: the store probe's only.
 	Cores float64
 }
 
@@ -67,9 +71,54 @@ type Ceiling struct {
 // a job runs, so one end alone may catch a moment busier or quieter than
 // the job's span.
 type Emulator struct {
-	Dynamo, SQS   Ceiling
+	Dynamo, SQS Ceiling
+	// Task is the store probe's cost of a task (storeprobe.go).
+	Task          StoreCycle
 	S3            float64
 	Before, After *Emulator
+	// Err is why the store probe measured nothing.
+	Err error
+	// Idle is the emulators' and this process's CPU with no probe
+	// running (the runner idle beside them): cores kept busy.
+	Idle Idle
+}
+
+// Idle is the CPU each process spends a second with no task running: the
+// JVM's own threads, moto serving the idle runner's long polls, the
+// runner's pollers and beats. The probes' CPU per request is net of it.
+type Idle struct {
+	DynamoDB, SQS, Runner float64
+}
+
+// idleFor is the CPU each process spent over d of no probe.
+func idleFor(d time.Duration) Idle {
+	j0, _ := EmulatorCPUOf(dynamoLocal)
+	e0, _ := EmulatorCPU()
+	o0 := CPUTime()
+	time.Sleep(d)
+	j1, _ := EmulatorCPUOf(dynamoLocal)
+	e1, _ := EmulatorCPU()
+	o1 := CPUTime()
+	sec := d.Seconds()
+	return Idle{DynamoDB: (j1 - j0).Seconds() / sec, SQS: (e1 - e0 - (j1 - j0)).Seconds() / sec, Runner: (o1 - o0).Seconds() / sec}
+}
+
+// probeIdle is how long the idle CPU is measured: a few hundred ticks.
+const probeIdle = time.Second
+
+// net takes idle cores' worth of CPU over the span out of c's CPU per
+// request.
+func (c *Ceiling) net(idle float64) {
+	if c.served > 0 && c.CPU > 0 {
+		c.CPU = max(0, c.CPU-time.Duration(idle*float64(c.span)/c.served))
+	}
+}
+
+// Target is what the probe runs beside: the runner's table (whose layout
+// the store probe copies), its bucket, and the job's executor slots.
+type Target struct {
+	Table, Bucket string
+	Slots         int
 }
 
 // around is the mean of p, probed before a job, and q, after it.
@@ -77,17 +126,29 @@ func (p Emulator) Around(q Emulator) Emulator {
 	mean := func(a, b Ceiling) Ceiling {
 		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2}
 	}
-	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), S3: (p.S3 + q.S3) / 2, Before: &p, After: &q}
+	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2,
+		ReadCPU: (p.Task.ReadCPU + q.Task.ReadCPU) / 2}
+	idle := Idle{DynamoDB: (p.Idle.DynamoDB + q.Idle.DynamoDB) / 2, SQS: (p.Idle.SQS + q.Idle.SQS) / 2, Runner: (p.Idle.Runner + q.Idle.Runner) / 2}
+	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Idle: idle, Before: &p, After: &q}
 }
 
 // describe is the probe's levels, or its two ends' after around.
 func (p Emulator) Describe() string {
 	if p.Before != nil {
-		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of emulator CPU a request, %.2f cores got; SQS %.0f/s, %.1f ms alone, %.0f µs",
-			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), p.Dynamo.Cores, p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU))
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request; %s",
+			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores,
+			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.Idle.describe())
 	}
-	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of emulator CPU a request, %.2f cores got); SQS %.0f/s (%s; %.0f µs)", p.Dynamo.Rate, p.Dynamo.Describe(),
-		us(p.Dynamo.CPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
+	if p.Err != nil {
+		return fmt.Sprintf("DynamoDB not measured (%v); SQS %.0f/s (%s; %.0f µs)", p.Err, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
+	}
+	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request); %s",
+		p.Dynamo.Rate, p.Dynamo.Describe(), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU),
+		p.Idle.describe())
+}
+
+func (i Idle) describe() string {
+	return fmt.Sprintf("idle, cores busy: DynamoDB Local %.3f, moto %.3f, the runner %.3f (the CPU per request is net of the emulators')", i.DynamoDB, i.SQS, i.Runner)
 }
 
 // rates is the probe as the floor reads it, by service.
@@ -97,10 +158,16 @@ func (p Emulator) Rates() map[string]float64 {
 
 // The probe's levels and how long each runs, after a warm-up: about 6 s
 // in all on a warm emulator, up to 8 s more on a fresh one.
-var (
-	dynamoClients = []int{1, 8, 16, 32, 64}
-	sqsClients    = []int{1, 4, 8, 16}
-)
+var sqsClients = []int{1, 4, 8, 16}
+
+// storeLevels are the store probe's levels for a job of slots executor
+// slots: a lone client (a request's latency with nothing queued), then
+// half, all and twice the slots (the job's executors, with its count
+// flushes and materialization beside them).
+func storeLevels(slots int) []int {
+	slots = max(slots, 2)
+	return []int{1, slots / 2, slots, 2 * slots}
+}
 
 const (
 	probeWarm    = 500 * time.Millisecond
@@ -117,12 +184,17 @@ const (
 
 // Run measures the emulator's ceilings through a client built
 // like the runner's (its retryer and shared HTTP client), not counted.
-func Run(ctx context.Context, cfg aws.Config, bucket string) Emulator {
+func Run(ctx context.Context, cfg aws.Config, t Target) Emulator {
 	c := cfg.Copy()
 	awsconf.Harden(&c)
+	bucket := t.Bucket
 	var p Emulator
-	p.Dynamo = probeDynamo(ctx, dynamodb.NewFromConfig(c))
+	p.Dynamo, p.Task, p.Err = probeStore(ctx, cfg, t.Table, storeLevels(t.Slots))
 	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
+	// Idle last: a fresh JVM is still starting before the probe's warm-up.
+	p.Idle = idleFor(probeIdle)
+	p.Dynamo.net(p.Idle.DynamoDB)
+	p.SQS.net(p.Idle.SQS)
 	s3c := s3.NewFromConfig(c, awsconf.S3Options(c))
 	var seq atomic.Int64
 	p.S3, _ = loop(probeStepS3, S3Clients, func(int) int {
@@ -131,78 +203,6 @@ func Run(ctx context.Context, cfg aws.Config, bucket string) Emulator {
 		return served(err)
 	})
 	return p
-}
-
-// probeDynamo runs the no-op job's DynamoDB mix (performance.md's request
-// table: 94% conditional UpdateItems, a task's claim creating its record
-// and its commit moving it, the rest reads and puts): of every 50
-// requests, 47 conditional UpdateItems (in turn creating a record of the
-// client's own and moving the one it created), a GetItem, a Query and a
-// conditional PutItem. The emulator is warmed first (a JVM's first
-// requests of a kind are slow), unmeasured.
-func probeDynamo(ctx context.Context, db *dynamodb.Client) Ceiling {
-	table, err := probeTable(ctx, db)
-	if err != nil {
-		return Ceiling{}
-	}
-	defer func() { _, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table}) }()
-	var seq atomic.Int64
-	run := time.Now().UnixNano()
-	key := func(pk string) map[string]types.AttributeValue {
-		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: "X"}}
-	}
-	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	one := func(int) int {
-		i := seq.Add(1)
-		pk := fmt.Sprintf("BENCHPROBE#%d#%d", run, i)
-		prev := fmt.Sprintf("BENCHPROBE#%d#%d", run, i-1)
-		var err error
-		switch i % 50 {
-		case 0:
-			_, err = db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: key(prev)})
-		case 1:
-			_, err = db.Query(ctx, &dynamodb.QueryInput{TableName: &table, KeyConditionExpression: aws.String("pk = :pk"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prev)}})
-		case 2:
-			_, err = db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
-				"pk": str(pk), "sk": str("X"), "s": str("READY")}, ConditionExpression: aws.String("attribute_not_exists(pk)")})
-		default:
-			// A claim creates a record; the next request, a commit,
-			// moves the record the one before created (perhaps another
-			// client's: a key of its own all the same, never contended
-			// long).
-			if i%2 == 1 {
-				_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: key(pk),
-					UpdateExpression: aws.String("SET s = :s, t = :t ADD n :one"), ConditionExpression: aws.String("attribute_not_exists(s)"),
-					ExpressionAttributeValues: map[string]types.AttributeValue{":s": str("CLAIMED"), ":t": str("token"),
-						":one": &types.AttributeValueMemberN{Value: "1"}}})
-				break
-			}
-			_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: key(prev),
-				UpdateExpression: aws.String("SET s = :done"), ConditionExpression: aws.String("attribute_not_exists(s) OR t = :t"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":done": str("SUCCEEDED"), ":t": str("token")}})
-		}
-		return served(err)
-	}
-	warm(one)
-	return sweep(dynamoClients, probeStep, one)
-}
-
-// probeTable creates a table of the runner's key schema for the probe,
-// on the same emulator: the thousands of records the probe writes stay
-// out of the jobs' table (moto's DynamoDB, BATCHWORK_DYNAMODB=moto, slows
-// with its table's size).
-func probeTable(ctx context.Context, db *dynamodb.Client) (string, error) {
-	name := fmt.Sprintf("bench-probe-%d", time.Now().UnixNano())
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &name, BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}})
-	if err != nil {
-		return "", err
-	}
-	return name, dynamodb.NewTableExistsWaiter(db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, time.Minute)
 }
 
 // probeSQS runs the SQS cycle of materialization and the executors on a
@@ -254,24 +254,26 @@ func warm(fn func(w int) int) {
 }
 
 // sweep runs fn at each level of clients for step and returns the levels
-// and the Ceiling.
+// and the Ceiling; its CPU is the emulators' but DynamoDB Local's (moto's,
+// for the SQS probe: DynamoDB Local only serves the idle runner meanwhile).
 func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 	var c Ceiling
 	var plateau []float64
-	cpu0, cpuOK := EmulatorCPU()
 	served := 0.0
-	var busy, wall time.Duration
+	var cpu time.Duration
+	cpuOK := false
 	for _, n := range levels {
 		start := time.Now()
-		e0, _ := EmulatorCPU()
-		own0 := CPUTime()
+		e0, ok := EmulatorCPU()
+		j0, _ := EmulatorCPUOf(dynamoLocal)
 		rate, lat := loop(step, n, fn)
 		took := time.Since(start)
+		e1, _ := EmulatorCPU()
+		j1, _ := EmulatorCPUOf(dynamoLocal)
+		cpuOK = ok
 		served += rate * took.Seconds()
-		if e1, _ := EmulatorCPU(); n >= plateauClients {
-			busy += e1 - e0 + CPUTime() - own0
-			wall += took
-		}
+		cpu += e1 - e0 - (j1 - j0)
+		c.span += took
 		c.Levels = append(c.Levels, Level{Clients: n, Rate: rate, Latency: lat})
 		if n >= plateauClients {
 			plateau = append(plateau, rate)
@@ -280,15 +282,23 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 			c.Latency = lat
 		}
 	}
-	if cpu1, ok := EmulatorCPU(); ok && cpuOK && served > 0 && wall > 0 {
-		c.CPU = time.Duration(float64(cpu1-cpu0) / served)
-		c.Cores = busy.Seconds() / wall.Seconds()
+	if cpuOK && served > 0 {
+		c.CPU = time.Duration(float64(cpu) / served)
+		c.served = served
 	}
-	slices.Sort(plateau)
-	if k := len(plateau); k > 0 {
-		c.Rate = (plateau[(k-1)/2] + plateau[k/2]) / 2
-	}
+	c.Rate = median(plateau)
 	return c
+}
+
+// median is the middle of xs (the mean of the two middle ones), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	k := len(xs)
+	return (xs[(k-1)/2] + xs[k/2]) / 2
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -334,7 +344,11 @@ func loop(d time.Duration, workers int, fn func(w int) int) (float64, time.Durat
 func (c Ceiling) Describe() string {
 	parts := make([]string, 0, len(c.Levels))
 	for _, l := range c.Levels {
-		parts = append(parts, fmt.Sprintf("%d: %.0f/s %.1f ms", l.Clients, l.Rate, ms(l.Latency)))
+		part := fmt.Sprintf("%d: %.0f/s %.1f ms", l.Clients, l.Rate, ms(l.Latency))
+		if l.CPU > 0 {
+			part += fmt.Sprintf(" %.0f µs", us(l.CPU))
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

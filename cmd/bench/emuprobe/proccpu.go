@@ -11,17 +11,39 @@ import (
 // clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const clockTicks = 100
 
+// dynamoLocal is DynamoDB Local's process name (a JVM); moto's is
+// another (python), so the two emulators' CPU are told apart.
+const dynamoLocal = "java"
+
 // EmulatorCPU is the CPU time (user and system) that this process's
 // descendants, the emulators, have used so far, read from /proc; false
 // where there is none.
 func EmulatorCPU() (time.Duration, bool) {
+	by, ok := descendantCPU()
+	var all time.Duration
+	for _, d := range by {
+		all += d
+	}
+	return all, ok
+}
+
+// EmulatorCPUOf is EmulatorCPU of the descendants named comm (/proc's
+// process name): DynamoDB Local's "java" alone.
+func EmulatorCPUOf(comm string) (time.Duration, bool) {
+	by, ok := descendantCPU()
+	return by[comm], ok
+}
+
+// descendantCPU is this process's descendants' CPU time by process name.
+func descendantCPU() (map[string]time.Duration, bool) {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	if len(stats) == 0 {
-		return 0, false
+		return nil, false
 	}
 	type proc struct {
 		ppid  int
 		ticks int64
+		comm  string
 	}
 	procs := map[int]proc{}
 	for _, f := range stats {
@@ -31,11 +53,11 @@ func EmulatorCPU() (time.Duration, bool) {
 		}
 		s := string(b)
 		// pid (comm) state ppid ... utime stime: comm may hold spaces.
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
+		i, j := strings.LastIndexByte(s, ')'), strings.IndexByte(s, '(')
+		if i < 0 || j < 0 || j > i {
 			continue
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(s[:strings.IndexByte(s, '(')]))
+		pid, err := strconv.Atoi(strings.TrimSpace(s[:j]))
 		fields := strings.Fields(s[i+1:])
 		if err != nil || len(fields) < 13 {
 			continue
@@ -43,19 +65,19 @@ func EmulatorCPU() (time.Duration, bool) {
 		ppid, _ := strconv.Atoi(fields[1])
 		ut, _ := strconv.ParseInt(fields[11], 10, 64)
 		st, _ := strconv.ParseInt(fields[12], 10, 64)
-		procs[pid] = proc{ppid: ppid, ticks: ut + st}
+		procs[pid] = proc{ppid: ppid, ticks: ut + st, comm: s[j+1 : i]}
 	}
 	self := os.Getpid()
-	var ticks int64
-	for pid, p := range procs {
+	by := map[string]time.Duration{}
+	for _, p := range procs {
 		// A descendant: some ancestor is this process.
 		for a, seen := p.ppid, 0; a > 1 && seen < 64; seen++ {
 			if a == self {
-				ticks += procs[pid].ticks
+				by[p.comm] += time.Duration(p.ticks) * time.Second / clockTicks
 				break
 			}
 			a = procs[a].ppid
 		}
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, true
+	return by, true
 }
