@@ -134,7 +134,11 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		header:   h,
 		inLambda: lookup("AWS_LAMBDA_FUNCTION_NAME"),
 	}
-	if !sdkSignerChosen() {
+	sdkSigner, err := sdkSignerChosen()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", svc.Package, err)
+	}
+	if !sdkSigner {
 		c.own = newSigV4(endpoint, h, svc.SigningName, o.Region)
 	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {

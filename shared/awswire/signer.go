@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"net/http"
 	"net/url"
@@ -389,4 +390,15 @@ func isDefaultPort(scheme, port string) bool {
 	return s == "http" && port == "80" || s == "https" && port == "443"
 }
 
-func sdkSignerChosen() bool { return os.Getenv(EnvSigner) == "sdk" }
+// sdkSignerChosen reads EnvSigner: "sdk" for the SDK's signer, "own" or
+// unset for sigv4.
+func sdkSignerChosen() (bool, error) {
+	switch v := os.Getenv(EnvSigner); v {
+	case "", "own":
+		return false, nil
+	case "sdk":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want own or sdk", EnvSigner, v)
+	}
+}

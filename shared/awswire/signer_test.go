@@ -195,12 +195,17 @@ func TestSigV4RefusesHeadersItSetsItself(t *testing.T) {
 
 func TestSignerEnvChoosesTheSDKSigner(t *testing.T) {
 	for _, tc := range []struct {
-		value string
-		sdk   bool
-	}{{"", false}, {"own", false}, {"sdk", true}} {
+		value   string
+		sdk     bool
+		wantErr bool
+	}{{"", false, false}, {"own", false, false}, {"sdk", true, false}, {"SDK", false, true}, {"v4", false, true}} {
 		t.Setenv(EnvSigner, tc.value)
-		if got := sdkSignerChosen(); got != tc.sdk {
-			t.Errorf("%s=%q: SDK signer chosen %v, want %v", EnvSigner, tc.value, got, tc.sdk)
+		got, err := sdkSignerChosen()
+		if got != tc.sdk || (err != nil) != tc.wantErr {
+			t.Errorf("%s=%q: SDK signer chosen %v, error %v; want %v, error %v", EnvSigner, tc.value, got, err, tc.sdk, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), EnvSigner) {
+			t.Errorf("%s=%q: error %q does not name the variable", EnvSigner, tc.value, err)
 		}
 	}
 }
