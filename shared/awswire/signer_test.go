@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -235,3 +236,43 @@ func BenchmarkSign(b *testing.B) {
 		})
 	}
 }
+
+// TestSigV4SignsConcurrently signs from several goroutines across a day
+// boundary with two pairs of credentials, so the key cache is replaced
+// while other signatures read it (run with -race).
+func TestSigV4SignsConcurrently(t *testing.T) {
+	c := signerClient(t, "https://sqs.us-east-1.amazonaws.com/", "sqs", "us-east-1", sqsHeader, false)
+	creds := []aws.Credentials{{AccessKeyID: "AKIA1", SecretAccessKey: "s1"}, {AccessKeyID: "ASIA2", SecretAccessKey: "s2", SessionToken: "t"}}
+	midnight := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sdk := v4.NewSigner()
+			for i := 0; i < 200; i++ {
+				cr := creds[(g+i)%2]
+				when := midnight.Add(time.Duration((g+i)%3-1) * time.Second)
+				own, _ := c.request(context.Background(), "SendMessageBatch", []byte(`{}`), 1, 3)
+				want, _ := c.request(context.Background(), "SendMessageBatch", []byte(`{}`), 1, 3)
+				c.own.sign(own, cr, emptyObjectHash, when)
+				if err := sdk.SignHTTP(context.Background(), cr, want, emptyObjectHash, "sqs", "us-east-1", when); err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got, w := own.Header.Get("Authorization"), want.Header.Get("Authorization"); got != w {
+					errs <- fmt.Sprintf("goroutine %d, signature %d: %q, want %q", g, i, got, w)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+var emptyObjectHash = func() string { s := sha256.Sum256([]byte(`{}`)); return hex.EncodeToString(s[:]) }()
