@@ -1,7 +1,7 @@
 // Package awswire is the service-independent core of the lean AWS clients
 // (shared/ddbwire for DynamoDB, shared/sqswire for SQS): an operation's
 // AWS JSON 1.0 body POSTed through the config's HTTP client to the
-// endpoint the SDK's rules resolve, signed with the SDK's SigV4 signer
+// endpoint the SDK's rules resolve, signed with SigV4 (signer.go)
 // and cached credentials, retried by the config's retryer in a copy of
 // the SDK's retry loop, and handed to the hooks installed on the config
 // (hook.go) call by call and attempt by attempt, as the SDK's middleware
@@ -74,10 +74,12 @@ type Options struct {
 
 // Client sends the operations of one service. Safe for concurrent use.
 type Client struct {
-	svc      Service
-	http     aws.HTTPClient
-	creds    aws.CredentialsProvider // nil: requests go unsigned
-	signer   *v4.Signer
+	svc    Service
+	http   aws.HTTPClient
+	creds  aws.CredentialsProvider // nil: requests go unsigned
+	signer *v4.Signer
+	// own signs instead of signer unless BATCHWORK_SIGNER=sdk (signer.go).
+	own      *sigv4
 	endpoint string
 	region   string
 	retryer  aws.RetryerV2
@@ -131,6 +133,13 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		hooks:    Hooks(cfg),
 		header:   h,
 		inLambda: lookup("AWS_LAMBDA_FUNCTION_NAME"),
+	}
+	sdkSigner, err := sdkSignerChosen()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", svc.Package, err)
+	}
+	if !sdkSigner {
+		c.own = newSigV4(endpoint, h, svc.SigningName, o.Region)
 	}
 	if o.Credentials != nil && !aws.IsCredentialsProvider(o.Credentials, aws.AnonymousCredentials{}) {
 		c.creds = o.Credentials
@@ -238,27 +247,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // attempt sends the request once and reads its answer.
 func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash string, attempt, maxAttempts int) (any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	req, err := c.request(ctx, call.Operation, body, attempt, maxAttempts)
 	if err != nil {
 		return nil, err
 	}
-	h := req.Header
-	// The constant headers' value slices are shared by every request:
-	// the signer and the hooks replace a header's slice (Set), never
-	// write into it.
-	for k, v := range c.header {
-		h[k] = v
-	}
-	h["X-Amz-Target"] = []string{c.svc.Target + call.Operation}
-	h["Amz-Sdk-Request"] = []string{"attempt=" + strconv.Itoa(attempt) + "; max=" + strconv.Itoa(maxAttempts)}
-	traceHeader(h, c.inLambda)
 	if c.creds != nil {
 		creds, err := c.creds.Retrieve(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: retrieve credentials: %w", c.svc.Package, err)
 		}
-		if err := c.signer.SignHTTP(ctx, creds, req, hash, c.svc.SigningName, c.region, time.Now().UTC()); err != nil {
-			return nil, fmt.Errorf("%s: sign: %w", c.svc.Package, err)
+		if err := c.sign(ctx, req, creds, hash, time.Now()); err != nil {
+			return nil, err
 		}
 	}
 	resp, err := c.send(ctx, call, req, 0)
@@ -306,6 +305,37 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 		return nil, responseError(resp, err)
 	}
 	return out, nil
+}
+
+// request is an attempt's request, unsigned.
+func (c *Client) request(ctx context.Context, op string, body []byte, attempt, maxAttempts int) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	// The constant headers' value slices are shared by every request:
+	// the signer and the hooks replace a header's slice (Set), never
+	// write into it.
+	for k, v := range c.header {
+		h[k] = v
+	}
+	h["X-Amz-Target"] = []string{c.svc.Target + op}
+	h["Amz-Sdk-Request"] = []string{"attempt=" + strconv.Itoa(attempt) + "; max=" + strconv.Itoa(maxAttempts)}
+	traceHeader(h, c.inLambda)
+	return req, nil
+}
+
+// sign signs req with the core's own signer or, when it has none, the SDK's.
+func (c *Client) sign(ctx context.Context, req *http.Request, creds aws.Credentials, hash string, t time.Time) error {
+	if c.own != nil {
+		c.own.sign(req, creds, hash, t)
+		return nil
+	}
+	if err := c.signer.SignHTTP(ctx, creds, req, hash, c.svc.SigningName, c.region, t.UTC()); err != nil {
+		return fmt.Errorf("%s: sign: %w", c.svc.Package, err)
+	}
+	return nil
 }
 
 // damaged marks a Check's error as a body damaged on the way.
