@@ -11,120 +11,120 @@ import (
 // union member newer than this code) is an error: dropping it would write
 // an item other than the caller's.
 func (e *enc) av(v types.AttributeValue) error {
-	e.open('{')
+	e.Open('{')
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
-		e.key("S")
-		e.str(v.Value)
+		e.Key("S")
+		e.Str(v.Value)
 	case *types.AttributeValueMemberN:
-		e.key("N")
-		e.str(v.Value)
+		e.Key("N")
+		e.Str(v.Value)
 	case *types.AttributeValueMemberB:
-		e.key("B")
+		e.Key("B")
 		e.bytes(v.Value)
 	case *types.AttributeValueMemberBOOL:
-		e.key("BOOL")
-		e.boolean(v.Value)
+		e.Key("BOOL")
+		e.Bool(v.Value)
 	case *types.AttributeValueMemberNULL:
-		e.key("NULL")
-		e.boolean(v.Value)
+		e.Key("NULL")
+		e.Bool(v.Value)
 	case *types.AttributeValueMemberM:
-		e.key("M")
+		e.Key("M")
 		if err := e.avMap(v.Value); err != nil {
 			return err
 		}
 	case *types.AttributeValueMemberL:
-		e.key("L")
+		e.Key("L")
 		if err := e.avList(v.Value); err != nil {
 			return err
 		}
 	case *types.AttributeValueMemberSS:
-		e.key("SS")
+		e.Key("SS")
 		e.strings(v.Value)
 	case *types.AttributeValueMemberNS:
-		e.key("NS")
+		e.Key("NS")
 		e.strings(v.Value)
 	case *types.AttributeValueMemberBS:
-		e.key("BS")
-		e.open('[')
+		e.Key("BS")
+		e.Open('[')
 		for _, b := range v.Value {
 			e.bytes(b)
 		}
-		e.close(']')
+		e.Close(']')
 	default:
 		return fmt.Errorf("ddbwire: attribute value of type %T is not supported", v)
 	}
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func (e *enc) bytes(b []byte) {
-	e.sep()
-	e.b = append(e.b, '"')
-	e.b = base64.StdEncoding.AppendEncode(e.b, b)
-	e.b = append(e.b, '"')
+	e.Sep()
+	e.B = append(e.B, '"')
+	e.B = base64.StdEncoding.AppendEncode(e.B, b)
+	e.B = append(e.B, '"')
 }
 
 func (e *enc) strings(ss []string) {
-	e.open('[')
+	e.Open('[')
 	for _, s := range ss {
-		e.str(s)
+		e.Str(s)
 	}
-	e.close(']')
+	e.Close(']')
 }
 
 func (e *enc) avMap(m map[string]types.AttributeValue) error {
-	e.open('{')
+	e.Open('{')
 	for k, v := range m {
-		e.anyKey(k)
+		e.AnyKey(k)
 		if err := e.av(v); err != nil {
 			return fmt.Errorf("%s: %w", k, err)
 		}
 	}
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func (e *enc) avList(l []types.AttributeValue) error {
-	e.open('[')
+	e.Open('[')
 	for i, v := range l {
 		if err := e.av(v); err != nil {
 			return fmt.Errorf("[%d]: %w", i, err)
 		}
 	}
-	e.close(']')
+	e.Close(']')
 	return nil
 }
 
 func (e *enc) strMap(m map[string]string) {
-	e.open('{')
+	e.Open('{')
 	for k, v := range m {
-		e.anyKey(k)
-		e.str(v)
+		e.AnyKey(k)
+		e.Str(v)
 	}
-	e.close('}')
+	e.Close('}')
 }
 
 // av reads one attribute value, as the SDK's deserializer does: an object
 // with one member naming the kind.
 func (d *dec) av() types.AttributeValue {
 	var v types.AttributeValue
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		if v != nil {
-			d.fail("attribute value with more than one kind")
+			d.Fail("attribute value with more than one kind")
 			return
 		}
 		switch string(k) {
 		case "S":
-			v = &types.AttributeValueMemberS{Value: d.str()}
+			v = &types.AttributeValueMemberS{Value: d.Str()}
 		case "N":
-			v = &types.AttributeValueMemberN{Value: d.str()}
+			v = &types.AttributeValueMemberN{Value: d.Str()}
 		case "B":
 			v = &types.AttributeValueMemberB{Value: d.bin()}
 		case "BOOL":
-			v = &types.AttributeValueMemberBOOL{Value: d.boolean()}
+			v = &types.AttributeValueMemberBOOL{Value: d.Bool()}
 		case "NULL":
-			v = &types.AttributeValueMemberNULL{Value: d.boolean()}
+			v = &types.AttributeValueMemberNULL{Value: d.Bool()}
 		case "M":
 			v = &types.AttributeValueMemberM{Value: d.avMap()}
 		case "L":
@@ -135,7 +135,7 @@ func (d *dec) av() types.AttributeValue {
 			v = &types.AttributeValueMemberNS{Value: d.strList()}
 		case "BS":
 			var bs [][]byte
-			d.array(func() { bs = append(bs, d.bin()) })
+			d.Array(func() { bs = append(bs, d.bin()) })
 			v = &types.AttributeValueMemberBS{Value: bs}
 		default:
 			// The SDK keeps a kind it does not know as UnknownUnionMember;
@@ -143,64 +143,64 @@ func (d *dec) av() types.AttributeValue {
 			v = &types.UnknownUnionMember{Tag: string(k), Value: d.raw()}
 		}
 	})
-	if v == nil && d.err == nil {
-		d.fail("attribute value of no kind")
+	if v == nil && d.Err == nil {
+		d.Fail("attribute value of no kind")
 	}
 	return v
 }
 
 // raw returns the next value's bytes.
 func (d *dec) raw() []byte {
-	d.peek()
-	start := d.i
-	d.skip()
-	return append([]byte(nil), d.b[start:d.i]...)
+	d.Peek()
+	start := d.I
+	d.Skip()
+	return append([]byte(nil), d.B[start:d.I]...)
 }
 
 func (d *dec) bin() []byte {
-	s := d.strBytes()
+	s := d.StrBytes()
 	if s == nil {
 		return nil
 	}
 	b, err := base64.StdEncoding.AppendDecode(make([]byte, 0, base64.StdEncoding.DecodedLen(len(s))), s)
 	if err != nil {
-		d.fail("bad base64")
+		d.Fail("bad base64")
 	}
 	return b
 }
 
 func (d *dec) avMap() map[string]types.AttributeValue {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	m := map[string]types.AttributeValue{}
-	d.object(func(k []byte) { m[string(k)] = d.av() })
+	d.Object(func(k []byte) { m[string(k)] = d.av() })
 	return m
 }
 
 func (d *dec) avList() []types.AttributeValue {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []types.AttributeValue{}
-	d.array(func() { l = append(l, d.av()) })
+	d.Array(func() { l = append(l, d.av()) })
 	return l
 }
 
 func (d *dec) avMaps() []map[string]types.AttributeValue {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []map[string]types.AttributeValue{}
-	d.array(func() { l = append(l, d.avMap()) })
+	d.Array(func() { l = append(l, d.avMap()) })
 	return l
 }
 
 func (d *dec) strList() []string {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []string{}
-	d.array(func() { l = append(l, d.str()) })
+	d.Array(func() { l = append(l, d.Str()) })
 	return l
 }

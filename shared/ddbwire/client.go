@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/awswire/wirejson"
 	"hash/crc32"
 	"net/http"
 	"strconv"
@@ -160,7 +161,7 @@ func (c *Client) do(ctx context.Context, op string, in any, optFns []func(*dynam
 
 // encode writes the call's input, once for all its attempts.
 func encode(call *Call) ([]byte, error) {
-	e := &enc{b: make([]byte, 0, 512)}
+	e := &enc{wirejson.Enc{B: make([]byte, 0, 512)}}
 	var err error
 	switch in := call.Input.(type) {
 	case *dynamodb.GetItemInput:
@@ -187,11 +188,11 @@ func encode(call *Call) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ddbwire: %s: %w", call.Operation, err)
 	}
-	return e.b, nil
+	return e.B, nil
 }
 
 func decode(op string, body []byte) (any, error) {
-	d := &dec{b: body}
+	d := &dec{wirejson.Dec{B: body}}
 	var out any
 	switch op {
 	case "GetItem":
@@ -213,9 +214,9 @@ func decode(op string, body []byte) (any, error) {
 	case "BatchExecuteStatement":
 		out = decodeBatchExecuteStatement(d)
 	}
-	d.end()
-	if d.err != nil {
-		return nil, &smithy.DeserializationError{Err: fmt.Errorf("ddbwire: %s response: %w", op, d.err), Snapshot: snapshot(body)}
+	d.End()
+	if d.Err != nil {
+		return nil, &smithy.DeserializationError{Err: fmt.Errorf("ddbwire: %s response: %w", op, d.Err), Snapshot: snapshot(body)}
 	}
 	return out, nil
 }

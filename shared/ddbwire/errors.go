@@ -1,6 +1,7 @@
 package ddbwire
 
 import (
+	"github.com/batchwork/batchwork/shared/awswire/wirejson"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -24,15 +25,15 @@ type errorBody struct {
 // sanitizes it.
 func decodeError(header string, body []byte) (error, error) {
 	eb := errorBody{}
-	d := &dec{b: body}
+	d := &dec{wirejson.Dec{B: body}}
 	var bodyCode string
 	if len(body) > 0 {
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch {
 			case string(k) == "__type", strings.EqualFold(string(k), "code") && bodyCode == "":
-				bodyCode = d.str()
+				bodyCode = d.Str()
 			case strings.EqualFold(string(k), "message"):
-				eb.message = d.str()
+				eb.message = d.Str()
 			case string(k) == "Item":
 				eb.item = d.avMap()
 			case string(k) == "CancellationReasons":
@@ -40,11 +41,11 @@ func decodeError(header string, body []byte) (error, error) {
 			case string(k) == "ThrottlingReasons":
 				eb.throttling = d.throttlingReasons()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
-		if d.err != nil {
-			return nil, &smithy.DeserializationError{Err: d.err, Snapshot: snapshot(body)}
+		if d.Err != nil {
+			return nil, &smithy.DeserializationError{Err: d.Err, Snapshot: snapshot(body)}
 		}
 	}
 	code := "UnknownError"
@@ -125,22 +126,22 @@ func typedError(eb errorBody) error {
 }
 
 func (d *dec) cancellationReasons() []types.CancellationReason {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []types.CancellationReason{}
-	d.array(func() {
+	d.Array(func() {
 		var r types.CancellationReason
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Code":
-				r.Code = d.strPtr()
+				r.Code = d.StrPtr()
 			case "Item":
 				r.Item = d.avMap()
 			case "Message":
-				r.Message = d.strPtr()
+				r.Message = d.StrPtr()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		l = append(l, r)
@@ -149,20 +150,20 @@ func (d *dec) cancellationReasons() []types.CancellationReason {
 }
 
 func (d *dec) throttlingReasons() []types.ThrottlingReason {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []types.ThrottlingReason{}
-	d.array(func() {
+	d.Array(func() {
 		var r types.ThrottlingReason
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "reason":
-				r.Reason = d.strPtr()
+				r.Reason = d.StrPtr()
 			case "resource":
-				r.Resource = d.strPtr()
+				r.Resource = d.StrPtr()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		l = append(l, r)

@@ -19,28 +19,28 @@ func unsupported(field string) error {
 
 func (e *enc) optStr(k string, v *string) {
 	if v != nil {
-		e.key(k)
-		e.str(*v)
+		e.Key(k)
+		e.Str(*v)
 	}
 }
 
 func (e *enc) optBool(k string, v *bool) {
 	if v != nil {
-		e.key(k)
-		e.boolean(*v)
+		e.Key(k)
+		e.Bool(*v)
 	}
 }
 
 func (e *enc) enum(k, v string) {
 	if v != "" {
-		e.key(k)
-		e.str(v)
+		e.Key(k)
+		e.Str(v)
 	}
 }
 
 func (e *enc) names(m map[string]string) {
 	if m != nil {
-		e.key("ExpressionAttributeNames")
+		e.Key("ExpressionAttributeNames")
 		e.strMap(m)
 	}
 }
@@ -49,7 +49,7 @@ func (e *enc) optMap(k string, m map[string]types.AttributeValue) error {
 	if m == nil {
 		return nil
 	}
-	e.key(k)
+	e.Key(k)
 	if err := e.avMap(m); err != nil {
 		return fmt.Errorf("%s.%w", k, err)
 	}
@@ -60,7 +60,7 @@ func encodeGetItem(e *enc, in *dynamodb.GetItemInput) error {
 	if in.AttributesToGet != nil {
 		return unsupported("GetItemInput.AttributesToGet")
 	}
-	e.open('{')
+	e.Open('{')
 	e.optBool("ConsistentRead", in.ConsistentRead)
 	e.names(in.ExpressionAttributeNames)
 	if err := e.optMap("Key", in.Key); err != nil {
@@ -69,7 +69,7 @@ func encodeGetItem(e *enc, in *dynamodb.GetItemInput) error {
 	e.optStr("ProjectionExpression", in.ProjectionExpression)
 	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
 	e.optStr("TableName", in.TableName)
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
@@ -80,7 +80,7 @@ func encodePutItem(e *enc, in *dynamodb.PutItemInput) error {
 	case in.ConditionalOperator != "":
 		return unsupported("PutItemInput.ConditionalOperator")
 	}
-	e.open('{')
+	e.Open('{')
 	e.optStr("ConditionExpression", in.ConditionExpression)
 	e.names(in.ExpressionAttributeNames)
 	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
@@ -94,7 +94,7 @@ func encodePutItem(e *enc, in *dynamodb.PutItemInput) error {
 	e.enum("ReturnValues", string(in.ReturnValues))
 	e.enum("ReturnValuesOnConditionCheckFailure", string(in.ReturnValuesOnConditionCheckFailure))
 	e.optStr("TableName", in.TableName)
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
@@ -107,7 +107,7 @@ func encodeUpdateItem(e *enc, in *dynamodb.UpdateItemInput) error {
 	case in.ConditionalOperator != "":
 		return unsupported("UpdateItemInput.ConditionalOperator")
 	}
-	e.open('{')
+	e.Open('{')
 	e.optStr("ConditionExpression", in.ConditionExpression)
 	e.names(in.ExpressionAttributeNames)
 	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
@@ -122,7 +122,7 @@ func encodeUpdateItem(e *enc, in *dynamodb.UpdateItemInput) error {
 	e.enum("ReturnValuesOnConditionCheckFailure", string(in.ReturnValuesOnConditionCheckFailure))
 	e.optStr("TableName", in.TableName)
 	e.optStr("UpdateExpression", in.UpdateExpression)
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
@@ -137,7 +137,7 @@ func encodeQuery(e *enc, in *dynamodb.QueryInput) error {
 	case in.QueryFilter != nil:
 		return unsupported("QueryInput.QueryFilter")
 	}
-	e.open('{')
+	e.Open('{')
 	e.optBool("ConsistentRead", in.ConsistentRead)
 	if err := e.optMap("ExclusiveStartKey", in.ExclusiveStartKey); err != nil {
 		return err
@@ -150,98 +150,98 @@ func encodeQuery(e *enc, in *dynamodb.QueryInput) error {
 	e.optStr("IndexName", in.IndexName)
 	e.optStr("KeyConditionExpression", in.KeyConditionExpression)
 	if in.Limit != nil {
-		e.key("Limit")
-		e.int(int64(*in.Limit))
+		e.Key("Limit")
+		e.Int(int64(*in.Limit))
 	}
 	e.optStr("ProjectionExpression", in.ProjectionExpression)
 	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
 	e.optBool("ScanIndexForward", in.ScanIndexForward)
 	e.enum("Select", string(in.Select))
 	e.optStr("TableName", in.TableName)
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func encodeBatchGetItem(e *enc, in *dynamodb.BatchGetItemInput) error {
-	e.open('{')
+	e.Open('{')
 	if in.RequestItems != nil {
-		e.key("RequestItems")
-		e.open('{')
+		e.Key("RequestItems")
+		e.Open('{')
 		for table, ka := range in.RequestItems {
 			if ka.AttributesToGet != nil {
 				return unsupported("BatchGetItemInput.RequestItems[].AttributesToGet")
 			}
-			e.anyKey(table)
-			e.open('{')
+			e.AnyKey(table)
+			e.Open('{')
 			e.optBool("ConsistentRead", ka.ConsistentRead)
 			e.names(ka.ExpressionAttributeNames)
 			if ka.Keys != nil {
-				e.key("Keys")
-				e.open('[')
+				e.Key("Keys")
+				e.Open('[')
 				for _, k := range ka.Keys {
 					if err := e.avMap(k); err != nil {
 						return fmt.Errorf("RequestItems.%s.Keys.%w", table, err)
 					}
 				}
-				e.close(']')
+				e.Close(']')
 			}
 			e.optStr("ProjectionExpression", ka.ProjectionExpression)
-			e.close('}')
+			e.Close('}')
 		}
-		e.close('}')
+		e.Close('}')
 	}
 	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func encodeTransactWriteItems(e *enc, in *dynamodb.TransactWriteItemsInput, token string) error {
-	e.open('{')
-	e.key("ClientRequestToken")
-	e.str(token)
+	e.Open('{')
+	e.Key("ClientRequestToken")
+	e.Str(token)
 	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
 	e.enum("ReturnItemCollectionMetrics", string(in.ReturnItemCollectionMetrics))
 	if in.TransactItems != nil {
-		e.key("TransactItems")
-		e.open('[')
+		e.Key("TransactItems")
+		e.Open('[')
 		for i, it := range in.TransactItems {
 			if err := e.transactItem(it); err != nil {
 				return fmt.Errorf("TransactItems[%d].%w", i, err)
 			}
 		}
-		e.close(']')
+		e.Close(']')
 	}
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func (e *enc) transactItem(it types.TransactWriteItem) error {
-	e.open('{')
+	e.Open('{')
 	if c := it.ConditionCheck; c != nil {
-		e.key("ConditionCheck")
+		e.Key("ConditionCheck")
 		if err := e.writeItem(c.ConditionExpression, c.ExpressionAttributeNames, c.ExpressionAttributeValues, nil, c.Key, c.ReturnValuesOnConditionCheckFailure, c.TableName, nil); err != nil {
 			return fmt.Errorf("ConditionCheck.%w", err)
 		}
 	}
 	if d := it.Delete; d != nil {
-		e.key("Delete")
+		e.Key("Delete")
 		if err := e.writeItem(d.ConditionExpression, d.ExpressionAttributeNames, d.ExpressionAttributeValues, nil, d.Key, d.ReturnValuesOnConditionCheckFailure, d.TableName, nil); err != nil {
 			return fmt.Errorf("Delete.%w", err)
 		}
 	}
 	if p := it.Put; p != nil {
-		e.key("Put")
+		e.Key("Put")
 		if err := e.writeItem(p.ConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues, p.Item, nil, p.ReturnValuesOnConditionCheckFailure, p.TableName, nil); err != nil {
 			return fmt.Errorf("Put.%w", err)
 		}
 	}
 	if u := it.Update; u != nil {
-		e.key("Update")
+		e.Key("Update")
 		if err := e.writeItem(u.ConditionExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues, nil, u.Key, u.ReturnValuesOnConditionCheckFailure, u.TableName, u.UpdateExpression); err != nil {
 			return fmt.Errorf("Update.%w", err)
 		}
 	}
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
@@ -249,7 +249,7 @@ func (e *enc) transactItem(it types.TransactWriteItem) error {
 // Update, whose members are these, in this order.
 func (e *enc) writeItem(cond *string, names map[string]string, values, item, key map[string]types.AttributeValue,
 	rv types.ReturnValuesOnConditionCheckFailure, table, update *string) error {
-	e.open('{')
+	e.Open('{')
 	e.optStr("ConditionExpression", cond)
 	e.names(names)
 	if err := e.optMap("ExpressionAttributeValues", values); err != nil {
@@ -264,32 +264,32 @@ func (e *enc) writeItem(cond *string, names map[string]string, values, item, key
 	e.enum("ReturnValuesOnConditionCheckFailure", string(rv))
 	e.optStr("TableName", table)
 	e.optStr("UpdateExpression", update)
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
 func encodeBatchExecuteStatement(e *enc, in *dynamodb.BatchExecuteStatementInput) error {
-	e.open('{')
+	e.Open('{')
 	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
 	if in.Statements != nil {
-		e.key("Statements")
-		e.open('[')
+		e.Key("Statements")
+		e.Open('[')
 		for i, s := range in.Statements {
-			e.open('{')
+			e.Open('{')
 			e.optBool("ConsistentRead", s.ConsistentRead)
 			if s.Parameters != nil {
-				e.key("Parameters")
+				e.Key("Parameters")
 				if err := e.avList(s.Parameters); err != nil {
 					return fmt.Errorf("Statements[%d].Parameters%w", i, err)
 				}
 			}
 			e.enum("ReturnValuesOnConditionCheckFailure", string(s.ReturnValuesOnConditionCheckFailure))
 			e.optStr("Statement", s.Statement)
-			e.close('}')
+			e.Close('}')
 		}
-		e.close(']')
+		e.Close(']')
 	}
-	e.close('}')
+	e.Close('}')
 	return nil
 }
 
@@ -297,31 +297,31 @@ func encodeBatchExecuteStatement(e *enc, in *dynamodb.BatchExecuteStatementInput
 // not model are skipped, as it skips them.
 
 func (d *dec) capacity() *types.Capacity {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	c := &types.Capacity{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "CapacityUnits":
-			c.CapacityUnits = d.float()
+			c.CapacityUnits = d.Float()
 		case "ReadCapacityUnits":
-			c.ReadCapacityUnits = d.float()
+			c.ReadCapacityUnits = d.Float()
 		case "WriteCapacityUnits":
-			c.WriteCapacityUnits = d.float()
+			c.WriteCapacityUnits = d.Float()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return c
 }
 
 func (d *dec) capacities() map[string]types.Capacity {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	m := map[string]types.Capacity{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		key := string(k)
 		if c := d.capacity(); c != nil {
 			m[key] = *c
@@ -331,39 +331,39 @@ func (d *dec) capacities() map[string]types.Capacity {
 }
 
 func (d *dec) consumed() *types.ConsumedCapacity {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	c := &types.ConsumedCapacity{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "CapacityUnits":
-			c.CapacityUnits = d.float()
+			c.CapacityUnits = d.Float()
 		case "GlobalSecondaryIndexes":
 			c.GlobalSecondaryIndexes = d.capacities()
 		case "LocalSecondaryIndexes":
 			c.LocalSecondaryIndexes = d.capacities()
 		case "ReadCapacityUnits":
-			c.ReadCapacityUnits = d.float()
+			c.ReadCapacityUnits = d.Float()
 		case "Table":
 			c.Table = d.capacity()
 		case "TableName":
-			c.TableName = d.strPtr()
+			c.TableName = d.StrPtr()
 		case "WriteCapacityUnits":
-			c.WriteCapacityUnits = d.float()
+			c.WriteCapacityUnits = d.Float()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return c
 }
 
 func (d *dec) consumedList() []types.ConsumedCapacity {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []types.ConsumedCapacity{}
-	d.array(func() {
+	d.Array(func() {
 		if c := d.consumed(); c != nil {
 			l = append(l, *c)
 		}
@@ -372,25 +372,25 @@ func (d *dec) consumedList() []types.ConsumedCapacity {
 }
 
 func (d *dec) collectionMetrics() *types.ItemCollectionMetrics {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	m := &types.ItemCollectionMetrics{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ItemCollectionKey":
 			m.ItemCollectionKey = d.avMap()
 		case "SizeEstimateRangeGB":
-			if !d.null() {
+			if !d.Null() {
 				m.SizeEstimateRangeGB = []float64{}
-				d.array(func() {
-					if f := d.float(); f != nil {
+				d.Array(func() {
+					if f := d.Float(); f != nil {
 						m.SizeEstimateRangeGB = append(m.SizeEstimateRangeGB, *f)
 					}
 				})
 			}
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return m
@@ -398,14 +398,14 @@ func (d *dec) collectionMetrics() *types.ItemCollectionMetrics {
 
 func decodeGetItem(d *dec) *dynamodb.GetItemOutput {
 	out := &dynamodb.GetItemOutput{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
 			out.ConsumedCapacity = d.consumed()
 		case "Item":
 			out.Item = d.avMap()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return out
@@ -414,7 +414,7 @@ func decodeGetItem(d *dec) *dynamodb.GetItemOutput {
 // decodeWrite reads PutItem's and UpdateItem's output, which have the
 // same members.
 func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.ConsumedCapacity, icm *types.ItemCollectionMetrics) {
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "Attributes":
 			attrs = d.avMap()
@@ -423,7 +423,7 @@ func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.Consu
 		case "ItemCollectionMetrics":
 			icm = d.collectionMetrics()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return attrs, cc, icm
@@ -431,20 +431,20 @@ func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.Consu
 
 func decodeQuery(d *dec) *dynamodb.QueryOutput {
 	out := &dynamodb.QueryOutput{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
 			out.ConsumedCapacity = d.consumed()
 		case "Count":
-			out.Count = d.int32()
+			out.Count = d.Int32()
 		case "Items":
 			out.Items = d.avMaps()
 		case "LastEvaluatedKey":
 			out.LastEvaluatedKey = d.avMap()
 		case "ScannedCount":
-			out.ScannedCount = d.int32()
+			out.ScannedCount = d.Int32()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return out
@@ -452,30 +452,30 @@ func decodeQuery(d *dec) *dynamodb.QueryOutput {
 
 func decodeBatchGetItem(d *dec) *dynamodb.BatchGetItemOutput {
 	out := &dynamodb.BatchGetItemOutput{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
 			out.ConsumedCapacity = d.consumedList()
 		case "Responses":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			out.Responses = map[string][]map[string]types.AttributeValue{}
-			d.object(func(t []byte) {
+			d.Object(func(t []byte) {
 				table := string(t)
 				out.Responses[table] = d.avMaps()
 			})
 		case "UnprocessedKeys":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			out.UnprocessedKeys = map[string]types.KeysAndAttributes{}
-			d.object(func(t []byte) {
+			d.Object(func(t []byte) {
 				table := string(t)
 				out.UnprocessedKeys[table] = d.keysAndAttributes()
 			})
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return out
@@ -483,30 +483,30 @@ func decodeBatchGetItem(d *dec) *dynamodb.BatchGetItemOutput {
 
 func (d *dec) keysAndAttributes() types.KeysAndAttributes {
 	var ka types.KeysAndAttributes
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "AttributesToGet":
 			ka.AttributesToGet = d.strList()
 		case "ConsistentRead":
-			if !d.null() {
-				b := d.boolean()
+			if !d.Null() {
+				b := d.Bool()
 				ka.ConsistentRead = &b
 			}
 		case "ExpressionAttributeNames":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			ka.ExpressionAttributeNames = map[string]string{}
-			d.object(func(n []byte) {
+			d.Object(func(n []byte) {
 				name := string(n)
-				ka.ExpressionAttributeNames[name] = d.str()
+				ka.ExpressionAttributeNames[name] = d.Str()
 			})
 		case "Keys":
 			ka.Keys = d.avMaps()
 		case "ProjectionExpression":
-			ka.ProjectionExpression = d.strPtr()
+			ka.ProjectionExpression = d.StrPtr()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return ka
@@ -514,19 +514,19 @@ func (d *dec) keysAndAttributes() types.KeysAndAttributes {
 
 func decodeTransactWriteItems(d *dec) *dynamodb.TransactWriteItemsOutput {
 	out := &dynamodb.TransactWriteItemsOutput{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
 			out.ConsumedCapacity = d.consumedList()
 		case "ItemCollectionMetrics":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			out.ItemCollectionMetrics = map[string][]types.ItemCollectionMetrics{}
-			d.object(func(t []byte) {
+			d.Object(func(t []byte) {
 				table := string(t)
 				l := []types.ItemCollectionMetrics{}
-				d.array(func() {
+				d.Array(func() {
 					if m := d.collectionMetrics(); m != nil {
 						l = append(l, *m)
 					}
@@ -534,7 +534,7 @@ func decodeTransactWriteItems(d *dec) *dynamodb.TransactWriteItemsOutput {
 				out.ItemCollectionMetrics[table] = l
 			})
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return out
@@ -542,18 +542,18 @@ func decodeTransactWriteItems(d *dec) *dynamodb.TransactWriteItemsOutput {
 
 func decodeBatchExecuteStatement(d *dec) *dynamodb.BatchExecuteStatementOutput {
 	out := &dynamodb.BatchExecuteStatementOutput{}
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
 			out.ConsumedCapacity = d.consumedList()
 		case "Responses":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			out.Responses = []types.BatchStatementResponse{}
-			d.array(func() { out.Responses = append(out.Responses, d.statementResponse()) })
+			d.Array(func() { out.Responses = append(out.Responses, d.statementResponse()) })
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return out
@@ -561,31 +561,31 @@ func decodeBatchExecuteStatement(d *dec) *dynamodb.BatchExecuteStatementOutput {
 
 func (d *dec) statementResponse() types.BatchStatementResponse {
 	var r types.BatchStatementResponse
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "Error":
-			if d.null() {
+			if d.Null() {
 				return
 			}
 			r.Error = &types.BatchStatementError{}
-			d.object(func(f []byte) {
+			d.Object(func(f []byte) {
 				switch string(f) {
 				case "Code":
-					r.Error.Code = types.BatchStatementErrorCodeEnum(d.str())
+					r.Error.Code = types.BatchStatementErrorCodeEnum(d.Str())
 				case "Item":
 					r.Error.Item = d.avMap()
 				case "Message":
-					r.Error.Message = d.strPtr()
+					r.Error.Message = d.StrPtr()
 				default:
-					d.skip()
+					d.Skip()
 				}
 			})
 		case "Item":
 			r.Item = d.avMap()
 		case "TableName":
-			r.TableName = d.strPtr()
+			r.TableName = d.StrPtr()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return r

@@ -1,6 +1,7 @@
 package sqswire
 
 import (
+	"github.com/batchwork/batchwork/shared/awswire/wirejson"
 	"net/http"
 	"strings"
 
@@ -32,19 +33,19 @@ func decodeError(op string, h http.Header, body []byte) (error, error) {
 	var typ, bodyCode, message string
 	var typedMessage *string
 	if len(body) > 0 {
-		d := &dec{b: body}
-		d.object(func(k []byte) {
+		d := &dec{wirejson.Dec{B: body}}
+		d.Object(func(k []byte) {
 			switch {
 			case strings.EqualFold(string(k), "__type"):
-				typ = d.str()
+				typ = d.Str()
 			case strings.EqualFold(string(k), "code"):
-				if d.peek() == '"' {
-					bodyCode = d.str()
+				if d.Peek() == '"' {
+					bodyCode = d.Str()
 				} else {
-					d.skip()
+					d.Skip()
 				}
 			case strings.EqualFold(string(k), "message"):
-				s := d.strPtr()
+				s := d.StrPtr()
 				if s != nil {
 					message = *s
 				}
@@ -53,12 +54,12 @@ func decodeError(op string, h http.Header, body []byte) (error, error) {
 					typedMessage = s
 				}
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
-		d.end()
-		if d.err != nil {
-			return nil, &smithy.DeserializationError{Err: d.err, Snapshot: awswire.Snapshot(body)}
+		d.End()
+		if d.Err != nil {
+			return nil, &smithy.DeserializationError{Err: d.Err, Snapshot: awswire.Snapshot(body)}
 		}
 	}
 	code := "UnknownError"

@@ -3,6 +3,7 @@ package sqswire
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/batchwork/batchwork/shared/awswire/wirejson"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -17,7 +18,7 @@ import (
 // which the SDK always writes.
 
 func encode(call *awswire.Call) ([]byte, error) {
-	e := &enc{b: make([]byte, 0, 512)}
+	e := &enc{wirejson.Enc{B: make([]byte, 0, 512)}}
 	switch in := call.Input.(type) {
 	case *sqs.SendMessageBatchInput:
 		encodeSendMessageBatch(e, in)
@@ -32,20 +33,20 @@ func encode(call *awswire.Call) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("sqswire: %s with input %T", call.Operation, call.Input)
 	}
-	return e.b, nil
+	return e.B, nil
 }
 
 func (e *enc) optStr(k string, v *string) {
 	if v != nil {
-		e.key(k)
-		e.str(*v)
+		e.Key(k)
+		e.Str(*v)
 	}
 }
 
 func (e *enc) optInt(k string, v int32) {
 	if v != 0 {
-		e.key(k)
-		e.int(int64(v))
+		e.Key(k)
+		e.Int(int64(v))
 	}
 }
 
@@ -53,193 +54,193 @@ func (e *enc) strList(k string, l []string) {
 	if l == nil {
 		return
 	}
-	e.key(k)
-	e.open('[')
+	e.Key(k)
+	e.Open('[')
 	for _, s := range l {
-		e.str(s)
+		e.Str(s)
 	}
-	e.close(']')
+	e.Close(']')
 }
 
 func (e *enc) bytes(b []byte) {
-	e.sep()
-	e.b = append(e.b, '"')
-	e.b = base64.StdEncoding.AppendEncode(e.b, b)
-	e.b = append(e.b, '"')
+	e.Sep()
+	e.B = append(e.B, '"')
+	e.B = base64.StdEncoding.AppendEncode(e.B, b)
+	e.B = append(e.B, '"')
 }
 
 // attrValue is a MessageAttributeValue or MessageSystemAttributeValue,
 // whose members are the same.
 func (e *enc) attrValue(binList [][]byte, bin []byte, dataType *string, strList []string, str *string) {
-	e.open('{')
+	e.Open('{')
 	if binList != nil {
-		e.key("BinaryListValues")
-		e.open('[')
+		e.Key("BinaryListValues")
+		e.Open('[')
 		for _, b := range binList {
 			e.bytes(b)
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	if bin != nil {
-		e.key("BinaryValue")
+		e.Key("BinaryValue")
 		e.bytes(bin)
 	}
 	e.optStr("DataType", dataType)
 	e.strList("StringListValues", strList)
 	e.optStr("StringValue", str)
-	e.close('}')
+	e.Close('}')
 }
 
 func encodeSendMessageBatch(e *enc, in *sqs.SendMessageBatchInput) {
-	e.open('{')
+	e.Open('{')
 	if in.Entries != nil {
-		e.key("Entries")
-		e.open('[')
+		e.Key("Entries")
+		e.Open('[')
 		for i := range in.Entries {
 			m := &in.Entries[i]
-			e.open('{')
+			e.Open('{')
 			e.optInt("DelaySeconds", m.DelaySeconds)
 			e.optStr("Id", m.Id)
 			if m.MessageAttributes != nil {
-				e.key("MessageAttributes")
-				e.open('{')
+				e.Key("MessageAttributes")
+				e.Open('{')
 				for k, v := range m.MessageAttributes {
-					e.anyKey(k)
+					e.AnyKey(k)
 					e.attrValue(v.BinaryListValues, v.BinaryValue, v.DataType, v.StringListValues, v.StringValue)
 				}
-				e.close('}')
+				e.Close('}')
 			}
 			e.optStr("MessageBody", m.MessageBody)
 			e.optStr("MessageDeduplicationId", m.MessageDeduplicationId)
 			e.optStr("MessageGroupId", m.MessageGroupId)
 			if m.MessageSystemAttributes != nil {
-				e.key("MessageSystemAttributes")
-				e.open('{')
+				e.Key("MessageSystemAttributes")
+				e.Open('{')
 				for k, v := range m.MessageSystemAttributes {
-					e.anyKey(k)
+					e.AnyKey(k)
 					e.attrValue(v.BinaryListValues, v.BinaryValue, v.DataType, v.StringListValues, v.StringValue)
 				}
-				e.close('}')
+				e.Close('}')
 			}
-			e.close('}')
+			e.Close('}')
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	e.optStr("QueueUrl", in.QueueUrl)
-	e.close('}')
+	e.Close('}')
 }
 
 func encodeReceiveMessage(e *enc, in *sqs.ReceiveMessageInput) {
-	e.open('{')
+	e.Open('{')
 	if in.AttributeNames != nil {
-		e.key("AttributeNames")
-		e.open('[')
+		e.Key("AttributeNames")
+		e.Open('[')
 		for _, n := range in.AttributeNames {
-			e.str(string(n))
+			e.Str(string(n))
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	e.optInt("MaxNumberOfMessages", in.MaxNumberOfMessages)
 	e.strList("MessageAttributeNames", in.MessageAttributeNames)
 	if in.MessageSystemAttributeNames != nil {
-		e.key("MessageSystemAttributeNames")
-		e.open('[')
+		e.Key("MessageSystemAttributeNames")
+		e.Open('[')
 		for _, n := range in.MessageSystemAttributeNames {
-			e.str(string(n))
+			e.Str(string(n))
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	e.optStr("QueueUrl", in.QueueUrl)
 	e.optStr("ReceiveRequestAttemptId", in.ReceiveRequestAttemptId)
 	e.optInt("VisibilityTimeout", in.VisibilityTimeout)
 	e.optInt("WaitTimeSeconds", in.WaitTimeSeconds)
-	e.close('}')
+	e.Close('}')
 }
 
 func encodeDeleteMessageBatch(e *enc, in *sqs.DeleteMessageBatchInput) {
-	e.open('{')
+	e.Open('{')
 	if in.Entries != nil {
-		e.key("Entries")
-		e.open('[')
+		e.Key("Entries")
+		e.Open('[')
 		for i := range in.Entries {
 			m := &in.Entries[i]
-			e.open('{')
+			e.Open('{')
 			e.optStr("Id", m.Id)
 			e.optStr("ReceiptHandle", m.ReceiptHandle)
-			e.close('}')
+			e.Close('}')
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	e.optStr("QueueUrl", in.QueueUrl)
-	e.close('}')
+	e.Close('}')
 }
 
 func encodeChangeMessageVisibility(e *enc, in *sqs.ChangeMessageVisibilityInput) {
-	e.open('{')
+	e.Open('{')
 	e.optStr("QueueUrl", in.QueueUrl)
 	e.optStr("ReceiptHandle", in.ReceiptHandle)
-	e.key("VisibilityTimeout")
-	e.int(int64(in.VisibilityTimeout))
-	e.close('}')
+	e.Key("VisibilityTimeout")
+	e.Int(int64(in.VisibilityTimeout))
+	e.Close('}')
 }
 
 func encodeChangeMessageVisibilityBatch(e *enc, in *sqs.ChangeMessageVisibilityBatchInput) {
-	e.open('{')
+	e.Open('{')
 	if in.Entries != nil {
-		e.key("Entries")
-		e.open('[')
+		e.Key("Entries")
+		e.Open('[')
 		for i := range in.Entries {
 			m := &in.Entries[i]
-			e.open('{')
+			e.Open('{')
 			e.optStr("Id", m.Id)
 			e.optStr("ReceiptHandle", m.ReceiptHandle)
-			e.key("VisibilityTimeout")
-			e.int(int64(m.VisibilityTimeout))
-			e.close('}')
+			e.Key("VisibilityTimeout")
+			e.Int(int64(m.VisibilityTimeout))
+			e.Close('}')
 		}
-		e.close(']')
+		e.Close(']')
 	}
 	e.optStr("QueueUrl", in.QueueUrl)
-	e.close('}')
+	e.Close('}')
 }
 
 func decode(op string, body []byte) (any, error) {
-	d := &dec{b: body}
+	d := &dec{wirejson.Dec{B: body}}
 	var out any
 	switch op {
 	case opSend:
 		o := &sqs.SendMessageBatchOutput{}
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Failed":
 				o.Failed = d.failed()
 			case "Successful":
 				o.Successful = d.sent()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = o
 	case opReceive:
 		o := &sqs.ReceiveMessageOutput{}
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			if string(k) == "Messages" {
 				o.Messages = d.messages()
 			} else {
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = o
 	case opDelete:
 		o := &sqs.DeleteMessageBatchOutput{}
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Failed":
 				o.Failed = d.failed()
 			case "Successful":
 				o.Successful = listOf(d, func() (r types.DeleteMessageBatchResultEntry) { r.Id = d.id(); return })
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = o
@@ -248,42 +249,42 @@ func decode(op string, body []byte) (any, error) {
 		return &sqs.ChangeMessageVisibilityOutput{}, nil
 	case opChangeBatch:
 		o := &sqs.ChangeMessageVisibilityBatchOutput{}
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Failed":
 				o.Failed = d.failed()
 			case "Successful":
 				o.Successful = listOf(d, func() (r types.ChangeMessageVisibilityBatchResultEntry) { r.Id = d.id(); return })
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		out = o
 	}
-	d.end()
-	if d.err != nil {
-		return nil, &smithy.DeserializationError{Err: fmt.Errorf("sqswire: %s response: %w", op, d.err), Snapshot: awswire.Snapshot(body)}
+	d.End()
+	if d.Err != nil {
+		return nil, &smithy.DeserializationError{Err: fmt.Errorf("sqswire: %s response: %w", op, d.Err), Snapshot: awswire.Snapshot(body)}
 	}
 	return out, nil
 }
 
 // listOf reads a JSON array (null: nil, [] : empty) of elements el reads.
 func listOf[T any](d *dec, el func() T) []T {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
 	l := []T{}
-	d.array(func() { l = append(l, el()) })
+	d.Array(func() { l = append(l, el()) })
 	return l
 }
 
 // id reads an object's Id member, for the result entries that have only it.
 func (d *dec) id() (id *string) {
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		if string(k) == "Id" {
-			id = d.strPtr()
+			id = d.StrPtr()
 		} else {
-			d.skip()
+			d.Skip()
 		}
 	})
 	return id
@@ -291,18 +292,18 @@ func (d *dec) id() (id *string) {
 
 func (d *dec) failed() []types.BatchResultErrorEntry {
 	return listOf(d, func() (r types.BatchResultErrorEntry) {
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Code":
-				r.Code = d.strPtr()
+				r.Code = d.StrPtr()
 			case "Id":
-				r.Id = d.strPtr()
+				r.Id = d.StrPtr()
 			case "Message":
-				r.Message = d.strPtr()
+				r.Message = d.StrPtr()
 			case "SenderFault":
-				r.SenderFault = d.boolean()
+				r.SenderFault = d.Bool()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		return r
@@ -311,22 +312,22 @@ func (d *dec) failed() []types.BatchResultErrorEntry {
 
 func (d *dec) sent() []types.SendMessageBatchResultEntry {
 	return listOf(d, func() (r types.SendMessageBatchResultEntry) {
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Id":
-				r.Id = d.strPtr()
+				r.Id = d.StrPtr()
 			case "MD5OfMessageAttributes":
-				r.MD5OfMessageAttributes = d.strPtr()
+				r.MD5OfMessageAttributes = d.StrPtr()
 			case "MD5OfMessageBody":
-				r.MD5OfMessageBody = d.strPtr()
+				r.MD5OfMessageBody = d.StrPtr()
 			case "MD5OfMessageSystemAttributes":
-				r.MD5OfMessageSystemAttributes = d.strPtr()
+				r.MD5OfMessageSystemAttributes = d.StrPtr()
 			case "MessageId":
-				r.MessageId = d.strPtr()
+				r.MessageId = d.StrPtr()
 			case "SequenceNumber":
-				r.SequenceNumber = d.strPtr()
+				r.SequenceNumber = d.StrPtr()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		return r
@@ -335,38 +336,38 @@ func (d *dec) sent() []types.SendMessageBatchResultEntry {
 
 func (d *dec) messages() []types.Message {
 	return listOf(d, func() (m types.Message) {
-		d.object(func(k []byte) {
+		d.Object(func(k []byte) {
 			switch string(k) {
 			case "Attributes":
-				if d.null() {
+				if d.Null() {
 					return
 				}
 				m.Attributes = map[string]string{}
-				d.object(func(k []byte) {
+				d.Object(func(k []byte) {
 					name := string(k)
-					m.Attributes[name] = d.str()
+					m.Attributes[name] = d.Str()
 				})
 			case "Body":
-				m.Body = d.strPtr()
+				m.Body = d.StrPtr()
 			case "MD5OfBody":
-				m.MD5OfBody = d.strPtr()
+				m.MD5OfBody = d.StrPtr()
 			case "MD5OfMessageAttributes":
-				m.MD5OfMessageAttributes = d.strPtr()
+				m.MD5OfMessageAttributes = d.StrPtr()
 			case "MessageAttributes":
-				if d.null() {
+				if d.Null() {
 					return
 				}
 				m.MessageAttributes = map[string]types.MessageAttributeValue{}
-				d.object(func(k []byte) {
+				d.Object(func(k []byte) {
 					name := string(k)
 					m.MessageAttributes[name] = d.attrValue()
 				})
 			case "MessageId":
-				m.MessageId = d.strPtr()
+				m.MessageId = d.StrPtr()
 			case "ReceiptHandle":
-				m.ReceiptHandle = d.strPtr()
+				m.ReceiptHandle = d.StrPtr()
 			default:
-				d.skip()
+				d.Skip()
 			}
 		})
 		return m
@@ -374,20 +375,20 @@ func (d *dec) messages() []types.Message {
 }
 
 func (d *dec) attrValue() (v types.MessageAttributeValue) {
-	d.object(func(k []byte) {
+	d.Object(func(k []byte) {
 		switch string(k) {
 		case "BinaryListValues":
 			v.BinaryListValues = listOf(d, d.bytes)
 		case "BinaryValue":
 			v.BinaryValue = d.bytes()
 		case "DataType":
-			v.DataType = d.strPtr()
+			v.DataType = d.StrPtr()
 		case "StringListValues":
-			v.StringListValues = listOf(d, d.str)
+			v.StringListValues = listOf(d, d.Str)
 		case "StringValue":
-			v.StringValue = d.strPtr()
+			v.StringValue = d.StrPtr()
 		default:
-			d.skip()
+			d.Skip()
 		}
 	})
 	return v
@@ -395,17 +396,17 @@ func (d *dec) attrValue() (v types.MessageAttributeValue) {
 
 // bytes reads a blob: base64, as the SDK's decoder reads it.
 func (d *dec) bytes() []byte {
-	if d.null() {
+	if d.Null() {
 		return nil
 	}
-	s := d.strBytes()
-	if d.err != nil {
+	s := d.StrBytes()
+	if d.Err != nil {
 		return nil
 	}
 	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 	n, err := base64.StdEncoding.Decode(b, s)
 	if err != nil {
-		d.fail("invalid base64 blob")
+		d.Fail("invalid base64 blob")
 		return nil
 	}
 	return b[:n]
