@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/batchwork/batchwork/shared/awswire"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/queue"
@@ -38,21 +40,41 @@ func (u *untracedRedeliveries) install(cfg *aws.Config) {
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				out, md, err := next.HandleInitialize(ctx, in)
 				if res, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil {
-					u.mu.Lock()
-					for _, m := range res.Messages {
-						body := aws.ToString(m.Body)
-						if u.seen[body]++; u.seen[body] > 1 && m.MessageAttributes != nil {
-							if _, ok := m.MessageAttributes[queue.TraceAttribute]; ok {
-								delete(m.MessageAttributes, queue.TraceAttribute)
-								u.stripped[body]++
-							}
-						}
-					}
-					u.mu.Unlock()
+					u.strip(res)
 				}
 				return out, md, err
 			}), middleware.Before)
 	})
+	awswire.Install(cfg, u)
+}
+
+// Call strips the lean SQS client's receives as the middleware strips
+// the SDK's.
+func (u *untracedRedeliveries) Call(ctx context.Context, c *awswire.Call, next func(context.Context) error) error {
+	err := next(ctx)
+	if res, ok := c.Output.(*sqs.ReceiveMessageOutput); ok && err == nil {
+		u.strip(res)
+	}
+	return err
+}
+
+// Attempt sends the attempt.
+func (u *untracedRedeliveries) Attempt(_ context.Context, _ *awswire.Call, req *http.Request, send awswire.Send) (*http.Response, error) {
+	return send(req)
+}
+
+func (u *untracedRedeliveries) strip(res *sqs.ReceiveMessageOutput) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, m := range res.Messages {
+		body := aws.ToString(m.Body)
+		if u.seen[body]++; u.seen[body] > 1 && m.MessageAttributes != nil {
+			if _, ok := m.MessageAttributes[queue.TraceAttribute]; ok {
+				delete(m.MessageAttributes, queue.TraceAttribute)
+				u.stripped[body]++
+			}
+		}
+	}
 }
 
 // A retried attempt whose message carries no trace still joins its task's
