@@ -2,13 +2,13 @@ package sqswire_test
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/batchwork/batchwork/shared/awswire/wiretest"
 )
 
 // walked are the structs whose members the field walk descends into: the
@@ -37,109 +37,7 @@ func bases() map[string]any {
 	}
 }
 
-// leaves lists the paths (field indexes) of every member under t,
-// descending through pointers, slices and maps into the walked structs.
-func leaves(t reflect.Type, prefix []int, name string, out *[]leaf) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() || f.Name == "ResultMetadata" {
-			continue
-		}
-		p := append(slices.Clone(prefix), i)
-		elem := f.Type
-		for elem.Kind() == reflect.Pointer || elem.Kind() == reflect.Slice || elem.Kind() == reflect.Map {
-			elem = elem.Elem()
-		}
-		if walked[elem] {
-			leaves(elem, p, name+"."+f.Name, out)
-			continue
-		}
-		*out = append(*out, leaf{path: p, name: name + "." + f.Name})
-	}
-}
-
-type leaf struct {
-	path []int
-	name string
-}
-
-// set gives the member at path a non-zero value, creating the pointers,
-// first slice elements and map entries on the way.
-func set(v reflect.Value, path []int) {
-	f := v.Field(path[0])
-	if len(path) == 1 {
-		f.Set(sample(f.Type()))
-		return
-	}
-	switch f.Kind() {
-	case reflect.Pointer:
-		if f.IsNil() {
-			f.Set(reflect.New(f.Type().Elem()))
-		}
-		set(f.Elem(), path[1:])
-	case reflect.Slice:
-		if f.Len() == 0 {
-			f.Set(reflect.Append(f, reflect.New(f.Type().Elem()).Elem()))
-		}
-		// The element that already has the member's parent (a
-		// transaction's Put among its items), else the first.
-		at := 0
-		for i := range f.Len() {
-			if len(path) > 2 && f.Index(i).Kind() == reflect.Struct {
-				if g := f.Index(i).Field(path[1]); g.Kind() == reflect.Pointer && !g.IsNil() {
-					at = i
-					break
-				}
-			}
-		}
-		set(f.Index(at), path[1:])
-	case reflect.Map:
-		if f.Len() == 0 {
-			f.Set(reflect.MakeMap(f.Type()))
-			f.SetMapIndex(reflect.ValueOf("t"), reflect.New(f.Type().Elem()).Elem())
-		}
-		for _, k := range f.MapKeys() {
-			e := reflect.New(f.Type().Elem()).Elem()
-			e.Set(f.MapIndex(k))
-			set(e, path[1:])
-			f.SetMapIndex(k, e)
-		}
-	default:
-		set(f, path[1:])
-	}
-}
-
-// sample is a non-zero value of t.
-func sample(t reflect.Type) reflect.Value {
-	v := reflect.New(t).Elem()
-	switch t.Kind() {
-	case reflect.String:
-		v.SetString("SAMPLE")
-	case reflect.Bool:
-		v.SetBool(true)
-	case reflect.Int32, reflect.Int64, reflect.Int:
-		v.SetInt(7)
-	case reflect.Float64:
-		v.SetFloat(1.5)
-	case reflect.Pointer:
-		v.Set(reflect.New(t.Elem()))
-		v.Elem().Set(sample(t.Elem()))
-	case reflect.Slice:
-		v.Set(reflect.Append(v, sample(t.Elem())))
-	case reflect.Map:
-		v.Set(reflect.MakeMap(t))
-		v.SetMapIndex(reflect.ValueOf(":k").Convert(t.Key()), sample(t.Elem()))
-	case reflect.Uint8:
-		v.SetUint(0xfe)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if t.Field(i).IsExported() {
-				v.Field(i).Set(sample(t.Field(i).Type))
-			}
-		}
-	}
-	return v
-}
+var walk = wiretest.Walker{Walked: walked}
 
 // TestEveryInputMember walks every member of the five operations'
 // inputs: each, set on a valid input, is written as the SDK's serializer
@@ -150,26 +48,25 @@ func TestEveryInputMember(t *testing.T) {
 	n := 0
 	for op, b := range bases() {
 		base := reflect.ValueOf(b).Elem()
-		var ls []leaf
-		leaves(base.Type(), nil, op, &ls)
+		ls := walk.Leaves(base.Type(), op)
 		for _, l := range ls {
 			in := reflect.New(base.Type())
 			in.Elem().Set(deepCopy(base))
-			set(in.Elem(), l.path)
+			walk.Set(in.Elem(), l.Path)
 			if _, err := call(lean, op, in.Interface()); err != nil {
-				t.Errorf("%s: lean: %v", l.name, err)
+				t.Errorf("%s: lean: %v", l.Name, err)
 				continue
 			}
 			got, _ := rec.last()
 			if _, err := call(sdk, op, in.Interface()); err != nil {
-				t.Errorf("%s: SDK: %v", l.name, err)
+				t.Errorf("%s: SDK: %v", l.Name, err)
 				continue
 			}
 			want, _ := rec.last()
 			if strings.Count(string(want), "SAMPLE")+strings.Count(string(want), ":7")+strings.Count(string(want), "/g==") == 0 && !strings.Contains(string(want), "VisibilityTimeout") {
-				t.Errorf("%s: the sample value is not in the SDK's request %s", l.name, want)
+				t.Errorf("%s: the sample value is not in the SDK's request %s", l.Name, want)
 			}
-			sameJSON(t, l.name, want, got)
+			sameJSON(t, l.Name, want, got)
 			n++
 		}
 	}
