@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/internal/executor/feed"
+	"github.com/batchwork/batchwork/internal/executor/later"
 	"github.com/batchwork/batchwork/internal/executor/output"
 	"github.com/batchwork/batchwork/internal/executor/rangeshuffle"
 	"github.com/batchwork/batchwork/internal/executor/tagged"
@@ -154,15 +155,11 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	}
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		r.heartbeat(taskCtx, c, extend, cancel, log)
-	}()
+	hbWait := startHeartbeat(taskCtx, r, c, extend, cancel, log)
 	t, closeInput, err := r.prepare(taskCtx, c, log)
 	if err != nil {
 		cancel(nil)
-		<-hbDone
+		hbWait()
 		return r.fail(ctx, c, fmt.Errorf("prepare input: %w", err), log)
 	}
 	// Uploads a failed, fenced or stopped attempt left open are aborted.
@@ -173,7 +170,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	if err := r.startCheckpoints(taskCtx, c, t, cancel, log); err != nil { // checkpoint.go
 		closeInput()
 		cancel(nil)
-		<-hbDone
+		hbWait()
 		return r.fail(ctx, c, err, log)
 	}
 	defer t.ck.armContinue(ctx)()
@@ -212,7 +209,7 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	closeInput()
 	cause := context.Cause(taskCtx)
 	cancel(nil)
-	<-hbDone
+	hbWait()
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost; abandoning attempt")
@@ -300,18 +297,29 @@ func (r *Runner) fail(ctx context.Context, c control.Claim, runErr error, log *s
 	return feed.Result{Action: feed.Delete, Err: errors.New(cause)}
 }
 
-// heartbeat renews the lease (DynamoDB and the message's visibility) every
-// lease/3 until ctx ends, and cancels the task when the lease is lost or
+// startHeartbeat starts the heartbeat, which renews the lease (DynamoDB and
+// the message's visibility) every lease/3 until ctx ends, and cancels the task when the lease is lost or
 // the job ends.
-func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
+//
+// Its tickers start with the attempt, its goroutine only when the first of
+// them is due (internal/executor/later): a shorter attempt starts none.
+// The returned func, called once ctx is done, waits for it to end.
+func startHeartbeat(ctx context.Context, r *Runner, c control.Claim, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) func() {
 	every := r.HeartbeatEvery
 	if every == 0 {
 		every = c.Lease / 3
 	}
 	tick := time.NewTicker(every)
-	defer tick.Stop()
 	watch, stopWatch := r.jobWatch(c) // jobwatch.go
-	defer stopWatch()
+	first := every
+	if ttl := r.CP.JobStateTTL(); ttl > 0 {
+		first = min(first, ttl)
+	}
+	g := later.Start(first, func() { r.heartbeat(ctx, c, tick.C, watch, extend, cancel, log) })
+	return func() { g.Wait(); tick.Stop(); stopWatch() }
+}
+
+func (r *Runner) heartbeat(ctx context.Context, c control.Claim, tick, watch <-chan time.Time, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -321,7 +329,7 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, extend feed.Ext
 				return
 			}
 			continue
-		case <-tick.C:
+		case <-tick:
 		}
 		err := r.CP.Heartbeat(ctx, c)
 		switch {
