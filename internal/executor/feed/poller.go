@@ -240,12 +240,19 @@ const deleteLinger = 300 * time.Millisecond
 // deleter batches message deletes, ten per request, every linger, after
 // the counts of their tasks. A round's last part batch waits one more
 // round to fill its ten, then goes whatever its size.
+//
+// A finished task's receipt goes into pending under a lock, not over a
+// channel: a send would wake the loop's goroutine once a task (and, on an
+// idle process, another thread to run it) only to append it, while the
+// loop reads them at its tick.
 type deleter struct {
 	q      Queue
 	log    *slog.Logger
 	before func() bool
 	linger time.Duration
-	in     chan [2]string
+	mu     sync.Mutex
+	in     map[string][]string // receipts added since the last round, by queue
+	quit   chan struct{}
 	done   chan struct{}
 }
 
@@ -253,14 +260,19 @@ type deleter struct {
 // before each round (countFlush: a message goes only once its task's
 // count is written).
 func newDeleter(q Queue, log *slog.Logger, before func() bool, linger time.Duration) *deleter {
-	d := &deleter{q: q, log: log, before: before, linger: linger, in: make(chan [2]string, 100), done: make(chan struct{})}
+	d := &deleter{q: q, log: log, before: before, linger: linger, in: map[string][]string{}, quit: make(chan struct{}), done: make(chan struct{})}
 	go d.loop()
 	return d
 }
 
-func (d *deleter) add(url, receipt string) { d.in <- [2]string{url, receipt} }
+func (d *deleter) add(url, receipt string) {
+	d.mu.Lock()
+	d.in[url] = append(d.in[url], receipt)
+	d.mu.Unlock()
+}
 
-func (d *deleter) close() { close(d.in); <-d.done }
+// close deletes what is left, after every add has returned.
+func (d *deleter) close() { close(d.quit); <-d.done }
 
 func (d *deleter) loop() {
 	defer close(d.done)
@@ -268,15 +280,21 @@ func (d *deleter) loop() {
 	tick := time.NewTicker(d.linger)
 	defer tick.Stop()
 	for {
+		final := false
 		select {
-		case m, ok := <-d.in:
-			if !ok {
-				r.round(true)
-				return
-			}
-			r.pending[m[0]] = append(r.pending[m[0]], m[1])
+		case <-d.quit:
+			final = true
 		case <-tick.C:
-			r.round(false)
+		}
+		// Taken before the round's before(): every receipt in it was
+		// added after its task's count was handed to the batcher that
+		// before() flushes.
+		d.mu.Lock()
+		r.pending, d.in = d.in, r.pending
+		d.mu.Unlock()
+		r.round(final)
+		if final {
+			return
 		}
 	}
 }
