@@ -124,7 +124,19 @@ func taskBucketPK(job string, stage, bucket int) string {
 	return "TASK#" + job + "#" + strconv.Itoa(stage) + "#" + strconv.Itoa(bucket)
 }
 
-func taskSK(partition int) string { return fmt.Sprintf("%06d", partition) }
+// taskSK is the partition's number in six digits, as "%06d" renders it
+// (the claim and the commit render it per task: without fmt).
+func taskSK(partition int) string {
+	if partition < 0 || partition > 999999 {
+		return fmt.Sprintf("%06d", partition)
+	}
+	var b [6]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + partition%10)
+		partition /= 10
+	}
+	return string(b[:])
+}
 
 // EventShards spreads a job's timeline records over this many partitions.
 const EventShards = 8
