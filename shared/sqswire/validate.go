@@ -22,15 +22,15 @@ func validate(in any) error {
 				ep := params("SendMessageBatchRequestEntry", required{"Id", e.Id == nil}, required{"MessageBody", e.MessageBody == nil})
 				attrs := smithy.InvalidParamsError{Context: "MessageBodyAttributeMap"}
 				for k, a := range e.MessageAttributes {
-					nest(&attrs, fmt.Sprintf("[%q]", k), params("MessageAttributeValue", required{"DataType", a.DataType == nil}))
+					nestAt(&attrs, "[%q]", k, params("MessageAttributeValue", required{"DataType", a.DataType == nil}))
 				}
 				nest(&ep, "MessageAttributes", attrs)
 				sys := smithy.InvalidParamsError{Context: "MessageBodySystemAttributeMap"}
 				for k, a := range e.MessageSystemAttributes {
-					nest(&sys, fmt.Sprintf("[%q]", k), params("MessageSystemAttributeValue", required{"DataType", a.DataType == nil}))
+					nestAt(&sys, "[%q]", k, params("MessageSystemAttributeValue", required{"DataType", a.DataType == nil}))
 				}
 				nest(&ep, "MessageSystemAttributes", sys)
-				nest(&list, fmt.Sprintf("[%d]", i), ep)
+				nestAt(&list, "[%d]", i, ep)
 			}
 			nest(&p, "Entries", list)
 		}
@@ -40,7 +40,7 @@ func validate(in any) error {
 		p = params("DeleteMessageBatchInput", required{"QueueUrl", v.QueueUrl == nil}, required{"Entries", v.Entries == nil})
 		list := smithy.InvalidParamsError{Context: "DeleteMessageBatchRequestEntryList"}
 		for i, e := range v.Entries {
-			nest(&list, fmt.Sprintf("[%d]", i), params("DeleteMessageBatchRequestEntry", required{"Id", e.Id == nil}, required{"ReceiptHandle", e.ReceiptHandle == nil}))
+			nestAt(&list, "[%d]", i, params("DeleteMessageBatchRequestEntry", required{"Id", e.Id == nil}, required{"ReceiptHandle", e.ReceiptHandle == nil}))
 		}
 		nest(&p, "Entries", list)
 	case *sqs.ChangeMessageVisibilityInput:
@@ -49,7 +49,7 @@ func validate(in any) error {
 		p = params("ChangeMessageVisibilityBatchInput", required{"QueueUrl", v.QueueUrl == nil}, required{"Entries", v.Entries == nil})
 		list := smithy.InvalidParamsError{Context: "ChangeMessageVisibilityBatchRequestEntryList"}
 		for i, e := range v.Entries {
-			nest(&list, fmt.Sprintf("[%d]", i), params("ChangeMessageVisibilityBatchRequestEntry", required{"Id", e.Id == nil}, required{"ReceiptHandle", e.ReceiptHandle == nil}))
+			nestAt(&list, "[%d]", i, params("ChangeMessageVisibilityBatchRequestEntry", required{"Id", e.Id == nil}, required{"ReceiptHandle", e.ReceiptHandle == nil}))
 		}
 		nest(&p, "Entries", list)
 	}
@@ -72,6 +72,14 @@ func params(context string, rs ...required) smithy.InvalidParamsError {
 		}
 	}
 	return p
+}
+
+// nestAt is nest under the name format renders from key, rendered only
+// for a member with errors: a valid batch's entries cost no formatting.
+func nestAt[K any](p *smithy.InvalidParamsError, format string, key K, inner smithy.InvalidParamsError) {
+	if inner.Len() > 0 {
+		p.AddNested(fmt.Sprintf(format, key), inner)
+	}
 }
 
 func nest(p *smithy.InvalidParamsError, name string, inner smithy.InvalidParamsError) {
