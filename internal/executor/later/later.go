@@ -5,19 +5,23 @@
 // and, on an idle process, the wake-up of another thread to run it.
 package later
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Go is a goroutine that starts after a delay unless stopped first.
 type Go struct {
 	t    *time.Timer
-	done chan struct{}
+	done sync.WaitGroup // fn's, once the timer started it
 }
 
 // Start runs fn in its own goroutine after d, unless Wait comes first.
 func Start(d time.Duration, fn func()) *Go {
-	g := &Go{done: make(chan struct{})}
+	g := &Go{}
+	g.done.Add(1)
 	g.t = time.AfterFunc(d, func() {
-		defer close(g.done)
+		defer g.done.Done()
 		fn()
 	})
 	return g
@@ -29,5 +33,5 @@ func (g *Go) Wait() {
 	if g.t.Stop() {
 		return // fn never runs
 	}
-	<-g.done
+	g.done.Wait()
 }
