@@ -2,16 +2,17 @@ package loadmodel
 
 import (
 	"maps"
-	"slices"
-	"strings"
 	"sync"
 )
 
 // The control plane writes with a few dozen distinct update expressions,
 // so the recorder parses each once (ParseUpdate's regular expression was
 // most of the recording middleware's CPU). Its results are shared and
-// read only.
+// read only. They are found by the expression, then by names equal to
+// those it was parsed under: a key rendered from both (the names sorted)
+// cost more per request than the lookup.
 type parsedUpdate struct {
+	names   map[string]string // a copy of those it was parsed under
 	set     map[string]string
 	removed []string
 }
@@ -21,37 +22,27 @@ const maxParsed = 4096
 
 var parsed struct {
 	mu sync.Mutex
-	m  map[string]parsedUpdate
+	m  map[string][]parsedUpdate // by expression
+	n  int                       // entries in m
 }
 
 // parseUpdateOnce is ParseUpdate, remembered by expression and names.
 func parseUpdateOnce(expr string, names map[string]string) (set map[string]string, removed []string) {
-	k := updateKey(expr, names)
 	parsed.mu.Lock()
-	p, ok := parsed.m[k]
-	parsed.mu.Unlock()
-	if ok {
-		return p.set, p.removed
+	for _, p := range parsed.m[expr] {
+		if maps.Equal(p.names, names) {
+			parsed.mu.Unlock()
+			return p.set, p.removed
+		}
 	}
+	parsed.mu.Unlock()
 	set, removed = ParseUpdate(expr, names)
 	parsed.mu.Lock()
-	if parsed.m == nil || len(parsed.m) >= maxParsed {
-		parsed.m = map[string]parsedUpdate{}
+	if parsed.m == nil || parsed.n >= maxParsed {
+		parsed.m, parsed.n = map[string][]parsedUpdate{}, 0
 	}
-	parsed.m[k] = parsedUpdate{set: set, removed: removed}
+	parsed.m[expr] = append(parsed.m[expr], parsedUpdate{names: maps.Clone(names), set: set, removed: removed})
+	parsed.n++
 	parsed.mu.Unlock()
 	return set, removed
-}
-
-// updateKey is the expression and its names, which decide its parse.
-func updateKey(expr string, names map[string]string) string {
-	var b strings.Builder
-	b.WriteString(expr)
-	for _, k := range slices.Sorted(maps.Keys(names)) {
-		b.WriteByte(0)
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(names[k])
-	}
-	return b.String()
 }

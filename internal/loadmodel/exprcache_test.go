@@ -1,6 +1,7 @@
 package loadmodel
 
 import (
+	"maps"
 	"reflect"
 	"testing"
 )
@@ -17,11 +18,13 @@ func TestParseUpdateOnce(t *testing.T) {
 		{"SET a = :a REMOVE due, #x", map[string]string{"#x": "lease"}},
 		{"SET a = :a REMOVE due, #x", map[string]string{"#x": "tok"}},
 		{"REMOVE due", nil},
+		// The same names in another map, and a name more.
+		{"SET #st = :to, tok = :tok ADD att :one", map[string]string{"#st": "gsi1pk", "#x": "lease"}},
 	}
 	for round := 0; round < 2; round++ { // the second from the cache
 		for _, c := range cases {
 			wantSet, wantRemoved := ParseUpdate(c.expr, c.names)
-			set, removed := parseUpdateOnce(c.expr, c.names)
+			set, removed := parseUpdateOnce(c.expr, maps.Clone(c.names))
 			if !reflect.DeepEqual(set, wantSet) || !reflect.DeepEqual(removed, wantRemoved) {
 				t.Fatalf("round %d, %q %v: got %v %v, want %v %v", round, c.expr, c.names, set, removed, wantSet, wantRemoved)
 			}
