@@ -79,6 +79,36 @@ const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip instal
 // promises about them (counts, visibility, invalid handles, the dead-
 // letter move, purge) through it.
 //
+// Connections kept alive: werkzeug's request handler sends "Connection:
+// close" with every answer, because Python's http.server cannot drain an
+// unread request body before the next request line; so every SQS and S3
+// request dials a new TCP connection and moto accepts it and starts a
+// thread for it (measured: about 7% of the bench process's CPU), where AWS
+// keeps connections alive. For an HTTP/1.1 request with a Content-Length
+// (or with neither Content-Length nor Transfer-Encoding, which has no
+// body), the launcher reads the whole body first and hands the app a
+// BytesIO as wsgi.input, so the socket always stands at the next request
+// line, and drops werkzeug's "Connection: close" (http.server's
+// send_header closes the connection on it). werkzeug's drain after the
+// answer then reads only that BytesIO. Chunked bodies (Transfer-Encoding),
+// "Expect: 100-continue", HTTP/1.0, a client's own "Connection: close" and
+// a body shorter than its length keep "Connection: close"; so does an
+// exception that reaches werkzeug from the app (moto's Flask answers most
+// errors itself with a whole 500): its answer says close, or, when its
+// headers went out already, the connection closes after the cut-short
+// body, whose reader sees an unexpected EOF either way. Every answer's
+// status, headers (but that one) and body are moto's own; a HEAD answer
+// sends no body (werkzeug's Response sends none already; the launcher
+// makes sure, since on a kept connection a body would be read as the next
+// answer), and S3's aws-chunked uploads carry a Content-Length and are
+// read whole. TestKeepAliveClosesWhenItMust and
+// TestMotoKeepsConnectionsAlive cover these. A connection waits 120 s for its next
+// request (longer than the 90 s idle timeout of Go's and the AWS SDK's
+// transports, so a client, not the server, closes an idle one) and is then
+// closed, so a dead client holds its thread no longer; the same timeout
+// bounds any stalled read or write. Long polls are unaffected (a thread
+// per connection). BATCHWORK_MOTO_KEEPALIVE=0 turns this off.
+//
 // Untracked tables (only with Options.UntrackTables): see there.
 const motoLauncher = `import copy, sys, threading
 from moto.dynamodb.responses import DynamoHandler
@@ -222,7 +252,7 @@ def purge_queue(self, queue_name):
         return _purge(self, queue_name)
 _sqs.SQSBackend.purge_queue = purge_queue
 
-if sys.argv[1] == "--untrack-tables":
+` + motoKeepAlive + `if sys.argv[1] == "--untrack-tables":
     del sys.argv[1]
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import SecondaryIndex, Table
@@ -237,6 +267,72 @@ if sys.argv[1] == "--untrack-tables":
         untrack(cls)
 from moto.server import main
 sys.exit(main())
+`
+
+// motoKeepAlive is the launcher's keep-alive workaround (see motoLauncher),
+// a part of its own so that a test can run it around a werkzeug server with
+// an app that fails.
+const motoKeepAlive = `import io, os, threading
+from werkzeug import serving as _serving
+if os.environ.get("BATCHWORK_MOTO_KEEPALIVE") != "0":
+    _Handler = _serving.WSGIRequestHandler
+    _Handler.timeout = 120
+    _conn = threading.local()
+    class _Body:
+        __slots__ = ("_body", "_head")
+        def __init__(self, body, head):
+            self._body, self._head = body, head
+        def __iter__(self):
+            if self._head:
+                return
+            try:
+                yield from self._body
+            except Exception:
+                _conn.failed = True
+                raise
+        def close(self):
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+    _server_init = _serving.BaseWSGIServer.__init__
+    def _server_init_marking_failures(self, host, port, app, *args, **kwargs):
+        def marking_failures(environ, start_response):
+            try:
+                return _Body(app(environ, start_response), environ["REQUEST_METHOD"] == "HEAD")
+            except Exception:
+                _conn.failed = True
+                raise
+        _server_init(self, host, port, marking_failures, *args, **kwargs)
+    _serving.BaseWSGIServer.__init__ = _server_init_marking_failures
+    _run_wsgi = _Handler.run_wsgi
+    def run_wsgi(self):
+        headers = self.headers
+        length = headers.get("Content-Length", "0")
+        if (self.close_connection or self.request_version != "HTTP/1.1" or not length.isdigit()
+                or "Transfer-Encoding" in headers or "Expect" in headers):
+            return _run_wsgi(self)
+        n = int(length)
+        body = self.rfile.read(n) if n else b""
+        if len(body) != n:
+            self.close_connection = True
+            return
+        socket_rfile, self.rfile = self.rfile, io.BytesIO(body)
+        _conn.keep, _conn.failed = True, False
+        try:
+            _run_wsgi(self)
+        finally:
+            self.rfile = socket_rfile
+            _conn.keep = False
+        if _conn.failed:
+            self.close_connection = True
+    _Handler.run_wsgi = run_wsgi
+    _send_header = _Handler.send_header
+    def send_header(self, keyword, value):
+        if keyword == "Connection" and value == "close" and getattr(_conn, "keep", False) and not _conn.failed:
+            return
+        _send_header(self, keyword, value)
+    _Handler.send_header = send_header
+
 `
 
 // startMoto starts moto_server and waits until it is healthy.
