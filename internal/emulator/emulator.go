@@ -316,11 +316,15 @@ func (e *Emulator) Stop() error {
 // config sources when AWS_ENDPOINT_URL is set and AWS_ENDPOINT_URL_DYNAMODB
 // is not: a process that sets AWS_ENDPOINT_URL=URL after Start must set
 // AWS_ENDPOINT_URL_DYNAMODB=DynamoURL too.
+//
+// Its SDK clients send request bodies that cannot lose answers (see
+// sendBodyWithoutWriteTo).
 func (e *Emulator) AWSConfig() aws.Config {
 	cfg := aws.Config{
 		Region:       e.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(e.URL),
+		APIOptions:   apiOptions(),
 	}
 	if e.DynamoURL != "" && e.DynamoURL != e.URL {
 		cfg.ConfigSources = []any{awsconf.ServiceEndpoints{"DynamoDB": e.DynamoURL, "DynamoDB Streams": e.DynamoURL}}

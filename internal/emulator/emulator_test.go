@@ -715,8 +715,9 @@ func TestTransactionsRollBack(t *testing.T) {
 
 // DynamoDB Local is the default DynamoDB beside moto: clients built from
 // AWSConfig reach it (and moto for everything else), and it behaves like
-// DynamoDB where moto does not, honouring ClientRequestToken. A fidelity
-// test: switching the default back to moto's DynamoDB fails it.
+// DynamoDB, honouring ClientRequestToken (which moto's DynamoDB does only
+// through the launcher). A fidelity test: switching the default back to
+// moto's DynamoDB fails it.
 func TestDynamoDBLocalByDefault(t *testing.T) {
 	skipUnderShort(t)
 	clearEnv(t)

@@ -46,6 +46,26 @@ const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip instal
 // TestTransactionsRollBack covers put, update, delete and condition check
 // rollbacks through it.
 //
+// Transactions applied once per ClientRequestToken: moto ignores the
+// token, so a TransactWriteItems retried after a lost answer is applied
+// a second time, where DynamoDB answers a repeat of an applied
+// transaction (same token, same parameters, within 10 minutes) with
+// success and no change, and a repeat with other parameters with
+// IdempotentParameterMismatchException. The SDK retries on any transport
+// error with the token unchanged, and it does lose answers from a server
+// on the same machine: smithy-go closes the request body as soon as the
+// answer's headers arrive, its closed body's WriteTo returns io.EOF, and
+// net/http, still checking the body for bytes past its Content-Length,
+// takes that for a failed write and closes the connection under the
+// answer being read (measured on a loaded machine: 14 answers lost in
+// 17,000 requests over kept connections, 1 with a connection per
+// request; 5 of 30 runs of TestConcurrentCountdownIsExact with
+// keep-alive found the counter at -1). The launcher keeps each applied
+// transaction's token, the digest of its other parameters and its answer
+// for 10 minutes and answers a repeat as DynamoDB does. A cancelled
+// transaction changes nothing and its token is not kept.
+// TestTransactionTokenAppliesOnce covers it.
+//
 // Receives that do not count the queue per message: for every message
 // moto's ReceiveMessage hands out, it checks the message's retention by
 // computing all of the queue's attributes, which counts the queue's
@@ -78,6 +98,40 @@ const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip instal
 // ms each at 100,000 queued. TestSQSKeepsItsAnswers covers what SQS
 // promises about them (counts, visibility, invalid handles, the dead-
 // letter move, purge) through it.
+//
+// Connections kept alive: werkzeug's request handler sends "Connection:
+// close" with every answer, because Python's http.server cannot drain an
+// unread request body before the next request line; so every SQS and S3
+// request dials a new TCP connection and moto accepts it and starts a
+// thread for it (measured: about 7% of the bench process's CPU), where AWS
+// keeps connections alive. For an HTTP/1.1 request with a Content-Length
+// (or with neither Content-Length nor Transfer-Encoding, which has no
+// body), the launcher reads the whole body first and hands the app a
+// BytesIO as wsgi.input, so the socket always stands at the next request
+// line, and drops werkzeug's "Connection: close" (http.server's
+// send_header closes the connection on it). werkzeug's drain after the
+// answer then reads only that BytesIO. Chunked bodies (Transfer-Encoding),
+// "Expect: 100-continue", HTTP/1.0, a client's own "Connection: close" and
+// a body shorter than its length keep "Connection: close"; so does an
+// exception that reaches werkzeug from the app (moto's Flask answers most
+// errors itself with a whole 500): its answer says close, or, when its
+// headers went out already, the connection closes after the cut-short
+// body, whose reader sees an unexpected EOF either way. Every answer's
+// status, headers (but that one) and body are moto's own; a HEAD answer
+// sends no body (werkzeug's Response sends none already; the launcher
+// makes sure, since on a kept connection a body would be read as the next
+// answer), and S3's aws-chunked uploads carry a Content-Length and are
+// read whole. Each connection sets TCP_NODELAY: http.server sends an
+// answer's headers and body in separate writes, and on a kept connection
+// Nagle's algorithm holds the body until the client's delayed ACK
+// (measured: TestConcurrentCountdownIsExact took 22 s instead of 3 s);
+// closing the connection used to push it out. TestKeepAliveClosesWhenItMust and
+// TestMotoKeepsConnectionsAlive cover these. A connection waits 120 s for its next
+// request (longer than the 90 s idle timeout of Go's and the AWS SDK's
+// transports, so a client, not the server, closes an idle one) and is then
+// closed, so a dead client holds its thread no longer; the same timeout
+// bounds any stalled read or write. Long polls are unaffected (a thread
+// per connection). BATCHWORK_MOTO_KEEPALIVE=0 turns this off.
 //
 // Untracked tables (only with Options.UntrackTables): see there.
 const motoLauncher = `import copy, sys, threading
@@ -127,6 +181,35 @@ def transact_write_items(self, transact_items):
                 table.items[h][r] = item
         raise
 DynamoDBBackend.transact_write_items = transact_write_items
+import hashlib, json, time
+from moto.dynamodb.exceptions import DynamodbException
+class _IdempotentParameterMismatch(DynamodbException):
+    def __init__(self):
+        super().__init__("com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+                         "Request parameters do not match the previous request with the same client token")
+_applied = {}
+_transact_once = DynamoHandler.transact_write_items
+def transact_write_items_once(self):
+    token = self.body.get("ClientRequestToken")
+    if not token:
+        return _transact_once(self)
+    now = time.monotonic()
+    while _applied:
+        oldest = next(iter(_applied))
+        if _applied[oldest][0] > now:
+            break
+        del _applied[oldest]
+    params = {k: v for k, v in self.body.items() if k != "ClientRequestToken"}
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).digest()
+    seen = _applied.get(token)
+    if seen is not None:
+        if seen[1] != digest:
+            raise _IdempotentParameterMismatch()
+        return seen[2]
+    result = _transact_once(self)
+    _applied[token] = (now + 600, digest, result)
+    return result
+DynamoHandler.transact_write_items = transact_write_items_once
 
 import time
 import moto.sqs.models as _sqs
@@ -222,7 +305,7 @@ def purge_queue(self, queue_name):
         return _purge(self, queue_name)
 _sqs.SQSBackend.purge_queue = purge_queue
 
-if sys.argv[1] == "--untrack-tables":
+` + motoKeepAlive + `if sys.argv[1] == "--untrack-tables":
     del sys.argv[1]
     from moto.dynamodb.models.dynamo_type import Item
     from moto.dynamodb.models.table import SecondaryIndex, Table
@@ -237,6 +320,77 @@ if sys.argv[1] == "--untrack-tables":
         untrack(cls)
 from moto.server import main
 sys.exit(main())
+`
+
+// motoKeepAlive is the launcher's keep-alive workaround (see motoLauncher),
+// a part of its own so that a test can run it around a werkzeug server with
+// an app that fails.
+const motoKeepAlive = `import io, os, socket, threading
+from werkzeug import serving as _serving
+if os.environ.get("BATCHWORK_MOTO_KEEPALIVE") != "0":
+    _Handler = _serving.WSGIRequestHandler
+    _Handler.timeout = 120
+    _setup = _Handler.setup
+    def setup(self):
+        _setup(self)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    _Handler.setup = setup
+    _conn = threading.local()
+    class _Body:
+        __slots__ = ("_body", "_head")
+        def __init__(self, body, head):
+            self._body, self._head = body, head
+        def __iter__(self):
+            if self._head:
+                return
+            try:
+                yield from self._body
+            except Exception:
+                _conn.failed = True
+                raise
+        def close(self):
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+    _server_init = _serving.BaseWSGIServer.__init__
+    def _server_init_marking_failures(self, host, port, app, *args, **kwargs):
+        def marking_failures(environ, start_response):
+            try:
+                return _Body(app(environ, start_response), environ["REQUEST_METHOD"] == "HEAD")
+            except Exception:
+                _conn.failed = True
+                raise
+        _server_init(self, host, port, marking_failures, *args, **kwargs)
+    _serving.BaseWSGIServer.__init__ = _server_init_marking_failures
+    _run_wsgi = _Handler.run_wsgi
+    def run_wsgi(self):
+        headers = self.headers
+        length = headers.get("Content-Length", "0")
+        if (self.close_connection or self.request_version != "HTTP/1.1" or not length.isdigit()
+                or "Transfer-Encoding" in headers or "Expect" in headers):
+            return _run_wsgi(self)
+        n = int(length)
+        body = self.rfile.read(n) if n else b""
+        if len(body) != n:
+            self.close_connection = True
+            return
+        socket_rfile, self.rfile = self.rfile, io.BytesIO(body)
+        _conn.keep, _conn.failed = True, False
+        try:
+            _run_wsgi(self)
+        finally:
+            self.rfile = socket_rfile
+            _conn.keep = False
+        if _conn.failed:
+            self.close_connection = True
+    _Handler.run_wsgi = run_wsgi
+    _send_header = _Handler.send_header
+    def send_header(self, keyword, value):
+        if keyword == "Connection" and value == "close" and getattr(_conn, "keep", False) and not _conn.failed:
+            return
+        _send_header(self, keyword, value)
+    _Handler.send_header = send_header
+
 `
 
 // startMoto starts moto_server and waits until it is healthy.
