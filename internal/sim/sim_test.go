@@ -273,6 +273,44 @@ func TestEmulatorSharedCores(t *testing.T) {
 	}
 }
 
+// DynamoDB Local serving near one core: its ceiling is the cores it
+// serves with over its CPU a request, where that is below its plateau.
+func TestEmulatorDynamoCores(t *testing.T) {
+	p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+	for _, c := range []struct {
+		name  string
+		m     Measured
+		rate  float64 // tasks a second
+		limit string
+	}{
+		// 2.02 requests at 1,000 a second: 495 tasks a second.
+		{"no cores given: the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond}, 495, "DynamoDB (emulator)"},
+		// One core at 2 ms a request: 500 requests, 248 tasks a second.
+		{"one core binds below the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248,
+			"DynamoDB (emulator)"},
+		// The same without a plateau measured.
+		{"one core, no plateau", Measured{SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248, "DynamoDB (emulator)"},
+		// 1.5 cores at 1 ms: 1,500 a second, above the plateau.
+		{"the plateau binds below the cores", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: time.Millisecond, DynamoCores: 1.5}, 495,
+			"DynamoDB (emulator)"},
+		// The CPU a request rises when the cores are shared (2.5 ms): 400
+		// a second, 198 tasks.
+		{"dearer requests lower it", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2500 * time.Microsecond, DynamoCores: 1}, 198,
+			"DynamoDB (emulator)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(Emulator([]int{20000}, p, c.m, 64, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rate", r.Rate, c.rate, c.rate/50)
+			if g, ok := r.Binding(1e6); !ok || g.Limit != c.limit {
+				t.Errorf("binding %+v: want %s", g, c.limit)
+			}
+		})
+	}
+}
+
 func prices() Prices {
 	return Prices{DynamoWRU: 0.625, DynamoRRU: 0.125, SQSRequest: 0.40, S3Put: 0.005, S3Get: 0.0004, LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334}
 }

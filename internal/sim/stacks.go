@@ -133,6 +133,26 @@ type Measured struct {
 	// serve (the JVM's own threads, the idle runner's long polls), taken
 	// off Cores: DynamoCPU and SQSCPU are net of it.
 	IdleCores float64
+	// DynamoCores, when set, is the cores DynamoDB Local serves with at
+	// most, as the bench's probes saw it: it serves near one core's worth
+	// of requests at a time, not faster however many wait, and each of its
+	// requests costs more CPU when the emulators and the runner share the
+	// cores. Its ceiling is then DynamoCores over DynamoCPU (the CPU a
+	// request of the job's mix of writes and reads), where that is below
+	// DynamoRate.
+	DynamoCores float64
+}
+
+// dynamoRate is the emulator's DynamoDB ceiling in requests a second.
+func (m Measured) dynamoRate() float64 {
+	if m.DynamoCores > 0 && m.DynamoCPU > 0 {
+		serial := m.DynamoCores / m.DynamoCPU.Seconds()
+		if m.DynamoRate <= 0 {
+			return serial
+		}
+		return min(m.DynamoRate, serial)
+	}
+	return m.DynamoRate
 }
 
 // minCores is the least of the cores the model gives the tasks' work: a
@@ -163,7 +183,7 @@ func server(name string, rate float64, alone time.Duration) *Server {
 func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Config {
 	c := Config{
 		Stages: stages, Profile: p, Seed: seed,
-		Dynamo: server("DynamoDB (emulator)", m.DynamoRate, m.DynamoLatency),
+		Dynamo: server("DynamoDB (emulator)", m.dynamoRate(), m.DynamoLatency),
 		SQS:    server("SQS (emulator)", m.SQSRate, m.SQSLatency),
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
 			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
