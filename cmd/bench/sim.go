@@ -94,7 +94,7 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	if mix := probe.MixDynamoCPU(dynamoSplit(snap, tasks)); mix > 0 && m.Cores > 0 {
 		// The emulators as the mix probe found them sharing the cores:
 		// DynamoDB Local serving near one core, each request dearer.
-		m.DynamoCPU, m.SQSCPU, m.DynamoCores = mix, probe.Mix.All.SQSCPU(), probe.DynamoCores()
+		m.DynamoCPU, m.SQSCPU, m.DynamoCores, m.SQSCores = mix, probe.Mix.All.SQSCPU(), probe.DynamoCores(), probe.SQSCores()
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
@@ -107,8 +107,9 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	if m.Cores > 0 {
-		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (the mix probe's), the runner's %.0f µs a task (this job's); DynamoDB Local serving with %.2f cores (the most any probe level saw): at most %.0f requests/s\n",
-			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU), m.DynamoCores, m.DynamoCores/m.DynamoCPU.Seconds())
+		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (the mix probe's), the runner's %.0f µs a task (this job's); serving with the most cores a probe level saw, DynamoDB Local %.2f (at most %.0f requests/s), moto %.2f (%.0f/s)\n",
+			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU), m.DynamoCores, m.DynamoCores/m.DynamoCPU.Seconds(),
+			m.SQSCores, m.SQSCores/max(1e-9, m.SQSCPU.Seconds()))
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),

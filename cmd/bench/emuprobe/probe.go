@@ -277,7 +277,11 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 		served += rate * took.Seconds()
 		cpu += e1 - e0 - (j1 - j0)
 		c.span += took
-		c.Levels = append(c.Levels, Level{Clients: n, Rate: rate, Latency: lat})
+		l := Level{Clients: n, Rate: rate, Latency: lat}
+		if k := rate * took.Seconds(); ok && k > 0 {
+			l.CPU = time.Duration(float64(e1-e0-(j1-j0)) / k)
+		}
+		c.Levels = append(c.Levels, l)
 		if n >= plateauClients {
 			plateau = append(plateau, rate)
 		}
