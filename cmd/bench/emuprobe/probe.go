@@ -60,7 +60,7 @@ type Ceiling struct {
 	served float64
 	// Cores is the machine's cores less what its other work (processes
 	// other than the bench and its emulators, /proc/stat) took over the
-	// levels of several clients: the store probe's only.
+	// store, SQS and mix probes together (Run): the store probe's only.
 	Cores float64
 }
 
@@ -191,9 +191,15 @@ func Run(ctx context.Context, cfg aws.Config, t Target) Emulator {
 	awsconf.Harden(&c)
 	bucket := t.Bucket
 	var p Emulator
+	others := StartOthers()
 	p.Dynamo, p.Task, p.Err = probeStore(ctx, cfg, t.Table, storeLevels(t.Slots))
 	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
 	p.Mix = probeMix(ctx, cfg, t.Table, mixLevels(t.Slots))
+	if p.Dynamo.Cores > 0 {
+		// Over all three probes, a dozen seconds: other work on a shared
+		// machine comes and goes within the store probe's few.
+		p.Dynamo.Cores = CoresLeft(others.Cores())
+	}
 	// Idle last: a fresh JVM is still starting before the probe's warm-up.
 	p.Idle = idleFor(probeIdle)
 	p.Dynamo.net(p.Idle.DynamoDB)
