@@ -288,13 +288,9 @@ func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, 
 	for _, p := range f.Parts {
 		fmt.Printf("    %s\n", p)
 	}
-	if f.Rate > 0 {
-		fmt.Printf("    tightest: %.0f tasks/s, %s\n", f.Rate, f.By)
-	}
-	if floor := probe.Mix.Floor(); floor > 0 {
-		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, the mix probe's best level; %s)\n", rate, 100*rate/floor, floor, floorVerdict(rate, floor))
-	} else {
-		fmt.Printf("  throughput %.0f tasks/s: no floor, the mix probe measured nothing (%v)\n", rate, probe.Mix.Err)
+	if floor := probe.Mix.Floor(); floor > 0 { // else the probe's line says why not
+		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, the mix probe's best level; each part alone: %.0f, %s; %s)\n",
+			rate, 100*rate/floor, floor, f.Rate, f.By, floorVerdict(rate, floor))
 	}
 }
 

@@ -90,11 +90,9 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 		m.Cores = min(float64(runtime.NumCPU()), probe.Dynamo.Cores)
 		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.DynamoCPU(dynamoSplit(snap, tasks)), probe.SQS.CPU, runnerCPU
 		m.IdleCores = probe.Idle.DynamoDB + probe.Idle.SQS
-	}
-	if mix := probe.MixDynamoCPU(dynamoSplit(snap, tasks)); mix > 0 && m.Cores > 0 {
-		// The emulators as the mix probe found them sharing the cores:
-		// DynamoDB Local serving near one core, each request dearer.
-		m.DynamoCPU, m.SQSCPU, m.DynamoCores, m.SQSCores = mix, probe.Mix.All.SQSCPU(), probe.DynamoCores(), probe.SQSCores()
+		if mix := probe.MixDynamoCPU(dynamoSplit(snap, tasks)); mix > 0 { // the emulators sharing the cores (mixprobe.go)
+			m.DynamoCPU, m.SQSCPU, m.DynamoCores, m.SQSCores = mix, probe.Mix.All.SQSCPU(), probe.DynamoCores(), probe.SQSCores()
+		}
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
 	if err != nil {
