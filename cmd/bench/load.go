@@ -283,13 +283,14 @@ func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, 
 	w, rd := dynamoSplit(snap, tasks)
 	f := emuprobe.FloorOf(probe, w, rd, per(tot.Requests["SQS"], tasks), runnerCPU)
 	printProbe(probe)
-	fmt.Printf("  emulator floor (the least of: the cores over the CPU the emulators and the runner spend per task; each emulator's plateau\n")
-	fmt.Printf("  over the job's requests per task to it; the runner's CPU per task is this job's, the rest the probes'):\n")
+	fmt.Printf("  emulator floor: %s.\n  Each part probed alone, which part is tightest (the least of: the cores over the CPU the emulators and the runner\n", emuprobe.FloorMeaning)
+	fmt.Printf("  spend per task; each emulator's plateau over the job's requests per task to it; the runner's CPU is this job's):\n")
 	for _, p := range f.Parts {
 		fmt.Printf("    %s\n", p)
 	}
-	if f.Rate > 0 {
-		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, set by %s; %s)\n", rate, 100*rate/f.Rate, f.Rate, f.By, floorVerdict(rate, f.Rate))
+	if floor := probe.Mix.Floor(); floor > 0 { // else the probe's line says why not
+		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, the mix probe's best level; each part alone: %.0f, %s; %s)\n",
+			rate, 100*rate/floor, floor, f.Rate, f.By, floorVerdict(rate, floor))
 	}
 }
 

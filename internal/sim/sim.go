@@ -85,6 +85,13 @@ type Config struct {
 	CPU               *Server
 	TaskCPU, ChunkCPU time.Duration
 	Materialize       Materialize
+	// StageLinger, when set, is the executors' count linger (a process's
+	// commit counts wait up to this long from the first of a batch, or
+	// until countBatchMax wait, and go in one write): a stage completes,
+	// and the next starts, when its last count is written. Zero: each
+	// commit counts at once (Lambda, whose invocation's flush is in its
+	// Overhead).
+	StageLinger time.Duration
 	// Exactly one of Lambda and Slots.
 	Lambda *Lambda
 	Slots  *Slots
@@ -188,7 +195,12 @@ const (
 	evDone
 	evEnd
 	evTick
+	evStageEnd
 )
+
+// countBatchMax is the counts a batch writes at once when full
+// (shared/control/tasks/countbatch.go).
+const countBatchMax = 64
 
 type invocation struct {
 	start   float64
@@ -247,6 +259,11 @@ type state struct {
 	waking                    bool    // a dispatch is scheduled for the slots' start
 	finished                  bool
 
+	// batchFrom is when the first count of the pending batch was handed
+	// in (-1: none pending), batchN how many wait (StageLinger).
+	batchFrom float64
+	batchN    int
+
 	perSecond []int // tasks committed in each second
 	labels    []string
 	res       Result
@@ -257,7 +274,7 @@ func Run(cfg Config) (Result, error) {
 	if err := cfg.check(); err != nil {
 		return Result{}, err
 	}
-	s := &state{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), first: -1}
+	s := &state{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), first: -1, batchFrom: -1}
 	p := cfg.Profile
 	// The profile's requests are the whole job's; materialization's
 	// chunks are simulated on their own, so the executors' share is the
@@ -430,6 +447,13 @@ func (s *state) handle(e event) {
 		s.tick()
 		s.dispatch()
 		s.push(event{t: s.now + 1, k: evTick})
+	case evStageEnd:
+		if s.stage+1 < len(s.cfg.Stages) {
+			s.startStage(s.stage + 1)
+			return
+		}
+		s.finished = true
+		s.res.Finished = dur(s.now)
 	}
 }
 
@@ -440,15 +464,33 @@ func (s *state) committed(n int) {
 	}
 	s.perSecond[sec] += n
 	s.done += n
+	written := s.count(n)
 	if s.done < s.cfg.Stages[s.stage] {
 		return
 	}
-	if s.stage+1 < len(s.cfg.Stages) {
-		s.startStage(s.stage + 1)
-		return
+	s.batchFrom, s.batchN = -1, 0
+	s.push(event{t: written, k: evStageEnd})
+}
+
+// count hands n commits' counts to the batch (StageLinger) and returns
+// when they are written.
+func (s *state) count(n int) float64 {
+	l := s.cfg.StageLinger.Seconds()
+	if l <= 0 {
+		return s.now
 	}
-	s.finished = true
-	s.res.Finished = dur(s.now)
+	if s.batchFrom >= 0 && s.now >= s.batchFrom+l {
+		s.batchFrom, s.batchN = -1, 0 // its timer wrote it
+	}
+	if s.batchFrom < 0 {
+		s.batchFrom = s.now
+	}
+	s.batchN += n
+	if s.batchN >= countBatchMax {
+		s.batchFrom, s.batchN = -1, 0 // full: written at once
+		return s.now
+	}
+	return s.batchFrom + l
 }
 
 // dispatch starts invocations or fills slots while messages wait and the

@@ -273,6 +273,93 @@ func TestEmulatorSharedCores(t *testing.T) {
 	}
 }
 
+// An emulator serving near one core: its ceiling is the cores it serves
+// with over its CPU a request.
+func TestEmulatorServesWithItsCores(t *testing.T) {
+	p := Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.6}
+	for _, c := range []struct {
+		name  string
+		m     Measured
+		rate  float64 // tasks a second
+		limit string
+	}{
+		// 2.02 requests at 1,000 a second: 495 tasks a second.
+		{"no cores given: the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond}, 495, "DynamoDB (emulator)"},
+		// One core at 2 ms a request: 500 requests, 248 tasks a second.
+		{"one core binds below the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248,
+			"DynamoDB (emulator)"},
+		// The same without a plateau measured.
+		{"one core, no plateau", Measured{SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248, "DynamoDB (emulator)"},
+		// 1.5 cores at 1 ms: 1,500 a second, in place of the plateau
+		// probed alone: 743 tasks a second.
+		{"the cores replace the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: time.Millisecond, DynamoCores: 1.5}, 743,
+			"DynamoDB (emulator)"},
+		// moto the same: 0.9 cores at 9 ms a request, 100 a second; 0.6
+		// SQS requests a task (the chunks' sends among them): 167 tasks a
+		// second.
+		{"moto serving near a core", Measured{DynamoRate: 1e6, SQSRate: 1000, SQSCPU: 9 * time.Millisecond, SQSCores: 0.9}, 167,
+			"SQS (emulator)"},
+		// The CPU a request rises when the cores are shared (2.5 ms): 400
+		// a second, 198 tasks.
+		{"dearer requests lower it", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2500 * time.Microsecond, DynamoCores: 1}, 198,
+			"DynamoDB (emulator)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(Emulator([]int{20000}, p, c.m, 64, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "rate", r.Rate, c.rate, c.rate/50)
+			if g, ok := r.Binding(1e6); !ok || g.Limit != c.limit {
+				t.Errorf("binding %+v: want %s", g, c.limit)
+			}
+		})
+	}
+}
+
+// A stage completes when its last count is written: the executors'
+// counts linger up to StageLinger from the first of a batch, or until a
+// batch is full.
+func TestEmulatorStageLinger(t *testing.T) {
+	p := Profile{DynamoRequests: 2.02, WRU: 2.02}
+	for _, c := range []struct {
+		name   string
+		stages []int
+		dynamo float64 // requests a second
+		lo, hi float64 // the linger's cost, seconds
+	}{
+		// One task: its count waits the whole linger.
+		{"one task", []int{1}, 1000, 0.35, 0.35},
+		// Two stages of one: a linger each.
+		{"two stages of one task", []int{1, 1}, 1000, 0.70, 0.70},
+		// 1,000 tasks at 49.5 a second: batches of 17, the last one
+		// written up to a linger after the last commit.
+		{"a stage's last batch", []int{1000}, 100, 0, 0.35},
+		// The throughput job's shape: a stage's last batch, then the
+		// fan-in task's whole linger.
+		{"fan-out and fan-in", []int{1000, 1}, 100, 0.35, 0.70},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A config's servers keep their queues: one config a run.
+			cfg := func() Config { return Emulator(c.stages, p, Measured{DynamoRate: c.dynamo, SQSRate: 1e6}, 16, 1) }
+			lingered, err := Run(cfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			at0 := cfg()
+			at0.StageLinger = 0
+			at, err := Run(at0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := (lingered.Finished - at.Finished).Seconds()
+			if d < c.lo-1e-6 || d > c.hi+1e-6 {
+				t.Errorf("the linger added %.3fs: want %.2f to %.2f", d, c.lo, c.hi)
+			}
+		})
+	}
+}
+
 func prices() Prices {
 	return Prices{DynamoWRU: 0.625, DynamoRRU: 0.125, SQSRequest: 0.40, S3Put: 0.005, S3Get: 0.0004, LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334}
 }
@@ -283,7 +370,9 @@ func TestRunKnownCases(t *testing.T) {
 		// 1,000 tasks of 2.02 requests each (claim 1, commit 1, and the
 		// 10 chunks' 2 each) at 100 requests a second: 20.2 s.
 		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
-		r, err := Run(Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
+		cfg := Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1)
+		cfg.StageLinger = 0 // each count written at once
+		r, err := Run(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,8 +430,10 @@ func TestRunKnownCases(t *testing.T) {
 	})
 	t.Run("stages run one after another", func(t *testing.T) {
 		p := Profile{DynamoRequests: 2.02, WRU: 2.02}
-		one, _ := Run(Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
-		two, err := Run(Emulator([]int{1000, 1}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1))
+		cfg1, cfg2 := Emulator([]int{1000}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1), Emulator([]int{1000, 1}, p, Measured{DynamoRate: 100, SQSRate: 1e6}, 16, 1)
+		cfg1.StageLinger, cfg2.StageLinger = 0, 0 // each count written at once
+		one, _ := Run(cfg1)
+		two, err := Run(cfg2)
 		if err != nil {
 			t.Fatal(err)
 		}

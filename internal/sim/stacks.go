@@ -133,6 +133,23 @@ type Measured struct {
 	// serve (the JVM's own threads, the idle runner's long polls), taken
 	// off Cores: DynamoCPU and SQSCPU are net of it.
 	IdleCores float64
+	// DynamoCores and SQSCores, when set, are the cores each emulator
+	// serves with at most, as the bench's probes saw them: DynamoDB Local
+	// and moto each serve near one core's worth of requests at a time, not
+	// more however many wait, and each request costs more CPU when the
+	// emulators and the runner share the cores. A service's ceiling is then
+	// its cores over its CPU a request (DynamoCPU: of the job's mix of
+	// writes and reads), in place of its plateau probed alone.
+	DynamoCores, SQSCores float64
+}
+
+// serial is the ceiling of a service that serves with cores at cpu a
+// request, or plateau where either is not known.
+func serial(plateau, cores float64, cpu time.Duration) float64 {
+	if cores > 0 && cpu > 0 {
+		return cores / cpu.Seconds()
+	}
+	return plateau
 }
 
 // minCores is the least of the cores the model gives the tasks' work: a
@@ -163,8 +180,11 @@ func server(name string, rate float64, alone time.Duration) *Server {
 func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Config {
 	c := Config{
 		Stages: stages, Profile: p, Seed: seed,
-		Dynamo: server("DynamoDB (emulator)", m.DynamoRate, m.DynamoLatency),
-		SQS:    server("SQS (emulator)", m.SQSRate, m.SQSLatency),
+		Dynamo: server("DynamoDB (emulator)", serial(m.DynamoRate, m.DynamoCores, m.DynamoCPU), m.DynamoLatency),
+		SQS:    server("SQS (emulator)", serial(m.SQSRate, m.SQSCores, m.SQSCPU), m.SQSLatency),
+		// The runner's executors batch their counts (control.Config's
+		// CountLinger, as the bench runs them).
+		StageLinger: tuning.CountLinger,
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
 			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
 		Slots: &Slots{Count: slots},

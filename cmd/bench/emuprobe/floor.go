@@ -5,8 +5,13 @@ import (
 	"time"
 )
 
+// FloorMeaning is what the floor the throughput is held to is, in one
+// sentence.
+const FloorMeaning = "the rate the emulators serve the no-op job's own requests (SQS batches of ten, each task's claim and commit), all at once on this machine's shared cores, with no framework around them: the mix probe's best level"
+
 // Floor is the throughput a no-op job could reach on this machine, from
-// the probes: the least of the cores' capacity over the CPU the three
+// the probes of each part alone (a diagnosis of which part is tightest;
+// the verdict's floor is the mix probe's, which sees them compete): the least of the cores' capacity over the CPU the three
 // processes sharing them spend per task (DynamoDB Local's and moto's CPU
 // per request as probed, times the job's requests per task, and the
 // runner's CPU per task) and each emulator's plateau over the job's

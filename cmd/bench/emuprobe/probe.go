@@ -60,7 +60,7 @@ type Ceiling struct {
 	served float64
 	// Cores is the machine's cores less what its other work (processes
 	// other than the bench and its emulators, /proc/stat) took over the
-	// levels of several clients: the store probe's only.
+	// store, SQS and mix probes together (Run): the store probe's only.
 	Cores float64
 }
 
@@ -73,7 +73,9 @@ type Ceiling struct {
 type Emulator struct {
 	Dynamo, SQS Ceiling
 	// Task is the store probe's cost of a task (storeprobe.go).
-	Task          StoreCycle
+	Task StoreCycle
+	// Mix is the mix probe (mixprobe.go): the floor.
+	Mix           Mix
 	S3            float64
 	Before, After *Emulator
 	// Err is why the store probe measured nothing.
@@ -129,7 +131,7 @@ func (p Emulator) Around(q Emulator) Emulator {
 	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2,
 		ReadCPU: (p.Task.ReadCPU + q.Task.ReadCPU) / 2}
 	idle := Idle{DynamoDB: (p.Idle.DynamoDB + q.Idle.DynamoDB) / 2, SQS: (p.Idle.SQS + q.Idle.SQS) / 2, Runner: (p.Idle.Runner + q.Idle.Runner) / 2}
-	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Idle: idle, Before: &p, After: &q}
+	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Idle: idle, Mix: meanMix(p.Mix, q.Mix), Before: &p, After: &q}
 }
 
 // describe is the probe's levels, or its two ends' after around.
@@ -137,14 +139,14 @@ func (p Emulator) Describe() string {
 	if p.Before != nil {
 		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request; %s",
 			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores,
-			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.Idle.describe())
+			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.Idle.describe()) + "\n    mix probe, " + p.Mix.Describe()
 	}
 	if p.Err != nil {
 		return fmt.Sprintf("DynamoDB not measured (%v); SQS %.0f/s (%s; %.0f µs)", p.Err, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
 	}
 	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request); %s",
 		p.Dynamo.Rate, p.Dynamo.Describe(), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU),
-		p.Idle.describe())
+		p.Idle.describe()) + "; mix probe: " + p.Mix.Describe()
 }
 
 func (i Idle) describe() string {
@@ -189,8 +191,15 @@ func Run(ctx context.Context, cfg aws.Config, t Target) Emulator {
 	awsconf.Harden(&c)
 	bucket := t.Bucket
 	var p Emulator
+	others := StartOthers()
 	p.Dynamo, p.Task, p.Err = probeStore(ctx, cfg, t.Table, storeLevels(t.Slots))
 	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
+	p.Mix = probeMix(ctx, cfg, t.Table, mixLevels(t.Slots))
+	if p.Dynamo.Cores > 0 {
+		// Over all three probes, a dozen seconds: other work on a shared
+		// machine comes and goes within the store probe's few.
+		p.Dynamo.Cores = CoresLeft(others.Cores())
+	}
 	// Idle last: a fresh JVM is still starting before the probe's warm-up.
 	p.Idle = idleFor(probeIdle)
 	p.Dynamo.net(p.Idle.DynamoDB)
@@ -274,7 +283,11 @@ func sweep(levels []int, step time.Duration, fn func(w int) int) Ceiling {
 		served += rate * took.Seconds()
 		cpu += e1 - e0 - (j1 - j0)
 		c.span += took
-		c.Levels = append(c.Levels, Level{Clients: n, Rate: rate, Latency: lat})
+		l := Level{Clients: n, Rate: rate, Latency: lat}
+		if k := rate * took.Seconds(); ok && k > 0 {
+			l.CPU = time.Duration(float64(e1-e0-(j1-j0)) / k)
+		}
+		c.Levels = append(c.Levels, l)
 		if n >= plateauClients {
 			plateau = append(plateau, rate)
 		}

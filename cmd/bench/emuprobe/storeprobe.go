@@ -96,34 +96,12 @@ func (p Emulator) DynamoCPU(writes, reads float64) time.Duration {
 // returns its Ceiling in DynamoDB requests a second, the emulator CPU per
 // request being DynamoDB Local's alone (the java process).
 func probeStore(ctx context.Context, cfg aws.Config, runnerTable string, clients []int) (Ceiling, StoreCycle, error) {
-	c := cfg.Copy()
-	awsconf.Harden(&c)
-	rec := &loadmodel.Recorder{}
-	rec.Install(&c)
-	meter := control.NewMeter()
-	meter.Install(&c)
-	sdk := dynamodb.NewFromConfig(cfg)
-	table, err := copyTable(ctx, sdk, runnerTable)
+	g, err := newRig(ctx, cfg, runnerTable, testdouble.NewQueue())
 	if err != nil {
 		return Ceiling{}, StoreCycle{}, err
 	}
-	defer func() {
-		_, _ = sdk.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: &table})
-	}()
-	if err := rec.DescribeTable(ctx, sdk, table); err != nil {
-		return Ceiling{}, StoreCycle{}, err
-	}
-	db, err := ddbwire.ForStore(c, os.Getenv(ddbwire.EnvClient))
-	if err != nil {
-		return Ceiling{}, StoreCycle{}, err
-	}
-	svc := control.New(control.Config{Queues: control.Queues{High: "probe-high", Normal: "probe-normal", Low: "probe-low",
-		Timer: "probe-timer", DLQ: "probe-dead"}, CountLinger: tuning.CountLinger, Meter: meter},
-		dynamo.New(db, table), testdouble.NewQueue(), testdouble.NewBlob(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	src := &taskSource{svc: svc}
-	if err := src.refill(ctx); err != nil {
-		return Ceiling{}, StoreCycle{}, err
-	}
+	defer g.close(ctx)
+	svc, src, rec, sdk := g.svc, g.src, g.rec, g.sdk
 	one := func(int) int {
 		ref, err := src.next(ctx)
 		if err != nil {
@@ -147,6 +125,58 @@ func probeStore(ctx context.Context, cfg aws.Config, runnerTable string, clients
 	_ = svc.FlushCounts(ctx)
 	cycle.ReadCPU = priceReads(ctx, svc, src, requests)
 	return ceil, cycle, nil
+}
+
+// rig is a probe's control plane: a control.Service on a table of the
+// runner's layout, through a client built as the runner's with its hooks
+// (the cost meter, the bench's recorder), and its source of tasks.
+type rig struct {
+	svc   *control.Service
+	src   *taskSource
+	rec   *loadmodel.Recorder
+	sdk   *dynamodb.Client
+	cfg   aws.Config // hardened, with the recorder and meter installed
+	table string
+}
+
+// newRig copies runnerTable's layout to a table of the probe's own and
+// submits its first job; q is the service's queue (the probe jobs'
+// materialization sends there).
+func newRig(ctx context.Context, cfg aws.Config, runnerTable string, q control.Queue) (*rig, error) {
+	c := cfg.Copy()
+	awsconf.Harden(&c)
+	rec := &loadmodel.Recorder{}
+	rec.Install(&c)
+	meter := control.NewMeter()
+	meter.Install(&c)
+	sdk := dynamodb.NewFromConfig(cfg)
+	table, err := copyTable(ctx, sdk, runnerTable)
+	if err != nil {
+		return nil, err
+	}
+	g := &rig{rec: rec, sdk: sdk, cfg: c, table: table}
+	if err := rec.DescribeTable(ctx, sdk, table); err != nil {
+		g.close(ctx)
+		return nil, err
+	}
+	db, err := ddbwire.ForStore(c, os.Getenv(ddbwire.EnvClient))
+	if err != nil {
+		g.close(ctx)
+		return nil, err
+	}
+	g.svc = control.New(control.Config{Queues: control.Queues{High: "probe-high", Normal: "probe-normal", Low: "probe-low",
+		Timer: "probe-timer", DLQ: "probe-dead"}, CountLinger: tuning.CountLinger, Meter: meter},
+		dynamo.New(db, table), q, testdouble.NewBlob(nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g.src = &taskSource{svc: g.svc}
+	if err := g.src.refill(ctx); err != nil {
+		g.close(ctx)
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *rig) close(ctx context.Context) {
+	_, _ = g.sdk.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: &g.table})
 }
 
 // probeReads is how long the reads are priced.
