@@ -92,6 +92,11 @@ type Config struct {
 	// commit counts at once (Lambda, whose invocation's flush is in its
 	// Overhead).
 	StageLinger time.Duration
+	// CountRounds, when set with StageLinger, is how often the executors'
+	// delete rounds write the pending counts before their messages go
+	// (tuning.DeleteRound, from the run's start): a batch is written at
+	// its linger's end or the next round, whichever comes first.
+	CountRounds time.Duration
 	// Exactly one of Lambda and Slots.
 	Lambda *Lambda
 	Slots  *Slots
@@ -479,8 +484,8 @@ func (s *state) count(n int) float64 {
 	if l <= 0 {
 		return s.now
 	}
-	if s.batchFrom >= 0 && s.now >= s.batchFrom+l {
-		s.batchFrom, s.batchN = -1, 0 // its timer wrote it
+	if s.batchFrom >= 0 && s.now >= s.written(l) {
+		s.batchFrom, s.batchN = -1, 0 // its timer or a delete round wrote it
 	}
 	if s.batchFrom < 0 {
 		s.batchFrom = s.now
@@ -490,7 +495,17 @@ func (s *state) count(n int) float64 {
 		s.batchFrom, s.batchN = -1, 0 // full: written at once
 		return s.now
 	}
-	return s.batchFrom + l
+	return s.written(l)
+}
+
+// written is when the pending batch is written: its linger's end, or the
+// first delete round after its first count if that comes sooner.
+func (s *state) written(linger float64) float64 {
+	w := s.batchFrom + linger
+	if r := s.cfg.CountRounds.Seconds(); r > 0 {
+		w = min(w, (math.Floor(s.batchFrom/r)+1)*r)
+	}
+	return w
 }
 
 // dispatch starts invocations or fills slots while messages wait and the

@@ -316,23 +316,34 @@ func TestEmulatorStageLinger(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		stages []int
-		dynamo float64 // requests a second
-		lo, hi float64 // the linger's cost, seconds
+		dynamo float64       // requests a second
+		rounds time.Duration // CountRounds (0: none)
+		lo, hi float64       // the linger's cost, seconds
 	}{
 		// One task: its count waits the whole linger.
-		{"one task", []int{1}, 1000, 0.35, 0.35},
+		{"one task", []int{1}, 1000, 0, 0.35, 0.35},
 		// Two stages of one: a linger each.
-		{"two stages of one task", []int{1, 1}, 1000, 0.70, 0.70},
+		{"two stages of one task", []int{1, 1}, 1000, 0, 0.70, 0.70},
 		// 1,000 tasks at 49.5 a second: batches of 17, the last one
 		// written up to a linger after the last commit.
-		{"a stage's last batch", []int{1000}, 100, 0, 0.35},
+		{"a stage's last batch", []int{1000}, 100, 0, 0, 0.35},
 		// The throughput job's shape: a stage's last batch, then the
 		// fan-in task's whole linger.
-		{"fan-out and fan-in", []int{1000, 1}, 100, 0.35, 0.70},
+		{"fan-out and fan-in", []int{1000, 1}, 100, 0, 0.35, 0.70},
+		// A delete round every 300 ms writes a lone count at the next
+		// round, before its linger ends.
+		{"one task, delete rounds", []int{1}, 1000, 300 * time.Millisecond, 1e-3, 0.30},
+		// Rounds rarer than the linger: the linger writes it.
+		{"one task, rare rounds", []int{1}, 1000, time.Hour, 0.35, 0.35},
+		{"fan-out and fan-in, delete rounds", []int{1000, 1}, 100, 300 * time.Millisecond, 1e-3, 0.60},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// A config's servers keep their queues: one config a run.
-			cfg := func() Config { return Emulator(c.stages, p, Measured{DynamoRate: c.dynamo, SQSRate: 1e6}, 16, 1) }
+			cfg := func() Config {
+				cfg := Emulator(c.stages, p, Measured{DynamoRate: c.dynamo, SQSRate: 1e6}, 16, 1)
+				cfg.CountRounds = c.rounds
+				return cfg
+			}
 			lingered, err := Run(cfg())
 			if err != nil {
 				t.Fatal(err)

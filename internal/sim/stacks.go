@@ -183,8 +183,10 @@ func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Confi
 		Dynamo: server("DynamoDB (emulator)", serial(m.DynamoRate, m.DynamoCores, m.DynamoCPU), m.DynamoLatency),
 		SQS:    server("SQS (emulator)", serial(m.SQSRate, m.SQSCores, m.SQSCPU), m.SQSLatency),
 		// The runner's executors batch their counts (control.Config's
-		// CountLinger, as the bench runs them).
+		// CountLinger, as the bench runs them) and write them before each
+		// round of deletes.
 		StageLinger: tuning.CountLinger,
+		CountRounds: tuning.DeleteRound,
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
 			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
 		Slots: &Slots{Count: slots},

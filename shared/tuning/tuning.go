@@ -31,12 +31,17 @@ const (
 	// CountLinger is how long an executor's commit count waits for others
 	// before they go in one write per counter shard (control's count
 	// batcher). A long-polling executor writes them sooner, before each
-	// round of message deletes (feed's deleteLinger, 300 ms): this only
+	// round of message deletes (DeleteRound): this only
 	// bounds counts that no delete round takes. A Lambda executor writes
 	// them before its invocation ends. Long enough that a round's counts
 	// meet (dozens of tasks per write at a few hundred tasks a second),
 	// short beside a stage's follow-up.
 	CountLinger = 350 * time.Millisecond
+
+	// DeleteRound is how often a long-polling executor deletes its
+	// finished tasks' messages, writing their batched counts first
+	// (internal/executor/feed's deleter says why 300 ms).
+	DeleteRound = 300 * time.Millisecond
 
 	// MaxAttempts is the default number of attempts per task.
 	MaxAttempts = spec.DefaultMaxAttempts

@@ -235,7 +235,7 @@ const idleWaitShared = time.Second
 // counter shards whatever its length, so a longer round is fewer count
 // writes, for up to a round more before a stage's last count and its
 // completion; 300 ms leaves the visibility a margin of about 200 ms.
-const deleteLinger = 300 * time.Millisecond
+const deleteLinger = tuning.DeleteRound
 
 // deleter batches message deletes, ten per request, every linger, after
 // the counts of their tasks. A round's last part batch waits one more
