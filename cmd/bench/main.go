@@ -43,10 +43,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
@@ -212,7 +208,7 @@ func run(o benchOptions) error {
 	e.start(ctx)
 
 	probe := emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots})
-	txEmpty, upEmpty := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
+	txEmpty, upEmpty := emuprobe.WriteCost(ctx, cfg, r.Resources.Table, 20)
 
 	// Ready-to-claimed latency with idle executors, one task at a time, on
 	// a small table: measured first, so the emulator's cost of the big
@@ -299,8 +295,8 @@ func run(o benchOptions) error {
 	// (to roll back on failure), so its transactions slow down as the table
 	// grows, unlike DynamoDB's. Show it, measured here, so the rate above is
 	// read against the emulator's own cost.
-	items, _ := countItems(ctx, cfg, r.Resources.Table)
-	txFull, upFull := emulatorWriteCost(ctx, cfg, r.Resources.Table, 20)
+	items, _ := emuprobe.CountItems(ctx, cfg, r.Resources.Table)
+	txFull, upFull := emuprobe.WriteCost(ctx, cfg, r.Resources.Table, 20)
 	fmt.Printf("  emulator write cost: 2-item TransactWriteItems %.1f ms with an empty table, %.1f ms with %d items; UpdateItem %.1f ms, %.1f ms\n",
 		ms(txEmpty), ms(txFull), items, ms(upEmpty), ms(upFull))
 	sample := domain.Task{Ref: domain.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 63, Partition: 99999}, MaxAttempts: spec.MaxAttemptsLimit,
@@ -359,50 +355,3 @@ func waitEvery(ctx context.Context, svc *control.Service, id string, within, pol
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// emulatorWriteCost times n sequential 2-item transactions and n
-// UpdateItems on bench-only keys, and returns their mean latencies.
-func emulatorWriteCost(ctx context.Context, cfg aws.Config, table string, n int) (tx, up time.Duration) {
-	db := dynamodb.NewFromConfig(cfg)
-	k := func(pk string) map[string]types.AttributeValue {
-		return map[string]types.AttributeValue{
-			"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: "X"},
-		}
-	}
-	add := func(pk string) *types.Update {
-		return &types.Update{
-			TableName: &table, Key: k(pk), UpdateExpression: aws.String("ADD n :one"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-		}
-	}
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		_, _ = db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems: []types.TransactWriteItem{{Update: add("BENCHTX#a")}, {Update: add("BENCHTX#b")}},
-		})
-	}
-	tx = time.Since(start) / time.Duration(n)
-	start = time.Now()
-	for i := 0; i < n; i++ {
-		u := add("BENCHTX#a")
-		_, _ = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &table, Key: u.Key, UpdateExpression: u.UpdateExpression, ExpressionAttributeValues: u.ExpressionAttributeValues,
-		})
-	}
-	return tx, time.Since(start) / time.Duration(n)
-}
-
-// countItems counts the table's items; a bench-only scan.
-func countItems(ctx context.Context, cfg aws.Config, table string) (int, error) {
-	db := dynamodb.NewFromConfig(cfg)
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: &table, Select: types.SelectCount})
-	n := 0
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return n, err
-		}
-		n += int(out.Count)
-	}
-	return n, nil
-}
