@@ -276,9 +276,10 @@ func printProbe(p emuprobe.Emulator) {
 	fmt.Printf("    %s\n", p.Describe())
 }
 
-// printFloor prints the run's rate against the emulator floor
-// (emuprobe.FloorOf) of its requests per task and runner's CPU per task.
-func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int, runnerCPU time.Duration) {
+// printFloor prints the run's sustained rate against the emulator floor
+// (the mix probe's best level; the least of each part alone, emuprobe.FloorOf,
+// as a diagnosis), with its end-to-end rate's share beside it.
+func printFloor(rate, sustained float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, tasks int, runnerCPU time.Duration) {
 	tot := snap.Totals()
 	w, rd := dynamoSplit(snap, tasks)
 	f := emuprobe.FloorOf(probe, w, rd, per(tot.Requests["SQS"], tasks), runnerCPU)
@@ -289,8 +290,8 @@ func printFloor(rate float64, probe emuprobe.Emulator, snap loadmodel.Snapshot, 
 		fmt.Printf("    %s\n", p)
 	}
 	if floor := probe.Mix.Floor(); floor > 0 { // else the probe's line says why not
-		fmt.Printf("  throughput %.0f tasks/s = %.0f%% of the floor (%.0f tasks/s, the mix probe's best level; each part alone: %.0f, %s; %s)\n",
-			rate, 100*rate/floor, floor, f.Rate, f.By, floorVerdict(rate, floor))
+		fmt.Printf("  throughput %.0f tasks/s sustained = %.0f%% of the floor (%.0f tasks/s, the mix probe's best level; each part alone: %.0f, %s; %s); end to end %.0f tasks/s = %.0f%%\n",
+			sustained, 100*sustained/floor, floor, f.Rate, f.By, floorVerdict(sustained, floor), rate, 100*rate/floor)
 	}
 }
 

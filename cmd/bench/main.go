@@ -44,9 +44,11 @@ import (
 	"time"
 
 	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
+	"github.com/batchwork/batchwork/cmd/bench/runs"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
+	"github.com/batchwork/batchwork/internal/loadmodel"
 	"github.com/batchwork/batchwork/shared/batchwork"
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
@@ -59,6 +61,7 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 2000, "fan-out tasks of the throughput job (0: skip it and the cost workloads)")
+	jobRuns := flag.Int("runs", 3, "runs of the throughput job; the one with the median rate is reported (cmd/bench/runs)")
 	slots := flag.Int("slots", 16, "executor slots")
 	probes := flag.Int("probes", 100, "single-task jobs for the latency measurement")
 	outputs := flag.Int("output-tasks", 2000, "tasks of the one-output job (each writes one object; 0: skip)")
@@ -95,7 +98,7 @@ func main() {
 	}
 	lm := lambdaModel{mb: *lambdaMB, ms: *lambdaMS, batch: tuning.ExecutorBatchSize}
 	if *tasks > 0 {
-		o := benchOptions{tasks: *tasks, slots: *slots, probes: *probes, outputs: *outputs, reducers: *reducers, maps: *maps,
+		o := benchOptions{tasks: *tasks, runs: *jobRuns, slots: *slots, probes: *probes, outputs: *outputs, reducers: *reducers, maps: *maps,
 			cpuProfile: *cpuProfile, lm: lm, rate: *rate}
 		if err := run(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -147,6 +150,7 @@ func main() {
 
 type benchOptions struct {
 	tasks, slots, probes, outputs, reducers, maps int
+	runs                                          int
 	cpuProfile                                    string
 	lm                                            lambdaModel
 	rate                                          float64
@@ -198,7 +202,9 @@ func run(o benchOptions) error {
 	var mu sync.Mutex
 	var latencies []time.Duration
 	var measuring atomic.Bool
+	var timeline runs.Timeline // the throughput job's claims
 	r.Executor.OnClaim = func(c control.Claim, sent time.Time) {
+		timeline.Claimed()
 		if measuring.Load() {
 			mu.Lock()
 			latencies = append(latencies, time.Since(sent))
@@ -238,37 +244,60 @@ func run(o benchOptions) error {
 			return err
 		}
 	}
-	rec.Reset()
-	cpu0 := emuprobe.CPUTime()
-	span := emuprobe.StartSpan()
 	body := fmt.Appendf(nil, `{"name":"bench","stages":[
 	  {"name":"fanout","task":"noop","partitions":{"count":%d}},
 	  {"name":"fanin","task":"noop","after":["fanout"],"partitions":{"count":1}}]}`, tasks)
-	// The status is read once a second (a read of it costs DynamoDB Local
-	// 6 to 10 ms of CPU, a share of the job's emulator CPU at 4 a second),
-	// and the job's own end time marks the end of the run.
-	st, elapsed, err := runJob(ctx, r, watcher, "bench-1", body, 20*time.Minute, time.Second)
-	if err != nil {
-		return err
+	total := tasks + 1
+	type measured struct {
+		run       runs.Run
+		st        control.JobStatus
+		ran, snap loadmodel.Snapshot
+		spanned   string
+		left      float64
 	}
-	cpu := emuprobe.CPUTime() - cpu0
-	spanned, left := span.Describe(tasks + 1)
+	var done []measured
+	for i := range max(o.runs, 1) { // runs.go says why several
+		rec.Reset()
+		cpu0 := emuprobe.CPUTime()
+		span := emuprobe.StartSpan()
+		timeline.Start()
+		// The status is read once a second (a read of it costs DynamoDB
+		// Local 6 to 10 ms of CPU, a share of the job's emulator CPU at 4
+		// a second), and the job's own end time marks the end of the run.
+		st, elapsed, err := runJob(ctx, r, watcher, fmt.Sprintf("bench-%d", i+1), body, 20*time.Minute, time.Second)
+		if err != nil {
+			return err
+		}
+		cpu := emuprobe.CPUTime() - cpu0
+		spanned, left := span.Describe(total)
+		claims := timeline.Take()
+		// The job's own cost figure is final when it ends; the settling
+		// sweep's scans below are no job's.
+		ran := rec.Snapshot()
+		if err := settle(ctx, r); err != nil {
+			return err
+		}
+		snap := rec.Snapshot()
+		done = append(done, measured{run: runs.Run{Tasks: total, Elapsed: elapsed, CPU: cpu, Requests: requestsOf(snap), Claims: claims},
+			st: st, ran: ran, snap: snap, spanned: spanned, left: left})
+	}
 	if o.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	// The job's own cost figure is final when it ends; the settling
-	// sweep's scans below are no job's.
-	ran := rec.Snapshot()
 	probe = probe.Around(emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots}))
-	if err := settle(ctx, r); err != nil {
-		return err
+	all := make([]runs.Run, len(done))
+	for i, m := range done {
+		all[i] = m.run
 	}
-	snap := rec.Snapshot()
-	total := tasks + 1
-	rate := float64(total) / elapsed.Seconds()
+	pick := runs.Median(all)
+	m := done[pick]
+	st, elapsed, cpu, ran, snap, spanned, left := m.st, m.run.Elapsed, m.run.CPU, m.ran, m.snap, m.spanned, m.left
+	rate := m.run.Rate()
+	sustained, _ := m.run.Sustained()
 	fmt.Printf("job of %d no-op tasks: %s in %.1fs\n", total, st.State, elapsed.Seconds())
-	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots\n", rate, slots)
-	printFloor(rate, probe, snap, total, cpu/time.Duration(total))
+	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots; sustained (the claims between the first and last tenth): %.0f tasks/s\n", rate, slots, sustained)
+	fmt.Printf("  %d runs: %s\n", len(all), runs.Describe(all, pick))
+	printFloor(rate, sustained, probe, snap, total, cpu/time.Duration(total))
 	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0, left)
 	fmt.Printf("    %s\n", spanned)
 	fmt.Printf("  bench process CPU (control plane, executors, recording middleware; not the emulators): %.0f µs per task",
