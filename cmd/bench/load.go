@@ -364,6 +364,10 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	snap := rec.Snapshot()
 	fmt.Printf("load job of %d no-op tasks (%d executor slots): %s in %.1fs, %.0f tasks/s; bench process CPU %.0f µs per task\n",
 		n, slots, st.State, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(cpu.Microseconds())/float64(n))
+	if floor := probe.Mix.Floor(); floor > 0 { // its 100,000 tasks leave the job's start and end a few seconds of minutes
+		fmt.Printf("  %.0f%% of the floor (%.0f tasks/s, the mix probe's best level before and after this job, on its table)\n",
+			100*float64(n)/elapsed.Seconds()/floor, floor)
+	}
 	var queuedIn time.Duration
 	if t := lastQueued.Load(); t > 0 {
 		queuedIn = time.Unix(0, t).Sub(start)
