@@ -1,9 +1,9 @@
 // Command bench measures Batchwork on the emulator:
 //
-//   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task):
-//     its rate next to the emulator floor measured in the same run (the
-//     cores over the CPU the emulators, as probed on the job's own
-//     requests, and the runner spend per task: emuprobe), the bench
+//   - a job of 2,000 no-op tasks (a fan-out stage, then a fan-in task),
+//     run -runs times, the run with the median rate reported (runs): its
+//     sustained rate next to the emulator floor measured in the same run
+//     (the mix probe's best level: emuprobe), the bench
 //     process's CPU per task (-cpuprofile writes a pprof profile), AWS
 //     requests and DynamoDB capacity per task by operation, the task item
 //     size, and ready-to-claimed latency with idle executors;
