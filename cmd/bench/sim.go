@@ -92,9 +92,10 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.DynamoCPU(dynamoSplit(snap, tasks)), probe.SQS.CPU, runnerCPU
 		m.IdleCores = probe.Idle.DynamoDB + probe.Idle.SQS
 		if mix := probe.MixDynamoCPU(dynamoSplit(snap, tasks)); mix > 0 { // the emulators sharing the cores (mixprobe.go)
-			// DynamoDB Local's ceiling is the writes a second the mix
-			// probe's best level served (sim.Measured.MixDynamoRate).
-			m.DynamoCPU, m.SQSCPU, m.MixDynamoRate = mix, probe.Mix.All.SQSCPU(), probe.Mix.Best.DynamoRate()
+			// The emulators' ceilings are what the mix probe's best level
+			// served (sim.Measured.MixDynamoRate, MixSQSCPU).
+			m.DynamoCPU, m.SQSCPU = mix, probe.Mix.All.SQSCPU()
+			m.MixDynamoRate, m.MixSQSCPU = probe.Mix.Best.DynamoRate(), probe.Mix.Best.SQSCPU()
 		}
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
@@ -112,8 +113,8 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
 	}
 	if m.MixDynamoRate > 0 {
-		fmt.Printf("    DynamoDB Local serving the mix probe's best level's %.0f writes/s, this job's %.3f reads a task beside them; moto at the SQS probe's %.0f requests/s\n",
-			m.MixDynamoRate, p.DynamoReads, m.SQSRate)
+		fmt.Printf("    ceilings from the mix probe's best level: DynamoDB Local its %.0f writes/s, this job's %.3f reads a task beside them; moto one core at its %.0f µs a request (%.0f/s)\n",
+			m.MixDynamoRate, p.DynamoReads, us(m.MixSQSCPU), 1/max(1e-9, m.MixSQSCPU.Seconds()))
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),

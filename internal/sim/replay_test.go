@@ -31,7 +31,8 @@ func msec(n float64) time.Duration {
 
 // loggedRuns are runs of `make bench` on the 2-core machine: the
 // throughput job (2,000 tasks and a fan-in task) alone with 16, 32 and 64
-// slots, and a full bench's throughput and 100,000-task load jobs; each
+// slots, a full bench's throughput and 100,000-task load jobs, and the
+// throughput and load jobs alone (tp16 d and e, load b and c); each
 // input is what the run's simulator lines printed, the job's reads a task
 // its requests table's GetItem, BatchGetItem and Query. tp16-c ran at 62%
 // of its mix probe's floor with the load average at 2.6: DynamoDB Local
@@ -40,32 +41,48 @@ func msec(n float64) time.Duration {
 var loggedRuns = []loggedRun{
 	{name: "tp16-a", stages: []int{2000, 1}, slots: 16, rate: 311,
 		m: Measured{DynamoRate: 914, SQSRate: 242, DynamoLatency: msec(1.4), SQSLatency: msec(3.9), Cores: 2, IdleCores: 0.02,
-			DynamoCPU: us(1319), SQSCPU: us(3971), RunnerCPU: us(587), MixDynamoRate: 374 * 2.07},
+			DynamoCPU: us(1319), SQSCPU: us(3971), RunnerCPU: us(587), MixDynamoRate: 374 * 2.07, MixSQSCPU: us(3699)},
 		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.047, SQSRequests: 0.34}},
 	{name: "tp16-b", stages: []int{2000, 1}, slots: 16, rate: 347,
 		m: Measured{DynamoRate: 1030, SQSRate: 305, DynamoLatency: msec(1.2), SQSLatency: msec(3.3), Cores: 2, IdleCores: 0.03,
-			DynamoCPU: us(1225), SQSCPU: us(3723), RunnerCPU: us(523), MixDynamoRate: 406 * 2.07},
+			DynamoCPU: us(1225), SQSCPU: us(3723), RunnerCPU: us(523), MixDynamoRate: 406 * 2.07, MixSQSCPU: us(3629)},
 		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.047, SQSRequests: 0.34}},
 	{name: "tp16-c", stages: []int{2000, 1}, slots: 16, rate: 249, over: true,
 		m: Measured{DynamoRate: 1003, SQSRate: 275, DynamoLatency: msec(1.3), SQSLatency: msec(3.5), Cores: 2, IdleCores: 0.03,
-			DynamoCPU: us(1332), SQSCPU: us(4038), RunnerCPU: us(724), MixDynamoRate: 403 * 2.06},
+			DynamoCPU: us(1332), SQSCPU: us(4038), RunnerCPU: us(724), MixDynamoRate: 403 * 2.06, MixSQSCPU: us(3649)},
 		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.048, SQSRequests: 0.34}},
 	{name: "tp32", stages: []int{2000, 1}, slots: 32, rate: 314,
 		m: Measured{DynamoRate: 896, SQSRate: 251, DynamoLatency: msec(1.3), SQSLatency: msec(4.0), Cores: 2, IdleCores: 0.03,
-			DynamoCPU: us(1412), SQSCPU: us(4254), RunnerCPU: us(600), MixDynamoRate: 365 * 2.06},
+			DynamoCPU: us(1412), SQSCPU: us(4254), RunnerCPU: us(600), MixDynamoRate: 365 * 2.06, MixSQSCPU: us(4004)},
 		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.35}},
 	{name: "tp64", stages: []int{2000, 1}, slots: 64, rate: 242,
 		m: Measured{DynamoRate: 862, SQSRate: 209, DynamoLatency: msec(1.4), SQSLatency: msec(4.4), Cores: 2, IdleCores: 0.15,
-			DynamoCPU: us(1755), SQSCPU: us(4427), RunnerCPU: us(807), MixDynamoRate: 359 * 2.05},
+			DynamoCPU: us(1755), SQSCPU: us(4427), RunnerCPU: us(807), MixDynamoRate: 359 * 2.05, MixSQSCPU: us(4301)},
 		p: Profile{DynamoRequests: 2.77, DynamoReads: 0.359, SQSRequests: 0.38}},
 	{name: "fullbench throughput", stages: []int{2000, 1}, slots: 16, rate: 258,
 		m: Measured{DynamoRate: 762, SQSRate: 218, DynamoLatency: msec(1.6), SQSLatency: msec(4.8), Cores: 2, IdleCores: 0.04,
-			DynamoCPU: us(1716), SQSCPU: us(5396), RunnerCPU: us(757), MixDynamoRate: 339 * 2.06},
+			DynamoCPU: us(1716), SQSCPU: us(5396), RunnerCPU: us(757), MixDynamoRate: 339 * 2.06, MixSQSCPU: us(5266)},
 		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.34}},
 	{name: "fullbench load", stages: []int{100000}, slots: 32, rate: 325, queued: 51.8,
 		m: Measured{DynamoRate: 774, SQSRate: 235, DynamoLatency: msec(1.5), SQSLatency: msec(4.2), Cores: 2, IdleCores: 0.03,
-			DynamoCPU: us(1464), SQSCPU: us(4643), RunnerCPU: us(632), MixDynamoRate: 323 * 2.05},
+			DynamoCPU: us(1464), SQSCPU: us(4643), RunnerCPU: us(632), MixDynamoRate: 323 * 2.05, MixSQSCPU: us(4485)},
 		p: Profile{DynamoRequests: 2.12, DynamoReads: 0.022, SQSRequests: 0.31}},
+	{name: "tp16 d", stages: []int{2000, 1}, slots: 16, rate: 299,
+		m: Measured{DynamoRate: 859, SQSRate: 247, DynamoLatency: msec(1.2), SQSLatency: msec(4.0), Cores: 1.72, IdleCores: 0.01,
+			DynamoCPU: us(1689), SQSCPU: us(4695), RunnerCPU: us(613), MixDynamoRate: 644, MixSQSCPU: us(4899)},
+		p: Profile{DynamoRequests: 2.20, DynamoReads: 0.080, SQSRequests: 0.34}},
+	{name: "tp16 e", stages: []int{2000, 1}, slots: 16, rate: 289,
+		m: Measured{DynamoRate: 812, SQSRate: 222, DynamoLatency: msec(1.4), SQSLatency: msec(3.3), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1440), SQSCPU: us(4626), RunnerCPU: us(604), MixDynamoRate: 735, MixSQSCPU: us(3816)},
+		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.048, SQSRequests: 0.34}},
+	{name: "load b", stages: []int{100000}, slots: 32, rate: 290, queued: 57.9,
+		m: Measured{DynamoRate: 929, SQSRate: 248, DynamoLatency: msec(1.2), SQSLatency: msec(4.3), Cores: 1.75, IdleCores: 0.06,
+			DynamoCPU: us(1453), SQSCPU: us(4862), RunnerCPU: us(695), MixDynamoRate: 695, MixSQSCPU: us(4407)},
+		p: Profile{DynamoRequests: 2.14, DynamoReads: 0.033, SQSRequests: 0.31}},
+	{name: "load c", stages: []int{100000}, slots: 32, rate: 326, queued: 51.4,
+		m: Measured{DynamoRate: 996, SQSRate: 285, DynamoLatency: msec(1.5), SQSLatency: msec(4.4), Cores: 1.74, IdleCores: 0.07,
+			DynamoCPU: us(1343), SQSCPU: us(4104), RunnerCPU: us(617), MixDynamoRate: 761, MixSQSCPU: us(3853)},
+		p: Profile{DynamoRequests: 2.13, DynamoReads: 0.023, SQSRequests: 0.31}},
 }
 
 // The simulator, fed each logged run's measured inputs, predicts its rate

@@ -282,8 +282,9 @@ func TestEmulatorSharedCores(t *testing.T) {
 
 // DynamoDB Local serializes its writes: its ceiling is the writes a
 // second the mix probe served (the emulators and the runner sharing the
-// cores), its reads served beside them; the store probe's plateau where
-// the mix probe measured nothing. moto's is its probed plateau.
+// cores), its reads served beside them; moto's one core at its CPU a
+// request there; each probe's plateau probed alone where the mix probe
+// measured nothing.
 func TestEmulatorCeilingFromTheMixProbe(t *testing.T) {
 	writes := Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.6}
 	testRates(t, writes, []rateCase{
@@ -297,7 +298,11 @@ func TestEmulatorCeilingFromTheMixProbe(t *testing.T) {
 			"DynamoDB (emulator)"},
 		// moto: 100 requests a second, 0.6 a task (the chunks' sends
 		// among them): 167 tasks a second, whatever its CPU a request.
-		{"moto at its plateau", Measured{DynamoRate: 1e6, SQSRate: 100, SQSCPU: 20 * time.Millisecond}, 167, "SQS (emulator)"},
+		{"no mix probe: moto at its plateau", Measured{DynamoRate: 1e6, SQSRate: 100, SQSCPU: 20 * time.Millisecond}, 167, "SQS (emulator)"},
+		// One core at the mix probe's 10 ms a request: 100 a second, in
+		// place of its plateau probed alone.
+		{"moto one core at the mix probe's price", Measured{DynamoRate: 1e6, SQSRate: 1000, MixSQSCPU: 10 * time.Millisecond}, 167,
+			"SQS (emulator)"},
 	})
 	// A job whose 2.5 requests a task are 2 writes and half a read: the
 	// writes at 500 a second, 250 tasks a second (its reads queued with
