@@ -32,7 +32,7 @@ func msec(n float64) time.Duration {
 // loggedRuns are runs of `make bench` on the 2-core machine: the
 // throughput job (2,000 tasks and a fan-in task) alone with 16, 32 and 64
 // slots, a full bench's throughput and 100,000-task load jobs, and the
-// throughput and load jobs alone (tp16 d and e, load b and c); each
+// throughput and load jobs alone (tp16 d to g, load b and c); each
 // input is what the run's simulator lines printed, the job's reads a task
 // its requests table's GetItem, BatchGetItem and Query. tp16-c ran at 62%
 // of its mix probe's floor with the load average at 2.6: DynamoDB Local
@@ -83,6 +83,14 @@ var loggedRuns = []loggedRun{
 		m: Measured{DynamoRate: 996, SQSRate: 285, DynamoLatency: msec(1.5), SQSLatency: msec(4.4), Cores: 1.74, IdleCores: 0.07,
 			DynamoCPU: us(1343), SQSCPU: us(4104), RunnerCPU: us(617), MixDynamoRate: 761, MixSQSCPU: us(3853)},
 		p: Profile{DynamoRequests: 2.13, DynamoReads: 0.023, SQSRequests: 0.31}},
+	{name: "tp16 f", stages: []int{2000, 1}, slots: 16, rate: 298,
+		m: Measured{DynamoRate: 964, SQSRate: 298, DynamoLatency: msec(1.1), SQSLatency: msec(3.5), Cores: 1.48, IdleCores: 0.03,
+			DynamoCPU: us(1493), SQSCPU: us(4020), RunnerCPU: us(578), MixDynamoRate: 724, MixSQSCPU: us(4491)},
+		p: Profile{DynamoRequests: 2.20, DynamoReads: 0.080, SQSRequests: 0.34}},
+	{name: "tp16 g", stages: []int{2000, 1}, slots: 16, rate: 252,
+		m: Measured{DynamoRate: 764, SQSRate: 201, DynamoLatency: msec(1.7), SQSLatency: msec(10.4), Cores: 1.69, IdleCores: 0.04,
+			DynamoCPU: us(1664), SQSCPU: us(5264), RunnerCPU: us(720), MixDynamoRate: 666, MixSQSCPU: us(4402)},
+		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.34}},
 }
 
 // The simulator, fed each logged run's measured inputs, predicts its rate
