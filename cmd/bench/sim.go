@@ -42,8 +42,9 @@ var documentedProfile = sim.Profile{DynamoRequests: 2.27, WRU: 2.38, RRU: 0.17, 
 func profileOf(snap loadmodel.Snapshot, tasks int) sim.Profile {
 	tot := snap.Totals()
 	t := float64(tasks)
+	_, reads := dynamoSplit(snap, tasks)
 	p := sim.Profile{
-		DynamoRequests: per(tot.Requests["DynamoDB"], tasks), WRU: tot.WCU / t, RRU: tot.RCU / t,
+		DynamoRequests: per(tot.Requests["DynamoDB"], tasks), DynamoReads: reads, WRU: tot.WCU / t, RRU: tot.RCU / t,
 		SQSRequests: per(tot.Requests["SQS"], tasks), SQSBilled: per(tot.Chunks, tasks),
 		S3Puts: per(tot.S3[listprices.S3Tier1], tasks), S3Gets: per(tot.S3[listprices.S3Tier2], tasks),
 	}
@@ -91,7 +92,10 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 		m.DynamoCPU, m.SQSCPU, m.RunnerCPU = probe.DynamoCPU(dynamoSplit(snap, tasks)), probe.SQS.CPU, runnerCPU
 		m.IdleCores = probe.Idle.DynamoDB + probe.Idle.SQS
 		if mix := probe.MixDynamoCPU(dynamoSplit(snap, tasks)); mix > 0 { // the emulators sharing the cores (mixprobe.go)
-			m.DynamoCPU, m.SQSCPU, m.DynamoCores, m.SQSCores = mix, probe.Mix.All.SQSCPU(), probe.DynamoCores(), probe.SQSCores()
+			// The emulators' ceilings are what the mix probe's best level
+			// served (sim.Measured.MixDynamoRate, MixSQSCPU).
+			m.DynamoCPU, m.SQSCPU = mix, probe.Mix.All.SQSCPU()
+			m.MixDynamoRate, m.MixSQSCPU = probe.Mix.Best.DynamoRate(), probe.Mix.Best.SQSCPU()
 		}
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
@@ -105,9 +109,12 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 	fmt.Printf("  simulator (internal/sim; the probes' mean ceilings DynamoDB %.0f and SQS %.0f requests/s, lone requests %.1f and %.1f ms; %d slots; this job's requests per task):\n",
 		m.DynamoRate, m.SQSRate, ms(m.DynamoLatency), ms(m.SQSLatency), slots)
 	if m.Cores > 0 {
-		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (the mix probe's), the runner's %.0f µs a task (this job's); serving with the most cores a probe level saw, DynamoDB Local %.2f (at most %.0f requests/s), moto %.2f (%.0f/s)\n",
-			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU), m.DynamoCores, m.DynamoCores/m.DynamoCPU.Seconds(),
-			m.SQSCores, m.SQSCores/max(1e-9, m.SQSCPU.Seconds()))
+		fmt.Printf("    on %.2f cores shared (of %d, what other work left over the probes), %.2f of them the emulators' idle: emulator CPU %.0f µs a DynamoDB and %.0f µs an SQS request (the mix probe's), the runner's %.0f µs a task (this job's)\n",
+			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
+	}
+	if m.MixDynamoRate > 0 {
+		fmt.Printf("    ceilings from the mix probe's best level: DynamoDB Local its %.0f writes/s, this job's %.3f reads a task beside them; moto one core at its %.0f µs a request (%.0f/s)\n",
+			m.MixDynamoRate, p.DynamoReads, us(m.MixSQSCPU), 1/max(1e-9, m.MixSQSCPU.Seconds()))
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),

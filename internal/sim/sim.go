@@ -27,7 +27,10 @@ import (
 // and capacity per task, materialization and sweep included.
 type Profile struct {
 	DynamoRequests float64
-	WRU, RRU       float64
+	// DynamoReads is the reads (GetItem, BatchGetItem, Query) among
+	// DynamoRequests, which an emulator may serve beside its writes.
+	DynamoReads float64
+	WRU, RRU    float64
 	// HotWRU and HotRRU are the capacity per task that lands on the
 	// job's hottest partition key.
 	HotWRU, HotRRU float64

@@ -280,31 +280,38 @@ func TestEmulatorSharedCores(t *testing.T) {
 	})
 }
 
-// An emulator serving near one core: its ceiling is the cores it serves
-// with over its CPU a request.
-func TestEmulatorServesWithItsCores(t *testing.T) {
-	p := Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.6}
-	testRates(t, p, []rateCase{
+// DynamoDB Local serializes its writes: its ceiling is the writes a
+// second the mix probe served (the emulators and the runner sharing the
+// cores), its reads served beside them; moto's one core at its CPU a
+// request there; each probe's plateau probed alone where the mix probe
+// measured nothing.
+func TestEmulatorCeilingFromTheMixProbe(t *testing.T) {
+	writes := Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.6}
+	testRates(t, writes, []rateCase{
 		// 2.02 requests at 1,000 a second: 495 tasks a second.
-		{"no cores given: the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond}, 495, "DynamoDB (emulator)"},
-		// One core at 2 ms a request: 500 requests, 248 tasks a second.
-		{"one core binds below the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248,
+		{"no mix probe: the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6}, 495, "DynamoDB (emulator)"},
+		// 500 writes a second: 248 tasks a second, below the plateau.
+		{"the mix probe's writes bind below the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, MixDynamoRate: 500}, 248,
 			"DynamoDB (emulator)"},
-		// The same without a plateau measured.
-		{"one core, no plateau", Measured{SQSRate: 1e6, DynamoCPU: 2 * time.Millisecond, DynamoCores: 1}, 248, "DynamoDB (emulator)"},
-		// 1.5 cores at 1 ms: 1,500 a second, in place of the plateau
-		// probed alone: 743 tasks a second.
-		{"the cores replace the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: time.Millisecond, DynamoCores: 1.5}, 743,
+		// 1,500 a second in place of the plateau: 743 tasks a second.
+		{"the mix probe's rate replaces the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6, MixDynamoRate: 1500}, 743,
 			"DynamoDB (emulator)"},
-		// moto the same: 0.9 cores at 9 ms a request, 100 a second; 0.6
-		// SQS requests a task (the chunks' sends among them): 167 tasks a
-		// second.
-		{"moto serving near a core", Measured{DynamoRate: 1e6, SQSRate: 1000, SQSCPU: 9 * time.Millisecond, SQSCores: 0.9}, 167,
+		// moto: 100 requests a second, 0.6 a task (the chunks' sends
+		// among them): 167 tasks a second, whatever its CPU a request.
+		{"no mix probe: moto at its plateau", Measured{DynamoRate: 1e6, SQSRate: 100, SQSCPU: 20 * time.Millisecond}, 167, "SQS (emulator)"},
+		// One core at the mix probe's 10 ms a request: 100 a second, in
+		// place of its plateau probed alone.
+		{"moto one core at the mix probe's price", Measured{DynamoRate: 1e6, SQSRate: 1000, MixSQSCPU: 10 * time.Millisecond}, 167,
 			"SQS (emulator)"},
-		// The CPU a request rises when the cores are shared (2.5 ms): 400
-		// a second, 198 tasks.
-		{"dearer requests lower it", Measured{DynamoRate: 1000, SQSRate: 1e6, DynamoCPU: 2500 * time.Microsecond, DynamoCores: 1}, 198,
-			"DynamoDB (emulator)"},
+	})
+	// A job whose 2.5 requests a task are 2 writes and half a read: the
+	// writes at 500 a second, 250 tasks a second (its reads queued with
+	// them would hold it to 200).
+	reads := Profile{DynamoRequests: 2.5, DynamoReads: 0.5, WRU: 2, RRU: 0.5}
+	testRates(t, reads, []rateCase{
+		{"reads served beside the writes", Measured{DynamoRate: 1000, SQSRate: 1e6, MixDynamoRate: 500}, 250, "DynamoDB (emulator)"},
+		// 1,000 requests of the mix a second: 400 tasks a second.
+		{"no mix probe: reads and writes at the plateau", Measured{DynamoRate: 1000, SQSRate: 1e6}, 400, "DynamoDB (emulator)"},
 	})
 }
 

@@ -121,6 +121,9 @@ func AWS(stages []int, taskTime time.Duration, p Profile, c Capacity, prices Pri
 // each service's ceiling, the most requests a second it served at any
 // concurrency, and a request's latency with nothing else in flight.
 type Measured struct {
+	// DynamoRate and SQSRate are the store and SQS probes' plateaus, each
+	// emulator probed alone: the ceilings where the mix probe measured
+	// nothing.
 	DynamoRate, SQSRate       float64
 	DynamoLatency, SQSLatency time.Duration
 	// Cores is the machine's, which the emulators and the runner share
@@ -133,23 +136,44 @@ type Measured struct {
 	// serve (the JVM's own threads, the idle runner's long polls), taken
 	// off Cores: DynamoCPU and SQSCPU are net of it.
 	IdleCores float64
-	// DynamoCores and SQSCores, when set, are the cores each emulator
-	// serves with at most, as the bench's probes saw them: DynamoDB Local
-	// and moto each serve near one core's worth of requests at a time, not
-	// more however many wait, and each request costs more CPU when the
-	// emulators and the runner share the cores. A service's ceiling is then
-	// its cores over its CPU a request (DynamoCPU: of the job's mix of
-	// writes and reads), in place of its plateau probed alone.
-	DynamoCores, SQSCores float64
+	// MixDynamoRate, when set, is the DynamoDB requests a second (writes:
+	// claims, commits, counts) the mix probe served at its best level,
+	// the emulators and the runner sharing the cores. DynamoDB Local
+	// serializes its writes: at that level and over the jobs alike it
+	// keeps 0.8 to 0.9 of a core busy with them, whatever cores are left,
+	// so its ceiling for writes is the rate that level served. Its cores
+	// over its CPU a request would not do: the most cores a probe level
+	// saw it use (1.1 to 1.5) come from levels with reads, which it serves
+	// beside the writes, and put the ceiling 40% over what the jobs got.
+	MixDynamoRate float64
+	// MixSQSCPU, when set, is moto's CPU a request at the mix probe's best
+	// level. moto, one Python process, serves one request at a time on at
+	// most one core (the SQS probe's levels keep it at 0.93 to 0.99), so
+	// its ceiling with the cores shared is one core at that price: what
+	// holds the load job's chains' 10,000 sends, whose time to queue its
+	// plateau probed alone, on a machine of its own, puts a quarter short.
+	MixSQSCPU time.Duration
 }
 
-// serial is the ceiling of a service that serves with cores at cpu a
-// request, or plateau where either is not known.
-func serial(plateau, cores float64, cpu time.Duration) float64 {
-	if cores > 0 && cpu > 0 {
-		return cores / cpu.Seconds()
+// sqsCeiling is moto's requests a second: one core at the mix probe's
+// price, or its plateau probed alone where the mix probe measured
+// nothing.
+func (m Measured) sqsCeiling() float64 {
+	if m.MixSQSCPU > 0 {
+		return 1 / m.MixSQSCPU.Seconds()
 	}
-	return plateau
+	return m.SQSRate
+}
+
+// dynamoCeiling is the emulated DynamoDB's ceiling in requests a second
+// of p's mix: its writes at the mix probe's rate, its reads served beside
+// them; the store probe's plateau where the mix probe measured nothing.
+func (m Measured) dynamoCeiling(p Profile) float64 {
+	writes := p.DynamoRequests - p.DynamoReads
+	if m.MixDynamoRate <= 0 || writes <= 0 {
+		return m.DynamoRate
+	}
+	return m.MixDynamoRate * p.DynamoRequests / writes
 }
 
 // minCores is the least of the cores the model gives the tasks' work: a
@@ -180,8 +204,8 @@ func server(name string, rate float64, alone time.Duration) *Server {
 func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Config {
 	c := Config{
 		Stages: stages, Profile: p, Seed: seed,
-		Dynamo: server("DynamoDB (emulator)", serial(m.DynamoRate, m.DynamoCores, m.DynamoCPU), m.DynamoLatency),
-		SQS:    server("SQS (emulator)", serial(m.SQSRate, m.SQSCores, m.SQSCPU), m.SQSLatency),
+		Dynamo: server("DynamoDB (emulator)", m.dynamoCeiling(p), m.DynamoLatency),
+		SQS:    server("SQS (emulator)", m.sqsCeiling(), m.SQSLatency),
 		// The runner's executors batch their counts (control.Config's
 		// CountLinger, as the bench runs them) and write them before each
 		// round of deletes.

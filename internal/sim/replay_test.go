@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// loggedRun is one emulator job of `make bench` as its log printed it:
+// the simulator's measured inputs (the probes', the job's requests a
+// task and the runner's CPU a task) and what the job measured.
+type loggedRun struct {
+	name   string
+	stages []int
+	slots  int
+	m      Measured
+	p      Profile
+	// rate is the job's measured tasks a second, queued its time to the
+	// last task queued (0: not printed).
+	rate   float64
+	queued float64
+	// over: the job ran slower than its probes allow (the machine busier
+	// during it than around it), which no input the model takes shows.
+	over bool
+}
+
+func us(n float64) time.Duration { return time.Duration(n * float64(time.Microsecond)) }
+func msec(n float64) time.Duration {
+	return time.Duration(n * float64(time.Millisecond))
+}
+
+// loggedRuns are runs of `make bench` on the 2-core machine: the
+// throughput job (2,000 tasks and a fan-in task) alone with 16, 32 and 64
+// slots, a full bench's throughput and 100,000-task load jobs, and the
+// throughput and load jobs alone (tp16 d to g, load b and c); each
+// input is what the run's simulator lines printed, the job's reads a task
+// its requests table's GetItem, BatchGetItem and Query. tp16-c ran at 62%
+// of its mix probe's floor with the load average at 2.6: DynamoDB Local
+// spent 3,733 µs a task in the job against 2,192 at the probe's best
+// level, a machine busier during the job than around it.
+var loggedRuns = []loggedRun{
+	{name: "tp16-a", stages: []int{2000, 1}, slots: 16, rate: 311,
+		m: Measured{DynamoRate: 914, SQSRate: 242, DynamoLatency: msec(1.4), SQSLatency: msec(3.9), Cores: 2, IdleCores: 0.02,
+			DynamoCPU: us(1319), SQSCPU: us(3971), RunnerCPU: us(587), MixDynamoRate: 374 * 2.07, MixSQSCPU: us(3699)},
+		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.047, SQSRequests: 0.34}},
+	{name: "tp16-b", stages: []int{2000, 1}, slots: 16, rate: 347,
+		m: Measured{DynamoRate: 1030, SQSRate: 305, DynamoLatency: msec(1.2), SQSLatency: msec(3.3), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1225), SQSCPU: us(3723), RunnerCPU: us(523), MixDynamoRate: 406 * 2.07, MixSQSCPU: us(3629)},
+		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.047, SQSRequests: 0.34}},
+	{name: "tp16-c", stages: []int{2000, 1}, slots: 16, rate: 249, over: true,
+		m: Measured{DynamoRate: 1003, SQSRate: 275, DynamoLatency: msec(1.3), SQSLatency: msec(3.5), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1332), SQSCPU: us(4038), RunnerCPU: us(724), MixDynamoRate: 403 * 2.06, MixSQSCPU: us(3649)},
+		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.048, SQSRequests: 0.34}},
+	{name: "tp32", stages: []int{2000, 1}, slots: 32, rate: 314,
+		m: Measured{DynamoRate: 896, SQSRate: 251, DynamoLatency: msec(1.3), SQSLatency: msec(4.0), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1412), SQSCPU: us(4254), RunnerCPU: us(600), MixDynamoRate: 365 * 2.06, MixSQSCPU: us(4004)},
+		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.35}},
+	{name: "tp64", stages: []int{2000, 1}, slots: 64, rate: 242,
+		m: Measured{DynamoRate: 862, SQSRate: 209, DynamoLatency: msec(1.4), SQSLatency: msec(4.4), Cores: 2, IdleCores: 0.15,
+			DynamoCPU: us(1755), SQSCPU: us(4427), RunnerCPU: us(807), MixDynamoRate: 359 * 2.05, MixSQSCPU: us(4301)},
+		p: Profile{DynamoRequests: 2.77, DynamoReads: 0.359, SQSRequests: 0.38}},
+	{name: "fullbench throughput", stages: []int{2000, 1}, slots: 16, rate: 258,
+		m: Measured{DynamoRate: 762, SQSRate: 218, DynamoLatency: msec(1.6), SQSLatency: msec(4.8), Cores: 2, IdleCores: 0.04,
+			DynamoCPU: us(1716), SQSCPU: us(5396), RunnerCPU: us(757), MixDynamoRate: 339 * 2.06, MixSQSCPU: us(5266)},
+		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.34}},
+	{name: "fullbench load", stages: []int{100000}, slots: 32, rate: 325, queued: 51.8,
+		m: Measured{DynamoRate: 774, SQSRate: 235, DynamoLatency: msec(1.5), SQSLatency: msec(4.2), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1464), SQSCPU: us(4643), RunnerCPU: us(632), MixDynamoRate: 323 * 2.05, MixSQSCPU: us(4485)},
+		p: Profile{DynamoRequests: 2.12, DynamoReads: 0.022, SQSRequests: 0.31}},
+	{name: "tp16 d", stages: []int{2000, 1}, slots: 16, rate: 299,
+		m: Measured{DynamoRate: 859, SQSRate: 247, DynamoLatency: msec(1.2), SQSLatency: msec(4.0), Cores: 1.72, IdleCores: 0.01,
+			DynamoCPU: us(1689), SQSCPU: us(4695), RunnerCPU: us(613), MixDynamoRate: 644, MixSQSCPU: us(4899)},
+		p: Profile{DynamoRequests: 2.20, DynamoReads: 0.080, SQSRequests: 0.34}},
+	{name: "tp16 e", stages: []int{2000, 1}, slots: 16, rate: 289,
+		m: Measured{DynamoRate: 812, SQSRate: 222, DynamoLatency: msec(1.4), SQSLatency: msec(3.3), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1440), SQSCPU: us(4626), RunnerCPU: us(604), MixDynamoRate: 735, MixSQSCPU: us(3816)},
+		p: Profile{DynamoRequests: 2.17, DynamoReads: 0.048, SQSRequests: 0.34}},
+	{name: "load b", stages: []int{100000}, slots: 32, rate: 290, queued: 57.9,
+		m: Measured{DynamoRate: 929, SQSRate: 248, DynamoLatency: msec(1.2), SQSLatency: msec(4.3), Cores: 1.75, IdleCores: 0.06,
+			DynamoCPU: us(1453), SQSCPU: us(4862), RunnerCPU: us(695), MixDynamoRate: 695, MixSQSCPU: us(4407)},
+		p: Profile{DynamoRequests: 2.14, DynamoReads: 0.033, SQSRequests: 0.31}},
+	{name: "load c", stages: []int{100000}, slots: 32, rate: 326, queued: 51.4,
+		m: Measured{DynamoRate: 996, SQSRate: 285, DynamoLatency: msec(1.5), SQSLatency: msec(4.4), Cores: 1.74, IdleCores: 0.07,
+			DynamoCPU: us(1343), SQSCPU: us(4104), RunnerCPU: us(617), MixDynamoRate: 761, MixSQSCPU: us(3853)},
+		p: Profile{DynamoRequests: 2.13, DynamoReads: 0.023, SQSRequests: 0.31}},
+	{name: "tp16 f", stages: []int{2000, 1}, slots: 16, rate: 298,
+		m: Measured{DynamoRate: 964, SQSRate: 298, DynamoLatency: msec(1.1), SQSLatency: msec(3.5), Cores: 1.48, IdleCores: 0.03,
+			DynamoCPU: us(1493), SQSCPU: us(4020), RunnerCPU: us(578), MixDynamoRate: 724, MixSQSCPU: us(4491)},
+		p: Profile{DynamoRequests: 2.20, DynamoReads: 0.080, SQSRequests: 0.34}},
+	{name: "tp16 g", stages: []int{2000, 1}, slots: 16, rate: 252,
+		m: Measured{DynamoRate: 764, SQSRate: 201, DynamoLatency: msec(1.7), SQSLatency: msec(10.4), Cores: 1.69, IdleCores: 0.04,
+			DynamoCPU: us(1664), SQSCPU: us(5264), RunnerCPU: us(720), MixDynamoRate: 666, MixSQSCPU: us(4402)},
+		p: Profile{DynamoRequests: 2.21, DynamoReads: 0.081, SQSRequests: 0.34}},
+}
+
+// The simulator, fed each logged run's measured inputs, predicts its rate
+// and its time to the last task queued within the bench's tolerance;
+// a run whose machine was busier during the job than around it is
+// predicted over it.
+func TestEmulatorReplaysLoggedRuns(t *testing.T) {
+	const tolerance = 0.15 // cmd/bench's simTolerance
+	for _, c := range loggedRuns {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Run(Emulator(c.stages, c.p, c.m, c.slots, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := (r.Rate - c.rate) / c.rate
+			t.Logf("rate predicted %.0f, measured %.0f: %+.1f%%; last task queued %.1fs, measured %.1fs", r.Rate, c.rate, 100*e, r.Queued.Seconds(), c.queued)
+			switch {
+			case c.over && e <= tolerance:
+				t.Errorf("rate %.0f: want over the measured %.0f by more than %.0f%%", r.Rate, c.rate, 100*tolerance)
+			case !c.over && math.Abs(e) > tolerance:
+				t.Errorf("rate %.0f: %+.1f%% off the measured %.0f", r.Rate, 100*e, c.rate)
+			}
+			if q := r.Queued.Seconds(); c.queued > 0 && math.Abs(q-c.queued)/c.queued > tolerance {
+				t.Errorf("last task queued %.1fs: %+.1f%% off the measured %.1fs", q, 100*(q-c.queued)/c.queued, c.queued)
+			}
+		})
+	}
+}
