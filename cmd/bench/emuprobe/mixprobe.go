@@ -272,33 +272,6 @@ func (l MixLevel) describe() string {
 		l.Rate, l.Dynamo, l.SQS, us(l.JavaCPU), us(l.DynamoCPU()), us(l.MotoCPU), us(l.SQSCPU()), us(l.OwnCPU), l.Cores(), ms(l.Claim))
 }
 
-// DynamoCores is the most cores DynamoDB Local was seen to keep busy at
-// any level of the mix and store probes (before and after a job): a
-// bound from below on what it serves with, near one core however many
-// requests wait (a quiet machine's store probe reaches 1.1 to 1.4).
-func (p Emulator) DynamoCores() float64 {
-	return max(p.Mix.DynamoCores, p.mostCores(func(e *Emulator) Ceiling { return e.Dynamo }))
-}
-
-// SQSCores is the same of moto, at the SQS probe's levels: moto, one
-// Python process, serves near one core (0.8 to 0.95 on a quiet machine).
-func (p Emulator) SQSCores() float64 {
-	return p.mostCores(func(e *Emulator) Ceiling { return e.SQS })
-}
-
-func (p Emulator) mostCores(of func(*Emulator) Ceiling) float64 {
-	most := 0.0
-	for _, e := range []*Emulator{&p, p.Before, p.After} {
-		if e == nil {
-			continue
-		}
-		for _, l := range of(e).Levels {
-			most = max(most, l.Rate*l.CPU.Seconds())
-		}
-	}
-	return most
-}
-
 // MixDynamoCPU is DynamoDB Local's CPU a request of a job asking writes
 // and reads a task: its writes at the mix probe's price over all its
 // levels (the cores shared), its reads at the store probe's; 0 where the
