@@ -44,4 +44,3 @@ func TestMixLevelsAddUpByTasks(t *testing.T) {
 	}
 }
 
-func abs(x float64) float64 { return max(x, -x) }
