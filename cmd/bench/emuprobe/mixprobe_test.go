@@ -43,4 +43,3 @@ func TestMixLevelsAddUpByTasks(t *testing.T) {
 		t.Errorf("a probe that measured nothing: floor %v, want the other's 200", m.Floor())
 	}
 }
-
