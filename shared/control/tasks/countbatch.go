@@ -49,15 +49,27 @@ type countBatcher struct {
 }
 
 // countBatchMax flushes at once when this many counts are pending: a
-// full counter's worth is one write.
-const countBatchMax = 64
+// bound on what a process holds, far above a delete round's counts (a
+// 300 ms round at a few hundred tasks a second is about a hundred). A
+// round's counts fall on two or three counter shards however many they
+// are (dynamo.ShardOf: 64 neighbouring partitions a counter), so each
+// flush before the round writes those shards once more (a bound of 64
+// wrote them twice a round at the bench's rate). Waiting for the round
+// holds no count past its bound (the round, or the linger where no
+// round comes), so no stage completes later for it.
+const countBatchMax = 512
+
+// flushFull says whether pending counts are enough to write before the
+// linger (or a delete round's FlushCounts) comes: once, as the batch
+// reaches countBatchMax, not once per count past it.
+func flushFull(pending int) bool { return pending == countBatchMax }
 
 func (b *countBatcher) add(p dynamo.CommitParams) {
 	b.mu.Lock()
 	b.pending = append(b.pending, p)
-	// One flush when the batch fills (not one per count past it), else
-	// one when the first count has waited linger.
-	full := len(b.pending) == countBatchMax
+	// One flush when the batch fills, else one when the first count has
+	// waited linger.
+	full := flushFull(len(b.pending))
 	if b.timer == nil && !full {
 		b.timer = time.AfterFunc(b.linger, func() { b.flushBackground() })
 	}
