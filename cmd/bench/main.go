@@ -45,6 +45,7 @@ import (
 
 	"github.com/batchwork/batchwork/cmd/bench/emuprobe"
 	"github.com/batchwork/batchwork/cmd/bench/runs"
+	"github.com/batchwork/batchwork/cmd/bench/sweepshare"
 	"github.com/batchwork/batchwork/examples/wordcount"
 	"github.com/batchwork/batchwork/internal/emulator"
 	"github.com/batchwork/batchwork/internal/emulator/localstack"
@@ -278,7 +279,7 @@ func run(o benchOptions) error {
 			return err
 		}
 		snap := rec.Snapshot()
-		done = append(done, measured{run: runs.Run{Tasks: total, Elapsed: elapsed, CPU: cpu, Requests: requestsOf(snap), Claims: claims},
+		done = append(done, measured{run: runs.Run{Tasks: total, Elapsed: elapsed, CPU: cpu, Requests: sweepshare.Of(snap, elapsed, tuning.SweepRate).Charged(), Claims: claims},
 			st: st, ran: ran, snap: snap, spanned: spanned, left: left})
 	}
 	if o.cpuProfile != "" {
@@ -309,7 +310,7 @@ func run(o benchOptions) error {
 	fmt.Println(cpuVerdict(cpu, total)) // cpu.go
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
-	printRequestsVerdict(snap, total)
+	printRequestsVerdict(snap, total, elapsed)
 	if err := checkJobCost(ctx, watcher, st.ID, ran); err != nil { // jobcost.go
 		return err
 	}

@@ -5,13 +5,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/batchwork/batchwork/cmd/bench/sweepshare"
 	"github.com/batchwork/batchwork/internal/loadmodel"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // The no-op throughput job's targets (issue 31): AWS requests per task
 // (claim, commit and their shares of batched counts and SQS batches; the
-// sweep's and pollers' requests during the run included), and throughput
+// pollers' requests during the run and the settling sweep's included, the
+// sweep's walks charged for the job's time: sweepshare), and throughput
 // against the emulator floor, which only a quiet machine measures (the
 // floor's probe and the job share the cores differently under load).
 const (
@@ -20,14 +24,13 @@ const (
 )
 
 // printRequestsVerdict prints the requests per no-op task against
-// maxRequestsPerNoOp.
-func printRequestsVerdict(snap loadmodel.Snapshot, tasks int) {
-	all := 0
-	for _, n := range snap.Totals().Requests {
-		all += n
-	}
-	rpt := per(all, tasks)
+// maxRequestsPerNoOp, with the sweep's walks of the due index charged for
+// the job's time walked as deployed (sweepshare), beside the whole count.
+func printRequestsVerdict(snap loadmodel.Snapshot, tasks int, walked time.Duration) {
+	sh := sweepshare.Of(snap, walked, tuning.SweepRate)
+	rpt := sh.Charged() / float64(tasks)
 	fmt.Printf("  requests per no-op task %.2f (target <= %.1f): %s\n", rpt, maxRequestsPerNoOp, met(rpt <= maxRequestsPerNoOp))
+	fmt.Printf("    %s\n", sh.Describe(tasks))
 }
 
 // floorVerdict is the throughput's verdict against minFloorShare of the

@@ -20,6 +20,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Profile is what one task asks of the services, measured by the bench's
@@ -208,7 +210,7 @@ const (
 
 // countBatchMax is the counts a batch writes at once when full
 // (shared/control/tasks/countbatch.go).
-const countBatchMax = 64
+const countBatchMax = tuning.CountBatchMax
 
 type invocation struct {
 	start   float64

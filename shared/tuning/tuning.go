@@ -38,6 +38,18 @@ const (
 	// short beside a stage's follow-up.
 	CountLinger = 350 * time.Millisecond
 
+	// CountBatchMax is how many pending counts an executor's count batcher
+	// writes at once, before its linger or delete round: a bound on what a
+	// process holds, far above a delete round's counts (a 300 ms round at a
+	// few hundred tasks a second is about a hundred). A round's counts
+	// fall on two or three counter shards however many they are
+	// (dynamo.ShardOf: 64 neighbouring partitions a counter), so each
+	// flush before the round writes those shards once more (a bound of 64
+	// wrote them twice a round at the bench's rate). Waiting for the round
+	// holds no count past its bound (the round, or the linger where no
+	// round comes), so no stage completes later for it.
+	CountBatchMax = 512
+
 	// DeleteRound is how often a long-polling executor deletes its
 	// finished tasks' messages, writing their batched counts first
 	// (internal/executor/feed's deleter says why 300 ms).

@@ -23,7 +23,7 @@ type Run struct {
 	Tasks    int
 	Elapsed  time.Duration   // submit to the job's end
 	CPU      time.Duration   // this process's CPU over the job
-	Requests int             // the runner's counted requests for the job
+	Requests float64         // the runner's requests for the job, as the verdict counts them
 	Claims   []time.Duration // each claim's time since the submit, in order
 }
 
@@ -97,7 +97,7 @@ func Describe(rs []Run, reported int) string {
 		}
 		s, _ := r.Sustained()
 		fmt.Fprintf(&b, "%d: %.0f tasks/s (sustained %.0f), %.0f µs, %.2f requests a task", i+1, r.Rate(), s,
-			float64(r.CPUPerTask().Microseconds()), float64(r.Requests)/float64(max(r.Tasks, 1)))
+			float64(r.CPUPerTask().Microseconds()), r.Requests/float64(max(r.Tasks, 1)))
 		if i == reported {
 			b.WriteString(" (reported: the median rate)")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batchwork/batchwork/shared/cost/meter"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	"github.com/batchwork/batchwork/shared/tuning"
 )
 
 // Batched counts.
@@ -48,16 +49,21 @@ type countBatcher struct {
 	failed error
 }
 
-// countBatchMax flushes at once when this many counts are pending: a
-// full counter's worth is one write.
-const countBatchMax = 64
+// countBatchMax flushes at once when this many counts are pending
+// (tuning.CountBatchMax says why so many).
+const countBatchMax = tuning.CountBatchMax
+
+// flushFull says whether pending counts are enough to write before the
+// linger (or a delete round's FlushCounts) comes: once, as the batch
+// reaches countBatchMax, not once per count past it.
+func flushFull(pending int) bool { return pending == countBatchMax }
 
 func (b *countBatcher) add(p dynamo.CommitParams) {
 	b.mu.Lock()
 	b.pending = append(b.pending, p)
-	// One flush when the batch fills (not one per count past it), else
-	// one when the first count has waited linger.
-	full := len(b.pending) == countBatchMax
+	// One flush when the batch fills, else one when the first count has
+	// waited linger.
+	full := flushFull(len(b.pending))
 	if b.timer == nil && !full {
 		b.timer = time.AfterFunc(b.linger, func() { b.flushBackground() })
 	}
