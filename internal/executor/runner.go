@@ -115,7 +115,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 	if r.OnClaim != nil {
 		r.OnClaim(c, d.SentAt)
 	}
-	log = log.With("attempt", c.Task.Attempt, "stage_name", c.StageName())
+	log = attemptLogger(log, c.Task.Attempt, c.StageName()) // tasklog.go
 	// The message was received with the host's visibility (the queue's, or
 	// the poller's), not the stage's lease. Align them now: if this
 	// executor dies, the message must return when the lease ends, so the

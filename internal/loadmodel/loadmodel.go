@@ -224,12 +224,33 @@ func (r *Recorder) Record(service, op string, in, out any, err error) {
 	}
 }
 
+// keySet is the keys one request touched: a few, so an array (and a
+// slice past four), not a map made per request.
+type keySet struct {
+	n      int
+	inline [4]Key
+	more   []Key
+}
+
+// add says whether k is new to the set, and adds it.
+func (s *keySet) add(k Key) bool {
+	if slices.Contains(s.inline[:s.n], k) || slices.Contains(s.more, k) {
+		return false
+	}
+	if s.n < len(s.inline) {
+		s.inline[s.n] = k
+		s.n++
+	} else {
+		s.more = append(s.more, k)
+	}
+	return true
+}
+
 // touch adds one request's use of k.
-func (r *Recorder) touch(k Key, reads, writes int, rcu, wcu float64, seen map[Key]bool) {
+func (r *Recorder) touch(k Key, reads, writes int, rcu, wcu float64, seen *keySet) {
 	ks := r.snap.Keys[k]
-	if !seen[k] {
+	if seen.add(k) {
 		ks.Requests++
-		seen[k] = true
 	}
 	ks.Reads += reads
 	ks.Writes += writes
@@ -275,7 +296,7 @@ func (r *Recorder) s3(op string, in any) {
 	if s3Writes(op) {
 		reads, writes = 0, 1
 	}
-	r.touch(Key{"S3", bucket, prefix}, reads, writes, 0, 0, map[Key]bool{})
+	r.touch(Key{"S3", bucket, prefix}, reads, writes, 0, 0, &keySet{})
 }
 
 // stringField is the *string field name of the struct in points at, "" if
@@ -324,7 +345,7 @@ func (r *Recorder) sqs(op string, in, out any, err error, chunksSoFar int) (queu
 		}
 	}
 	if queue != "" {
-		r.touch(Key{"SQS", queue, ""}, 0, 0, 0, 0, map[Key]bool{})
+		r.touch(Key{"SQS", queue, ""}, 0, 0, 0, 0, &keySet{})
 	}
 	if sent > 0 {
 		r.snap.Sent[queue] += sent
@@ -649,7 +670,7 @@ func parseConsumed(ccs []types.ConsumedCapacity, read bool) map[string]*reported
 // dynamo records a DynamoDB request and returns its billed units.
 func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	as, read := r.accesses(in, out)
-	seen := map[Key]bool{}
+	seen := &keySet{}
 	if err != nil && !capacity.Billed(err) {
 		for _, a := range as {
 			r.touch(Key{"DynamoDB", resource(a.table, a.index), a.pk}, 0, 0, 0, 0, seen)

@@ -452,3 +452,27 @@ func TestParseInsert(t *testing.T) {
 		})
 	}
 }
+
+// A request's keys count once each, however many of its accesses touch
+// them, past the set's inline four too.
+func TestKeySet(t *testing.T) {
+	k := func(i int) Key { return Key{"DynamoDB", "tbl", fmt.Sprint("K", i)} }
+	for _, tc := range []struct {
+		name string
+		adds []int
+		want []bool
+	}{
+		{"one", []int{1}, []bool{true}},
+		{"repeated", []int{1, 1, 2, 1, 2}, []bool{true, false, true, false, false}},
+		{"past four", []int{1, 2, 3, 4, 5, 6, 5, 1, 6, 7}, []bool{true, true, true, true, true, true, false, false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s keySet
+			for i, a := range tc.adds {
+				if got := s.add(k(a)); got != tc.want[i] {
+					t.Fatalf("add #%d (K%d): %v, want %v", i, a, got, tc.want[i])
+				}
+			}
+		})
+	}
+}

@@ -14,9 +14,11 @@ import (
 	"sync"
 )
 
-// op is one WithAttrs or WithGroup, in the order they were called.
+// op is one WithAttrs, WithGroup or WithFunc, in the order they were
+// called.
 type op struct {
 	attrs []slog.Attr
+	fn    func() []slog.Attr // WithFunc's: the attributes, made at the first line
 	group string
 }
 
@@ -54,6 +56,10 @@ func (h *handler) handler() slog.Handler {
 		// and a task's logger is made of two or three Withs.
 		var attrs []slog.Attr
 		for _, o := range h.ops {
+			if o.fn != nil {
+				attrs = append(attrs, o.fn()...)
+				continue
+			}
 			if o.group == "" {
 				attrs = append(attrs, o.attrs...)
 				continue
@@ -83,6 +89,15 @@ func (h *handler) WithGroup(name string) slog.Handler {
 		return h
 	}
 	return h.with(op{group: name})
+}
+
+// WithFunc is slog.New(Wrap(h)).With(attrs()...) with attrs called only
+// when the logger (or one derived from it) first writes a line: a logger
+// made per task message takes a closure, not its attributes' slice and
+// the values they format (a task id's string), for the tasks that log
+// nothing. attrs must be safe to call from any goroutine, once.
+func WithFunc(h slog.Handler, attrs func() []slog.Attr) *slog.Logger {
+	return slog.New(Wrap(h).(*handler).with(op{fn: attrs}))
 }
 
 func (h *handler) with(o op) *handler {

@@ -13,18 +13,25 @@ func TestSameOutput(t *testing.T) {
 	steps := []struct {
 		name string
 		do   func(*slog.Logger) *slog.Logger
+		lazy func(*slog.Logger) *slog.Logger // the wrapper's way, when not do
 	}{
-		{"log", func(l *slog.Logger) *slog.Logger { l.Info("plain", "n", 1); return l }},
-		{"with", func(l *slog.Logger) *slog.Logger { return l.With("job_id", "j1", "stage", 3, "partition", 42) }},
-		{"with none", func(l *slog.Logger) *slog.Logger { return l.With() }},
-		{"group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("task") }},
-		{"empty group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("") }},
+		{"log", func(l *slog.Logger) *slog.Logger { l.Info("plain", "n", 1); return l }, nil},
+		{"with", func(l *slog.Logger) *slog.Logger { return l.With("job_id", "j1", "stage", 3, "partition", 42) }, nil},
+		{"with none", func(l *slog.Logger) *slog.Logger { return l.With() }, nil},
+		{"group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("task") }, nil},
+		{"empty group", func(l *slog.Logger) *slog.Logger { return l.WithGroup("") }, nil},
 		{"with group attr", func(l *slog.Logger) *slog.Logger {
 			return l.With(slog.Group("g", slog.String("a", "b")), slog.Duration("d", time.Second))
-		}},
-		{"log attrs", func(l *slog.Logger) *slog.Logger { l.Warn("attrs", "err", "boom", "tok", "x\"y"); return l }},
-		{"debug (off)", func(l *slog.Logger) *slog.Logger { l.Debug("hidden", "n", 2); return l }},
-		{"with more", func(l *slog.Logger) *slog.Logger { return l.With("executor_id", "e-1") }},
+		}, nil},
+		{"log attrs", func(l *slog.Logger) *slog.Logger { l.Warn("attrs", "err", "boom", "tok", "x\"y"); return l }, nil},
+		{"debug (off)", func(l *slog.Logger) *slog.Logger { l.Debug("hidden", "n", 2); return l }, nil},
+		{"with more", func(l *slog.Logger) *slog.Logger { return l.With("executor_id", "e-1") }, nil},
+		{"with func", func(l *slog.Logger) *slog.Logger { return l.With("task", "j1/3/42", "attempt", 2) },
+			func(l *slog.Logger) *slog.Logger {
+				return WithFunc(l.Handler(), func() []slog.Attr {
+					return []slog.Attr{slog.String("task", "j1/3/42"), slog.Int("attempt", 2)}
+				})
+			}},
 	}
 	handlers := []struct {
 		name string
@@ -52,7 +59,11 @@ func TestSameOutput(t *testing.T) {
 			var want, got bytes.Buffer
 			direct, lazy := slog.New(h.mk(&want)), New(h.mk(&got))
 			for _, s := range seq {
-				direct, lazy = steps[s].do(direct), steps[s].do(lazy)
+				do := steps[s].lazy
+				if do == nil {
+					do = steps[s].do
+				}
+				direct, lazy = steps[s].do(direct), do(lazy)
 			}
 			if want.String() != got.String() {
 				t.Fatalf("%s, steps %v:\nwant %s\ngot  %s", h.name, seq, want.String(), got.String())

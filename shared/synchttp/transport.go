@@ -303,6 +303,7 @@ type conn struct {
 	raw       syscall.RawConn // the TCP connection's, for alive; nil if the dialer's conn has none
 	lim       limitedReader   // what br reads: nc, bounded while a header is read
 	br        *bufio.Reader
+	spill     *bufio.Reader // the last answer's reader when net/http parsed it (readAnswer); nil when br was read
 	bw        *bufio.Writer
 	idleSince time.Time
 }
@@ -318,7 +319,8 @@ func (c *conn) exchange(req *http.Request) (*http.Response, error) {
 	}
 	c.lim.left = maxHeaderBytes
 	for range max1xx + 1 {
-		resp, err := http.ReadResponse(c.br, req)
+		resp, spill, err := readAnswer(c.br, req) // answer.go
+		c.spill = spill
 		if err != nil {
 			return nil, &ConnError{Op: "read", Err: err}
 		}
@@ -366,12 +368,12 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 }
 
 // alive says whether an idle connection can take a request: no bytes
-// buffered (in its reader, or in its TLS layer), and the socket neither
+// buffered (in its readers, or in its TLS layer), and the socket neither
 // at its end (the server closed it) nor holding unread bytes (an idle
 // HTTP/1.1 connection gets none; on TLS, an alert before the close). A read with a past deadline would not tell:
 // Go returns its timeout without reading the socket.
 func (c *conn) alive() bool {
-	if c.br.Buffered() > 0 {
+	if c.br.Buffered() > 0 || c.spill != nil && c.spill.Buffered() > 0 {
 		return false
 	}
 	if tc, ok := c.nc.(*tls.Conn); ok && tlsBuffered(tc) {

@@ -341,7 +341,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
 	s.copies.afterCommit(ctx, c)                     // speculation.go
 	s.CountCommit(ctx, c, start)
-	s.TaskLog(ctx, ref, c.Task.Attempt).Info("task committed", "outputs", outputs)
+	kernel.TaskInfo(ctx, s.Kernel, ref, c.Task.Attempt, "task committed", "outputs", outputs) // TaskLog's line, cheaper
 	if p.DeferCount {
 		s.counts.add(p)
 		return nil
