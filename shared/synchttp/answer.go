@@ -14,9 +14,9 @@ import (
 // a map entry per line, the transfer rules) was about 4% of a no-op
 // task's CPU in the bench. The common case is an HTTP/1.1 answer with a
 // status other than 1xx, 204 and 304 to a request other than HEAD, one
-// Content-Length, no Connection, Transfer-Encoding or Trailer field, and
-// only plain "Key: value" lines; its header is one string the values
-// share, its keys canonical (interned for the fields AWS and the
+// Content-Length, no Connection, Transfer-Encoding, Trailer or Pragma
+// field, and only plain "Key: value" lines; its header is one string the
+// values share, its keys canonical (interned for the fields AWS and the
 // emulators send), its body the Content-Length's bytes of br.
 //
 // Every other answer (chunked, unbounded, folded lines, malformed, 1xx,
@@ -172,7 +172,9 @@ func fastAnswer(block []byte, br *bufio.Reader, req *http.Request) (*http.Respon
 		}
 		value := text[valStart+colon+1+i : valStart+colon+1+j]
 		switch key {
-		case "Connection", "Transfer-Encoding", "Trailer":
+		case "Connection", "Transfer-Encoding", "Trailer", "Pragma":
+			// Pragma: http.ReadResponse may add a Cache-Control field
+			// (fixPragmaCacheControl).
 			return nil, false
 		case "Content-Length":
 			if length >= 0 || value == "" {
