@@ -92,10 +92,11 @@ func (h *handler) WithGroup(name string) slog.Handler {
 }
 
 // WithFunc is slog.New(Wrap(h)).With(attrs()...) with attrs called only
-// when the logger (or one derived from it) first writes a line: a logger
-// made per task message takes a closure, not its attributes' slice and
-// the values they format (a task id's string), for the tasks that log
-// nothing. attrs must be safe to call from any goroutine, once.
+// when the logger, or one derived from it, first writes a line (once for
+// each of them that writes): a logger made per task message takes a
+// closure, not its attributes' slice and the values they format (a task
+// id's string), for the tasks that log nothing. attrs must be safe to
+// call from any goroutine, and more than once, with no side effects.
 func WithFunc(h slog.Handler, attrs func() []slog.Attr) *slog.Logger {
 	return slog.New(Wrap(h).(*handler).with(op{fn: attrs}))
 }

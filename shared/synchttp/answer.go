@@ -138,6 +138,9 @@ func fastAnswer(block []byte, br *bufio.Reader, req *http.Request) (*http.Respon
 	if n < 1 {
 		return nil, false // no Content-Length
 	}
+	if n > maxFastFields {
+		return nil, false // sized by lines before they are checked: net/http's is linear
+	}
 	text := string(lines) // the values' one allocation
 	h := make(http.Header, n)
 	vals := make([]string, n)
@@ -346,3 +349,10 @@ func (b *fixedBody) Read(p []byte) (int, error) {
 }
 
 func (b *fixedBody) Close() error { return nil }
+
+// maxFastFields is the most header fields the fast path takes: the
+// answers it is for carry fewer than a dozen, and its map and values are
+// sized by the header's line count before the lines are checked, which a
+// header of many tiny lines would turn into an allocation many times its
+// size.
+const maxFastFields = 64

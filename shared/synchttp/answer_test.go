@@ -35,6 +35,7 @@ func TestReadAnswerIsReadResponse(t *testing.T) {
 		{"obs-text and punctuation in a value", "", "HTTP/1.1 200 OK\r\nX-A: caf\xc3\xa9 \"q\" ;,=\r\nContent-Length: 1\r\n\r\nx", true},
 		{"a long value", "", "HTTP/1.1 200 OK\r\nX-Long: " + long + "\r\nContent-Length: 1\r\n\r\nx", true},
 		{"bytes after the body", "", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxGARBAGE", true},
+		{"many fields", "", "HTTP/1.1 200 OK\r\n" + strings.Repeat("a:\r\n", maxFastFields) + "Content-Length: 1\r\n\r\nx", false},
 		{"a long key", "", "HTTP/1.1 200 OK\r\n" + longKey + ": v\r\nContent-Length: 1\r\n\r\nx", false},
 		{"folded line", "", "HTTP/1.1 200 OK\r\nX-A: one\r\n  two\r\n\ttwo more\r\nContent-Length: 1\r\n\r\nx", false},
 		{"first field folded", "", "HTTP/1.1 200 OK\r\n X-A: one\r\nContent-Length: 1\r\n\r\nx", false},
