@@ -11,6 +11,7 @@
 package runs
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,16 +75,7 @@ func Median(rs []Run) int {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		ra, rb := rs[a].Rate(), rs[b].Rate()
-		switch {
-		case ra < rb:
-			return -1
-		case ra > rb:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(rs[a].Rate(), rs[b].Rate()) })
 	return idx[(len(idx)-1)/2]
 }
 

@@ -26,15 +26,28 @@ func Logs(ctx context.Context, k *Kernel, l slog.Level) bool { return k.log.Enab
 // plus the attempt and, when ctx carries one, the acting executor's id,
 // so that a task's lines can be found by any of them.
 func (s *Kernel) TaskLog(ctx context.Context, ref domain.TaskRef, attempt int) *slog.Logger {
-	l := s.Logger(ref).With("partition", ref.Partition, "attempt", attempt)
+	return slog.New(s.log.Handler().WithAttrs(taskAttrs(ref, attemptAttrs(ctx, ref, attempt))))
+}
+
+// taskAttrs are a task's fields in its control-plane lines (Logger's),
+// then more: one list, so TaskLog's logger and TaskInfo's record write
+// the same bytes.
+func taskAttrs(ref domain.TaskRef, more []slog.Attr) []slog.Attr {
+	return append([]slog.Attr{slog.String("job_id", ref.Job), slog.Int("stage", ref.Stage), slog.String("task", ref.String())}, more...)
+}
+
+// attemptAttrs are the fields TaskLog adds to Logger's: the partition,
+// the attempt and, when ctx carries one, the acting executor's id.
+func attemptAttrs(ctx context.Context, ref domain.TaskRef, attempt int) []slog.Attr {
+	a := []slog.Attr{slog.Int("partition", ref.Partition), slog.Int("attempt", attempt)}
 	if id := ExecutorOf(ctx); id != "" {
-		l = l.With("executor_id", id)
+		a = append(a, slog.String("executor_id", id))
 	}
-	return l
+	return a
 }
 
 // TaskInfo writes one info line of a task's control plane with the fields
-// TaskLog's logger gives it, in the same order (so the same bytes), as one
+// TaskLog's logger gives it (taskAttrs, so the same bytes), as one
 // record: the three Withs and the handler state each copies cost the
 // commit path about 3% of a no-op task's CPU ("task committed" is written
 // for every task). The record carries no caller (pc 0): no handler here
@@ -45,11 +58,7 @@ func TaskInfo(ctx context.Context, k *Kernel, ref domain.TaskRef, attempt int, m
 		return
 	}
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
-	r.AddAttrs(slog.String("job_id", ref.Job), slog.Int("stage", ref.Stage), slog.String("task", ref.String()),
-		slog.Int("partition", ref.Partition), slog.Int("attempt", attempt))
-	if id := ExecutorOf(ctx); id != "" {
-		r.AddAttrs(slog.String("executor_id", id))
-	}
+	r.AddAttrs(taskAttrs(ref, attemptAttrs(ctx, ref, attempt))...)
 	r.Add(args...)
 	_ = h.Handle(ctx, r)
 }
