@@ -14,8 +14,12 @@ import (
 type parsedUpdate struct {
 	names   map[string]string // a copy of those it was parsed under
 	set     map[string]string
+	assigns []assign // set's entries, for iterating without a map iterator
 	removed []string
 }
+
+// assign is one attribute a SET clause assigns a value placeholder.
+type assign struct{ attr, ph string }
 
 // maxParsed bounds the cache; past it, it starts again.
 const maxParsed = 4096
@@ -27,22 +31,26 @@ var parsed struct {
 }
 
 // parseUpdateOnce is ParseUpdate, remembered by expression and names.
-func parseUpdateOnce(expr string, names map[string]string) (set map[string]string, removed []string) {
+func parseUpdateOnce(expr string, names map[string]string) parsedUpdate {
 	parsed.mu.Lock()
 	for _, p := range parsed.m[expr] {
 		if maps.Equal(p.names, names) {
 			parsed.mu.Unlock()
-			return p.set, p.removed
+			return p
 		}
 	}
 	parsed.mu.Unlock()
-	set, removed = ParseUpdate(expr, names)
+	set, removed := ParseUpdate(expr, names)
+	p := parsedUpdate{names: maps.Clone(names), set: set, removed: removed}
+	for attr, ph := range set {
+		p.assigns = append(p.assigns, assign{attr, ph})
+	}
 	parsed.mu.Lock()
 	if parsed.m == nil || parsed.n >= maxParsed {
 		parsed.m, parsed.n = map[string][]parsedUpdate{}, 0
 	}
-	parsed.m[expr] = append(parsed.m[expr], parsedUpdate{names: maps.Clone(names), set: set, removed: removed})
+	parsed.m[expr] = append(parsed.m[expr], p)
 	parsed.n++
 	parsed.mu.Unlock()
-	return set, removed
+	return p
 }

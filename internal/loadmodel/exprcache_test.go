@@ -24,9 +24,16 @@ func TestParseUpdateOnce(t *testing.T) {
 	for round := 0; round < 2; round++ { // the second from the cache
 		for _, c := range cases {
 			wantSet, wantRemoved := ParseUpdate(c.expr, c.names)
-			set, removed := parseUpdateOnce(c.expr, maps.Clone(c.names))
-			if !reflect.DeepEqual(set, wantSet) || !reflect.DeepEqual(removed, wantRemoved) {
-				t.Fatalf("round %d, %q %v: got %v %v, want %v %v", round, c.expr, c.names, set, removed, wantSet, wantRemoved)
+			p := parseUpdateOnce(c.expr, maps.Clone(c.names))
+			if !reflect.DeepEqual(p.set, wantSet) || !reflect.DeepEqual(p.removed, wantRemoved) {
+				t.Fatalf("round %d, %q %v: got %v %v, want %v %v", round, c.expr, c.names, p.set, p.removed, wantSet, wantRemoved)
+			}
+			assigned := map[string]string{}
+			for _, a := range p.assigns {
+				assigned[a.attr] = a.ph
+			}
+			if len(p.assigns) != len(wantSet) || !maps.Equal(assigned, wantSet) {
+				t.Fatalf("round %d, %q: assigns %v, want the entries of %v", round, c.expr, p.assigns, wantSet)
 			}
 		}
 	}

@@ -105,7 +105,19 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	tables map[string]Table
-	snap   Snapshot
+	// indexes are each table's indexes in name order, as a slice: the
+	// accesses walk them per item without a map iterator.
+	indexes map[string][]indexAttr
+	// snap holds the totals but Ops and Keys, which are kept in ops and
+	// keys: keyed by the operation's two names (no name built per
+	// request) and pointing at their stats (one map lookup per touch).
+	snap Snapshot
+	ops  map[opName]*OpStat
+	keys map[Key]*KeyStat
+	// as and rep are the accesses' and the reported units' buffers,
+	// reused under mu.
+	as  []access
+	rep []reported
 	// What the recorder last saw of each item (by itemID): its size, and
 	// its value of each index's partition key, so an update that does not
 	// show the item can be sized and its index write placed.
@@ -118,10 +130,18 @@ func (r *Recorder) SetTable(name string, t Table) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.tables == nil {
-		r.tables = map[string]Table{}
+		r.tables, r.indexes = map[string]Table{}, map[string][]indexAttr{}
 	}
 	r.tables[name] = t
+	var idx []indexAttr
+	for _, name := range sortedKeys(t.Indexes) {
+		idx = append(idx, indexAttr{name, t.Indexes[name]})
+	}
+	r.indexes[name] = idx
 }
+
+// indexAttr is a global secondary index and its partition key attribute.
+type indexAttr struct{ name, attr string }
 
 // DescribeTable reads a table's key schema with db (use a client whose
 // requests are not recorded) and records it.
@@ -172,7 +192,11 @@ func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.snap = Snapshot{}
+	r.ops, r.keys = nil, nil
 }
+
+// opName is an operation's service and name.
+type opName struct{ service, op string }
 
 // Snapshot returns a copy of the totals.
 func (r *Recorder) Snapshot() Snapshot {
@@ -180,11 +204,11 @@ func (r *Recorder) Snapshot() Snapshot {
 	defer r.mu.Unlock()
 	s := Snapshot{Ops: map[string]OpStat{}, Keys: map[Key]KeyStat{}, Sent: map[string]int{},
 		ReportedRCU: r.snap.ReportedRCU, ReportedWCU: r.snap.ReportedWCU, Estimated: r.snap.Estimated}
-	for k, v := range r.snap.Ops {
-		s.Ops[k] = v
+	for k, v := range r.ops {
+		s.Ops[k.service+"."+k.op] = *v
 	}
-	for k, v := range r.snap.Keys {
-		s.Keys[k] = v
+	for k, v := range r.keys {
+		s.Keys[k] = *v
 	}
 	for k, v := range r.snap.Sent {
 		s.Sent[k] = v
@@ -198,11 +222,18 @@ func (r *Recorder) Record(service, op string, in, out any, err error) {
 	var sentQueue string
 	var sent int
 	r.mu.Lock()
-	if r.snap.Ops == nil {
-		r.snap.Ops, r.snap.Keys, r.snap.Sent = map[string]OpStat{}, map[Key]KeyStat{}, map[string]int{}
+	if r.ops == nil {
+		r.ops, r.keys = map[opName]*OpStat{}, map[Key]*KeyStat{}
 	}
-	name := service + "." + op
-	st := r.snap.Ops[name]
+	if r.snap.Sent == nil {
+		r.snap.Sent = map[string]int{}
+	}
+	name := opName{service, op}
+	st := r.ops[name]
+	if st == nil {
+		st = &OpStat{}
+		r.ops[name] = st
+	}
 	st.Requests++
 	if err != nil {
 		st.Errors++
@@ -217,7 +248,6 @@ func (r *Recorder) Record(service, op string, in, out any, err error) {
 	case "SQS":
 		sentQueue, sent, st.Chunks = r.sqs(op, in, out, err, st.Chunks)
 	}
-	r.snap.Ops[name] = st
 	r.mu.Unlock()
 	if sent > 0 && r.OnSend != nil {
 		r.OnSend(sentQueue, sent, time.Now())
@@ -248,7 +278,11 @@ func (s *keySet) add(k Key) bool {
 
 // touch adds one request's use of k.
 func (r *Recorder) touch(k Key, reads, writes int, rcu, wcu float64, seen *keySet) {
-	ks := r.snap.Keys[k]
+	ks := r.keys[k]
+	if ks == nil {
+		ks = &KeyStat{}
+		r.keys[k] = ks
+	}
 	if seen.add(k) {
 		ks.Requests++
 	}
@@ -256,7 +290,6 @@ func (r *Recorder) touch(k Key, reads, writes int, rcu, wcu float64, seen *keySe
 	ks.Writes += writes
 	ks.RCU += rcu
 	ks.WCU += wcu
-	r.snap.Keys[k] = ks
 }
 
 // ---- S3
@@ -371,9 +404,24 @@ type access struct {
 	// newGSI holds, for each index whose partition key this write sets,
 	// the new value; removed lists those it removes; deleted, that the
 	// item is gone.
-	newGSI  map[string]string
+	newGSI  gsiKeys
 	removed []string
 	deleted bool
+}
+
+// gsiKeys are index partition key values by index: a write sets one or
+// two, so a slice, not a map made per access.
+type gsiKeys []gsiKey
+
+type gsiKey struct{ idx, key string }
+
+func (g gsiKeys) get(idx string) (string, bool) {
+	for _, k := range g {
+		if k.idx == idx {
+			return k.key, true
+		}
+	}
+	return "", false
 }
 
 func (r *Recorder) table(name string) Table {
@@ -414,12 +462,11 @@ func (r *Recorder) putAccess(table string, item map[string]types.AttributeValue)
 	a := r.itemAccess(table, item)
 	a.write = true
 	a.size = max(ItemSize(item), r.sizes[a.id]) // billed on the larger of the old and new item
-	a.newGSI = map[string]string{}
-	for idx, attr := range r.table(table).Indexes {
-		if v, ok := item[attr]; ok {
-			a.newGSI[idx] = attrString(v)
+	for _, ix := range r.indexes[table] {
+		if v, ok := item[ix.attr]; ok {
+			a.newGSI = append(a.newGSI, gsiKey{ix.name, attrString(v)})
 		} else {
-			a.removed = append(a.removed, idx)
+			a.removed = append(a.removed, ix.name)
 		}
 	}
 	return a
@@ -430,12 +477,11 @@ func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValu
 	names map[string]string, values map[string]types.AttributeValue) access {
 	a := r.itemAccess(table, key)
 	a.write = true
-	set, removed := parseUpdateOnce(aws.ToString(expr), names)
-	a.newGSI = map[string]string{}
+	p := parseUpdateOnce(aws.ToString(expr), names)
 	grow := 0
-	for attr, ph := range set {
-		if v, ok := values[ph]; ok {
-			grow += len(attr) + valueSize(v)
+	for _, as := range p.assigns {
+		if v, ok := values[as.ph]; ok {
+			grow += len(as.attr) + valueSize(v)
 		}
 	}
 	// An item the recorder has not seen is sized from what the update
@@ -443,13 +489,13 @@ func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValu
 	if a.size == 0 {
 		a.size = ItemSize(key) + grow
 	}
-	for idx, attr := range r.table(table).Indexes {
-		if ph, ok := set[attr]; ok {
-			a.newGSI[idx] = attrString(values[ph])
+	for _, ix := range r.indexes[table] {
+		if ph, ok := p.set[ix.attr]; ok {
+			a.newGSI = append(a.newGSI, gsiKey{ix.name, attrString(values[ph])})
 		}
-		for _, rm := range removed {
-			if rm == attr {
-				a.removed = append(a.removed, idx)
+		for _, rm := range p.removed {
+			if rm == ix.attr {
+				a.removed = append(a.removed, ix.name)
 			}
 		}
 	}
@@ -459,8 +505,8 @@ func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValu
 func (r *Recorder) deleteAccess(table string, key map[string]types.AttributeValue) access {
 	a := r.itemAccess(table, key)
 	a.write, a.deleted = true, true
-	for idx := range r.table(table).Indexes {
-		a.removed = append(a.removed, idx)
+	for _, ix := range r.indexes[table] {
+		a.removed = append(a.removed, ix.name)
 	}
 	return a
 }
@@ -484,8 +530,10 @@ func (r *Recorder) readSizes(table string, items []map[string]types.AttributeVal
 }
 
 // accesses lists what a DynamoDB request reads and writes, with the
-// items' sizes as far as the request and its answer show them.
-func (r *Recorder) accesses(in, out any) (as []access, read bool) {
+// items' sizes as far as the request and its answer show them, appended
+// to buf[:0].
+func (r *Recorder) accesses(buf []access, in, out any) (as []access, read bool) {
+	as = buf[:0]
 	switch v := in.(type) {
 	case *dynamodb.GetItemInput:
 		a := r.itemAccess(aws.ToString(v.TableName), v.Key)
@@ -493,13 +541,13 @@ func (r *Recorder) accesses(in, out any) (as []access, read bool) {
 		if o, ok := out.(*dynamodb.GetItemOutput); ok && o != nil && o.Item != nil {
 			a.size = ItemSize(o.Item)
 		}
-		return []access{a}, true
+		return append(as, a), true
 	case *dynamodb.PutItemInput:
-		return []access{r.putAccess(aws.ToString(v.TableName), v.Item)}, false
+		return append(as, r.putAccess(aws.ToString(v.TableName), v.Item)), false
 	case *dynamodb.UpdateItemInput:
-		return []access{r.updateAccess(aws.ToString(v.TableName), v.Key, v.UpdateExpression, v.ExpressionAttributeNames, v.ExpressionAttributeValues)}, false
+		return append(as, r.updateAccess(aws.ToString(v.TableName), v.Key, v.UpdateExpression, v.ExpressionAttributeNames, v.ExpressionAttributeValues)), false
 	case *dynamodb.DeleteItemInput:
-		return []access{r.deleteAccess(aws.ToString(v.TableName), v.Key)}, false
+		return append(as, r.deleteAccess(aws.ToString(v.TableName), v.Key)), false
 	case *dynamodb.QueryInput:
 		table := aws.ToString(v.TableName)
 		a := access{table: table, index: aws.ToString(v.IndexName), consistent: aws.ToBool(v.ConsistentRead)}
@@ -512,13 +560,13 @@ func (r *Recorder) accesses(in, out any) (as []access, read bool) {
 		if o, ok := out.(*dynamodb.QueryOutput); ok && o != nil {
 			a.size = sizeOf(o.Items...)
 		}
-		return []access{a}, true
+		return append(as, a), true
 	case *dynamodb.ScanInput:
 		a := access{table: aws.ToString(v.TableName), index: aws.ToString(v.IndexName), pk: "(scan)", consistent: aws.ToBool(v.ConsistentRead)}
 		if o, ok := out.(*dynamodb.ScanOutput); ok && o != nil {
 			a.size = sizeOf(o.Items...)
 		}
-		return []access{a}, true
+		return append(as, a), true
 	case *dynamodb.BatchGetItemInput:
 		var resp map[string][]map[string]types.AttributeValue
 		if o, ok := out.(*dynamodb.BatchGetItemOutput); ok && o != nil {
@@ -602,7 +650,7 @@ func (r *Recorder) accesses(in, out any) (as []access, read bool) {
 		}
 		return as, true
 	}
-	return nil, true
+	return as, true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -625,29 +673,69 @@ func (a access) estimate() float64 {
 }
 
 // reported is the capacity DynamoDB reported for one table: the table's
-// own read and write units, and each index's units.
+// own read and write units, and each index's units in index name order.
 type reported struct {
+	table       string
 	read, write float64
-	indexes     map[string]float64
+	indexes     []indexUnits
+}
+
+type indexUnits struct {
+	name  string
+	units float64
+}
+
+// index is the units reported for index name, 0 if none.
+func (t *reported) index(name string) float64 {
+	for _, u := range t.indexes {
+		if u.name == name {
+			return u.units
+		}
+	}
+	return 0
+}
+
+// setIndex sets index name's units, keeping the name order.
+func (t *reported) setIndex(name string, units float64) {
+	for i, u := range t.indexes {
+		if u.name == name {
+			t.indexes[i].units = units
+			return
+		}
+	}
+	t.indexes = append(t.indexes, indexUnits{name, units})
+	slices.SortFunc(t.indexes, func(a, b indexUnits) int { return strings.Compare(a.name, b.name) })
 }
 
 // parseConsumed splits a request's ConsumedCapacity by table into table
-// and index units. A figure given only as CapacityUnits is the request's
+// and index units, appended to buf[:0] (a table given twice keeps its
+// last figure). A figure given only as CapacityUnits is the request's
 // class (read for a read request, write for a write).
-func parseConsumed(ccs []types.ConsumedCapacity, read bool) map[string]*reported {
-	m := map[string]*reported{}
+func parseConsumed(buf []reported, ccs []types.ConsumedCapacity, read bool) []reported {
+	rep := buf[:0]
 	for _, cc := range ccs {
-		rep := &reported{indexes: map[string]float64{}}
-		m[aws.ToString(cc.TableName)] = rep
+		name := aws.ToString(cc.TableName)
+		i := slices.IndexFunc(rep, func(t reported) bool { return t.table == name })
+		if i < 0 {
+			if len(rep) < cap(rep) {
+				rep = rep[:len(rep)+1] // its indexes' array is reused
+			} else {
+				rep = append(rep, reported{})
+			}
+			i = len(rep) - 1
+		}
+		rep[i] = reported{table: name, indexes: rep[i].indexes[:0]}
+		t := &rep[i]
 		gsiTotal := 0.0
 		for name, c := range cc.GlobalSecondaryIndexes {
 			u := aws.ToFloat64(c.CapacityUnits)
 			if u == 0 {
 				u = aws.ToFloat64(c.ReadCapacityUnits) + aws.ToFloat64(c.WriteCapacityUnits)
 			}
-			rep.indexes[name] = u
+			t.indexes = append(t.indexes, indexUnits{name, u})
 			gsiTotal += u
 		}
+		slices.SortFunc(t.indexes, func(a, b indexUnits) int { return strings.Compare(a.name, b.name) })
 		var c types.Capacity
 		if cc.Table != nil {
 			c = *cc.Table
@@ -655,32 +743,37 @@ func parseConsumed(ccs []types.ConsumedCapacity, read bool) map[string]*reported
 			c = types.Capacity{CapacityUnits: aws.Float64(aws.ToFloat64(cc.CapacityUnits) - gsiTotal),
 				ReadCapacityUnits: cc.ReadCapacityUnits, WriteCapacityUnits: cc.WriteCapacityUnits}
 		}
-		rep.read, rep.write = aws.ToFloat64(c.ReadCapacityUnits), aws.ToFloat64(c.WriteCapacityUnits)
-		if rep.read == 0 && rep.write == 0 {
+		t.read, t.write = aws.ToFloat64(c.ReadCapacityUnits), aws.ToFloat64(c.WriteCapacityUnits)
+		if t.read == 0 && t.write == 0 {
 			if read {
-				rep.read = aws.ToFloat64(c.CapacityUnits)
+				t.read = aws.ToFloat64(c.CapacityUnits)
 			} else {
-				rep.write = aws.ToFloat64(c.CapacityUnits)
+				t.write = aws.ToFloat64(c.CapacityUnits)
 			}
 		}
 	}
-	return m
+	return rep
 }
 
 // dynamo records a DynamoDB request and returns its billed units.
 func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
-	as, read := r.accesses(in, out)
-	seen := &keySet{}
+	as, read := r.accesses(r.as, in, out)
+	defer func() {
+		clear(as) // the buffer keeps no request's maps
+		r.as = as[:0]
+	}()
+	var seen keySet
 	if err != nil && !capacity.Billed(err) {
 		for _, a := range as {
-			r.touch(Key{"DynamoDB", resource(a.table, a.index), a.pk}, 0, 0, 0, 0, seen)
+			r.touch(Key{"DynamoDB", resource(a.table, a.index), a.pk}, 0, 0, 0, 0, &seen)
 		}
 		return 0, 0
 	}
 	for i := range as {
 		as[i].units = as[i].estimate()
 	}
-	rep := parseConsumed(capacity.Consumed(out), read)
+	rep := parseConsumed(r.rep, capacity.Consumed(out), read)
+	r.rep = rep
 	if len(rep) == 0 {
 		r.snap.Estimated++
 	}
@@ -696,17 +789,17 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	// TransactWriteItems as 2 units whatever its number of items (and 2
 	// for each index it touches), which would bill a 100-task
 	// materialization as one task.
-	for table, t := range rep {
+	for _, t := range rep {
 		r.snap.ReportedRCU += t.read
 		r.snap.ReportedWCU += t.write
-		for _, class := range []bool{true, false} { // reads, writes
+		for _, class := range [2]bool{true, false} { // reads, writes
 			want := t.read
 			if !class {
 				want = t.write
 			}
 			est := 0.0
 			for _, a := range as {
-				if a.table == table && a.write != class {
+				if a.table == t.table && a.write != class {
 					est += a.units
 				}
 			}
@@ -717,7 +810,7 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 				continue
 			}
 			for i, a := range as {
-				if a.table == table && a.write != class && est > 0 {
+				if a.table == t.table && a.write != class && est > 0 {
 					as[i].units = a.units * want / est
 				}
 			}
@@ -726,48 +819,50 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 	for _, a := range as {
 		k := Key{"DynamoDB", resource(a.table, a.index), a.pk}
 		if a.write {
-			r.touch(k, 0, 1, 0, a.units, seen)
+			r.touch(k, 0, 1, 0, a.units, &seen)
 			wcu += a.units
 		} else {
-			r.touch(k, 1, 0, a.units, 0, seen)
+			r.touch(k, 1, 0, a.units, 0, &seen)
 			rcu += a.units
 		}
 	}
 	// Index units: each index's writes go to the partitions of the items'
 	// index keys (new or old); with no key known, to "(unknown)".
-	for table, t := range rep {
+	for ti := range rep {
+		t := &rep[ti]
 		if tx {
 			// Floored as the table's units are, by the index entries
 			// the transaction writes.
-			for idx := range r.table(table).Indexes {
-				if est := r.indexEstimate(as, table, idx); est > t.indexes[idx] {
-					r.snap.ReportedWCU -= est - t.indexes[idx] // added back below: reported is what DynamoDB said
-					t.indexes[idx] = est
+			for _, ix := range r.indexes[t.table] {
+				if est, got := r.indexEstimate(as, t.table, ix.name), t.index(ix.name); est > got {
+					r.snap.ReportedWCU -= est - got // added back below: reported is what DynamoDB said
+					t.setIndex(ix.name, est)
 				}
 			}
 		}
-		for _, idx := range sortedKeys(t.indexes) {
-			u := t.indexes[idx]
+		for _, iu := range t.indexes {
+			idx, u := iu.name, iu.units
 			if u == 0 {
 				continue
 			}
 			r.snap.ReportedWCU += u
-			var keys []string
+			var keysBuf [4]string
+			keys := keysBuf[:0]
 			for _, a := range as {
-				if a.table != table || !a.write {
+				if a.table != t.table || !a.write {
 					continue
 				}
-				if v, ok := a.newGSI[idx]; ok {
+				if v, ok := a.newGSI.get(idx); ok {
 					keys = append(keys, v)
 				} else if old, ok := r.gsi[a.id][idx]; ok {
 					keys = append(keys, old)
 				}
 			}
 			if len(keys) == 0 {
-				keys = []string{"(unknown)"}
+				keys = append(keys, "(unknown)")
 			}
 			for _, gk := range keys {
-				r.touch(Key{"DynamoDB", resource(table, idx), gk}, 0, 1, 0, u/float64(len(keys)), seen)
+				r.touch(Key{"DynamoDB", resource(t.table, idx), gk}, 0, 1, 0, u/float64(len(keys)), &seen)
 			}
 			wcu += u
 		}
@@ -790,7 +885,7 @@ func (r *Recorder) indexEstimate(as []access, table, idx string) float64 {
 			continue
 		}
 		_, had := r.gsi[a.id][idx]
-		_, sets := a.newGSI[idx]
+		_, sets := a.newGSI.get(idx)
 		switch {
 		case sets && had:
 			n += 2
@@ -828,8 +923,8 @@ func (r *Recorder) remember(as []access) {
 			g = map[string]string{}
 			r.gsi[a.id] = g
 		}
-		for idx, v := range a.newGSI {
-			g[idx] = v
+		for _, k := range a.newGSI {
+			g[k.idx] = k.key
 		}
 		for _, idx := range a.removed {
 			delete(g, idx)
