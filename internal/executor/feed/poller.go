@@ -98,6 +98,14 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	batch := min(10, slots)
 	arb := newArbiter(slots, batch, p.weights())
+	pool := newWorkers(slots, func(m queue.Message) { // workers.go
+		defer running.Done()
+		defer arb.release(1)
+		if p.Activity != nil {
+			defer p.Activity.TaskEnded()
+		}
+		p.handle(taskCtx, m, vis, del, held)
+	})
 	for i, url := range p.Queues {
 		receivers.Add(1)
 		go func() {
@@ -147,14 +155,7 @@ func (p *Poller) Run(ctx context.Context) error {
 					if p.Activity != nil {
 						p.Activity.TaskStarted()
 					}
-					go func() {
-						defer running.Done()
-						defer arb.release(1)
-						if p.Activity != nil {
-							defer p.Activity.TaskEnded()
-						}
-						p.handle(taskCtx, m, vis, del, held)
-					}()
+					pool.start(m)
 				}
 			}
 		}()
@@ -169,6 +170,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		cancelTasks()
 		<-done
 	}
+	pool.close()
 	del.close()
 	return nil
 }
