@@ -158,8 +158,9 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	}
 	ref := c.Task.Ref
 	stage := c.StageName()
+	attempt := c.Task.Attempt // not c: a closure over it would move the claim to the heap
 	seg := func(seq, p int) string {
-		return blob.SegmentKey(ref.Job, stage, ref.Partition, c.Task.Attempt, seq, p)
+		return blob.SegmentKey(ref.Job, stage, ref.Partition, attempt, seq, p)
 	}
 	t.Out.AllowSegments(seg)
 	ck := c.Task.Checkpoint

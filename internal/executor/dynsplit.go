@@ -56,6 +56,7 @@ func (r *Runner) watchSplit(ctx context.Context, c control.Claim, t *Task, aband
 	}
 	quit, done := make(chan struct{}), make(chan struct{})
 	began := time.Now()
+	claim := c // the goroutine's copy: only a splittable attempt's moves to the heap
 	go func() {
 		defer close(done)
 		timer := time.NewTimer(cmp.Or(r.SplitAfter, DefaultSplitAfter))
@@ -69,7 +70,7 @@ func (r *Runner) watchSplit(ctx context.Context, c control.Claim, t *Task, aband
 		}
 		// Under the attempt's context, not cut short by stop: the outcome
 		// of an offer made must be known before the attempt commits.
-		r.offerSplit(ctx, r.CP, c, t.cut, time.Since(began), abandon, log)
+		r.offerSplit(ctx, r.CP, claim, t.cut, time.Since(began), abandon, log)
 	}()
 	return func() { close(quit); <-done }
 }

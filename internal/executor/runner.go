@@ -373,7 +373,10 @@ func (r *Runner) prepare(ctx context.Context, c control.Claim, log *slog.Logger)
 	if st.Shuffle.Ranged() {
 		t.Out.Range() // one sorted run: rangeinput.go
 	}
-	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(ref.Job, st.Name, ref.Partition, c.Task.Attempt, p) })
+	// The key func captures copies of the fields it needs, not the claim
+	// and the stage, which would move both to the heap each attempt.
+	job, stage, part, attempt := ref.Job, st.Name, ref.Partition, c.Task.Attempt
+	t.Out.Bind(ctx, r.Blob, func(p int) string { return blob.OutputKey(job, stage, part, attempt, p) })
 	noop := func() {}
 	if err := encodeOutput(r.Blob, st, t); err != nil { // parquetstage.go
 		return nil, noop, err
