@@ -149,3 +149,7 @@ func to[S ~string](c *cond, tr sm.Transition[S]) {
 }
 
 var stNames = map[string]string{"#st": aState}
+
+// commitNames are a commit's names (its state and its records' counts),
+// shared as stNames is.
+var commitNames = map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut}

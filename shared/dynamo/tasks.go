@@ -461,7 +461,7 @@ func (s *Store) TaskCommit(ctx context.Context, p CommitParams) (shardDone bool,
 		// An index entry of the task's own stays, due when the sweep
 		// checks that the task was counted (count.go).
 		UpdateExpression:          aws.String(upd + ", due = :cnt REMOVE lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
-		ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
+		ExpressionAttributeNames:  commitNames,
 		ExpressionAttributeValues: c.values,
 	})
 	if isCondFailed(err) {
@@ -578,7 +578,7 @@ func (s *Store) commitTx(ctx context.Context, p CommitParams, last bool) error {
 		TableName: &s.table, Key: key(taskPK(p.Ref), taskSK(p.Ref.Partition)),
 		ConditionExpression:       aws.String(expr),
 		UpdateExpression:          aws.String(upd + " REMOVE gpk, due, lease, " + aCopyTok + ", " + aCopyLease + ", " + aCopyEx),
-		ExpressionAttributeNames:  map[string]string{"#st": aState, "#rin": aRecIn, "#rout": aRecOut},
+		ExpressionAttributeNames:  commitNames,
 		ExpressionAttributeValues: c.values,
 	}}, {Update: &types.Update{
 		TableName: &s.table, Key: key(shardPK(p.Ref.Job, p.Ref.Stage, ShardOf(p.Ref.Partition, p.Shards)), cntSK),
