@@ -26,20 +26,21 @@ func Logs(ctx context.Context, k *Kernel, l slog.Level) bool { return k.log.Enab
 // plus the attempt and, when ctx carries one, the acting executor's id,
 // so that a task's lines can be found by any of them.
 func (s *Kernel) TaskLog(ctx context.Context, ref domain.TaskRef, attempt int) *slog.Logger {
-	return slog.New(s.log.Handler().WithAttrs(taskAttrs(ref, attemptAttrs(ctx, ref, attempt))))
+	return slog.New(s.log.Handler().WithAttrs(attemptAttrs(ctx, taskAttrs(make([]slog.Attr, 0, 6), ref), ref, attempt)))
 }
 
-// taskAttrs are a task's fields in its control-plane lines (Logger's),
-// then more: one list, so TaskLog's logger and TaskInfo's record write
-// the same bytes.
-func taskAttrs(ref domain.TaskRef, more []slog.Attr) []slog.Attr {
-	return append([]slog.Attr{slog.String("job_id", ref.Job), slog.Int("stage", ref.Stage), slog.String("task", ref.String())}, more...)
+// taskAttrs appends a task's fields in its control-plane lines
+// (Logger's) to a: one list, so TaskLog's logger and TaskInfo's record
+// write the same bytes.
+func taskAttrs(a []slog.Attr, ref domain.TaskRef) []slog.Attr {
+	return append(a, slog.String("job_id", ref.Job), slog.Int("stage", ref.Stage), slog.String("task", ref.String()))
 }
 
-// attemptAttrs are the fields TaskLog adds to Logger's: the partition,
-// the attempt and, when ctx carries one, the acting executor's id.
-func attemptAttrs(ctx context.Context, ref domain.TaskRef, attempt int) []slog.Attr {
-	a := []slog.Attr{slog.Int("partition", ref.Partition), slog.Int("attempt", attempt)}
+// attemptAttrs appends the fields TaskLog adds to Logger's to a: the
+// partition, the attempt and, when ctx carries one, the acting
+// executor's id.
+func attemptAttrs(ctx context.Context, a []slog.Attr, ref domain.TaskRef, attempt int) []slog.Attr {
+	a = append(a, slog.Int("partition", ref.Partition), slog.Int("attempt", attempt))
 	if id := ExecutorOf(ctx); id != "" {
 		a = append(a, slog.String("executor_id", id))
 	}
@@ -58,7 +59,8 @@ func TaskInfo(ctx context.Context, k *Kernel, ref domain.TaskRef, attempt int, m
 		return
 	}
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
-	r.AddAttrs(taskAttrs(ref, attemptAttrs(ctx, ref, attempt))...)
+	var buf [6]slog.Attr // the fields on the stack: the record copies them
+	r.AddAttrs(attemptAttrs(ctx, taskAttrs(buf[:0], ref), ref, attempt)...)
 	r.Add(args...)
 	_ = h.Handle(ctx, r)
 }

@@ -203,7 +203,7 @@ type stageKey struct {
 // Logger is the logger of a task's control-plane lines, without its
 // attempt (TaskLog has it).
 func (s *Kernel) Logger(ref domain.TaskRef) *slog.Logger {
-	return slog.New(s.log.Handler().WithAttrs(taskAttrs(ref, nil)))
+	return slog.New(s.log.Handler().WithAttrs(taskAttrs(make([]slog.Attr, 0, 3), ref)))
 }
 
 // IgnoreInvalid treats "the record already moved on" as success: the step

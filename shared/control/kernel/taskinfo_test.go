@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"testing"
 
@@ -48,6 +49,23 @@ func TestTaskInfoWritesTaskLogsLine(t *testing.T) {
 			if tc.level == slog.LevelInfo && got.Len() == 0 {
 				t.Fatal("no line written")
 			}
+			if tc.name == "executor" && got.String() != executorLine {
+				t.Fatalf("TaskInfo wrote\n%s\nwant\n%s", got.String(), executorLine)
+			}
 		})
+	}
+}
+
+// executorLine is a task's line, byte for byte: its fields and their
+// order are what log searches match.
+const executorLine = `{"level":"INFO","msg":"task committed","job_id":"j-1","stage":2,"task":"j-1/2/7","partition":7,"attempt":3,"executor_id":"ex-9","outputs":4}` + "\n"
+
+func BenchmarkTaskInfo(b *testing.B) {
+	k := New(Config{}, nil, nil, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	ctx := WithExecutor(context.Background(), "ex-9")
+	ref := domain.TaskRef{Job: "j1a1fd8fa5144ffa078bd8", Stage: 0, Partition: 1234}
+	b.ReportAllocs()
+	for b.Loop() {
+		TaskInfo(ctx, k, ref, 1, "task committed", "outputs", 1)
 	}
 }
