@@ -328,8 +328,8 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	probe := emuprobe.Run(ctx, cfg, emuprobe.Target{Table: r.Resources.Table, Bucket: r.Resources.Bucket, Slots: slots})
 	rec.Reset()
 	queued.Store(0)
-	cpu0 := emuprobe.CPUTime()
 	span := emuprobe.StartSpan()
+	cpu0 := emuprobe.CPUTime() // after the span's scan of /proc: no job's CPU
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
 	res, err := r.Service.Submit(ctx, control.SubmitRequest{Owner: "bench", IdempotencyKey: "load-1", Spec: body})

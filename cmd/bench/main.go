@@ -259,8 +259,8 @@ func run(o benchOptions) error {
 	var done []measured
 	for i := range max(o.runs, 1) { // runs.go says why several
 		rec.Reset()
-		cpu0 := emuprobe.CPUTime()
 		span := emuprobe.StartSpan()
+		cpu0 := emuprobe.CPUTime() // after the span's scan of /proc: no job's CPU
 		timeline.Start()
 		// The status is read once a second (a read of it costs DynamoDB
 		// Local 6 to 10 ms of CPU, a share of the job's emulator CPU at 4
