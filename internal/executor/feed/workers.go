@@ -47,9 +47,29 @@ func (w *workers) start(m queue.Message) {
 
 func (w *workers) loop(m queue.Message) {
 	defer w.wg.Done()
+	closed := false
+	defer func() {
+		if !closed {
+			// run ended the goroutine (a task's runtime.Goexit, which
+			// recover does not stop): another takes its place, or the
+			// pool would count a worker that no longer takes messages.
+			w.wg.Add(1)
+			go w.wait()
+		}
+	}()
 	for ok := true; ok; m, ok = <-w.work {
 		w.run(m)
 	}
+	closed = true
+}
+
+// wait is a worker that starts without a message.
+func (w *workers) wait() {
+	if m, ok := <-w.work; ok {
+		w.loop(m)
+		return
+	}
+	w.wg.Done()
 }
 
 // close ends the workers, once every start has returned and every task
