@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -83,12 +82,13 @@ type Client struct {
 	// own signs instead of signer unless BATCHWORK_SIGNER=sdk (signer.go).
 	own      *sigv4
 	endpoint string
-	url      url.URL // endpoint, parsed
-	host     string  // the Host http.NewRequest sets for endpoint
-	region   string
-	retryer  aws.RetryerV2
-	hooks    []Hook
-	header   http.Header // constant headers, copied into each request
+	// tmpl is http.NewRequest's POST to endpoint without a body: each
+	// attempt's request starts as a copy.
+	tmpl    *http.Request
+	region  string
+	retryer aws.RetryerV2
+	hooks   []Hook
+	header  http.Header // constant headers, copied into each request
 	// inLambda: AWS_LAMBDA_FUNCTION_NAME is set (trace.go).
 	inLambda bool
 	// targets holds each operation's X-Amz-Target value ([]string).
@@ -123,7 +123,7 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 	u := ep.URI
 	u.Path, u.RawPath = smithyhttp.JoinPath(u.Path, "/"), ""
 	endpoint := u.String()
-	epURL, epHost, err := parseEndpoint(endpoint)
+	tmpl, err := http.NewRequest(http.MethodPost, endpoint, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: endpoint %q: %w", svc.Package, endpoint, err)
 	}
@@ -142,8 +142,7 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		region:   o.Region,
 		retryer:  retryerV2(o.Retryer),
 		hooks:    Hooks(cfg),
-		url:      epURL,
-		host:     epHost,
+		tmpl:     tmpl,
 		header:   h,
 		inLambda: lookup("AWS_LAMBDA_FUNCTION_NAME"),
 	}
@@ -169,16 +168,6 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		}
 	}
 	return c, nil
-}
-
-// parseEndpoint is the URL and Host http.NewRequest gives a request to
-// endpoint.
-func parseEndpoint(endpoint string) (url.URL, string, error) {
-	req, err := http.NewRequest(http.MethodPost, endpoint, nil)
-	if err != nil {
-		return url.URL{}, "", err
-	}
-	return *req.URL, req.Host, nil
 }
 
 // Do runs one operation through the hooks and returns its output. check,
@@ -371,14 +360,14 @@ func readBody(r io.Reader, length int64) ([]byte, error) {
 // http.NewRequestWithContext(ctx, POST, endpoint, bytes.NewReader(body))
 // makes (TestRequestIsNewRequest), without parsing the endpoint again.
 func (c *Client) request(ctx context.Context, op string, body []byte, attempt, maxAttempts int) (*http.Request, error) {
-	// The empty URL parses without work; the endpoint's, parsed in New,
-	// is copied over it: the signer writes the request's URL.
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", nil)
-	if err != nil {
-		return nil, err
+	// A copy of the endpoint's request, parsed once in New: its URL is
+	// copied too (the signer writes it).
+	if ctx == nil {
+		return nil, errors.New("net/http: nil Context")
 	}
-	*req.URL = c.url
-	req.Host = c.host
+	req := c.tmpl.WithContext(ctx)
+	u := *c.tmpl.URL
+	req.URL = &u
 	req.ContentLength = int64(len(body))
 	if len(body) > 0 {
 		req.Body = io.NopCloser(bytes.NewReader(body))

@@ -41,7 +41,7 @@ func signerClient(t testing.TB, endpoint, service, region string, extra map[stri
 		inLambda: inLambda,
 	}
 	var err error
-	if c.url, c.host, err = parseEndpoint(endpoint); err != nil {
+	if c.tmpl, err = http.NewRequest(http.MethodPost, endpoint, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.own = newSigV4(endpoint, h, service, region)
