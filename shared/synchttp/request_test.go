@@ -159,7 +159,7 @@ func (c *closeCount) Close() error {
 }
 
 // BenchmarkWriteRequest: an UpdateItem's request as the lean client sends
-// it.
+// it, written by writeRequest and by Request.Write.
 func BenchmarkWriteRequest(b *testing.B) {
 	body := []byte(strings.Repeat(`{"k":"v"}`, 80))
 	r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:8000/", nil)
@@ -174,15 +174,25 @@ func BenchmarkWriteRequest(b *testing.B) {
 	r.Header["X-Amz-Security-Token"] = []string{"TOKEN"}
 	r.Header["Authorization"] = []string{"AWS4-HMAC-SHA256 Credential=AKID/20261130/us-east-1/dynamodb/aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=0123456789abcdef"}
 	r.ContentLength = int64(len(body))
-	bw := bufio.NewWriterSize(io.Discard, 4<<10)
-	rd := bytes.NewReader(body)
-	r.Body = io.NopCloser(rd)
-	b.ReportAllocs()
-	for b.Loop() {
-		rd.Reset(body)
-		if err := writeRequest(bw, r); err != nil {
-			b.Fatal(err)
-		}
-		bw.Flush()
+	for _, w := range []struct {
+		name  string
+		write func(*bufio.Writer, *http.Request) error
+	}{
+		{"synchttp", writeRequest},
+		{"net-http", func(bw *bufio.Writer, r *http.Request) error { return r.Write(bw) }},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			bw := bufio.NewWriterSize(io.Discard, 4<<10)
+			rd := bytes.NewReader(body)
+			r.Body = io.NopCloser(rd)
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(body)
+				if err := w.write(bw, r); err != nil {
+					b.Fatal(err)
+				}
+				bw.Flush()
+			}
+		})
 	}
 }
