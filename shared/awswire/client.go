@@ -376,7 +376,15 @@ func (c *Client) request(ctx context.Context, op string, body []byte, attempt, m
 		req.Body = http.NoBody
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
-	h := make(http.Header, len(c.header)+6)
+	// Sized for what the request gets: the constant headers, the two
+	// below, the signer's three (X-Amz-Date, X-Amz-Security-Token,
+	// Authorization) and the trace header on Lambda. Up to 8 the map is
+	// one group (one allocation); a larger hint makes a table.
+	n := len(c.header) + 5
+	if c.inLambda {
+		n++
+	}
+	h := make(http.Header, n)
 	req.Header = h
 	// The value slices set here are shared by every request: the signer
 	// and the hooks replace a header's slice (Set), never write into it.

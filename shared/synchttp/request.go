@@ -21,7 +21,10 @@ import (
 // positive length, no Connection: close, transfer coding, trailer or
 // client trace, and fields whose keys are tokens and whose values need
 // no cleaning (no line break, no space or tab at either end). Every
-// other request is written by req.Write itself.
+// other request is written by req.Write itself. The body follows the
+// header in the buffer without the flush Request.Write puts between them
+// for a body it does not know to be in memory: the transport writes the
+// whole request before it reads, and its requests' bodies are in memory.
 func writeRequest(bw *bufio.Writer, req *http.Request) error {
 	var fbuf [24]field
 	uri, fields, ok := plainRequest(req, fbuf[:0])
