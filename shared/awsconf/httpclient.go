@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -49,7 +51,15 @@ type httpClient struct {
 	// sends through a proxy goes to full's transport, which speaks to
 	// proxies.
 	proxy func(*http.Request) (*url.URL, error)
+	// viaProxy, when not nil, holds proxy's answer per endpoint (a
+	// proxyKey's: true when it names a proxy or fails): set when proxy is
+	// http.ProxyFromEnvironment, whose answer depends only on the URL's
+	// scheme and host (it reads the environment once per process) and
+	// costs a parse of the host and a walk of NO_PROXY per request.
+	viaProxy *sync.Map
 }
+
+type proxyKey struct{ scheme, host string }
 
 // newHTTPClient builds it from the config's client: the SDK's buildable
 // client (config.LoadDefaultConfig's) or none. Any other client is the
@@ -87,6 +97,9 @@ func newHTTPClient(cfg aws.Config) aws.HTTPClient {
 			IdleConnTimeout:     tr.IdleConnTimeout,
 		})
 		c.proxy = tr.Proxy
+		if c.proxy != nil && reflect.ValueOf(c.proxy).Pointer() == reflect.ValueOf(http.ProxyFromEnvironment).Pointer() {
+			c.viaProxy = &sync.Map{}
+		}
 	}
 	return c
 }
@@ -96,11 +109,9 @@ func (c httpClient) Do(req *http.Request) (*http.Response, error) {
 		return c.full.Do(withoutWriteTo(req))
 	}
 	rt := c.rpc
-	if c.proxy != nil {
-		if u, err := c.proxy(req); u != nil || err != nil {
-			rt = c.full.Transport
-			req = withoutWriteTo(req)
-		}
+	if c.proxy != nil && c.proxied(req) {
+		rt = c.full.Transport
+		req = withoutWriteTo(req)
 	}
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
@@ -109,6 +120,23 @@ func (c httpClient) Do(req *http.Request) (*http.Response, error) {
 		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
 	}
 	return resp, nil
+}
+
+// proxied says whether the proxy rule sends req through a proxy (or fails,
+// which full's transport then reports).
+func (c httpClient) proxied(req *http.Request) bool {
+	if c.viaProxy == nil {
+		u, err := c.proxy(req)
+		return u != nil || err != nil
+	}
+	k := proxyKey{req.URL.Scheme, req.URL.Host}
+	if v, ok := c.viaProxy.Load(k); ok {
+		return v.(bool)
+	}
+	u, err := c.proxy(req)
+	via := u != nil || err != nil
+	c.viaProxy.Store(k, via)
+	return via
 }
 
 // withoutWriteTo hands net/http req with a body that has only Read and

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,12 +82,21 @@ type Client struct {
 	// own signs instead of signer unless BATCHWORK_SIGNER=sdk (signer.go).
 	own      *sigv4
 	endpoint string
-	region   string
-	retryer  aws.RetryerV2
-	hooks    []Hook
-	header   http.Header // constant headers, copied into each request
+	// tmpl is http.NewRequest's POST to endpoint without a body: each
+	// attempt's request starts as a copy.
+	tmpl    *http.Request
+	region  string
+	retryer aws.RetryerV2
+	hooks   []Hook
+	header  http.Header // constant headers, copied into each request
 	// inLambda: AWS_LAMBDA_FUNCTION_NAME is set (trace.go).
 	inLambda bool
+	// targets holds each operation's X-Amz-Target value ([]string).
+	targets sync.Map
+	// attemptsHeader[i] is the Amz-Sdk-Request value of attempt i+1 of
+	// attemptsMax, the retryer's limit at New.
+	attemptsHeader [][]string
+	attemptsMax    int
 }
 
 // New builds the core of a lean client with the endpoint, credentials
@@ -113,7 +123,8 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 	u := ep.URI
 	u.Path, u.RawPath = smithyhttp.JoinPath(u.Path, "/"), ""
 	endpoint := u.String()
-	if _, err := http.NewRequest(http.MethodPost, endpoint, nil); err != nil {
+	tmpl, err := http.NewRequest(http.MethodPost, endpoint, nil)
+	if err != nil {
 		return nil, fmt.Errorf("%s: endpoint %q: %w", svc.Package, endpoint, err)
 	}
 	h := http.Header{
@@ -131,8 +142,15 @@ func New(cfg aws.Config, svc Service, o Options) (*Client, error) {
 		region:   o.Region,
 		retryer:  retryerV2(o.Retryer),
 		hooks:    Hooks(cfg),
+		tmpl:     tmpl,
 		header:   h,
 		inLambda: lookup("AWS_LAMBDA_FUNCTION_NAME"),
+	}
+	if m := c.retryer.MaxAttempts(); m > 0 && m <= 16 {
+		c.attemptsMax = m
+		for i := 1; i <= m; i++ {
+			c.attemptsHeader = append(c.attemptsHeader, []string{sdkRequestValue(i, m)})
+		}
 	}
 	sdkSigner, err := sdkSignerChosen()
 	if err != nil {
@@ -272,7 +290,7 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 		}
 		return nil, &smithyhttp.RequestSendError{Err: err}
 	}
-	data, err := io.ReadAll(resp.Body)
+	data, err := readBody(resp.Body, resp.ContentLength)
 	resp.Body.Close()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -307,23 +325,98 @@ func (c *Client) attempt(ctx context.Context, call *Call, body []byte, hash stri
 	return out, nil
 }
 
-// request is an attempt's request, unsigned.
-func (c *Client) request(ctx context.Context, op string, body []byte, attempt, maxAttempts int) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+// maxSizedBody bounds the buffer readBody allocates from an answer's
+// Content-Length before reading it: a larger answer (none of the JSON
+// protocols' is) grows as it arrives, as io.ReadAll grows it.
+const maxSizedBody = 1 << 20
+
+// readBody reads r to its end: into one buffer of the declared length
+// when there is one, instead of io.ReadAll's growing (several copies and
+// allocations for a body of a few KB).
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length > maxSizedBody {
+		return io.ReadAll(r)
 	}
-	h := req.Header
-	// The constant headers' value slices are shared by every request:
-	// the signer and the hooks replace a header's slice (Set), never
-	// write into it.
+	// One byte more than declared: the read that meets the end (and gives
+	// the connection back) then has room, and a body longer than
+	// declared is still read whole, as io.ReadAll reads it.
+	b := make([]byte, 0, length+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// request is an attempt's request, unsigned: what
+// http.NewRequestWithContext(ctx, POST, endpoint, bytes.NewReader(body))
+// makes (TestRequestIsNewRequest), without parsing the endpoint again.
+func (c *Client) request(ctx context.Context, op string, body []byte, attempt, maxAttempts int) (*http.Request, error) {
+	// A copy of the endpoint's request, parsed once in New: its URL is
+	// copied too (the signer writes it).
+	if ctx == nil {
+		return nil, errors.New("net/http: nil Context")
+	}
+	req := c.tmpl.WithContext(ctx)
+	u := *c.tmpl.URL
+	req.URL = &u
+	req.ContentLength = int64(len(body))
+	if len(body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	} else {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	// Sized for what the request gets: the constant headers, the two
+	// below, the signer's three (X-Amz-Date, X-Amz-Security-Token,
+	// Authorization) and the trace header on Lambda. Up to 8 the map is
+	// one group (one allocation); a larger hint makes a table.
+	n := len(c.header) + 5
+	if c.inLambda {
+		n++
+	}
+	h := make(http.Header, n)
+	req.Header = h
+	// The value slices set here are shared by every request: the signer
+	// and the hooks replace a header's slice (Set), never write into it.
 	for k, v := range c.header {
 		h[k] = v
 	}
-	h["X-Amz-Target"] = []string{c.svc.Target + op}
-	h["Amz-Sdk-Request"] = []string{"attempt=" + strconv.Itoa(attempt) + "; max=" + strconv.Itoa(maxAttempts)}
+	h["X-Amz-Target"] = c.target(op)
+	h["Amz-Sdk-Request"] = c.sdkRequest(attempt, maxAttempts)
 	traceHeader(h, c.inLambda)
 	return req, nil
+}
+
+// target is op's X-Amz-Target value, made once per operation.
+func (c *Client) target(op string) []string {
+	if v, ok := c.targets.Load(op); ok {
+		return v.([]string)
+	}
+	v, _ := c.targets.LoadOrStore(op, []string{c.svc.Target + op})
+	return v.([]string)
+}
+
+// sdkRequest is the Amz-Sdk-Request value of an attempt, made once for
+// the attempts of the retryer's limit at New.
+func (c *Client) sdkRequest(attempt, maxAttempts int) []string {
+	if maxAttempts == c.attemptsMax && attempt >= 1 && attempt <= len(c.attemptsHeader) {
+		return c.attemptsHeader[attempt-1]
+	}
+	return []string{sdkRequestValue(attempt, maxAttempts)}
+}
+
+func sdkRequestValue(attempt, maxAttempts int) string {
+	return "attempt=" + strconv.Itoa(attempt) + "; max=" + strconv.Itoa(maxAttempts)
 }
 
 // sign signs req with the core's own signer or, when it has none, the SDK's.

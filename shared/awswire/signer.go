@@ -49,6 +49,20 @@ type sigv4 struct {
 	// x-amz-security-token and content-length.
 	signed [2][2]string
 	key    atomic.Pointer[signingKey]
+	date   atomic.Pointer[dateValue]
+	token  atomic.Pointer[tokenValue]
+}
+
+// dateValue is an X-Amz-Date header's value slice, for one second.
+type dateValue struct {
+	date [16]byte
+	v    []string
+}
+
+// tokenValue is an X-Amz-Security-Token header's value slice.
+type tokenValue struct {
+	token string
+	v     []string
 }
 
 type canonLine struct{ name, line string } // line is "name:value\n"
@@ -146,14 +160,26 @@ func (s *sigv4) sign(req *http.Request, creds aws.Credentials, payloadHash strin
 	var date [16]byte // 20060102T150405Z
 	formatAmzDate(&date, t)
 	key := s.signingKey(creds, date[:8])
-	amzDate := string(date[:])
 
+	// The date's and the token's value slices are shared by the requests
+	// of one second and of one token, as the client's constant headers'
+	// are: a header's slice is replaced, never written into.
 	h := req.Header
-	h["X-Amz-Date"] = []string{amzDate}
+	d := s.date.Load()
+	if d == nil || d.date != date {
+		d = &dateValue{date: date, v: []string{string(date[:])}}
+		s.date.Store(d)
+	}
+	h["X-Amz-Date"] = d.v
 	token := creds.SessionToken
 	tok, length := 0, 0
 	if token != "" {
-		h["X-Amz-Security-Token"] = []string{token}
+		t := s.token.Load()
+		if t == nil || t.token != token {
+			t = &tokenValue{token: token, v: []string{token}}
+			s.token.Store(t)
+		}
+		h["X-Amz-Security-Token"] = t.v
 		tok = 1
 	}
 	if req.ContentLength > 0 {

@@ -40,6 +40,10 @@ func signerClient(t testing.TB, endpoint, service, region string, extra map[stri
 		header:   h,
 		inLambda: inLambda,
 	}
+	var err error
+	if c.tmpl, err = http.NewRequest(http.MethodPost, endpoint, nil); err != nil {
+		t.Fatal(err)
+	}
 	c.own = newSigV4(endpoint, h, service, region)
 	if c.own == nil {
 		t.Fatalf("newSigV4(%q, %v) refused the header", endpoint, h)

@@ -311,7 +311,7 @@ type conn struct {
 // exchange writes req and reads its answer's header (after at most max1xx
 // informational answers).
 func (c *conn) exchange(req *http.Request) (*http.Response, error) {
-	if err := req.Write(c.bw); err != nil {
+	if err := writeRequest(c.bw, req); err != nil { // request.go
 		return nil, &ConnError{Op: "write", Err: err}
 	}
 	if err := c.bw.Flush(); err != nil {
