@@ -92,8 +92,11 @@ func mixLevels(slots int) []int {
 	return []int{slots / 2, slots, 2 * slots, 4 * slots}
 }
 
-// mixStep is each level's time: about 5 s for the probe with its set-up.
-const mixStep = time.Second
+// mixStep is each level's time: about 9 s for the probe with its set-up.
+// The floor is the best level, and the best of four noisy levels leans
+// high: at 1 s a level, levels of one probe swung by up to 15% with no
+// level best from one probe to the next.
+const mixStep = 2 * time.Second
 
 // mixBatch is a worker's tasks a round: one SQS batch.
 const mixBatch = 10
