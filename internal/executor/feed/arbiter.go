@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // weights returns the receivers' weights: p.Weights when it fits Queues,
@@ -56,6 +57,12 @@ type arbiter struct {
 	// message on the lowest class waits a few short polls, not ten.
 	sharedIdle bool
 	maxStride  float64
+	// The receive-ahead (see withAhead): aheadMax more messages than
+	// slots while some receiver is backlogged and the last fastNeed tasks
+	// each ended within aheadTask. ahead is how many of them free holds
+	// now; taking them back can leave free below zero until tasks end.
+	aheadMax, ahead int
+	fast, fastNeed  int
 }
 
 func newArbiter(slots, batch int, weights []int) *arbiter {
@@ -70,6 +77,36 @@ func newArbiter(slots, batch int, weights []int) *arbiter {
 		a.pending = append(a.pending, 0)
 	}
 	return a
+}
+
+// withAhead lets the receivers take up to max messages more than the
+// slots, while one of them is backlogged and the last need tasks were
+// short: a slot that frees then finds its next message already here
+// instead of waiting for a gather and a receive's round trip.
+func (a *arbiter) withAhead(max, need int) *arbiter {
+	a.aheadMax, a.fastNeed = max, need
+	return a
+}
+
+// aheadTask is the longest a task may run and still count as short for
+// the receive-ahead. A message received ahead waits for a slot to free:
+// behind short tasks, for a fraction of this.
+const aheadTask = 500 * time.Millisecond
+
+// adjustAhead adds the ahead's slots to free, or takes them back, as its
+// conditions now hold or not.
+func (a *arbiter) adjustAhead() {
+	want := 0
+	if a.aheadMax > 0 && a.fast >= a.fastNeed {
+		for _, b := range a.backlogged {
+			if b {
+				want = a.aheadMax
+				break
+			}
+		}
+	}
+	a.free += want - a.ahead
+	a.ahead = want
 }
 
 // acquire waits for receiver i's turn and returns 1 to limit slots.
@@ -105,11 +142,34 @@ func (a *arbiter) acquire(ctx context.Context, i, limit int) (int, error) {
 	return 0, ctx.Err()
 }
 
-// release returns n slots whose tasks have finished.
+// release returns n slots whose messages were given back unrun.
 func (a *arbiter) release(n int) {
 	a.mu.Lock()
 	a.free += n
 	a.dispatch()
+	a.mu.Unlock()
+}
+
+// done returns the slot of a task that ran for d.
+func (a *arbiter) done(d time.Duration) {
+	a.mu.Lock()
+	a.free++
+	if d <= aheadTask {
+		a.fast++
+	} else {
+		a.fast = 0
+	}
+	a.adjustAhead()
+	a.dispatch()
+	a.mu.Unlock()
+}
+
+// slow ends the receive-ahead until the next fastNeed short tasks: a
+// message received ahead waited too long for a slot.
+func (a *arbiter) slow() {
+	a.mu.Lock()
+	a.fast = 0
+	a.adjustAhead()
 	a.mu.Unlock()
 }
 
@@ -123,6 +183,7 @@ func (a *arbiter) received(i, n, got int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.backlogged[i] = got == n
+	a.adjustAhead()
 	if got == 0 && a.sharedIdle {
 		a.pass[i] += a.maxStride - a.stride[i]
 	}
@@ -138,8 +199,8 @@ func (a *arbiter) received(i, n, got int) {
 		}
 		a.pass[i] -= float64(charged) * a.stride[i]
 		a.free += back
-		a.dispatch()
 	}
+	a.dispatch()
 }
 
 // dispatch grants free slots while receivers wait. A receiver keeps taking

@@ -12,8 +12,13 @@ import (
 )
 
 // Poller is the long-running host: Slots concurrent tasks fed by long
-// polling the ready queues. It receives only as many messages as it has
-// free slots, so no message waits in this process while its lease runs.
+// polling the ready queues. It receives as many messages as it has free
+// slots, and, with a liveness record, up to one batch more while a queue
+// is backlogged and its tasks are short (arbiter.withAhead, ahead.go): a
+// slot that frees then starts its next task at once instead of waiting
+// for a receive. A message received ahead waits at most aheadWait for a
+// slot, renewed like any held message, and goes back to the queue
+// unclaimed if it waits longer or the executor stops.
 type Poller struct {
 	// Handler runs each received task (executor.Runner).
 	Handler Handler
@@ -98,14 +103,36 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	batch := min(10, slots)
 	arb := newArbiter(slots, batch, p.weights())
-	pool := newWorkers(slots, func(m queue.Message) { // workers.go
+	// give back hands a message received but never run to the queue at
+	// once (SIGTERM, or a receive-ahead that waited too long).
+	give := func(m queue.Message) {
 		defer running.Done()
 		defer arb.release(1)
 		if p.Activity != nil {
 			defer p.Activity.TaskEnded()
 		}
+		p.giveBack(m, held)
+	}
+	pool := newWorkers(slots, func(m queue.Message) { // workers.go
+		if ctx.Err() != nil {
+			give(m) // received as the executor stopped: another runs it
+			return
+		}
+		defer running.Done()
+		if p.Activity != nil {
+			defer p.Activity.TaskEnded()
+		}
+		start := time.Now()
+		defer func() { arb.done(time.Since(start)) }() // deferred: a task may end its goroutine
 		p.handle(taskCtx, m, vis, del, held)
 	})
+	if held != nil {
+		// Only with liveness: a message received ahead is then renewed
+		// while it waits, like any message received and not yet claimed.
+		arb.withAhead(batch, slots)
+		stop := p.expireAhead(ctx, arb, pool, give)
+		defer stop()
+	}
 	for i, url := range p.Queues {
 		receivers.Add(1)
 		go func() {
@@ -161,6 +188,9 @@ func (p *Poller) Run(ctx context.Context) error {
 		}()
 	}
 	receivers.Wait()
+	for _, m := range pool.takeWaiting(time.Now()) {
+		give(m) // none starts after SIGTERM
+	}
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()
 	select {

@@ -2,7 +2,7 @@ package feed
 
 import (
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/batchwork/batchwork/shared/queue"
 )
@@ -10,42 +10,60 @@ import (
 // workers runs the poller's tasks on goroutines that outlive a task, at
 // most one per slot: a goroutine made per message cost its creation, its
 // exit and the growth of its stack through a task's deep calls, once a
-// task. A worker that finished its task waits for the next message; none
-// waiting, a new one starts, up to max.
+// task. A worker that finished its task takes the next message waiting;
+// none waiting, it waits for one. A message that finds no worker waiting
+// starts a new one, up to max, else waits in line for the first to free.
 //
 // The slots stay the arbiter's: a message is handed over only with its
-// slot acquired, and run releases it. So when all max workers exist, at
-// least one holds no slot (the message handed over holds one) and is on
-// its way back for the next message, and start's wait for it is short.
+// slot acquired, and run releases it. Without a receive-ahead (arbiter.go)
+// the slots are max, so a message waits in line only for a worker that
+// has released its slot and is on its way back; with one, up to the
+// ahead's messages wait for a task to end.
 type workers struct {
 	run  func(queue.Message)
-	work chan queue.Message
-	max  int32
-	n    atomic.Int32 // workers started
-	wg   sync.WaitGroup
+	max  int
+	mu   sync.Mutex
+	wake *sync.Cond
+	// line[head:] are the messages no worker has taken yet, oldest first.
+	line []waiting
+	head int
+	// idle counts the workers waiting for a message and not yet woken: a
+	// start that wakes one takes it out, so two starts never count on the
+	// same worker.
+	idle   int
+	n      int // workers started
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type waiting struct {
+	m     queue.Message
+	since time.Time
 }
 
 func newWorkers(max int, run func(queue.Message)) *workers {
-	return &workers{run: run, work: make(chan queue.Message), max: int32(max)}
+	w := &workers{run: run, max: max}
+	w.wake = sync.NewCond(&w.mu)
+	return w
 }
 
-// start runs m on a worker.
+// start runs m on a worker; it never blocks.
 func (w *workers) start(m queue.Message) {
-	select {
-	case w.work <- m:
-		return
-	default:
-	}
-	if w.n.Add(1) <= w.max {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line = append(w.line, waiting{m: m, since: time.Now()})
+	switch {
+	case w.idle > 0:
+		w.idle--
+		w.wake.Signal()
+	case w.n < w.max:
+		w.n++
 		w.wg.Add(1)
-		go w.loop(m)
-		return
+		go w.loop()
 	}
-	w.n.Add(-1)
-	w.work <- m
 }
 
-func (w *workers) loop(m queue.Message) {
+func (w *workers) loop() {
 	defer w.wg.Done()
 	closed := false
 	defer func() {
@@ -54,27 +72,75 @@ func (w *workers) loop(m queue.Message) {
 			// recover does not stop): another takes its place, or the
 			// pool would count a worker that no longer takes messages.
 			w.wg.Add(1)
-			go w.wait()
+			go w.loop()
 		}
 	}()
-	for ok := true; ok; m, ok = <-w.work {
+	for {
+		m, ok := w.next()
+		if !ok {
+			closed = true
+			return
+		}
 		w.run(m)
 	}
-	closed = true
 }
 
-// wait is a worker that starts without a message.
-func (w *workers) wait() {
-	if m, ok := <-w.work; ok {
-		w.loop(m)
-		return
+// next waits for the oldest message in line, or reports false once the
+// pool is closed and the line empty.
+func (w *workers) next() (queue.Message, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.head == len(w.line) {
+		if w.closed {
+			return queue.Message{}, false
+		}
+		w.idle++
+		w.wake.Wait()
 	}
-	w.wg.Done()
+	m := w.line[w.head].m
+	w.line[w.head] = waiting{}
+	w.head++
+	w.compact()
+	return m, true
+}
+
+// compact reuses the line's array: from its start once it is empty, and
+// by moving the waiting messages down once most of it is taken, so a line
+// that never empties does not grow its array for ever.
+func (w *workers) compact() {
+	switch {
+	case w.head == len(w.line):
+		w.line, w.head = w.line[:0], 0
+	case w.head >= 16 && 2*w.head >= len(w.line):
+		n := copy(w.line, w.line[w.head:])
+		clear(w.line[n:])
+		w.line, w.head = w.line[:n], 0
+	}
+}
+
+// takeWaiting takes out of line the messages that joined it at or before
+// cutoff, so that the caller can give them back to the queue: all of them
+// with a cutoff of now.
+func (w *workers) takeWaiting(cutoff time.Time) []queue.Message {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []queue.Message
+	for w.head < len(w.line) && !w.line[w.head].since.After(cutoff) {
+		out = append(out, w.line[w.head].m)
+		w.line[w.head] = waiting{}
+		w.head++
+	}
+	w.compact()
+	return out
 }
 
 // close ends the workers, once every start has returned and every task
 // has ended, and waits for them.
 func (w *workers) close() {
-	close(w.work)
+	w.mu.Lock()
+	w.closed = true
+	w.idle = 0
+	w.wake.Broadcast()
+	w.mu.Unlock()
 	w.wg.Wait()
 }

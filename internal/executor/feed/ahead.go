@@ -1,0 +1,64 @@
+package feed
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/batchwork/batchwork/shared/queue"
+)
+
+// aheadWait bounds how long a message received ahead waits for a slot
+// before it goes back to the queue: behind short tasks it waits a small
+// part of aheadTask; longer means the slots filled with long tasks, and
+// another executor may be idle.
+const aheadWait = time.Second
+
+// expireAhead gives back, every aheadWait/2 until the returned stop, the
+// messages that have waited for a slot aheadWait or more, and ends the
+// receive-ahead until tasks are short again.
+func (p *Poller) expireAhead(ctx context.Context, arb *arbiter, pool *workers, give func(queue.Message)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(aheadWait / 2)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			stale := pool.takeWaiting(time.Now().Add(-aheadWait))
+			if len(stale) == 0 {
+				continue
+			}
+			arb.slow()
+			p.Log.Info("receive-ahead: messages waited too long for a slot; giving them back", "count", len(stale))
+			for _, m := range stale {
+				give(m)
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// giveBack makes a message received but not run visible again at once,
+// so another executor (or this one) runs it without waiting out its
+// visibility. Its task was never claimed here.
+func (p *Poller) giveBack(m queue.Message, held *heldMessages) {
+	show := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), lockedHide)
+		defer cancel()
+		if err := p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, 0); err != nil {
+			p.Log.Warn("give message back", "task", m.Body, "err", err)
+		}
+	}
+	if held != nil {
+		held.remove(m, show) // no renewal lands after it
+		return
+	}
+	show()
+}
