@@ -154,6 +154,10 @@ func (p *Poller) Run(ctx context.Context) error {
 				if backlogged {
 					w = 0
 				}
+				// An idle receiver's message came with the slot its long
+				// poll held: it runs on the next slot to free, not behind
+				// the messages received ahead (a backlogged class's).
+				idle := !backlogged
 				start := time.Now() // the messages are hidden until at least start+vis
 				msgs, err := p.Queue.Receive(ctx, url, n, w, vis)
 				backlogged = err == nil && len(msgs) == n
@@ -182,7 +186,11 @@ func (p *Poller) Run(ctx context.Context) error {
 					if p.Activity != nil {
 						p.Activity.TaskStarted()
 					}
-					pool.start(m)
+					if idle {
+						pool.startFirst(m)
+					} else {
+						pool.start(m)
+					}
 				}
 			}
 		}()

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -48,10 +49,26 @@ func newWorkers(max int, run func(queue.Message)) *workers {
 }
 
 // start runs m on a worker; it never blocks.
-func (w *workers) start(m queue.Message) {
+func (w *workers) start(m queue.Message) { w.enqueue(m, false) }
+
+// startFirst runs m on a worker ahead of the messages waiting in line:
+// a message an idle receiver's long poll brought with the slot it held,
+// which must not wait behind another class's messages received ahead.
+func (w *workers) startFirst(m queue.Message) { w.enqueue(m, true) }
+
+func (w *workers) enqueue(m queue.Message, first bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.line = append(w.line, waiting{m: m, since: time.Now()})
+	e := waiting{m: m, since: time.Now()}
+	switch {
+	case !first:
+		w.line = append(w.line, e)
+	case w.head > 0:
+		w.head--
+		w.line[w.head] = e
+	default:
+		w.line = slices.Insert(w.line, 0, e)
+	}
 	switch {
 	case w.idle > 0:
 		w.idle--
@@ -120,16 +137,23 @@ func (w *workers) compact() {
 
 // takeWaiting takes out of line the messages that joined it at or before
 // cutoff, so that the caller can give them back to the queue: all of them
-// with a cutoff of now.
+// with a cutoff of now. The line is not in order of joining (startFirst),
+// so every message is looked at; the others keep their order.
 func (w *workers) takeWaiting(cutoff time.Time) []queue.Message {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []queue.Message
-	for w.head < len(w.line) && !w.line[w.head].since.After(cutoff) {
-		out = append(out, w.line[w.head].m)
-		w.line[w.head] = waiting{}
-		w.head++
+	j := w.head
+	for k := w.head; k < len(w.line); k++ {
+		if !w.line[k].since.After(cutoff) {
+			out = append(out, w.line[k].m)
+			continue
+		}
+		w.line[j] = w.line[k]
+		j++
 	}
+	clear(w.line[j:])
+	w.line = w.line[:j]
 	w.compact()
 	return out
 }

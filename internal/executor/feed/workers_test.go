@@ -141,3 +141,33 @@ func TestWorkersLineStaysBounded(t *testing.T) {
 		t.Errorf("the line's array holds %d for 4 waiting messages", n)
 	}
 }
+
+// A message started first runs before those waiting in line, and
+// takeWaiting still takes the older ones behind it.
+func TestWorkersStartFirstJumpsTheLineReview(t *testing.T) {
+	t.Parallel()
+	w := newWorkers(0, func(queue.Message) {}) // no worker: the test takes from the line itself
+	for _, id := range []string{"a", "b", "c"} {
+		w.start(queue.Message{ID: id})
+	}
+	cutoff := time.Now()
+	w.startFirst(queue.Message{ID: "hi"})
+	w.mu.Lock()
+	w.line[w.head].since = cutoff.Add(time.Nanosecond) // the clock may not have moved
+	w.mu.Unlock()
+	var taken []string
+	for _, m := range w.takeWaiting(cutoff) {
+		taken = append(taken, m.ID)
+	}
+	if !slices.Equal(taken, []string{"a", "b", "c"}) {
+		t.Errorf("took %v, want [a b c]: the older messages behind the one started first", taken)
+	}
+	if m, _ := w.next(); m.ID != "hi" {
+		t.Errorf("next %s, want hi", m.ID)
+	}
+	w.start(queue.Message{ID: "d"})
+	w.startFirst(queue.Message{ID: "e"}) // head at 0 after the line emptied
+	if m, _ := w.next(); m.ID != "e" {
+		t.Errorf("next %s, want e", m.ID)
+	}
+}
