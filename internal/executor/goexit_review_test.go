@@ -51,4 +51,7 @@ func TestPollerGoexitTaskMessageNotRenewedForeverReview(t *testing.T) {
 	if after := len(q.Visibility("r1")); after > before {
 		t.Errorf("the message of a task that ended its goroutine was renewed %d more times in 2 s (changes %v): held for ever, never retried", after-before, q.Visibility("r1"))
 	}
+	if _, _, fails := cp.snapshot(); len(fails) != 1 {
+		t.Errorf("%d failures recorded, want the attempt that ended its goroutine failed (retried)", len(fails))
+	}
 }

@@ -139,6 +139,7 @@ func (r *Runner) Handle(ctx context.Context, d feed.Delivery, extend feed.Extend
 func messageLease(c control.Claim) time.Duration { return c.Lease + sm.LeaseSkew }
 
 var (
+	errGoexit     = errors.New("task function ended its goroutine (runtime.Goexit)")
 	errLeaseLost  = errors.New("lease lost")
 	errJobStopped = errors.New("job no longer running")
 	// errTaskCancelled stops an attempt whose task its owner cancelled as
@@ -179,7 +180,24 @@ func (r *Runner) run(ctx context.Context, c control.Claim, extend feed.Extender,
 	// memory watchdog of an executor of a known size (memory.go).
 	r.watchMemory(taskCtx, cancel)
 	runCtx, span := traceStep(taskCtx, "batchwork.run", c)
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// The function ended its goroutine (runtime.Goexit, which recover
+		// does not stop), and this one ends with it: fail the attempt, or
+		// its claim stays live with a live holder and the task is never
+		// retried.
+		tracing.End(span, errGoexit)
+		stopSplit()
+		closeInput()
+		cancel(nil)
+		hbWait()
+		r.fail(ctx, c, errGoexit, log)
+	}()
 	running, runErr := r.callTask(runCtx, cancel, c, start, fn, t)
+	returned = true
 	tracing.End(span, runErr)
 	stopSplit()
 	if running != nil {

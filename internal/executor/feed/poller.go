@@ -224,7 +224,17 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 		// on, not from its receipt: a message this executor dies holding
 		// unclaimed comes back after the short receive visibility.
 		claimed := func(ctx context.Context) { held.hold(ctx, m) }
+		ended := true
+		defer func() {
+			if ended {
+				// The task ended its goroutine: no renewal keeps its
+				// message hidden for ever, so it comes back (its attempt
+				// failed: Runner.run).
+				held.remove(m, func() {})
+			}
+		}()
 		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Trace: m.Trace, Visibility: vis, Claimed: claimed}, nil)
+		ended = false
 	} else {
 		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Trace: m.Trace, Visibility: vis}, extend)
 	}
