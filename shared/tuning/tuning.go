@@ -128,7 +128,9 @@ const (
 	// MaxReceiveCount is the ready queues' redrive threshold. A message is
 	// dead-lettered only after every default attempt used all its
 	// deliveries, plus one. The sweep moves a live task's dead letter back,
-	// so a job with more attempts is not cut short by this bound.
+	// so a job with more attempts is not cut short by this bound, nor by
+	// the receives a poller spends on messages it received ahead of its
+	// slots and gave back unclaimed (internal/executor/feed/ahead.go).
 	MaxReceiveCount = DeliveriesPerAttempt*MaxAttempts + 1
 
 	// MinMaxReceiveCount is AWS's recommended floor for an event source's

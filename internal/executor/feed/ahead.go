@@ -17,7 +17,7 @@ const aheadWait = time.Second
 // expireAhead gives back, every aheadWait/2 until the returned stop, the
 // messages that have waited for a slot aheadWait or more, and ends the
 // receive-ahead until tasks are short again.
-func (p *Poller) expireAhead(ctx context.Context, arb *arbiter, pool *workers, give func(queue.Message)) (stop func()) {
+func (p *Poller) expireAhead(ctx context.Context, arb *arbiter, pool *workers, give func([]queue.Message)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -37,27 +37,32 @@ func (p *Poller) expireAhead(ctx context.Context, arb *arbiter, pool *workers, g
 			}
 			arb.slow()
 			p.Log.Info("receive-ahead: messages waited too long for a slot; giving them back", "count", len(stale))
-			for _, m := range stale {
-				give(m)
-			}
+			give(stale)
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
 }
 
-// giveBack makes a message received but not run visible again at once,
-// so another executor (or this one) runs it without waiting out its
-// visibility. Its task was never claimed here.
-func (p *Poller) giveBack(m queue.Message, held *heldMessages) {
+// giveBack makes messages received but not run visible again at once,
+// so another executor (or this one) runs them without waiting out their
+// visibility: one request per ten of a queue. Their tasks were never
+// claimed here.
+func (p *Poller) giveBack(ms []queue.Message, held *heldMessages) {
 	show := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), lockedHide)
-		defer cancel()
-		if err := p.Queue.ChangeVisibility(ctx, m.Queue, m.Receipt, 0); err != nil {
-			p.Log.Warn("give message back", "task", m.Body, "err", err)
+		byURL := map[string][]string{}
+		for _, m := range ms {
+			byURL[m.Queue] = append(byURL[m.Queue], m.Receipt)
+		}
+		for url, receipts := range byURL {
+			ctx, cancel := context.WithTimeout(context.Background(), lockedHide)
+			if _, err := p.Queue.ChangeVisibilityBatch(ctx, url, receipts, 0); err != nil {
+				p.Log.Warn("give messages back", "queue", url, "count", len(receipts), "err", err)
+			}
+			cancel()
 		}
 	}
 	if held != nil {
-		held.remove(m, show) // no renewal lands after it
+		held.remove(show, ms...) // no renewal lands after it
 		return
 	}
 	show()

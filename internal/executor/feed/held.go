@@ -145,11 +145,13 @@ func (h *heldMessages) claimedReceipts() []string {
 	return out
 }
 
-// remove takes m out of the set, then runs then (its hide or nothing)
+// remove takes ms out of the set, then runs then (their hide or nothing)
 // after any renewal in flight. then must be bounded: renewals wait for it.
-func (h *heldMessages) remove(m queue.Message, then func()) {
+func (h *heldMessages) remove(then func(), ms ...queue.Message) {
 	h.mu.Lock()
-	delete(h.byURL[m.Queue], m.Receipt)
+	for _, m := range ms {
+		delete(h.byURL[m.Queue], m.Receipt)
+	}
 	h.mu.Unlock()
 	h.renewing.Lock()
 	defer h.renewing.Unlock()

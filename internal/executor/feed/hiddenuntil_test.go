@@ -125,7 +125,7 @@ func TestShortTaskMakesNoVisibilityRequest(t *testing.T) {
 	}
 	h.renew(context.Background()) // a beat's renewal while the tasks run
 	for _, m := range ms {
-		h.remove(m, func() {})
+		h.remove(func() {}, m)
 	}
 	if calls, _ := q.snapshot(); calls != 0 {
 		t.Fatalf("%d visibility requests for ten short tasks; want none", calls)

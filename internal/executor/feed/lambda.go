@@ -111,7 +111,7 @@ func (h *LambdaHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.
 				// The batch arrived with the queue's long visibility: the
 				// beat shortens it to the held visibility from now on.
 				res = h.Handler.Handle(ctx, d, nil)
-				held.remove(m, hide)
+				held.remove(hide, m)
 			} else {
 				res = h.Handler.Handle(ctx, d, extend)
 				hide()

@@ -105,17 +105,19 @@ func (p *Poller) Run(ctx context.Context) error {
 	arb := newArbiter(slots, batch, p.weights())
 	// give back hands a message received but never run to the queue at
 	// once (SIGTERM, or a receive-ahead that waited too long).
-	give := func(m queue.Message) {
-		defer running.Done()
-		defer arb.release(1)
-		if p.Activity != nil {
-			defer p.Activity.TaskEnded()
+	give := func(ms []queue.Message) {
+		p.giveBack(ms, held)
+		for range ms {
+			if p.Activity != nil {
+				p.Activity.TaskEnded()
+			}
+			arb.release(1)
+			running.Done()
 		}
-		p.giveBack(m, held)
 	}
 	pool := newWorkers(slots, func(m queue.Message) { // workers.go
 		if ctx.Err() != nil {
-			give(m) // received as the executor stopped: another runs it
+			give([]queue.Message{m}) // received as the executor stopped: another runs it
 			return
 		}
 		defer running.Done()
@@ -196,8 +198,8 @@ func (p *Poller) Run(ctx context.Context) error {
 		}()
 	}
 	receivers.Wait()
-	for _, m := range pool.takeWaiting(time.Now()) {
-		give(m) // none starts after SIGTERM
+	if waiting := pool.takeWaiting(time.Now()); len(waiting) > 0 {
+		give(waiting) // none starts after SIGTERM
 	}
 	done := make(chan struct{})
 	go func() { running.Wait(); close(done) }()
@@ -230,7 +232,7 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 				// The task ended its goroutine: no renewal keeps its
 				// message hidden for ever, so it comes back (its attempt
 				// failed: Runner.run).
-				held.remove(m, func() {})
+				held.remove(func() {}, m)
 			}
 		}()
 		res = p.Handler.Handle(ctx, Delivery{Body: m.Body, SentAt: m.SentAt, Trace: m.Trace, Visibility: vis, Claimed: claimed}, nil)
@@ -257,7 +259,7 @@ func (p *Poller) handle(ctx context.Context, m queue.Message, vis time.Duration,
 	if held != nil {
 		// Out of the beat's set before the hide, so no renewal lands after
 		// it and brings the message back early.
-		held.remove(m, hide)
+		held.remove(hide, m)
 	} else {
 		hide()
 	}
