@@ -179,15 +179,7 @@ func TestPollerGivesBackWhatWaitsAheadOnSIGTERM(t *testing.T) {
 		t.Fatalf("%d messages waiting ahead (%v), want %d", len(waiting), waiting, aheadBatch)
 	}
 	r.sigterm()
-	for _, receipt := range waiting {
-		deadline := time.Now().Add(10 * time.Second)
-		for !shownAgain(r.q.Queue, receipt) {
-			if time.Now().After(deadline) {
-				t.Fatalf("message %s, received ahead, not given back while the running tasks hold their slots (visibility changes %v)", receipt, r.q.Visibility(receipt))
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waitShownAgain(t, r.q.Queue, waiting, "received ahead, not given back while the running tasks hold their slots")
 	r.releaseAll()
 	if err := within(t, r.runDone, 10*time.Second, "Run to return"); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -210,15 +202,7 @@ func TestPollerGivesBackWhatWaitsAheadBehindLongTasks(t *testing.T) {
 	r := startAheadRig(t, true)
 	r.waitReceived(t, 2*aheadSlots+aheadBatch)
 	waiting := r.unclaimed()
-	for _, receipt := range waiting {
-		deadline := time.Now().Add(10 * time.Second)
-		for !shownAgain(r.q.Queue, receipt) {
-			if time.Now().After(deadline) {
-				t.Fatalf("message %s waited ahead behind long tasks and was not given back (visibility changes %v)", receipt, r.q.Visibility(receipt))
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	waitShownAgain(t, r.q.Queue, waiting, "waited ahead behind long tasks and was not given back")
 	// Given back, the ahead's slots are gone with them: a poller that
 	// still received ahead would receive again at once.
 	time.Sleep(100 * time.Millisecond) // a bounded window for a bug to show
@@ -227,6 +211,20 @@ func TestPollerGivesBackWhatWaitsAheadBehindLongTasks(t *testing.T) {
 	}
 	if claims, _, _ := r.cp.snapshot(); len(claims) != 2*aheadSlots {
 		t.Errorf("%d claims, want %d: none of the given back", len(claims), 2*aheadSlots)
+	}
+}
+
+// waitShownAgain waits until every receipt's visibility was set to 0.
+func waitShownAgain(t *testing.T, q *testdouble.Queue, receipts []string, what string) {
+	t.Helper()
+	for _, receipt := range receipts {
+		deadline := time.Now().Add(10 * time.Second)
+		for !shownAgain(q, receipt) {
+			if time.Now().After(deadline) {
+				t.Fatalf("message %s %s (visibility changes %v)", receipt, what, q.Visibility(receipt))
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
 }
 

@@ -23,22 +23,15 @@ func (p *Poller) expireAhead(ctx context.Context, arb *arbiter, pool *workers, g
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(aheadWait / 2)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		every(ctx, aheadWait/2, func(context.Context) { // held.go
 			stale := pool.takeWaiting(time.Now().Add(-aheadWait))
 			if len(stale) == 0 {
-				continue
+				return
 			}
 			arb.slow()
 			p.Log.Info("receive-ahead: messages waited too long for a slot; giving them back", "count", len(stale))
 			give(stale)
-		}
+		})
 	}()
 	return func() { cancel(); wg.Wait() }
 }
