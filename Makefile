@@ -13,7 +13,7 @@ MOTO := $(VENV)/bin/moto_server
 DYNAMODB_LOCAL := .dynamodb-local/lib/.installed
 FUNCTIONS := $(notdir $(wildcard functions/*))
 
-.PHONY: all venv dynamodb-local chromium test race unit integration bench chaos build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
+.PHONY: all venv dynamodb-local chromium test test-emulator race unit integration bench chaos build demo emulator docs fuzz vet clean cdk-cli synth deploy-local
 
 all: build
 
@@ -63,13 +63,21 @@ vet:
 # All unit and integration tests; the integration tests start moto and
 # DynamoDB Local on free loopback ports (BATCHWORK_DYNAMODB=moto,
 # BATCHWORK_EMULATOR=localstack or AWS_ENDPOINT_URL choose otherwise; see
-# internal/emulator) and fail if they cannot start.
-test: venv dynamodb-local chromium cdk-cli build vet race
-	$(GO) test -count=1 -timeout 12m ./...
+# internal/emulator) and fail if they cannot start. The unit packages run
+# under the race detector only; the packages whose tests start the
+# emulators run without it (it would multiply their time on 2 cores), at
+# the same time as the race run: the integration tests wait on timers
+# about half their time and take longest, so they start first and the
+# rest fill the other core.
+EMULATOR_MATCH = -e /integration -e /internal/emulator -e /functions/ -e /infra -e /cmd/
+RACE_PKGS = $$($(GO) list ./... | grep -v $(EMULATOR_MATCH))
+EMULATOR_PKGS = $$($(GO) list ./... | grep -e /integration) $$($(GO) list ./... | grep $(EMULATOR_MATCH) | grep -v /integration)
+test: venv dynamodb-local chromium cdk-cli build vet
+	@$(MAKE) --no-print-directory -j2 -Oline test-emulator race
 
-# The unit packages under the race detector (the emulator-backed packages
-# run without it, above: it would multiply their time on 2 cores).
-RACE_PKGS = $$($(GO) list ./... | grep -v -e /integration -e /internal/emulator -e /functions/ -e /infra -e /cmd/)
+test-emulator:
+	$(GO) test -count=1 -timeout 12m $(EMULATOR_PKGS)
+
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 

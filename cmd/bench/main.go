@@ -172,7 +172,7 @@ func runFiring(schedules int, spread time.Duration) error {
 // measures (DynamoDB Local, or moto's with BATCHWORK_DYNAMODB=moto).
 func startEmulator(ctx context.Context) (*emulator.Emulator, error) {
 	// UntrackTables only matters when moto serves DynamoDB.
-	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true, Localstack: localstack.Start})
+	emu, err := emulator.StartWith(ctx, emulator.Options{UntrackTables: true, DynamoPeak: true, Localstack: localstack.Start})
 	if err != nil {
 		return nil, err
 	}

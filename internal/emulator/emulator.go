@@ -166,6 +166,11 @@ type Options struct {
 	// their semantics do not change. The tests run without it. Ignored
 	// when DynamoDB Local serves DynamoDB.
 	UntrackTables bool
+	// DynamoPeak runs DynamoDB Local's JVM with its own defaults (tiered
+	// JIT, G1), for the bench, which measures the emulator's peak rate.
+	// Otherwise it runs leaner (see leanJVM): less CPU a request, a little
+	// more time.
+	DynamoPeak bool
 	// Localstack starts the container BATCHWORK_EMULATOR=localstack asks
 	// for; nil: that setting is refused (this program cannot start it).
 	Localstack StartContainer
@@ -240,7 +245,7 @@ func startMotoWithDynamoLocal(ctx context.Context, region string, opts Options) 
 	}
 	dyn := make(chan started, 1)
 	go func() {
-		p, url, err := startDynamoLocal(ctx, logDir)
+		p, url, err := startDynamoLocal(ctx, logDir, opts.DynamoPeak)
 		dyn <- started{p, url, err}
 	}()
 	opts.UntrackTables = false // moto's DynamoDB is not used
