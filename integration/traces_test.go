@@ -60,29 +60,39 @@ func TestTracesFollowATask(t *testing.T) {
 	}
 
 	// The last stage's completion span ends after the job's end, which it
-	// writes: wait for it.
+	// writes, and the last commit's span after that, when the commit
+	// returns to its executor: wait for both (three commits: a/0, a/1's
+	// second attempt, b/0).
 	var spans tracetest.SpanStubs
+	var root tracetest.SpanStub
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		spans = exp.GetSpans()
-		if slices.ContainsFunc(spans, func(s tracetest.SpanStub) bool {
+		for _, s := range spans {
+			if v, _ := spanAttr(s, tracing.JobKey); s.Name == "batchwork.submit" && v.AsString() == id {
+				root = s
+			}
+		}
+		completed, commits := false, 0
+		for _, s := range spans {
+			if s.SpanContext.TraceID() != root.SpanContext.TraceID() {
+				continue
+			}
 			v, _ := spanAttr(s, tracing.StageKey)
-			return s.Name == "batchwork.stage.complete" && v.AsString() == "b"
-		}) {
+			completed = completed || s.Name == "batchwork.stage.complete" && v.AsString() == "b"
+			if s.Name == "batchwork.commit" {
+				commits++
+			}
+		}
+		if root.SpanContext.IsValid() && completed && commits >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stage b's completion span never ended; spans: %d", len(spans))
+			t.Fatalf("stage b's completion span or a commit span never ended (stage b complete %v, %d commits); spans: %d", completed, commits, len(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var root tracetest.SpanStub
-	for _, s := range spans {
-		if v, _ := spanAttr(s, tracing.JobKey); s.Name == "batchwork.submit" && v.AsString() == id {
-			root = s
-		}
-	}
-	if !root.SpanContext.IsValid() || root.Parent.IsValid() {
-		t.Fatalf("no root submit span for job %s", id)
+	if root.Parent.IsValid() {
+		t.Fatalf("the submit span of job %s has a parent", id)
 	}
 	trace := root.SpanContext.TraceID()
 	var mine tracetest.SpanStubs
