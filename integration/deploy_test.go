@@ -350,7 +350,7 @@ func deployedEnv(t *testing.T, cfg aws.Config, res provision.Resources, reg *bat
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Resources: &res, Slots: 4, Registry: reg, Log: log,
-		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
+		SweepEvery: testSweepEvery, PollWait: 2 * time.Second,
 		Control: control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second},
 	})
 	if err != nil {

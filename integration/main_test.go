@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,6 +59,13 @@ func TestMain(m *testing.M) {
 	_ = emu.Stop()
 	os.Exit(code)
 }
+
+// testSweepEvery is how often an env's runner sweeps. Each run walks the
+// due index's 64 shards, 64 queries that cost DynamoDB Local about 2.5 ms
+// of CPU each: at every half second one idle env kept most of a core
+// busy, and four at once saturated it, for the other tests' requests to
+// queue behind.
+const testSweepEvery = 2 * time.Second
 
 // env is one test's Batchwork installation on the emulator.
 type env struct {
@@ -141,11 +149,18 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 		noteIAMInputBucket(b)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	// runner.New waits for the data-plane stack, which moto has been seen
+	// to leave CREATE_IN_PROGRESS for good under load: the test then fails
+	// here, naming it, rather than the whole run at its timeout.
+	stuck := time.AfterFunc(2*time.Minute, cancel)
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,
-		SweepEvery: 500 * time.Millisecond, PollWait: 2 * time.Second,
+		SweepEvery: testSweepEvery, PollWait: 2 * time.Second,
 		Control: cc, ExecDir: o.execDir, LogFile: o.logFile, Lineage: cmp.Or(o.lineage, &lineage.Config{}),
 	})
+	if !stuck.Stop() {
+		err = errors.Join(err, fmt.Errorf("runner %s: not up within 2 minutes", prefix))
+	}
 	if err != nil {
 		cancel()
 		t.Fatalf("runner: %v", err)
