@@ -99,6 +99,14 @@ const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip instal
 // promises about them (counts, visibility, invalid handles, the dead-
 // letter move, purge) through it.
 //
+// Queues created at once: moto's SQS walks all its queues to find a new
+// queue's dead-letter queue while other requests' threads add queues to
+// the same dict, and the walk fails ("dictionary changed size during
+// iteration"): a 500 to CreateQueue, and a CloudFormation stack whose
+// queue it was stays CREATE_IN_PROGRESS for good (seen in the
+// integration tests, four at a time). The launcher creates and deletes
+// queues one at a time (TestConcurrentQueueCreation).
+//
 // Connections kept alive: werkzeug's request handler sends "Connection:
 // close" with every answer, because Python's http.server cannot drain an
 // unread request body before the next request line; so every SQS and S3
@@ -304,6 +312,14 @@ def purge_queue(self, queue_name):
             _queue_of.pop(message, None)
         return _purge(self, queue_name)
 _sqs.SQSBackend.purge_queue = purge_queue
+_queues_lock = threading.RLock()
+def _queues_locked(f):
+    def call(*args, **kwargs):
+        with _queues_lock:
+            return f(*args, **kwargs)
+    return call
+_sqs.SQSBackend.create_queue = _queues_locked(_sqs.SQSBackend.create_queue)
+_sqs.SQSBackend.delete_queue = _queues_locked(_sqs.SQSBackend.delete_queue)
 
 ` + motoKeepAlive + `if sys.argv[1] == "--untrack-tables":
     del sys.argv[1]
