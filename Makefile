@@ -68,9 +68,9 @@ vet:
 # emulators run without it (it would multiply their time on 2 cores), at
 # the same time as the race run: the integration tests wait on timers
 # about half their time and take longest, so they start first, and the
-# rest fill the cores they leave. (Four integration tests at a time took a
-# minute and a half less, but then timing-bound tests such as
-# TestLambdaTaskContinuesAcrossInvocations failed on the loaded cores.)
+# rest fill the cores they leave. (Four integration tests at a time would
+# take a minute and a half less, but timing-bound tests such as
+# TestLambdaTaskContinuesAcrossInvocations fail on the cores so loaded.)
 EMULATOR_MATCH = -e /integration -e /internal/emulator -e /functions/ -e /infra -e /cmd/
 RACE_PKGS = $$($(GO) list ./... | grep -v $(EMULATOR_MATCH))
 EMULATOR_PKGS = $$($(GO) list ./... | grep -e /integration) $$($(GO) list ./... | grep $(EMULATOR_MATCH) | grep -v /integration)

@@ -149,9 +149,9 @@ func newEnv(t *testing.T, reg *batchwork.Registry, o envOptions) *env {
 		noteIAMInputBucket(b)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	// runner.New waits for the data-plane stack, which moto has been seen
-	// to leave CREATE_IN_PROGRESS for good under load: the test then fails
-	// here, naming it, rather than the whole run at its timeout.
+	// runner.New waits for the data-plane stack: one the emulator never
+	// finishes fails this test here, naming it, rather than the whole run
+	// at its timeout.
 	stuck := time.AfterFunc(2*time.Minute, cancel)
 	r, err := runner.New(ctx, runner.Options{
 		AWS: cfg, Prefix: prefix, Slots: max(o.slots, 4), ControlOnly: o.controlOnly, Registry: reg, Log: log,

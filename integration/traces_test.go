@@ -78,7 +78,7 @@ func TestTracesFollowATask(t *testing.T) {
 				continue
 			}
 			v, _ := spanAttr(s, tracing.StageKey)
-			completed = completed || s.Name == "batchwork.stage.complete" && v.AsString() == "b"
+			completed = completed || (s.Name == "batchwork.stage.complete" && v.AsString() == "b")
 			if s.Name == "batchwork.commit" {
 				commits++
 			}
@@ -87,7 +87,8 @@ func TestTracesFollowATask(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stage b's completion span or a commit span never ended (stage b complete %v, %d commits); spans: %d", completed, commits, len(spans))
+			t.Fatalf("job %s's spans never all ended (submit span %v, stage b complete %v, %d of 3 commits); spans: %d",
+				id, root.SpanContext.IsValid(), completed, commits, len(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -64,7 +64,8 @@ func startDynamoLocal(ctx context.Context, logDir string, peak bool) (*process, 
 // is asked for (Options.DynamoPeak). The tests keep a few servers busy on
 // two cores, where CPU decides the time: the C1 compiler alone and the
 // serial collector take about 40% less CPU a request (an empty Query on
-// the sweep's index: 1.5 against 2.5 ms, GetItem 1.0 against 1.6), while
+// the sweep's index: 1.5 against 2.5 to 2.8 ms, GetItem 0.9 to 1.1
+// against 1.2 to 1.9), while
 // the default tiered JIT keeps C2 compiling in the background for minutes
 // and G1's threads busy, at 10 to 20% more time a request.
 var leanJVM = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}

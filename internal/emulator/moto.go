@@ -103,9 +103,11 @@ const venvHint = "run `make venv` (python3 -m venv .venv && .venv/bin/pip instal
 // queue's dead-letter queue while other requests' threads add queues to
 // the same dict, and the walk fails ("dictionary changed size during
 // iteration"): a 500 to CreateQueue, and a CloudFormation stack whose
-// queue it was stays CREATE_IN_PROGRESS for good (seen in the
-// integration tests, four at a time). The launcher creates and deletes
-// queues one at a time (TestConcurrentQueueCreation).
+// queue it was stays CREATE_IN_PROGRESS for good (the integration tests
+// create stacks at once). The launcher runs every SQS call that changes
+// or walks the queues one at a time: create, delete, set attributes (a
+// RedrivePolicy walks them too) and the two listings
+// (TestConcurrentQueueCreation).
 //
 // Connections kept alive: werkzeug's request handler sends "Connection:
 // close" with every answer, because Python's http.server cannot drain an
@@ -318,8 +320,9 @@ def _queues_locked(f):
         with _queues_lock:
             return f(*args, **kwargs)
     return call
-_sqs.SQSBackend.create_queue = _queues_locked(_sqs.SQSBackend.create_queue)
-_sqs.SQSBackend.delete_queue = _queues_locked(_sqs.SQSBackend.delete_queue)
+for _name in ("create_queue", "delete_queue", "set_queue_attributes", "list_queues",
+              "list_dead_letter_source_queues"):
+    setattr(_sqs.SQSBackend, _name, _queues_locked(getattr(_sqs.SQSBackend, _name)))
 
 ` + motoKeepAlive + `if sys.argv[1] == "--untrack-tables":
     del sys.argv[1]

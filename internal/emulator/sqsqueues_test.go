@@ -30,7 +30,7 @@ func TestConcurrentQueueCreation(t *testing.T) {
 	var pre sync.WaitGroup
 	for w := range workers {
 		pre.Go(func() {
-			for i := range 40 {
+			for i := range each {
 				if _, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("p-%d-%d", w, i))}); err != nil {
 					t.Error(err)
 				}
