@@ -384,9 +384,25 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	if !prog.Complete() {
 		return false, nil
 	}
-	ctx, span := tracing.Start(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete",
-		tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(st.Total))
-	defer func() { tracing.End(span, err) }()
+	// The completion's span is started back-dated once this caller is
+	// the completer, or has failed: a caller that loses the race to a
+	// concurrent one completed nothing, and a second span would show a
+	// completion that never happened.
+	start := time.Now()
+	var end func(error) // the span's end, once started
+	startSpan := func() {
+		c, span := tracing.StartAt(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete", start,
+			tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(st.Total))
+		ctx, end = c, func(err error) { tracing.End(span, err) }
+	}
+	defer func() {
+		if end == nil && err != nil {
+			startSpan()
+		}
+		if end != nil {
+			end(err)
+		}
+	}()
 	meta, err := s.Meta(ctx, job)
 	if err != nil {
 		return false, err
@@ -407,6 +423,7 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 		st, err := s.store.StageGet(ctx, job, idx)
 		return err == nil && st.State != sm.StageRunning, err
 	}
+	startSpan()
 	if err != nil {
 		return false, err
 	}
