@@ -307,7 +307,7 @@ func run(o benchOptions) error {
 		fmt.Printf(" (profile: %s)", o.cpuProfile)
 	}
 	fmt.Println()
-	fmt.Println(cpuVerdict(cpu, total)) // cpu.go
+	fmt.Println(cpuVerdict(cpu, total, probe.Mix.All.OwnCPU)) // cpu.go
 	// Sweep and polling requests are included: they are part of the cost.
 	printRequests(snap, total, "task")
 	printRequestsVerdict(snap, total, elapsed)
