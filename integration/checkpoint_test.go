@@ -422,9 +422,12 @@ func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	in := e.putInput("tester", "ckpt/lambda/in.txt", data)
 	id := e.submit("cont", []byte(fmt.Sprintf(`{"name":"cont","retry":{"maxAttempts":1},
 	  "stages":[{"name":"m","task":"slow","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	// An invocation of 3s whose task is asked to continue 2s before its
-	// end: about 1s of work, a quarter of the task, each.
-	invocations, receives := invokeUntilDone(t, e, reg, id, 3*time.Second, 2*time.Second)
+	// An invocation of 6s whose task is asked to continue 5s before its
+	// end: about 1s of work, a quarter of the task, each. The margin is
+	// what its checkpoint and continuation have: on loaded cores the
+	// emulators take seconds for them, and an invocation that ends first
+	// loses its attempt, as on Lambda.
+	invocations, receives := invokeUntilDone(t, e, reg, id, 6*time.Second, 5*time.Second)
 	wantSucceeded(t, e.r.Service, id)
 	task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
@@ -542,7 +545,8 @@ func TestLambdaTaskWithoutProgressFails(t *testing.T) {
 	in := e.putInput("tester", "ckpt/stuck/in.txt", ckptInput(10))
 	id := e.submit("stuck", []byte(fmt.Sprintf(`{"name":"stuck","retry":{"maxAttempts":2,"backoff":"1ms"},
 	  "stages":[{"name":"m","task":"stuck","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	invocations, _ := invokeUntilDone(t, e, reg, id, 1500*time.Millisecond, time.Second)
+	// Asked to continue after 1s, with 5s left for the checkpoint.
+	invocations, _ := invokeUntilDone(t, e, reg, id, 6*time.Second, 5*time.Second)
 	st := jobState(t, e.r.Service, id)
 	if st.State != string(sm.JobFailed) || !strings.Contains(st.Error, "no progress checkpointed") {
 		t.Fatalf("job %s (%s), want FAILED for want of progress", st.State, st.Error)
