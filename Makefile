@@ -79,7 +79,7 @@ test: venv dynamodb-local chromium cdk-cli build vet
 	@$(MAKE) --no-print-directory -j2 -Oline test-emulator race
 
 test-emulator:
-	$(GO) test -count=1 -timeout 14m $(EMULATOR_PKGS)
+	$(GO) test -count=1 -parallel 2 -timeout 18m $(EMULATOR_PKGS)
 
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
@@ -90,7 +90,7 @@ unit:
 	$(GO) test -short -count=1 ./...
 
 integration: venv dynamodb-local chromium cdk-cli build
-	$(GO) test -count=1 -timeout 12m ./integration/...
+	$(GO) test -count=1 -parallel 2 -timeout 18m ./integration/...
 
 fuzz:
 	$(GO) test ./shared/spec -run XXX -fuzz FuzzParse -fuzztime 60s

@@ -412,7 +412,7 @@ func TestFencedCheckpointIsNeverUsed(t *testing.T) {
 // continued, and its outputs are those of an uninterrupted run.
 func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	t.Parallel()
-	const lines, pace = 200, 20 * time.Millisecond // 4s of work
+	const lines, pace = 400, 20 * time.Millisecond // 8s of work
 	data := ckptInput(lines)
 	fn := numberLines(1000, pace, nil) // checkpoints only when asked
 	reg := batchwork.NewRegistry()
@@ -422,12 +422,12 @@ func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	in := e.putInput("tester", "ckpt/lambda/in.txt", data)
 	id := e.submit("cont", []byte(fmt.Sprintf(`{"name":"cont","retry":{"maxAttempts":1},
 	  "stages":[{"name":"m","task":"slow","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	// An invocation of 6s whose task is asked to continue 5s before its
-	// end: about 1s of work, a quarter of the task, each. The margin is
-	// what its checkpoint and continuation have: on loaded cores the
-	// emulators take seconds for them, and an invocation that ends first
-	// loses its attempt, as on Lambda.
-	invocations, receives := invokeUntilDone(t, e, reg, id, 6*time.Second, 5*time.Second)
+	// An invocation of 8s whose task is asked to continue 5s before its
+	// end: at most 3s of work each (less its claim), so at least three
+	// invocations. The margin is what its checkpoint and continuation
+	// have: on loaded cores the emulators take seconds for them, and an
+	// invocation that ends first loses its attempt, as on Lambda.
+	invocations, receives := invokeUntilDone(t, e, reg, id, 8*time.Second, 5*time.Second)
 	wantSucceeded(t, e.r.Service, id)
 	task, err := e.r.Store.TaskGet(ctx, domain.TaskRef{Job: id, Stage: 0, Partition: 0})
 	if err != nil {
@@ -435,7 +435,7 @@ func TestLambdaTaskContinuesAcrossInvocations(t *testing.T) {
 	}
 	t.Logf("finished in %d invocations: %d continuations, committed attempt %d", invocations, task.Checkpoint.Continuations, task.CommittedAttempt)
 	if task.Checkpoint.Continuations < 2 {
-		t.Fatalf("task continued %d times, want at least 2 (4s of work in invocations of 1s)", task.Checkpoint.Continuations)
+		t.Fatalf("task continued %d times, want at least 2 (8s of work in invocations of at most 3s)", task.Checkpoint.Continuations)
 	}
 	if task.CommittedAttempt != task.Checkpoint.Continuations+1 || task.MaxAttempts != 1+task.Checkpoint.Continuations {
 		t.Fatalf("committed attempt %d of %d after %d continuations: want each continuation a new attempt that spends none of the 1 allowed",
@@ -545,8 +545,9 @@ func TestLambdaTaskWithoutProgressFails(t *testing.T) {
 	in := e.putInput("tester", "ckpt/stuck/in.txt", ckptInput(10))
 	id := e.submit("stuck", []byte(fmt.Sprintf(`{"name":"stuck","retry":{"maxAttempts":2,"backoff":"1ms"},
 	  "stages":[{"name":"m","task":"stuck","partitions":{"input":{"prefix":%q}}}]}`, in)))
-	// Asked to continue after 1s, with 5s left for the checkpoint.
-	invocations, _ := invokeUntilDone(t, e, reg, id, 6*time.Second, 5*time.Second)
+	// Asked to continue after 3s (its claim is made in them), with 5s
+	// left for the checkpoint.
+	invocations, _ := invokeUntilDone(t, e, reg, id, 8*time.Second, 5*time.Second)
 	st := jobState(t, e.r.Service, id)
 	if st.State != string(sm.JobFailed) || !strings.Contains(st.Error, "no progress checkpointed") {
 		t.Fatalf("job %s (%s), want FAILED for want of progress", st.State, st.Error)

@@ -3,6 +3,7 @@ package control
 import (
 	"testing"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -46,13 +47,16 @@ func TestRacedStageCompletionIsOneSpan(t *testing.T) {
 	if j := r.job(job); j.State != sm.JobSucceeded {
 		t.Fatalf("job %s, want SUCCEEDED", j.State)
 	}
-	var spans []string
+	var spans tracetest.SpanStubs
 	for _, s := range exp.GetSpans() {
 		if s.Name == "batchwork.stage.complete" {
-			spans = append(spans, s.Name)
+			spans = append(spans, s)
 		}
 	}
 	if len(spans) != 1 {
 		t.Fatalf("%d batchwork.stage.complete spans, want 1", len(spans))
+	}
+	if spans[0].Status.Code == codes.Error {
+		t.Fatalf("the completion's span failed: %s", spans[0].Status.Description)
 	}
 }

@@ -388,7 +388,7 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	// the completer, or has failed: a caller that loses the race to a
 	// concurrent one completed nothing, and a second span would show a
 	// completion that never happened.
-	start := time.Now()
+	start, lost := time.Now(), false
 	var end func(error) // the span's end, once started
 	startSpan := func() {
 		c, span := tracing.StartAt(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete", start,
@@ -396,7 +396,7 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 		ctx, end = c, func(err error) { tracing.End(span, err) }
 	}
 	defer func() {
-		if end == nil && err != nil {
+		if end == nil && err != nil && !lost {
 			startSpan()
 		}
 		if end != nil {
@@ -420,6 +420,7 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
 		// is then still RUNNING, for the sweep to cancel with its job).
+		lost = true
 		st, err := s.store.StageGet(ctx, job, idx)
 		return err == nil && st.State != sm.StageRunning, err
 	}
