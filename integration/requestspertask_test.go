@@ -22,8 +22,9 @@ import (
 // commit: no ChangeMessageVisibility at its claim (the receive visibility
 // is the held one, and renewals pass over messages hidden past the next),
 // so the messages of a job of short tasks are hardly ever hidden again
-// (only one whose claim or task ran past half a second from its receipt,
-// as on a loaded machine). Each claimed message once had a hide of its
+// (only one whose claim came, or task ran, past a quarter second from
+// its receipt: the 2 s receive visibility less the renewals' 1.75 s
+// slack, as on a loaded machine). Each claimed message once had a hide of its
 // own (batched with others claimed within 100 ms): every message, once.
 func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 	t.Parallel()
