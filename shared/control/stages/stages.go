@@ -384,53 +384,46 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	if !prog.Complete() {
 		return false, nil
 	}
-	// The completion's span is started back-dated once this caller is
-	// the completer, or has failed: a caller that loses the race to a
-	// concurrent one completed nothing, and a second span would show a
-	// completion that never happened.
-	start, lost := time.Now(), false
-	var end func(error) // the span's end, once started
-	startSpan := func() {
-		c, span := tracing.StartAt(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete", start,
-			tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(st.Total))
-		ctx, end = c, func(err error) { tracing.End(span, err) }
-	}
-	defer func() {
-		if end == nil && err != nil && !lost {
-			startSpan()
-		}
-		if end != nil {
-			end(err)
-		}
-	}()
-	meta, err := s.Meta(ctx, job)
-	if err != nil {
-		return false, err
-	}
-	sp := meta.Spec
-	// A shuffle stage's manifest is written after the completion, which
-	// holds only while the job runs (AfterStageCompleted): written
-	// before it, a cancelled job's stage had a manifest though it never
-	// completed.
-	now := s.Now()
-	err = s.store.StageTransition(ctx, dynamo.StageTransitionParams{
-		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
-		Outbox: kernel.StageCompletedEvent(job, meta.Owner, sp, idx, prog, now), // events.go
-	})
+	start := time.Now()
+	err = s.markComplete(ctx, job, idx, prog)
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
 		// is then still RUNNING, for the sweep to cancel with its job).
-		lost = true
+		// This caller completed nothing, so it emits no span: a second
+		// one would show a completion that never happened.
 		st, err := s.store.StageGet(ctx, job, idx)
 		return err == nil && st.State != sm.StageRunning, err
 	}
-	startSpan()
+	// The completer's span (or a failed attempt's), back-dated to when
+	// it began.
+	ctx, span := tracing.StartAt(tracing.Parent(ctx, st.Trace), "batchwork.stage.complete", start,
+		tracing.JobKey.String(job), tracing.StageKey.String(st.Name), tracing.TasksKey.Int(st.Total))
+	defer func() { tracing.End(span, err) }()
 	if err != nil {
 		return false, err
 	}
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
 	s.PublishEvents(ctx, events.StageCompletedID(job, idx))
 	return true, s.AfterStageCompleted(ctx, job, idx)
+}
+
+// markComplete moves a running stage to COMPLETED with its completion
+// event in the same write: sm.ErrInvalidTransition when it is no longer
+// RUNNING or its job ended.
+func (s *Lifecycle) markComplete(ctx context.Context, job string, idx int, prog domain.Progress) error {
+	meta, err := s.Meta(ctx, job)
+	if err != nil {
+		return err
+	}
+	// A shuffle stage's manifest is written after the completion, which
+	// holds only while the job runs (AfterStageCompleted): written
+	// before it, a cancelled job's stage had a manifest though it never
+	// completed.
+	now := s.Now()
+	return s.store.StageTransition(ctx, dynamo.StageTransitionParams{
+		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
+		Outbox: kernel.StageCompletedEvent(job, meta.Owner, meta.Spec, idx, prog, now), // events.go
+	})
 }
 
 // AfterStageCompleted writes a shuffle stage's manifest, starts
