@@ -385,7 +385,18 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 		return false, nil
 	}
 	start := time.Now()
-	err = s.markComplete(ctx, job, idx, prog)
+	meta, err := s.Meta(ctx, job)
+	if err == nil {
+		// A shuffle stage's manifest is written after the completion,
+		// which holds only while the job runs (AfterStageCompleted):
+		// written before it, a cancelled job's stage had a manifest
+		// though it never completed.
+		now := s.Now()
+		err = s.store.StageTransition(ctx, dynamo.StageTransitionParams{
+			Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
+			Outbox: kernel.StageCompletedEvent(job, meta.Owner, meta.Spec, idx, prog, now), // events.go
+		})
+	}
 	if errors.Is(err, sm.ErrInvalidTransition) {
 		// A concurrent caller completed it, or its job ended (the stage
 		// is then still RUNNING, for the sweep to cancel with its job).
@@ -405,25 +416,6 @@ func (s *Lifecycle) CompleteStage(ctx context.Context, job string, idx int) (end
 	s.log.Info("stage completed", "job_id", job, "stage", st.Name, "tasks", st.Total)
 	s.PublishEvents(ctx, events.StageCompletedID(job, idx))
 	return true, s.AfterStageCompleted(ctx, job, idx)
-}
-
-// markComplete moves a running stage to COMPLETED with its completion
-// event in the same write: sm.ErrInvalidTransition when it is no longer
-// RUNNING or its job ended.
-func (s *Lifecycle) markComplete(ctx context.Context, job string, idx int, prog domain.Progress) error {
-	meta, err := s.Meta(ctx, job)
-	if err != nil {
-		return err
-	}
-	// A shuffle stage's manifest is written after the completion, which
-	// holds only while the job runs (AfterStageCompleted): written
-	// before it, a cancelled job's stage had a manifest though it never
-	// completed.
-	now := s.Now()
-	return s.store.StageTransition(ctx, dynamo.StageTransitionParams{
-		Job: job, Stage: idx, Event: sm.StageComplete, Now: now, Due: now.Add(s.cfg.StartGrace),
-		Outbox: kernel.StageCompletedEvent(job, meta.Owner, meta.Spec, idx, prog, now), // events.go
-	})
 }
 
 // AfterStageCompleted writes a shuffle stage's manifest, starts
