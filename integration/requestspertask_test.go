@@ -20,12 +20,16 @@ import (
 
 // A no-op task's message is hidden by its receive and deleted after its
 // commit: no ChangeMessageVisibility at its claim (the receive visibility
-// is the held one, and renewals pass over messages hidden past the next),
-// so the messages of a job of short tasks are hardly ever hidden again
-// (only one whose claim came, or task ran, past a quarter second from
-// its receipt: the 2 s receive visibility less the renewals' 1.75 s
-// slack, as on a loaded machine). Each claimed message once had a hide of its
-// own (batched with others claimed within 100 ms): every message, once.
+// is the held one, and renewals pass over messages hidden past the next).
+// Deployed, the receive hides a message 2 s and renewals leave alone the
+// messages claimed within the first quarter second of it, so a message
+// claimed later (on a loaded machine, behind a busy slot) is hidden once
+// more. That quarter second is a pace, not a rule, so the test's executor
+// receives with a visibility no task here can outlive: every change
+// counted is one the claim or the commit made, so there must be none, on
+// a machine of any speed. (When each claimed message had a hide of its
+// own, batched with others claimed within 100 ms, this job made 90 or
+// more.)
 func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 	t.Parallel()
 	var rec loadmodel.Recorder
@@ -46,7 +50,13 @@ func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 		mu.Unlock()
 		return false
 	}})
-	e := newEnv(t, reg, envOptions{install: rec.Install, faults: inj})
+	e := newEnv(t, reg, envOptions{install: rec.Install, faults: inj, controlOnly: true})
+	p := e.r.Poller()
+	p.Visibility = receiveVisibility
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
 	rec.Reset()
 	const tasks = 200
 	id := e.submit("vis-1", []byte(`{"name":"vis","stages":[{"name":"fan","task":"noop","partitions":{"count":200}}]}`))
@@ -72,7 +82,12 @@ func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 	defer mu.Unlock()
 	t.Logf("%d visibility requests changing %d messages, %d receives, %d delete batches for %d tasks", vis, changed,
 		snap.Ops["SQS.ReceiveMessage"].Requests, snap.Ops["SQS.DeleteMessageBatch"].Requests, tasks)
-	if changed > tasks/2 {
-		t.Fatalf("visibility changed %d times for %d no-op tasks; want at most %d: a claim hides no message", changed, tasks, tasks/2)
+	if changed > 0 {
+		t.Fatalf("visibility changed %d times for %d no-op tasks, none of which outlived its receive's visibility; want none: a claim hides no message", changed, tasks)
 	}
 }
+
+// receiveVisibility is the short-tasks test's receive visibility: longer
+// than its job can run (the test gives it two minutes), so no message
+// nears its end while held.
+const receiveVisibility = 3 * time.Minute

@@ -627,7 +627,12 @@ func (h *harness) restartCrashed(p *phase) error {
 // which of the dead executor's claims the table still shows as held: the
 // tasks that must now be recovered by others.
 func (h *harness) killOne(ctx context.Context, p *phase) error {
-	i := h.rng.IntN(len(p.execs))
+	cands := h.victims(p)
+	if len(cands) == 0 {
+		h.note("kill skipped: every executor runs a task's last attempts")
+		return nil
+	}
+	i := cands[h.rng.IntN(len(cands))]
 	victim := p.execs[i]
 	at := time.Now()
 	victim.kill() // returns once its output is fully read
@@ -648,6 +653,34 @@ func (h *harness) killOne(ctx context.Context, p *phase) error {
 	p.mu.Unlock()
 	h.note("killed", "proc", victim.name, "at", at.Format(time.RFC3339Nano), "replacement", ne.name, "held", held)
 	return nil
+}
+
+// victims returns the indexes of the executors a kill may take (victim.go).
+func (h *harness) victims(p *phase) []int {
+	budget := h.o.MaxAttempts
+	if budget <= 0 {
+		budget = 3 // the examples' own
+	}
+	names := make([]string, len(p.execs))
+	for i, e := range p.execs {
+		names[i] = e.name
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	claims := make(map[string][]check.Start, len(p.claims))
+	for proc, cs := range p.claims {
+		claims[proc] = slices.Clip(cs)
+	}
+	// A takeover's claim is logged by the control plane before its
+	// executor logs the start.
+	for _, c := range p.takeovers {
+		claims[c.Proc] = append(claims[c.Proc], c)
+	}
+	committed := map[check.Attempt]bool{}
+	for _, c := range p.commits {
+		committed[check.Attempt{Job: c.Job, Stage: c.Stage, Partition: c.Partition}] = true
+	}
+	return victims(names, claims, committed, budget)
 }
 
 // note writes a harness event into the processes' log, so the log tells
