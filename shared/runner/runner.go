@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -348,26 +349,56 @@ func (r *Runner) RunTimers(ctx context.Context) {
 	if wait == 0 {
 		wait = 20 * time.Second
 	}
-	sem := make(chan struct{}, timerBatches)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for range timerReceivers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.receiveTimers(ctx, url, wait, sem, &wg)
-		}()
-	}
+	t := &timerReceivers{r: r, url: url, wait: wait, sem: make(chan struct{}, timerBatches)}
+	defer t.wg.Wait()
+	t.active.Add(1)
+	t.start(ctx, true)
 }
 
-func (r *Runner) receiveTimers(ctx context.Context, url string, wait time.Duration, sem chan struct{}, wg *sync.WaitGroup) {
+// timerReceivers are the receives a runner keeps in flight on the timer
+// queue: one always, and up to maxTimerReceivers while the queue is
+// busy, as Lambda's pollers scale with a queue's backlog. An idle queue
+// costs one long poll per wait, not eight: the local runner and every
+// test environment run one, and eight idle polls on the emulator's SQS
+// took a tenth of a core per environment.
+type timerReceivers struct {
+	r      *Runner
+	url    string
+	wait   time.Duration
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	active atomic.Int32
+}
+
+// start runs a receiver already counted in active; an extra one (not
+// permanent) stops at its first empty receive.
+func (t *timerReceivers) start(ctx context.Context, permanent bool) {
+	t.wg.Add(1)
+	go func() {
+		defer func() { t.active.Add(-1); t.wg.Done() }()
+		t.receive(ctx, permanent)
+	}()
+}
+
+// grow adds a receiver, after a receive that found messages (more are
+// likely waiting), unless maxTimerReceivers are in flight.
+func (t *timerReceivers) grow(ctx context.Context) {
+	if t.active.Add(1) > maxTimerReceivers {
+		t.active.Add(-1)
+		return
+	}
+	t.start(ctx, false)
+}
+
+func (t *timerReceivers) receive(ctx context.Context, permanent bool) {
+	r, wg, sem := t.r, &t.wg, t.sem
 	for ctx.Err() == nil {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
-		msgs, err := r.Queue.Receive(ctx, url, 10, wait, tuning.SweepTimeout)
+		msgs, err := r.Queue.Receive(ctx, t.url, timerReceiveMax, t.wait, tuning.SweepTimeout)
 		if err != nil || len(msgs) == 0 {
 			<-sem
 			if err != nil && ctx.Err() == nil {
@@ -377,20 +408,27 @@ func (r *Runner) receiveTimers(ctx context.Context, url string, wait time.Durati
 				case <-time.After(time.Second):
 				}
 			}
+			if !permanent && err == nil {
+				return
+			}
 			continue
 		}
+		t.grow(ctx)
 		received := time.Now()
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r.fireTimers(ctx, url, msgs, received)
+			r.fireTimers(ctx, t.url, msgs, received)
 		}()
 	}
 }
 
-// timerReceivers is how many receives a runner keeps in flight on the
-// timer queue.
-const timerReceivers = 8
+// maxTimerReceivers is how many receives a runner keeps in flight on a
+// busy timer queue.
+const maxTimerReceivers = 8
+
+// timerReceiveMax is a timer receive's batch: SQS's most.
+const timerReceiveMax = 10
 
 // timerBatches bounds the timer batches one runner handles at once. A
 // batch holds its slot until its firings are done, which under a burst
