@@ -335,8 +335,9 @@ var (
 	// Deleting a schedule (api), and moving a schedule's index entry when
 	// its cursor advances (sweep), are Delete parts of transactions.
 	deleteActions = []string{"dynamodb:DeleteItem"}
-	// The sweep queries its due index, and does nothing else on it.
-	indexActions = []string{"dynamodb:Query"}
+	// The sweep reads its due index: whole with one Scan while it is
+	// small, else a Query per shard. It does nothing else on it.
+	indexActions = []string{"dynamodb:Query", "dynamodb:Scan"}
 	// Planning a stage lists inputs and reads a plan written before;
 	// plans, outputs and manifests are written with If-None-Match, in the
 	// job area only (jobKeys; the bucket policy denies any other write

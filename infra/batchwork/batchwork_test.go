@@ -248,7 +248,9 @@ var (
 	// A transaction needs the per-item action of each of its parts, so a
 	// ConditionCheck part (stage transitions, takeovers, schedule firings)
 	// needs ConditionCheckItem.
-	tableRW    = []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	tableRW = []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	// The sweep alone reads its index whole, while it is small.
+	scanIndex  = []string{"dynamodb:Scan"}
 	batchRead  = []string{"dynamodb:BatchGetItem"}
 	deleteItem = []string{"dynamodb:DeleteItem"} // schedules deleted, schedule index entries moved
 	// Starting a stage writes its tasks as PartiQL INSERTs.
@@ -283,7 +285,7 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, insertTasks, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, deleteItem, listBucket, tagObjects, putEvents),
 		batchwork.FnCommit:   sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
-		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions)),
+		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions, scanIndex)),
 		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
 	}
 	ids := s.functionIDs(t)
@@ -350,7 +352,7 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
-		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query"},
+		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query", "dynamodb:Scan"},
 			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,

@@ -26,37 +26,72 @@ func ownerMap(m dynamo.SlotMap) bool { return strings.HasPrefix(m.String(), "own
 // first.
 func (f *indexRecords) DueList(_ context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error) {
 	return call(f.state, "DueList", func() ([]dynamo.DueItem, error) {
-		type entry struct {
-			it  dynamo.DueItem
-			due time.Time
-		}
-		var es []entry
-		add := func(it dynamo.DueItem, due time.Time) {
-			if !due.IsZero() && !due.After(now) && dueShard(it) == shard {
-				es = append(es, entry{it, due})
-			}
-		}
-		for id, j := range f.jobs {
-			add(dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, j.due)
-		}
-		for k, s := range f.stages {
-			add(dynamo.DueItem{Kind: dynamo.DueStage, Job: k.job, Stage: k.idx}, s.due)
-		}
-		for ref, t := range f.tasks {
-			add(dynamo.DueItem{Kind: dynamo.DueTask, Job: ref.Job, Stage: ref.Stage, Task: ref}, t.due)
-		}
-		sort.Slice(es, func(a, b int) bool {
-			if !es[a].due.Equal(es[b].due) {
-				return es[a].due.Before(es[b].due)
-			}
-			return fmt.Sprint(es[a].it) < fmt.Sprint(es[b].it)
-		})
+		es, _ := f.dueEntries(now, func(it dynamo.DueItem) bool { return dueShard(it) == shard })
 		out := make([]dynamo.DueItem, 0, min(len(es), limit))
 		for _, e := range es[:min(len(es), limit)] {
 			out = append(out, e.it)
 		}
 		return out, nil
 	})
+}
+
+// DueScan returns every record due at now when the index holds fewer
+// than limit entries (due or not), as the adapter's one Scan does; else
+// nothing, and whole false.
+func (f *indexRecords) DueScan(_ context.Context, now time.Time, limit int) ([]dynamo.DueItem, bool, error) {
+	var whole bool
+	items, err := call(f.state, "DueScan", func() ([]dynamo.DueItem, error) {
+		es, entries := f.dueEntries(now, func(dynamo.DueItem) bool { return true })
+		if entries >= limit {
+			return nil, nil
+		}
+		whole = true
+		out := make([]dynamo.DueItem, 0, len(es))
+		for _, e := range es {
+			out = append(out, e.it)
+		}
+		return out, nil
+	})
+	return items, whole && err == nil, err
+}
+
+// dueEntry is a record in the index and when it is due.
+type dueEntry struct {
+	it  dynamo.DueItem
+	due time.Time
+}
+
+// dueEntries returns the records in the index that in selects and that
+// are due at now, earliest first, and how many records in selects in the
+// index, due or not.
+func (f *indexRecords) dueEntries(now time.Time, in func(dynamo.DueItem) bool) ([]dueEntry, int) {
+	var es []dueEntry
+	entries := 0
+	add := func(it dynamo.DueItem, due time.Time) {
+		if due.IsZero() || !in(it) {
+			return
+		}
+		entries++
+		if !due.After(now) {
+			es = append(es, dueEntry{it, due})
+		}
+	}
+	for id, j := range f.jobs {
+		add(dynamo.DueItem{Kind: dynamo.DueJob, Job: id}, j.due)
+	}
+	for k, s := range f.stages {
+		add(dynamo.DueItem{Kind: dynamo.DueStage, Job: k.job, Stage: k.idx}, s.due)
+	}
+	for ref, t := range f.tasks {
+		add(dynamo.DueItem{Kind: dynamo.DueTask, Job: ref.Job, Stage: ref.Stage, Task: ref}, t.due)
+	}
+	sort.Slice(es, func(a, b int) bool {
+		if !es[a].due.Equal(es[b].due) {
+			return es[a].due.Before(es[b].due)
+		}
+		return fmt.Sprint(es[a].it) < fmt.Sprint(es[b].it)
+	})
+	return es, entries
 }
 
 // SetDue puts a record in the index at due, or takes it out (zero). A

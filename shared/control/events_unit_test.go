@@ -106,6 +106,21 @@ func (s *outboxStore) DueList(ctx context.Context, shard int, now time.Time, lim
 	if err != nil || shard != 0 {
 		return items, err
 	}
+	return s.withEvents(items, now), nil
+}
+
+// DueScan reads the outbox's records with the rest of a small index.
+func (s *outboxStore) DueScan(ctx context.Context, now time.Time, limit int) ([]dynamo.DueItem, bool, error) {
+	items, whole, err := s.Store.DueScan(ctx, now, limit)
+	if err != nil || !whole {
+		return items, whole, err
+	}
+	return s.withEvents(items, now), true, nil
+}
+
+// withEvents adds the outbox records due at now to items: the adapter
+// keeps them in the index (shard 0 here).
+func (s *outboxStore) withEvents(items []dynamo.DueItem, now time.Time) []dynamo.DueItem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, ev := range s.pending {
@@ -113,7 +128,7 @@ func (s *outboxStore) DueList(ctx context.Context, shard int, now time.Time, lim
 			items = append(items, dynamo.DueItem{Kind: dynamo.DueEvent, Event: id})
 		}
 	}
-	return items, nil
+	return items
 }
 
 func (s *outboxStore) OutboxEvent(_ context.Context, id string) (events.Event, bool, error) {

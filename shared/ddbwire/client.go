@@ -121,6 +121,15 @@ func (c *Client) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...f
 	return out.(*dynamodb.QueryOutput), nil
 }
 
+// Scan is dynamodb.Client.Scan.
+func (c *Client) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.do(ctx, "Scan", in, optFns)
+	if err != nil {
+		return nil, err
+	}
+	return out.(*dynamodb.ScanOutput), nil
+}
+
 // BatchGetItem is dynamodb.Client.BatchGetItem.
 func (c *Client) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	out, err := c.do(ctx, "BatchGetItem", in, optFns)
@@ -174,6 +183,8 @@ func encode(call *Call) ([]byte, error) {
 		err = encodeUpdateItem(e, in)
 	case *dynamodb.QueryInput:
 		err = encodeQuery(e, in)
+	case *dynamodb.ScanInput:
+		err = encodeScan(e, in)
 	case *dynamodb.BatchGetItemInput:
 		err = encodeBatchGetItem(e, in)
 	case *dynamodb.TransactWriteItemsInput:
@@ -209,6 +220,8 @@ func decode(op string, body []byte) (any, error) {
 		out = o
 	case "Query":
 		out = decodeQuery(d)
+	case "Scan":
+		out = decodeScan(d)
 	case "BatchGetItem":
 		out = decodeBatchGetItem(d)
 	case "TransactWriteItems":

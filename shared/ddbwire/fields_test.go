@@ -29,6 +29,7 @@ var refused = []string{
 	"GetItem.AttributesToGet",
 	"PutItem.ConditionalOperator", "PutItem.Expected",
 	"Query.AttributesToGet", "Query.ConditionalOperator", "Query.KeyConditions", "Query.QueryFilter",
+	"Scan.AttributesToGet", "Scan.ConditionalOperator", "Scan.ScanFilter",
 	"UpdateItem.AttributeUpdates", "UpdateItem.ConditionalOperator", "UpdateItem.Expected",
 }
 
@@ -46,7 +47,7 @@ var walk = wiretest.Walker{Walked: walked, Interface: func(t reflect.Type) refle
 func TestEveryInputMember(t *testing.T) {
 	rec, sdk, lean := pair(t)
 	var gotRefused []string
-	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem", "TransactWriteItems", "BatchExecuteStatement"} {
+	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "Query", "Scan", "BatchGetItem", "TransactWriteItems", "BatchExecuteStatement"} {
 		base := reflect.ValueOf(minimalInput(op)).Elem()
 		ls := walk.Leaves(base.Type(), op)
 		for _, l := range ls {

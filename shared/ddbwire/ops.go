@@ -162,6 +162,46 @@ func encodeQuery(e *enc, in *dynamodb.QueryInput) error {
 	return nil
 }
 
+func encodeScan(e *enc, in *dynamodb.ScanInput) error {
+	switch {
+	case in.AttributesToGet != nil:
+		return unsupported("ScanInput.AttributesToGet")
+	case in.ConditionalOperator != "":
+		return unsupported("ScanInput.ConditionalOperator")
+	case in.ScanFilter != nil:
+		return unsupported("ScanInput.ScanFilter")
+	}
+	e.Open('{')
+	e.optBool("ConsistentRead", in.ConsistentRead)
+	if err := e.optMap("ExclusiveStartKey", in.ExclusiveStartKey); err != nil {
+		return err
+	}
+	e.names(in.ExpressionAttributeNames)
+	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
+		return err
+	}
+	e.optStr("FilterExpression", in.FilterExpression)
+	e.optStr("IndexName", in.IndexName)
+	if in.Limit != nil {
+		e.Key("Limit")
+		e.Int(int64(*in.Limit))
+	}
+	e.optStr("ProjectionExpression", in.ProjectionExpression)
+	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
+	if in.Segment != nil {
+		e.Key("Segment")
+		e.Int(int64(*in.Segment))
+	}
+	e.enum("Select", string(in.Select))
+	e.optStr("TableName", in.TableName)
+	if in.TotalSegments != nil {
+		e.Key("TotalSegments")
+		e.Int(int64(*in.TotalSegments))
+	}
+	e.Close('}')
+	return nil
+}
+
 func encodeBatchGetItem(e *enc, in *dynamodb.BatchGetItemInput) error {
 	e.Open('{')
 	if in.RequestItems != nil {
@@ -431,6 +471,27 @@ func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.Consu
 
 func decodeQuery(d *dec) *dynamodb.QueryOutput {
 	out := &dynamodb.QueryOutput{}
+	d.Object(func(k []byte) {
+		switch string(k) {
+		case "ConsumedCapacity":
+			out.ConsumedCapacity = d.consumed()
+		case "Count":
+			out.Count = d.Int32()
+		case "Items":
+			out.Items = d.avMaps()
+		case "LastEvaluatedKey":
+			out.LastEvaluatedKey = d.avMap()
+		case "ScannedCount":
+			out.ScannedCount = d.Int32()
+		default:
+			d.Skip()
+		}
+	})
+	return out
+}
+
+func decodeScan(d *dec) *dynamodb.ScanOutput {
+	out := &dynamodb.ScanOutput{}
 	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":

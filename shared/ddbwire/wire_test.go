@@ -104,6 +104,8 @@ func call(c API, op string, in any) (any, error) {
 		return c.UpdateItem(ctx, in.(*dynamodb.UpdateItemInput))
 	case "Query":
 		return c.Query(ctx, in.(*dynamodb.QueryInput))
+	case "Scan":
+		return c.Scan(ctx, in.(*dynamodb.ScanInput))
 	case "BatchGetItem":
 		return c.BatchGetItem(ctx, in.(*dynamodb.BatchGetItemInput))
 	case "TransactWriteItems":
@@ -172,6 +174,8 @@ func inputs() []struct {
 		{"UpdateItem", &dynamodb.UpdateItemInput{TableName: table, Key: key, UpdateExpression: aws.String("SET #s = :all"), ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		{"Query", &dynamodb.QueryInput{TableName: table, IndexName: aws.String("due"), KeyConditionExpression: aws.String("pk = :v"), FilterExpression: aws.String("#s = :v"), ProjectionExpression: aws.String("pk, sk"),
 			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ExclusiveStartKey: key, Limit: aws.Int32(25), ScanIndexForward: aws.Bool(false), ConsistentRead: aws.Bool(false), Select: types.SelectSpecificAttributes, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}},
+		{"Scan", &dynamodb.ScanInput{TableName: table, IndexName: aws.String("due"), FilterExpression: aws.String("#s <= :v"), ProjectionExpression: aws.String("pk, sk"),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ExclusiveStartKey: key, Limit: aws.Int32(50), Segment: aws.Int32(1), TotalSegments: aws.Int32(4), ConsistentRead: aws.Bool(false), Select: types.SelectAllProjectedAttributes, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}},
 		{"BatchGetItem", &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 			"t":  {Keys: []map[string]types.AttributeValue{key, everyKind()}, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#s"), ExpressionAttributeNames: names},
 			"t2": {Keys: []map[string]types.AttributeValue{key}},
@@ -253,6 +257,8 @@ func outputs() []struct{ op, body string } {
 		{"UpdateItem", ` { "Attributes" : ` + item + ` , ` + cc + ` } `},
 		{"Query", `{"Count":2,"ScannedCount":3,"Items":[` + item + `,{}],"LastEvaluatedKey":{"pk":{"S":"a"}},` + cc + `}`},
 		{"Query", `{"Count":0,"ScannedCount":0,"Items":[]}`},
+		{"Scan", `{"Count":1,"ScannedCount":7,"Items":[` + item + `],"LastEvaluatedKey":{"pk":{"S":"a"},"gpk":{"S":"D#3"}},` + cc + `}`},
+		{"Scan", `{"Count":0,"ScannedCount":0,"Items":[]}`},
 		{"BatchGetItem", `{"Responses":{"t":[` + item + `],"u":[]},"UnprocessedKeys":{"t":{"Keys":[{"pk":{"S":"a"}}],"ConsistentRead":true,"ProjectionExpression":"#s","ExpressionAttributeNames":{"#s":"status"}}},"ConsumedCapacity":[{"TableName":"t","CapacityUnits":1}]}`},
 		{"TransactWriteItems", `{"ConsumedCapacity":[{"TableName":"t","CapacityUnits":2,"WriteCapacityUnits":2}],"ItemCollectionMetrics":{"t":[{"ItemCollectionKey":{"pk":{"S":"a"}},"SizeEstimateRangeGB":[1,2]}]}}`},
 		{"BatchExecuteStatement", `{"Responses":[{"TableName":"t","Item":` + item + `},{"Error":{"Code":"ConditionalCheckFailed","Message":"no","Item":{"pk":{"S":"a"}}}},{"Error":{"Code":"DuplicateItem"}}],"ConsumedCapacity":[{"TableName":"t","CapacityUnits":1}]}`},

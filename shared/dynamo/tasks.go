@@ -745,10 +745,43 @@ func (s *Store) DueList(ctx context.Context, shard int, now time.Time, limit int
 	if err != nil {
 		return nil, fmt.Errorf("query sweep index shard %d: %w", shard, err)
 	}
-	items := make([]DueItem, 0, len(out.Items))
+	return s.dueItems(ctx, now, out.Items, limit)
+}
+
+// DueScan reads the whole sweep index in one request when it is small:
+// whole reports that it held fewer than limit entries (due or not), and
+// the items are then every one due at now, as DueList would have
+// returned them shard by shard. A sweep run of an idle or lightly loaded
+// deployment so costs one request rather than a Query per shard; when
+// whole is false the items are nil and the caller walks the shards.
+func (s *Store) DueScan(ctx context.Context, now time.Time, limit int) (items []DueItem, whole bool, err error) {
+	out, err := s.db.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(DueIndex),
+		FilterExpression:          aws.String("#due <= :now"),
+		ExpressionAttributeNames:  map[string]string{"#due": attrDue},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": ms(now)},
+		// Limit counts the entries read before the filter: an index
+		// of limit entries or more answers with a LastEvaluatedKey.
+		Limit: aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("scan sweep index: %w", err)
+	}
+	if len(out.LastEvaluatedKey) > 0 {
+		return nil, false, nil
+	}
+	items, err = s.dueItems(ctx, now, out.Items, limit)
+	return items, true, err
+}
+
+// dueItems makes the index entries read into the records due, expanding
+// ready markers.
+func (s *Store) dueItems(ctx context.Context, now time.Time, raw []map[string]types.AttributeValue, limit int) ([]DueItem, error) {
+	items := make([]DueItem, 0, len(raw))
 	var markers []readyMarker // ready.go
 	var errs []error
-	for _, it := range out.Items {
+	for _, it := range raw {
 		if m, ok := parseReadyMarker(it); ok {
 			markers = append(markers, m)
 			continue
@@ -760,6 +793,6 @@ func (s *Store) DueList(ctx context.Context, shard int, now time.Time, limit int
 		}
 		items = append(items, d)
 	}
-	items, err = s.expandReady(ctx, now, items, markers, limit)
+	items, err := s.expandReady(ctx, now, items, markers, limit)
 	return items, errors.Join(append(errs, err)...)
 }

@@ -1,19 +1,19 @@
 // Package sweepshare is the bench's accounting of the sweep's walk of the
 // due index in a job's requests.
 //
-// Every sweep run walks the index: one Query per shard (dynamo.DueShards,
-// shared/control/sweep: Sweeper.Sweep), whatever the load. A deployment
-// runs it on a schedule (tuning.SweepRate, the construct's default), so
-// the walk is a fixed cost of the deployment per unit of time, not a cost
-// of each job. The bench counts a job's requests from its submission to
-// its end, plus one settling sweep (cmd/bench/settle.go) that does the
-// work the job leaves for the sweep; that sweep's walk, and any walk of
-// the runner's own sweep ticker within the job, would charge a job of a
-// few seconds a whole walk or two. A job is charged the walks a deployed
-// schedule makes over its time instead: DueShards queries per SweepRate,
-// pro rata. Everything else a sweep does for the job (its items, the
-// ready markers it reads and removes, the dead-letter and schedule looks)
-// stays charged in full.
+// Every sweep run reads the index: one Scan while it is small, else a
+// Query per shard besides (dynamo.DueShards, shared/control/sweep:
+// Sweeper.Sweep). A deployment runs it on a schedule (tuning.SweepRate,
+// the construct's default), so the walk is a fixed cost of the deployment
+// per unit of time, not a cost of each job. The bench counts a job's
+// requests from its submission to its end, plus one settling sweep
+// (cmd/bench/settle.go) that does the work the job leaves for the sweep;
+// that sweep's walk, and any walk of the runner's own sweep ticker within
+// the job, would charge a job of a few seconds a whole walk or two. A job
+// is charged the walks a deployed schedule makes over its time instead, at
+// the walk's most: DueShards queries per SweepRate, pro rata. Everything
+// else a sweep does for the job (its items, the ready markers it reads and
+// removes, the dead-letter and schedule looks) stays charged in full.
 package sweepshare
 
 import (
@@ -29,8 +29,8 @@ import (
 type Share struct {
 	// Whole is every request counted.
 	Whole int
-	// Walk is the due index's queries among them: the walks of the sweep
-	// runs counted.
+	// Walk is the due index's reads among them (scans and queries): the
+	// walks of the sweep runs counted.
 	Walk int
 	// Walked is the job's time, and Interval the deployed sweep's period.
 	Walked, Interval time.Duration

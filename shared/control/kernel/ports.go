@@ -117,6 +117,7 @@ type Store interface {
 
 	// The sweep's index of due records.
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	DueScan(ctx context.Context, now time.Time, limit int) (items []dynamo.DueItem, whole bool, err error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	DueRemoveDone(context.Context) error
 

@@ -48,25 +48,13 @@ func (s *Sweeper) Sweep(ctx context.Context) (kernel.SweepCounts, error) {
 	note(s.sweepStep(ctx, "schedules", &c, func(ctx context.Context, c *kernel.SweepCounts) error {
 		return s.firer.Sweep(ctx, now, c)
 	}))
-	first := rand.IntN(dynamo.DueShards)
 	var pendingEvents []string // outbox records, published in batches after the walk (kernel/events.go)
-walk:
-	for i := range dynamo.DueShards {
-		shard := (first + i) % dynamo.DueShards
-		if err := ctx.Err(); err != nil {
-			note(fmt.Errorf("sweep stopped before shard %d: %w", shard, err))
-			break
-		}
-		// A record that cannot be read is an error beside the others'
-		// items, which are handled all the same.
-		items, err := s.store.DueList(ctx, shard, now, s.cfg.SweepLimit)
-		if err != nil {
-			note(err)
-		}
+	// handle looks at one read's items; false: the run's context ended.
+	handle := func(where string, items []dynamo.DueItem) bool {
 		for _, it := range items {
 			if err := ctx.Err(); err != nil {
-				note(fmt.Errorf("sweep stopped in shard %d: %w", shard, err))
-				break walk
+				note(fmt.Errorf("sweep stopped in %s: %w", where, err))
+				return false
 			}
 			c.Examined++
 			if it.Kind == dynamo.DueEvent {
@@ -76,6 +64,30 @@ walk:
 			note(s.sweepStep(ctx, dueName(it), &c, func(ctx context.Context, c *kernel.SweepCounts) error {
 				return s.SweepItem(ctx, it, now, c)
 			}))
+		}
+		return true
+	}
+	// A small index is read whole in one request; a large one (or a
+	// failed read) is walked shard by shard, from a random one.
+	items, whole, err := s.store.DueScan(ctx, now, s.cfg.SweepLimit)
+	note(err)
+	if whole {
+		handle("the index", items)
+	} else {
+		first := rand.IntN(dynamo.DueShards)
+		for i := range dynamo.DueShards {
+			shard := (first + i) % dynamo.DueShards
+			if err := ctx.Err(); err != nil {
+				note(fmt.Errorf("sweep stopped before shard %d: %w", shard, err))
+				break
+			}
+			// A record that cannot be read is an error beside the
+			// others' items, which are handled all the same.
+			items, err := s.store.DueList(ctx, shard, now, s.cfg.SweepLimit)
+			note(err)
+			if !handle(fmt.Sprintf("shard %d", shard), items) {
+				break
+			}
 		}
 	}
 	// The walk's markers of completed stages, all in one request.

@@ -38,6 +38,9 @@ type Config struct {
 type Store interface {
 	// The due index.
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
+	// DueScan reads the whole index in one request when it is small
+	// (whole), else nothing.
+	DueScan(ctx context.Context, now time.Time, limit int) (items []dynamo.DueItem, whole bool, err error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// DueRemoveDone takes out of the index, together, the markers of
 	// completed stages that DueList found (dynamo/readydonebatch.go).

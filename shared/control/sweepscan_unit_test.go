@@ -1,0 +1,66 @@
+package control
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
+)
+
+// A sweep run reads a small index whole, in one request, and walks the
+// shards only when the index holds SweepLimit entries or more, or the
+// whole read failed; either way every expired claim is found.
+func TestSweepReadsASmallIndexWhole(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		limit     int
+		tasks     int
+		scanFails bool
+		wantLists int
+	}{
+		{name: "a small index: one read", limit: 50, tasks: 3, wantLists: 0},
+		{name: "an index of the limit: the walk", limit: 3, tasks: 3, wantLists: dynamo.DueShards},
+		{name: "a failed read: the walk", limit: 50, tasks: 3, scanFails: true, wantLists: dynamo.DueShards},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := newUnitRig(t, func(cfg *Config) { cfg.SweepLimit = c.limit })
+			job := r.submit(oneStage(c.tasks, 3, ""))
+			for p := range c.tasks {
+				r.claim(taskRef(job, 0, p))
+			}
+			r.queue.Drain()
+			r.clock.Advance(2 * unitLease)
+			if c.scanFails {
+				r.store.SetFaults(func(method string) error {
+					if method == "DueScan" {
+						return errors.New("throttled")
+					}
+					return nil
+				}, nil)
+			}
+			scans, lists := r.store.CallCount("DueScan"), r.store.CallCount("DueList")
+			counts, err := r.svc.Sweep(r.ctx)
+			if c.scanFails != (err != nil) {
+				t.Fatalf("sweep: %v (scan fails: %v)", err, c.scanFails)
+			}
+			if n := r.store.CallCount("DueScan") - scans; n != 1 {
+				t.Errorf("%d whole reads, want 1", n)
+			}
+			if n := r.store.CallCount("DueList") - lists; n != c.wantLists {
+				t.Errorf("%d shard reads, want %d", n, c.wantLists)
+			}
+			if counts.Expired != c.tasks {
+				t.Errorf("sweep counts %+v, want %d expired", counts, c.tasks)
+			}
+			for p := range c.tasks {
+				if got := r.task(taskRef(job, 0, p)); got.State != sm.TaskReady {
+					t.Errorf("task %d %s, want READY after its expiry", p, got.State)
+				}
+			}
+		})
+	}
+}
