@@ -4,12 +4,19 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/batchwork/batchwork/internal/faults"
 	"github.com/batchwork/batchwork/shared/batchwork"
+	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/dynamo"
+	sm "github.com/batchwork/batchwork/statemachine"
 )
 
 // The sweep's one read of a small index (DueScan) finds what its walk of
@@ -76,5 +83,43 @@ func TestDueScanFindsWhatTheWalkFinds(t *testing.T) {
 	items, whole, err = scanEnv.r.Store.DueScan(ctx, at, 2)
 	if err != nil || whole || items != nil {
 		t.Fatalf("scan with a limit below the index: whole %v, %d items, %v; want not whole, none", whole, len(items), err)
+	}
+}
+
+// A sweep run that finds the index at SweepLimit entries or more walks
+// its shards: with a limit of one, a running stage's own entry makes the
+// index large, and the job's task runs until the sweep has queried every
+// shard, then the job ends as any other.
+func TestSweepWalksALargeIndex(t *testing.T) {
+	t.Parallel()
+	walked := make(chan struct{})
+	var mu sync.Mutex
+	queries := 0
+	inj := faults.New(1)
+	// The injector's rule injects nothing: it counts the sweep's
+	// queries of its index.
+	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "Query", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		if q, ok := in.(*dynamodb.QueryInput); ok && aws.ToString(q.IndexName) == dynamo.DueIndex {
+			mu.Lock()
+			if queries++; queries == dynamo.DueShards {
+				close(walked)
+			}
+			mu.Unlock()
+		}
+		return false
+	}})
+	reg := batchwork.NewRegistry()
+	reg.Register("wait", func(ctx context.Context, _ *batchwork.Task) error {
+		select {
+		case <-walked:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	e := newEnv(t, reg, envOptions{faults: inj, control: &control.Config{StartGrace: time.Second, CheckEvery: time.Second, StuckAfter: 5 * time.Second, SweepLimit: 1}})
+	id := e.submit("walk-1", []byte(`{"name":"walk","stages":[{"name":"s","task":"wait","partitions":{"count":2}}]}`))
+	if st := e.waitJob(id, time.Minute); st.State != string(sm.JobSucceeded) {
+		t.Fatalf("job %s (%s), want SUCCEEDED after the sweep's walk", st.State, st.Error)
 	}
 }

@@ -60,11 +60,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testSweepEvery is how often an env's runner sweeps. Each run walks the
-// due index's 64 shards, 64 queries that cost DynamoDB Local about 2.5 ms
-// of CPU each: at every half second one idle env kept most of a core
-// busy, and four at once saturated it, for the other tests' requests to
-// queue behind.
+// testSweepEvery is how often an env's runner sweeps. A run reads a small
+// due index with one Scan, a large one with a Query per shard besides (64,
+// about 1.5 ms of DynamoDB Local's CPU each): when every run walked the
+// shards, a sweep every half second kept most of a core busy per idle
+// env, and one every 2 s still a twentieth.
 const testSweepEvery = 2 * time.Second
 
 // env is one test's Batchwork installation on the emulator.

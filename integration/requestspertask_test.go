@@ -25,9 +25,10 @@ import (
 // messages claimed within the first quarter second of it, so a message
 // claimed later (on a loaded machine, behind a busy slot) is hidden once
 // more. That quarter second is a pace, not a rule, so the test's executor
-// receives with a visibility no task here can outlive: every change
+// receives with a visibility no task here can outlive: every hide
 // counted is one the claim or the commit made, so there must be none, on
-// a machine of any speed. (When each claimed message had a hide of its
+// a machine of any speed. (That renewals pass over a message still well
+// inside its receive's 2 s is feed's unit tests' to show.) (When each claimed message had a hide of its
 // own, batched with others claimed within 100 ms, this job made 90 or
 // more.)
 func TestShortTasksCostNoVisibilityChange(t *testing.T) {
@@ -40,10 +41,22 @@ func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 	inj := faults.New(1)
 	var mu sync.Mutex
 	changed := 0
+	// A change to 0 gives a message back (one received ahead that
+	// waited a second for a slot, feed/ahead.go): not a hide, and a
+	// matter of the machine's pace.
 	inj.Add(faults.Rule{Service: "SQS", Operation: "ChangeMessageVisibility*", Kind: faults.Throttle, Match: func(op string, in any) bool {
-		n := 1
-		if b, ok := in.(*sqs.ChangeMessageVisibilityBatchInput); ok {
-			n = len(b.Entries)
+		n := 0
+		switch in := in.(type) {
+		case *sqs.ChangeMessageVisibilityBatchInput:
+			for _, e := range in.Entries {
+				if e.VisibilityTimeout > 0 {
+					n++
+				}
+			}
+		case *sqs.ChangeMessageVisibilityInput:
+			if in.VisibilityTimeout > 0 {
+				n++
+			}
 		}
 		mu.Lock()
 		changed += n
@@ -80,10 +93,10 @@ func TestShortTasksCostNoVisibilityChange(t *testing.T) {
 	vis := snap.Ops["SQS.ChangeMessageVisibilityBatch"].Requests + snap.Ops["SQS.ChangeMessageVisibility"].Requests
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d visibility requests changing %d messages, %d receives, %d delete batches for %d tasks", vis, changed,
+	t.Logf("%d visibility requests hiding %d messages, %d receives, %d delete batches for %d tasks", vis, changed,
 		snap.Ops["SQS.ReceiveMessage"].Requests, snap.Ops["SQS.DeleteMessageBatch"].Requests, tasks)
 	if changed > 0 {
-		t.Fatalf("visibility changed %d times for %d no-op tasks, none of which outlived its receive's visibility; want none: a claim hides no message", changed, tasks)
+		t.Fatalf("%d messages hidden again for %d no-op tasks, none of which outlived its receive's visibility; want none: a claim hides no message", changed, tasks)
 	}
 }
 

@@ -228,10 +228,10 @@ func simAWSMeasured(rate float64) {
 }
 
 // dynamoSplit is the job's DynamoDB requests a task, writes and reads
-// (GetItem, BatchGetItem, Query), which the probes price apart.
+// (GetItem, BatchGetItem, Query, Scan), which the probes price apart.
 func dynamoSplit(snap loadmodel.Snapshot, tasks int) (writes, reads float64) {
 	all := per(snap.Totals().Requests["DynamoDB"], tasks)
-	for _, op := range []string{"GetItem", "BatchGetItem", "Query"} {
+	for _, op := range []string{"GetItem", "BatchGetItem", "Query", "Scan"} {
 		reads += per(snap.Ops["DynamoDB."+op].Requests, tasks)
 	}
 	return all - reads, reads

@@ -676,11 +676,18 @@ func (h *harness) victims(p *phase) []int {
 	for _, c := range p.takeovers {
 		claims[c.Proc] = append(claims[c.Proc], c)
 	}
+	latest := map[check.Attempt]int{}
+	for _, cs := range claims {
+		for _, c := range cs {
+			task := check.Attempt{Job: c.Job, Stage: c.Stage, Partition: c.Partition}
+			latest[task] = max(latest[task], c.Attempt)
+		}
+	}
 	committed := map[check.Attempt]bool{}
 	for _, c := range p.commits {
 		committed[check.Attempt{Job: c.Job, Stage: c.Stage, Partition: c.Partition}] = true
 	}
-	return victims(names, claims, committed, budget)
+	return victims(names, claims, latest, committed, budget, time.Now())
 }
 
 // note writes a harness event into the processes' log, so the log tells

@@ -27,7 +27,7 @@ import (
 // keeps this many, so the memory held between runs stays bounded.
 const doneBatch = 100
 
-// doneMarkers are the markers of COMPLETED stages that DueList found and
+// doneMarkers are the markers of COMPLETED stages that DueList or DueScan found and
 // DueRemoveDone has not removed yet, by key: one marker found twice (two
 // runs, the first one's removal never made) is removed once.
 type doneMarkers struct {
@@ -58,7 +58,7 @@ func (d *doneMarkers) take() []readyMarker {
 }
 
 // DueRemoveDone takes out of the index the markers of COMPLETED stages
-// that DueList found since the last call (see above). A sweep run calls
+// that DueList or DueScan found since the last call (see above). A sweep run calls
 // it after its walk.
 func (s *Store) DueRemoveDone(ctx context.Context) error {
 	ms := s.done.take()

@@ -48,7 +48,7 @@ type Store struct {
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
 	completed completedStages
-	// done holds the markers of COMPLETED stages that DueList found, for
+	// done holds the markers of COMPLETED stages that DueList or DueScan found, for
 	// DueRemoveDone (readydonebatch.go).
 	done doneMarkers
 }

@@ -750,8 +750,8 @@ func (s *Store) DueList(ctx context.Context, shard int, now time.Time, limit int
 
 // DueScan reads the whole sweep index in one request when it is small:
 // whole reports that it held fewer than limit entries (due or not), and
-// the items are then every one due at now, as DueList would have
-// returned them shard by shard. A sweep run of an idle or lightly loaded
+// the items are then every one due at now, its ready markers expanded
+// into up to the walk's records in all (limit a shard). A sweep run of an idle or lightly loaded
 // deployment so costs one request rather than a Query per shard; when
 // whole is false the items are nil and the caller walks the shards.
 func (s *Store) DueScan(ctx context.Context, now time.Time, limit int) (items []DueItem, whole bool, err error) {
@@ -771,7 +771,9 @@ func (s *Store) DueScan(ctx context.Context, now time.Time, limit int) (items []
 	if len(out.LastEvaluatedKey) > 0 {
 		return nil, false, nil
 	}
-	items, err = s.dueItems(ctx, now, out.Items, limit)
+	// The walk expands each shard's markers up to limit records; one
+	// read of every shard gets the walk's whole budget.
+	items, err = s.dueItems(ctx, now, out.Items, limit*DueShards)
 	return items, true, err
 }
 

@@ -11,9 +11,10 @@
 // that sweep's walk, and any walk of the runner's own sweep ticker within
 // the job, would charge a job of a few seconds a whole walk or two. A job
 // is charged the walks a deployed schedule makes over its time instead, at
-// the walk's most: DueShards queries per SweepRate, pro rata. Everything
-// else a sweep does for the job (its items, the ready markers it reads and
-// removes, the dead-letter and schedule looks) stays charged in full.
+// the walk's most: a Scan and DueShards queries per SweepRate, pro rata.
+// Everything else a sweep does for the job (its items, the ready markers
+// it reads and removes, the dead-letter and schedule looks) stays charged
+// in full.
 package sweepshare
 
 import (
@@ -53,13 +54,17 @@ func Of(snap loadmodel.Snapshot, walked, interval time.Duration) Share {
 	return sh
 }
 
+// walkMost is a sweep run's most reads of the index: a Scan that found
+// it large, then a Query per shard.
+const walkMost = dynamo.DueShards + 1
+
 // WalkCharged is the walk queries the job is charged: a deployed
 // schedule's walks over the job's time.
 func (sh Share) WalkCharged() float64 {
 	if sh.Interval <= 0 {
 		return float64(sh.Walk)
 	}
-	return float64(dynamo.DueShards) * sh.Walked.Seconds() / sh.Interval.Seconds()
+	return float64(walkMost) * sh.Walked.Seconds() / sh.Interval.Seconds()
 }
 
 // Charged is the requests charged to the job: Whole with the counted
@@ -69,6 +74,6 @@ func (sh Share) Charged() float64 { return float64(sh.Whole-sh.Walk) + sh.WalkCh
 // Describe says both counts, per task, for a reader to see what the walk
 // weighs.
 func (sh Share) Describe(tasks int) string {
-	return fmt.Sprintf("%.2f a task of %d requests counted; of those, the sweep's walks of the due index (%d shards a walk): %d queries counted, %.1f charged (%.1fs of the job over a walk every %s, as deployed)",
-		float64(sh.Whole)/float64(tasks), sh.Whole, dynamo.DueShards, sh.Walk, sh.WalkCharged(), sh.Walked.Seconds(), sh.Interval)
+	return fmt.Sprintf("%.2f a task of %d requests counted; of those, the sweep's walks of the due index (at most %d reads a walk): %d reads counted, %.1f charged (%.1fs of the job over a walk every %s, as deployed)",
+		float64(sh.Whole)/float64(tasks), sh.Whole, walkMost, sh.Walk, sh.WalkCharged(), sh.Walked.Seconds(), sh.Interval)
 }

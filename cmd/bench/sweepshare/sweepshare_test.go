@@ -25,16 +25,19 @@ func TestShareChargesTheWalkProRata(t *testing.T) {
 		job, interval time.Duration
 		wantCharged   float64 // of the walk
 	}{
-		{"a short job, one settling walk", 1, 6 * time.Second, time.Minute, 6.4},
-		{"a short job, a ticker's walk too", 2, 6 * time.Second, time.Minute, 6.4},
-		{"a job of two periods", 1, 2 * time.Minute, time.Minute, 128},
-		{"no interval: the walks as counted", 2, 6 * time.Second, 0, 128},
+		{"a short job, one settling walk", 1, 6 * time.Second, time.Minute, 6.5},
+		{"a short job, a ticker's walk too", 2, 6 * time.Second, time.Minute, 6.5},
+		{"a job of two periods", 1, 2 * time.Minute, time.Minute, 130},
+		{"no interval: the walks as counted", 2, 6 * time.Second, 0, 130},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			rec := &loadmodel.Recorder{}
 			rec.SetTable("t", loadmodel.Table{PK: "pk", SK: "sk", Indexes: map[string]string{dynamo.DueIndex: "gpk"}})
+			// A walk at its most: the Scan that found the index large,
+			// then a Query per shard.
 			for range tc.walks {
+				rec.Record("DynamoDB", "Scan", &dynamodb.ScanInput{TableName: aws.String("t"), IndexName: aws.String(dynamo.DueIndex)}, &dynamodb.ScanOutput{}, nil)
 				for shard := range dynamo.DueShards {
 					rec.Record("DynamoDB", "Query", &dynamodb.QueryInput{TableName: aws.String("t"), IndexName: aws.String(dynamo.DueIndex),
 						KeyConditionExpression:    aws.String("gpk = :g AND due <= :now"),
@@ -54,7 +57,7 @@ func TestShareChargesTheWalkProRata(t *testing.T) {
 			st.Requests, st.Writes = st.Requests+5, st.Writes+5
 			snap.Keys[k] = st
 			sh := Of(snap, tc.job, tc.interval)
-			walked := tc.walks * dynamo.DueShards
+			walked := tc.walks * (dynamo.DueShards + 1)
 			if sh.Whole != walked+others || sh.Walk != walked {
 				t.Fatalf("counted %d requests, %d of them the walk; want %d and %d", sh.Whole, sh.Walk, walked+others, walked)
 			}

@@ -43,7 +43,8 @@ type Store interface {
 	DueScan(ctx context.Context, now time.Time, limit int) (items []dynamo.DueItem, whole bool, err error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// DueRemoveDone takes out of the index, together, the markers of
-	// completed stages that DueList found (dynamo/readydonebatch.go).
+	// completed stages that DueList or DueScan found
+	// (dynamo/readydonebatch.go).
 	DueRemoveDone(context.Context) error
 	// Jobs, stages and tasks.
 	JobGet(context.Context, string) (domain.Job, error)
