@@ -10,7 +10,8 @@ import (
 
 // A sweep run reads a small index whole, in one request, and walks the
 // shards only when the index holds SweepLimit entries or more, or the
-// whole read failed; either way every expired claim is found.
+// whole read failed (a warning, not the run's error); either way every
+// expired claim is found.
 func TestSweepReadsASmallIndexWhole(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -43,9 +44,10 @@ func TestSweepReadsASmallIndexWhole(t *testing.T) {
 				}, nil)
 			}
 			scans, lists := r.store.CallCount("DueScan"), r.store.CallCount("DueList")
+			// A failed whole read is a warning: the walk covers the index.
 			counts, err := r.svc.Sweep(r.ctx)
-			if c.scanFails != (err != nil) {
-				t.Fatalf("sweep: %v (scan fails: %v)", err, c.scanFails)
+			if err != nil {
+				t.Fatalf("sweep: %v", err)
 			}
 			if n := r.store.CallCount("DueScan") - scans; n != 1 {
 				t.Errorf("%d whole reads, want 1", n)
