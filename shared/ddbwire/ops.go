@@ -137,29 +137,11 @@ func encodeQuery(e *enc, in *dynamodb.QueryInput) error {
 	case in.QueryFilter != nil:
 		return unsupported("QueryInput.QueryFilter")
 	}
-	e.Open('{')
-	e.optBool("ConsistentRead", in.ConsistentRead)
-	if err := e.optMap("ExclusiveStartKey", in.ExclusiveStartKey); err != nil {
-		return err
-	}
-	e.names(in.ExpressionAttributeNames)
-	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
-		return err
-	}
-	e.optStr("FilterExpression", in.FilterExpression)
-	e.optStr("IndexName", in.IndexName)
-	e.optStr("KeyConditionExpression", in.KeyConditionExpression)
-	if in.Limit != nil {
-		e.Key("Limit")
-		e.Int(int64(*in.Limit))
-	}
-	e.optStr("ProjectionExpression", in.ProjectionExpression)
-	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
-	e.optBool("ScanIndexForward", in.ScanIndexForward)
-	e.enum("Select", string(in.Select))
-	e.optStr("TableName", in.TableName)
-	e.Close('}')
-	return nil
+	return encodeRead(e, read{
+		consistent: in.ConsistentRead, start: in.ExclusiveStartKey, names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues,
+		filter: in.FilterExpression, index: in.IndexName, keyCond: in.KeyConditionExpression, limit: in.Limit, projection: in.ProjectionExpression,
+		capacity: string(in.ReturnConsumedCapacity), forward: in.ScanIndexForward, sel: string(in.Select), table: in.TableName,
+	})
 }
 
 func encodeScan(e *enc, in *dynamodb.ScanInput) error {
@@ -171,35 +153,58 @@ func encodeScan(e *enc, in *dynamodb.ScanInput) error {
 	case in.ScanFilter != nil:
 		return unsupported("ScanInput.ScanFilter")
 	}
+	return encodeRead(e, read{
+		consistent: in.ConsistentRead, start: in.ExclusiveStartKey, names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues,
+		filter: in.FilterExpression, index: in.IndexName, limit: in.Limit, projection: in.ProjectionExpression,
+		capacity: string(in.ReturnConsumedCapacity), segment: in.Segment, sel: string(in.Select), table: in.TableName, segments: in.TotalSegments,
+	})
+}
+
+// read is the members a Query and a Scan share, and those of either
+// (keyCond and forward: Query; segment and segments: Scan).
+type read struct {
+	consistent                         *bool
+	start, values                      map[string]types.AttributeValue
+	names                              map[string]string
+	filter, index, keyCond, projection *string
+	table                              *string
+	limit, segment, segments           *int32
+	forward                            *bool
+	capacity, sel                      string
+}
+
+// encodeRead writes a Query's or a Scan's members in the SDK's order.
+func encodeRead(e *enc, r read) error {
 	e.Open('{')
-	e.optBool("ConsistentRead", in.ConsistentRead)
-	if err := e.optMap("ExclusiveStartKey", in.ExclusiveStartKey); err != nil {
+	e.optBool("ConsistentRead", r.consistent)
+	if err := e.optMap("ExclusiveStartKey", r.start); err != nil {
 		return err
 	}
-	e.names(in.ExpressionAttributeNames)
-	if err := e.optMap("ExpressionAttributeValues", in.ExpressionAttributeValues); err != nil {
+	e.names(r.names)
+	if err := e.optMap("ExpressionAttributeValues", r.values); err != nil {
 		return err
 	}
-	e.optStr("FilterExpression", in.FilterExpression)
-	e.optStr("IndexName", in.IndexName)
-	if in.Limit != nil {
-		e.Key("Limit")
-		e.Int(int64(*in.Limit))
-	}
-	e.optStr("ProjectionExpression", in.ProjectionExpression)
-	e.enum("ReturnConsumedCapacity", string(in.ReturnConsumedCapacity))
-	if in.Segment != nil {
-		e.Key("Segment")
-		e.Int(int64(*in.Segment))
-	}
-	e.enum("Select", string(in.Select))
-	e.optStr("TableName", in.TableName)
-	if in.TotalSegments != nil {
-		e.Key("TotalSegments")
-		e.Int(int64(*in.TotalSegments))
-	}
+	e.optStr("FilterExpression", r.filter)
+	e.optStr("IndexName", r.index)
+	e.optStr("KeyConditionExpression", r.keyCond)
+	e.optInt("Limit", r.limit)
+	e.optStr("ProjectionExpression", r.projection)
+	e.enum("ReturnConsumedCapacity", r.capacity)
+	e.optBool("ScanIndexForward", r.forward)
+	e.optInt("Segment", r.segment)
+	e.enum("Select", r.sel)
+	e.optStr("TableName", r.table)
+	e.optInt("TotalSegments", r.segments)
 	e.Close('}')
 	return nil
+}
+
+// optInt writes an integer member that is set.
+func (e *enc) optInt(k string, v *int32) {
+	if v != nil {
+		e.Key(k)
+		e.Int(int64(*v))
+	}
 }
 
 func encodeBatchGetItem(e *enc, in *dynamodb.BatchGetItemInput) error {
@@ -471,44 +476,34 @@ func decodeWrite(d *dec) (attrs map[string]types.AttributeValue, cc *types.Consu
 
 func decodeQuery(d *dec) *dynamodb.QueryOutput {
 	out := &dynamodb.QueryOutput{}
-	d.Object(func(k []byte) {
-		switch string(k) {
-		case "ConsumedCapacity":
-			out.ConsumedCapacity = d.consumed()
-		case "Count":
-			out.Count = d.Int32()
-		case "Items":
-			out.Items = d.avMaps()
-		case "LastEvaluatedKey":
-			out.LastEvaluatedKey = d.avMap()
-		case "ScannedCount":
-			out.ScannedCount = d.Int32()
-		default:
-			d.Skip()
-		}
-	})
+	d.page(&out.Items, &out.LastEvaluatedKey, &out.Count, &out.ScannedCount, &out.ConsumedCapacity)
 	return out
 }
 
 func decodeScan(d *dec) *dynamodb.ScanOutput {
 	out := &dynamodb.ScanOutput{}
+	d.page(&out.Items, &out.LastEvaluatedKey, &out.Count, &out.ScannedCount, &out.ConsumedCapacity)
+	return out
+}
+
+// page decodes the members a Query's and a Scan's answers share.
+func (d *dec) page(items *[]map[string]types.AttributeValue, last *map[string]types.AttributeValue, count, scanned *int32, cc **types.ConsumedCapacity) {
 	d.Object(func(k []byte) {
 		switch string(k) {
 		case "ConsumedCapacity":
-			out.ConsumedCapacity = d.consumed()
+			*cc = d.consumed()
 		case "Count":
-			out.Count = d.Int32()
+			*count = d.Int32()
 		case "Items":
-			out.Items = d.avMaps()
+			*items = d.avMaps()
 		case "LastEvaluatedKey":
-			out.LastEvaluatedKey = d.avMap()
+			*last = d.avMap()
 		case "ScannedCount":
-			out.ScannedCount = d.Int32()
+			*scanned = d.Int32()
 		default:
 			d.Skip()
 		}
 	})
-	return out
 }
 
 func decodeBatchGetItem(d *dec) *dynamodb.BatchGetItemOutput {
