@@ -61,9 +61,9 @@ type dueEntry struct {
 	due time.Time
 }
 
-// dueEntries returns the records in the index that in selects and that
-// are due at now, earliest first, and how many records in selects in the
-// index, due or not.
+// dueEntries returns the index's records that in selects and that are
+// due at now, earliest first, and how many records in selects the index
+// holds, due or not.
 func (f *indexRecords) dueEntries(now time.Time, in func(dynamo.DueItem) bool) ([]dueEntry, int) {
 	var es []dueEntry
 	entries := 0

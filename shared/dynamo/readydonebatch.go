@@ -27,9 +27,9 @@ import (
 // keeps this many, so the memory held between runs stays bounded.
 const doneBatch = 100
 
-// doneMarkers are the markers of COMPLETED stages that DueList or DueScan found and
-// DueRemoveDone has not removed yet, by key: one marker found twice (two
-// runs, the first one's removal never made) is removed once.
+// doneMarkers are the markers of COMPLETED stages that DueList or DueScan
+// found and DueRemoveDone has not removed yet, by key: one marker found
+// twice (two runs, the first one's removal never made) is removed once.
 type doneMarkers struct {
 	mu sync.Mutex
 	ms map[string]readyMarker
@@ -58,8 +58,8 @@ func (d *doneMarkers) take() []readyMarker {
 }
 
 // DueRemoveDone takes out of the index the markers of COMPLETED stages
-// that DueList or DueScan found since the last call (see above). A sweep run calls
-// it after its walk.
+// that DueList or DueScan found since the last call (see above). A sweep
+// run calls it after its read of the index.
 func (s *Store) DueRemoveDone(ctx context.Context) error {
 	ms := s.done.take()
 	var errs []error

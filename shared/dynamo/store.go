@@ -48,8 +48,8 @@ type Store struct {
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
 	completed completedStages
-	// done holds the markers of COMPLETED stages that DueList or DueScan found, for
-	// DueRemoveDone (readydonebatch.go).
+	// done holds the markers of COMPLETED stages that DueList or DueScan
+	// found, for DueRemoveDone (readydonebatch.go).
 	done doneMarkers
 }
 

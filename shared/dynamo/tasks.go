@@ -751,9 +751,10 @@ func (s *Store) DueList(ctx context.Context, shard int, now time.Time, limit int
 // DueScan reads the whole sweep index in one request when it is small:
 // whole reports that it held fewer than limit entries (due or not), and
 // the items are then every one due at now, its ready markers expanded
-// into up to the walk's records in all (limit a shard). A sweep run of an idle or lightly loaded
-// deployment so costs one request rather than a Query per shard; when
-// whole is false the items are nil and the caller walks the shards.
+// into as many records as the walk's (limit a shard). A sweep run of an
+// idle or lightly loaded deployment so costs one request rather than a
+// Query per shard; when whole is false the items are nil and the caller
+// walks the shards.
 func (s *Store) DueScan(ctx context.Context, now time.Time, limit int) (items []DueItem, whole bool, err error) {
 	out, err := s.db.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                 &s.table,

@@ -27,8 +27,8 @@ import (
 //
 // One run serves every owner, so no single record may stop it (see
 // sweepStep): each step has its own time budget and a panic is its error;
-// the dead-letter redrive and the schedule fallback run first; the shards
-// are walked from a random one; and a stage's next look is pushed back
+// the dead-letter redrive and the schedule fallback run first; a large
+// index's shards are walked from a random one; and a stage's next look is pushed back
 // before work on it that could crash the process (deferStage).
 func (s *Sweeper) Sweep(ctx context.Context) (kernel.SweepCounts, error) {
 	var c kernel.SweepCounts
