@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/batchwork/batchwork/shared/control"
 	"github.com/batchwork/batchwork/shared/dynamo"
@@ -186,6 +189,30 @@ func TestScheduleShardedBurst(t *testing.T) {
 	r.checkFiredOnce(scs)
 }
 
+// settledTransport sends a request only while its context is live, and
+// then lets it finish whatever becomes of the context. A run killed over
+// it has had every request it sent answered by the time its call
+// returns, so nothing it sent lands after the test has moved on. On AWS a
+// dying process's last take or release may land late; this test is about
+// the takeover of the leases left, and a lease released (or taken) late
+// changes how many the second run finds held after it looked.
+type settledTransport struct{ inner http.RoundTripper }
+
+func (s settledTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	return s.inner.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
+}
+
+// settledStore is a store over its own client whose requests settle
+// (settledTransport).
+func settledStore(e *env) *dynamo.Store {
+	cfg := e.cfg.Copy()
+	cfg.HTTPClient = &http.Client{Transport: settledTransport{http.DefaultTransport.(*http.Transport).Clone()}}
+	return dynamo.New(dynamodb.NewFromConfig(cfg), e.r.Resources.Table)
+}
+
 // cursorKill is the store of a run that dies after k schedules' cursors
 // advanced: the k-th advance is written but its answer is lost, and the
 // run's context is cancelled, as a process's end would stop it.
@@ -216,7 +243,7 @@ func TestScheduleShardTakenOverAfterKill(t *testing.T) {
 	r.at(2 * time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dying := r0serviceOver(r.e, r.clk, &cursorKill{Store: r.e.r.Store, k: 5, cancel: cancel})
+	dying := r0serviceOver(r.e, r.clk, &cursorKill{Store: settledStore(r.e), k: 5, cancel: cancel})
 	if _, err := dying.FireDue(ctx, r.clk.Now()); err == nil {
 		t.Fatal("the killed run reported no error")
 	}
@@ -225,9 +252,9 @@ func TestScheduleShardTakenOverAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The dead run's leases are read after the second run (which released
-	// its own): a take the dead run sent as it was cancelled may land
-	// after its FireDue returned, as a dying process's last request can.
+	// Every request the dead run sent had settled when its FireDue
+	// returned (settledStore), so the leases it holds now are the ones
+	// the second run found.
 	ls, err := r.e.r.Store.ScheduleShards(context.Background())
 	if err != nil {
 		t.Fatal(err)
