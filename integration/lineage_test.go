@@ -71,6 +71,15 @@ func (ep *lineageEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
+// refusals is how many POSTs the endpoint refused while down. It is read
+// under the lock: a delivery its sender gave up on (the prompt budget)
+// may still be handled while the test reads.
+func (ep *lineageEndpoint) refusals() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.refused
+}
+
 func (ep *lineageEndpoint) setDown(down bool) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
@@ -208,8 +217,8 @@ func TestLineageEndpointDownThenSweep(t *testing.T) {
 	if err != nil || !found || !slices.Equal(ev.Delivered, []string{events.BusDestination}) {
 		t.Fatalf("outbox record after a refused delivery: found=%v delivered=%v, %v; want it kept, noted as on the bus", found, ev.Delivered, err)
 	}
-	if ep.refused == 0 || len(ep.of(id)) != 0 {
-		t.Fatalf("the endpoint refused %d and got %d events", ep.refused, len(ep.of(id)))
+	if n := ep.refusals(); n == 0 || len(ep.of(id)) != 0 {
+		t.Fatalf("the endpoint refused %d and got %d events", n, len(ep.of(id)))
 	}
 
 	ep.setDown(false)

@@ -194,6 +194,9 @@ type phase struct {
 	// reruns are the reruns of the chaos run's succeeded rerun jobs.
 	reruns []*jobRun
 	kills  []kill
+	// spared counts the kills skipped because every executor ran a
+	// task's last attempts (victim.go).
+	spared int
 	wall   time.Duration
 }
 
@@ -629,6 +632,9 @@ func (h *harness) restartCrashed(p *phase) error {
 func (h *harness) killOne(ctx context.Context, p *phase) error {
 	cands := h.victims(p)
 	if len(cands) == 0 {
+		p.mu.Lock()
+		p.spared++
+		p.mu.Unlock()
 		h.note("kill skipped: every executor runs a task's last attempts")
 		return nil
 	}

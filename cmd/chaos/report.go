@@ -27,7 +27,9 @@ type Report struct {
 	// Wall is each run's time from the first submission until every job
 	// ended.
 	ChaosWall, ReferenceWall time.Duration
-	Kills                    int
+	// Kills counts the executors killed; KillsSkipped the kills not made
+	// because every executor ran a task's last attempts (victim.go).
+	Kills, KillsSkipped int
 	// Redriven counts the chaos run's jobs that failed as planned and
 	// were redriven, and Reran the reruns the harness made of its
 	// succeeded rerun jobs.
@@ -95,7 +97,7 @@ func spread(times []time.Duration) string {
 func (h *harness) report(ref, chaos *phase, res check.Result) *Report {
 	r := &Report{
 		Options: h.o, Kinds: map[string]int{}, Chaos: res.States, Reference: map[string]int{},
-		ChaosWall: chaos.wall, ReferenceWall: ref.wall, Kills: len(chaos.kills),
+		ChaosWall: chaos.wall, ReferenceWall: ref.wall, Kills: len(chaos.kills), KillsSkipped: chaos.spared,
 		Faults: map[string]int{}, FaultsByService: map[string]int{}, Check: res,
 	}
 	r.Reran = len(chaos.reruns)
@@ -290,7 +292,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(tw, "dynamic splits made\t%d (input objects tiled by their tasks: %d)\t\n", r.Check.Splits, r.Check.TiledObjects)
 	fmt.Fprintf(tw, "speculative copies claimed\t%d (%d committed, their holders fenced)\t\n", r.Check.Copies, r.Check.CopiesWon)
 	fmt.Fprintf(tw, "most attempts of one task\t%d (budget %s)\t\n", r.Check.MaxAttempt, budget)
-	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d\t\n", r.Kills)
+	fmt.Fprintf(tw, "executor kills (SIGKILL)\t%d (%d skipped: every executor ran a task's last attempts)\t\n", r.Kills, r.KillsSkipped)
 	fmt.Fprintf(tw, "faults injected\t%s\t\n", counts(r.Faults))
 	fmt.Fprintf(tw, "  by service\t%s\t\n", counts(r.FaultsByService))
 	rc := r.Recovery
