@@ -333,11 +333,16 @@ func startHeartbeat(ctx context.Context, r *Runner, c control.Claim, extend feed
 	if ttl := r.CP.JobStateTTL(); ttl > 0 {
 		first = min(first, ttl)
 	}
-	g := later.Start(first, func() { r.heartbeat(ctx, c, tick.C, watch, extend, cancel, log) })
+	g := later.Start(first, func() { r.heartbeat(ctx, c, every, tick.C, watch, extend, cancel, log) })
 	return func() { g.Wait(); tick.Stop(); stopWatch() }
 }
 
-func (r *Runner) heartbeat(ctx context.Context, c control.Claim, tick, watch <-chan time.Time, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
+// heartbeat renews the lease every tick. A renewal's requests are not
+// cancelled by the attempt's end, which waits for them (hbWait): one cut
+// off client-side can still land after the attempt's outcome, a
+// ChangeVisibility after a retry's delay stretching it to a whole lease.
+// Each keeps ctx's values and deadline, and a bound of one period.
+func (r *Runner) heartbeat(ctx context.Context, c control.Claim, every time.Duration, tick, watch <-chan time.Time, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -349,7 +354,18 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, tick, watch <-c
 			continue
 		case <-tick:
 		}
-		err := r.CP.Heartbeat(ctx, c)
+		by := time.Now().Add(every)
+		if d, ok := ctx.Deadline(); ok && d.Before(by) {
+			by = d
+		}
+		rctx, done := context.WithDeadline(context.WithoutCancel(ctx), by)
+		err := r.CP.Heartbeat(rctx, c)
+		if err == nil && extend != nil {
+			if err := extend(rctx, messageLease(c)); err != nil {
+				log.Warn("extend visibility", "err", err)
+			}
+		}
+		done()
 		switch {
 		case errors.Is(err, domain.ErrTaskCancelled):
 			cancel(errTaskCancelled)
@@ -362,12 +378,6 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, tick, watch <-c
 			return
 		case err != nil:
 			log.Warn("heartbeat", "err", err)
-			continue
-		}
-		if extend != nil {
-			if err := extend(ctx, messageLease(c)); err != nil {
-				log.Warn("extend visibility", "err", err)
-			}
 		}
 	}
 }
