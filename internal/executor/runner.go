@@ -341,7 +341,11 @@ func startHeartbeat(ctx context.Context, r *Runner, c control.Claim, extend feed
 // cancelled by the attempt's end, which waits for them (hbWait): one cut
 // off client-side can still land after the attempt's outcome, a
 // ChangeVisibility after a retry's delay stretching it to a whole lease.
-// Each keeps ctx's values and deadline, and a bound of one period.
+// Each keeps ctx's values and deadline, and a bound of one period or
+// renewalBound, whichever is less: the end (a timeout's, a continuation's
+// margin) waits at most that for a renewal hung on the network.
+const renewalBound = 5 * time.Second
+
 func (r *Runner) heartbeat(ctx context.Context, c control.Claim, every time.Duration, tick, watch <-chan time.Time, extend feed.Extender, cancel context.CancelCauseFunc, log *slog.Logger) {
 	for {
 		select {
@@ -354,7 +358,10 @@ func (r *Runner) heartbeat(ctx context.Context, c control.Claim, every time.Dura
 			continue
 		case <-tick:
 		}
-		by := time.Now().Add(every)
+		if ctx.Err() != nil {
+			return // a tick ready beside the end: no renewal after it
+		}
+		by := time.Now().Add(min(every, renewalBound))
 		if d, ok := ctx.Deadline(); ok && d.Before(by) {
 			by = d
 		}
