@@ -123,6 +123,10 @@ type Recorder struct {
 	// show the item can be sized and its index write placed.
 	sizes map[string]int
 	gsi   map[string]map[string]string
+	// deferred holds DynamoDB requests recorded while Defer is on, whose
+	// accounting waits for the next Snapshot or Reset (defer.go).
+	deferring bool
+	deferred  []dynamoCall
 }
 
 // SetTable records a table's key schema.
@@ -191,6 +195,7 @@ func (r *Recorder) Install(cfg *aws.Config) {
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.account() // what it saw of items
 	r.snap = Snapshot{}
 	r.ops, r.keys = nil, nil
 }
@@ -202,6 +207,7 @@ type opName struct{ service, op string }
 func (r *Recorder) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.account()
 	s := Snapshot{Ops: map[string]OpStat{}, Keys: map[Key]KeyStat{}, Sent: map[string]int{},
 		ReportedRCU: r.snap.ReportedRCU, ReportedWCU: r.snap.ReportedWCU, Estimated: r.snap.Estimated}
 	for k, v := range r.ops {
@@ -219,9 +225,25 @@ func (r *Recorder) Snapshot() Snapshot {
 // Record records one request: its service and operation, its input, and
 // its output (nil on error). Install calls it; tests call it directly.
 func (r *Recorder) Record(service, op string, in, out any, err error) {
-	var sentQueue string
-	var sent int
 	r.mu.Lock()
+	if service == "DynamoDB" {
+		if r.deferring && len(r.deferred) < maxDeferred {
+			r.deferred = append(r.deferred, dynamoCall{op, in, out, err})
+			r.mu.Unlock()
+			return
+		}
+		r.account() // first the requests before it: what it saw of items
+	}
+	sentQueue, sent := r.record(service, op, in, out, err)
+	r.mu.Unlock()
+	if sent > 0 && r.OnSend != nil {
+		r.OnSend(sentQueue, sent, time.Now())
+	}
+}
+
+// record accounts for one request, under mu; an SQS send returns its
+// queue and how many messages it sent.
+func (r *Recorder) record(service, op string, in, out any, err error) (sentQueue string, sent int) {
 	if r.ops == nil {
 		r.ops, r.keys = map[opName]*OpStat{}, map[Key]*KeyStat{}
 	}
@@ -248,10 +270,7 @@ func (r *Recorder) Record(service, op string, in, out any, err error) {
 	case "SQS":
 		sentQueue, sent, st.Chunks = r.sqs(op, in, out, err, st.Chunks)
 	}
-	r.mu.Unlock()
-	if sent > 0 && r.OnSend != nil {
-		r.OnSend(sentQueue, sent, time.Now())
-	}
+	return sentQueue, sent
 }
 
 // keySet is the keys one request touched: a few, so an array (and a
