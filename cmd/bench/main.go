@@ -257,7 +257,8 @@ func run(o benchOptions) error {
 		left      float64
 	}
 	var done []measured
-	rec.Defer(true) // the recorder's DynamoDB accounting out of the CPU window (loadmodel/defer.go)
+	// The recorder's DynamoDB accounting out of the CPU window (loadmodel/defer.go).
+	rec.Defer(true)
 	for i := range max(o.runs, 1) { // runs.go says why several
 		rec.Reset()
 		span := emuprobe.StartSpan()
