@@ -84,3 +84,49 @@ func claimAfterRedrive(t *testing.T, partitions string, first int, refused error
 		t.Fatalf("job after the redriven tasks committed: %+v, %v; want SUCCEEDED", st.State, err)
 	}
 }
+
+// A task claimed when its job is redriven keeps its claim (its budget
+// raised, no not-before: the redrive's delay covers the others), so an
+// expired lease lets another claim take it at once, in a process that may
+// still trust the FAILED it saw (every process here trusts a state for an
+// hour, the redrive's delay with it). That claim must not cancel the task.
+func TestTakeoverAfterRedriveIsNotRefusedOnAStaleFailedState(t *testing.T) {
+	t.Parallel()
+	reg := batchwork.NewRegistry()
+	reg.Register("work", func(context.Context, *batchwork.Task) error { return nil })
+	e := newEnv(t, reg, envOptions{noRun: true})
+	clk := newTestClock()
+	cfg := testTimings
+	cfg.JobStateTTL = time.Hour
+	exec := newService(e, cfg, e.r.Store, e.r.Queue, clk, newLogCounter().logger())
+	api := newService(e, cfg, e.r.Store, e.r.Queue, clk, newLogCounter().logger())
+	ctx := context.Background()
+	id := submitTo(t, api, "stale-takeover", `{"name":"r","retry":{"maxAttempts":2},"stages":[{"name":"s","task":"work","partitions":{"count":2}}]}`)
+	ref := func(p int) domain.TaskRef { return domain.TaskRef{Job: id, Stage: 0, Partition: p} }
+	held, err := exec.Claim(ctx, ref(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := exec.Claim(ctx, ref(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This process fails the job, and keeps it FAILED.
+	if _, err := exec.Fail(ctx, c0, control.FailParams{Cause: "bad data", Class: domain.ClassPermanent}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := api.Status(ctx, "tester", id); err != nil || st.State != string(sm.JobFailed) {
+		t.Fatalf("job after the permanent failure: %v, %v; want FAILED", st.State, err)
+	}
+	if _, err := api.Redrive(ctx, control.RedriveRequest{Owner: "tester", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(held.Lease + 2*sm.LeaseSkew) // the holder's lease expired
+	c, err := exec.Claim(ctx, ref(1))
+	if err != nil {
+		t.Fatalf("claim of the task held at the redrive, its lease expired: %v; want it claimed", err)
+	}
+	if c.Task.Attempt != 2 {
+		t.Fatalf("claimed attempt %d, want 2", c.Task.Attempt)
+	}
+}
