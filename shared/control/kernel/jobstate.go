@@ -60,10 +60,11 @@ func (c *jobStates) entry(job string) *jobStateEntry {
 // get returns the job's state, reading it with read when the cached one is
 // older than the TTL (a TTL of zero or less reads every time).
 func (c *jobStates) get(ctx context.Context, job string, read func(context.Context, string) (sm.JobState, error)) (sm.JobState, error) {
+	asked := c.now()
 	e := c.entry(job)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.state != "" && (final(e.state) || (c.ttl > 0 && c.now().Sub(e.readAt) < c.ttl)) {
+	if e.state != "" && (final(e.state) || c.trusted(e, asked)) {
 		return e.state, nil
 	}
 	start := c.now()
@@ -81,9 +82,24 @@ func (c *jobStates) get(ctx context.Context, job string, read func(context.Conte
 }
 
 // final says a cached state never changes again: an ended job's, but a
-// FAILED job's, which its owner's redrive can reopen (operations/redrive.go), so
-// that one is trusted for the TTL like a running job's.
+// FAILED job's, which its owner's redrive can reopen (operations/redrive.go).
 func final(st sm.JobState) bool { return sm.Jobs.IsTerminal(st) && st != sm.JobFailed }
+
+// trusted says whether e's state, not final, answers an ask made at
+// asked: a RUNNING (or PUBLISHING) one within the TTL of its read, a
+// FAILED one only from a read that started after the ask (concurrent
+// askers share it). A FAILED job is reopened by its owner's redrive from
+// another process: a cached FAILED would refuse a redriven task's claim
+// (cancelling it, or dropping its message) or stop its attempt, leaving
+// it minutes to the sweep's repair, and the redrive's delay of its tasks
+// does not cover a task claimed at the redrive. Only a failed job's
+// asks pay the reads.
+func (c *jobStates) trusted(e *jobStateEntry, asked time.Time) bool {
+	if e.state == sm.JobFailed {
+		return !e.readAt.Before(asked)
+	}
+	return c.ttl > 0 && c.now().Sub(e.readAt) < c.ttl
+}
 
 // ended records that this process saw job end, with state st when it
 // knows it, so its own claims stop at once rather than after the TTL.

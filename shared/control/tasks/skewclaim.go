@@ -74,9 +74,8 @@ func combineGate(ctx context.Context, s *Lifecycle, sp *spec.Job, ref domain.Tas
 		}
 		if err != nil || t.State != sm.TaskSucceeded {
 			// An ended job's pieces may never commit: its message goes
-			// (the sweep ends its unwritten tasks with the job); a
-			// FAILED read is read again, as a redrive reopens it.
-			if state, err := s.jobStateForClaim(ctx, ref.Job); err != nil {
+			// (the sweep ends its unwritten tasks with the job).
+			if state, err := s.CachedJobState(ctx, ref.Job); err != nil {
 				return nil, fmt.Errorf("claim %s: %w", ref, err)
 			} else if state != sm.JobRunning {
 				return nil, fmt.Errorf("claim %s: job is %s: %w", ref, state, domain.ErrAlreadyDone)

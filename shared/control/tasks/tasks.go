@@ -61,9 +61,9 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 		// may be stale, and a FAILED job may have been redriven since,
 		// whose tasks a refusal here must not touch. The state read is
 		// the one the check after the claim makes, cached, but a FAILED
-		// one is read again (jobStateForClaim): a redriven job reads
-		// RUNNING at once.
-		state, err := s.jobStateForClaim(ctx, ref.Job)
+		// one is read again at each ask (kernel/jobstate.go): a redriven
+		// job reads RUNNING at once.
+		state, err := s.CachedJobState(ctx, ref.Job)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
 			return kernel.Claim{}, fmt.Errorf("claim %s: job %w: %w", ref, err, domain.ErrAlreadyDone)
@@ -130,7 +130,7 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 	// most once per TTL per job per process (kernel/jobstate.go), from a small
 	// record, never the spec-bearing job item: the claim path has no
 	// per-job hot key.
-	state, err := s.jobStateForClaim(ctx, ref.Job)
+	state, err := s.CachedJobState(ctx, ref.Job)
 	if errors.Is(err, domain.ErrNotFound) && cp.MaxAttempts > 0 {
 		// The job was deleted since the check above: a first claim may
 		// have written its task after the deletion's pass over the
@@ -160,21 +160,6 @@ func (s *Lifecycle) Claim(ctx context.Context, ref domain.TaskRef) (_ kernel.Cla
 	}
 	s.Meter().TaskClaimed(s.TaskPriority(ctx, sp, ref)) // kernel/metrics.go
 	return kernel.Claim{Task: t, Spec: sp, Lease: lease, Trace: tracing.Join(meta.Trace, t.TraceSpan), Combine: combine}, nil
-}
-
-// jobStateForClaim is the job's state as this process knows it, but a
-// FAILED one read again past the cache: its owner's redrive reopens it
-// (from another process, within this one's TTL), and a claim of a
-// redriven task refused on the stale FAILED would cancel it in a running
-// job, or drop its message, leaving it to the sweep's repair for
-// minutes. Only a failed job's claims pay the read.
-func (s *Lifecycle) jobStateForClaim(ctx context.Context, job string) (sm.JobState, error) {
-	state, err := s.CachedJobState(ctx, job)
-	if err != nil || state != sm.JobFailed {
-		return state, err
-	}
-	s.NoteJobEnded(job, "") // read again at the next ask
-	return s.CachedJobState(ctx, job)
 }
 
 // refuseEnded refuses a claim of a task whose job is in state, not
