@@ -52,7 +52,14 @@ func (f *indexRecords) DueScan(_ context.Context, now time.Time, limit int) ([]d
 		}
 		return out, nil
 	})
-	return items, whole && err == nil, err
+	if err != nil || !whole {
+		return items, false, err
+	}
+	// The adapter's whole read can answer its records and an error
+	// beside them (a key it cannot parse, a ready marker whose tasks it
+	// cannot read): a fault on "DueScanRecords" models that.
+	_, err = call(f.state, "DueScanRecords", func() (struct{}, error) { return struct{}{}, nil })
+	return items, true, err
 }
 
 // dueEntry is a record in the index and when it is due.

@@ -11,7 +11,9 @@ import (
 // A sweep run reads a small index whole, in one request, and walks the
 // shards only when the index holds SweepLimit entries or more, or the
 // whole read failed (a warning, not the run's error); either way every
-// expired claim is found.
+// expired claim is found. A whole read that answered its records and an
+// error beside them (a record it could not read) handles those records
+// and reports the error as the run's, as the walk does with a shard's.
 func TestSweepReadsASmallIndexWhole(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -19,11 +21,15 @@ func TestSweepReadsASmallIndexWhole(t *testing.T) {
 		limit     int
 		tasks     int
 		scanFails bool
-		wantLists int
+		// recordFails: the whole read answers, with an error beside its
+		// records.
+		recordFails bool
+		wantLists   int
 	}{
 		{name: "a small index: one read", limit: 50, tasks: 3, wantLists: 0},
 		{name: "an index of the limit: the walk", limit: 3, tasks: 3, wantLists: dynamo.DueShards},
 		{name: "a failed read: the walk", limit: 50, tasks: 3, scanFails: true, wantLists: dynamo.DueShards},
+		{name: "a whole read with a record it could not read: the run's error", limit: 50, tasks: 3, recordFails: true, wantLists: 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -35,18 +41,24 @@ func TestSweepReadsASmallIndexWhole(t *testing.T) {
 			}
 			r.queue.Drain()
 			r.clock.Advance(2 * unitLease)
-			if c.scanFails {
-				r.store.SetFaults(func(method string) error {
-					if method == "DueScan" {
-						return errors.New("throttled")
-					}
-					return nil
-				}, nil)
-			}
+			unread := errors.New("a record that could not be read")
+			r.store.SetFaults(func(method string) error {
+				switch {
+				case method == "DueScan" && c.scanFails:
+					return errors.New("throttled")
+				case method == "DueScanRecords" && c.recordFails:
+					return unread
+				}
+				return nil
+			}, nil)
 			scans, lists := r.store.CallCount("DueScan"), r.store.CallCount("DueList")
 			// A failed whole read is a warning: the walk covers the index.
 			counts, err := r.svc.Sweep(r.ctx)
-			if err != nil {
+			if c.recordFails {
+				if !errors.Is(err, unread) {
+					t.Errorf("sweep error %v, want the record's", err)
+				}
+			} else if err != nil {
 				t.Fatalf("sweep: %v", err)
 			}
 			if n := r.store.CallCount("DueScan") - scans; n != 1 {

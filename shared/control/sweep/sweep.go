@@ -71,9 +71,15 @@ func (s *Sweeper) Sweep(ctx context.Context) (kernel.SweepCounts, error) {
 	// failed read) is walked shard by shard, from a random one.
 	// A failed whole read is a warning, not the run's error: the walk
 	// that follows covers the index (a role granted Query alone, before
-	// the sweep could Scan, leaves the sweep as it was).
+	// the sweep could Scan, leaves the sweep as it was). A whole read
+	// that answered with an error beside its records (one it could not
+	// read) is the run's error, as a shard's is in the walk: walking
+	// would meet the same record, and the next run reads it again.
 	items, whole, err := s.store.DueScan(ctx, now, s.cfg.SweepLimit)
-	if err != nil {
+	switch {
+	case whole:
+		note(err)
+	case err != nil:
 		s.log.Warn("sweep: read of the whole index failed; walking its shards", "err", err)
 	}
 	if whole {

@@ -39,7 +39,8 @@ type Store interface {
 	// The due index.
 	DueList(ctx context.Context, shard int, now time.Time, limit int) ([]dynamo.DueItem, error)
 	// DueScan reads the whole index in one request when it is small
-	// (whole), else nothing.
+	// (whole), else nothing. Whole with an error: the records it could
+	// read, and why the others could not be.
 	DueScan(ctx context.Context, now time.Time, limit int) (items []dynamo.DueItem, whole bool, err error)
 	DueSet(context.Context, dynamo.DueItem, time.Time) error
 	// DueRemoveDone takes out of the index, together, the markers of
