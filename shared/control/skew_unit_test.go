@@ -117,3 +117,79 @@ func TestSkewCombineWaitsForItsPieces(t *testing.T) {
 		t.Errorf("job manifest lists %v; want the 4 partitions' outputs, no piece's", keys)
 	}
 }
+
+// The commit of a hot partition's last piece sends its combine task's
+// message at once, so the combine task starts without waiting out the
+// delayed copy its refused claim left (tasks.PiecesWait); a piece
+// committed with others still running sends nothing. Two pieces committed
+// together (the other inside this one's commit) both see every piece
+// committed with their reads after their own writes, so at least one sends.
+func TestSkewLastPieceWakesItsCombineTask(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// together: the last two pieces commit at once, the second inside
+		// the first's commit (after its write, before its reads).
+		together bool
+	}{
+		{name: "one after another"},
+		{name: "the last two together", together: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newUnitRig(t)
+			job := r.submit(skewJob)
+			for m := range 4 {
+				r.commitMap(r.claim(taskRef(job, 0, m)), 2, 100, 2, 3) // partition 1 hot
+			}
+			st := r.stage(job, 1)
+			if st.Total < 6 {
+				t.Fatalf("reduce stage has %d tasks; want at least two pieces past its 4", st.Total)
+			}
+			combine := taskRef(job, 1, 1).String()
+			woken := func(sent []testdouble.Sent) int {
+				n := 0
+				for _, m := range sent {
+					if m.Body == combine && m.Delay == 0 {
+						n++
+					}
+				}
+				return n
+			}
+			r.queue.Drain()
+			last := st.Total - 1
+			if tc.together {
+				last--
+			}
+			for p := 4; p < last; p++ {
+				r.commit(r.claim(taskRef(job, 1, p)), 1)
+				if n := woken(r.queue.Drain()); n != 0 {
+					t.Fatalf("piece %d of %d committed: %d undelayed messages of the combine task, want none", p, st.Total-1, n)
+				}
+			}
+			final := r.claim(taskRef(job, 1, last))
+			if tc.together {
+				other := r.claim(taskRef(job, 1, last+1))
+				r.output(other, 1)
+				var once bool
+				r.store.SetFaults(nil, func(method string) error {
+					if method == "TaskCommit" && !once {
+						once = true
+						if err := r.svc.Commit(r.ctx, other, CommitResult{Outputs: 1}); err != nil {
+							t.Errorf("the other piece's commit: %v", err)
+						}
+					}
+					return nil
+				})
+			}
+			r.commit(final, 1)
+			r.store.SetFaults(nil, nil)
+			if n := woken(r.queue.Drain()); n < 1 {
+				t.Fatalf("the last piece committed: no undelayed message of the combine task")
+			}
+			if c := r.claim(taskRef(job, 1, 1)); len(c.Combine) != st.Total-4 {
+				t.Errorf("the combine task's claim lists %d pieces, want %d", len(c.Combine), st.Total-4)
+			}
+		})
+	}
+}

@@ -9,7 +9,8 @@ package tasks
 // piece has committed, by sending a delayed copy of its message and
 // dropping this one (as a claim over a concurrency limit does), so the
 // task spends no attempt waiting and cannot start early; a piece, once
-// committed, stays committed.
+// committed, stays committed. The commit of the last piece sends the
+// combine task's message at once (wakeCombine).
 
 import (
 	"context"
@@ -91,6 +92,51 @@ func combineGate(ctx context.Context, s *Lifecycle, sp *spec.Job, ref domain.Tas
 		}
 	}
 	return outs, nil
+}
+
+// wakeCombine sends the combine task's message at once when ref, a piece
+// of a combinable stage's hot partition, has just committed and every
+// other piece of its partition has too, so the combine task starts now
+// instead of when the delayed copy its refused claim left comes back (up
+// to PiecesWait later: most of what a hot partition added to its stage's
+// time). Each piece's committer reads the others after its own write, so
+// of pieces committing together at least one sees them all (consistent
+// reads); two may send, and the second message's claim finds the task
+// claimed or committed, as a duplicate delivery's does. It is only a
+// shortcut: a read or a send that fails leaves the combine task to the
+// delayed copies, which still look every PiecesWait.
+func (s *Lifecycle) wakeCombine(ctx context.Context, sp *spec.Job, ref domain.TaskRef) {
+	st := sp.Stages[ref.Stage]
+	if st.Skew == nil || !st.Skew.Combinable {
+		return
+	}
+	if parts, _ := stages.UnwrittenTotal(sp, ref.Stage); ref.Partition < parts {
+		return
+	}
+	plan, err := s.skew.plan(ctx, s, sp, ref)
+	if err != nil {
+		s.Logger(ref).Warn("wake the combine task: read the skew plan", "err", err)
+		return
+	}
+	piece, ok := plan.PieceOf(ref.Partition)
+	if !ok {
+		return
+	}
+	pieces := plan.Combine(piece.Partition)
+	// The later pieces are the likelier to be running: look at them first.
+	for i := len(pieces) - 1; i >= 0; i-- {
+		if pieces[i].Task == ref.Partition {
+			continue
+		}
+		t, err := s.store.TaskGet(ctx, domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: pieces[i].Task})
+		if err != nil || t.State != sm.TaskSucceeded {
+			return // that piece's own commit looks again
+		}
+	}
+	combine := domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: piece.Partition}
+	if err := s.Resend(ctx, combine, "", 0); err != nil {
+		s.Logger(ref).Warn("wake the combine task: send its message", "combine", combine.String(), "err", err)
+	}
 }
 
 // skewPlans keeps the skew plans this process has read: a plan is written

@@ -340,6 +340,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 	}
 	s.Slots.FreeSlots(ctx, ref, c.Spec, time.Time{}) // ended: whatever attempt's
 	s.copies.afterCommit(ctx, c)                     // speculation.go
+	s.wakeCombine(ctx, c.Spec, ref)                  // skewclaim.go
 	s.CountCommit(ctx, c, start)
 	kernel.TaskInfo(ctx, s.Kernel, ref, c.Task.Attempt, "task committed", "outputs", outputs) // TaskLog's line, cheaper
 	if p.DeferCount {
