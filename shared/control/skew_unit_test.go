@@ -39,6 +39,22 @@ func (r *unitRig) commitMap(c Claim, sizes ...int) {
 	}
 }
 
+// hotJob submits skewJob and commits its map tasks with partition 1 hot,
+// returning the job and its reduce stage, which has at least minPieces
+// pieces past its 4 partitions.
+func (r *unitRig) hotJob(minPieces int) (string, domain.Stage) {
+	r.t.Helper()
+	job := r.submit(skewJob)
+	for m := range 4 {
+		r.commitMap(r.claim(taskRef(job, 0, m)), 2, 100, 2, 3) // partition 1 hot
+	}
+	st := r.stage(job, 1)
+	if st.Total < 4+minPieces {
+		r.t.Fatalf("reduce stage has %d tasks; want at least %d pieces past its 4", st.Total, minPieces)
+	}
+	return job, st
+}
+
 // A combinable stage's hot partition: its pieces are extra tasks past the
 // shuffle's partitions; the partition's own task is not claimed (and
 // spends no attempt) until every piece has committed, and then its claim
@@ -47,14 +63,7 @@ func (r *unitRig) commitMap(c Claim, sizes ...int) {
 func TestSkewCombineWaitsForItsPieces(t *testing.T) {
 	t.Parallel()
 	r := newUnitRig(t)
-	job := r.submit(skewJob)
-	for m := range 4 {
-		r.commitMap(r.claim(taskRef(job, 0, m)), 2, 100, 2, 3) // partition 1 hot
-	}
-	st := r.stage(job, 1)
-	if st.Total <= 4 {
-		t.Fatalf("reduce stage has %d tasks; want partition 1's pieces past its 4", st.Total)
-	}
+	job, st := r.hotJob(1)
 	pieces := make([]domain.TaskRef, 0, st.Total-4)
 	for p := 4; p < st.Total; p++ {
 		pieces = append(pieces, taskRef(job, 1, p))
@@ -138,14 +147,7 @@ func TestSkewLastPieceWakesItsCombineTask(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newUnitRig(t)
-			job := r.submit(skewJob)
-			for m := range 4 {
-				r.commitMap(r.claim(taskRef(job, 0, m)), 2, 100, 2, 3) // partition 1 hot
-			}
-			st := r.stage(job, 1)
-			if st.Total < 6 {
-				t.Fatalf("reduce stage has %d tasks; want at least two pieces past its 4", st.Total)
-			}
+			job, st := r.hotJob(2)
 			combine := taskRef(job, 1, 1).String()
 			woken := func(sent []testdouble.Sent) int {
 				n := 0

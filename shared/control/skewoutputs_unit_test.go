@@ -16,14 +16,7 @@ import (
 func TestSkewStageOutputsLeaveThePiecesOut(t *testing.T) {
 	t.Parallel()
 	r := newUnitRig(t)
-	job := r.submit(skewJob)
-	for m := range 4 {
-		r.commitMap(r.claim(taskRef(job, 0, m)), 2, 100, 2, 3) // partition 1 hot
-	}
-	st := r.stage(job, 1)
-	if st.Total <= 4 {
-		t.Fatalf("reduce stage has %d tasks; want pieces", st.Total)
-	}
+	job, st := r.hotJob(1)
 	for p := 4; p < st.Total; p++ {
 		r.commit(r.claim(taskRef(job, 1, p)), 1)
 	}
