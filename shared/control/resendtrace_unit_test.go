@@ -50,3 +50,39 @@ func TestResentMessagesCarryTheTasksTrace(t *testing.T) {
 		t.Errorf("the resent message %+v, want one carrying %q", got, trace)
 	}
 }
+
+// The message a skewed stage's last piece sends its combine task carries a
+// span in the job's trace, so the claim it wins writes a span into the
+// combine task's record and its attempts join the job's trace.
+//
+// Not parallel: the tracer provider is the process's.
+func TestTheCombineTasksWakeCarriesTheJobsTrace(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	defer tracing.Install(tp, tp.ForceFlush)()
+	r := newUnitRig(t)
+	job, st := r.hotJob(1)
+	jobTrace := tracing.TraceID(r.queue.Drain()[0].Trace)
+	if jobTrace == "" {
+		t.Fatal("the job's messages carry no trace")
+	}
+	for p := 4; p < st.Total; p++ {
+		r.commit(r.claim(taskRef(job, 1, p)), 1)
+	}
+	combine := taskRef(job, 1, 1)
+	var wake string
+	for _, m := range r.queue.Drain() {
+		if m.Body == combine.String() && m.Delay == 0 {
+			wake = m.Trace
+		}
+	}
+	if tracing.TraceID(wake) != jobTrace || tracing.SpanID(wake) == "" {
+		t.Fatalf("the wake's message carries %q, want a span in the job's trace %s", wake, jobTrace)
+	}
+	c, err := r.svc.Claim(tracing.WithCarried(r.ctx, wake), combine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Trace != wake {
+		t.Errorf("the combine task's claim trace %q, want the wake's %q", c.Trace, wake)
+	}
+}

@@ -98,13 +98,15 @@ func combineGate(ctx context.Context, s *Lifecycle, sp *spec.Job, ref domain.Tas
 // of a combinable stage's hot partition, has just committed and every
 // other piece of its partition has too, so the combine task starts now
 // instead of when the delayed copy its refused claim left comes back (up
-// to PiecesWait later: most of what a hot partition added to its stage's
-// time). Each piece's committer reads the others after its own write, so
-// of pieces committing together at least one sees them all (consistent
-// reads); two may send, and the second message's claim finds the task
-// claimed or committed, as a duplicate delivery's does. It is only a
-// shortcut: a read or a send that fails leaves the combine task to the
-// delayed copies, which still look every PiecesWait.
+// to PiecesWait later: most of what a hot partition would add to its
+// stage's time). Each piece's committer reads the others after its own
+// write, so of pieces committing together at least one sees them all
+// (consistent reads); two may send, and the second message's claim finds
+// the task claimed or committed, as a duplicate delivery's does. It is
+// only a shortcut: a read or a send that fails, or a committer that dies
+// first, leaves the combine task to the delayed copies, which still look
+// every PiecesWait. A commit reads at most its partition's other pieces
+// (MaxPieces), stopping at the first that has not committed.
 func (s *Lifecycle) wakeCombine(ctx context.Context, sp *spec.Job, ref domain.TaskRef) {
 	st := sp.Stages[ref.Stage]
 	if st.Skew == nil || !st.Skew.Combinable {
@@ -128,13 +130,29 @@ func (s *Lifecycle) wakeCombine(ctx context.Context, sp *spec.Job, ref domain.Ta
 		if pieces[i].Task == ref.Partition {
 			continue
 		}
-		t, err := s.store.TaskGet(ctx, domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: pieces[i].Task})
+		other := domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: pieces[i].Task}
+		t, err := s.store.TaskGet(ctx, other)
+		if err != nil && !errors.Is(err, domain.ErrNotFound) {
+			s.Logger(ref).Warn("wake the combine task: read a piece", "piece", other.String(), "err", err)
+		}
 		if err != nil || t.State != sm.TaskSucceeded {
 			return // that piece's own commit looks again
 		}
 	}
 	combine := domain.TaskRef{Job: ref.Job, Stage: ref.Stage, Partition: piece.Partition}
-	if err := s.Resend(ctx, combine, "", 0); err != nil {
+	m, err := s.Meta(ctx, ref.Job)
+	if err != nil {
+		s.Logger(ref).Warn("wake the combine task: read its job", "err", err)
+		return
+	}
+	// The message carries a span of the combine task in the job's trace,
+	// as materialization's do: the claim it wins writes that span into the
+	// task's record (it has none before), and the attempts are its
+	// children. The span materialization made for the task is not known
+	// here.
+	span := tracing.SpanID(tracing.Mark(tracing.Parent(ctx, m.Trace), "batchwork.task",
+		tracing.StageKey.String(st.Name), tracing.PartitionKey.Int(piece.Partition)))
+	if err := s.Resend(ctx, combine, span, 0); err != nil {
 		s.Logger(ref).Warn("wake the combine task: send its message", "combine", combine.String(), "err", err)
 	}
 }
