@@ -342,7 +342,7 @@ func (s *Lifecycle) commit(ctx context.Context, c kernel.Claim, r CommitResult) 
 	s.copies.afterCommit(ctx, c)                     // speculation.go
 	s.CountCommit(ctx, c, start)
 	kernel.TaskInfo(ctx, s.Kernel, ref, c.Task.Attempt, "task committed", "outputs", outputs) // TaskLog's line, cheaper
-	s.wakeCombine(ctx, c.Spec, ref) // skewclaim.go; after the commit's latency is taken
+	s.wakeCombine(ctx, c.Spec, ref)                                                           // skewclaim.go; after the commit's latency is taken
 	if p.DeferCount {
 		s.counts.add(p)
 		return nil
