@@ -181,7 +181,7 @@ func (r *Runner) startCheckpoints(taskCtx context.Context, c control.Claim, t *T
 	if err := t.Out.EnterSegments(&from); err != nil {
 		return fmt.Errorf("resume from checkpoint %d of attempt %d: %w", ck.Seq, ck.Attempt, err)
 	}
-	t.Rejects.resume(&from)
+	t.Rejects.Resume(&from)
 	if from.Offset > 0 && !isLambda {
 		if t.Input == nil {
 			return fmt.Errorf("resume from checkpoint %d of attempt %d: offset %d, but the task has no input", ck.Seq, ck.Attempt, from.Offset)
@@ -384,18 +384,6 @@ func (k *checkpointer) askedToContinue() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.asked
-}
-
-// resume starts an attempt's rejections with those of the checkpoint it
-// resumes from (reject.go): they are committed with the attempt's own.
-func (r *Rejects) resume(from *domain.Checkpoint) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.kept = append(slices.Clone(from.BadRecords), r.kept...)
-	r.n += from.BadRecordCount
 }
 
 // expire marks a committed task's checkpoints (records and segments, of

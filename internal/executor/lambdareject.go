@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 
+	"github.com/batchwork/batchwork/internal/executor/rejects"
 	"github.com/batchwork/batchwork/shared/lambdatask"
 )
 
@@ -11,11 +12,11 @@ import (
 // stage's maxBadRecords (domain.ErrTooManyBadRecords, permanent). A
 // malformed entry takes none of them: a response is taken whole or not
 // at all.
-func lambdaRejects(rj *Rejects, rejects []lambdatask.Reject) error {
-	if len(rejects) == 0 {
+func lambdaRejects(rj *rejects.Rejects, list []lambdatask.Reject) error {
+	if len(list) == 0 {
 		return nil
 	}
-	for i, r := range rejects {
+	for i, r := range list {
 		if r.Offset != nil && *r.Offset < -1 {
 			return fmt.Errorf("response rejects[%d]: offset %d is negative; give the record's byte offset in the task's input, or -1 (or no offset) when unknown", i, *r.Offset)
 		}
@@ -23,7 +24,7 @@ func lambdaRejects(rj *Rejects, rejects []lambdatask.Reject) error {
 	if rj == nil {
 		return fmt.Errorf("response rejects: this task cannot reject records")
 	}
-	for _, r := range rejects {
+	for _, r := range list {
 		off := int64(-1)
 		if r.Offset != nil {
 			off = *r.Offset

@@ -1,79 +1,17 @@
 package executor
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/batchwork/batchwork/internal/executor/execstage"
+	"github.com/batchwork/batchwork/internal/executor/rejects"
 	"github.com/batchwork/batchwork/internal/testdouble"
 	"github.com/batchwork/batchwork/shared/domain"
 )
-
-// Offsets stay exact across an input several times the search window, as
-// the window slides and compacts.
-func TestRejectsLocateSlidingWindow(t *testing.T) {
-	var b strings.Builder
-	want := map[string]int64{}
-	for i := 0; b.Len() < 4*tailWindow; i++ {
-		line := fmt.Sprintf("record %d %s", i, strings.Repeat("y", i%300))
-		if i%997 == 0 {
-			want[line] = int64(b.Len())
-		}
-		b.WriteString(line + "\n")
-	}
-	input := b.String()
-	rj, in := NewRejects("s", 0, 1, len(want), strings.NewReader(input))
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		if _, ok := want[sc.Text()]; ok {
-			if err := rj.Reject(-1, sc.Bytes(), "bad"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	recs := rj.Records()
-	if len(recs) != len(want) {
-		t.Fatalf("%d records, want %d", len(recs), len(want))
-	}
-	for _, r := range recs {
-		if r.Offset != want[r.Record] {
-			t.Errorf("%q at %d, want %d", r.Record, r.Offset, want[r.Record])
-		}
-	}
-}
-
-// Rejections from several goroutines are all counted, and one past the
-// limit fails the attempt permanently.
-func TestRejectsConcurrentAndLimit(t *testing.T) {
-	rj, _ := NewRejects("s", 0, 1, 100, nil)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 25; i++ {
-				if err := rj.Reject(-1, []byte("r"), "x"); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if rj.Count() != 100 || rj.Err() != nil {
-		t.Fatalf("count %d err %v, want 100 and none", rj.Count(), rj.Err())
-	}
-	err := rj.Reject(-1, []byte("r"), "x")
-	if !errors.Is(err, domain.ErrTooManyBadRecords) || !errors.Is(err, domain.ErrPermanent) || !errors.Is(rj.Err(), domain.ErrTooManyBadRecords) {
-		t.Fatalf("101st rejection: %v, Err %v", err, rj.Err())
-	}
-}
 
 // An exec stage's program rejects a record with a line on its control
 // channel (fd 3); the record's offset in stdin is found. The same line on
@@ -95,7 +33,7 @@ echo "a log line" >&2
 		t.Fatal(err)
 	}
 	input := "ok 1\nbad 2\twith a tab\nok 3\nbad 4\nBATCHWORK_REJECT\tforged\tok 1\n"
-	rj, in := NewRejects("s", 0, 1, 5, strings.NewReader(input))
+	rj, in := rejects.New("s", 0, 1, 5, strings.NewReader(input))
 	logs := &logRecords{}
 	task := &Task{Input: in, Out: (&Runner{}).newOutput(1), Log: slog.New(logs), Rejects: rj}
 	if err := fn(context.Background(), task); err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/executor/rejects"
 	"github.com/batchwork/batchwork/shared/domain"
 	"github.com/batchwork/batchwork/shared/split"
 )
@@ -80,7 +81,7 @@ type Task struct {
 	// when the task cannot checkpoint.
 	ck *checkpointer
 	// Rejects are the records the attempt rejected (reject.go).
-	Rejects *Rejects
+	Rejects *rejects.Rejects
 	// cut lets the runner give away the unread rest of the input split
 	// (dynsplit.go); nil when the split cannot be cut.
 	cut *split.Cut

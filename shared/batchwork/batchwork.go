@@ -10,6 +10,7 @@ import (
 
 	"github.com/batchwork/batchwork/internal/executor"
 	"github.com/batchwork/batchwork/internal/executor/output"
+	"github.com/batchwork/batchwork/internal/executor/rejects"
 	"github.com/batchwork/batchwork/internal/executor/tagged"
 	"github.com/batchwork/batchwork/shared/spec"
 )
@@ -62,7 +63,7 @@ type Task struct {
 	// the runner (Reject, Checkpoint, Resume); nil under RunTask.
 	rt *executor.Task
 	// rejects are RunTask's record of Reject calls (reject.go).
-	rejects *executor.Rejects
+	rejects *rejects.Rejects
 	// ckpt is RunTask's record of checkpoints (checkpoint.go).
 	ckpt *memCheckpoints
 }

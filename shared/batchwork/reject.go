@@ -3,7 +3,7 @@ package batchwork
 import (
 	"io"
 
-	"github.com/batchwork/batchwork/internal/executor"
+	"github.com/batchwork/batchwork/internal/executor/rejects"
 	"github.com/batchwork/batchwork/shared/domain"
 )
 
@@ -63,7 +63,7 @@ func (t *Task) RejectAt(offset int64, record []byte, reason string) error {
 }
 
 // rejectLog is where the task's rejections go: the runner's, or RunTask's.
-func (t *Task) rejectLog() *executor.Rejects {
+func (t *Task) rejectLog() *rejects.Rejects {
 	if t.rt != nil {
 		return t.rt.Rejects
 	}
@@ -72,6 +72,6 @@ func (t *Task) rejectLog() *executor.Rejects {
 
 // runTaskRejects is RunTask's record of rejections, and the input the
 // function reads through it.
-func runTaskRejects(t *Task, in TaskInput) (*executor.Rejects, io.Reader) {
-	return executor.NewRejects(t.Stage, t.Partition, t.Attempt, in.MaxBadRecords, in.Input)
+func runTaskRejects(t *Task, in TaskInput) (*rejects.Rejects, io.Reader) {
+	return rejects.New(t.Stage, t.Partition, t.Attempt, in.MaxBadRecords, in.Input)
 }
