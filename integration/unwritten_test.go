@@ -102,26 +102,50 @@ func TestUnwrittenTasksAreWrittenByTheirFirstClaim(t *testing.T) {
 		t.Fatalf("task 1 after its first claim: %s attempt %d of %d, want CLAIMED attempt 1 of 3", got.State, got.Attempt, got.MaxAttempts)
 	}
 
-	// A lost answer: the SDK's retry finds the write, and it is ours.
-	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Count: 1})
-	mine, err := claim(store, 2, "lostanswer", 3)
-	if err != nil || mine.Token != "lostanswer" || mine.Attempt != 1 {
-		t.Fatalf("claim with a lost answer: %+v, %v; want its own claim at attempt 1", mine, err)
-	}
-	if got := inj.Total(); got != 1 {
-		t.Fatalf("%d faults fired, want the lost answer", got)
+	// A lost answer: the SDK's retry finds the write, and it is ours;
+	// whether the write was the batched insert (dynamo/firstclaim.go) or
+	// the UpdateItem a claim makes once its batch failed.
+	var mine domain.Task
+	for _, tc := range []struct {
+		name  string
+		part  int
+		rules []faults.Rule
+	}{
+		{"the insert's answer lost", 2, []faults.Rule{{Service: "DynamoDB", Operation: "BatchExecuteStatement", Kind: faults.Lost, Count: 1}}},
+		{"the batch failed, the update's answer lost", 3, []faults.Rule{
+			{Service: "DynamoDB", Operation: "BatchExecuteStatement", Kind: faults.ServerError, Count: 3}, // the SDK's three tries
+			{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Count: 1},
+		}},
+	} {
+		before := inj.Total()
+		want := 0
+		for _, r := range tc.rules {
+			inj.Add(r)
+			want += r.Count
+		}
+		tok := fmt.Sprintf("lostanswer%d", tc.part)
+		got, err := claim(store, tc.part, tok, 3)
+		if err != nil || got.Token != tok || got.Attempt != 1 {
+			t.Fatalf("%s: claim %+v, %v; want its own claim at attempt 1", tc.name, got, err)
+		}
+		if n := inj.Total() - before; n != want {
+			t.Fatalf("%s: %d faults fired, want %d", tc.name, n, want)
+		}
+		if tc.part == 2 {
+			mine = got
+		}
 	}
 
 	// A written task keeps the rules: its commit fences, and a stale
 	// message's claim of the committed task is refused.
-	if _, err := clean.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: "lostanswer", Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
+	if _, err := clean.TaskCommit(ctx, dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: mine.Ref, Token: mine.Token, Now: now}, Attempt: 1, Shards: 1, DeferCount: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := claim(clean, 2, "late", 3); !errors.Is(err, domain.ErrAlreadyDone) {
 		t.Fatalf("claim of a committed task: %v, want ErrAlreadyDone", err)
 	}
-	if got := taskItems(t, e, job); got != 2 {
-		t.Fatalf("%d task records, want the 2 claimed", got)
+	if got := taskItems(t, e, job); got != 3 {
+		t.Fatalf("%d task records, want the 3 claimed", got)
 	}
 }
 
@@ -299,10 +323,26 @@ func TestFirstClaimOfADeletedJobLeavesNoRecord(t *testing.T) {
 	}
 	var deleted bool
 	var delErr error
-	inj.Add(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Throttle, Match: func(_ string, in any) bool {
-		u, ok := in.(*dynamodb.UpdateItemInput)
-		sk, _ := u.Key["sk"].(*types.AttributeValueMemberS)
-		if !ok || sk == nil || sk.Value != "000001" || deleted {
+	// The claim's write of task 1: its batched insert (dynamo/firstclaim.go)
+	// or, were that to fail, its UpdateItem.
+	writesTask1 := func(in any) bool {
+		switch in := in.(type) {
+		case *dynamodb.UpdateItemInput:
+			sk, _ := in.Key["sk"].(*types.AttributeValueMemberS)
+			return sk != nil && sk.Value == "000001"
+		case *dynamodb.BatchExecuteStatementInput:
+			for _, st := range in.Statements {
+				for _, v := range st.Parameters {
+					if sk, _ := v.(*types.AttributeValueMemberS); sk != nil && sk.Value == "000001" {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	inj.Add(faults.Rule{Service: "DynamoDB", Kind: faults.Throttle, Match: func(_ string, in any) bool {
+		if !writesTask1(in) || deleted {
 			return false
 		}
 		deleted = true

@@ -324,11 +324,13 @@ var (
 	// dead executor's task checks its liveness record, and a schedule's
 	// firing checks the schedule's cursor as it creates the job.
 	tableActions = []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
-	// Materializing a stage writes its tasks and its completion counters
-	// as PartiQL INSERTs (a put that fails when the item exists, at 1 write
-	// unit; dynamo.PutTasks, Store.ShardPut), which IAM authorizes as
-	// PartiQLInsert, not PutItem.
-	materializeActions = []string{"dynamodb:PartiQLInsert"}
+	// Materializing a stage writes its tasks and its completion counters,
+	// and a claim the first record of an unwritten task, as PartiQL
+	// INSERTs (a put that fails when the item exists, at 1 write unit;
+	// dynamo.PutTasks, Store.ShardPut, the batched first claims of
+	// dynamo/firstclaim.go), which IAM authorizes as PartiQLInsert, not
+	// PutItem.
+	insertActions = []string{"dynamodb:PartiQLInsert"}
 	// Stage progress and job status sum a stage's counter shards with
 	// batch reads; the claim function never does.
 	batchReadActions = []string{"dynamodb:BatchGetItem"}
@@ -406,10 +408,11 @@ type grantSet struct {
 	// events publishes events on the bus and deletes their outbox
 	// records (events.go).
 	events bool
-	// materialize writes a stage's tasks (starting a stage: the api, a
-	// commit that unblocks one, the sweep, an executor committing in
-	// process).
-	materialize bool
+	// insert writes items with PartiQL INSERTs: a stage's tasks
+	// (starting a stage: the api, a commit that unblocks one, the sweep,
+	// an executor committing in process) and the first claims of
+	// unwritten tasks (the claim function, an executor).
+	insert bool
 }
 
 // jobKeys is the job area (shared/blob/keys.go), the only place any role
@@ -447,11 +450,11 @@ const outputKeys = "outputs/*"
 var publishMarkers = []string{blob.OutputsArea + "*/" + blob.ClaimName, blob.OutputsArea + "*/" + blob.SuccessName}
 
 var permissions = map[string]grantSet{
-	FnAPI:      {table: true, materialize: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true, timer: true},
-	FnClaim:    {table: true, list: true, tag: true, events: true},
-	FnCommit:   {table: true, materialize: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
-	FnSweep:    {table: true, materialize: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
-	FnExecutor: {table: true, materialize: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
+	FnAPI:      {table: true, insert: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true, timer: true},
+	FnClaim:    {table: true, insert: true, list: true, tag: true, events: true},
+	FnCommit:   {table: true, insert: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
+	FnSweep:    {table: true, insert: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
+	FnExecutor: {table: true, insert: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -805,8 +808,8 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 		if g.batchRead {
 			actions = append(actions, batchReadActions...)
 		}
-		if g.materialize {
-			actions = append(actions, materializeActions...)
+		if g.insert {
+			actions = append(actions, insertActions...)
 		}
 		if g.delete || g.events { // a publisher deletes what it published (events.go)
 			actions = append(actions, deleteActions...)

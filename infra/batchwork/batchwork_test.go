@@ -283,7 +283,7 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	s := remoteStack(t) // every function
 	want := map[string][]string{
 		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, insertTasks, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
-		batchwork.FnClaim:    sorted(logsWrite, tableRW, deleteItem, listBucket, tagObjects, putEvents),
+		batchwork.FnClaim:    sorted(logsWrite, tableRW, insertTasks, deleteItem, listBucket, tagObjects, putEvents),
 		batchwork.FnCommit:   sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions, scanIndex)),
 		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
@@ -349,7 +349,7 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 	}{
 		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
 			outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents, "timer": sendReady}, ready(sendReady))},
-		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
+		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, insertTasks, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
 		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query", "dynamodb:Scan"},

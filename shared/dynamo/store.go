@@ -51,6 +51,9 @@ type Store struct {
 	// done holds the markers of COMPLETED stages that DueList or DueScan
 	// found, for DueRemoveDone (readydonebatch.go).
 	done doneMarkers
+	// firstClaims and commits batch the first claims of unwritten tasks
+	// (firstclaim.go) and the plain commits (commitbatch.go).
+	firstClaims, commits stmtGroups
 }
 
 // New returns a store over table.

@@ -226,6 +226,17 @@ type ClaimParams struct {
 // or sm.ErrInvalidTransition for an expired claim with no attempts left
 // (the caller exhausts it).
 func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (domain.Task, error) {
+	if p.MaxAttempts > 0 && !s.noPartiQL.Load() {
+		// A task that may be unwritten: its first claim goes in a batch
+		// of inserts (firstclaim.go). Any other outcome is the
+		// UpdateItem's below to decide, with the same token.
+		item := firstClaimItem(p)
+		err := s.firstClaims.write(ctx, s, p.Ref.Job, itemKey(item), InsertStatement(s.table, item))
+		if err == nil {
+			return decodeTask(p.Ref, item), nil
+		}
+		s.noteBatchFailed(err)
+	}
 	c := newCond()
 	claim := transition(c, sm.Tasks.Transition(sm.TaskClaim))
 	reclaim := transition(c, sm.Tasks.Transition(sm.TaskReclaim))
@@ -451,6 +462,18 @@ func (s *Store) TaskCommit(ctx context.Context, p CommitParams) (shardDone bool,
 	}
 	if p.BadRecords > 0 || p.Watched {
 		return s.commitGuarded(ctx, p)
+	}
+	if stmt, ok := s.commitStatement(p); ok && !s.noPartiQL.Load() {
+		// In a batch with the process's other commits of the job
+		// (commitbatch.go); any other outcome is the UpdateItem's below.
+		err := s.commits.write(ctx, s, p.Ref.Job, taskPK(p.Ref)+"\x00"+taskSK(p.Ref.Partition), stmt)
+		if err == nil {
+			if p.DeferCount {
+				return false, nil
+			}
+			return s.countCommit(ctx, p)
+		}
+		s.noteBatchFailed(err)
 	}
 	c := newCond()
 	expr, upd := commitUpdate(c, p)

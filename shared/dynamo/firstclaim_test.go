@@ -1,0 +1,162 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// gatedBatches answers BatchExecuteStatement once a test lets each
+// request through, with a scripted error code per statement (by its sk),
+// and records each request's sks.
+type gatedBatches struct {
+	API
+	gate  chan struct{}
+	codes map[string]types.BatchStatementErrorCodeEnum
+	fail  error
+
+	mu    sync.Mutex
+	sent  [][]string
+	calls int
+}
+
+func (f *gatedBatches) BatchExecuteStatement(_ context.Context, in *dynamodb.BatchExecuteStatementInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchExecuteStatementOutput, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	<-f.gate
+	var sks []string
+	out := &dynamodb.BatchExecuteStatementOutput{}
+	for _, st := range in.Statements {
+		sk := skParam(st)
+		sks = append(sks, sk)
+		var r types.BatchStatementResponse
+		if c := f.codes[sk]; c != "" {
+			r.Error = &types.BatchStatementError{Code: c, Message: aws.String("scripted")}
+		}
+		out.Responses = append(out.Responses, r)
+	}
+	f.mu.Lock()
+	f.sent = append(f.sent, sks)
+	f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	return out, nil
+}
+
+func (f *gatedBatches) started() int { f.mu.Lock(); defer f.mu.Unlock(); return f.calls }
+
+// Inserts made while batchSenders batches are in flight go together in
+// the next one, sent by the first of them once a batch before is
+// answered; a record twice in one batch goes once (the other insert is
+// told so at once); a statement's error, or the request's, is its
+// insert's.
+func TestInsertGroup(t *testing.T) {
+	t.Parallel()
+	item := func(sk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{attrPK: sv("P"), attrSK: sv(sk)}
+	}
+	inFlight := make([]string, batchSenders) // sent at once, each alone
+	var alone [][]string
+	for i := range inFlight {
+		inFlight[i] = fmt.Sprintf("a%d", i)
+		alone = append(alone, []string{inFlight[i]})
+	}
+	cases := []struct {
+		name   string
+		queued []string // inserted while the first batches are in flight
+		codes  map[string]types.BatchStatementErrorCodeEnum
+		fail   error
+		next   []string         // the batch after those
+		errs   map[string]error // by name; nil: written
+	}{
+		{name: "a sender for each while there are few"},
+		{name: "the waiting go together", queued: []string{"b", "c", "d"}, next: []string{"b", "c", "d"}},
+		{name: "a record twice", queued: []string{"b", "b", "c"}, next: []string{"b", "c"}, errs: map[string]error{"b#2": errSameKeyInBatch}},
+		{name: "a statement's error", queued: []string{"b"}, codes: map[string]types.BatchStatementErrorCodeEnum{"b": types.BatchStatementErrorCodeEnumDuplicateItem},
+			next: []string{"b"}, errs: map[string]error{"b": errors.New("DuplicateItem")}},
+		{name: "the request's error", fail: errors.New("boom"),
+			errs: map[string]error{"a0": errBatchFailed, "a1": errBatchFailed, "a2": errBatchFailed, "a3": errBatchFailed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := &gatedBatches{gate: make(chan struct{}), codes: tc.codes, fail: tc.fail}
+			s := New(db, "T")
+			got := map[string]error{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			insert := func(name, sk string) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					it := item(sk)
+					err := s.firstClaims.write(context.Background(), s, "j", itemKey(it), InsertStatement(s.table, it))
+					mu.Lock()
+					got[name] = err
+					mu.Unlock()
+				}()
+			}
+			for _, sk := range inFlight {
+				insert(sk, sk)
+			}
+			for db.started() < batchSenders { // every sender's batch is in flight
+				runtime.Gosched()
+			}
+			seen := map[string]int{}
+			for i, sk := range tc.queued {
+				seen[sk]++
+				name := sk
+				if seen[sk] > 1 {
+					name = fmt.Sprintf("%s#%d", sk, seen[sk])
+				}
+				insert(name, sk)
+				for pending(s) < i+1 { // it waits behind them
+					runtime.Gosched()
+				}
+			}
+			close(db.gate)
+			wg.Wait()
+			want := alone
+			if tc.next != nil {
+				want = append(slices.Clone(alone), tc.next)
+			}
+			sent := slices.Clone(db.sent)
+			slices.SortFunc(sent, func(x, y []string) int { return strings.Compare(x[0], y[0]) })
+			if fmt.Sprint(sent) != fmt.Sprint(want) {
+				t.Errorf("batches %v, want %v", sent, want)
+			}
+			if len(got) != len(inFlight)+len(tc.queued) {
+				t.Errorf("%d inserts answered, want %d", len(got), len(inFlight)+len(tc.queued))
+			}
+			for name, err := range got {
+				want := tc.errs[name]
+				switch {
+				case want == nil && err != nil:
+					t.Errorf("insert %s: %v, want written", name, err)
+				case want != nil && (err == nil || !errors.Is(err, want) && !strings.Contains(err.Error(), want.Error())):
+					t.Errorf("insert %s: %v, want %v", name, err, want)
+				}
+			}
+		})
+	}
+}
+
+func pending(s *Store) int {
+	s.firstClaims.mu.Lock()
+	g := s.firstClaims.m["j"]
+	s.firstClaims.mu.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
