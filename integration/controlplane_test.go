@@ -402,7 +402,8 @@ type dropFirstCommitResponse struct {
 
 func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, error) {
 	target := r.Header.Get("X-Amz-Target")
-	if !strings.HasSuffix(target, "UpdateItem") || d.dropped.Load() {
+	batch := strings.HasSuffix(target, "BatchExecuteStatement")
+	if !strings.HasSuffix(target, "UpdateItem") && !batch || d.dropped.Load() {
 		return d.next.RoundTrip(r)
 	}
 	var body []byte
@@ -413,8 +414,10 @@ func (d *dropFirstCommitResponse) RoundTrip(r *http.Request) (*http.Response, er
 		r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	// The commit's guarded write of the task (the fence), not its count.
-	if !bytes.Contains(body, []byte(`catt = :att`)) {
+	// The commit's guarded write of the task (the fence), not its count:
+	// its UpdateItem, or the batched UPDATE that goes first
+	// (dynamo/commitbatch.go).
+	if !bytes.Contains(body, []byte(`catt = :att`)) && !(batch && bytes.Contains(body, []byte(`SET \"catt\" = ?`))) {
 		return d.next.RoundTrip(r)
 	}
 	resp, err := d.next.RoundTrip(r)

@@ -92,13 +92,21 @@ func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
 	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
 	ctx := context.Background()
 	_, store, inj := hookedStores(e)
+	// The commit's write of its task: its UpdateItem, or the batched
+	// UPDATE (dynamo/commitbatch.go) that goes first.
 	taskWrite := func(op string, in any) bool {
-		u, ok := in.(*dynamodb.UpdateItemInput)
-		if !ok || op != "UpdateItem" {
-			return false
+		switch in := in.(type) {
+		case *dynamodb.UpdateItemInput:
+			pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
+			return op == "UpdateItem" && pk != nil && strings.HasPrefix(pk.Value, "TASK#")
+		case *dynamodb.BatchExecuteStatementInput:
+			for _, st := range in.Statements {
+				if strings.HasPrefix(aws.ToString(st.Statement), "UPDATE ") {
+					return true
+				}
+			}
 		}
-		pk, _ := u.Key["pk"].(*types.AttributeValueMemberS)
-		return pk != nil && strings.HasPrefix(pk.Value, "TASK#")
+		return false
 	}
 	for i, tc := range []struct {
 		name  string
@@ -116,7 +124,7 @@ func TestCommitCountedOnceAcrossLostAnswers(t *testing.T) {
 			for p := range n {
 				ref := domain.TaskRef{Job: job, Partition: p}
 				if p == 1 {
-					inj.Once(faults.Rule{Service: "DynamoDB", Operation: "UpdateItem", Kind: faults.Lost, Match: tc.match})
+					inj.Once(faults.Rule{Service: "DynamoDB", Kind: faults.Lost, Match: tc.match})
 				}
 				p := dynamo.CommitParams{HolderParams: dynamo.HolderParams{Ref: ref, Token: "tok", Now: now}, Attempt: 1, Shards: 1, RecordsIn: 10}
 				done, err := store.TaskCommit(ctx, p)

@@ -331,6 +331,10 @@ var (
 	// dynamo/firstclaim.go), which IAM authorizes as PartiQLInsert, not
 	// PutItem.
 	insertActions = []string{"dynamodb:PartiQLInsert"}
+	// A commit is a PartiQL UPDATE, batched with the process's other
+	// commits (dynamo/commitbatch.go), which IAM authorizes as
+	// PartiQLUpdate, not UpdateItem.
+	commitActions = []string{"dynamodb:PartiQLUpdate"}
 	// Stage progress and job status sum a stage's counter shards with
 	// batch reads; the claim function never does.
 	batchReadActions = []string{"dynamodb:BatchGetItem"}
@@ -413,6 +417,8 @@ type grantSet struct {
 	// an executor committing in process) and the first claims of
 	// unwritten tasks (the claim function, an executor).
 	insert bool
+	// commit commits tasks (the commit function, an executor).
+	commit bool
 }
 
 // jobKeys is the job area (shared/blob/keys.go), the only place any role
@@ -452,9 +458,9 @@ var publishMarkers = []string{blob.OutputsArea + "*/" + blob.ClaimName, blob.Out
 var permissions = map[string]grantSet{
 	FnAPI:      {table: true, insert: true, batchRead: true, delete: true, read: true, write: true, list: true, listInputs: true, send: true, deleteObjects: true, publish: true, events: true, timer: true},
 	FnClaim:    {table: true, insert: true, list: true, tag: true, events: true},
-	FnCommit:   {table: true, insert: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
+	FnCommit:   {table: true, insert: true, commit: true, batchRead: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, publish: true, events: true},
 	FnSweep:    {table: true, insert: true, batchRead: true, delete: true, index: true, read: true, write: true, list: true, listInputs: true, tag: true, send: true, drain: true, timer: true, publish: true, events: true},
-	FnExecutor: {table: true, insert: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
+	FnExecutor: {table: true, insert: true, commit: true, batchRead: true, read: true, write: true, list: true, listInputs: true, readInputs: true, tag: true, send: true, visibility: true, publish: true, abort: true, invoke: true, events: true},
 }
 
 // NewBatchwork adds an installation to scope.
@@ -810,6 +816,9 @@ func (b *Batchwork) grant(to awsiam.IGrantable, g grantSet) {
 		}
 		if g.insert {
 			actions = append(actions, insertActions...)
+		}
+		if g.commit {
+			actions = append(actions, commitActions...)
 		}
 		if g.delete || g.events { // a publisher deletes what it published (events.go)
 			actions = append(actions, deleteActions...)

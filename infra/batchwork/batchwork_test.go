@@ -255,6 +255,7 @@ var (
 	deleteItem = []string{"dynamodb:DeleteItem"} // schedules deleted, schedule index entries moved
 	// Starting a stage writes its tasks as PartiQL INSERTs.
 	insertTasks = []string{"dynamodb:PartiQLInsert"}
+	commitTasks = []string{"dynamodb:PartiQLUpdate"}
 	objectsRW   = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
 	sendReady   = []string{"sqs:SendMessage"}
 	drainDLQ    = []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"}
@@ -284,9 +285,9 @@ func TestEachFunctionGetsExactlyItsActions(t *testing.T) {
 	want := map[string][]string{
 		batchwork.FnAPI:      sorted(logsWrite, batchwork.LogReadActions, tableRW, insertTasks, batchRead, deleteItem, objectsRW, deleteObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnClaim:    sorted(logsWrite, tableRW, insertTasks, deleteItem, listBucket, tagObjects, putEvents),
-		batchwork.FnCommit:   sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
+		batchwork.FnCommit:   sorted(logsWrite, tableRW, insertTasks, commitTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, putEvents, pinVersions),
 		batchwork.FnSweep:    dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, drainDLQ, eventSource, putEvents, pinVersions, scanIndex)),
-		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
+		batchwork.FnExecutor: dedupe(sorted(logsWrite, tableRW, insertTasks, commitTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, eventSource, abortUploads, putEvents, pinVersions, readVersions)),
 	}
 	ids := s.functionIDs(t)
 	roles := map[string]bool{}
@@ -350,12 +351,12 @@ func TestEachFunctionGetsItsActionsOnEachResource(t *testing.T) {
 		{batchwork.FnAPI, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, deleteObjects),
 			outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents, "timer": sendReady}, ready(sendReady))},
 		{batchwork.FnClaim, map[string][]string{"table": sorted(tableRWOnTable, insertTasks, deleteItem), "bucket": listBucket, jobs: tagObjects, "bus": putEvents}},
-		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
+		{batchwork.FnCommit, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, commitTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject, "bus": putEvents}, ready(sendReady))},
 		{batchwork.FnSweep, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "table/index/due": {"dynamodb:Query", "dynamodb:Scan"},
 			"bucket": planBucket, jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects), outputs: putObject, claims: getObject, successes: getObject,
 			"dlq": drainDLQ, "timer": dedupe(sorted(sendReady, eventSource)), "bus": putEvents}, ready(sendReady))},
-		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, batchRead, deleteItem), "bucket": planBucket,
+		{batchwork.FnExecutor, merge(map[string][]string{"table": sorted(tableRWOnTable, insertTasks, commitTasks, batchRead, deleteItem), "bucket": planBucket,
 			jobs: sorted(getObject, []string{"s3:PutObject"}, tagObjects, abortUploads), inputs: sorted(getObject, readVersions), outputs: publish, "bus": putEvents}, ready(sendReady, setVisible, eventSource))},
 	}
 	ids := s.functionIDs(t)

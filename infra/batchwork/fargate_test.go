@@ -37,7 +37,7 @@ func TestFargateExecutor(t *testing.T) {
 	// protection (the ECS agent endpoint calls ECS with the task role).
 	td := s.b.Construct.Node().FindChild(jsii.String("FargateExecutor")).Node().FindChild(jsii.String("QueueProcessingTaskDef"))
 	role := *s.stack.GetLogicalId(td.Node().FindChild(jsii.String("TaskRole")).Node().DefaultChild().(awscdk.CfnElement))
-	want := dedupe(sorted(tableRW, insertTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, abortUploads, []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"},
+	want := dedupe(sorted(tableRW, insertTasks, commitTasks, batchRead, deleteItem, objectsRW, tagObjects, sendReady, setVisible, abortUploads, []string{"sqs:DeleteMessage", "sqs:ReceiveMessage"},
 		[]string{"ecs:UpdateTaskProtection"}, putEvents, pinVersions, readVersions))
 	if diff := cmp.Diff(want, s.actionsOf(t, role)); diff != "" {
 		t.Errorf("Fargate task role actions (-want +got):\n%s", diff)
