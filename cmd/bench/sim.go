@@ -44,7 +44,7 @@ func profileOf(snap loadmodel.Snapshot, tasks int) sim.Profile {
 	t := float64(tasks)
 	_, reads := dynamoSplit(snap, tasks)
 	p := sim.Profile{
-		DynamoRequests: per(tot.Requests["DynamoDB"], tasks), DynamoReads: reads, WRU: tot.WCU / t, RRU: tot.RCU / t,
+		DynamoRequests: per(tot.Ops["DynamoDB"], tasks), DynamoReads: reads, WRU: tot.WCU / t, RRU: tot.RCU / t,
 		SQSRequests: per(tot.Requests["SQS"], tasks), SQSBilled: per(tot.Chunks, tasks),
 		S3Puts: per(tot.S3[listprices.S3Tier1], tasks), S3Gets: per(tot.S3[listprices.S3Tier2], tasks),
 	}
@@ -227,12 +227,13 @@ func simAWSMeasured(rate float64) {
 	simAWS(rate, *measuredProfile, "this run's last job's profile")
 }
 
-// dynamoSplit is the job's DynamoDB requests a task, writes and reads
+// dynamoSplit is the job's DynamoDB operations a task (requests, a
+// batch's statements each: loadmodel.OpStat.Ops), writes and reads
 // (GetItem, BatchGetItem, Query, Scan), which the probes price apart.
 func dynamoSplit(snap loadmodel.Snapshot, tasks int) (writes, reads float64) {
-	all := per(snap.Totals().Requests["DynamoDB"], tasks)
+	all := per(snap.Totals().Ops["DynamoDB"], tasks)
 	for _, op := range []string{"GetItem", "BatchGetItem", "Query", "Scan"} {
-		reads += per(snap.Ops["DynamoDB."+op].Requests, tasks)
+		reads += per(snap.Ops["DynamoDB."+op].Ops, tasks)
 	}
 	return all - reads, reads
 }

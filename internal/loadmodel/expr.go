@@ -121,3 +121,46 @@ func ParseInsert(stmt string, params []types.AttributeValue) (table string, item
 	}
 	return m[1], item, true
 }
+
+// updateStmtRE matches a PartiQL UPDATE of one item whose values are all
+// parameters: UPDATE "t" SET "a" = ? SET "b" = ? REMOVE "c" WHERE "pk" = ? AND "sk" = ? AND (...).
+var updateStmtRE = regexp.MustCompile(`(?is)^\s*UPDATE\s+"?([^"\s]+)"?\s+(.*?)\s+WHERE\s+(.*)$`)
+
+var (
+	stmtSetWordRE = regexp.MustCompile(`(?i)\bSET\b`)
+	stmtSetRE     = regexp.MustCompile(`(?i)\bSET\s+"([^"]+)"\s*=\s*\?`)
+	stmtRemoveRE  = regexp.MustCompile(`(?i)\bREMOVE\s+"([^"]+)"`)
+	stmtEqualRE   = regexp.MustCompile(`^"([^"]+)"\s*=\s*\?(\s+AND\s+|\s*$)`)
+)
+
+// ParseUpdateStatement reads a PartiQL UPDATE as the store writes it: the
+// table, the attributes it sets with their values, those it removes, and
+// the equalities its WHERE starts with (the item's key among them, which
+// the caller picks by the table's key names). ok is false for any other
+// statement, or one whose parameters do not line up with it.
+func ParseUpdateStatement(stmt string, params []types.AttributeValue) (table string, set, where map[string]types.AttributeValue, removed []string, ok bool) {
+	m := updateStmtRE.FindStringSubmatch(stmt)
+	if m == nil {
+		return "", nil, nil, nil, false
+	}
+	sets := stmtSetRE.FindAllStringSubmatch(m[2], -1)
+	if strings.Count(m[2], "?") != len(sets) || len(stmtSetWordRE.FindAllString(m[2], -1)) != len(sets) || len(params) < len(sets) {
+		return m[1], nil, nil, nil, false
+	}
+	set = make(map[string]types.AttributeValue, len(sets))
+	for i, s := range sets {
+		set[s[1]] = params[i]
+	}
+	for _, r := range stmtRemoveRE.FindAllStringSubmatch(m[2], -1) {
+		removed = append(removed, r[1])
+	}
+	where, rest, i := map[string]types.AttributeValue{}, m[3], len(sets)
+	for e := stmtEqualRE.FindStringSubmatchIndex(rest); e != nil && i < len(params); e = stmtEqualRE.FindStringSubmatchIndex(rest) {
+		where[rest[e[2]:e[3]]] = params[i]
+		rest, i = rest[e[1]:], i+1
+	}
+	if e := stmtEqualRE.FindStringSubmatchIndex(rest); e != nil {
+		return m[1], nil, nil, nil, false // more equalities than parameters
+	}
+	return m[1], set, where, removed, true
+}

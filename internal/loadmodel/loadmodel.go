@@ -67,7 +67,11 @@ type KeyStat struct {
 // OpStat is what one operation ("DynamoDB.UpdateItem") cost.
 type OpStat struct {
 	Requests int
-	Errors   int
+	// Ops is the operations the requests carried: one a request, but
+	// each of a DynamoDB BatchExecuteStatement's statements, which
+	// DynamoDB serves (and an emulator spends its CPU on) one by one.
+	Ops    int
+	Errors int
 	// RCU and WCU are the DynamoDB capacity billed (table and indexes).
 	RCU, WCU float64
 	// Chunks is SQS's billed requests: one per started 64 KB of payload.
@@ -257,6 +261,11 @@ func (r *Recorder) record(service, op string, in, out any, err error) (sentQueue
 		r.ops[name] = st
 	}
 	st.Requests++
+	if b, ok := in.(*dynamodb.BatchExecuteStatementInput); ok {
+		st.Ops += len(b.Statements)
+	} else {
+		st.Ops++
+	}
 	if err != nil {
 		st.Errors++
 	}
@@ -521,6 +530,27 @@ func (r *Recorder) updateAccess(table string, key map[string]types.AttributeValu
 	return a
 }
 
+// statementUpdateAccess is a PartiQL UPDATE of one item (ParseUpdateStatement).
+func (r *Recorder) statementUpdateAccess(table string, key, set map[string]types.AttributeValue, removed []string) access {
+	a := r.itemAccess(table, key)
+	a.write = true
+	if a.size == 0 {
+		a.size = ItemSize(key)
+		for attr, v := range set {
+			a.size += len(attr) + valueSize(v)
+		}
+	}
+	for _, ix := range r.indexes[table] {
+		if v, ok := set[ix.attr]; ok {
+			a.newGSI = append(a.newGSI, gsiKey{ix.name, attrString(v)})
+		}
+		if slices.Contains(removed, ix.attr) {
+			a.removed = append(a.removed, ix.name)
+		}
+	}
+	return a
+}
+
 func (r *Recorder) deleteAccess(table string, key map[string]types.AttributeValue) access {
 	a := r.itemAccess(table, key)
 	a.write, a.deleted = true, true
@@ -617,10 +647,25 @@ func (r *Recorder) accesses(buf []access, in, out any) (as []access, read bool) 
 		}
 		return as, false
 	case *dynamodb.BatchExecuteStatementInput:
-		// Writes only (the store's INSERTs); each is a conditional put,
-		// billed by its item's size whether or not it finds the item.
+		// Writes only (the store's INSERTs and UPDATEs); each is a
+		// conditional write, billed by its item's size whether or not its
+		// condition holds.
 		for _, st := range v.Statements {
-			table, item, ok := ParseInsert(aws.ToString(st.Statement), st.Parameters)
+			stmt := aws.ToString(st.Statement)
+			if table, set, where, removed, ok := ParseUpdateStatement(stmt, st.Parameters); ok {
+				t := r.table(table)
+				if pk, sk := where[t.PK], where[t.SK]; pk != nil && (sk != nil || t.SK == "") {
+					key := map[string]types.AttributeValue{t.PK: pk}
+					if sk != nil {
+						key[t.SK] = sk
+					}
+					a := r.statementUpdateAccess(table, key, set, removed)
+					a.floor = true
+					as = append(as, a)
+					continue
+				}
+			}
+			table, item, ok := ParseInsert(stmt, st.Parameters)
 			if !ok {
 				as = append(as, access{table: table, pk: "(partiql)", write: true, floor: true, units: 1})
 				continue
@@ -845,6 +890,9 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 			rcu += a.units
 		}
 	}
+	if len(rep) == 0 && floor && !tx {
+		wcu += r.statementIndexUnits(as, &seen)
+	}
 	// Index units: each index's writes go to the partitions of the items'
 	// index keys (new or old); with no key known, to "(unknown)".
 	for ti := range rep {
@@ -890,6 +938,38 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 		r.remember(as)
 	}
 	return rcu, wcu
+}
+
+// statementIndexUnits charges the index entries a request's PartiQL
+// writes put, move or remove, which DynamoDB Local does not report for a
+// BatchExecuteStatement and AWS bills as it does an UpdateItem's: an
+// entry put or removed one write, an entry moved (its key changed) a
+// delete at its old key and a put at its new one. Whether an item had an
+// entry is what the recorder last saw of it.
+func (r *Recorder) statementIndexUnits(as []access, seen *keySet) (wcu float64) {
+	for _, a := range as {
+		if !a.write || a.id == "" {
+			continue
+		}
+		for _, ix := range r.indexes[a.table] {
+			old, had := r.gsi[a.id][ix.name]
+			nk, sets := a.newGSI.get(ix.name)
+			var keys []string
+			switch {
+			case sets && had && old != nk:
+				keys = []string{old, nk}
+			case sets && !had:
+				keys = []string{nk}
+			case had && (a.deleted || slices.Contains(a.removed, ix.name)):
+				keys = []string{old}
+			}
+			for _, k := range keys {
+				r.touch(Key{"DynamoDB", resource(a.table, ix.name), k}, 0, 1, 0, 1, seen)
+				wcu++
+			}
+		}
+	}
+	return wcu
 }
 
 // indexEstimate is the write units a transaction's writes cost on index
@@ -991,6 +1071,8 @@ func (s Snapshot) Hottest(service string, n int, by func(KeyStat) float64) []Key
 // SQS its billed chunks.
 type Totals struct {
 	Requests map[string]int
+	// Ops is each service's operations (OpStat.Ops).
+	Ops      map[string]int
 	RCU, WCU float64
 	S3       [3]int
 	Chunks   int
@@ -998,10 +1080,11 @@ type Totals struct {
 
 // Totals sums the snapshot.
 func (s Snapshot) Totals() Totals {
-	t := Totals{Requests: map[string]int{}}
+	t := Totals{Requests: map[string]int{}, Ops: map[string]int{}}
 	for name, op := range s.Ops {
 		service, opName, _ := strings.Cut(name, ".")
 		t.Requests[service] += op.Requests
+		t.Ops[service] += op.Ops
 		t.RCU += op.RCU
 		t.WCU += op.WCU
 		switch service {

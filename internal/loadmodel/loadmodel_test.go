@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -471,6 +472,84 @@ func TestKeySet(t *testing.T) {
 			for i, a := range tc.adds {
 				if got := s.add(k(a)); got != tc.want[i] {
 					t.Fatalf("add #%d (K%d): %v, want %v", i, a, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// PartiQL UPDATEs (the store's batched commits) are updates: each lands
+// on its own item's partition, and an index key it sets on the index's;
+// the request counts once, its statements each as an operation.
+func TestPartiQLUpdatesLandOnTheirItems(t *testing.T) {
+	t.Parallel()
+	var r Recorder
+	r.SetTable("tbl", Table{PK: "pk", SK: "sk", Indexes: map[string]string{"due": "gpk"}})
+	var stmts []types.BatchStatementRequest
+	for i := range 3 {
+		stmts = append(stmts, types.BatchStatementRequest{
+			Statement: aws.String(`UPDATE "tbl" SET "st" = ? SET "gpk" = ? REMOVE "lease" WHERE "pk" = ? AND "sk" = ? AND ("st" = ? AND "tok" IN [?, ?])`),
+			Parameters: []types.AttributeValue{s("SUCCEEDED"), s(fmt.Sprint("DUE#", i)), s(fmt.Sprint("TASK#", i)), s("0"),
+				s("CLAIMED"), s("t1"), s("t2")},
+		})
+	}
+	r.Record("DynamoDB", "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: stmts},
+		&dynamodb.BatchExecuteStatementOutput{}, nil)
+	snap := r.Snapshot()
+	ks := keyStats(snap, "DynamoDB")
+	for i := range 3 {
+		for _, k := range []string{fmt.Sprint("tbl TASK#", i), fmt.Sprint("tbl/due DUE#", i)} {
+			if ks[k].Writes != 1 || ks[k].WCU < 1 {
+				t.Errorf("%s: %+v, want one write of at least 1 WCU", k, ks[k])
+			}
+		}
+	}
+	if len(ks) != 6 {
+		t.Errorf("keys %v, want the three items' and their index entries'", ks)
+	}
+	if tot := snap.Totals(); tot.Requests["DynamoDB"] != 1 || tot.Ops["DynamoDB"] != 3 {
+		t.Errorf("%d requests, %d operations; want 1 and 3", tot.Requests["DynamoDB"], tot.Ops["DynamoDB"])
+	}
+}
+
+func TestParseUpdateStatement(t *testing.T) {
+	t.Parallel()
+	params := []types.AttributeValue{s("v1"), s("v2"), s("P"), s("S"), s("c")}
+	cases := []struct {
+		name, stmt string
+		ok         bool
+		set        []string
+		removed    []string
+		where      []string // the WHERE's leading equalities, bound to params after the set's
+	}{
+		{"the store's", `UPDATE "tbl" SET "a" = ? SET "b" = ? REMOVE "x" REMOVE "y" WHERE "pk" = ? AND "sk" = ? AND ("st" = ?)`, true, []string{"a", "b"}, []string{"x", "y"}, []string{"pk", "sk"}},
+		{"no remove, no condition", `UPDATE "tbl" SET "a" = ? SET "b" = ? WHERE "pk" = ? AND "sk" = ?`, true, []string{"a", "b"}, nil, []string{"pk", "sk"}},
+		{"three equalities", `UPDATE "tbl" SET "a" = ? SET "b" = ? WHERE "st" = ? AND "pk" = ? AND "sk" = ?`, true, []string{"a", "b"}, nil, []string{"st", "pk", "sk"}},
+		{"a literal set", `UPDATE "tbl" SET "a" = 'k' SET "b" = ? WHERE "pk" = ? AND "sk" = ?`, false, nil, nil, nil},
+		{"an expression set", `UPDATE "tbl" SET "a" = ? + ? WHERE "pk" = ? AND "sk" = ?`, false, nil, nil, nil},
+		{"too few parameters", `UPDATE "tbl" SET "a" = ? SET "b" = ? SET "c" = ? SET "d" = ? WHERE "pk" = ? AND "sk" = ?`, false, nil, nil, nil},
+		{"an insert", `INSERT INTO "tbl" VALUE {'pk': ?, 'sk': ?}`, false, nil, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			table, set, where, removed, ok := ParseUpdateStatement(c.stmt, params)
+			if ok != c.ok {
+				t.Fatalf("ok %v, want %v (table %q, where %v)", ok, c.ok, table, where)
+			}
+			if !ok {
+				return
+			}
+			if table != "tbl" || len(set) != len(c.set) || len(where) != len(c.where) || !slices.Equal(removed, c.removed) {
+				t.Fatalf("table %q, set %v, where %v, removed %v; want tbl, %v, %v, %v", table, set, where, removed, c.set, c.where, c.removed)
+			}
+			for i, a := range append(slices.Clone(c.set), c.where...) {
+				got := set[a]
+				if i >= len(c.set) {
+					got = where[a]
+				}
+				if attrString(got) != attrString(params[i]) {
+					t.Errorf("%s = %v, want %v", a, got, params[i])
 				}
 			}
 		})

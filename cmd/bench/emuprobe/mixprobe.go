@@ -163,7 +163,9 @@ func probeMix(ctx context.Context, cfg aws.Config, runnerTable string, workers [
 		_ = q.DeleteBatch(ctx, url, receipts)
 		return done
 	}
-	dynamoRequests := func() int { return g.rec.Snapshot().Totals().Requests["DynamoDB"] }
+	// DynamoDB's work is counted in operations: a batch's statements each
+	// (loadmodel.OpStat.Ops), which is what DynamoDB Local spends its CPU on.
+	dynamoRequests := func() int { return g.rec.Snapshot().Totals().Ops["DynamoDB"] }
 	// Warm the queue's connections and moto; DynamoDB Local's JVM is warm
 	// from the store probe before it.
 	_, _ = loop(probeWarm, max(workers[0], 1), round)

@@ -118,7 +118,7 @@ func probeStore(ctx context.Context, cfg aws.Config, runnerTable string, clients
 		}
 		return 1
 	}
-	requests := func() int { return rec.Snapshot().Totals().Requests["DynamoDB"] }
+	requests := func() int { return rec.Snapshot().Totals().Ops["DynamoDB"] } // a batch's statements each: loadmodel.OpStat.Ops
 	if _, done := warmed.LoadOrStore(aws.ToString(sdk.Options().BaseEndpoint), true); !done {
 		warmFresh(one)
 	}
