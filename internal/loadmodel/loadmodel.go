@@ -427,8 +427,11 @@ type access struct {
 	// floor: billed no less than AWS's rules for its item (a PartiQL
 	// statement, whose capacity DynamoDB Local need not report).
 	floor bool
-	size  int
-	units float64
+	// refused: a batch's statement that changed nothing (its answer's
+	// error): billed, but no index entry written, and not remembered.
+	refused bool
+	size    int
+	units   float64
 	// newGSI holds, for each index whose partition key this write sets,
 	// the new value; removed lists those it removes; deleted, that the
 	// item is gone.
@@ -673,6 +676,15 @@ func (r *Recorder) accesses(buf []access, in, out any) (as []access, read bool) 
 			a := r.putAccess(table, item)
 			a.floor = true
 			as = append(as, a)
+		}
+		// A refused statement (a DuplicateItem INSERT, a condition that
+		// did not hold) is billed its write but changed nothing.
+		if o, ok := out.(*dynamodb.BatchExecuteStatementOutput); ok && o != nil {
+			for i, resp := range o.Responses {
+				if i < len(as) && resp.Error != nil {
+					as[i].refused = true
+				}
+			}
 		}
 		return as, false
 	case *dynamodb.TransactWriteItemsInput:
@@ -948,7 +960,7 @@ func (r *Recorder) dynamo(in, out any, err error) (rcu, wcu float64) {
 // entry is what the recorder last saw of it.
 func (r *Recorder) statementIndexUnits(as []access, seen *keySet) (wcu float64) {
 	for _, a := range as {
-		if !a.write || a.id == "" {
+		if !a.write || a.id == "" || a.refused {
 			continue
 		}
 		for _, ix := range r.indexes[a.table] {
@@ -1003,7 +1015,7 @@ func (r *Recorder) remember(as []access) {
 		r.sizes, r.gsi = map[string]int{}, map[string]map[string]string{}
 	}
 	for _, a := range as {
-		if a.id == "" || a.check {
+		if a.id == "" || a.check || a.refused {
 			continue
 		}
 		if a.deleted {

@@ -479,8 +479,9 @@ func TestKeySet(t *testing.T) {
 }
 
 // PartiQL UPDATEs (the store's batched commits) are updates: each lands
-// on its own item's partition, and an index key it sets on the index's;
-// the request counts once, its statements each as an operation.
+// on its own item's partition, and an index key it sets on the index's,
+// unless refused; the request counts once, its statements each as an
+// operation.
 func TestPartiQLUpdatesLandOnTheirItems(t *testing.T) {
 	t.Parallel()
 	var r Recorder
@@ -494,11 +495,27 @@ func TestPartiQLUpdatesLandOnTheirItems(t *testing.T) {
 		})
 	}
 	r.Record("DynamoDB", "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: stmts},
-		&dynamodb.BatchExecuteStatementOutput{}, nil)
+		&dynamodb.BatchExecuteStatementOutput{Responses: make([]types.BatchStatementResponse, len(stmts))}, nil)
+	// The same again, refused (another attempt's commit): each is billed
+	// its write, and writes no index entry.
+	refused := make([]types.BatchStatementResponse, len(stmts))
+	for i := range refused {
+		refused[i].Error = &types.BatchStatementError{Code: types.BatchStatementErrorCodeEnumConditionalCheckFailed}
+	}
+	for i := range stmts {
+		stmts[i].Parameters[1] = s(fmt.Sprint("MOVED#", i))
+	}
+	r.Record("DynamoDB", "BatchExecuteStatement", &dynamodb.BatchExecuteStatementInput{Statements: stmts},
+		&dynamodb.BatchExecuteStatementOutput{Responses: refused}, nil)
 	snap := r.Snapshot()
 	ks := keyStats(snap, "DynamoDB")
 	for i := range 3 {
-		for _, k := range []string{fmt.Sprint("tbl TASK#", i), fmt.Sprint("tbl/due DUE#", i)} {
+		if k := fmt.Sprint("tbl TASK#", i); ks[k].Writes != 2 {
+			t.Errorf("%s: %+v, want two writes (one refused)", k, ks[k])
+		}
+	}
+	for i := range 3 {
+		for _, k := range []string{fmt.Sprint("tbl/due DUE#", i)} {
 			if ks[k].Writes != 1 || ks[k].WCU < 1 {
 				t.Errorf("%s: %+v, want one write of at least 1 WCU", k, ks[k])
 			}
@@ -507,8 +524,8 @@ func TestPartiQLUpdatesLandOnTheirItems(t *testing.T) {
 	if len(ks) != 6 {
 		t.Errorf("keys %v, want the three items' and their index entries'", ks)
 	}
-	if tot := snap.Totals(); tot.Requests["DynamoDB"] != 1 || tot.Ops["DynamoDB"] != 3 {
-		t.Errorf("%d requests, %d operations; want 1 and 3", tot.Requests["DynamoDB"], tot.Ops["DynamoDB"])
+	if tot := snap.Totals(); tot.Requests["DynamoDB"] != 2 || tot.Ops["DynamoDB"] != 6 {
+		t.Errorf("%d requests, %d operations; want 2 and 6", tot.Requests["DynamoDB"], tot.Ops["DynamoDB"])
 	}
 }
 

@@ -77,6 +77,7 @@ func TestInsertGroup(t *testing.T) {
 		queued []string // inserted while the first batches are in flight
 		codes  map[string]types.BatchStatementErrorCodeEnum
 		fail   error
+		cancel string           // a queued insert whose context ends while it waits
 		next   []string         // the batch after those
 		errs   map[string]error // by name; nil: written
 	}{
@@ -85,6 +86,8 @@ func TestInsertGroup(t *testing.T) {
 		{name: "a record twice", queued: []string{"b", "b", "c"}, next: []string{"b", "c"}, errs: map[string]error{"b#2": errSameKeyInBatch}},
 		{name: "a statement's error", queued: []string{"b"}, codes: map[string]types.BatchStatementErrorCodeEnum{"b": types.BatchStatementErrorCodeEnumDuplicateItem},
 			next: []string{"b"}, errs: map[string]error{"b": errors.New("DuplicateItem")}},
+		{name: "a waiting caller whose context ends leaves", queued: []string{"b", "c", "d"}, cancel: "c",
+			next: []string{"b", "d"}, errs: map[string]error{"c": context.Canceled}},
 		{name: "the request's error", fail: errors.New("boom"),
 			errs: map[string]error{"a0": errBatchFailed, "a1": errBatchFailed, "a2": errBatchFailed, "a3": errBatchFailed}},
 	}
@@ -96,33 +99,46 @@ func TestInsertGroup(t *testing.T) {
 			got := map[string]error{}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			insert := func(name, sk string) {
+			insert := func(ctx context.Context, name, sk string) chan struct{} {
 				wg.Add(1)
+				answered := make(chan struct{})
 				go func() {
 					defer wg.Done()
 					it := item(sk)
-					err := s.firstClaims.write(context.Background(), s, "j", itemKey(it), InsertStatement(s.table, it))
+					err := s.firstClaims.write(ctx, s, "j", itemKey(it), InsertStatement(s.table, it))
 					mu.Lock()
 					got[name] = err
 					mu.Unlock()
+					close(answered)
 				}()
+				return answered
 			}
 			for _, sk := range inFlight {
-				insert(sk, sk)
+				insert(context.Background(), sk, sk)
 			}
 			for db.started() < batchSenders { // every sender's batch is in flight
 				runtime.Gosched()
 			}
-			seen := map[string]int{}
-			for i, sk := range tc.queued {
+			seen, waiting := map[string]int{}, 0
+			for _, sk := range tc.queued {
 				seen[sk]++
 				name := sk
 				if seen[sk] > 1 {
 					name = fmt.Sprintf("%s#%d", sk, seen[sk])
 				}
-				insert(name, sk)
-				for pending(s) < i+1 { // it waits behind them
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				answered := insert(ctx, name, sk)
+				waiting++
+				for pending(s) < waiting { // it waits behind them
 					runtime.Gosched()
+				}
+				if name == tc.cancel {
+					cancel()
+					<-answered // it left without its batch
+					if waiting--; pending(s) != waiting {
+						t.Fatalf("%d writes waiting after %s left, want %d", pending(s), name, waiting)
+					}
 				}
 			}
 			close(db.gate)
@@ -159,4 +175,44 @@ func pending(s *Store) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.pending)
+}
+
+// A failed batch turns a store away from PartiQL only while none has
+// succeeded on it: a later failure is the endpoint's for a while
+// (throttling, a server error), not its want of PartiQL.
+func TestPartiQLTurnedAwayOnlyBeforeItWorked(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		worked bool // a batch succeeded before the one that fails
+		want   bool // noPartiQL after it
+	}{
+		{"an endpoint that never ran one", false, true},
+		{"an endpoint that ran one", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := &gatedBatches{gate: make(chan struct{})}
+			close(db.gate)
+			s := New(db, "T")
+			write := func(sk string) error {
+				it := map[string]types.AttributeValue{attrPK: sv("P"), attrSK: sv(sk)}
+				err := s.firstClaims.write(context.Background(), s, "j", itemKey(it), InsertStatement(s.table, it))
+				s.noteBatchFailed(err)
+				return err
+			}
+			if tc.worked {
+				if err := write("a"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.fail = errors.New("InternalServerError")
+			if err := write("b"); !errors.Is(err, errBatchFailed) {
+				t.Fatalf("write: %v, want errBatchFailed", err)
+			}
+			if got := s.noPartiQL.Load(); got != tc.want {
+				t.Errorf("noPartiQL %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -86,8 +86,9 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []domain.Task, due time.
 	// stores and emulators answer it with an error), or statements that
 	// kept failing: the chunk as a transaction of conditional puts, as
 	// before PartiQL, which is as safe and costs twice the write units.
-	// This store uses transactions from now on.
-	s.noPartiQL.Store(true)
+	// This store uses transactions from now on, unless PartiQL has
+	// worked on it (partiQLFailed).
+	s.partiQLFailed()
 	return s.putTaskChunkTx(ctx, tasks, marker)
 }
 
@@ -170,6 +171,7 @@ func (s *Store) insertItems(ctx context.Context, items []map[string]types.Attrib
 			if err != nil {
 				return err
 			}
+			s.partiQLWorks.Store(true)
 			var again []types.BatchStatementRequest
 			for i, r := range out.Responses {
 				if r.Error == nil || r.Error.Code == types.BatchStatementErrorCodeEnumDuplicateItem {

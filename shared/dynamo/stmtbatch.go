@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -80,18 +81,35 @@ type groupedStmt struct {
 
 // write runs stmt, a write of the record key, in a batch with the
 // writes other callers make meanwhile: nil once it applied. A caller
-// waiting for its batch cannot leave it (a batch's sender answers every
-// insert in it, and on its way out wakes the first waiting caller to send
-// the next); the wait is a few requests', each bounded by the client's
-// own timeouts.
+// whose context ends while it waits for a batch leaves, unwritten, as its
+// UpdateItem would have; once its statement is in a batch it cannot leave
+// (the batch's sender answers every statement in it, and on its way out
+// wakes the first waiting caller to send the next): the wait is then a
+// request's, bounded by the client's own timeouts.
 func (g *stmtGroup) write(ctx context.Context, s *Store, key string, stmt types.BatchStatementRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r := &groupedStmt{key: key, stmt: stmt, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, r)
 	for !r.taken && g.senders >= batchSenders {
 		g.mu.Unlock()
-		<-r.lead
+		select {
+		case <-r.lead:
+		case <-ctx.Done():
+		}
 		g.mu.Lock()
+		if !r.taken && ctx.Err() != nil {
+			g.pending = slices.DeleteFunc(g.pending, func(q *groupedStmt) bool { return q == r })
+			// The turn a sender handed r on its way out may be r's to
+			// hand on: a turn lost would leave the others waiting.
+			if len(g.pending) > 0 && g.senders < batchSenders {
+				g.pending[0].wake()
+			}
+			g.mu.Unlock()
+			return ctx.Err()
+		}
 	}
 	if r.taken {
 		g.mu.Unlock()
@@ -158,6 +176,9 @@ func (s *Store) sendBatch(ctx context.Context, batch []*groupedStmt) {
 		stmts[i] = r.stmt
 	}
 	out, err := s.db.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: stmts})
+	if err == nil {
+		s.partiQLWorks.Store(true)
+	}
 	for i, r := range batch {
 		switch {
 		case err != nil:
@@ -179,6 +200,19 @@ func (s *Store) sendBatch(ctx context.Context, batch []*groupedStmt) {
 // run PartiQL, as materialization finds it (puttasks.go).
 func (s *Store) noteBatchFailed(err error) {
 	if errors.Is(err, errBatchFailed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		s.partiQLFailed()
+	}
+}
+
+// partiQLFailed turns this store's writes away from PartiQL for good,
+// unless a PartiQL batch has succeeded on it: an endpoint that cannot run
+// PartiQL (moto's DynamoDB answers it with a server error) fails every
+// one, while an endpoint that ran one fails a later one only for a while
+// (throttling, a server error, a reset connection), and turning away
+// would cost each claim and commit a request of its own, and each chunk
+// twice its write units, for the rest of the process's life.
+func (s *Store) partiQLFailed() {
+	if !s.partiQLWorks.Load() {
 		s.noPartiQL.Store(true)
 	}
 }

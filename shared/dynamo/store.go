@@ -42,9 +42,11 @@ type Store struct {
 	// retention, when positive, is how long an ended job's records are
 	// kept (retention.go).
 	retention time.Duration
-	// noPartiQL: the endpoint failed a PartiQL batch; materialization
-	// writes transactions instead (puttasks.go).
-	noPartiQL atomic.Bool
+	// noPartiQL: the endpoint failed a PartiQL batch before any
+	// succeeded (partiQLFailed); claims and commits write UpdateItems and
+	// materialization transactions instead (puttasks.go). partiQLWorks:
+	// a PartiQL batch succeeded on this store.
+	noPartiQL, partiQLWorks atomic.Bool
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
 	completed completedStages
@@ -842,7 +844,7 @@ func (s *Store) ShardPut(ctx context.Context, job string, idx, total, shards int
 		if ctx.Err() != nil {
 			return fmt.Errorf("create the counters of stage %s/%d: %w", job, idx, err)
 		}
-		s.noPartiQL.Store(true)
+		s.partiQLFailed()
 	}
 	for k, it := range items {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
