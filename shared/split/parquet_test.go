@@ -39,7 +39,15 @@ func TestParquetEqualsDuckDB(t *testing.T) {
 				// The footer's read, then the column chunks front to back.
 				t.Errorf("reading the file opened %d streams", opens)
 			}
-			for _, size := range []int64{1000, 4096, 65536, int64(len(data)) / 3} {
+			sizes := []int64{65536, int64(len(data)) / 3}
+			if name == "snappy" {
+				// Where splits fall is the codec's business only through the
+				// column chunks' sizes: the small splits, hundreds of opens
+				// of the file, for one codec (the race run spends ten
+				// seconds a codec on them).
+				sizes = append(sizes, 1000, 4096)
+			}
+			for _, size := range sizes {
 				got, _ := readParquetSplits(t, data, size, nil)
 				if !slices.Equal(got, whole) {
 					t.Errorf("in splits of %d bytes: %d rows differ from the whole file's %d", size, len(got), len(whole))
