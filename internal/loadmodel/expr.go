@@ -107,19 +107,32 @@ var insertAttrRE = regexp.MustCompile(`'([^']+)'\s*:\s*\?`)
 // ParseInsert reads the table and the item of a PartiQL INSERT whose
 // values are all parameters; ok is false for any other statement.
 func ParseInsert(stmt string, params []types.AttributeValue) (table string, item map[string]types.AttributeValue, ok bool) {
-	m := insertRE.FindStringSubmatch(stmt)
-	if m == nil {
+	sh := shapeOnce(stmt, true, insertShape)
+	if !sh.matched {
 		return "", nil, false
 	}
-	names := insertAttrRE.FindAllStringSubmatch(m[2], -1)
-	if len(names) != len(params) {
-		return m[1], nil, false
+	if !sh.ok || len(sh.sets) != len(params) {
+		return sh.table, nil, false
 	}
-	item = make(map[string]types.AttributeValue, len(names))
-	for i, n := range names {
-		item[n[1]] = params[i]
+	item = make(map[string]types.AttributeValue, len(sh.sets))
+	for i, n := range sh.sets {
+		item[n] = params[i]
 	}
-	return m[1], item, true
+	return sh.table, item, true
+}
+
+// insertShape is an INSERT's table and attribute names in parameter
+// order (ok false: not all its values are parameters).
+func insertShape(stmt string) stmtShape {
+	m := insertRE.FindStringSubmatch(stmt)
+	if m == nil {
+		return stmtShape{}
+	}
+	sh := stmtShape{matched: true, ok: true, table: m[1]}
+	for _, n := range insertAttrRE.FindAllStringSubmatch(m[2], -1) {
+		sh.sets = append(sh.sets, n[1])
+	}
+	return sh
 }
 
 // updateStmtRE matches a PartiQL UPDATE of one item whose values are all
@@ -139,28 +152,47 @@ var (
 // the caller picks by the table's key names). ok is false for any other
 // statement, or one whose parameters do not line up with it.
 func ParseUpdateStatement(stmt string, params []types.AttributeValue) (table string, set, where map[string]types.AttributeValue, removed []string, ok bool) {
-	m := updateStmtRE.FindStringSubmatch(stmt)
-	if m == nil {
+	sh := shapeOnce(stmt, false, updateShape)
+	if !sh.matched {
 		return "", nil, nil, nil, false
 	}
-	sets := stmtSetRE.FindAllStringSubmatch(m[2], -1)
-	if strings.Count(m[2], "?") != len(sets) || len(stmtSetWordRE.FindAllString(m[2], -1)) != len(sets) || len(params) < len(sets) {
-		return m[1], nil, nil, nil, false
+	if !sh.ok || len(params) < len(sh.sets)+len(sh.where) {
+		return sh.table, nil, nil, nil, false
 	}
-	set = make(map[string]types.AttributeValue, len(sets))
-	for i, s := range sets {
-		set[s[1]] = params[i]
+	set = make(map[string]types.AttributeValue, len(sh.sets))
+	for i, a := range sh.sets {
+		set[a] = params[i]
+	}
+	where = make(map[string]types.AttributeValue, len(sh.where))
+	for i, a := range sh.where {
+		where[a] = params[len(sh.sets)+i]
+	}
+	return sh.table, set, where, sh.removed, true
+}
+
+// updateShape is an UPDATE's table, the attributes its SET clauses
+// assign parameters (ok false when a SET assigns anything else), those it
+// removes, and the equalities its WHERE starts with.
+func updateShape(stmt string) stmtShape {
+	m := updateStmtRE.FindStringSubmatch(stmt)
+	if m == nil {
+		return stmtShape{}
+	}
+	sh := stmtShape{matched: true, table: m[1]}
+	sets := stmtSetRE.FindAllStringSubmatch(m[2], -1)
+	if strings.Count(m[2], "?") != len(sets) || len(stmtSetWordRE.FindAllString(m[2], -1)) != len(sets) {
+		return sh
+	}
+	sh.ok = true
+	for _, a := range sets {
+		sh.sets = append(sh.sets, a[1])
 	}
 	for _, r := range stmtRemoveRE.FindAllStringSubmatch(m[2], -1) {
-		removed = append(removed, r[1])
+		sh.removed = append(sh.removed, r[1])
 	}
-	where, rest, i := map[string]types.AttributeValue{}, m[3], len(sets)
-	for e := stmtEqualRE.FindStringSubmatchIndex(rest); e != nil && i < len(params); e = stmtEqualRE.FindStringSubmatchIndex(rest) {
-		where[rest[e[2]:e[3]]] = params[i]
-		rest, i = rest[e[1]:], i+1
+	for rest, e := m[3], stmtEqualRE.FindStringSubmatchIndex(m[3]); e != nil; e = stmtEqualRE.FindStringSubmatchIndex(rest) {
+		sh.where = append(sh.where, rest[e[2]:e[3]])
+		rest = rest[e[1]:]
 	}
-	if e := stmtEqualRE.FindStringSubmatchIndex(rest); e != nil {
-		return m[1], nil, nil, nil, false // more equalities than parameters
-	}
-	return m[1], set, where, removed, true
+	return sh
 }

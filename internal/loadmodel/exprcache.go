@@ -54,3 +54,46 @@ func parseUpdateOnce(expr string, names map[string]string) parsedUpdate {
 	parsed.mu.Unlock()
 	return p
 }
+
+// A PartiQL statement's text is the same for every write of one kind (its
+// keys and values are parameters), so its shape is parsed once too.
+type stmtShape struct {
+	matched bool // the statement is of the kind parsed
+	ok      bool // every value is a parameter
+	table   string
+	sets    []string // attributes assigned parameters, in their order
+	removed []string
+	where   []string // the WHERE's leading equalities, after sets' parameters
+}
+
+// shapeKey is a statement read as one kind (an INSERT's reading of an
+// UPDATE does not match, and is remembered apart from its UPDATE's).
+type shapeKey struct {
+	insert bool
+	stmt   string
+}
+
+var shapes struct {
+	mu sync.Mutex
+	m  map[shapeKey]stmtShape
+}
+
+// shapeOnce is parse(stmt), remembered by the statement and its kind
+// (insert: parse is insertShape); its result is shared and read only.
+func shapeOnce(stmt string, insert bool, parse func(string) stmtShape) stmtShape {
+	k := shapeKey{insert, stmt}
+	shapes.mu.Lock()
+	sh, ok := shapes.m[k]
+	shapes.mu.Unlock()
+	if ok {
+		return sh
+	}
+	sh = parse(stmt)
+	shapes.mu.Lock()
+	if shapes.m == nil || len(shapes.m) >= maxParsed {
+		shapes.m = map[shapeKey]stmtShape{}
+	}
+	shapes.m[k] = sh
+	shapes.mu.Unlock()
+	return sh
+}

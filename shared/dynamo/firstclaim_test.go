@@ -88,6 +88,8 @@ func TestInsertGroup(t *testing.T) {
 			next: []string{"b"}, errs: map[string]error{"b": errors.New("DuplicateItem")}},
 		{name: "a waiting caller whose context ends leaves", queued: []string{"b", "c", "d"}, cancel: "c",
 			next: []string{"b", "d"}, errs: map[string]error{"c": context.Canceled}},
+		{name: "the first waiting caller leaves, the next sends", queued: []string{"b", "c", "d"}, cancel: "b",
+			next: []string{"c", "d"}, errs: map[string]error{"b": context.Canceled}},
 		{name: "the request's error", fail: errors.New("boom"),
 			errs: map[string]error{"a0": errBatchFailed, "a1": errBatchFailed, "a2": errBatchFailed, "a3": errBatchFailed}},
 	}
