@@ -2,6 +2,7 @@ package loadmodel
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -122,7 +123,8 @@ func ParseInsert(stmt string, params []types.AttributeValue) (table string, item
 }
 
 // insertShape is an INSERT's table and attribute names in parameter
-// order (ok false: not all its values are parameters).
+// order (a value that is not a parameter leaves the names fewer than the
+// parameters, which ParseInsert refuses).
 func insertShape(stmt string) stmtShape {
 	m := insertRE.FindStringSubmatch(stmt)
 	if m == nil {
@@ -167,7 +169,7 @@ func ParseUpdateStatement(stmt string, params []types.AttributeValue) (table str
 	for i, a := range sh.where {
 		where[a] = params[len(sh.sets)+i]
 	}
-	return sh.table, set, where, sh.removed, true
+	return sh.table, set, where, slices.Clip(sh.removed), true // shared: an append copies
 }
 
 // updateShape is an UPDATE's table, the attributes its SET clauses

@@ -186,15 +186,20 @@ func TestPartiQLTurnedAwayOnlyBeforeItWorked(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
-		worked bool // a batch succeeded before the one that fails
-		want   bool // noPartiQL after it
+		worked bool                                         // a batch was answered before the one that fails
+		codes  map[string]types.BatchStatementErrorCodeEnum // that batch's statements' errors
+		want   bool                                         // noPartiQL after it
 	}{
-		{"an endpoint that never ran one", false, true},
-		{"an endpoint that ran one", true, false},
+		{"an endpoint that never ran one", false, nil, true},
+		{"an endpoint that ran one", true, nil, false},
+		{"an endpoint whose statement was refused by its item", true,
+			map[string]types.BatchStatementErrorCodeEnum{"a": types.BatchStatementErrorCodeEnumConditionalCheckFailed}, false},
+		{"an endpoint that took a batch but ran none of it", true,
+			map[string]types.BatchStatementErrorCodeEnum{"a": types.BatchStatementErrorCodeEnumInternalServerError}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := &gatedBatches{gate: make(chan struct{})}
+			db := &gatedBatches{gate: make(chan struct{}), codes: tc.codes}
 			close(db.gate)
 			s := New(db, "T")
 			write := func(sk string) error {
@@ -204,8 +209,8 @@ func TestPartiQLTurnedAwayOnlyBeforeItWorked(t *testing.T) {
 				return err
 			}
 			if tc.worked {
-				if err := write("a"); err != nil {
-					t.Fatal(err)
+				if err := write("a"); (err != nil) != (tc.codes != nil) {
+					t.Fatalf("first write: %v", err)
 				}
 			}
 			db.fail = errors.New("InternalServerError")

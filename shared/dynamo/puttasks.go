@@ -171,7 +171,7 @@ func (s *Store) insertItems(ctx context.Context, items []map[string]types.Attrib
 			if err != nil {
 				return err
 			}
-			s.partiQLWorks.Store(true)
+			s.notePartiQLRan(out)
 			var again []types.BatchStatementRequest
 			for i, r := range out.Responses {
 				if r.Error == nil || r.Error.Code == types.BatchStatementErrorCodeEnumDuplicateItem {

@@ -177,7 +177,7 @@ func (s *Store) sendBatch(ctx context.Context, batch []*groupedStmt) {
 	}
 	out, err := s.db.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: stmts})
 	if err == nil {
-		s.partiQLWorks.Store(true)
+		s.notePartiQLRan(out)
 	}
 	for i, r := range batch {
 		switch {
@@ -214,5 +214,22 @@ func (s *Store) noteBatchFailed(err error) {
 func (s *Store) partiQLFailed() {
 	if !s.partiQLWorks.Load() {
 		s.noPartiQL.Store(true)
+		if s.partiQLWorks.Load() { // a batch of another job's ran meanwhile
+			s.noPartiQL.Store(false)
+		}
+	}
+}
+
+// notePartiQLRan notes that out's batch ran a statement: one succeeded or
+// was refused by its item (an answer of errors only, such as an endpoint
+// that takes the request but no statement, shows nothing).
+func (s *Store) notePartiQLRan(out *dynamodb.BatchExecuteStatementOutput) {
+	for _, r := range out.Responses {
+		if r.Error == nil || r.Error.Code == types.BatchStatementErrorCodeEnumDuplicateItem ||
+			r.Error.Code == types.BatchStatementErrorCodeEnumConditionalCheckFailed {
+			s.partiQLWorks.Store(true)
+			s.noPartiQL.Store(false)
+			return
+		}
 	}
 }
