@@ -114,6 +114,10 @@ var loggedRuns = []loggedRun{
 		m: Measured{DynamoRate: 678, SQSRate: 115, DynamoLatency: msec(2.8), SQSLatency: msec(9.6), Cores: 1.97, IdleCores: 0.05,
 			DynamoCPU: us(1985), SQSCPU: us(9368), RunnerCPU: us(683), MixDynamoRate: 471, MixSQSCPU: us(8978)},
 		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.069, SQSRequests: 0.32}},
+	{name: "batched fullbench 2 load", stages: []int{100000}, slots: 32, rate: 234, queued: 97.3, queuedLong: true,
+		m: Measured{DynamoRate: 980, SQSRate: 140, DynamoLatency: msec(1.7), SQSLatency: msec(8.0), Cores: 2, IdleCores: 0.07,
+			DynamoCPU: us(1693), SQSCPU: us(9122), RunnerCPU: us(539), MixDynamoRate: 611, MixSQSCPU: us(8170)},
+		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.071, SQSRequests: 0.32}},
 }
 
 // The simulator, fed each logged run's measured inputs, predicts its rate
