@@ -34,16 +34,9 @@ func (noPartiQLDB) BatchExecuteStatement(context.Context, *dynamodb.BatchExecute
 // claim: so a record does not depend on which write made it.
 func TestFirstClaimInsertEqualsUpdate(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
-	ctx := context.Background()
-	counted := newCountingDB(e)
-	batched := dynamo.New(counted, e.r.Resources.Table)
-	updates := dynamo.New(noPartiQLDB{dynamodb.NewFromConfig(e.cfg)}, e.r.Resources.Table)
 	const job = "jfirstclaimeq001"
-	now := time.Now().Truncate(time.Millisecond)
-	if err := batched.TaskPutMany(ctx, readyTasks(job, 20), now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	e, counted, batched, updates, now := batchedAndUpdates(t, job)
 	cases := []struct {
 		name string
 		p    dynamo.ClaimParams
@@ -167,16 +160,9 @@ func rawTask(t *testing.T, e *env, ref domain.TaskRef) map[string]any {
 // commit that applied recognises its own success either way.
 func TestBatchedCommitEqualsUpdate(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
-	ctx := context.Background()
-	counted := newCountingDB(e)
-	batched := dynamo.New(counted, e.r.Resources.Table)
-	updates := dynamo.New(noPartiQLDB{dynamodb.NewFromConfig(e.cfg)}, e.r.Resources.Table)
 	const job = "jbatchcommiteq01"
-	now := time.Now().Truncate(time.Millisecond)
-	if err := batched.TaskPutMany(ctx, readyTasks(job, 20), now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	e, counted, batched, updates, now := batchedAndUpdates(t, job)
 	cases := []struct {
 		name          string
 		claim         bool
@@ -271,4 +257,20 @@ func TestBatchedCommitWithALostAnswerIsItsOwn(t *testing.T) {
 	if err != nil || got.State != sm.TaskSucceeded || got.CommittedAttempt != 1 || got.Token != "mine" {
 		t.Fatalf("task after the commit: %+v, %v; want SUCCEEDED by attempt 1 with its token", got, err)
 	}
+}
+
+// batchedAndUpdates is, on a new env, a store that batches its writes
+// through a counting client, beside one that writes each by UpdateItem
+// (no PartiQL), over job's 20 tasks, put due an hour after now.
+func batchedAndUpdates(t *testing.T, job string) (e *env, counted *countingDB, batched, updates *dynamo.Store, now time.Time) {
+	t.Helper()
+	e = newEnv(t, batchwork.NewRegistry(), envOptions{noRun: true})
+	counted = newCountingDB(e)
+	batched = dynamo.New(counted, e.r.Resources.Table)
+	updates = dynamo.New(noPartiQLDB{dynamodb.NewFromConfig(e.cfg)}, e.r.Resources.Table)
+	now = time.Now().Truncate(time.Millisecond)
+	if err := batched.TaskPutMany(context.Background(), readyTasks(job, 20), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return e, counted, batched, updates, now
 }
