@@ -11,12 +11,12 @@ package dynamo
 // in one BatchExecuteStatement: one request where there were as many
 // UpdateItems, the same write units (an item of up to 1 KB each).
 //
-// The batching is group commit, with no timer: a claim that finds fewer
-// than insertSenders batches in flight sends at once (alone when nothing
-// else waits, so a lone claim waits for nothing); the claims that arrive
-// while they are all in flight go together in the next one, sent by the
-// first of them as soon as one is answered. A batch holds one job's
-// claims (insertGroups), so that its request is that job's cost.
+// The batching is group commit, with no timer (stmtbatch.go): a claim
+// that finds fewer than batchSenders batches in flight sends at once
+// (alone when nothing else waits, so a lone claim waits for nothing); the
+// claims that arrive while they are all in flight go together in the next
+// one, sent by the first of them as soon as one is answered. A batch holds
+// one job's claims (stmtGroups), so that its request is that job's cost.
 //
 // A statement that does not succeed (the record exists: claimed before,
 // or written at materialization; throttled; the request failed) is not an
@@ -26,9 +26,9 @@ package dynamo
 // a record claimed with this very token, which TaskClaim recognises as
 // its own. A claim of a record that exists (a retry's, a duplicate
 // message's) thus costs one request more than its UpdateItem alone. An
-// endpoint that cannot run PartiQL fails the whole request: then this
-// store claims with UpdateItem only, as its materialization then writes
-// transactions (puttasks.go).
+// endpoint that cannot run PartiQL fails the whole request: a store on
+// which no statement has run then claims with UpdateItem only, as its
+// materialization then writes transactions (partiQLFailed, puttasks.go).
 
 import (
 	"maps"

@@ -42,10 +42,10 @@ type Store struct {
 	// retention, when positive, is how long an ended job's records are
 	// kept (retention.go).
 	retention time.Duration
-	// noPartiQL: the endpoint failed a PartiQL batch before any
-	// succeeded (partiQLFailed); claims and commits write UpdateItems and
+	// noPartiQL: the endpoint failed a PartiQL batch before any statement
+	// ran on it (partiQLFailed); claims and commits write UpdateItems and
 	// materialization transactions instead (puttasks.go). partiQLWorks:
-	// a PartiQL batch succeeded on this store.
+	// a PartiQL statement ran on this store (notePartiQLRan).
 	noPartiQL, partiQLWorks atomic.Bool
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
