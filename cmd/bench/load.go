@@ -317,9 +317,24 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	}
 	var queued atomic.Int64
 	var lastQueued atomic.Int64 // unix nanos when the n-th task message was sent
+	// committedThen is the stage's count when the last task was queued
+	// (-1 until read): how fast the executors ran while the chains held
+	// the emulator, which the simulator predicts too.
+	var committedThen atomic.Int64
+	committedThen.Store(-1)
+	var jobID, jobSpan, queuedBusy atomic.Value
 	rec.OnSend = func(queue string, k int, at time.Time) {
-		if taskQueues[queue] && queued.Add(int64(k)) >= int64(n) {
-			lastQueued.CompareAndSwap(0, at.UnixNano())
+		if taskQueues[queue] && queued.Add(int64(k)) >= int64(n) && lastQueued.CompareAndSwap(0, at.UnixNano()) {
+			go func() {
+				if id, ok := jobID.Load().(string); ok {
+					if sp, ok := jobSpan.Load().(emuprobe.Span); ok {
+						queuedBusy.Store(fmt.Sprintf("%s; %d SQS requests", sp.Busy(), rec.Snapshot().Totals().Ops["SQS"]))
+					}
+					if st, err := r.Service.Status(ctx, "bench", id); err == nil && len(st.Stages) > 0 {
+						committedThen.Store(int64(st.Stages[0].Committed))
+					}
+				}
+			}()
 		}
 	}
 	e.start(ctx)
@@ -329,6 +344,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	rec.Reset()
 	queued.Store(0)
 	span := emuprobe.StartSpan()
+	jobSpan.Store(span)
 	cpu0 := emuprobe.CPUTime() // after the span's scan of /proc: no job's CPU
 	body := fmt.Appendf(nil, `{"name":"load","stages":[{"name":"s","task":"noop","partitions":{"count":%d}}]}`, n)
 	start := time.Now()
@@ -336,6 +352,7 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	if err != nil {
 		return err
 	}
+	jobID.Store(res.JobID)
 	// Progress on stderr every 30 s; the status is read once a second, so
 	// the harness adds little load to the emulator.
 	progress := time.NewTicker(30 * time.Second)
@@ -371,12 +388,15 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 	var queuedIn time.Duration
 	if t := lastQueued.Load(); t > 0 {
 		queuedIn = time.Unix(0, t).Sub(start)
-		fmt.Printf("  materialization: submit to the last task queued %.1fs (%d task messages sent)\n",
-			queuedIn.Seconds(), queued.Load())
+		fmt.Printf("  materialization: submit to the last task queued %.1fs (%d task messages sent; %d tasks committed by then)\n",
+			queuedIn.Seconds(), queued.Load(), committedThen.Load())
+		if b, ok := queuedBusy.Load().(string); ok {
+			fmt.Printf("    until then, %s\n", b)
+		}
 	} else {
 		fmt.Printf("  materialization: only %d task messages seen sent\n", queued.Load())
 	}
-	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn, left)
+	simEmulator("load job", []int{n}, snap, probe, slots, cpu/time.Duration(n), elapsed, queuedIn, committedThen.Load(), left)
 	fmt.Printf("    %s\n", spanned)
 	printRequests(snap, n, "task")
 	if err := checkJobCost(ctx, watcher, res.JobID, ran); err != nil { // jobcost.go

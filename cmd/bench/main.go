@@ -302,7 +302,7 @@ func run(o benchOptions) error {
 	fmt.Printf("  end-to-end: %.0f tasks/s with %d slots; sustained (the claims between the first and last tenth): %.0f tasks/s\n", rate, slots, sustained)
 	fmt.Printf("  %d runs: %s\n", len(all), runs.Describe(all, pick))
 	printFloor(rate, sustained, probe, snap, total, cpu/time.Duration(total))
-	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0, left)
+	simEmulator("throughput job", []int{tasks, 1}, snap, probe, slots, cpu/time.Duration(total), elapsed, 0, 0, left)
 	fmt.Printf("    %s\n", spanned)
 	fmt.Printf("  bench process CPU (control plane, executors; not the emulators, nor the recorder's DynamoDB accounting, done after the job): %.0f µs per task",
 		float64(cpu.Microseconds())/float64(total))

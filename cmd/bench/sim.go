@@ -64,16 +64,16 @@ func simPrices() sim.Prices {
 
 // simEmulator predicts a job of stages on the emulator just probed (its
 // DynamoDB and SQS ceilings and lone-request latencies, slots executor
-// slots) from the job's own profile,
-// and prints the prediction next to the measured figures: the job's
-// time, and when queued > 0 the time to its first stage's last task
-// queued. A prediction off by more than simTolerance prints FAIL.
+// slots) from the job's own profile, and prints the prediction next to
+// the measured figures: the job's time, and when queued > 0 the time to
+// its first stage's last task queued and the tasks committed by then
+// (doneThen). A prediction off by more than simTolerance prints FAIL.
 //
 // left, the cores other work left over the job, gives a second
 // prediction, no verdict: the same model with the machine as the job had
 // it, which tells an error of the probes' few seconds of the machine from
 // one of the model or its prices.
-func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration, left float64) {
+func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emuprobe.Emulator, slots int, runnerCPU, took, queued time.Duration, doneThen int64, left float64) {
 	tasks := 0
 	for _, n := range stages {
 		tasks += n
@@ -95,7 +95,7 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 			// The emulators' ceilings are what the mix probe's best level
 			// served (sim.Measured.MixDynamoRate, MixSQSCPU).
 			m.DynamoCPU, m.SQSCPU = mix, probe.Mix.All.SQSCPU()
-			m.MixDynamoRate, m.MixSQSCPU = probe.Mix.Best.DynamoRate(), probe.Mix.Best.SQSCPU()
+			m.MixDynamoRate, m.MixSQSCPU, m.SendShare = probe.Mix.Best.DynamoRate(), probe.Mix.Best.SQSCPU(), probe.SQS.SendShare
 		}
 	}
 	r, err := sim.Run(sim.Emulator(stages, p, m, slots, 1))
@@ -113,15 +113,15 @@ func simEmulator(what string, stages []int, snap loadmodel.Snapshot, probe emupr
 			m.Cores, runtime.NumCPU(), m.IdleCores, us(m.DynamoCPU), us(m.SQSCPU), us(m.RunnerCPU))
 	}
 	if m.MixDynamoRate > 0 {
-		fmt.Printf("    ceilings from the mix probe's best level: DynamoDB Local its %.0f writes/s, this job's %.3f reads a task beside them; moto one core at its %.0f µs a request (%.0f/s)\n",
-			m.MixDynamoRate, p.DynamoReads, us(m.MixSQSCPU), 1/max(1e-9, m.MixSQSCPU.Seconds()))
+		fmt.Printf("    ceilings from the mix probe's best level: DynamoDB Local its %.0f writes/s, this job's %.3f reads a task beside them; moto one core at its %.0f µs a request (%.0f/s), a send %.2f times that (the SQS probe's)\n",
+			m.MixDynamoRate, p.DynamoReads, us(m.MixSQSCPU), 1/max(1e-9, m.MixSQSCPU.Seconds()), m.SendShare)
 	}
 	rate := float64(tasks) / took.Seconds()
 	fmt.Printf("    %s: predicted %.0f tasks/s (%.1fs), measured %.0f tasks/s (%.1fs): %s\n", what, r.Rate, r.Finished.Seconds(), rate, took.Seconds(),
 		verdict(r.Rate, rate))
 	if queued > 0 {
-		fmt.Printf("    last task queued: predicted %.1fs, measured %.1fs: %s\n", r.Queued.Seconds(), queued.Seconds(),
-			verdict(r.Queued.Seconds(), queued.Seconds()))
+		fmt.Printf("    last task queued: predicted %.1fs (%d tasks committed by then), measured %.1fs (%d): %s\n", r.Queued.Seconds(), r.DoneByQueued,
+			queued.Seconds(), doneThen, verdict(r.Queued.Seconds(), queued.Seconds()))
 	}
 	if m.Cores > 0 && left > 0 {
 		m.Cores = left

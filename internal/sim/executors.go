@@ -80,6 +80,9 @@ func (l Lambda) check() error {
 type Slots struct {
 	Count      int
 	StartAfter time.Duration
+	// Receivers, when set, is how many receives may be in flight at once
+	// (the local runner: one a queue); 0, as many as free slots ask.
+	Receivers int
 	// Containers and their size, for the cost: Count/PerContainer
 	// containers of VCPU and MemoryGB each, billed from their start to the
 	// job's end. 0 PerContainer: no compute cost (the local runner).

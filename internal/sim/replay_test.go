@@ -19,14 +19,29 @@ type loggedRun struct {
 	// last task queued (0: not printed).
 	rate   float64
 	queued float64
+	// doneByQueued is the tasks committed when the last was queued (0:
+	// not printed).
+	doneByQueued int
 	// over: the job ran slower than its probes allow (the machine busier
 	// during it than around it), which no input the model takes shows.
 	over bool
-	// queuedLong: the time to the last task queued predicted long by more
-	// than the tolerance (moto served the chains' sends faster than its
-	// price over the mix probe's levels says).
-	queuedLong bool
+	// under: the probes ran with other work on the machine (Cores well
+	// under 2) that the job did not have, so the model, given the
+	// probes' cores, predicts the job slower than it ran. Only the sign
+	// is checked: how much of the other work the job had is not known.
+	under bool
 }
+
+// loggedShare is the send's share (Measured.SendShare) the runs below
+// replay at: their probes did not yet measure it. It is the SQS probe's
+// reading on this machine, 1.10 to 1.18 in five runs of its split
+// (cmd/bench/emuprobe, sqssplit.go).
+const loggedShare = 1.13
+
+// doneTolerance bounds the tasks committed by the last task queued:
+// the executors' share of moto while the chains send, a small number
+// (about 2% of the load job) that a second's difference moves by a tenth.
+const doneTolerance = 0.25
 
 func us(n float64) time.Duration { return time.Duration(n * float64(time.Microsecond)) }
 func msec(n float64) time.Duration {
@@ -41,7 +56,10 @@ func msec(n float64) time.Duration {
 // its requests table's GetItem, BatchGetItem and Query. tp16-c ran at 62%
 // of its mix probe's floor with the load average at 2.6: DynamoDB Local
 // spent 3,733 µs a task in the job against 2,192 at the probe's best
-// level, a machine busier during the job than around it.
+// level, a machine busier during the job than around it. tp16 d's probes
+// left it 1.72 cores (other work took the rest). Batched load c and d ran
+// the load job alone and printed the tasks committed by its last task
+// queued.
 var loggedRuns = []loggedRun{
 	{name: "tp16-a", stages: []int{2000, 1}, slots: 16, rate: 311,
 		m: Measured{DynamoRate: 914, SQSRate: 242, DynamoLatency: msec(1.4), SQSLatency: msec(3.9), Cores: 2, IdleCores: 0.02,
@@ -71,7 +89,7 @@ var loggedRuns = []loggedRun{
 		m: Measured{DynamoRate: 774, SQSRate: 235, DynamoLatency: msec(1.5), SQSLatency: msec(4.2), Cores: 2, IdleCores: 0.03,
 			DynamoCPU: us(1464), SQSCPU: us(4643), RunnerCPU: us(632), MixDynamoRate: 323 * 2.05, MixSQSCPU: us(4485)},
 		p: Profile{DynamoRequests: 2.12, DynamoReads: 0.022, SQSRequests: 0.31}},
-	{name: "tp16 d", stages: []int{2000, 1}, slots: 16, rate: 299,
+	{name: "tp16 d", stages: []int{2000, 1}, slots: 16, rate: 299, under: true,
 		m: Measured{DynamoRate: 859, SQSRate: 247, DynamoLatency: msec(1.2), SQSLatency: msec(4.0), Cores: 1.72, IdleCores: 0.01,
 			DynamoCPU: us(1689), SQSCPU: us(4695), RunnerCPU: us(613), MixDynamoRate: 644, MixSQSCPU: us(4899)},
 		p: Profile{DynamoRequests: 2.20, DynamoReads: 0.080, SQSRequests: 0.34}},
@@ -110,14 +128,22 @@ var loggedRuns = []loggedRun{
 		m: Measured{DynamoRate: 538, SQSRate: 101, DynamoLatency: msec(3.2), SQSLatency: msec(9.0), Cores: 1.92, IdleCores: 0.04,
 			DynamoCPU: us(2082), SQSCPU: us(9872), RunnerCPU: us(708), MixDynamoRate: 446, MixSQSCPU: us(9355)},
 		p: Profile{DynamoRequests: 2.14, DynamoReads: 0.018, SQSRequests: 0.32}},
-	{name: "batched fullbench load", stages: []int{100000}, slots: 32, rate: 209, queued: 109.5, queuedLong: true,
+	{name: "batched fullbench load", stages: []int{100000}, slots: 32, rate: 209, queued: 109.5,
 		m: Measured{DynamoRate: 678, SQSRate: 115, DynamoLatency: msec(2.8), SQSLatency: msec(9.6), Cores: 1.97, IdleCores: 0.05,
 			DynamoCPU: us(1985), SQSCPU: us(9368), RunnerCPU: us(683), MixDynamoRate: 471, MixSQSCPU: us(8978)},
 		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.069, SQSRequests: 0.32}},
-	{name: "batched fullbench 2 load", stages: []int{100000}, slots: 32, rate: 234, queued: 97.3, queuedLong: true,
+	{name: "batched fullbench 2 load", stages: []int{100000}, slots: 32, rate: 234, queued: 97.3,
 		m: Measured{DynamoRate: 980, SQSRate: 140, DynamoLatency: msec(1.7), SQSLatency: msec(8.0), Cores: 2, IdleCores: 0.07,
 			DynamoCPU: us(1693), SQSCPU: us(9122), RunnerCPU: us(539), MixDynamoRate: 611, MixSQSCPU: us(8170)},
 		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.071, SQSRequests: 0.32}},
+	{name: "batched load c", stages: []int{100000}, slots: 32, rate: 246, queued: 99.3, doneByQueued: 1972,
+		m: Measured{DynamoRate: 941, SQSRate: 122, DynamoLatency: msec(1.6), SQSLatency: msec(8.0), Cores: 2, IdleCores: 0.06,
+			DynamoCPU: us(1584), SQSCPU: us(8063), RunnerCPU: us(495), MixDynamoRate: 621, MixSQSCPU: us(7182)},
+		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.045, SQSRequests: 0.32}},
+	{name: "batched load d", stages: []int{100000}, slots: 32, rate: 325, queued: 78.2, doneByQueued: 2073,
+		m: Measured{DynamoRate: 1164, SQSRate: 191, DynamoLatency: msec(1.7), SQSLatency: msec(6.2), Cores: 2, IdleCores: 0.03,
+			DynamoCPU: us(1177), SQSCPU: us(6168), RunnerCPU: us(364), MixDynamoRate: 908, MixSQSCPU: us(5763)},
+		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.022, SQSRequests: 0.32}},
 }
 
 // The simulator, fed each logged run's measured inputs, predicts its rate
@@ -128,25 +154,29 @@ func TestEmulatorReplaysLoggedRuns(t *testing.T) {
 	const tolerance = 0.15 // cmd/bench's simTolerance
 	for _, c := range loggedRuns {
 		t.Run(c.name, func(t *testing.T) {
+			if c.m.SendShare == 0 {
+				c.m.SendShare = loggedShare
+			}
 			r, err := Run(Emulator(c.stages, c.p, c.m, c.slots, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
 			e := (r.Rate - c.rate) / c.rate
-			t.Logf("rate predicted %.0f, measured %.0f: %+.1f%%; last task queued %.1fs, measured %.1fs", r.Rate, c.rate, 100*e, r.Queued.Seconds(), c.queued)
+			t.Logf("rate predicted %.0f, measured %.0f: %+.1f%%; last task queued %.1fs, measured %.1fs, with %d tasks committed, measured %d",
+				r.Rate, c.rate, 100*e, r.Queued.Seconds(), c.queued, r.DoneByQueued, c.doneByQueued)
 			switch {
 			case c.over && e <= tolerance:
 				t.Errorf("rate %.0f: want over the measured %.0f by more than %.0f%%", r.Rate, c.rate, 100*tolerance)
-			case !c.over && math.Abs(e) > tolerance:
+			case c.under && e >= 0:
+				t.Errorf("rate %.0f: want under the measured %.0f", r.Rate, c.rate)
+			case !c.over && !c.under && math.Abs(e) > tolerance:
 				t.Errorf("rate %.0f: %+.1f%% off the measured %.0f", r.Rate, 100*e, c.rate)
 			}
-			q := r.Queued.Seconds()
-			switch {
-			case c.queued <= 0:
-			case c.queuedLong && (q-c.queued)/c.queued <= tolerance:
-				t.Errorf("last task queued %.1fs: want over the measured %.1fs by more than %.0f%%", q, c.queued, 100*tolerance)
-			case !c.queuedLong && math.Abs(q-c.queued)/c.queued > tolerance:
+			if q := r.Queued.Seconds(); c.queued > 0 && math.Abs(q-c.queued)/c.queued > tolerance {
 				t.Errorf("last task queued %.1fs: %+.1f%% off the measured %.1fs", q, 100*(q-c.queued)/c.queued, c.queued)
+			}
+			if d, m := float64(r.DoneByQueued), float64(c.doneByQueued); m > 0 && math.Abs(d-m)/m > doneTolerance {
+				t.Errorf("tasks committed by the last task queued %.0f: %+.1f%% off the measured %.0f", d, 100*(d-m)/m, m)
 			}
 		})
 	}

@@ -89,7 +89,11 @@ type Config struct {
 	// functions each bring their own.
 	CPU               *Server
 	TaskCPU, ChunkCPU time.Duration
-	Materialize       Materialize
+	// SendCost and TakeCost, when set, are what a materializer's send
+	// and an executor's receive or delete ask of an emulator's SQS, in
+	// its mean requests (its Rate's): moto spends more on a send. 0: 1.
+	SendCost, TakeCost float64
+	Materialize        Materialize
 	// StageLinger, when set, is the executors' count linger (a process's
 	// commit counts wait up to this long from the first of a batch, or
 	// until countBatchMax wait, and go in one write): a stage completes,
@@ -132,7 +136,11 @@ type Result struct {
 	// Queued is when the first stage's last task was queued; Finished
 	// when the last task committed.
 	Queued, Finished time.Duration
-	Rate             float64 // tasks per second over Finished
+	// DoneByQueued is the tasks committed when the first stage's last
+	// task was queued: the executors' share of the emulator while the
+	// chains send.
+	DoneByQueued int
+	Rate         float64 // tasks per second over Finished
 	// PeakRate is the most tasks committed in one second.
 	PeakRate    float64
 	Segments    []Segment
@@ -208,6 +216,9 @@ const (
 	evStageEnd
 )
 
+// receiveMax is the most messages an SQS receive hands out.
+const receiveMax = 10
+
 // countBatchMax is the counts a batch writes at once when full
 // (shared/control/tasks/countbatch.go).
 const countBatchMax = tuning.CountBatchMax
@@ -215,6 +226,13 @@ const countBatchMax = tuning.CountBatchMax
 type invocation struct {
 	start   float64
 	pending int
+	// slots is how many executor slots the invocation holds (Slots: its
+	// receive's batch); prepaid the SQS requests its receive already
+	// charged of its tasks' share (sqsRest).
+	slots   int
+	prepaid float64
+	// receiving: its receive is in flight (state.receiving counts it).
+	receiving bool
 }
 
 type event struct {
@@ -265,6 +283,7 @@ type state struct {
 	stage, next, queued, done int
 	workers                   []worker
 	visible, running, envs    int
+	receiving                 int     // Slots' receives in flight
 	first                     float64 // when the first message arrived; -1 before
 	waking                    bool    // a dispatch is scheduled for the slots' start
 	finished                  bool
@@ -389,13 +408,21 @@ func (s *state) handle(e event) {
 		}
 		s.push(event{t: done, k: next, worker: e.worker, from: e.from, to: e.to})
 	case evMatSend:
-		done := c.SQS.rounds(s.now, (e.to-e.from+9)/10, c.Materialize.SendConcurrency)
-		s.push(event{t: done, k: evMatVisible, worker: e.worker, from: e.from, to: e.to})
+		// A chunk's sends go SendConcurrency at a time (queue.SendBatch):
+		// each round queues at an emulator's SQS behind what is there,
+		// and a receive sent meanwhile comes before the next round.
+		all, conc := (e.to-e.from+9)/10, c.Materialize.SendConcurrency
+		k := min(conc, all-e.n)
+		next := evMatSend
+		if e.n+k == all {
+			next = evMatVisible
+		}
+		s.push(event{t: c.SQS.rounds(s.now, k, conc, orOne(c.SendCost)), k: next, worker: e.worker, from: e.from, to: e.to, n: e.n + k})
 	case evMatVisible:
 		s.visible += e.to - e.from
 		s.queued += e.to - e.from
 		if s.queued == total && s.stage == 0 {
-			s.res.Queued = dur(s.now)
+			s.res.Queued, s.res.DoneByQueued = dur(s.now), s.done
 		}
 		s.dispatch()
 		s.push(event{t: s.now, k: evMatAdvance, worker: e.worker, from: e.from, to: e.to})
@@ -416,6 +443,11 @@ func (s *state) handle(e event) {
 		s.waking = false
 		s.dispatch()
 	case evClaim:
+		if e.inv.receiving {
+			e.inv.receiving = false
+			s.receiving--
+			defer s.dispatch() // the receiver asks again for the slots still free
+		}
 		served, done := c.Dynamo.serve(s.now, e.n, s.claim)
 		if served < e.n {
 			s.push(event{t: s.now + s.backoff(e.try), k: evClaim, inv: e.inv, n: e.n - served, try: e.try + 1})
@@ -433,8 +465,12 @@ func (s *state) handle(e event) {
 		}
 		if served > 0 {
 			// The rest of a task's SQS requests (receives, deletes,
-			// visibility) load an emulator; no one waits on them.
-			c.SQS.work(s.now, float64(served)*s.sqsRest)
+			// visibility) load an emulator; no one waits on them. A
+			// slot's receive was charged when it was sent (dispatch).
+			rest := float64(served) * s.sqsRest * orOne(c.TakeCost)
+			paid := min(rest, e.inv.prepaid)
+			e.inv.prepaid -= paid
+			c.SQS.work(s.now, rest-paid)
 			s.push(event{t: done, k: evDone, inv: e.inv, n: served})
 		}
 	case evDone:
@@ -444,7 +480,7 @@ func (s *state) handle(e event) {
 			if c.Lambda != nil {
 				s.push(event{t: s.now + c.Lambda.Overhead.Seconds(), k: evEnd, inv: e.inv})
 			} else {
-				s.running--
+				s.running -= e.inv.slots
 				s.dispatch()
 			}
 		}
@@ -548,11 +584,21 @@ func (s *state) dispatch() {
 		}
 		return
 	}
-	for s.running < sl.Count && s.visible > 0 {
-		s.visible--
-		s.running++
+	// The free slots share a receive of up to a batch. It waits its turn
+	// at an emulator's SQS like any request: moto serves one at a time,
+	// so while the chains' sends fill it the executors get few messages
+	// and leave it to the sends, which puts the chains' time to queue where
+	// moto's rate for the sends alone does.
+	for s.running < sl.Count && s.visible > 0 && (sl.Receivers == 0 || s.receiving < sl.Receivers) {
+		k := min(receiveMax, sl.Count-s.running, s.visible)
+		s.receiving++
+		s.visible -= k
+		s.running += k
 		s.res.PeakConcurrency = max(s.res.PeakConcurrency, s.running)
-		s.push(event{t: s.now + receive, k: evClaim, inv: &invocation{start: s.now, pending: 1}, n: 1})
+		// The receive is one of the tasks' own requests (sqsRest): a
+		// profile without them has none to wait on.
+		take := min(1, float64(k)*s.sqsRest) * orOne(s.cfg.TakeCost)
+		s.push(event{t: s.cfg.SQS.work(s.now, take), k: evClaim, inv: &invocation{start: s.now, pending: k, slots: k, prepaid: take, receiving: true}, n: k})
 	}
 }
 
@@ -645,6 +691,14 @@ func (s *state) finish() {
 		hours := containers * max(0, end-s.first-sl.StartAfter.Seconds()) / 3600
 		r.Cost.Fargate = hours * (sl.VCPU*pr.FargateVCPUHour + sl.MemoryGB*pr.FargateGBHour)
 	}
+}
+
+// orOne is x, or 1 when x is unset.
+func orOne(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	return 1
 }
 
 func dur(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }

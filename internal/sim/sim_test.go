@@ -138,7 +138,7 @@ func TestSQSBatchArithmetic(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.s
-			near(t, "done", s.rounds(1, (c.messages+9)/10, c.conc)-1, c.wantAfter, 1e-9)
+			near(t, "done", s.rounds(1, (c.messages+9)/10, c.conc, 1)-1, c.wantAfter, 1e-9)
 		})
 	}
 }
@@ -218,6 +218,8 @@ func TestEmulatorMaterializationChains(t *testing.T) {
 		// 20 chunks of 10 SendMessageBatch requests at 100 a second.
 		{"SQS-bound, one chain", Measured{DynamoRate: 1e9, SQSRate: 100}, 1, 2.0},
 		{"SQS-bound, two chains share the server", Measured{DynamoRate: 1e9, SQSRate: 100}, 2, 2.0},
+		// moto spends 1.2 of its mean request on a send (SendShare).
+		{"SQS-bound, a send dearer than the mean", Measured{DynamoRate: 1e9, SQSRate: 100, SendShare: 1.2}, 1, 2.4},
 		// A chunk: the marker (5 ms), 2 rounds of sends (10 ms each),
 		// the count (5 ms): 30 ms, 20 chunks one after another.
 		{"latency-bound, one chain", Measured{DynamoRate: 1e9, SQSRate: 1e9, DynamoLatency: 5 * time.Millisecond, SQSLatency: 10 * time.Millisecond}, 1, 0.6},
@@ -501,5 +503,25 @@ func BenchmarkMillionTasks(b *testing.B) {
 		if _, err := Run(AWS([]int{1000000}, 0, p, CapacityFor(10000, p), prices(), 1)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// While a stage's chains keep an emulator's SQS busy with their sends,
+// the executors' receives wait their turn behind them (one receive in
+// flight, as the runner's poller keeps): the chains queue at nearly the
+// sends' own rate, and the executors run few tasks meanwhile. Were the
+// executors served first, as fast as DynamoDB lets them (here without
+// limit), the chains would get what the executors left.
+func TestEmulatorReceivesWaitBehindSends(t *testing.T) {
+	// 20,000 tasks are 2,000 sends: 20 s of an SQS serving 100 a second.
+	r, err := Run(Emulator([]int{20000}, Profile{DynamoRequests: 2.02, WRU: 2.02, SQSRequests: 0.32}, Measured{DynamoRate: 1e9, SQSRate: 100}, 32, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := r.Queued.Seconds(); q < 20 || q > 25 {
+		t.Errorf("last task queued at %.1fs: want 20 to 25 s", q)
+	}
+	if r.DoneByQueued > 2500 {
+		t.Errorf("%d tasks committed by the last queued: want at most 2,500", r.DoneByQueued)
 	}
 }

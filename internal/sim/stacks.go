@@ -153,6 +153,12 @@ type Measured struct {
 	// holds the load job's chains' 10,000 sends, whose time to queue its
 	// plateau probed alone, on a machine of its own, puts a quarter short.
 	MixSQSCPU time.Duration
+	// SendShare, when set, is moto's CPU for a SendMessageBatch over its
+	// mean request's in the probes' cycle of a send, a receive and a
+	// delete (about 1.1: a send costs about a fifth more than the
+	// others). A load job's chains send while its executors wait on them,
+	// so the time to queue runs at the sends' price.
+	SendShare float64
 }
 
 // sqsCeiling is moto's requests a second: one core at the mix probe's
@@ -175,6 +181,10 @@ func (m Measured) dynamoCeiling(p Profile) float64 {
 	}
 	return m.MixDynamoRate * p.DynamoRequests / writes
 }
+
+// maxSendShare bounds Measured.SendShare: a receive and a delete cost
+// something.
+const maxSendShare = 2
 
 // minCores is the least of the cores the model gives the tasks' work: a
 // machine whose idle emulators seem to take every core still serves.
@@ -213,7 +223,22 @@ func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Confi
 		CountRounds: tuning.DeleteRound,
 		Materialize: Materialize{ChunkTasks: codeChunkTasks, ChunksPerCall: codeChunksPerCall, SendConcurrency: codeSendConcurrency,
 			Workers: codeChains(stages), FirstHandoff: 10 * time.Millisecond, Relay: 10 * time.Millisecond},
-		Slots: &Slots{Count: slots},
+		// The runner's poller keeps one receive in flight a queue
+		// (internal/executor/feed), and the job's tasks are on one.
+		Slots: &Slots{Count: slots, Receivers: 1},
+	}
+	sendCPU, takeCPU := 1.0, 1.0 // a send's and a receive's or delete's CPU, in SQSCPUs
+	if share := min(max(m.SendShare, 0), maxSendShare); share > 0 {
+		sendCPU, takeCPU = share, (3-share)/2
+		// A chain's sends are 10,000 requests over a minute or more: the
+		// machine's mean over the mix probe's levels prices them (SQSCPU),
+		// not the best level's (the ceiling), whose price leans cheap.
+		// The cycle's mean is a third each: what a send spends over it,
+		// a receive and a delete spend under it.
+		c.SendCost, c.TakeCost = share, (3-share)/2
+		if m.MixSQSCPU > 0 && m.SQSCPU > 0 {
+			c.SendCost *= float64(m.SQSCPU) / float64(m.MixSQSCPU)
+		}
 	}
 	if m.Cores > 0 {
 		// A chunk's own requests: its marker and count, its sends; a
@@ -221,9 +246,9 @@ func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Confi
 		chunk := float64(codeChunkTasks)
 		sends := math.Ceil(chunk / 10)
 		c.CPU = &Server{Name: LimitCores, Rate: max(minCores, m.Cores-m.IdleCores)}
-		c.ChunkCPU = time.Duration(chunkDynamoRequests*float64(m.DynamoCPU) + sends*float64(m.SQSCPU))
+		c.ChunkCPU = time.Duration(chunkDynamoRequests*float64(m.DynamoCPU) + sends*sendCPU*float64(m.SQSCPU))
 		c.TaskCPU = m.RunnerCPU + time.Duration(max(0, p.DynamoRequests-chunkDynamoRequests/chunk)*float64(m.DynamoCPU)+
-			max(0, p.SQSRequests-sends/chunk)*float64(m.SQSCPU))
+			max(0, p.SQSRequests-sends/chunk)*takeCPU*float64(m.SQSCPU))
 	}
 	return c
 }

@@ -55,23 +55,23 @@ func (s *Server) work(now, r float64) float64 {
 	return s.free + s.Latency.Seconds()
 }
 
-// rounds sends n requests, conc at a time, and returns when the last is
-// done: no sooner than the server's queue serves them all, nor than its
-// rounds, each a request's latency and service time, take one after
-// another.
-func (s *Server) rounds(now float64, n, conc int) float64 {
+// rounds sends n requests, each cost of the server's mean request, conc
+// at a time, and returns when the last is done: no sooner than the
+// server's queue serves them all, nor than its rounds, each a request's
+// latency and service time, take one after another.
+func (s *Server) rounds(now float64, n, conc int, cost float64) float64 {
 	if n == 0 {
 		return now
 	}
 	step := s.Latency.Seconds()
 	if s.Rate > 0 {
-		step += 1 / s.Rate
+		step += cost / s.Rate
 	}
 	bound := now + float64((n+conc-1)/conc)*step
 	if s.Rate <= 0 {
 		return bound
 	}
-	return max(bound, s.work(now, float64(n)))
+	return max(bound, s.work(now, float64(n)*cost))
 }
 
 func (s *Server) saturated(now float64) string {

@@ -58,6 +58,9 @@ type Ceiling struct {
 	// span and served are the time and requests CPU was measured over.
 	span   time.Duration
 	served float64
+	// SendShare is moto's CPU for a send over its mean request's (the SQS
+	// probe's only; sqssplit.go): 0 where not measured.
+	SendShare float64
 	// Cores is the machine's cores less what its other work (processes
 	// other than the bench and its emulators, /proc/stat) took over the
 	// store, SQS and mix probes together (Run): the store probe's only.
@@ -126,7 +129,8 @@ type Target struct {
 // around is the mean of p, probed before a job, and q, after it.
 func (p Emulator) Around(q Emulator) Emulator {
 	mean := func(a, b Ceiling) Ceiling {
-		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2}
+		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2,
+			SendShare: (a.SendShare + b.SendShare) / 2}
 	}
 	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2,
 		ReadCPU: (p.Task.ReadCPU + q.Task.ReadCPU) / 2}
@@ -137,16 +141,16 @@ func (p Emulator) Around(q Emulator) Emulator {
 // describe is the probe's levels, or its two ends' after around.
 func (p Emulator) Describe() string {
 	if p.Before != nil {
-		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request; %s",
+		return fmt.Sprintf("before the job: %s\n    after it: %s\n    their mean: DynamoDB %.0f/s, %.1f ms alone, %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work; SQS %.0f/s, %.1f ms alone, %.0f µs of moto's CPU a request, a send %.2f times its mean request's; %s",
 			p.Before.Describe(), p.After.Describe(), p.Dynamo.Rate, ms(p.Dynamo.Latency), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores,
-			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.Idle.describe()) + "\n    mix probe, " + p.Mix.Describe()
+			p.SQS.Rate, ms(p.SQS.Latency), us(p.SQS.CPU), p.SQS.SendShare, p.Idle.describe()) + "\n    mix probe, " + p.Mix.Describe()
 	}
 	if p.Err != nil {
 		return fmt.Sprintf("DynamoDB not measured (%v); SQS %.0f/s (%s; %.0f µs)", p.Err, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU))
 	}
-	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request); %s",
+	return fmt.Sprintf("DynamoDB %.0f/s (%s; %.0f µs of DynamoDB Local's CPU a request (%.0f µs a read), %.2f requests and %.0f µs of this process's CPU a task, %.2f cores left by other work); SQS %.0f/s (%s; %.0f µs of moto's CPU a request, a send %.2f times its mean request's); %s",
 		p.Dynamo.Rate, p.Dynamo.Describe(), us(p.Dynamo.CPU), us(p.Task.ReadCPU), p.Task.Requests, us(p.Task.OwnCPU), p.Dynamo.Cores, p.SQS.Rate, p.SQS.Describe(), us(p.SQS.CPU),
-		p.Idle.describe()) + "; mix probe: " + p.Mix.Describe()
+		p.SQS.SendShare, p.Idle.describe()) + "; mix probe: " + p.Mix.Describe()
 }
 
 func (i Idle) describe() string {
@@ -194,6 +198,7 @@ func Run(ctx context.Context, cfg aws.Config, t Target) Emulator {
 	others := StartOthers()
 	p.Dynamo, p.Task, p.Err = probeStore(ctx, cfg, t.Table, storeLevels(t.Slots))
 	p.SQS = probeSQS(ctx, sqs.NewFromConfig(c))
+	p.SQS.SendShare = sendShare(ctx, c)
 	p.Mix = probeMix(ctx, cfg, t.Table, mixLevels(t.Slots))
 	if p.Dynamo.Cores > 0 {
 		// Over all three probes, a dozen seconds: other work on a shared

@@ -36,3 +36,15 @@ func (s Span) Describe(tasks int) (string, float64) {
 	return fmt.Sprintf("CPU over the job, a task: the runner %.0f µs, DynamoDB Local %.0f µs, moto %.0f µs; %.2f cores busy with them, %.2f with other work",
 		us(own)/t, us(j-s.java)/t, us(e-s.emu-(j-s.java))/t, ours.Seconds()/took.Seconds(), other), CoresLeft(other)
 }
+
+// Busy is the cores each process kept busy since the span started.
+func (s Span) Busy() string {
+	j, _ := EmulatorCPUOf(dynamoLocal)
+	e, _ := EmulatorCPU()
+	took := time.Since(s.others.at).Seconds()
+	if took <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("cores busy: the runner %.2f, DynamoDB Local %.2f, moto %.2f",
+		(CPUTime()-s.own).Seconds()/took, (j-s.java).Seconds()/took, (e-s.emu-(j-s.java)).Seconds()/took)
+}
