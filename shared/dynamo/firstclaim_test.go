@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -188,7 +189,7 @@ func TestPartiQLTurnedAwayOnlyBeforeItWorked(t *testing.T) {
 		name   string
 		worked bool                                         // a batch was answered before the one that fails
 		codes  map[string]types.BatchStatementErrorCodeEnum // that batch's statements' errors
-		want   bool                                         // noPartiQL after it
+		want   bool                                         // off PartiQL after it
 	}{
 		{"an endpoint that never ran one", false, nil, true},
 		{"an endpoint that ran one", true, nil, false},
@@ -217,8 +218,64 @@ func TestPartiQLTurnedAwayOnlyBeforeItWorked(t *testing.T) {
 			if err := write("b"); !errors.Is(err, errBatchFailed) {
 				t.Fatalf("write: %v, want errBatchFailed", err)
 			}
-			if got := s.noPartiQL.Load(); got != tc.want {
-				t.Errorf("noPartiQL %v, want %v", got, tc.want)
+			if got := s.partiQLOff(); got != tc.want {
+				t.Errorf("off PartiQL %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A store turned away from PartiQL tries it again once partiQLRetry has
+// passed: one caller does, the others wait another while; if its batch
+// runs, the store writes PartiQL again, and if it fails, the wait starts
+// over. A cold endpoint's first failure does not keep the store away for
+// good.
+func TestPartiQLTriedAgainAfterAWhile(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fails   bool // the endpoint still fails the batch that tries again
+		wantOff bool // off PartiQL after that batch
+	}{
+		{"the endpoint runs PartiQL now", false, false},
+		{"the endpoint still cannot", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := &gatedBatches{gate: make(chan struct{})}
+			close(db.gate)
+			now := time.Unix(1_000_000, 0)
+			s := New(db, "T")
+			s.now = func() time.Time { return now }
+			write := func(sk string) error {
+				it := map[string]types.AttributeValue{attrPK: sv("P"), attrSK: sv(sk)}
+				err := s.firstClaims.write(context.Background(), s, "j", itemKey(it), InsertStatement(s.table, it))
+				s.noteBatchFailed(err)
+				return err
+			}
+			db.fail = errors.New("InternalServerError")
+			if err := write("a"); !errors.Is(err, errBatchFailed) {
+				t.Fatalf("write: %v, want errBatchFailed", err)
+			}
+			now = now.Add(partiQLRetry - time.Second)
+			if !s.partiQLOff() {
+				t.Fatal("back on PartiQL before partiQLRetry passed")
+			}
+			now = now.Add(time.Second)
+			if s.partiQLOff() {
+				t.Fatal("still off PartiQL once partiQLRetry passed: the first caller should try it")
+			}
+			if !s.partiQLOff() {
+				t.Fatal("a second caller tries PartiQL too: want it to wait while the first tries")
+			}
+			if !tc.fails {
+				db.fail = nil
+			}
+			if err := write("b"); (err != nil) != tc.fails {
+				t.Fatalf("write: %v, want failed %v", err, tc.fails)
+			}
+			if got := s.partiQLOff(); got != tc.wantOff {
+				t.Errorf("off PartiQL %v, want %v", got, tc.wantOff)
 			}
 		})
 	}

@@ -68,7 +68,7 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []domain.Task, due time.
 	if marker == nil {
 		return s.putTaskChunkIndexed(ctx, tasks, due)
 	}
-	if s.noPartiQL.Load() {
+	if s.partiQLOff() {
 		return s.putTaskChunkTx(ctx, tasks, marker)
 	}
 	items := make([]map[string]types.AttributeValue, len(tasks))
@@ -86,7 +86,7 @@ func (s *Store) putTaskChunk(ctx context.Context, tasks []domain.Task, due time.
 	// stores and emulators answer it with an error), or statements that
 	// kept failing: the chunk as a transaction of conditional puts, as
 	// before PartiQL, which is as safe and costs twice the write units.
-	// This store uses transactions from now on, unless PartiQL has
+	// This store uses transactions for a while, unless PartiQL has
 	// worked on it (partiQLFailed).
 	s.partiQLFailed()
 	return s.putTaskChunkTx(ctx, tasks, marker)

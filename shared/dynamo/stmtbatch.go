@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -204,20 +205,50 @@ func (s *Store) noteBatchFailed(err error) {
 	}
 }
 
-// partiQLFailed turns this store's writes away from PartiQL for good,
-// unless a PartiQL batch has succeeded on it: an endpoint that cannot run
-// PartiQL (moto's DynamoDB answers it with a server error) fails every
-// one, while an endpoint that ran one fails a later one only for a while
-// (throttling, a server error, a reset connection), and turning away
-// would cost each claim and commit a request of its own, and each chunk
-// twice its write units, for the rest of the process's life.
+// partiQLRetry is how long a store that failed a PartiQL batch before
+// any statement ran on it writes without PartiQL before trying it again.
+const partiQLRetry = time.Minute
+
+// partiQLFailed turns this store's writes away from PartiQL for a while
+// (partiQLRetry), unless a PartiQL batch has succeeded on it. An endpoint
+// that cannot run PartiQL (moto's DynamoDB answers it with a server
+// error) fails every one, and costs a failed batch a while; an endpoint
+// that ran one fails a later one only for a while (throttling, a server
+// error, a reset connection), and turning away would cost each claim and
+// commit a request of its own, and each chunk twice its write units. A
+// first batch's failure on a cold endpoint looks like the former, so the
+// wait ends: the store does not stay away from PartiQL for the rest of
+// the process's life.
 func (s *Store) partiQLFailed() {
 	if !s.partiQLWorks.Load() {
-		s.noPartiQL.Store(true)
+		s.partiQLOffUntil.Store(s.clock().Add(partiQLRetry).UnixNano())
 		if s.partiQLWorks.Load() { // a batch of another job's ran meanwhile
-			s.noPartiQL.Store(false)
+			s.partiQLOffUntil.Store(0)
 		}
 	}
+}
+
+// partiQLOff says whether a write goes without PartiQL now. Once the wait
+// is over, one caller tries PartiQL again and the others wait another
+// while: its batch either runs (notePartiQLRan ends the wait) or fails
+// (partiQLFailed starts another).
+func (s *Store) partiQLOff() bool {
+	until := s.partiQLOffUntil.Load()
+	if until == 0 {
+		return false
+	}
+	now := s.clock().UnixNano()
+	if now < until {
+		return true
+	}
+	return !s.partiQLOffUntil.CompareAndSwap(until, now+int64(partiQLRetry))
+}
+
+func (s *Store) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // notePartiQLRan notes that out's batch ran a statement: one succeeded or
@@ -228,7 +259,7 @@ func (s *Store) notePartiQLRan(out *dynamodb.BatchExecuteStatementOutput) {
 		if r.Error == nil || r.Error.Code == types.BatchStatementErrorCodeEnumDuplicateItem ||
 			r.Error.Code == types.BatchStatementErrorCodeEnumConditionalCheckFailed {
 			s.partiQLWorks.Store(true)
-			s.noPartiQL.Store(false)
+			s.partiQLOffUntil.Store(0)
 			return
 		}
 	}

@@ -42,11 +42,16 @@ type Store struct {
 	// retention, when positive, is how long an ended job's records are
 	// kept (retention.go).
 	retention time.Duration
-	// noPartiQL: the endpoint failed a PartiQL batch before any statement
-	// ran on it (partiQLFailed); claims and commits write UpdateItems and
-	// materialization transactions instead (puttasks.go). partiQLWorks:
-	// a PartiQL statement ran on this store (notePartiQLRan).
-	noPartiQL, partiQLWorks atomic.Bool
+	// partiQLOffUntil, when set (unix nanoseconds), is until when claims
+	// and commits write UpdateItems and materialization transactions
+	// instead of PartiQL (puttasks.go): the endpoint failed a PartiQL
+	// batch before any statement ran on it (partiQLFailed, partiQLOff).
+	// partiQLWorks: a PartiQL statement ran on this store
+	// (notePartiQLRan).
+	partiQLOffUntil atomic.Int64
+	partiQLWorks    atomic.Bool
+	// now is the clock the PartiQL wait is read on (nil: time.Now).
+	now func() time.Time
 	// completed remembers stages seen COMPLETED, for the ready markers'
 	// looks (readydone.go).
 	completed completedStages
@@ -836,7 +841,7 @@ func (s *Store) ShardPut(ctx context.Context, job string, idx, total, shards int
 			attrPK: sv(shardPK(job, idx, k)), attrSK: sv(cntSK), aLeft: nv(int64(n)), aTotal: nv(int64(n)),
 		}
 	}
-	if !s.noPartiQL.Load() {
+	if !s.partiQLOff() {
 		err := s.insertItems(ctx, items)
 		if err == nil {
 			return nil

@@ -226,7 +226,7 @@ type ClaimParams struct {
 // or sm.ErrInvalidTransition for an expired claim with no attempts left
 // (the caller exhausts it).
 func (s *Store) TaskClaim(ctx context.Context, p ClaimParams) (domain.Task, error) {
-	if p.MaxAttempts > 0 && !s.noPartiQL.Load() {
+	if p.MaxAttempts > 0 && !s.partiQLOff() {
 		// A task that may be unwritten: its first claim goes in a batch
 		// of inserts (firstclaim.go). Any other outcome is the
 		// UpdateItem's below to decide, with the same token.
@@ -463,7 +463,7 @@ func (s *Store) TaskCommit(ctx context.Context, p CommitParams) (shardDone bool,
 	if p.BadRecords > 0 || p.Watched {
 		return s.commitGuarded(ctx, p)
 	}
-	if stmt, ok := s.commitStatement(p); ok && !s.noPartiQL.Load() {
+	if stmt, ok := s.commitStatement(p); ok && !s.partiQLOff() {
 		// In a batch with the process's other commits of the job
 		// (commitbatch.go); any other outcome is the UpdateItem's below.
 		err := s.commits.write(ctx, s, p.Ref.Job, taskPK(p.Ref)+"\x00"+taskSK(p.Ref.Partition), stmt)
