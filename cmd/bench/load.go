@@ -327,11 +327,11 @@ func runLoad(n, slots int, rate float64, lm lambdaModel) error {
 		if taskQueues[queue] && queued.Add(int64(k)) >= int64(n) && lastQueued.CompareAndSwap(0, at.UnixNano()) {
 			go func() {
 				if id, ok := jobID.Load().(string); ok {
-					if sp, ok := jobSpan.Load().(emuprobe.Span); ok {
-						queuedBusy.Store(fmt.Sprintf("%s; %d SQS requests", sp.Busy(), rec.Snapshot().Totals().Ops["SQS"]))
-					}
 					if st, err := r.Service.Status(ctx, "bench", id); err == nil && len(st.Stages) > 0 {
 						committedThen.Store(int64(st.Stages[0].Committed))
+					}
+					if sp, ok := jobSpan.Load().(emuprobe.Span); ok {
+						queuedBusy.Store(fmt.Sprintf("%s; %d SQS requests", sp.Busy(), rec.Snapshot().Totals().Ops["SQS"]))
 					}
 				}
 			}()

@@ -59,7 +59,8 @@ func msec(n float64) time.Duration {
 // level, a machine busier during the job than around it. tp16 d's probes
 // left it 1.72 cores (other work took the rest). Batched load c and d ran
 // the load job alone and printed the tasks committed by its last task
-// queued.
+// queued. The split runs are a full bench whose SQS probe measured a
+// send's share itself.
 var loggedRuns = []loggedRun{
 	{name: "tp16-a", stages: []int{2000, 1}, slots: 16, rate: 311,
 		m: Measured{DynamoRate: 914, SQSRate: 242, DynamoLatency: msec(1.4), SQSLatency: msec(3.9), Cores: 2, IdleCores: 0.02,
@@ -144,6 +145,15 @@ var loggedRuns = []loggedRun{
 		m: Measured{DynamoRate: 1164, SQSRate: 191, DynamoLatency: msec(1.7), SQSLatency: msec(6.2), Cores: 2, IdleCores: 0.03,
 			DynamoCPU: us(1177), SQSCPU: us(6168), RunnerCPU: us(364), MixDynamoRate: 908, MixSQSCPU: us(5763)},
 		p: Profile{DynamoRequests: 2.18, DynamoReads: 0.022, SQSRequests: 0.32}},
+	// A full bench whose probes split moto's price (SendShare measured).
+	{name: "split fullbench throughput", stages: []int{2000, 1}, slots: 16, rate: 474,
+		m: Measured{DynamoRate: 1800, SQSRate: 299, DynamoLatency: msec(1.0), SQSLatency: msec(3.3), Cores: 1.93, IdleCores: 0.01,
+			DynamoCPU: us(773), SQSCPU: us(3595), RunnerCPU: us(202), MixDynamoRate: 1207, MixSQSCPU: us(3465), SendShare: 1.15},
+		p: Profile{DynamoRequests: 2.12, DynamoReads: 0.015, SQSRequests: 0.32}},
+	{name: "split fullbench load", stages: []int{100000}, slots: 32, rate: 509, queued: 42.5, doneByQueued: 2131,
+		m: Measured{DynamoRate: 1753, SQSRate: 289, DynamoLatency: msec(1.0), SQSLatency: msec(3.4), Cores: 2, IdleCores: 0.01,
+			DynamoCPU: us(733), SQSCPU: us(3783), RunnerCPU: us(190), MixDynamoRate: 1259, MixSQSCPU: us(3536), SendShare: 1.15},
+		p: Profile{DynamoRequests: 2.09, DynamoReads: 0.017, SQSRequests: 0.31}},
 }
 
 // The simulator, fed each logged run's measured inputs, predicts its rate

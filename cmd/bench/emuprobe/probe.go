@@ -130,12 +130,23 @@ type Target struct {
 func (p Emulator) Around(q Emulator) Emulator {
 	mean := func(a, b Ceiling) Ceiling {
 		return Ceiling{Rate: (a.Rate + b.Rate) / 2, Latency: (a.Latency + b.Latency) / 2, CPU: (a.CPU + b.CPU) / 2, Cores: (a.Cores + b.Cores) / 2,
-			SendShare: (a.SendShare + b.SendShare) / 2}
+			SendShare: meanOf(a.SendShare, b.SendShare)}
 	}
 	task := StoreCycle{Requests: (p.Task.Requests + q.Task.Requests) / 2, OwnCPU: (p.Task.OwnCPU + q.Task.OwnCPU) / 2,
 		ReadCPU: (p.Task.ReadCPU + q.Task.ReadCPU) / 2}
 	idle := Idle{DynamoDB: (p.Idle.DynamoDB + q.Idle.DynamoDB) / 2, SQS: (p.Idle.SQS + q.Idle.SQS) / 2, Runner: (p.Idle.Runner + q.Idle.Runner) / 2}
 	return Emulator{Dynamo: mean(p.Dynamo, q.Dynamo), SQS: mean(p.SQS, q.SQS), Task: task, S3: (p.S3 + q.S3) / 2, Idle: idle, Mix: meanMix(p.Mix, q.Mix), Before: &p, After: &q}
+}
+
+// meanOf is the mean of a and b, or the one measured (0: not).
+func meanOf(a, b float64) float64 {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return (a + b) / 2
 }
 
 // describe is the probe's levels, or its two ends' after around.

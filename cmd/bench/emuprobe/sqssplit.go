@@ -17,7 +17,7 @@ import (
 const probeStepSplit = 2 * time.Second
 
 // sendShare is moto's CPU for a SendMessageBatch of ten over its mean
-// request's in the SQS probe's cycle (a send, a receive, a delete): 1
+// request's in the SQS probe's cycle (a send, a receive, a delete): 0
 // when it cannot be measured. It is measured with the runner's client,
 // on a queue of its own: a chain's sends alone (queue.SendBatch of a
 // 100-task chunk, eight requests at a time, from two chains), then
@@ -29,13 +29,13 @@ func sendShare(ctx context.Context, cfg aws.Config) float64 {
 	sq := sqs.NewFromConfig(cfg)
 	made, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("bench-split-%d", time.Now().UnixNano()))})
 	if err != nil {
-		return 1
+		return 0
 	}
 	url := aws.ToString(made.QueueUrl)
 	defer func() { _, _ = sq.DeleteQueue(context.WithoutCancel(ctx), &sqs.DeleteQueueInput{QueueUrl: &url}) }()
 	api, err := sqswire.ForQueues(cfg, os.Getenv(sqswire.EnvClient))
 	if err != nil {
-		return 1
+		return 0
 	}
 	q := queue.New(api)
 	cpuOf := func(workers int, fn func(int) int) time.Duration {
@@ -75,7 +75,7 @@ func sendShare(ctx context.Context, cfg aws.Config) float64 {
 		return 1 + served(q.DeleteBatch(ctx, url, receipts))
 	})
 	if send <= 0 || take <= 0 {
-		return 1
+		return 0
 	}
 	return 3 * float64(send) / float64(send+2*take)
 }
