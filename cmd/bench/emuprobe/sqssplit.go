@@ -38,18 +38,9 @@ func sendShare(ctx context.Context, cfg aws.Config) float64 {
 		return 0
 	}
 	q := queue.New(api)
+	// moto's CPU a request at one level of workers (0: not measured).
 	cpuOf := func(workers int, fn func(int) int) time.Duration {
-		e0, ok := EmulatorCPU()
-		j0, _ := EmulatorCPUOf(dynamoLocal)
-		start := time.Now()
-		rate, _ := loop(probeStepSplit, workers, fn)
-		n := rate * time.Since(start).Seconds()
-		e1, _ := EmulatorCPU()
-		j1, _ := EmulatorCPUOf(dynamoLocal)
-		if !ok || n <= 0 {
-			return 0
-		}
-		return time.Duration(float64(e1-e0-(j1-j0)) / n)
+		return sweep([]int{workers}, probeStepSplit, fn).CPU
 	}
 	chunk := make([]queue.Send, 100)
 	for i := range chunk {
