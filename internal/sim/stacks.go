@@ -235,7 +235,7 @@ func Emulator(stages []int, p Profile, m Measured, slots int, seed uint64) Confi
 		// not the best level's (the ceiling), whose price leans cheap.
 		// The cycle's mean is a third each: what a send spends over it,
 		// a receive and a delete spend under it.
-		c.SendCost, c.TakeCost = share, (3-share)/2
+		c.SendCost, c.TakeCost = sendCPU, takeCPU
 		if m.MixSQSCPU > 0 && m.SQSCPU > 0 {
 			c.SendCost *= float64(m.SQSCPU) / float64(m.MixSQSCPU)
 		}
